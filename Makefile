@@ -1,0 +1,136 @@
+# trainer — one Makefile for the whole project.
+#
+#   make            builds ./trainer (CPU always; the CUDA backend too when nvcc is found)
+#   make CUDA=0     skips the CUDA backend even when nvcc exists
+#   make test       C unit tests under ASan+UBSan, Lua tests inside ./trainer, CLI tests;
+#                   ends with one line "N passed, N failed"
+#   make install PREFIX=/usr/local   installs bin/trainer and share/trainer/{lua,recipes}
+#   make deps       apt-installs missing build dependencies (idempotent)
+#
+# Sources are found by wildcard, so a new op is a new file and no Makefile edit:
+#   core/*.c kernels/cpu/*.c       -> the runtime (linked whole into the binary, for the FFI)
+#   kernels/cuda/*.cu              -> the CUDA backend (nvcc), only when CUDA is on
+#   tests/c/test_*.c               -> one ASan+UBSan test program each
+#   bench/bench_*.c                -> one benchmark program each (make bench)
+
+PREFIX  ?= /usr/local
+CC      ?= cc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+VERSION := 0.1.0
+
+# ---------------------------------------------------------------- dependencies
+PKGS := luajit libedit zlib openblas jansson libutf8proc
+DEPS_OK := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
+ifneq ($(DEPS_OK),yes)
+  ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+    $(info deps: some build dependencies are missing; running scripts/deps.sh)
+    DEPS_RUN := $(shell bash scripts/deps.sh >&2; echo $$?)
+    ifneq ($(DEPS_RUN),0)
+      $(error scripts/deps.sh failed: install the packages it names and run make again)
+    endif
+  endif
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+# ---------------------------------------------------------------- optional parts
+ifeq ($(CUDA),0)
+  HAVE_CUDA :=
+else
+  HAVE_CUDA := $(if $(NVCC),$(if $(wildcard $(CUDA_HOME)/lib64/libcublasLt.so $(CUDA_HOME)/lib/libcublasLt.so),yes,),)
+endif
+HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
+
+ifeq ($(MAKELEVEL),0)
+ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
+  $(info build: luajit, libedit, zlib, jansson, utf8proc  found)
+  $(info build: OpenBLAS  $(if $(shell pkg-config --exists openblas && echo y),found $(shell pkg-config --modversion openblas),missing))
+  $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
+  $(info build: nvcc      $(if $(NVCC),found $(NVCC),missing (CPU-only build)))
+  $(info build: cuBLASLt  $(if $(HAVE_CUDA),found (CUDA backend on),$(if $(filter 0,$(CUDA)),skipped (CUDA=0),missing)))
+endif
+endif
+
+# ---------------------------------------------------------------- flags
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+CSTD    := -std=c11 -D_GNU_SOURCE
+INCS    := -Icore -Ikernels $(PKG_CFLAGS)
+OMPFLAG := $(if $(HAVE_OMP),-fopenmp,)
+CFLAGS_REL  := $(CSTD) $(WARN) -O2 -g -fPIC $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
+CFLAGS_ASAN := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
+LIBS := $(PKG_LIBS) -lm -lpthread -ldl
+
+ifeq ($(HAVE_CUDA),yes)
+  CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
+  NVCCFLAGS  := -O2 -std=c++17 -Icore -Ikernels -DTR_HAVE_CUDA \
+                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+                -Xcompiler -fPIC,-Wall,-Werror
+  CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -lrt -lstdc++
+endif
+
+# ---------------------------------------------------------------- sources
+CORE_SRC   := $(filter-out core/main.c,$(wildcard core/*.c))
+KERNEL_SRC := $(wildcard kernels/cpu/*.c)
+CUDA_SRC   := $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.cu),)
+TEST_SRC   := $(wildcard tests/c/test_*.c)
+BENCH_SRC  := $(wildcard bench/bench_*.c)
+HEADERS    := $(wildcard core/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h tests/c/*.h)
+
+REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %.cu,build/rel/%.o,$(CUDA_SRC))
+ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
+TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
+BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
+
+.PHONY: all test check-asan bench install clean deps
+.SECONDARY:
+all: trainer
+
+deps:
+	bash scripts/deps.sh
+
+build/rel/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_REL) -c $< -o $@
+
+build/rel/%.o: %.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+build/asan/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ASAN) -c $< -o $@
+
+# The whole runtime is linked into the binary and its symbols exported, so that the
+# LuaJIT FFI finds every function that core/trainer.h declares.
+trainer: build/rel/core/main.o $(REL_OBJ)
+	$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(LIBS) $(CUDA_LIBS)
+
+build/asan/tests/%: tests/c/%.c $(ASAN_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS)
+
+build/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_REL) -O3 -march=native -o $@ $< $(REL_OBJ) $(LIBS) $(CUDA_LIBS)
+
+check-asan: $(TEST_BIN)
+
+test: trainer $(TEST_BIN)
+	@bash tests/run.sh $(TEST_BIN)
+
+bench: trainer $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+
+install: trainer
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/trainer
+	install -m 755 trainer $(DESTDIR)$(PREFIX)/bin/trainer
+	rm -rf $(DESTDIR)$(PREFIX)/share/trainer/lua $(DESTDIR)$(PREFIX)/share/trainer/recipes $(DESTDIR)$(PREFIX)/share/trainer/core
+	cp -R lua recipes $(DESTDIR)$(PREFIX)/share/trainer/
+	install -d $(DESTDIR)$(PREFIX)/share/trainer/core
+	cp core/*.h $(DESTDIR)$(PREFIX)/share/trainer/core/
+
+clean:
+	rm -rf build trainer

@@ -1,0 +1,32 @@
+/* ctx.h — the runtime context: the one owner of all mutable runtime state (one caching
+ * allocator per device, per-device CUDA state such as streams and the cuBLASLt handle
+ * and workspace, the last error). Nothing in core/ keeps global mutable state; every
+ * entry point that allocates or may fail takes a tr_ctx. */
+#ifndef TR_CTX_H
+#define TR_CTX_H
+
+#include "alloc.h"
+
+typedef struct tr_ctx tr_ctx;
+
+/* NULL only when malloc fails. The CPU allocator exists from the start; a CUDA device's
+ * allocator and state are created on first use. */
+tr_ctx *tr_ctx_new(void);
+void tr_ctx_free(tr_ctx *ctx);
+
+/* The error of the last failed call made with ctx (status TR_OK when none). */
+tr_error *tr_ctx_err(tr_ctx *ctx);
+const char *tr_ctx_errmsg(const tr_ctx *ctx);
+
+/* The allocator of a device (TR_CPU or a CUDA ordinal); NULL with ctx's error set when
+ * the device does not exist or this build has no CUDA. */
+tr_alloc *tr_ctx_alloc(tr_ctx *ctx, int device);
+
+/* Per-device CUDA state (streams, cuBLASLt handle, workspace), created on first use by
+ * the CUDA backend; NULL on the CPU or without CUDA. */
+void *tr_ctx_cuda_state(tr_ctx *ctx, int device);
+
+/* Number of visible CUDA devices; 0 without a GPU or in a build without CUDA. */
+int tr_cuda_device_count(void);
+
+#endif

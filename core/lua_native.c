@@ -1,0 +1,176 @@
+/* lua_native.c — the module `trainer.native`: line editing through libedit, history,
+ * terminal checks and a protected call that Ctrl-C interrupts.
+ *
+ * The one piece of process-wide state is `interrupt_target`, the Lua state a SIGINT
+ * handler may arm a hook in; a signal handler can reach nothing else (luajit.c does the
+ * same). It is set only while a chunk runs under native.icall. */
+#include "lua_native.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include <editline/readline.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static lua_State *volatile interrupt_target;
+
+/* ---------------------------------------------------------------- interrupts */
+
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "interrupted (Ctrl-C)");
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    lua_State *L = interrupt_target;
+    if (L) lua_sethook(L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+static int traceback(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (!msg && !lua_isnoneornil(L, 1)) {
+        /* A non-string error object (a table from trainer.errors): hand it back as is. */
+        return 1;
+    }
+    luaL_traceback(L, L, msg ? msg : "(error without a message)", 1);
+    return 1;
+}
+
+/* native.icall(f, ...) -> true, results... | false, message_with_traceback
+ * Like xpcall with a traceback, and Ctrl-C during f raises "interrupted". */
+static int l_icall(lua_State *L)
+{
+    int nargs = lua_gettop(L) - 1;
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, 1);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    interrupt_target = L;
+    sigaction(SIGINT, &sa, &old);
+    int rc = lua_pcall(L, nargs, LUA_MULTRET, 1);
+    sigaction(SIGINT, &old, NULL);
+    interrupt_target = NULL;
+    lua_sethook(L, NULL, 0, 0);
+    lua_remove(L, 1);
+    lua_pushboolean(L, rc == 0);
+    lua_insert(L, 1);
+    return lua_gettop(L);
+}
+
+/* ---------------------------------------------------------------- line editing */
+
+/* A SIGINT at the prompt must not end the REPL: it only marks the line as abandoned. */
+static volatile sig_atomic_t prompt_interrupted;
+static void on_sigint_prompt(int sig)
+{
+    (void)sig;
+    prompt_interrupted = 1;
+}
+
+/* native.readline(prompt) -> line | nil at end of input | false when Ctrl-C abandoned it */
+static int l_readline(lua_State *L)
+{
+    const char *prompt = luaL_optstring(L, 1, "> ");
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint_prompt;
+    sigemptyset(&sa.sa_mask);
+    prompt_interrupted = 0;
+    sigaction(SIGINT, &sa, &old);
+    char *line = readline(prompt);
+    sigaction(SIGINT, &old, NULL);
+    if (prompt_interrupted) {
+        free(line);
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    if (!line) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushstring(L, line);
+    free(line);
+    return 1;
+}
+
+static int l_add_history(lua_State *L)
+{
+    add_history(luaL_checkstring(L, 1));
+    return 0;
+}
+
+static int l_read_history(lua_State *L)
+{
+    lua_pushboolean(L, read_history(luaL_checkstring(L, 1)) == 0);
+    return 1;
+}
+
+static int l_write_history(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    stifle_history((int)luaL_optinteger(L, 2, 1000));
+    lua_pushboolean(L, write_history(path) == 0);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- process */
+
+static int l_isatty(lua_State *L)
+{
+    lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+    return 1;
+}
+
+static int l_root(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, "trainer.root");
+    return 1;
+}
+
+static int l_realpath(lua_State *L)
+{
+    char *p = realpath(luaL_checkstring(L, 1), NULL);
+    if (!p) {
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(errno));
+        return 2;
+    }
+    lua_pushstring(L, p);
+    free(p);
+    return 1;
+}
+
+static int l_is_dir(lua_State *L)
+{
+    struct stat st;
+    lua_pushboolean(L, stat(luaL_checkstring(L, 1), &st) == 0 && S_ISDIR(st.st_mode));
+    return 1;
+}
+
+int luaopen_trainer_native(lua_State *L)
+{
+    static const luaL_Reg fns[] = {
+        { "icall", l_icall },           { "readline", l_readline },
+        { "add_history", l_add_history }, { "read_history", l_read_history },
+        { "write_history", l_write_history }, { "isatty", l_isatty },
+        { "root", l_root },             { "realpath", l_realpath },
+        { "is_dir", l_is_dir },         { NULL, NULL },
+    };
+    lua_newtable(L);
+    luaL_register(L, NULL, fns);
+    return 1;
+}

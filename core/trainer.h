@@ -1,0 +1,11 @@
+/* trainer.h — the one public header of the runtime: C programs include it, and
+ * lua/trainer/ffi.lua feeds it (following its #include lines, dropping other '#' lines)
+ * to ffi.cdef. Each module keeps its own header; this file lists them in dependency
+ * order. */
+#ifndef TRAINER_H
+#define TRAINER_H
+#include "tr_base.h"
+#include "alloc.h"
+#include "ctx.h"
+#include "tensor.h"
+#endif

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs, with apt, every Debian package the build and the tests need that is not there yet.
+# Idempotent: when everything is present it prints one line and changes nothing.
+# `make`, `make test` and `.ci/run` call it; a person can run it too (needs root or sudo).
+set -euo pipefail
+
+# pkg-config name -> Debian package
+declare -A PKG=(
+  [luajit]=libluajit-5.1-dev
+  [libedit]=libedit-dev
+  [zlib]=zlib1g-dev
+  [openblas]=libopenblas-dev
+  [jansson]=libjansson-dev
+  [libutf8proc]=libutf8proc-dev
+)
+missing=()
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+command -v make >/dev/null 2>&1 || missing+=(make)
+for pc in "${!PKG[@]}"; do
+  if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all build dependencies present"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "deps: missing ${missing[*]}; run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

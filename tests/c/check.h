@@ -1,0 +1,50 @@
+/* check.h — the C test harness. A test program is a list of cases run by RUN(fn); each
+ * CHECK that fails marks its case failed and prints where and why. Every case prints
+ * one line, "PASS name" or "FAIL name: file:line: message", which tests/run.sh counts;
+ * check_done() returns the exit status (non-zero when anything failed).
+ *
+ *   static void test_rounding(void) { CHECK(x == 512, "got %zu", x); }
+ *   int main(void) { RUN(test_rounding); return check_done(); }
+ */
+#ifndef TR_CHECK_H
+#define TR_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int check_case_failed;      /* failures in the running case */
+static int check_cases_failed;     /* failed cases in this program */
+static const char *check_case_name = "?";
+
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            if (!check_case_failed) {                                                        \
+                printf("FAIL %s: %s:%d: %s: ", check_case_name, __FILE__, __LINE__, #cond);  \
+                printf(__VA_ARGS__);                                                         \
+                printf("\n");                                                                \
+                fflush(stdout);                                                              \
+            }                                                                                \
+            check_case_failed++;                                                             \
+        }                                                                                    \
+    } while (0)
+
+/* |a - b| <= atol + rtol * |b| */
+#define CHECK_CLOSE(a, b, atol, rtol)                                                        \
+    CHECK(fabs((double)(a) - (double)(b)) <= (atol) + (rtol) * fabs((double)(b)),            \
+          "%.9g vs %.9g", (double)(a), (double)(b))
+
+#define RUN(fn)                                                                              \
+    do {                                                                                     \
+        check_case_name = #fn;                                                               \
+        check_case_failed = 0;                                                               \
+        fn();                                                                                \
+        if (check_case_failed) check_cases_failed++;                                         \
+        else printf("PASS %s\n", #fn);                                                       \
+        fflush(stdout);                                                                      \
+    } while (0)
+
+static inline int check_done(void) { return check_cases_failed ? 1 : 0; }
+
+#endif

@@ -1,0 +1,1 @@
+return { { "arith", function() assert(6 * 7 == 42) end } }
