@@ -141,6 +141,16 @@ static int l_root(lua_State *L)
     return 1;
 }
 
+static int l_version(lua_State *L)
+{
+#ifdef TR_VERSION
+    lua_pushstring(L, TR_VERSION);
+#else
+    lua_pushstring(L, "0.0.0");
+#endif
+    return 1;
+}
+
 static int l_realpath(lua_State *L)
 {
     char *p = realpath(luaL_checkstring(L, 1), NULL);
@@ -168,7 +178,8 @@ int luaopen_trainer_native(lua_State *L)
         { "add_history", l_add_history }, { "read_history", l_read_history },
         { "write_history", l_write_history }, { "isatty", l_isatty },
         { "root", l_root },             { "realpath", l_realpath },
-        { "is_dir", l_is_dir },         { NULL, NULL },
+        { "is_dir", l_is_dir },         { "version", l_version },
+        { NULL, NULL },
     };
     lua_newtable(L);
     luaL_register(L, NULL, fns);

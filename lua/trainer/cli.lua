@@ -1,12 +1,173 @@
--- trainer.cli (skeleton, being replaced)
+-- trainer.cli: the command line. main(args) returns the process exit status:
+-- 0 success, 1 a user error (the message names the file, key or line, and the fix),
+-- 2 out of memory (the message carries the ledger). Nothing escapes as a bare traceback:
+-- user errors print their message; anything else is a bug and prints a traceback.
+local errors = require("trainer.errors")
+local native = require("trainer.native")
+local suggest = require("trainer.suggest")
+
 local M = {}
-function M.main(args)
-  if args[1] == "run" then
-    local f = assert(loadfile(args[2]))
-    arg = { select(3, unpack(args)) }
-    local r = f(select(3, unpack(args)))
-    return type(r) == "number" and r or 0
+
+M.usage = [[
+usage: trainer RECIPE.lua [key=value ...]        train (validates the recipe first)
+       trainer check RECIPE.lua [key=value ...]  validate a recipe, print it resolved
+       trainer check --keys                      the recipe key reference
+       trainer plan RECIPE.lua [--budget SIZE] [--json]   memory plan without training
+       trainer repl [RECIPE.lua]                 interactive Lua with the trainer API
+       trainer                                   same as `trainer repl`
+       trainer run SCRIPT.lua [args ...]         run a Lua script with the trainer API
+       trainer --help | --version
+
+Overrides set any recipe key: optim.lr=1e-4 batch.size=8 lora.targets={"query","key"}
+precision=bf16 resume=nil (deletes the key). See README.md for the recipe keys.]]
+
+local subcommands = { "check", "plan", "repl", "run", "help" }
+
+local function eprint(s) io.stderr:write(s, "\n") end
+
+-- Runs fn(...) and turns any error into an exit status and a message on stderr.
+local function protect(fn, ...)
+  local args = { n = select("#", ...), ... }
+  local ok, status = xpcall(function() return fn(unpack(args, 1, args.n)) end, function(e)
+    if errors.is_user_error(e) then return e end
+    return debug.traceback(tostring(e), 2)
+  end)
+  if ok then return status or 0 end
+  if errors.is_user_error(status) then
+    eprint("trainer: " .. status.msg)
+    return status.kind == "oom" and 2 or 1
   end
+  eprint("trainer: internal error (a bug in trainer; please report it with this text):\n" .. tostring(status))
+  return 1
+end
+
+-- Splits "RECIPE k=v k=v --flag" into the recipe path, overrides and flags.
+local function split_args(args, first, known_flags)
+  local path, overrides, flags = nil, {}, {}
+  local i = first
+  while i <= #args do
+    local a = args[i]
+    if a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w%-]+)=(.*)$")
+      name = name or a:sub(3)
+      local kind = known_flags[name]
+      if not kind then
+        local names = {}
+        for k in pairs(known_flags) do names[#names + 1] = k end
+        errors.user("unknown option --%s%s\n%s", name, suggest.hint(name, names):gsub("'(%w+)'", "'--%1'"), M.usage)
+      end
+      if kind == "value" and value == nil then
+        i = i + 1
+        value = args[i]
+        if value == nil then errors.user("option --%s needs a value\n%s", name, M.usage) end
+      end
+      flags[name] = value or true
+    elseif a:find("=", 1, true) and path then
+      overrides[#overrides + 1] = a
+    elseif not path then
+      path = a
+    else
+      errors.user("unexpected argument %q: after the recipe come only key=value overrides\n%s", a, M.usage)
+    end
+    i = i + 1
+  end
+  return path, overrides, flags
+end
+
+local function print_warnings(r)
+  for _, w in ipairs(r.warnings) do eprint("warning: " .. w) end
+end
+
+-- ---------------------------------------------------------------- commands
+function M.check(args)
+  local path, overrides, flags = split_args(args, 2, { keys = "bool", quiet = "bool" })
+  if flags.keys then
+    io.write(require("trainer.keys_doc").markdown())
+    return 0
+  end
+  if not path then errors.user("check needs a recipe: trainer check RECIPE.lua [key=value ...]") end
+  local recipe = require("trainer.recipe")
+  local r = recipe.load(path, overrides)
+  if not flags.quiet then
+    io.write("-- ", path, " resolved", #r.files > 1 and (" (extends " .. table.concat(r.files, " <- ", 2) .. ")") or "", "\n")
+    io.write("return ", require("trainer.pretty").literal(r.recipe), "\n")
+  end
+  print_warnings(r)
+  eprint(("%s: OK%s"):format(path, #r.warnings > 0 and (" (%d warning%s)"):format(#r.warnings, #r.warnings == 1 and "" or "s") or ""))
   return 0
 end
+
+function M.train(args)
+  local path, overrides = split_args(args, 1, {})
+  local r = require("trainer.recipe").load(path, overrides)
+  print_warnings(r)
+  errors.user("%s is a valid recipe, but training is not built yet in this version of trainer " ..
+    "(the training loop lands with the training-run work; see README.md, Status). " ..
+    "`trainer check %s` shows the resolved recipe.", path, path)
+end
+
+function M.plan(args)
+  local path, overrides = split_args(args, 2, { budget = "value", json = "bool" })
+  if not path then errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--json]") end
+  require("trainer.recipe").load(path, overrides)
+  errors.user("%s is a valid recipe, but `trainer plan` (the memory plan) is not built yet in this version " ..
+    "of trainer; it needs the model loader (see README.md, Status).", path)
+end
+
+function M.repl(args)
+  local path, overrides = split_args(args, 2, {})
+  return require("trainer.repl").run({ recipe = path, overrides = overrides })
+end
+
+function M.run(args)
+  local script = args[2]
+  if not script then errors.user("run needs a script: trainer run SCRIPT.lua [args ...]") end
+  local chunk, err = loadfile(script)
+  if not chunk then
+    local f = io.open(script, "r")
+    if not f then errors.user("%s: no such script", script) end
+    f:close()
+    errors.user("%s", err)
+  end
+  local script_args = { [0] = script }
+  for i = 3, #args do script_args[#script_args + 1] = args[i] end
+  rawset(_G, "arg", script_args)
+  local result = chunk(unpack(script_args))
+  if type(result) == "number" then return result end
+  return 0
+end
+
+-- ---------------------------------------------------------------- main
+-- Unknown globals in trainer's own code and in scripts are errors, not silent nils.
+local function strict_globals()
+  if getmetatable(_G) then return end
+  setmetatable(_G, {
+    __index = function(_, k)
+      local names = {}
+      for name in pairs(_G) do if type(name) == "string" then names[#names + 1] = name end end
+      error(("undefined global '%s'%s"):format(tostring(k), suggest.hint(tostring(k), names)), 2)
+    end,
+  })
+end
+
+function M.main(args)
+  rawset(_G, "trainer", require("trainer"))
+  strict_globals()
+  local cmd = args[1]
+  if cmd == nil then return protect(M.repl, { "repl" }) end
+  if cmd == "--help" or cmd == "-h" or cmd == "help" then io.write(M.usage, "\n") return 0 end
+  if cmd == "--version" or cmd == "-V" then io.write("trainer ", require("trainer").version, "\n") return 0 end
+  if cmd == "check" then return protect(M.check, args) end
+  if cmd == "plan" then return protect(M.plan, args) end
+  if cmd == "repl" then return protect(M.repl, args) end
+  if cmd == "run" then return protect(M.run, args) end
+  if cmd:sub(1, 1) == "-" then
+    eprint(("trainer: unknown option %s\n%s"):format(cmd, M.usage))
+    return 1
+  end
+  if cmd:match("%.lua$") then return protect(M.train, args) end
+  eprint(("trainer: unknown command '%s'%s\n%s"):format(cmd, suggest.hint(cmd, subcommands), M.usage))
+  return 1
+end
+
 return M

@@ -1,0 +1,34 @@
+-- trainer.errors: errors a user can act on.
+--
+-- A user error is a table { kind = "user" | "oom", msg = "..." } raised with error().
+-- trainer.cli prints msg alone (no traceback: the message already names the file, key or
+-- line and the fix) and exits 1, or 2 for "oom". Any other error is a bug in trainer and
+-- is printed with its traceback.
+local M = {}
+
+local UserError = {}
+UserError.__index = UserError
+UserError.__tostring = function(e) return e.msg end
+
+-- Raises a user error; extra arguments format msg like string.format.
+function M.user(msg, ...)
+  if select("#", ...) > 0 then msg = msg:format(...) end
+  error(setmetatable({ kind = "user", msg = msg }, UserError), 0)
+end
+
+-- Raises an out-of-memory error carrying the allocator's ledger in msg.
+function M.oom(msg)
+  error(setmetatable({ kind = "oom", msg = msg }, UserError), 0)
+end
+
+function M.is_user_error(e)
+  return getmetatable(e) == UserError
+end
+
+-- The text to show for any error object.
+function M.message(e)
+  if M.is_user_error(e) then return e.msg end
+  return tostring(e)
+end
+
+return M

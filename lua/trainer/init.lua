@@ -1,0 +1,34 @@
+-- trainer: the module recipes, scripts and the REPL see as `trainer` (also a global).
+-- Submodules load on first use, so `trainer check` never touches the FFI or a GPU.
+local native = require("trainer.native")
+
+local trainer = {
+  version = native.version(),
+  root = native.root(),
+}
+
+local lazy = {
+  recipe = "trainer.recipe",
+  schema = "trainer.schema",
+  pretty = "trainer.pretty",
+  errors = "trainer.errors",
+}
+
+setmetatable(trainer, {
+  __index = function(t, k)
+    local name = lazy[k]
+    if not name then return nil end
+    local mod = require(name)
+    rawset(t, k, mod)
+    return mod
+  end,
+})
+
+-- Parses a size such as "8GiB" into bytes (numbers pass through).
+function trainer.bytes(v)
+  local n, why = require("trainer.schema").parse_size(v)
+  if not n then error(why, 2) end
+  return n
+end
+
+return trainer

@@ -1,0 +1,4 @@
+return {
+  model = { arch = "bert", config = "tiny", init = "random" },
+  batch = { size = batch_size },
+}

@@ -1,0 +1,4 @@
+return {
+  model = { arch = "bert", config = "tiny", init = "random" }
+  optim = { lr = 1e-4 },
+}

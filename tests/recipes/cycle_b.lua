@@ -1,0 +1,1 @@
+return { extends = "cycle_a.lua" }
