@@ -132,7 +132,21 @@ function M.run(args)
   local script_args = { [0] = script }
   for i = 3, #args do script_args[#script_args + 1] = args[i] end
   rawset(_G, "arg", script_args)
-  local result = chunk(unpack(script_args))
+  -- The script's own errors are the user's, not trainer's: message and traceback, exit 1.
+  local ok, result = xpcall(function() return chunk(unpack(script_args)) end, function(e)
+    if errors.is_user_error(e) then return e end
+    return debug.traceback(tostring(e), 2)
+  end)
+  if not ok then
+    if errors.is_user_error(result) then error(result, 0) end
+    local lines = {}
+    for line in result:gmatch("[^\n]+") do
+      if not line:match("trainer/cli%.lua") and not line:match("^%s*%[C%]: in function 'xpcall'") then
+        lines[#lines + 1] = line
+      end
+    end
+    errors.user("%s", table.concat(lines, "\n"))
+  end
   if type(result) == "number" then return result end
   return 0
 end

@@ -162,6 +162,9 @@ function M.run(opts)
       if fn then
         buffer = nil
         setfenv(fn, env)
+        -- Ctrl-C works through a debug hook, which compiled traces never check: keep the
+        -- chunk typed at the prompt (and the functions it defines) in the interpreter.
+        jit.off(fn, true)
         local res = { n = 0 }
         local function collect(...) res = { n = select("#", ...), ... } end
         collect(native.icall(fn))

@@ -129,7 +129,7 @@ function M.new_report()
   local r = { errors = {}, warnings = {} }
   -- `at` is the path whose origin (the file that set it) the message should name.
   function r.error(path, msg, at) r.errors[#r.errors + 1] = { path = path, msg = msg, at = at or path } end
-  function r.warn(path, msg) r.warnings[#r.warnings + 1] = { path = path, msg = msg } end
+  function r.warn(path, msg) r.warnings[#r.warnings + 1] = { path = path, msg = msg, at = path } end
   return r
 end
 

@@ -24,6 +24,7 @@ end
 
 -- The closest candidate to word, or nil when none is close enough to be a likely typo.
 function M.closest(word, candidates)
+  if #word < 3 then return nil end   -- one-letter names match everything: no useful hint
   local best, best_d
   local lw = word:lower()
   for _, c in ipairs(candidates) do

@@ -1,0 +1,160 @@
+-- Unit tests of recipe loading: merging, overrides, schema checks, defaults, origins.
+local recipe = require("trainer.recipe")
+local schema = require("trainer.schema")
+local spec = require("trainer.recipe_schema")
+local errors = require("trainer.errors")
+
+local function tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("*l")
+  p:close()
+  return d
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function expect_user_error(fn, needle)
+  local ok, e = pcall(fn)
+  assert(not ok, "expected an error")
+  assert(errors.is_user_error(e), "expected a user error, got " .. tostring(e))
+  assert(e.msg:find(needle, 1, true), ("message %q lacks %q"):format(e.msg, needle))
+  return e.msg
+end
+
+local minimal = 'model = { arch = "bert", config = "tiny", init = "random" }'
+
+return {
+  { "merge_tables_key_by_key_lists_replace", function()
+    local m = recipe.merge({ a = { x = 1, y = 2 }, l = { 1, 2, 3 }, s = "p" },
+                           { a = { y = 20, z = 30 }, l = { 9 }, s = "c" })
+    assert(m.a.x == 1 and m.a.y == 20 and m.a.z == 30)
+    assert(#m.l == 1 and m.l[1] == 9)
+    assert(m.s == "c")
+  end },
+  { "merge_does_not_alias_inputs", function()
+    local parent = { a = { x = 1 } }
+    local m = recipe.merge(parent, { b = 1 })
+    m.a.x = 99
+    assert(parent.a.x == 1)
+  end },
+  { "normalize_paths", function()
+    assert(recipe.normalize("a/./b/../c.lua") == "a/c.lua")
+    assert(recipe.normalize("../x/./y") == "../x/y")
+    assert(recipe.normalize("/a/b/../c") == "/a/c")
+  end },
+  { "defaults_filled", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. " }")
+    local r = recipe.load(d .. "/r.lua").recipe
+    assert(r.optim.name == "adamw" and r.optim.lr == 2e-5)
+    assert(r.batch.size == 16 and r.batch.accumulate == 1)
+    assert(r.precision == "fp32" and r.device == "auto" and r.seed == 42)
+    assert(r.lora == false and r.checkpoint == false)
+    assert(r.name == "r" and r.out == "runs/r")
+  end },
+  { "extends_chain_and_origins", function()
+    local d = tmpdir()
+    os.execute("mkdir -p " .. d .. "/base")
+    write(d .. "/base/p.lua", "return { optim = { lr = 1e-3, weight_decay = 0.5 }, batch = { size = 4 } }")
+    write(d .. "/c.lua", 'return { extends = "base/p.lua", ' .. minimal .. ', optim = { lr = 1e-4 }, batch = { size = "x" } }')
+    local r = recipe.resolve(d .. "/c.lua")
+    assert(#r.files == 2)
+    assert(r.recipe.optim.lr == 1e-4 and r.recipe.optim.weight_decay == 0.5)
+    assert(#r.errors == 1, "errors: " .. #r.errors)
+    assert(r.errors[1]:find(d .. "/c.lua: batch.size: expected a positive integer", 1, true), r.errors[1])
+  end },
+  { "error_names_parent_file_for_parent_key", function()
+    local d = tmpdir()
+    write(d .. "/p.lua", 'return { optim = { lr = -1 } }')
+    write(d .. "/c.lua", 'return { extends = "p.lua", ' .. minimal .. ' }')
+    local r = recipe.resolve(d .. "/c.lua")
+    assert(r.errors[1]:find(d .. "/p.lua: optim.lr", 1, true), r.errors[1])
+  end },
+  { "overrides_parse_literals", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. " }")
+    local r = recipe.load(d .. "/r.lua", { "optim.lr=3e-4", "precision=bf16", "data.shuffle=false",
+      'lora={targets={"query"}, r=4}', "name=\"a b\"" }).recipe
+    assert(r.optim.lr == 3e-4)
+    assert(r.precision == "bf16")
+    assert(r.data.shuffle == false)
+    assert(r.lora.r == 4 and r.lora.targets[1] == "query" and r.lora.alpha == 16)
+    assert(r.name == "a b")
+  end },
+  { "override_nil_deletes", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. ", resume = \"latest\" }")
+    local r = recipe.load(d .. "/r.lua", { "resume=nil" }).recipe
+    assert(r.resume == nil)
+  end },
+  { "override_unknown_suggests", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. " }")
+    expect_user_error(function() recipe.load(d .. "/r.lua", { "bach.size=3" }) end,
+      "unknown key 'bach.size' (did you mean 'batch'?)")
+  end },
+  { "all_errors_in_one_pass", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. ", optim = { lr = 0 }, epochs = -1, seed = 1.5 }")
+    local r = recipe.resolve(d .. "/r.lua")
+    assert(#r.errors == 3, table.concat(r.errors, "\n"))
+  end },
+  { "model_needs_from_or_arch", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { model = {} }")
+    local r = recipe.resolve(d .. "/r.lua")
+    assert(r.errors[1]:find("give model.from", 1, true), r.errors[1])
+  end },
+  { "model_is_required", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return {}")
+    local r = recipe.resolve(d .. "/r.lua")
+    assert(r.errors[1]:find("model: is required", 1, true), r.errors[1])
+  end },
+  { "require_next_to_recipe", function()
+    local d = tmpdir()
+    write(d .. "/shared_bits.lua", "return { lr = 7e-5 }")
+    write(d .. "/r.lua", 'local b = require("shared_bits")\nreturn { ' .. minimal .. ', optim = { lr = b.lr } }')
+    assert(recipe.load(d .. "/r.lua").recipe.optim.lr == 7e-5)
+  end },
+  { "require_missing_names_paths", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", 'local b = require("nowhere_module")\nreturn {}')
+    expect_user_error(function() recipe.load(d .. "/r.lua") end, "require(\"nowhere_module\"): no such file")
+  end },
+  { "hooks_type_checked", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. ", hooks = { on_step = function() end, on_stpe = 1 }, loop = 3 }")
+    local r = recipe.resolve(d .. "/r.lua")
+    local all = table.concat(r.errors, "\n")
+    assert(all:find("unknown key 'on_stpe' (did you mean 'on_step'?)", 1, true), all)
+    assert(all:find("loop: expected a function, got 3", 1, true), all)
+  end },
+  { "sizes_parse", function()
+    assert(schema.parse_size("8GiB") == 8 * 2 ^ 30)
+    assert(schema.parse_size("512 MiB") == 512 * 2 ^ 20)
+    assert(schema.parse_size("1.5GB") == 1.5e9)
+    assert(schema.parse_size(4096) == 4096)
+    assert(schema.parse_size("lots") == nil)
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. ", memory = { limit = \"eight\" } }")
+    local r = recipe.resolve(d .. "/r.lua")
+    assert(r.errors[1]:find("memory.limit: expected a size", 1, true), r.errors[1])
+  end },
+  { "schema_lookup", function()
+    assert(schema.lookup(spec, "optim.lr").kind == "number")
+    assert(schema.lookup(spec, "lora.targets").kind == "list")
+    assert(schema.lookup(spec, "checkpoint.segments").kind == "number")
+    assert(schema.lookup(spec, "model.config.hidden_size") ~= nil)   -- open map
+    assert(schema.lookup(spec, "optim.nope") == nil)
+  end },
+  { "every_key_documented", function()
+    for _, row in ipairs(schema.reference(spec)) do
+      assert(row.doc ~= "", "no doc for " .. row.path)
+    end
+  end },
+}
