@@ -12,6 +12,9 @@ local lazy = {
   schema = "trainer.schema",
   pretty = "trainer.pretty",
   errors = "trainer.errors",
+  tensor = "trainer.tensor",
+  memory = "trainer.memory",
+  runtime = "trainer.runtime",
 }
 
 setmetatable(trainer, {

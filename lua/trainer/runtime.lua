@@ -1,0 +1,50 @@
+-- trainer.runtime: the process's runtime context (core/ctx.h) and helpers to turn C
+-- statuses into Lua errors. Everything that allocates goes through runtime.ctx.
+local ffi = require("ffi")
+local C = require("trainer.ffi")
+local errors = require("trainer.errors")
+
+local M = {}
+
+M.ctx = C.tr_ctx_new()
+if M.ctx == nil then error("trainer: cannot create the runtime context (out of host memory)", 0) end
+ffi.gc(M.ctx, C.tr_ctx_free)
+
+-- The last error of the context as a Lua error: "oom" errors exit 2 at the CLI.
+function M.raise(what)
+  local err = C.tr_ctx_err(M.ctx)
+  local msg = ffi.string(err.msg)
+  if what and what ~= "" then msg = what .. ": " .. msg end
+  if err.status == C.TR_EOOM then errors.oom(msg) end
+  if err.status == C.TR_EUSER then errors.user("%s", msg) end
+  error(msg, 3)
+end
+
+-- Checks a status returned by a C call.
+function M.check(status, what)
+  if status ~= 0 then M.raise(what) end
+end
+
+-- "cpu" -> -1, "cuda" -> 0, "cuda:1" -> 1
+function M.parse_device(d)
+  if d == nil or d == "cpu" then return C.TR_CPU end
+  if type(d) == "number" then return d end
+  if d == "cuda" then return 0 end
+  local n = type(d) == "string" and d:match("^cuda:(%d+)$")
+  if n then return tonumber(n) end
+  if d == "auto" then return C.tr_cuda_device_count() > 0 and 0 or C.TR_CPU end
+  errors.user("unknown device %q: use \"cpu\", \"cuda\", \"cuda:N\" or \"auto\"", tostring(d))
+end
+
+function M.device_name(index)
+  if index < 0 then return "cpu" end
+  return "cuda:" .. index
+end
+
+function M.allocator(device)
+  local a = C.tr_ctx_alloc(M.ctx, M.parse_device(device))
+  if a == nil then M.raise("device " .. tostring(device or "cpu")) end
+  return a
+end
+
+return M
