@@ -7,6 +7,7 @@ local MiB = 2 ^ 20
 
 return {
   { "tag_accounting_and_peaks", function()
+    collectgarbage()
     memory.reset_peak()
     local before = memory.stats()
     local x = T.zeros({ 1024, 1024 }, { tag = "activations" })
