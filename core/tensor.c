@@ -13,7 +13,6 @@
  * TR_EUSER error, never a crash. */
 #include "tensor.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
