@@ -162,6 +162,17 @@ static void test_rounding_and_pools(void)
     void *l9 = must_alloc(a, 10 * MiB - 512, TR_TAG_GRADS, 0); /* below 10 MiB: 20 MiB segment */
     CHECK(stats(a).pool_reserved[1] == 42 * MiB, "just under 10 MiB takes 20 MiB: %llu",
           (unsigned long long)stats(a).pool_reserved[1]);
+    /* a small block is split even when only 512 B remain */
+    tr_alloc_empty_cache(a);
+    uint64_t seg_before = stats(a).n_segments;
+    void *h1 = must_alloc(a, MiB, TR_TAG_WORKSPACE, 5), *h2 = must_alloc(a, MiB - 512, TR_TAG_WORKSPACE, 5);
+    void *h3 = must_alloc(a, 1, TR_TAG_WORKSPACE, 5);
+    CHECK(tr_alloc_block_size(a, h2) == MiB - 512 && h3 == (char *)h2 + MiB - 512 &&
+          stats(a).n_segments == seg_before + 1, "512 B remainder split off and reused: %zu",
+          tr_alloc_block_size(a, h2));
+    tr_alloc_free(a, h1);
+    tr_alloc_free(a, h2);
+    tr_alloc_free(a, h3);
     void *ptrs[] = { z1, z2, p1, p513, m1, l10, l11, l9 };
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CHECK((uintptr_t)ptrs[i] % 256 == 0, "pointer %zu not 256-aligned", i);
