@@ -69,7 +69,7 @@ end
 
 function M.set_max_split_size(size, device)
   C.tr_alloc_set_max_split_size(runtime.allocator(device),
-    size and bytes(size, "memory.set_max_split_size") or ffi.new("uint64_t", -1))
+    size and bytes(size, "memory.set_max_split_size") or 0)   -- 0: no maximum
 end
 
 function M.snapshot(path, device)
