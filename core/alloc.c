@@ -155,9 +155,10 @@ static tr_blk *treap_insert(tr_blk *t, tr_blk *n)
     return t;
 }
 
-/* n must be in t. */
+/* n should be in t; when it is not, t is unchanged. */
 static tr_blk *treap_erase(tr_blk *t, tr_blk *n)
 {
+    if (!t) return NULL;
     if (t == n) {
         tr_blk *m = treap_merge(n->left, n->right);
         n->left = n->right = NULL;
