@@ -71,6 +71,15 @@ ifeq ($(HAVE_CUDA),yes)
   CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -lrt -lstdc++
 endif
 
+# Quiet by default (one line per file); `make V=1` shows the full commands.
+ifeq ($(V),1)
+  Q :=
+  say = @true
+else
+  Q := @
+  say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
 # ---------------------------------------------------------------- sources
 CORE_SRC   := $(filter-out core/main.c,$(wildcard core/*.c))
 KERNEL_SRC := $(wildcard kernels/cpu/*.c)
@@ -93,28 +102,34 @@ deps:
 
 build/rel/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_REL) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS_REL) -c $< -o $@
 
 build/rel/%.o: %.cu $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 build/asan/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ASAN) -c $< -o $@
+	$(call say,CC-SAN,$<)
+	$(Q)$(CC) $(CFLAGS_ASAN) -c $< -o $@
 
 # The whole runtime is linked into the binary and its symbols exported, so that the
 # LuaJIT FFI finds every function that core/trainer.h declares.
 trainer: build/rel/core/main.o $(REL_OBJ)
-	$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(LIBS) $(CUDA_LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(LIBS) $(CUDA_LIBS)
 
 build/asan/tests/%: tests/c/%.c $(ASAN_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS)
+	$(call say,TEST,$@)
+	$(Q)$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS)
 
 build/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_REL) -O3 -march=native -o $@ $< $(REL_OBJ) $(LIBS) $(CUDA_LIBS)
+	$(call say,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -O3 -march=native -o $@ $< $(REL_OBJ) $(LIBS) $(CUDA_LIBS)
 
 check-asan: $(TEST_BIN)
 

@@ -5,6 +5,7 @@
  * handler may arm a hook in; a signal handler can reach nothing else (luajit.c does the
  * same). It is set only while a chunk runs under native.icall. */
 #include "lua_native.h"
+#include "lua_json.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -183,5 +184,6 @@ int luaopen_trainer_native(lua_State *L)
     };
     lua_newtable(L);
     luaL_register(L, NULL, fns);
+    tr_lua_json_register(L);
     return 1;
 }
