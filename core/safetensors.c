@@ -306,7 +306,11 @@ static int parse_header(tr_st_file *f, tr_error *err)
                            "header); the file is corrupt", f->path, pos);
         pos += (size_t)k;
     }
-    if (hlen == 0 || h[0] != '{')
+    size_t first = 0;   /* the reference reader allows JSON whitespace before the '{' */
+    while (first < hlen && (h[first] == ' ' || h[first] == '\t' || h[first] == '\n' ||
+                            h[first] == '\r'))
+        first++;
+    if (first == hlen || h[first] != '{')
         return tr_fail(err, TR_EUSER, "%s: the header does not start with '{'; this is not a "
                        "safetensors file or it is corrupt", f->path);
     json_error_t je;

@@ -18,9 +18,11 @@ typedef struct st_ref {
     const char *name;
     size_t shard;
     size_t idx;      /* in the shard */
+    size_t pos;      /* in weight-map order */
 } st_ref;
 
 struct tr_st_sharded {
+    char *source;    /* the path it was opened from, for messages */
     json_t *index;
     tr_st_file **shards;
     size_t nshards;
@@ -39,6 +41,7 @@ void tr_st_sharded_close(tr_st_sharded *s)
     free(s->refs);
     free(s->sorted);
     json_decref(s->index);
+    free(s->source);
     free(s);
 }
 
@@ -79,11 +82,7 @@ static const st_ref *find_ref(const tr_st_sharded *s, const char *name)
 int64_t tr_st_sharded_find(const tr_st_sharded *s, const char *name)
 {
     const st_ref *r = find_ref(s, name);
-    if (!r) return -1;
-    /* The position in weight-map order: refs and sorted hold the same triples. */
-    for (size_t i = 0; i < s->n; i++)
-        if (s->refs[i].shard == r->shard && s->refs[i].idx == r->idx) return (int64_t)i;
-    return -1;
+    return r ? (int64_t)r->pos : -1;
 }
 
 int tr_st_sharded_lookup(const tr_st_sharded *s, const char *name, tr_st_info *out, tr_error *err)
@@ -92,7 +91,7 @@ int tr_st_sharded_lookup(const tr_st_sharded *s, const char *name, tr_st_info *o
     if (!r)
         return tr_fail(err, TR_EUSER, "%s: no tensor named '%s' in this checkpoint (%zu tensors "
                        "in %zu shards); check the name against the checkpoint's keys",
-                       s->nshards ? tr_st_path(s->shards[0]) : "?", name, s->n, s->nshards);
+                       s->source, name, s->n, s->nshards);
     return ref_info(s, r, out);
 }
 
@@ -150,7 +149,7 @@ static int open_single(tr_st_sharded *s, const char *path, tr_error *err)
     for (size_t i = 0; i < n; i++) {
         tr_st_info info;
         tr_st_get(s->shards[0], i, &info);
-        s->refs[i] = (st_ref){ info.name, 0, i };
+        s->refs[i] = (st_ref){ info.name, 0, i, i };
     }
     s->n = n;
     return build_sorted(s, err);
@@ -198,7 +197,8 @@ static int open_index(tr_st_sharded *s, const char *index_path, const char *dir,
             return tr_fail(err, TR_EUSER, "%s: the weight_map puts tensor '%s' in shard '%s', "
                            "but that shard has no such tensor; the index and the shards do "
                            "not belong together", index_path, name, file);
-        s->refs[s->n++] = (st_ref){ name, k, (size_t)idx };
+        s->refs[s->n] = (st_ref){ name, k, (size_t)idx, s->n };
+        s->n++;
     }
     return build_sorted(s, err);
 }
@@ -207,7 +207,10 @@ int tr_st_sharded_open(tr_st_sharded **out, const char *path, tr_error *err)
 {
     *out = NULL;
     tr_st_sharded *s = calloc(1, sizeof *s);
-    if (!s) return tr_fail(err, TR_EOOM, "%s: out of host memory", path);
+    if (!s || !(s->source = strdup(path))) {
+        free(s);
+        return tr_fail(err, TR_EOOM, "%s: out of host memory", path);
+    }
     struct stat st;
     int rc;
     if (stat(path, &st) != 0) {
