@@ -624,6 +624,38 @@ static void test_sharded_write(void)
     CHECK(tr_st_write_sharded(tmpdir, dup, 2, NULL, 0, 10, &err) == TR_EUSER &&
               strstr(err.msg, "two tensors"), "duplicates across shards: %s", err.msg);
     tmp_end();
+
+    /* The golden sharded folder's tensors, split at 24 bytes, give the same three files
+     * byte for byte (shards from the reference writer, index as transformers writes it). */
+    tmp_begin();
+    tr_st_sharded *g = NULL;
+    CHECK(tr_st_sharded_open(&g, SHARDED, &err) == TR_OK, "%s", err.msg);
+    if (!g) {
+        tmp_end();
+        return;
+    }
+    const char *order[] = { "layer.0.w", "layer.0.b", "layer.1.w" };
+    tr_st_entry ge[3];
+    for (int i = 0; i < 3; i++) {
+        tr_st_info t;
+        tr_st_sharded_lookup(g, order[i], &t, &err);
+        ge[i] = (tr_st_entry){ t.name, t.dtype_name, t.ndim, { 0 }, t.data };
+        memcpy(ge[i].shape, t.shape, sizeof ge[i].shape);
+    }
+    CHECK(tr_st_write_sharded(tmpdir, ge, 3, NULL, 0, 24, &err) == TR_OK, "%s", err.msg);
+    const char *files[] = { "model-00001-of-00002.safetensors",
+                            "model-00002-of-00002.safetensors", "model.safetensors.index.json" };
+    for (int i = 0; i < 3; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "%s/%s", SHARDED, files[i]);
+        size_t a_len = 0, b_len = 0;
+        uint8_t *a = slurp(want, &a_len), *b = slurp(tmp_path(files[i]), &b_len);
+        CHECK(a && b && a_len == b_len && memcmp(a, b, a_len) == 0, "%s differs", files[i]);
+        free(a);
+        free(b);
+    }
+    tr_st_sharded_close(g);
+    tmp_end();
 }
 
 int main(void)
