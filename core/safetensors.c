@@ -40,10 +40,7 @@ static const struct st_dtype {
 };
 enum { ST_NDTYPES = sizeof st_dtypes / sizeof st_dtypes[0] };
 
-/* Position in the reference order, or -1. Shared with the writer through this name. */
-int tr_st__dtype_rank(const char *name);
-
-int tr_st__dtype_rank(const char *name)
+int32_t tr_st_dtype_order(const char *name)
 {
     if (!name) return -1;
     for (int i = 0; i < ST_NDTYPES; i++)
@@ -53,13 +50,13 @@ int tr_st__dtype_rank(const char *name)
 
 int32_t tr_st_dtype_bits(const char *name)
 {
-    int r = tr_st__dtype_rank(name);
+    int r = tr_st_dtype_order(name);
     return r < 0 ? 0 : st_dtypes[r].bits;
 }
 
 int32_t tr_st_dtype_to_tr(const char *name)
 {
-    int r = tr_st__dtype_rank(name);
+    int r = tr_st_dtype_order(name);
     return r < 0 ? -1 : st_dtypes[r].tr;
 }
 
@@ -202,7 +199,7 @@ static int parse_entry(tr_st_info *info, uint64_t *begin, uint64_t *end, const c
                        path, name, !dt ? "dtype" : !shape ? "shape" : "data_offsets");
     if (!json_is_string(dt))
         return tr_fail(err, TR_EUSER, "%s: tensor '%s': dtype is not a string", path, name);
-    int rank = tr_st__dtype_rank(json_string_value(dt));
+    int rank = tr_st_dtype_order(json_string_value(dt));
     if (rank < 0)
         return tr_fail(err, TR_EUSER,
                        "%s: tensor '%s': unknown dtype '%s' (safetensors knows BOOL, U8, I8, "

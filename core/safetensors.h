@@ -7,7 +7,8 @@
  *
  * Reader invariants (checked at open, each failure is TR_EUSER naming the file and what is
  * wrong): N <= 100,000,000 and 8 + N <= file size; the header is valid UTF-8 and JSON
- * (parsed by jansson) whose top level is an object with no duplicate names; every dtype is
+ * (parsed by jansson) whose top level is an object (JSON whitespace may precede it, as the
+ * reference reader allows) with no duplicate names; every dtype is
  * known; shapes are non-negative integers of at most 8 dimensions; numel x dtype bits is a
  * whole number of bytes without overflow and equals end - begin; sorted by offset, the
  * tensors tile [0, data size) with neither gap nor overlap, and the last one ends exactly
@@ -30,6 +31,9 @@
 /* Bits per element of a safetensors dtype name ("F32" 32, "F4" 4, "BOOL" 8, ...); 0 when
  * the name is not a safetensors dtype. */
 int32_t tr_st_dtype_bits(const char *name);
+/* Position of a dtype in the reference implementation's Dtype enum (BOOL 0, F4 1, ...,
+ * U64 21), which orders tensors in a written file (higher first); -1 when unknown. */
+int32_t tr_st_dtype_order(const char *name);
 /* The runtime dtype (tr_dtype) for a safetensors dtype name; -1 when the runtime has none. */
 int32_t tr_st_dtype_to_tr(const char *name);
 /* The safetensors dtype name for a tr_dtype ("F32", "BF16", ...); NULL for an unknown one. */

@@ -23,8 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int tr_st__dtype_rank(const char *name);   /* safetensors.c: position in reference order */
-
 /* ------------------------------------------------------------ atomic files */
 
 typedef struct atomic_file {
@@ -128,7 +126,7 @@ static int cmp_name(const void *a, const void *b)
 static int cmp_reference(const void *a, const void *b)
 {
     const tr_st_entry *x = *(const tr_st_entry *const *)a, *y = *(const tr_st_entry *const *)b;
-    int rx = tr_st__dtype_rank(x->dtype), ry = tr_st__dtype_rank(y->dtype);
+    int rx = tr_st_dtype_order(x->dtype), ry = tr_st_dtype_order(y->dtype);
     if (rx != ry) return rx > ry ? -1 : 1;
     return strcmp(x->name, y->name);
 }

@@ -82,6 +82,34 @@ static void raw_file(const char *path, const char *header, uint64_t hlen, size_t
     free(b);
 }
 
+/* ------------------------------------------------------------ dtypes */
+
+static void test_dtypes(void)
+{
+    CHECK(tr_st_dtype_bits("F32") == 32 && tr_st_dtype_bits("BF16") == 16, "bits");
+    CHECK(tr_st_dtype_bits("F4") == 4 && tr_st_dtype_bits("F6_E3M2") == 6, "sub-byte bits");
+    CHECK(tr_st_dtype_bits("C64") == 64 && tr_st_dtype_bits("BOOL") == 8, "C64, BOOL");
+    CHECK(tr_st_dtype_bits("f32") == 0 && tr_st_dtype_bits("") == 0, "unknown names");
+    CHECK(tr_st_dtype_to_tr("BF16") == TR_BF16 && tr_st_dtype_to_tr("I64") == TR_I64 &&
+              tr_st_dtype_to_tr("F16") == TR_F16 && tr_st_dtype_to_tr("I32") == TR_I32 &&
+              tr_st_dtype_to_tr("F32") == TR_F32, "runtime dtypes");
+    CHECK(tr_st_dtype_to_tr("F64") == -1 && tr_st_dtype_to_tr("F8_E4M3") == -1 &&
+              tr_st_dtype_to_tr("nope") == -1, "no runtime dtype");
+    for (int d = 0; d < TR_NDTYPES; d++) {
+        const char *n = tr_st_dtype_from_tr(d);
+        CHECK(n && tr_st_dtype_to_tr(n) == d, "dtype %d round trip", d);
+    }
+    CHECK(tr_st_dtype_from_tr(TR_NDTYPES) == NULL && tr_st_dtype_from_tr(-1) == NULL, "bad");
+    /* The reference order, checked against safetensors 0.8.0's writer. */
+    const char *order[] = { "BOOL", "F4", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0",
+                            "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32",
+                            "U32", "F32", "C64", "F64", "I64", "U64" };
+    for (int i = 1; i < 20; i++)
+        CHECK(tr_st_dtype_order(order[i - 1]) < tr_st_dtype_order(order[i]), "%s < %s",
+              order[i - 1], order[i]);
+    CHECK(tr_st_dtype_order("X") == -1, "unknown order");
+}
+
 /* ------------------------------------------------------------ golden */
 
 static void test_golden_read(void)
@@ -660,6 +688,7 @@ static void test_sharded_write(void)
 
 int main(void)
 {
+    RUN(test_dtypes);
     RUN(test_golden_read);
     RUN(test_golden_rewrite_identical);
     RUN(test_roundtrip);
