@@ -7,6 +7,8 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -365,6 +367,28 @@ static void test_write_errors(void)
     CHECK(old && len == 3 && memcmp(old, "old", 3) == 0, "existing file untouched");
     free(old);
     CHECK(!exists(tmp_path("bad.safetensors.tmp")), "tmp file left");
+
+    /* A write that fails half-way (the file size limit stands in for a full disk): the
+     * old file stays, no PATH.tmp remains, the status is TR_EINTERNAL. */
+    static float big[4096];
+    tr_st_entry large = { "big", "F32", 1, { 4096 }, big };
+    struct rlimit old_lim, lim;
+    if (getrlimit(RLIMIT_FSIZE, &old_lim) == 0) {
+        void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+        lim = old_lim;
+        lim.rlim_cur = 1024;
+        setrlimit(RLIMIT_FSIZE, &lim);
+        tr_error_clear(&err);
+        int rc = tr_st_write(path, &large, 1, NULL, 0, &err);
+        setrlimit(RLIMIT_FSIZE, &old_lim);
+        signal(SIGXFSZ, old_handler);
+        CHECK(rc == TR_EINTERNAL && strstr(err.msg, path) && strstr(err.msg, "disk space"),
+              "rc %d: %s", rc, err.msg);
+        old = slurp(path, &len);
+        CHECK(old && len == 3 && memcmp(old, "old", 3) == 0, "existing file untouched");
+        free(old);
+        CHECK(!exists(tmp_path("bad.safetensors.tmp")), "tmp file left after a failed write");
+    }
 
     const char *nodir = tmp_path("no/such/dir/x.safetensors");
     tr_error_clear(&err);
