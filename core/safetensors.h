@@ -124,7 +124,10 @@ int tr_st_write(const char *path, const tr_st_entry *entries, size_t n,
  * model-00001-of-0000K.safetensors filled in entry order (a new shard starts when the next
  * tensor would pass the limit; a tensor larger than the limit gets a shard of its own) and
  * model.safetensors.index.json {"metadata": {"total_size": B}, "weight_map": {...}}
- * with names sorted, written last. Each file is written atomically. DIR must exist. */
+ * with names sorted, written last. Each file is written atomically. DIR must exist. After
+ * success, files of an earlier save that a reader would mix in are removed (the index and
+ * shards after a single-file save; model.safetensors and shards of another count after a
+ * sharded one). */
 int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
                         const char *const *metadata, size_t n_metadata, uint64_t max_shard_bytes,
                         tr_error *err);

@@ -15,6 +15,7 @@
  * one. */
 #include "safetensors.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -334,6 +335,41 @@ static char *join_path(const char *dir, const char *name)
     return s;
 }
 
+/* After a save into DIR, removes what a previous save left there and a reader could mix
+ * in: with NSHARDS == 0 (a single model.safetensors) the index and every shard; otherwise
+ * model.safetensors and the shards not of the form model-*-of-NSHARDS (as transformers'
+ * save_pretrained cleans the folder). */
+static int remove_stale(const char *dir, size_t nshards, tr_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return tr_fail(err, TR_EINTERNAL, "%s: opendir failed: %s (%s:%d)", dir, strerror(errno),
+                       __FILE__, __LINE__);
+    char keep[32];
+    snprintf(keep, sizeof keep, "-of-%05zu.safetensors", nshards);
+    int rc = TR_OK;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL && rc == TR_OK) {
+        const char *name = ent->d_name;
+        size_t len = strlen(name);
+        int shard = strncmp(name, "model-", 6) == 0 && len > 18 &&
+                    strcmp(name + len - 12, ".safetensors") == 0;
+        int stale = nshards == 0 ? shard || strcmp(name, "model.safetensors.index.json") == 0
+                                 : strcmp(name, "model.safetensors") == 0 ||
+                                       (shard && (len < strlen(keep) ||
+                                                  strcmp(name + len - strlen(keep), keep) != 0));
+        if (!stale) continue;
+        char *path = join_path(dir, name);
+        if (!path) rc = tr_fail(err, TR_EOOM, "%s: out of host memory", dir);
+        else if (unlink(path) != 0 && errno != ENOENT)
+            rc = tr_fail(err, TR_EINTERNAL, "%s: removing the stale %s failed: %s (%s:%d)", dir,
+                         name, strerror(errno), __FILE__, __LINE__);
+        free(path);
+    }
+    closedir(d);
+    return rc;
+}
+
 int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
                         const char *const *metadata, size_t n_metadata, uint64_t max_shard_bytes,
                         tr_error *err)
@@ -351,6 +387,7 @@ int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
         if (!path) return tr_fail(err, TR_EOOM, "%s: out of host memory", dir);
         int rc = tr_st_write(path, entries, n, metadata, n_metadata, err);
         free(path);
+        if (rc == TR_OK) rc = remove_stale(dir, 0, err);
         return rc;
     }
 
@@ -417,6 +454,7 @@ int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
     }
     free(text);
     free(path);
+    if (rc == TR_OK) rc = remove_stale(dir, nshards, err);
 done:
     json_decref(wmap);
     json_decref(index);

@@ -677,6 +677,27 @@ static void test_sharded_write(void)
               strstr(err.msg, "two tensors"), "duplicates across shards: %s", err.msg);
     tmp_end();
 
+    /* Saving again into the same folder leaves nothing of the previous save behind. */
+    tmp_begin();
+    spit(tmp_path("model-other.txt"), "keep", 4);
+    CHECK(tr_st_write_sharded(tmpdir, e, 3, NULL, 0, 150, &err) == TR_OK, "%s", err.msg);
+    CHECK(tr_st_write_sharded(tmpdir, e, 3, NULL, 0, 1 << 20, &err) == TR_OK, "%s", err.msg);
+    CHECK(exists(tmp_path("model.safetensors")) &&
+              !exists(tmp_path("model.safetensors.index.json")) &&
+              !exists(tmp_path("model-00001-of-00003.safetensors")) &&
+              exists(tmp_path("model-other.txt")), "single after sharded");
+    CHECK(tr_st_write_sharded(tmpdir, e, 3, NULL, 0, 150, &err) == TR_OK, "%s", err.msg);
+    CHECK(tr_st_write_sharded(tmpdir, e, 3, NULL, 0, 440, &err) == TR_OK, "%s", err.msg);
+    CHECK(!exists(tmp_path("model.safetensors")) &&
+              exists(tmp_path("model-00002-of-00002.safetensors")) &&
+              !exists(tmp_path("model-00003-of-00003.safetensors")) &&
+              !exists(tmp_path("model-00001-of-00003.safetensors")), "2 shards after 3");
+    rc = tr_st_sharded_open(&s, tmpdir, &err);
+    CHECK(rc == TR_OK && tr_st_sharded_nshards(s) == 2 && tr_st_sharded_count(s) == 3,
+          "re-read: %s", err.msg);
+    tr_st_sharded_close(s);
+    tmp_end();
+
     /* The golden sharded folder's tensors, split at 24 bytes, give the same three files
      * byte for byte (shards from the reference writer, index as transformers writes it). */
     tmp_begin();
