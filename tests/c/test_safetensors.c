@@ -499,6 +499,16 @@ static void test_validation_errors(void)
     raw_file(p, "{\"t\\u0000x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
              UINT64_MAX, 8);
     expect_fail(p, "not valid JSON");
+    {   /* 100,000 nested arrays: jansson's depth limit, not the stack, stops it */
+        size_t depth = 100000;
+        char *deep = malloc(depth + 8);
+        memcpy(deep, "{\"a\":", 5);
+        memset(deep + 5, '[', depth);
+        deep[5 + depth] = '\0';
+        raw_file(p, deep, UINT64_MAX, 0);
+        free(deep);
+        expect_fail(p, "not valid JSON");
+    }
     expect_fail(tmpdir, "not a regular file");
     expect_fail(tmp_path("absent.safetensors"), "cannot open");
 
