@@ -3,6 +3,7 @@
 #include "cpu/pooling.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #define REAL float
 #define KFN(n) n##_f32

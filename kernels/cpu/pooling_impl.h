@@ -46,13 +46,14 @@ void KFN(pool_forward)(REAL *out, const REAL *hidden, const int32_t *mask, int64
 
 /* ------------------------------------------------------------ backward */
 
-/* dhidden (=) from dout [B, C]; hidden is read only by the max mode (to find the argmax). */
+/* dhidden (=) from dout [B, C]; hidden is read only by the max mode (to find the argmax)
+ * and may be NULL for the other modes. */
 void KFN(pool_backward)(REAL *dhidden, const REAL *dout, const REAL *hidden, const int32_t *mask, int64_t B,
                         int64_t T, int64_t C, int mode)
 {
 #pragma omp parallel for if (B * T * C > 65536)
     for (int64_t b = 0; b < B; b++) {
-        const REAL *h = hidden + b * T * C;
+        const REAL *h = hidden ? hidden + b * T * C : NULL;
         const int32_t *m = mask + b * T;
         const REAL *d = dout + b * C;
         REAL *dh = dhidden + b * T * C;
