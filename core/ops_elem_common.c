@@ -44,42 +44,57 @@ void tr_elem_convert_parallel(void *dst, int dst_dtype, const void *src, int src
 
 int tr_elem_is_float(int dtype) { return dtype == TR_F32 || dtype == TR_BF16 || dtype == TR_F16; }
 
-int tr_elem_view_in(tr_ctx *ctx, tr_elem_view *v, const tr_tensor *t)
+int64_t tr_elem_block_rows(int64_t C) { return C > 0 && C < TR_ELEM_BLOCK ? TR_ELEM_BLOCK / C : 1; }
+
+int tr_elem_view_in_range(tr_ctx *ctx, tr_elem_view *v, const tr_tensor *t, int64_t start, int64_t n)
 {
     memset(v, 0, sizeof *v);
     if (!t) return TR_OK;
-    v->n = (size_t)t->numel;
+    v->n = (size_t)n;
     if (t->dtype == TR_F32) {
-        v->p = t->data;
+        v->p = (float *)t->data + start;
         return TR_OK;
     }
     int rc = tr_elem_ws_alloc(ctx, v->n * sizeof(float), &v->ws);
     if (rc) return rc;
     v->p = v->ws;
-    tr_elem_convert_parallel(v->p, TR_F32, t->data, t->dtype, v->n);
+    tr_elem_convert_parallel(v->p, TR_F32, (const char *)t->data + start * (int64_t)tr_dtype_size(t->dtype),
+                             t->dtype, v->n);
     return TR_OK;
+}
+
+int tr_elem_view_out_range(tr_ctx *ctx, tr_elem_view *v, tr_tensor *t, int64_t start, int64_t n, int load)
+{
+    if (load || !t) return tr_elem_view_in_range(ctx, v, t, start, n);
+    memset(v, 0, sizeof *v);
+    v->n = (size_t)n;
+    if (t->dtype == TR_F32) {
+        v->p = (float *)t->data + start;
+        return TR_OK;
+    }
+    int rc = tr_elem_ws_alloc(ctx, v->n * sizeof(float), &v->ws);
+    v->p = v->ws;
+    return rc;
+}
+
+void tr_elem_view_finish_range(tr_elem_view *v, tr_tensor *t, int64_t start)
+{
+    if (t && v->ws)
+        tr_elem_convert_parallel((char *)t->data + start * (int64_t)tr_dtype_size(t->dtype), t->dtype, v->p, TR_F32,
+                                 v->n);
+}
+
+int tr_elem_view_in(tr_ctx *ctx, tr_elem_view *v, const tr_tensor *t)
+{
+    return tr_elem_view_in_range(ctx, v, t, 0, t ? t->numel : 0);
 }
 
 int tr_elem_view_out(tr_ctx *ctx, tr_elem_view *v, tr_tensor *t, int load)
 {
-    memset(v, 0, sizeof *v);
-    if (!t) return TR_OK;
-    v->n = (size_t)t->numel;
-    if (t->dtype == TR_F32) {
-        v->p = t->data;
-        return TR_OK;
-    }
-    int rc = tr_elem_ws_alloc(ctx, v->n * sizeof(float), &v->ws);
-    if (rc) return rc;
-    v->p = v->ws;
-    if (load) tr_elem_convert_parallel(v->p, TR_F32, t->data, t->dtype, v->n);
-    return TR_OK;
+    return tr_elem_view_out_range(ctx, v, t, 0, t ? t->numel : 0, load);
 }
 
-void tr_elem_view_finish(tr_elem_view *v, tr_tensor *t)
-{
-    if (t && v->ws) tr_elem_convert_parallel(t->data, t->dtype, v->p, TR_F32, v->n);
-}
+void tr_elem_view_finish(tr_elem_view *v, tr_tensor *t) { tr_elem_view_finish_range(v, t, 0); }
 
 void tr_elem_view_release(tr_ctx *ctx, tr_elem_view *v)
 {

@@ -7,7 +7,8 @@
  * when it is f32, else a copy converted into a workspace block (tag TR_TAG_WORKSPACE)
  * that tr_elem_view_finish converts back (outputs) and tr_elem_view_release returns to
  * the allocator. Every view acquired is released before the op returns, on success and
- * on error alike. */
+ * on error alike. Ops walk big half tensors in blocks of rows (tr_elem_block_rows), so
+ * the workspace stays near TR_ELEM_BLOCK elements per operand whatever the tensor size. */
 #ifndef TR_OPS_ELEM_COMMON_H
 #define TR_OPS_ELEM_COMMON_H
 
@@ -21,6 +22,17 @@ typedef struct tr_elem_view {
 
 /* Is dtype one of f32, bf16, f16? */
 int tr_elem_is_float(int dtype);
+
+/* Elements per block: 1 Mi (4 MiB of f32 per operand). */
+enum { TR_ELEM_BLOCK = 1048576 };
+
+/* Rows of C elements per block: TR_ELEM_BLOCK / C, at least 1. */
+int64_t tr_elem_block_rows(int64_t C);
+
+/* Views of the elements [start, start + n) of t; the range versions of the calls below. */
+int tr_elem_view_in_range(tr_ctx *ctx, tr_elem_view *v, const tr_tensor *t, int64_t start, int64_t n);
+int tr_elem_view_out_range(tr_ctx *ctx, tr_elem_view *v, tr_tensor *t, int64_t start, int64_t n, int load);
+void tr_elem_view_finish_range(tr_elem_view *v, tr_tensor *t, int64_t start);
 
 /* An input view: p holds the tensor's values as float. t may be NULL (v->p = NULL). */
 int tr_elem_view_in(tr_ctx *ctx, tr_elem_view *v, const tr_tensor *t);

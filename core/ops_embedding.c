@@ -108,16 +108,22 @@ int tr_op_embedding_backward(tr_ctx *ctx, tr_tensor *dtable, const tr_tensor *do
         int64_t V = dtable->shape[0], C = dtable->shape[1];
         const int64_t *id64;
         void *ws;
-        tr_elem_view vt, vd;
+        tr_elem_view vt;
         if ((rc = load_ids(ctx, op, ids, V, &id64, &ws))) return rc;
-        if ((rc = tr_elem_view_in(ctx, &vd, dout))) goto free_ids;
-        if ((rc = tr_elem_view_out(ctx, &vt, dtable, 1))) goto free_d;
-        embedding_backward_f32(vt.p, vd.p, id64, ids->numel, C, padding_idx);
-        tr_elem_view_finish(&vt, dtable);
-        tr_elem_view_release(ctx, &vt);
-    free_d:
-        tr_elem_view_release(ctx, &vd);
-    free_ids:
+        /* dtable accumulates: a whole view (no copy when f32, the usual gradient dtype);
+         * dout goes in blocks of rows */
+        if ((rc = tr_elem_view_out(ctx, &vt, dtable, 1)) == TR_OK) {
+            int64_t N = ids->numel, rows = tr_elem_block_rows(C);
+            for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+                int64_t nr = N - r0 < rows ? N - r0 : rows;
+                tr_elem_view vd;
+                if ((rc = tr_elem_view_in_range(ctx, &vd, dout, r0 * C, nr * C))) break;
+                embedding_backward_f32(vt.p, vd.p, id64 + r0, nr, C, padding_idx);
+                tr_elem_view_release(ctx, &vd);
+            }
+            if (rc == TR_OK) tr_elem_view_finish(&vt, dtable);
+            tr_elem_view_release(ctx, &vt);
+        }
         tr_elem_ws_free(ctx, ws);
         return rc;
     }

@@ -80,18 +80,21 @@ int tr_op_cross_entropy(tr_ctx *ctx, tr_tensor *loss, tr_tensor *lse, const tr_t
     case TR_CPU: {
         const int64_t *t64;
         void *tws, *losses = NULL;
-        int64_t count;
-        tr_elem_view vz;
+        int64_t count, rows = tr_elem_block_rows(K);
         if ((rc = load_targets(ctx, op, targets, K, ignore_index, &t64, &tws, &count))) return rc;
-        if ((rc = tr_elem_view_in(ctx, &vz, logits))) goto free_t;
-        if ((rc = tr_elem_ws_alloc(ctx, (size_t)N * sizeof(float), &losses))) goto free_z;
-        cross_entropy_forward_f32(losses, lse->data, vz.p, t64, N, K, ignore_index, label_smoothing);
-        float mean = count ? sum_all_f32(losses, N) / (float)count : 0.0f;
-        tr_convert(loss->data, loss->dtype, &mean, TR_F32, 1);
+        if ((rc = tr_elem_ws_alloc(ctx, (size_t)N * sizeof(float), &losses)) == TR_OK) {
+            for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+                int64_t nr = N - r0 < rows ? N - r0 : rows;
+                tr_elem_view vz;
+                if ((rc = tr_elem_view_in_range(ctx, &vz, logits, r0 * K, nr * K))) break;
+                cross_entropy_forward_f32((float *)losses + r0, (float *)lse->data + r0, vz.p, t64 + r0, nr, K,
+                                          ignore_index, label_smoothing);
+                tr_elem_view_release(ctx, &vz);
+            }
+            float mean = count ? sum_all_f32(losses, N) / (float)count : 0.0f;
+            if (rc == TR_OK) tr_convert(loss->data, loss->dtype, &mean, TR_F32, 1);
+        }
         tr_elem_ws_free(ctx, losses);
-    free_z:
-        tr_elem_view_release(ctx, &vz);
-    free_t:
         tr_elem_ws_free(ctx, tws);
         return rc;
     }
@@ -115,20 +118,26 @@ int tr_op_cross_entropy_backward(tr_ctx *ctx, tr_tensor *dlogits, float dloss, c
     case TR_CPU: {
         const int64_t *t64;
         void *tws;
-        int64_t count;
-        tr_elem_view vz, vd;
-        if ((rc = load_targets(ctx, op, targets, K, ignore_index, &t64, &tws, &count))) return rc;
-        if ((rc = tr_elem_view_in(ctx, &vz, logits))) goto free_t;
+        int64_t count, rows = tr_elem_block_rows(K);
         int inplace = dlogits->data == logits->data;   /* same numel, so the same tensor */
-        if (inplace) vd = vz;   /* write over the logits' f32 view; finish converts it back */
-        else if ((rc = tr_elem_view_out(ctx, &vd, dlogits, 0))) goto free_z;
-        cross_entropy_backward_f32(vd.p, vz.p, lse->data, t64, count ? dloss / (float)count : 0.0f, N, K,
-                                   ignore_index, label_smoothing);
-        tr_elem_view_finish(&vd, dlogits);
-        if (!inplace) tr_elem_view_release(ctx, &vd);
-    free_z:
-        tr_elem_view_release(ctx, &vz);
-    free_t:
+        if ((rc = load_targets(ctx, op, targets, K, ignore_index, &t64, &tws, &count))) return rc;
+        float g = count ? dloss / (float)count : 0.0f;
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * K;
+            tr_elem_view vz, vd = { 0 };
+            if ((rc = tr_elem_view_in_range(ctx, &vz, logits, s, nr * K))) break;
+            /* in place, the block's f32 view of the logits receives the gradient */
+            if (!inplace && (rc = tr_elem_view_out_range(ctx, &vd, dlogits, s, nr * K, 0))) {
+                tr_elem_view_release(ctx, &vz);
+                break;
+            }
+            tr_elem_view *out = inplace ? &vz : &vd;
+            cross_entropy_backward_f32(out->p, vz.p, (const float *)lse->data + r0, t64 + r0, g, nr, K, ignore_index,
+                                       label_smoothing);
+            tr_elem_view_finish_range(out, dlogits, s);
+            tr_elem_view_release(ctx, &vd);
+            tr_elem_view_release(ctx, &vz);
+        }
         tr_elem_ws_free(ctx, tws);
         return rc;
     }

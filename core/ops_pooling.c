@@ -1,6 +1,7 @@
 /* ops_pooling.c — tensor-level masked pooling [B, T, C] -> [B, C] over
  * kernels/cpu/pooling.c. The mask (i32, i64 or float, or NULL for "all real") becomes
- * an int32 workspace copy; hidden and the outputs may be any float dtype. */
+ * an int32 workspace copy; hidden and the outputs may be any float dtype and are
+ * processed in blocks of whole sequences. */
 #include "ops_elem.h"
 
 #include "cpu/pooling.h"
@@ -65,16 +66,19 @@ int tr_op_pool(tr_ctx *ctx, tr_tensor *out, const tr_tensor *hidden, const tr_te
     case TR_CPU: {
         int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
         int32_t *m32;
-        tr_elem_view vh, vo;
         if ((rc = load_mask(ctx, mask, B * T, &m32))) return rc;
-        if ((rc = tr_elem_view_in(ctx, &vh, hidden))) goto free_m;
-        if ((rc = tr_elem_view_out(ctx, &vo, out, 0))) goto free_h;
-        pool_forward_f32(vo.p, vh.p, m32, B, T, C, mode);
-        tr_elem_view_finish(&vo, out);
-        tr_elem_view_release(ctx, &vo);
-    free_h:
-        tr_elem_view_release(ctx, &vh);
-    free_m:
+        int64_t bs = tr_elem_block_rows(T * C);   /* sequences per block */
+        for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
+            int64_t nb = B - b0 < bs ? B - b0 : bs;
+            tr_elem_view vh, vo = { 0 };
+            if (!(rc = tr_elem_view_in_range(ctx, &vh, hidden, b0 * T * C, nb * T * C)) &&
+                !(rc = tr_elem_view_out_range(ctx, &vo, out, b0 * C, nb * C, 0))) {
+                pool_forward_f32(vo.p, vh.p, m32 + b0 * T, nb, T, C, mode);
+                tr_elem_view_finish_range(&vo, out, b0 * C);
+            }
+            tr_elem_view_release(ctx, &vo);
+            tr_elem_view_release(ctx, &vh);
+        }
         tr_elem_ws_free(ctx, m32);
         return rc;
     }
@@ -96,20 +100,19 @@ int tr_op_pool_backward(tr_ctx *ctx, tr_tensor *dhidden, const tr_tensor *dout, 
     case TR_CPU: {
         int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
         int32_t *m32;
-        tr_elem_view vh = { 0 }, vd, vdh;
         if ((rc = load_mask(ctx, mask, B * T, &m32))) return rc;
-        /* only max reads hidden; the others skip its conversion */
-        if (mode == TR_POOL_MAX && (rc = tr_elem_view_in(ctx, &vh, hidden))) goto free_m;
-        if ((rc = tr_elem_view_in(ctx, &vd, dout))) goto free_h;
-        if ((rc = tr_elem_view_out(ctx, &vdh, dhidden, 0))) goto free_d;
-        pool_backward_f32(vdh.p, vd.p, vh.p, m32, B, T, C, mode);
-        tr_elem_view_finish(&vdh, dhidden);
-        tr_elem_view_release(ctx, &vdh);
-    free_d:
-        tr_elem_view_release(ctx, &vd);
-    free_h:
-        tr_elem_view_release(ctx, &vh);
-    free_m:
+        int64_t bs = tr_elem_block_rows(T * C);   /* sequences per block */
+        for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
+            int64_t nb = B - b0 < bs ? B - b0 : bs;
+            tr_elem_view v[3] = { { 0 } };   /* hidden (max only reads it), dout, dhidden */
+            if (!(rc = mode == TR_POOL_MAX ? tr_elem_view_in_range(ctx, &v[0], hidden, b0 * T * C, nb * T * C) : TR_OK) &&
+                !(rc = tr_elem_view_in_range(ctx, &v[1], dout, b0 * C, nb * C)) &&
+                !(rc = tr_elem_view_out_range(ctx, &v[2], dhidden, b0 * T * C, nb * T * C, 0))) {
+                pool_backward_f32(v[2].p, v[1].p, v[0].p, m32 + b0 * T, nb, T, C, mode);
+                tr_elem_view_finish_range(&v[2], dhidden, b0 * T * C);
+            }
+            for (int i = 0; i < 3; i++) tr_elem_view_release(ctx, &v[i]);
+        }
         tr_elem_ws_free(ctx, m32);
         return rc;
     }

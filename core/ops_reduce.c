@@ -60,15 +60,19 @@ static int reduce(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *
             tr_convert(out->data, out->dtype, &v, TR_F32, 1);
             return TR_OK;
         }
-        tr_elem_view vx, vo;
-        if ((rc = tr_elem_view_in(ctx, &vx, x))) return rc;
-        if ((rc = tr_elem_view_out(ctx, &vo, out, 0)) == TR_OK) {
-            sum_lastdim_f32(vo.p, vx.p, N, C);
-            if (mean) scale_forward_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, N);
-            tr_elem_view_finish(&vo, out);
+        int64_t rows = tr_elem_block_rows(C);
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+            int64_t nr = N - r0 < rows ? N - r0 : rows;
+            tr_elem_view vx, vo = { 0 };
+            if (!(rc = tr_elem_view_in_range(ctx, &vx, x, r0 * C, nr * C)) &&
+                !(rc = tr_elem_view_out_range(ctx, &vo, out, r0, nr, 0))) {
+                sum_lastdim_f32(vo.p, vx.p, nr, C);
+                if (mean) scale_forward_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
+                tr_elem_view_finish_range(&vo, out, r0);
+            }
             tr_elem_view_release(ctx, &vo);
+            tr_elem_view_release(ctx, &vx);
         }
-        tr_elem_view_release(ctx, &vx);
         return rc;
     }
     default:

@@ -24,24 +24,35 @@ static int norm_args(tr_ctx *ctx, const char *op, const tr_tensor *out, const ch
     return TR_OK;
 }
 
+/* dx = l2norm_backward(dout, x) (dout non-NULL) or out = l2norm(x), in blocks of rows. */
+static int l2norm_blocks(tr_ctx *ctx, tr_tensor *out, const tr_tensor *dout, const tr_tensor *x, float eps)
+{
+    int rc = TR_OK;
+    int64_t N, C;
+    tr_elem_rows(x, &N, &C);
+    int64_t rows = tr_elem_block_rows(C);
+    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+        int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
+        tr_elem_view v[3] = { { 0 } };   /* x, dout, out */
+        if (!(rc = tr_elem_view_in_range(ctx, &v[0], x, s, len)) &&
+            !(rc = dout ? tr_elem_view_in_range(ctx, &v[1], dout, s, len) : TR_OK) &&
+            !(rc = tr_elem_view_out_range(ctx, &v[2], out, s, len, 0))) {
+            if (dout) l2norm_backward_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
+            else l2norm_forward_f32(v[2].p, v[0].p, nr, C, eps);
+            tr_elem_view_finish_range(&v[2], out, s);
+        }
+        for (int i = 0; i < 3; i++) tr_elem_view_release(ctx, &v[i]);
+    }
+    return rc;
+}
+
 int tr_op_l2norm(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float eps)
 {
     int rc;
     if ((rc = norm_args(ctx, "l2norm", out, "out", x, NULL, eps))) return rc;
     switch (x->device) {
-    case TR_CPU: {
-        int64_t N, C;
-        tr_elem_view vx, vo;
-        tr_elem_rows(x, &N, &C);
-        if ((rc = tr_elem_view_in(ctx, &vx, x))) return rc;
-        if ((rc = tr_elem_view_out(ctx, &vo, out, 0))) goto free_x;
-        l2norm_forward_f32(vo.p, vx.p, N, C, eps);
-        tr_elem_view_finish(&vo, out);
-        tr_elem_view_release(ctx, &vo);
-    free_x:
-        tr_elem_view_release(ctx, &vx);
-        return rc;
-    }
+    case TR_CPU:
+        return l2norm_blocks(ctx, out, NULL, x, eps);
     default:
         return tr_elem_no_device(ctx, "l2norm", x->device);
     }
@@ -52,22 +63,8 @@ int tr_op_l2norm_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, con
     int rc;
     if ((rc = norm_args(ctx, "l2norm_backward", dx, "dx", x, dout, eps))) return rc;
     switch (x->device) {
-    case TR_CPU: {
-        int64_t N, C;
-        tr_elem_view vx, vd, vdx;
-        tr_elem_rows(x, &N, &C);
-        if ((rc = tr_elem_view_in(ctx, &vx, x))) return rc;
-        if ((rc = tr_elem_view_in(ctx, &vd, dout))) goto free_x;
-        if ((rc = tr_elem_view_out(ctx, &vdx, dx, 0))) goto free_d;
-        l2norm_backward_f32(vdx.p, vd.p, vx.p, N, C, eps);
-        tr_elem_view_finish(&vdx, dx);
-        tr_elem_view_release(ctx, &vdx);
-    free_d:
-        tr_elem_view_release(ctx, &vd);
-    free_x:
-        tr_elem_view_release(ctx, &vx);
-        return rc;
-    }
+    case TR_CPU:
+        return l2norm_blocks(ctx, dx, dout, x, eps);
     default:
         return tr_elem_no_device(ctx, "l2norm_backward", x->device);
     }

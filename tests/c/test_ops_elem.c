@@ -12,6 +12,7 @@
 #include "cpu/similarity.h"
 #include "trainer.h"
 #include "ops_elem.h"
+#include "ops_elem_common.h"
 
 #include <string.h>
 
@@ -436,6 +437,72 @@ static void test_adamw(void)
     tr_tensor_free(tp), tr_tensor_free(tm), tr_tensor_free(tv), tr_tensor_free(tg), tr_tensor_free(th);
 }
 
+/* ------------------------------------------------------------ blocks */
+
+/* Half tensors bigger than one block (TR_ELEM_BLOCK elements): results across block
+ * boundaries, and a workspace peak of a few blocks, not of the tensor. */
+static void test_blocks(void)
+{
+    uint64_t s = 29;
+    int64_t N = 2300, C = 1001, n = N * C, sh[2] = { N, C }, shc[1] = { C };
+    double *a = malloc(n * 8), *d = malloc(n * 8), bv[1001];
+    rand_fill(a, n, &s), rand_fill(d, n, &s), rand_fill(bv, C, &s);
+    tr_tensor *ta = mk(2, sh, TR_BF16, a), *td = mk(2, sh, TR_BF16, d), *tb = mk(1, shc, TR_F32, bv);
+    tr_tensor *to = mk(2, sh, TR_BF16, NULL), *tdb = mk(1, shc, TR_F32, NULL);
+    float *af = get(ta), *df = get(td);
+    tr_alloc_reset_peak(tr_ctx_alloc(ctx, TR_CPU));
+    CHECK(tr_op_mul(ctx, to, ta, tb) == TR_OK, "mul: %s", tr_ctx_errmsg(ctx));
+    float *o = get(to);
+    for (int64_t i = 0; i < n; i += 997) CHECK_CLOSE(o[i], af[i] * bv[i % C], 1e-6, 1e-2);
+    free(o);
+    CHECK(tr_op_mul_backward(ctx, to, tdb, td, ta, tb) == TR_OK, "mul_backward: %s", tr_ctx_errmsg(ctx));
+    for (int64_t c = 0; c < C; c += 100) {
+        double want = 0;
+        for (int64_t r = 0; r < N; r++) want += (double)df[r * C + c] * af[r * C + c];
+        CHECK_CLOSE(((float *)tdb->data)[c], want, 1e-4, 1e-4);
+    }
+    CHECK(tr_op_axpy(ctx, to, td, 2.0f) == TR_OK && tr_op_l2norm(ctx, to, to, 1e-12f) == TR_OK, "axpy, l2norm: %s",
+          tr_ctx_errmsg(ctx));
+    o = get(to);
+    for (int64_t r = 0; r < N; r += 301) {
+        double ss = 0;
+        for (int64_t c = 0; c < C; c++) ss += (double)o[r * C + c] * o[r * C + c];
+        CHECK_CLOSE(ss, 1, 1e-2, 0);
+    }
+    free(o);
+    /* cross-entropy over 2300 rows of 1001 classes, in place */
+    int64_t *t = malloc(N * 8), one = 1;
+    for (int64_t r = 0; r < N; r++) t[r] = r % 7 == 0 ? -100 : (r * 37) % C;
+    tr_tensor *tt = mk_ids(N, TR_I64, t), *tl = mk(0, &one, TR_F32, NULL), *tlse = mk(1, &N, TR_F32, NULL);
+    CHECK(tr_op_cross_entropy(ctx, tl, tlse, ta, tt, -100, 0) == TR_OK, "ce: %s", tr_ctx_errmsg(ctx));
+    double want = 0;
+    int64_t cnt = 0;
+    for (int64_t r = 0; r < N; r++) {
+        if (t[r] == -100) continue;
+        double se = 0;
+        for (int64_t c = 0; c < C; c++) se += exp(af[r * C + c]);
+        want += log(se) - af[r * C + t[r]];
+        cnt++;
+    }
+    CHECK_CLOSE(*(float *)tl->data, want / cnt, 1e-5, 1e-5);
+    CHECK(tr_op_cross_entropy_backward(ctx, ta, 1.0f, ta, tlse, tt, -100, 0) == TR_OK, "ce backward in place");
+    o = get(ta);
+    for (int64_t r = 1; r < N; r += 250) {
+        double row = 0;
+        for (int64_t c = 0; c < C; c++) row += o[r * C + c];
+        CHECK_CLOSE(row, 0, 1e-5, 0);   /* softmax - onehot sums to 0 */
+    }
+    free(o);
+    tr_alloc_stats st;
+    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &st);
+    CHECK(st.tag_peak[TR_TAG_WORKSPACE] <= 14u * TR_ELEM_BLOCK, "workspace peak %llu bytes for %lld-element tensors",
+          (unsigned long long)st.tag_peak[TR_TAG_WORKSPACE], (long long)n);
+    free(a), free(d), free(af), free(df), free(t);
+    tr_tensor_free(ta), tr_tensor_free(td), tr_tensor_free(tb), tr_tensor_free(to), tr_tensor_free(tdb);
+    tr_tensor_free(tt), tr_tensor_free(tl), tr_tensor_free(tlse);
+    no_workspace_left("blocks");
+}
+
 /* ------------------------------------------------------------ devices */
 
 static void test_devices(void)
@@ -466,6 +533,7 @@ int main(void)
     RUN(test_reductions);
     RUN(test_cast);
     RUN(test_adamw);
+    RUN(test_blocks);
     RUN(test_devices);
     tr_ctx_free(ctx);
     return check_done();
