@@ -22,10 +22,11 @@ static double chunked_sum(const tr_tensor *t, int squares)
     int64_t n = t->numel, nchunks = (n + CHUNK - 1) / CHUNK;
     size_t es = tr_dtype_size(t->dtype);
     double total = 0;
-    /* blocks of 64 chunks: parallel inside a block, summed in order after it */
-    for (int64_t b0 = 0; b0 < nchunks; b0 += 64) {
-        double part[64];
-        int64_t nb = nchunks - b0 < 64 ? nchunks - b0 : 64;
+    /* groups of 1024 chunks (4 Mi elements): parallel inside a group, chunk totals
+     * summed in order after it */
+    for (int64_t b0 = 0; b0 < nchunks; b0 += 1024) {
+        double part[1024];
+        int64_t nb = nchunks - b0 < 1024 ? nchunks - b0 : 1024;
 #pragma omp parallel for if (n > 65536)
         for (int64_t c = 0; c < nb; c++) {
             float buf[CHUNK];

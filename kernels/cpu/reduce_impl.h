@@ -4,12 +4,17 @@
 
 /* ------------------------------------------------------------ pairwise sums */
 
+/* Below 128 elements: 8 interleaved partial sums (the compiler vectorises them); above,
+ * halve and recurse. */
 static REAL KFN(pairwise_sum)(const REAL *x, int64_t n)
 {
-    if (n <= 16) {
-        REAL s = 0;
-        for (int64_t i = 0; i < n; i++) s += x[i];
-        return s;
+    if (n <= 128) {
+        REAL acc[8] = { 0 }, s = 0;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) acc[j] += x[i + j];
+        for (; i < n; i++) s += x[i];
+        return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     }
     int64_t h = n / 2;
     return KFN(pairwise_sum)(x, h) + KFN(pairwise_sum)(x + h, n - h);
@@ -17,10 +22,13 @@ static REAL KFN(pairwise_sum)(const REAL *x, int64_t n)
 
 static REAL KFN(pairwise_sumsq)(const REAL *x, int64_t n)
 {
-    if (n <= 16) {
-        REAL s = 0;
-        for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
-        return s;
+    if (n <= 128) {
+        REAL acc[8] = { 0 }, s = 0;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) acc[j] += x[i + j] * x[i + j];
+        for (; i < n; i++) s += x[i] * x[i];
+        return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     }
     int64_t h = n / 2;
     return KFN(pairwise_sumsq)(x, h) + KFN(pairwise_sumsq)(x + h, n - h);
