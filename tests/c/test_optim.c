@@ -50,8 +50,23 @@ static void test_adamw_10_steps(void)
     close_f32("v f32", vf, v, n, 1e-4, 1e-9);
 }
 
+/* Known answer of the first step from zero moments, as torch computes it: the bias
+ * corrections cancel, so p1 = p0 (1 - lr wd) - lr g / (|g| + eps). */
+static void test_adamw_first_step_closed_form(void)
+{
+    double p[4] = { 0.5, -1.0, 2.0, 0.0 }, m[4] = { 0 }, v[4] = { 0 }, g[4] = { 0.1, -3.0, 1e-9, 0.0 };
+    const double lr = 0.1, wd = 0.5, eps = 1e-8;
+    double want[4];
+    for (int i = 0; i < 4; i++) want[i] = p[i] * (1 - lr * wd) - lr * g[i] / (fabs(g[i]) + eps);
+    adamw_step_f64(p, m, v, g, 4, lr, 0.9, 0.999, eps, wd, 1, 1.0);
+    for (int i = 0; i < 4; i++) CHECK_CLOSE(p[i], want[i], 1e-15, 1e-12);
+    CHECK_CLOSE(want[0], 0.5 * 0.95 - 0.1, 2e-8, 0);   /* by hand: eps shifts it by 1e-8 */
+    CHECK_CLOSE(want[2], 2.0 * 0.95 - 0.1 * 1e-9 / (1e-9 + 1e-8), 1e-12, 0);
+}
+
 int main(void)
 {
     RUN(test_adamw_10_steps);
+    RUN(test_adamw_first_step_closed_form);
     return check_done();
 }
