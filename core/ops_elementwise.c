@@ -88,7 +88,8 @@ int tr_op_mul_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tenso
     const char *op = "mul_backward";
     int rc, device = dout ? dout->device : TR_CPU;
     int64_t N, C, b_rows;
-    if ((rc = tr_elem_want_float(ctx, op, "dout", dout, device)) || (rc = tr_elem_want_float(ctx, op, "a", a, device)) ||
+    if ((rc = tr_elem_want_float(ctx, op, "dout", dout, device)) ||
+        (rc = tr_elem_want_float(ctx, op, "a", a, device)) ||
         (rc = tr_elem_want_float(ctx, op, "b", b, device)) ||
         (da && (rc = tr_elem_want_float(ctx, op, "da", da, device))) ||
         (db && (rc = tr_elem_want_float(ctx, op, "db", db, device))))

@@ -105,11 +105,12 @@ int tr_op_pool_backward(tr_ctx *ctx, tr_tensor *dhidden, const tr_tensor *dout, 
         for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
             int64_t nb = B - b0 < bs ? B - b0 : bs;
             tr_elem_view v[3] = { { 0 } };   /* hidden (max only reads it), dout, dhidden */
-            if (!(rc = mode == TR_POOL_MAX ? tr_elem_view_in_range(ctx, &v[0], hidden, b0 * T * C, nb * T * C) : TR_OK) &&
+            int64_t s = b0 * T * C, len = nb * T * C;
+            if (!(rc = mode == TR_POOL_MAX ? tr_elem_view_in_range(ctx, &v[0], hidden, s, len) : TR_OK) &&
                 !(rc = tr_elem_view_in_range(ctx, &v[1], dout, b0 * C, nb * C)) &&
-                !(rc = tr_elem_view_out_range(ctx, &v[2], dhidden, b0 * T * C, nb * T * C, 0))) {
+                !(rc = tr_elem_view_out_range(ctx, &v[2], dhidden, s, len, 0))) {
                 pool_backward_f32(v[2].p, v[1].p, v[0].p, m32 + b0 * T, nb, T, C, mode);
-                tr_elem_view_finish_range(&v[2], dhidden, b0 * T * C);
+                tr_elem_view_finish_range(&v[2], dhidden, s);
             }
             for (int i = 0; i < 3; i++) tr_elem_view_release(ctx, &v[i]);
         }

@@ -1,5 +1,5 @@
-/* embedding.c — instantiates the embedding lookup kernels (embedding_impl.h) for float (the runtime) and
- * double (the tests' finite-difference reference). */
+/* embedding.c — instantiates the embedding lookup kernels (embedding_impl.h) for float (the
+ * runtime) and double (the tests' finite-difference reference). */
 #include "cpu/embedding.h"
 
 #include <math.h>

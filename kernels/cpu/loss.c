@@ -1,5 +1,5 @@
-/* loss.c — instantiates the cross-entropy loss kernels (loss_impl.h) for float (the runtime) and
- * double (the tests' finite-difference reference). */
+/* loss.c — instantiates the cross-entropy loss kernels (loss_impl.h) for float (the
+ * runtime) and double (the tests' finite-difference reference). */
 #include "cpu/loss.h"
 
 #include <math.h>

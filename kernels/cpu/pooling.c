@@ -1,5 +1,5 @@
-/* pooling.c — instantiates the masked pooling kernels (pooling_impl.h) for float (the runtime) and
- * double (the tests' finite-difference reference). */
+/* pooling.c — instantiates the masked pooling kernels (pooling_impl.h) for float (the
+ * runtime) and double (the tests' finite-difference reference). */
 #include "cpu/pooling.h"
 
 #include <math.h>

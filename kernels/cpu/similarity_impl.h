@@ -42,16 +42,16 @@ void KFN(l2norm_backward)(REAL *dx, const REAL *dout, const REAL *x, int64_t N, 
 
 /* ------------------------------------------------------------ cosine-similarity matrix */
 
-/* sim[N, M] = an bn^T (=), where an [N, C] and bn [M, C] are already normalised rows. */
+/* sim[N, M] = an bn^T (=), where an [N, C] and bn [M, C] are already normalised rows.
+ * One GEMM (KGEMM: cblas_sgemm or cblas_dgemm). */
 void KFN(cosine_sim_forward)(REAL *sim, const REAL *an, const REAL *bn, int64_t N, int64_t M, int64_t C)
 {
-#pragma omp parallel for if (N * M * C > 65536)
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t j = 0; j < M; j++) {
-            REAL s = 0;
-            for (int64_t c = 0; c < C; c++) s += an[i * C + c] * bn[j * C + c];
-            sim[i * M + j] = s;
-        }
+    if (N == 0 || M == 0) return;
+    if (C == 0) {
+        for (int64_t i = 0; i < N * M; i++) sim[i] = 0;
+        return;
+    }
+    KGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)M, (int)C, 1, an, (int)C, bn, (int)C, 0, sim, (int)M);
 }
 
 /* dan = dsim bn (=), dbn = dsim^T an (=); either may be NULL. These are the gradients with
@@ -59,26 +59,15 @@ void KFN(cosine_sim_forward)(REAL *sim, const REAL *an, const REAL *bn, int64_t 
 void KFN(cosine_sim_backward)(REAL *dan, REAL *dbn, const REAL *dsim, const REAL *an, const REAL *bn,
                               int64_t N, int64_t M, int64_t C)
 {
-    if (dan) {
-#pragma omp parallel for if (N * M * C > 65536)
-        for (int64_t i = 0; i < N; i++) {
-            REAL *d = dan + i * C;
-            for (int64_t c = 0; c < C; c++) d[c] = 0;
-            for (int64_t j = 0; j < M; j++) {
-                REAL g = dsim[i * M + j];
-                for (int64_t c = 0; c < C; c++) d[c] += g * bn[j * C + c];
-            }
-        }
+    if (C == 0) return;
+    if (dan && N > 0) {
+        if (M == 0) for (int64_t i = 0; i < N * C; i++) dan[i] = 0;
+        else KGEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)M, 1, dsim, (int)M, bn, (int)C, 0,
+                   dan, (int)C);
     }
-    if (dbn) {
-#pragma omp parallel for if (N * M * C > 65536)
-        for (int64_t j = 0; j < M; j++) {
-            REAL *d = dbn + j * C;
-            for (int64_t c = 0; c < C; c++) d[c] = 0;
-            for (int64_t i = 0; i < N; i++) {
-                REAL g = dsim[i * M + j];
-                for (int64_t c = 0; c < C; c++) d[c] += g * an[i * C + c];
-            }
-        }
+    if (dbn && M > 0) {
+        if (N == 0) for (int64_t i = 0; i < M * C; i++) dbn[i] = 0;
+        else KGEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)C, (int)N, 1, dsim, (int)M, an, (int)C, 0,
+                   dbn, (int)C);
     }
 }

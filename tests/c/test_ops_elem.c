@@ -126,7 +126,8 @@ static void test_embedding(void)
     rand_fill(table, 30, &s), rand_fill(dout, 42, &s);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
-        tr_tensor *tt = mk(2, shT, dt, table), *to = mk(2, shO, TR_F32, NULL), *ti = mk_ids(N, di == 1 ? TR_I64 : TR_I32, ids);
+        tr_tensor *tt = mk(2, shT, dt, table), *to = mk(2, shO, TR_F32, NULL);
+        tr_tensor *ti = mk_ids(N, di == 1 ? TR_I64 : TR_I32, ids);
         CHECK(tr_op_embedding(ctx, to, ti, tt) == TR_OK, "embedding: %s", tr_ctx_errmsg(ctx));
         float *o = get(to);
         for (int64_t n = 0; n < N; n++)
@@ -182,7 +183,8 @@ static void test_dropout(void)
     tr_tensor *ts = mk(1, &m, TR_BF16, x + 1000), *tso = mk(1, &m, TR_BF16, NULL);
     CHECK(tr_op_dropout(ctx, tso, ts, p, &key, 1000) == TR_OK, "slice: %s", tr_ctx_errmsg(ctx));
     float *so = get(tso);
-    for (int64_t i = 0; i < m; i++) CHECK((so[i] == 0) == (o[1000 + i] == 0), "slice mask differs at %lld", (long long)i);
+    for (int64_t i = 0; i < m; i++)
+        CHECK((so[i] == 0) == (o[1000 + i] == 0), "slice mask differs at %lld", (long long)i);
     /* p = 0 is the identity; another key gives another mask */
     CHECK(tr_op_dropout(ctx, to, tx, 0, &key, 0) == TR_OK, "p = 0");
     free(o);
@@ -258,7 +260,8 @@ static void test_pooling(void)
             int dt = dtypes[di];
             tr_tensor *th = mk(3, sh, dt, h), *to = mk(2, sho, dt, NULL), *td = mk(2, sho, dt, dout);
             tr_tensor *tdh = mk(3, sh, dt, NULL);
-            tr_tensor *tm = di == 0 ? mk(2, shm, TR_F32, maskd) : tr_tensor_new(ctx, 2, shm, di == 1 ? TR_I64 : TR_I32, TR_CPU, 3);
+            tr_tensor *tm = di == 0 ? mk(2, shm, TR_F32, maskd)
+                                    : tr_tensor_new(ctx, 2, shm, di == 1 ? TR_I64 : TR_I32, TR_CPU, TR_TAG_ACTIVATIONS);
             if (di == 1) memcpy(tm->data, maskl, sizeof maskl);
             if (di == 2) memcpy(tm->data, mask, sizeof mask);
             CHECK(tr_op_pool(ctx, to, th, tm, mode) == TR_OK, "pool: %s", tr_ctx_errmsg(ctx));

@@ -97,7 +97,8 @@ static void test_f32_matches_f64(void)
     close_f32("sim", simf, sim, N * M, 1e-5, 1e-6);
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < M; j++) {
-            double ab = dot(a + i * C, b + j * C, C), aa = dot(a + i * C, a + i * C, C), bb = dot(b + j * C, b + j * C, C);
+            double ab = dot(a + i * C, b + j * C, C), aa = dot(a + i * C, a + i * C, C);
+            double bb = dot(b + j * C, b + j * C, C);
             CHECK_CLOSE(sim[i * M + j], ab / sqrt(aa * bb), 1e-12, 1e-12);
         }
     cosine_sim_backward_f64(dan, dbn, d, an, bn, N, M, C);
