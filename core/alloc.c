@@ -1,7 +1,7 @@
 /* alloc.c — the caching allocator: size rounding, pools, best fit, splitting,
  * coalescing, the limit, release-and-retry, stats and the event ring; plus the CPU raw
- * backend and the invariant check. The report, the snapshot and the out-of-memory
- * message live in alloc_report.c. The data structures and their invariants are in
+ * backend. The report, the snapshot and the out-of-memory message live in
+ * alloc_report.c, the invariant check in alloc_check.c. The data structures and their invariants are in
  * alloc_internal.h.
  *
  * Policy (PyTorch's CUDACachingAllocator, see alloc.h):
@@ -96,7 +96,7 @@ static void blk_recycle(tr_alloc *a, tr_blk *b)
 /* ------------------------------------------------------------ free-block treap */
 
 /* Order of free blocks in a pool: (stream, size, address). */
-static int key_cmp(const tr_blk *b, uintptr_t stream, uint64_t size, uintptr_t addr)
+int tr_alloc_key_cmp(const tr_blk *b, uintptr_t stream, uint64_t size, uintptr_t addr)
 {
     if (b->stream != stream) return b->stream < stream ? -1 : 1;
     if (b->size != size) return b->size < size ? -1 : 1;
@@ -117,7 +117,7 @@ static void treap_split(tr_blk *t, const tr_blk *n, tr_blk **l, tr_blk **r)
 {
     if (!t) {
         *l = *r = NULL;
-    } else if (key_cmp(t, n->stream, n->size, n->addr) < 0) {
+    } else if (tr_alloc_key_cmp(t, n->stream, n->size, n->addr) < 0) {
         treap_split(t->right, n, &t->right, r);
         treap_update(t);
         *l = t;
@@ -149,21 +149,22 @@ static tr_blk *treap_insert(tr_blk *t, tr_blk *n)
         treap_update(n);
         return n;
     }
-    if (key_cmp(n, t->stream, t->size, t->addr) < 0) t->left = treap_insert(t->left, n);
+    if (tr_alloc_key_cmp(n, t->stream, t->size, t->addr) < 0) t->left = treap_insert(t->left, n);
     else t->right = treap_insert(t->right, n);
     treap_update(t);
     return t;
 }
 
-/* n must be in t. */
+/* n should be in t; when it is not, t is unchanged. */
 static tr_blk *treap_erase(tr_blk *t, tr_blk *n)
 {
+    if (!t) return NULL;
     if (t == n) {
         tr_blk *m = treap_merge(n->left, n->right);
         n->left = n->right = NULL;
         return m;
     }
-    if (key_cmp(n, t->stream, t->size, t->addr) < 0) t->left = treap_erase(t->left, n);
+    if (tr_alloc_key_cmp(n, t->stream, t->size, t->addr) < 0) t->left = treap_erase(t->left, n);
     else t->right = treap_erase(t->right, n);
     treap_update(t);
     return t;
@@ -174,7 +175,7 @@ static tr_blk *treap_lower_bound(tr_blk *t, uintptr_t stream, uint64_t size)
 {
     tr_blk *best = NULL;
     while (t) {
-        if (key_cmp(t, stream, size, 0) >= 0) {
+        if (tr_alloc_key_cmp(t, stream, size, 0) >= 0) {
             best = t;
             t = t->left;
         } else {
@@ -224,7 +225,7 @@ static void hash_insert(tr_alloc *a, tr_blk *b)
     a->buckets[h] = b;
 }
 
-static tr_blk *hash_find(const tr_alloc *a, uintptr_t addr)
+tr_blk *tr_alloc_find_live(const tr_alloc *a, uintptr_t addr)
 {
     for (tr_blk *b = a->buckets[hash_addr(addr, a->n_buckets)]; b; b = b->hnext)
         if (b->addr == addr) return b;
@@ -526,7 +527,7 @@ void tr_alloc_free(tr_alloc *a, void *ptr)
 
 size_t tr_alloc_block_size(const tr_alloc *a, const void *ptr)
 {
-    const tr_blk *b = ptr ? hash_find(a, (uintptr_t)ptr) : NULL;
+    const tr_blk *b = ptr ? tr_alloc_find_live(a, (uintptr_t)ptr) : NULL;
     return b ? (size_t)b->size : 0;
 }
 
@@ -568,158 +569,6 @@ const char *tr_alloc_event_name(int kind)
 {
     static const char *const names[TR_EV_KINDS] = { "alloc", "free", "raw_alloc", "raw_free", "oom" };
     return kind >= 0 && kind < TR_EV_KINDS ? names[kind] : "?";
-}
-
-/* ------------------------------------------------------------ invariant check */
-
-/* Walks a treap: order, sub_max, membership; counts its nodes into *n. */
-static int check_treap(const tr_blk *t, int pool, const tr_blk *lo, const tr_blk *hi, uint64_t *n,
-                       tr_error *err)
-{
-    if (!t) return TR_OK;
-    (*n)++;
-    if (t->live || t->pool != pool)
-        return tr_fail(err, TR_EINTERNAL, "alloc check: block %#lx in pool %d's free tree is %s",
-                       (unsigned long)t->addr, pool, t->live ? "live" : "of another pool");
-    if ((lo && key_cmp(t, lo->stream, lo->size, lo->addr) <= 0) ||
-        (hi && key_cmp(t, hi->stream, hi->size, hi->addr) >= 0))
-        return tr_fail(err, TR_EINTERNAL, "alloc check: free tree out of order at block %#lx",
-                       (unsigned long)t->addr);
-    if ((t->left && t->left->prio > t->prio) || (t->right && t->right->prio > t->prio))
-        return tr_fail(err, TR_EINTERNAL, "alloc check: free tree heap order broken at %#lx",
-                       (unsigned long)t->addr);
-    uint64_t m = t->size;
-    if (t->left && t->left->sub_max > m) m = t->left->sub_max;
-    if (t->right && t->right->sub_max > m) m = t->right->sub_max;
-    if (m != t->sub_max)
-        return tr_fail(err, TR_EINTERNAL, "alloc check: free tree largest-size cache wrong at %#lx",
-                       (unsigned long)t->addr);
-    int rc = check_treap(t->left, pool, lo, t, n, err);
-    return rc ? rc : check_treap(t->right, pool, t, hi, n, err);
-}
-
-static int cmp_seg_base(const void *x, const void *y)
-{
-    uintptr_t a = (*(tr_seg *const *)x)->base, b = (*(tr_seg *const *)y)->base;
-    return a < b ? -1 : a > b;
-}
-
-#define CHECK_EQ(what, got, want)                                                                 \
-    do {                                                                                          \
-        if ((uint64_t)(got) != (uint64_t)(want)) {                                                \
-            rc = tr_fail(err, TR_EINTERNAL, "alloc check: %s is %llu but should be %llu", what,   \
-                         (unsigned long long)(got), (unsigned long long)(want));                  \
-            goto done;                                                                            \
-        }                                                                                         \
-    } while (0)
-
-int tr_alloc_check(const tr_alloc *a, tr_error *err)
-{
-    int rc = TR_OK;
-    uint64_t reserved = 0, allocated = 0, requested = 0, inactive = 0, n_free = 0, n_live = 0;
-    uint64_t n_segs = 0, tag[TR_NTAGS] = { 0 }, pool_alloc[2] = { 0 }, pool_res[2] = { 0 };
-    uint64_t largest = 0;
-    for (const tr_seg *s = a->segs; s; s = s->next) n_segs++;
-    tr_seg **sorted = n_segs ? malloc(n_segs * sizeof *sorted) : NULL;
-    if (n_segs && !sorted) return tr_fail(err, TR_EINTERNAL, "alloc check: out of host memory");
-    size_t i = 0;
-    for (tr_seg *s = a->segs; s; s = s->next) {
-        sorted[i++] = s;
-        if ((s->prev ? s->prev->next : a->segs) != s) {
-            rc = tr_fail(err, TR_EINTERNAL, "alloc check: segment list links broken at %#lx",
-                         (unsigned long)s->base);
-            goto done;
-        }
-        reserved += s->size;
-        pool_res[s->pool] += s->size;
-        uintptr_t at = s->base;
-        uint64_t seg_live = 0, seg_n_live = 0;
-        const tr_blk *prev = NULL;
-        for (const tr_blk *b = s->first; b; prev = b, b = b->next) {
-            if (b->addr != at || b->prev != prev || b->seg != s || b->stream != s->stream ||
-                b->pool != s->pool || b->size == 0 || b->size % MIN_BLOCK != 0 ||
-                b->size > s->base + s->size - b->addr) {
-                rc = tr_fail(err, TR_EINTERNAL,
-                             "alloc check: block %#lx does not tile segment %#lx (expected at %#lx)",
-                             (unsigned long)b->addr, (unsigned long)s->base, (unsigned long)at);
-                goto done;
-            }
-            if (!b->live && prev && !prev->live) {
-                rc = tr_fail(err, TR_EINTERNAL, "alloc check: adjacent free blocks %#lx and %#lx",
-                             (unsigned long)prev->addr, (unsigned long)b->addr);
-                goto done;
-            }
-            if (b->live) {
-                if (b->tag < 0 || b->tag >= TR_NTAGS || hash_find(a, b->addr) != b) {
-                    rc = tr_fail(err, TR_EINTERNAL, "alloc check: live block %#lx has tag %d or "
-                                 "is missing from the address map", (unsigned long)b->addr, b->tag);
-                    goto done;
-                }
-                n_live++;
-                seg_n_live++;
-                seg_live += b->size;
-                allocated += b->size;
-                requested += b->requested;
-                tag[b->tag] += b->size;
-                pool_alloc[b->pool] += b->size;
-            } else {
-                n_free++;
-                if (b->size > largest) largest = b->size;
-            }
-            at += b->size;
-        }
-        if (at != s->base + s->size) {
-            rc = tr_fail(err, TR_EINTERNAL, "alloc check: blocks of segment %#lx end at %#lx, not its end",
-                         (unsigned long)s->base, (unsigned long)at);
-            goto done;
-        }
-        CHECK_EQ("a segment's live block count", s->n_live, seg_n_live);
-        CHECK_EQ("a segment's live bytes", s->live_bytes, seg_live);
-        if (seg_n_live) inactive += s->size - seg_live;
-    }
-    qsort(sorted, n_segs, sizeof *sorted, cmp_seg_base);
-    for (i = 1; i < n_segs; i++) {
-        if (sorted[i - 1]->base + sorted[i - 1]->size > sorted[i]->base) {
-            rc = tr_fail(err, TR_EINTERNAL, "alloc check: segments %#lx and %#lx overlap",
-                         (unsigned long)sorted[i - 1]->base, (unsigned long)sorted[i]->base);
-            goto done;
-        }
-    }
-    uint64_t in_trees = 0;
-    for (int p = 0; p < 2; p++)
-        if ((rc = check_treap(a->free_tree[p], p, NULL, NULL, &in_trees, err))) goto done;
-    CHECK_EQ("the number of free blocks in the trees", in_trees, n_free);
-    uint64_t in_map = 0;
-    for (size_t h = 0; h < a->n_buckets; h++)
-        for (const tr_blk *b = a->buckets[h]; b; b = b->hnext) in_map++;
-    CHECK_EQ("the number of blocks in the address map", in_map, n_live);
-
-    const tr_alloc_stats *st = &a->st;
-    CHECK_EQ("reserved", st->reserved, reserved);
-    CHECK_EQ("allocated", st->allocated, allocated);
-    CHECK_EQ("requested", st->requested, requested);
-    CHECK_EQ("n_segments", st->n_segments, n_segs);
-    CHECK_EQ("n_live_blocks", st->n_live_blocks, n_live);
-    CHECK_EQ("inactive_split", st->inactive_split, inactive);
-    CHECK_EQ("largest_free", tr_alloc_largest_free(a), largest);
-    for (int t = 0; t < TR_NTAGS; t++) {
-        CHECK_EQ(tr_tag_name(t), st->tag_allocated[t], tag[t]);
-        if (st->tag_peak[t] < st->tag_allocated[t]) CHECK_EQ("a tag's peak", st->tag_peak[t], tag[t]);
-    }
-    for (int p = 0; p < 2; p++) {
-        CHECK_EQ(p ? "large pool allocated" : "small pool allocated", st->pool_allocated[p], pool_alloc[p]);
-        CHECK_EQ(p ? "large pool reserved" : "small pool reserved", st->pool_reserved[p], pool_res[p]);
-        if (st->pool_peak_allocated[p] < pool_alloc[p])
-            CHECK_EQ("a pool's peak allocated", st->pool_peak_allocated[p], pool_alloc[p]);
-        if (st->pool_peak_reserved[p] < pool_res[p])
-            CHECK_EQ("a pool's peak reserved", st->pool_peak_reserved[p], pool_res[p]);
-    }
-    if (st->peak_allocated < allocated) CHECK_EQ("peak_allocated", st->peak_allocated, allocated);
-    if (st->peak_reserved < reserved) CHECK_EQ("peak_reserved", st->peak_reserved, reserved);
-    if (allocated > reserved) CHECK_EQ("allocated (above reserved)", allocated, reserved);
-done:
-    free(sorted);
-    return rc;
 }
 
 /* ------------------------------------------------------------ CPU raw backend */

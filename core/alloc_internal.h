@@ -1,6 +1,6 @@
 /* alloc_internal.h — the caching allocator's private data structures, shared by alloc.c
- * (policy, bookkeeping, invariant check) and alloc_report.c (OOM message, report,
- * snapshot). Not part of the public API: trainer.h does not include it and nothing
+ * (policy, bookkeeping), alloc_check.c (invariant check) and alloc_report.c (OOM
+ * message, report, snapshot). Not part of the public API: trainer.h does not include it and nothing
  * outside those two files may use it.
  *
  * Invariants (checked by tr_alloc_check):
@@ -90,6 +90,10 @@ struct tr_alloc {
 
 /* alloc.c */
 uint64_t tr_alloc_largest_free(const tr_alloc *a);
+/* Compares free block b with the key (stream, size, address): <0, 0, >0. */
+int tr_alloc_key_cmp(const tr_blk *b, uintptr_t stream, uint64_t size, uintptr_t addr);
+/* The live block that starts at addr, or NULL. */
+tr_blk *tr_alloc_find_live(const tr_alloc *a, uintptr_t addr);
 const char *tr_alloc_event_name(int kind);
 
 /* alloc_report.c */

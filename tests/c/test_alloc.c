@@ -560,6 +560,10 @@ static void test_odd_frees(void)
     tr_alloc_free(a, p);
     tr_alloc_free(a, p);       /* double free ignored */
     CHECK(stats(a).n_free == 1 && stats(a).allocated == 0, "double free ignored");
+    void *q = (void *)1;
+    tr_error e;
+    CHECK(tr_alloc_malloc(a, SIZE_MAX, TR_TAG_WORKSPACE, 0, &q, &e) == TR_EOOM && q == NULL &&
+          strstr(e.msg, "out of memory"), "an impossible size is out of memory: %s", e.msg);
     check_ok(a);
     tr_alloc_destroy(a);
 }
@@ -620,6 +624,15 @@ static void check_snapshot(tr_alloc *a, const live_blk *live, int n_live)
         CHECK(at == size, "blocks cover the segment");
     }
     CHECK(seen == n_live, "snapshot has %d live blocks, shadow %d", seen, n_live);
+    json_t *ev = json_object_get(root, "events"), *x;
+    json_int_t prev_seq = -1;
+    CHECK(json_array_size(ev) == 256, "the event ring holds the last 256 events: %zu", json_array_size(ev));
+    json_array_foreach(ev, i, x) {
+        json_int_t seq = json_integer_value(json_object_get(x, "seq"));
+        CHECK(prev_seq < 0 || seq == prev_seq + 1, "events oldest first, consecutive: %lld after %lld",
+              (long long)seq, (long long)prev_seq);
+        prev_seq = seq;
+    }
     json_decref(root);
     unlink(path);
 }
