@@ -10,4 +10,5 @@
 #include "tensor.h"
 #include "rng.h"
 #include "safetensors.h"
+#include "ops_elem.h"
 #endif

@@ -1,0 +1,202 @@
+/* ops_elementwise.c — tensor-level add, mul (+ backward), scale, axpy, fill over the
+ * kernels in kernels/cpu/elementwise.c. b broadcasts when it is a vector of a's last
+ * dimension; every tensor may be f32, bf16 or f16 (computed in f32, block by block, so
+ * half tensors need only a few MiB of workspace). */
+#include "ops_elem.h"
+
+#include "cpu/elementwise.h"
+#include "ops_elem_common.h"
+
+/* ------------------------------------------------------------ shape checks */
+
+/* Checks the binary op's operands; sets N, C and b_rows (N or 1 for a broadcast b). */
+static int binary_shapes(tr_ctx *ctx, const char *op, const tr_tensor *a, const tr_tensor *b, int64_t *N,
+                         int64_t *C, int64_t *b_rows)
+{
+    char sa[160], sb[160];
+    tr_elem_rows(a, N, C);
+    if (b->numel == a->numel) {
+        *b_rows = *N;
+        return TR_OK;
+    }
+    if (b->numel == *C && b->ndim <= 1) {
+        *b_rows = 1;
+        return TR_OK;
+    }
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                   "%s: b has shape %s but a has %s; b must have a's shape or be a vector of a's last "
+                   "dimension (%lld) to broadcast over rows",
+                   op, tr_elem_describe(sb, sizeof sb, b), tr_elem_describe(sa, sizeof sa, a), (long long)*C);
+}
+
+/* ------------------------------------------------------------ add, mul */
+
+static void release_all(tr_ctx *ctx, tr_elem_view *v, int n)
+{
+    for (int i = 0; i < n; i++) tr_elem_view_release(ctx, &v[i]);
+}
+
+static int binary(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *a, const tr_tensor *b, int is_mul)
+{
+    int rc, device = a ? a->device : TR_CPU;
+    int64_t N, C, b_rows;
+    if ((rc = tr_elem_want_float(ctx, op, "a", a, device)) || (rc = tr_elem_want_float(ctx, op, "b", b, device)) ||
+        (rc = tr_elem_want_float(ctx, op, "out", out, device)))
+        return rc;
+    if ((rc = binary_shapes(ctx, op, a, b, &N, &C, &b_rows))) return rc;
+    if ((rc = tr_elem_want_numel(ctx, op, "out", out, a->numel, "a's number of elements"))) return rc;
+    switch (device) {
+    case TR_CPU: {
+        /* blocks of rows; a broadcast b is converted once */
+        int64_t rows = tr_elem_block_rows(C);
+        tr_elem_view vbc = { 0 };
+        if (b_rows == 1 && (rc = tr_elem_view_in(ctx, &vbc, b))) return rc;
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
+            tr_elem_view v[3] = { { 0 } };   /* a, b, out */
+            if (!(rc = tr_elem_view_in_range(ctx, &v[0], a, s, len)) &&
+                !(rc = b_rows == 1 ? TR_OK : tr_elem_view_in_range(ctx, &v[1], b, s, len)) &&
+                !(rc = tr_elem_view_out_range(ctx, &v[2], out, s, len, 0))) {
+                const float *bp = b_rows == 1 ? vbc.p : v[1].p;
+                if (is_mul) mul_forward_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
+                else add_forward_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
+                tr_elem_view_finish_range(&v[2], out, s);
+            }
+            release_all(ctx, v, 3);
+        }
+        tr_elem_view_release(ctx, &vbc);
+        return rc;
+    }
+    default:
+        return tr_elem_no_device(ctx, op, device);
+    }
+}
+
+int tr_op_add(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
+{
+    return binary(ctx, "add", out, a, b, 0);
+}
+
+int tr_op_mul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
+{
+    return binary(ctx, "mul", out, a, b, 1);
+}
+
+int tr_op_mul_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
+                       const tr_tensor *b)
+{
+    const char *op = "mul_backward";
+    int rc, device = dout ? dout->device : TR_CPU;
+    int64_t N, C, b_rows;
+    if ((rc = tr_elem_want_float(ctx, op, "dout", dout, device)) ||
+        (rc = tr_elem_want_float(ctx, op, "a", a, device)) ||
+        (rc = tr_elem_want_float(ctx, op, "b", b, device)) ||
+        (da && (rc = tr_elem_want_float(ctx, op, "da", da, device))) ||
+        (db && (rc = tr_elem_want_float(ctx, op, "db", db, device))))
+        return rc;
+    if ((rc = binary_shapes(ctx, op, a, b, &N, &C, &b_rows)) ||
+        (rc = tr_elem_want_numel(ctx, op, "dout", dout, a->numel, "a's number of elements")) ||
+        (da && (rc = tr_elem_want_numel(ctx, op, "da", da, a->numel, "a's number of elements"))) ||
+        (db && (rc = tr_elem_want_numel(ctx, op, "db", db, b->numel, "b's number of elements"))))
+        return rc;
+    switch (device) {
+    case TR_CPU: {
+        /* blocks of rows; with a broadcast b, db is the sum of the blocks' column sums, added
+         * in block order (deterministic) into an f32 accumulator */
+        int64_t rows = tr_elem_block_rows(C), bc = b_rows == 1;
+        tr_elem_view vbc = { 0 }, vacc = { 0 };
+        float *tmp = NULL;
+        if (bc && ((rc = tr_elem_view_in(ctx, &vbc, b)) ||
+                   (db && ((rc = tr_elem_view_out(ctx, &vacc, db, 0)) ||
+                           (rc = tr_elem_ws_alloc(ctx, (size_t)C * sizeof(float), (void **)&tmp)))))) {
+            tr_elem_view_release(ctx, &vbc), tr_elem_view_release(ctx, &vacc);
+            return rc;
+        }
+        if (bc && db) fill_f32(vacc.p, 0, C);
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
+            tr_elem_view v[5] = { { 0 } };   /* dout, a, b, da, db */
+            if (!(rc = tr_elem_view_in_range(ctx, &v[0], dout, s, len)) &&
+                !(rc = db ? tr_elem_view_in_range(ctx, &v[1], a, s, len) : TR_OK) &&
+                !(rc = bc ? TR_OK : tr_elem_view_in_range(ctx, &v[2], b, s, len)) &&
+                !(rc = tr_elem_view_out_range(ctx, &v[3], da, s, len, 0)) &&
+                !(rc = bc ? TR_OK : tr_elem_view_out_range(ctx, &v[4], db, s, len, 0))) {
+                const float *bp = bc ? vbc.p : v[2].p;
+                float *dbp = db ? (bc ? tmp : v[4].p) : NULL;
+                mul_backward_f32(v[3].p, dbp, v[0].p, v[1].p, bp, nr, C, bc ? 1 : nr);
+                tr_elem_view_finish_range(&v[3], da, s);
+                if (db && bc) axpy_f32(vacc.p, tmp, 1.0f, C);
+                else if (db) tr_elem_view_finish_range(&v[4], db, s);
+            }
+            release_all(ctx, v, 5);
+        }
+        if (rc == TR_OK && bc && db) tr_elem_view_finish(&vacc, db);
+        tr_elem_ws_free(ctx, tmp);
+        tr_elem_view_release(ctx, &vacc);
+        tr_elem_view_release(ctx, &vbc);
+        return rc;
+    }
+    default:
+        return tr_elem_no_device(ctx, op, device);
+    }
+}
+
+/* ------------------------------------------------------------ scale, axpy, fill */
+
+/* out = alpha * x (mode 0), out += alpha * x (mode 1) or out = alpha (mode 2, x unused),
+ * in blocks of TR_ELEM_BLOCK elements. */
+static int blockwise(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *x, float alpha, int mode)
+{
+    int rc = TR_OK;
+    int64_t n = out->numel;
+    for (int64_t s = 0; s < n && rc == TR_OK; s += TR_ELEM_BLOCK) {
+        int64_t len = n - s < TR_ELEM_BLOCK ? n - s : TR_ELEM_BLOCK;
+        tr_elem_view v[2] = { { 0 } };   /* x, out */
+        if (!(rc = mode == 2 ? TR_OK : tr_elem_view_in_range(ctx, &v[0], x, s, len)) &&
+            !(rc = tr_elem_view_out_range(ctx, &v[1], out, s, len, mode == 1))) {
+            if (mode == 0) scale_forward_f32(v[1].p, v[0].p, alpha, len);
+            else if (mode == 1) axpy_f32(v[1].p, v[0].p, alpha, len);
+            else fill_f32(v[1].p, alpha, len);
+            tr_elem_view_finish_range(&v[1], out, s);
+        }
+        release_all(ctx, v, 2);
+    }
+    return rc;
+}
+
+static int scaled(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *x, float alpha, int accumulate)
+{
+    int rc, device = x ? x->device : TR_CPU;
+    if ((rc = tr_elem_want_float(ctx, op, "x", x, device)) ||
+        (rc = tr_elem_want_float(ctx, op, accumulate ? "y" : "out", out, device)) ||
+        (rc = tr_elem_want_numel(ctx, op, accumulate ? "y" : "out", out, x->numel, "x's number of elements")))
+        return rc;
+    switch (device) {
+    case TR_CPU:
+        return blockwise(ctx, op, out, x, alpha, accumulate);
+    default:
+        return tr_elem_no_device(ctx, op, device);
+    }
+}
+
+int tr_op_scale(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float alpha)
+{
+    return scaled(ctx, "scale", out, x, alpha, 0);
+}
+
+int tr_op_axpy(tr_ctx *ctx, tr_tensor *y, const tr_tensor *x, float alpha)
+{
+    return scaled(ctx, "axpy", y, x, alpha, 1);
+}
+
+int tr_op_fill(tr_ctx *ctx, tr_tensor *out, float value)
+{
+    int rc, device = out ? out->device : TR_CPU;
+    if ((rc = tr_elem_want_float(ctx, "fill", "out", out, device))) return rc;
+    switch (device) {
+    case TR_CPU:
+        return blockwise(ctx, "fill", out, NULL, value, 2);
+    default:
+        return tr_elem_no_device(ctx, "fill", device);
+    }
+}

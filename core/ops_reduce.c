@@ -1,0 +1,161 @@
+/* ops_reduce.c — tensor-level sums and means, the global L2 norm over a list of tensors
+ * (gradient clipping) and scale-and-check-finite over a list (the loss scaler's unscale).
+ * Inputs of any float dtype are read in chunks converted to f32 on the stack; each chunk
+ * is summed pairwise in f32 and chunk totals are added in order in f64, so results do not
+ * depend on the thread count and 1e6 bf16 elements sum to f32 accuracy. */
+#include "ops_elem.h"
+
+#include "cpu/elementwise.h"
+#include "cpu/reduce.h"
+#include "ops_elem_common.h"
+
+#include <math.h>
+#include <stdio.h>
+
+enum { CHUNK = 4096 };
+
+/* ------------------------------------------------------------ whole-tensor sums */
+
+/* Sum (squares = 0) or sum of squares (squares = 1) of every element of t. */
+static double chunked_sum(const tr_tensor *t, int squares)
+{
+    int64_t n = t->numel, nchunks = (n + CHUNK - 1) / CHUNK;
+    size_t es = tr_dtype_size(t->dtype);
+    double total = 0;
+    /* groups of 1024 chunks (4 Mi elements): parallel inside a group, chunk totals
+     * summed in order after it */
+    for (int64_t b0 = 0; b0 < nchunks; b0 += 1024) {
+        double part[1024];
+        int64_t nb = nchunks - b0 < 1024 ? nchunks - b0 : 1024;
+#pragma omp parallel for if (n > 65536)
+        for (int64_t c = 0; c < nb; c++) {
+            float buf[CHUNK];
+            int64_t start = (b0 + c) * CHUNK, len = n - start < CHUNK ? n - start : CHUNK;
+            const float *p = (const float *)t->data + start;
+            if (t->dtype != TR_F32) {
+                tr_convert(buf, TR_F32, (const char *)t->data + start * (int64_t)es, t->dtype, (size_t)len);
+                p = buf;
+            }
+            part[c] = squares ? sumsq_all_f32(p, len) : sum_all_f32(p, len);
+        }
+        for (int64_t c = 0; c < nb; c++) total += part[c];
+    }
+    return total;
+}
+
+static int reduce(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *x, int lastdim, int mean)
+{
+    int rc, device = x ? x->device : TR_CPU;
+    int64_t N, C;
+    if ((rc = tr_elem_want_float(ctx, op, "x", x, device)) || (rc = tr_elem_want_float(ctx, op, "out", out, device)))
+        return rc;
+    tr_elem_rows(x, &N, &C);
+    if ((rc = tr_elem_want_numel(ctx, op, "out", out, lastdim ? N : 1,
+                                 lastdim ? "x's elements / its last dimension" : "a scalar")))
+        return rc;
+    switch (device) {
+    case TR_CPU: {
+        if (!lastdim) {
+            double s = chunked_sum(x, 0);
+            float v = (float)(mean ? (x->numel ? s / (double)x->numel : NAN) : s);
+            tr_convert(out->data, out->dtype, &v, TR_F32, 1);
+            return TR_OK;
+        }
+        int64_t rows = tr_elem_block_rows(C);
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+            int64_t nr = N - r0 < rows ? N - r0 : rows;
+            tr_elem_view vx, vo = { 0 };
+            if (!(rc = tr_elem_view_in_range(ctx, &vx, x, r0 * C, nr * C)) &&
+                !(rc = tr_elem_view_out_range(ctx, &vo, out, r0, nr, 0))) {
+                sum_lastdim_f32(vo.p, vx.p, nr, C);
+                if (mean) scale_forward_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
+                tr_elem_view_finish_range(&vo, out, r0);
+            }
+            tr_elem_view_release(ctx, &vo);
+            tr_elem_view_release(ctx, &vx);
+        }
+        return rc;
+    }
+    default:
+        return tr_elem_no_device(ctx, op, device);
+    }
+}
+
+int tr_op_sum(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
+{
+    return reduce(ctx, "sum", out, x, lastdim, 0);
+}
+
+int tr_op_mean(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
+{
+    return reduce(ctx, "mean", out, x, lastdim, 1);
+}
+
+/* ------------------------------------------------------------ lists of tensors */
+
+static int check_list(tr_ctx *ctx, const char *op, tr_tensor **ts, int n)
+{
+    char name[32];
+    if (n < 0 || (n > 0 && !ts))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: the list of %d tensors is NULL or negative", op, n);
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "tensor %d", i);
+        int rc = tr_elem_want_float(ctx, op, name, ts[i], ts[0] ? ts[0]->device : TR_CPU);
+        if (rc) return rc;
+    }
+    return TR_OK;
+}
+
+int tr_op_global_norm(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
+{
+    int rc;
+    if ((rc = check_list(ctx, "global_norm", ts, n))) return rc;
+    int device = n ? ts[0]->device : TR_CPU;
+    switch (device) {
+    case TR_CPU: {
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += chunked_sum(ts[i], 1);
+        *out = (float)sqrt(ss);
+        return TR_OK;
+    }
+    default:
+        return tr_elem_no_device(ctx, "global_norm", device);
+    }
+}
+
+int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n, float scale)
+{
+    int rc;
+    if ((rc = check_list(ctx, "scale_check_finite", ts, n))) return rc;
+    int device = n ? ts[0]->device : TR_CPU;
+    switch (device) {
+    case TR_CPU: {
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            tr_tensor *t = ts[i];
+            if (t->dtype == TR_F32) {
+                bad |= scale_check_finite_f32(t->data, t->numel, scale);
+                continue;
+            }
+            int64_t nchunks = (t->numel + CHUNK - 1) / CHUNK;
+            size_t es = tr_dtype_size(t->dtype);
+#pragma omp parallel for reduction(| : bad) if (t->numel > 65536)
+            for (int64_t c = 0; c < nchunks; c++) {
+                float buf[CHUNK];
+                int64_t start = c * CHUNK, len = t->numel - start < CHUNK ? t->numel - start : CHUNK;
+                char *p = (char *)t->data + start * (int64_t)es;
+                tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
+                bad |= scale_check_finite_f32(buf, len, scale);
+                tr_convert(p, t->dtype, buf, TR_F32, (size_t)len);
+                /* a finite f32 may still overflow the half dtype: check what was stored */
+                tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
+                for (int64_t k = 0; k < len; k++) bad |= !isfinite(buf[k]);
+            }
+        }
+        *found_inf = bad;
+        return TR_OK;
+    }
+    default:
+        return tr_elem_no_device(ctx, "scale_check_finite", device);
+    }
+}

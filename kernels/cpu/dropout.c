@@ -1,0 +1,29 @@
+/* dropout.c — instantiates the dropout kernels (dropout_impl.h) for float (the runtime) and
+ * double (the tests' finite-difference reference). */
+#include "cpu/dropout.h"
+
+#include <math.h>
+
+#define REAL float
+#define KFN(n) n##_f32
+#define KEXP expf
+#define KLOG logf
+#define KSQRT sqrtf
+#include "cpu/dropout_impl.h"
+#undef REAL
+#undef KFN
+#undef KEXP
+#undef KLOG
+#undef KSQRT
+
+#define REAL double
+#define KFN(n) n##_f64
+#define KEXP exp
+#define KLOG log
+#define KSQRT sqrt
+#include "cpu/dropout_impl.h"
+#undef REAL
+#undef KFN
+#undef KEXP
+#undef KLOG
+#undef KSQRT

@@ -1,0 +1,11 @@
+/* dropout.h — CPU dropout application, _f32 and _f64: out = x * keep * scale (=).
+ * Forward and backward are the same call (backward passes dout and the same mask). */
+#ifndef TR_KERNELS_CPU_DROPOUT_H
+#define TR_KERNELS_CPU_DROPOUT_H
+
+#include <stdint.h>
+
+void dropout_apply_f32(float *out, const float *x, const uint8_t *keep, float scale, int64_t n);
+void dropout_apply_f64(double *out, const double *x, const uint8_t *keep, double scale, int64_t n);
+
+#endif

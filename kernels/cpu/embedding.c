@@ -1,0 +1,29 @@
+/* embedding.c — instantiates the embedding lookup kernels (embedding_impl.h) for float (the
+ * runtime) and double (the tests' finite-difference reference). */
+#include "cpu/embedding.h"
+
+#include <math.h>
+
+#define REAL float
+#define KFN(n) n##_f32
+#define KEXP expf
+#define KLOG logf
+#define KSQRT sqrtf
+#include "cpu/embedding_impl.h"
+#undef REAL
+#undef KFN
+#undef KEXP
+#undef KLOG
+#undef KSQRT
+
+#define REAL double
+#define KFN(n) n##_f64
+#define KEXP exp
+#define KLOG log
+#define KSQRT sqrt
+#include "cpu/embedding_impl.h"
+#undef REAL
+#undef KFN
+#undef KEXP
+#undef KLOG
+#undef KSQRT

@@ -1,0 +1,29 @@
+/* reduce.c — instantiates the reduction kernels (reduce_impl.h) for float (the runtime) and
+ * double (the tests' finite-difference reference). */
+#include "cpu/reduce.h"
+
+#include <math.h>
+
+#define REAL float
+#define KFN(n) n##_f32
+#define KEXP expf
+#define KLOG logf
+#define KSQRT sqrtf
+#include "cpu/reduce_impl.h"
+#undef REAL
+#undef KFN
+#undef KEXP
+#undef KLOG
+#undef KSQRT
+
+#define REAL double
+#define KFN(n) n##_f64
+#define KEXP exp
+#define KLOG log
+#define KSQRT sqrt
+#include "cpu/reduce_impl.h"
+#undef REAL
+#undef KFN
+#undef KEXP
+#undef KLOG
+#undef KSQRT

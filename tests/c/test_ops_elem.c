@@ -1,0 +1,543 @@
+/* test_ops_elem.c — the tensor-level opselem ops (core/ops_elem.h): results against the
+ * float64 kernels, bf16/f16 against f32 with per-dtype tolerances (bf16 2e-2, f16 2e-3
+ * relative), argument errors and their messages, the CUDA stub, dropout regeneration,
+ * AdamW with half gradients and a half weight copy, and that every op returns its
+ * workspace. */
+#include "check.h"
+#include "opselem_check.h"
+
+#include "cpu/elementwise.h"
+#include "cpu/loss.h"
+#include "cpu/pooling.h"
+#include "cpu/similarity.h"
+#include "trainer.h"
+#include "ops_elem.h"
+#include "ops_elem_common.h"
+
+#include <string.h>
+
+static tr_ctx *ctx;
+
+/* ------------------------------------------------------------ helpers */
+
+/* A CPU tensor of `dtype` holding vals (rounded through f32), or uninitialised when
+ * vals is NULL. */
+static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, const double *vals)
+{
+    tr_tensor *t = tr_tensor_new(ctx, ndim, shape, dtype, TR_CPU, TR_TAG_ACTIVATIONS);
+    if (!t) return NULL;
+    if (vals) {
+        float *f = malloc((size_t)t->numel * 4 + 4);
+        to_f32(f, vals, t->numel);
+        tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
+        free(f);
+    }
+    return t;
+}
+
+static tr_tensor *mk_ids(int64_t n, int dtype, const int64_t *ids)
+{
+    tr_tensor *t = tr_tensor_new(ctx, 1, &n, dtype, TR_CPU, TR_TAG_ACTIVATIONS);
+    if (t) tr_convert(t->data, dtype, ids, TR_I64, (size_t)n);
+    return t;
+}
+
+/* The tensor's values as f32 (caller frees). */
+static float *get(const tr_tensor *t)
+{
+    float *f = malloc((size_t)t->numel * 4 + 4);
+    tr_convert(f, TR_F32, t->data, t->dtype, (size_t)t->numel);
+    return f;
+}
+
+static double tol_of(int dtype) { return dtype == TR_BF16 ? 2e-2 : dtype == TR_F16 ? 2e-3 : 1e-5; }
+
+static void no_workspace_left(const char *after)
+{
+    tr_alloc_stats s;
+    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &s);
+    CHECK(s.tag_allocated[TR_TAG_WORKSPACE] == 0, "%s left %llu workspace bytes allocated", after,
+          (unsigned long long)s.tag_allocated[TR_TAG_WORKSPACE]);
+}
+
+static const int dtypes[3] = { TR_F32, TR_BF16, TR_F16 };
+
+/* ------------------------------------------------------------ elementwise */
+
+static void test_elementwise(void)
+{
+    uint64_t s = 21;
+    int64_t N = 5, C = 7, sh[2] = { N, C }, shb[1] = { C };
+    double a[35], b[35], bv[7], ref[35], refb[35];
+    rand_fill(a, 35, &s), rand_fill(b, 35, &s), rand_fill(bv, 7, &s);
+    for (int di = 0; di < 3; di++) {
+        int dt = dtypes[di];
+        double tol = tol_of(dt);
+        tr_tensor *ta = mk(2, sh, dt, a), *tb = mk(2, sh, dt, b), *tv = mk(1, shb, dt, bv), *to = mk(2, sh, dt, NULL);
+        tr_tensor *tdb = mk(1, shb, dt, NULL);
+        CHECK(tr_op_add(ctx, to, ta, tb) == TR_OK, "add: %s", tr_ctx_errmsg(ctx));
+        add_forward_f64(ref, a, b, N, C, N);
+        float *o = get(to);
+        close_f32("add", o, ref, 35, 2 * tol, 2 * tol);
+        free(o);
+        CHECK(tr_op_mul(ctx, to, ta, tv) == TR_OK, "mul broadcast: %s", tr_ctx_errmsg(ctx));
+        mul_forward_f64(ref, a, bv, N, C, 1);
+        o = get(to);
+        close_f32("mul broadcast", o, ref, 35, 2 * tol, tol);
+        free(o);
+        CHECK(tr_op_mul_backward(ctx, to, tdb, tb, ta, tv) == TR_OK, "mul_backward: %s", tr_ctx_errmsg(ctx));
+        mul_backward_f64(ref, refb, b, a, bv, N, C, 1);
+        o = get(to);
+        close_f32("mul da", o, ref, 35, 2 * tol, tol);
+        free(o);
+        o = get(tdb);
+        close_f32("mul db", o, refb, 7, 4 * tol, 4 * tol);
+        free(o);
+        CHECK(tr_op_fill(ctx, to, 2.0f) == TR_OK && tr_op_axpy(ctx, to, ta, -0.5f) == TR_OK, "fill/axpy");
+        for (int i = 0; i < 35; i++) ref[i] = 2 - 0.5 * a[i];
+        o = get(to);
+        close_f32("fill+axpy", o, ref, 35, 2 * tol, tol);
+        free(o);
+        CHECK(tr_op_scale(ctx, to, to, 3.0f) == TR_OK, "scale in place");
+        for (int i = 0; i < 35; i++) ref[i] *= 3;
+        o = get(to);
+        close_f32("scale", o, ref, 35, 3 * tol, 3 * tol);
+        free(o);
+        tr_tensor_free(ta), tr_tensor_free(tb), tr_tensor_free(tv), tr_tensor_free(to), tr_tensor_free(tdb);
+    }
+    /* a bad broadcast names both shapes */
+    int64_t bad[1] = { 6 };
+    tr_tensor *ta = mk(2, sh, TR_F32, a), *tb = mk(1, bad, TR_F32, b), *to = mk(2, sh, TR_F32, NULL);
+    CHECK(tr_op_add(ctx, to, ta, tb) == TR_EUSER, "bad broadcast accepted");
+    CHECK(strstr(tr_ctx_errmsg(ctx), "b has shape [6]") && strstr(tr_ctx_errmsg(ctx), "[5, 7]"), "message: %s",
+          tr_ctx_errmsg(ctx));
+    tr_tensor_free(ta), tr_tensor_free(tb), tr_tensor_free(to);
+    no_workspace_left("elementwise");
+}
+
+/* ------------------------------------------------------------ embedding */
+
+static void test_embedding(void)
+{
+    uint64_t s = 22;
+    int64_t V = 5, C = 6, N = 7, shT[2] = { V, C }, shO[2] = { N, C };
+    const int64_t ids[7] = { 4, 0, 2, 2, 1, 4, 0 };
+    double table[30], dout[42];
+    rand_fill(table, 30, &s), rand_fill(dout, 42, &s);
+    for (int di = 0; di < 3; di++) {
+        int dt = dtypes[di];
+        tr_tensor *tt = mk(2, shT, dt, table), *to = mk(2, shO, TR_F32, NULL);
+        tr_tensor *ti = mk_ids(N, di == 1 ? TR_I64 : TR_I32, ids);
+        CHECK(tr_op_embedding(ctx, to, ti, tt) == TR_OK, "embedding: %s", tr_ctx_errmsg(ctx));
+        float *o = get(to);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t c = 0; c < C; c++) CHECK_CLOSE(o[n * C + c], table[ids[n] * C + c], tol_of(dt), tol_of(dt));
+        free(o);
+        /* backward accumulates, skips the padding id 2 */
+        tr_tensor *td = mk(2, shO, dt, dout), *tdt = mk(2, shT, TR_F32, table);
+        CHECK(tr_op_embedding_backward(ctx, tdt, td, ti, 2) == TR_OK, "backward: %s", tr_ctx_errmsg(ctx));
+        double want[30];
+        memcpy(want, table, sizeof want);
+        for (int64_t n = 0; n < N; n++)
+            if (ids[n] != 2)
+                for (int64_t c = 0; c < C; c++) want[ids[n] * C + c] += dout[n * C + c];
+        o = get(tdt);
+        close_f32("dtable", o, want, 30, 2 * tol_of(dt), 2 * tol_of(dt));
+        free(o);
+        tr_tensor_free(tt), tr_tensor_free(to), tr_tensor_free(ti), tr_tensor_free(td), tr_tensor_free(tdt);
+    }
+    const int64_t bad[2] = { 1, 9 };
+    int64_t sh2[2] = { 2, C };
+    tr_tensor *tt = mk(2, shT, TR_F32, table), *to = mk(2, sh2, TR_F32, NULL), *ti = mk_ids(2, TR_I32, bad);
+    CHECK(tr_op_embedding(ctx, to, ti, tt) == TR_EUSER, "out-of-range id accepted");
+    CHECK(strstr(tr_ctx_errmsg(ctx), "id 9 at position 1") && strstr(tr_ctx_errmsg(ctx), "vocabulary of 5"),
+          "message: %s", tr_ctx_errmsg(ctx));
+    tr_tensor_free(tt), tr_tensor_free(to), tr_tensor_free(ti);
+    no_workspace_left("embedding");
+}
+
+/* ------------------------------------------------------------ dropout */
+
+static void test_dropout(void)
+{
+    int64_t n = 100003;
+    double *x = malloc(n * 8);
+    for (int64_t i = 0; i < n; i++) x[i] = 1 + (double)(i % 7);
+    tr_rng_key key = { 1234, 7, 3, 1 };
+    float p = 0.3f;
+    tr_tensor *tx = mk(1, &n, TR_F32, x), *to = mk(1, &n, TR_F32, NULL), *td = mk(1, &n, TR_F32, NULL);
+    CHECK(tr_op_dropout(ctx, to, tx, p, &key, 0) == TR_OK, "dropout: %s", tr_ctx_errmsg(ctx));
+    float *o = get(to);
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (o[i] == 0) zeros++;
+        else CHECK_CLOSE(o[i], x[i] / (1 - p), 1e-6, 1e-6);
+    }
+    CHECK(fabs((double)zeros / n - p) < 0.01, "dropped fraction %g for p %g", (double)zeros / n, (double)p);
+    /* backward regenerates the same mask: dx is zero exactly where out is */
+    CHECK(tr_op_dropout_backward(ctx, td, tx, p, &key, 0) == TR_OK, "backward: %s", tr_ctx_errmsg(ctx));
+    float *d = get(td);
+    CHECK(memcmp(d, o, n * 4) == 0, "backward mask differs from the forward's");
+    /* a slice regenerates alone: elements [1000, 1000+m) with offset 1000 */
+    int64_t m = 5000;
+    tr_tensor *ts = mk(1, &m, TR_BF16, x + 1000), *tso = mk(1, &m, TR_BF16, NULL);
+    CHECK(tr_op_dropout(ctx, tso, ts, p, &key, 1000) == TR_OK, "slice: %s", tr_ctx_errmsg(ctx));
+    float *so = get(tso);
+    for (int64_t i = 0; i < m; i++)
+        CHECK((so[i] == 0) == (o[1000 + i] == 0), "slice mask differs at %lld", (long long)i);
+    /* p = 0 is the identity; another key gives another mask */
+    CHECK(tr_op_dropout(ctx, to, tx, 0, &key, 0) == TR_OK, "p = 0");
+    free(o);
+    o = get(to);
+    close_f32("p=0", o, x, n, 0, 0);
+    tr_rng_key key2 = key;
+    key2.step = 8;
+    CHECK(tr_op_dropout(ctx, td, tx, p, &key2, 0) == TR_OK, "key2");
+    free(d);
+    d = get(td);
+    CHECK(memcmp(d, o, n * 4) != 0, "another step gave the same mask");
+    CHECK(tr_op_dropout(ctx, to, tx, 1.5f, &key, 0) == TR_EUSER, "p = 1.5 accepted");
+    free(x), free(o), free(d), free(so);
+    tr_tensor_free(tx), tr_tensor_free(to), tr_tensor_free(td), tr_tensor_free(ts), tr_tensor_free(tso);
+    no_workspace_left("dropout");
+}
+
+/* ------------------------------------------------------------ cross-entropy */
+
+static void test_cross_entropy(void)
+{
+    uint64_t s = 23;
+    int64_t N = 6, K = 9, sh[2] = { N, K }, one = 1;
+    const int64_t t[6] = { 3, -100, 8, 0, 3, 5 };
+    double z[54], losses[6], lse[6], dz[54];
+    rand_fill(z, 54, &s);
+    for (int i = 0; i < 54; i++) z[i] *= 3;
+    int64_t cnt = cross_entropy_forward_f64(losses, lse, z, t, N, K, -100, 0.1);
+    double mean = 0;
+    for (int i = 0; i < 6; i++) mean += losses[i] / cnt;
+    cross_entropy_backward_f64(dz, z, lse, t, 2.0 / cnt, N, K, -100, 0.1);
+    for (int di = 0; di < 3; di++) {
+        int dt = dtypes[di];
+        /* the reference sees the same rounded logits as the op */
+        tr_tensor *tz = mk(2, sh, dt, z), *tl = mk(0, &one, TR_F32, NULL), *tlse = mk(1, &N, TR_F32, NULL);
+        tr_tensor *tt = mk_ids(N, di ? TR_I32 : TR_I64, t), *td = mk(2, sh, dt, NULL);
+        CHECK(tr_op_cross_entropy(ctx, tl, tlse, tz, tt, -100, 0.1f) == TR_OK, "forward: %s", tr_ctx_errmsg(ctx));
+        CHECK_CLOSE(*(float *)tl->data, mean, 3 * tol_of(dt), 3 * tol_of(dt));
+        CHECK(tr_op_cross_entropy_backward(ctx, td, 2.0f, tz, tlse, tt, -100, 0.1f) == TR_OK, "backward: %s",
+              tr_ctx_errmsg(ctx));
+        float *o = get(td);
+        close_f32("dlogits", o, dz, 54, 3 * tol_of(dt), tol_of(dt) / 4);
+        free(o);
+        /* in place: dlogits over the logits */
+        CHECK(tr_op_cross_entropy_backward(ctx, tz, 2.0f, tz, tlse, tt, -100, 0.1f) == TR_OK, "in place");
+        o = get(tz);
+        close_f32("dlogits in place", o, dz, 54, 3 * tol_of(dt), tol_of(dt) / 4);
+        free(o);
+        tr_tensor_free(tz), tr_tensor_free(tl), tr_tensor_free(tlse), tr_tensor_free(tt), tr_tensor_free(td);
+    }
+    const int64_t bad[6] = { 3, -100, 9, 0, 3, 5 };
+    tr_tensor *tz = mk(2, sh, TR_F32, z), *tl = mk(0, &one, TR_F32, NULL), *tlse = mk(1, &N, TR_F32, NULL);
+    tr_tensor *tt = mk_ids(N, TR_I64, bad);
+    CHECK(tr_op_cross_entropy(ctx, tl, tlse, tz, tt, -100, 0) == TR_EUSER, "target 9 of 9 classes accepted");
+    CHECK(strstr(tr_ctx_errmsg(ctx), "target 9 at row 2"), "message: %s", tr_ctx_errmsg(ctx));
+    tr_tensor_free(tz), tr_tensor_free(tl), tr_tensor_free(tlse), tr_tensor_free(tt);
+    no_workspace_left("cross_entropy");
+}
+
+/* ------------------------------------------------------------ pooling */
+
+static void test_pooling(void)
+{
+    uint64_t s = 24;
+    int64_t B = 3, T = 4, C = 5, sh[3] = { B, T, C }, shm[2] = { B, T }, sho[2] = { B, C };
+    const int32_t mask[12] = { 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
+    const double maskd[12] = { 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
+    const int64_t maskl[12] = { 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
+    double h[60], dout[15], ref[60];
+    rand_fill(h, 60, &s), rand_fill(dout, 15, &s);
+    for (int mode = 0; mode < 4; mode++)
+        for (int di = 0; di < 3; di++) {
+            int dt = dtypes[di];
+            tr_tensor *th = mk(3, sh, dt, h), *to = mk(2, sho, dt, NULL), *td = mk(2, sho, dt, dout);
+            tr_tensor *tdh = mk(3, sh, dt, NULL);
+            tr_tensor *tm = di == 0 ? mk(2, shm, TR_F32, maskd)
+                                    : tr_tensor_new(ctx, 2, shm, di == 1 ? TR_I64 : TR_I32, TR_CPU, TR_TAG_ACTIVATIONS);
+            if (di == 1) memcpy(tm->data, maskl, sizeof maskl);
+            if (di == 2) memcpy(tm->data, mask, sizeof mask);
+            CHECK(tr_op_pool(ctx, to, th, tm, mode) == TR_OK, "pool: %s", tr_ctx_errmsg(ctx));
+            pool_forward_f64(ref, h, mask, B, T, C, mode);
+            float *o = get(to);
+            close_f32("pool", o, ref, 15, 2 * tol_of(dt), 2 * tol_of(dt));
+            free(o);
+            CHECK(tr_op_pool_backward(ctx, tdh, td, th, tm, mode) == TR_OK, "backward: %s", tr_ctx_errmsg(ctx));
+            pool_backward_f64(ref, dout, h, mask, B, T, C, mode);
+            o = get(tdh);
+            if (dt == TR_F32 || mode != TR_POOL_MAX)   /* max in half may pick another argmax among near-ties */
+                close_f32("pool backward", o, ref, 60, 2 * tol_of(dt), 2 * tol_of(dt));
+            free(o);
+            tr_tensor_free(th), tr_tensor_free(to), tr_tensor_free(td), tr_tensor_free(tdh), tr_tensor_free(tm);
+        }
+    tr_tensor *th = mk(3, sh, TR_F32, h), *to = mk(2, sho, TR_F32, NULL);
+    CHECK(tr_op_pool(ctx, to, th, NULL, 7) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "mode 7"), "bad mode: %s",
+          tr_ctx_errmsg(ctx));
+    tr_tensor_free(th), tr_tensor_free(to);
+    no_workspace_left("pool");
+}
+
+/* ------------------------------------------------------------ similarity */
+
+static void test_similarity(void)
+{
+    uint64_t s = 25;
+    int64_t N = 4, M = 3, C = 6, sha[2] = { N, C }, shb[2] = { M, C }, shs[2] = { N, M };
+    double a[24], b[18], d[12], an[24], bn[18], sim[12], dan[24], dbn[18], da[24], db[18];
+    rand_fill(a, 24, &s), rand_fill(b, 18, &s), rand_fill(d, 12, &s);
+    l2norm_forward_f64(an, a, N, C, 1e-12);
+    l2norm_forward_f64(bn, b, M, C, 1e-12);
+    cosine_sim_forward_f64(sim, an, bn, N, M, C);
+    cosine_sim_backward_f64(dan, dbn, d, an, bn, N, M, C);
+    l2norm_backward_f64(da, dan, a, N, C, 1e-12);
+    l2norm_backward_f64(db, dbn, b, M, C, 1e-12);
+    for (int di = 0; di < 3; di++) {
+        int dt = dtypes[di];
+        double tol = tol_of(dt);
+        tr_tensor *ta = mk(2, sha, dt, a), *tb = mk(2, shb, dt, b), *ts = mk(2, shs, dt, NULL), *td = mk(2, shs, dt, d);
+        tr_tensor *tda = mk(2, sha, dt, NULL), *tdb = mk(2, shb, dt, NULL), *tn = mk(2, sha, dt, NULL);
+        CHECK(tr_op_cosine_sim(ctx, ts, ta, tb) == TR_OK, "cosine_sim: %s", tr_ctx_errmsg(ctx));
+        float *o = get(ts);
+        close_f32("sim", o, sim, 12, 2 * tol, 2 * tol);
+        free(o);
+        CHECK(tr_op_cosine_sim_backward(ctx, tda, tdb, td, ta, tb) == TR_OK, "backward: %s", tr_ctx_errmsg(ctx));
+        o = get(tda);
+        close_f32("da", o, da, 24, 4 * tol, 4 * tol);
+        free(o);
+        o = get(tdb);
+        close_f32("db", o, db, 18, 4 * tol, 4 * tol);
+        free(o);
+        CHECK(tr_op_l2norm(ctx, tn, ta, 1e-12f) == TR_OK, "l2norm: %s", tr_ctx_errmsg(ctx));
+        o = get(tn);
+        close_f32("l2norm", o, an, 24, 2 * tol, 2 * tol);
+        free(o);
+        CHECK(tr_op_cosine_sim_backward(ctx, NULL, tdb, td, ta, tb) == TR_OK, "db only");
+        tr_tensor_free(ta), tr_tensor_free(tb), tr_tensor_free(ts), tr_tensor_free(td);
+        tr_tensor_free(tda), tr_tensor_free(tdb), tr_tensor_free(tn);
+    }
+    tr_tensor *ta = mk(2, sha, TR_F32, a), *ts = mk(2, shs, TR_F32, NULL);
+    tr_tensor *tb = mk(2, shs, TR_F32, b);   /* [4, 3]: wrong dim */
+    CHECK(tr_op_cosine_sim(ctx, ts, ta, tb) == TR_EUSER, "dim mismatch accepted");
+    tr_tensor_free(ta), tr_tensor_free(ts), tr_tensor_free(tb);
+    no_workspace_left("similarity");
+}
+
+/* ------------------------------------------------------------ reductions, lists */
+
+static void test_reductions(void)
+{
+    uint64_t s = 26;
+    int64_t n = 1000000, one = 1, sh[2] = { 1000, 1000 };
+    double *x = malloc(n * 8);
+    rand_fill(x, n, &s);
+    for (int64_t i = 0; i < n; i++) x[i] += 0.5;
+    tr_tensor *tx = mk(2, sh, TR_BF16, x), *to = mk(0, &one, TR_F32, NULL), *tr = mk(1, sh, TR_F32, NULL);
+    float *xb = get(tx);   /* the bf16 values exactly */
+    double exact = 0;
+    for (int64_t i = 0; i < n; i++) exact += xb[i];
+    CHECK(tr_op_sum(ctx, to, tx, 0) == TR_OK, "sum: %s", tr_ctx_errmsg(ctx));
+    CHECK_CLOSE(*(float *)to->data, exact, 0, 1e-6);
+    CHECK(tr_op_mean(ctx, to, tx, 0) == TR_OK, "mean");
+    CHECK_CLOSE(*(float *)to->data, exact / n, 0, 1e-6);
+    CHECK(tr_op_mean(ctx, tr, tx, 1) == TR_OK, "mean lastdim: %s", tr_ctx_errmsg(ctx));
+    for (int r = 0; r < 1000; r += 111) {
+        double rs = 0;
+        for (int c = 0; c < 1000; c++) rs += xb[r * 1000 + c];
+        CHECK_CLOSE(((float *)tr->data)[r], rs / 1000, 0, 1e-6);
+    }
+    CHECK(tr_op_sum(ctx, tr, tx, 0) == TR_EUSER, "sum into [1000] accepted");
+
+    /* global norm over a list of mixed dtypes */
+    int64_t s3 = 3, s2 = 2;
+    double v1[3] = { 3, 4, 12 }, v2[2] = { 0.5, -0.25 };
+    tr_tensor *g[2] = { mk(1, &s3, TR_F32, v1), mk(1, &s2, TR_F16, v2) };
+    float norm = 0;
+    CHECK(tr_op_global_norm(ctx, &norm, g, 2) == TR_OK, "global_norm: %s", tr_ctx_errmsg(ctx));
+    CHECK_CLOSE(norm, sqrt(169 + 0.3125), 1e-6, 1e-6);
+    int found = -1;
+    CHECK(tr_op_scale_check_finite(ctx, &found, g, 2, 0.5f) == TR_OK && found == 0, "finite list: found %d", found);
+    CHECK(((float *)g[0]->data)[2] == 6, "not scaled");
+    CHECK(tr_op_scale_check_finite(ctx, &found, g, 2, 1e6f) == TR_OK && found == 1,
+          "f16 overflow not reported (found %d)", found);
+    ((float *)g[0]->data)[0] = NAN;
+    CHECK(tr_op_scale_check_finite(ctx, &found, g, 1, 1.0f) == TR_OK && found == 1, "NaN not reported");
+    free(x), free(xb);
+    tr_tensor_free(tx), tr_tensor_free(to), tr_tensor_free(tr), tr_tensor_free(g[0]), tr_tensor_free(g[1]);
+    no_workspace_left("reductions");
+}
+
+/* ------------------------------------------------------------ cast */
+
+static void test_cast(void)
+{
+    int64_t n = 70001;
+    double *x = malloc(n * 8);
+    uint64_t s = 27;
+    rand_fill(x, n, &s);
+    tr_tensor *tf = mk(1, &n, TR_F32, x), *tb = mk(1, &n, TR_BF16, NULL), *th = mk(1, &n, TR_F16, NULL);
+    CHECK(tr_op_cast(ctx, tb, tf) == TR_OK && tr_op_cast(ctx, th, tb) == TR_OK, "cast: %s", tr_ctx_errmsg(ctx));
+    const float *f = tf->data;
+    const uint16_t *b = tb->data, *h = th->data;
+    for (int64_t i = 0; i < n; i++) {
+        CHECK(b[i] == tr_f32_to_bf16(f[i]), "bf16 at %lld", (long long)i);
+        CHECK(h[i] == tr_f32_to_f16(tr_bf16_to_f32(b[i])), "f16 at %lld", (long long)i);
+        if (b[i] != tr_f32_to_bf16(f[i]) || h[i] != tr_f32_to_f16(tr_bf16_to_f32(b[i]))) break;
+    }
+    int64_t two = 2;
+    tr_tensor *ti = mk(1, &two, TR_F32, NULL);
+    CHECK(tr_op_cast(ctx, ti, tf) == TR_EUSER, "numel mismatch accepted");
+    free(x), tr_tensor_free(tf), tr_tensor_free(tb), tr_tensor_free(th), tr_tensor_free(ti);
+}
+
+/* ------------------------------------------------------------ adamw */
+
+static void test_adamw(void)
+{
+    uint64_t s = 28;
+    enum { n = 9001 };
+    double *p = malloc(n * 8), *m = calloc(n, 8), *v = calloc(n, 8), *g = malloc(n * 8);
+    rand_fill(p, n, &s);
+    int64_t nn = n;
+    tr_tensor *tp = mk(1, &nn, TR_F32, p), *tm = tr_tensor_zeros(ctx, 1, &nn, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
+    tr_tensor *tv = tr_tensor_zeros(ctx, 1, &nn, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
+    tr_tensor *tg = mk(1, &nn, TR_BF16, NULL), *th = mk(1, &nn, TR_F16, NULL);
+    for (int i = 0; i < n; i++) p[i] = ((float *)tp->data)[i];
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, scale = 256;
+    for (int step = 1; step <= 10; step++) {
+        rand_fill(g, n, &s);
+        for (int i = 0; i < n; i++) g[i] *= scale;
+        float *gf = malloc(n * 4);
+        to_f32(gf, g, n);
+        tr_convert(tg->data, TR_BF16, gf, TR_F32, n);
+        tr_convert(gf, TR_F32, tg->data, TR_BF16, n);   /* the reference sees the bf16 gradient */
+        for (int i = 0; i < n; i++) {
+            double gi = gf[i] / scale;
+            p[i] *= 1 - lr * wd;
+            m[i] = b1 * m[i] + (1 - b1) * gi;
+            v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+            p[i] -= lr / (1 - pow(b1, step)) * m[i] / (sqrt(v[i]) / sqrt(1 - pow(b2, step)) + eps);
+        }
+        free(gf);
+        CHECK(tr_op_adamw(ctx, tp, tg, tm, tv, th, lr, b1, b2, eps, wd, step, scale) == TR_OK, "adamw: %s",
+              tr_ctx_errmsg(ctx));
+    }
+    close_f32("param", tp->data, p, n, 1e-5, 1e-6);
+    close_f32("m", tm->data, m, n, 1e-4, 1e-6);
+    float *hf = get(th);
+    close_f32("half copy", hf, p, n, 1e-3, 1e-6);
+    CHECK(tr_op_adamw(ctx, tp, tg, tm, tv, NULL, lr, b1, b2, eps, wd, 0, 1) == TR_EUSER, "step 0 accepted");
+    CHECK(tr_op_adamw(ctx, tp, tg, th, tv, NULL, lr, b1, b2, eps, wd, 1, 1) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "must be f32"),
+          "f16 moment accepted: %s", tr_ctx_errmsg(ctx));
+    free(p), free(m), free(v), free(g), free(hf);
+    tr_tensor_free(tp), tr_tensor_free(tm), tr_tensor_free(tv), tr_tensor_free(tg), tr_tensor_free(th);
+}
+
+/* ------------------------------------------------------------ blocks */
+
+/* Half tensors bigger than one block (TR_ELEM_BLOCK elements): results across block
+ * boundaries, and a workspace peak of a few blocks, not of the tensor. */
+static void test_blocks(void)
+{
+    uint64_t s = 29;
+    int64_t N = 2300, C = 1001, n = N * C, sh[2] = { N, C }, shc[1] = { C };
+    double *a = malloc(n * 8), *d = malloc(n * 8), bv[1001];
+    rand_fill(a, n, &s), rand_fill(d, n, &s), rand_fill(bv, C, &s);
+    tr_tensor *ta = mk(2, sh, TR_BF16, a), *td = mk(2, sh, TR_BF16, d), *tb = mk(1, shc, TR_F32, bv);
+    tr_tensor *to = mk(2, sh, TR_BF16, NULL), *tdb = mk(1, shc, TR_F32, NULL);
+    float *af = get(ta), *df = get(td);
+    tr_alloc_reset_peak(tr_ctx_alloc(ctx, TR_CPU));
+    CHECK(tr_op_mul(ctx, to, ta, tb) == TR_OK, "mul: %s", tr_ctx_errmsg(ctx));
+    float *o = get(to);
+    for (int64_t i = 0; i < n; i += 997) CHECK_CLOSE(o[i], af[i] * bv[i % C], 1e-6, 1e-2);
+    free(o);
+    CHECK(tr_op_mul_backward(ctx, to, tdb, td, ta, tb) == TR_OK, "mul_backward: %s", tr_ctx_errmsg(ctx));
+    for (int64_t c = 0; c < C; c += 100) {
+        double want = 0;
+        for (int64_t r = 0; r < N; r++) want += (double)df[r * C + c] * af[r * C + c];
+        CHECK_CLOSE(((float *)tdb->data)[c], want, 1e-4, 1e-4);
+    }
+    CHECK(tr_op_axpy(ctx, to, td, 2.0f) == TR_OK && tr_op_l2norm(ctx, to, to, 1e-12f) == TR_OK, "axpy, l2norm: %s",
+          tr_ctx_errmsg(ctx));
+    o = get(to);
+    for (int64_t r = 0; r < N; r += 301) {
+        double ss = 0;
+        for (int64_t c = 0; c < C; c++) ss += (double)o[r * C + c] * o[r * C + c];
+        CHECK_CLOSE(ss, 1, 1e-2, 0);
+    }
+    free(o);
+    /* cross-entropy over 2300 rows of 1001 classes, in place */
+    int64_t *t = malloc(N * 8), one = 1;
+    for (int64_t r = 0; r < N; r++) t[r] = r % 7 == 0 ? -100 : (r * 37) % C;
+    tr_tensor *tt = mk_ids(N, TR_I64, t), *tl = mk(0, &one, TR_F32, NULL), *tlse = mk(1, &N, TR_F32, NULL);
+    CHECK(tr_op_cross_entropy(ctx, tl, tlse, ta, tt, -100, 0) == TR_OK, "ce: %s", tr_ctx_errmsg(ctx));
+    double want = 0;
+    int64_t cnt = 0;
+    for (int64_t r = 0; r < N; r++) {
+        if (t[r] == -100) continue;
+        double se = 0;
+        for (int64_t c = 0; c < C; c++) se += exp(af[r * C + c]);
+        want += log(se) - af[r * C + t[r]];
+        cnt++;
+    }
+    CHECK_CLOSE(*(float *)tl->data, want / cnt, 1e-5, 1e-5);
+    CHECK(tr_op_cross_entropy_backward(ctx, ta, 1.0f, ta, tlse, tt, -100, 0) == TR_OK, "ce backward in place");
+    o = get(ta);
+    for (int64_t r = 1; r < N; r += 250) {
+        double row = 0;
+        for (int64_t c = 0; c < C; c++) row += o[r * C + c];
+        CHECK_CLOSE(row, 0, 1e-5, 0);   /* softmax - onehot sums to 0 */
+    }
+    free(o);
+    tr_alloc_stats st;
+    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &st);
+    CHECK(st.tag_peak[TR_TAG_WORKSPACE] <= 14u * TR_ELEM_BLOCK, "workspace peak %llu bytes for %lld-element tensors",
+          (unsigned long long)st.tag_peak[TR_TAG_WORKSPACE], (long long)n);
+    free(a), free(d), free(af), free(df), free(t);
+    tr_tensor_free(ta), tr_tensor_free(td), tr_tensor_free(tb), tr_tensor_free(to), tr_tensor_free(tdb);
+    tr_tensor_free(tt), tr_tensor_free(tl), tr_tensor_free(tlse);
+    no_workspace_left("blocks");
+}
+
+/* ------------------------------------------------------------ devices */
+
+static void test_devices(void)
+{
+    int64_t two = 2;
+    tr_tensor *a = mk(1, &two, TR_F32, NULL), *o = mk(1, &two, TR_F32, NULL);
+    tr_tensor gpu = *a;   /* a header that claims cuda:0; its data is never read */
+    gpu.device = 0;
+    CHECK(tr_op_add(ctx, o, a, &gpu) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "one device"), "mixed devices: %s",
+          tr_ctx_errmsg(ctx));
+    tr_tensor go = gpu;
+    CHECK(tr_op_scale(ctx, &go, &gpu, 2) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "not built yet"),
+          "cuda stub: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_fill(ctx, NULL, 1) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "NULL"), "NULL out");
+    tr_tensor_free(a), tr_tensor_free(o);
+}
+
+int main(void)
+{
+    ctx = tr_ctx_new();
+    if (!ctx) return 1;
+    RUN(test_elementwise);
+    RUN(test_embedding);
+    RUN(test_dropout);
+    RUN(test_cross_entropy);
+    RUN(test_pooling);
+    RUN(test_similarity);
+    RUN(test_reductions);
+    RUN(test_cast);
+    RUN(test_adamw);
+    RUN(test_blocks);
+    RUN(test_devices);
+    tr_ctx_free(ctx);
+    return check_done();
+}
