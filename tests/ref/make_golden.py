@@ -171,6 +171,7 @@ def golden_tiny_bert():
         t["grad." + name] = g
     for name, p in model64.named_parameters():
         ref["grad." + name] = p.grad if p.grad is not None else torch.zeros_like(p)
+    check_against_sentence_transformers(folder, res["embedding"], TINY_TEXTS, 64)
     report("golden_tiny_bert", t, ref)
     write_lines(os.path.join(DATA, "golden_tiny_bert_texts.txt"), TINY_TEXTS)
     save(os.path.join(DATA, "golden_tiny_bert.safetensors"), t,
@@ -228,18 +229,20 @@ def minilm_loss(model, enc, lw):
     return emb.detach(), loss.detach().reshape(1)
 
 
-def check_against_sentence_transformers(emb, texts):
+def check_against_sentence_transformers(folder, emb, texts, max_len):
+    """sentence-transformers' own encode() (its default attention kernel) must agree within 1e-5."""
     try:
+        import sentence_transformers
         from sentence_transformers import SentenceTransformer
     except ImportError:
         print("  sentence-transformers not installed: embedding checked with transformers + pooling config only")
         return
-    st = SentenceTransformer(MINILM, device="cpu")
-    st.max_seq_length = MINILM_MAX_LEN
+    st = SentenceTransformer(folder, device="cpu")
+    st.max_seq_length = max_len
     e = st.encode(texts, batch_size=len(texts), convert_to_tensor=True)
     d = (e - emb).abs().max().item()
     cos = F.cosine_similarity(e.double(), emb.double(), dim=1).min().item()
-    print(f"  vs sentence-transformers {st.__class__.__module__}: max abs diff {d:.3g}, min cosine {cos:.9f}")
+    print(f"  vs sentence-transformers {sentence_transformers.__version__}: max abs diff {d:.3g}, min cosine {cos:.9f}")
     assert d < 1e-5, "embedding disagrees with sentence-transformers"
 
 
@@ -262,10 +265,10 @@ def golden_minilm():
     model64 = copy.deepcopy(model).double()
     emb, loss = minilm_loss(model, enc, lw)
     emb64, loss64 = minilm_loss(model64, enc, lw.double())
-    check_against_sentence_transformers(emb, MINILM_TEXTS)
+    check_against_sentence_transformers(MINILM, emb, MINILM_TEXTS, MINILM_MAX_LEN)
 
     t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
-         "embedding": emb, "loss_weight": lw, "loss": loss}
+         "token_type_ids": enc["token_type_ids"], "embedding": emb, "loss_weight": lw, "loss": loss}
     ref = {"embedding": emb64, "loss": loss64}
     g64 = {n: (p.grad if p.grad is not None else torch.zeros_like(p)) for n, p in model64.named_parameters()}
     worst = (0.0, "")
