@@ -11,7 +11,14 @@
 #ifndef TR_CUDA_CHECK_H
 #define TR_CUDA_CHECK_H
 
+/* tr_base.h has no C++ guards of its own; its functions have C linkage. */
+#ifdef __cplusplus
+extern "C" {
+#endif
 #include "tr_base.h"
+#ifdef __cplusplus
+}
+#endif
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>

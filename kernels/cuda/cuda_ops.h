@@ -16,7 +16,14 @@
 #ifndef TR_CUDA_OPS_H
 #define TR_CUDA_OPS_H
 
+/* tr_base.h has no C++ guards of its own; its functions have C linkage. */
+#ifdef __cplusplus
+extern "C" {
+#endif
 #include "tr_base.h"
+#ifdef __cplusplus
+}
+#endif
 
 #ifdef __cplusplus
 extern "C" {
