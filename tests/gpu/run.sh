@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh — the one prepared script a session with a lent GPU runs (METHOD.md:
+# one call that builds, checks and times). Ends within ~4 minutes on an H200.
+#
+#   OUT=/some/dir bash tests/gpu/run.sh        # JOBS=16 by default
+#
+# 1. builds: `make -j$JOBS trainer` when the build dependencies are installed (the CUDA
+#    objects then come from the Makefile, nvcc -gencode sm_90); otherwise (a bare CUDA
+#    image without LuaJIT/OpenBLAS/...) a minimal build of just what the GPU test needs,
+#    with the same nvcc flags;
+# 2. builds tests/gpu/test_gpu_parity.c with gcc -DTR_HAVE_CUDA against a static archive of
+#    those objects (only the members it needs are linked) and runs it: PASS/FAIL/SKIP lines
+#    and "N passed, N failed";
+# 3. builds and runs every bench/bench_*.c (make mode only), each under a time limit,
+#    while time is left.
+# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps.
+# Writes $OUT/gpu_run.log (everything), $OUT/build.log and $OUT/bench.txt. Without a GPU
+# the test prints SKIP and the script exits 0. Exit status: non-zero when a build or a
+# GPU check failed.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-build/gpu_out}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT" build/gpu
+exec > >(tee "$OUT/gpu_run.log") 2>&1
+t0=$(date +%s)
+elapsed() { echo $(($(date +%s) - t0)); }
+stage() { echo "== $1 (t=$(elapsed)s)"; }
+status=0
+
+NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
+PKGS="luajit libedit zlib openblas jansson libutf8proc"
+NVCCFLAGS="-O2 -std=c++17 -Icore -Ikernels -DTR_HAVE_CUDA -gencode arch=compute_90,code=sm_90 \
+ -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC,-Wall,-Werror"
+CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -fPIC -Icore -Ikernels \
+ -DTR_HAVE_CUDA -I$CUDA_HOME/include"
+
+# ---------------------------------------------------------------- machine
+stage "machine"
+command -v nvidia-smi >/dev/null 2>&1 &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 ||
+  echo "nvidia-smi: not available"
+"$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
+[ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---------------------------------------------------------------- build
+stage "build"
+: >"$OUT/build.log"
+if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
+  mode=make
+  if ! timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1; then
+    echo "FAIL build: make -j$JOBS trainer failed; see build.log:"; tail -30 "$OUT/build.log"
+    echo "0 passed, 1 failed"; exit 1
+  fi
+  objs=$(ls build/rel/core/*.o build/rel/kernels/cpu/*.o build/rel/kernels/cuda/*.o 2>/dev/null | grep -v '/main\.o$')
+  extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
+  extra_libs="$(pkg-config --libs $PKGS) -fopenmp"
+else
+  mode=minimal
+  echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
+  mkdir -p build/gpu/obj
+  objs=""
+  # jansson (core/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh)
+  # or installed.
+  dep_cflags=""; dep_libs=""
+  if [ -f build/gpu_deps/lib/libjansson.a ]; then
+    dep_cflags="-Ibuild/gpu_deps/include"; dep_libs="build/gpu_deps/lib/libjansson.a"
+  elif pkg-config --exists jansson 2>/dev/null; then
+    dep_cflags=$(pkg-config --cflags jansson); dep_libs=$(pkg-config --libs jansson)
+  else
+    echo "build: jansson missing: run tests/gpu/prepare_deps.sh before the call and carry build/gpu_deps"
+  fi
+  pids=""
+  for cu in kernels/cuda/*.cu; do
+    o=build/gpu/obj/$(basename "$cu" .cu).cu.o
+    "$NVCC" $NVCCFLAGS -c "$cu" -o "$o" >>"$OUT/build.log" 2>&1 &
+    pids="$pids $!"; objs="$objs $o"
+  done
+  # Core files that need none of the optional libraries; one that does not compile here
+  # (it needs a missing header) is left out and named in build.log.
+  for c in core/*.c; do
+    case $(basename "$c") in main.c|lua_*.c) continue ;; esac
+    o=build/gpu/obj/$(basename "$c" .c).o
+    if gcc $CFLAGS $dep_cflags -c "$c" -o "$o" >>"$OUT/build.log" 2>&1; then objs="$objs $o"; else
+      echo "build: left out $c (does not compile without the optional libraries)" | tee -a "$OUT/build.log"
+    fi
+  done
+  for p in $pids; do wait "$p" || { echo "FAIL build: nvcc failed; see build.log:"; tail -30 "$OUT/build.log"
+    echo "0 passed, 1 failed"; exit 1; }; done
+  extra_cflags=""
+  extra_libs="$dep_libs"
+fi
+rm -f build/gpu/libtr_gpu.a
+ar rcs build/gpu/libtr_gpu.a $objs
+if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
+  extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
+fi
+if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_gpu_parity tests/gpu/test_gpu_parity.c \
+     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+     $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
+  echo "FAIL build: test_gpu_parity did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
+  echo "0 passed, 1 failed"; exit 1
+fi
+echo "build: $mode mode done"
+
+# ---------------------------------------------------------------- GPU parity
+stage "test_gpu_parity"
+timeout 150 build/gpu/test_gpu_parity >build/gpu/parity.txt 2>&1
+rc=$?
+cat build/gpu/parity.txt
+passed=$(grep -c '^PASS ' build/gpu/parity.txt)
+failed=$(grep -c '^FAIL ' build/gpu/parity.txt)
+skipped=$(grep -c '^SKIP ' build/gpu/parity.txt)
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  echo "FAIL test_gpu_parity: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+  failed=$((failed + 1))
+fi
+[ "$failed" -eq 0 ] || status=1
+
+# ---------------------------------------------------------------- benchmarks
+stage "benchmarks"
+: >"$OUT/bench.txt"
+if [ "$mode" = make ] && [ "$skipped" -eq 0 ]; then
+  for src in bench/bench_*.c; do
+    [ -e "$src" ] || { echo "bench: none exist"; break; }
+    if [ "$(elapsed)" -gt 200 ]; then echo "bench: out of time, skipping $src" | tee -a "$OUT/bench.txt"; continue; fi
+    b=build/rel/bench/$(basename "$src" .c)
+    if ! timeout 60 make -j"$JOBS" "$b" >>"$OUT/build.log" 2>&1; then
+      echo "bench: $src did not build (see build.log)" | tee -a "$OUT/bench.txt"; continue
+    fi
+    echo "== $b" >>"$OUT/bench.txt"
+    timeout 60 "$b" >>"$OUT/bench.txt" 2>&1 || echo "bench: $b exited with $?" >>"$OUT/bench.txt"
+  done
+  tail -40 "$OUT/bench.txt"
+else
+  echo "bench: skipped (needs make mode and a GPU)"
+fi
+
+stage "done"
+if [ "$skipped" -gt 0 ]; then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
+exit $status
