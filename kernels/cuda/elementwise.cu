@@ -3,7 +3,7 @@
  * One kernel template per arity (map0, map1, map2): each thread loads its elements,
  * widens them to fp32, applies a functor, and rounds once to the output dtype with
  * round-to-nearest-even (__float2bfloat16_rn, __float2half_rn), which matches the CPU's
- * tr_f32_to_bf16 / tr_f32_to_f16 bit for bit. The functors use __fadd_rn/__fmul_rn so
+ * tr_f32_to_bf16 / tr_f32_to_f16 bit for bit (NaN payloads too, see below). The functors use __fadd_rn/__fmul_rn so
  * that nvcc never contracts a*b+c into an FMA: results equal plain fp32 C arithmetic.
  *
  * Vectorisation: when every pointer is aligned to its pack (16 bytes of the widest
@@ -17,17 +17,36 @@
 
 /* ------------------------------------------------------------ dtype helpers */
 
+/* Conversions match core/convert.c bit for bit, NaN included: a NaN keeps its sign and
+ * top payload bits and becomes quiet (the hardware's cvt would give a canonical NaN). */
 __device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x)
+{
+    return __uint_as_float((unsigned)__bfloat16_as_ushort(x) << 16);
+}
+__device__ __forceinline__ float to_f32(__half x)
+{
+    const unsigned h = __half_as_ushort(x);
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu))
+        return __uint_as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13));
+    return __half2float(x);
+}
 
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)
 {
+    if (isnan(x)) return __ushort_as_bfloat16((unsigned short)((__float_as_uint(x) >> 16) | 0x40u));
     return __float2bfloat16_rn(x);
 }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x)
+{
+    if (isnan(x)) {
+        const unsigned u = __float_as_uint(x);
+        return __ushort_as_half((unsigned short)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu)));
+    }
+    return __float2half_rn(x);
+}
 
 template <typename T, int V> struct alignas(sizeof(T) * V) pack {
     T v[V];
