@@ -5,9 +5,9 @@
 #   OUT=/some/dir bash tests/gpu/run.sh        # JOBS=16 by default
 #
 # 1. builds: `make -j$JOBS trainer` when the build dependencies are installed (the CUDA
-#    objects then come from the Makefile, nvcc -gencode sm_90); otherwise (a bare CUDA
-#    image without LuaJIT/OpenBLAS/...) a minimal build of just what the GPU test needs,
-#    with the same nvcc flags;
+#    objects then come from the Makefile, nvcc -gencode sm_90); otherwise, or when that
+#    fails, (a bare CUDA image without LuaJIT/OpenBLAS/...) a minimal build of just what
+#    the GPU test needs, with the same nvcc flags, in parallel;
 # 2. builds tests/gpu/test_gpu_parity.c with gcc -DTR_HAVE_CUDA against a static archive of
 #    those objects (only the members it needs are linked) and runs it: PASS/FAIL/SKIP lines
 #    and "N passed, N failed";
@@ -48,23 +48,19 @@ command -v nvidia-smi >/dev/null 2>&1 &&
 # ---------------------------------------------------------------- build
 stage "build"
 : >"$OUT/build.log"
-if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
-  mode=make
-  if ! timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1; then
-    echo "FAIL build: make -j$JOBS trainer failed; see build.log:"; tail -30 "$OUT/build.log"
-    echo "0 passed, 1 failed"; exit 1
-  fi
+
+build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
+  timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
   objs=$(ls build/rel/core/*.o build/rel/kernels/cpu/*.o build/rel/kernels/cuda/*.o 2>/dev/null | grep -v '/main\.o$')
   extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
   extra_libs="$(pkg-config --libs $PKGS) -fopenmp"
-else
-  mode=minimal
-  echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
-  mkdir -p build/gpu/obj
-  objs=""
-  # jansson (core/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh)
+}
+
+build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same three
+  rm -rf build/gpu/obj && mkdir -p build/gpu/obj
+  # jansson (core/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh),
   # or installed.
-  dep_cflags=""; dep_libs=""
+  local dep_cflags="" dep_libs="" f o pids=""
   if [ -f build/gpu_deps/lib/libjansson.a ]; then
     dep_cflags="-Ibuild/gpu_deps/include"; dep_libs="build/gpu_deps/lib/libjansson.a"
   elif pkg-config --exists jansson 2>/dev/null; then
@@ -72,26 +68,44 @@ else
   else
     echo "build: jansson missing: run tests/gpu/prepare_deps.sh before the call and carry build/gpu_deps"
   fi
-  pids=""
-  for cu in kernels/cuda/*.cu; do
-    o=build/gpu/obj/$(basename "$cu" .cu).cu.o
-    "$NVCC" $NVCCFLAGS -c "$cu" -o "$o" >>"$OUT/build.log" 2>&1 &
-    pids="$pids $!"; objs="$objs $o"
+  for f in kernels/cuda/*.cu; do
+    o=build/gpu/obj/$(basename "$f" .cu).cu.o
+    ( "$NVCC" $NVCCFLAGS -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
+    pids="$pids $!"
   done
   # Core files that need none of the optional libraries; one that does not compile here
-  # (it needs a missing header) is left out and named in build.log.
-  for c in core/*.c; do
-    case $(basename "$c") in main.c|lua_*.c) continue ;; esac
-    o=build/gpu/obj/$(basename "$c" .c).o
-    if gcc $CFLAGS $dep_cflags -c "$c" -o "$o" >>"$OUT/build.log" 2>&1; then objs="$objs $o"; else
-      echo "build: left out $c (does not compile without the optional libraries)" | tee -a "$OUT/build.log"
-    fi
+  # (it needs a missing header) is left out, which only matters if the test needs it.
+  for f in core/*.c; do
+    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
+    o=build/gpu/obj/$(basename "$f" .c).o
+    ( gcc $CFLAGS $dep_cflags -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
+    pids="$pids $!"
   done
-  for p in $pids; do wait "$p" || { echo "FAIL build: nvcc failed; see build.log:"; tail -30 "$OUT/build.log"
-    echo "0 passed, 1 failed"; exit 1; }; done
+  # Wait for these pids only: a bare `wait` would also wait for the tee behind exec.
+  for f in $pids; do wait "$f"; done
+  cat build/gpu/obj/*.log >>"$OUT/build.log"
+  objs=""
+  for f in kernels/cuda/*.cu core/*.c; do
+    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
+    case $f in *.cu) o=build/gpu/obj/$(basename "$f" .cu).cu.o ;; *) o=build/gpu/obj/$(basename "$f" .c).o ;; esac
+    if [ -e "$o.ok" ]; then objs="$objs $o"
+    elif [ "${f%.cu}" != "$f" ]; then echo "FAIL build: nvcc $f failed:"; cat "$o.log"; return 1
+    else echo "build: left out $f (does not compile here)"; fi
+  done
   extra_cflags=""
   extra_libs="$dep_libs"
+}
+
+mode=minimal
+if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
+  if build_make; then mode=make; else
+    echo "WARN build: make -j$JOBS trainer failed (tail of build.log below); trying the minimal build"
+    tail -15 "$OUT/build.log"
+  fi
+else
+  echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
 fi
+if [ "$mode" = minimal ] && ! build_minimal; then echo "0 passed, 1 failed"; exit 1; fi
 rm -f build/gpu/libtr_gpu.a
 ar rcs build/gpu/libtr_gpu.a $objs
 if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
