@@ -73,6 +73,7 @@ void tr_cuda_gemm_cache_free(void *cache);
 void tr_cuda_gemm_cache_counts(const void *cache, uint64_t *hits, uint64_t *misses);
 
 /* ------------------------------------------------------------ elementwise */
+/* Every output below is OVERWRITTEN (=), except axpy's y, which ACCUMULATES (+=). */
 
 /* out = a + b (all of dtype) */
 int tr_cuda_add(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
