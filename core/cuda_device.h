@@ -38,7 +38,9 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
  * Does not touch the allocator (see Ownership). NULL is a no-op. */
 void tr_cuda_release_device(void *state);
 
-/* The device's compute stream (a cudaStream_t). */
+/* The device's compute stream (a cudaStream_t), created non-blocking: it does not wait
+ * for the legacy default stream, so copies and memsets for it must be the Async forms
+ * on this stream (plain cudaMemcpy/cudaMemset do not order with its kernels). */
 void *tr_cuda_stream(void *state);
 /* The tr_cuda_blas (kernels/cuda/cuda_ops.h) to pass to tr_cuda_gemm. */
 void *tr_cuda_blas_env(void *state);
