@@ -11,4 +11,5 @@
 #include "rng.h"
 #include "safetensors.h"
 #include "ops_elem.h"
+#include "cuda_device.h"
 #endif

@@ -1,0 +1,191 @@
+/* cuda_device.c — a CUDA device's allocator backend, stream, cuBLASLt handle and
+ * workspace (contract in cuda_device.h).
+ *
+ * The raw backend carries only the device ordinal (in its user pointer), so that the
+ * allocator can outlive the state and be destroyed in either order. Each raw call makes
+ * its device current and restores the caller's device afterwards: the allocator may be
+ * used from code that has another device current.
+ *
+ * The whole file is compiled only with TR_HAVE_CUDA: the ASan test build has no CUDA. */
+#ifdef TR_HAVE_CUDA
+
+#include "cuda_device.h"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_ops.h"
+
+#include <stdlib.h>
+
+struct tr_cuda_state {
+    int device;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    tr_cuda_blas blas;   /* what kernels see: lt, stream, workspace, plan cache */
+};
+
+static const char *const device_names[TR_CUDA_MAX_DEVICES] = {
+    "cuda:0", "cuda:1", "cuda:2",  "cuda:3",  "cuda:4",  "cuda:5",  "cuda:6",  "cuda:7",
+    "cuda:8", "cuda:9", "cuda:10", "cuda:11", "cuda:12", "cuda:13", "cuda:14", "cuda:15",
+};
+
+/* ------------------------------------------------------------ device count */
+
+int tr_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        /* No driver, or no device: not an error for a runtime that can use the CPU. */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n < 0 ? 0 : n;
+}
+
+/* ------------------------------------------------------------ raw backend */
+
+/* Makes `device` current; *prev receives the caller's device. 0 on success. */
+static int enter_device(int device, int *prev)
+{
+    if (cudaGetDevice(prev) != cudaSuccess) *prev = device;
+    if (*prev != device && cudaSetDevice(device) != cudaSuccess) return -1;
+    return 0;
+}
+
+static void leave_device(int device, int prev)
+{
+    if (prev != device) (void)cudaSetDevice(prev);
+}
+
+static void *raw_cuda_alloc(void *user, size_t size)
+{
+    int device = (int)(uintptr_t)user, prev;
+    void *p = NULL;
+    if (enter_device(device, &prev) != 0) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e != cudaSuccess) {
+        /* Out of memory is reported by the allocator (with its ledger); clear the error
+         * so that the next launch check does not see it. Other errors surface at the
+         * next checked call, which is sticky-error honest. */
+        (void)cudaGetLastError();
+        p = NULL;
+    }
+    leave_device(device, prev);
+    return p;
+}
+
+static void raw_cuda_free(void *user, void *ptr, size_t size)
+{
+    int device = (int)(uintptr_t)user, prev;
+    if (enter_device(device, &prev) != 0) {
+        (void)cudaGetLastError();
+        return;
+    }
+    /* cudaFree synchronises the device. A failure here (a sticky error from an earlier
+     * kernel) has no caller to tell and already shows at the next checked call. */
+    if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
+    leave_device(device, prev);
+}
+
+/* ------------------------------------------------------------ state */
+
+static void state_destroy(struct tr_cuda_state *s)
+{
+    if (!s) return;
+    int prev;
+    if (enter_device(s->device, &prev) == 0) {
+        /* Teardown: failures have nowhere to go; the stream is drained first so that no
+         * kernel still uses the workspace or the handle. */
+        if (s->stream) (void)cudaStreamSynchronize(s->stream);
+        tr_cuda_gemm_cache_free(s->blas.cache);
+        if (s->lt) (void)cublasLtDestroy(s->lt);
+        if (s->stream) (void)cudaStreamDestroy(s->stream);
+        (void)cudaGetLastError();
+        leave_device(s->device, prev);
+    }
+    free(s);
+}
+
+int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **out_state, tr_error *err)
+{
+    *out_alloc = NULL;
+    *out_state = NULL;
+    int count = tr_cuda_device_count();
+    if (device < 0 || device >= count || device >= TR_CUDA_MAX_DEVICES)
+        return tr_fail(err, TR_EUSER,
+                       "cuda:%d does not exist: %d CUDA device(s) are visible to this process%s. Use "
+                       "device = \"cuda:0\" .. \"cuda:%d\", \"auto\" or \"cpu\" (check CUDA_VISIBLE_DEVICES "
+                       "and nvidia-smi).",
+                       device, count, count > TR_CUDA_MAX_DEVICES ? " (trainer addresses the first 16)" : "",
+                       count > 0 ? count - 1 : 0);
+
+    struct tr_cuda_state *s = calloc(1, sizeof *s);
+    if (!s) return tr_fail(err, TR_EOOM, "tr_cuda_init_device: out of host memory.");
+    s->device = device;
+
+    int prev, rc;
+    if (enter_device(device, &prev) != 0) {
+        free(s);
+        return TR_CUDA_CALL(err, cudaSetDevice(device));
+    }
+    tr_alloc *alloc = NULL;
+    void *workspace = NULL;
+    if ((rc = TR_CUDA_CALL(err, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking))) != TR_OK) goto fail;
+    if ((rc = TR_CUBLAS_CALL(err, cublasLtCreate(&s->lt))) != TR_OK) goto fail;
+    if ((rc = tr_cuda_gemm_cache_new(&s->blas.cache, err)) != TR_OK) goto fail;
+
+    tr_raw_backend backend = {
+        .raw_alloc = raw_cuda_alloc,
+        .raw_free = raw_cuda_free,
+        .user = (void *)(uintptr_t)device,
+        .device_name = device_names[device],
+    };
+    alloc = tr_alloc_new(&backend);
+    if (!alloc) {
+        rc = tr_fail(err, TR_EOOM, "tr_cuda_init_device: out of host memory for the cuda:%d allocator.", device);
+        goto fail;
+    }
+    if ((rc = tr_alloc_malloc(alloc, TR_CUDA_WORKSPACE_BYTES, TR_TAG_WORKSPACE, (uintptr_t)s->stream, &workspace,
+                              err)) != TR_OK)
+        goto fail;
+
+    s->blas.lt = s->lt;
+    s->blas.stream = s->stream;
+    s->blas.workspace = workspace;
+    s->blas.workspace_bytes = TR_CUDA_WORKSPACE_BYTES;
+    leave_device(device, prev);
+    *out_alloc = alloc;
+    *out_state = s;
+    return TR_OK;
+
+fail:
+    leave_device(device, prev);
+    if (alloc) tr_alloc_destroy(alloc);
+    state_destroy(s);
+    return rc;
+}
+
+void tr_cuda_release_device(void *state) { state_destroy(state); }
+
+/* ------------------------------------------------------------ accessors */
+
+void *tr_cuda_stream(void *state) { return state ? (void *)((struct tr_cuda_state *)state)->stream : NULL; }
+
+void *tr_cuda_blas_env(void *state) { return state ? &((struct tr_cuda_state *)state)->blas : NULL; }
+
+int tr_cuda_state_device(void *state) { return state ? ((struct tr_cuda_state *)state)->device : -1; }
+
+int tr_cuda_set_current(void *state, tr_error *err)
+{
+    TR_CUDA_CHECK(err, cudaSetDevice(((struct tr_cuda_state *)state)->device));
+    return TR_OK;
+}
+
+int tr_cuda_synchronize(void *state, tr_error *err)
+{
+    TR_CUDA_CHECK(err, cudaStreamSynchronize(((struct tr_cuda_state *)state)->stream));
+    return TR_OK;
+}
+
+#endif

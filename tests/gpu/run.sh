@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh — the one prepared script a session with a lent GPU runs (METHOD.md:
+# one call that builds, checks and times). Ends within ~4 minutes on an H200.
+#
+#   OUT=/some/dir bash tests/gpu/run.sh        # JOBS=16 by default
+#
+# 1. builds: `make -j$JOBS trainer` when the build dependencies are installed (the CUDA
+#    objects then come from the Makefile, nvcc -gencode sm_90); otherwise, or when that
+#    fails, (a bare CUDA image without LuaJIT/OpenBLAS/...) a minimal build of just what
+#    the GPU test needs, with the same nvcc flags, in parallel;
+# 2. builds tests/gpu/test_gpu_parity.c with gcc -DTR_HAVE_CUDA against a static archive of
+#    those objects (only the members it needs are linked) and runs it: PASS/FAIL/SKIP lines
+#    and "N passed, N failed";
+# 3. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
+#    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
+#    is left; their output goes to $OUT/bench.txt.
+# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps.
+# Writes $OUT/gpu_run.log (everything), $OUT/build.log and $OUT/bench.txt. Without a GPU
+# the test prints SKIP and the script exits 0. Exit status: non-zero when a build or a
+# GPU check failed.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-build/gpu_out}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT" build/gpu
+exec > >(tee "$OUT/gpu_run.log") 2>&1
+t0=$(date +%s)
+elapsed() { echo $(($(date +%s) - t0)); }
+stage() { echo "== $1 (t=$(elapsed)s)"; }
+status=0
+
+NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
+PKGS="luajit libedit zlib openblas jansson libutf8proc"
+NVCCFLAGS="-O2 -std=c++17 -Icore -Ikernels -DTR_HAVE_CUDA -gencode arch=compute_90,code=sm_90 \
+ -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC,-Wall,-Werror"
+CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -fPIC -Icore -Ikernels \
+ -DTR_HAVE_CUDA -I$CUDA_HOME/include"
+
+# ---------------------------------------------------------------- machine
+stage "machine"
+command -v nvidia-smi >/dev/null 2>&1 &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 ||
+  echo "nvidia-smi: not available"
+"$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
+[ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---------------------------------------------------------------- build
+stage "build"
+: >"$OUT/build.log"
+
+build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
+  timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
+  objs=$(ls build/rel/core/*.o build/rel/kernels/cpu/*.o build/rel/kernels/cuda/*.o 2>/dev/null | grep -v '/main\.o$')
+  extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
+  extra_libs="$(pkg-config --libs $PKGS) -fopenmp"
+}
+
+build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same three
+  rm -rf build/gpu/obj && mkdir -p build/gpu/obj
+  # jansson (core/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh),
+  # or installed.
+  local dep_cflags="" dep_libs="" f o pids=""
+  if [ -f build/gpu_deps/lib/libjansson.a ]; then
+    dep_cflags="-Ibuild/gpu_deps/include"; dep_libs="build/gpu_deps/lib/libjansson.a"
+  elif pkg-config --exists jansson 2>/dev/null; then
+    dep_cflags=$(pkg-config --cflags jansson); dep_libs=$(pkg-config --libs jansson)
+  else
+    echo "build: jansson missing: run tests/gpu/prepare_deps.sh before the call and carry build/gpu_deps"
+  fi
+  for f in kernels/cuda/*.cu; do
+    o=build/gpu/obj/$(basename "$f" .cu).cu.o
+    ( "$NVCC" $NVCCFLAGS -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
+    pids="$pids $!"
+  done
+  # Core files that need none of the optional libraries; one that does not compile here
+  # (it needs a missing header) is left out, which only matters if the test needs it.
+  for f in core/*.c; do
+    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
+    o=build/gpu/obj/$(basename "$f" .c).o
+    ( gcc $CFLAGS $dep_cflags -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
+    pids="$pids $!"
+  done
+  # Wait for these pids only: a bare `wait` would also wait for the tee behind exec.
+  for f in $pids; do wait "$f"; done
+  cat build/gpu/obj/*.log >>"$OUT/build.log"
+  objs=""
+  for f in kernels/cuda/*.cu core/*.c; do
+    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
+    case $f in *.cu) o=build/gpu/obj/$(basename "$f" .cu).cu.o ;; *) o=build/gpu/obj/$(basename "$f" .c).o ;; esac
+    if [ -e "$o.ok" ]; then objs="$objs $o"
+    elif [ "${f%.cu}" != "$f" ]; then echo "FAIL build: nvcc $f failed:"; cat "$o.log"; return 1
+    else echo "build: left out $f (does not compile here)"; fi
+  done
+  extra_cflags=""
+  extra_libs="$dep_libs"
+}
+
+mode=minimal
+if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
+  if build_make; then mode=make; else
+    echo "WARN build: make -j$JOBS trainer failed (tail of build.log below); trying the minimal build"
+    tail -15 "$OUT/build.log"
+  fi
+else
+  echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
+fi
+if [ "$mode" = minimal ] && ! build_minimal; then echo "0 passed, 1 failed"; exit 1; fi
+rm -f build/gpu/libtr_gpu.a
+ar rcs build/gpu/libtr_gpu.a $objs
+if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
+  extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
+fi
+if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_gpu_parity tests/gpu/test_gpu_parity.c \
+     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+     $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
+  echo "FAIL build: test_gpu_parity did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
+  echo "0 passed, 1 failed"; exit 1
+fi
+echo "build: $mode mode done"
+
+# ---------------------------------------------------------------- GPU parity
+stage "test_gpu_parity"
+timeout 150 build/gpu/test_gpu_parity >build/gpu/parity.txt 2>&1
+rc=$?
+cat build/gpu/parity.txt
+passed=$(grep -c '^PASS ' build/gpu/parity.txt)
+failed=$(grep -c '^FAIL ' build/gpu/parity.txt)
+skipped=$(grep -c '^SKIP ' build/gpu/parity.txt)
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  echo "FAIL test_gpu_parity: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+  failed=$((failed + 1))
+fi
+[ "$failed" -eq 0 ] || status=1
+
+# ---------------------------------------------------------------- benchmarks
+stage "benchmarks"
+: >"$OUT/bench.txt"
+# make mode: every bench through the Makefile; minimal mode: the CUDA ones (bench_cuda_*),
+# linked like the test.
+build_bench() { # src -> prints the binary's path, or nothing
+  local src=$1 name; name=$(basename "$src" .c)
+  if [ "$mode" = make ]; then
+    timeout 90 make -j"$JOBS" "build/rel/bench/$name" >>"$OUT/build.log" 2>&1 && echo "build/rel/bench/$name"
+  else
+    case $name in bench_cuda*) ;; *) return ;; esac
+    gcc $CFLAGS -O3 -march=native $extra_cflags -o "build/gpu/$name" "$src" build/gpu/libtr_gpu.a \
+      -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static $extra_libs \
+      -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1 && echo "build/gpu/$name"
+  fi
+}
+if [ "$skipped" -eq 0 ]; then
+  # The CUDA benchmarks first: they are what this machine is for.
+  for src in $(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda'); do
+    if [ "$(elapsed)" -gt 200 ]; then echo "bench: out of time, skipping $src" | tee -a "$OUT/bench.txt"; continue; fi
+    b=$(build_bench "$src")
+    if [ -z "$b" ]; then echo "bench: $src not built ($mode mode; see build.log)" | tee -a "$OUT/bench.txt"; continue; fi
+    echo "== $b" >>"$OUT/bench.txt"
+    timeout 60 "$b" >>"$OUT/bench.txt" 2>&1 || echo "bench: $b exited with $?" >>"$OUT/bench.txt"
+  done
+  tail -45 "$OUT/bench.txt"
+else
+  echo "bench: skipped (no GPU)"
+fi
+
+stage "done"
+if [ "$skipped" -gt 0 ]; then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
+exit $status
