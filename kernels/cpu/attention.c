@@ -1,0 +1,65 @@
+/* attention.c — instantiates attention_impl.h for float (cblas_sgemm) and double
+ * (cblas_dgemm), and the thread/scratch helpers. GEMM arguments here are derived from
+ * positive shape ints checked at entry (every ld >= 1), so BLAS never rejects them; the
+ * tensor-level op checks that B*T*H*D fits before calling. */
+#include "cpu/attention.h"
+
+#include <cblas.h>
+#include <tgmath.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tr_base.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static int omp_thread(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+int tr_attention_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* The float uniforms are stored in the third buffer; a buffer of doubles holds them too. */
+size_t tr_attention_scratch_elems(int64_t T, int nthreads)
+{
+    return (size_t)(nthreads > 0 ? nthreads : 1) * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK *
+           (size_t)(T > 0 ? T : 0);
+}
+
+static int key_kept(const void *mask, int mask_dtype, int64_t b, int64_t T, int64_t j)
+{
+    if (!mask) return 1;
+    if (mask_dtype == TR_F32) return ((const float *)mask)[b * T + j] != 0;
+    return ((const int32_t *)mask)[b * T + j] != 0;
+}
+
+/* ------------------------------------------------------------ instances */
+
+#define REAL float
+#define KFN(n) n##_f32
+#define GEMM cblas_sgemm
+#include "cpu/attention_impl.h"
+#undef REAL
+#undef KFN
+#undef GEMM
+
+#define REAL double
+#define KFN(n) n##_f64
+#define GEMM cblas_dgemm
+#include "cpu/attention_impl.h"
+#undef REAL
+#undef KFN
+#undef GEMM
