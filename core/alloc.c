@@ -1,0 +1,736 @@
+/* alloc.c — the caching allocator: size rounding, pools, best fit, splitting,
+ * coalescing, the limit, release-and-retry, stats and the event ring; plus the CPU raw
+ * backend and the invariant check. The report, the snapshot and the out-of-memory
+ * message live in alloc_report.c. The data structures and their invariants are in
+ * alloc_internal.h.
+ *
+ * Policy (PyTorch's CUDACachingAllocator, see alloc.h):
+ *   - sizes round up to 512 B; rounded <= 1 MiB is the small pool (2 MiB segments),
+ *     larger is the large pool (20 MiB segments below 10 MiB, else the size rounded up
+ *     to 2 MiB);
+ *   - best fit: the free block with the smallest (size, address) >= the request on the
+ *     same pool and stream, found in O(log n) in a treap keyed by (stream, size, address);
+ *   - max_split_size: a cached block >= max_split_size serves only requests >=
+ *     max_split_size, and then only when it is less than the request + 20 MiB; a block is
+ *     split only when the request is below max_split_size, so a cached oversize block is
+ *     never split (a fresh segment for a smaller request still is, or a 2 MiB request
+ *     would hold a whole 20 MiB segment);
+ *   - split when the remainder is >= 512 B (small pool) or > 1 MiB (large pool);
+ *   - a block is reused only on the stream of the segment it came from;
+ *   - a new segment that the backend refuses, or that would pass the limit, makes the
+ *     allocator release every cached segment with no live block and try once more.
+ * Not thread-safe: one allocator per device, used from one thread. */
+#include "alloc_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+enum {
+    MIN_BLOCK = 512,            /* rounding unit and smallest split remainder */
+    ALIGN = 256,                /* every segment base from a backend */
+    SMALL_SIZE = 1048576,       /* largest small-pool request: 1 MiB */
+    SMALL_BUFFER = 2097152,     /* small-pool segment: 2 MiB */
+    LARGE_BUFFER = 20971520,    /* segment for 1-10 MiB requests: 20 MiB */
+    MIN_LARGE_ALLOC = 10485760, /* from here segments are the size rounded to 2 MiB */
+    ROUND_LARGE = 2097152
+};
+
+/* ------------------------------------------------------------ sizes */
+
+/* The request rounded up to 512 B; 0 becomes 512. 0 when it would overflow. */
+static uint64_t round_size(size_t size)
+{
+    if (size < MIN_BLOCK) return MIN_BLOCK;
+    if (size > UINT64_MAX / 4) return 0;
+    return ((uint64_t)size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+}
+
+static int pool_of(uint64_t rounded) { return rounded <= SMALL_SIZE ? TR_POOL_SMALL : TR_POOL_LARGE; }
+
+static uint64_t segment_size(uint64_t rounded)
+{
+    if (rounded <= SMALL_SIZE) return SMALL_BUFFER;
+    if (rounded < MIN_LARGE_ALLOC) return LARGE_BUFFER;
+    return (rounded + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+}
+
+static int should_split(const tr_alloc *a, const tr_blk *b, uint64_t rounded)
+{
+    uint64_t rest = b->size - rounded;
+    if (b->pool == TR_POOL_SMALL) return rest >= MIN_BLOCK;
+    return rounded < a->max_split_size && rest > SMALL_SIZE;
+}
+
+/* ------------------------------------------------------------ block records */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A zeroed block record (recycled when possible); NULL when the host is out of memory. */
+static tr_blk *blk_new(tr_alloc *a)
+{
+    tr_blk *b = a->spare;
+    if (b) a->spare = b->hnext;
+    else if (!(b = malloc(sizeof *b))) return NULL;
+    memset(b, 0, sizeof *b);
+    b->prio = splitmix64(&a->rng);
+    b->tag = -1;
+    return b;
+}
+
+static void blk_recycle(tr_alloc *a, tr_blk *b)
+{
+    b->hnext = a->spare;
+    a->spare = b;
+}
+
+/* ------------------------------------------------------------ free-block treap */
+
+/* Order of free blocks in a pool: (stream, size, address). */
+static int key_cmp(const tr_blk *b, uintptr_t stream, uint64_t size, uintptr_t addr)
+{
+    if (b->stream != stream) return b->stream < stream ? -1 : 1;
+    if (b->size != size) return b->size < size ? -1 : 1;
+    if (b->addr != addr) return b->addr < addr ? -1 : 1;
+    return 0;
+}
+
+static void treap_update(tr_blk *t)
+{
+    uint64_t m = t->size;
+    if (t->left && t->left->sub_max > m) m = t->left->sub_max;
+    if (t->right && t->right->sub_max > m) m = t->right->sub_max;
+    t->sub_max = m;
+}
+
+/* Splits t into the nodes ordered before n (*l) and the rest (*r). */
+static void treap_split(tr_blk *t, const tr_blk *n, tr_blk **l, tr_blk **r)
+{
+    if (!t) {
+        *l = *r = NULL;
+    } else if (key_cmp(t, n->stream, n->size, n->addr) < 0) {
+        treap_split(t->right, n, &t->right, r);
+        treap_update(t);
+        *l = t;
+    } else {
+        treap_split(t->left, n, l, &t->left);
+        treap_update(t);
+        *r = t;
+    }
+}
+
+static tr_blk *treap_merge(tr_blk *l, tr_blk *r)
+{
+    if (!l) return r;
+    if (!r) return l;
+    if (l->prio > r->prio) {
+        l->right = treap_merge(l->right, r);
+        treap_update(l);
+        return l;
+    }
+    r->left = treap_merge(l, r->left);
+    treap_update(r);
+    return r;
+}
+
+static tr_blk *treap_insert(tr_blk *t, tr_blk *n)
+{
+    if (!t || n->prio > t->prio) {
+        treap_split(t, n, &n->left, &n->right);
+        treap_update(n);
+        return n;
+    }
+    if (key_cmp(n, t->stream, t->size, t->addr) < 0) t->left = treap_insert(t->left, n);
+    else t->right = treap_insert(t->right, n);
+    treap_update(t);
+    return t;
+}
+
+/* n must be in t. */
+static tr_blk *treap_erase(tr_blk *t, tr_blk *n)
+{
+    if (t == n) {
+        tr_blk *m = treap_merge(n->left, n->right);
+        n->left = n->right = NULL;
+        return m;
+    }
+    if (key_cmp(n, t->stream, t->size, t->addr) < 0) t->left = treap_erase(t->left, n);
+    else t->right = treap_erase(t->right, n);
+    treap_update(t);
+    return t;
+}
+
+/* The smallest free block on `stream` with size >= `size`, or NULL. */
+static tr_blk *treap_lower_bound(tr_blk *t, uintptr_t stream, uint64_t size)
+{
+    tr_blk *best = NULL;
+    while (t) {
+        if (key_cmp(t, stream, size, 0) >= 0) {
+            best = t;
+            t = t->left;
+        } else {
+            t = t->right;
+        }
+    }
+    return best && best->stream == stream ? best : NULL;
+}
+
+static void free_insert(tr_alloc *a, tr_blk *b) { a->free_tree[b->pool] = treap_insert(a->free_tree[b->pool], b); }
+static void free_erase(tr_alloc *a, tr_blk *b) { a->free_tree[b->pool] = treap_erase(a->free_tree[b->pool], b); }
+
+/* ------------------------------------------------------------ live-block hash map */
+
+static size_t hash_addr(uintptr_t addr, size_t n_buckets)
+{
+    uint64_t h = (uint64_t)(addr >> 8) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (n_buckets - 1);
+}
+
+/* Doubles the table when it is full; on host OOM keeps the old one (longer chains). */
+static void hash_grow(tr_alloc *a)
+{
+    size_t n = a->n_buckets * 2;
+    tr_blk **nb = calloc(n, sizeof *nb);
+    if (!nb) return;
+    for (size_t i = 0; i < a->n_buckets; i++) {
+        tr_blk *b = a->buckets[i];
+        while (b) {
+            tr_blk *next = b->hnext;
+            size_t h = hash_addr(b->addr, n);
+            b->hnext = nb[h];
+            nb[h] = b;
+            b = next;
+        }
+    }
+    free(a->buckets);
+    a->buckets = nb;
+    a->n_buckets = n;
+}
+
+static void hash_insert(tr_alloc *a, tr_blk *b)
+{
+    if (a->st.n_live_blocks >= a->n_buckets) hash_grow(a);
+    size_t h = hash_addr(b->addr, a->n_buckets);
+    b->hnext = a->buckets[h];
+    a->buckets[h] = b;
+}
+
+static tr_blk *hash_find(const tr_alloc *a, uintptr_t addr)
+{
+    for (tr_blk *b = a->buckets[hash_addr(addr, a->n_buckets)]; b; b = b->hnext)
+        if (b->addr == addr) return b;
+    return NULL;
+}
+
+static tr_blk *hash_remove(tr_alloc *a, uintptr_t addr)
+{
+    tr_blk **p = &a->buckets[hash_addr(addr, a->n_buckets)];
+    for (; *p; p = &(*p)->hnext) {
+        if ((*p)->addr == addr) {
+            tr_blk *b = *p;
+            *p = b->hnext;
+            b->hnext = NULL;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ events and stats */
+
+static void record(tr_alloc *a, int kind, uint64_t size, uintptr_t addr, uintptr_t stream, int tag)
+{
+    tr_alloc_event *e = &a->ring[a->n_events % TR_ALLOC_RING];
+    e->seq = a->n_events++;
+    e->kind = kind;
+    e->size = size;
+    e->addr = addr;
+    e->stream = stream;
+    e->tag = tag;
+}
+
+static void raise_peak(uint64_t *peak, uint64_t now)
+{
+    if (now > *peak) *peak = now;
+}
+
+/* A segment's share of inactive_split: its free bytes while it holds a live block. */
+static uint64_t seg_inactive(const tr_seg *s) { return s->n_live ? s->size - s->live_bytes : 0; }
+
+static void mark_live(tr_alloc *a, tr_blk *b, uint64_t requested, int tag)
+{
+    tr_alloc_stats *st = &a->st;
+    tr_seg *s = b->seg;
+    st->inactive_split -= seg_inactive(s);
+    s->n_live++;
+    s->live_bytes += b->size;
+    st->inactive_split += seg_inactive(s);
+    b->live = 1;
+    b->tag = tag;
+    b->requested = requested;
+    hash_insert(a, b);
+    st->n_live_blocks++;
+    st->n_alloc++;
+    st->allocated += b->size;
+    st->requested += requested;
+    st->tag_allocated[tag] += b->size;
+    st->pool_allocated[b->pool] += b->size;
+    raise_peak(&st->peak_allocated, st->allocated);
+    raise_peak(&st->tag_peak[tag], st->tag_allocated[tag]);
+    raise_peak(&st->pool_peak_allocated[b->pool], st->pool_allocated[b->pool]);
+}
+
+static void mark_free(tr_alloc *a, tr_blk *b)
+{
+    tr_alloc_stats *st = &a->st;
+    tr_seg *s = b->seg;
+    st->inactive_split -= seg_inactive(s);
+    s->n_live--;
+    s->live_bytes -= b->size;
+    st->inactive_split += seg_inactive(s);
+    st->n_live_blocks--;
+    st->n_free++;
+    st->allocated -= b->size;
+    st->requested -= b->requested;
+    st->tag_allocated[b->tag] -= b->size;
+    st->pool_allocated[b->pool] -= b->size;
+    b->live = 0;
+    b->tag = -1;
+    b->requested = 0;
+}
+
+/* ------------------------------------------------------------ segments */
+
+/* A new segment from the backend, as one free block that is not yet in the treap.
+ * NULL when it would pass the limit (*hit_limit = 1) or the backend (or the host, for
+ * the records) refuses. */
+static tr_blk *segment_new(tr_alloc *a, int pool, uintptr_t stream, uint64_t size, int *hit_limit)
+{
+    if (a->limit && (a->st.reserved > a->limit || size > a->limit - a->st.reserved)) {
+        *hit_limit = 1;
+        return NULL;
+    }
+    tr_seg *s = calloc(1, sizeof *s);
+    tr_blk *b = blk_new(a);
+    void *p = s && b ? a->backend.raw_alloc(a->backend.user, (size_t)size) : NULL;
+    if (!p) {
+        free(s);
+        if (b) blk_recycle(a, b);
+        return NULL;
+    }
+    s->base = (uintptr_t)p;
+    s->size = size;
+    s->stream = stream;
+    s->pool = pool;
+    s->first = b;
+    s->next = a->segs;
+    if (a->segs) a->segs->prev = s;
+    a->segs = s;
+    b->addr = s->base;
+    b->size = size;
+    b->stream = stream;
+    b->pool = pool;
+    b->seg = s;
+    tr_alloc_stats *st = &a->st;
+    st->reserved += size;
+    st->pool_reserved[pool] += size;
+    st->n_segments++;
+    st->n_raw_alloc++;
+    raise_peak(&st->peak_reserved, st->reserved);
+    raise_peak(&st->pool_peak_reserved[pool], st->pool_reserved[pool]);
+    record(a, TR_EV_RAW_ALLOC, size, s->base, stream, -1);
+    return b;
+}
+
+/* Returns a segment that holds no live block (one free block, in the treap) to the backend. */
+static void segment_release(tr_alloc *a, tr_seg *s)
+{
+    tr_blk *b = s->first;
+    free_erase(a, b);
+    blk_recycle(a, b);
+    if (s->prev) s->prev->next = s->next;
+    else a->segs = s->next;
+    if (s->next) s->next->prev = s->prev;
+    a->backend.raw_free(a->backend.user, (void *)s->base, (size_t)s->size);
+    tr_alloc_stats *st = &a->st;
+    st->reserved -= s->size;
+    st->pool_reserved[s->pool] -= s->size;
+    st->n_segments--;
+    st->n_raw_free++;
+    record(a, TR_EV_RAW_FREE, s->size, s->base, s->stream, -1);
+    free(s);
+}
+
+void tr_alloc_empty_cache(tr_alloc *a)
+{
+    tr_seg *s = a->segs;
+    while (s) {
+        tr_seg *next = s->next;
+        if (s->n_live == 0) segment_release(a, s);
+        s = next;
+    }
+}
+
+/* ------------------------------------------------------------ create, destroy */
+
+tr_alloc *tr_alloc_new(const tr_raw_backend *backend)
+{
+    tr_alloc *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->n_buckets = 1024;
+    a->buckets = calloc(a->n_buckets, sizeof *a->buckets);
+    if (!a->buckets) {
+        free(a);
+        return NULL;
+    }
+    a->backend = *backend;
+    snprintf(a->device_name, sizeof a->device_name, "%s",
+             backend->device_name ? backend->device_name : "device");
+    a->backend.device_name = a->device_name;
+    a->rng = 0x5EED;
+    a->max_split_size = UINT64_MAX;
+    return a;
+}
+
+void tr_alloc_destroy(tr_alloc *a)
+{
+    if (!a) return;
+    while (a->segs) {
+        tr_seg *s = a->segs;
+        a->segs = s->next;
+        for (tr_blk *b = s->first; b;) {
+            tr_blk *next = b->next;
+            free(b);
+            b = next;
+        }
+        a->backend.raw_free(a->backend.user, (void *)s->base, (size_t)s->size);
+        free(s);
+    }
+    while (a->spare) {
+        tr_blk *b = a->spare;
+        a->spare = b->hnext;
+        free(b);
+    }
+    free(a->buckets);
+    free(a);
+}
+
+/* ------------------------------------------------------------ malloc, free */
+
+/* The cached block that best fits, already out of the treap; NULL when none may serve. */
+static tr_blk *take_cached(tr_alloc *a, int pool, uintptr_t stream, uint64_t rounded)
+{
+    tr_blk *b = treap_lower_bound(a->free_tree[pool], stream, rounded);
+    if (!b) return NULL;
+    uint64_t msz = a->max_split_size;
+    /* An oversize block serves only oversize requests, and not far bigger ones: a large
+     * cached block is not eaten by a small request it could not be split for. */
+    if (rounded < msz && b->size >= msz) return NULL;
+    if (rounded >= msz && b->size - rounded >= LARGE_BUFFER) return NULL;
+    free_erase(a, b);
+    return b;
+}
+
+/* Cuts b down to `rounded` bytes; the rest becomes a free block in the treap. When the
+ * host cannot give a record, b is served whole (still correct, only less frugal). */
+static void split_block(tr_alloc *a, tr_blk *b, uint64_t rounded)
+{
+    tr_blk *r = blk_new(a);
+    if (!r) return;
+    r->addr = b->addr + rounded;
+    r->size = b->size - rounded;
+    r->stream = b->stream;
+    r->pool = b->pool;
+    r->seg = b->seg;
+    r->prev = b;
+    r->next = b->next;
+    if (b->next) b->next->prev = r;
+    b->next = r;
+    b->size = rounded;
+    free_insert(a, r);
+}
+
+int tr_alloc_malloc(tr_alloc *a, size_t size, int tag, uintptr_t stream, void **out, tr_error *err)
+{
+    *out = NULL;
+    if (tag < 0 || tag >= TR_NTAGS)
+        return tr_fail(err, TR_EUSER,
+                       "tr_alloc_malloc: tag %d is not a memory tag; use one of TR_TAG_WEIGHTS, "
+                       "TR_TAG_GRADS, TR_TAG_OPTIMIZER, TR_TAG_ACTIVATIONS, TR_TAG_WORKSPACE (0-4).",
+                       tag);
+    uint64_t rounded = round_size(size);
+    int pool = pool_of(rounded);
+    uint64_t seg_size = rounded ? segment_size(rounded) : 0;
+    int hit_limit = 0;
+    tr_blk *b = rounded ? take_cached(a, pool, stream, rounded) : NULL;
+    if (!b && rounded) {
+        b = segment_new(a, pool, stream, seg_size, &hit_limit);
+        if (!b) {
+            a->st.n_retries++;
+            tr_alloc_empty_cache(a);
+            hit_limit = 0;
+            b = segment_new(a, pool, stream, seg_size, &hit_limit);
+        }
+    }
+    if (!b) {
+        a->st.n_ooms++;
+        record(a, TR_EV_OOM, size, 0, stream, tag);
+        return tr_alloc_oom_message(a, err, size, rounded, seg_size, tag, stream, hit_limit);
+    }
+    if (should_split(a, b, rounded)) split_block(a, b, rounded);
+    mark_live(a, b, size, tag);
+    record(a, TR_EV_ALLOC, b->size, b->addr, stream, tag);
+    *out = (void *)b->addr;
+    return TR_OK;
+}
+
+void tr_alloc_free(tr_alloc *a, void *ptr)
+{
+    if (!ptr) return;
+    tr_blk *b = hash_remove(a, (uintptr_t)ptr);
+    if (!b) return; /* not ours, or already freed: nothing safe to do but ignore it */
+    record(a, TR_EV_FREE, b->size, b->addr, b->stream, b->tag);
+    mark_free(a, b);
+    tr_blk *p = b->prev;
+    if (p && !p->live) {
+        free_erase(a, p);
+        p->size += b->size;
+        p->next = b->next;
+        if (b->next) b->next->prev = p;
+        blk_recycle(a, b);
+        b = p;
+    }
+    tr_blk *n = b->next;
+    if (n && !n->live) {
+        free_erase(a, n);
+        b->size += n->size;
+        b->next = n->next;
+        if (n->next) n->next->prev = b;
+        blk_recycle(a, n);
+    }
+    free_insert(a, b);
+}
+
+size_t tr_alloc_block_size(const tr_alloc *a, const void *ptr)
+{
+    const tr_blk *b = ptr ? hash_find(a, (uintptr_t)ptr) : NULL;
+    return b ? (size_t)b->size : 0;
+}
+
+/* ------------------------------------------------------------ settings and stats */
+
+void tr_alloc_set_limit(tr_alloc *a, uint64_t bytes) { a->limit = bytes; }
+
+void tr_alloc_set_max_split_size(tr_alloc *a, uint64_t bytes) { a->max_split_size = bytes ? bytes : UINT64_MAX; }
+
+void tr_alloc_reset_peak(tr_alloc *a)
+{
+    tr_alloc_stats *st = &a->st;
+    st->peak_allocated = st->allocated;
+    st->peak_reserved = st->reserved;
+    for (int t = 0; t < TR_NTAGS; t++) st->tag_peak[t] = st->tag_allocated[t];
+    for (int p = 0; p < 2; p++) {
+        st->pool_peak_allocated[p] = st->pool_allocated[p];
+        st->pool_peak_reserved[p] = st->pool_reserved[p];
+    }
+}
+
+uint64_t tr_alloc_largest_free(const tr_alloc *a)
+{
+    uint64_t m = 0;
+    for (int p = 0; p < 2; p++)
+        if (a->free_tree[p] && a->free_tree[p]->sub_max > m) m = a->free_tree[p]->sub_max;
+    return m;
+}
+
+void tr_alloc_get_stats(const tr_alloc *a, tr_alloc_stats *out)
+{
+    *out = a->st;
+    out->largest_free = tr_alloc_largest_free(a);
+    out->limit = a->limit;
+    out->max_split_size = a->max_split_size;
+}
+
+const char *tr_alloc_event_name(int kind)
+{
+    static const char *const names[TR_EV_KINDS] = { "alloc", "free", "raw_alloc", "raw_free", "oom" };
+    return kind >= 0 && kind < TR_EV_KINDS ? names[kind] : "?";
+}
+
+/* ------------------------------------------------------------ invariant check */
+
+/* Walks a treap: order, sub_max, membership; counts its nodes into *n. */
+static int check_treap(const tr_blk *t, int pool, const tr_blk *lo, const tr_blk *hi, uint64_t *n,
+                       tr_error *err)
+{
+    if (!t) return TR_OK;
+    (*n)++;
+    if (t->live || t->pool != pool)
+        return tr_fail(err, TR_EINTERNAL, "alloc check: block %#lx in pool %d's free tree is %s",
+                       (unsigned long)t->addr, pool, t->live ? "live" : "of another pool");
+    if ((lo && key_cmp(t, lo->stream, lo->size, lo->addr) <= 0) ||
+        (hi && key_cmp(t, hi->stream, hi->size, hi->addr) >= 0))
+        return tr_fail(err, TR_EINTERNAL, "alloc check: free tree out of order at block %#lx",
+                       (unsigned long)t->addr);
+    if ((t->left && t->left->prio > t->prio) || (t->right && t->right->prio > t->prio))
+        return tr_fail(err, TR_EINTERNAL, "alloc check: free tree heap order broken at %#lx",
+                       (unsigned long)t->addr);
+    uint64_t m = t->size;
+    if (t->left && t->left->sub_max > m) m = t->left->sub_max;
+    if (t->right && t->right->sub_max > m) m = t->right->sub_max;
+    if (m != t->sub_max)
+        return tr_fail(err, TR_EINTERNAL, "alloc check: free tree largest-size cache wrong at %#lx",
+                       (unsigned long)t->addr);
+    int rc = check_treap(t->left, pool, lo, t, n, err);
+    return rc ? rc : check_treap(t->right, pool, t, hi, n, err);
+}
+
+static int cmp_seg_base(const void *x, const void *y)
+{
+    uintptr_t a = (*(tr_seg *const *)x)->base, b = (*(tr_seg *const *)y)->base;
+    return a < b ? -1 : a > b;
+}
+
+#define CHECK_EQ(what, got, want)                                                                 \
+    do {                                                                                          \
+        if ((uint64_t)(got) != (uint64_t)(want)) {                                                \
+            rc = tr_fail(err, TR_EINTERNAL, "alloc check: %s is %llu but should be %llu", what,   \
+                         (unsigned long long)(got), (unsigned long long)(want));                  \
+            goto done;                                                                            \
+        }                                                                                         \
+    } while (0)
+
+int tr_alloc_check(const tr_alloc *a, tr_error *err)
+{
+    int rc = TR_OK;
+    uint64_t reserved = 0, allocated = 0, requested = 0, inactive = 0, n_free = 0, n_live = 0;
+    uint64_t n_segs = 0, tag[TR_NTAGS] = { 0 }, pool_alloc[2] = { 0 }, pool_res[2] = { 0 };
+    uint64_t largest = 0;
+    for (const tr_seg *s = a->segs; s; s = s->next) n_segs++;
+    tr_seg **sorted = n_segs ? malloc(n_segs * sizeof *sorted) : NULL;
+    if (n_segs && !sorted) return tr_fail(err, TR_EINTERNAL, "alloc check: out of host memory");
+    size_t i = 0;
+    for (tr_seg *s = a->segs; s; s = s->next) {
+        sorted[i++] = s;
+        if ((s->prev ? s->prev->next : a->segs) != s) {
+            rc = tr_fail(err, TR_EINTERNAL, "alloc check: segment list links broken at %#lx",
+                         (unsigned long)s->base);
+            goto done;
+        }
+        reserved += s->size;
+        pool_res[s->pool] += s->size;
+        uintptr_t at = s->base;
+        uint64_t seg_live = 0, seg_n_live = 0;
+        const tr_blk *prev = NULL;
+        for (const tr_blk *b = s->first; b; prev = b, b = b->next) {
+            if (b->addr != at || b->prev != prev || b->seg != s || b->stream != s->stream ||
+                b->pool != s->pool || b->size == 0 || b->size % MIN_BLOCK != 0 ||
+                b->size > s->base + s->size - b->addr) {
+                rc = tr_fail(err, TR_EINTERNAL,
+                             "alloc check: block %#lx does not tile segment %#lx (expected at %#lx)",
+                             (unsigned long)b->addr, (unsigned long)s->base, (unsigned long)at);
+                goto done;
+            }
+            if (!b->live && prev && !prev->live) {
+                rc = tr_fail(err, TR_EINTERNAL, "alloc check: adjacent free blocks %#lx and %#lx",
+                             (unsigned long)prev->addr, (unsigned long)b->addr);
+                goto done;
+            }
+            if (b->live) {
+                if (b->tag < 0 || b->tag >= TR_NTAGS || hash_find(a, b->addr) != b) {
+                    rc = tr_fail(err, TR_EINTERNAL, "alloc check: live block %#lx has tag %d or "
+                                 "is missing from the address map", (unsigned long)b->addr, b->tag);
+                    goto done;
+                }
+                n_live++;
+                seg_n_live++;
+                seg_live += b->size;
+                allocated += b->size;
+                requested += b->requested;
+                tag[b->tag] += b->size;
+                pool_alloc[b->pool] += b->size;
+            } else {
+                n_free++;
+                if (b->size > largest) largest = b->size;
+            }
+            at += b->size;
+        }
+        if (at != s->base + s->size) {
+            rc = tr_fail(err, TR_EINTERNAL, "alloc check: blocks of segment %#lx end at %#lx, not its end",
+                         (unsigned long)s->base, (unsigned long)at);
+            goto done;
+        }
+        CHECK_EQ("a segment's live block count", s->n_live, seg_n_live);
+        CHECK_EQ("a segment's live bytes", s->live_bytes, seg_live);
+        if (seg_n_live) inactive += s->size - seg_live;
+    }
+    qsort(sorted, n_segs, sizeof *sorted, cmp_seg_base);
+    for (i = 1; i < n_segs; i++) {
+        if (sorted[i - 1]->base + sorted[i - 1]->size > sorted[i]->base) {
+            rc = tr_fail(err, TR_EINTERNAL, "alloc check: segments %#lx and %#lx overlap",
+                         (unsigned long)sorted[i - 1]->base, (unsigned long)sorted[i]->base);
+            goto done;
+        }
+    }
+    uint64_t in_trees = 0;
+    for (int p = 0; p < 2; p++)
+        if ((rc = check_treap(a->free_tree[p], p, NULL, NULL, &in_trees, err))) goto done;
+    CHECK_EQ("the number of free blocks in the trees", in_trees, n_free);
+    uint64_t in_map = 0;
+    for (size_t h = 0; h < a->n_buckets; h++)
+        for (const tr_blk *b = a->buckets[h]; b; b = b->hnext) in_map++;
+    CHECK_EQ("the number of blocks in the address map", in_map, n_live);
+
+    const tr_alloc_stats *st = &a->st;
+    CHECK_EQ("reserved", st->reserved, reserved);
+    CHECK_EQ("allocated", st->allocated, allocated);
+    CHECK_EQ("requested", st->requested, requested);
+    CHECK_EQ("n_segments", st->n_segments, n_segs);
+    CHECK_EQ("n_live_blocks", st->n_live_blocks, n_live);
+    CHECK_EQ("inactive_split", st->inactive_split, inactive);
+    CHECK_EQ("largest_free", tr_alloc_largest_free(a), largest);
+    for (int t = 0; t < TR_NTAGS; t++) {
+        CHECK_EQ(tr_tag_name(t), st->tag_allocated[t], tag[t]);
+        if (st->tag_peak[t] < st->tag_allocated[t]) CHECK_EQ("a tag's peak", st->tag_peak[t], tag[t]);
+    }
+    for (int p = 0; p < 2; p++) {
+        CHECK_EQ(p ? "large pool allocated" : "small pool allocated", st->pool_allocated[p], pool_alloc[p]);
+        CHECK_EQ(p ? "large pool reserved" : "small pool reserved", st->pool_reserved[p], pool_res[p]);
+        if (st->pool_peak_allocated[p] < pool_alloc[p])
+            CHECK_EQ("a pool's peak allocated", st->pool_peak_allocated[p], pool_alloc[p]);
+        if (st->pool_peak_reserved[p] < pool_res[p])
+            CHECK_EQ("a pool's peak reserved", st->pool_peak_reserved[p], pool_res[p]);
+    }
+    if (st->peak_allocated < allocated) CHECK_EQ("peak_allocated", st->peak_allocated, allocated);
+    if (st->peak_reserved < reserved) CHECK_EQ("peak_reserved", st->peak_reserved, reserved);
+    if (allocated > reserved) CHECK_EQ("allocated (above reserved)", allocated, reserved);
+done:
+    free(sorted);
+    return rc;
+}
+
+/* ------------------------------------------------------------ CPU raw backend */
+
+static void *cpu_raw_alloc(void *user, size_t size)
+{
+    void *p = NULL;
+    int rc = posix_memalign(&p, ALIGN, size);
+    return rc == 0 ? p : NULL; /* ENOMEM or EINVAL: the caller reports out of memory */
+}
+
+static void cpu_raw_free(void *user, void *ptr, size_t size) { free(ptr); }
+
+tr_raw_backend tr_cpu_raw_backend(void)
+{
+    tr_raw_backend b = { cpu_raw_alloc, cpu_raw_free, NULL, "cpu" };
+    return b;
+}

@@ -1,0 +1,219 @@
+/* test_rng.c — Philox-4x32-10 against Random123's known-answer vectors, and the keyed
+ * streams: determinism, slice independence, the documented layout, dropout keep rate,
+ * normal moments. */
+#include "check.h"
+#include "trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ Philox KAT */
+
+static void check_kat(const uint32_t ctr[4], const uint32_t key[2], const uint32_t want[4])
+{
+    uint32_t got[4];
+    tr_philox4x32_10(ctr, key, got);
+    CHECK(memcmp(got, want, sizeof got) == 0, "ctr %08x.. key %08x..: got %08x %08x %08x %08x",
+          ctr[0], key[0], got[0], got[1], got[2], got[3]);
+}
+
+/* Random123 tests/kat_vectors, "philox4x32 10" lines. */
+static void test_philox_known_answers(void)
+{
+    const uint32_t c0[4] = { 0, 0, 0, 0 }, k0[2] = { 0, 0 };
+    const uint32_t r0[4] = { 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8 };
+    check_kat(c0, k0, r0);
+
+    const uint32_t c1[4] = { 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff };
+    const uint32_t k1[2] = { 0xffffffff, 0xffffffff };
+    const uint32_t r1[4] = { 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd };
+    check_kat(c1, k1, r1);
+
+    const uint32_t c2[4] = { 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344 };
+    const uint32_t k2[2] = { 0xa4093822, 0x299f31d0 };
+    const uint32_t r2[4] = { 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1 };
+    check_kat(c2, k2, r2);
+}
+
+/* ------------------------------------------------------------ stream layout */
+
+static const tr_rng_key KEY = { 0x0123456789abcdefull, 7, 3, 2 };
+
+/* The layout documented in rng.h, spelt out independently of rng.c's loops. */
+static void test_stream_layout(void)
+{
+    enum { N = 37 };
+    float u[N];
+    uint64_t offset = 5;
+    tr_rng_uniform(u, N, KEY, offset);
+    const uint32_t key[2] = { 0x89abcdefu, 0x01234567u };
+    for (int i = 0; i < N; i++) {
+        uint64_t e = offset + (uint64_t)i;
+        const uint32_t ctr[4] = { KEY.step, KEY.layer, KEY.op, (uint32_t)(e / 4) };
+        uint32_t w[4];
+        tr_philox4x32_10(ctr, key, w);
+        float want = (float)(w[e % 4] >> 8) / 16777216.0f;
+        CHECK(u[i] == want, "element %d: %.9g vs %.9g", i, u[i], want);
+        CHECK(u[i] >= 0.0f && u[i] < 1.0f, "in [0,1): %.9g", u[i]);
+    }
+}
+
+static void test_same_key_same_bits(void)
+{
+    enum { N = 1003 };
+    float a[N], b[N], c[N];
+    tr_rng_uniform(a, N, KEY, 0);
+    tr_rng_uniform(b, N, KEY, 0);
+    CHECK(memcmp(a, b, sizeof a) == 0, "same key, same stream");
+    tr_rng_key other = KEY;
+    const char *what[4] = { "seed", "step", "layer", "op" };
+    for (int f = 0; f < 4; f++) {
+        other = KEY;
+        if (f == 0) other.seed ^= (uint64_t)1 << 40;   /* the high key word counts too */
+        if (f == 1) other.step++;
+        if (f == 2) other.layer++;
+        if (f == 3) other.op++;
+        tr_rng_uniform(c, N, other, 0);
+        int same = 0;
+        for (int i = 0; i < N; i++) same += a[i] == c[i];
+        CHECK(same < 10, "changing the %s leaves %d of %d values equal", what[f], same, N);
+    }
+}
+
+/* Any slice, at any offset and length, equals the matching part of the whole stream:
+ * what dropout backward and the CUDA kernels rely on. */
+static void test_slices_match_whole(void)
+{
+    enum { N = 4099 };
+    static float whole_u[N], whole_n[N], part[N];
+    static uint8_t whole_k[N], part_k[N];
+    tr_rng_uniform(whole_u, N, KEY, 0);
+    tr_rng_normal(whole_n, N, KEY, 0);
+    tr_dropout_mask_bits(whole_k, N, 0.3f, KEY, 0);
+    const size_t cuts[][2] = { { 0, 1 }, { 1, 1 }, { 3, 2 }, { 2, 5 }, { 7, 100 }, { 1000, 3099 },
+                               { 4098, 1 }, { 13, 4086 } };
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        size_t off = cuts[c][0], len = cuts[c][1];
+        tr_rng_uniform(part, len, KEY, off);
+        CHECK(memcmp(part, whole_u + off, len * sizeof(float)) == 0, "uniform slice %zu+%zu", off, len);
+        tr_rng_normal(part, len, KEY, off);
+        CHECK(memcmp(part, whole_n + off, len * sizeof(float)) == 0, "normal slice %zu+%zu", off, len);
+        tr_dropout_mask_bits(part_k, len, 0.3f, KEY, off);
+        CHECK(memcmp(part_k, whole_k + off, len) == 0, "mask slice %zu+%zu", off, len);
+    }
+    /* masks agree with the uniforms they are defined by */
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += whole_k[i] != (whole_u[i] >= 0.3f);
+    CHECK(bad == 0, "%d mask bits disagree with uniform >= p", bad);
+}
+
+/* Big enough for the parallel path; the parallel split must not change a bit. */
+static void test_large_stream_matches_slices(void)
+{
+    size_t n = 200000;
+    float *whole = malloc(n * sizeof *whole), *part = malloc(n * sizeof *part);
+    CHECK(whole && part, "malloc");
+    if (!whole || !part) { free(whole); free(part); return; }
+    tr_rng_uniform(whole, n, KEY, 3);
+    int bad = 0;
+    for (size_t off = 0; off < n; off += 50000) {
+        tr_rng_uniform(part, 50000, KEY, 3 + off);
+        bad += memcmp(part, whole + off, 50000 * sizeof(float)) != 0;
+    }
+    CHECK(bad == 0, "%d chunks of the big stream differ", bad);
+    free(whole);
+    free(part);
+}
+
+/* ------------------------------------------------------------ distributions */
+
+static void test_dropout_keep_rate(void)
+{
+    size_t n = 1000000;
+    uint8_t *keep = malloc(n);
+    CHECK(keep != NULL, "malloc");
+    if (!keep) return;
+    const float ps[4] = { 0.1f, 0.5f, 0.9f, 0.0f };
+    for (int j = 0; j < 4; j++) {
+        float p = ps[j];
+        tr_rng_key k = KEY;
+        k.op = 100 + (uint32_t)j;
+        tr_dropout_mask_bits(keep, n, p, k, 0);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) kept += keep[i];
+        double q = 1.0 - p, sigma = sqrt(n * q * (1 - q));
+        CHECK(fabs((double)kept - n * q) <= 5 * sigma, "p=%g kept %zu of %zu (expected %.0f +- %.0f)",
+              p, kept, n, n * q, sigma);
+        if (p == 0.0f) CHECK(kept == n, "p=0 keeps everything");
+    }
+    tr_dropout_mask_bits(keep, 1000, 1.0f, KEY, 0);
+    size_t kept = 0;
+    for (int i = 0; i < 1000; i++) kept += keep[i];
+    CHECK(kept == 0, "p=1 drops everything: kept %zu", kept);
+    free(keep);
+}
+
+static void test_normal_moments(void)
+{
+    size_t n = 1000000;
+    float *z = malloc(n * sizeof *z);
+    CHECK(z != NULL, "malloc");
+    if (!z) return;
+    tr_rng_normal(z, n, KEY, 11);
+    double s = 0, s2 = 0, s4 = 0;
+    size_t beyond3 = 0;
+    int finite = 1;
+    for (size_t i = 0; i < n; i++) {
+        double v = z[i];
+        if (!isfinite(v)) finite = 0;
+        s += v;
+        s2 += v * v;
+        s4 += v * v * v * v;
+        beyond3 += fabs(v) > 3.0;
+    }
+    double mean = s / n, var = s2 / n - mean * mean, kurt = s4 / n;
+    CHECK(finite, "every normal is finite");
+    /* standard errors: mean 1e-3, variance ~1.4e-3, 4th moment ~9.8e-3 */
+    CHECK(fabs(mean) < 5e-3, "mean %g", mean);
+    CHECK(fabs(var - 1.0) < 8e-3, "variance %g", var);
+    CHECK(fabs(kurt - 3.0) < 0.05, "fourth moment %g", kurt);
+    /* P(|z| > 3) = 0.0027 */
+    CHECK(fabs(beyond3 / (double)n - 0.0027) < 0.0003, "tail fraction %g", beyond3 / (double)n);
+    free(z);
+}
+
+static void test_uniform_moments(void)
+{
+    size_t n = 1000000;
+    float *u = malloc(n * sizeof *u);
+    CHECK(u != NULL, "malloc");
+    if (!u) return;
+    tr_rng_uniform(u, n, KEY, 0);
+    double s = 0, s2 = 0;
+    size_t buckets[10] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        s += u[i];
+        s2 += (double)u[i] * u[i];
+        buckets[(int)(u[i] * 10)]++;
+    }
+    double mean = s / n, var = s2 / n - mean * mean;
+    CHECK(fabs(mean - 0.5) < 5 * sqrt(1.0 / 12 / n), "mean %g", mean);
+    CHECK(fabs(var - 1.0 / 12) < 1e-3, "variance %g", var);
+    for (int b = 0; b < 10; b++)
+        CHECK(fabs(buckets[b] - n / 10.0) < 5 * sqrt(n * 0.09), "bucket %d has %zu", b, buckets[b]);
+    free(u);
+}
+
+int main(void)
+{
+    RUN(test_philox_known_answers);
+    RUN(test_stream_layout);
+    RUN(test_same_key_same_bits);
+    RUN(test_slices_match_whole);
+    RUN(test_large_stream_matches_slices);
+    RUN(test_dropout_keep_rate);
+    RUN(test_normal_moments);
+    RUN(test_uniform_moments);
+    return check_done();
+}
