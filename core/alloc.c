@@ -351,12 +351,16 @@ static tr_blk *segment_new(tr_alloc *a, int pool, uintptr_t stream, uint64_t siz
     return b;
 }
 
-/* Returns a segment that holds no live block (one free block, in the treap) to the backend. */
+/* Returns a segment that holds no live block to the backend. Coalescing leaves it one
+ * free block; walking them all keeps a coalescing bug a check failure, not a crash. */
 static void segment_release(tr_alloc *a, tr_seg *s)
 {
-    tr_blk *b = s->first;
-    free_erase(a, b);
-    blk_recycle(a, b);
+    for (tr_blk *b = s->first; b;) {
+        tr_blk *next = b->next;
+        free_erase(a, b);
+        blk_recycle(a, b);
+        b = next;
+    }
     if (s->prev) s->prev->next = s->next;
     else a->segs = s->next;
     if (s->next) s->next->prev = s->prev;
