@@ -9,4 +9,5 @@
 #include "ctx.h"
 #include "tensor.h"
 #include "rng.h"
+#include "ops_nn.h"
 #endif
