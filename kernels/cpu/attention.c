@@ -39,6 +39,24 @@ size_t tr_attention_scratch_elems(int64_t T, int nthreads)
            (size_t)(T > 0 ? T : 0);
 }
 
+/* OpenBLAS (pthread build) does not know it runs inside an OpenMP region and would
+ * start its own threads for every block GEMM of every thread: measured 4x slower on 2
+ * cores. The kernels run their GEMMs single-threaded inside their own parallel region and
+ * restore the caller's BLAS thread count afterwards. This touches OpenBLAS's process-wide
+ * setting, which is safe because ops run one at a time (the runtime calls them from one
+ * thread). */
+static int blas_single_begin(void)
+{
+    int prev = openblas_get_num_threads();
+    if (prev != 1) openblas_set_num_threads(1);
+    return prev;
+}
+
+static void blas_single_end(int prev)
+{
+    if (prev != 1) openblas_set_num_threads(prev);
+}
+
 static int key_kept(const void *mask, int mask_dtype, int64_t b, int64_t T, int64_t j)
 {
     if (!mask) return 1;

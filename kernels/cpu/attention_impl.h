@@ -28,6 +28,7 @@ void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *
     const int use_drop = drop && drop->p > 0;
     const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
     const int64_t ntask = B * H * nblk;
+    int blas_prev = blas_single_begin();
 #pragma omp parallel num_threads(nthreads)
     {
         REAL *S = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
@@ -66,6 +67,7 @@ void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *
                  (int)T, vb, (int)ld, 0, out + ((b * T + i0) * H + h) * D, (int)ld);
         }
     }
+    blas_single_end(blas_prev);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -82,6 +84,7 @@ void KFN(tr_attention_backward)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
     const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
     /* One task per (b, h): dk and dv of a head are sums over all its query blocks, and
      * only this task writes them. */
+    int blas_prev = blas_single_begin();
 #pragma omp parallel num_threads(nthreads)
     {
         REAL *P = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
@@ -139,4 +142,5 @@ void KFN(tr_attention_backward)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
             }
         }
     }
+    blas_single_end(blas_prev);
 }
