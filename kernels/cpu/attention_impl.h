@@ -12,6 +12,10 @@ static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const void *ma
         for (int64_t j = 0; j < T; j++) P[j] = 0;
         return;
     }
+    if (!mask) {
+        for (int64_t j = 0; j < T; j++) P[j] = exp(S[j] - lse);
+        return;
+    }
     for (int64_t j = 0; j < T; j++)
         P[j] = key_kept(mask, mask_dtype, b, T, j) ? exp(S[j] - lse) : 0;
 }
@@ -43,18 +47,30 @@ void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, scale, qb,
                  (int)ld, kb, (int)ld, 0, S, (int)T);
             for (int64_t r = 0; r < nb; r++) {
+                /* one exp per score: P = exp(S - max) in place, then scaled by 1/sum */
                 REAL *Sr = S + r * T;
                 REAL mx = -INFINITY;
-                for (int64_t j = 0; j < T; j++)
-                    if (key_kept(mask, mask_dtype, b, T, j) && Sr[j] > mx) mx = Sr[j];
+                if (mask) {
+                    for (int64_t j = 0; j < T; j++) {
+                        if (!key_kept(mask, mask_dtype, b, T, j)) Sr[j] = -INFINITY;
+                        mx = Sr[j] > mx ? Sr[j] : mx;
+                    }
+                } else {
+                    for (int64_t j = 0; j < T; j++) mx = Sr[j] > mx ? Sr[j] : mx;
+                }
                 REAL row_lse = -INFINITY;
-                if (mx != -INFINITY) {
+                if (mx == -INFINITY) {
+                    for (int64_t j = 0; j < T; j++) Sr[j] = 0;
+                } else {
                     REAL sum = 0;
-                    for (int64_t j = 0; j < T; j++)
-                        if (key_kept(mask, mask_dtype, b, T, j)) sum += exp(Sr[j] - mx);
+                    for (int64_t j = 0; j < T; j++) {
+                        Sr[j] = exp(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
+                        sum += Sr[j];
+                    }
+                    REAL inv = 1 / sum;
+                    for (int64_t j = 0; j < T; j++) Sr[j] *= inv;
                     row_lse = mx + log(sum);
                 }
-                KFN(probs_from_lse)(Sr, Sr, row_lse, mask, mask_dtype, b, T);
                 lse[bh * T + i0 + r] = row_lse;
                 if (use_drop) {
                     uint64_t off = (uint64_t)((bh * T + i0 + r) * T);
