@@ -17,7 +17,7 @@ static int not_built(tr_ctx *ctx, const char *op)
 static int check_common(tr_ctx *ctx, const char *op, const tr_tensor *x, const tr_tensor *weight,
                         const tr_tensor *mean, const tr_tensor *rstd, int64_t *N, int64_t *C)
 {
-    char s1[160], s2[160];
+    char s1[160], s2[160], s3[160];
     int rc;
     if (x->ndim < 1)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: x is a scalar; it must be [..., C]", op);
@@ -32,7 +32,7 @@ static int check_common(tr_ctx *ctx, const char *op, const tr_tensor *x, const t
                        "%s: x has shape %s so mean and rstd need %lld elements (one per row), "
                        "but mean has shape %s and rstd %s",
                        op, tr_nn_shape(x, s1), (long long)*N, tr_nn_shape(mean, s2),
-                       tr_nn_shape(rstd, s2 + 80));
+                       tr_nn_shape(rstd, s3));
     return TR_OK;
 }
 

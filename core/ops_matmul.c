@@ -1,7 +1,9 @@
 /* ops_matmul.c — tensor-level matmul and Linear (forward and backward) over the CBLAS
- * kernels of kernels/cpu/matmul.c. Half-precision operands are staged to f32 (weights once,
- * activations in chunks of rows) and the GEMM runs in f32 with f32 accumulation: on this
- * class of CPU (no AVX512-BF16) that beats cblas_sbgemm, see bench/bench_gemm.c. */
+ * kernels of kernels/cpu/matmul.c. Half-precision operands are staged to f32 and the GEMM
+ * runs in f32 with f32 accumulation: Linear converts its weight once and its activations
+ * in chunks of rows; the general matmul converts whole operands. cblas_sbgemm is not an
+ * option with Debian's OpenBLAS 0.3.21 (declared, not exported) and this CPU has no
+ * AVX512-BF16 anyway, see bench/bench_gemm.c. */
 #include "ops_nn.h"
 #include "ops_nn_util.h"
 #include "cpu/matmul.h"

@@ -13,10 +13,17 @@ const char *tr_nn_shape(const tr_tensor *t, char *buf)
         strcpy(buf, "NULL");
         return buf;
     }
+    /* at most 8 dims of at most 20 digits + ", " each: 1 + 8 * 22 + 2 > 160, so stop
+     * early with "..." rather than overflow */
     size_t len = 0;
     buf[len++] = '[';
-    for (int i = 0; i < t->ndim && i < 8; i++)
+    for (int i = 0; i < t->ndim && i < 8; i++) {
+        if (len > 130) {
+            len += (size_t)snprintf(buf + len, 160 - len, ", ...");
+            break;
+        }
         len += (size_t)snprintf(buf + len, 160 - len, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    }
     buf[len++] = ']';
     buf[len] = '\0';
     return buf;
