@@ -24,7 +24,11 @@ static int check_common(tr_ctx *ctx, const char *op, const tr_tensor *x, const t
     *C = x->shape[x->ndim - 1];
     *N = 1;
     for (int i = 0; i < x->ndim - 1; i++) *N *= x->shape[i];
-    if ((rc = tr_nn_check_shape(ctx, op, "weight", weight, 1, C))) return rc;
+    if (weight->ndim != 1 || weight->shape[0] != *C)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: x has shape %s but weight has shape %s; weight must be [%lld] (the "
+                       "normalised last dim of x)",
+                       op, tr_nn_shape(x, s1), tr_nn_shape(weight, s2), (long long)*C);
     if ((rc = tr_nn_check_f32(ctx, op, "mean", mean)) || (rc = tr_nn_check_f32(ctx, op, "rstd", rstd)))
         return rc;
     if (mean->numel != *N || rstd->numel != *N)

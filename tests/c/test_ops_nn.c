@@ -377,7 +377,7 @@ static void test_errors_name_op_tensor_and_shape(void)
     int64_t ls[1] = { 5 };
     tr_tensor *lw = mk(1, ls, TR_F32, NULL), *mean = mk(1, xs, TR_F32, NULL);
     CHECK(tr_op_layernorm(ctx, x, mean, mean, x, lw, NULL, 1e-5f) == TR_EUSER, "bad weight accepted");
-    CHECK(strstr(tr_ctx_errmsg(ctx), "layernorm: weight has shape [5] but must be [7]") != NULL,
+    CHECK(strstr(tr_ctx_errmsg(ctx), "layernorm: x has shape [4, 7] but weight has shape [5]") != NULL,
           "message: %s", tr_ctx_errmsg(ctx));
     tr_tensor *ix = mk(2, xs, TR_I32, NULL);
     CHECK(tr_op_gelu(ctx, ix, ix, 0) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "dtype i32"),
@@ -397,6 +397,25 @@ static void test_errors_name_op_tensor_and_shape(void)
     CHECK(tr_op_attention(ctx, q, q, q, q, q, NULL, 0, 0, NULL) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "must be [B, T, H, D]"),
           "3-D q: %s", tr_ctx_errmsg(ctx));
+    int64_t s4[4] = { 2, 4, 3, 2 }, sl[3] = { 2, 3, 4 }, bad_mask[2] = { 2, 5 };
+    tr_tensor *q4 = mk(4, s4, TR_F32, NULL), *lse = mk(3, sl, TR_F32, NULL);
+    tr_tensor *m = mk(2, bad_mask, TR_I32, NULL);
+    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, m, 0, 0, NULL) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "mask has shape [2, 5] but must be [2, 4]"),
+          "mask shape: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, NULL, 0, 0.1f, NULL) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "needs an RNG key"),
+          "dropout without key: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, NULL, 0, 1.0f, NULL) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "must be in [0, 1)"),
+          "dropout 1: %s", tr_ctx_errmsg(ctx));
+    int64_t dws[2] = { 3, 7 };
+    tr_tensor *hdw = mk(2, dws, TR_BF16, NULL), *dout = mk(2, os, TR_F32, NULL);
+    CHECK(tr_op_linear_backward(ctx, NULL, hdw, NULL, dout, x, NULL) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "dw has dtype bf16 but must be f32"),
+          "bf16 dw: %s", tr_ctx_errmsg(ctx));
+    tr_tensor_free(q4); tr_tensor_free(lse); tr_tensor_free(m); tr_tensor_free(hdw);
+    tr_tensor_free(dout);
     tr_tensor_free(x); tr_tensor_free(w); tr_tensor_free(o); tr_tensor_free(lw);
     tr_tensor_free(mean); tr_tensor_free(ix); tr_tensor_free(q);
 }
