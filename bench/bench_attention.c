@@ -1,7 +1,7 @@
 /* bench_attention.c — the tiled CPU attention (tr_op_attention, kernels/cpu/attention.c)
  * against a naive attention that materialises the T x T probabilities (written here, with
  * the same BLAS calls per (b, h)), at B=8, H=12, D=64, T = 128, 256, 512, f32, no mask,
- * no dropout. Times are the best of 3 runs; "extra" is the memory each needs beyond q, k,
+ * no dropout. Times are the best of 5 runs (the machine is shared); "extra" is the memory each needs beyond q, k,
  * v, out and their gradients: for the tiled op the allocator's measured workspace peak
  * plus the saved lse; for the naive one the saved P (forward) plus dP (backward). The max
  * difference between the two outputs is printed as a sanity check. */
@@ -93,7 +93,7 @@ int main(void)
     tr_ctx *ctx = tr_ctx_new();
     const int64_t B = 8, H = 12, D = 64;
     static const int64_t Ts[] = { 128, 256, 512 };
-    printf("attention, B=%lld H=%lld D=%lld, f32, %d threads; ms best of 3; extra = memory beyond "
+    printf("attention, B=%lld H=%lld D=%lld, f32, %d threads; ms best of 5; extra = memory beyond "
            "q/k/v/out and grads\n\n",
            (long long)B, (long long)H, (long long)D, tr_attention_threads());
     printf("%5s | %9s %9s %11s | %9s %9s %11s | %9s %8s\n", "T", "tiled fwd", "tiled bwd",
@@ -107,7 +107,7 @@ int main(void)
         tr_alloc *a = tr_ctx_alloc(ctx, TR_CPU);
         tr_alloc_reset_peak(a);
         double tf = 1e30, tb = 1e30;
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 5; r++) {
             double t0 = now();
             if (tr_op_attention(ctx, o, lse, q, k, v, NULL, 0, 0, NULL)) {
                 printf("attention: %s\n", tr_ctx_errmsg(ctx));
@@ -134,7 +134,7 @@ int main(void)
         int prev = openblas_get_num_threads();
         openblas_set_num_threads(1);
         double nf = 1e30, nb = 1e30;
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 5; r++) {
             double t0 = now();
             naive_forward(&nv, no, q->data, k->data, v->data);
             double t1 = now();
