@@ -1,5 +1,5 @@
 /* attention_impl.h — the body of attention.c over REAL, instantiated for float and double.
- * Expects REAL, KFN(name) and GEMM (cblas_sgemm or cblas_dgemm). Leading dimension of every
+ * Expects REAL, KFN(name), GEMM (cblas_sgemm or cblas_dgemm) and KEXP (exp for the type). Leading dimension of every
  * q/k/v/out row is H*D: row t of head h in batch b starts at ((b*T + t)*H + h)*D. */
 
 /* ------------------------------------------------------------ shared row steps */
@@ -13,11 +13,12 @@ static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const void *ma
         return;
     }
     if (!mask) {
-        for (int64_t j = 0; j < T; j++) P[j] = exp(S[j] - lse);
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) P[j] = KEXP(S[j] - lse);
         return;
     }
     for (int64_t j = 0; j < T; j++)
-        P[j] = key_kept(mask, mask_dtype, b, T, j) ? exp(S[j] - lse) : 0;
+        P[j] = key_kept(mask, mask_dtype, b, T, j) ? KEXP(S[j] - lse) : 0;
 }
 
 /* ------------------------------------------------------------ forward */
@@ -63,8 +64,9 @@ void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *
                     for (int64_t j = 0; j < T; j++) Sr[j] = 0;
                 } else {
                     REAL sum = 0;
+#pragma omp simd reduction(+ : sum)
                     for (int64_t j = 0; j < T; j++) {
-                        Sr[j] = exp(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
+                        Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
                         sum += Sr[j];
                     }
                     REAL inv = 1 / sum;
