@@ -12,4 +12,5 @@
 #include "safetensors.h"
 #include "ops_elem.h"
 #include "cuda_device.h"
+#include "ops_nn.h"
 #endif

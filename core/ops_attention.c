@@ -1,0 +1,216 @@
+/* ops_attention.c — tensor-level scaled-dot-product attention (kernels/cpu/attention.c).
+ *
+ * The kernel's per-thread block scratch (threads x 3 x 64 x T floats) comes from the
+ * allocator with tag workspace, so it is visible in the memory ledger. f32 tensors run
+ * in one kernel call over the whole batch; half tensors are staged to f32 a group of
+ * batch elements at a time (attention is independent per batch element), with the
+ * dropout stream offset by the group's first element so that element (b, h, i, j) always
+ * draws uniform ((b*H + h)*T + i)*T + j of the key's stream. */
+#include "ops_nn.h"
+#include "ops_nn_util.h"
+#include "cpu/attention.h"
+
+#include <limits.h>
+#include <math.h>
+
+/* ------------------------------------------------------------ dropout stream */
+
+typedef struct attn_stream {
+    tr_rng_key key;
+    uint64_t base;    /* stream index of the first element of this batch group */
+} attn_stream;
+
+static void attn_uniform(float *out, size_t n, const void *key, uint64_t offset)
+{
+    const attn_stream *s = key;
+    tr_rng_uniform(out, n, s->key, s->base + offset);
+}
+
+/* ------------------------------------------------------------ checks */
+
+typedef struct attn_dims {
+    int64_t B, T, H, D;
+} attn_dims;
+
+static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *const *bthd,
+                      const char *const *names, int n, const tr_tensor *lse, const tr_tensor *mask,
+                      float dropout_p, const tr_rng_key *key, attn_dims *d)
+{
+    char s1[160], s2[160];
+    int rc;
+    for (int i = 0; i < n; i++)
+        if ((rc = tr_nn_check_float(ctx, op, names[i], bthd[i]))) return rc;
+    const tr_tensor *q = bthd[0];
+    if (q->ndim != 4)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: %s has shape %s but must be [B, T, H, D]; reshape the [B, T, H*D] "
+                       "projection output to 4 dims (a free view)",
+                       op, names[0], tr_nn_shape(q, s1));
+    for (int i = 1; i < n; i++)
+        if ((rc = tr_nn_check_shape(ctx, op, names[i], bthd[i], 4, q->shape))) return rc;
+    *d = (attn_dims){ q->shape[0], q->shape[1], q->shape[2], q->shape[3] };
+    int64_t want[3] = { d->B, d->H, d->T };
+    if ((rc = tr_nn_check_f32(ctx, op, "lse", lse)) ||
+        (rc = tr_nn_check_shape(ctx, op, "lse", lse, 3, want)))
+        return rc;
+    if (mask) {
+        if (mask->dtype != TR_I32 && mask->dtype != TR_F32)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "%s: mask has dtype %s but must be i32 or f32 (1 = keep, 0 = pad)", op,
+                           tr_dtype_name(mask->dtype));
+        int64_t bt[2] = { d->B, d->T };
+        if ((rc = tr_nn_check_shape(ctx, op, "mask", mask, 2, bt))) return rc;
+    }
+    if (!(dropout_p >= 0 && dropout_p < 1))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: dropout_p = %g must be in [0, 1) (attention_probs_dropout_prob)", op,
+                       (double)dropout_p);
+    if (dropout_p > 0 && !key)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: dropout_p = %g needs an RNG key, which is NULL", op, (double)dropout_p);
+    if (d->T > INT_MAX / 64 || d->H * d->D > INT_MAX)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: %s has shape %s, beyond the BLAS index limit; shorten T or H*D", op,
+                       names[0], tr_nn_shape(q, s2));
+    return TR_OK;
+}
+
+static float default_scale(float scale, int64_t D) { return scale > 0 ? scale : 1.0f / sqrtf((float)D); }
+
+/* Batch elements per group when staging half tensors: about 1 Mi elements per tensor. */
+static int64_t group_size(const attn_dims *d, int all_f32)
+{
+    if (all_f32) return d->B > 0 ? d->B : 1;
+    int64_t per = d->T * d->H * d->D;
+    int64_t g = per > 0 ? ((int64_t)1 << 20) / per : d->B;
+    return g > 0 ? g : 1;
+}
+
+/* ------------------------------------------------------------ forward */
+
+int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,
+                    const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
+                    float dropout_p, const tr_rng_key *key)
+{
+    static const char *op = "attention";
+    if (!out || !lse || !q || !k || !v)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: out, lse, q, k and v must not be NULL (mask may be)", op);
+    const tr_tensor *ts[] = { q, k, v, out, lse, mask };
+    const char *names[] = { "q", "k", "v", "out", "lse", "mask" };
+    int device, rc;
+    attn_dims d;
+    if ((rc = tr_nn_check_device(ctx, op, ts, names, 6, &device))) return rc;
+    if ((rc = check_args(ctx, op, ts, names, 4, lse, mask, dropout_p, key, &d))) return rc;
+    scale = default_scale(scale, d.D);
+
+    switch (device) {
+    case TR_CPU: {
+        int nthreads = tr_attention_threads();
+        float *scratch = NULL;
+        if ((rc = tr_nn_scratch(ctx, tr_attention_scratch_elems(d.T, nthreads) * sizeof(float),
+                                (void **)&scratch)))
+            return rc;
+        int all_f32 = q->dtype == TR_F32 && k->dtype == TR_F32 && v->dtype == TR_F32 &&
+                      out->dtype == TR_F32;
+        int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
+        attn_stream stream = { key ? *key : (tr_rng_key){ 0, 0, 0, 0 }, 0 };
+        tr_attn_dropout drop = { dropout_p, attn_uniform, &stream };
+        for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
+            int64_t nb = d.B - b0 < g ? d.B - b0 : g;
+            float *Q = NULL, *K = NULL, *V = NULL, *O = NULL;
+            void *oq = NULL, *ok = NULL, *ov = NULL, *oo = NULL;
+            rc = tr_nn_load(ctx, q, b0 * per, nb * per, &Q, &oq);
+            if (rc == TR_OK) rc = tr_nn_load(ctx, k, b0 * per, nb * per, &K, &ok);
+            if (rc == TR_OK) rc = tr_nn_load(ctx, v, b0 * per, nb * per, &V, &ov);
+            if (rc == TR_OK) rc = tr_nn_out(ctx, out, b0 * per, nb * per, 0, &O, &oo);
+            if (rc == TR_OK) {
+                stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
+                tr_attention_forward_f32(O, (float *)lse->data + b0 * d.H * d.T, Q, K, V,
+                                         mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
+                                         mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL,
+                                         scale, nb, d.T, d.H, d.D, scratch, nthreads);
+                tr_nn_store(out, b0 * per, O, nb * per);
+            }
+            tr_nn_scratch_free(ctx, oq);
+            tr_nn_scratch_free(ctx, ok);
+            tr_nn_scratch_free(ctx, ov);
+            tr_nn_scratch_free(ctx, oo);
+        }
+        tr_nn_scratch_free(ctx, scratch);
+        return rc;
+    }
+    default:
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: the CUDA path of this op is not built yet; run on the CPU (device = "
+                       "\"cpu\")",
+                       op);
+    }
+}
+
+/* ------------------------------------------------------------ backward */
+
+int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv,
+                             const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
+                             const tr_tensor *v, const tr_tensor *lse, const tr_tensor *mask,
+                             float scale, float dropout_p, const tr_rng_key *key)
+{
+    static const char *op = "attention_backward";
+    if (!dq || !dk || !dv || !dout || !q || !k || !v || !lse)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: dq, dk, dv, dout, q, k, v and lse must not be NULL (mask may be)", op);
+    const tr_tensor *ts[] = { q, k, v, dout, dq, dk, dv, lse, mask };
+    const char *names[] = { "q", "k", "v", "dout", "dq", "dk", "dv", "lse", "mask" };
+    int device, rc;
+    attn_dims d;
+    if ((rc = tr_nn_check_device(ctx, op, ts, names, 9, &device))) return rc;
+    if ((rc = check_args(ctx, op, ts, names, 7, lse, mask, dropout_p, key, &d))) return rc;
+    scale = default_scale(scale, d.D);
+
+    switch (device) {
+    case TR_CPU: {
+        int nthreads = tr_attention_threads();
+        float *scratch = NULL;
+        if ((rc = tr_nn_scratch(ctx, tr_attention_scratch_elems(d.T, nthreads) * sizeof(float),
+                                (void **)&scratch)))
+            return rc;
+        int all_f32 = 1;
+        for (int i = 0; i < 7; i++) all_f32 &= ts[i]->dtype == TR_F32;
+        int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
+        attn_stream stream = { key ? *key : (tr_rng_key){ 0, 0, 0, 0 }, 0 };
+        tr_attn_dropout drop = { dropout_p, attn_uniform, &stream };
+        for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
+            int64_t nb = d.B - b0 < g ? d.B - b0 : g, off = b0 * per, n = nb * per;
+            float *Q = NULL, *K = NULL, *V = NULL, *DO = NULL, *DQ = NULL, *DK = NULL, *DV = NULL;
+            void *o[7] = { NULL };
+            rc = tr_nn_load(ctx, q, off, n, &Q, &o[0]);
+            if (rc == TR_OK) rc = tr_nn_load(ctx, k, off, n, &K, &o[1]);
+            if (rc == TR_OK) rc = tr_nn_load(ctx, v, off, n, &V, &o[2]);
+            if (rc == TR_OK) rc = tr_nn_load(ctx, dout, off, n, &DO, &o[3]);
+            if (rc == TR_OK) rc = tr_nn_out(ctx, dq, off, n, 0, &DQ, &o[4]);
+            if (rc == TR_OK) rc = tr_nn_out(ctx, dk, off, n, 0, &DK, &o[5]);
+            if (rc == TR_OK) rc = tr_nn_out(ctx, dv, off, n, 0, &DV, &o[6]);
+            if (rc == TR_OK) {
+                stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
+                tr_attention_backward_f32(DQ, DK, DV, DO, Q, K, V,
+                                          (const float *)lse->data + b0 * d.H * d.T,
+                                          mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
+                                          mask ? mask->dtype : TR_I32,
+                                          dropout_p > 0 ? &drop : NULL, scale, nb, d.T, d.H, d.D,
+                                          scratch, nthreads);
+                tr_nn_store(dq, off, DQ, n);
+                tr_nn_store(dk, off, DK, n);
+                tr_nn_store(dv, off, DV, n);
+            }
+            for (int i = 0; i < 7; i++) tr_nn_scratch_free(ctx, o[i]);
+        }
+        tr_nn_scratch_free(ctx, scratch);
+        return rc;
+    }
+    default:
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: the CUDA path of this op is not built yet; run on the CPU (device = "
+                       "\"cpu\")",
+                       op);
+    }
+}

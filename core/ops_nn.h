@@ -1,0 +1,88 @@
+/* ops_nn.h — tensor-level transformer-core ops: matmul, linear, layernorm, GELU, softmax
+ * and scaled-dot-product attention, forward and backward.
+ *
+ * Contract shared by every op here:
+ *   - outputs come first and are pre-allocated by the caller, who owns their lifetimes
+ *     and tags; inputs follow, then scalars. Gradients say whether they OVERWRITE (=) or
+ *     ACCUMULATE (+=); a NULL gradient is skipped (frozen parameters need none).
+ *   - activations may be f32, bf16 or f16 (each tensor independently); on the CPU they are
+ *     converted in chunks of rows to f32 scratch, the f32 kernel runs, results are
+ *     converted back. Reductions are always in f32. Parameter gradients (dw, dbias,
+ *     dweight) and the saved statistics (layernorm mean/rstd, attention lse) are f32.
+ *   - all tensors must be on one device; scratch comes from that device's allocator
+ *     with tag workspace and is released before the op returns.
+ *   - errors: TR_EUSER with a message naming the op, the tensor and its shape (in the
+ *     ctx's error); TR_EOOM when scratch could not be allocated. Nothing is written to
+ *     the outputs when an argument check fails. */
+#ifndef TR_OPS_NN_H
+#define TR_OPS_NN_H
+
+#include "tensor.h"
+#include "rng.h"
+
+/* GELU forms: BERT's "gelu" (erf) and "gelu_new" / "gelu_pytorch_tanh" (tanh). */
+typedef enum tr_gelu_kind {
+    TR_OP_GELU_ERF = 0,
+    TR_OP_GELU_TANH = 1
+} tr_gelu_kind;
+
+/* ------------------------------------------------------------ matmul, linear */
+
+/* out[..., M, N] = alpha * op(a) op(b) + beta * out + bias[N] (bias may be NULL).
+ * a is [..., M, K] ([..., K, M] when trans_a); b is [..., K, N] ([..., N, K] when trans_b)
+ * with the same leading batch shape as a, or 2-D and then shared by every batch.
+ * beta == 0 never reads out. */
+int tr_op_matmul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
+                 const tr_tensor *bias, int trans_a, int trans_b, float alpha, float beta);
+
+/* out[..., O] = x[..., I] w[O, I]^T + bias[O] (bias may be NULL). */
+int tr_op_linear(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const tr_tensor *w,
+                 const tr_tensor *bias);
+/* dx[..., I] (=) = dout w; dw[O, I] (+=) += dout^T x; dbias[O] (+=) += column sums of
+ * dout. Each of dx, dw, dbias may be NULL; dw and dbias must be f32. */
+int tr_op_linear_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *dbias,
+                          const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w);
+
+/* ------------------------------------------------------------ layernorm */
+
+/* Over the last dim C of x[..., C]: out (=) like x; mean and rstd (=) f32 with numel
+ * x.numel / C, saved for the backward; weight[C]; bias[C] may be NULL. */
+int tr_op_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *mean, tr_tensor *rstd,
+                    const tr_tensor *x, const tr_tensor *weight, const tr_tensor *bias,
+                    float eps);
+/* dx (=) may be NULL; dweight and dbias (+=, f32) may be NULL (frozen). */
+int tr_op_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dweight, tr_tensor *dbias,
+                             const tr_tensor *dout, const tr_tensor *x, const tr_tensor *weight,
+                             const tr_tensor *mean, const tr_tensor *rstd);
+
+/* ------------------------------------------------------------ activations */
+
+/* out (=) = gelu(x), any shape; kind is a tr_gelu_kind. out may be x. */
+int tr_op_gelu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int kind);
+/* dx (=) = dout * gelu'(x). */
+int tr_op_gelu_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x,
+                        int kind);
+
+/* out (=) = softmax over the last dim of x. */
+int tr_op_softmax(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);
+/* dx (=) from dout and the forward's output y. */
+int tr_op_softmax_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *y);
+
+/* ------------------------------------------------------------ attention */
+
+/* q, k, v, out: [B, T, H, D] (the [B, T, H*D] Linear outputs reshaped, no transposes);
+ * lse (=): [B, H, T] f32, the row log-sum-exp the backward needs (-inf for a row whose keys
+ * are all padded; its out is 0). mask: [B, T] i32 or f32, nonzero = keep, 0 = pad; NULL =
+ * none. scale <= 0 means 1/sqrt(D). dropout_p in [0, 1) on the attention probabilities,
+ * drawn from key (element ((b*H + h)*T + i)*T + j of key's stream); key may be NULL when
+ * dropout_p == 0. Memory: O(threads * 64 * T) scratch, never T x T per head. */
+int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,
+                    const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
+                    float dropout_p, const tr_rng_key *key);
+/* dq, dk, dv (=) [B, T, H, D]; mask, scale, dropout_p and key must be the forward's. */
+int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv,
+                             const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
+                             const tr_tensor *v, const tr_tensor *lse, const tr_tensor *mask,
+                             float scale, float dropout_p, const tr_rng_key *key);
+
+#endif

@@ -1,0 +1,66 @@
+/* attention.h — scaled-dot-product attention on the CPU that never holds a T x T matrix.
+ *
+ * Layout: q, k, v, out are [B, T, H, D] (the [B, T, H*D] output of the projection Linears,
+ * so no transposes); lse is [B, H, T]; the key padding mask is [B, T] (i32 or f32, nonzero
+ * = keep, 0 = pad; NULL = none). P = softmax(scale * q k^T + mask) per (b, h), then
+ * attention-probability dropout, out = P v.
+ *
+ * Tiling: query rows are processed in blocks of TR_ATTN_BLOCK per (b, h); each thread owns
+ * a scratch of TR_ATTN_SCRATCH_BUFS x TR_ATTN_BLOCK x T values, which the caller provides
+ * (see tr_attention_scratch_elems) so that it shows in the allocator's workspace ledger.
+ * Scores of a block are a GEMM, softmax is two-pass over the block's full key row, and the
+ * backward recomputes the block's probabilities from q, k and lse.
+ *
+ * Dropout: element (b, h, i, j) has stream index ((b*H + h)*T + i)*T + j; it is kept when
+ * its uniform >= p and then scaled by 1/(1-p). The uniforms come from drop->uniform (the
+ * keyed counter RNG in the runtime), so the backward regenerates the forward's mask.
+ *
+ * A row whose keys are all masked has out = 0, zero gradients and lse = -inf (no NaN). */
+#ifndef TR_KERNELS_CPU_ATTENTION_H
+#define TR_KERNELS_CPU_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TR_ATTN_BLOCK = 64, TR_ATTN_SCRATCH_BUFS = 3 };
+
+/* Fills out[i] = uniform of stream element offset + i, in [0, 1). */
+typedef void (*tr_uniform_fn)(float *out, size_t n, const void *key, uint64_t offset);
+
+typedef struct tr_attn_dropout {
+    float p;                  /* probability of dropping, in [0, 1) */
+    tr_uniform_fn uniform;
+    const void *key;          /* passed to uniform */
+} tr_attn_dropout;
+
+/* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch
+ * they need for that many threads, in elements of the kernel's type. */
+int tr_attention_threads(void);
+size_t tr_attention_scratch_elems(int64_t T, int nthreads);
+
+/* out[B,T,H,D] (=), lse[B,H,T] (=). mask_dtype is TR_I32 or TR_F32 (ignored when mask is
+ * NULL); drop NULL or p == 0 means no dropout. scale is usually 1/sqrt(D). scratch has
+ * tr_attention_scratch_elems(T, nthreads) elements. */
+void tr_attention_forward_f32(float *out, float *lse, const float *q, const float *k,
+                              const float *v, const void *mask, int mask_dtype,
+                              const tr_attn_dropout *drop, float scale, int64_t B, int64_t T,
+                              int64_t H, int64_t D, float *scratch, int nthreads);
+void tr_attention_forward_f64(double *out, double *lse, const double *q, const double *k,
+                              const double *v, const void *mask, int mask_dtype,
+                              const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,
+                              int64_t H, int64_t D, double *scratch, int nthreads);
+
+/* dq, dk, dv [B,T,H,D] all OVERWRITE. lse is the forward's; mask, drop and scale must be
+ * the forward's too. */
+void tr_attention_backward_f32(float *dq, float *dk, float *dv, const float *dout,
+                               const float *q, const float *k, const float *v,
+                               const float *lse, const void *mask, int mask_dtype,
+                               const tr_attn_dropout *drop, float scale, int64_t B, int64_t T,
+                               int64_t H, int64_t D, float *scratch, int nthreads);
+void tr_attention_backward_f64(double *dq, double *dk, double *dv, const double *dout,
+                               const double *q, const double *k, const double *v,
+                               const double *lse, const void *mask, int mask_dtype,
+                               const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,
+                               int64_t H, int64_t D, double *scratch, int nthreads);
+
+#endif

@@ -1,0 +1,164 @@
+/* attention_impl.h — the body of attention.c over REAL, instantiated for float and double.
+ * Expects REAL, KFN(name), GEMM (cblas_sgemm or cblas_dgemm) and KEXP (exp for the type). Leading dimension of every
+ * q/k/v/out row is H*D: row t of head h in batch b starts at ((b*T + t)*H + h)*D. */
+
+/* ------------------------------------------------------------ shared row steps */
+
+/* P[r, j] = exp(S[r, j] - lse) for kept keys, 0 for padded ones or when lse is -inf. */
+static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const void *mask,
+                                int mask_dtype, int64_t b, int64_t T)
+{
+    if (lse == -INFINITY) {
+        for (int64_t j = 0; j < T; j++) P[j] = 0;
+        return;
+    }
+    if (!mask) {
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) P[j] = KEXP(S[j] - lse);
+        return;
+    }
+    for (int64_t j = 0; j < T; j++)
+        P[j] = key_kept(mask, mask_dtype, b, T, j) ? KEXP(S[j] - lse) : 0;
+}
+
+/* ------------------------------------------------------------ forward */
+
+void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
+                               const REAL *v, const void *mask, int mask_dtype,
+                               const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
+                               int64_t H, int64_t D, REAL *scratch, int nthreads)
+{
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    const int64_t ld = H * D, nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int use_drop = drop && drop->p > 0;
+    const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
+    const int64_t ntask = B * H * nblk;
+    int blas_prev = blas_single_begin();
+#pragma omp parallel num_threads(nthreads)
+    {
+        REAL *S = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
+        float *U = (float *)(S + (size_t)TR_ATTN_BLOCK * T);
+#pragma omp for schedule(dynamic)
+        for (int64_t task = 0; task < ntask; task++) {
+            int64_t bh = task / nblk, b = bh / H, h = bh % H;
+            int64_t i0 = (task % nblk) * TR_ATTN_BLOCK;
+            int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+            const REAL *qb = q + ((b * T + i0) * H + h) * D;
+            const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, scale, qb,
+                 (int)ld, kb, (int)ld, 0, S, (int)T);
+            for (int64_t r = 0; r < nb; r++) {
+                /* one exp per score: P = exp(S - max) in place, then scaled by 1/sum */
+                REAL *Sr = S + r * T;
+                REAL mx = -INFINITY;
+                if (mask) {
+                    for (int64_t j = 0; j < T; j++) {
+                        if (!key_kept(mask, mask_dtype, b, T, j)) Sr[j] = -INFINITY;
+                        mx = Sr[j] > mx ? Sr[j] : mx;
+                    }
+                } else {
+                    for (int64_t j = 0; j < T; j++) mx = Sr[j] > mx ? Sr[j] : mx;
+                }
+                REAL row_lse = -INFINITY;
+                if (mx == -INFINITY) {
+                    for (int64_t j = 0; j < T; j++) Sr[j] = 0;
+                } else {
+                    REAL sum = 0;
+#pragma omp simd reduction(+ : sum)
+                    for (int64_t j = 0; j < T; j++) {
+                        Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
+                        sum += Sr[j];
+                    }
+                    REAL inv = 1 / sum;
+                    for (int64_t j = 0; j < T; j++) Sr[j] *= inv;
+                    row_lse = mx + log(sum);
+                }
+                lse[bh * T + i0 + r] = row_lse;
+                if (use_drop) {
+                    uint64_t off = (uint64_t)((bh * T + i0 + r) * T);
+                    drop->uniform(U, (size_t)T, drop->key, off);
+                    for (int64_t j = 0; j < T; j++)
+                        Sr[j] = U[j] >= drop->p ? Sr[j] * keep_scale : 0;
+                }
+            }
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)D, (int)T, 1, S,
+                 (int)T, vb, (int)ld, 0, out + ((b * T + i0) * H + h) * D, (int)ld);
+        }
+    }
+    blas_single_end(blas_prev);
+}
+
+/* ------------------------------------------------------------ backward */
+
+void KFN(tr_attention_backward)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
+                                const REAL *q, const REAL *k, const REAL *v,
+                                const REAL *lse, const void *mask, int mask_dtype,
+                                const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
+                                int64_t H, int64_t D, REAL *scratch, int nthreads)
+{
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    const int64_t ld = H * D;
+    const int use_drop = drop && drop->p > 0;
+    const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
+    /* One task per (b, h): dk and dv of a head are sums over all its query blocks, and
+     * only this task writes them. */
+    int blas_prev = blas_single_begin();
+#pragma omp parallel num_threads(nthreads)
+    {
+        REAL *P = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
+        REAL *G = P + (size_t)TR_ATTN_BLOCK * T;
+        float *U = (float *)(G + (size_t)TR_ATTN_BLOCK * T);
+#pragma omp for schedule(dynamic)
+        for (int64_t bh = 0; bh < B * H; bh++) {
+            int64_t b = bh / H, h = bh % H;
+            const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
+            REAL *dkb = dk + (b * T * H + h) * D, *dvb = dv + (b * T * H + h) * D;
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t d = 0; d < D; d++) dkb[t * ld + d] = dvb[t * ld + d] = 0;
+            for (int64_t i0 = 0; i0 < T; i0 += TR_ATTN_BLOCK) {
+                int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+                const REAL *qb = q + ((b * T + i0) * H + h) * D;
+                const REAL *dob = dout + ((b * T + i0) * H + h) * D;
+                /* P = softmax probabilities (before dropout) of the block, from lse */
+                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, scale, qb,
+                     (int)ld, kb, (int)ld, 0, P, (int)T);
+                for (int64_t r = 0; r < nb; r++)
+                    KFN(probs_from_lse)(P + r * T, P + r * T, lse[bh * T + i0 + r], mask,
+                                        mask_dtype, b, T);
+                /* dv += Pd^T dout, Pd the dropped-out probabilities (built in G) */
+                const REAL *Pd = P;
+                if (use_drop) {
+                    for (int64_t r = 0; r < nb; r++) {
+                        float *Ur = U + r * T;
+                        drop->uniform(Ur, (size_t)T, drop->key, (uint64_t)((bh * T + i0 + r) * T));
+                        for (int64_t j = 0; j < T; j++)
+                            G[r * T + j] = Ur[j] >= drop->p ? P[r * T + j] * keep_scale : 0;
+                    }
+                    Pd = G;
+                }
+                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)nb, 1, Pd,
+                     (int)T, dob, (int)ld, 1, dvb, (int)ld);
+                /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
+                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, 1, dob,
+                     (int)ld, vb, (int)ld, 0, G, (int)T);
+                for (int64_t r = 0; r < nb; r++) {
+                    REAL *Pr = P + r * T, *Gr = G + r * T;
+                    if (use_drop) {
+                        const float *Ur = U + r * T;
+                        for (int64_t j = 0; j < T; j++)
+                            Gr[j] = Ur[j] >= drop->p ? Gr[j] * keep_scale : 0;
+                    }
+                    REAL dot = 0;
+                    for (int64_t j = 0; j < T; j++) dot += Pr[j] * Gr[j];
+                    for (int64_t j = 0; j < T; j++) Pr[j] = Pr[j] * (Gr[j] - dot);
+                }
+                /* dq = scale dS k; dk += scale dS^T q */
+                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)D, (int)T, scale, P,
+                     (int)T, kb, (int)ld, 0, dq + ((b * T + i0) * H + h) * D, (int)ld);
+                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)nb, scale, P,
+                     (int)T, qb, (int)ld, 1, dkb, (int)ld);
+            }
+        }
+    }
+    blas_single_end(blas_prev);
+}

@@ -1,0 +1,22 @@
+/* gelu.h — GELU activation, elementwise over n values, in both forms transformers use:
+ *   TR_GELU_ERF  (BERT "gelu"):  x/2 * (1 + erf(x / sqrt 2))
+ *   TR_GELU_TANH ("gelu_new", "gelu_pytorch_tanh"):
+ *                x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+ * _f32 is the runtime, _f64 the test reference. */
+#ifndef TR_KERNELS_CPU_GELU_H
+#define TR_KERNELS_CPU_GELU_H
+
+#include <stdint.h>
+
+enum { TR_GELU_ERF = 0, TR_GELU_TANH = 1 };
+
+/* out[n] (=); out may alias x. */
+void tr_gelu_forward_f32(float *out, const float *x, int64_t n, int approx);
+void tr_gelu_forward_f64(double *out, const double *x, int64_t n, int approx);
+
+/* dx[n] OVERWRITES: dx = dout * gelu'(x); dx may alias dout. */
+void tr_gelu_backward_f32(float *dx, const float *dout, const float *x, int64_t n, int approx);
+void tr_gelu_backward_f64(double *dx, const double *dout, const double *x, int64_t n,
+                          int approx);
+
+#endif

@@ -1,0 +1,59 @@
+/* matmul_impl.h — the body of matmul.c, written once over REAL and instantiated by it for
+ * float and double. Expects REAL, KFN(name) and GEMM (cblas_sgemm or cblas_dgemm). */
+
+/* ------------------------------------------------------------ gemm */
+
+int KFN(tr_matmul)(REAL *C, const REAL *A, const REAL *B, const REAL *bias, int batch, int M,
+                   int N, int K, int transA, int transB, REAL alpha, REAL beta, int64_t strideA,
+                   int64_t strideB, int64_t strideC, tr_error *err)
+{
+    BLAS_ARGS_CHECK(err, batch >= 0 && M >= 0 && N >= 0 && K >= 0);
+    BLAS_ARGS_CHECK(err, strideA >= 0 && strideB >= 0 && strideC >= 0);
+    BLAS_ARGS_CHECK(err, C != NULL && (K == 0 || (A != NULL && B != NULL)));
+    if (batch == 0 || M == 0 || N == 0) return TR_OK;
+    int lda = transA ? M : K, ldb = transB ? K : N, ldc = N;
+    for (int b = 0; b < batch; b++) {
+        REAL *Cb = C + (int64_t)b * strideC;
+        REAL beta_b = beta;
+        if (bias || K == 0) {
+            /* C = beta*C + bias first, so that the GEMM below only accumulates; beta == 0
+             * must not read C (it may be uninitialised). */
+#pragma omp parallel for if ((int64_t)M * N > 65536)
+            for (int i = 0; i < M; i++) {
+                REAL *row = Cb + (int64_t)i * ldc;
+                for (int j = 0; j < N; j++) {
+                    REAL base = beta == 0 ? 0 : beta * row[j];
+                    row[j] = base + (bias ? bias[j] : 0);
+                }
+            }
+            beta_b = 1;
+        }
+        if (K == 0) continue;    /* an empty product: BLAS rejects ld = 0 */
+        BLAS_ARGS_CHECK(err, lda >= 1 && ldb >= 1 && ldc >= 1);
+        GEMM(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+             M, N, K, alpha, A + (int64_t)b * strideA, lda, B + (int64_t)b * strideB, ldb, beta_b,
+             Cb, ldc);
+    }
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------ bias gradient */
+
+void KFN(tr_bias_backward)(REAL *dbias, const REAL *dout, int64_t N, int64_t O)
+{
+    /* Columns are split into chunks across threads; each chunk sums its rows in order, so
+     * the result is deterministic and there are no write races. */
+    const int64_t chunk = 64;
+    int64_t nchunks = (O + chunk - 1) / chunk;
+#pragma omp parallel for if (N * O > 65536)
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t o0 = c * chunk, o1 = o0 + chunk < O ? o0 + chunk : O;
+        REAL acc[64];
+        for (int64_t o = o0; o < o1; o++) acc[o - o0] = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const REAL *row = dout + n * O;
+            for (int64_t o = o0; o < o1; o++) acc[o - o0] += row[o];
+        }
+        for (int64_t o = o0; o < o1; o++) dbias[o] += acc[o - o0];
+    }
+}
