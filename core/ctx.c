@@ -82,6 +82,13 @@ tr_alloc *tr_ctx_alloc(tr_ctx *ctx, int device)
 #if CTX_CUDA
     if (ctx->cuda_alloc[device]) return ctx->cuda_alloc[device];
     int count = tr_cuda_device_count();
+    if (count == 0) {
+        tr_fail(&ctx->err, TR_EUSER,
+                "cuda:%d was asked for, but no CUDA device is visible on this machine (no GPU, no "
+                "driver, or CUDA_VISIBLE_DEVICES hides it); use device = \"cpu\" or \"auto\"",
+                device);
+        return NULL;
+    }
     if (device >= count) {
         tr_fail(&ctx->err, TR_EUSER,
                 "cuda:%d does not exist: this machine has %d visible CUDA device%s; pick "
