@@ -8,4 +8,5 @@
 #include "alloc.h"
 #include "ctx.h"
 #include "tensor.h"
+#include "tokenizer.h"
 #endif
