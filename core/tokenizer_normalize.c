@@ -20,12 +20,13 @@ bool tok_is_whitespace(int32_t c)
            c == 0x205F || c == 0x3000;
 }
 
-/* BertNormalizer's is_control: Cc, Cf, Cn, Co, Cs except \t \n \r. */
+/* BertNormalizer's is_control: Cc, Cf, Co (and Cs) except \t \n \r. Unassigned code
+ * points (Cn) are kept: the Rust table `tokenizers` uses has no Cn entries. */
 static bool bert_is_control(int32_t c)
 {
     if (c == '\t' || c == '\n' || c == '\r') return false;
     utf8proc_category_t k = utf8proc_category(c);
-    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CN ||
+    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF ||
            k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CS;
 }
 
