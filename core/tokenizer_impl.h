@@ -111,6 +111,15 @@ bool tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, 
 
 /* Unicode helpers with the Rust semantics `tokenizers` relies on. */
 bool tok_is_whitespace(int32_t cp);  /* char::is_whitespace */
+/* tokenizer_unicode.c (generated): `tokenizers`' answer where it differs from utf8proc's,
+ * else -1: is control (clean_text removes it), is punctuation, is a nonspacing mark,
+ * is not decomposed by NFD;
+ * the lowercase mapping. */
+int tok_hf_control(int32_t cp);
+int tok_hf_punct(int32_t cp);
+int tok_hf_mn(int32_t cp);
+int tok_hf_keep(int32_t cp);          /* 1: NFD leaves it whole in `tokenizers` */
+int32_t tok_hf_lower(int32_t cp);
 
 /* ------------------------------------------------------------ added tokens */
 typedef struct tok_added {

@@ -25,6 +25,8 @@ bool tok_is_whitespace(int32_t c)
 static bool bert_is_control(int32_t c)
 {
     if (c == '\t' || c == '\n' || c == '\r') return false;
+    int o = tok_hf_control(c);
+    if (o >= 0) return o;
     utf8proc_category_t k = utf8proc_category(c);
     return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF ||
            k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CS;
@@ -43,13 +45,22 @@ static bool bert_is_chinese(int32_t c)
 static bool put_lower(tok_buf *out, int32_t c)
 {
     if (c == 0x130) return tok_buf_put(out, "i\xCC\x87", 3);
-    return tok_buf_put_cp(out, utf8proc_tolower(c));
+    int32_t o = tok_hf_lower(c);
+    return tok_buf_put_cp(out, o >= 0 ? o : utf8proc_tolower(c));
+}
+
+/* A nonspacing mark (Mn) as strip_accents sees it. */
+static bool is_mn(int32_t c)
+{
+    int o = tok_hf_mn(c);
+    return o >= 0 ? o : utf8proc_category(c) == UTF8PROC_CATEGORY_MN;
 }
 
 /* Canonical (or compatibility) decomposition of one code point; returns the count. */
 static int decompose(int32_t c, bool compat, int32_t *dst, int cap)
 {
     int last = 0;
+    if (!compat && tok_hf_keep(c) == 1) { dst[0] = c; return 1; }
     utf8proc_ssize_t n = utf8proc_decompose_char(
         c, dst, cap, (utf8proc_option_t)(UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0)), &last);
     if (n < 0 || n > cap) { dst[0] = c; return 1; }
@@ -75,7 +86,7 @@ static bool bert(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
             int32_t d[32];
             int nd = decompose(c, false, d, 32);
             for (int j = 0; j < nd; j++) {
-                if (utf8proc_category(d[j]) == UTF8PROC_CATEGORY_MN) continue;
+                if (is_mn(d[j])) continue;
                 if (!(nm->lowercase ? put_lower(out, d[j]) : tok_buf_put_cp(out, d[j]))) return false;
             }
         } else if (!(nm->lowercase ? put_lower(out, c) : tok_buf_put_cp(out, c))) {
@@ -230,7 +241,7 @@ static bool per_char(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
         }
         int nd = decompose(c, false, d, 32);
         for (int j = 0; j < nd; j++)
-            if (utf8proc_category(d[j]) != UTF8PROC_CATEGORY_MN && !tok_buf_put_cp(out, d[j])) return false;
+            if (!is_mn(d[j]) && !tok_buf_put_cp(out, d[j])) return false;
     }
     return true;
 }

@@ -89,6 +89,8 @@ static bool bert_is_punct(int32_t c)
 {
     if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126))
         return true;
+    int o = tok_hf_punct(c);
+    if (o >= 0) return o;
     switch (utf8proc_category(c)) {
     case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
     case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
