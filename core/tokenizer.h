@@ -70,6 +70,12 @@ int32_t tr_tok_cls_id(const tr_tokenizer *tok);
 int32_t tr_tok_sep_id(const tr_tokenizer *tok);
 int32_t tr_tok_unk_id(const tr_tokenizer *tok);
 int32_t tr_tok_mask_id(const tr_tokenizer *tok);
+/* The folder's own length limit: tokenizer_config.json's model_max_length (what
+ * transformers uses; ignored when >= 1e6, its "no limit" placeholder), else
+ * tokenizer.json's truncation.max_length, else 0. Encoding never applies it by itself:
+ * pass it as max_length. (sentence-transformers' max_seq_length lives in
+ * sentence_bert_config.json, which the model loader reads.) */
+int32_t tr_tok_model_max_length(const tr_tokenizer *tok);
 /* The number of ids the post-processor adds to one text (pair = 0) or a pair (pair = 1). */
 int32_t tr_tok_num_special(const tr_tokenizer *tok, int32_t pair);
 

@@ -336,3 +336,4 @@ int32_t tr_tok_cls_id(const tr_tokenizer *tok) { return tok->cls_id; }
 int32_t tr_tok_sep_id(const tr_tokenizer *tok) { return tok->sep_id; }
 int32_t tr_tok_unk_id(const tr_tokenizer *tok) { return tok->unk_id; }
 int32_t tr_tok_mask_id(const tr_tokenizer *tok) { return tok->mask_id; }
+int32_t tr_tok_model_max_length(const tr_tokenizer *tok) { return tok->model_max_length; }

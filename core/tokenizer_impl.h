@@ -182,6 +182,7 @@ struct tr_tokenizer {
     bool has_normalized_added;
     tok_template tmpl;        /* nsingle == 0: no post-processor */
     int32_t pad_id, cls_id, sep_id, unk_id, mask_id;
+    int32_t model_max_length;  /* 0 when the folder states none */
 };
 
 /* Loading (tokenizer_load.c) fills a zeroed tokenizer; tokenizer_encode.c frees it. */

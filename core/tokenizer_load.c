@@ -421,6 +421,18 @@ static json_t *load_config(const char *path, char *cfg_path, size_t cap)
     return json_load_file(cfg_path, 0, NULL);
 }
 
+static void set_max_length(tr_tokenizer *tok, json_t *cfg, json_t *root)
+{
+    json_t *m = json_object_get(cfg, "model_max_length");
+    if (json_is_number(m) && json_number_value(m) > 0 && json_number_value(m) < 1e6) {
+        tok->model_max_length = (int32_t)json_number_value(m);
+        return;
+    }
+    m = json_object_get(json_object_get(root, "truncation"), "max_length");
+    if (json_is_integer(m) && json_integer_value(m) > 0 && json_integer_value(m) < 1000000)
+        tok->model_max_length = (int32_t)json_integer_value(m);
+}
+
 /* ------------------------------------------------------------ tokenizer.json */
 int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
 {
@@ -465,6 +477,7 @@ int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
             goto done;
         }
     set_special_ids(tok, cfg);
+    set_max_length(tok, cfg, root);
 done:
     json_decref(cfg);
     json_decref(root);
@@ -512,6 +525,7 @@ int tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err)
     apply_config_overrides(tok, cfg, true);
     tok->pretok.kind = TOK_PRE_BERT;
     set_special_ids(tok, cfg);
+    set_max_length(tok, cfg, NULL);
     if (tok->cls_id < 0 || tok->sep_id < 0) {
         json_decref(cfg);
         return tr_fail(err, TR_EUSER, "tokenizer: %s: the vocabulary has no [CLS]/[SEP] (or tokenizer_config.json's cls_token/sep_token)", path);

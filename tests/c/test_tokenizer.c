@@ -140,6 +140,7 @@ static void test_batch_padding_and_mask(void)
     CHECK(strcmp(tr_tok_id_to_token(tok, 101), "[CLS]") == 0, "id 101");
     CHECK(tr_tok_id_to_token(tok, 30522) == NULL && tr_tok_id_to_token(tok, -1) == NULL, "out of range");
     CHECK(tr_tok_token_to_id(tok, "hello") == 7592, "hello -> %d", tr_tok_token_to_id(tok, "hello"));
+    CHECK(tr_tok_model_max_length(tok) == 512, "model_max_length %d", tr_tok_model_max_length(tok));
     CHECK(tr_tok_num_special(tok, 0) == 2 && tr_tok_num_special(tok, 1) == 3, "specials");
     const char *a[3] = { "A man is playing a flute.", "Hi", "The quick brown fox jumps over the lazy dog." };
     const char *b[3] = { "A man plays.", NULL, "Dogs sleep." };
