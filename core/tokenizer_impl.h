@@ -123,7 +123,7 @@ int32_t tok_hf_lower(int32_t cp);
 
 /* ------------------------------------------------------------ added tokens */
 typedef struct tok_added {
-    char *content;
+    char *content;       /* what is matched: the normalized form when normalized */
     size_t len;
     int32_t id;
     bool special, lstrip, rstrip, normalized;

@@ -378,10 +378,16 @@ static int add_added(tr_tokenizer *tok, const char *content, int32_t id, bool sp
     tok->added = a;
     a = &tok->added[tok->nadded];
     memset(a, 0, sizeof *a);
-    a->content = strdup(content);
-    if (!a->content) return OOM(err);
+    /* tokenizers matches a normalized=true token by its normalized form */
+    tok_buf match = { 0 };
+    if (normalized ? !tok_normalize(tok->norm, tok->nnorm, content, strlen(content), &match)
+                   : !tok_buf_put(&match, content, strlen(content))) {
+        tok_buf_free(&match);
+        return OOM(err);
+    }
+    a->content = match.p;
+    a->len = match.n;
     tok->nadded++;
-    a->len = strlen(content);
     a->id = id;
     a->special = special;
     a->lstrip = lstrip;
@@ -389,7 +395,7 @@ static int add_added(tr_tokenizer *tok, const char *content, int32_t id, bool sp
     a->normalized = normalized;
     if (normalized) tok->has_normalized_added = true;
     if (id >= tok->vocab.n || !tok->vocab.str[id]) {
-        if (!tok_vocab_set(&tok->vocab, id, content, a->len)) return OOM(err);
+        if (!tok_vocab_set(&tok->vocab, id, content, strlen(content))) return OOM(err);
     }
     return TR_OK;
 }

@@ -108,6 +108,18 @@ static void test_vocab_txt_golden(void)
     CHECK(n > 100, "only %d cases", n);
 }
 
+static void test_unigram_variant_golden(void)
+{
+    int n = check_golden("tests/data/tok_unigram_variant", "tests/data/tokenizer_golden_unigram_variant.jsonl");
+    CHECK(n > 100, "only %d cases", n);
+}
+
+static void test_wordpiece_variant_golden(void)
+{
+    int n = check_golden("tests/data/tok_wordpiece_variant", "tests/data/tokenizer_golden_wordpiece_variant.jsonl");
+    CHECK(n > 100, "only %d cases", n);
+}
+
 /* ------------------------------------------------------------ behaviour */
 static void test_scandi_letters_survive(void)
 {
@@ -248,6 +260,8 @@ int main(void)
     RUN(test_scandi_golden);
     RUN(test_scandi_config_override);
     RUN(test_vocab_txt_golden);
+    RUN(test_unigram_variant_golden);
+    RUN(test_wordpiece_variant_golden);
     RUN(test_scandi_letters_survive);
     RUN(test_batch_padding_and_mask);
     RUN(test_bad_files);

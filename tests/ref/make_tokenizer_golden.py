@@ -56,8 +56,21 @@ PAIRS = [
 TRUNC = [8, 9, 10, 13, 16]
 
 
-def cases(encode_with):
+VARIANT_TEXTS = [
+    "Flöjt och flöjt och FLÖJT, en Flöjt!",
+    "before [X]   after[X]x  [X]",
+    "Ærø og ærø og AERØ <<x>> slut<<x>>",
+    "  leading [X] spaces",
+    "[X] at start",
+]
+
+
+def cases(encode_with, extra=()):
     out = []
+    for t in list(extra):
+        for add in (True, False):
+            out.append(encode_with(t, None, add, 0))
+        out.append(encode_with(t, TEXTS[3], True, 0))
     for t in TEXTS:
         for add in (True, False):
             out.append(encode_with(t, None, add, 0))
@@ -144,6 +157,33 @@ def main():
     json.dump(cfg, open(os.path.join(d2, "tokenizer_config.json"), "w"), indent=1)
     hf = BertTokenizerFast.from_pretrained(d2)
     write("tokenizer_golden_scandi_config.jsonl", cases(with_transformers(hf)))
+    # 6. variants: RobertaProcessing, Metaspace prepend_scheme "first", added tokens that
+    #    match normalized text or strip whitespace; a cased WordPiece that strips accents
+    #    without clean_text or CJK padding
+    from tokenizers import AddedToken, normalizers, pre_tokenizers, processors
+    uv = Tokenizer.from_file(os.path.join(ROOT, "tok_unigram", "tokenizer.json"))
+    uv.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=True)
+    uv.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    uv.add_tokens([AddedToken("Flöjt", normalized=True),
+                   AddedToken("[X]", lstrip=True, rstrip=True, normalized=False)])
+    d4 = os.path.join(ROOT, "tok_unigram_variant")
+    os.makedirs(d4, exist_ok=True)
+    uv.save(os.path.join(d4, "tokenizer.json"))
+    write("tokenizer_golden_unigram_variant.jsonl",
+          cases(with_tokenizers(Tokenizer.from_file(os.path.join(d4, "tokenizer.json"))), VARIANT_TEXTS))
+    wv = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+    wv.normalizer = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=False,
+                                               strip_accents=True, lowercase=False)
+    wv.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", wv.token_to_id("[CLS]")), ("[SEP]", wv.token_to_id("[SEP]"))])
+    wv.add_tokens([AddedToken("Ærø", normalized=True), AddedToken("Flöjt", normalized=True)])
+    wv.add_special_tokens([AddedToken("<<x>>", normalized=False)])
+    d5 = os.path.join(ROOT, "tok_wordpiece_variant")
+    os.makedirs(d5, exist_ok=True)
+    wv.save(os.path.join(d5, "tokenizer.json"))
+    write("tokenizer_golden_wordpiece_variant.jsonl",
+          cases(with_tokenizers(Tokenizer.from_file(os.path.join(d5, "tokenizer.json"))), VARIANT_TEXTS))
     # 5. vocab.txt + tokenizer_config.json only (no tokenizer.json)
     d3 = os.path.join(ROOT, "tok_vocab_txt")
     os.makedirs(d3, exist_ok=True)
