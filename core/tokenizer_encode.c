@@ -183,14 +183,18 @@ static int encode_one(const tr_tokenizer *tok, const char *text, const char *pai
         if (pair) truncate_pair(&a.n, &b.n, budget);
         else if (a.n > budget) a.n = budget;
     }
-    size_t total = a.n + b.n + (size_t)nspecial;
-    out->ids = malloc((total ? total : 1) * sizeof(int32_t));
-    out->type_ids = malloc((total ? total : 1) * sizeof(int32_t));
-    if (!out->ids || !out->type_ids) { rc = OOM(err); goto done; }
     const tok_item *items = pair ? tok->tmpl.pair : tok->tmpl.single;
     int nitems = pair ? tok->tmpl.npair : tok->tmpl.nsingle;
     static const tok_item no_template[2] = { { TOK_ITEM_SEQ_A, 0, { 0 }, 0 }, { TOK_ITEM_SEQ_B, 0, { 0 }, 0 } };
     if (nitems == 0) { items = no_template; nitems = pair ? 2 : 1; }
+    /* sized by walking the template: a template may name a sequence twice */
+    size_t total = 0;
+    for (int i = 0; i < nitems; i++)
+        total += items[i].kind == TOK_ITEM_SPECIAL ? (size_t)items[i].nids
+                 : items[i].kind == TOK_ITEM_SEQ_B ? b.n : a.n;
+    out->ids = malloc((total ? total : 1) * sizeof(int32_t));
+    out->type_ids = malloc((total ? total : 1) * sizeof(int32_t));
+    if (!out->ids || !out->type_ids) { rc = OOM(err); goto done; }
     size_t k = 0;
     for (int i = 0; i < nitems; i++) {
         const tok_item *it = &items[i];

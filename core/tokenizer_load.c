@@ -269,11 +269,9 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
         md->nvocab = (int32_t)n;
         md->fuse_unk = true;
         json_t *unk = json_object_get(m, "unk_id");
-        if (json_is_integer(unk)) {
-            md->unk_id = (int32_t)json_integer_value(unk);
-            if (md->unk_id < 0 || md->unk_id >= (int32_t)n)
-                return tr_fail(err, TR_EUSER, "tokenizer: %s: model.unk_id %d is outside the vocabulary (0..%zu)", path, md->unk_id, n - 1);
-        }
+        if (!json_is_integer(unk) || json_integer_value(unk) < 0 || json_integer_value(unk) >= (json_int_t)n)
+            return tr_fail(err, TR_EUSER, "tokenizer: %s: model.unk_id must be an id in the vocabulary (0..%zu); Unigram models without one are not supported", path, n ? n - 1 : 0);
+        md->unk_id = (int32_t)json_integer_value(unk);
         if (!tok_vocab_index(&tok->vocab)) return OOM(err);
         return TR_OK;
     }
@@ -366,6 +364,21 @@ static int set_post(tr_tokenizer *tok, json_t *o, const char *path, tr_error *er
     tmpl_seq(&t->pair[k++], TOK_ITEM_SEQ_B, b);
     tmpl_special(&t->pair[k++], s, b);
     t->npair = k;
+    return TR_OK;
+}
+
+/* Every id the template adds must be a token (checked once all ids exist). */
+static int check_template(const tr_tokenizer *tok, const char *path, tr_error *err)
+{
+    const tok_item *lists[2] = { tok->tmpl.single, tok->tmpl.pair };
+    int counts[2] = { tok->tmpl.nsingle, tok->tmpl.npair };
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < counts[l]; i++)
+            for (int j = 0; j < lists[l][i].nids; j++) {
+                int32_t id = lists[l][i].ids[j];
+                if (id < 0 || id >= tok->vocab.n)
+                    return tr_fail(err, TR_EUSER, "tokenizer: %s: the post_processor adds id %d, which is not in the vocabulary (0..%d)", path, id, tok->vocab.n - 1);
+            }
     return TR_OK;
 }
 
@@ -463,8 +476,9 @@ int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
     json_array_foreach(added, i, it) {
         const char *content = jstr(it, "content");
         json_t *id = json_object_get(it, "id");
-        if (!content || !json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > 100000000) {
-            rc = tr_fail(err, TR_EUSER, "tokenizer: %s: added_tokens[%zu] needs \"content\" and a non-negative \"id\"", path, i);
+        json_int_t limit = (json_int_t)tok->model.nvocab + (json_int_t)json_array_size(added);
+        if (!content || !json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= limit) {
+            rc = tr_fail(err, TR_EUSER, "tokenizer: %s: added_tokens[%zu] needs \"content\" and an \"id\" in 0..%lld", path, i, (long long)limit - 1);
             goto done;
         }
         if (jbool(it, "single_word", false)) {
@@ -482,6 +496,7 @@ int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
             rc = tr_fail(err, TR_EUSER, "tokenizer: %s: no token has id %d (added_tokens leave a gap after the model's %d ids)", path, k, tok->model.nvocab);
             goto done;
         }
+    if ((rc = check_template(tok, path, err))) goto done;
     set_special_ids(tok, cfg);
     set_max_length(tok, cfg, root);
 done:

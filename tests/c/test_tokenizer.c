@@ -238,9 +238,17 @@ static void test_bad_files(void)
         " \"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0]]}}",
         "{\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"/////wAA\"},"
         " \"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0]]}}",
+        "{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1.0]]}}",
+        "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+        " \"added_tokens\": [{\"id\": 99999999, \"content\": \"x\"}]}",
+        "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+        " \"post_processor\": {\"type\": \"BertProcessing\", \"cls\": [\"[CLS]\", 7], \"sep\": [\"[SEP]\", 0]}}",
+        "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+        " \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}}",
     };
-    const char *why[] = { "top level", "BPE", "not an id", "[UNK]", "vocab[0]", "base64", "charsmap" };
-    for (int i = 0; i < 7; i++) {
+    const char *why[] = { "top level", "BPE", "not an id", "[UNK]", "vocab[0]", "base64", "charsmap",
+                          "unk_id", "added_tokens[0]", "adds id 7", "regex" };
+    for (int i = 0; i < 11; i++) {
         write_file(path, garbled[i], strlen(garbled[i]));
         expect_user_error(dir, why[i]);
         expect_user_error(dir, path);
