@@ -198,6 +198,43 @@ static void test_batch_padding_and_mask(void)
     tr_tok_free(tok);
 }
 
+/* A batch large enough to run on threads gives the rows single encodes give. */
+static void test_big_batch_matches_single(void)
+{
+    tr_tokenizer *tok = NULL;
+    tr_error err = { 0 };
+    CHECK(tr_tok_load(&tok, "tests/data/tok_unigram", &err) == TR_OK, "%s", err.msg);
+    if (!tok) return;
+    enum { B = 300 };
+    static char store[B][64];
+    const char *texts[B], *pairs[B];
+    for (int i = 0; i < B; i++) {
+        snprintf(store[i], sizeof store[i], "En man spelar %d flöjter, %s.", i * 7919 % 1000,
+                 i % 3 ? "och en katt" : "Jeg elsker æbler");
+        texts[i] = store[i];
+        pairs[i] = i % 2 ? store[(i * 31) % B] : NULL;
+    }
+    tr_tok_options opt = { 1, 16, 0 };
+    tr_tok_batch bt;
+    CHECK(tr_tok_encode_batch(tok, texts, pairs, B, &opt, &bt, &err) == TR_OK, "%s", err.msg);
+    CHECK(bt.seq_len == 16, "seq_len %d", bt.seq_len);
+    int bad = 0;
+    for (int i = 0; i < B && bt.ids; i++) {
+        tr_tok_encoding e;
+        tr_tok_encode(tok, texts[i], pairs[i], &opt, &e, &err);
+        for (int32_t j = 0; j < bt.seq_len; j++) {
+            size_t k = (size_t)i * bt.seq_len + j;
+            bool real = j < e.n;
+            if (bt.ids[k] != (real ? e.ids[j] : tr_tok_pad_id(tok)) || bt.attention_mask[k] != real) bad++;
+        }
+        tr_tok_encoding_free(&e);
+    }
+    CHECK(bad == 0, "%d cells differ", bad);
+    CHECK(tr_tok_pad_id(tok) == 1, "<pad> is 1 in XLM-R's layout, got %d", tr_tok_pad_id(tok));
+    tr_tok_batch_free(&bt);
+    tr_tok_free(tok);
+}
+
 /* ------------------------------------------------------------ bad files */
 static void write_file(const char *path, const char *text, size_t n)
 {
@@ -272,6 +309,7 @@ int main(void)
     RUN(test_wordpiece_variant_golden);
     RUN(test_scandi_letters_survive);
     RUN(test_batch_padding_and_mask);
+    RUN(test_big_batch_matches_single);
     RUN(test_bad_files);
     return check_done();
 }
