@@ -78,7 +78,8 @@ def f32_error(loss_fn, embs, labels, params, value, grads):
 
 
 def case(name, spec, embs, labels, loss_fn, extra=None):
-    lab = None if labels is None else torch.tensor(labels, dtype=torch.float64 if isinstance(labels[0], float) else torch.long)
+    dtype = torch.float64 if labels is not None and isinstance(labels[0], float) else torch.long
+    lab = None if labels is None else torch.tensor(labels, dtype=dtype)
     params = [] if extra is None else extra["params"]
     value, grads = run(loss_fn, embs, lab, params)
     err = f32_error(loss_fn, embs, lab, params, value, grads)

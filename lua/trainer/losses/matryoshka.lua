@@ -23,7 +23,8 @@ local inner_names = { mnrl = true, cosent = true, cosine = true }
 function M.new(spec, opts, make_inner)
   local dims, weights = spec.dims, spec.weights
   if type(dims) ~= "table" or #dims == 0 then
-    errors.user("loss.dims is required with name = \"matryoshka\": the embedding sizes to train, e.g. { 768, 512, 256 }")
+    errors.user("loss.dims is required with name = \"matryoshka\": the embedding sizes to train, "
+      .. "e.g. { 768, 512, 256 }")
   end
   if weights ~= nil and (type(weights) ~= "table" or #weights ~= #dims) then
     errors.user("loss.weights must list one number per entry of loss.dims (%d), got %s", #dims,
@@ -52,7 +53,8 @@ function Matryoshka:forward(embs, labels)
   local B, width
   B, width, embs = base.check_embeddings("matryoshka", embs, 1)
   if self.levels[1].dim > width then
-    errors.user("loss.dims: %d is larger than the embedding width %d; use sizes up to %d", self.levels[1].dim, width, width)
+    errors.user("loss.dims: %d is larger than the embedding width %d; use sizes up to %d", self.levels[1].dim, width,
+      width)
   end
   self:release()
   local owned, value = {}, 0
