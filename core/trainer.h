@@ -14,4 +14,5 @@
 #include "cuda_device.h"
 #include "ops_nn.h"
 #include "tokenizer.h"
+#include "ops_features.h"
 #endif

@@ -15,6 +15,9 @@ local lazy = {
   tensor = "trainer.tensor",
   memory = "trainer.memory",
   runtime = "trainer.runtime",
+  losses = "trainer.losses",
+  metrics = "trainer.metrics",
+  evaluate = "trainer.evaluate",
 }
 
 setmetatable(trainer, {

@@ -342,4 +342,50 @@ function M.adamw_(param, grad, m, v, o)
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 
+-- ---------------------------------------------------------------- feature matrices (core/ops_features.h)
+-- dst[:, dst_col + j] (=, or += when accumulate) src[:, src_col + j] for j < ncols (0-based
+-- columns of the last dim; rows are the leading dims flattened). Returns dst.
+function M.copy_cols_(dst, dst_col, src, src_col, ncols, accumulate)
+  check(C.tr_op_copy_cols(ctx, dst:ptr(), dst_col, src:ptr(), src_col, ncols, accumulate and 1 or 0), "copy_cols")
+  return dst
+end
+
+-- A new tensor of columns [start, start + n) of x's last dim (a copy, not a view).
+function M.narrow_cols(x, start, n, opts)
+  opts = opts or {}
+  local out = new(shape_with_last(x, n), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_copy_cols(ctx, out:ptr(), 0, x:ptr(), start, n, 0), "narrow_cols")
+  return out
+end
+
+-- Concatenation along the last dim of tensors with the same rows.
+function M.cat_cols(list, opts)
+  opts = opts or {}
+  local width = 0
+  for _, t in ipairs(list) do width = width + t:shape()[#t:shape()] end
+  local out = new(shape_with_last(list[1], width), list[1], opts.dtype, opts.tag)
+  local col = 0
+  for _, t in ipairs(list) do
+    local c = t:shape()[#t:shape()]
+    fill({ out }, C.tr_op_copy_cols(ctx, out:ptr(), col, t:ptr(), 0, c, 0), "cat_cols")
+    col = col + c
+  end
+  return out
+end
+
+-- out = |a - b|
+function M.abs_diff(a, b, opts)
+  opts = opts or {}
+  local out = new(a:shape(), a, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_abs_diff(ctx, out:ptr(), a:ptr(), b:ptr()), "abs_diff")
+  return out
+end
+
+-- Returns da (=) and db (=) = -da.
+function M.abs_diff_backward(dout, a, b)
+  local da, db = new(a:shape(), a, dout:dtype()), new(b:shape(), b, dout:dtype())
+  fill({ da, db }, C.tr_op_abs_diff_backward(ctx, da:ptr(), db:ptr(), dout:ptr(), a:ptr(), b:ptr()), "abs_diff_backward")
+  return da, db
+end
+
 return M

@@ -1,0 +1,173 @@
+-- trainer.losses.base: what every loss shares. A loss works on embeddings (tensors [B, C]
+-- that the model produced, one per input column) and follows one protocol:
+--
+--   local value = loss:forward(embeddings_list, labels)   -- a Lua number
+--   local grads = loss:backward()    -- one gradient per embeddings tensor, in order:
+--                                    -- new tensors (f32) that the caller frees
+--   for name, p in loss:parameters() do ... end   -- weights the loss owns (SoftmaxLoss)
+--   loss:free()                      -- releases saved state and owned weights
+--
+-- Invariants: forward saves what backward needs and nothing else; backward (or the next
+-- forward, or release()) frees it, so a loss never holds memory across steps. The
+-- embeddings and labels are the caller's: a loss reads them, never frees them. Owned
+-- parameter gradients ACCUMULATE (+=) like the model's; the loop zeroes them.
+local T = require("trainer.tensor")
+local C = require("trainer.ffi")
+local runtime = require("trainer.runtime")
+local errors = require("trainer.errors")
+
+local M = {}
+
+local Loss = {}
+Loss.__index = Loss
+M.Loss = Loss
+
+-- A new loss class inheriting the protocol.
+function M.class()
+  local cls = setmetatable({}, { __index = Loss })
+  cls.__index = cls
+  return cls
+end
+
+-- ---------------------------------------------------------------- saved state
+-- Records tensors the loss made during forward (freed by release) and references to the
+-- caller's tensors (never freed).
+function Loss:save(owned, refs)
+  Loss.release(self)   -- this loss's own state only (a wrapper's inner losses keep theirs)
+  self._owned = owned
+  self._saved = refs
+end
+
+function Loss:saved()
+  if not self._saved then
+    errors.user("%s: backward() called without a forward() before it (each backward needs its own forward)", self.kind)
+  end
+  return self._saved
+end
+
+function Loss:release()
+  for _, t in pairs(self._owned or {}) do t:free() end
+  self._owned, self._saved = nil, nil
+end
+
+-- ---------------------------------------------------------------- parameters
+-- The owned parameters: a list of { name, param } that is also a (name, param) iterator,
+-- so both `for name, p in loss:parameters() do` and `loss:parameters()[1]` work.
+local ParamList = {}
+ParamList.__index = ParamList
+ParamList.__call = function(list, _, prev)
+  local i = (list._pos or 0) + 1
+  if prev == nil then i = 1 end
+  list._pos = i
+  local item = list[i]
+  if item then return item[1], item[2] end
+end
+
+function Loss:parameters()
+  local list = setmetatable({}, ParamList)
+  for i, item in ipairs(self._params or {}) do list[i] = item end
+  return list
+end
+
+function Loss:free()
+  self:release()
+  for _, item in ipairs(self._params or {}) do
+    item[2].value:free()
+    if item[2].grad then item[2].grad:free() end
+  end
+  self._params = {}
+end
+
+-- ---------------------------------------------------------------- argument checks
+-- Checks the embeddings list: at least `min` (and at most `max`) tensors [B, C] with equal B
+-- (and equal C when same_width). Returns B and C.
+function M.check_embeddings(kind, embs, min, max, same_width)
+  if T.is_tensor(embs) then embs = { embs } end
+  if type(embs) ~= "table" or #embs < min or (max and #embs > max) then
+    local want = max == min and tostring(min) or (max and ("%d to %d"):format(min, max) or ("at least " .. min))
+    errors.user("%s: forward expects a list of %s embeddings tensors [B, C] (one per input column), got %s", kind,
+      want, type(embs) == "table" and tostring(#embs) or type(embs))
+  end
+  local B, width
+  for i, e in ipairs(embs) do
+    if not T.is_tensor(e) or e:ndim() ~= 2 then
+      errors.user("%s: embeddings %d must be a 2-D tensor [B, C], got %s", kind, i,
+        T.is_tensor(e) and ("shape {" .. table.concat(e:shape(), ", ") .. "}") or type(e))
+    end
+    local s = e:shape()
+    B, width = B or s[1], width or s[2]
+    if s[1] ~= B then
+      errors.user("%s: embeddings %d has %d rows but embeddings 1 has %d; every column needs the same batch", kind, i,
+        s[1], B)
+    end
+    if same_width ~= false and s[2] ~= width then
+      errors.user("%s: embeddings %d has width %d but embeddings 1 has %d", kind, i, s[2], width)
+    end
+  end
+  return B, width, embs
+end
+
+-- Labels as a Lua array of n numbers, from a Lua array or a tensor.
+function M.host_labels(kind, labels, n)
+  if T.is_tensor(labels) then labels = labels:values() end
+  if type(labels) ~= "table" or #labels ~= n then
+    errors.user("%s: expects %d labels (one per row), got %s", kind, n,
+      type(labels) == "table" and tostring(#labels) or type(labels))
+  end
+  for i = 1, n do
+    if type(labels[i]) ~= "number" or labels[i] ~= labels[i] then
+      errors.user("%s: label %d is %s, not a number", kind, i, tostring(labels[i]))
+    end
+  end
+  return labels
+end
+
+-- ---------------------------------------------------------------- row helpers
+-- Concatenation along dim 0 of tensors with the same width; returns the tensor and whether
+-- it is new (a single tensor is returned as it is).
+function M.cat_rows(list)
+  if #list == 1 then return list[1], false end
+  local rows, width = 0, list[1]:shape()[2]
+  for _, t in ipairs(list) do rows = rows + t:shape()[1] end
+  local out = T.empty({ rows, width }, { dtype = list[1]:dtype(), device = list[1]:device() })
+  local r = 0
+  for _, t in ipairs(list) do
+    local n = t:shape()[1]
+    local view = out:narrow(r, n)
+    local status = C.tr_tensor_copy(runtime.ctx, view:ptr(), t:ptr())
+    view:free()
+    if status ~= 0 then out:free() runtime.raise("cat_rows") end
+    r = r + n
+  end
+  return out, true
+end
+
+-- Splits t [k * n, C] into k row blocks of n rows (views that keep the storage alive; the
+-- caller frees each); t itself is freed.
+function M.split_rows(t, n, k)
+  local parts = {}
+  for i = 1, k do parts[i] = t:narrow((i - 1) * n, n) end
+  t:free()
+  return parts
+end
+
+-- The diagonal of a square [B, B] tensor as a Lua array.
+function M.diagonal(sim, B)
+  local v, d = sim:values(), {}
+  for i = 1, B do d[i] = v[(i - 1) * B + i] end
+  return d
+end
+
+-- A [B, B] f32 tensor on `device` with values on the diagonal and zeros elsewhere.
+function M.diag_tensor(values, device)
+  local B, rows = #values, {}
+  for i = 1, B do
+    local r = {}
+    for j = 1, B do r[j] = 0 end
+    r[i] = values[i]
+    rows[i] = r
+  end
+  return T.from_table(rows, { device = device })
+end
+
+return M

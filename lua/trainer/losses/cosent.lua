@@ -1,0 +1,68 @@
+-- trainer.losses.cosent: CoSENTLoss (sentence-transformers) on pairs (u_i, v_i) with
+-- gold scores y_i:
+--   s_i = scale * cos(u_i, v_i)
+--   loss = log(1 + sum over pairs (i, j) with y_i > y_j of exp(s_j - s_i))
+-- Tied scores add no term; the result is the same for any monotone rescaling of y.
+--
+-- The cosines come from one cosine_sim GEMM ([B, B], its diagonal used; B^2 C is small
+-- next to the encoder) and the O(B^2) sum over scalar pairs runs on the host in double,
+-- as the loss value must be read back anyway; the backward feeds a diagonal dsim to the
+-- cosine_sim backward.
+local ops = require("trainer.ops")
+local base = require("trainer.losses.base")
+
+local CoSENT = base.class()
+
+local M = {}
+
+function M.new(spec)
+  return setmetatable({ kind = "cosent", scale = spec.scale or 20 }, CoSENT)
+end
+
+function CoSENT:forward(embs, labels)
+  local B
+  B, _, embs = base.check_embeddings("cosent", embs, 2, 2)
+  local y = base.host_labels("cosent", labels, B)
+  local sim = ops.cosine_sim(embs[1], embs[2])
+  local cos = base.diagonal(sim, B)
+  sim:free()
+  local s = {}
+  for i = 1, B do s[i] = self.scale * cos[i] end
+  -- terms: 0 (the "1 +") and s_j - s_i for y_i > y_j; log-sum-exp shifted by the max
+  local pi, pj, d, m = {}, {}, {}, 0
+  for i = 1, B do
+    for j = 1, B do
+      if y[i] > y[j] then
+        local t = s[j] - s[i]
+        pi[#pi + 1], pj[#pj + 1], d[#d + 1] = i, j, t
+        if t > m then m = t end
+      end
+    end
+  end
+  local z = math.exp(-m)
+  for k = 1, #d do z = z + math.exp(d[k] - m) end
+  local loss = m + math.log(z)
+  -- d loss / d s: pair k has softmax weight w = exp(d_k - loss); d_k = s_j - s_i
+  local ds = {}
+  for i = 1, B do ds[i] = 0 end
+  for k = 1, #d do
+    local w = math.exp(d[k] - loss)
+    ds[pj[k]] = ds[pj[k]] + w
+    ds[pi[k]] = ds[pi[k]] - w
+  end
+  self:save({}, { u = embs[1], v = embs[2], ds = ds })
+  return loss
+end
+
+function CoSENT:backward()
+  local s = self:saved()
+  local dcos = {}
+  for i, g in ipairs(s.ds) do dcos[i] = self.scale * g end
+  local dsim = base.diag_tensor(dcos, s.u:device())
+  local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
+  dsim:free()
+  self:release()
+  return { du, dv }
+end
+
+return M

@@ -1,0 +1,51 @@
+-- trainer.losses.cosine: CosineSimilarityLoss (sentence-transformers): the mean squared
+-- error between cos(u_i, v_i) and the gold score y_i / score_scale.
+--
+-- sentence-transformers expects scores already in [0, 1] (its STS examples divide 0-5
+-- scores by 5 when reading the data). score_scale (default 1) does that division here:
+-- with the 0-5 STS data of the recipes, set loss = { name = "cosine", score_scale = 5 }.
+-- The cosines come from one cosine_sim GEMM (diagonal used), as in cosent.lua.
+local ops = require("trainer.ops")
+local errors = require("trainer.errors")
+local base = require("trainer.losses.base")
+
+local Cosine = base.class()
+
+local M = {}
+
+function M.new(spec)
+  local score_scale = spec.score_scale or 1
+  if type(score_scale) ~= "number" or score_scale <= 0 then
+    errors.user("loss.score_scale must be a number > 0 (the top of the score range, e.g. 5 for 0-5 STS scores), got %s",
+      tostring(score_scale))
+  end
+  return setmetatable({ kind = "cosine", score_scale = score_scale }, Cosine)
+end
+
+function Cosine:forward(embs, labels)
+  local B
+  B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
+  local y = base.host_labels("cosine", labels, B)
+  local sim = ops.cosine_sim(embs[1], embs[2])
+  local cos = base.diagonal(sim, B)
+  sim:free()
+  local loss, dcos = 0, {}
+  for i = 1, B do
+    local r = cos[i] - y[i] / self.score_scale
+    loss = loss + r * r
+    dcos[i] = 2 * r / B
+  end
+  self:save({}, { u = embs[1], v = embs[2], dcos = dcos })
+  return loss / B
+end
+
+function Cosine:backward()
+  local s = self:saved()
+  local dsim = base.diag_tensor(s.dcos, s.u:device())
+  local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
+  dsim:free()
+  self:release()
+  return { du, dv }
+end
+
+return M

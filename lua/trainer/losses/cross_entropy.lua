@@ -1,0 +1,52 @@
+-- trainer.losses.cross_entropy: the sequence-classification head's loss: mean cross-entropy
+-- of logits [B, K] (the head's output, the one "embeddings" input) against integer labels,
+-- with optional label_smoothing (torch.nn.functional.cross_entropy).
+local T = require("trainer.tensor")
+local ops = require("trainer.ops")
+local errors = require("trainer.errors")
+local base = require("trainer.losses.base")
+
+local CE = base.class()
+
+local M = {}
+
+function M.new(spec)
+  local ls = spec.label_smoothing or 0
+  if type(ls) ~= "number" or ls < 0 or ls >= 1 then
+    errors.user("loss.label_smoothing must be in [0, 1), got %s", tostring(ls))
+  end
+  return setmetatable({ kind = "cross_entropy", label_smoothing = ls }, CE)
+end
+
+function CE:forward(embs, labels)
+  local B, K
+  B, K, embs = base.check_embeddings("cross_entropy", embs, 1, 1)
+  local y = base.host_labels("cross_entropy", labels, B)
+  for i = 1, B do
+    if (y[i] < 0 or y[i] >= K or y[i] ~= math.floor(y[i])) and y[i] ~= -100 then
+      errors.user("cross_entropy loss: label %d is %s; labels must be class ids 0..%d (the logits have %d columns)",
+        i, tostring(y[i]), K - 1, K)
+    end
+  end
+  local logits = embs[1]
+  local owned = { targets = T.from_table(y, { dtype = "i64", device = logits:device() }) }
+  local ok, err = pcall(function()
+    owned.loss, owned.lse = ops.cross_entropy(logits, owned.targets, { label_smoothing = self.label_smoothing })
+  end)
+  if not ok then
+    for _, t in pairs(owned) do t:free() end
+    error(err, 0)
+  end
+  local value = owned.loss:item()
+  self:save(owned, { logits = logits })
+  return value
+end
+
+function CE:backward()
+  local s, o = self:saved(), self._owned
+  local d = ops.cross_entropy_backward(s.logits, o.lse, o.targets, 1, { label_smoothing = self.label_smoothing })
+  self:release()
+  return { d }
+end
+
+return M

@@ -1,0 +1,109 @@
+-- trainer.losses.matryoshka: MatryoshkaLoss (sentence-transformers 6.x) around an inner loss
+-- (mnrl, cosent or cosine):
+--   loss = sum over dims d of weight_d * inner(normalize(e_1[:, :d]), normalize(e_2[:, :d]), ...)
+-- with each embedding truncated to its first d dims and L2-normalised (sentence-transformers'
+-- `shrink`; the cosine losses do not see the normalisation, other inner losses would).
+-- weights default to 1 each; dims are visited largest first, as there. Each dim has its own
+-- inner loss object, so their saved states coexist between forward and backward.
+-- Gradients: for every input, the truncated gradients go back through the normalisation and
+-- are ACCUMULATED into its first d columns of one [B, C] f32 gradient.
+local T = require("trainer.tensor")
+local ops = require("trainer.ops")
+local errors = require("trainer.errors")
+local base = require("trainer.losses.base")
+
+local Matryoshka = base.class()
+
+local M = {}
+
+local inner_names = { mnrl = true, cosent = true, cosine = true }
+
+-- make_inner(spec, opts) builds an inner loss (trainer.losses.new, passed in to avoid a
+-- require cycle).
+function M.new(spec, opts, make_inner)
+  local dims, weights = spec.dims, spec.weights
+  if type(dims) ~= "table" or #dims == 0 then
+    errors.user("loss.dims is required with name = \"matryoshka\": the embedding sizes to train, "
+      .. "e.g. { 768, 512, 256 }")
+  end
+  if weights ~= nil and (type(weights) ~= "table" or #weights ~= #dims) then
+    errors.user("loss.weights must list one number per entry of loss.dims (%d), got %s", #dims,
+      type(weights) == "table" and tostring(#weights) or type(weights))
+  end
+  local inner = spec.inner or "mnrl"
+  if not inner_names[inner] then
+    errors.user("loss.inner = %q is not supported with matryoshka; use mnrl, cosent or cosine", tostring(inner))
+  end
+  local order = {}
+  for i, d in ipairs(dims) do
+    if type(d) ~= "number" or d < 1 or d ~= math.floor(d) then
+      errors.user("loss.dims[%d] must be a positive integer, got %s", i, tostring(d))
+    end
+    order[i] = { dim = d, weight = weights and weights[i] or 1 }
+  end
+  table.sort(order, function(x, y) return x.dim > y.dim end)
+  local inner_spec = {}
+  for k, v in pairs(spec) do inner_spec[k] = v end
+  inner_spec.name, inner_spec.inner, inner_spec.dims, inner_spec.weights = inner, nil, nil, nil
+  for _, o in ipairs(order) do o.loss = make_inner(inner_spec, opts) end
+  return setmetatable({ kind = "matryoshka", inner = inner, levels = order }, Matryoshka)
+end
+
+function Matryoshka:forward(embs, labels)
+  local B, width
+  B, width, embs = base.check_embeddings("matryoshka", embs, 1)
+  if self.levels[1].dim > width then
+    errors.user("loss.dims: %d is larger than the embedding width %d; use sizes up to %d", self.levels[1].dim, width,
+      width)
+  end
+  self:release()
+  local owned, value = {}, 0
+  local ok, err = pcall(function()
+    for _, level in ipairs(self.levels) do
+      local cut = {}
+      for k, e in ipairs(embs) do
+        local narrow = ops.narrow_cols(e, 0, level.dim, { dtype = "f32" })
+        owned[#owned + 1] = narrow
+        level["narrow" .. k] = narrow
+        cut[k] = ops.l2norm(narrow)
+        owned[#owned + 1] = cut[k]
+      end
+      value = value + level.weight * level.loss:forward(cut, labels)
+    end
+  end)
+  if not ok then
+    for _, t in ipairs(owned) do t:free() end
+    for _, level in ipairs(self.levels) do level.loss:release() end
+    error(err, 0)
+  end
+  self:save(owned, { embs = embs, B = B, width = width })
+  return value
+end
+
+function Matryoshka:backward()
+  local s = self:saved()
+  local grads = {}
+  for k = 1, #s.embs do grads[k] = T.zeros({ s.B, s.width }, { device = s.embs[k]:device() }) end
+  for _, level in ipairs(self.levels) do
+    local g = level.loss:backward()
+    for k, gk in ipairs(g) do
+      local dn = ops.l2norm_backward(gk, level["narrow" .. k])
+      if level.weight ~= 1 then ops.scale_(dn, level.weight) end
+      ops.copy_cols_(grads[k], 0, dn, 0, level.dim, true)
+      dn:free()
+      gk:free()
+    end
+  end
+  for _, level in ipairs(self.levels) do
+    for k = 1, #s.embs do level["narrow" .. k] = nil end
+  end
+  self:release()
+  return grads
+end
+
+function Matryoshka:release()
+  for _, level in ipairs(self.levels or {}) do level.loss:release() end
+  base.Loss.release(self)
+end
+
+return M

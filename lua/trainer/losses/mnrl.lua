@@ -1,0 +1,74 @@
+-- trainer.losses.mnrl: MultipleNegativesRankingLoss (sentence-transformers), in-batch
+-- negatives with optional hard negatives and an optional symmetric direction.
+--
+-- Inputs: anchors a [B, C], positives p [B, C], then any number of hard-negative columns
+-- n_k [B, C]. scores = scale * cos(a, [p; n_1; ...; n_k]) is [B, (k+1) B]; the loss is the
+-- cross-entropy of each row against its own positive (labels arange(B)), averaged over rows.
+-- symmetric = true adds the positives -> anchors direction over cos(p, a) [B, B] and
+-- averages the two (MultipleNegativesSymmetricRankingLoss, i.e. directions query_to_doc +
+-- doc_to_query with per-direction partitions). Labels are ignored.
+local T = require("trainer.tensor")
+local ops = require("trainer.ops")
+local base = require("trainer.losses.base")
+
+local MNRL = base.class()
+
+local M = {}
+
+function M.new(spec)
+  return setmetatable({ kind = "mnrl", scale = spec.scale or 20, symmetric = spec.symmetric == true }, MNRL)
+end
+
+function MNRL:forward(embs, labels)
+  local B
+  B, _, embs = base.check_embeddings("mnrl", embs, 2)
+  local a, docs = embs[1], {}
+  for i = 2, #embs do docs[#docs + 1] = embs[i] end
+  local owned = {}
+  local cand, new_cand = base.cat_rows(docs)
+  if new_cand then owned.cand = cand end
+  local ok, err = pcall(function()
+    owned.targets = T.arange(B, { dtype = "i64", device = a:device() })
+    owned.logits = ops.scale_(ops.cosine_sim(a, cand), self.scale)
+    local loss_t
+    loss_t, owned.lse = ops.cross_entropy(owned.logits, owned.targets)
+    owned.loss = loss_t
+    if self.symmetric then
+      owned.logits2 = ops.scale_(ops.cosine_sim(docs[1], a), self.scale)
+      owned.loss2, owned.lse2 = ops.cross_entropy(owned.logits2, owned.targets)
+    end
+  end)
+  if not ok then
+    for _, t in pairs(owned) do t:free() end
+    error(err, 0)
+  end
+  local value = owned.loss:item()
+  if self.symmetric then value = 0.5 * (value + owned.loss2:item()) end
+  self:save(owned, { a = a, docs = docs, cand = cand, B = B })
+  return value
+end
+
+function MNRL:backward()
+  local s, o = self:saved(), self._owned
+  local w = self.symmetric and 0.5 or 1
+  local dlogits = ops.scale_(ops.cross_entropy_backward(o.logits, o.lse, o.targets, w), self.scale)
+  local da, dcand = ops.cosine_sim_backward(dlogits, s.a, s.cand)
+  dlogits:free()
+  local grads = { da }
+  if #s.docs == 1 then
+    grads[2] = dcand
+  else
+    for i, g in ipairs(base.split_rows(dcand, s.B, #s.docs)) do grads[i + 1] = g end
+  end
+  if self.symmetric then
+    local dl2 = ops.scale_(ops.cross_entropy_backward(o.logits2, o.lse2, o.targets, 0.5), self.scale)
+    local dp2, da2 = ops.cosine_sim_backward(dl2, s.docs[1], s.a)
+    ops.add_(da, da2)
+    ops.add_(grads[2], dp2)
+    dl2:free() dp2:free() da2:free()
+  end
+  self:release()
+  return grads
+end
+
+return M

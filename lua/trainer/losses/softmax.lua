@@ -1,0 +1,105 @@
+-- trainer.losses.softmax: SoftmaxLoss (sentence-transformers) for labelled pairs (NLI):
+--   features = [u, v, |u - v|]  [B, 3C]
+--   logits   = features classifier.weight^T + classifier.bias   [B, num_labels]
+--   loss     = mean cross-entropy against the integer labels
+-- The classifier belongs to the loss: parameters() yields "classifier.weight" [num_labels,
+-- 3C] and "classifier.bias" [num_labels] (f32, tag weights; gradients tag grads that
+-- ACCUMULATE), initialised as torch.nn.Linear (uniform in +-1/sqrt(3C)) from opts.seed.
+local ffi = require("ffi")
+local C = require("trainer.ffi")
+local T = require("trainer.tensor")
+local ops = require("trainer.ops")
+local runtime = require("trainer.runtime")
+local errors = require("trainer.errors")
+local base = require("trainer.losses.base")
+
+local Softmax = base.class()
+
+local M = {}
+
+-- uniform(-bound, bound) values of `shape` from the keyed RNG (seed, op = stream).
+local function uniform(shape, bound, seed, stream, device)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local buf = ffi.new("float[?]", n)
+  C.tr_rng_uniform(buf, n, ops.rng_key({ seed = seed, op = stream }), 0)
+  local host = T.empty(shape, { tag = "weights" })
+  for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
+  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), buf, n * 4), "softmax loss init")
+  if (device or "cpu") == "cpu" then return host end
+  local out = host:to({ device = device })
+  host:free()
+  return out
+end
+
+-- opts.dim: the embedding width C (required); opts.device, opts.seed.
+function M.new(spec, opts)
+  opts = opts or {}
+  local K, dim = spec.num_labels, opts.dim
+  if type(K) ~= "number" or K < 2 or K ~= math.floor(K) then
+    errors.user("loss.num_labels is required with name = \"softmax\": the number of classes (e.g. 3 for NLI), got %s",
+      tostring(K))
+  end
+  if type(dim) ~= "number" or dim < 1 then
+    errors.user("softmax loss: the embedding width is unknown (opts.dim = %s); pass the model's hidden size",
+      tostring(dim))
+  end
+  local bound = 1 / math.sqrt(3 * dim)
+  local seed = opts.seed or 0
+  local w = { value = uniform({ K, 3 * dim }, bound, seed, 0x50f7, opts.device), trainable = true,
+              grad = T.zeros({ K, 3 * dim }, { device = opts.device, tag = "grads" }) }
+  local b = { value = uniform({ K }, bound, seed, 0x50f8, opts.device), trainable = true,
+              grad = T.zeros({ K }, { device = opts.device, tag = "grads" }) }
+  return setmetatable({ kind = "softmax", num_labels = K, dim = dim,
+                        _params = { { "classifier.weight", w }, { "classifier.bias", b } } }, Softmax)
+end
+
+function Softmax:forward(embs, labels)
+  local B, width
+  B, width, embs = base.check_embeddings("softmax", embs, 2, 2)
+  if width ~= self.dim then
+    errors.user("softmax loss: embeddings have width %d but the classifier was built for %d", width, self.dim)
+  end
+  local y = base.host_labels("softmax", labels, B)
+  for i = 1, B do
+    if y[i] < 0 or y[i] >= self.num_labels or y[i] ~= math.floor(y[i]) then
+      errors.user("softmax loss: label %d is %s; labels must be class ids 0..%d (loss.num_labels = %d)", i,
+        tostring(y[i]), self.num_labels - 1, self.num_labels)
+    end
+  end
+  local u, v = embs[1], embs[2]
+  local w, b = self._params[1][2], self._params[2][2]
+  local owned = {}
+  local ok, err = pcall(function()
+    owned.diff = ops.abs_diff(u, v)
+    owned.features = ops.cat_cols({ u, v, owned.diff }, { dtype = "f32" })
+    owned.logits = ops.linear(owned.features, w.value, b.value)
+    owned.targets = T.from_table(y, { dtype = "i64", device = u:device() })
+    owned.loss, owned.lse = ops.cross_entropy(owned.logits, owned.targets)
+  end)
+  if not ok then
+    for _, t in pairs(owned) do t:free() end
+    error(err, 0)
+  end
+  local value = owned.loss:item()
+  self:save(owned, { u = u, v = v, w = w, b = b })
+  return value
+end
+
+function Softmax:backward()
+  local s, o = self:saved(), self._owned
+  local dlogits = ops.cross_entropy_backward(o.logits, o.lse, o.targets, 1)
+  local dfeat = ops.linear_backward(dlogits, o.features, s.w.value, s.w.grad, s.b.grad)
+  dlogits:free()
+  local D = self.dim
+  local du, dv, dd = ops.narrow_cols(dfeat, 0, D), ops.narrow_cols(dfeat, D, D), ops.narrow_cols(dfeat, 2 * D, D)
+  dfeat:free()
+  local dau, dav = ops.abs_diff_backward(dd, s.u, s.v)
+  ops.add_(du, dau)
+  ops.add_(dv, dav)
+  dd:free() dau:free() dav:free()
+  self:release()
+  return { du, dv }
+end
+
+return M
