@@ -79,7 +79,8 @@ local data = S.record {
 
 local loss = S.record {
   doc = "the training objective",
-  order = { "name", "scale", "symmetric", "cached", "mini_batch", "dims", "inner", "num_labels", "label_smoothing" },
+  order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
+            "num_labels", "label_smoothing" },
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka" }, default = "mnrl",
                       doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka" },
@@ -87,7 +88,9 @@ local loss = S.record {
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
     mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
+    score_scale = S.number { gt = 0, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
+    weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
     inner = S.string { enum = { "mnrl", "cosent", "cosine" }, doc = "matryoshka: the loss applied at each size" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, doc = "cross_entropy: label smoothing" },
