@@ -1,6 +1,8 @@
-/* reader.c — the record readers of reader.h: a line reader over zlib's gz* stream
- * (gzip or plain, told apart by magic bytes), and the JSONL / TSV / CSV record parsers
- * on top of it.
+/* reader.c — the record readers of reader.h: a line reader over a zlib gz* stream (a
+ * file starting with the gzip magic bytes 1f 8b) or a plain file descriptor (anything
+ * else), and the JSONL / TSV / CSV record parsers on top of it. Plain files are read with
+ * read(2) directly, not through gz*'s transparent mode, so that a seek costs one small
+ * read (4 KiB, doubling while a record continues) instead of a refill of zlib's buffer.
  *
  * Invariants: `pos` is the uncompressed byte offset of buf[beg], so the offset of a
  * line is `pos` when its first byte is taken; `lineno` counts the lines consumed so far
@@ -9,17 +11,20 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
-enum { READ_CHUNK = 1 << 16, GZ_BUFFER = 1 << 17 };
+enum { READ_CHUNK = 1 << 16, SEEK_CHUNK = 1 << 12, GZ_BUFFER = 1 << 17 };
 static const size_t DEFAULT_MAX_LINE = (size_t)64 << 20;
 
 struct tr_reader {
-    gzFile gz;
+    gzFile gz;                 /* gzip files */
+    int fd;                    /* plain files (-1 when gz is used) */
     char *path;
     int32_t format;
     int32_t gzip;
@@ -27,6 +32,7 @@ struct tr_reader {
 
     unsigned char *buf;        /* read chunk: buf[beg..end) not yet consumed */
     size_t beg, end;
+    size_t chunk;              /* bytes the next plain read asks for (<= READ_CHUNK) */
     int at_eof;
     int64_t pos;
     int64_t lineno;
@@ -97,6 +103,19 @@ static int fail_record(tr_record *rec, tr_error *err, const char *fmt, ...)
 static int fill(tr_reader *r, tr_error *err)
 {
     if (r->beg < r->end || r->at_eof) return TR_OK;
+    if (!r->gz) {
+        ssize_t n;
+        do n = read(r->fd, r->buf, r->chunk);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return fail_fatal(r, NULL, err, TR_EINTERNAL, "%s: read failed after byte %lld: %s", r->path,
+                              (long long)r->pos, strerror(errno));
+        if (r->chunk < READ_CHUNK) r->chunk *= 2;
+        r->beg = 0;
+        r->end = (size_t)n;
+        if (n == 0) r->at_eof = 1;
+        return TR_OK;
+    }
     int n = gzread(r->gz, r->buf, READ_CHUNK);
     int zerr = Z_OK;
     const char *zmsg = gzerror(r->gz, &zerr);
@@ -342,6 +361,7 @@ int tr_reader_open(tr_reader **out, const char *path, int32_t format, size_t max
         return tr_fail(err, TR_EUSER, "%s: unknown data format %d (0 jsonl, 1 tsv, 2 csv)", path, (int)format);
     tr_reader *r = calloc(1, sizeof *r);
     if (!r) return tr_fail(err, TR_EOOM, "%s: out of host memory opening the file", path);
+    r->fd = -1;
     r->path = strdup(path);
     r->buf = malloc(READ_CHUNK);
     if (!r->path || !r->buf) {
@@ -350,19 +370,41 @@ int tr_reader_open(tr_reader **out, const char *path, int32_t format, size_t max
     }
     r->format = format;
     r->max_line = max_line ? max_line : DEFAULT_MAX_LINE;
-    errno = 0;
-    r->gz = gzopen(path, "rb");
-    if (!r->gz) {
+    r->chunk = READ_CHUNK;
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
         int e = errno;
         tr_reader_close(r);
         return tr_fail(err, TR_EUSER, "%s: cannot open (%s); check the path (relative paths are from the "
-                       "directory trainer runs in)", path, e ? strerror(e) : "out of memory");
+                       "directory trainer runs in)", path, strerror(e));
     }
-    if (gzbuffer(r->gz, GZ_BUFFER) != 0) {
+    unsigned char magic[2] = { 0, 0 };
+    ssize_t got;
+    do got = read(r->fd, magic, 2);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        int e = errno;
         tr_reader_close(r);
-        return tr_fail(err, TR_EINTERNAL, "%s: gzbuffer failed", path);
+        return tr_fail(err, TR_EUSER, "%s: cannot read (%s)", path, strerror(e));
     }
-    r->gzip = gzdirect(r->gz) ? 0 : 1;
+    r->gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (lseek(r->fd, 0, SEEK_SET) != 0) {
+        int e = errno;
+        tr_reader_close(r);
+        return tr_fail(err, TR_EINTERNAL, "%s: lseek failed (%s)", path, strerror(e));
+    }
+    if (r->gzip) {
+        r->gz = gzdopen(r->fd, "rb");   /* owns the descriptor from now on */
+        if (!r->gz) {
+            tr_reader_close(r);
+            return tr_fail(err, TR_EOOM, "%s: out of host memory opening the gzip stream", path);
+        }
+        r->fd = -1;
+        if (gzbuffer(r->gz, GZ_BUFFER) != 0) {
+            tr_reader_close(r);
+            return tr_fail(err, TR_EINTERNAL, "%s: gzbuffer failed", path);
+        }
+    }
     if (format != TR_FORMAT_JSONL) {
         int st = read_header(r, err);
         if (st) {
@@ -378,6 +420,7 @@ void tr_reader_close(tr_reader *r)
 {
     if (!r) return;
     if (r->gz) gzclose(r->gz);
+    if (r->fd >= 0) close(r->fd);
     for (int32_t i = 0; i < r->ncols; i++) free(r->cols[i]);
     free(r->cols);
     free(r->path);
@@ -448,13 +491,10 @@ int tr_reader_seek(tr_reader *r, int64_t offset, int64_t lineno, tr_error *err)
     if (offset < 0 || lineno < 1)
         return tr_fail(err, TR_EUSER, "%s: bad seek target (offset %lld, line %lld)", r->path, (long long)offset,
                        (long long)lineno);
-    gzclearerr(r->gz);
-    if (gzseek(r->gz, (z_off_t)offset, SEEK_SET) < 0) {
-        int zerr = 0;
-        const char *m = gzerror(r->gz, &zerr);
+    if (lseek(r->fd, (off_t)offset, SEEK_SET) < 0)
         return fail_fatal(r, NULL, err, TR_EINTERNAL, "%s: seek to byte %lld failed: %s", r->path,
-                          (long long)offset, m ? m : "?");
-    }
+                          (long long)offset, strerror(errno));
+    r->chunk = SEEK_CHUNK;
     r->beg = r->end = 0;
     r->at_eof = 0;
     r->pos = offset;

@@ -1,10 +1,10 @@
 /* reader.h — streaming readers for training data: JSON Lines, TSV and CSV, each plain or
  * gzip-compressed, read record by record with bounded memory.
  *
- * A file is opened through zlib's gz* API, which detects gzip by its magic bytes
- * (1f 8b) and reads anything else transparently, so "data.jsonl" holding gzip bytes and
- * "data.jsonl.gz" holding plain text both work. Offsets are byte offsets in the
- * uncompressed stream. tr_reader_seek is cheap on plain files (an lseek) and refused on
+ * A file whose first bytes are the gzip magic (1f 8b) is streamed through zlib's gz*
+ * API; any other file is read as plain text, so "data.jsonl" holding gzip bytes and
+ * "data.jsonl.gz" holding plain text both work (the name is never consulted). Offsets
+ * are byte offsets in the uncompressed stream. tr_reader_seek is cheap on plain files (an lseek) and refused on
  * gzip files: random access into a gzip stream would decompress from the start, so the
  * data layer streams gzip files once per epoch through a shuffle buffer instead and keeps
  * an offset index (tr_row_index) only for plain files.

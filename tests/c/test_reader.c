@@ -102,7 +102,7 @@ static void test_jsonl_plain_and_seek(void)
 
 static void test_jsonl_gzip(void)
 {
-    const char *p = write_gz("a.jsonl.gz", JSONL, sizeof JSONL - 1);
+    const char *p = write_gz("gzip_bytes.jsonl", JSONL, sizeof JSONL - 1);   /* no .gz: told by magic */
     tr_reader *r = open_ok(p, TR_FORMAT_JSONL);
     if (!r) return;
     check_jsonl(r, 1);
