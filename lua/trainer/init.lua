@@ -15,6 +15,7 @@ local lazy = {
   tensor = "trainer.tensor",
   memory = "trainer.memory",
   runtime = "trainer.runtime",
+  data = "trainer.data",
 }
 
 setmetatable(trainer, {
