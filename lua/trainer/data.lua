@@ -592,10 +592,10 @@ end
 -- The pipeline of one epoch: next() -> batch or nil, close().
 function Loader:_pipeline(epoch)
   local src, close = self.ds:_stream(epoch, self.shuffle, self.seed)
-  local ready, ri, carry, exhausted, bcounter = {}, 1, {}, false, 0
+  local ready, ri, nready, carry, exhausted, bcounter = {}, 1, 0, {}, false, 0
   local target = self.window * self.batch_size
   local function refill()
-    while ri > #ready do
+    while ri > nready do
       if exhausted and #carry == 0 then return false end
       local pool, pulled = carry, 0
       carry = {}
@@ -624,14 +624,14 @@ function Loader:_pipeline(epoch)
           batches[i + 1], batches[j + 1] = batches[j + 1], batches[i + 1]
         end
       end
-      ready, ri = batches, 1
+      ready, ri, nready = batches, 1, #batches
     end
     return true
   end
   return function()
     if not refill() then close() return nil end
     local b = ready[ri]
-    ready[ri] = nil
+    ready[ri] = false   -- let the batch go (not nil: the count stays nready)
     ri = ri + 1
     return b
   end, close
