@@ -300,13 +300,15 @@ function Dataset:_next_row(r, rec, err)
 end
 
 -- Opens path with cfg (a recipe `data` table: columns, format, build, label_map,
--- filter, max_rows, skip_bad) and opts { seed, shuffle_buffer }.
+-- filter, max_rows, skip_bad) and opts { seed, shuffle_buffer, columns, label_map }: the
+-- opts give what the caller knows better (eval columns; a classifier's label2id when
+-- the recipe has no data.label_map).
 function M.open(path, cfg, opts)
   cfg, opts = cfg or {}, opts or {}
   if type(path) ~= "string" then errors.user("data: a file path is required (data.train = \"data/x.jsonl.gz\")") end
   local self = setmetatable({
     path = path, format = M.format_of(path, cfg.format), build = cfg.build or "rows",
-    label_map = cfg.label_map, filter = cfg.filter, max_rows = cfg.max_rows, skip_bad = cfg.skip_bad == true,
+    label_map = cfg.label_map or opts.label_map, filter = cfg.filter, max_rows = cfg.max_rows, skip_bad = cfg.skip_bad == true,
     seed = opts.seed or 42, shuffle_buffer = opts.shuffle_buffer or M.DEFAULT_SHUFFLE_BUFFER,
     n = 0, skipped = 0, filtered = 0, bad = {},
   }, Dataset)
@@ -724,12 +726,13 @@ end
 
 local IN_BATCH_NEGATIVES = { mnrl = true }
 
--- The training dataset and loader of a resolved recipe (recipe.data.train required).
+-- The training dataset and loader of a resolved recipe (recipe.data.train required);
+-- opts { label_map, length, shuffle_buffer } (length: tokens of a row, for bucketing).
 function M.train(recipe, opts)
   opts = opts or {}
   local d = recipe.data or {}
   if not d.train then errors.user("data.train: no training file given; set data.train = \"data/x.jsonl.gz\"") end
-  local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer })
+  local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })
   local loss = recipe.loss or {}
   local nodup = IN_BATCH_NEGATIVES[loss.name or "mnrl"] or
     (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner or "mnrl"]) or false
@@ -740,12 +743,13 @@ function M.train(recipe, opts)
   return ds, ld
 end
 
--- The evaluation dataset of a recipe (data.eval with data.eval_columns), or nil.
-function M.eval(recipe)
+-- The evaluation dataset of a recipe (data.eval with data.eval_columns), or nil;
+-- opts { label_map }.
+function M.eval(recipe, opts)
   local d = recipe.data or {}
   if not d.eval then return nil end
   return M.open(d.eval, { columns = d.eval_columns, format = d.format, label_map = d.label_map,
-                          skip_bad = d.skip_bad }, { seed = recipe.seed })
+                          skip_bad = d.skip_bad }, { seed = recipe.seed, label_map = (opts or {}).label_map })
 end
 
 return M

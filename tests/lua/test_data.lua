@@ -345,6 +345,11 @@ return {
                                 batch = { size = 8 }, loss = { name = "cosent" } })
     assert(not ld2.no_duplicates)
     assert(data.eval({ data = {} }) == nil)
+    -- a classifier's label2id stands in for data.label_map
+    local ds3 = data.train({ data = { train = FIX .. "pairs.tsv", columns = { "premise", "hypothesis", "label" } },
+                             batch = { size = 2 }, loss = { name = "cross_entropy" } },
+                           { label_map = { entailment = 0, neutral = 1, contradiction = 2 } })
+    assert(ds3.n == 3 and ds3.target)
   end },
 
   -- ------------------------------------------------------------ bounded memory
