@@ -168,6 +168,7 @@ static int read_line(tr_reader *r, tr_record *rec, int *got, tr_error *err)
     if (!any) return TR_OK;
     r->lineno++;
     if (too_long) {
+        if (grow((void **)&r->line, &r->line_cap, 1, 1)) return oom(r, err);
         r->line_len = 0;
         r->line[0] = 0;
         return fail_record(rec, err, "%s: line %lld is longer than %zu bytes: not a text data file, or one "

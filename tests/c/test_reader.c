@@ -259,7 +259,46 @@ static void test_long_line(void)
           "long: %s", err.msg);
     CHECK(tr_reader_next(r, &rec, &err) == TR_OK && rec.lineno == 3 && strcmp(rec.text, "{\"b\":2}") == 0, "line 3");
     tr_reader_close(r);
+    /* the very first line too long: nothing buffered yet */
+    CHECK(tr_reader_open(&r, p, TR_FORMAT_JSONL, 4, &err) == TR_OK, "open");
+    if (!r) return;
+    CHECK(tr_reader_next(r, &rec, &err) == TR_EUSER && rec.malformed && rec.lineno == 1, "first line long: %s", err.msg);
+    tr_reader_close(r);
     unlink(p);
+}
+
+/* Random text over the bytes that matter to the parsers: every format reads it to the
+ * end without a sanitizer report, an endless loop or a record without its fields. */
+static void test_random_text_terminates(void)
+{
+    static const char alphabet[] = "ab,\"\t\r\n\n \xEF\xBB\xBF{}";
+    char text[600];
+    uint32_t s = 12345;
+    for (int iter = 0; iter < 300; iter++) {
+        size_t n = (size_t)(iter * 2 % 599);
+        for (size_t i = 0; i < n; i++) {
+            s = s * 1664525u + 1013904223u;
+            text[i] = alphabet[(s >> 16) % (sizeof alphabet - 1)];
+        }
+        const char *p = write_plain("fuzz.txt", text, n);
+        for (int format = 0; format < 3; format++) {
+            tr_reader *r = NULL;
+            tr_error err = { 0 };
+            if (tr_reader_open(&r, p, format, 64, &err) != TR_OK) continue;
+            tr_record rec;
+            int guard = 0, st;
+            while (guard++ < 1000) {
+                st = tr_reader_next(r, &rec, &err);
+                if (st == TR_OK && rec.eof) break;
+                if (st != TR_OK && !rec.malformed) break;
+                if (st == TR_OK && format != TR_FORMAT_JSONL)
+                    CHECK(rec.nfields == tr_reader_ncolumns(r), "fields %d", rec.nfields);
+            }
+            CHECK(guard < 1000, "iteration %d format %d does not end", iter, format);
+            tr_reader_close(r);
+        }
+        unlink(p);
+    }
 }
 
 /* ------------------------------------------------------------ index and shuffle */
@@ -335,6 +374,7 @@ int main(void)
     RUN(test_csv_quotes);
     RUN(test_csv_unclosed_quote);
     RUN(test_long_line);
+    RUN(test_random_text_terminates);
     RUN(test_index_reads_back);
     RUN(test_shuffle_deterministic);
     return check_done();
