@@ -380,7 +380,7 @@ function M.open(path, cfg, opts)
     self:close()
     error(e, 0)
   end
-  self.rows_read = self.n
+  self.input_rows = self.n   -- rows read from the file (before NLI grouping)
   if nli then self:_nli_build(nli) end
   if self.n == 0 then
     local first = self.bad[1] and (" The first skipped line: " .. self.bad[1]) or ""
@@ -505,7 +505,7 @@ end
 
 function Dataset:summary()
   return { path = self.path, format = self.format, gzip = self.gzip, build = self.build, rows = self.n,
-           skipped = self.skipped, filtered = self.filtered, first_bad = self.bad[1] }
+           input_rows = self.input_rows, skipped = self.skipped, filtered = self.filtered, first_bad = self.bad[1] }
 end
 
 function Dataset:close()
