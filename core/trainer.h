@@ -15,4 +15,5 @@
 #include "ops_nn.h"
 #include "tokenizer.h"
 #include "ops_features.h"
+#include "reader.h"
 #endif

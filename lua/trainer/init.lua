@@ -18,6 +18,7 @@ local lazy = {
   losses = "trainer.losses",
   metrics = "trainer.metrics",
   evaluate = "trainer.evaluate",
+  data = "trainer.data",
 }
 
 setmetatable(trainer, {
