@@ -19,6 +19,8 @@ local lazy = {
   metrics = "trainer.metrics",
   evaluate = "trainer.evaluate",
   data = "trainer.data",
+  ops = "trainer.ops",
+  json = "trainer.json",
 }
 
 setmetatable(trainer, {
