@@ -103,8 +103,8 @@ static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
                        (double)c->lr);
     if (c->warmup_init && !c->relative_step)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: warmup_init needs relative_step");
-    if (!c->relative_step && !(c->lr > 0))
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: lr %g: give lr > 0 or turn relative_step on",
+    if (!c->relative_step && !(c->lr >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: lr %g: give lr >= 0 or turn relative_step on",
                        (double)c->lr);
     if (!(c->eps1 >= 0 && c->eps2 >= 0 && c->clip_threshold > 0 && c->decay_rate < 0 && c->beta1 < 1 &&
           c->weight_decay >= 0))

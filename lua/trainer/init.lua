@@ -15,6 +15,9 @@ local lazy = {
   tensor = "trainer.tensor",
   memory = "trainer.memory",
   runtime = "trainer.runtime",
+  optim = "trainer.optim",
+  schedule = "trainer.schedule",
+  clip = "trainer.clip",
 }
 
 setmetatable(trainer, {
