@@ -332,6 +332,14 @@ static void test_op_adafactor(void)
     CHECK(tr_op_adafactor(ctx, vp, vg, NULL, NULL, NULL, tv, NULL, &cfg, 1, 1, NULL) == TR_OK, "vector: %s",
           tr_ctx_errmsg(ctx));
     CHECK(tr_op_adafactor(ctx, vp, vg, NULL, tr, NULL, tv, NULL, &cfg, 2, 1, NULL) == TR_EUSER, "row for a vector");
+    /* an explicit lr of 0 (a schedule's first warm-up step) leaves the parameter as it is */
+    float *vbefore = malloc(2400 * 4);
+    memcpy(vbefore, vp->data, 2400 * 4);
+    cfg.relative_step = 0, cfg.scale_parameter = 0, cfg.lr = 0;
+    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, NULL, NULL, tv, NULL, &cfg, 2, 1, &used) == TR_OK && used == 0,
+          "lr 0: %s", tr_ctx_errmsg(ctx));
+    CHECK(memcmp(vbefore, vp->data, 2400 * 4) == 0, "lr 0 moved the parameter");
+    free(vbefore);
     free(p), free(g), free(pf), free(gf), free(rf), free(cf), free(ef);
     tr_tensor_free(tp), tr_tensor_free(tg), tr_tensor_free(tr), tr_tensor_free(tc), tr_tensor_free(te);
     tr_tensor_free(tv), tr_tensor_free(vp), tr_tensor_free(vg);
