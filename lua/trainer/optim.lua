@@ -291,36 +291,67 @@ function Optimizer:load_state(st)
     errors.user("optimizer:load_state: the state is of optimizer %q but this optimizer is %q; resume with the same "
       .. "optim.name", tostring(st.name), self.name)
   end
-  for name in pairs(st.params) do
+  -- validate everything first: a refused state leaves the optimizer as it was
+  for name, saved in pairs(st.params) do
     local e = self.by_name[name]
     if not e then errors.user("optimizer:load_state: the state holds parameter %q, which this model does not have", name) end
     if not trainable(e.param) then
       errors.user("optimizer:load_state: the state holds parameter %q, which is frozen here", name)
     end
+    if type(saved) ~= "table" or type(saved.step) ~= "number" or saved.step < 0 then
+      errors.user("optimizer:load_state: parameter %q has no step count", name)
+    end
+    for slot, shape in pairs(self.kind.slots(e.param.value, self.hp)) do
+      local n = 1
+      for _, d in ipairs(shape) do n = n * d end
+      local src = saved[slot]
+      if not T.is_tensor(src) or src:numel() ~= n then
+        errors.user("optimizer:load_state: parameter %q: state %q is missing or has %s elements where %d are "
+          .. "needed (was the state saved with other optimizer settings?)", name, slot,
+          T.is_tensor(src) and tostring(src:numel()) or "no", n)
+      end
+    end
   end
   self:free()
   for name, saved in pairs(st.params) do
-    local e = self.by_name[name]
-    local own = new_state(self, e)
-    if type(saved.step) ~= "number" or saved.step < 0 then
-      errors.user("optimizer:load_state: parameter %q has no step count", name)
-    end
+    local own = new_state(self, self.by_name[name])
     own.step = saved.step
     for slot, t in pairs(own) do
       if slot ~= "step" then
-        local src = saved[slot]
-        if not T.is_tensor(src) or src:numel() ~= t:numel() then
-          for _, x in pairs(own) do if T.is_tensor(x) then x:free() end end
-          errors.user("optimizer:load_state: parameter %q: state %q is missing or has %s elements where %d are "
-            .. "needed (was the state saved with other optimizer settings?)", name, slot,
-            T.is_tensor(src) and tostring(src:numel()) or "no", t:numel())
-        end
-        runtime.check(C.tr_tensor_copy(runtime.ctx, t:ptr(), src:ptr()), "optimizer:load_state")
+        runtime.check(C.tr_tensor_copy(runtime.ctx, t:ptr(), saved[slot]:ptr()), "optimizer:load_state")
       end
     end
     self.state_[name] = own
   end
   self.steps = st.steps or 0
+end
+
+-- A state() table as flat tensors and plain data, for a checkpoint: tensors maps
+-- "optimizer.<param name>.<slot>" to the live state tensor (safetensors keys), meta is
+-- { name, steps, step = { [param name] = n } } (JSON). M.unflatten inverts it.
+function M.flatten(st)
+  local tensors, meta = {}, { name = st.name, steps = st.steps, step = {} }
+  for pname, s in pairs(st.params) do
+    meta.step[pname] = s.step
+    for slot, t in pairs(s) do
+      if slot ~= "step" then tensors["optimizer." .. pname .. "." .. slot] = t end
+    end
+  end
+  return tensors, meta
+end
+
+function M.unflatten(tensors, meta)
+  local st = { name = meta.name, steps = meta.steps, params = {} }
+  for pname, n in pairs(meta.step or {}) do st.params[pname] = { step = n } end
+  for key, t in pairs(tensors) do
+    local pname, slot = key:match("^optimizer%.(.+)%.([%w_]+)$")
+    if not pname or not st.params[pname] then
+      errors.user("optimizer state: tensor %q names no parameter of the saved state (expected "
+        .. "optimizer.<param>.<slot> with the parameter listed in the metadata)", key)
+    end
+    st.params[pname][slot] = t
+  end
+  return st
 end
 
 -- Frees every state tensor (the optimizer starts fresh at its next step).

@@ -189,12 +189,10 @@ cases[#cases + 1] = { "state_load_state_resumes_bit_identically", function()
     local a = make_params(case)
     local opt = optim.new(a, cfg)
     for k = 1, 3 do set_grads(opt, a, case, k); opt:step() end
-    local saved = opt:state()
-    local copy = { name = saved.name, steps = saved.steps, params = {} }
-    for pname, s in pairs(saved.params) do
-      copy.params[pname] = {}
-      for k, v in pairs(s) do copy.params[pname][k] = T.is_tensor(v) and v:clone() or v end
-    end
+    -- through the checkpoint form: flat tensors (cloned, as a file would hold) + JSON meta
+    local tensors, meta = optim.flatten(opt:state())
+    for key, t in pairs(tensors) do tensors[key] = t:clone() end
+    local copy = optim.unflatten(tensors, json.decode(json.encode(meta)))
     local b = {}
     for i, e in ipairs(a) do b[i] = { name = e.name, value = e.value:clone(), trainable = e.trainable } end
     for k = 4, 6 do set_grads(opt, a, case, k); opt:step() end
@@ -221,6 +219,10 @@ cases[#cases + 1] = { "errors_name_the_fix", function()
   assert(not ok and errors.is_user_error(e) and e.msg:find("sgd"), tostring(e))
   ok, e = pcall(opt.load_state, opt, { name = "adamw", params = { nope = { step = 1 } } })
   assert(not ok and errors.is_user_error(e) and e.msg:find("nope"), tostring(e))
+  local before = opt:memory().optimizer
+  ok, e = pcall(opt.load_state, opt, { name = "adamw", params = { [golden.names[1]] = { step = 1 } } })
+  assert(not ok and errors.is_user_error(e) and e.msg:find("missing"), tostring(e))
+  assert(opt:memory().optimizer == before, "a refused state changed the optimizer")
   ok, e = pcall(optim.new, list, { name = "adafactor", relative_step = false })
   assert(not ok and errors.is_user_error(e) and e.msg:find("lr"), tostring(e))
   free_params(list)
