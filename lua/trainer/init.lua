@@ -21,6 +21,9 @@ local lazy = {
   data = "trainer.data",
   ops = "trainer.ops",
   json = "trainer.json",
+  optim = "trainer.optim",
+  schedule = "trainer.schedule",
+  clip = "trainer.clip",
 }
 
 setmetatable(trainer, {
