@@ -15,6 +15,11 @@ local lazy = {
   tensor = "trainer.tensor",
   memory = "trainer.memory",
   runtime = "trainer.runtime",
+  ops = "trainer.ops",
+  nn = "trainer.nn",
+  models = "trainer.models",
+  safetensors = "trainer.safetensors",
+  tokenizer = "trainer.tokenizer",
 }
 
 setmetatable(trainer, {
@@ -26,6 +31,11 @@ setmetatable(trainer, {
     return mod
   end,
 })
+
+-- A Hugging Face model folder as a trainer.nn model (see lua/trainer/models/init.lua).
+function trainer.load_model(dir, opts)
+  return require("trainer.models").load_model(dir, opts)
+end
 
 -- Parses a size such as "8GiB" into bytes (numbers pass through).
 function trainer.bytes(v)
