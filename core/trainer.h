@@ -13,4 +13,5 @@
 #include "ops_elem.h"
 #include "cuda_device.h"
 #include "ops_nn.h"
+#include "tokenizer.h"
 #endif
