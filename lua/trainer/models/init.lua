@@ -172,7 +172,7 @@ for _, w in ipairs({ "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", 
   "house", "bird", "very", "this", "that", "with", "och", "katt", "hund", "bra", "hej" }) do
   if w ~= "a" then M.tiny_vocab[#M.tiny_vocab + 1] = w end
 end
-for _, s in ipairs({ "s", "ed", "ing", "er", "en", "ar", "ly" }) do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. s end
+for _, s in ipairs({ "ed", "ing", "er", "en", "ar", "ly" }) do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. s end
 for c in ("abcdefghijklmnopqrstuvwxyz"):gmatch(".") do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. c end
 
 local function write_file(path, text)
