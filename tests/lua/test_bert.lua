@@ -296,6 +296,32 @@ return {
     ids:free(); long:free()
   end },
 
+  { "bf16_activations_flow_through_f32_weights", function()
+    local m = trainer.load_model(data .. "/tiny_bert", { activation_dtype = "bf16" })
+    m:eval():set_grad_enabled(true)
+    local g = st.load(data .. "/golden_tiny_bert.safetensors")
+    local x = golden_input(g)
+    local a0 = memory.stats().by_tag.activations
+    local e = m:forward(x)
+    assert(e:dtype() == "bf16", "the embedding is bf16, got " .. e:dtype())
+    local ref = g:tensor("embedding")
+    local _, abs = rel_err(e:values(), ref:values())
+    assert(abs <= 0.05, ("bf16 embedding max abs error %g"):format(abs))
+    local w = g:tensor("loss_weight", { dtype = "bf16", tag = "activations" })
+    m:backward(w)
+    e:free(); w:free(); ref:free()
+    assert(memory.stats().by_tag.activations == a0, "activations left after a bf16 backward")
+    local p = m:parameter_map()["encoder.layer.0.intermediate.dense.weight"]
+    assert(p.value:dtype() == "f32" and p.grad:dtype() == "f32", "f32 weights and grads")
+    local gr = g:tensor("grad.encoder.layer.0.intermediate.dense.weight")
+    local rel = rel_err(p.grad:values(), gr:values())
+    gr:free()
+    assert(rel <= 0.05, ("bf16 gradient relative error %g"):format(rel))
+    free_input(x)
+    g:close()
+    m:free()
+  end },
+
   { "load_errors_name_the_file", function()
     local function msg_of(...)
       local ok, err = pcall(trainer.load_model, ...)

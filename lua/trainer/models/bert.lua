@@ -140,7 +140,9 @@ local BertModel = Module:extend("BertModel")
 M.BertModel = BertModel
 
 -- opts: seed (init and dropout), pooler (default true), device, init ("random" default, or
--- "none": parameters stay as allocated), rng (a shared { seed, step } table).
+-- "none": parameters stay as allocated), rng (a shared { seed, step } table),
+-- activation_dtype (of the embeddings' output, hence of every activation after it:
+-- "bf16" / "f16" run the encoder in half with f32 weights; default the weights' dtype).
 function BertModel.new(cfg, opts)
   opts = opts or {}
   local self = BertModel:create()
@@ -149,6 +151,7 @@ function BertModel.new(cfg, opts)
   local c = {}
   for k, v in pairs(cfg) do c[k] = v end
   c.device = opts.device
+  c.activation_dtype = opts.activation_dtype
   self:add_module("embeddings", Embeddings.new(c, self.rng))
   self:add_module("encoder", Encoder.new(c, self.rng))
   if opts.pooler ~= false then self:add_module("pooler", Pooler.new(c)) end

@@ -109,7 +109,7 @@ local function labels_of(raw)
 end
 
 -- ---------------------------------------------------------------- load_model
--- opts: device, dtype (weights, default f32), task ("embedding" | "classification"; default
+-- opts: device, dtype (weights, default f32), activation_dtype (e.g. "bf16"), task ("embedding" | "classification"; default
 -- from architectures), pooling (override), normalize (override), max_length, seed,
 -- on_warning(msg) (default: print to stderr).
 function M.load_model(dir, opts)
@@ -128,7 +128,7 @@ function M.load_model(dir, opts)
   local warnings = {}
   local on_warning = opts.on_warning or function(w) io.stderr:write("warning: ", w, "\n") end
   local ok, model = pcall(function()
-    local base_opts = { device = opts.device, seed = opts.seed, init = "none" }
+    local base_opts = { device = opts.device, seed = opts.seed, init = "none", activation_dtype = opts.activation_dtype }
     local model
     if task == "classification" then
       local labels, n = labels_of(raw)
