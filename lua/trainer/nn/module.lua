@@ -90,13 +90,14 @@ function Module:parameter_list(prefix, out)
   return out
 end
 
--- for name, param in m:parameters() do ... end
+-- for name, param, grad in m:parameters() do ... end (grad = param.grad, nil until a
+-- backward reached a trainable parameter)
 function Module:parameters()
   local list, i = self:parameter_list(), 0
   return function()
     i = i + 1
     local e = list[i]
-    if e then return e[1], e[2] end
+    if e then return e[1], e[2], e[2].grad end
   end
 end
 
