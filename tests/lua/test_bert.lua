@@ -228,6 +228,52 @@ return {
     m:free()
   end },
 
+  { "dropout_on_gradients_match_finite_differences", function()
+    -- With dropout active (train mode), the backward must regenerate the forward's masks:
+    -- <grad, d> against the central difference of the loss along a random direction d.
+    local m = tiny_embedder()
+    m:train()
+    m.rng.seed, m.rng.step = 5, 1
+    local g = st.load(data .. "/golden_tiny_bert.safetensors")
+    local x = golden_input(g)
+    local w = g:tensor("loss_weight", { tag = "activations" })
+    local function loss()
+      m:set_grad_enabled(false)              -- still training: dropout on, same keys
+      local e = m:forward(x)
+      local p = ops.mul(e, w)
+      local s = ops.sum(p)
+      local v = s:item()
+      e:free(); p:free(); s:free()
+      return v
+    end
+    m:set_grad_enabled(true)
+    local e = m:forward(x)
+    m:backward(w)
+    e:free()
+    for _, name in ipairs({ "encoder.layer.0.attention.self.query.weight", "encoder.layer.1.intermediate.dense.weight",
+                            "embeddings.LayerNorm.weight", "embeddings.word_embeddings.weight" }) do
+      local p = m:parameter_map()[name]
+      local d = T.randn(p.value:shape(), { seed = 9 })
+      local gd = ops.mul(p.grad, d)
+      local s = ops.sum(gd)
+      local dot = s:item()
+      gd:free(); s:free()
+      local eps = 1e-2
+      ops.axpy_(p.value, d, eps)
+      local lp = loss()
+      ops.axpy_(p.value, d, -2 * eps)
+      local lm = loss()
+      ops.axpy_(p.value, d, eps)
+      d:free()
+      local fd = (lp - lm) / (2 * eps)
+      assert(math.abs(fd - dot) <= 5e-3 * math.abs(dot) + 1e-3, ("%s: <grad, d> %g, finite difference %g"):format(name, dot, fd))
+    end
+    w:free()
+    free_input(x)
+    g:close()
+    m:free()
+  end },
+
   { "gradients_accumulate_and_zero_grad", function()
     local m = tiny_embedder()
     m:eval():set_grad_enabled(true)
