@@ -83,10 +83,6 @@ function M.max_positions(cfg)
 end
 
 -- ---------------------------------------------------------------- inputs
-local function int_tensor(values, shape, device)
-  return T.from_table(values, { dtype = "i32", device = device, tag = "activations" }):reshape(shape)
-end
-
 -- The tensors the embeddings and attention need; `owned` lists what the caller frees.
 function M.prepare_inputs(cfg, input, device)
   if type(input) ~= "table" or not T.is_tensor(input.input_ids) then
@@ -133,7 +129,6 @@ function M.prepare_inputs(cfg, input, device)
   end
   return out, owned
 end
-M.int_tensor = int_tensor
 
 -- ---------------------------------------------------------------- BertModel
 local BertModel = Module:extend("BertModel")
