@@ -24,6 +24,10 @@ local lazy = {
   optim = "trainer.optim",
   schedule = "trainer.schedule",
   clip = "trainer.clip",
+  nn = "trainer.nn",
+  models = "trainer.models",
+  safetensors = "trainer.safetensors",
+  tokenizer = "trainer.tokenizer",
 }
 
 setmetatable(trainer, {
@@ -35,6 +39,11 @@ setmetatable(trainer, {
     return mod
   end,
 })
+
+-- A Hugging Face model folder as a trainer.nn model (see lua/trainer/models/init.lua).
+function trainer.load_model(dir, opts)
+  return require("trainer.models").load_model(dir, opts)
+end
 
 -- Parses a size such as "8GiB" into bytes (numbers pass through).
 function trainer.bytes(v)
