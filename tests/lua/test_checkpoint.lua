@@ -191,6 +191,29 @@ return {
     model:free()
   end },
 
+  { "frozen_linear_keeps_nothing_and_passes_the_same_dx", function()
+    local Linear = require("trainer.nn.linear")
+    local lin = Linear.new(8, 6)
+    lin.weight.value:free(); lin.weight.value = T.randn({ 6, 8 }, { seed = 2, stream = 1, tag = "weights" })
+    local x = T.randn({ 2, 3, 8 }, { seed = 2, stream = 2 })
+    local dy = T.randn({ 2, 3, 6 }, { seed = 2, stream = 3 })
+    local y = lin:forward(x)
+    local dx1 = lin:backward(dy)
+    local dx_trainable = bytes(dx1)
+    dx1:free()
+    lin:set_trainable(false)
+    y:free()
+    local a0 = memory.stats().by_tag.activations
+    y = lin:forward(x)
+    y:free()
+    assert(memory.stats().by_tag.activations == a0 and lin.saved.x == nil, "a frozen Linear keeps x")
+    local dx = lin:backward(dy)
+    assert(bytes(dx) == dx_trainable and lin.weight.grad == nil, "frozen dx differs or a grad appeared")
+    local ok, err = pcall(lin.backward, lin, dy)
+    assert(not ok and tostring(err):find("nothing saved"), "a second backward must be a user error: " .. tostring(err))
+    dx:free(); x:free(); dy:free(); lin:free()
+  end },
+
   { "classifier_and_no_encoder", function()
     local cfg = bert.config({ hidden_size = 32, num_hidden_layers = 3, num_attention_heads = 4,
       intermediate_size = 64, vocab_size = 60, max_position_embeddings = 64 }, "tiny")
