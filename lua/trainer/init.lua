@@ -28,6 +28,7 @@ local lazy = {
   optim = "trainer.optim",
   schedule = "trainer.schedule",
   clip = "trainer.clip",
+  lora = "trainer.lora",
 }
 
 setmetatable(trainer, {
