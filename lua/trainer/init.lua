@@ -30,6 +30,7 @@ local lazy = {
   clip = "trainer.clip",
   checkpoint = "trainer.checkpoint",
   step = "trainer.step",
+  lora = "trainer.lora",
 }
 
 setmetatable(trainer, {
