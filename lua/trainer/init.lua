@@ -28,6 +28,12 @@ local lazy = {
   models = "trainer.models",
   safetensors = "trainer.safetensors",
   tokenizer = "trainer.tokenizer",
+  optim = "trainer.optim",
+  schedule = "trainer.schedule",
+  clip = "trainer.clip",
+  checkpoint = "trainer.checkpoint",
+  step = "trainer.step",
+  lora = "trainer.lora",
 }
 
 setmetatable(trainer, {
