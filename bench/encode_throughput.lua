@@ -1,0 +1,32 @@
+-- bench/encode_throughput.lua — tokenizer and encoder throughput in-process (load time
+-- excluded), for bench/hf_compare.sh:  ./trainer run bench/encode_throughput.lua MODEL TEXTS [BATCH]
+-- Prints "tokenize_per_s encode_per_s" and writes nothing else.
+local model_dir, path, batch = arg[1], arg[2], tonumber(arg[3] or "32")
+local texts = {}
+for line in io.lines(path) do texts[#texts + 1] = line end
+local tk = require("trainer.tokenizer")
+local tok = tk.load(model_dir)
+local model = trainer.load_model(model_dir, { task = "embedding" })
+local function wall() local p = io.popen("date +%s.%N"); local t = tonumber(p:read("*l")); p:close(); return t end
+
+local t0 = wall()
+for _, s in ipairs(texts) do tok:encode(s) end
+local t1 = wall()
+-- the same length-sorted batching as `trainer encode`
+local order = {}
+for i = 1, #texts do order[i] = i end
+table.sort(order, function(a, b) return #texts[a] > #texts[b] end)
+local t2 = wall()
+for first = 1, #order, batch do
+  local chunk = {}
+  for j = first, math.min(first + batch - 1, #order) do chunk[#chunk + 1] = texts[order[j]] end
+  local b = tok:batch(chunk, { max_length = model.max_length })
+  local e = model:forward(b)
+  tk.free_batch(b)
+  e:free()
+end
+local t3 = wall()
+io.write(("%.0f %.0f\n"):format(#texts / (t1 - t0), #texts / (t3 - t2)))
+tok:free()
+model:free()
+return 0
