@@ -341,6 +341,7 @@ return {
 
   { "user_errors_name_the_fix", function()
     local m = trainer.load_model(tiny, quiet())
+    assert(#lora.apply(m, false) == 0 and not lora.is_applied(m) and m.lora == nil, "lora = false changed the model")
     local ok, err = pcall(lora.apply, m, { targets = { "qkv" } })
     assert(not ok and errors.is_user_error(err), tostring(err))
     assert(err.msg:find('"qkv" matches no Linear', 1, true) and err.msg:find("attention.self.query", 1, true)
