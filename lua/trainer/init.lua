@@ -21,6 +21,9 @@ local lazy = {
   data = "trainer.data",
   ops = "trainer.ops",
   json = "trainer.json",
+  optim = "trainer.optim",
+  schedule = "trainer.schedule",
+  clip = "trainer.clip",
   nn = "trainer.nn",
   models = "trainer.models",
   safetensors = "trainer.safetensors",
@@ -28,6 +31,8 @@ local lazy = {
   optim = "trainer.optim",
   schedule = "trainer.schedule",
   clip = "trainer.clip",
+  checkpoint = "trainer.checkpoint",
+  step = "trainer.step",
   lora = "trainer.lora",
 }
 
