@@ -41,7 +41,10 @@ local function batch(B, Tn, C, vocab)
       mask[i] = t <= len and 1 or 0
     end
   end
-  local x = { input_ids = bert.int_tensor(ids, { B, Tn }), attention_mask = bert.int_tensor(mask, { B, Tn }) }
+  local function int_tensor(v, shape)   -- (bert.int_tensor was dropped on branch bert)
+    return T.from_table(v, { dtype = "i32", tag = "activations" }):reshape(shape)
+  end
+  local x = { input_ids = int_tensor(ids, { B, Tn }), attention_mask = int_tensor(mask, { B, Tn }) }
   local w = T.randn({ B, C }, { seed = 9, stream = 1, tag = "activations" })
   return x, w
 end
