@@ -16,6 +16,17 @@ local C = require("trainer.ffi")
 local runtime = require("trainer.runtime")
 
 -- The raw bytes of a CPU tensor (bitwise comparison of tensors of any size).
+-- An i32 [rows, cols] tensor from a flat list of integers.
+local function int_tensor(values, shape)
+  local rows = {}
+  for r = 1, shape[1] do
+    local row = {}
+    for c = 1, shape[2] do row[c] = values[(r - 1) * shape[2] + c] end
+    rows[r] = row
+  end
+  return T.from_table(rows, { dtype = "i32" })
+end
+
 local function bytes(t)
   local n = t:nbytes()
   local buf = ffi.new("uint8_t[?]", math.max(n, 1))
@@ -40,9 +51,6 @@ local function batch(B, Tn, C, vocab)
       ids[i] = t <= len and (((b * 7 + t * 13) % (vocab - 5)) + 5) or 0
       mask[i] = t <= len and 1 or 0
     end
-  end
-  local function int_tensor(v, shape)   -- (bert.int_tensor was dropped on branch bert)
-    return T.from_table(v, { dtype = "i32", tag = "activations" }):reshape(shape)
   end
   local x = { input_ids = int_tensor(ids, { B, Tn }), attention_mask = int_tensor(mask, { B, Tn }) }
   local w = T.randn({ B, C }, { seed = 9, stream = 1, tag = "activations" })
