@@ -68,6 +68,11 @@ int tr_op_softmax(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);
 /* dx (=) from dout and the forward's output y. */
 int tr_op_softmax_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *y);
 
+/* out (=) = tanh(x), any shape (the BERT pooler's activation). out may be x. */
+int tr_op_tanh(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);
+/* dx (=) = dout * (1 - y^2) from the forward's OUTPUT y (no input needs saving). */
+int tr_op_tanh_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *y);
+
 /* ------------------------------------------------------------ attention */
 
 /* q, k, v, out: [B, T, H, D] (the [B, T, H*D] Linear outputs reshaped, no transposes);

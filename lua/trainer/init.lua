@@ -21,6 +21,10 @@ local lazy = {
   data = "trainer.data",
   ops = "trainer.ops",
   json = "trainer.json",
+  nn = "trainer.nn",
+  models = "trainer.models",
+  safetensors = "trainer.safetensors",
+  tokenizer = "trainer.tokenizer",
 }
 
 setmetatable(trainer, {
@@ -32,6 +36,11 @@ setmetatable(trainer, {
     return mod
   end,
 })
+
+-- A Hugging Face model folder as a trainer.nn model (see lua/trainer/models/init.lua).
+function trainer.load_model(dir, opts)
+  return require("trainer.models").load_model(dir, opts)
+end
 
 -- Parses a size such as "8GiB" into bytes (numbers pass through).
 function trainer.bytes(v)

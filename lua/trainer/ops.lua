@@ -131,6 +131,20 @@ function M.gelu_backward(dout, x, kind)
   return dx
 end
 
+function M.tanh(x, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_tanh(ctx, out:ptr(), x:ptr()), "tanh")
+  return out
+end
+
+-- From the forward's OUTPUT y: dx = dout * (1 - y^2).
+function M.tanh_backward(dout, y)
+  local dx = new(y:shape(), y, dout:dtype())
+  fill({ dx }, C.tr_op_tanh_backward(ctx, dx:ptr(), dout:ptr(), y:ptr()), "tanh_backward")
+  return dx
+end
+
 function M.softmax(x, opts)
   opts = opts or {}
   local out = new(x:shape(), x, opts.dtype, opts.tag)

@@ -1,0 +1,39 @@
+-- `trainer encode MODEL_DIR FILE`: one sentence a line in, its embedding out as one JSON
+-- array of floats a line (the folder's pooling and normalisation, as sentence-transformers).
+local usage = "trainer encode MODEL_DIR FILE [--batch N] [--max-length N] [--device D]   sentence embeddings, JSON a line"
+
+return {
+  usage = usage,
+  run = function(args)
+    local cl = require("trainer.command_line")
+    local errors = require("trainer.errors")
+    local pos, flags = cl.parse(args, { batch = "value", ["max-length"] = "value", device = "value" }, usage)
+    if #pos ~= 2 then errors.user("encode needs a model folder and an input file\nusage: %s", usage) end
+    local models = require("trainer.models")
+    models.check_folder(pos[1], true)
+    local lines = cl.read_lines(pos[2])
+    local model = models.load_model(pos[1], { task = "embedding", device = flags.device,
+      max_length = cl.int(flags, "max-length", nil) })
+    local tk = require("trainer.tokenizer")
+    local tok = tk.load(pos[1])
+    local bs = cl.int(flags, "batch", 32)
+    for first = 1, #lines, bs do
+      local chunk = {}
+      for i = first, math.min(first + bs - 1, #lines) do chunk[#chunk + 1] = lines[i] end
+      local b = tok:batch(chunk, { max_length = model.max_length, device = flags.device })
+      local e = model:forward(b)
+      tk.free_batch(b)
+      local C = e:shape()[2]
+      local v = e:values()
+      e:free()
+      for r = 0, #chunk - 1 do
+        local row = {}
+        for c = 1, C do row[c] = v[r * C + c] end
+        io.write(cl.float_array(row), "\n")
+      end
+    end
+    tok:free()
+    model:free()
+    return 0
+  end,
+}

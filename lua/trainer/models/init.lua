@@ -1,0 +1,269 @@
+-- trainer.models: Hugging Face model folders in, trainer.nn models out.
+--
+--   local model = trainer.load_model("models/all-MiniLM-L6-v2", { task = "embedding" })
+--   model.task       "embedding" | "classification"
+--   model.max_length the folder's max_seq_length (sentence_bert_config.json) or the positions
+--   model.labels     { [0] = "entailment", ... } for classification
+--   model.dir, model.config, model.warnings
+--
+-- A folder holds config.json, model.safetensors (or model.safetensors.index.json + its
+-- shards) and a tokenizer (tokenizer.json or vocab.txt); a sentence-transformers folder
+-- adds modules.json (its Pooling module's config.json gives the pooling mode, a Normalize
+-- module L2-normalises), sentence_bert_config.json (max_seq_length). Models come back in
+-- eval mode, like transformers' from_pretrained; call model:train() to train.
+local json = require("trainer.json")
+local errors = require("trainer.errors")
+local bert = require("trainer.models.bert")
+
+local M = {}
+
+M.valid_folder = "a model folder holds config.json, model.safetensors (or model.safetensors.index.json " ..
+  "with its shards) and tokenizer.json or vocab.txt"
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+local function is_dir(path) return exists(path .. "/.") end
+
+-- Errors unless dir is a model folder; names the first missing file.
+function M.check_folder(dir, need_tokenizer)
+  if type(dir) ~= "string" then errors.user("load_model(dir): dir must be a folder path (%s)", M.valid_folder) end
+  if not is_dir(dir) then errors.user("%s: no such model folder (%s)", dir, M.valid_folder) end
+  if not exists(dir .. "/config.json") then errors.user("%s/config.json: missing (%s)", dir, M.valid_folder) end
+  if not exists(dir .. "/model.safetensors") and not exists(dir .. "/model.safetensors.index.json") then
+    errors.user("%s/model.safetensors: missing, and no model.safetensors.index.json either (%s)", dir, M.valid_folder)
+  end
+  if need_tokenizer and not exists(dir .. "/tokenizer.json") and not exists(dir .. "/vocab.txt") then
+    errors.user("%s/tokenizer.json: missing, and no vocab.txt either (%s)", dir, M.valid_folder)
+  end
+end
+
+-- ---------------------------------------------------------------- sentence-transformers
+local pooling_keys = {
+  { "pooling_mode_cls_token", "cls" }, { "pooling_mode_max_tokens", "max" },
+  { "pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len" }, { "pooling_mode_mean_tokens", "mean" },
+}
+
+-- { pooling = mode, normalize = bool, max_seq_length = n or nil, sentence_transformers = bool }
+function M.read_sentence_config(dir)
+  local out = { pooling = "mean", normalize = false, sentence_transformers = false }
+  local modules_path = dir .. "/modules.json"
+  if exists(modules_path) then
+    out.sentence_transformers = true
+    local mods = json.read(modules_path)
+    if type(mods) ~= "table" then errors.user("%s: must be a JSON list of modules", modules_path) end
+    for _, m in ipairs(mods) do
+      local ty = type(m) == "table" and tostring(m.type) or ""
+      if ty:match("Pooling$") then
+        local p = dir .. "/" .. (m.path or "") .. "/config.json"
+        if exists(p) then
+          local pc = json.read(p)
+          local modes = {}
+          for _, k in ipairs(pooling_keys) do if pc[k[1]] == true then modes[#modes + 1] = k[2] end end
+          if pc.pooling_mode and type(pc.pooling_mode) == "string" then modes = { pc.pooling_mode } end
+          if #modes > 1 then
+            errors.user("%s: several pooling modes at once (%s) are not supported; pick one with opts.pooling", p,
+              table.concat(modes, ", "))
+          end
+          if #modes == 1 then out.pooling = modes[1] end
+        end
+      elseif ty:match("Normalize$") then
+        out.normalize = true
+      end
+    end
+  end
+  local sb = dir .. "/sentence_bert_config.json"
+  if exists(sb) then
+    local c = json.read(sb)
+    if type(c) == "table" and type(c.max_seq_length) == "number" then out.max_seq_length = c.max_seq_length end
+  end
+  return out
+end
+
+local function is_classifier(raw)
+  if type(raw.architectures) == "table" then
+    for _, a in ipairs(raw.architectures) do
+      if type(a) == "string" and a:match("ForSequenceClassification$") then return true end
+    end
+  end
+  return false
+end
+
+-- Labels as a 0-based table from id2label (or "LABEL_k" names for num_labels).
+local function labels_of(raw)
+  local labels, n = {}, 0
+  if type(raw.id2label) == "table" then
+    for k, v in pairs(raw.id2label) do
+      local i = tonumber(k)
+      if i then labels[i] = tostring(v); n = math.max(n, i + 1) end
+    end
+  end
+  if n == 0 then
+    n = tonumber(raw.num_labels) or 2
+    for i = 0, n - 1 do labels[i] = "LABEL_" .. i end
+  end
+  return labels, n
+end
+
+-- ---------------------------------------------------------------- load_model
+-- opts: device, dtype (weights, default f32), activation_dtype (e.g. "bf16"), task ("embedding" | "classification"; default
+-- from architectures), pooling (override), normalize (override), max_length, seed,
+-- on_warning(msg) (default: print to stderr).
+function M.load_model(dir, opts)
+  opts = opts or {}
+  dir = type(dir) == "string" and dir:gsub("/+$", "") or dir
+  M.check_folder(dir, false)
+  local cfg_path = dir .. "/config.json"
+  local raw = json.read(cfg_path)
+  local cfg = bert.config(raw, cfg_path)
+  local task = opts.task or (is_classifier(raw) and "classification" or "embedding")
+  if task ~= "embedding" and task ~= "classification" then
+    errors.user("load_model: task %q is unknown (embedding or classification)", tostring(task))
+  end
+  local st = require("trainer.safetensors")
+  local reader = st.load(dir)
+  local warnings = {}
+  local on_warning = opts.on_warning or function(w) io.stderr:write("warning: ", w, "\n") end
+  local ok, model = pcall(function()
+    local base_opts = { device = opts.device, seed = opts.seed, init = "none", activation_dtype = opts.activation_dtype }
+    local model
+    if task == "classification" then
+      local labels, n = labels_of(raw)
+      local prefix = cfg.family == "roberta" and "roberta" or "bert"
+      model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, base_opts), n,
+        { prefix = prefix, device = opts.device, init = "none" })
+      model.labels, model.num_labels = labels, n
+    else
+      base_opts.pooler = bert.has_pooler(reader)
+      local sc = M.read_sentence_config(dir)
+      model = bert.SentenceEncoder.new(bert.BertModel.new(cfg, base_opts), {
+        pooling = opts.pooling or sc.pooling,
+        normalize = opts.normalize == nil and sc.normalize or opts.normalize,
+      })
+      model.max_length = sc.max_seq_length
+    end
+    if opts.dtype and opts.dtype ~= "f32" then
+      for _, p in model:parameters() do
+        local t = p.value:to({ dtype = opts.dtype, tag = "weights" })
+        p.value:free()
+        p.value = t
+      end
+    end
+    bert.load_weights(model, reader, { on_warning = function(w) warnings[#warnings + 1] = w end })
+    return model
+  end)
+  reader:close()
+  if not ok then error(model, 0) end
+  for _, w in ipairs(warnings) do on_warning(w) end
+  model.task, model.dir, model.config, model.warnings = task, dir, cfg, warnings
+  model.max_length = math.min(opts.max_length or model.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
+  model:eval()
+  return model
+end
+
+-- ---------------------------------------------------------------- tiny folders
+-- The vocabulary of tiny folders: specials, punctuation, letters, a few words, ## pieces.
+M.tiny_vocab = { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "!", "?", "'", "-" }
+for c in ("abcdefghijklmnopqrstuvwxyz"):gmatch(".") do M.tiny_vocab[#M.tiny_vocab + 1] = c end
+for _, w in ipairs({ "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad",
+  "house", "bird", "very", "this", "that", "with", "och", "katt", "hund", "bra", "hej" }) do
+  if w ~= "a" then M.tiny_vocab[#M.tiny_vocab + 1] = w end
+end
+for _, s in ipairs({ "ed", "ing", "er", "en", "ar", "ly" }) do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. s end
+for c in ("abcdefghijklmnopqrstuvwxyz"):gmatch(".") do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. c end
+
+local function write_file(path, text)
+  local f, err = io.open(path, "wb")
+  if not f then errors.user("%s: cannot write (%s)", path, err) end
+  f:write(text)
+  f:close()
+end
+
+local function tokenizer_json(vocab)
+  local v = {}
+  for i, tok in ipairs(vocab) do v[tok] = i - 1 end
+  local added = {}
+  for i = 1, 5 do
+    added[i] = { id = i - 1, content = vocab[i], single_word = false, lstrip = false, rstrip = false,
+      normalized = false, special = true }
+  end
+  local function special(id, ty) return { SpecialToken = { id = id, type_id = ty } } end
+  local function seq(id, ty) return { Sequence = { id = id, type_id = ty } } end
+  return {
+    version = "1.0", truncation = json.null, padding = json.null, added_tokens = added,
+    normalizer = { type = "BertNormalizer", clean_text = true, handle_chinese_chars = true,
+      strip_accents = json.null, lowercase = true },
+    pre_tokenizer = { type = "BertPreTokenizer" },
+    post_processor = { type = "TemplateProcessing",
+      single = { special("[CLS]", 0), seq("A", 0), special("[SEP]", 0) },
+      pair = { special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1) },
+      special_tokens = { ["[CLS]"] = { id = "[CLS]", ids = { 2 }, tokens = { "[CLS]" } },
+        ["[SEP]"] = { id = "[SEP]", ids = { 3 }, tokens = { "[SEP]" } } } },
+    decoder = { type = "WordPiece", prefix = "##", cleanup = true },
+    model = { type = "WordPiece", unk_token = "[UNK]", continuing_subword_prefix = "##",
+      max_input_chars_per_word = 100, vocab = v },
+  }
+end
+
+-- Writes a tiny random BERT folder into dir (created if needed): 2 layers, hidden 32, 4
+-- heads, intermediate 64, 64 positions, the tiny vocabulary; config.json,
+-- model.safetensors, vocab.txt, tokenizer.json, tokenizer_config.json and, for
+-- task "embedding" (default), modules.json + 1_Pooling/config.json (opts.pooling, default
+-- mean) + sentence_bert_config.json; for task "classification", 3 labels.
+-- opts: seed (default 0), task, pooling, normalize. Returns dir.
+function M.tiny_folder(dir, opts)
+  opts = opts or {}
+  local task = opts.task or "embedding"
+  os.execute(("mkdir -p '%s/1_Pooling'"):format(dir:gsub("'", "'\\''")))
+  if not is_dir(dir) then errors.user("%s: cannot create the folder", dir) end
+  local raw = {
+    architectures = { task == "classification" and "BertForSequenceClassification" or "BertModel" },
+    model_type = "bert", hidden_size = 32, num_hidden_layers = 2, num_attention_heads = 4,
+    intermediate_size = 64, hidden_act = "gelu", layer_norm_eps = 1e-12, vocab_size = #M.tiny_vocab,
+    max_position_embeddings = 64, type_vocab_size = 2, pad_token_id = 0, hidden_dropout_prob = 0.1,
+    attention_probs_dropout_prob = 0.1, initializer_range = 0.2, position_embedding_type = "absolute",
+  }
+  if task == "classification" then
+    raw.id2label = { ["0"] = "entailment", ["1"] = "neutral", ["2"] = "contradiction" }
+    raw.label2id = { entailment = 0, neutral = 1, contradiction = 2 }
+  end
+  write_file(dir .. "/config.json", json.encode(raw, 2) .. "\n")
+  local cfg = bert.config(raw, dir .. "/config.json")
+  local seed = opts.seed or 0
+  local model
+  if task == "classification" then
+    model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = seed }), 3, { seed = seed })
+  else
+    model = bert.BertModel.new(cfg, { seed = seed })
+  end
+  require("trainer.safetensors").save(dir .. "/model.safetensors", bert.state_list(model))
+  model:free()
+  write_file(dir .. "/vocab.txt", table.concat(M.tiny_vocab, "\n") .. "\n")
+  write_file(dir .. "/tokenizer.json", json.encode(tokenizer_json(M.tiny_vocab), 2) .. "\n")
+  write_file(dir .. "/tokenizer_config.json", json.encode({ do_lower_case = true, model_max_length = 64,
+    unk_token = "[UNK]", sep_token = "[SEP]", pad_token = "[PAD]", cls_token = "[CLS]", mask_token = "[MASK]",
+    tokenizer_class = "BertTokenizer" }, 2) .. "\n")
+  if task == "embedding" then
+    local mods = {
+      { idx = 0, name = "0", path = "", type = "sentence_transformers.models.Transformer" },
+      { idx = 1, name = "1", path = "1_Pooling", type = "sentence_transformers.models.Pooling" },
+    }
+    if opts.normalize then
+      mods[3] = { idx = 2, name = "2", path = "2_Normalize", type = "sentence_transformers.models.Normalize" }
+    end
+    write_file(dir .. "/modules.json", json.encode(mods, 2) .. "\n")
+    local mode = opts.pooling or "mean"
+    write_file(dir .. "/1_Pooling/config.json", json.encode({ word_embedding_dimension = 32,
+      pooling_mode_cls_token = mode == "cls", pooling_mode_mean_tokens = mode == "mean",
+      pooling_mode_max_tokens = mode == "max", pooling_mode_mean_sqrt_len_tokens = mode == "mean_sqrt_len" }, 2) .. "\n")
+    write_file(dir .. "/sentence_bert_config.json", json.encode({ max_seq_length = 64, do_lower_case = false }, 2) .. "\n")
+  end
+  return dir
+end
+
+M.bert = bert
+
+return M

@@ -1,0 +1,103 @@
+-- trainer.nn.SelfAttention: BERT's attention block, post-LN:
+--   y = LayerNorm(x + Dropout(Dense(Attention(Q x, K x, V x, mask))))
+-- Children carry the Hugging Face names relative to the layer's "attention":
+-- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
+-- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
+-- which never materialises T x T probabilities and saves only the row log-sum-exp.
+-- Dropout sites: attention probabilities (layer, op 1), output (layer, op 2).
+-- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept.
+local Module = require("trainer.nn.module")
+local Linear = require("trainer.nn.linear")
+local LayerNorm = require("trainer.nn.layernorm")
+local Dropout = require("trainer.nn.dropout")
+local ops = require("trainer.ops")
+
+local SelfAttention = Module:extend("SelfAttention")
+
+-- cfg: hidden_size, num_attention_heads, attention_probs_dropout_prob, hidden_dropout_prob,
+-- layer_norm_eps, device; rng: the model's shared rng table; layer: this layer's id.
+function SelfAttention.new(cfg, rng, layer)
+  local self = SelfAttention:create()
+  local C, o = cfg.hidden_size, { device = cfg.device }
+  self.heads = cfg.num_attention_heads
+  self.head_dim = C / self.heads
+  self.attn_p = cfg.attention_probs_dropout_prob or 0
+  self.rng, self.layer = rng, layer
+  self:add_module("self.query", Linear.new(C, C, o), "query")
+  self:add_module("self.key", Linear.new(C, C, o), "key")
+  self:add_module("self.value", Linear.new(C, C, o), "value")
+  self:add_module("output.dense", Linear.new(C, C, o), "dense")
+  self:add_module("output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
+  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, 2), "dropout")
+  return self
+end
+
+function SelfAttention:attn_opts()
+  local p = self.training and self.attn_p or 0
+  local key = nil
+  if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = 1 }) end
+  return { dropout = p, key = key }
+end
+
+local function heads_view(t, H, D)
+  local s = t:shape()
+  return t:reshape({ s[1], s[2], H, D })
+end
+
+function SelfAttention:forward(x, mask)
+  local H, D = self.heads, self.head_dim
+  local q, k, v = self.query:forward(x), self.key:forward(x), self.value:forward(x)
+  local q4, k4, v4 = heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
+  q:free(); k:free(); v:free()
+  local aopts = self:attn_opts()
+  local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
+  if self.grad_enabled then
+    self.saved.q, self.saved.k, self.saved.v = q4, k4, v4
+    self.saved.lse = lse
+    self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
+    if mask then self:keep("mask", mask) end
+  else
+    q4:free(); k4:free(); v4:free(); lse:free()
+  end
+  local a = a4:reshape(x:shape())
+  a4:free()
+  local o = self.dense:forward(a)
+  a:free()
+  local od = self.dropout:forward(o)
+  o:free()
+  local sum = ops.add(od, x)
+  od:free()
+  local y = self.norm:forward(sum)
+  sum:free()
+  return y
+end
+
+function SelfAttention:backward(dy)
+  local s = self.saved
+  local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
+  local dsum = self.norm:backward(dy)                 -- also the residual's gradient
+  local dod = self.dropout:backward(dsum)
+  local da = self.dense:backward(dod)
+  dod:free()
+  local da4 = heads_view(da, self.heads, self.head_dim)
+  da:free()
+  local a = s.attn
+  local key = nil
+  if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = 1 }) end
+  local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask, { dropout = a.dropout, key = key })
+  da4:free()
+  self:release()
+  local xs = dsum:shape()
+  local dx = dsum
+  for _, pair in ipairs({ { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }) do
+    local d3 = pair[2]:reshape(xs)
+    pair[2]:free()
+    local g = pair[1]:backward(d3)
+    d3:free()
+    ops.add_(dx, g)
+    g:free()
+  end
+  return dx
+end
+
+return SelfAttention

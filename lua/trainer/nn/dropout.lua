@@ -1,0 +1,40 @@
+-- trainer.nn.Dropout: inverted dropout with a keyed, stateless mask. Each dropout site
+-- has a fixed (layer, op) id; the model's shared rng table { seed, step } (set by the
+-- training loop) completes the key, so re-running forward (gradient checkpointing,
+-- cached MNRL) replays the same mask and the backward regenerates it instead of storing
+-- it. Identity (a view) in eval mode or when p is 0.
+local Module = require("trainer.nn.module")
+local ops = require("trainer.ops")
+
+local Dropout = Module:extend("Dropout")
+
+-- rng: the shared { seed =, step = } table (the model's); layer, op: this site's id.
+function Dropout.new(p, rng, layer, op)
+  local self = Dropout:create()
+  self.p, self.rng, self.layer, self.op = p or 0, rng or { seed = 0, step = 0 }, layer or 0, op or 0
+  return self
+end
+
+function Dropout:active() return self.training and self.p > 0 end
+
+function Dropout:key()
+  return ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = self.op })
+end
+
+function Dropout:forward(x)
+  if not self:active() then return x:reshape(x:shape()) end
+  -- The key is saved as plain numbers: the backward must use the forward's step even if
+  -- the loop advanced it in between.
+  if self.grad_enabled then self.saved.key = { seed = self.rng.seed, step = self.rng.step } end
+  return ops.dropout(x, self.p, self:key())
+end
+
+function Dropout:backward(dy)
+  local k = self.saved.key
+  if not k then return dy:reshape(dy:shape()) end   -- the forward was the identity
+  local dx = ops.dropout_backward(dy, self.p, ops.rng_key({ seed = k.seed, step = k.step, layer = self.layer, op = self.op }))
+  self:release()
+  return dx
+end
+
+return Dropout

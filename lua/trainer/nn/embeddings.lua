@@ -1,0 +1,61 @@
+-- trainer.nn.Embeddings: BERT's input embeddings,
+--   y = Dropout(LayerNorm(word[ids] + token_type[type_ids] + position[pos_ids]))
+-- (summed in that order, as transformers does). Children: word_embeddings,
+-- position_embeddings, token_type_embeddings (absent when type_vocab_size is 0),
+-- LayerNorm. Dropout site (layer 0, op 0). The caller (models/bert.lua) builds the
+-- position and token-type ids, which differ between BERT and RoBERTa.
+-- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
+local Module = require("trainer.nn.module")
+local Embedding = require("trainer.nn.embedding")
+local LayerNorm = require("trainer.nn.layernorm")
+local Dropout = require("trainer.nn.dropout")
+local ops = require("trainer.ops")
+
+local Embeddings = Module:extend("Embeddings")
+
+-- cfg: vocab_size, hidden_size, max_position_embeddings, type_vocab_size, pad_token_id,
+-- layer_norm_eps, hidden_dropout_prob, device, activation_dtype, position_padding_idx.
+function Embeddings.new(cfg, rng)
+  local self = Embeddings:create()
+  local C, o = cfg.hidden_size, { device = cfg.device, activation_dtype = cfg.activation_dtype }
+  local function with(t) for k, v in pairs(o) do t[k] = v end return t end
+  self:add_module("word_embeddings", Embedding.new(cfg.vocab_size, C, with({ padding_idx = cfg.pad_token_id })))
+  self:add_module("position_embeddings", Embedding.new(cfg.max_position_embeddings, C,
+    with({ padding_idx = cfg.position_padding_idx })))
+  if (cfg.type_vocab_size or 0) > 0 then
+    self:add_module("token_type_embeddings", Embedding.new(cfg.type_vocab_size, C, with({})))
+  end
+  self:add_module("LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
+  self:add_module("dropout", Dropout.new(cfg.hidden_dropout_prob, rng, 0, 0))
+  return self
+end
+
+function Embeddings:forward(input)
+  local e = self.word_embeddings:forward(input.input_ids)
+  if self.token_type_embeddings and input.token_type_ids then
+    local t = self.token_type_embeddings:forward(input.token_type_ids)
+    ops.add_(e, t)
+    t:free()
+  end
+  local p = self.position_embeddings:forward(input.position_ids)
+  ops.add_(e, p)
+  p:free()
+  local n = self.norm:forward(e)
+  e:free()
+  local y = self.dropout:forward(n)
+  n:free()
+  return y
+end
+
+function Embeddings:backward(dy)
+  local dn = self.dropout:backward(dy)
+  local de = self.norm:backward(dn)
+  dn:free()
+  self.word_embeddings:backward(de)
+  if self.token_type_embeddings and self.token_type_embeddings.saved.ids then self.token_type_embeddings:backward(de) end
+  self.position_embeddings:backward(de)
+  de:free()
+  return nil
+end
+
+return Embeddings

@@ -1,0 +1,32 @@
+-- trainer.nn.Layer: one BERT encoder layer = SelfAttention ("attention") then FeedForward
+-- (transparent: "intermediate.*", "output.*"), so parameter names are exactly
+-- encoder.layer.N.attention.self.query.weight, encoder.layer.N.output.dense.bias, ...
+local Module = require("trainer.nn.module")
+local SelfAttention = require("trainer.nn.attention")
+local FeedForward = require("trainer.nn.feedforward")
+
+local Layer = Module:extend("Layer")
+
+-- layer: the dropout layer id (1-based for encoder layers; 0 is the embeddings).
+function Layer.new(cfg, rng, layer)
+  local self = Layer:create()
+  self:add_module("attention", SelfAttention.new(cfg, rng, layer))
+  self:add_module("", FeedForward.new(cfg, rng, layer), "ffn")
+  return self
+end
+
+function Layer:forward(x, mask)
+  local a = self.attention:forward(x, mask)
+  local y = self.ffn:forward(a)
+  a:free()
+  return y
+end
+
+function Layer:backward(dy)
+  local da = self.ffn:backward(dy)
+  local dx = self.attention:backward(da)
+  da:free()
+  return dx
+end
+
+return Layer

@@ -1,0 +1,38 @@
+-- trainer.nn.Linear: y[..., out] = x[..., in] W^T + b. Parameters weight [out, in] and bias
+-- [out] (HF names "weight", "bias"). The output's dtype is the input's (bf16 activations
+-- flow through f32 weights). Keeps a view of x for the backward; dx always flows (input
+-- gradients pass through frozen layers), dW and db accumulate only when trainable.
+-- A LoRA module can wrap it: it reads self.weight / self.bias and calls forward/backward.
+local Module = require("trainer.nn.module")
+local T = require("trainer.tensor")
+local ops = require("trainer.ops")
+
+local Linear = Module:extend("Linear")
+
+-- opts: bias (default true), device, dtype (of the weights, default f32).
+function Linear.new(in_features, out_features, opts)
+  opts = opts or {}
+  local self = Linear:create()
+  self.in_features, self.out_features = in_features, out_features
+  local o = { dtype = opts.dtype or "f32", device = opts.device, tag = "weights" }
+  self:add_param("weight", T.zeros({ out_features, in_features }, o))
+  if opts.bias ~= false then self:add_param("bias", T.zeros({ out_features }, o)) end
+  return self
+end
+
+function Linear:forward(x)
+  local y = ops.linear(x, self.weight.value, self.bias and self.bias.value or nil)
+  self:keep("x", x)
+  return y
+end
+
+-- want_dx = false skips the input gradient (the first layer of a frozen stack).
+function Linear:backward(dy, want_dx)
+  local x = self:saved_tensor("x")
+  local dx = ops.linear_backward(dy, x, self.weight.value, Module.grad_of(self.weight),
+    self.bias and Module.grad_of(self.bias) or nil, want_dx)
+  self:release()
+  return dx
+end
+
+return Linear

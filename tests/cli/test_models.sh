@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end tests of the model commands (tokenize, encode, classify) on the tiny golden
+# folders, on generated tiny folders, and on all-MiniLM-L6-v2 when `make fetch-models`
+# has put it in models/ (else a SKIP line); outputs are compared with the PyTorch goldens
+# by tests/cli/check_outputs.lua. Broken folders and files: exit 1 naming the file.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+D=tests/data
+check() { # name, mode, args...
+  local name=$1; shift
+  if "$TRAINER" run tests/cli/check_outputs.lua "$@" >"$TMP/check" 2>&1; then pass "$name"
+  else fail "$name" "$(tail -3 "$TMP/check")"; fi
+}
+
+# ---------------------------------------------------------------- tiny goldens
+run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt
+expect_rc tokenize_tiny_rc 0
+echo "$OUT" >"$TMP/ids"
+check tokenize_tiny_ids_equal_golden ids "$TMP/ids" $D/golden_tiny_bert.safetensors
+
+run_trainer encode $D/tiny_bert $D/golden_tiny_bert_texts.txt --batch 3
+expect_rc encode_tiny_rc 0
+echo "$OUT" >"$TMP/emb"
+check encode_tiny_equals_golden embeddings "$TMP/emb" $D/golden_tiny_bert.safetensors embedding
+
+run_trainer classify $D/tiny_bert_cls $D/golden_tiny_bert_cls_pairs.tsv
+expect_rc classify_tiny_rc 0
+echo "$OUT" >"$TMP/cls"
+check classify_tiny_labels_equal_golden labels "$TMP/cls" $D/golden_tiny_bert_cls.safetensors entailment neutral contradiction
+
+run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt --max-length 5
+expect_out tokenize_max_length_truncates "[2,"
+if echo "$OUT" | awk -F, '{ if (NF > 5) exit 1 }'; then pass tokenize_max_length_at_most_5; else fail tokenize_max_length_at_most_5 "$OUT"; fi
+
+# ---------------------------------------------------------------- generated tiny folders
+"$TRAINER" run /dev/stdin >/dev/null 2>"$TMP/gen_err" <<LUA
+trainer.models.tiny_folder("$TMP/tiny", { seed = 3, normalize = true })
+trainer.models.tiny_folder("$TMP/tiny_cls", { seed = 4, task = "classification" })
+LUA
+RC=$?; expect_rc tiny_folder_generated 0
+printf 'the cat sat on the mat.\nhej katt\n\n' >"$TMP/in.txt"
+run_trainer encode "$TMP/tiny" "$TMP/in.txt"
+expect_rc encode_generated_rc 0
+if [ "$(echo "$OUT" | wc -l)" = 3 ]; then pass encode_one_line_per_input; else fail encode_one_line_per_input "$OUT"; fi
+printf 'the cat\ta dog\nthe bird is good\n' >"$TMP/pairs.tsv"
+run_trainer classify "$TMP/tiny_cls" "$TMP/pairs.tsv"
+expect_rc classify_generated_rc 0
+expect_out classify_prints_label '"label":'
+
+# ---------------------------------------------------------------- errors
+run_trainer encode "$TMP/nowhere" "$TMP/in.txt"
+expect_rc encode_missing_folder_rc 1
+expect_err encode_missing_folder_named "$TMP/nowhere"
+expect_err encode_missing_folder_says_what_is_valid "config.json"
+run_trainer encode "$TMP/tiny" "$TMP/no_such_input.txt"
+expect_rc encode_missing_input_rc 1
+expect_err encode_missing_input_named "$TMP/no_such_input.txt"
+mkdir -p "$TMP/broken" && cp -r "$TMP/tiny/." "$TMP/broken/"
+head -c 2000 "$TMP/tiny/model.safetensors" >"$TMP/broken/model.safetensors"
+run_trainer encode "$TMP/broken" "$TMP/in.txt"
+expect_rc encode_truncated_weights_rc 1
+expect_err encode_truncated_weights_named "$TMP/broken/model.safetensors"
+rm "$TMP/broken/config.json"
+run_trainer classify "$TMP/broken" "$TMP/pairs.tsv"
+expect_rc classify_missing_config_rc 1
+expect_err classify_missing_config_named "$TMP/broken/config.json"
+run_trainer tokenize "$TMP/nowhere" "$TMP/in.txt"
+expect_rc tokenize_missing_folder_rc 1
+expect_err tokenize_missing_folder_named "$TMP/nowhere"
+run_trainer encode "$TMP/tiny"
+expect_rc encode_usage_rc 1
+expect_err encode_usage "usage: trainer encode"
+
+# ---------------------------------------------------------------- all-MiniLM-L6-v2
+M=models/all-MiniLM-L6-v2
+if [ -f $M/model.safetensors ]; then
+  run_trainer tokenize $M $D/golden_minilm_texts.txt --max-length 128
+  expect_rc tokenize_minilm_rc 0
+  echo "$OUT" >"$TMP/mids"
+  check tokenize_minilm_ids_equal_golden ids "$TMP/mids" $D/golden_minilm.safetensors
+  run_trainer encode $M $D/golden_minilm_texts.txt --max-length 128 --batch 4
+  expect_rc encode_minilm_rc 0
+  echo "$OUT" >"$TMP/memb"
+  check encode_minilm_equals_golden embeddings "$TMP/memb" $D/golden_minilm.safetensors embedding
+else
+  echo "SKIP test_models minilm: $M is absent (run \`make fetch-models\`)"
+fi
+
+finish
