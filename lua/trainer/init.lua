@@ -29,6 +29,7 @@ local lazy = {
   optim = "trainer.optim",
   schedule = "trainer.schedule",
   clip = "trainer.clip",
+  lora = "trainer.lora",
 }
 
 setmetatable(trainer, {
