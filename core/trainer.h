@@ -11,6 +11,7 @@
 #include "rng.h"
 #include "safetensors.h"
 #include "ops_elem.h"
+#include "ops_optim2.h"
 #include "cuda_device.h"
 #include "ops_nn.h"
 #include "tokenizer.h"

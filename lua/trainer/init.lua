@@ -25,6 +25,9 @@ local lazy = {
   models = "trainer.models",
   safetensors = "trainer.safetensors",
   tokenizer = "trainer.tokenizer",
+  optim = "trainer.optim",
+  schedule = "trainer.schedule",
+  clip = "trainer.clip",
 }
 
 setmetatable(trainer, {

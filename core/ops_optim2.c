@@ -1,0 +1,173 @@
+/* ops_optim2.c — the SGD and Adafactor steps over kernels/cpu/optim2.c. A half gradient
+ * is converted to f32 through a workspace view (returned before the call returns); the
+ * Adafactor factors take a workspace of (rows + cols) doubles. Nothing is allocated that
+ * outlives the call. */
+#include "ops_optim2.h"
+
+#include "cpu/optim2.h"
+#include "ops_elem_common.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------ argument checks */
+
+static int want_state(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, const tr_tensor *param,
+                      int64_t numel, const char *what)
+{
+    int rc;
+    char b[160];
+    if ((rc = tr_elem_want_float(ctx, op, name, t, param->device))) return rc;
+    if (t->dtype != TR_F32)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s is %s but must be f32 (master weights and optimizer state)",
+                       op, name, tr_elem_describe(b, sizeof b, t));
+    return tr_elem_want_numel(ctx, op, name, t, numel, what);
+}
+
+static int want_common(tr_ctx *ctx, const char *op, tr_tensor *param, const tr_tensor *grad,
+                       const tr_tensor *half_copy, int64_t step, float grad_scale)
+{
+    int rc;
+    if (!param) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: param is NULL; pass a tensor", op);
+    if ((rc = want_state(ctx, op, "param", param, param, param->numel, "param's number of elements")) ||
+        (rc = tr_elem_want_float(ctx, op, "grad", grad, param->device)) ||
+        (rc = tr_elem_want_numel(ctx, op, "grad", grad, param->numel, "param's number of elements")) ||
+        (half_copy && ((rc = tr_elem_want_float(ctx, op, "half_copy", half_copy, param->device)) ||
+                       (rc = tr_elem_want_numel(ctx, op, "half_copy", half_copy, param->numel,
+                                                "param's number of elements")))))
+        return rc;
+    if (step < 1)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: step = %lld; steps count from 1", op, (long long)step);
+    if (!(grad_scale > 0 && isfinite(grad_scale)))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: grad_scale = %g must be finite and > 0 (1 when unscaled)", op,
+                       (double)grad_scale);
+    return TR_OK;
+}
+
+static int no_extra(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, const char *why)
+{
+    if (!t) return TR_OK;
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s was given but %s; pass NULL", op, name, why);
+}
+
+/* Writes the f32 master param into the half copy the forward reads. */
+static void refresh_half(tr_tensor *half_copy, const tr_tensor *param)
+{
+    if (half_copy) tr_elem_convert_parallel(half_copy->data, half_copy->dtype, param->data, TR_F32, (size_t)param->numel);
+}
+
+/* ------------------------------------------------------------ sgd */
+
+int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
+              float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+              float grad_scale)
+{
+    const char *op = "sgd";
+    int rc;
+    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale))) return rc;
+    if (!(lr >= 0 && momentum >= 0 && momentum < 1 && dampening >= 0 && dampening <= 1 && weight_decay >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "sgd: lr %g, momentum %g, dampening %g, weight_decay %g: momentum must be in [0, 1), "
+                       "dampening in [0, 1], the others >= 0",
+                       (double)lr, (double)momentum, (double)dampening, (double)weight_decay);
+    if (nesterov && (momentum <= 0 || dampening != 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "sgd: nesterov needs momentum > 0 and dampening 0 (got momentum %g, dampening %g), as "
+                       "torch.optim.SGD requires",
+                       (double)momentum, (double)dampening);
+    if (momentum != 0) {
+        if (!momentum_buf)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER, "sgd: momentum %g needs a momentum_buf (f32, param's size)",
+                           (double)momentum);
+        if ((rc = want_state(ctx, op, "momentum_buf", momentum_buf, param, param->numel, "param's number of elements")))
+            return rc;
+    }
+    if (param->device != TR_CPU) return tr_elem_no_device(ctx, op, param->device);
+    tr_elem_view g = { 0 };
+    if ((rc = tr_elem_view_in(ctx, &g, grad))) return rc;
+    sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
+                 weight_decay, nesterov != 0, step == 1, grad_scale);
+    tr_elem_view_release(ctx, &g);
+    refresh_half(half_copy, param);
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------ adafactor */
+
+static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
+{
+    if (!c) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: cfg is NULL; pass a tr_adafactor_config");
+    if (c->relative_step && c->lr > 0)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "adafactor: lr %g with relative_step: the step size is relative; set lr to 0 or relative_step "
+                       "to false (transformers refuses the combination too)",
+                       (double)c->lr);
+    if (c->warmup_init && !c->relative_step)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: warmup_init needs relative_step");
+    if (!c->relative_step && !(c->lr >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: lr %g: give lr >= 0 or turn relative_step on",
+                       (double)c->lr);
+    if (!(c->eps1 >= 0 && c->eps2 >= 0 && c->clip_threshold > 0 && c->decay_rate < 0 && c->beta1 < 1 &&
+          c->weight_decay >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "adafactor: eps (%g, %g), clip_threshold %g, decay_rate %g, beta1 %g, weight_decay %g: eps and "
+                       "weight_decay must be >= 0, clip_threshold > 0, decay_rate < 0 (-0.8), beta1 < 1 (< 0: none)",
+                       (double)c->eps1, (double)c->eps2, (double)c->clip_threshold, (double)c->decay_rate,
+                       (double)c->beta1, (double)c->weight_decay);
+    return TR_OK;
+}
+
+int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
+                    tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
+                    int64_t step, float grad_scale, float *lr_used)
+{
+    const char *op = "adafactor";
+    int rc;
+    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale)) || (rc = check_config(ctx, cfg)))
+        return rc;
+    const int factored = param->ndim >= 2;
+    int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
+    int64_t R = factored ? param->shape[param->ndim - 2] : 1;
+    int64_t B = factored && R * C > 0 ? param->numel / (R * C) : 1;
+    if (cfg->beta1 >= 0) {
+        if (!exp_avg)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: beta1 %g needs exp_avg (f32, param's size)",
+                           (double)cfg->beta1);
+        if ((rc = want_state(ctx, op, "exp_avg", exp_avg, param, param->numel, "param's number of elements")))
+            return rc;
+    } else if ((rc = no_extra(ctx, op, "exp_avg", exp_avg, "beta1 < 0 means no first moment"))) {
+        return rc;
+    }
+    if (factored) {
+        if ((rc = want_state(ctx, op, "row", row, param, B * R, "param's numel / its last dim")) ||
+            (rc = want_state(ctx, op, "col", col, param, B * C, "param's numel / its second-to-last dim")) ||
+            (rc = no_extra(ctx, op, "v", v, "a parameter of 2 or more dims keeps factored moments (row, col)")))
+            return rc;
+    } else if ((rc = want_state(ctx, op, "v", v, param, param->numel, "param's number of elements")) ||
+               (rc = no_extra(ctx, op, "row", row, "a vector keeps an unfactored v")) ||
+               (rc = no_extra(ctx, op, "col", col, "a vector keeps an unfactored v"))) {
+        return rc;
+    }
+    if (param->device != TR_CPU) return tr_elem_no_device(ctx, op, param->device);
+    if (param->numel == 0) return TR_OK;
+
+    tr_elem_view g = { 0 };
+    void *work = NULL;
+    if ((rc = tr_elem_view_in(ctx, &g, grad))) return rc;
+    if (factored && (rc = tr_elem_ws_alloc(ctx, (size_t)(B * (R + C)) * sizeof(double), &work))) {
+        tr_elem_view_release(ctx, &g);
+        return rc;
+    }
+    adafactor_hparams hp = {
+        .lr = cfg->lr, .eps1 = cfg->eps1, .eps2 = cfg->eps2, .clip_threshold = cfg->clip_threshold,
+        .decay_rate = cfg->decay_rate, .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0, .weight_decay = cfg->weight_decay,
+        .relative_step = cfg->relative_step != 0, .scale_parameter = cfg->scale_parameter != 0,
+        .warmup_init = cfg->warmup_init != 0, .step = step, .grad_scale = grad_scale,
+    };
+    double lr = adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
+                                   factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
+    tr_elem_ws_free(ctx, work);
+    tr_elem_view_release(ctx, &g);
+    refresh_half(half_copy, param);
+    if (lr_used) *lr_used = (float)lr;
+    return TR_OK;
+}
