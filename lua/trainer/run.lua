@@ -67,6 +67,14 @@ local function holds(reader, suffix)
   return false
 end
 
+-- A missing model folder is the most common first error: it names the download command.
+function M.check_model_folder(m)
+  if m.from and not native.is_dir(m.from) then
+    errors.user("model.from: %s: no such model folder. Download it with:\n  %s\nor point model.from at a folder "
+      .. "that holds config.json, model.safetensors and a tokenizer.", m.from, download_hint(m))
+  end
+end
+
 local function build_model(recipe, device)
   local models = require("trainer.models")
   local bert = models.bert
@@ -75,10 +83,7 @@ local function build_model(recipe, device)
                  normalize = m.normalize, max_length = m.max_length }
   local model, tok_dir
   if m.from then
-    if not native.is_dir(m.from) then
-      errors.user("model.from: %s: no such model folder. Download it with:\n  %s\nor point model.from at a folder "
-        .. "that holds config.json, model.safetensors and a tokenizer.", m.from, download_hint(m))
-    end
+    M.check_model_folder(m)
     models.check_folder(m.from, m.tokenizer == nil)
     tok_dir = m.tokenizer or m.from
     local st = require("trainer.safetensors")
@@ -153,7 +158,8 @@ function M.build(resolved, opts)
   -- resume: find the checkpoint first, so a bad path fails before any work
   if recipe.resume then self.resume_dir = M.find_resume(recipe) end
 
-  -- data first when it is cheap to fail: a malformed line ends the run before model loading
+  M.check_model_folder(recipe.model)
+  -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.data")
   self.train_ds, self.loader = data.train(recipe)
   local eval_ds = data.eval(recipe)
