@@ -1,0 +1,122 @@
+-- trainer.nn.LoraLinear: a Linear with a low-rank adapter, PEFT's lora.Linear:
+--   y = x W^T + b + scale * (Dropout(x) A^T) B^T
+-- A [r, in] (kaiming-uniform, a = sqrt(5), as torch's Linear init), B [out, r] (zeros, so the
+-- wrapped layer starts as the base layer), scale = alpha / r (alpha / sqrt(r) with rslora).
+--
+-- Names: the base Linear is a transparent child, so its parameters keep their Hugging Face
+-- names (...query.weight, ...query.bias); the adapter adds ...query.lora_A.weight and
+-- ...query.lora_B.weight, PEFT's keys without "base_model.model." and the adapter name.
+-- Memory invariants: the base weight is read, never written (frozen: no grad buffer); the
+-- forward keeps only what a trainable parameter's gradient needs: the (dropped-out) LoRA
+-- input and the rank-r intermediate; x itself only when the base weight trains. The input
+-- gradient always flows (frozen layers pass gradients through).
+-- Dropout site: (layer = 10000 + index of the adapted module, op = 7); the mask is replayed
+-- from the keyed RNG in the backward, never stored.
+local Module = require("trainer.nn.module")
+local Dropout = require("trainer.nn.dropout")
+local T = require("trainer.tensor")
+local ops = require("trainer.ops")
+
+local LoraLinear = Module:extend("LoraLinear")
+
+-- Kaiming-uniform with a = sqrt(5) over fan_in = in: U(-1/sqrt(in), 1/sqrt(in)), drawn
+-- from the keyed RNG (seed, stream) so runs are reproducible.
+local function kaiming_uniform(shape, fan_in, seed, stream, device)
+  local ffi = require("ffi")
+  local C = require("trainer.ffi")
+  local runtime = require("trainer.runtime")
+  local n = shape[1] * shape[2]
+  local buf = ffi.new("float[?]", n)
+  local key = ffi.new("tr_rng_key")
+  key.seed, key.op = seed, stream
+  C.tr_rng_uniform(buf, n, key, 0)
+  local bound = 1 / math.sqrt(fan_in)
+  for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
+  local t = T.empty(shape, { dtype = "f32", tag = "weights" })
+  runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), buf, n * 4), "lora init")
+  if device and device ~= "cpu" then
+    local d = t:to({ device = device, tag = "weights" })
+    t:free()
+    t = d
+  end
+  return t
+end
+
+-- base: the Linear to adapt (kept, its parameters untouched); spec: r, alpha, dropout,
+-- rslora; index: this adapter's number (dropout site and init stream); rng: the model's
+-- shared { seed, step } table; seed: init seed.
+function LoraLinear.new(base, spec, index, rng, seed)
+  local self = LoraLinear:create()
+  local r = spec.r or 8
+  local alpha = spec.alpha or 16
+  self.r, self.alpha = r, alpha
+  self.scale = spec.rslora and alpha / math.sqrt(r) or alpha / r
+  self.in_features, self.out_features = base.in_features, base.out_features
+  self:add_module("", base, "base")
+  local device = base.weight.value:device()
+  self:add_param_as("lora_A.weight", kaiming_uniform({ r, base.in_features }, base.in_features, seed or 0,
+    5000 + 2 * (index or 0), device), "lora_A")
+  self:add_param_as("lora_B.weight", T.zeros({ base.out_features, r }, { dtype = "f32", device = device,
+    tag = "weights" }), "lora_B")
+  self:add_module("lora_dropout", Dropout.new(spec.dropout or 0, rng, 10000 + (index or 0), 7), "dropout")
+  return self
+end
+
+-- Registers a parameter under its dotted name, reachable as self[field].
+function LoraLinear:add_param_as(name, value, field)
+  local p = self:add_param(name, value, true)
+  self[name] = nil
+  self[field] = p
+  return p
+end
+
+-- Forward weights: the amp half copy when there is one (see trainer.amp), else the value.
+local function w(p) return p.half or p.value end
+
+function LoraLinear:forward(x)
+  local base = self.base
+  local y = ops.linear(x, w(base.weight), base.bias and w(base.bias) or nil)
+  local xd = self.dropout:forward(x)
+  local a = ops.linear(xd, w(self.lora_A))
+  local l = ops.linear(a, w(self.lora_B))
+  ops.axpy_(y, l, self.scale)
+  l:free()
+  if self.grad_enabled then
+    self.saved.xd = xd            -- owned: a view of x, or the dropped-out copy
+    self.saved.a = a
+    if base.weight.trainable then self:keep("x", x) end
+  else
+    xd:free(); a:free()
+  end
+  return y
+end
+
+-- dy: [..., out]; parameter grads ACCUMULATE (+=) into lora_A/lora_B (and the base's when
+-- trainable); returns dx (=), a new tensor.
+function LoraLinear:backward(dy, want_dx)
+  local base = self.base
+  local xd, a = self:saved_tensor("xd"), self.saved.a
+  local x = self.saved.x or xd     -- same shape as x; read only when the base weight trains
+  local dx = ops.linear_backward(dy, x, w(base.weight), Module.grad_of(base.weight),
+    base.bias and Module.grad_of(base.bias) or nil, want_dx)
+  local dl = ops.scale(dy, self.scale)
+  local da = ops.linear_backward(dl, a, w(self.lora_B), Module.grad_of(self.lora_B), nil, true)
+  dl:free()
+  local dxd = ops.linear_backward(da, xd, w(self.lora_A), Module.grad_of(self.lora_A), nil, want_dx)
+  da:free()
+  self:release()
+  if dxd then
+    local dxl = self.dropout:backward(dxd)
+    dxd:free()
+    ops.add_(dx, dxl)
+    dxl:free()
+  end
+  return dx
+end
+
+-- The weight update this adapter stands for, scale * B A ([out, in], f32, a new tensor).
+function LoraLinear:delta()
+  return ops.matmul(self.lora_B.value, self.lora_A.value, { alpha = self.scale, tag = "workspace" })
+end
+
+return LoraLinear
