@@ -28,6 +28,8 @@ local lazy = {
   optim = "trainer.optim",
   schedule = "trainer.schedule",
   clip = "trainer.clip",
+  checkpoint = "trainer.checkpoint",
+  step = "trainer.step",
 }
 
 setmetatable(trainer, {

@@ -1,0 +1,81 @@
+-- trainer.nn.Checkpoint: gradient checkpointing of a segment of encoder layers.
+--
+--   y  = ckpt:forward(x, mask)   -- runs the layers keeping NOTHING inside them; keeps only
+--                                   a view of x (and of mask) and the rng key of this forward
+--   dx = ckpt:backward(dy)       -- re-runs the forward with grad on, under the rng key saved
+--                                   by the forward, then back-propagates through the layers
+--
+-- Invariants:
+--   * the re-run sees the same input, mask and dropout key (seed, step) as the forward, so
+--     every activation, dropout mask and gradient is bitwise what the plain layers produce
+--     (the layers are the same objects, called the same way, in the same order);
+--   * the children are registered under their own names ("layer.N") and the container is
+--     added to its parent transparently, so parameter names do not change;
+--   * with grad disabled (eval, or an outer no-grad pass such as GradCache's) forward is
+--     the plain forward and keeps nothing at all;
+--   * what the layers keep during the re-run is released by their own backward, so at most
+--     one segment's activations are alive at a time, plus every segment's input.
+local Module = require("trainer.nn.module")
+
+local Checkpoint = Module:extend("Checkpoint")
+
+-- layers: list of modules with forward(x, mask) -> new tensor and backward(dy) -> new dx;
+-- names: their child names (e.g. "layer.3"); rng: the model's shared { seed, step } table.
+function Checkpoint.new(layers, names, rng)
+  local self = Checkpoint:create()
+  self.layers, self.rng = {}, rng or { seed = 0, step = 0 }
+  for i, layer in ipairs(layers) do
+    self.layers[i] = self:add_module(names[i], layer, false)
+  end
+  return self
+end
+
+-- ---------------------------------------------------------------- running
+local function run(self, x, mask)
+  local h = x:reshape(x:shape())
+  for _, layer in ipairs(self.layers) do
+    local ok, nh = pcall(layer.forward, layer, h, mask)
+    h:free()
+    if not ok then error(nh, 0) end
+    h = nh
+  end
+  return h
+end
+
+local function set_inner_grad(self, on)
+  for _, layer in ipairs(self.layers) do layer:set_grad_enabled(on) end
+end
+
+function Checkpoint:forward(x, mask)
+  if not self.grad_enabled then return run(self, x, mask) end
+  set_inner_grad(self, false)
+  local ok, y = pcall(run, self, x, mask)
+  set_inner_grad(self, true)
+  if not ok then error(y, 0) end
+  self:keep("x", x)
+  if mask then self:keep("mask", mask) end
+  self.saved.rng = { seed = self.rng.seed, step = self.rng.step }   -- numbers: the loop may move on
+  return y
+end
+
+function Checkpoint:backward(dy)
+  local x = self:saved_tensor("x")
+  local mask, key = self.saved.mask, self.saved.rng
+  local seed, step = self.rng.seed, self.rng.step
+  self.rng.seed, self.rng.step = key.seed, key.step
+  local ok, y = pcall(run, self, x, mask)
+  self.rng.seed, self.rng.step = seed, step
+  self:release()
+  if not ok then self:clear_saved(); error(y, 0) end
+  y:free()
+  local g = dy:reshape(dy:shape())
+  for i = #self.layers, 1, -1 do
+    local ok2, ng = pcall(self.layers[i].backward, self.layers[i], g)
+    g:free()
+    if not ok2 then self:clear_saved(); error(ng, 0) end
+    g = ng
+  end
+  return g
+end
+
+return Checkpoint
