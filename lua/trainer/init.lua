@@ -20,6 +20,7 @@ local lazy = {
   evaluate = "trainer.evaluate",
   data = "trainer.data",
   ops = "trainer.ops",
+  amp = "trainer.amp",
   json = "trainer.json",
   nn = "trainer.nn",
   models = "trainer.models",

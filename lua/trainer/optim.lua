@@ -70,7 +70,8 @@ local function collect(params)
   for _, e in ipairs(list) do
     if seen[e.name] then errors.user("optim.new: parameter name %q appears twice", e.name) end
     seen[e.name] = true
-    if e.param.value:dtype() ~= "f32" then
+    -- frozen parameters may be half (amp.prepare stores them so); they are never updated
+    if e.param.trainable ~= false and e.param.value:dtype() ~= "f32" then
       errors.user("optim.new: parameter %q is %s; optimizers update f32 master weights (keep a half copy in .half)",
         e.name, e.param.value:dtype())
     end

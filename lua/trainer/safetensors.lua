@@ -5,6 +5,7 @@
 --   for _, name in ipairs(r:names()) do ... end          -- file (or weight-map) order
 --   r:info(name)   --> { dtype = "F32", shape = {..}, numel = n, shard = k }
 --   local w = r:tensor(name, { dtype = "f32", tag = "weights", device = "cpu" })  -- a new tensor
+--   r:metadata()   --> { format = "pt", ... }
 --   r:close()
 --   st.save(path, { name = tensor, ... } or { { name, tensor }, ... }, { key = "value" })
 --
@@ -103,6 +104,19 @@ local function lookup(self, name)
   else rc = C.tr_st_lookup(h, name, info, err) end
   if rc ~= 0 then errors.user("%s", ffi.string(err.msg)) end
   return info
+end
+
+-- The "__metadata__" pairs as a table (of the first shard for a sharded folder).
+function Reader:metadata()
+  local h = self:_handle()
+  local f = self._sharded and C.tr_st_sharded_shard(h, 0) or h
+  local out = {}
+  if f == nil then return out end
+  local k, v = ffi.new("const char*[1]"), ffi.new("const char*[1]")
+  for i = 0, tonumber(C.tr_st_metadata_count(f)) - 1 do
+    if C.tr_st_metadata_at(f, i, k, v) == 0 then out[ffi.string(k[0])] = ffi.string(v[0]) end
+  end
+  return out
 end
 
 -- { dtype = "F32", shape = {...}, numel = n, shard = k } or nil when there is no such tensor.

@@ -228,6 +228,52 @@ return {
     m:free()
   end },
 
+  { "dropout_on_gradients_match_finite_differences", function()
+    -- With dropout active (train mode), the backward must regenerate the forward's masks:
+    -- <grad, d> against the central difference of the loss along a random direction d.
+    local m = tiny_embedder()
+    m:train()
+    m.rng.seed, m.rng.step = 5, 1
+    local g = st.load(data .. "/golden_tiny_bert.safetensors")
+    local x = golden_input(g)
+    local w = g:tensor("loss_weight", { tag = "activations" })
+    local function loss()
+      m:set_grad_enabled(false)              -- still training: dropout on, same keys
+      local e = m:forward(x)
+      local p = ops.mul(e, w)
+      local s = ops.sum(p)
+      local v = s:item()
+      e:free(); p:free(); s:free()
+      return v
+    end
+    m:set_grad_enabled(true)
+    local e = m:forward(x)
+    m:backward(w)
+    e:free()
+    for _, name in ipairs({ "encoder.layer.0.attention.self.query.weight", "encoder.layer.1.intermediate.dense.weight",
+                            "embeddings.LayerNorm.weight", "embeddings.word_embeddings.weight" }) do
+      local p = m:parameter_map()[name]
+      local d = T.randn(p.value:shape(), { seed = 9, stream = 1 })
+      local gd = ops.mul(p.grad, d)
+      local s = ops.sum(gd)
+      local dot = s:item()
+      gd:free(); s:free()
+      local eps = 1e-3
+      ops.axpy_(p.value, d, eps)
+      local lp = loss()
+      ops.axpy_(p.value, d, -2 * eps)
+      local lm = loss()
+      ops.axpy_(p.value, d, eps)
+      d:free()
+      local fd = (lp - lm) / (2 * eps)
+      assert(math.abs(fd - dot) <= 5e-3 * math.abs(dot) + 1e-3, ("%s: <grad, d> %g, finite difference %g"):format(name, dot, fd))
+    end
+    w:free()
+    free_input(x)
+    g:close()
+    m:free()
+  end },
+
   { "gradients_accumulate_and_zero_grad", function()
     local m = tiny_embedder()
     m:eval():set_grad_enabled(true)
@@ -320,6 +366,23 @@ return {
     free_input(x)
     g:close()
     m:free()
+  end },
+
+  { "base_checkpoint_gets_a_new_classifier_head_with_a_warning", function()
+    local warnings = {}
+    local m = trainer.load_model(data .. "/tiny_bert", { task = "classification", num_labels = 2,
+      on_warning = function(w) warnings[#warnings + 1] = w end })
+    assert(m.num_labels == 2 and m.labels[1] == "LABEL_1")
+    assert(#warnings == 1 and warnings[1]:find("classifier.weight, classifier.bias", 1, true), warnings[1])
+    local w = m:parameter_map()["classifier.weight"].value:values()
+    local nonzero = 0
+    for _, v in ipairs(w) do if v ~= 0 then nonzero = nonzero + 1 end end
+    assert(nonzero == #w, "the new head is randomly initialised")
+    m:free()
+    warnings = {}
+    local c = trainer.load_model(data .. "/tiny_bert_cls", { num_labels = 5, on_warning = function(x) warnings[#warnings + 1] = x end })
+    assert(c.num_labels == 5 and warnings[1]:find("shape differs", 1, true), warnings[1])
+    c:free()
   end },
 
   { "load_errors_name_the_file", function()

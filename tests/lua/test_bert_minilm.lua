@@ -24,12 +24,6 @@ local function golden_input(g)
            token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
 end
 
-local function norm(v)
-  local s = 0
-  for _, x in ipairs(v) do s = s + x * x end
-  return math.sqrt(s)
-end
-
 return {
   { "minilm_embeddings_and_every_gradient", function()
     if not present() then return end

@@ -83,10 +83,6 @@ function M.max_positions(cfg)
 end
 
 -- ---------------------------------------------------------------- inputs
-local function int_tensor(values, shape, device)
-  return T.from_table(values, { dtype = "i32", device = device, tag = "activations" }):reshape(shape)
-end
-
 -- The tensors the embeddings and attention need; `owned` lists what the caller frees.
 function M.prepare_inputs(cfg, input, device)
   if type(input) ~= "table" or not T.is_tensor(input.input_ids) then
@@ -133,7 +129,6 @@ function M.prepare_inputs(cfg, input, device)
   end
   return out, owned
 end
-M.int_tensor = int_tensor
 
 -- ---------------------------------------------------------------- BertModel
 local BertModel = Module:extend("BertModel")
@@ -329,15 +324,16 @@ end
 
 -- Copies every parameter from a safetensors file/folder (or an open reader) by name.
 -- Missing weights are a user error listing them; unexpected ones (other than buffers
--- such as position_ids) are returned as warnings. opts: on_warning(msg), skip (a set of
--- parameter names that may stay as they are, e.g. a new classifier).
+-- such as position_ids) are returned as warnings. opts: on_warning(msg), optional(name)
+-- (true for parameters that may keep their initial values, e.g. a new classifier head:
+-- each one left so is reported in a warning).
 function M.load_weights(model, source, opts)
   opts = opts or {}
   local st = require("trainer.safetensors")
   local reader, own = source, false
   if type(source) == "string" then reader, own = st.load(source), true end
   local path = reader.path
-  local used, missing, warnings = {}, {}, {}
+  local used, missing, warnings, new_init = {}, {}, {}, {}
   local ok, err = pcall(function()
     for name, p in model:parameters() do
       local key
@@ -345,24 +341,33 @@ function M.load_weights(model, source, opts)
         if reader:has(c) then key = c break end
       end
       if not key then
-        if not (opts.skip and opts.skip[name]) then missing[#missing + 1] = name end
+        if opts.optional and opts.optional(name) then new_init[#new_init + 1] = name
+        else missing[#missing + 1] = name end
       else
         used[key] = true
         local info = reader:info(key)
         local want = p.value:shape()
-        if table.concat(info.shape, ",") ~= table.concat(want, ",") then
+        local same = table.concat(info.shape, ",") == table.concat(want, ",")
+        if not same and opts.optional and opts.optional(name) then
+          new_init[#new_init + 1] = name .. " (shape differs)"
+        elseif not same then
           errors.user("%s: %s has shape [%s] but the model (from config.json) expects [%s]", path, key,
             table.concat(info.shape, ", "), table.concat(want, ", "))
+        else
+          local t = reader:tensor(key, { dtype = p.value:dtype(), device = p.value:device(), tag = "weights" })
+          p.value:free()
+          p.value = t
         end
-        local t = reader:tensor(key, { dtype = p.value:dtype(), device = p.value:device(), tag = "weights" })
-        p.value:free()
-        p.value = t
       end
     end
     if #missing > 0 then
       errors.user("%s: %d weight%s the model needs %s missing: %s%s (is config.json the one of these weights?)",
         path, #missing, #missing == 1 and "" or "s", #missing == 1 and "is" or "are",
         table.concat(missing, ", ", 1, math.min(#missing, 8)), #missing > 8 and ", ..." or "")
+    end
+    if #new_init > 0 then
+      warnings[#warnings + 1] = ("%s: %d weight%s not in the checkpoint, newly initialised (train them): %s"):format(
+        path, #new_init, #new_init == 1 and "" or "s", table.concat(new_init, ", "))
     end
     local unexpected = {}
     for _, key in ipairs(reader:names()) do

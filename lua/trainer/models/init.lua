@@ -111,6 +111,7 @@ end
 -- ---------------------------------------------------------------- load_model
 -- opts: device, dtype (weights, default f32), activation_dtype (e.g. "bf16"), task ("embedding" | "classification"; default
 -- from architectures), pooling (override), normalize (override), max_length, seed,
+-- num_labels (classification: a new head of this size when it differs from config.json),
 -- on_warning(msg) (default: print to stderr).
 function M.load_model(dir, opts)
   opts = opts or {}
@@ -127,15 +128,25 @@ function M.load_model(dir, opts)
   local reader = st.load(dir)
   local warnings = {}
   local on_warning = opts.on_warning or function(w) io.stderr:write("warning: ", w, "\n") end
+  local load_opts = { on_warning = function(w) warnings[#warnings + 1] = w end }
   local ok, model = pcall(function()
     local base_opts = { device = opts.device, seed = opts.seed, init = "none", activation_dtype = opts.activation_dtype }
     local model
     if task == "classification" then
       local labels, n = labels_of(raw)
+      if opts.num_labels and opts.num_labels ~= n then
+        labels, n = labels_of({ num_labels = opts.num_labels })
+      end
       local prefix = cfg.family == "roberta" and "roberta" or "bert"
+      -- random init first: a base checkpoint without a head still loads (the head and the
+      -- pooler it lacks are newly initialised, as transformers does, with a warning)
+      base_opts.init = nil
       model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, base_opts), n,
-        { prefix = prefix, device = opts.device, init = "none" })
+        { prefix = prefix, device = opts.device, seed = opts.seed })
       model.labels, model.num_labels = labels, n
+      load_opts.optional = function(name)
+        return name:match("^classifier%.") ~= nil or name:match("%.pooler%.") ~= nil
+      end
     else
       base_opts.pooler = bert.has_pooler(reader)
       local sc = M.read_sentence_config(dir)
@@ -152,7 +163,7 @@ function M.load_model(dir, opts)
         p.value = t
       end
     end
-    bert.load_weights(model, reader, { on_warning = function(w) warnings[#warnings + 1] = w end })
+    bert.load_weights(model, reader, load_opts)
     return model
   end)
   reader:close()
