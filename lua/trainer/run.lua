@@ -243,67 +243,15 @@ function Run:next_batch()
 end
 
 -- ---------------------------------------------------------------- one micro-batch
--- Forward, loss, backward of one batch; gradients accumulate into param.grad multiplied by
--- `scale`. Returns the loss value and the number of (non-pad) tokens.
+-- Forward, loss, backward of one batch (trainer.step.micro); gradients accumulate into
+-- param.grad multiplied by `scale`. Returns the loss value and the number of non-pad tokens.
+-- The dropout key's step is the count of micro-batches before this one.
 function Run:micro_step(batch, scale)
-  local step = optional("trainer.step")
   self.model.rng.step = self.micro
   self.micro = self.micro + 1
-  if step and step.micro then
-    return step.micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer, batch = batch,
-      max_length = self.max_length, scale = scale, cached = self.recipe.loss.cached,
-      mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts, target = self.train_ds.target,
-      device = self.device })
-  end
-  return M.plain_micro(self, batch, scale)
-end
-
-local function count_tokens(b)
-  local n = 0
-  for _, v in ipairs(b.attention_mask:values()) do n = n + v end
-  return n
-end
-
--- The plain path (no GradCache): every text column in one forward, split per column.
-function M.plain_micro(self, batch, scale)
-  local tk = require("trainer.tokenizer")
-  local base = require("trainer.losses.base")
-  local ds, model, loss = self.train_ds, self.model, self.loss
-  local B, ntexts = #batch, ds.ntexts
-  local labels
-  if ds.target then
-    labels = {}
-    for i = 1, B do labels[i] = batch[i][ntexts + 1] end
-  end
-  local inputs
-  if model.task == "classification" then
-    inputs = {}
-    for i = 1, B do inputs[i] = ntexts >= 2 and { batch[i][1], batch[i][2] } or batch[i][1] end
-  else
-    inputs = {}
-    for c = 1, ntexts do for i = 1, B do inputs[#inputs + 1] = batch[i][c] end end
-  end
-  local tb = self.tokenizer:batch(inputs, { max_length = self.max_length, device = self.device })
-  local ntok = count_tokens(tb)
-  local ok, out = pcall(model.forward, model, tb)
-  tk.free_batch(tb)
-  if not ok then error(out, 0) end
-  local parts = model.task == "classification" and { out } or base.split_rows(out, B, ntexts)
-  local value
-  ok, value = pcall(loss.forward, loss, parts, labels)
-  if not ok then
-    for _, p in ipairs(parts) do p:free() end
-    model:clear_saved()
-    error(value, 0)
-  end
-  local grads = loss:backward()
-  for _, p in ipairs(parts) do p:free() end
-  local g, new = base.cat_rows(grads)
-  if new then for _, x in ipairs(grads) do x:free() end end
-  if scale ~= 1 then ops.scale_(g, scale) end
-  model:backward(g)
-  g:free()
-  return value, ntok
+  return require("trainer.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
+    batch = batch, max_length = self.max_length, scale = scale, cached = self.recipe.loss.cached,
+    mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts })
 end
 
 -- ---------------------------------------------------------------- one optimizer step
