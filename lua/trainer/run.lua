@@ -270,6 +270,10 @@ function Run:train_step()
   self:flush_metrics()
   local recipe = self.recipe
   local acc = recipe.batch.accumulate
+  -- the allocator's peak is reset per step (metrics show each step's peak by tag); the
+  -- run's peak is the maximum over steps and over what happened between them
+  self:merge_peaks(memory.stats(self.device))
+  memory.reset_peak(self.device)
   local t0 = M.now()
   self.model:train()
   self.optimizer:zero_grad()
@@ -309,10 +313,11 @@ function Run:train_step()
   self.last_loss = loss_value
   self.last_step_time = dt
   local s = memory.stats(self.device)
+  self:merge_peaks(s)
   local m = {
     step = self.step, epoch = self.epoch, loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
-    mem_by_tag = s.by_tag, grad_norm = norm, skipped = skipped or nil,
+    mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
   }
   self.pending = m
@@ -525,11 +530,21 @@ function Run:stop_requested()
   return sig and true or false
 end
 
+-- Folds an allocator snapshot's peaks into the run's peaks (self.peaks).
+function Run:merge_peaks(s)
+  local p = self.peaks or { allocated = 0, reserved = 0, by_tag = {} }
+  self.peaks = p
+  p.allocated = math.max(p.allocated, s.peak_allocated)
+  p.reserved = math.max(p.reserved, s.peak_reserved)
+  for _, tag in ipairs(memory.tags) do p.by_tag[tag] = math.max(p.by_tag[tag] or 0, s.peak_by_tag[tag] or 0) end
+end
+
 -- summary.json: the final figures.
 function Run:summary()
-  local s = memory.stats(self.device)
+  self:merge_peaks(memory.stats(self.device))
+  local s = { peak_allocated = self.peaks.allocated, peak_reserved = self.peaks.reserved }
   local peak_by_tag = {}
-  for _, tag in ipairs(memory.tags) do peak_by_tag[tag] = s.peak_by_tag[tag] or 0 end
+  for _, tag in ipairs(memory.tags) do peak_by_tag[tag] = self.peaks.by_tag[tag] or 0 end
   return {
     steps = self.step, total_steps = self.total_steps, final_loss = self.last_loss or json.null,
     tokens_per_s = self.train_time > 0 and self.tokens / self.train_time or 0, tokens = self.tokens,

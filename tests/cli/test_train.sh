@@ -137,7 +137,7 @@ if [ -s "$TMP/err" ]; then fail quiet_prints_nothing "$ERR"; else pass quiet_pri
 run_trainer report "$TMP/run1"
 expect_rc report_rc 0
 if grep -q "<svg" "$TMP/run1/report.svg" && grep -q "training loss" "$TMP/run1/report.svg" \
-   && grep -q "memory allocated per tag" "$TMP/run1/report.svg" && grep -q "<svg" "$TMP/run1/report.html"; then
+   && grep -q "memory per tag" "$TMP/run1/report.svg" && grep -q "<svg" "$TMP/run1/report.html"; then
   pass report_svg_and_html
 else
   fail report_svg_and_html "report.svg/html incomplete"

@@ -81,7 +81,8 @@ local function panel(svg, y0, title, series, xmax, fmt)
       if p[2] == p[2] and math.abs(p[2]) ~= math.huge then pts[#pts + 1] = ("%.1f,%.1f"):format(X(p[1]), Y(p[2])) end
     end
     if #pts > 1 then
-      svg[#svg + 1] = ('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'):format(color, table.concat(pts, " "))
+      svg[#svg + 1] = ('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>'):format(color,
+        s.dash and ' stroke-dasharray="6,4"' or "", table.concat(pts, " "))
     end
     if #pts <= 30 then
       for _, xy in ipairs(pts) do
@@ -113,7 +114,8 @@ function M.svg(dir)
   local evals, eval_names, mem = {}, {}, {}
   local tags = { "weights", "grads", "optimizer", "activations", "workspace" }
   for _, t in ipairs(tags) do mem[t] = { name = t, points = {} } end
-  local peak = { name = "peak (all)", points = {} }
+  mem.weights.dash = true   -- weights and grads are often the same size: keep both visible
+  local peak = { name = "peak (total)", points = {} }
   if summary and type(summary.eval_start) == "table" then
     for k, v in pairs(summary.eval_start) do
       if not evals[k] then evals[k] = { name = k, points = {} } eval_names[#eval_names + 1] = k end
@@ -131,8 +133,9 @@ function M.svg(dir)
         table.insert(evals[k].points, { s, v })
       end
     end
-    if type(r.mem_by_tag) == "table" then
-      for _, t in ipairs(tags) do table.insert(mem[t].points, { s, (r.mem_by_tag[t] or 0) / 1048576 }) end
+    local by_tag = type(r.mem_peak_by_tag) == "table" and r.mem_peak_by_tag or r.mem_by_tag
+    if type(by_tag) == "table" then
+      for _, t in ipairs(tags) do table.insert(mem[t].points, { s, (by_tag[t] or 0) / 1048576 }) end
     end
     if type(r.mem_peak) == "number" then table.insert(peak.points, { s, r.mem_peak / 1048576 }) end
   end
@@ -148,7 +151,7 @@ function M.svg(dir)
   panel(svg, 0, "training loss", { loss }, xmax, num)
   panel(svg, H, "learning rate", { lr }, xmax, num)
   panel(svg, 2 * H, "evaluation", eval_series, xmax, num)
-  panel(svg, 3 * H, "memory allocated per tag (MiB)", mem_series, xmax, num)
+  panel(svg, 3 * H, "memory per tag, peak within each step (MiB)", mem_series, xmax, num)
   svg[#svg + 1] = "</svg>"
   return table.concat(svg, "\n") .. "\n", summary
 end
