@@ -232,11 +232,14 @@ function M.no_scaler()
 end
 
 -- ---------------------------------------------------------------- data
--- The next micro-batch; crosses epoch boundaries. nil only when the data yields nothing.
-function Run:next_batch()
+-- The next micro-batch. At the end of an epoch: nil when within_step (an optimizer step
+-- never spans two epochs, as transformers' Trainer: the epoch's last step may have fewer
+-- micro-batches), else the first batch of the next epoch. nil also when the data is empty.
+function Run:next_batch(within_step)
   local b = self.loader:next()
   if b == nil then
     self.epoch = self.loader.epoch
+    if within_step then return nil end
     b = self.loader:next()
   end
   return b
@@ -279,9 +282,10 @@ function Run:train_step()
   self.optimizer:zero_grad()
   local scale = self.scaler.scale / acc
   local sum, n, ntok = 0, 0, 0
-  for _ = 1, acc do
-    local batch = self:next_batch()
+  for i = 1, acc do
+    local batch = self:next_batch(i > 1)
     if not batch then break end
+    if i == 1 then self.step_epoch = self.epoch end
     local v, k = self:micro_step(batch, scale)
     if not finite(v) and recipe.precision ~= "fp16" then
       self:failure(("the loss is %s"):format(tostring(v)))
@@ -315,7 +319,7 @@ function Run:train_step()
   local s = memory.stats(self.device)
   self:merge_peaks(s)
   local m = {
-    step = self.step, epoch = self.epoch, loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
+    step = self.step, epoch = self.step_epoch, loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
