@@ -360,12 +360,24 @@ function Run:evaluate()
     elseif self.eval_rows and #self.eval_rows > 0 then
       local pairs_, gold = {}, {}
       for i, r in ipairs(self.eval_rows) do
-        pairs_[i] = { r[1], r[2] }
-        gold[i] = r[#r]
-        if type(gold[i]) ~= "number" then
+        if type(r[#r]) ~= "number" then
           errors.user("%s: row %d has no numeric score or label in its last column; set data.eval_columns",
             recipe.data.eval, i)
         end
+      end
+      -- pairs sorted by length (stable): batches of similar lengths pad less; correlations
+      -- and accuracy do not depend on the order of the pairs
+      local order = {}
+      for i = 1, #self.eval_rows do order[i] = i end
+      local function len(i) local r = self.eval_rows[i] return #r[1] + #r[2] end
+      table.sort(order, function(a, b)
+        local la, lb = len(a), len(b)
+        if la ~= lb then return la < lb end
+        return a < b
+      end)
+      for k, i in ipairs(order) do
+        local r = self.eval_rows[i]
+        pairs_[k], gold[k] = { r[1], r[2] }, r[#r]
       end
       local opts = { batch_size = recipe.eval.batch_size }
       if self.model.task == "classification" then
