@@ -135,9 +135,20 @@ static int l_write_history(lua_State *L)
 
 static volatile sig_atomic_t stop_signal;
 
+/* The first signal asks the loop to stop after its step; a second one ends the process
+ * the default way (a user who presses Ctrl-C twice means it). Only async-signal-safe calls. */
 static void on_stop_signal(int sig)
 {
+    static const char msg[] = "\ntrainer: stopping after this step and saving a checkpoint "
+                              "(press Ctrl-C again to quit at once, without saving)\n";
+    if (stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     stop_signal = sig;
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
 }
 
 /* native.watch_stop(): SIGINT and SIGTERM set the stop flag instead of ending the process. */

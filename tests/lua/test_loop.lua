@@ -139,6 +139,14 @@ tests[#tests + 1] = { "hooks_and_custom_loop", function()
   assert(#outputs.checkpoints(setup().dir .. "/hooks") == 1)   -- keep = 1
 end }
 
+tests[#tests + 1] = { "custom_evaluator_in_summary", function()
+  local path = recipe_file("evalfn", [[steps = 2, eval = { fn = function(t) return { halfsteps = t.step / 2 } end },]])
+  local status, summary = train(path, { "steps=2" })
+  assert(status == 0 and summary.eval.halfsteps == 1 and summary.eval_start.halfsteps == 0, json.encode(summary.eval))
+  local s = json.read(setup().dir .. "/evalfn/summary.json")
+  assert(s.eval.halfsteps == 1)
+end }
+
 tests[#tests + 1] = { "accumulation_steps_and_epochs", function()
   -- 40 rows, batch 8 -> 5 batches an epoch; accumulate 2 -> 3 steps an epoch; 2 epochs -> 6
   local path = recipe_file("acc", "steps = nil, epochs = 2, batch = { size = 8, accumulate = 2 }, eval = { at_start = false },")
