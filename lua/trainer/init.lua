@@ -31,6 +31,7 @@ local lazy = {
   clip = "trainer.clip",
   checkpoint = "trainer.checkpoint",
   step = "trainer.step",
+  lora = "trainer.lora",
 }
 
 setmetatable(trainer, {

@@ -358,7 +358,7 @@ function M.merge(model)
     if base.weight.half then runtime.check(C.tr_tensor_copy(runtime.ctx, base.weight.half:ptr(), W:ptr()), "lora.merge") end
     delta:free()
     w:release()
-    w.lora_dropout:release()
+    w.dropout:release()
     for _, p in ipairs({ w.lora_A, w.lora_B }) do
       p.value:free()
       if p.grad then p.grad:free(); p.grad = nil end

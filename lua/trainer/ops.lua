@@ -85,9 +85,13 @@ function M.linear(x, w, bias, opts)
 end
 
 -- dw, dbias accumulate (+=) when given; returns dx (=) unless want_dx == false.
+-- x may be nil when dw is (a frozen weight's backward needs only w).
 function M.linear_backward(dout, x, w, dw, dbias, want_dx)
-  local dx = want_dx ~= false and new(x:shape(), x, dout:dtype()) or nil
-  fill({ dx }, C.tr_op_linear_backward(ctx, p(dx), p(dw), p(dbias), dout:ptr(), x:ptr(), w:ptr()), "linear_backward")
+  local dx = nil
+  if want_dx ~= false then
+    dx = x and new(x:shape(), x, dout:dtype()) or new(shape_with_last(dout, w:shape()[2]), dout)
+  end
+  fill({ dx }, C.tr_op_linear_backward(ctx, p(dx), p(dw), p(dbias), dout:ptr(), p(x), w:ptr()), "linear_backward")
   return dx
 end
 

@@ -71,7 +71,8 @@ local function run(model, x, w, step)
   local grads = {}
   for name, p in model:parameters() do
     -- (a sentence-transformers model carries an unused pooler)
-    assert(p.grad or name:match("^pooler%."), name .. " got no gradient")
+    assert(p.grad or not p.trainable or name:match("^pooler%."), name .. " got no gradient")
+    assert(p.trainable or not p.grad, name .. " is frozen but got a gradient")
     if p.grad then grads[name] = bytes(p.grad) end
   end
   return loss, grads, peak
@@ -187,6 +188,53 @@ return {
     assert(nonzero, "no gradient reached the embeddings through the frozen layers")
     checkpoint.apply(model, { every = 1 })
     assert_bitwise(g0, grads(), "frozen, every=1")
+    free_input(x, w)
+    model:free()
+  end },
+
+  { "frozen_linear_keeps_nothing_and_passes_the_same_dx", function()
+    local Linear = require("trainer.nn.linear")
+    local lin = Linear.new(8, 6)
+    lin.weight.value:free(); lin.weight.value = T.randn({ 6, 8 }, { seed = 2, stream = 1, tag = "weights" })
+    local x = T.randn({ 2, 3, 8 }, { seed = 2, stream = 2 })
+    local dy = T.randn({ 2, 3, 6 }, { seed = 2, stream = 3 })
+    local y = lin:forward(x)
+    local dx1 = lin:backward(dy)
+    local dx_trainable = bytes(dx1)
+    dx1:free()
+    lin:set_trainable(false)
+    y:free()
+    local a0 = memory.stats().by_tag.activations
+    y = lin:forward(x)
+    y:free()
+    assert(memory.stats().by_tag.activations == a0 and lin.saved.x == nil, "a frozen Linear keeps x")
+    local dx = lin:backward(dy)
+    assert(bytes(dx) == dx_trainable and lin.weight.grad == nil, "frozen dx differs or a grad appeared")
+    local ok, err = pcall(lin.backward, lin, dy)
+    assert(not ok and tostring(err):find("nothing saved"), "a second backward must be a user error: " .. tostring(err))
+    dx:free(); x:free(); dy:free(); lin:free()
+  end },
+
+  { "lora_wrapped_layers_bitwise_and_frozen_keep_less", function()
+    local lora = require("trainer.lora")
+    local L = 4
+    local x, w = batch(4, 12, 32, 60)
+    local full = tiny_encoder(L, 2)
+    local _, _, peak_full = run(full, x, w)
+    full:free()
+    local model = tiny_encoder(L, 2)
+    lora.apply(model, { r = 4, alpha = 8, dropout = 0.1, targets = { "query", "value" } })
+    -- B starts at zero (then A's gradient is zero too): give it values so both are exercised
+    for name, p in model:parameters() do
+      if name:match("lora_B%.weight$") then
+        local r = T.randn(p.value:shape(), { seed = 4, stream = #name, tag = "weights" })
+        p.value:free()
+        p.value = r
+      end
+    end
+    local _, _, peak_lora = run(model, x, w)
+    assert(peak_lora < peak_full, ("LoRA peak activations %d not below full fine-tuning %d"):format(peak_lora, peak_full))
+    same_as_plain(model, x, w, { "auto", { every = 1 }, { segments = 3 } }, function(sizes) return #sizes > 1 end)
     free_input(x, w)
     model:free()
   end },

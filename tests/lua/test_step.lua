@@ -186,6 +186,69 @@ tests[#tests + 1] = { "cached_mnrl_equals_plain_with_lower_peak", function()
   model:free()
 end }
 
+-- Per parameter max|a - b| / max|b| over raw f32 buffers (MiniLM's word embeddings are
+-- too big for tensor:values()).
+local function raw_grads(model)
+  local ffi = require("ffi")
+  local C = require("trainer.ffi")
+  local runtime = require("trainer.runtime")
+  local out = {}
+  for name, p in model:parameters() do
+    if p.grad then
+      local n = p.grad:numel()
+      local buf = ffi.new("float[?]", n)
+      runtime.check(C.tr_tensor_read(runtime.ctx, p.grad:ptr(), buf, n * 4), "raw_grads")
+      out[name] = { buf = buf, n = n }
+    end
+  end
+  return out
+end
+
+local function compare_raw(ref, got, tol, what)
+  for name, b in pairs(ref) do
+    local a = got[name]
+    assert(a and a.n == b.n, what .. ": " .. name .. " has no gradient")
+    if not name:match("attention%.self%.key%.bias$") then
+      local num, den = 0, 1e-30
+      for i = 0, b.n - 1 do
+        local d = math.abs(a.buf[i] - b.buf[i])
+        if d > num or d ~= d then num = d end
+        local m = math.abs(b.buf[i])
+        if m > den then den = m end
+      end
+      assert(num / den <= tol, ("%s: %s relative error %.3g > %g"):format(what, name, num / den, tol))
+    end
+  end
+end
+
+tests[#tests + 1] = { "minilm_cached_mnrl_equals_plain_short_sequences", function()
+  local dir = native.root() .. "/models/all-MiniLM-L6-v2"
+  local fh = io.open(dir .. "/model.safetensors", "rb")
+  if not fh then print("SKIP minilm_cached_mnrl: " .. dir .. " is absent (make fetch-models)") return end
+  fh:close()
+  local model = models.load_model(dir, { on_warning = function() end })
+  local tok = tokenizer.load(dir)
+  local rows = rows_of(16, 2)
+  model:eval():set_grad_enabled(true)
+  local function go(cached)
+    local loss = losses.new({ name = "mnrl" })
+    clear_grads(model)
+    memory.reset_peak()
+    local a0 = memory.stats().by_tag.activations
+    local v = step.micro { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 16,
+      cached = cached, mini_batch = 4 }
+    loss:free()
+    return v, raw_grads(model), memory.stats().peak_by_tag.activations - a0
+  end
+  local v0, g0, peak0 = go(false)
+  local v1, g1, peak1 = go(true)
+  assert(math.abs(v1 - v0) <= 1e-6 * math.abs(v0), ("cached loss %.9g vs plain %.9g"):format(v1, v0))
+  compare_raw(g0, g1, 1e-5, "MiniLM cached vs plain")
+  assert(peak1 < peak0, ("cached peak activations %d not below plain %d"):format(peak1, peak0))
+  tok:free()
+  model:free()
+end }
+
 tests[#tests + 1] = { "cached_replays_dropout", function()
   local model = load("emb")
   local rows = rows_of(8, 2)

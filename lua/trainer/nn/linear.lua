@@ -1,6 +1,7 @@
 -- trainer.nn.Linear: y[..., out] = x[..., in] W^T + b. Parameters weight [out, in] and bias
 -- [out] (HF names "weight", "bias"). The output's dtype is the input's (bf16 activations
--- flow through f32 weights). Keeps a view of x for the backward; dx always flows (input
+-- flow through f32 weights). Keeps a view of x for the backward only when the weight is
+-- trainable (x serves dW alone: a frozen layer keeps nothing); dx always flows (input
 -- gradients pass through frozen layers), dW and db accumulate only when trainable.
 -- A LoRA module can wrap it: it reads self.weight / self.bias and calls forward/backward.
 local Module = require("trainer.nn.module")
@@ -22,13 +23,15 @@ end
 
 function Linear:forward(x)
   local y = ops.linear(x, self.weight.value, self.bias and self.bias.value or nil)
-  self:keep("x", x)
+  if self.weight.trainable then self:keep("x", x) end
+  self.saved.ran = self.grad_enabled or nil   -- a backward is legal (even with nothing kept)
   return y
 end
 
 -- want_dx = false skips the input gradient (the first layer of a frozen stack).
 function Linear:backward(dy, want_dx)
-  local x = self:saved_tensor("x")
+  if not self.saved.ran then self:saved_tensor("x") end   -- the user error: no forward kept
+  local x = self.weight.trainable and self:saved_tensor("x") or nil
   local dx = ops.linear_backward(dy, x, self.weight.value, Module.grad_of(self.weight),
     self.bias and Module.grad_of(self.bias) or nil, want_dx)
   self:release()
