@@ -30,6 +30,14 @@ local function tiny_encoder(layers, seed)
   return bert.SentenceEncoder.new(bert.BertModel.new(cfg, { seed = seed or 1, pooler = false }), { pooling = "mean" })
 end
 
+-- An i32 [rows, cols] tensor of values (bert.int_tensor is gone from models/bert.lua).
+local function int_matrix(values, shape)
+  local flat = T.from_table(values, { dtype = "i32", tag = "activations" })
+  local t = flat:reshape(shape)
+  flat:free()
+  return t
+end
+
 -- A fixed batch [B, Tn] of ids with some padding, and a fixed loss weight [B, C].
 local function batch(B, Tn, C, vocab)
   local ids, mask = {}, {}
@@ -41,7 +49,7 @@ local function batch(B, Tn, C, vocab)
       mask[i] = t <= len and 1 or 0
     end
   end
-  local x = { input_ids = bert.int_tensor(ids, { B, Tn }), attention_mask = bert.int_tensor(mask, { B, Tn }) }
+  local x = { input_ids = int_matrix(ids, { B, Tn }), attention_mask = int_matrix(mask, { B, Tn }) }
   local w = T.randn({ B, C }, { seed = 9, stream = 1, tag = "activations" })
   return x, w
 end
