@@ -101,7 +101,9 @@ end
 -- Freezes every parameter, wraps each Linear whose name ends with a target in a LoraLinear,
 -- then unfreezes the biases of the bias mode and the modules_to_save. Returns the list of
 -- adapted module names (model order). model.lora = { spec =, names = } records it.
+-- spec false or nil (the recipe's `lora = false`): nothing changes, returns {}.
 function M.apply(model, spec)
+  if spec == false or spec == nil then return {} end
   local s = M.normalize(spec)
   if M.is_applied(model) then
     errors.user("lora.apply: this model already has LoRA adapters; merge them first (lora.merge) or load a fresh model")

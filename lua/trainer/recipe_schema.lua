@@ -103,7 +103,8 @@ local loss = S.record {
 
 local optim = S.record {
   doc = "the optimizer",
-  order = { "name", "lr", "weight_decay", "betas", "eps", "momentum", "nesterov" },
+  order = { "name", "lr", "weight_decay", "betas", "eps", "momentum", "dampening", "nesterov", "beta1",
+            "eps1", "eps2", "clip_threshold", "decay_rate", "relative_step", "scale_parameter", "warmup_init" },
   fields = {
     name = S.string { enum = { "adamw", "sgd", "adafactor" }, default = "adamw", doc = "optimizer" },
     lr = S.number { gt = 0, default = 2e-5, doc = "peak learning rate" },
@@ -113,16 +114,26 @@ local optim = S.record {
     eps = S.number { gt = 0, default = 1e-8, doc = "AdamW epsilon" },
     momentum = S.number { min = 0, lt = 1, default = 0, doc = "SGD momentum" },
     nesterov = S.boolean { default = false, doc = "SGD Nesterov momentum" },
+    dampening = S.number { min = 0, lt = 1, doc = "SGD dampening of the momentum (default 0)" },
+    beta1 = S.number { min = 0, lt = 1, doc = "Adafactor: first-moment decay (default: none, no first moment)" },
+    eps1 = S.number { gt = 0, doc = "Adafactor: regulariser of the squared gradient (default 1e-30)" },
+    eps2 = S.number { gt = 0, doc = "Adafactor: relative-step floor of the parameter scale (default 1e-3)" },
+    clip_threshold = S.number { gt = 0, doc = "Adafactor: update RMS clipping threshold (default 1)" },
+    decay_rate = S.number { lt = 0, doc = "Adafactor: second-moment decay exponent (default -0.8)" },
+    relative_step = S.boolean { doc = "Adafactor: time-dependent lr instead of optim.lr (default: false when lr is set)" },
+    scale_parameter = S.boolean { doc = "Adafactor: scale the lr by the parameter RMS (default: as relative_step)" },
+    warmup_init = S.boolean { doc = "Adafactor: warm-up with relative steps (default false)" },
   },
 }
 
 local schedule = S.record {
   doc = "the learning-rate schedule",
-  order = { "name", "warmup_ratio", "warmup_steps", "power", "lr_end" },
+  order = { "name", "warmup_ratio", "warmup_steps", "num_cycles", "power", "lr_end" },
   fields = {
     name = S.string { enum = { "constant", "linear", "cosine", "polynomial" }, default = "linear", doc = "schedule after warm-up" },
     warmup_ratio = S.number { min = 0, max = 1, doc = "warm-up as a fraction of all steps" },
     warmup_steps = S.integer { min = 0, doc = "warm-up in optimizer steps" },
+    num_cycles = S.number { gt = 0, doc = "cosine: number of half-waves after warm-up (default 0.5)" },
     power = S.number { gt = 0, default = 1, doc = "polynomial: exponent" },
     lr_end = S.number { min = 0, default = 1e-7, doc = "polynomial: final learning rate" },
   },

@@ -8,7 +8,9 @@ local M = {}
 
 M.ctx = C.tr_ctx_new()
 if M.ctx == nil then error("trainer: cannot create the runtime context (out of host memory)", 0) end
-ffi.gc(M.ctx, C.tr_ctx_free)
+-- The context lives until the process ends and is deliberately never given to the GC:
+-- lua_close() runs finalizers in no particular order, and a tensor finalized after its
+-- allocator was destroyed would free into freed memory. The OS reclaims it at exit.
 
 -- The last error of the context as a Lua error: "oom" errors exit 2 at the CLI.
 function M.raise(what)

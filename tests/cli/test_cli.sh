@@ -129,6 +129,12 @@ run_trainer run "$TMP/e.lua"
 expect_rc run_error_rc 1
 expect_err run_error_msg "script failed on purpose"
 
+# ---- a script that ends with live tensors and a model exits cleanly (no finalizer-order crash)
+printf 'keep = {}\nfor i = 1, 300 do keep[i] = trainer.tensor.zeros({ 100 + i }) end\nlocal d = os.tmpname(); os.remove(d)\ntrainer.models.tiny_folder(d, { seed = 1 })\nkept_model = trainer.load_model(d)\nkept_view = keep[1]:reshape({ 101 })\n' > "$TMP/live.lua"
+bad=0
+for i in 1 2 3 4 5 6; do "$TRAINER" run "$TMP/live.lua" >/dev/null 2>&1 || bad=$((bad + 1)); done
+RC=$bad; expect_rc exit_with_live_tensors 0
+
 # ---- the binary finds its Lua tree from any working directory
 (cd "$TMP" && "$TRAINER" check "$ROOT/recipes/scandi_lora.lua" >/dev/null 2>&1)
 RC=$?; expect_rc runs_from_other_dir 0

@@ -16,6 +16,17 @@ local C = require("trainer.ffi")
 local runtime = require("trainer.runtime")
 
 -- The raw bytes of a CPU tensor (bitwise comparison of tensors of any size).
+-- An i32 [rows, cols] tensor from a flat list of integers.
+local function int_tensor(values, shape)
+  local rows = {}
+  for r = 1, shape[1] do
+    local row = {}
+    for c = 1, shape[2] do row[c] = values[(r - 1) * shape[2] + c] end
+    rows[r] = row
+  end
+  return T.from_table(rows, { dtype = "i32" })
+end
+
 local function bytes(t)
   local n = t:nbytes()
   local buf = ffi.new("uint8_t[?]", math.max(n, 1))

@@ -3,7 +3,8 @@
 -- bias none; rslora on dense layers, bias all); a PEFT-saved adapter loads and gives PEFT's output;
 -- our save -> load round trip with PEFT's key names and shapes; training leaves every frozen byte
 -- as it was, with no grad or optimizer state for frozen weights; input gradients flow through frozen
--- layers; merge equals unmerged; `trainer merge` writes a folder that loads as a plain model; user
+-- layers; LoraLinear against its formula with dropout on the LoRA input (mask replayed in the
+-- backward) and PEFT's init; merge equals unmerged; `trainer merge` writes a folder that loads as a plain model; user
 -- errors; grads + optimizer of LoRA r 8 on query,value under 5 % of full fine-tuning on
 -- all-MiniLM-L6-v2 (skipped when absent; make fetch-models).
 local T = require("trainer.tensor")
@@ -229,6 +230,56 @@ return {
     rmrf(dir)
   end },
 
+  { "lora_linear_dropout_on_the_lora_input_replayed_in_backward", function()
+    local Linear = require("trainer.nn.linear")
+    local lin = Linear.new(6, 5)
+    local W = T.randn({ 5, 6 }, { seed = 1, stream = 1, tag = "weights" })
+    copy_into(lin.weight.value, W)
+    lin.bias.value:fill(0.25)
+    lin:set_trainable(false)
+    local rng = { seed = 3, step = 7 }
+    local w = lora.LoraLinear.new(lin, { r = 2, alpha = 6, dropout = 0.5 }, 1, rng, 0)
+    assert(w.scale == 3)
+    -- PEFT's init: A kaiming-uniform(a = sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)), B zeros; rslora: alpha / sqrt(r)
+    local amax, anz = 0, 0
+    for _, v in ipairs(w.lora_A.value:values()) do amax = math.max(amax, math.abs(v)); if v ~= 0 then anz = anz + 1 end end
+    assert(amax <= 1 / math.sqrt(6) and amax > 0.2 and anz == 12, "lora_A init: max |a| " .. amax)
+    for _, v in ipairs(w.lora_B.value:values()) do assert(v == 0, "lora_B must start at zero") end
+    local w2 = lora.LoraLinear.new(Linear.new(4, 4), { r = 4, alpha = 8, rslora = true }, 2, rng, 0)
+    assert(w2.scale == 4, "rslora scale")
+    w2:free()
+    local B = T.randn({ 5, 2 }, { seed = 1, stream = 2, tag = "weights" })
+    copy_into(w.lora_B.value, B)
+    local x = T.randn({ 3, 6 }, { seed = 1, stream = 3, tag = "activations" })
+    local dy = T.randn({ 3, 5 }, { seed = 1, stream = 4, tag = "activations" })
+    local y = w:forward(x)
+    rng.step = 8   -- the backward must use the forward's key, not the current step
+    local dx = w:backward(dy)
+    -- by hand, with the mask of key (seed 3, step 7, layer 10001, op 7)
+    local key = ops.rng_key({ seed = 3, step = 7, layer = 10001, op = 7 })
+    local xd = ops.dropout(x, 0.5, key)
+    assert(max_abs_diff(xd:values(), x:values()) > 0, "dropout did nothing")
+    local a = ops.linear(xd, w.lora_A.value)
+    local l = ops.linear(a, B)
+    local y_ref = ops.linear(x, W, lin.bias.value)
+    ops.axpy_(y_ref, l, 3)
+    assert(max_abs_diff(y:values(), y_ref:values()) <= 1e-6, "forward differs from base + scale * B A dropout(x)")
+    local dl = ops.scale(dy, 3)
+    local dB = T.zeros({ 5, 2 }, { tag = "grads" })
+    local da = ops.linear_backward(dl, a, B, dB)
+    local dA = T.zeros({ 2, 6 }, { tag = "grads" })
+    local dxd = ops.linear_backward(da, xd, w.lora_A.value, dA)
+    local dx_ref = ops.linear_backward(dy, x, W)
+    local dxl = ops.dropout_backward(dxd, 0.5, key)
+    ops.add_(dx_ref, dxl)
+    assert(max_abs_diff(dx:values(), dx_ref:values()) <= 1e-6, "dx differs")
+    assert(max_abs_diff(w.lora_A.grad:values(), dA:values()) <= 1e-6, "dA differs")
+    assert(max_abs_diff(w.lora_B.grad:values(), dB:values()) <= 1e-6, "dB differs")
+    assert(lin.weight.grad == nil and lin.bias.grad == nil, "the frozen base got a gradient")
+    for _, t in ipairs({ W, B, x, dy, y, dx, xd, a, l, y_ref, dl, dB, da, dA, dxd, dx_ref, dxl }) do t:free() end
+    w:free()
+  end },
+
   { "training_changes_no_frozen_byte_and_keeps_no_state_for_them", function()
     local m = trainer.load_model(tiny, quiet())
     lora.apply(m, { r = 4, alpha = 8, dropout = 0.1, targets = { "query", "value" } })
@@ -341,6 +392,7 @@ return {
 
   { "user_errors_name_the_fix", function()
     local m = trainer.load_model(tiny, quiet())
+    assert(#lora.apply(m, false) == 0 and not lora.is_applied(m) and m.lora == nil, "lora = false changed the model")
     local ok, err = pcall(lora.apply, m, { targets = { "qkv" } })
     assert(not ok and errors.is_user_error(err), tostring(err))
     assert(err.msg:find('"qkv" matches no Linear', 1, true) and err.msg:find("attention.self.query", 1, true)

@@ -17,20 +17,37 @@ return {
     local tk = require("trainer.tokenizer")
     local tok = tk.load(pos[1])
     local bs = cl.int(flags, "batch", 32)
-    for first = 1, #lines, bs do
-      local chunk = {}
-      for i = first, math.min(first + bs - 1, #lines) do chunk[#chunk + 1] = lines[i] end
-      local b = tok:batch(chunk, { max_length = model.max_length, device = flags.device })
-      local e = model:forward(b)
-      tk.free_batch(b)
-      local C = e:shape()[2]
-      local v = e:values()
-      e:free()
-      for r = 0, #chunk - 1 do
-        local row = {}
-        for c = 1, C do row[c] = v[r * C + c] end
-        io.write(cl.float_array(row), "\n")
+    -- Like sentence-transformers: within a window, encode texts sorted by length so a batch
+    -- pads little, then write the embeddings back in input order.
+    local window = math.max(bs, 2048)
+    for wfirst = 1, #lines, window do
+      local wlast = math.min(wfirst + window - 1, #lines)
+      local order = {}
+      for i = wfirst, wlast do order[#order + 1] = i end
+      table.sort(order, function(a, b)
+        if #lines[a] ~= #lines[b] then return #lines[a] > #lines[b] end
+        return a < b
+      end)
+      local out = {}
+      for first = 1, #order, bs do
+        local chunk, idx = {}, {}
+        for j = first, math.min(first + bs - 1, #order) do
+          chunk[#chunk + 1] = lines[order[j]]
+          idx[#idx + 1] = order[j]
+        end
+        local b = tok:batch(chunk, { max_length = model.max_length, device = flags.device })
+        local e = model:forward(b)
+        tk.free_batch(b)
+        local C = e:shape()[2]
+        local v = e:values()
+        e:free()
+        for r = 0, #chunk - 1 do
+          local row = {}
+          for c = 1, C do row[c] = v[r * C + c] end
+          out[idx[r + 1]] = cl.float_array(row)
+        end
       end
+      for i = wfirst, wlast do io.write(out[i], "\n") end
     end
     tok:free()
     model:free()
