@@ -148,7 +148,18 @@ function M.svg(dir)
   local svg = { ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
     .. 'viewBox="0 0 %d %d">'):format(W, 4 * H + 20, W, 4 * H + 20),
     ('<rect width="%d" height="%d" fill="white"/>'):format(W, 4 * H + 20) }
-  panel(svg, 0, "training loss", { loss }, xmax, num)
+  -- a trailing mean over ~1/20 of the run (at least 5 steps): batch noise hides the trend
+  local smooth = { name = "loss, moving mean", points = {} }
+  local win = math.max(5, math.floor(#loss.points / 20))
+  if #loss.points >= 2 * win then
+    local sum = 0
+    for i, p in ipairs(loss.points) do
+      sum = sum + p[2]
+      if i > win then sum = sum - loss.points[i - win][2] end
+      if i >= win then smooth.points[#smooth.points + 1] = { p[1], sum / win } end
+    end
+  end
+  panel(svg, 0, "training loss", #smooth.points > 0 and { loss, smooth } or { loss }, xmax, num)
   panel(svg, H, "learning rate", { lr }, xmax, num)
   panel(svg, 2 * H, "evaluation", eval_series, xmax, num)
   panel(svg, 3 * H, "memory per tag, peak within each step (MiB)", mem_series, xmax, num)
