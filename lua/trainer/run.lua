@@ -221,7 +221,10 @@ function M.build(resolved, opts)
   self.scaler = amp and amp.new_scaler and amp.new_scaler(recipe.precision) or M.no_scaler()
   self.model.rng = self.model.rng or { seed = recipe.seed, step = 0 }
 
-  if self.resume_dir then self:load_checkpoint(self.resume_dir) end
+  if self.resume_dir then
+    outputs.mkdir(self.out)
+    self:load_checkpoint(self.resume_dir)
+  end
   return self
 end
 
@@ -502,13 +505,14 @@ function Run:load_checkpoint(dir)
     local r = st.load(dir .. "/loss.safetensors")
     for name, p in self.loss:parameters() do
       local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
-      require("trainer.runtime").check(require("trainer.ffi").tr_tensor_copy(require("trainer.runtime").ctx,
-        p.value:ptr(), t:ptr()), "resume")
+      local runtime = require("trainer.runtime")
+      local status = require("trainer.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr())
       t:free()
+      runtime.check(status, "resume: " .. dir .. "/loss.safetensors")
     end
     r:close()
   end
-  local raw = os.tmpname()
+  local raw = ("%s/.trainer_state.%d.tmp"):format(self.out, self.step)
   outputs.gunzip_file(dir .. "/trainer_state", raw)
   local meta = json.decode(outputs.safetensors_metadata(raw).trainer_state or "null", dir .. "/trainer_state")
   if type(meta) ~= "table" then os.remove(raw) errors.user("%s/trainer_state: no trainer state inside", dir) end
@@ -526,9 +530,7 @@ function Run:load_checkpoint(dir)
   self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
   self.last_loss, self.first_eval, self.last_eval = meta.last_loss, meta.first_eval, meta.last_eval
   self.model.rng.step = meta.rng.step
-  if self.scaler.load_state and meta.scaler then self.scaler:load_state(meta.scaler) end
-  local amp = optional("trainer.amp")
-  if amp and amp.new_scaler and recipe.precision == "fp16" then self.scaler = amp.new_scaler(recipe.precision, meta.scaler) end
+  if self.scaler.load_state and meta.scaler and next(meta.scaler) then self.scaler:load_state(meta.scaler) end
   self.loader:restore(meta.data)
   self.resumed_from = dir
   self.last_checkpoint = dir
