@@ -93,7 +93,7 @@ ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
 BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check-asan bench install clean deps fetch-models
+.PHONY: all test check-asan bench install clean deps fetch-models demo
 .SECONDARY:
 all: trainer
 
@@ -137,6 +137,10 @@ check-asan: $(TEST_BIN)
 # offline, those tests are skipped and say so.
 fetch-models:
 	@bash scripts/fetch_minilm.sh >/dev/null 2>&1 || echo "note: could not fetch all-MiniLM-L6-v2 (offline?); its parity tests are skipped"
+
+# The README's main command: deps, build, all-MiniLM-L6-v2, LoRA on STS-B, dev Spearman before/after.
+demo:
+	@bash scripts/demo.sh
 
 test: trainer $(TEST_BIN) fetch-models
 	@bash tests/run.sh $(TEST_BIN)

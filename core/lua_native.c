@@ -3,7 +3,10 @@
  *
  * The one piece of process-wide state is `interrupt_target`, the Lua state a SIGINT
  * handler may arm a hook in; a signal handler can reach nothing else (luajit.c does the
- * same). It is set only while a chunk runs under native.icall. */
+ * same). It is set only while a chunk runs under native.icall.
+ * The training loop's stop flag (`stop_signal`) is the other: a sig_atomic_t that the
+ * SIGINT/SIGTERM handler installed by native.watch_stop sets and native.stop_requested
+ * reads, so a run finishes its step, saves and exits instead of dying mid-write. */
 #include "lua_native.h"
 #include "lua_json.h"
 
@@ -128,6 +131,58 @@ static int l_write_history(lua_State *L)
     return 1;
 }
 
+/* ---------------------------------------------------------------- stop flag */
+
+static volatile sig_atomic_t stop_signal;
+
+/* The first signal asks the loop to stop after its step; a second one ends the process
+ * the default way (a user who presses Ctrl-C twice means it). Only async-signal-safe calls. */
+static void on_stop_signal(int sig)
+{
+    static const char msg[] = "\ntrainer: stopping after this step and saving a checkpoint "
+                              "(press Ctrl-C again to quit at once, without saving)\n";
+    if (stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+}
+
+/* native.watch_stop(): SIGINT and SIGTERM set the stop flag instead of ending the process. */
+static int l_watch_stop(lua_State *L)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+        return luaL_error(L, "sigaction: %s", strerror(errno));
+    stop_signal = 0;
+    return 0;
+}
+
+/* native.unwatch_stop(): default SIGINT/SIGTERM handling again; clears the flag. */
+static int l_unwatch_stop(lua_State *L)
+{
+    (void)L;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    stop_signal = 0;
+    return 0;
+}
+
+/* native.stop_requested() -> the signal number that asked to stop, or false. */
+static int l_stop_requested(lua_State *L)
+{
+    int sig = stop_signal;
+    if (sig) lua_pushinteger(L, sig);
+    else lua_pushboolean(L, 0);
+    return 1;
+}
+
 /* ---------------------------------------------------------------- process */
 
 static int l_isatty(lua_State *L)
@@ -180,6 +235,8 @@ int luaopen_trainer_native(lua_State *L)
         { "write_history", l_write_history }, { "isatty", l_isatty },
         { "root", l_root },             { "realpath", l_realpath },
         { "is_dir", l_is_dir },         { "version", l_version },
+        { "watch_stop", l_watch_stop }, { "unwatch_stop", l_unwatch_stop },
+        { "stop_requested", l_stop_requested },
         { NULL, NULL },
     };
     lua_newtable(L);

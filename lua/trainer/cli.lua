@@ -9,7 +9,7 @@ local suggest = require("trainer.suggest")
 local M = {}
 
 M.usage = [[
-usage: trainer RECIPE.lua [key=value ...]        train (validates the recipe first)
+usage: trainer RECIPE.lua [key=value ...] [--quiet]   train (validates the recipe first)
        trainer check RECIPE.lua [key=value ...]  validate a recipe, print it resolved
        trainer check --keys                      the recipe key reference
        trainer plan RECIPE.lua [--budget SIZE] [--json]   memory plan without training
@@ -98,12 +98,10 @@ function M.check(args)
 end
 
 function M.train(args)
-  local path, overrides = split_args(args, 1, {})
+  local path, overrides, flags = split_args(args, 1, { quiet = "bool" })
   local r = require("trainer.recipe").load(path, overrides)
   print_warnings(r)
-  errors.user("%s is a valid recipe, but training is not built yet in this version of trainer " ..
-    "(the training loop lands with the training-run work; see README.md, Status). " ..
-    "`trainer check %s` shows the resolved recipe.", path, path)
+  return (require("trainer.loop").train(r, { quiet = flags.quiet }))
 end
 
 function M.plan(args)

@@ -34,6 +34,10 @@ local lazy = {
   clip = "trainer.clip",
   checkpoint = "trainer.checkpoint",
   step = "trainer.step",
+  loop = "trainer.loop",
+  run = "trainer.run",
+  outputs = "trainer.outputs",
+  progress = "trainer.progress",
   lora = "trainer.lora",
 }
 

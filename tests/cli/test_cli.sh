@@ -62,10 +62,10 @@ run_trainer check recipes/scandi_lora.lua optim.lr=fast
 expect_rc override_bad_value_rc 1
 expect_err override_bad_value 'command line (optim.lr=fast): optim.lr: expected a positive number, got "fast"'
 
-# running a recipe: validated, then an honest "not built yet"
+# running a recipe: validated, then (without the model folder) exit 1 naming it and the download
 run_trainer recipes/scandi_lora.lua
-expect_rc train_not_built_rc 1
-expect_err train_not_built "training is not built yet"
+expect_rc train_without_model_rc 1
+expect_err train_without_model "models/scandi-nli-large: no such model folder"
 
 # ---- bad recipes: exit 1, the file, key or chain named, never a crash
 R=tests/recipes

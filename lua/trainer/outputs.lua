@@ -1,0 +1,212 @@
+-- trainer.outputs: the files a run writes into its `out` folder, as DESIGN.md names them:
+-- metrics.jsonl, summary.json, resolved_recipe.lua and checkpoint-STEP/ folders.
+--
+-- Invariant: no reader ever sees a half-written file. Every whole file is written to
+-- "<path>.tmp" and renamed over its name (rename is atomic within a folder); a checkpoint
+-- is built in "checkpoint-STEP.tmp/" and renamed when complete, so a folder named
+-- checkpoint-STEP is always whole. metrics.jsonl grows by whole lines (one write + flush
+-- each); on resume it is rewritten (atomically) to the lines up to the resumed step.
+--
+-- trainer_state (in each checkpoint) is a gzip (zlib) stream of a safetensors file: the
+-- optimizer state tensors under "optimizer.<param>.<slot>" and, in its __metadata__
+-- entry "trainer_state", JSON with step, micro-batch count, data cursor, scaler state,
+-- RNG counters and the optimizer's step counts.
+local ffi = require("ffi")
+local json = require("trainer.json")
+local native = require("trainer.native")
+local errors = require("trainer.errors")
+local pretty = require("trainer.pretty")
+
+local M = {}
+
+pcall(ffi.cdef, [[
+typedef struct gzFile_s *gzFile;
+gzFile gzopen(const char *path, const char *mode);
+int gzwrite(gzFile file, const void *buf, unsigned len);
+int gzread(gzFile file, void *buf, unsigned len);
+int gzclose(gzFile file);
+]])
+
+-- ---------------------------------------------------------------- files
+local function q(p) return "'" .. p:gsub("'", "'\\''") .. "'" end
+M.quote = q
+
+function M.exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return native.is_dir(p)
+end
+
+function M.mkdir(p)
+  if native.is_dir(p) then return end
+  os.execute("mkdir -p " .. q(p))
+  if not native.is_dir(p) then errors.user("%s: cannot create the folder (check permissions, or set out = ...)", p) end
+end
+
+function M.remove_tree(p)
+  if p and p ~= "" and p ~= "/" then os.execute("rm -rf " .. q(p)) end
+end
+
+function M.read(p)
+  local f, err = io.open(p, "rb")
+  if not f then errors.user("%s: cannot read (%s)", p, err) end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- Writes text to path through path.tmp + rename.
+function M.write_atomic(path, text)
+  local tmp = path .. ".tmp"
+  local f, err = io.open(tmp, "wb")
+  if not f then errors.user("%s: cannot write (%s)", tmp, err) end
+  local ok, werr = f:write(text)
+  f:close()
+  if not ok then os.remove(tmp) errors.user("%s: cannot write (%s)", tmp, tostring(werr)) end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then os.remove(tmp) errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
+end
+
+function M.copy_file(src, dst)
+  M.write_atomic(dst, M.read(src))
+end
+
+-- ---------------------------------------------------------------- gzip
+function M.gzip_file(src, dst)
+  local data = M.read(src)
+  local tmp = dst .. ".tmp"
+  local gz = ffi.C.gzopen(tmp, "wb6")
+  if gz == nil then errors.user("%s: cannot open for writing", tmp) end
+  local n = ffi.C.gzwrite(gz, data, #data)
+  local c = ffi.C.gzclose(gz)
+  if n ~= #data or c ~= 0 then os.remove(tmp) errors.user("%s: gzip write failed (disk full?)", tmp) end
+  local ok, err = os.rename(tmp, dst)
+  if not ok then errors.user("%s: cannot rename into place (%s)", dst, tostring(err)) end
+end
+
+function M.gunzip_file(src, dst)
+  local gz = ffi.C.gzopen(src, "rb")
+  if gz == nil then errors.user("%s: cannot open", src) end
+  local parts, buf = {}, ffi.new("char[65536]")
+  while true do
+    local n = ffi.C.gzread(gz, buf, 65536)
+    if n < 0 then ffi.C.gzclose(gz) errors.user("%s: not a valid gzip stream (a damaged checkpoint?)", src) end
+    if n == 0 then break end
+    parts[#parts + 1] = ffi.string(buf, n)
+  end
+  ffi.C.gzclose(gz)
+  M.write_atomic(dst, table.concat(parts))
+end
+
+-- The __metadata__ of a safetensors file (read from its JSON header).
+function M.safetensors_metadata(path)
+  local f = io.open(path, "rb")
+  if not f then errors.user("%s: cannot read", path) end
+  local head = f:read(8)
+  if not head or #head < 8 then f:close() errors.user("%s: not a safetensors file", path) end
+  local n = 0
+  for i = 8, 1, -1 do n = n * 256 + head:byte(i) end
+  local text = f:read(n)
+  f:close()
+  local h = json.decode(text or "", path)
+  return type(h) == "table" and h.__metadata__ or {}
+end
+
+-- ---------------------------------------------------------------- metrics.jsonl
+local Metrics = {}
+Metrics.__index = Metrics
+
+-- Opens out/metrics.jsonl for appending; keep_until: on resume, the lines with
+-- step <= keep_until are kept and the rest dropped (nil: start a new file).
+function M.open_metrics(out, keep_until)
+  local path = out .. "/metrics.jsonl"
+  local kept = {}
+  if keep_until and M.exists(path) then
+    for line in io.lines(path) do
+      local ok, obj = pcall(json.decode, line, path)
+      if ok and type(obj) == "table" and type(obj.step) == "number" and obj.step <= keep_until then
+        kept[#kept + 1] = line
+      end
+    end
+  end
+  M.write_atomic(path, #kept > 0 and (table.concat(kept, "\n") .. "\n") or "")
+  local f, err = io.open(path, "ab")
+  if not f then errors.user("%s: cannot append (%s)", path, err) end
+  return setmetatable({ path = path, f = f }, Metrics)
+end
+
+function Metrics:write(obj)
+  self.f:write(json.encode(obj), "\n")
+  self.f:flush()
+end
+
+function Metrics:close()
+  if self.f then self.f:close() self.f = nil end
+end
+
+function M.read_metrics(out)
+  local path = out .. "/metrics.jsonl"
+  local list = {}
+  if not M.exists(path) then return list end
+  for line in io.lines(path) do
+    if line ~= "" then list[#list + 1] = json.decode(line, path) end
+  end
+  return list
+end
+
+-- ---------------------------------------------------------------- resolved_recipe.lua
+local FN = "\1FUNCTION\1"
+
+local function without_functions(v, seen)
+  if type(v) == "function" then
+    local info = debug.getinfo(v, "S")
+    local src = info.what == "C" and "builtin" or (info.source:gsub("^[@=]", "") .. ":" .. info.linedefined)
+    return FN .. src .. FN
+  end
+  if type(v) ~= "table" then return v end
+  seen = seen or {}
+  if seen[v] then return "<cycle>" end
+  seen[v] = true
+  local out = {}
+  for k, x in pairs(v) do out[k] = without_functions(x, seen) end
+  seen[v] = nil
+  return out
+end
+
+-- The recipe as loadable Lua; each function is `nil --[[ function defined at FILE:LINE ]]`.
+function M.recipe_text(recipe, source)
+  local body = pretty.literal(without_functions(recipe))
+  body = body:gsub('"\\1FUNCTION\\1(.-)\\1FUNCTION\\1"', function(src)
+    return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
+  end)
+  body = body:gsub('"\1FUNCTION\1(.-)\1FUNCTION\1"', function(src)
+    return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
+  end)
+  return ("-- The fully resolved recipe of this run (from %s): defaults filled in, extends merged,\n" ..
+    "-- command-line overrides applied. `trainer THIS_FILE` reruns it; functions are not\n" ..
+    "-- serialisable, so each is shown as a comment naming where it was defined.\nreturn %s\n"):format(source, body)
+end
+
+-- ---------------------------------------------------------------- checkpoints
+-- checkpoint-STEP folders of out, sorted by step: { { step = n, dir = path }, ... }
+function M.checkpoints(out)
+  local list = {}
+  local p = io.popen("ls -1 " .. q(out) .. " 2>/dev/null")
+  if p then
+    for name in p:lines() do
+      local n = name:match("^checkpoint%-(%d+)$")
+      if n then list[#list + 1] = { step = tonumber(n), dir = out .. "/" .. name } end
+    end
+    p:close()
+  end
+  table.sort(list, function(a, b) return a.step < b.step end)
+  return list
+end
+
+-- Removes all but the last `keep` checkpoints.
+function M.prune(out, keep)
+  local list = M.checkpoints(out)
+  for i = 1, #list - keep do M.remove_tree(list[i].dir) end
+end
+
+return M
