@@ -5,6 +5,7 @@
 -- bf16 + checkpointing + LoRA keep a 1.3 GB model well inside a small GPU's memory.
 --
 --   huggingface-cli download alexandrainst/scandi-nli-large --local-dir models/scandi-nli-large
+--   scripts/prepare_nli_data.sh          # data/scandi_nli.jsonl.gz
 --   trainer recipes/scandi_lora.lua
 --   trainer recipes/scandi_lora.lua optim.lr=1e-4 batch.size=8
 local sizes = require("base.sizes")
@@ -22,6 +23,7 @@ return {
     train = "data/scandi_nli.jsonl.gz",
     build = "nli_triplets",            -- (anchor, entailed hypothesis, contradiction) as AllNLI
     columns = { "anchor", "positive", "negative" },
+    hint = "run scripts/prepare_nli_data.sh (Swedish NLI from the shared data collection)",
   },
   loss = { name = "mnrl", scale = 20 },
   optim = { name = "adamw", lr = 2e-5 },

@@ -58,7 +58,7 @@ local model = S.record {
 local data = S.record {
   doc = "training and evaluation data",
   order = { "train", "eval", "columns", "eval_columns", "format", "build", "label_map", "filter",
-            "shuffle", "bucket", "max_rows", "skip_bad" },
+            "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
   fields = {
     train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
     eval = path { doc = "evaluation file (STS pairs with scores, or labelled NLI pairs)" },
@@ -74,6 +74,7 @@ local data = S.record {
     bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
     max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
     skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping" },
+    hint = S.string { doc = "how to obtain the data files, shown when one is missing" },
   },
 }
 

@@ -75,6 +75,22 @@ function M.check_model_folder(m)
   end
 end
 
+-- Missing data files fail before any work, with the recipe's data.hint when it has one.
+function M.check_data_files(d)
+  if not d then return end
+  for _, key in ipairs({ "train", "eval" }) do
+    local path = d[key]
+    if path then
+      local f = io.open(path, "rb")
+      if f then f:close() else
+        errors.user("data.%s: %s: no such file. %s", key, path,
+          d.hint and ("To get it: " .. d.hint .. ".")
+            or "Give a .jsonl, .tsv or .csv file (optionally .gz) with the columns the recipe names.")
+      end
+    end
+  end
+end
+
 local function build_model(recipe, device)
   local models = require("trainer.models")
   local bert = models.bert
@@ -159,6 +175,7 @@ function M.build(resolved, opts)
   if recipe.resume then self.resume_dir = M.find_resume(recipe) end
 
   M.check_model_folder(recipe.model)
+  M.check_data_files(recipe.data)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.data")
   self.train_ds, self.loader = data.train(recipe)
