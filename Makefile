@@ -35,6 +35,17 @@ endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
+# OpenBLAS built for OpenMP shares the kernels' thread pool. The pthread build (Debian's
+# default) runs its own threads beside OpenMP's, and on 2 cores the two pools spin against
+# each other (measured: a quarter of a training step in the scheduler). Prefer the OpenMP
+# build when it is installed (libopenblas-openmp-dev; scripts/deps.sh installs it), found
+# first at run time through an rpath.
+OPENBLAS_OMP_DIR := $(wildcard /usr/lib/$(shell $(CC) -dumpmachine)/openblas-openmp)
+ifneq ($(OPENBLAS_OMP_DIR),)
+  PKG_CFLAGS := $(subst openblas-pthread,openblas-openmp,$(PKG_CFLAGS))
+  PKG_LIBS   := $(subst openblas-pthread,openblas-openmp,$(PKG_LIBS)) -Wl,-rpath,$(OPENBLAS_OMP_DIR)
+endif
+
 # ---------------------------------------------------------------- optional parts
 ifeq ($(CUDA),0)
   HAVE_CUDA :=
@@ -46,7 +57,7 @@ HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o 
 ifeq ($(MAKELEVEL),0)
 ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
   $(info build: luajit, libedit, zlib, jansson, utf8proc  found)
-  $(info build: OpenBLAS  $(if $(shell pkg-config --exists openblas && echo y),found $(shell pkg-config --modversion openblas),missing))
+  $(info build: OpenBLAS  $(if $(shell pkg-config --exists openblas && echo y),found $(shell pkg-config --modversion openblas) ($(if $(OPENBLAS_OMP_DIR),OpenMP build,pthread build: install libopenblas-openmp-dev for speed)),missing))
   $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
   $(info build: nvcc      $(if $(NVCC),found $(NVCC),missing (CPU-only build)))
   $(info build: cuBLASLt  $(if $(HAVE_CUDA),found (CUDA backend on),$(if $(filter 0,$(CUDA)),skipped (CUDA=0),missing)))

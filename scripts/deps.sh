@@ -20,6 +20,9 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 for pc in "${!PKG[@]}"; do
   if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
 done
+# The OpenMP build of OpenBLAS shares the kernels' thread pool (the Makefile prefers it).
+arch=$(cc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+[ -d "/usr/lib/$arch/openblas-openmp" ] || missing+=(libopenblas-openmp-dev)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all build dependencies present"
   exit 0
