@@ -109,7 +109,7 @@ function M.plan(args)
   if not path then errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--json]") end
   require("trainer.recipe").load(path, overrides)
   errors.user("%s is a valid recipe, but `trainer plan` (the memory plan) is not built yet in this version " ..
-    "of trainer; it needs the model loader (see README.md, Status).", path)
+    "of trainer (see README.md, Status); `trainer RECIPE.lua` measures the real ledger per step in metrics.jsonl.", path)
 end
 
 function M.repl(args)
