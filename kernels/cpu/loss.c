@@ -4,26 +4,5 @@
 
 #include <math.h>
 
-#define REAL float
-#define KFN(n) n##_f32
-#define KEXP expf
-#define KLOG logf
-#define KSQRT sqrtf
-#include "cpu/loss_impl.h"
-#undef REAL
-#undef KFN
-#undef KEXP
-#undef KLOG
-#undef KSQRT
-
-#define REAL double
-#define KFN(n) n##_f64
-#define KEXP exp
-#define KLOG log
-#define KSQRT sqrt
-#include "cpu/loss_impl.h"
-#undef REAL
-#undef KFN
-#undef KEXP
-#undef KLOG
-#undef KSQRT
+#define KERNEL_IMPL "cpu/loss_impl.h"
+#include "cpu/instantiate.h"

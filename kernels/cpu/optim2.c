@@ -5,18 +5,5 @@
 #include <math.h>
 #include <stddef.h>
 
-#define REAL float
-#define KFN(n) n##_f32
-#define KSQRT sqrtf
-#include "cpu/optim2_impl.h"
-#undef REAL
-#undef KFN
-#undef KSQRT
-
-#define REAL double
-#define KFN(n) n##_f64
-#define KSQRT sqrt
-#include "cpu/optim2_impl.h"
-#undef REAL
-#undef KFN
-#undef KSQRT
+#define KERNEL_IMPL "cpu/optim2_impl.h"
+#include "cpu/instantiate.h"
