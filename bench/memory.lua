@@ -78,8 +78,12 @@ end
 local function random_batch(seed)
   local ids, s = {}, seed
   local function rnd(k) s = (s * 1103515245 + 12345) % 2147483648 return s % k end
+  -- [CLS] and [SEP] ids as BERT's vocabulary has them, ordinary tokens above the specials;
+  -- small vocabularies (shrunken shapes) use their own low ids instead.
+  local lo = opt.vocab > 2000 and 1000 or 3
+  local cls, sep = opt.vocab > 2000 and 101 or 1, opt.vocab > 2000 and 102 or 2
   for b = 0, opt.batch - 1 do
-    for t = 1, opt.seq do ids[b * opt.seq + t] = t == 1 and 101 or (t == opt.seq and 102 or 1000 + rnd(opt.vocab - 1000)) end
+    for t = 1, opt.seq do ids[b * opt.seq + t] = t == 1 and cls or (t == opt.seq and sep or lo + rnd(opt.vocab - lo)) end
   end
   local labels = {}
   for b = 1, opt.batch do labels[b] = rnd(2) end
