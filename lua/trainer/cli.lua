@@ -105,11 +105,25 @@ function M.train(args)
 end
 
 function M.plan(args)
-  local path, overrides = split_args(args, 2, { budget = "value", json = "bool" })
+  local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool" })
   if not path then errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--json]") end
-  require("trainer.recipe").load(path, overrides)
-  errors.user("%s is a valid recipe, but `trainer plan` (the memory plan) is not built yet in this version " ..
-    "of trainer (see README.md, Status); `trainer RECIPE.lua` measures the real ledger per step in metrics.jsonl.", path)
+  local r = require("trainer.recipe").load(path, overrides)
+  local schema = require("trainer.schema")
+  local budget = flags.budget or (r.recipe.memory and r.recipe.memory.limit)
+  if budget then
+    local n, why = schema.parse_size(budget)
+    if not n then errors.user("--budget %s: %s", tostring(budget), why) end
+    budget = n
+  end
+  local plan = require("trainer.plan")
+  local C = require("trainer.ffi")
+  local p = plan.estimate(r.recipe, { cuda_available = C.tr_cuda_device_count() > 0 })
+  if flags.json then
+    io.write(require("trainer.json").encode(plan.json(p, budget), 2), "\n")
+  else
+    io.write(plan.format(p, budget, path), "\n")
+  end
+  return 0
 end
 
 function M.repl(args)

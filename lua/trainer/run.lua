@@ -127,13 +127,13 @@ local function build_model(recipe, device)
       model = models.load_model(m.from, opts)
     end
   else
-    local presets = { tiny = { hidden_size = 32, num_hidden_layers = 2, num_attention_heads = 4,
-      intermediate_size = 64, max_position_embeddings = 64 } }
+    local presets = require("trainer.models.presets")
     local raw = type(m.config) == "table" and m.config or presets[m.config]
     if not raw then
-      errors.user("model.config = %q: only \"tiny\" or a table of config fields can build a model here; use "
-        .. "model.from for pretrained models", tostring(m.config))
+      errors.user("model.config = %q: not a preset (tiny, bert-base, bert-large, minilm-l6, minilm-l12) or a "
+        .. "table of config fields; use model.from for pretrained models", tostring(m.config))
     end
+
     if not m.tokenizer then errors.user("model.tokenizer: a model built from model.config needs a tokenizer folder") end
     tok_dir = m.tokenizer
     local cfg = bert.config(raw, "model.config")

@@ -67,6 +67,18 @@ run_trainer recipes/scandi_lora.lua
 expect_rc train_without_model_rc 1
 expect_err train_without_model "models/scandi-nli-large: no such model folder"
 
+# ---- the memory plan (no model download needed with a preset shape)
+run_trainer plan recipes/scandi_lora.lua model.from=nil model.arch=bert model.config=bert-large model.init=random --json --budget 8GiB
+expect_rc plan_json_rc 0
+expect_out plan_json_total '"total_bytes":'
+expect_out plan_json_fits '"fits": true'
+expect_out plan_json_tags '"activations":'
+run_trainer plan recipes/scandi_lora.lua model.from=nil model.arch=bert model.config=bert-large model.init=random --budget 1GiB
+expect_rc plan_table_rc 0
+expect_out plan_table_not_fit "does NOT fit the budget of 1.00 GiB"
+run_trainer plan recipes/scandi_lora.lua --budget lots
+expect_rc plan_bad_budget_rc 1
+
 # ---- bad recipes: exit 1, the file, key or chain named, never a crash
 R=tests/recipes
 run_trainer check $R/bad_syntax.lua
