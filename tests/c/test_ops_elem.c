@@ -1,6 +1,6 @@
 /* test_ops_elem.c — the tensor-level opselem ops (core/ops_elem.h): results against the
  * float64 kernels, bf16/f16 against f32 with per-dtype tolerances (bf16 2e-2, f16 2e-3
- * relative), argument errors and their messages, the CUDA stub, dropout regeneration,
+ * relative), argument errors and their messages, the "CUDA path not built yet" error, dropout regeneration,
  * AdamW with half gradients and a half weight copy, and that every op returns its
  * workspace. */
 #include "check.h"
@@ -518,7 +518,7 @@ static void test_devices(void)
           tr_ctx_errmsg(ctx));
     tr_tensor go = gpu;
     CHECK(tr_op_scale(ctx, &go, &gpu, 2) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "not built yet"),
-          "cuda stub: %s", tr_ctx_errmsg(ctx));
+          "CUDA not-built message: %s", tr_ctx_errmsg(ctx));
     CHECK(tr_op_fill(ctx, NULL, 1) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "NULL"), "NULL out");
     tr_tensor_free(a), tr_tensor_free(o);
 }
