@@ -4,6 +4,8 @@
  * The one piece of process-wide state is `interrupt_target`, the Lua state a SIGINT
  * handler may arm a hook in; a signal handler can reach nothing else (luajit.c does the
  * same). It is set only while a chunk runs under native.icall.
+ * `completion_target` is its twin for Tab: libedit's completion hook takes no user data,
+ * so the Lua state whose completer answers is set only while native.readline waits.
  * The training loop's stop flag (`stop_signal`) is the other: a sig_atomic_t that the
  * SIGINT/SIGTERM handler installed by native.watch_stop sets and native.stop_requested
  * reads, so a run finishes its step, saves and exits instead of dying mid-write. */
@@ -15,6 +17,7 @@
 
 #include <editline/readline.h>
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,10 @@
 #include <unistd.h>
 
 static lua_State *volatile interrupt_target;
+static lua_State *completion_target;
+
+/* The registry key of the completer function native.readline was given. */
+#define COMPLETER_KEY "trainer.completer"
 
 /* ---------------------------------------------------------------- interrupts */
 
@@ -85,17 +92,121 @@ static void on_sigint_prompt(int sig)
     prompt_interrupted = 1;
 }
 
-/* native.readline(prompt) -> line | nil at end of input | false when Ctrl-C abandoned it */
+/* libedit reads keys as wide characters (mbrtowc), so LC_CTYPE decides what a typed
+ * byte sequence is: under the C locale every non-ASCII character is dropped ("värld" reads
+ * as "vrld"). The environment's locale is taken; when it is C/POSIX (or not installed),
+ * C.UTF-8 keeps UTF-8 input working. Only LC_CTYPE: LC_NUMERIC would change the decimal
+ * point of Lua's tonumber and %g, and with it every number the REPL reads or prints.
+ * Returns the LC_CTYPE locale now in effect. */
+static const char *set_ctype_locale(void)
+{
+    const char *loc = setlocale(LC_CTYPE, "");
+    if (loc && strcmp(loc, "C") != 0 && strcmp(loc, "POSIX") != 0) return loc;
+    static const char *const utf8[] = { "C.UTF-8", "C.utf8", "en_US.UTF-8" };
+    for (size_t i = 0; i < sizeof utf8 / sizeof utf8[0]; i++) {
+        loc = setlocale(LC_CTYPE, utf8[i]);
+        if (loc) return loc;
+    }
+    loc = setlocale(LC_CTYPE, NULL);
+    return loc ? loc : "C";
+}
+
+/* libedit's hook: `text` is the word before the cursor (word breaks below keep '.' and ':'
+ * inside it, so "trainer.mem" arrives whole). Asks the Lua completer for full words and
+ * answers in readline's format: [0] the common prefix that replaces text, then the
+ * matches, NULL-terminated, all malloc'ed (libedit frees them). Never file names. */
+static char **complete_word(const char *text, int start, int end)
+{
+    (void)start;
+    (void)end;
+    rl_attempted_completion_over = 1;
+    lua_State *L = completion_target;
+    if (!L || !lua_checkstack(L, 4)) return NULL;
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, COMPLETER_KEY);
+    lua_pushstring(L, text);
+    /* A completer's error must not unwind through libedit: a failed completion is none. */
+    if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) {
+        lua_settop(L, top);
+        return NULL;
+    }
+    size_t n = lua_objlen(L, -1);
+    char **matches = n ? calloc(n + 2, sizeof *matches) : NULL;
+    if (!matches) {
+        lua_settop(L, top);
+        return NULL;
+    }
+    size_t count = 0, common = 0;
+    for (size_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, (int)i);
+        const char *word = lua_tostring(L, -1);
+        char *copy = word ? strdup(word) : NULL;
+        lua_pop(L, 1);
+        if (!copy) continue;
+        if (count == 0) {
+            common = strlen(copy);
+        } else {
+            size_t k = 0;
+            while (k < common && copy[k] == matches[1][k]) k++;
+            common = k;
+        }
+        matches[1 + count++] = copy;
+    }
+    lua_settop(L, top);
+    if (count == 0) {
+        free(matches);
+        return NULL;
+    }
+    if (count == 1) { /* one match: it alone, readline's convention */
+        matches[0] = matches[1];
+        matches[1] = NULL;
+        return matches;
+    }
+    matches[0] = strndup(matches[1], common);
+    if (!matches[0]) {
+        for (size_t i = 1; i <= count; i++) free(matches[i]);
+        free(matches);
+        return NULL;
+    }
+    return matches;
+}
+
+/* Lua's operators and brackets end a word; '.' and ':' do not (fields and methods). */
+static const char lua_word_breaks[] = " \t\n\"'`<>=;|&{}()[],+-*/%^#~";
+
+/* native.init_line_editing() -> LC_CTYPE locale name
+ * Call once before any other line-editing function (libedit reads the locale when it
+ * starts, on the first readline or history call). */
+static int l_init_line_editing(lua_State *L)
+{
+    const char *loc = set_ctype_locale();
+    rl_readline_name = "trainer";
+    rl_attempted_completion_function = complete_word;
+    rl_basic_word_break_characters = lua_word_breaks;
+    rl_completion_append_character = '\0'; /* "trainer.memory" then "." or ":" */
+    lua_pushstring(L, loc);
+    return 1;
+}
+
+/* native.readline(prompt [, completer]) -> line | nil at end of input | false when Ctrl-C
+ * abandoned it. completer(word) -> list of full words, called on Tab. */
 static int l_readline(lua_State *L)
 {
     const char *prompt = luaL_optstring(L, 1, "> ");
+    int has_completer = lua_isfunction(L, 2);
+    if (has_completer) {
+        lua_pushvalue(L, 2);
+        lua_setfield(L, LUA_REGISTRYINDEX, COMPLETER_KEY);
+    }
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint_prompt;
     sigemptyset(&sa.sa_mask);
     prompt_interrupted = 0;
     sigaction(SIGINT, &sa, &old);
+    completion_target = has_completer ? L : NULL;
     char *line = readline(prompt);
+    completion_target = NULL;
     sigaction(SIGINT, &old, NULL);
     if (prompt_interrupted) {
         free(line);
@@ -231,6 +342,7 @@ int luaopen_trainer_native(lua_State *L)
 {
     static const luaL_Reg fns[] = {
         { "icall", l_icall },           { "readline", l_readline },
+        { "init_line_editing", l_init_line_editing },
         { "add_history", l_add_history }, { "read_history", l_read_history },
         { "write_history", l_write_history }, { "isatty", l_isatty },
         { "root", l_root },             { "realpath", l_realpath },

@@ -42,6 +42,7 @@ local lazy = {
 }
 
 setmetatable(trainer, {
+  __keys = lazy,   -- the REPL's Tab completion lists these before they are loaded
   __index = function(t, k)
     local name = lazy[k]
     if not name then return nil end

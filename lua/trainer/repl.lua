@@ -23,18 +23,94 @@ Lua with the trainer API (the table `trainer`). Expressions print their value.
   =expr                             print the value of expr
 Ctrl-C stops the running chunk; an error never ends the REPL.]]
 
+-- ---------------------------------------------------------------- completion
+local lua_keywords = {}
+for w in ([[and break do else elseif end false for function goto if in local nil not or
+  repeat return then true until while]]):gmatch("%a+") do lua_keywords[#lua_keywords + 1] = w end
+
+-- Adds the names of t's fields, and of what its metatable's __index tables offer (methods
+-- of a class and its ancestors), to names. A metatable's __keys (a table whose keys are
+-- names) lists fields that load on first use, such as trainer's submodules.
+local function collect_fields(t, names, seen)
+  if seen[t] then return end
+  seen[t] = true
+  if type(t) == "table" then
+    for k in pairs(t) do names[k] = true end
+  end
+  local mt = (type(t) == "table" or type(t) == "string") and getmetatable(t) or nil
+  if type(mt) ~= "table" then return end
+  if type(rawget(mt, "__keys")) == "table" then
+    for k in pairs(rawget(mt, "__keys")) do names[k] = true end
+  end
+  local index = rawget(mt, "__index")
+  if type(index) == "table" then collect_fields(index, names, seen) end
+end
+
+-- The value a dotted path names in env ("trainer.memory"), or nil. Indexing may load a
+-- lazy submodule (as typing the name would); an error (a strict global) is no value.
+local function resolve(env, path)
+  local value = env
+  for name in (path .. "."):gmatch("([^.]*)%.") do
+    if not name:match("^[%a_][%w_]*$") then return nil end
+    local t = type(value)
+    if t ~= "table" and t ~= "string" then return nil end
+    local ok, v = pcall(function() return value[name] end)
+    if not ok then return nil end
+    value = v
+  end
+  return value
+end
+
+-- Tab completion: the full words that complete word ("trainer.mem" -> "trainer.memory",
+-- "pri" -> "print", "s:up" -> "s:upper"), sorted. Names starting with "_" only when the
+-- typed part does (the internals of a module stay out of the way).
+function M.completions(env, word)
+  local path, sep, partial = word:match("^(.-)([.:])([%w_]*)$")
+  local names, lead = {}, ""
+  if path then
+    local value = resolve(env, path)
+    if value == nil then return {} end
+    collect_fields(value, names, {})
+    if sep == ":" then
+      for k in pairs(names) do
+        local ok, v = pcall(function() return value[k] end)
+        if not ok or type(v) ~= "function" then names[k] = nil end
+      end
+    end
+    lead = path .. sep
+  else
+    if word ~= "" and not word:match("^[%a_][%w_]*$") then return {} end
+    partial = word
+    collect_fields(env, names, {})
+    for k in pairs(_G) do names[k] = true end   -- pairs sees raw keys: no strict __index
+    for _, k in ipairs(lua_keywords) do names[k] = true end
+  end
+  local out = {}
+  for k in pairs(names) do
+    if type(k) == "string" and k:match("^[%a_][%w_]*$") and k:sub(1, #partial) == partial
+      and (k:sub(1, 1) ~= "_" or partial:sub(1, 1) == "_") then
+      out[#out + 1] = lead .. k
+    end
+  end
+  table.sort(out)
+  return out
+end
+
 -- ---------------------------------------------------------------- input
 local function history_path()
   local home = os.getenv("HOME")
   return home and (home .. "/.trainer_history") or nil
 end
 
-local function make_reader(interactive)
+local function make_reader(interactive, env)
   if interactive then
+    -- Before any history call: libedit reads the locale when it starts.
+    native.init_line_editing()
     local hist = history_path()
     if hist then native.read_history(hist) end
+    local function complete(word) return M.completions(env, word) end
     return function(prompt)
-      local line = native.readline(prompt)
+      local line = native.readline(prompt, complete)
       if line and line:match("%S") then
         native.add_history(line)
         if hist then native.write_history(hist, 1000) end
@@ -48,8 +124,11 @@ end
 -- ---------------------------------------------------------------- chunks
 -- Compiles text as an expression if it is one, else as statements.
 -- Returns fn | nil, err, incomplete
+-- The expression form is `return (...)(expr)`, called with an identity function: as
+-- `return expr`, a call would be a tail call, and a tail-called error() has no caller
+-- line to name ("boom" instead of "stdin:1: boom", and no frame in the traceback).
 local function compile(text)
-  local fn = loadstring("return " .. text, "=stdin")
+  local fn = loadstring("return (...)(" .. text .. "\n)", "=stdin")
   if fn then return fn end
   local err
   fn, err = loadstring(text, "=stdin")
@@ -58,24 +137,56 @@ local function compile(text)
   return nil, err, false
 end
 
--- Trims the traceback to the user's frames: no REPL, CLI or C internals.
-local function short_traceback(msg)
-  local lines = {}
-  for line in tostring(msg):gmatch("[^\n]+") do
-    local internal = line:match("trainer/repl%.lua") or line:match("trainer/cli%.lua")
-      or line:match("^%s*%[C%]") or line:match("^%s*%[builtin")
-    if not internal then lines[#lines + 1] = line end
+local function identity(...) return ... end
+
+M.max_frames = 6
+
+-- The user's part of a traceback: the frames of the chunk typed at the prompt and of what
+-- it called, not the REPL below it (everything after stdin's "in main chunk" is repl.lua
+-- and cli.lua) and not C frames; at most M.max_frames, innermost first, the main chunk last.
+function M.short_traceback(msg)
+  local text = tostring(msg)
+  local head, trace = text:match("^(.-)\nstack traceback:\n(.*)$")
+  if not head then return text end
+  local frames = {}
+  for line in trace:gmatch("[^\n]+") do
+    local frame = line:match("^%s*(.-)%s*$")
+    local internal = frame:match("^%[C%]") or frame:match("^%[builtin") or frame:match("^%(tail call%)")
+      or frame == "..." or frame:match("trainer/repl%.lua") or frame:match("trainer/cli%.lua")
+    if not internal then frames[#frames + 1] = frame end
+    if frame:match("^stdin:%d+: in main chunk$") then break end
   end
-  if lines[#lines] == "stack traceback:" then lines[#lines] = nil end
-  return table.concat(lines, "\n")
+  if #frames == 0 then return head end
+  local out = { head, "stack traceback:" }
+  local n, keep = #frames, M.max_frames
+  for i, f in ipairs(frames) do
+    if n <= keep or i < keep - 1 or i == n then
+      out[#out + 1] = "\t" .. f
+    elseif i == keep - 1 then
+      out[#out + 1] = "\t..."   -- LuaJIT's traceback already elides deep stacks: no count
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+-- An expression's values, tab-separated. A string with line breaks (a report) prints as
+-- its text; any other value as pretty.show has it (strings quoted, so "" and " " show).
+function M.format_results(res, first)
+  local parts = {}
+  for i = first or 1, res.n do
+    local v = res[i]
+    if type(v) == "string" and v:find("\n", 1, true) then
+      parts[#parts + 1] = (v:gsub("\n$", ""))
+    else
+      parts[#parts + 1] = pretty.show(v)
+    end
+  end
+  return table.concat(parts, "\t")
 end
 
 local function print_results(ok_and_results)
-  local n = ok_and_results.n
-  if n <= 1 then return end
-  local parts = {}
-  for i = 2, n do parts[#parts + 1] = pretty.show(ok_and_results[i]) end
-  io.write(table.concat(parts, "\t"), "\n")
+  if ok_and_results.n <= 1 then return end
+  io.write(M.format_results(ok_and_results, 2), "\n")
 end
 
 -- ---------------------------------------------------------------- commands
@@ -115,9 +226,9 @@ end
 function M.run(opts)
   opts = opts or {}
   local interactive = native.isatty(0) and native.isatty(1)
-  local read = make_reader(interactive)
   local env = setmetatable({ trainer = require("trainer") }, { __index = _G })
   env._G = env
+  local read = make_reader(interactive, env)
   local state = { env = env }
   local failures = 0
 
@@ -126,7 +237,7 @@ function M.run(opts)
     if errors.is_user_error(err) then
       io.stderr:write(err.msg, "\n")
     else
-      io.stderr:write(short_traceback(err), "\n")
+      io.stderr:write(M.short_traceback(err), "\n")
     end
     io.stderr:flush()
   end
@@ -156,7 +267,8 @@ function M.run(opts)
       local ok, res = pcall(command, line:match("^%s*(.*)$"), state)
       if not ok then report(res) elseif res == "quit" then break end
     else
-      if not buffer and line:match("^%s*=") then line = "return " .. line:match("^%s*=(.*)$") end
+      -- `=expr` (Lua 5.1's prompt) is the expression itself: compile tries it as one first.
+      if not buffer and line:match("^%s*=") then line = line:match("^%s*=(.*)$") end
       buffer = buffer and (buffer .. "\n" .. line) or line
       local fn, err, incomplete = compile(buffer)
       if fn then
@@ -167,7 +279,7 @@ function M.run(opts)
         jit.off(fn, true)
         local res = { n = 0 }
         local function collect(...) res = { n = select("#", ...), ... } end
-        collect(native.icall(fn))
+        collect(native.icall(fn, identity))
         if res[1] then print_results(res) else report(res[2]) end
         io.stdout:flush()
       elseif not incomplete then

@@ -27,12 +27,16 @@ local errors = require("trainer.errors")
 local Module = {}
 Module.__index = Module
 Module.__name = "Module"
+-- print(model) and the REPL show a summary (class, parameter counts, submodules), the way
+-- PyTorch prints a module, not the tables inside.
+Module.__tostring = function(self) return require("trainer.pretty").module(self) end
 
 -- A subclass: local Linear = Module:extend("Linear"); Linear.new = function(...) local self = Linear:create() ... end
 function Module:extend(name)
   local cls = setmetatable({}, { __index = self })
   cls.__index = cls
   cls.__name = name
+  cls.__tostring = self.__tostring   -- metamethods are not inherited through __index
   cls.super = self
   return cls
 end
