@@ -17,6 +17,8 @@ missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+# tmux: tests/cli/test_repl_terminal.sh types into the REPL in a real terminal (a SKIP without it)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 for pc in "${!PKG[@]}"; do
   if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
 done

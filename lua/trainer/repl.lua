@@ -105,7 +105,11 @@ end
 local function make_reader(interactive, env)
   if interactive then
     -- Before any history call: libedit reads the locale when it starts.
-    native.init_line_editing()
+    local locale = native.init_line_editing()
+    if locale == "C" or locale == "POSIX" then
+      io.stderr:write("warning: no UTF-8 locale is installed (C.UTF-8 or the one in LANG), so the ",
+        "prompt drops non-ASCII input; install one (Debian: locales) or pipe the input in\n")
+    end
     local hist = history_path()
     if hist then native.read_history(hist) end
     local function complete(word) return M.completions(env, word) end
