@@ -12,8 +12,10 @@
 --                input gradients and the LoRA adapters need), times the layers that keep
 --                them at once (all, or one checkpoint segment plus every segment's input),
 --                plus the embeddings and the backward's largest transient gradients; in the
---                activation dtype; for one micro-batch (batch.size / batch.accumulate) of
---                model.max_length tokens (the worst case: real batches pad to their longest)
+--                activation dtype; for one micro-batch of batch.size rows (training runs
+--                batch.accumulate of them one after another, each freed before the next, so
+--                accumulation adds no activations) of model.max_length tokens (the worst case:
+--                real batches pad to their longest)
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.json")
@@ -118,9 +120,8 @@ function M.estimate(recipe, opts)
   end
   local grads = 4 * n_train
 
-  -- activations of one micro-batch
-  local accumulate = recipe.batch and recipe.batch.accumulate or 1
-  local b = math.max(1, math.floor((recipe.batch and recipe.batch.size or 16) / accumulate))
+  -- activations of one micro-batch: batch.size rows (batch.accumulate does not divide it)
+  local b = recipe.batch and recipe.batch.size or 16
   local T = math.min(m.max_length or P, P)
   local N = b * T
   -- embedding models run every text column of a row through the model at once

@@ -23,7 +23,8 @@ local function int_matrix(values, rows, cols)
   return t
 end
 
--- The peaks by tag of one steady-state training step (after a warm-up step).
+-- The peaks by tag of one steady-state training step (after a warm-up step): as run.lua
+-- trains, batch.accumulate micro-batches of batch.size rows each, then one update.
 local function measure(spec)
   local cfg = bert.config(shape, "test")
   local model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = 1 }), 2, { seed = 1 })
@@ -34,12 +35,13 @@ local function measure(spec)
   local opt = optim.new(model, { name = "adamw", lr = 1e-5 })
   local loss = losses.new({ name = "cross_entropy" })
   local k = spec.accumulate or 1
-  local per = math.floor(B / k)
+  local per = spec.size or B
+  local rows = per * k
   local ids, mask, labels = {}, {}, {}
-  for i = 1, B * S do ids[i] = 3 + (i * 7919) % 490; mask[i] = 1 end
-  for i = 1, B do labels[i] = i % 2 end
-  local input = int_matrix(ids, B, S)
-  local attn = int_matrix(mask, B, S)
+  for i = 1, rows * S do ids[i] = 3 + (i * 7919) % 490; mask[i] = 1 end
+  for i = 1, rows do labels[i] = i % 2 end
+  local input = int_matrix(ids, rows, S)
+  local attn = int_matrix(mask, rows, S)
   local function step(n)
     model.rng.step = n
     opt:zero_grad()
@@ -68,7 +70,7 @@ end
 local function recipe(spec)
   return {
     model = { arch = "bert", config = shape, task = "classification", num_labels = 2, max_length = S },
-    batch = { size = B, accumulate = spec.accumulate or 1 }, precision = spec.precision or "fp32",
+    batch = { size = spec.size or B, accumulate = spec.accumulate or 1 }, precision = spec.precision or "fp32",
     checkpoint = spec.checkpoint or false, lora = spec.lora or false, optim = { name = "adamw" },
     loss = { name = "cross_entropy" }, device = "cpu",
   }
@@ -90,7 +92,17 @@ local lora_qv = { r = 8, alpha = 16, dropout = 0.1, targets = { "query", "value"
 
 return {
   { "fp32_baseline", function() compare({}) end },
-  { "accumulation", function() compare({ accumulate = 4 }) end },
+  -- batch.size rows per micro-batch whatever batch.accumulate is (the plan once divided
+  -- batch.size by it and predicted a quarter of the measured activations)
+  { "accumulation_keeps_batch_size", function() compare({ accumulate = 4 }) end },
+  { "accumulation_smaller_micro_batch", function() compare({ size = 2, accumulate = 4 }) end },
+  { "accumulation_adds_no_activations", function()
+    local one = plan.estimate(recipe({ size = 16 }))
+    local four = plan.estimate(recipe({ size = 16, accumulate = 4 }))
+    assert(four.micro_batch == 16, "micro-batch " .. four.micro_batch)
+    assert(four.by_tag.activations == one.by_tag.activations,
+      ("activations %d with accumulate = 4, %d without"):format(four.by_tag.activations, one.by_tag.activations))
+  end },
   { "checkpointing_auto", function() compare({ checkpoint = "auto" }) end },
   { "checkpointing_segments", function() compare({ checkpoint = { segments = 4 } }) end },
   { "bf16", function() compare({ precision = "bf16" }) end },
