@@ -8,9 +8,12 @@
 --   batch      a smaller batch.size, batch.accumulate raised to keep the effective batch
 --   optimizer  Adafactor                             lora        adapters on query, value
 -- Each move has variants, least disruptive first (the largest micro-batch, the largest cached
--- mini-batch); a move is offered with its first variant that fits. When no single move fits,
--- moves are combined, the ones that save most first, and each is then eased back to its least
--- disruptive variant that still fits together with the others.
+-- mini-batch), and a rank: how much it changes training (1: compute only, or the same
+-- gradient; 2: numerics; 3: the optimizer, or which rows a loss compares; 4: what trains). A
+-- move is offered with its first variant that fits, the lowest ranks first. When no single
+-- move fits, the combination offered is the one of fewest moves, then lowest ranks, that fits
+-- with every move at its strongest; each move is then eased back to its least disruptive
+-- variant that still fits together with the others.
 local schema = require("trainer.schema")
 
 local M = {}
@@ -88,7 +91,7 @@ local function moves(recipe, base, estimate)
   end
 
   if (recipe.precision or "fp32") == "fp32" then
-    list[#list + 1] = { name = "precision", variants = {
+    list[#list + 1] = { name = "precision", rank = 2, variants = {
       variant({ { "precision", "bf16" } }, "half-precision activations and frozen weights; fp16 plans the same") } }
   end
 
@@ -101,7 +104,7 @@ local function moves(recipe, base, estimate)
       local p = estimate(apply(recipe, { { sets = { { "checkpoint", { segments = s } } } } }))
       if not best_total or p.total_bytes < best_total then best, best_total = s, p.total_bytes end
     end
-    list[#list + 1] = { name = "checkpoint", variants = {
+    list[#list + 1] = { name = "checkpoint", rank = 1, variants = {
       variant({ { "checkpoint", { segments = best } } },
         have == 0 and "recomputes each segment's forward during the backward: about a third more compute"
           or ("%d checkpoint segments of %d layers, not %d of %d"):format(best, math.ceil(L / best), have,
@@ -124,16 +127,17 @@ local function moves(recipe, base, estimate)
       end
       m = m == 1 and 0 or math.max(1, math.floor(m / 2))
     end
-    if #v > 0 then list[#list + 1] = { name = "loss", variants = v } end
+    if #v > 0 then list[#list + 1] = { name = "loss", rank = 1, variants = v } end
   end
 
   local size = recipe.batch and recipe.batch.size or 16
   local acc = recipe.batch and recipe.batch.accumulate or 1
   local bv = {}
+  local changes_loss = in_batch[loss.name] and not (loss.name == "mnrl" and loss.cached)
   for s = size - 1, 1, -1 do
     if size % s == 0 then
       local note
-      if in_batch[loss.name] and not (loss.name == "mnrl" and loss.cached) then
+      if changes_loss then
         note = ("the same %d rows per step, but %s then compares %d rows at a time, not %d%s")
           :format(size * acc, loss.name, s, size, loss.name == "mnrl" and "; loss.cached=true keeps them together" or "")
       else
@@ -142,18 +146,18 @@ local function moves(recipe, base, estimate)
       bv[#bv + 1] = variant({ { "batch.size", s }, { "batch.accumulate", acc * size / s } }, note)
     end
   end
-  if #bv > 0 then list[#list + 1] = { name = "batch", variants = bv } end
+  if #bv > 0 then list[#list + 1] = { name = "batch", rank = changes_loss and 3 or 1, variants = bv } end
 
   local oname = recipe.optim and recipe.optim.name or "adamw"
   if oname ~= "adafactor" and base.by_tag.optimizer > 0 then
-    list[#list + 1] = { name = "optimizer", variants = {
+    list[#list + 1] = { name = "optimizer", rank = 3, variants = {
       variant({ { "optim.name", "adafactor" } }, "factored second moments, no first moment (as transformers' Adafactor)") } }
   end
 
   if not recipe.lora then
     local spec = { r = 8, alpha = 16, targets = { "query", "value" } }
     if model.task == "classification" then spec.modules_to_save = { "classifier" } end
-    list[#list + 1] = { name = "lora", variants = {
+    list[#list + 1] = { name = "lora", rank = 4, variants = {
       variant({ { "lora", spec } }, "trains rank-8 adapters on query and value, not the whole model") } }
   end
   return list
@@ -181,6 +185,8 @@ function M.search(recipe, budget, estimate)
              fits = t <= budget, combined = combined or nil }
   end
 
+  for i, mv in ipairs(list) do mv.order = i end
+  table.sort(list, function(x, y) return x.rank < y.rank or (x.rank == y.rank and x.order < y.order) end)
   local out = {}
   for _, mv in ipairs(list) do
     for _, v in ipairs(mv.variants) do
@@ -189,36 +195,51 @@ function M.search(recipe, budget, estimate)
   end
   if #out > 0 then return out end
 
-  -- no single move fits: add moves one at a time, each round the variant of an unused move
-  -- that lowers the plan most, until it fits (or nothing lowers it further)
-  local chosen, used, current = {}, {}, base.total_bytes
-  while current > budget do
-    local best
-    for i, mv in ipairs(list) do
-      if not used[i] then
-        for _, v in ipairs(mv.variants) do
-          chosen[#chosen + 1] = v
-          local t = total(chosen)
-          chosen[#chosen] = nil
-          if t < current and (not best or t < best.t) then best = { i = i, v = v, t = t } end
-        end
+  -- no single move fits: every subset of moves, each at its strongest variant
+  local strongest = {}
+  for i, mv in ipairs(list) do
+    local best, best_t
+    for _, v in ipairs(mv.variants) do
+      local t = total({ v })
+      if not best_t or t < best_t then best, best_t = v, t end
+    end
+    strongest[i] = best_t < base.total_bytes and best or nil
+  end
+  local pick
+  for mask = 1, 2 ^ #list - 1 do
+    local vs, n, rank, usable = {}, 0, 0, true
+    for i = 1, #list do
+      if math.floor(mask / 2 ^ (i - 1)) % 2 == 1 then
+        if not strongest[i] then usable = false break end
+        vs[#vs + 1] = { i = i, v = strongest[i] }
+        n, rank = n + 1, rank + list[i].rank
       end
     end
-    if not best then break end
-    used[best.i] = true
-    chosen[#chosen + 1] = best.v
-    chosen[#chosen].move = list[best.i]
-    current = best.t
-  end
-  if #chosen == 0 then return {} end
-  if current <= budget then
-    -- ease each move back to its least disruptive variant that still fits with the others
-    for i, c in ipairs(chosen) do
-      for _, v in ipairs(c.move.variants) do
-        chosen[i] = v
-        if total(chosen) <= budget then v.move = c.move break end
-        chosen[i] = c
+    if usable then
+      local plain = {}
+      for k, c in ipairs(vs) do plain[k] = c.v end
+      local t = total(plain)
+      if t <= budget and (not pick or n < pick.n or (n == pick.n and (rank < pick.rank
+          or (rank == pick.rank and t < pick.t)))) then
+        pick = { vs = vs, n = n, rank = rank, t = t }
       end
+    end
+  end
+  if not pick then
+    -- nothing fits: the smallest plan the moves reach, to say how far off it stays
+    local vs = {}
+    for i = 1, #list do if strongest[i] then vs[#vs + 1] = strongest[i] end end
+    if #vs == 0 then return {} end
+    return { entry(vs, true) }
+  end
+  -- ease each move back to its least disruptive variant that still fits with the others
+  local chosen = {}
+  for k, c in ipairs(pick.vs) do chosen[k] = c.v end
+  for k, c in ipairs(pick.vs) do
+    for _, v in ipairs(list[c.i].variants) do
+      chosen[k] = v
+      if total(chosen) <= budget then break end
+      chosen[k] = c.v
     end
   end
   return { entry(chosen, true) }
