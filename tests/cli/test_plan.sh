@@ -61,6 +61,7 @@ else
   expect_rc plan_hint_rc 1
   expect_err plan_hint_download "huggingface-cli download alexandrainst/scandi-nli-large --local-dir models/scandi-nli-large"
   hint=$(grep -E '^  trainer plan ' "$TMP/err" | sed 's/^  //')
+  if [ -n "$hint" ]; then pass plan_hint_printed; else fail plan_hint_printed "no '  trainer plan ...' line"; show; fi
   run_line "$hint"
   expect_rc plan_hint_verbatim_rc 0
   expect_out plan_hint_verbatim_plan "memory plan for recipes/scandi_lora.lua"
@@ -68,6 +69,10 @@ else
   # overrides that need quoting and the flags survive into the printed command
   run_trainer plan $R 'lora.targets={"query","key"}' batch.size=8 --budget 8GiB --json
   hint=$(grep -E '^  trainer plan ' "$TMP/err" | sed 's/^  //')
+  case "$hint" in
+    *"'lora.targets={\"query\",\"key\"}' batch.size=8"*"--budget 8GiB --json") pass plan_hint_keeps_overrides ;;
+    *) fail plan_hint_keeps_overrides "printed: $hint" ;;
+  esac
   run_line "$hint"
   expect_rc plan_hint_quoted_rc 0
   expect_out plan_hint_quoted_json '"fits": true'
