@@ -13,6 +13,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]   train (validates the recip
        trainer check RECIPE.lua [key=value ...]  validate a recipe, print it resolved
        trainer check --keys                      the recipe key reference
        trainer plan RECIPE.lua [--budget SIZE] [--json]   memory plan without training
+                                                 (exit 2 when it does not fit the budget)
        trainer repl [RECIPE.lua]                 interactive Lua with the trainer API
        trainer                                   same as `trainer repl`
        trainer run SCRIPT.lua [args ...]         run a Lua script with the trainer API
@@ -104,26 +105,64 @@ function M.train(args)
   return (require("trainer.loop").train(r, { quiet = flags.quiet }))
 end
 
+-- Without the model folder the plan needs a shape: a preset named after the folder, and
+-- the command that plans with it, runnable as printed (the user's overrides and flags kept).
+local function plan_needs_model(path, overrides, flags, model)
+  local name = ((model.from or "") .. " " .. (model.hub or "")):lower()
+  local preset = name:find("minilm") and (name:find("l12") and "minilm-l12" or "minilm-l6")
+    or name:find("large") and "bert-large" or "bert-base"
+  local shape = require("trainer.models.presets")[preset]
+  local word = require("trainer.plan_alternatives").shell_word
+  local cmd = { "trainer", "plan", word(path) }
+  local replaced = { ["model.from"] = true, ["model.arch"] = true, ["model.config"] = true, ["model.init"] = true }
+  for _, o in ipairs(overrides) do
+    if not replaced[o:match("^([^=]*)=")] then cmd[#cmd + 1] = word(o) end
+  end
+  cmd[#cmd + 1] = "model.from=nil"
+  cmd[#cmd + 1] = "model.arch=" .. (model.arch or "bert")
+  cmd[#cmd + 1] = "model.config=" .. preset
+  if model.init == "pretrained" then cmd[#cmd + 1] = "model.init=random" end
+  if flags.budget then cmd[#cmd + 1] = "--budget"; cmd[#cmd + 1] = word(flags.budget) end
+  if flags.json then cmd[#cmd + 1] = "--json" end
+  errors.user("model.from: %s has no config.json, and `trainer plan` needs the model's shape. Download the model%s, "
+    .. "or plan now with the %s preset's shape (%d layers, hidden size %d, a %d-word vocabulary; the model's own "
+    .. "may differ):\n  %s", model.from,
+    model.hub and (" (huggingface-cli download %s --local-dir %s)"):format(model.hub, model.from) or "",
+    preset, shape.num_hidden_layers, shape.hidden_size, shape.vocab_size, table.concat(cmd, " "))
+end
+
+-- Exit 0 when the plan fits its budget (or there is none), 2 when it does not (as a run
+-- that runs out of memory), 1 for a user error.
 function M.plan(args)
   local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool" })
   if not path then errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--json]") end
   local r = require("trainer.recipe").load(path, overrides)
   local schema = require("trainer.schema")
-  local budget = flags.budget or (r.recipe.memory and r.recipe.memory.limit)
-  if budget then
-    local n, why = schema.parse_size(budget)
-    if not n then errors.user("--budget %s: %s", tostring(budget), why) end
-    budget = n
-  end
   local plan = require("trainer.plan")
+  local budget, source
+  if flags.budget then
+    local why
+    budget, why = schema.parse_size(flags.budget)
+    if not budget then errors.user("--budget %s: %s", tostring(flags.budget), why) end
+  else
+    budget, source = plan.budget(r)
+  end
+  local m = r.recipe.model
+  if m.from then
+    local f = io.open(m.from .. "/config.json", "r")
+    if not f then plan_needs_model(path, overrides, flags, m) end
+    f:close()
+  end
   local C = require("trainer.ffi")
   local p = plan.estimate(r.recipe, { cuda_available = C.tr_cuda_device_count() > 0 })
+  local fits = plan.fits(p, budget)
+  local info = { budget_source = source, alternatives = fits == false and plan.alternatives(p, budget) or nil }
   if flags.json then
-    io.write(require("trainer.json").encode(plan.json(p, budget), 2), "\n")
+    io.write(require("trainer.json").encode(plan.json(p, budget, info), 2), "\n")
   else
-    io.write(plan.format(p, budget, path), "\n")
+    io.write(plan.format(p, budget, path, info), "\n")
   end
-  return 0
+  return fits == false and 2 or 0
 end
 
 function M.repl(args)

@@ -12,8 +12,10 @@
 --                input gradients and the LoRA adapters need), times the layers that keep
 --                them at once (all, or one checkpoint segment plus every segment's input),
 --                plus the embeddings and the backward's largest transient gradients; in the
---                activation dtype; for one micro-batch (batch.size / batch.accumulate) of
---                model.max_length tokens (the worst case: real batches pad to their longest)
+--                activation dtype; for one micro-batch of batch.size rows (training runs
+--                batch.accumulate of them one after another, each freed before the next, so
+--                accumulation adds no activations) of model.max_length tokens (the worst case:
+--                real batches pad to their longest)
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.json")
@@ -29,8 +31,8 @@ local function model_config(m)
     local path = m.from .. "/config.json"
     local f = io.open(path, "r")
     if not f then
-      errors.user("model.from: %s: no config.json there; `trainer plan` needs the model's config (download the "
-        .. "folder, or plan with model.arch and model.config = \"bert-large\")", path)
+      errors.user("model.from: %s: no config.json there; the plan needs the model's config (download the "
+        .. "folder, or plan with a preset shape: model.from=nil model.arch=bert model.config=bert-large)", path)
     end
     f:close()
     return json.read(path)
@@ -60,7 +62,7 @@ end
 function M.estimate(recipe, opts)
   opts = opts or {}
   local m = recipe.model
-  local c = model_config(m)
+  local c = opts.model_config or model_config(m)
   local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
   local A, V = c.num_attention_heads, c.vocab_size
   local P, TV = c.max_position_embeddings or 512, c.type_vocab_size or 2
@@ -118,19 +120,20 @@ function M.estimate(recipe, opts)
   end
   local grads = 4 * n_train
 
-  -- activations of one micro-batch
-  local accumulate = recipe.batch and recipe.batch.accumulate or 1
-  local b = math.max(1, math.floor((recipe.batch and recipe.batch.size or 16) / accumulate))
+  -- activations of one micro-batch: batch.size rows (batch.accumulate does not divide it)
+  local b = recipe.batch and recipe.batch.size or 16
   local T = math.min(m.max_length or P, P)
   local N = b * T
   -- embedding models run every text column of a row through the model at once
+  local texts = 1
   if not classification then
     local cols = recipe.data and recipe.data.columns and #recipe.data.columns or 2
-    local texts = cols
+    texts = cols
     if recipe.loss and (recipe.loss.name == "cosent" or recipe.loss.name == "cosine" or recipe.loss.name == "softmax") then
-      texts = math.max(1, cols - 1)
+      texts = cols - 1
     end
-    N = N * math.max(1, texts)
+    texts = math.max(1, texts)
+    N = N * texts
   end
   if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end
   local e = half and 2 or 4
@@ -168,23 +171,92 @@ function M.estimate(recipe, opts)
   return {
     device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
+    layers = L, texts = texts,
+    -- what it was planned from, for M.alternatives (not part of the JSON)
+    recipe = recipe, opts = opts, model_config = c,
   }
 end
 
--- The plan as DESIGN.md's JSON: { device, total_bytes, by_tag, budget_bytes, fits }.
-function M.json(plan, budget)
+-- true when the plan fits `budget` bytes, nil without a budget.
+function M.fits(plan, budget)
+  if not budget then return nil end
+  return plan.total_bytes <= budget
+end
+
+-- The recipe changes that would make `plan` fit `budget` (trainer.plan_alternatives): a
+-- list of { text = "batch.size=4 batch.accumulate=4", note, total_bytes, fits, combined },
+-- empty when it fits already.
+function M.alternatives(plan, budget)
+  local o = {}
+  for k, v in pairs(plan.opts or {}) do o[k] = v end
+  o.model_config = plan.model_config
+  return require("trainer.plan_alternatives").search(plan.recipe, budget, function(r) return M.estimate(r, o) end)
+end
+
+-- The budget of a resolved recipe (trainer.recipe.resolve's result) and where it came from:
+-- bytes and a text such as "memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in
+-- recipes/base/sizes.lua"; nil without memory.limit. A bad size raises a user error.
+function M.budget(resolved)
+  local limit = resolved.recipe.memory and resolved.recipe.memory.limit
+  if limit == nil then return nil end
+  local origins = resolved.origins or {}
+  local file = origins["memory.limit"] or origins.memory or resolved.path or "the recipe"
+  local n, why = schema.parse_size(limit)
+  if not n then errors.user("%s: memory.limit = %s: %s", file, schema.show_value(limit), why) end
+  local source = file:match("^command line") and "memory.limit on the command line"
+    or ("memory.limit in %s"):format(file)
+  -- a value taken from a module the recipe required (`limit = sizes.gpu_budget`): name the
+  -- module's field too, when the file that set memory.limit mentions it
+  local f = io.open(file, "r")
+  local text = f and f:read("*a")
+  if f then f:close() end
+  if text then
+    local found = {}
+    for _, mod in ipairs(resolved.modules or {}) do
+      if type(mod.value) == "table" then
+        for k, v in pairs(mod.value) do
+          if v == limit and type(k) == "string" and text:find(k, 1, true) then
+            found[#found + 1] = ("%s in %s"):format(k, mod.path)
+          end
+        end
+      end
+    end
+    if #found == 1 then source = ("%s, from %s"):format(source, found[1]) end
+  end
+  return n, source
+end
+
+-- The plan as DESIGN.md's JSON: { device, total_bytes, by_tag, budget_bytes, fits }, plus
+-- the figures behind it, where the budget came from and, over budget, the alternatives.
+-- info (optional): { budget_source = "...", alternatives = list } (computed when absent).
+function M.json(plan, budget, info)
+  info = info or {}
   local out = {
     device = plan.device, total_bytes = plan.total_bytes, by_tag = plan.by_tag,
     budget_bytes = budget or json.null, fits = json.null,
     parameters = plan.parameters, trainable_parameters = plan.trainable_parameters,
     micro_batch = plan.micro_batch, seq_len = plan.seq_len,
   }
-  if budget then out.fits = plan.total_bytes <= budget end
+  if budget then
+    out.fits = plan.total_bytes <= budget
+    out.budget_source = info.budget_source or json.null
+    if not out.fits then
+      local alts = {}
+      for i, a in ipairs(info.alternatives or (plan.recipe and M.alternatives(plan, budget)) or {}) do
+        alts[i] = { overrides = a.args, command_line = a.text, note = a.note, total_bytes = a.total_bytes, fits = a.fits }
+      end
+      out.alternatives = alts
+    end
+  end
   return out
 end
 
--- A table for people: per tag, bytes and share, then the total against the budget.
-function M.format(plan, budget, path)
+-- A table for people: per tag, bytes and share, then the total against the budget and,
+-- over budget, the planned alternatives as overrides to add after the recipe.
+-- info (optional): { budget_source = "memory.limit in ...", alternatives = list } (the
+-- alternatives are computed when absent).
+function M.format(plan, budget, path, info)
+  info = info or {}
   local fs = schema.format_size
   local lines = {
     ("memory plan for %s on %s (micro-batch %d x %d tokens; %d parameters, %d trainable)")
@@ -196,11 +268,29 @@ function M.format(plan, budget, path)
     lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / plan.total_bytes)
   end
   lines[#lines + 1] = ("%-12s %12s"):format("total", fs(plan.total_bytes))
-  if budget then
-    lines[#lines + 1] = plan.total_bytes <= budget
-      and ("fits the budget of %s (%s to spare)"):format(fs(budget), fs(budget - plan.total_bytes))
-      or ("does NOT fit the budget of %s (%s over): shrink activations with checkpoint, precision = \"bf16\" or "
-          .. "batch.accumulate; grads and optimizer with lora"):format(fs(budget), fs(plan.total_bytes - budget))
+  if not budget then return table.concat(lines, "\n") end
+  local source = info.budget_source and ("; the budget is " .. info.budget_source) or ""
+  if plan.total_bytes <= budget then
+    lines[#lines + 1] = ("fits the budget of %s (%s to spare)%s"):format(fs(budget), fs(budget - plan.total_bytes), source)
+    return table.concat(lines, "\n")
+  end
+  lines[#lines + 1] = ("does NOT fit the budget of %s (%s over)%s"):format(fs(budget), fs(plan.total_bytes - budget), source)
+  local alts = info.alternatives or (plan.recipe and M.alternatives(plan, budget)) or {}
+  local fitting = {}
+  for _, a in ipairs(alts) do if a.fits then fitting[#fitting + 1] = a end end
+  if #fitting > 0 then
+    lines[#lines + 1] = fitting[1].combined
+      and "No single change fits; together these do (add them after the recipe on the command line):"
+      or "These changes fit (add one after the recipe on the command line):"
+    for _, a in ipairs(fitting) do
+      lines[#lines + 1] = ("  %s -> %s (fits; %s)"):format(a.text, fs(a.total_bytes), a.note)
+    end
+  else
+    local max_length = plan.recipe and plan.recipe.model and plan.recipe.model.max_length
+    lines[#lines + 1] = ("Nothing trainer plan knows of fits%s. Raise the budget, shorten model.max_length%s, "
+      .. "or train a smaller model."):format(
+        alts[1] and (" (with %s the plan is still %s)"):format(alts[1].text, fs(alts[1].total_bytes)) or "",
+        max_length and (" (now %d)"):format(max_length) or "")
   end
   return table.concat(lines, "\n")
 end

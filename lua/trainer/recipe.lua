@@ -85,7 +85,9 @@ local Loader = {}
 Loader.__index = Loader
 
 function Loader.new()
-  return setmetatable({ modules = {} }, Loader)
+  -- module_files: { path, value } of each module a recipe required, for `trainer plan`'s
+  -- "where the budget came from"
+  return setmetatable({ modules = {}, module_files = {} }, Loader)
 end
 
 -- A fresh environment for a recipe or a module it requires.
@@ -120,6 +122,7 @@ function Loader:require(from_file, name)
           setfenv(chunk, self:env(c))
           local value = chunk(name)
           self.modules[key] = value == nil and true or value
+          self.module_files[#self.module_files + 1] = { path = c, value = value }
         end
         return self.modules[key]
       end
@@ -299,7 +302,8 @@ local function basename_noext(p)
 end
 
 -- Resolves a recipe without raising for validation problems:
--- returns { recipe, files, errors = { "..." }, warnings = { "..." } }.
+-- returns { recipe, files, errors = { "..." }, warnings = { "..." }, origins = { key path ->
+-- the file (or "command line (...)") that set it }, modules = { { path, value } required } }.
 -- Loading problems (missing file, syntax error, cycle) still raise.
 function M.resolve(path, overrides)
   local loader = Loader.new()
@@ -307,7 +311,8 @@ function M.resolve(path, overrides)
   local report = schema.new_report()
   apply_overrides(t, overrides, origins, report)
   schema.check(spec, t, "", report)
-  local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path }
+  local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path,
+                   origins = origins, modules = loader.module_files }
   for i, c in ipairs(chain) do result.files[i] = c.path end
   table.sort(report.errors, function(a, b) return a.at < b.at end)
   table.sort(report.warnings, function(a, b) return a.at < b.at end)

@@ -74,7 +74,7 @@ expect_out plan_json_total '"total_bytes":'
 expect_out plan_json_fits '"fits": true'
 expect_out plan_json_tags '"activations":'
 run_trainer plan recipes/scandi_lora.lua model.from=nil model.arch=bert model.config=bert-large model.init=random --budget 1GiB
-expect_rc plan_table_rc 0
+expect_rc plan_table_rc 2
 expect_out plan_table_not_fit "does NOT fit the budget of 1.00 GiB"
 run_trainer plan recipes/scandi_lora.lua --budget lots
 expect_rc plan_bad_budget_rc 1

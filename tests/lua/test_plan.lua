@@ -11,6 +11,7 @@ local ops = require("trainer.ops")
 local lora = require("trainer.lora")
 local checkpoint = require("trainer.checkpoint")
 local plan = require("trainer.plan")
+local recipes = require("trainer.recipe")
 
 local shape = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 256,
                 vocab_size = 500, max_position_embeddings = 512 }
@@ -23,7 +24,8 @@ local function int_matrix(values, rows, cols)
   return t
 end
 
--- The peaks by tag of one steady-state training step (after a warm-up step).
+-- The peaks by tag of one steady-state training step (after a warm-up step): as run.lua
+-- trains, batch.accumulate micro-batches of batch.size rows each, then one update.
 local function measure(spec)
   local cfg = bert.config(shape, "test")
   local model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = 1 }), 2, { seed = 1 })
@@ -34,12 +36,13 @@ local function measure(spec)
   local opt = optim.new(model, { name = "adamw", lr = 1e-5 })
   local loss = losses.new({ name = "cross_entropy" })
   local k = spec.accumulate or 1
-  local per = math.floor(B / k)
+  local per = spec.size or B
+  local rows = per * k
   local ids, mask, labels = {}, {}, {}
-  for i = 1, B * S do ids[i] = 3 + (i * 7919) % 490; mask[i] = 1 end
-  for i = 1, B do labels[i] = i % 2 end
-  local input = int_matrix(ids, B, S)
-  local attn = int_matrix(mask, B, S)
+  for i = 1, rows * S do ids[i] = 3 + (i * 7919) % 490; mask[i] = 1 end
+  for i = 1, rows do labels[i] = i % 2 end
+  local input = int_matrix(ids, rows, S)
+  local attn = int_matrix(mask, rows, S)
   local function step(n)
     model.rng.step = n
     opt:zero_grad()
@@ -68,7 +71,7 @@ end
 local function recipe(spec)
   return {
     model = { arch = "bert", config = shape, task = "classification", num_labels = 2, max_length = S },
-    batch = { size = B, accumulate = spec.accumulate or 1 }, precision = spec.precision or "fp32",
+    batch = { size = spec.size or B, accumulate = spec.accumulate or 1 }, precision = spec.precision or "fp32",
     checkpoint = spec.checkpoint or false, lora = spec.lora or false, optim = { name = "adamw" },
     loss = { name = "cross_entropy" }, device = "cpu",
   }
@@ -86,11 +89,46 @@ local function compare(spec)
   end
 end
 
+-- The flagship recipe with a preset shape (the model folder is not downloaded in tests).
+local flagship = "recipes/scandi_lora.lua"
+local preset = { "model.from=nil", "model.arch=bert", "model.config=bert-large" }
+local function with(list, more)
+  local out = {}
+  for _, v in ipairs(list) do out[#out + 1] = v end
+  for _, v in ipairs(more or {}) do out[#out + 1] = v end
+  return out
+end
+local function plan_of(path, overrides)
+  return plan.estimate(recipes.load(path, overrides).recipe, { cuda_available = false })
+end
+
+-- Every alternative printed is planned: its overrides, given to the recipe loader as a user
+-- would paste them, validate and give the plan it claims, within the budget.
+local function check_alternatives(path, overrides, budget)
+  local alts = plan.alternatives(plan_of(path, overrides), budget)
+  for _, a in ipairs(alts) do
+    local p = plan_of(path, with(overrides, a.args))
+    assert(p.total_bytes == a.total_bytes, ("%s: claimed %d bytes, planned %d"):format(a.text, a.total_bytes, p.total_bytes))
+    assert(a.fits == (p.total_bytes <= budget), a.text)
+  end
+  return alts
+end
+
 local lora_qv = { r = 8, alpha = 16, dropout = 0.1, targets = { "query", "value" }, bias = "none" }
 
 return {
   { "fp32_baseline", function() compare({}) end },
-  { "accumulation", function() compare({ accumulate = 4 }) end },
+  -- batch.size rows per micro-batch whatever batch.accumulate is (the plan once divided
+  -- batch.size by it and predicted a quarter of the measured activations)
+  { "accumulation_keeps_batch_size", function() compare({ accumulate = 4 }) end },
+  { "accumulation_smaller_micro_batch", function() compare({ size = 2, accumulate = 4 }) end },
+  { "accumulation_adds_no_activations", function()
+    local one = plan.estimate(recipe({ size = 16 }))
+    local four = plan.estimate(recipe({ size = 16, accumulate = 4 }))
+    assert(four.micro_batch == 16, "micro-batch " .. four.micro_batch)
+    assert(four.by_tag.activations == one.by_tag.activations,
+      ("activations %d with accumulate = 4, %d without"):format(four.by_tag.activations, one.by_tag.activations))
+  end },
   { "checkpointing_auto", function() compare({ checkpoint = "auto" }) end },
   { "checkpointing_segments", function() compare({ checkpoint = { segments = 4 } }) end },
   { "bf16", function() compare({ precision = "bf16" }) end },
@@ -104,5 +142,59 @@ return {
       assert(type(j.by_tag[tag]) == "number", tag)
     end
     assert(plan.json(p, 1024).fits == false)
+  end },
+
+  -- item 9: over budget, the changes that fit, planned, and none the recipe already has
+  { "alternatives_for_the_flagship", function()
+    local budget = 2 * 2 ^ 30
+    local alts = check_alternatives(flagship, preset, budget)
+    assert(#alts >= 2, "expected at least two alternatives, got " .. #alts)
+    local texts = {}
+    for _, a in ipairs(alts) do
+      assert(a.fits, a.text .. " does not fit")
+      texts[#texts + 1] = a.text
+      -- scandi_lora already has bf16, LoRA and checkpointing
+      assert(not a.text:find("precision=", 1, true) and not a.text:find("lora=", 1, true), a.text)
+    end
+    local all = table.concat(texts, " | ")
+    assert(all:find("batch.size=4 batch.accumulate=4", 1, true), all)
+    assert(all:find("loss.cached=true", 1, true), all)
+    local text = plan.format(plan_of(flagship, preset), budget, flagship)
+    assert(text:find("  batch.size=4 batch.accumulate=4 -> 1.60 GiB (fits;", 1, true), text)
+    assert(not text:find("shrink activations with checkpoint", 1, true), text)
+    local j = plan.json(plan_of(flagship, preset), budget)
+    assert(j.fits == false and #j.alternatives == #alts and j.alternatives[1].overrides[1], "json alternatives")
+  end },
+  { "alternatives_of_a_plain_recipe", function()
+    -- an fp32 full fine-tune: bf16, checkpointing, Adafactor and LoRA are all on offer
+    local over = with(preset, { "precision=fp32", "lora=false", "checkpoint=false", "batch.size=8" })
+    local base = plan_of(flagship, over)
+    local alts = check_alternatives(flagship, over, base.total_bytes - 1)
+    local seen = {}
+    for _, a in ipairs(alts) do seen[a.args[1]:match("^[^=.]+")] = a.fits end
+    for _, k in ipairs({ "precision", "checkpoint", "loss", "batch", "optim", "lora" }) do
+      assert(seen[k], "no fitting alternative for " .. k)
+    end
+  end },
+  { "alternatives_combined_when_no_single_fits", function()
+    local over = with(preset, { "precision=fp32", "lora=false", "checkpoint=false" })
+    local alts = check_alternatives(flagship, over, 1.5 * 2 ^ 30)
+    assert(#alts == 1 and alts[1].combined and alts[1].fits, "expected one fitting combination")
+    assert(#alts[1].args >= 3, alts[1].text)
+    local text = plan.format(plan_of(flagship, over), 1.5 * 2 ^ 30, flagship)
+    assert(text:find("No single change fits; together these do", 1, true), text)
+    -- nothing reaches 100 MiB: said so, with the smallest plan reached
+    local none = plan.format(plan_of(flagship, over), 100 * 2 ^ 20, flagship)
+    assert(none:find("Nothing trainer plan knows of fits", 1, true) and none:find("model.max_length (now 512)", 1, true), none)
+  end },
+  { "budget_names_the_file_and_key", function()
+    local n, source = plan.budget(recipes.load(flagship, preset))
+    assert(n == 24 * 2 ^ 30, tostring(n))
+    assert(source == "memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in recipes/base/sizes.lua", source)
+    local _, src2 = plan.budget(recipes.load(flagship, with(preset, { "memory.limit=8GiB" })))
+    assert(src2 == "memory.limit on the command line", src2)
+    assert(plan.budget(recipes.load(flagship, with(preset, { "memory=nil" }))) == nil)
+    local text = plan.format(plan_of(flagship, preset), n, flagship, { budget_source = source })
+    assert(text:find("; the budget is memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in recipes/base/sizes.lua", 1, true), text)
   end },
 }

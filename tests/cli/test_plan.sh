@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `trainer plan` end to end: exit status against the budget, the alternatives it prints (each
+# pasted after the recipe must fit), where the budget came from, and the command it prints
+# when the model folder is missing (run verbatim, it must work).
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+R=recipes/scandi_lora.lua
+PRESET="model.from=nil model.arch=bert model.config=bert-large"
+
+# runs a printed command line as a user would paste it into a shell, `trainer` on the PATH
+run_line() {
+  PATH="$ROOT:$PATH" bash -c "$1" >"$TMP/out" 2>"$TMP/err" </dev/null
+  RC=$?; OUT=$(cat "$TMP/out"); ERR=$(cat "$TMP/err")
+}
+
+# ---- exit status: 0 fits (or no budget), 2 does not fit (as out of memory), 1 user error
+run_trainer plan $R $PRESET --budget 8GiB
+expect_rc plan_fits_rc 0
+run_trainer plan $R $PRESET --budget 2GiB
+expect_rc plan_over_budget_rc 2
+expect_out plan_over_budget_says "does NOT fit the budget of 2.00 GiB"
+run_trainer plan $R $PRESET --budget 2GiB --json
+expect_rc plan_over_budget_json_rc 2
+expect_out plan_json_fits_false '"fits": false'
+expect_out plan_json_alternatives '"alternatives": ['
+expect_out plan_json_total '"total_bytes":'
+run_trainer plan $R $PRESET memory=nil
+expect_rc plan_no_budget_rc 0
+run_trainer --help
+expect_out plan_usage_exit_code "exit 2 when it does not fit the budget"
+
+# ---- the alternatives: planned for what scandi_lora lacks, each fits when pasted
+run_trainer plan $R $PRESET --budget 2GiB
+expect_out plan_alt_batch "  batch.size=4 batch.accumulate=4 -> 1.60 GiB (fits;"
+expect_out plan_alt_cached "  loss.cached=true"
+expect_no_out plan_alt_not_generic "shrink activations with checkpoint"
+expect_no_out plan_alt_not_lora "lora="
+expect_no_out plan_alt_not_bf16 "precision="
+grep -E '^  .* -> .* \(fits;' "$TMP/out" | sed -E 's/ -> .*//' >"$TMP/alts"
+n=0
+while IFS= read -r alt; do
+  n=$((n + 1))
+  run_line "trainer plan $R $PRESET $alt --budget 2GiB"
+  expect_rc "plan_alt_${n}_pasted_fits" 0
+  expect_out "plan_alt_${n}_pasted_says_fits" "fits the budget of 2.00 GiB"
+done <"$TMP/alts"
+if [ "$n" -ge 2 ]; then pass plan_alt_count; else fail plan_alt_count "expected at least 2 alternatives, got $n"; fi
+
+# ---- where the budget came from when it is not --budget
+run_trainer plan $R $PRESET
+expect_out plan_budget_source "the budget is memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in recipes/base/sizes.lua"
+run_trainer plan $R $PRESET memory.limit=1GiB
+expect_rc plan_budget_override_rc 2
+expect_out plan_budget_override_source "the budget is memory.limit on the command line"
+
+# ---- no model folder: the printed command works as printed
+if [ -e models/scandi-nli-large/config.json ]; then
+  echo "SKIP plan_hint: models/scandi-nli-large is downloaded here"
+else
+  run_trainer plan $R
+  expect_rc plan_hint_rc 1
+  expect_err plan_hint_download "huggingface-cli download alexandrainst/scandi-nli-large --local-dir models/scandi-nli-large"
+  hint=$(grep -E '^  trainer plan ' "$TMP/err" | sed 's/^  //')
+  if [ -n "$hint" ]; then pass plan_hint_printed; else fail plan_hint_printed "no '  trainer plan ...' line"; show; fi
+  run_line "$hint"
+  expect_rc plan_hint_verbatim_rc 0
+  expect_out plan_hint_verbatim_plan "memory plan for recipes/scandi_lora.lua"
+
+  # overrides that need quoting and the flags survive into the printed command
+  run_trainer plan $R 'lora.targets={"query","key"}' batch.size=8 --budget 8GiB --json
+  hint=$(grep -E '^  trainer plan ' "$TMP/err" | sed 's/^  //')
+  case "$hint" in
+    *"'lora.targets={\"query\",\"key\"}' batch.size=8"*"--budget 8GiB --json") pass plan_hint_keeps_overrides ;;
+    *) fail plan_hint_keeps_overrides "printed: $hint" ;;
+  esac
+  run_line "$hint"
+  expect_rc plan_hint_quoted_rc 0
+  expect_out plan_hint_quoted_json '"fits": true'
+  expect_out plan_hint_quoted_batch '"micro_batch": 8'
+fi
+
+finish
