@@ -42,13 +42,24 @@ function M.int(flags, name, default)
   return n
 end
 
--- The lines of path ("-": stdin), without line ends; a missing file is a user error.
+-- The lines of path ("-": stdin), without line ends; a missing file, or a line that is
+-- not UTF-8, is a user error naming the file and the line.
 function M.read_lines(path)
   local f, err
   if path == "-" then f = io.stdin else f, err = io.open(path, "rb") end
   if not f then errors.user("%s: cannot read the input file (%s)", path, tostring(err)) end
+  local utf8 = require("trainer.utf8")
   local lines = {}
-  for line in f:lines() do lines[#lines + 1] = (line:gsub("\r$", "")) end
+  for line in f:lines() do
+    line = line:gsub("\r$", "")
+    local bad = utf8.invalid_at(line)
+    if bad then
+      if f ~= io.stdin then f:close() end
+      errors.user("%s: line %d is not valid UTF-8 (%s); save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        path == "-" and "standard input" or path, #lines + 1, utf8.where(line, bad))
+    end
+    lines[#lines + 1] = line
+  end
   if f ~= io.stdin then f:close() end
   return lines
 end
