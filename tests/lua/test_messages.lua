@@ -42,6 +42,13 @@ return {
     assert(e.msg:find("^out of memory"), e.msg)
     assert(not e.msg:find("tensor.", 1, true), e.msg)
   end },
+  { "no_c_function_names_in_user_errors", function()
+    local x = T.zeros({ 2, 2 })
+    local msg = user_error_of(x.reshape, x, { 3 })
+    x:free()
+    assert(msg:find("^shape %[3%] has 3 elements"), msg)
+    assert(not msg:find("tr_", 1, true), msg)
+  end },
   { "utf8_checker", function()
     assert(utf8.invalid_at("plain ascii") == nil)
     assert(utf8.invalid_at("Hej världen 😀 æøå") == nil)
