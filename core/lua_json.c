@@ -4,13 +4,17 @@
  *   native.json_null                       the value JSON null decodes to
  * Objects decode to tables, arrays to sequences (1-based), numbers to Lua numbers.
  * Encoding: a table is an array when its keys are exactly 1..n (an empty table is an
- * object), object keys are sorted (deterministic files), NaN and infinities are refused. */
+ * object), object keys are sorted (deterministic files), NaN and infinities are refused,
+ * and every real is written as the shortest of %.15g, %.16g and %.17g that reads back as
+ * the same double (0.1, not 0.10000000000000001). */
 #include "lua_json.h"
 
 #include <lauxlib.h>
 
 #include <jansson.h>
+#include <locale.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +170,93 @@ static json_t *to_json(lua_State *L, int idx, int depth, const char **why)
     }
 }
 
+/* ---------------------------------------------------------------- shortest reals */
+
+/* x as jansson writes a real at precision p, in buf (at least 40 bytes): "%.*g" with the
+ * C decimal point whatever the locale, ".0" added when it would read as an integer, no
+ * '+' or leading zeros in the exponent. Returns 1 when that text reads back as x. */
+static int format_real(char *buf, double x, int p, char point)
+{
+    snprintf(buf, 40, "%.*g", p, x);
+    int exact = strtod(buf, NULL) == x; /* strtod reads the locale's decimal point */
+    for (char *c = buf; *c; c++)
+        if (*c == point) *c = '.';
+    if (!strchr(buf, '.') && !strchr(buf, 'e')) strcat(buf, ".0");
+    char *e = strchr(buf, 'e');
+    if (e) {
+        char *start = e + 1, *digits = start;
+        if (*digits == '+' || *digits == '-') digits++;
+        char *first = digits;
+        while (*first == '0' && first[1]) first++;
+        if (*start == '+') {
+            memmove(start, first, strlen(first) + 1);
+        } else if (first != digits) {
+            memmove(digits, first, strlen(first) + 1);
+        }
+    }
+    return exact;
+}
+
+/* jansson writes every real of a document at one precision (17 here, which always reads
+ * back exactly). Returns a copy of text with each real rewritten at the least precision
+ * (15, 16 or 17) that reads back as the same double, or NULL when out of memory. Strings
+ * are copied as they are; numbers are the tokens outside strings that begin with '-' or
+ * a digit, and reals are those among them with '.' or an exponent. */
+static char *shortest_reals(const char *text)
+{
+    const struct lconv *lc = localeconv();
+    char point = lc && lc->decimal_point && lc->decimal_point[0] ? lc->decimal_point[0] : '.';
+    size_t n = strlen(text), cap = n + 64, len = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (size_t i = 0; i < n;) {
+        char tok[64];
+        size_t start = i, tlen = 0;
+        int is_real = 0;
+        if (text[i] == '"') {
+            for (i++; i < n && text[i] != '"'; i++)
+                if (text[i] == '\\' && i + 1 < n) i++;
+            if (i < n) i++;
+        } else if (text[i] == '-' || (text[i] >= '0' && text[i] <= '9')) {
+            while (i < n && strchr("0123456789+-.eE", text[i])) {
+                if (text[i] == '.' || text[i] == 'e' || text[i] == 'E') is_real = 1;
+                i++;
+            }
+            tlen = i - start;
+        } else {
+            i++;
+        }
+        const char *piece = text + start;
+        size_t plen = i - start;
+        char best[48];
+        if (is_real && tlen < sizeof tok) {
+            memcpy(tok, piece, tlen);
+            tok[tlen] = 0;
+            for (char *c = tok; *c; c++)
+                if (*c == '.') *c = point;
+            double x = strtod(tok, NULL);
+            for (int p = 15; p <= 17; p++)
+                if (format_real(best, x, p, point) || p == 17) break;
+            piece = best;
+            plen = strlen(best);
+        }
+        if (len + plen + 1 > cap) {
+            size_t ncap = 2 * cap + plen;
+            char *grown = realloc(out, ncap);
+            if (!grown) {
+                free(out);
+                return NULL;
+            }
+            out = grown;
+            cap = ncap;
+        }
+        memcpy(out + len, piece, plen);
+        len += plen;
+    }
+    out[len] = 0;
+    return out;
+}
+
 static int l_json_encode(lua_State *L)
 {
     int indent = (int)luaL_optinteger(L, 2, 0);
@@ -182,13 +273,15 @@ static int l_json_encode(lua_State *L)
     else flags |= JSON_COMPACT;
     char *text = json_dumps(j, flags);
     json_decref(j);
-    if (!text) {
+    char *shortest = text ? shortest_reals(text) : NULL;
+    free(text);
+    if (!shortest) {
         lua_pushnil(L);
         lua_pushstring(L, "cannot write JSON: out of memory");
         return 2;
     }
-    lua_pushstring(L, text);
-    free(text);
+    lua_pushstring(L, shortest);
+    free(shortest);
     return 1;
 }
 

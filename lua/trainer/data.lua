@@ -12,7 +12,8 @@
 --   data.train(recipe) -> dataset, loader;  data.eval(recipe) -> dataset or nil
 --
 -- A row is a Lua list: the text columns of `columns` in order, then the score or label
--- (the "target") when there is one. The last column is the target when data.label_map
+-- (the "target") when there is one; row.file and row.line say where it was read (rows
+-- built by nli_triplets have none), so that a later error can name the line. The last column is the target when data.label_map
 -- is given or its name is one of score, scores, label, labels, gold_label, similarity,
 -- relatedness, relatedness_score, target; every other column must be a string.
 -- A target is a number (a JSON number, or a TSV/CSV field that parses as one), or any
@@ -65,6 +66,7 @@ local C = require("trainer.ffi")
 local native = require("trainer.native")
 local json = require("trainer.json")
 local errors = require("trainer.errors")
+local utf8 = require("trainer.utf8")
 
 local M = {}
 
@@ -259,6 +261,11 @@ function Dataset:_extract(record, line)
     elseif type(v) ~= "string" then
       return nil, ("%s: line %d: field '%s' is %s, expected a string"):format(self.path, line, name, type_name(v))
     else
+      local bad = utf8.invalid_at(v)
+      if bad then
+        return nil, ("%s: line %d: field '%s' is not valid UTF-8 (%s; convert the file to UTF-8, e.g. with iconv)")
+          :format(self.path, line, name, utf8.where(v, bad))
+      end
       row[i] = v
     end
   end
@@ -289,7 +296,10 @@ function Dataset:_next_row(r, rec, err)
       local line = tonumber(rec.lineno)
       if record and self:_keep(record, line) then
         local row, why = self:_extract(record, line)
-        if row then return row, rec end
+        if row then
+          row.file, row.line = self.path, line   -- where the row came from, for messages
+          return row, rec
+        end
         if not self.skip_bad then errors.user("%s%s", why, SKIP_HINT) end
       elseif not record and not self.skip_bad then
         errors.user("%s: line %d changed since the file was opened; do not modify data files during a run",

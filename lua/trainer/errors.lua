@@ -16,6 +16,15 @@ function M.user(msg, ...)
   error(setmetatable({ kind = "user", msg = msg }, UserError), 0)
 end
 
+-- Raises a user error about row `row` (1-based) of a batch: e.row is that row and
+-- e.detail the message without its position, so that a caller that knows where the row
+-- came from (trainer.step: the data file and line) can say that instead.
+function M.user_row(row, msg, ...)
+  if select("#", ...) > 0 then msg = msg:format(...) end
+  error(setmetatable({ kind = "user", msg = ("%s (row %d of the batch)"):format(msg, row), detail = msg, row = row },
+    UserError), 0)
+end
+
 -- Raises an out-of-memory error carrying the allocator's ledger in msg.
 function M.oom(msg)
   error(setmetatable({ kind = "oom", msg = msg }, UserError), 0)

@@ -144,12 +144,32 @@ function Metrics:close()
   if self.f then self.f:close() self.f = nil end
 end
 
+-- The records of out/metrics.jsonl, one per line; a line that is not a JSON object is a
+-- user error naming the file and that line (the record's number), not jansson's "line 1"
+-- of the one-line text it was given.
 function M.read_metrics(out)
   local path = out .. "/metrics.jsonl"
   local list = {}
   if not M.exists(path) then return list end
+  local n = 0
   for line in io.lines(path) do
-    if line ~= "" then list[#list + 1] = json.decode(line, path) end
+    n = n + 1
+    if line ~= "" then
+      local v, err = native.json_decode(line, path)
+      if err then
+        local why = err:match("column %d+: .*$") or err
+        if not line:find("}%s*$") then   -- records are whole objects: this one stops early
+          errors.user("%s: line %d (record %d) is cut off (%s): the run stopped while writing it, or the disk was "
+            .. "full; delete that line and run the command again", path, n, #list + 1, why)
+        end
+        errors.user("%s: line %d (record %d) is not valid JSON (%s); fix or delete that line", path, n, #list + 1, why)
+      end
+      if type(v) ~= "table" then
+        errors.user("%s: line %d is %s, not a JSON object (metrics.jsonl holds one object per step)", path, n,
+          tostring(v))
+      end
+      list[#list + 1] = v
+    end
   end
   return list
 end

@@ -254,10 +254,8 @@ local function apply_overrides(t, overrides, origins, report)
     else
       local found, prefix, names, bad = schema.lookup(spec, key)
       if not found then
-        local hint = suggest.closest(bad, names or {})
-        local where = prefix ~= "" and (prefix .. ".") or ""
         report.error("", ("command line: unknown key '%s'%s"):format(key,
-          hint and (" (did you mean '%s%s'?)"):format(where, hint) or ""), "")
+          schema.key_hint(spec, prefix, bad, names or {}, true)), "")
       else
         local value, delete = parse_value(text)
         local parts = {}

@@ -1,7 +1,9 @@
 -- trainer.recipe_schema: the one source of truth for recipe keys — type, range, allowed
 -- values, default and a one-line doc for every key of the DESIGN.md contract.
 -- `trainer check --keys` prints it and the README's key reference is generated from it
--- (tests/cli/test_readme_keys.sh fails when they differ).
+-- (tests/cli/test_readme_keys.sh fails when they differ). `aliases` are the names the
+-- Hugging Face Trainer, PEFT and sentence-transformers give a key, suggested when a
+-- recipe uses one ("learning_rate" -> optim.lr).
 local S = require("trainer.schema")
 
 local function exists(path)
@@ -14,6 +16,14 @@ local function path(t)
   t.path = true
   t.exists = exists
   return S.string(t)
+end
+
+-- What a device name that is none of auto, cpu, cuda, cuda:N was probably meant to be.
+local function device_hint(v)
+  local n = v:lower():match("^gpu:?(%d*)$")
+  if n then return (" (a GPU is \"cuda\"%s)"):format(n ~= "" and (", the GPU numbered " .. n .. " \"cuda:" .. n .. "\"") or "") end
+  if v:match("^cuda:") then return " (N is the GPU's number, counted from 0: \"cuda:0\", \"cuda:1\", ...)" end
+  return require("trainer.suggest").hint(v, { "auto", "cpu", "cuda" })
 end
 
 local model = S.record {
@@ -39,7 +49,7 @@ local model = S.record {
     pooling = S.string { enum = { "mean", "cls", "max", "mean_sqrt_len" },
                          doc = "sentence pooling (default: the folder's 1_Pooling config, else mean)" },
     normalize = S.boolean { doc = "L2-normalise embeddings (default: the folder's 2_Normalize)" },
-    max_length = S.integer { gt = 0, doc = "tokens per text; longer texts are truncated (default: the model's limit)" },
+    max_length = S.integer { gt = 0, aliases = { "max_seq_length" }, doc = "tokens per text; longer texts are truncated (default: the model's limit)" },
     dropout = S.number { min = 0, lt = 1, doc = "overrides the config's hidden and attention dropout" },
   },
   check = function(m, err)
@@ -108,7 +118,7 @@ local optim = S.record {
             "eps1", "eps2", "clip_threshold", "decay_rate", "relative_step", "scale_parameter", "warmup_init" },
   fields = {
     name = S.string { enum = { "adamw", "sgd", "adafactor" }, default = "adamw", doc = "optimizer" },
-    lr = S.number { gt = 0, default = 2e-5, doc = "peak learning rate" },
+    lr = S.number { gt = 0, default = 2e-5, aliases = { "learning_rate" }, doc = "peak learning rate" },
     weight_decay = S.number { min = 0, default = 0.01, doc = "decoupled weight decay (not on biases and LayerNorm)" },
     betas = S.list { of = S.number { min = 0, lt = 1 }, min_items = 2, max_items = 2, default = { 0.9, 0.999 },
                      doc = "AdamW moment decay rates" },
@@ -131,7 +141,7 @@ local schedule = S.record {
   doc = "the learning-rate schedule",
   order = { "name", "warmup_ratio", "warmup_steps", "num_cycles", "power", "lr_end" },
   fields = {
-    name = S.string { enum = { "constant", "linear", "cosine", "polynomial" }, default = "linear", doc = "schedule after warm-up" },
+    name = S.string { enum = { "constant", "linear", "cosine", "polynomial" }, default = "linear", aliases = { "lr_scheduler_type" }, doc = "schedule after warm-up" },
     warmup_ratio = S.number { min = 0, max = 1, doc = "warm-up as a fraction of all steps" },
     warmup_steps = S.integer { min = 0, doc = "warm-up in optimizer steps" },
     num_cycles = S.number { gt = 0, doc = "cosine: number of half-waves after warm-up (default 0.5)" },
@@ -145,7 +155,7 @@ local schedule = S.record {
 
 local checkpoint = S.oneof {
   doc = "gradient checkpointing: false, \"auto\" (about sqrt(layers) segments), { segments = n } or { every = k }",
-  type_doc = "false, \"auto\" or a table", default = false,
+  type_doc = "false, \"auto\" or a table", default = false, aliases = { "gradient_checkpointing" },
   alternatives = {
     S.const { value = false },
     S.string { enum = { "auto" } },
@@ -163,11 +173,11 @@ local lora = S.oneof {
       order = { "r", "alpha", "dropout", "targets", "rslora", "bias", "modules_to_save" },
       fields = {
         r = S.integer { gt = 0, default = 8, doc = "adapter rank" },
-        alpha = S.number { gt = 0, default = 16, doc = "scale numerator: scale = alpha / r (alpha / sqrt(r) with rslora)" },
-        dropout = S.number { min = 0, lt = 1, default = 0, doc = "dropout on the LoRA input" },
-        targets = S.list { of = S.string {}, min_items = 1, required = true,
+        alpha = S.number { gt = 0, default = 16, aliases = { "lora_alpha" }, doc = "scale numerator: scale = alpha / r (alpha / sqrt(r) with rslora)" },
+        dropout = S.number { min = 0, lt = 1, default = 0, aliases = { "lora_dropout" }, doc = "dropout on the LoRA input" },
+        targets = S.list { of = S.string {}, min_items = 1, required = true, aliases = { "target_modules" },
                            doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value)" },
-        rslora = S.boolean { default = false, doc = "rank-stabilised scale alpha / sqrt(r)" },
+        rslora = S.boolean { default = false, aliases = { "use_rslora" }, doc = "rank-stabilised scale alpha / sqrt(r)" },
         bias = S.string { enum = { "none", "all", "lora_only" }, default = "none", doc = "which biases train" },
         modules_to_save = S.list { of = S.string {}, doc = "modules trained fully and saved with the adapter (e.g. classifier)" },
       },
@@ -184,7 +194,7 @@ local M = S.record {
     name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
     description = S.string { doc = "what this recipe is for, for the people you share it with" },
     extends = S.string { doc = "parent recipe (relative to this file, else to recipes/): tables merge key by key, lists and values replace" },
-    device = S.string { pattern = "^[%w:]+$", default = "auto",
+    device = S.string { patterns = { "^auto$", "^cpu$", "^cuda$", "^cuda:%d+$" }, default = "auto", hint = device_hint,
                         pattern_doc = "\"auto\", \"cpu\", \"cuda\" or \"cuda:N\"", doc = "where to train (auto: cuda when a GPU is visible)" },
     seed = S.integer { min = 0, default = 42, doc = "seed of shuffling, initialisation and dropout" },
     model = model,
@@ -195,23 +205,23 @@ local M = S.record {
     batch = S.record {
       default_table = true, doc = "batching", order = { "size", "accumulate" },
       fields = {
-        size = S.integer { gt = 0, default = 16, doc = "examples per micro-batch" },
-        accumulate = S.integer { gt = 0, default = 1, doc = "micro-batches per optimizer step (gradient accumulation)" },
+        size = S.integer { gt = 0, default = 16, aliases = { "batch_size", "per_device_train_batch_size" }, doc = "examples per micro-batch" },
+        accumulate = S.integer { gt = 0, default = 1, aliases = { "gradient_accumulation_steps" }, doc = "micro-batches per optimizer step (gradient accumulation)" },
       },
     },
-    epochs = S.number { gt = 0, default = 1, doc = "passes over the training data" },
-    steps = S.integer { gt = 0, doc = "optimizer steps to run (overrides epochs)" },
+    epochs = S.number { gt = 0, default = 1, aliases = { "num_train_epochs" }, doc = "passes over the training data" },
+    steps = S.integer { gt = 0, aliases = { "max_steps" }, doc = "optimizer steps to run (overrides epochs)" },
     precision = S.string { enum = { "fp32", "bf16", "fp16" }, default = "fp32",
                            doc = "fp32, or bf16/fp16 mixed precision (half activations, fp32 master weights)" },
     checkpoint = checkpoint,
     lora = lora,
-    grad_clip = S.oneof { default = 1.0, doc = "clip gradients to this global L2 norm, or false",
+    grad_clip = S.oneof { default = 1.0, aliases = { "max_grad_norm" }, doc = "clip gradients to this global L2 norm, or false",
                           type_doc = "a positive number or false",
                           alternatives = { S.number { gt = 0 }, S.const { value = false } } },
     eval = S.record {
       default_table = true, doc = "evaluation", order = { "every", "at_start", "batch_size", "fn" },
       fields = {
-        every = S.integer { gt = 0, doc = "evaluate every N optimizer steps (and always at the end)" },
+        every = S.integer { gt = 0, aliases = { "eval_steps" }, doc = "evaluate every N optimizer steps (and always at the end)" },
         at_start = S.boolean { default = true, doc = "also evaluate before training, to show the gain" },
         batch_size = S.integer { gt = 0, default = 64, doc = "texts embedded at once during evaluation" },
         fn = S.func { doc = "custom evaluator: function(t) returning a table of metric = value" },
@@ -220,15 +230,15 @@ local M = S.record {
     save = S.record {
       default_table = true, doc = "checkpoints", order = { "every", "keep", "final" },
       fields = {
-        every = S.integer { gt = 0, doc = "save a checkpoint every N optimizer steps" },
-        keep = S.integer { gt = 0, default = 3, doc = "keep the last K checkpoints" },
+        every = S.integer { gt = 0, aliases = { "save_steps" }, doc = "save a checkpoint every N optimizer steps" },
+        keep = S.integer { gt = 0, default = 3, aliases = { "save_total_limit" }, doc = "keep the last K checkpoints" },
         final = S.boolean { default = true, doc = "save at the end of the run" },
       },
     },
     log = S.record {
       default_table = true, doc = "progress output", order = { "every", "quiet" },
       fields = {
-        every = S.integer { gt = 0, default = 10, doc = "write a progress line every N steps (when not a terminal)" },
+        every = S.integer { gt = 0, default = 10, aliases = { "logging_steps" }, doc = "write a progress line every N steps (when not a terminal)" },
         quiet = S.boolean { default = false, doc = "no progress output" },
       },
     },
@@ -240,7 +250,7 @@ local M = S.record {
         max_split_size = S.size { doc = "cached blocks at least this big are never split (limits fragmentation)" },
       },
     },
-    out = S.string { doc = "output folder (default: runs/<recipe name>)", default_doc = "runs/<recipe name>" },
+    out = S.string { aliases = { "output_dir" }, doc = "output folder (default: runs/<recipe name>)", default_doc = "runs/<recipe name>" },
     hooks = S.record {
       doc = "functions called by the default loop", order = { "on_step", "on_eval", "on_save" },
       fields = {

@@ -339,7 +339,7 @@ function Run:train_step()
   local s = memory.stats(self.device)
   self:merge_peaks(s)
   local m = {
-    step = self.step, epoch = self.step_epoch, loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
+    step = self.step, epoch = self:epochs_done(), loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
@@ -348,6 +348,15 @@ function Run:train_step()
   if self.progress then self.progress:update(self, m) end
   if self.hooks.on_step then self.hooks.on_step(self, m) end
   return m
+end
+
+-- Completed epochs as a fraction, as the Hugging Face Trainer logs "epoch": the data
+-- cursor's epoch plus the share of its batches already used (0.5 halfway, 1.0 after one
+-- whole pass), for metrics.jsonl and summary.json.
+function Run:epochs_done()
+  local per, ld = self.batches_per_epoch, self.loader
+  if not per or per <= 0 or not ld then return self.epoch end
+  return ld.epoch + math.min(ld.position, per) / per
 end
 
 function Run:flush_metrics()
@@ -584,7 +593,7 @@ function Run:summary()
     steps = self.step, total_steps = self.total_steps, final_loss = self.last_loss or json.null,
     tokens_per_s = self.train_time > 0 and self.tokens / self.train_time or 0, tokens = self.tokens,
     peak_allocated = s.peak_allocated, peak_reserved = s.peak_reserved, peak_by_tag = peak_by_tag,
-    eval = self.last_eval or {}, eval_start = self.first_eval, epochs = self.epoch,
+    eval = self.last_eval or {}, eval_start = self.first_eval, epoch = self:epochs_done(),
     skipped_steps = self.scaler.skipped or 0, precision = self.recipe.precision, device = self.device,
     data = self.train_ds:summary(), eval_data = self.eval_summary,
     resumed_from = self.resumed_from, last_checkpoint = self.last_checkpoint,

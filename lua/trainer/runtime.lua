@@ -13,12 +13,20 @@ if M.ctx == nil then error("trainer: cannot create the runtime context (out of h
 -- allocator was destroyed would free into freed memory. The OS reclaims it at exit.
 
 -- The last error of the context as a Lua error: "oom" errors exit 2 at the CLI.
+-- `what` names the Lua function that made the call ("tensor.full"): it prefixes only
+-- internal errors, where it helps a bug report. A user error or out of memory shows the C
+-- message alone, which names the device, the size or the file itself: a user never sees
+-- trainer's function names ("tensor.full: cuda:0 was asked for ..."), nor the C
+-- function's that some C messages begin with for C callers ("tr_tensor_reshape: ...").
 function M.raise(what)
   local err = C.tr_ctx_err(M.ctx)
   local msg = ffi.string(err.msg)
+  if err.status == C.TR_EOOM or err.status == C.TR_EUSER then
+    msg = msg:gsub("^tr_[%w_]+: ", "")
+    if err.status == C.TR_EOOM then errors.oom(msg) end
+    errors.user("%s", msg)
+  end
   if what and what ~= "" then msg = what .. ": " .. msg end
-  if err.status == C.TR_EOOM then errors.oom(msg) end
-  if err.status == C.TR_EUSER then errors.user("%s", msg) end
   error(msg, 3)
 end
 

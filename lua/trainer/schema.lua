@@ -3,7 +3,9 @@
 --
 -- A spec is a table with `kind` and, for every kind, `doc` (one line) and optionally
 -- `default`. Kinds:
---   string  { enum = {...}, pattern = "lua pattern", pattern_doc = "...", path = true }
+--   string  { enum = {...}, pattern = "lua pattern" or patterns = { "p1", "p2" } (any one
+--             matches), pattern_doc = "...", hint = function(v) -> " (...)" (added to the
+--             error when v matches no pattern), path = true }
 --   number  { min =, max =, gt = (exclusive minimum), lt =, integer = true }
 --   boolean, func, any
 --   size    bytes: a number, or a string such as "8GiB", "512MiB", "1.5GB"
@@ -14,6 +16,8 @@
 --   oneof   { alternatives = { spec, ... } } — the first that accepts the value wins
 --   const   { value = v } (e.g. false to switch a feature off)
 -- Path specs (`path = true`) make the checker warn, not fail, when the file is missing.
+-- Any spec may carry `aliases = { "learning_rate", ... }`: names people write for it
+-- (another library's), suggested when a recipe uses one.
 local suggest = require("trainer.suggest")
 
 local M = {}
@@ -213,7 +217,16 @@ check = function(spec, v, path, r, opts)
         suggest.hint(v, spec.enum)))
       return
     end
-    if spec.pattern and not v:match(spec.pattern) then return bad() end
+    if spec.pattern or spec.patterns then
+      local matched = false
+      for _, p in ipairs(spec.patterns or { spec.pattern }) do
+        if v:match(p) then matched = true break end
+      end
+      if not matched then
+        r.error(path, ("expected %s, got %s%s"):format(M.describe(spec), M.show_value(v), spec.hint and spec.hint(v) or ""))
+        return
+      end
+    end
     if spec.path and not opts.quiet_paths and spec.exists and not spec.exists(v) then
       r.warn(path, ("%s does not exist yet%s"):format(v, spec.missing_hint and (" (" .. spec.missing_hint .. ")") or ""))
     end
@@ -263,7 +276,7 @@ check = function(spec, v, path, r, opts)
       if not fspec then
         local shown = type(key) == "string" and key or ("[" .. M.show_value(key) .. "]")
         r.error(path, ("unknown key '%s'%s"):format(shown,
-          type(key) == "string" and suggest.hint(key, names) or ""), join(path, shown))
+          type(key) == "string" and M.key_hint(opts.root, path, key, names) or ""), join(path, shown))
       else
         check(fspec, item, join(path, key), r, opts)
       end
@@ -282,7 +295,77 @@ check = function(spec, v, path, r, opts)
 end
 
 function M.check(spec, v, path, r, opts)
-  return check(spec, v, path or "", r, opts or {})
+  opts = opts or {}
+  opts.root = opts.root or spec
+  return check(spec, v, path or "", r, opts)
+end
+
+-- ---------------------------------------------------------------- key suggestions
+local paths_cache = setmetatable({}, { __mode = "k" })
+
+-- Every key of root as { path, parent, name, aliases }.
+local function key_paths(root)
+  if paths_cache[root] then return paths_cache[root] end
+  local list = {}
+  for _, row in ipairs(M.reference(root)) do
+    local parent, name = row.path:match("^(.*)%.([^%.]+)$")
+    list[#list + 1] = { path = row.path, parent = parent or "", name = name or row.path,
+                        aliases = row.spec.aliases or {} }
+  end
+  paths_cache[root] = list
+  return list
+end
+
+local function quoted_alternatives(items)
+  local parts = {}
+  for i, s in ipairs(items) do parts[i] = "'" .. s .. "'" end
+  if #parts == 1 then return parts[1] end
+  return table.concat(parts, ", ", 1, #parts - 1) .. " or " .. parts[#parts]
+end
+
+-- The hint for an unknown key `key` inside the record at `parent` (siblings: the names
+-- valid there), as " (did you mean ...?)" or "". In order of likelihood: a name another
+-- library uses for a key (an alias), the same name at another level ("lr" at the top ->
+-- optim.lr; model.lora -> the top-level lora), a typo of a sibling ("lrate" -> "lr"), a
+-- typo of a key at another level. Paths outside parent (every path, with full = true: the
+-- command line names keys by their full path) are shown in full.
+function M.key_hint(root, parent, key, siblings, full)
+  if not root or root.kind ~= "record" then return suggest.hint(key, siblings or {}) end
+  local all, lk = key_paths(root), key:lower()
+  local function shown(e)
+    if e.parent == parent and not full then return e.path:match("[^%.]+$") end
+    return e.path
+  end
+  local function say(found)
+    table.sort(found, function(a, b) return a.path < b.path end)
+    local names, top = {}, false
+    for i, e in ipairs(found) do
+      names[i] = shown(e)
+      if e.parent == "" and parent ~= "" then top = true end
+    end
+    if #names == 1 and top then return (" (did you mean the top-level key '%s'?)"):format(names[1]) end
+    return (" (did you mean %s?)"):format(quoted_alternatives(names))
+  end
+  local found = {}
+  for _, e in ipairs(all) do
+    for _, a in ipairs(e.aliases) do if a:lower() == lk then found[#found + 1] = e end end
+  end
+  if #found == 0 then
+    for _, e in ipairs(all) do
+      if e.name:lower() == lk and e.parent ~= parent then found[#found + 1] = e end
+    end
+  end
+  if #found > 0 then return say(found) end
+  local sib = suggest.closest(key, siblings or {})
+  if sib then return (" (did you mean '%s'?)"):format(full and parent ~= "" and (parent .. "." .. sib) or sib) end
+  local elsewhere = {}
+  for _, e in ipairs(all) do if e.parent ~= parent then elsewhere[#elsewhere + 1] = e.name end end
+  local name = suggest.closest(key, elsewhere)
+  if not name then return "" end
+  for _, e in ipairs(all) do
+    if e.name == name and e.parent ~= parent then found[#found + 1] = e end
+  end
+  return say(found)
 end
 
 -- ---------------------------------------------------------------- defaults
@@ -363,7 +446,7 @@ function M.reference(spec)
       local default = s.default
       local dtext = default == nil and "" or require("trainer.pretty").literal(default)
       if s.default_doc then dtext = s.default_doc end
-      rows[#rows + 1] = { path = path, type = s.type_doc or M.describe(s), default = dtext, doc = s.doc or "" }
+      rows[#rows + 1] = { path = path, type = s.type_doc or M.describe(s), default = dtext, doc = s.doc or "", spec = s }
     end
     local function fields_of(rec)
       local names = rec.order or field_names(rec)

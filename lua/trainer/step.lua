@@ -256,6 +256,11 @@ function M.micro(ctx)
   if not ok then
     model:clear_saved()
     if ctx.loss.release then ctx.loss:release() end
+    -- an error about one row (a label out of range) names the data file and line it came from
+    local row = type(value) == "table" and value.row and ctx.batch[value.row]
+    if row and row.file and row.line and errors.is_user_error(value) then
+      errors.user("%s: line %d: %s", row.file, row.line, value.detail)
+    end
     error(value, 0)
   end
   return value, n_tokens

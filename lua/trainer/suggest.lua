@@ -32,11 +32,16 @@ function M.closest(word, candidates)
     if not best_d or d < best_d or (d == best_d and c < best) then best, best_d = c, d end
   end
   if best and best_d <= math.max(1, math.floor(#word / 3)) then return best end
-  -- a prefix or containment match also counts ("lr_rate" -> "lr")
+  -- a containment match also counts ("segment" -> "segments")
   for _, c in ipairs(candidates) do
     if #c >= 3 and (lw:find(c:lower(), 1, true) or c:lower():find(lw, 1, true)) then return c end
   end
-  return nil
+  -- and a short name the word starts with: "lrate" or "lr_rate" -> "lr" (the longest one)
+  local prefix
+  for _, c in ipairs(candidates) do
+    if #c >= 2 and lw:sub(1, #c) == c:lower() and (not prefix or #c > #prefix) then prefix = c end
+  end
+  return prefix
 end
 
 -- " (did you mean 'x'?)" or "".

@@ -69,8 +69,10 @@ function Tokenizer:encode(text, pair, opts)
   check_text(text, "text")
   if pair ~= nil then check_text(pair, "pair") end
   local enc, err = ffi.new("tr_tok_encoding"), ffi.new("tr_error")
+  -- the text is the caller's, not the model folder's: the message names the text alone
   if C.tr_tok_encode(self:handle(), text, pair, options(opts), enc, err) ~= 0 then
-    errors.user("%s: %s", self.dir, ffi.string(err.msg))
+    if err.status == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
+    errors.user("%s", ffi.string(err.msg))
   end
   local ids, types = {}, {}
   for i = 0, enc.n - 1 do ids[i + 1] = enc.ids[i]; types[i + 1] = enc.type_ids[i] end
@@ -99,7 +101,7 @@ function Tokenizer:batch(texts, opts)
   local out, err = ffi.new("tr_tok_batch"), ffi.new("tr_error")
   if C.tr_tok_encode_batch(self:handle(), a, b, n, options(opts), out, err) ~= 0 then
     if err.status == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
-    errors.user("%s: %s", self.dir, ffi.string(err.msg))
+    errors.user("%s", ffi.string(err.msg))
   end
   local B, L = tonumber(out.batch), tonumber(out.seq_len)
   local result = {}

@@ -4,6 +4,8 @@
 --                               max abs error <= 1e-4
 --   ids OUT GOLDEN              every line's ids vs the unpadded row i of input_ids
 --   labels OUT GOLDEN LABELS... every line's "label" is the argmax of the golden logits row
+--   same OUT OTHER TOL          two outputs of a model command: the same lines, every number
+--                               (embedding values, probabilities) within TOL absolute
 -- Prints "ok" and returns 0, or raises with the first difference.
 local json = require("trainer.json")
 local st = require("trainer.safetensors")
@@ -11,7 +13,7 @@ local mode, out_path, golden = arg[1], arg[2], arg[3]
 
 local lines = {}
 for line in io.lines(out_path) do lines[#lines + 1] = line end
-local g = st.load(golden)
+local g = mode ~= "same" and st.load(golden) or nil
 
 local function rows(name)
   local t = g:tensor(name)
@@ -56,9 +58,28 @@ elseif mode == "labels" then
     for _, p in pairs(obj.probabilities) do s = s + p end
     assert(math.abs(s - 1) < 1e-5, "probabilities sum to 1")
   end
+elseif mode == "same" then
+  local other, tol, worst = {}, tonumber(arg[4]), 0
+  for line in io.lines(golden) do other[#other + 1] = line end
+  assert(#lines == #other and #lines > 0, ("%d lines, %d in %s"):format(#lines, #other, golden))
+  local function walk(a, b, where)
+    if type(a) == "number" then
+      assert(type(b) == "number", where .. ": not a number in both")
+      worst = math.max(worst, math.abs(a - b))
+      assert(math.abs(a - b) <= tol, ("%s: %.9g vs %.9g"):format(where, a, b))
+    elseif type(a) == "table" then
+      assert(type(b) == "table", where .. ": not a table in both")
+      for k, v in pairs(a) do walk(v, b[k], where .. "." .. tostring(k)) end
+      for k in pairs(b) do assert(a[k] ~= nil, where .. "." .. tostring(k) .. ": missing") end
+    else
+      assert(a == b, ("%s: %s vs %s"):format(where, tostring(a), tostring(b)))
+    end
+  end
+  for i, line in ipairs(lines) do walk(json.decode(line), json.decode(other[i]), "line " .. i) end
+  print(("max abs difference %.3g"):format(worst))
 else
-  error("mode must be embeddings, ids or labels")
+  error("mode must be embeddings, ids, labels or same")
 end
-g:close()
+if g then g:close() end
 print("ok")
 return 0

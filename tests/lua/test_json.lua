@@ -10,9 +10,24 @@ return {
   end },
   { "encode_sorted_and_round_trip", function()
     local s = json.encode({ b = 1, a = { 1, 2, 3 }, c = { d = "é" }, e = 0.1 })
-    assert(s == '{"a":[1,2,3],"b":1,"c":{"d":"é"},"e":0.10000000000000001}', s)
+    assert(s == '{"a":[1,2,3],"b":1,"c":{"d":"é"},"e":0.1}', s)
     local back = json.decode(s)
     assert(back.e == 0.1 and back.c.d == "é")
+  end },
+  { "reals_shortest_that_read_back", function()
+    -- issue 9 item 14: adapter_config.json said "lora_dropout": 0.10000000000000001
+    local vals = { 0.1, 0.2, 1 / 3, 2e-5, 5e-4, 1.5e16, 1e300, -2.5e-300, 7.564012289047241, 0.30000000000000004,
+                   123.456, 1e21, 1.7976931348623157e308, -0.1, 3.0000000000000004, 2 ^ 60, 1e-7 }
+    local s = json.encode(vals)
+    assert(s == "[0.1,0.2,0.3333333333333333,2e-5,0.0005,1.5e16,1e300,-2.5e-300,7.564012289047241,"
+      .. "0.30000000000000004,123.456,1e21,1.7976931348623157e308,-0.1,3.0000000000000004,1.152921504606847e18,"
+      .. "1e-7]", s)
+    local back = json.decode(s)
+    for i, v in ipairs(vals) do assert(back[i] == v, ("%d: %.17g read back as %.17g"):format(i, v, back[i])) end
+    -- numbers inside strings are text, not reals
+    local t = json.encode({ s = "0.10000000000000001 \"1.5\" \\", x = { 0.25, { y = 0.1 } } }, 2)
+    assert(t:find('"s": "0.10000000000000001 \\"1.5\\" \\\\"', 1, true), t)
+    assert(t:find("0.25,", 1, true) and t:find('"y": 0.1\n', 1, true), t)
   end },
   { "decode_error_names_source", function()
     local ok, e = pcall(json.decode, '{"a": [1, }', "config.json")

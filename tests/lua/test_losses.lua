@@ -136,7 +136,7 @@ local more = {
     local mat = losses.new({ name = "matryoshka", dims = { 16, 4 } })
     raises(function() mat:forward({ a, a }) end, "larger than the embedding width")
     local ce = losses.new({ name = "cross_entropy" })
-    raises(function() ce:forward({ a }, { 0, 1, 8, 2 }) end, "class ids")
+    raises(function() ce:forward({ a }, { 0, 1, 8, 2 }) end, "label 8 is not a class id 0..7")
     a:free() b:free()
   end },
   { "parameters_iterate_and_index", function()

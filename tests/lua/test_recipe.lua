@@ -152,6 +152,59 @@ return {
     assert(schema.lookup(spec, "model.config.hidden_size") ~= nil)   -- open map
     assert(schema.lookup(spec, "optim.nope") == nil)
   end },
+  { "device_pattern_checked", function()
+    -- issue 9 item 12: "gpu" and "cuda:x" passed `trainer check` and failed the run
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. " }")
+    for _, good in ipairs({ "auto", "cpu", "cuda", "cuda:0", "cuda:12" }) do
+      local r = recipe.resolve(d .. "/r.lua", { "device=" .. good })
+      assert(#r.errors == 0, good .. ": " .. table.concat(r.errors, "\n"))
+    end
+    local want = {
+      gpu = "(a GPU is \"cuda\")", ["gpu:1"] = "\"cuda:1\"", ["cuda:x"] = "N is the GPU's number",
+      ["cuda:"] = "N is the GPU's number", ["cuda:0x"] = "N is the GPU's number", CPU = "(did you mean 'cpu'?)",
+      ["cuda0"] = "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"cuda0\"",
+    }
+    for bad, needle in pairs(want) do
+      local r = recipe.resolve(d .. "/r.lua", { "device=" .. bad })
+      assert(#r.errors == 1 and r.errors[1]:find("device: expected", 1, true) and r.errors[1]:find(needle, 1, true),
+        bad .. ": " .. table.concat(r.errors, "\n"))
+    end
+  end },
+  { "nested_typo_suggests_sibling", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. ", optim = { lrate = 1e-4 }, schedule = { warmup = 0.1 } }")
+    local all = table.concat(recipe.resolve(d .. "/r.lua").errors, "\n")
+    assert(all:find("optim: unknown key 'lrate' (did you mean 'lr'?)", 1, true), all)
+    assert(all:find("schedule: unknown key 'warmup' (did you mean 'warmup_ratio'?)", 1, true), all)
+    expect_user_error(function() recipe.load(d .. "/r.lua", { "optim.lrate=3" }) end,
+      "unknown key 'optim.lrate' (did you mean 'optim.lr'?)")
+  end },
+  { "key_at_wrong_level_suggests_its_place", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", 'return { model = { arch = "bert", config = "tiny", init = "random", lora = { r = 4 } }, '
+      .. "lr = 1e-3, segments = 2, optim = { size = 8 } }")
+    local all = table.concat(recipe.resolve(d .. "/r.lua").errors, "\n")
+    assert(all:find("unknown key 'lr' (did you mean 'optim.lr'?)", 1, true), all)
+    assert(all:find("model: unknown key 'lora' (did you mean the top-level key 'lora'?)", 1, true), all)
+    assert(all:find("unknown key 'segments' (did you mean 'checkpoint.segments'?)", 1, true), all)
+    assert(all:find("optim: unknown key 'size' (did you mean 'batch.size'?)", 1, true), all)
+    write(d .. "/ok.lua", "return { " .. minimal .. " }")
+    expect_user_error(function() recipe.load(d .. "/ok.lua", { "lr=1e-3" }) end,
+      "unknown key 'lr' (did you mean 'optim.lr'?)")
+    expect_user_error(function() recipe.load(d .. "/ok.lua", { "model.lora=false" }) end,
+      "unknown key 'model.lora' (did you mean the top-level key 'lora'?)")
+  end },
+  { "hugging_face_names_suggest_ours", function()
+    local d = tmpdir()
+    write(d .. "/r.lua", "return { " .. minimal .. ", learning_rate = 1e-4, num_train_epochs = 2, "
+      .. "optim = { learning_rate = 1e-4 }, lora = { targets = { \"query\" }, lora_alpha = 16 } }")
+    local all = table.concat(recipe.resolve(d .. "/r.lua").errors, "\n")
+    assert(all:find("unknown key 'learning_rate' (did you mean 'optim.lr'?)", 1, true), all)
+    assert(all:find("optim: unknown key 'learning_rate' (did you mean 'lr'?)", 1, true), all)
+    assert(all:find("unknown key 'num_train_epochs' (did you mean 'epochs'?)", 1, true), all)
+    assert(all:find("lora: unknown key 'lora_alpha' (did you mean 'alpha'?)", 1, true), all)
+  end },
   { "every_key_documented", function()
     for _, row in ipairs(schema.reference(spec)) do
       assert(row.doc ~= "", "no doc for " .. row.path)

@@ -1,6 +1,7 @@
--- `trainer classify MODEL_DIR FILE`: one text, or a tab-separated pair, a line in; one
+-- `trainer classify MODEL_DIR FILE [--adapter DIR]`: one text, or a tab-separated pair, a line in; one
 -- JSON object a line out: {"label": best, "probabilities": {label: p, ...}}.
-local usage = "trainer classify MODEL_DIR FILE [--batch N] [--max-length N] [--device D]   labels of texts or TAB pairs"
+-- --adapter applies a PEFT LoRA adapter (ours or peft's) to MODEL_DIR without merging it.
+local usage = "trainer classify MODEL_DIR FILE [--adapter DIR] [--batch N] [--max-length N] [--device D]   labels of texts or TAB pairs"
 
 return {
   usage = usage,
@@ -9,13 +10,15 @@ return {
     local errors = require("trainer.errors")
     local json = require("trainer.json")
     local ops = require("trainer.ops")
-    local pos, flags = cl.parse(args, { batch = "value", ["max-length"] = "value", device = "value" }, usage)
+    local pos, flags = cl.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
+      device = "value" }, usage)
     if #pos ~= 2 then errors.user("classify needs a model folder and an input file\nusage: %s", usage) end
     local models = require("trainer.models")
-    models.check_folder(pos[1], true)
+    cl.check_model_folder(pos[1], ("trainer classify BASE %s --adapter ADAPTER"):format(pos[2]), true)
     local lines = cl.read_lines(pos[2])
     local model = models.load_model(pos[1], { task = "classification", device = flags.device,
       max_length = cl.int(flags, "max-length", nil) })
+    if flags.adapter then cl.apply_adapter(model, flags.adapter, "classify") end
     local tk = require("trainer.tokenizer")
     local tok = tk.load(pos[1])
     local bs = cl.int(flags, "batch", 32)

@@ -1,19 +1,22 @@
--- `trainer encode MODEL_DIR FILE`: one sentence a line in, its embedding out as one JSON
+-- `trainer encode MODEL_DIR FILE [--adapter DIR]`: one sentence a line in, its embedding out as one JSON
 -- array of floats a line (the folder's pooling and normalisation, as sentence-transformers).
-local usage = "trainer encode MODEL_DIR FILE [--batch N] [--max-length N] [--device D]   sentence embeddings, JSON a line"
+-- --adapter applies a PEFT LoRA adapter (ours or peft's) to MODEL_DIR without merging it.
+local usage = "trainer encode MODEL_DIR FILE [--adapter DIR] [--batch N] [--max-length N] [--device D]   sentence embeddings, JSON a line"
 
 return {
   usage = usage,
   run = function(args)
     local cl = require("trainer.command_line")
     local errors = require("trainer.errors")
-    local pos, flags = cl.parse(args, { batch = "value", ["max-length"] = "value", device = "value" }, usage)
+    local pos, flags = cl.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
+      device = "value" }, usage)
     if #pos ~= 2 then errors.user("encode needs a model folder and an input file\nusage: %s", usage) end
     local models = require("trainer.models")
-    models.check_folder(pos[1], true)
+    cl.check_model_folder(pos[1], ("trainer encode BASE %s --adapter ADAPTER"):format(pos[2]), true)
     local lines = cl.read_lines(pos[2])
     local model = models.load_model(pos[1], { task = "embedding", device = flags.device,
       max_length = cl.int(flags, "max-length", nil) })
+    if flags.adapter then cl.apply_adapter(model, flags.adapter, "encode") end
     local tk = require("trainer.tokenizer")
     local tok = tk.load(pos[1])
     local bs = cl.int(flags, "batch", 32)

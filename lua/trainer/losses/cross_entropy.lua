@@ -24,8 +24,8 @@ function CE:forward(embs, labels)
   local y = base.host_labels("cross_entropy", labels, B)
   for i = 1, B do
     if (y[i] < 0 or y[i] >= K or y[i] ~= math.floor(y[i])) and y[i] ~= -100 then
-      errors.user("cross_entropy loss: label %d is %s; labels must be class ids 0..%d (the logits have %d columns)",
-        i, tostring(y[i]), K - 1, K)
+      errors.user_row(i, "cross_entropy loss: label %s is not a class id 0..%d (the classifier has %d labels); fix "
+        .. "the label, map it with data.label_map, or set model.num_labels", tostring(y[i]), K - 1, K)
     end
   end
   local logits = embs[1]

@@ -63,8 +63,8 @@ function Softmax:forward(embs, labels)
   local y = base.host_labels("softmax", labels, B)
   for i = 1, B do
     if y[i] < 0 or y[i] >= self.num_labels or y[i] ~= math.floor(y[i]) then
-      errors.user("softmax loss: label %d is %s; labels must be class ids 0..%d (loss.num_labels = %d)", i,
-        tostring(y[i]), self.num_labels - 1, self.num_labels)
+      errors.user_row(i, "softmax loss: label %s is not a class id 0..%d (loss.num_labels = %d); fix the label, map "
+        .. "it with data.label_map, or raise loss.num_labels", tostring(y[i]), self.num_labels - 1, self.num_labels)
     end
   end
   local u, v = embs[1], embs[2]
