@@ -308,6 +308,7 @@ function M.resolve(path, overrides)
   apply_overrides(t, overrides, origins, report)
   schema.check(spec, t, "", report)
   local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path }
+  result.overrides = overrides or {}   -- the command line, for resume (trainer.resume)
   for i, c in ipairs(chain) do result.files[i] = c.path end
   table.sort(report.errors, function(a, b) return a.at < b.at end)
   table.sort(report.warnings, function(a, b) return a.at < b.at end)
