@@ -27,8 +27,7 @@ local function recipe_frames(level)
     local info = debug.getinfo(level, "Sln")
     if not info then break end
     if info.what ~= "C" and not is_trainer_source(info.source) and info.currentline > 0 then
-      frames[#frames + 1] = ("%s:%d%s"):format(info.short_src, info.currentline,
-        info.name and (" (in " .. info.name .. ")") or "")
+      frames[#frames + 1] = ("%s:%d"):format(info.source:sub(2), info.currentline)
     end
     level = level + 1
   end
@@ -50,16 +49,19 @@ function M.call(what, fn, ...)
     end
     if not info or is_trainer_source(info.source) then return debug.traceback(tostring(e), 2) end
     local msg = type(e) == "string" and e or tostring(e)
-    local where = ("%s:%d"):format(info.short_src, info.currentline)
-    if msg:sub(1, #info.short_src) ~= info.short_src then msg = where .. ": " .. msg end
+    -- the full path (short_src is cut at 60 characters)
+    local where = ("%s:%d"):format(info.source:sub(2), info.currentline)
+    if msg:sub(1, #info.short_src) == info.short_src then msg = msg:sub(#info.short_src + 1):gsub("^:%d+: ", "") end
+    msg = where .. ": " .. msg
     local frames = recipe_frames(level)
     return setmetatable({ recipe_error = true, msg = msg, where = where, frames = frames }, { __tostring =
       function(x) return x.msg end })
   end)
   if ok then return unpack(result, 1, result.n) end
   if type(result) == "table" and result.recipe_error then
-    errors.user("%s\n  The recipe's %s raised this error (%s): it is the recipe's code, not trainer's; fix it there."
-      .. " Traceback of the recipe's code: %s", result.msg, what, result.where, table.concat(result.frames, " <- "))
+    errors.user("%s\n  The recipe's %s raised this error at %s: it is the recipe's code, not trainer's; fix it "
+      .. "there (the recipe's frames, innermost first: %s).", result.msg, what, result.where,
+      table.concat(result.frames, " <- "))
   end
   error(result, 0)
 end
