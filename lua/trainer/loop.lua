@@ -53,6 +53,15 @@ function M.train(resolved, opts)
     -- the run's identity (trainer.resume): written when the run starts in its folder, kept
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
+    if not t.resume_dir then
+      local old = outputs.checkpoints(recipe.out)
+      if #old > 0 then
+        io.stderr:write(("warning: %s already holds %s from an earlier run; this run replaces metrics.jsonl and "
+          .. "summary.json, and a later `trainer resume %s` continues from the newest checkpoint, which may be the "
+          .. "earlier run's: give each run its own out folder"):format(recipe.out, old[#old].dir:match("[^/]+$"),
+          recipe.out), "\n")
+      end
+    end
     if not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath) then
       outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
     end
