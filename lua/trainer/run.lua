@@ -160,7 +160,7 @@ end
 function M.build(resolved, opts)
   opts = opts or {}
   local recipe = resolved.recipe
-  local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts, resolved = resolved,
+  local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts,
     step = 0, micro = 0, tokens = 0, train_time = 0, epoch = 0, hooks = recipe.hooks or {},
     last_loss = nil, last_eval = nil, first_eval = nil, evals = {}, last_checkpoint = nil,
     stop_signal = nil, pending = nil }, Run)
@@ -437,20 +437,23 @@ local MODEL_FILES = { "config.json", "tokenizer.json", "vocab.txt", "tokenizer_c
   "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json",
   "sentencepiece.bpe.model" }
 
--- safetensors.save into a checkpoint: a failed write (full disk) names the file and the
--- free space like every other output (the C writer already leaves no PATH.tmp behind).
+-- A safetensors write error of the C writer ("PATH: writing failed: `call`: strerror (...)"
+-- or "PATH: cannot create PATH.tmp: strerror; ...") re-raised as trainer.outputs'
+-- write_failed, which names the free space; any other error is re-raised as it is.
+local function raise_write_error(err)
+  local msg = errors.message(err)
+  local path, why = msg:match("^(.-): writing failed: `[^`]*`: ([^(]-) %(")
+  if not path then path, why = msg:match("^(.-): cannot create [^:]*: ([^;]*);") end
+  if path then outputs.write_failed(path, why) end
+  error(err, 0)
+end
+
+-- safetensors.save into a checkpoint (the C writer fsyncs and leaves no PATH.tmp behind).
 local function save_tensors(path, list, meta)
-  local st = require("trainer.safetensors")
   local inj = outputs.injected(path)
   if inj then outputs.write_failed(path, inj) end
-  local ok, err = pcall(st.save, path, list, meta)
-  if ok then return end
-  local msg = errors.message(err)
-  if msg:find("writing failed", 1, true) or msg:find("cannot create", 1, true) then
-    local why = msg:match("writing failed: `[^`]*`: ([^(]-) %(") or msg
-    outputs.write_failed(path, why)
-  end
-  error(err, 0)
+  local ok, err = pcall(require("trainer.safetensors").save, path, list, meta)
+  if not ok then raise_write_error(err) end
 end
 
 -- Writes checkpoint-STEP/ (atomically), prunes to the last save.keep. Returns the folder.
@@ -485,7 +488,8 @@ function Run:write_checkpoint(tmp)
   local lora = optional("trainer.lora")
   local synced = { tmp }
   if recipe.lora and lora then
-    lora.save(self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
+    local ok, err = pcall(lora.save, self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
+    if not ok then raise_write_error(err) end
   else
     save_tensors(tmp .. "/model.safetensors", require("trainer.models").bert.state_list(self.model), { format = "pt" })
     local src = recipe.model.from or recipe.model.tokenizer
