@@ -8,7 +8,10 @@
  * so the Lua state whose completer answers is set only while native.readline waits.
  * The training loop's stop flag (`stop_signal`) is the other: a sig_atomic_t that the
  * SIGINT/SIGTERM handler installed by native.watch_stop sets and native.stop_requested
- * reads, so a run finishes its step, saves and exits instead of dying mid-write. */
+ * reads, so a run finishes its step, saves and exits instead of dying mid-write.
+ * The file helpers (write_file, fsync, truncate, free_space) exist so that trainer.outputs
+ * can check every write, flush and close and make a checkpoint durable before its rename:
+ * Lua's io library can neither fsync nor truncate. Each returns true or nil, message. */
 #include "lua_native.h"
 #include "lua_json.h"
 
@@ -22,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static lua_State *volatile interrupt_target;
@@ -338,6 +343,87 @@ static int l_is_dir(lua_State *L)
     return 1;
 }
 
+/* ---------------------------------------------------------------- files */
+
+static int push_errno(lua_State *L, int e)
+{
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(e));
+    return 2;
+}
+
+/* native.write_file(path, data [, sync]) -> true | nil, strerror
+ * Creates or truncates path and writes all of data (retrying short writes and EINTR);
+ * with sync, fsyncs it before the close. Every call's result is checked, close included:
+ * on a full disk the error comes from write, fsync or close, never from nowhere. */
+static int l_write_file(lua_State *L)
+{
+    size_t n;
+    const char *path = luaL_checkstring(L, 1);
+    const char *data = luaL_checklstring(L, 2, &n);
+    int sync = lua_toboolean(L, 3);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return push_errno(L, errno);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            close(fd);
+            return push_errno(L, e);
+        }
+        done += (size_t)w;
+    }
+    if (sync && fsync(fd) != 0 && errno != EINVAL) {
+        int e = errno;
+        close(fd);
+        return push_errno(L, e);
+    }
+    if (close(fd) != 0) return push_errno(L, errno);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* native.fsync(path) -> true | nil, strerror
+ * fsyncs a file or a folder by path (Linux flushes the inode, whichever descriptor asks).
+ * File systems that cannot sync a folder (EINVAL) count as success. */
+static int l_fsync(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return push_errno(L, errno);
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+        int e = errno;
+        close(fd);
+        return push_errno(L, e);
+    }
+    if (close(fd) != 0) return push_errno(L, errno);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* native.truncate(path, size) -> true | nil, strerror: cuts a file back to size bytes
+ * (metrics.jsonl after a failed append, so that it never ends in half a line). */
+static int l_truncate(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Number size = luaL_checknumber(L, 2);
+    if (size < 0) return luaL_error(L, "truncate: negative size");
+    if (truncate(path, (off_t)size) != 0) return push_errno(L, errno);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* native.free_space(path) -> bytes available to this user on path's file system | nil, strerror */
+static int l_free_space(lua_State *L)
+{
+    struct statvfs sv;
+    if (statvfs(luaL_checkstring(L, 1), &sv) != 0) return push_errno(L, errno);
+    lua_pushnumber(L, (lua_Number)sv.f_bavail * (lua_Number)sv.f_frsize);
+    return 1;
+}
+
 int luaopen_trainer_native(lua_State *L)
 {
     static const luaL_Reg fns[] = {
@@ -349,6 +435,8 @@ int luaopen_trainer_native(lua_State *L)
         { "is_dir", l_is_dir },         { "version", l_version },
         { "watch_stop", l_watch_stop }, { "unwatch_stop", l_unwatch_stop },
         { "stop_requested", l_stop_requested },
+        { "write_file", l_write_file },   { "fsync", l_fsync },
+        { "truncate", l_truncate },       { "free_space", l_free_space },
         { NULL, NULL },
     };
     lua_newtable(L);

@@ -10,6 +10,7 @@ local M = {}
 
 M.usage = [[
 usage: trainer RECIPE.lua [key=value ...] [--quiet]   train (validates the recipe first)
+       trainer resume RUN_DIR [key=value ...]    continue a stopped run from its folder alone
        trainer check RECIPE.lua [key=value ...]  validate a recipe, print it resolved
        trainer check --keys                      the recipe key reference
        trainer plan RECIPE.lua [--budget SIZE] [--json]   memory plan without training
@@ -22,7 +23,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]   train (validates the recip
 Overrides set any recipe key: optim.lr=1e-4 batch.size=8 lora.targets={"query","key"}
 precision=bf16 resume=nil (deletes the key). See README.md for the recipe keys.]]
 
-local subcommands = { "check", "plan", "repl", "run", "help" }
+local subcommands = { "check", "plan", "repl", "resume", "run", "help" }
 
 local function eprint(s) io.stderr:write(s, "\n") end
 
@@ -101,6 +102,22 @@ end
 function M.train(args)
   local path, overrides, flags = split_args(args, 1, { quiet = "bool" })
   local r = require("trainer.recipe").load(path, overrides)
+  print_warnings(r)
+  return (require("trainer.loop").train(r, { quiet = flags.quiet }))
+end
+
+-- trainer resume RUN_DIR [key=value ...]: the folder's own run, from its latest checkpoint.
+function M.resume(args)
+  local dir, overrides, flags = split_args(args, 2, { quiet = "bool" })
+  if not dir then errors.user("resume needs a run folder: trainer resume RUN_DIR [key=value ...], e.g. trainer resume "
+    .. "runs/minilm_sts_lora") end
+  local r, summary = require("trainer.resume").load(dir, overrides)
+  if #overrides == 0 and summary and not summary.stopped_by_signal and type(summary.steps) == "number"
+      and type(summary.total_steps) == "number" and summary.steps >= summary.total_steps then
+    eprint(("trainer: %s is complete (step %d of %d); nothing to resume. To train it further on purpose: trainer "
+      .. "resume %s steps=N"):format(r.recipe.out, summary.steps, summary.total_steps, r.recipe.out))
+    return 0
+  end
   print_warnings(r)
   return (require("trainer.loop").train(r, { quiet = flags.quiet }))
 end
@@ -261,6 +278,7 @@ function M.main(args)
   if cmd == "--version" or cmd == "-V" then io.write("trainer ", require("trainer").version, "\n") return 0 end
   if cmd == "check" then return protect(M.check, args) end
   if cmd == "plan" then return protect(M.plan, args) end
+  if cmd == "resume" then return protect(M.resume, args) end
   if cmd == "repl" then return protect(M.repl, args) end
   if cmd == "run" then return protect(M.run, args) end
   local extra = M.command_module(cmd)

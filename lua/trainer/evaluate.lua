@@ -122,7 +122,7 @@ end
 
 function M.custom(fn, ...)
   if type(fn) ~= "function" then errors.user("evaluate.custom: expects a function, got %s", type(fn)) end
-  local result = fn(...)
+  local result = require("trainer.user_code").call("eval.fn", fn, ...)
   if type(result) ~= "table" then
     errors.user("a custom evaluator must return a table of metric name -> number, got %s", type(result))
   end

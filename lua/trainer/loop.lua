@@ -20,6 +20,7 @@
 -- (recipes/custom_loop.lua is a working example).
 local outputs = require("trainer.outputs")
 local native = require("trainer.native")
+local resume = require("trainer.resume")
 
 local M = {}
 
@@ -49,11 +50,26 @@ function M.train(resolved, opts)
   local ok, err = pcall(function()
     t.progress = opts.progress or require("trainer.progress").new({ every = recipe.log.every,
       quiet = opts.quiet or recipe.log.quiet })
-    outputs.write_atomic(recipe.out .. "/resolved_recipe.lua", outputs.recipe_text(recipe, resolved.path))
+    -- the run's identity (trainer.resume): written when the run starts in its folder, kept
+    -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
+    local rpath = recipe.out .. "/resolved_recipe.lua"
+    if not t.resume_dir then
+      local old = outputs.checkpoints(recipe.out)
+      if #old > 0 then
+        io.stderr:write(("warning: %s already holds %s from an earlier run; this run replaces metrics.jsonl and "
+          .. "summary.json, and a later `trainer resume %s` continues from the newest checkpoint, which may be the "
+          .. "earlier run's: give each run its own out folder"):format(recipe.out, old[#old].dir:match("[^/]+$"),
+          recipe.out), "\n")
+      end
+    end
+    if not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath) then
+      outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
+    end
     t.metrics = outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil)
     if t.resume_dir then t.progress:message(("resumed from %s at step %d"):format(t.resume_dir, t.step)) end
     if native.watch_stop then native.watch_stop() end
-    if type(recipe.loop) == "function" then recipe.loop(t) else M.default(t) end
+    if type(recipe.loop) == "function" then require("trainer.user_code").call("loop", recipe.loop, t)
+    else M.default(t) end
     if t:stop_requested() and t.last_checkpoint == nil then t:save() end
     t.summary_ = t:finish()
     t.progress:finish()
@@ -69,9 +85,9 @@ function M.train(resolved, opts)
   local summary = t.summary_
   if t.stop_signal then
     local ck = t.last_checkpoint
-    io.stderr:write(("trainer: stopped by %s after step %d; saved %s.\nResume with: trainer %s resume=%s\n"):format(
-      signal_names[t.stop_signal] or ("signal " .. t.stop_signal), t.step, tostring(ck), resolved.path,
-      ck or "latest"))
+    io.stderr:write(("trainer: stopped by %s after step %d; saved %s.\nResume with: trainer resume %s\n"
+      .. "  (the same as: %s)\n"):format(signal_names[t.stop_signal] or ("signal " .. t.stop_signal), t.step,
+      tostring(ck), resume.shell_word(recipe.out), resume.long_form(resolved, ck or "latest")))
     status = 130
   elseif not (opts.quiet or recipe.log.quiet) then
     local function fmt(s)

@@ -174,14 +174,9 @@ local function mkdir_p(dir)
   f:close()
 end
 
+-- Checked, fsync'ed, atomic (trainer.outputs): a full disk is an error naming the file.
 local function write_atomic(path, text)
-  local tmp = path .. ".tmp"
-  local f, err = io.open(tmp, "wb")
-  if not f then errors.user("%s: cannot write (%s)", tmp, tostring(err)) end
-  f:write(text)
-  f:close()
-  local ok, rerr = os.rename(tmp, path)
-  if not ok then errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
+  require("trainer.outputs").write_atomic(path, text)
 end
 
 -- PEFT's task_type for the model: SEQ_CLS for classifiers, FEATURE_EXTRACTION otherwise.
@@ -246,7 +241,7 @@ function M.save(model, dir, spec, base_model_name_or_path)
   for _, t in ipairs(tmp) do t:free() end
   if not ok then error(err, 0) end
   local rok, rerr = os.rename(path .. ".tmp", path)
-  if not rok then errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
+  if not rok then os.remove(path .. ".tmp") errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
   write_atomic(dir .. "/" .. M.config_file,
     json.encode(M.peft_config(spec, base_model_name_or_path, task_type(model)), 2) .. "\n")
   return dir

@@ -2,10 +2,16 @@
 -- metrics.jsonl, summary.json, resolved_recipe.lua and checkpoint-STEP/ folders.
 --
 -- Invariant: no reader ever sees a half-written file. Every whole file is written to
--- "<path>.tmp" and renamed over its name (rename is atomic within a folder); a checkpoint
--- is built in "checkpoint-STEP.tmp/" and renamed when complete, so a folder named
--- checkpoint-STEP is always whole. metrics.jsonl grows by whole lines (one write + flush
--- each); on resume it is rewritten (atomically) to the lines up to the resumed step.
+-- "<path>.tmp", fsync'ed and renamed over its name (rename is atomic within a folder); a
+-- checkpoint is built in "checkpoint-STEP.tmp/", its files and the folder fsync'ed, then
+-- renamed when complete, so a folder named checkpoint-STEP is always whole. metrics.jsonl
+-- grows by whole lines (one write + flush each, both checked; a failed append is cut back
+-- to the last whole line); on resume it is rewritten (atomically) to the lines up to the
+-- resumed step. Every write, flush, fsync and close is checked: a failure is a user error
+-- naming the file and the free space on its file system (M.write_failed), exit 1.
+--
+-- Tests make a write fail on purpose with TRAINER_FAIL_WRITE=TEXT: every write through
+-- this module to a path containing TEXT fails as on a full disk.
 --
 -- trainer_state (in each checkpoint) is a gzip (zlib) stream of a safetensors file: the
 -- optimizer state tensors under "optimizer.<param>.<slot>" and, in its __metadata__
@@ -55,16 +61,50 @@ function M.read(p)
   return s
 end
 
--- Writes text to path through path.tmp + rename.
+-- "12.0 MiB free on the file system of runs/x" for the folder that holds path.
+function M.free_text(path)
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  if dir == "" then dir = "/" end
+  while not native.is_dir(dir) and dir:find("/") do dir = dir:match("^(.*)/[^/]*$") end
+  local n = native.free_space(dir)
+  if not n then return "free space unknown on the file system of " .. dir end
+  return ("%s free on the file system of %s"):format(require("trainer.schema").format_size(n), dir)
+end
+
+-- Raises the user error for a write to path that failed with why (strerror text).
+function M.write_failed(path, why)
+  errors.user("%s: cannot write (%s); %s. Nothing half-written was left under that name: free some space "
+    .. "(or set out = ... to a folder on another disk) and run again.", path, tostring(why), M.free_text(path))
+end
+
+-- The injected failure of TRAINER_FAIL_WRITE (tests only): the error text, or nil.
+local function injected(path)
+  local pat = os.getenv("TRAINER_FAIL_WRITE")
+  if pat and pat ~= "" and path:find(pat, 1, true) then
+    return "No space left on device (injected by TRAINER_FAIL_WRITE)"
+  end
+  return nil
+end
+M.injected = injected
+
+-- fsyncs a file or folder; raises the write error naming it on failure.
+function M.sync(path)
+  local ok, err = native.fsync(path)
+  if not ok then M.write_failed(path, "fsync: " .. tostring(err)) end
+end
+
+local function dirname(path) return path:match("^(.*)/[^/]*$") or "." end
+
+-- Writes text to path through path.tmp + fsync + rename (+ fsync of the folder, so that
+-- the rename survives a crash). Any failure removes path.tmp and raises write_failed.
 function M.write_atomic(path, text)
   local tmp = path .. ".tmp"
-  local f, err = io.open(tmp, "wb")
-  if not f then errors.user("%s: cannot write (%s)", tmp, err) end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then os.remove(tmp) errors.user("%s: cannot write (%s)", tmp, tostring(werr)) end
+  local ok, err = nil, injected(path)
+  if not err then ok, err = native.write_file(tmp, text, true) end
+  if not ok then os.remove(tmp) M.write_failed(path, err) end
   local rok, rerr = os.rename(tmp, path)
-  if not rok then os.remove(tmp) errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
+  if not rok then os.remove(tmp) M.write_failed(path, "rename: " .. tostring(rerr)) end
+  M.sync(dirname(path))
 end
 
 function M.copy_file(src, dst)
@@ -76,12 +116,16 @@ function M.gzip_file(src, dst)
   local data = M.read(src)
   local tmp = dst .. ".tmp"
   local gz = ffi.C.gzopen(tmp, "wb6")
-  if gz == nil then errors.user("%s: cannot open for writing", tmp) end
-  local n = ffi.C.gzwrite(gz, data, #data)
+  if gz == nil then M.write_failed(dst, "cannot create " .. tmp) end
+  local n = injected(dst) and -1 or ffi.C.gzwrite(gz, data, #data)
   local c = ffi.C.gzclose(gz)
-  if n ~= #data or c ~= 0 then os.remove(tmp) errors.user("%s: gzip write failed (disk full?)", tmp) end
+  if n ~= #data or c ~= 0 then
+    os.remove(tmp)
+    M.write_failed(dst, injected(dst) or "gzip write or close failed")
+  end
+  M.sync(tmp)
   local ok, err = os.rename(tmp, dst)
-  if not ok then errors.user("%s: cannot rename into place (%s)", dst, tostring(err)) end
+  if not ok then os.remove(tmp) M.write_failed(dst, "rename: " .. tostring(err)) end
 end
 
 function M.gunzip_file(src, dst)
@@ -129,19 +173,40 @@ function M.open_metrics(out, keep_until)
       end
     end
   end
-  M.write_atomic(path, #kept > 0 and (table.concat(kept, "\n") .. "\n") or "")
+  local text = #kept > 0 and (table.concat(kept, "\n") .. "\n") or ""
+  M.write_atomic(path, text)
   local f, err = io.open(path, "ab")
-  if not f then errors.user("%s: cannot append (%s)", path, err) end
-  return setmetatable({ path = path, f = f }, Metrics)
+  if not f then M.write_failed(path, err) end
+  return setmetatable({ path = path, f = f, size = #text }, Metrics)
 end
 
+-- Appends one line. A failed write or flush cuts the file back to its last whole line
+-- (so it never ends mid-object) and raises write_failed.
 function Metrics:write(obj)
-  self.f:write(json.encode(obj), "\n")
-  self.f:flush()
+  if not self.f then error(self.path .. ": written after it was closed", 2) end
+  local line = json.encode(obj) .. "\n"
+  local ok, err = nil, injected(self.path)
+  if not err then
+    ok, err = self.f:write(line)
+    if ok then ok, err = self.f:flush() end
+  end
+  if not ok then
+    self.f:close()
+    self.f = nil
+    native.truncate(self.path, self.size)
+    M.write_failed(self.path, err)
+  end
+  self.size = self.size + #line
 end
 
-function Metrics:close()
-  if self.f then self.f:close() self.f = nil end
+-- Closes the file; checked (raises write_failed) unless quietly is true (cleanup after
+-- another error, which must not be masked).
+function Metrics:close(quietly)
+  if not self.f then return end
+  local f = self.f
+  self.f = nil
+  local ok, err = f:close()
+  if not ok and not quietly then M.write_failed(self.path, err) end
 end
 
 -- The records of out/metrics.jsonl, one per line; a line that is not a JSON object is a
@@ -194,7 +259,9 @@ local function without_functions(v, seen)
 end
 
 -- The recipe as loadable Lua; each function is `nil --[[ function defined at FILE:LINE ]]`.
-function M.recipe_text(recipe, source)
+-- command (a list: the recipe path and its overrides) is recorded in a "-- command:" line
+-- (JSON), so that `trainer resume` can reload a recipe's functions from their file.
+function M.recipe_text(recipe, source, command)
   local body = pretty.literal(without_functions(recipe))
   body = body:gsub('"\\1FUNCTION\\1(.-)\\1FUNCTION\\1"', function(src)
     return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
@@ -203,8 +270,10 @@ function M.recipe_text(recipe, source)
     return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
   end)
   return ("-- The fully resolved recipe of this run (from %s): defaults filled in, extends merged,\n" ..
-    "-- command-line overrides applied. `trainer THIS_FILE` reruns it; functions are not\n" ..
-    "-- serialisable, so each is shown as a comment naming where it was defined.\nreturn %s\n"):format(source, body)
+    "-- command-line overrides applied. `trainer resume THIS_FOLDER` continues the run from its latest\n" ..
+    "-- checkpoint; `trainer THIS_FILE` reruns it. Functions are not serialisable, so each is shown as a\n" ..
+    "-- comment naming where it was defined (resume takes them from that file).\n" ..
+    "-- command: %s\nreturn %s\n"):format(source, json.encode(command or { source }), body)
 end
 
 -- ---------------------------------------------------------------- checkpoints

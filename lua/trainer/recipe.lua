@@ -311,6 +311,7 @@ function M.resolve(path, overrides)
   schema.check(spec, t, "", report)
   local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path,
                    origins = origins, modules = loader.module_files }
+  result.overrides = overrides or {}   -- the command line, for resume (trainer.resume)
   for i, c in ipairs(chain) do result.files[i] = c.path end
   table.sort(report.errors, function(a, b) return a.at < b.at end)
   table.sort(report.warnings, function(a, b) return a.at < b.at end)

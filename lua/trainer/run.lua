@@ -172,7 +172,11 @@ function M.build(resolved, opts)
   end
 
   -- resume: find the checkpoint first, so a bad path fails before any work
-  if recipe.resume then self.resume_dir = M.find_resume(recipe) end
+  -- and a folder that holds another run's outputs is refused before anything is written
+  if recipe.resume then
+    self.resume_dir = M.find_resume(recipe)
+    require("trainer.resume").check_target(resolved, self.resume_dir)
+  end
 
   M.check_model_folder(recipe.model)
   M.check_data_files(recipe.data)
@@ -281,8 +285,9 @@ end
 function Run:failure(what)
   local ck = self.last_checkpoint
   errors.user("step %d: %s; the run stopped. %s", self.step + 1, what,
-    ck and ("The last good checkpoint is %s: resume from it with `trainer %s resume=%s` (lower optim.lr or "
-      .. "set grad_clip first)"):format(ck, self.source, ck)
+    ck and ("The last good checkpoint is %s: continue from it with a lower learning rate or a gradient clip, "
+      .. "e.g. `trainer resume %s optim.lr=%s` or `trainer resume %s grad_clip=1.0`"):format(ck,
+      self.out, require("trainer.pretty").number(self.recipe.optim.lr / 10), self.out)
       or "No checkpoint was saved before it (set save.every to keep one); lower optim.lr or set grad_clip and rerun.")
 end
 
@@ -346,7 +351,7 @@ function Run:train_step()
   }
   self.pending = m
   if self.progress then self.progress:update(self, m) end
-  if self.hooks.on_step then self.hooks.on_step(self, m) end
+  if self.hooks.on_step then self:call_hook("on_step", m) end
   return m
 end
 
@@ -432,7 +437,7 @@ function Run:evaluate()
   if self.step == 0 then self.first_eval = scores end
   if self.pending and self.pending.step == self.step then self.pending.eval = scores end
   if self.progress then self.progress:eval(self, scores) end
-  if self.hooks.on_eval then self.hooks.on_eval(self, scores) end
+  if self.hooks.on_eval then self:call_hook("on_eval", scores) end
   return scores
 end
 
@@ -441,31 +446,76 @@ local MODEL_FILES = { "config.json", "tokenizer.json", "vocab.txt", "tokenizer_c
   "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json",
   "sentencepiece.bpe.model" }
 
+-- A safetensors write error of the C writer ("PATH: writing failed: `call`: strerror (...)"
+-- or "PATH: cannot create PATH.tmp: strerror; ...") re-raised as trainer.outputs'
+-- write_failed, which names the free space; any other error is re-raised as it is.
+local function raise_write_error(err)
+  local msg = errors.message(err)
+  local path, why = msg:match("^(.-): writing failed: `[^`]*`: ([^(]-) %(")
+  if not path then path, why = msg:match("^(.-): cannot create [^:]*: ([^;]*);") end
+  if path then outputs.write_failed(path, why) end
+  error(err, 0)
+end
+
+-- safetensors.save into a checkpoint (the C writer fsyncs and leaves no PATH.tmp behind).
+local function save_tensors(path, list, meta)
+  local inj = outputs.injected(path)
+  if inj then outputs.write_failed(path, inj) end
+  local ok, err = pcall(require("trainer.safetensors").save, path, list, meta)
+  if not ok then raise_write_error(err) end
+end
+
 -- Writes checkpoint-STEP/ (atomically), prunes to the last save.keep. Returns the folder.
+-- Built in checkpoint-STEP.tmp/: every file is fsync'ed as it is written, then the folder
+-- (and 1_Pooling/) before the rename, then out/ after it, so that a checkpoint that has
+-- its final name is whole and survives a crash. A failure removes the .tmp folder.
 function Run:save()
-  local recipe = self.recipe
-  local st = require("trainer.safetensors")
-  local optim = require("trainer.optim")
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
   local tmp = dir .. ".tmp"
   outputs.remove_tree(tmp)
   outputs.mkdir(tmp)
+  local ok, err = pcall(self.write_checkpoint, self, tmp)
+  if not ok then outputs.remove_tree(tmp) error(err, 0) end
+  outputs.remove_tree(dir)
+  local rok, rerr = os.rename(tmp, dir)
+  if not rok then
+    outputs.remove_tree(tmp)
+    errors.user("%s: cannot rename the checkpoint into place (%s)", dir, tostring(rerr))
+  end
+  outputs.sync(self.out)
+  self.last_checkpoint = dir
+  if self.recipe.save.keep then outputs.prune(self.out, self.recipe.save.keep) end
+  if self.progress then self.progress:saved(self, dir) end
+  if self.hooks.on_save then self:call_hook("on_save", dir) end
+  return dir
+end
+
+-- The files of one checkpoint, written into the folder tmp.
+function Run:write_checkpoint(tmp)
+  local recipe = self.recipe
+  local optim = require("trainer.optim")
   local lora = optional("trainer.lora")
+  local synced = { tmp }
   if recipe.lora and lora then
-    lora.save(self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
+    local ok, err = pcall(lora.save, self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
+    if not ok then raise_write_error(err) end
   else
-    st.save(tmp .. "/model.safetensors", require("trainer.models").bert.state_list(self.model), { format = "pt" })
+    save_tensors(tmp .. "/model.safetensors", require("trainer.models").bert.state_list(self.model), { format = "pt" })
     local src = recipe.model.from or recipe.model.tokenizer
     for _, f in ipairs(MODEL_FILES) do
       if src and outputs.exists(src .. "/" .. f) then
-        if f:find("/") then outputs.mkdir(tmp .. "/" .. f:match("^(.*)/")) end
+        if f:find("/") then
+          local sub = tmp .. "/" .. f:match("^(.*)/")
+          outputs.mkdir(sub)
+          synced[#synced + 1] = sub
+        end
         outputs.copy_file(src .. "/" .. f, tmp .. "/" .. f)
       end
     end
   end
   local loss_params = {}
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end
-  if #loss_params > 0 then st.save(tmp .. "/loss.safetensors", loss_params) end
+  if #loss_params > 0 then save_tensors(tmp .. "/loss.safetensors", loss_params) end
   local tensors, ometa = optim.flatten(self.optimizer:state())
   local meta = {
     step = self.step, micro = self.micro, epoch = self.epoch, tokens = self.tokens, train_time = self.train_time,
@@ -480,21 +530,15 @@ function Run:save()
   if #list == 0 then
     -- safetensors needs a tensor: a 1-element marker keeps the format uniform
     local z = T.zeros({ 1 })
-    st.save(raw, { { "marker", z } }, { trainer_state = json.encode(meta) })
+    local ok, err = pcall(save_tensors, raw, { { "marker", z } }, { trainer_state = json.encode(meta) })
     z:free()
+    if not ok then error(err, 0) end
   else
-    st.save(raw, list, { trainer_state = json.encode(meta) })
+    save_tensors(raw, list, { trainer_state = json.encode(meta) })
   end
   outputs.gzip_file(raw, tmp .. "/trainer_state")
   os.remove(raw)
-  outputs.remove_tree(dir)
-  local ok, err = os.rename(tmp, dir)
-  if not ok then errors.user("%s: cannot rename the checkpoint into place (%s)", dir, tostring(err)) end
-  self.last_checkpoint = dir
-  if recipe.save.keep then outputs.prune(self.out, recipe.save.keep) end
-  if self.progress then self.progress:saved(self, dir) end
-  if self.hooks.on_save then self.hooks.on_save(self, dir) end
-  return dir
+  for i = #synced, 1, -1 do outputs.sync(synced[i]) end
 end
 
 -- The checkpoint folder named by recipe.resume ("latest" or a path).
@@ -562,6 +606,12 @@ function Run:load_checkpoint(dir)
   self.last_checkpoint = dir
 end
 
+-- ---------------------------------------------------------------- hooks
+-- Calls hooks[name](self, ...): an error inside it is the recipe's (trainer.user_code).
+function Run:call_hook(name, ...)
+  return require("trainer.user_code").call("hooks." .. name, self.hooks[name], self, ...)
+end
+
 -- ---------------------------------------------------------------- end
 function Run:done()
   return self.step >= self.total_steps or self:stop_requested()
@@ -603,13 +653,14 @@ end
 
 function Run:finish()
   self:flush_metrics()
+  if self.metrics then self.metrics:close() end   -- checked: a failed close is a failed write
   local s = self:summary()
   outputs.write_atomic(self.out .. "/summary.json", json.encode(s, 2) .. "\n")
   return s
 end
 
 function Run:free()
-  if self.metrics then self.metrics:close() end
+  if self.metrics then self.metrics:close(true) end
   if self.loader then self.loader:close() end
   if self.train_ds then self.train_ds:close() end
   if self.optimizer then self.optimizer:free() end

@@ -87,7 +87,7 @@ expect_out summary_fields "summary ok"
 # ---- stop after the step-3 checkpoint (SIGTERM), resume, same losses as the unbroken run
 run_trainer "$TMP/stop.lua"
 expect_rc sigterm_exit_130 130
-expect_err sigterm_says_resume "Resume with: trainer $TMP/stop.lua resume="
+expect_err sigterm_says_resume "Resume with: trainer resume $TMP/run2"
 if [ -d "$TMP/run2/checkpoint-3" ] && [ ! -d "$TMP/run2/checkpoint-6" ]; then pass sigterm_saved_step_3; else fail sigterm_saved_step_3 "$(ls "$TMP/run2")"; fi
 run_trainer "$TMP/stop.lua" resume=latest
 expect_rc resume_rc 0

@@ -1,0 +1,107 @@
+-- Run outputs (trainer.outputs, trainer.resume, trainer.user_code), without a full run:
+-- a metrics.jsonl append that fails half-way is cut back to its last whole line and
+-- raises a user error naming the file and the free space; write_atomic to a folder that
+-- cannot take it leaves nothing; the "-- command:" line of resolved_recipe.lua reads back;
+-- resume command lines survive the shell; recipe differences name the key; an error in
+-- recipe code is a user error naming file:line, one in trainer's code is not.
+local outputs = require("trainer.outputs")
+local resume = require("trainer.resume")
+local user_code = require("trainer.user_code")
+local errors = require("trainer.errors")
+
+local function tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("*l")
+  p:close()
+  return d
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function user_error_of(fn)
+  local ok, e = pcall(fn)
+  assert(not ok, "expected an error")
+  assert(errors.is_user_error(e), "expected a user error, got: " .. tostring(e))
+  return e.msg
+end
+
+return {
+  { "metrics_failed_append_is_cut_back", function()
+    local dir = tmpdir()
+    local m = outputs.open_metrics(dir)
+    m:write({ step = 1, loss = 1.5 })
+    m:write({ step = 2, loss = 1.25 })
+    local whole = read(dir .. "/metrics.jsonl")
+    -- a file that takes half the line, then fails as a full disk does
+    local real = m.f
+    m.f = setmetatable({}, { __index = {
+      write = function(_, s) real:write(s:sub(1, 7)) real:flush() return nil, "No space left on device" end,
+      flush = function() return true end,
+      close = function() return real:close() end,
+    } })
+    local msg = user_error_of(function() m:write({ step = 3, loss = 1.0 }) end)
+    assert(msg:find(dir .. "/metrics.jsonl: cannot write (No space left on device)", 1, true), msg)
+    assert(msg:find("free on the file system of " .. dir, 1, true), msg)
+    assert(read(dir .. "/metrics.jsonl") == whole, "the half line was not cut off: " .. read(dir .. "/metrics.jsonl"))
+    os.execute("rm -rf '" .. dir .. "'")
+  end },
+
+  { "write_atomic_failure_leaves_nothing", function()
+    local dir = tmpdir()
+    outputs.write_atomic(dir .. "/a.json", "{}\n")
+    assert(read(dir .. "/a.json") == "{}\n")
+    assert(not outputs.exists(dir .. "/a.json.tmp"))
+    local msg = user_error_of(function() outputs.write_atomic(dir .. "/no/such/b.json", "x") end)
+    assert(msg:find(dir .. "/no/such/b.json: cannot write", 1, true), msg)
+    assert(not outputs.exists(dir .. "/no/such/b.json"))
+    os.execute("rm -rf '" .. dir .. "'")
+  end },
+
+  { "recipe_text_records_the_command", function()
+    local cmd = { "recipes/minilm_sts_lora.lua", "steps=30", "out=runs/try30", 'lora.targets={"query","key"}' }
+    local text = outputs.recipe_text({ steps = 30, out = "runs/try30" }, cmd[1], cmd)
+    local back = resume.read_command(text)
+    assert(back and #back == 4, text)
+    for i = 1, 4 do assert(back[i] == cmd[i], back[i]) end
+    assert(resume.shell_line(cmd) == [[trainer recipes/minilm_sts_lora.lua steps=30 out=runs/try30 ]]
+      .. [['lora.targets={"query","key"}']], resume.shell_line(cmd))
+    assert(resume.shell_word("it's") == [['it'\''s']])
+  end },
+
+  { "long_form_replaces_resume", function()
+    local line = resume.long_form({ path = "r.lua", overrides = { "resume=latest", "steps=3" } }, "runs/r/checkpoint-2")
+    assert(line == "trainer r.lua steps=3 resume=runs/r/checkpoint-2", line)
+  end },
+
+  { "differences_name_the_key", function()
+    local a = { steps = 30, optim = { lr = 1e-3, name = "adamw" }, log = { every = 1 }, targets = { "q" } }
+    local b = { steps = 120, optim = { lr = 1e-3, name = "adamw" }, log = { every = 9 }, targets = { "q", "v" } }
+    local d = resume.differences(resume.identity(a), resume.identity(b))
+    assert(#d == 2, table.concat(d, "; "))
+    assert(d[1] == "steps = 30 there, 120 here", d[1])
+    assert(d[2]:match("^targets = "), d[2])
+  end },
+
+  { "recipe_code_error_is_the_recipes", function()
+    local fn = assert(loadstring("return function(t)\n  local x = nil\n  return x.y + 1\nend", "@/tmp/some_recipe.lua"))()
+    local msg = user_error_of(function() user_code.call("hooks.on_step", fn, {}) end)
+    assert(msg:find("/tmp/some_recipe.lua:3: attempt to index local 'x'", 1, true), msg)
+    assert(msg:find("hooks.on_step", 1, true), msg)
+    -- results pass through
+    assert(select(2, user_code.call("loop", function() return 1, 2 end)) == 2)
+    -- a user error from trainer's API passes through unchanged
+    local m2 = user_error_of(function() user_code.call("loop", function() errors.user("bad key x") end) end)
+    assert(m2 == "bad key x", m2)
+  end },
+
+  { "trainer_code_error_stays_internal", function()
+    local ok, e = pcall(user_code.call, "loop", function() return outputs.read(nil) end)
+    assert(not ok)
+    assert(not errors.is_user_error(e), "an error inside trainer's own code must stay internal: " .. tostring(e))
+  end },
+}
