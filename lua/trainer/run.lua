@@ -148,9 +148,14 @@ local function build_model(recipe, device)
     model.config = cfg
     model.max_length = math.min(m.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
   end
+  -- model.dropout overrides every dropout probability of the config: the Dropout modules
+  -- (hidden_dropout_prob, classifier dropout) and the attention probabilities' dropout,
+  -- which SelfAttention applies inside ops.attention (attention_probs_dropout_prob), as
+  -- setting both config fields in transformers does
   if m.dropout then
     for _, mod in model:named_modules() do
       if mod.__name == "Dropout" and mod.p then mod.p = m.dropout end
+      if mod.__name == "SelfAttention" then mod.attn_p = m.dropout end
     end
   end
   return model, tok_dir
