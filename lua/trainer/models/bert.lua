@@ -282,12 +282,17 @@ function M.init_weights(model, cfg, seed, prefix)
     if full:match("LayerNorm%.weight$") then v:fill(1)
     elseif full:match("%.bias$") then v:fill(0)
     else
-      local r = T.randn(v:shape(), { seed = seed, stream = 1000 + k, tag = "weights" })
-      ops.scale_(r, std)
       local dtype, device = v:dtype(), v:device()
+      local direct = dtype == "f32" and device == "cpu"
+      -- drawn in f32 on the CPU; a draw that is converted afterwards is workspace
+      local r = T.randn(v:shape(), { seed = seed, stream = 1000 + k, tag = direct and "weights" or "workspace" })
+      ops.scale_(r, std)
       v:free()
-      v = r:to({ dtype = dtype, device = device, tag = "weights" })
-      r:free()
+      if direct then v = r
+      else
+        v = r:to({ dtype = dtype, device = device, tag = "weights" })
+        r:free()
+      end
       p.value = v
       local pad
       if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
@@ -354,9 +359,9 @@ function M.load_weights(model, source, opts)
           errors.user("%s: %s has shape [%s] but the model (from config.json) expects [%s]", path, key,
             table.concat(info.shape, ", "), table.concat(want, ", "))
         else
-          local t = reader:tensor(key, { dtype = p.value:dtype(), device = p.value:device(), tag = "weights" })
-          p.value:free()
-          p.value = t
+          -- into the parameter's own memory: a new tensor per parameter would hold the
+          -- largest one twice and show it in the weights ledger's peak
+          reader:read_into(key, p.value)
         end
       end
     end
