@@ -534,17 +534,9 @@ function Run:load_checkpoint(dir)
     end
     r:close()
   end
-  local raw = ("%s/.trainer_state.%d.tmp"):format(self.out, self.step)
-  outputs.gunzip_file(dir .. "/trainer_state", raw)
-  local meta = json.decode(outputs.safetensors_metadata(raw).trainer_state or "null", dir .. "/trainer_state")
-  if type(meta) ~= "table" then os.remove(raw) errors.user("%s/trainer_state: no trainer state inside", dir) end
-  local r = st.load(raw)
-  local tensors = {}
-  for _, name in ipairs(r:names()) do
-    if name ~= "marker" then tensors[name] = r:tensor(name, { tag = "optimizer", device = self.device }) end
-  end
-  r:close()
-  os.remove(raw)
+  -- bounded, typed and checked against the model before any of it is used
+  local meta, tensors = require("trainer.trainer_state").read(dir, { optimizer = self.optimizer,
+    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out })
   local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
   for _, t in pairs(tensors) do t:free() end
   if not ok then error(err, 0) end
