@@ -181,6 +181,9 @@ function M.build(resolved, opts)
 
   M.check_model_folder(recipe.model)
   M.check_data_files(recipe.data)
+  -- config.json typed and ranged, and the memory plan against memory.limit or the device,
+  -- before anything is allocated: a run that cannot fit stops now (exit 2), with the ledger
+  self.plan = require("trainer.plan_check").check(recipe, self.device, resolved.path)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.data")
   self.train_ds, self.loader = data.train(recipe)
