@@ -47,7 +47,10 @@ return {
     -- as the allocator counts them: each block rounded up to 512 bytes
     for _, p in t.model:parameters() do param_bytes = param_bytes + math.ceil(p.value:nbytes() / 512) * 512 end
   end }
-  -- the ledger starts from what is live now (other tests' leftovers are not this run's)
+  -- the ledger starts from what is live now (other tests' leftovers are not this run's;
+  -- the ones only the GC still holds are collected first, so none is freed mid-run)
+  collectgarbage("collect")
+  collectgarbage("collect")
   memory.reset_peak()
   local base = memory.stats().by_tag.weights
   local rc = loop.train(r, { quiet = true })
