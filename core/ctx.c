@@ -12,6 +12,7 @@
 #include "cuda_device.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #if defined(TR_HAVE_CUDA) && defined(TR_CUDA_DEVICE_READY)
 #define CTX_CUDA 1
@@ -67,7 +68,15 @@ const char *tr_ctx_errmsg(const tr_ctx *ctx) { return ctx->err.msg; }
 
 #if !CTX_CUDA
 int tr_cuda_device_count(void) { return 0; }
+uint64_t tr_cuda_device_memory_bytes(int device) { (void)device; return 0; }
 #endif
+
+uint64_t tr_host_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return (uint64_t)pages * (uint64_t)page;
+}
 
 tr_alloc *tr_ctx_alloc(tr_ctx *ctx, int device)
 {

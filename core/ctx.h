@@ -29,4 +29,11 @@ void *tr_ctx_cuda_state(tr_ctx *ctx, int device);
 /* Number of visible CUDA devices; 0 without a GPU or in a build without CUDA. */
 int tr_cuda_device_count(void);
 
+/* Total memory of CUDA device `device` in bytes; 0 when it does not exist, the query
+ * fails, or the build has no CUDA. Starts no allocator (plans are checked before one). */
+uint64_t tr_cuda_device_memory_bytes(int device);
+
+/* Physical memory of the host in bytes (sysconf); 0 when the system does not say. */
+uint64_t tr_host_memory_bytes(void);
+
 #endif

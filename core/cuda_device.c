@@ -40,6 +40,17 @@ int tr_cuda_device_count(void)
     return n < 0 ? 0 : n;
 }
 
+uint64_t tr_cuda_device_memory_bytes(int device)
+{
+    if (device < 0 || device >= tr_cuda_device_count()) return 0;
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        (void)cudaGetLastError();   /* a failed query is "unknown", not an error */
+        return 0;
+    }
+    return (uint64_t)prop.totalGlobalMem;
+}
+
 /* ------------------------------------------------------------ raw backend */
 
 /* Makes `device` current; *prev receives the caller's device. 0 on success. */

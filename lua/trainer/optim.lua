@@ -282,6 +282,14 @@ function Optimizer:state()
   return { name = self.name, steps = self.steps, params = params }
 end
 
+-- The state tensors' shapes { slot = shape } that parameter NAME keeps, or nil when it is
+-- not a trainable parameter of this optimizer (checks a checkpoint before load_state).
+function Optimizer:slot_shapes(name)
+  local e = self.by_name[name]
+  if not e or not trainable(e.param) then return nil end
+  return self.kind.slots(e.param.value, self.hp)
+end
+
 -- Restores a state() table (its tensors are copied, never kept): continuing from it is
 -- bit-identical to never having stopped. Parameters absent from st start fresh.
 function Optimizer:load_state(st)

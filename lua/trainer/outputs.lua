@@ -150,6 +150,14 @@ function M.safetensors_metadata(path)
   if not head or #head < 8 then f:close() errors.user("%s: not a safetensors file", path) end
   local n = 0
   for i = 8, 1, -1 do n = n * 256 + head:byte(i) end
+  -- the length is checked against the file (and the format's 100 MB limit) before reading
+  local size = f:seek("end")
+  if n > 100000000 or n > size - 8 then
+    f:close()
+    errors.user("%s: the header length field says %d bytes, but the file holds %d after it; the file is damaged",
+      path, n, size - 8)
+  end
+  f:seek("set", 8)
   local text = f:read(n)
   f:close()
   local h = json.decode(text or "", path)

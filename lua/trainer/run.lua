@@ -148,9 +148,14 @@ local function build_model(recipe, device)
     model.config = cfg
     model.max_length = math.min(m.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
   end
+  -- model.dropout overrides every dropout probability of the config: the Dropout modules
+  -- (hidden_dropout_prob, classifier dropout) and the attention probabilities' dropout,
+  -- which SelfAttention applies inside ops.attention (attention_probs_dropout_prob), as
+  -- setting both config fields in transformers does
   if m.dropout then
     for _, mod in model:named_modules() do
       if mod.__name == "Dropout" and mod.p then mod.p = m.dropout end
+      if mod.__name == "SelfAttention" then mod.attn_p = m.dropout end
     end
   end
   return model, tok_dir
@@ -180,6 +185,9 @@ function M.build(resolved, opts)
 
   M.check_model_folder(recipe.model)
   M.check_data_files(recipe.data)
+  -- config.json typed and ranged, and the memory plan against memory.limit or the device,
+  -- before anything is allocated: a run that cannot fit stops now (exit 2), with the ledger
+  self.plan = require("trainer.plan_check").check(recipe, self.device, resolved.path)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.data")
   self.train_ds, self.loader = data.train(recipe)
@@ -582,17 +590,9 @@ function Run:load_checkpoint(dir)
     end
     r:close()
   end
-  local raw = ("%s/.trainer_state.%d.tmp"):format(self.out, self.step)
-  outputs.gunzip_file(dir .. "/trainer_state", raw)
-  local meta = json.decode(outputs.safetensors_metadata(raw).trainer_state or "null", dir .. "/trainer_state")
-  if type(meta) ~= "table" then os.remove(raw) errors.user("%s/trainer_state: no trainer state inside", dir) end
-  local r = st.load(raw)
-  local tensors = {}
-  for _, name in ipairs(r:names()) do
-    if name ~= "marker" then tensors[name] = r:tensor(name, { tag = "optimizer", device = self.device }) end
-  end
-  r:close()
-  os.remove(raw)
+  -- bounded, typed and checked against the model before any of it is used
+  local meta, tensors = require("trainer.trainer_state").read(dir, { optimizer = self.optimizer,
+    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out })
   local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
   for _, t in pairs(tensors) do t:free() end
   if not ok then error(err, 0) end

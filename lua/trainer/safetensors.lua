@@ -5,6 +5,7 @@
 --   for _, name in ipairs(r:names()) do ... end          -- file (or weight-map) order
 --   r:info(name)   --> { dtype = "F32", shape = {..}, numel = n, shard = k }
 --   local w = r:tensor(name, { dtype = "f32", tag = "weights", device = "cpu" })  -- a new tensor
+--   r:read_into(name, w)                     -- into an existing tensor (no second copy)
 --   r:metadata()   --> { format = "pt", ... }
 --   r:close()
 --   st.save(path, { name = tensor, ... } or { { name, tensor }, ... }, { key = "value" })
@@ -140,13 +141,46 @@ function Reader:tensor(name, opts)
   local shape = {}
   for d = 0, info.ndim - 1 do shape[d + 1] = tonumber(info.shape[d]) end
   local file_dtype = ffi.string(C.tr_dtype_name(info.dtype))
-  local host = T.empty(shape, { dtype = file_dtype, tag = opts.tag or "weights" })
-  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), info.data, info.nbytes), self.path .. ": " .. name)
   local dtype, device = opts.dtype or file_dtype, opts.device or "cpu"
-  if dtype == file_dtype and device == "cpu" then return host end
+  local direct = dtype == file_dtype and device == "cpu"
+  -- a staging copy that is converted and freed is workspace, not a second set of weights
+  local host = T.empty(shape, { dtype = file_dtype, tag = direct and (opts.tag or "weights") or "workspace" })
+  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), info.data, info.nbytes), self.path .. ": " .. name)
+  if direct then return host end
   local out = host:to({ dtype = dtype, device = device, tag = opts.tag or "weights" })
   host:free()
   return out
+end
+
+-- Copies NAME's values into the existing tensor dst (same numel; the file's dtype is
+-- converted to dst's). A CPU tensor of the file's dtype is written straight from the
+-- mapping; otherwise one staging copy, tagged workspace, lives until the conversion is done.
+-- Loading into the parameters this way keeps the weights ledger at the parameters' bytes.
+function Reader:read_into(name, dst)
+  local info = lookup(self, name)
+  if info.dtype < 0 then
+    errors.user("%s: tensor %s has dtype %s, which trainer cannot hold (use F32, BF16, F16, I32 or I64)",
+      self.path, name, ffi.string(info.dtype_name))
+  end
+  if tonumber(info.numel) ~= dst:numel() then
+    errors.user("%s: tensor %s has %d elements, the tensor to fill has %d", self.path, name, tonumber(info.numel),
+      dst:numel())
+  end
+  local file_dtype = ffi.string(C.tr_dtype_name(info.dtype))
+  if file_dtype == dst:dtype() and dst:device() == "cpu" then
+    runtime.check(C.tr_tensor_write(runtime.ctx, dst:ptr(), info.data, info.nbytes), self.path .. ": " .. name)
+    return dst
+  end
+  local shape = {}
+  for d = 0, info.ndim - 1 do shape[d + 1] = tonumber(info.shape[d]) end
+  local host = T.empty(shape, { dtype = file_dtype, tag = "workspace" })
+  local ok, err = pcall(function()
+    runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), info.data, info.nbytes), self.path .. ": " .. name)
+    runtime.check(C.tr_tensor_copy(runtime.ctx, dst:ptr(), host:ptr()), self.path .. ": " .. name)
+  end)
+  host:free()
+  if not ok then error(err, 0) end
+  return dst
 end
 
 -- ---------------------------------------------------------------- writing

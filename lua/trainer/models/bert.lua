@@ -40,8 +40,70 @@ M.defaults = {
   model_type = "bert", position_embedding_type = "absolute",
 }
 
-local required = { "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-  "vocab_size", "max_position_embeddings" }
+-- The fields this runtime reads, with their types and ranges. The bounds are far beyond
+-- any released encoder and keep a mistyped or absurd config.json (num_hidden_layers =
+-- 1e9) from reaching the allocator; whether a valid shape fits in memory is `trainer
+-- plan`'s question, asked before a run allocates (trainer.plan_check).
+local fields = {
+  { "hidden_size", "integer", 1, 65536, required = true },
+  { "num_hidden_layers", "integer", 1, 1024, required = true },
+  { "num_attention_heads", "integer", 1, 4096, required = true },
+  { "intermediate_size", "integer", 1, 1048576, required = true },
+  { "vocab_size", "integer", 1, 16777216, required = true },
+  { "max_position_embeddings", "integer", 1, 1048576, required = true },
+  { "type_vocab_size", "integer", 0, 65536 },
+  { "pad_token_id", "integer", 0, 16777216, nullable = true },
+  { "layer_norm_eps", "number", 0, 1, open_low = true, open_high = true },
+  { "hidden_dropout_prob", "number", 0, 1, open_high = true },
+  { "attention_probs_dropout_prob", "number", 0, 1, open_high = true },
+  { "classifier_dropout", "number", 0, 1, open_high = true, nullable = true },
+  { "initializer_range", "number", 0, 1e3 },
+  { "hidden_act", "string" },
+  { "model_type", "string" },
+  { "position_embedding_type", "string", nullable = true },
+}
+M.config_fields = fields
+
+local function describe(f)
+  if f[2] == "string" then return "a string" end
+  local lo = (f.open_low and "> " or ">= ") .. tostring(f[3])
+  local hi = (f.open_high and "< " or "<= ") .. tostring(f[4])
+  return ("%s %s and %s"):format(f[2] == "integer" and "a whole number" or "a number", lo, hi)
+end
+
+local function shown(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  if type(v) == "table" then return "a list or object" end
+  if type(v) == "userdata" then return "null" end
+  return tostring(v)
+end
+
+-- Raises the error of field f of cfg (from source) unless its value is of its type and
+-- range; a null (json.null) where null is allowed becomes nil.
+local function check_field(cfg, f, source)
+  local name, v = f[1], cfg[f[1]]
+  if type(v) == "userdata" and f.nullable then cfg[name] = nil return end
+  if v == nil then
+    if f.required then
+      errors.user("%s: %s is missing; a BERT config.json gives it as %s (the fields needed are hidden_size, "
+        .. "num_hidden_layers, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)",
+        source, name, describe(f))
+    end
+    return
+  end
+  local ok
+  if f[2] == "string" then ok = type(v) == "string"
+  else
+    ok = type(v) == "number" and v == v
+      and (f.open_low and v > f[3] or not f.open_low and v >= f[3])
+      and (f.open_high and v < f[4] or not f.open_high and v <= f[4])
+      and (f[2] ~= "integer" or v == math.floor(v))
+  end
+  if not ok then
+    errors.user("%s: %s is %s, but it must be %s; fix the value in %s (or use the config.json that came with "
+      .. "the weights)", source, name, shown(v), describe(f), source)
+  end
+end
 
 -- A checked copy of a config.json table (source names the file in errors) with defaults
 -- filled in and `family` ("bert" or "roberta") added.
@@ -49,15 +111,9 @@ function M.config(raw, source)
   source = source or "config"
   if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
   local cfg = {}
-  for k, v in pairs(M.defaults) do cfg[k] = v end
   for k, v in pairs(raw) do cfg[k] = v end
-  for _, k in ipairs(required) do
-    local v = cfg[k]
-    if type(v) ~= "number" or v <= 0 or v ~= math.floor(v) then
-      errors.user("%s: %s must be a positive integer, got %s (a BERT config.json has %s)", source, k,
-        tostring(v), table.concat(required, ", "))
-    end
-  end
+  for _, f in ipairs(fields) do check_field(cfg, f, source) end
+  for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
   cfg.family = families[cfg.model_type]
   if not cfg.family then
     errors.user("%s: model_type %q is not supported (bert, roberta, xlm-roberta)", source, tostring(cfg.model_type))
@@ -70,9 +126,20 @@ function M.config(raw, source)
     errors.user("%s: position_embedding_type %q is not supported (absolute only)", source,
       tostring(cfg.position_embedding_type))
   end
-  ops.gelu_kind(cfg.hidden_act)
-  if type(cfg.pad_token_id) ~= "number" then cfg.pad_token_id = cfg.family == "roberta" and 1 or 0 end
-  if cfg.family == "roberta" then cfg.position_padding_idx = cfg.pad_token_id end
+  if not pcall(ops.gelu_kind, cfg.hidden_act) then
+    errors.user("%s: hidden_act %q is not supported (gelu, gelu_new, gelu_pytorch_tanh)", source, cfg.hidden_act)
+  end
+  if cfg.pad_token_id == nil then cfg.pad_token_id = cfg.family == "roberta" and 1 or 0 end
+  if cfg.pad_token_id >= cfg.vocab_size then
+    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
+  end
+  if cfg.family == "roberta" then
+    cfg.position_padding_idx = cfg.pad_token_id
+    if cfg.max_position_embeddings <= cfg.pad_token_id + 1 then
+      errors.user("%s: max_position_embeddings %d leaves no position after the %d that %s reserves for padding",
+        source, cfg.max_position_embeddings, cfg.pad_token_id + 1, cfg.model_type)
+    end
+  end
   return cfg
 end
 
@@ -282,12 +349,17 @@ function M.init_weights(model, cfg, seed, prefix)
     if full:match("LayerNorm%.weight$") then v:fill(1)
     elseif full:match("%.bias$") then v:fill(0)
     else
-      local r = T.randn(v:shape(), { seed = seed, stream = 1000 + k, tag = "weights" })
-      ops.scale_(r, std)
       local dtype, device = v:dtype(), v:device()
+      local direct = dtype == "f32" and device == "cpu"
+      -- drawn in f32 on the CPU; a draw that is converted afterwards is workspace
+      local r = T.randn(v:shape(), { seed = seed, stream = 1000 + k, tag = direct and "weights" or "workspace" })
+      ops.scale_(r, std)
       v:free()
-      v = r:to({ dtype = dtype, device = device, tag = "weights" })
-      r:free()
+      if direct then v = r
+      else
+        v = r:to({ dtype = dtype, device = device, tag = "weights" })
+        r:free()
+      end
       p.value = v
       local pad
       if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
@@ -354,9 +426,9 @@ function M.load_weights(model, source, opts)
           errors.user("%s: %s has shape [%s] but the model (from config.json) expects [%s]", path, key,
             table.concat(info.shape, ", "), table.concat(want, ", "))
         else
-          local t = reader:tensor(key, { dtype = p.value:dtype(), device = p.value:device(), tag = "weights" })
-          p.value:free()
-          p.value = t
+          -- into the parameter's own memory: a new tensor per parameter would hold the
+          -- largest one twice and show it in the weights ledger's peak
+          reader:read_into(key, p.value)
         end
       end
     end

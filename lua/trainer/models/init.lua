@@ -14,6 +14,7 @@
 local json = require("trainer.json")
 local errors = require("trainer.errors")
 local bert = require("trainer.models.bert")
+local T = require("trainer.tensor")
 
 local M = {}
 
@@ -158,9 +159,16 @@ function M.load_model(dir, opts)
     end
     if opts.dtype and opts.dtype ~= "f32" then
       for _, p in model:parameters() do
-        local t = p.value:to({ dtype = opts.dtype, tag = "weights" })
-        p.value:free()
-        p.value = t
+        if base_opts.init == "none" then
+          -- not initialised (load_weights fills them): reallocate rather than hold two copies
+          local shape, device = p.value:shape(), p.value:device()
+          p.value:free()
+          p.value = T.empty(shape, { dtype = opts.dtype, device = device, tag = "weights" })
+        else
+          local t = p.value:to({ dtype = opts.dtype, tag = "weights" })
+          p.value:free()
+          p.value = t
+        end
       end
     end
     bert.load_weights(model, reader, load_opts)
