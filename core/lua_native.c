@@ -9,9 +9,10 @@
  * The training loop's stop flag (`stop_signal`) is the other: a sig_atomic_t that the
  * SIGINT/SIGTERM handler installed by native.watch_stop sets and native.stop_requested
  * reads, so a run finishes its step, saves and exits instead of dying mid-write.
- * The file helpers (write_file, fsync, truncate, free_space) exist so that trainer.outputs
- * can check every write, flush and close and make a checkpoint durable before its rename:
- * Lua's io library can neither fsync nor truncate. Each returns true or nil, message. */
+ * The file helpers (write_file, append_file, fsync, truncate, free_space) exist so that
+ * trainer.outputs can check every write, flush and close and make a checkpoint durable
+ * before its rename: Lua's io library can neither fsync nor truncate, and its checked
+ * flush is not reliable under the JIT (see append_file). Each returns a value or nil, message. */
 #include "lua_native.h"
 #include "lua_json.h"
 
@@ -385,6 +386,42 @@ static int l_write_file(lua_State *L)
     return 1;
 }
 
+/* native.append_file(path, data) -> the file's size after it | nil, strerror
+ * Appends all of data to the existing file path (O_APPEND; retrying short writes and
+ * EINTR) and closes it, every call checked. metrics.jsonl grows through this rather than
+ * Lua's io library: LuaJIT compiles a hot f:flush() into a call plus a guard on its
+ * result, and when the guard fails the interpreter runs the flush again, which finds
+ * stdio's buffer already dropped and reports success, so a full disk went unnoticed. On
+ * failure part of data may have reached the file: the caller cuts it back. */
+static int l_append_file(lua_State *L)
+{
+    size_t n;
+    const char *path = luaL_checkstring(L, 1);
+    const char *data = luaL_checklstring(L, 2, &n);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return push_errno(L, errno);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            close(fd);
+            return push_errno(L, e);
+        }
+        done += (size_t)w;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return push_errno(L, e);
+    }
+    if (close(fd) != 0) return push_errno(L, errno);
+    lua_pushnumber(L, (lua_Number)st.st_size);
+    return 1;
+}
+
 /* native.fsync(path) -> true | nil, strerror
  * fsyncs a file or a folder by path (Linux flushes the inode, whichever descriptor asks).
  * File systems that cannot sync a folder (EINVAL) count as success. */
@@ -437,6 +474,7 @@ int luaopen_trainer_native(lua_State *L)
         { "stop_requested", l_stop_requested },
         { "write_file", l_write_file },   { "fsync", l_fsync },
         { "truncate", l_truncate },       { "free_space", l_free_space },
+        { "append_file", l_append_file },
         { NULL, NULL },
     };
     lua_newtable(L);

@@ -5,10 +5,11 @@
 -- "<path>.tmp", fsync'ed and renamed over its name (rename is atomic within a folder); a
 -- checkpoint is built in "checkpoint-STEP.tmp/", its files and the folder fsync'ed, then
 -- renamed when complete, so a folder named checkpoint-STEP is always whole. metrics.jsonl
--- grows by whole lines (one write + flush each, both checked; a failed append is cut back
--- to the last whole line); on resume it is rewritten (atomically) to the lines up to the
--- resumed step. Every write, flush, fsync and close is checked: a failure is a user error
--- naming the file and the free space on its file system (M.write_failed), exit 1.
+-- grows by whole lines (one checked native append each, not Lua's io: see Metrics:write;
+-- a failed append is cut back to the last whole line); on resume it is rewritten
+-- (atomically) to the lines up to the resumed step. Every write, flush, fsync and close is
+-- checked: a failure is a user error naming the file and the free space on its file
+-- system (M.write_failed), exit 1.
 --
 -- Tests make a write fail on purpose with TRAINER_FAIL_WRITE=TEXT: every write through
 -- this module to a path containing TEXT fails as on a full disk.
@@ -183,38 +184,38 @@ function M.open_metrics(out, keep_until)
   end
   local text = #kept > 0 and (table.concat(kept, "\n") .. "\n") or ""
   M.write_atomic(path, text)
-  local f, err = io.open(path, "ab")
-  if not f then M.write_failed(path, err) end
-  return setmetatable({ path = path, f = f, size = #text }, Metrics)
+  return setmetatable({ path = path, size = #text, is_open = true, append = native.append_file }, Metrics)
 end
 
--- Appends one line. A failed write or flush cuts the file back to its last whole line
--- (so it never ends mid-object) and raises write_failed.
+-- Appends one line. Each line is one native.append_file (open, write all, close, each
+-- checked), not Lua's f:write + f:flush: under the JIT a failed fflush is retried by the
+-- interpreter and then reports success (stdio had dropped the buffer), so lines were lost
+-- on a full disk without an error. self.size is the file's size after the last whole line
+-- (as the file system reports it); a failed append cuts the file back to it (so it never
+-- ends mid-object) and raises write_failed. self.append is the seam tests replace.
 function Metrics:write(obj)
-  if not self.f then error(self.path .. ": written after it was closed", 2) end
+  if not self.is_open then error(self.path .. ": written after it was closed", 2) end
   local line = json.encode(obj) .. "\n"
-  local ok, err = nil, injected(self.path)
-  if not err then
-    ok, err = self.f:write(line)
-    if ok then ok, err = self.f:flush() end
-  end
-  if not ok then
-    self.f:close()
-    self.f = nil
-    native.truncate(self.path, self.size)
+  local size, err = nil, injected(self.path)
+  if not err then size, err = self.append(self.path, line) end
+  if not size then
+    self.is_open = false
+    local tok, terr = native.truncate(self.path, self.size)
+    if not tok then
+      errors.user("%s: cannot write (%s); %s. Cutting it back to its last whole line failed too (truncate: %s): "
+        .. "its last line may be cut off; delete that line, free some space and run again.", self.path,
+        tostring(err), M.free_text(self.path), tostring(terr))
+    end
     M.write_failed(self.path, err)
   end
-  self.size = self.size + #line
+  self.size = size
 end
 
--- Closes the file; checked (raises write_failed) unless quietly is true (cleanup after
--- another error, which must not be masked).
-function Metrics:close(quietly)
-  if not self.f then return end
-  local f = self.f
-  self.f = nil
-  local ok, err = f:close()
-  if not ok and not quietly then M.write_failed(self.path, err) end
+-- Ends the appends. Every append already checked its own write and close, so nothing is
+-- left to fail here (callers pass quietly = true for cleanup after another error; it no
+-- longer changes anything).
+function Metrics:close()
+  self.is_open = false
 end
 
 -- The records of out/metrics.jsonl, one per line; a line that is not a JSON object is a

@@ -1,6 +1,7 @@
 -- Run outputs (trainer.outputs, trainer.resume, trainer.user_code), without a full run:
 -- a metrics.jsonl append that fails half-way is cut back to its last whole line and
--- raises a user error naming the file and the free space; write_atomic to a folder that
+-- raises a user error naming the file and the free space (and says so when the cut-back
+-- fails too); write_atomic to a folder that
 -- cannot take it leaves nothing; the "-- command:" line of resolved_recipe.lua reads back;
 -- resume command lines survive the shell; recipe differences name the key; an error in
 -- recipe code is a user error naming file:line, one in trainer's code is not.
@@ -38,16 +39,38 @@ return {
     m:write({ step = 2, loss = 1.25 })
     local whole = read(dir .. "/metrics.jsonl")
     -- a file that takes half the line, then fails as a full disk does
-    local real = m.f
-    m.f = setmetatable({}, { __index = {
-      write = function(_, s) real:write(s:sub(1, 7)) real:flush() return nil, "No space left on device" end,
-      flush = function() return true end,
-      close = function() return real:close() end,
-    } })
+    local real = m.append
+    m.append = function(path, s) real(path, s:sub(1, 7)) return nil, "No space left on device" end
     local msg = user_error_of(function() m:write({ step = 3, loss = 1.0 }) end)
     assert(msg:find(dir .. "/metrics.jsonl: cannot write (No space left on device)", 1, true), msg)
     assert(msg:find("free on the file system of " .. dir, 1, true), msg)
     assert(read(dir .. "/metrics.jsonl") == whole, "the half line was not cut off: " .. read(dir .. "/metrics.jsonl"))
+    os.execute("rm -rf '" .. dir .. "'")
+  end },
+
+  -- when even the cut-back fails (here: the file is gone), the message says the last line
+  -- may be cut off instead of promising that nothing half-written was left
+  { "metrics_failed_cut_back_is_reported", function()
+    local dir = tmpdir()
+    local m = outputs.open_metrics(dir)
+    m:write({ step = 1, loss = 1.5 })
+    os.remove(dir .. "/metrics.jsonl")
+    local msg = user_error_of(function() m:write({ step = 2, loss = 1.25 }) end)
+    assert(msg:find(dir .. "/metrics.jsonl: cannot write (No such file or directory)", 1, true), msg)
+    assert(msg:find("Cutting it back to its last whole line failed too (truncate: No such file", 1, true), msg)
+    assert(not msg:find("Nothing half-written", 1, true), msg)
+    os.execute("rm -rf '" .. dir .. "'")
+  end },
+
+  -- the size metrics.jsonl is cut back to is the file's own, not a running sum
+  { "metrics_size_follows_the_file", function()
+    local dir = tmpdir()
+    local m = outputs.open_metrics(dir)
+    for i = 1, 300 do m:write({ step = i, loss = 1.5 }) end
+    assert(m.size == #read(dir .. "/metrics.jsonl"), m.size)
+    m:close()
+    local ok, e = pcall(m.write, m, { step = 301 })
+    assert(not ok and tostring(e):find("written after it was closed", 1, true), tostring(e))
     os.execute("rm -rf '" .. dir .. "'")
   end },
 
