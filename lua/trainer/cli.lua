@@ -9,15 +9,21 @@ local suggest = require("trainer.suggest")
 local M = {}
 
 M.usage = [[
-usage: trainer RECIPE.lua [key=value ...] [--quiet]   train (validates the recipe first)
-       trainer resume RUN_DIR [key=value ...]    continue a stopped run from its folder alone
-       trainer check RECIPE.lua [key=value ...]  validate a recipe, print it resolved
-       trainer check --keys                      the recipe key reference
-       trainer plan RECIPE.lua [--budget SIZE] [--json]   memory plan without training
-                                                 (exit 2 when it does not fit the budget)
-       trainer repl [RECIPE.lua]                 interactive Lua with the trainer API
-       trainer                                   same as `trainer repl`
-       trainer run SCRIPT.lua [args ...]         run a Lua script with the trainer API
+usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the recipe first)
+       trainer resume RUN_DIR [key=value ...]              continue a stopped run from its folder alone
+       trainer check RECIPE.lua [key=value ...]            validate a recipe, print it resolved
+       trainer check --keys                                the recipe key reference
+       trainer plan RECIPE.lua [--budget SIZE] [--json]    memory plan without training
+                                                           (exit 2 when it does not fit the budget)
+       trainer report RUN_DIR                              draw a run's loss, lr, eval and memory (SVG + HTML)
+       trainer tokenize MODEL_DIR FILE                     token ids, one JSON array a line
+       trainer encode MODEL_DIR FILE [--adapter DIR]       sentence embeddings, one JSON array a line
+       trainer classify MODEL_DIR FILE [--adapter DIR]     labels of texts or TAB-separated pairs
+       trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR         fold a LoRA adapter into a copy of its model
+       trainer keys                                        the recipe key reference (Markdown)
+       trainer repl [RECIPE.lua]                           interactive Lua with the trainer API
+       trainer                                             same as `trainer repl`
+       trainer run SCRIPT.lua [args ...]                   run a Lua script with the trainer API
        trainer --help | --version
 
 Overrides set any recipe key: optim.lr=1e-4 batch.size=8 lora.targets={"query","key"}
@@ -245,15 +251,22 @@ function M.command_names()
   return names
 end
 
--- The usage text with one line per extra command.
+-- The usage text for --help: M.usage names every command in short; a command module's
+-- own usage line (with its options) replaces the short line of that command, and a
+-- module that M.usage does not name yet is added after `trainer run`, so none is missed.
 function M.full_usage()
-  local lines = {}
+  local text, missing = M.usage, {}
   for _, n in ipairs(M.command_names()) do
     local mod = M.command_module(n)
-    if mod and mod.usage then lines[#lines + 1] = "       " .. mod.usage end
+    if mod and mod.usage then
+      local line = "       " .. mod.usage
+      local found
+      text, found = text:gsub("\n       trainer " .. n .. "%f[^%w_][^\n]*", function() return "\n" .. line end, 1)
+      if found == 0 then missing[#missing + 1] = line end
+    end
   end
-  if #lines == 0 then return M.usage end
-  return (M.usage:gsub("(       trainer run SCRIPT%.lua[^\n]*\n)", "%1" .. table.concat(lines, "\n"):gsub("%%", "%%%%") .. "\n", 1))
+  if #missing == 0 then return text end
+  return (text:gsub("(       trainer run SCRIPT%.lua[^\n]*\n)", "%1" .. table.concat(missing, "\n"):gsub("%%", "%%%%") .. "\n", 1))
 end
 
 -- ---------------------------------------------------------------- main

@@ -83,6 +83,27 @@ local function number_text(x)
   return require("trainer.pretty").number(x)
 end
 
+-- The plural of a description, for lists and maps: "a number >= 0" -> "numbers >= 0",
+-- "one of "a" or "b"" -> "values among "a" or "b"", "a number, or a string" -> "numbers or
+-- strings". The noun is pluralised, not the end of the phrase (not "number >= 0s").
+local NOUNS = { "integer", "number", "string", "path", "function", "table", "size", "value", "id" }
+local function plural(text)
+  if text:match("^one of ") then return (text:gsub("^one of ", "values among ")) end
+  if text == "true or false" then return "booleans (true or false)" end
+  local parts = {}
+  for part in (text .. ", or "):gmatch("(.-), or ") do
+    part = part:gsub("^an? ", "")
+    local best
+    for _, noun in ipairs(NOUNS) do
+      local a, b = part:find("%f[%a]" .. noun .. "%f[%A]")
+      if a and (not best or a < best[1]) then best = { a, b } end
+    end
+    if best then part = part:sub(1, best[2]) .. "s" .. part:sub(best[2] + 1) end
+    parts[#parts + 1] = part
+  end
+  return table.concat(parts, " or ")
+end
+
 -- What a spec expects, as a noun phrase: "a positive number", "one of "fp32", "bf16"".
 function M.describe(spec)
   local k = spec.kind
@@ -105,9 +126,9 @@ function M.describe(spec)
   elseif k == "func" then return "a function"
   elseif k == "any" then return "any value"
   elseif k == "size" then return "a size (bytes, or a text like \"8GiB\")"
-  elseif k == "list" then return "a list of " .. M.describe(spec.of):gsub("^an? ", ""):gsub("^one of", "values among") .. "s"
+  elseif k == "list" then return "a list of " .. plural(M.describe(spec.of))
   elseif k == "record" then return "a table"
-  elseif k == "map" then return "a table of " .. M.describe(spec.of)
+  elseif k == "map" then return "a table whose values are " .. plural(M.describe(spec.of))
   elseif k == "const" then return require("trainer.pretty").scalar(spec.value)
   elseif k == "oneof" then
     local parts = {}
