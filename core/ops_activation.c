@@ -43,10 +43,10 @@ static int run(tr_ctx *ctx, const char *op, int kind, int arg, tr_tensor *y, con
             if (rc == TR_OK) rc = tr_nn_out(ctx, y, off, n, 0, &Y, &oy);
             if (rc == TR_OK) {
                 switch (kind) {
-                case ACT_GELU_FWD: tr_gelu_forward_f32(Y, A, n, arg); break;
-                case ACT_GELU_BWD: tr_gelu_backward_f32(Y, A, B, n, arg); break;
-                case ACT_SOFTMAX_FWD: tr_softmax_forward_f32(Y, A, nr, C); break;
-                default: tr_softmax_backward_f32(Y, A, B, nr, C); break;
+                case ACT_GELU_FWD: tr_k_gelu_fwd_f32(Y, A, n, arg); break;
+                case ACT_GELU_BWD: tr_k_gelu_bwd_f32(Y, A, B, n, arg); break;
+                case ACT_SOFTMAX_FWD: tr_k_softmax_fwd_f32(Y, A, nr, C); break;
+                default: tr_k_softmax_bwd_f32(Y, A, B, nr, C); break;
                 }
                 tr_nn_store(y, off, Y, n);
             }

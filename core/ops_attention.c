@@ -106,9 +106,9 @@ int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor
 
     switch (device) {
     case TR_CPU: {
-        int nthreads = tr_attention_threads();
+        int nthreads = tr_k_attention_threads();
         float *scratch = NULL;
-        if ((rc = tr_nn_scratch(ctx, tr_attention_scratch_elems(d.T, nthreads) * sizeof(float),
+        if ((rc = tr_nn_scratch(ctx, tr_k_attention_scratch_elems(d.T, nthreads) * sizeof(float),
                                 (void **)&scratch)))
             return rc;
         int all_f32 = q->dtype == TR_F32 && k->dtype == TR_F32 && v->dtype == TR_F32 &&
@@ -126,7 +126,7 @@ int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor
             if (rc == TR_OK) rc = tr_nn_out(ctx, out, b0 * per, nb * per, 0, &O, &oo);
             if (rc == TR_OK) {
                 stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
-                tr_attention_forward_f32(O, (float *)lse->data + b0 * d.H * d.T, Q, K, V,
+                tr_k_attention_fwd_f32(O, (float *)lse->data + b0 * d.H * d.T, Q, K, V,
                                          mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
                                          mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL,
                                          scale, nb, d.T, d.H, d.D, scratch, nthreads);
@@ -169,9 +169,9 @@ int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tenso
 
     switch (device) {
     case TR_CPU: {
-        int nthreads = tr_attention_threads();
+        int nthreads = tr_k_attention_threads();
         float *scratch = NULL;
-        if ((rc = tr_nn_scratch(ctx, tr_attention_scratch_elems(d.T, nthreads) * sizeof(float),
+        if ((rc = tr_nn_scratch(ctx, tr_k_attention_scratch_elems(d.T, nthreads) * sizeof(float),
                                 (void **)&scratch)))
             return rc;
         int all_f32 = 1;
@@ -192,7 +192,7 @@ int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tenso
             if (rc == TR_OK) rc = tr_nn_out(ctx, dv, off, n, 0, &DV, &o[6]);
             if (rc == TR_OK) {
                 stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
-                tr_attention_backward_f32(DQ, DK, DV, DO, Q, K, V,
+                tr_k_attention_bwd_f32(DQ, DK, DV, DO, Q, K, V,
                                           (const float *)lse->data + b0 * d.H * d.T,
                                           mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
                                           mask ? mask->dtype : TR_I32,

@@ -43,7 +43,7 @@ static int apply(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *i
             tr_convert(buf, TR_F32, (const char *)in->data + start * is, in->dtype, (size_t)len);
             if (p < 1) tr_dropout_mask_bits(keep, (size_t)len, p, *key, offset + (uint64_t)start);
             else memset(keep, 0, (size_t)len);
-            dropout_apply_f32(buf, buf, keep, scale, len);
+            tr_k_dropout_fwd_f32(buf, buf, keep, scale, len);
             tr_convert((char *)out->data + start * os, out->dtype, buf, TR_F32, (size_t)len);
         }
         return TR_OK;

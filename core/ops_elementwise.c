@@ -58,8 +58,8 @@ static int binary(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *
                 !(rc = b_rows == 1 ? TR_OK : tr_elem_view_in_range(ctx, &v[1], b, s, len)) &&
                 !(rc = tr_elem_view_out_range(ctx, &v[2], out, s, len, 0))) {
                 const float *bp = b_rows == 1 ? vbc.p : v[1].p;
-                if (is_mul) mul_forward_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
-                else add_forward_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
+                if (is_mul) tr_k_mul_fwd_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
+                else tr_k_add_fwd_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
                 tr_elem_view_finish_range(&v[2], out, s);
             }
             release_all(ctx, v, 3);
@@ -112,7 +112,7 @@ int tr_op_mul_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tenso
             tr_elem_view_release(ctx, &vbc), tr_elem_view_release(ctx, &vacc);
             return rc;
         }
-        if (bc && db) fill_f32(vacc.p, 0, C);
+        if (bc && db) tr_k_fill_fwd_f32(vacc.p, 0, C);
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
             int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
             tr_elem_view v[5] = { { 0 } };   /* dout, a, b, da, db */
@@ -123,9 +123,9 @@ int tr_op_mul_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tenso
                 !(rc = bc ? TR_OK : tr_elem_view_out_range(ctx, &v[4], db, s, len, 0))) {
                 const float *bp = bc ? vbc.p : v[2].p;
                 float *dbp = db ? (bc ? tmp : v[4].p) : NULL;
-                mul_backward_f32(v[3].p, dbp, v[0].p, v[1].p, bp, nr, C, bc ? 1 : nr);
+                tr_k_mul_bwd_f32(v[3].p, dbp, v[0].p, v[1].p, bp, nr, C, bc ? 1 : nr);
                 tr_elem_view_finish_range(&v[3], da, s);
-                if (db && bc) axpy_f32(vacc.p, tmp, 1.0f, C);
+                if (db && bc) tr_k_axpy_fwd_f32(vacc.p, tmp, 1.0f, C);
                 else if (db) tr_elem_view_finish_range(&v[4], db, s);
             }
             release_all(ctx, v, 5);
@@ -154,9 +154,9 @@ static int blockwise(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tenso
         tr_elem_view v[2] = { { 0 } };   /* x, out */
         if (!(rc = mode == 2 ? TR_OK : tr_elem_view_in_range(ctx, &v[0], x, s, len)) &&
             !(rc = tr_elem_view_out_range(ctx, &v[1], out, s, len, mode == 1))) {
-            if (mode == 0) scale_forward_f32(v[1].p, v[0].p, alpha, len);
-            else if (mode == 1) axpy_f32(v[1].p, v[0].p, alpha, len);
-            else fill_f32(v[1].p, alpha, len);
+            if (mode == 0) tr_k_scale_fwd_f32(v[1].p, v[0].p, alpha, len);
+            else if (mode == 1) tr_k_axpy_fwd_f32(v[1].p, v[0].p, alpha, len);
+            else tr_k_fill_fwd_f32(v[1].p, alpha, len);
             tr_elem_view_finish_range(&v[1], out, s);
         }
         release_all(ctx, v, 2);

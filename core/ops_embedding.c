@@ -118,7 +118,7 @@ int tr_op_embedding_backward(tr_ctx *ctx, tr_tensor *dtable, const tr_tensor *do
                 int64_t nr = N - r0 < rows ? N - r0 : rows;
                 tr_elem_view vd;
                 if ((rc = tr_elem_view_in_range(ctx, &vd, dout, r0 * C, nr * C))) break;
-                embedding_backward_f32(vt.p, vd.p, id64 + r0, nr, C, padding_idx);
+                tr_k_embedding_bwd_f32(vt.p, vd.p, id64 + r0, nr, C, padding_idx);
                 tr_elem_view_release(ctx, &vd);
             }
             if (rc == TR_OK) tr_elem_view_finish(&vt, dtable);

@@ -42,7 +42,7 @@ int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tenso
     case TR_CPU: {
         tr_elem_view v[2] = { { 0 } };   /* src, dst */
         if (!(rc = tr_elem_view_in(ctx, &v[0], src)) && !(rc = tr_elem_view_out(ctx, &v[1], dst, 1))) {
-            copy_cols_f32(v[1].p, v[0].p, dN, dC, dst_col, sC, src_col, ncols, accumulate);
+            tr_k_copy_cols_fwd_f32(v[1].p, v[0].p, dN, dC, dst_col, sC, src_col, ncols, accumulate);
             tr_elem_view_finish(&v[1], dst);
         }
         release_all(ctx, v, 2);
@@ -69,7 +69,7 @@ int tr_op_abs_diff(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_ten
         tr_elem_view v[3] = { { 0 } };   /* a, b, out */
         if (!(rc = tr_elem_view_in(ctx, &v[0], a)) && !(rc = tr_elem_view_in(ctx, &v[1], b)) &&
             !(rc = tr_elem_view_out(ctx, &v[2], out, 0))) {
-            abs_diff_forward_f32(v[2].p, v[0].p, v[1].p, a->numel);
+            tr_k_abs_diff_fwd_f32(v[2].p, v[0].p, v[1].p, a->numel);
             tr_elem_view_finish(&v[2], out);
         }
         release_all(ctx, v, 3);
@@ -101,7 +101,7 @@ int tr_op_abs_diff_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_
         if (!(rc = tr_elem_view_in(ctx, &v[0], dout)) && !(rc = tr_elem_view_in(ctx, &v[1], a)) &&
             !(rc = tr_elem_view_in(ctx, &v[2], b)) && !(rc = da ? tr_elem_view_out(ctx, &v[3], da, 0) : TR_OK) &&
             !(rc = db ? tr_elem_view_out(ctx, &v[4], db, 0) : TR_OK)) {
-            abs_diff_backward_f32(v[3].p, v[4].p, v[0].p, v[1].p, v[2].p, dout->numel);
+            tr_k_abs_diff_bwd_f32(v[3].p, v[4].p, v[0].p, v[1].p, v[2].p, dout->numel);
             if (da) tr_elem_view_finish(&v[3], da);
             if (db) tr_elem_view_finish(&v[4], db);
         }

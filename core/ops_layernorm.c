@@ -75,7 +75,7 @@ int tr_op_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *mean, tr_tensor *rst
             rc = tr_nn_load(ctx, x, r0 * C, nr * C, &X, &ox);
             if (rc == TR_OK) rc = tr_nn_out(ctx, out, r0 * C, nr * C, 0, &Y, &oy);
             if (rc == TR_OK) {
-                tr_layernorm_forward_f32(Y, (float *)mean->data + r0, (float *)rstd->data + r0, X,
+                tr_k_layernorm_fwd_f32(Y, (float *)mean->data + r0, (float *)rstd->data + r0, X,
                                          W, Bi, nr, C, eps);
                 tr_nn_store(out, r0 * C, Y, nr * C);
             }
@@ -135,7 +135,7 @@ int tr_op_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dweight, tr_
             if (rc == TR_OK) rc = tr_nn_load(ctx, dout, r0 * C, nr * C, &D, &od);
             if (rc == TR_OK && dx) rc = tr_nn_out(ctx, dx, r0 * C, nr * C, 0, &DX, &odx);
             if (rc == TR_OK) {
-                tr_layernorm_backward_f32(DX, dweight ? dweight->data : NULL,
+                tr_k_layernorm_bwd_f32(DX, dweight ? dweight->data : NULL,
                                           dbias ? dbias->data : NULL, D, X, W,
                                           (const float *)mean->data + r0,
                                           (const float *)rstd->data + r0, nr, C);

@@ -87,11 +87,11 @@ int tr_op_cross_entropy(tr_ctx *ctx, tr_tensor *loss, tr_tensor *lse, const tr_t
                 int64_t nr = N - r0 < rows ? N - r0 : rows;
                 tr_elem_view vz;
                 if ((rc = tr_elem_view_in_range(ctx, &vz, logits, r0 * K, nr * K))) break;
-                cross_entropy_forward_f32((float *)losses + r0, (float *)lse->data + r0, vz.p, t64 + r0, nr, K,
+                tr_k_cross_entropy_fwd_f32((float *)losses + r0, (float *)lse->data + r0, vz.p, t64 + r0, nr, K,
                                           ignore_index, label_smoothing);
                 tr_elem_view_release(ctx, &vz);
             }
-            float mean = count ? sum_all_f32(losses, N) / (float)count : 0.0f;
+            float mean = count ? tr_k_sum_all_fwd_f32(losses, N) / (float)count : 0.0f;
             if (rc == TR_OK) tr_convert(loss->data, loss->dtype, &mean, TR_F32, 1);
         }
         tr_elem_ws_free(ctx, losses);
@@ -132,7 +132,7 @@ int tr_op_cross_entropy_backward(tr_ctx *ctx, tr_tensor *dlogits, float dloss, c
                 break;
             }
             tr_elem_view *out = inplace ? &vz : &vd;
-            cross_entropy_backward_f32(out->p, vz.p, (const float *)lse->data + r0, t64 + r0, g, nr, K, ignore_index,
+            tr_k_cross_entropy_bwd_f32(out->p, vz.p, (const float *)lse->data + r0, t64 + r0, g, nr, K, ignore_index,
                                        label_smoothing);
             tr_elem_view_finish_range(out, dlogits, s);
             tr_elem_view_release(ctx, &vd);

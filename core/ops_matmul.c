@@ -87,7 +87,7 @@ int tr_op_matmul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tenso
         if ((rc = tr_nn_load(ctx, b, 0, b->numel, &B, &ob))) goto cpu_done;
         if (bias && (rc = tr_nn_load(ctx, bias, 0, N, &Bi, &obi))) goto cpu_done;
         if ((rc = tr_nn_out(ctx, out, 0, out->numel, beta != 0, &C, &oc))) goto cpu_done;
-        rc = tr_matmul_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b,
+        rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b,
                            alpha, beta, M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
         if (rc == TR_OK) tr_nn_store(out, 0, C, out->numel);
     cpu_done:
@@ -166,7 +166,7 @@ int tr_op_linear(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const tr_tenso
             rc = tr_nn_load(ctx, x, r0 * I, nr * I, &X, &ox);
             if (rc == TR_OK) rc = tr_nn_out(ctx, out, r0 * O, nr * O, 0, &Y, &oy);
             if (rc == TR_OK)
-                rc = tr_matmul_f32(Y, X, W, Bi, 1, (int)nr, (int)O, (int)I, 0, 1, 1, 0, 0, 0, 0,
+                rc = tr_k_matmul_fwd_f32(Y, X, W, Bi, 1, (int)nr, (int)O, (int)I, 0, 1, 1, 0, 0, 0, 0,
                                    tr_ctx_err(ctx));
             if (rc == TR_OK) tr_nn_store(out, r0 * O, Y, nr * O);
             tr_nn_scratch_free(ctx, ox);
@@ -244,17 +244,17 @@ int tr_op_linear_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *
             if (rc == TR_OK && dx) {
                 rc = tr_nn_out(ctx, dx, r0 * I, nr * I, 0, &DX, &odx);
                 if (rc == TR_OK)
-                    rc = tr_matmul_f32(DX, D, W, NULL, 1, (int)nr, (int)I, (int)O, 0, 0, 1, 0, 0,
+                    rc = tr_k_matmul_fwd_f32(DX, D, W, NULL, 1, (int)nr, (int)I, (int)O, 0, 0, 1, 0, 0,
                                        0, 0, tr_ctx_err(ctx));
                 if (rc == TR_OK) tr_nn_store(dx, r0 * I, DX, nr * I);
             }
             if (rc == TR_OK && dw) {
                 rc = tr_nn_load(ctx, x, r0 * I, nr * I, &X, &ox);
                 if (rc == TR_OK)
-                    rc = tr_matmul_f32(dw->data, D, X, NULL, 1, (int)O, (int)I, (int)nr, 1, 0, 1, 1,
+                    rc = tr_k_matmul_fwd_f32(dw->data, D, X, NULL, 1, (int)O, (int)I, (int)nr, 1, 0, 1, 1,
                                        0, 0, 0, tr_ctx_err(ctx));
             }
-            if (rc == TR_OK && dbias) tr_bias_backward_f32(dbias->data, D, nr, O);
+            if (rc == TR_OK && dbias) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
             tr_nn_scratch_free(ctx, od);
             tr_nn_scratch_free(ctx, odx);
             tr_nn_scratch_free(ctx, ox);

@@ -60,7 +60,7 @@ int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor 
                 tr_convert(buf, TR_F32, (const char *)grad->data + start * (int64_t)gs, grad->dtype, (size_t)len);
                 g = buf;
             }
-            adamw_step_f32(p + start, mm + start, vv + start, g, len, lr, beta1, beta2, eps, weight_decay, step,
+            tr_k_adamw_step_f32(p + start, mm + start, vv + start, g, len, lr, beta1, beta2, eps, weight_decay, step,
                            grad_scale);
             if (half_copy)
                 tr_convert((char *)half_copy->data + start * (int64_t)hs, half_copy->dtype, p + start, TR_F32,

@@ -84,7 +84,7 @@ int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m
     if (param->device != TR_CPU) return tr_elem_no_device(ctx, op, param->device);
     tr_elem_view g = { 0 };
     if ((rc = tr_elem_view_in(ctx, &g, grad))) return rc;
-    sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
+    tr_k_sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
                  weight_decay, nesterov != 0, step == 1, grad_scale);
     tr_elem_view_release(ctx, &g);
     refresh_half(half_copy, param);
@@ -163,7 +163,7 @@ int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_ten
         .relative_step = cfg->relative_step != 0, .scale_parameter = cfg->scale_parameter != 0,
         .warmup_init = cfg->warmup_init != 0, .step = step, .grad_scale = grad_scale,
     };
-    double lr = adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
+    double lr = tr_k_adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
                                    factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
     tr_elem_ws_free(ctx, work);
     tr_elem_view_release(ctx, &g);

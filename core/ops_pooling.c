@@ -73,7 +73,7 @@ int tr_op_pool(tr_ctx *ctx, tr_tensor *out, const tr_tensor *hidden, const tr_te
             tr_elem_view vh, vo = { 0 };
             if (!(rc = tr_elem_view_in_range(ctx, &vh, hidden, b0 * T * C, nb * T * C)) &&
                 !(rc = tr_elem_view_out_range(ctx, &vo, out, b0 * C, nb * C, 0))) {
-                pool_forward_f32(vo.p, vh.p, m32 + b0 * T, nb, T, C, mode);
+                tr_k_pool_fwd_f32(vo.p, vh.p, m32 + b0 * T, nb, T, C, mode);
                 tr_elem_view_finish_range(&vo, out, b0 * C);
             }
             tr_elem_view_release(ctx, &vo);
@@ -109,7 +109,7 @@ int tr_op_pool_backward(tr_ctx *ctx, tr_tensor *dhidden, const tr_tensor *dout, 
             if (!(rc = mode == TR_POOL_MAX ? tr_elem_view_in_range(ctx, &v[0], hidden, s, len) : TR_OK) &&
                 !(rc = tr_elem_view_in_range(ctx, &v[1], dout, b0 * C, nb * C)) &&
                 !(rc = tr_elem_view_out_range(ctx, &v[2], dhidden, s, len, 0))) {
-                pool_backward_f32(v[2].p, v[1].p, v[0].p, m32 + b0 * T, nb, T, C, mode);
+                tr_k_pool_bwd_f32(v[2].p, v[1].p, v[0].p, m32 + b0 * T, nb, T, C, mode);
                 tr_elem_view_finish_range(&v[2], dhidden, s);
             }
             for (int i = 0; i < 3; i++) tr_elem_view_release(ctx, &v[i]);

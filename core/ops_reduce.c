@@ -36,7 +36,7 @@ static double chunked_sum(const tr_tensor *t, int squares)
                 tr_convert(buf, TR_F32, (const char *)t->data + start * (int64_t)es, t->dtype, (size_t)len);
                 p = buf;
             }
-            part[c] = squares ? sumsq_all_f32(p, len) : sum_all_f32(p, len);
+            part[c] = squares ? tr_k_sumsq_all_fwd_f32(p, len) : tr_k_sum_all_fwd_f32(p, len);
         }
         for (int64_t c = 0; c < nb; c++) total += part[c];
     }
@@ -67,8 +67,8 @@ static int reduce(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *
             tr_elem_view vx, vo = { 0 };
             if (!(rc = tr_elem_view_in_range(ctx, &vx, x, r0 * C, nr * C)) &&
                 !(rc = tr_elem_view_out_range(ctx, &vo, out, r0, nr, 0))) {
-                sum_lastdim_f32(vo.p, vx.p, nr, C);
-                if (mean) scale_forward_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
+                tr_k_sum_lastdim_fwd_f32(vo.p, vx.p, nr, C);
+                if (mean) tr_k_scale_fwd_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
                 tr_elem_view_finish_range(&vo, out, r0);
             }
             tr_elem_view_release(ctx, &vo);
@@ -134,7 +134,7 @@ int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n,
         for (int i = 0; i < n; i++) {
             tr_tensor *t = ts[i];
             if (t->dtype == TR_F32) {
-                bad |= scale_check_finite_f32(t->data, t->numel, scale);
+                bad |= tr_k_scale_check_finite_fwd_f32(t->data, t->numel, scale);
                 continue;
             }
             int64_t nchunks = (t->numel + CHUNK - 1) / CHUNK;
@@ -145,7 +145,7 @@ int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n,
                 int64_t start = c * CHUNK, len = t->numel - start < CHUNK ? t->numel - start : CHUNK;
                 char *p = (char *)t->data + start * (int64_t)es;
                 tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
-                bad |= scale_check_finite_f32(buf, len, scale);
+                bad |= tr_k_scale_check_finite_fwd_f32(buf, len, scale);
                 tr_convert(p, t->dtype, buf, TR_F32, (size_t)len);
                 /* a finite f32 may still overflow the half dtype: check what was stored */
                 tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);

@@ -37,8 +37,8 @@ static int l2norm_blocks(tr_ctx *ctx, tr_tensor *out, const tr_tensor *dout, con
         if (!(rc = tr_elem_view_in_range(ctx, &v[0], x, s, len)) &&
             !(rc = dout ? tr_elem_view_in_range(ctx, &v[1], dout, s, len) : TR_OK) &&
             !(rc = tr_elem_view_out_range(ctx, &v[2], out, s, len, 0))) {
-            if (dout) l2norm_backward_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
-            else l2norm_forward_f32(v[2].p, v[0].p, nr, C, eps);
+            if (dout) tr_k_l2norm_bwd_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
+            else tr_k_l2norm_fwd_f32(v[2].p, v[0].p, nr, C, eps);
             tr_elem_view_finish_range(&v[2], out, s);
         }
         for (int i = 0; i < 3; i++) tr_elem_view_release(ctx, &v[i]);
@@ -96,10 +96,10 @@ static int normalise_both(tr_ctx *ctx, const tr_tensor *a, const tr_tensor *b, f
     *an = *ws;
     *bn = *an + N * C;
     if ((rc = tr_elem_view_in(ctx, &va, a))) goto fail;
-    l2norm_forward_f32(*an, va.p, N, C, cos_eps);
+    tr_k_l2norm_fwd_f32(*an, va.p, N, C, cos_eps);
     tr_elem_view_release(ctx, &va);
     if ((rc = tr_elem_view_in(ctx, &vb, b))) goto fail;
-    l2norm_forward_f32(*bn, vb.p, M, C, cos_eps);
+    tr_k_l2norm_fwd_f32(*bn, vb.p, M, C, cos_eps);
     tr_elem_view_release(ctx, &vb);
     return TR_OK;
 fail:
@@ -119,7 +119,7 @@ int tr_op_cosine_sim(tr_ctx *ctx, tr_tensor *sim, const tr_tensor *a, const tr_t
         tr_elem_view vs;
         if ((rc = normalise_both(ctx, a, b, &an, &bn, &ws))) return rc;
         if ((rc = tr_elem_view_out(ctx, &vs, sim, 0)) == TR_OK) {
-            cosine_sim_forward_f32(vs.p, an, bn, a->shape[0], b->shape[0], a->shape[1]);
+            tr_k_cosine_sim_fwd_f32(vs.p, an, bn, a->shape[0], b->shape[0], a->shape[1]);
             tr_elem_view_finish(&vs, sim);
             tr_elem_view_release(ctx, &vs);
         }
@@ -152,7 +152,7 @@ int tr_op_cosine_sim_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const t
         if ((rc = tr_elem_view_in(ctx, &vs, dsim))) goto free_ws;
         if ((rc = tr_elem_ws_alloc(ctx, (size_t)(N + M) * (size_t)C * sizeof(float), &dws))) goto free_s;
         float *dan = dws, *dbn = dan + N * C;
-        cosine_sim_backward_f32(da ? dan : NULL, db ? dbn : NULL, vs.p, an, bn, N, M, C);
+        tr_k_cosine_sim_bwd_f32(da ? dan : NULL, db ? dbn : NULL, vs.p, an, bn, N, M, C);
         /* through the normalisation: d(x / ||x||) */
         for (int side = 0; side < 2; side++) {
             tr_tensor *g = side ? db : da;
@@ -160,7 +160,7 @@ int tr_op_cosine_sim_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const t
             if (!g) continue;
             if ((rc = tr_elem_view_in(ctx, &vx, x))) goto free_d;
             if ((rc = tr_elem_view_out(ctx, &vg, g, 0)) == TR_OK) {
-                l2norm_backward_f32(vg.p, side ? dbn : dan, vx.p, side ? M : N, C, cos_eps);
+                tr_k_l2norm_bwd_f32(vg.p, side ? dbn : dan, vx.p, side ? M : N, C, cos_eps);
                 tr_elem_view_finish(&vg, g);
                 tr_elem_view_release(ctx, &vg);
             }

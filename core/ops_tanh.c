@@ -39,8 +39,8 @@ static int run(tr_ctx *ctx, const char *op, tr_tensor *y, const char *yname, con
         if (rc == TR_OK && b) rc = tr_nn_load(ctx, b, off, n, &B, &ob);
         if (rc == TR_OK) rc = tr_nn_out(ctx, y, off, n, 0, &Y, &oy);
         if (rc == TR_OK) {
-            if (b) tr_tanh_backward_f32(Y, A, B, n);
-            else tr_tanh_forward_f32(Y, A, n);
+            if (b) tr_k_tanh_bwd_f32(Y, A, B, n);
+            else tr_k_tanh_fwd_f32(Y, A, n);
             tr_nn_store(y, off, Y, n);
         }
         tr_nn_scratch_free(ctx, oa);

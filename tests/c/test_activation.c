@@ -17,19 +17,19 @@ typedef struct {
 static double gelu_loss(void *p)
 {
     gelu_ctx *c = p;
-    tr_gelu_forward_f64(c->out, c->x, c->n, c->approx);
+    tr_k_gelu_fwd_f64(c->out, c->x, c->n, c->approx);
     return tu_dot(c->out, c->R, c->n);
 }
 
 static void test_gelu_known_values(void)
 {
     double x[3] = { 1.0, -0.5, 2.0 }, y[3];
-    tr_gelu_forward_f64(y, x, 3, TR_GELU_ERF);
+    tr_k_gelu_fwd_f64(y, x, 3, TR_GELU_ERF);
     /* the formulas in Python float64 (math.erf, math.tanh); erf values equal torch.nn.functional.gelu */
     CHECK_CLOSE(y[0], 0.8413447460685429, 1e-15, 1e-14);
     CHECK_CLOSE(y[1], -0.15426876936299344, 1e-15, 1e-14);
     CHECK_CLOSE(y[2], 1.9544997361036416, 1e-15, 1e-14);
-    tr_gelu_forward_f64(y, x, 3, TR_GELU_TANH);
+    tr_k_gelu_fwd_f64(y, x, 3, TR_GELU_TANH);
     /* approximate="tanh" form */
     CHECK_CLOSE(y[0], 0.8411919906082768, 1e-15, 1e-14);
     CHECK_CLOSE(y[1], -0.15428599017485606, 1e-15, 1e-14);
@@ -45,7 +45,7 @@ static void test_gelu_backward_finite_differences(void)
         tu_seed(20 + approx);
         tu_fill(c.x, n, 4);
         tu_fill(c.R, n, 1);
-        tr_gelu_backward_f64(dx, c.R, c.x, n, approx);
+        tr_k_gelu_bwd_f64(dx, c.R, c.x, n, approx);
         tu_fd_grad(fd, c.x, n, gelu_loss, &c);
         CHECK(tu_rel_err(dx, fd, n) < 1e-6, "approx %d: rel err %g", approx, tu_rel_err(dx, fd, n));
         CHECK(tu_guard_ok(dx, 8 * n), "guard");
@@ -53,9 +53,9 @@ static void test_gelu_backward_finite_differences(void)
         double y[37];
         tu_to_f32(xf, c.x, n);
         tu_to_f32(Rf, c.R, n);
-        tr_gelu_forward_f64(y, c.x, n, approx);
-        tr_gelu_forward_f32(yf, xf, n, approx);
-        tr_gelu_backward_f32(dxf, Rf, xf, n, approx);
+        tr_k_gelu_fwd_f64(y, c.x, n, approx);
+        tr_k_gelu_fwd_f32(yf, xf, n, approx);
+        tr_k_gelu_bwd_f32(dxf, Rf, xf, n, approx);
         CHECK(tu_rel_err_f32(yf, y, n) < 1e-5, "f32 forward %g", tu_rel_err_f32(yf, y, n));
         CHECK(tu_rel_err_f32(dxf, dx, n) < 1e-5, "f32 backward %g", tu_rel_err_f32(dxf, dx, n));
         tu_guarded_free(dx);
@@ -73,19 +73,19 @@ typedef struct {
 static double sm_loss(void *p)
 {
     sm_ctx *c = p;
-    tr_softmax_forward_f64(c->out, c->x, c->N, c->C);
+    tr_k_softmax_fwd_f64(c->out, c->x, c->N, c->C);
     return tu_dot(c->out, c->R, c->N * c->C);
 }
 
 static void test_softmax_rows_sum_to_one_without_overflow(void)
 {
     double x[6] = { 1000, 1001, 1002, -5, 0, 5 }, y[6];
-    tr_softmax_forward_f64(y, x, 2, 3);
+    tr_k_softmax_fwd_f64(y, x, 2, 3);
     CHECK_CLOSE(y[0] + y[1] + y[2], 1, 1e-15, 0);
     CHECK_CLOSE(y[2], 1 / (1 + exp(-1.0) + exp(-2.0)), 1e-15, 1e-14);
     CHECK_CLOSE(y[5], 1 / (1 + exp(-5.0) + exp(-10.0)), 1e-15, 1e-14);
     double m[3] = { -INFINITY, -INFINITY, -INFINITY };
-    tr_softmax_forward_f64(m, m, 1, 3);
+    tr_k_softmax_fwd_f64(m, m, 1, 3);
     CHECK(m[0] == 0 && m[1] == 0 && m[2] == 0, "all -inf row: %g %g %g", m[0], m[1], m[2]);
 }
 
@@ -99,8 +99,8 @@ static void test_softmax_backward_finite_differences(void)
         tu_fill(c.x, NC, 3);
         tu_fill(c.R, NC, 1);
         double *y = malloc(8 * NC), *dx = tu_guarded(8 * NC), *fd = malloc(8 * NC);
-        tr_softmax_forward_f64(y, c.x, N, C);
-        tr_softmax_backward_f64(dx, c.R, y, N, C);
+        tr_k_softmax_fwd_f64(y, c.x, N, C);
+        tr_k_softmax_bwd_f64(dx, c.R, y, N, C);
         tu_fd_grad(fd, c.x, NC, sm_loss, &c);
         /* C == 1: softmax is constant 1, the gradient is exactly 0 */
         CHECK(C == 1 ? fabs(dx[0]) < 1e-15 : tu_rel_err(dx, fd, NC) < 1e-6, "N%lld C%lld rel err %g",
@@ -109,8 +109,8 @@ static void test_softmax_backward_finite_differences(void)
         float *xf = malloc(4 * NC), *Rf = malloc(4 * NC), *yf = malloc(4 * NC), *dxf = malloc(4 * NC);
         tu_to_f32(xf, c.x, NC);
         tu_to_f32(Rf, c.R, NC);
-        tr_softmax_forward_f32(yf, xf, N, C);
-        tr_softmax_backward_f32(dxf, Rf, yf, N, C);
+        tr_k_softmax_fwd_f32(yf, xf, N, C);
+        tr_k_softmax_bwd_f32(dxf, Rf, yf, N, C);
         CHECK(tu_rel_err_f32(yf, y, NC) < 1e-5, "f32 forward");
         CHECK(C == 1 || tu_rel_err_f32(dxf, dx, NC) < 1e-5, "f32 backward %g", tu_rel_err_f32(dxf, dx, NC));
         free(xf); free(Rf); free(yf); free(dxf);

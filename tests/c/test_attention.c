@@ -98,8 +98,8 @@ static void case_init(attn_case *c, int64_t B, int64_t T, int64_t H, int64_t D, 
     c->drop.key = &c->seed;
     c->dropp = p > 0 ? &c->drop : NULL;
     c->scale = 1 / sqrt((double)D);
-    c->nthreads = tr_attention_threads();
-    c->scratch = malloc(8 * tr_attention_scratch_elems(T, c->nthreads));
+    c->nthreads = tr_k_attention_threads();
+    c->scratch = malloc(8 * tr_k_attention_scratch_elems(T, c->nthreads));
 }
 
 static void case_free(attn_case *c)
@@ -111,7 +111,7 @@ static void case_free(attn_case *c)
 static double attn_loss(void *p)
 {
     attn_case *c = p;
-    tr_attention_forward_f64(c->out, c->lse, c->q, c->k, c->v, c->mask, TR_I32, c->dropp,
+    tr_k_attention_fwd_f64(c->out, c->lse, c->q, c->k, c->v, c->mask, TR_I32, c->dropp,
                              c->scale, c->B, c->T, c->H, c->D, c->scratch, c->nthreads);
     return tu_dot(c->out, c->R, c->n);
 }
@@ -132,7 +132,7 @@ static void test_attention_forward_matches_naive(void)
                   (float)shapes[s][5] / 100);
         double *out = tu_guarded(8 * c.n), *lse = tu_guarded(8 * c.B * c.H * c.T);
         double *rout = malloc(8 * c.n), *rlse = malloc(8 * c.B * c.H * c.T);
-        tr_attention_forward_f64(out, lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B,
+        tr_k_attention_fwd_f64(out, lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B,
                                  c.T, c.H, c.D, c.scratch, c.nthreads);
         naive_attention(rout, rlse, c.q, c.k, c.v, c.mask, c.dropp, c.scale, c.B, c.T, c.H, c.D);
         CHECK(tu_rel_err(out, rout, c.n) < 1e-12, "case %zu out rel err %g", s, tu_rel_err(out, rout, c.n));
@@ -158,7 +158,7 @@ static void test_attention_backward_finite_differences(void)
         double *fd = malloc(8 * n);
         for (int64_t i = 0; i < n; i++) dq[i] = dk[i] = dv[i] = NAN;    /* all overwrite */
         attn_loss(&c);
-        tr_attention_backward_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
+        tr_k_attention_bwd_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
                                   c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
         /* T == 1: the output is v whatever q and k are, so their gradients are exactly 0 */
         tu_fd_grad(fd, c.q, n, attn_loss, &c);
@@ -183,7 +183,7 @@ static void test_attention_fully_masked_rows_are_zero_not_nan(void)
     for (int64_t j = 0; j < c.T; j++) c.mask[1 * c.T + j] = 0;    /* batch 1: every key padded */
     double *dq = malloc(8 * c.n), *dk = malloc(8 * c.n), *dv = malloc(8 * c.n);
     attn_loss(&c);
-    tr_attention_backward_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
+    tr_k_attention_bwd_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
                               c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
     CHECK(tu_all_finite(c.out, c.n) && tu_all_finite(dq, c.n) && tu_all_finite(dk, c.n) &&
               tu_all_finite(dv, c.n), "NaN or inf in outputs or gradients");
@@ -204,17 +204,17 @@ static void test_attention_f32_matches_f64_and_f32_mask(void)
     int64_t n = c.n, nl = c.B * c.H * c.T;
     double *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);
     attn_loss(&c);
-    tr_attention_backward_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
+    tr_k_attention_bwd_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
                               c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
     float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n), *Rf = malloc(4 * n);
     float *of = tu_guarded(4 * n), *lf = tu_guarded(4 * nl), *dqf = tu_guarded(4 * n);
     float *dkf = tu_guarded(4 * n), *dvf = tu_guarded(4 * n), *maskf = malloc(4 * c.B * c.T);
-    float *scr = malloc(4 * tr_attention_scratch_elems(c.T, c.nthreads));
+    float *scr = malloc(4 * tr_k_attention_scratch_elems(c.T, c.nthreads));
     tu_to_f32(qf, c.q, n); tu_to_f32(kf, c.k, n); tu_to_f32(vf, c.v, n); tu_to_f32(Rf, c.R, n);
     for (int64_t i = 0; i < c.B * c.T; i++) maskf[i] = (float)c.mask[i];
-    tr_attention_forward_f32(of, lf, qf, kf, vf, maskf, TR_F32, c.dropp, (float)c.scale, c.B, c.T,
+    tr_k_attention_fwd_f32(of, lf, qf, kf, vf, maskf, TR_F32, c.dropp, (float)c.scale, c.B, c.T,
                              c.H, c.D, scr, c.nthreads);
-    tr_attention_backward_f32(dqf, dkf, dvf, Rf, qf, kf, vf, lf, maskf, TR_F32, c.dropp,
+    tr_k_attention_bwd_f32(dqf, dkf, dvf, Rf, qf, kf, vf, lf, maskf, TR_F32, c.dropp,
                               (float)c.scale, c.B, c.T, c.H, c.D, scr, c.nthreads);
     CHECK(tu_rel_err_f32(of, c.out, n) < 1e-5, "out %g", tu_rel_err_f32(of, c.out, n));
     CHECK(tu_rel_err_f32(lf, c.lse, nl) < 1e-5, "lse %g", tu_rel_err_f32(lf, c.lse, nl));
@@ -236,12 +236,12 @@ static void test_attention_independent_of_thread_count(void)
     case_init(&c, 2, 100, 3, 4, 1, 0.2f);
     int64_t n = c.n;
     double *o1 = malloc(8 * n), *g1 = malloc(8 * 3 * n), *g2 = malloc(8 * 3 * n);
-    tr_attention_forward_f64(o1, c.lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B, c.T,
+    tr_k_attention_fwd_f64(o1, c.lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B, c.T,
                              c.H, c.D, c.scratch, 1);
-    tr_attention_backward_f64(g1, g1 + n, g1 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
+    tr_k_attention_bwd_f64(g1, g1 + n, g1 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
                               c.dropp, c.scale, c.B, c.T, c.H, c.D, c.scratch, 1);
     attn_loss(&c);
-    tr_attention_backward_f64(g2, g2 + n, g2 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
+    tr_k_attention_bwd_f64(g2, g2 + n, g2 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
                               c.dropp, c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
     CHECK(memcmp(o1, c.out, 8 * n) == 0, "forward differs between 1 and %d threads", c.nthreads);
     CHECK(memcmp(g1, g2, 8 * 3 * n) == 0, "backward differs between 1 and %d threads", c.nthreads);

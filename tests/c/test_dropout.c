@@ -14,7 +14,7 @@ typedef struct {
 static double drop_loss(void *u)
 {
     drop_case *d = u;
-    dropout_apply_f64(d->out, d->x, d->keep, 1 / (1 - 0.3), d->n);
+    tr_k_dropout_fwd_f64(d->out, d->x, d->keep, 1 / (1 - 0.3), d->n);
     return dot(d->r, d->out, d->n);
 }
 
@@ -30,11 +30,11 @@ static void test_backward_fd_and_f32(void)
         rand_fill(x, n, &s), rand_fill(r, n, &s);
         for (int64_t j = 0; j < n; j++) keep[j] = urand(&s) > -0.4;
         drop_case d = { x, r, out, keep, n };
-        dropout_apply_f64(dx, r, keep, 1 / (1 - 0.3), n);
+        tr_k_dropout_fwd_f64(dx, r, keep, 1 / (1 - 0.3), n);
         fd_check("dx", x, n, dx, drop_loss, &d);
         to_f32(xf, x, n);
-        dropout_apply_f64(out, x, keep, 1 / (1 - 0.3), n);
-        dropout_apply_f32(of, xf, keep, 1 / (1 - 0.3f), n);
+        tr_k_dropout_fwd_f64(out, x, keep, 1 / (1 - 0.3), n);
+        tr_k_dropout_fwd_f32(of, xf, keep, 1 / (1 - 0.3f), n);
         close_f32("forward", of, out, n, 1e-6, 1e-7);
         for (int64_t j = 0; j < n; j++) CHECK(keep[j] || of[j] == 0, "dropped element %lld is not 0", (long long)j);
         CHECK(guard_intact(of), "dropout wrote outside its output");

@@ -19,7 +19,7 @@ typedef struct {
 static double mul_loss(void *u)
 {
     mul_case *m = u;
-    mul_forward_f64(m->out, m->a, m->b, m->N, m->C, m->brows);
+    tr_k_mul_fwd_f64(m->out, m->a, m->b, m->N, m->C, m->brows);
     return dot(m->r, m->out, m->N * m->C);
 }
 
@@ -35,7 +35,7 @@ static void test_mul_backward_fd(void)
             rand_fill(b, nb, &s);
             rand_fill(r, n, &s);
             mul_case m = { a, b, r, out, N, C, brows };
-            mul_backward_f64(da, db, r, a, b, N, C, brows);
+            tr_k_mul_bwd_f64(da, db, r, a, b, N, C, brows);
             fd_check("da", a, n, da, mul_loss, &m);
             fd_check("db", b, nb, db, mul_loss, &m);
             free(a), free(b), free(r), free(out), free(da), free(db);
@@ -57,31 +57,31 @@ static void test_f32_matches_f64(void)
             rand_fill(a, n, &s), rand_fill(b, nb, &s), rand_fill(d, n, &s);
             to_f32(af, a, n), to_f32(bf, b, nb), to_f32(df, d, n);
 
-            add_forward_f64(ref, a, b, N, C, brows);
-            add_forward_f32(o, af, bf, N, C, brows);
+            tr_k_add_fwd_f64(ref, a, b, N, C, brows);
+            tr_k_add_fwd_f32(o, af, bf, N, C, brows);
             close_f32("add", o, ref, n, 1e-6, 1e-6);
-            mul_forward_f64(ref, a, b, N, C, brows);
-            mul_forward_f32(o, af, bf, N, C, brows);
+            tr_k_mul_fwd_f64(ref, a, b, N, C, brows);
+            tr_k_mul_fwd_f32(o, af, bf, N, C, brows);
             close_f32("mul", o, ref, n, 1e-6, 1e-6);
-            mul_backward_f64(ref, refb, d, a, b, N, C, brows);
-            mul_backward_f32(o, ob, df, af, bf, N, C, brows);
+            tr_k_mul_bwd_f64(ref, refb, d, a, b, N, C, brows);
+            tr_k_mul_bwd_f32(o, ob, df, af, bf, N, C, brows);
             close_f32("mul da", o, ref, n, 1e-5, 1e-6);
             close_f32("mul db", ob, refb, nb, 1e-5, 1e-6);
-            mul_backward_f32(NULL, ob, df, af, bf, N, C, brows);   /* NULL gradient: skipped */
+            tr_k_mul_bwd_f32(NULL, ob, df, af, bf, N, C, brows);   /* NULL gradient: skipped */
             close_f32("mul db only", ob, refb, nb, 1e-5, 1e-6);
-            scale_forward_f64(ref, a, -0.75, n);
-            scale_forward_f32(o, af, -0.75f, n);
+            tr_k_scale_fwd_f64(ref, a, -0.75, n);
+            tr_k_scale_fwd_f32(o, af, -0.75f, n);
             close_f32("scale", o, ref, n, 1e-6, 1e-7);
             to_f32(o, d, n);
             memcpy(ref, d, n * 8);
-            axpy_f64(ref, a, 0.5, n);
-            axpy_f32(o, af, 0.5f, n);
+            tr_k_axpy_fwd_f64(ref, a, 0.5, n);
+            tr_k_axpy_fwd_f32(o, af, 0.5f, n);
             close_f32("axpy", o, ref, n, 1e-6, 1e-6);
-            axpy_f32(o, af, 0.5f, n);   /* accumulates: a second call adds again */
-            axpy_f64(ref, a, 0.5, n);
+            tr_k_axpy_fwd_f32(o, af, 0.5f, n);   /* accumulates: a second call adds again */
+            tr_k_axpy_fwd_f64(ref, a, 0.5, n);
             close_f32("axpy twice", o, ref, n, 1e-6, 1e-6);
-            fill_f64(ref, 3.25, n);
-            fill_f32(o, 3.25f, n);
+            tr_k_fill_fwd_f64(ref, 3.25, n);
+            tr_k_fill_fwd_f32(o, 3.25f, n);
             close_f32("fill", o, ref, n, 0, 0);
             CHECK(guard_intact(o) && guard_intact(ob), "a kernel wrote outside its output (N=%lld C=%lld)",
                   (long long)N, (long long)C);

@@ -15,7 +15,7 @@ typedef struct {
 static double emb_loss(void *u)
 {
     emb_case *e = u;
-    embedding_forward_f64(e->out, e->ids, e->table, e->N, e->C);
+    tr_k_embedding_fwd_f64(e->out, e->ids, e->table, e->N, e->C);
     return dot(e->r, e->out, e->N * e->C);
 }
 
@@ -36,13 +36,13 @@ static void test_backward_fd(void)
             for (int64_t n = 0; n < N; n++)
                 if (ids[n] == pad) memset(r + n * C, 0, C * 8);
             emb_case e = { table, r, out, ids, N, C };
-            embedding_backward_f64(dtable, r, ids, N, C, pad);
+            tr_k_embedding_bwd_f64(dtable, r, ids, N, C, pad);
             fd_check("dtable", table, V * C, dtable, emb_loss, &e);
             if (pad >= 0) {
                 /* the padding row gets nothing even where dout is non-zero */
                 rand_fill(r, N * C, &s);
                 memset(dtable, 0, V * C * 8);
-                embedding_backward_f64(dtable, r, ids, N, C, pad);
+                tr_k_embedding_bwd_f64(dtable, r, ids, N, C, pad);
                 for (int64_t c = 0; c < C; c++) CHECK(dtable[pad * C + c] == 0, "padding row got a gradient");
             }
             free(table), free(r), free(out), free(dtable);
@@ -60,11 +60,11 @@ static void test_f32_matches_f64(void)
     float *dt = guard_alloc(V * C * 4);
     rand_fill(table, V * C, &s), rand_fill(d, N * C, &s), rand_fill(dref, V * C, &s);
     to_f32(tf, table, V * C), to_f32(df, d, N * C), to_f32(dt, dref, V * C);
-    embedding_forward_f64(ref, ids, table, N, C);
-    embedding_forward_f32(o, ids, tf, N, C);
+    tr_k_embedding_fwd_f64(ref, ids, table, N, C);
+    tr_k_embedding_fwd_f32(o, ids, tf, N, C);
     close_f32("forward", o, ref, N * C, 0, 1e-7);
-    embedding_backward_f64(dref, d, ids, N, C, -1);   /* accumulates onto the random start */
-    embedding_backward_f32(dt, df, ids, N, C, -1);
+    tr_k_embedding_bwd_f64(dref, d, ids, N, C, -1);   /* accumulates onto the random start */
+    tr_k_embedding_bwd_f32(dt, df, ids, N, C, -1);
     close_f32("dtable", dt, dref, V * C, 1e-6, 1e-6);
     CHECK(guard_intact(o) && guard_intact(dt), "a kernel wrote outside its output");
     free(table), free(d), free(ref), free(dref), free(tf), free(df);

@@ -13,7 +13,7 @@ typedef struct {
 static double ln_loss(void *p)
 {
     ln_ctx *c = p;
-    tr_layernorm_forward_f64(c->out, c->mean, c->rstd, c->x, c->w, c->b, c->N, c->C, 1e-5);
+    tr_k_layernorm_fwd_f64(c->out, c->mean, c->rstd, c->x, c->w, c->b, c->N, c->C, 1e-5);
     return tu_dot(c->out, c->R, c->N * c->C);
 }
 
@@ -26,7 +26,7 @@ static void test_layernorm_forward_formula(void)
     tu_fill(w, C, 1);
     tu_fill(b, C, 1);
     for (int64_t i = 0; i < N * C; i++) x[i] += 100;    /* a large mean must not hurt */
-    tr_layernorm_forward_f64(out, mean, rstd, x, w, b, N, C, 1e-5);
+    tr_k_layernorm_fwd_f64(out, mean, rstd, x, w, b, N, C, 1e-5);
     for (int64_t n = 0; n < N; n++) {
         double m = 0, v = 0;
         for (int64_t c = 0; c < C; c++) m += x[n * C + c] / C;
@@ -54,7 +54,7 @@ static void test_layernorm_backward_finite_differences(void)
         double *fd = malloc(8 * N * C);
         for (int64_t i = 0; i < C; i++) dw[i] = db[i] = 0.25;
         ln_loss(&c);
-        tr_layernorm_backward_f64(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, N, C);
+        tr_k_layernorm_bwd_f64(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, N, C);
         for (int64_t i = 0; i < C; i++) dw[i] -= 0.25, db[i] -= 0.25;
         /* C == 1 makes the output independent of x: dx must be exactly zero then */
         tu_fd_grad(fd, c.x, N * C, ln_loss, &c);
@@ -67,7 +67,7 @@ static void test_layernorm_backward_finite_differences(void)
         CHECK(tu_guard_ok(dx, 8 * N * C) && tu_guard_ok(dw, 8 * C) && tu_guard_ok(db, 8 * C), "guards");
         /* frozen parameters: NULL dweight/dbias gives the same dx */
         double *dx2 = malloc(8 * N * C);
-        tr_layernorm_backward_f64(dx2, NULL, NULL, c.R, c.x, c.w, c.mean, c.rstd, N, C);
+        tr_k_layernorm_bwd_f64(dx2, NULL, NULL, c.R, c.x, c.w, c.mean, c.rstd, N, C);
         CHECK(tu_rel_err(dx2, dx, N * C) == 0, "dx differs without dweight/dbias");
         free(dx2); free(fd);
         tu_guarded_free(dx); tu_guarded_free(dw); tu_guarded_free(db);
@@ -88,10 +88,10 @@ static void test_layernorm_f32_matches_f64(void)
     tu_fill(w, C, 1);
     tu_fill(b, C, 1);
     tu_to_f32(xf, x, NC); tu_to_f32(Rf, R, NC); tu_to_f32(wf, w, C); tu_to_f32(bf, b, C);
-    tr_layernorm_forward_f64(out, mean, rstd, x, w, b, N, C, 1e-12);
-    tr_layernorm_forward_f32(outf, meanf, rstdf, xf, wf, bf, N, C, 1e-12f);
-    tr_layernorm_backward_f64(dx, dw, db, R, x, w, mean, rstd, N, C);
-    tr_layernorm_backward_f32(dxf, dwf, dbf, Rf, xf, wf, meanf, rstdf, N, C);
+    tr_k_layernorm_fwd_f64(out, mean, rstd, x, w, b, N, C, 1e-12);
+    tr_k_layernorm_fwd_f32(outf, meanf, rstdf, xf, wf, bf, N, C, 1e-12f);
+    tr_k_layernorm_bwd_f64(dx, dw, db, R, x, w, mean, rstd, N, C);
+    tr_k_layernorm_bwd_f32(dxf, dwf, dbf, Rf, xf, wf, meanf, rstdf, N, C);
     CHECK(tu_rel_err_f32(outf, out, NC) < 1e-5, "out %g", tu_rel_err_f32(outf, out, NC));
     CHECK(tu_rel_err_f32(rstdf, rstd, N) < 1e-5, "rstd");
     CHECK(tu_rel_err_f32(dxf, dx, NC) < 1e-5, "dx %g", tu_rel_err_f32(dxf, dx, NC));

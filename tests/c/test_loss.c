@@ -16,7 +16,7 @@ typedef struct {
 static double ce_mean(void *u)
 {
     ce_case *c = u;
-    int64_t cnt = cross_entropy_forward_f64(c->losses, c->lse, c->logits, c->targets, c->N, c->K, -100, c->ls);
+    int64_t cnt = tr_k_cross_entropy_fwd_f64(c->losses, c->lse, c->logits, c->targets, c->N, c->K, -100, c->ls);
     double s = 0;
     for (int64_t n = 0; n < c->N; n++) s += c->losses[n];
     return cnt ? s / cnt : 0;
@@ -38,9 +38,9 @@ static void test_backward_fd(void)
             rand_fill(z, N * K, &s);
             for (int64_t q = 0; q < N * K; q++) z[q] *= 3;
             ce_case c = { z, losses, lse, t, N, K, smoothing[j] };
-            int64_t cnt = cross_entropy_forward_f64(losses, lse, z, t, N, K, -100, smoothing[j]);
+            int64_t cnt = tr_k_cross_entropy_fwd_f64(losses, lse, z, t, N, K, -100, smoothing[j]);
             double g = 0.7;   /* the upstream gradient of the mean */
-            cross_entropy_backward_f64(dz, z, lse, t, cnt ? g / cnt : 0, N, K, -100, smoothing[j]);
+            tr_k_cross_entropy_bwd_f64(dz, z, lse, t, cnt ? g / cnt : 0, N, K, -100, smoothing[j]);
             for (int64_t q = 0; q < N * K; q++) dz[q] /= g;
             fd_check("dlogits", z, N * K, dz, ce_mean, &c);
             free(z), free(losses), free(lse), free(dz);
@@ -57,7 +57,7 @@ static void test_value_and_f32(void)
     float *dzf = guard_alloc(N * K * 4);
     rand_fill(z, N * K, &s);
     for (int64_t q = 0; q < N * K; q++) z[q] *= 4;
-    int64_t cnt = cross_entropy_forward_f64(losses, lse, z, t, N, K, -100, 0);
+    int64_t cnt = tr_k_cross_entropy_fwd_f64(losses, lse, z, t, N, K, -100, 0);
     CHECK(cnt == 4, "count %lld", (long long)cnt);
     for (int64_t n = 0; n < N; n++) {
         double e = 0;
@@ -66,13 +66,13 @@ static void test_value_and_f32(void)
         CHECK_CLOSE(losses[n], want, 1e-12, 1e-12);
     }
     to_f32(zf, z, N * K);
-    int64_t cntf = cross_entropy_forward_f32(lf, lsef, zf, t, N, K, -100, 0.1f);
-    cross_entropy_forward_f64(losses, lse, z, t, N, K, -100, 0.1);
+    int64_t cntf = tr_k_cross_entropy_fwd_f32(lf, lsef, zf, t, N, K, -100, 0.1f);
+    tr_k_cross_entropy_fwd_f64(losses, lse, z, t, N, K, -100, 0.1);
     CHECK(cntf == cnt, "f32 count %lld", (long long)cntf);
     close_f32("losses", lf, losses, N, 1e-5, 1e-6);
     close_f32("lse", lsef, lse, N, 1e-5, 1e-6);
-    cross_entropy_backward_f64(dz, z, lse, t, 0.25, N, K, -100, 0.1);
-    cross_entropy_backward_f32(dzf, zf, lsef, t, 0.25f, N, K, -100, 0.1f);
+    tr_k_cross_entropy_bwd_f64(dz, z, lse, t, 0.25, N, K, -100, 0.1);
+    tr_k_cross_entropy_bwd_f32(dzf, zf, lsef, t, 0.25f, N, K, -100, 0.1f);
     close_f32("dlogits", dzf, dz, N * K, 1e-5, 1e-7);
     CHECK(guard_intact(lf) && guard_intact(lsef) && guard_intact(dzf), "a kernel wrote outside its output");
     free(z), free(losses), free(lse), free(dz), free(zf);

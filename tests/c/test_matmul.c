@@ -61,14 +61,14 @@ static void test_matmul_against_naive(void)
                                      use_bias ? bias : NULL, M, N, K, tA, tB, alpha, beta);
                     tr_error err;
                     tr_error_clear(&err);
-                    int rc = tr_matmul_f64(C, A, B, use_bias ? bias : NULL, batch, M, N, K, tA, tB,
+                    int rc = tr_k_matmul_fwd_f64(C, A, B, use_bias ? bias : NULL, batch, M, N, K, tA, tB,
                                            alpha, beta, (int64_t)M * K, (int64_t)K * N,
                                            (int64_t)M * N, &err);
                     CHECK(rc == TR_OK, "f64 rc %d: %s", rc, err.msg);
                     double e = tu_rel_err(C, R, (int64_t)batch * M * N);
                     CHECK(e < 1e-12, "f64 M%d N%d K%d tA%d tB%d v%d: rel err %g", M, N, K, tA, tB,
                           variant, e);
-                    rc = tr_matmul_f32(Cf, Af, Bf, use_bias ? biasf : NULL, batch, M, N, K, tA, tB,
+                    rc = tr_k_matmul_fwd_f32(Cf, Af, Bf, use_bias ? biasf : NULL, batch, M, N, K, tA, tB,
                                        (float)alpha, (float)beta, (int64_t)M * K, (int64_t)K * N,
                                        (int64_t)M * N, &err);
                     CHECK(rc == TR_OK, "f32 rc %d: %s", rc, err.msg);
@@ -91,7 +91,7 @@ static void test_matmul_beta0_ignores_garbage_and_broadcasts(void)
     tu_fill(B, K * N, 1);
     for (int i = 0; i < batch * M * N; i++) C[i] = NAN;
     tr_error err;
-    int rc = tr_matmul_f64(C, A, B, NULL, batch, M, N, K, 0, 0, 1, 0, M * K, 0, M * N, &err);
+    int rc = tr_k_matmul_fwd_f64(C, A, B, NULL, batch, M, N, K, 0, 0, 1, 0, M * K, 0, M * N, &err);
     CHECK(rc == TR_OK, "rc %d", rc);
     for (int b = 0; b < batch; b++) {
         naive_matmul(R, A + b * M * K, B, NULL, M, N, K, 0, 0, 1, 0);
@@ -103,7 +103,7 @@ static void test_matmul_empty_k_gives_beta_c_plus_bias(void)
 {
     double C[6] = { 1, 2, 3, 4, 5, 6 }, bias[3] = { 10, 20, 30 };
     tr_error err;
-    int rc = tr_matmul_f64(C, NULL, NULL, bias, 1, 2, 3, 0, 0, 0, 1, 2, 0, 0, 0, &err);
+    int rc = tr_k_matmul_fwd_f64(C, NULL, NULL, bias, 1, 2, 3, 0, 0, 0, 1, 2, 0, 0, 0, &err);
     CHECK(rc == TR_OK, "rc %d: %s", rc, err.msg);
     CHECK(C[0] == 12 && C[5] == 42, "C = 2C + bias: %g %g", C[0], C[5]);
 }
@@ -113,10 +113,10 @@ static void test_matmul_rejects_bad_arguments(void)
     float C[4], A[4], B[4];
     tr_error err;
     tr_error_clear(&err);
-    int rc = tr_matmul_f32(C, A, B, NULL, 1, -2, 2, 2, 0, 0, 1, 0, 4, 4, 4, &err);
+    int rc = tr_k_matmul_fwd_f32(C, A, B, NULL, 1, -2, 2, 2, 0, 0, 1, 0, 4, 4, 4, &err);
     CHECK(rc == TR_EINTERNAL, "negative M accepted: rc %d", rc);
     CHECK(strstr(err.msg, "matmul") != NULL, "message names the file: %s", err.msg);
-    rc = tr_matmul_f32(C, A, B, NULL, 1, 2, 2, 2, 0, 0, 1, 0, -1, 4, 4, &err);
+    rc = tr_k_matmul_fwd_f32(C, A, B, NULL, 1, 2, 2, 2, 0, 0, 1, 0, -1, 4, 4, &err);
     CHECK(rc == TR_EINTERNAL, "negative stride accepted: rc %d", rc);
 }
 
@@ -130,7 +130,7 @@ typedef struct {
 static double lin_loss(void *p)
 {
     lin_ctx *c = p;
-    tr_matmul_f64(c->out, c->x, c->w, c->b, 1, c->N, c->O, c->I, 0, 1, 1, 0, 0, 0, 0, NULL);
+    tr_k_matmul_fwd_f64(c->out, c->x, c->w, c->b, 1, c->N, c->O, c->I, 0, 1, 1, 0, 0, 0, 0, NULL);
     return tu_dot(c->out, c->R, (int64_t)c->N * c->O);
 }
 
@@ -154,9 +154,9 @@ static void test_linear_backward_finite_differences(void)
         for (int i = 0; i < O * I; i++) dw[i] = 1;
         for (int i = 0; i < O; i++) db[i] = 1;
         tr_error err;
-        int rc = tr_matmul_f64(dx, c.R, c.w, NULL, 1, N, I, O, 0, 0, 1, 0, 0, 0, 0, &err);
-        rc |= tr_matmul_f64(dw, c.R, c.x, NULL, 1, O, I, N, 1, 0, 1, 1, 0, 0, 0, &err);
-        tr_bias_backward_f64(db, c.R, N, O);
+        int rc = tr_k_matmul_fwd_f64(dx, c.R, c.w, NULL, 1, N, I, O, 0, 0, 1, 0, 0, 0, 0, &err);
+        rc |= tr_k_matmul_fwd_f64(dw, c.R, c.x, NULL, 1, O, I, N, 1, 0, 1, 1, 0, 0, 0, &err);
+        tr_k_bias_bwd_f64(db, c.R, N, O);
         CHECK(rc == TR_OK, "rc");
         for (int i = 0; i < O * I; i++) dw[i] -= 1;
         for (int i = 0; i < O; i++) db[i] -= 1;
@@ -187,8 +187,8 @@ static void test_bias_backward_f32_matches_f64(void)
         ref[o] = 0.5;
         for (int n = 0; n < N; n++) ref[o] += d[n * O + o];
     }
-    tr_bias_backward_f64(db, d, N, O);
-    tr_bias_backward_f32(dbf, df, N, O);
+    tr_k_bias_bwd_f64(db, d, N, O);
+    tr_k_bias_bwd_f32(dbf, df, N, O);
     CHECK(tu_rel_err(db, ref, O) < 1e-13, "f64");
     CHECK(tu_rel_err_f32(dbf, ref, O) < 1e-5, "f32 %g", tu_rel_err_f32(dbf, ref, O));
     free(d); free(df);

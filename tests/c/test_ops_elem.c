@@ -76,17 +76,17 @@ static void test_elementwise(void)
         tr_tensor *ta = mk(2, sh, dt, a), *tb = mk(2, sh, dt, b), *tv = mk(1, shb, dt, bv), *to = mk(2, sh, dt, NULL);
         tr_tensor *tdb = mk(1, shb, dt, NULL);
         CHECK(tr_op_add(ctx, to, ta, tb) == TR_OK, "add: %s", tr_ctx_errmsg(ctx));
-        add_forward_f64(ref, a, b, N, C, N);
+        tr_k_add_fwd_f64(ref, a, b, N, C, N);
         float *o = get(to);
         close_f32("add", o, ref, 35, 2 * tol, 2 * tol);
         free(o);
         CHECK(tr_op_mul(ctx, to, ta, tv) == TR_OK, "mul broadcast: %s", tr_ctx_errmsg(ctx));
-        mul_forward_f64(ref, a, bv, N, C, 1);
+        tr_k_mul_fwd_f64(ref, a, bv, N, C, 1);
         o = get(to);
         close_f32("mul broadcast", o, ref, 35, 2 * tol, tol);
         free(o);
         CHECK(tr_op_mul_backward(ctx, to, tdb, tb, ta, tv) == TR_OK, "mul_backward: %s", tr_ctx_errmsg(ctx));
-        mul_backward_f64(ref, refb, b, a, bv, N, C, 1);
+        tr_k_mul_bwd_f64(ref, refb, b, a, bv, N, C, 1);
         o = get(to);
         close_f32("mul da", o, ref, 35, 2 * tol, tol);
         free(o);
@@ -212,10 +212,10 @@ static void test_cross_entropy(void)
     double z[54], losses[6], lse[6], dz[54];
     rand_fill(z, 54, &s);
     for (int i = 0; i < 54; i++) z[i] *= 3;
-    int64_t cnt = cross_entropy_forward_f64(losses, lse, z, t, N, K, -100, 0.1);
+    int64_t cnt = tr_k_cross_entropy_fwd_f64(losses, lse, z, t, N, K, -100, 0.1);
     double mean = 0;
     for (int i = 0; i < 6; i++) mean += losses[i] / cnt;
-    cross_entropy_backward_f64(dz, z, lse, t, 2.0 / cnt, N, K, -100, 0.1);
+    tr_k_cross_entropy_bwd_f64(dz, z, lse, t, 2.0 / cnt, N, K, -100, 0.1);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
         /* the reference sees the same rounded logits as the op */
@@ -265,12 +265,12 @@ static void test_pooling(void)
             if (di == 1) memcpy(tm->data, maskl, sizeof maskl);
             if (di == 2) memcpy(tm->data, mask, sizeof mask);
             CHECK(tr_op_pool(ctx, to, th, tm, mode) == TR_OK, "pool: %s", tr_ctx_errmsg(ctx));
-            pool_forward_f64(ref, h, mask, B, T, C, mode);
+            tr_k_pool_fwd_f64(ref, h, mask, B, T, C, mode);
             float *o = get(to);
             close_f32("pool", o, ref, 15, 2 * tol_of(dt), 2 * tol_of(dt));
             free(o);
             CHECK(tr_op_pool_backward(ctx, tdh, td, th, tm, mode) == TR_OK, "backward: %s", tr_ctx_errmsg(ctx));
-            pool_backward_f64(ref, dout, h, mask, B, T, C, mode);
+            tr_k_pool_bwd_f64(ref, dout, h, mask, B, T, C, mode);
             o = get(tdh);
             if (dt == TR_F32 || mode != TR_POOL_MAX)   /* max in half may pick another argmax among near-ties */
                 close_f32("pool backward", o, ref, 60, 2 * tol_of(dt), 2 * tol_of(dt));
@@ -292,12 +292,12 @@ static void test_similarity(void)
     int64_t N = 4, M = 3, C = 6, sha[2] = { N, C }, shb[2] = { M, C }, shs[2] = { N, M };
     double a[24], b[18], d[12], an[24], bn[18], sim[12], dan[24], dbn[18], da[24], db[18];
     rand_fill(a, 24, &s), rand_fill(b, 18, &s), rand_fill(d, 12, &s);
-    l2norm_forward_f64(an, a, N, C, 1e-12);
-    l2norm_forward_f64(bn, b, M, C, 1e-12);
-    cosine_sim_forward_f64(sim, an, bn, N, M, C);
-    cosine_sim_backward_f64(dan, dbn, d, an, bn, N, M, C);
-    l2norm_backward_f64(da, dan, a, N, C, 1e-12);
-    l2norm_backward_f64(db, dbn, b, M, C, 1e-12);
+    tr_k_l2norm_fwd_f64(an, a, N, C, 1e-12);
+    tr_k_l2norm_fwd_f64(bn, b, M, C, 1e-12);
+    tr_k_cosine_sim_fwd_f64(sim, an, bn, N, M, C);
+    tr_k_cosine_sim_bwd_f64(dan, dbn, d, an, bn, N, M, C);
+    tr_k_l2norm_bwd_f64(da, dan, a, N, C, 1e-12);
+    tr_k_l2norm_bwd_f64(db, dbn, b, M, C, 1e-12);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
         double tol = tol_of(dt);

@@ -297,14 +297,14 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
     if (dtype == TR_F32) {
         /* reference: the f64 kernel on the same values with the same stream */
         tr_attn_dropout drop = { p, philox_uniform, &key };
-        int nt = tr_attention_threads();
-        double *scr = malloc(8 * tr_attention_scratch_elems(T, nt)), *out = malloc(8 * n);
+        int nt = tr_k_attention_threads();
+        double *scr = malloc(8 * tr_k_attention_scratch_elems(T, nt)), *out = malloc(8 * n);
         double *lse = malloc(8 * B * H * T), *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);
         double *qq = rd(fq), *kk = rd(fk), *vv = rd(fv), *gg = rd(fg);
         int32_t *mi = mask->data;
-        tr_attention_forward_f64(out, lse, qq, kk, vv, mi, TR_I32, &drop, 1 / sqrt((double)D), B, T, H,
+        tr_k_attention_fwd_f64(out, lse, qq, kk, vv, mi, TR_I32, &drop, 1 / sqrt((double)D), B, T, H,
                                  D, scr, nt);
-        tr_attention_backward_f64(dq, dk, dv, gg, qq, kk, vv, lse, mi, TR_I32, &drop,
+        tr_k_attention_bwd_f64(dq, dk, dv, gg, qq, kk, vv, lse, mi, TR_I32, &drop,
                                   1 / sqrt((double)D), B, T, H, D, scr, nt);
         CHECK(err_t(fo, out) < 1e-5, "out %g", err_t(fo, out));
         CHECK(err_t(fl, lse) < 1e-5, "lse %g", err_t(fl, lse));

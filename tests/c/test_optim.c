@@ -37,8 +37,8 @@ static void test_adamw_10_steps(void)
         for (int i = 0; i < n; i++) g[i] *= scale * (i == 0 ? 1e-6 : 1);   /* one tiny gradient: eps matters */
         to_f32(gf, g, n);
         adamw_reference(p, m, v, g, n, lr, b1, b2, eps, wd, step, scale);
-        adamw_step_f64(pd, md, vd, g, n, lr, b1, b2, eps, wd, step, scale);
-        adamw_step_f32(pf, mf, vf, gf, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)scale);
+        tr_k_adamw_step_f64(pd, md, vd, g, n, lr, b1, b2, eps, wd, step, scale);
+        tr_k_adamw_step_f32(pf, mf, vf, gf, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)scale);
     }
     for (int i = 0; i < n; i++) {
         CHECK_CLOSE(pd[i], p[i], 1e-14, 1e-12);
@@ -58,7 +58,7 @@ static void test_adamw_first_step_closed_form(void)
     const double lr = 0.1, wd = 0.5, eps = 1e-8;
     double want[4];
     for (int i = 0; i < 4; i++) want[i] = p[i] * (1 - lr * wd) - lr * g[i] / (fabs(g[i]) + eps);
-    adamw_step_f64(p, m, v, g, 4, lr, 0.9, 0.999, eps, wd, 1, 1.0);
+    tr_k_adamw_step_f64(p, m, v, g, 4, lr, 0.9, 0.999, eps, wd, 1, 1.0);
     for (int i = 0; i < 4; i++) CHECK_CLOSE(p[i], want[i], 1e-15, 1e-12);
     CHECK_CLOSE(want[0], 0.5 * 0.95 - 0.1, 2e-8, 0);   /* by hand: eps shifts it by 1e-8 */
     CHECK_CLOSE(want[2], 2.0 * 0.95 - 0.1 * 1e-9 / (1e-9 + 1e-8), 1e-12, 0);

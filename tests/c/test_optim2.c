@@ -108,8 +108,8 @@ static void run_sgd(double mom, double damp, double wd, int nesterov, uint64_t s
         for (int i = 0; i < n; i++) g[i] *= scale;
         to_f32(gf, g, n);
         sgd_reference(p, buf, &has, g, n, lr, mom, damp, wd, nesterov, scale);
-        sgd_step_f64(pd, bd, g, n, lr, mom, damp, wd, nesterov, step == 1, scale);
-        sgd_step_f32(pf, bf, gf, n, (float)lr, (float)mom, (float)damp, (float)wd, nesterov, step == 1, (float)scale);
+        tr_k_sgd_step_f64(pd, bd, g, n, lr, mom, damp, wd, nesterov, step == 1, scale);
+        tr_k_sgd_step_f32(pf, bf, gf, n, (float)lr, (float)mom, (float)damp, (float)wd, nesterov, step == 1, (float)scale);
     }
     for (int i = 0; i < n; i++) {
         CHECK_CLOSE(pd[i], p[i], 1e-14, 1e-12);
@@ -131,7 +131,7 @@ static void test_sgd_first_step_closed_form(void)
     double p[3] = { 1, -2, 0.5 }, b[3] = { 0 }, g[3] = { 0.5, 0.25, -1 };
     double want[3], wantb[3];
     for (int i = 0; i < 3; i++) wantb[i] = g[i] + 0.1 * p[i], want[i] = p[i] - 0.2 * wantb[i];
-    sgd_step_f64(p, b, g, 3, 0.2, 0.9, 0.5, 0.1, 0, 1, 1);
+    tr_k_sgd_step_f64(p, b, g, 3, 0.2, 0.9, 0.5, 0.1, 0, 1, 1);
     for (int i = 0; i < 3; i++) {
         CHECK_CLOSE(p[i], want[i], 1e-15, 1e-15);
         CHECK_CLOSE(b[i], wantb[i], 1e-15, 1e-15);
@@ -174,9 +174,9 @@ static void run_adafactor(const ref_cfg *c, int B, int R, int C, int vec, double
         adafactor_hparams h = hparams(c, step);
         int64_t kb = vec ? 1 : B, kr = vec ? 1 : R, kc = vec ? n : C;
         want_lr = adafactor_reference(p, ea, row, col, v, g, vec ? 1 : B, R, C, vec, step, c);
-        lr64 = adafactor_step_f64(pd, c->beta1 >= 0 ? ead : NULL, vec ? NULL : rowd, vec ? NULL : cold,
+        lr64 = tr_k_adafactor_step_f64(pd, c->beta1 >= 0 ? ead : NULL, vec ? NULL : rowd, vec ? NULL : cold,
                                   vec ? vd : NULL, vec ? NULL : work, g, kb, kr, kc, &h);
-        lr32 = adafactor_step_f32(pf, c->beta1 >= 0 ? eaf : NULL, vec ? NULL : rowf, vec ? NULL : colf,
+        lr32 = tr_k_adafactor_step_f32(pf, c->beta1 >= 0 ? eaf : NULL, vec ? NULL : rowf, vec ? NULL : colf,
                                   vec ? vf : NULL, vec ? NULL : work, gf, kb, kr, kc, &h);
     }
     CHECK_CLOSE(lr64, want_lr, 0, 1e-12);
@@ -221,7 +221,7 @@ static void test_adafactor_first_step_closed_form(void)
     double rms = sqrt((0.09 + 0.16 + 1.44) / 4), lr = 1e-2 * rms;
     for (int i = 0; i < 4; i++) want[i] = p[i] - lr * (g[i] > 0 ? 1 : -1);
     adafactor_hparams h = hparams(&defaults, 1);
-    double used = adafactor_step_f64(p, NULL, NULL, NULL, v, NULL, g, 1, 1, 4, &h);
+    double used = tr_k_adafactor_step_f64(p, NULL, NULL, NULL, v, NULL, g, 1, 1, 4, &h);
     CHECK_CLOSE(used, lr, 0, 1e-15);
     for (int i = 0; i < 4; i++) CHECK_CLOSE(p[i], want[i], 1e-15, 1e-12);
 }
@@ -256,7 +256,7 @@ static void test_op_sgd(void)
     tr_convert(gf, TR_F32, tg->data, TR_BF16, n);
     for (int step = 1; step <= 3; step++) {
         CHECK(tr_op_sgd(ctx, tp, tg, tb, th, 0.1f, 0.9f, 0, 0.01f, 1, step, 4) == TR_OK, "sgd: %s", tr_ctx_errmsg(ctx));
-        sgd_step_f32(pf, bf, gf, n, 0.1f, 0.9f, 0, 0.01f, 1, step == 1, 4);
+        tr_k_sgd_step_f32(pf, bf, gf, n, 0.1f, 0.9f, 0, 0.01f, 1, step == 1, 4);
     }
     CHECK(memcmp(pf, tp->data, n * 4) == 0, "op and kernel differ");
     CHECK(memcmp(bf, tb->data, n * 4) == 0, "momentum buffers differ");
@@ -304,7 +304,7 @@ static void test_op_adafactor(void)
               tr_ctx_errmsg(ctx));
         adafactor_hparams h = hparams(&rc, step);
         h.grad_scale = 2;
-        double lr = adafactor_step_f32(pf, ef, rf, cf, NULL, work, gf, 2, 30, 40, &h);
+        double lr = tr_k_adafactor_step_f32(pf, ef, rf, cf, NULL, work, gf, 2, 30, 40, &h);
         CHECK(used == (float)lr, "lr used %g vs %g", (double)used, lr);
     }
     tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &after);

@@ -16,7 +16,7 @@ typedef struct {
 static double pool_loss(void *u)
 {
     pool_case *p = u;
-    pool_forward_f64(p->out, p->h, p->mask, p->B, p->T, p->C, p->mode);
+    tr_k_pool_fwd_f64(p->out, p->h, p->mask, p->B, p->T, p->C, p->mode);
     return dot(p->r, p->out, p->B * p->C);
 }
 
@@ -35,7 +35,7 @@ static void test_backward_fd(void)
             double *h = malloc(nh * 8), *r = malloc(B * C * 8), *out = malloc(B * C * 8), *dh = malloc(nh * 8);
             rand_fill(h, nh, &s), rand_fill(r, B * C, &s);
             pool_case p = { h, r, out, mask, B, T, C, mode };
-            pool_backward_f64(dh, r, h, mask, B, T, C, mode);
+            tr_k_pool_bwd_f64(dh, r, h, mask, B, T, C, mode);
             fd_check("dhidden", h, nh, dh, pool_loss, &p);
             if (shape == 0 && mode != 1)
                 for (int64_t t = 2; t < T; t++)
@@ -54,7 +54,7 @@ static void test_values_and_f32(void)
     rand_fill(h, nh, &s), rand_fill(d, B * C, &s);
     to_f32(hf, h, nh), to_f32(df, d, B * C);
     for (int mode = 0; mode < 4; mode++) {
-        pool_forward_f64(out, h, mask3x5, B, T, C, mode);
+        tr_k_pool_fwd_f64(out, h, mask3x5, B, T, C, mode);
         for (int64_t c = 0; c < C; c++) {
             /* row 1 keeps tokens 0 and 1; row 2 keeps nothing */
             double a = h[(T + 0) * C + c], b = h[(T + 1) * C + c];
@@ -62,10 +62,10 @@ static void test_values_and_f32(void)
             CHECK_CLOSE(out[C + c], want, 1e-12, 1e-12);
             CHECK(out[2 * C + c] == (mode == 1 ? h[2 * T * C + c] : 0), "mode %d: all-padding row", mode);
         }
-        pool_forward_f32(of, hf, mask3x5, B, T, C, mode);
+        tr_k_pool_fwd_f32(of, hf, mask3x5, B, T, C, mode);
         close_f32("forward", of, out, B * C, 1e-6, 1e-6);
-        pool_backward_f64(dh, d, h, mask3x5, B, T, C, mode);
-        pool_backward_f32(dhf, df, hf, mask3x5, B, T, C, mode);
+        tr_k_pool_bwd_f64(dh, d, h, mask3x5, B, T, C, mode);
+        tr_k_pool_bwd_f32(dhf, df, hf, mask3x5, B, T, C, mode);
         close_f32("backward", dhf, dh, nh, 1e-6, 1e-6);
     }
     CHECK(guard_intact(of) && guard_intact(dhf), "a kernel wrote outside its output");

@@ -15,7 +15,7 @@ typedef struct {
 static double norm_loss(void *u)
 {
     norm_case *c = u;
-    l2norm_forward_f64(c->out, c->x, c->N, c->C, c->eps);
+    tr_k_l2norm_fwd_f64(c->out, c->x, c->N, c->C, c->eps);
     return dot(c->r, c->out, c->N * c->C);
 }
 
@@ -28,12 +28,12 @@ static void test_l2norm_fd(void)
         double *x = malloc(n * 8), *r = malloc(n * 8), *out = malloc(n * 8), *dx = malloc(n * 8);
         rand_fill(x, n, &s), rand_fill(r, n, &s);
         norm_case c = { x, r, out, N, C, 1e-12 };
-        l2norm_backward_f64(dx, r, x, N, C, 1e-12);
+        tr_k_l2norm_bwd_f64(dx, r, x, N, C, 1e-12);
         fd_check("dx", x, n, dx, norm_loss, &c);
         /* a row whose norm is below eps is divided by eps: linear, gradient dout/eps */
         for (int64_t q = 0; q < C; q++) x[q] *= 1e-3;
         c.eps = 0.5;
-        l2norm_backward_f64(dx, r, x, N, C, 0.5);
+        tr_k_l2norm_bwd_f64(dx, r, x, N, C, 0.5);
         fd_check("dx (eps)", x, n, dx, norm_loss, &c);
         free(x), free(r), free(out), free(dx);
     }
@@ -47,9 +47,9 @@ typedef struct {
 static double sim_loss(void *u)
 {
     sim_case *c = u;
-    l2norm_forward_f64(c->an, c->a, c->N, c->C, 1e-12);
-    l2norm_forward_f64(c->bn, c->b, c->M, c->C, 1e-12);
-    cosine_sim_forward_f64(c->sim, c->an, c->bn, c->N, c->M, c->C);
+    tr_k_l2norm_fwd_f64(c->an, c->a, c->N, c->C, 1e-12);
+    tr_k_l2norm_fwd_f64(c->bn, c->b, c->M, c->C, 1e-12);
+    tr_k_cosine_sim_fwd_f64(c->sim, c->an, c->bn, c->N, c->M, c->C);
     return dot(c->r, c->sim, c->N * c->M);
 }
 
@@ -66,9 +66,9 @@ static void test_cosine_sim_fd(void)
         sim_case c = { a, b, r, an, bn, sim, N, M, C };
         sim_loss(&c);
         for (int64_t q = 0; q < N * M; q++) CHECK(fabs(sim[q]) <= 1 + 1e-12, "cosine %g outside [-1, 1]", sim[q]);
-        cosine_sim_backward_f64(dan, dbn, r, an, bn, N, M, C);
-        l2norm_backward_f64(da, dan, a, N, C, 1e-12);
-        l2norm_backward_f64(db, dbn, b, M, C, 1e-12);
+        tr_k_cosine_sim_bwd_f64(dan, dbn, r, an, bn, N, M, C);
+        tr_k_l2norm_bwd_f64(da, dan, a, N, C, 1e-12);
+        tr_k_l2norm_bwd_f64(db, dbn, b, M, C, 1e-12);
         fd_check("da", a, N * C, da, sim_loss, &c);
         fd_check("db", b, M * C, db, sim_loss, &c);
         free(a), free(b), free(r), free(sim), free(an), free(bn), free(dan), free(dbn), free(da), free(db);
@@ -87,13 +87,13 @@ static void test_f32_matches_f64(void)
     float *danf = guard_alloc(N * C * 4), *dbnf = guard_alloc(M * C * 4);
     rand_fill(a, N * C, &s), rand_fill(b, M * C, &s), rand_fill(d, N * M, &s);
     to_f32(af, a, N * C), to_f32(bf, b, M * C), to_f32(df, d, N * M);
-    l2norm_forward_f64(an, a, N, C, 1e-12);
-    l2norm_forward_f64(bn, b, M, C, 1e-12);
-    l2norm_forward_f32(anf, af, N, C, 1e-12f);
-    l2norm_forward_f32(bnf, bf, M, C, 1e-12f);
+    tr_k_l2norm_fwd_f64(an, a, N, C, 1e-12);
+    tr_k_l2norm_fwd_f64(bn, b, M, C, 1e-12);
+    tr_k_l2norm_fwd_f32(anf, af, N, C, 1e-12f);
+    tr_k_l2norm_fwd_f32(bnf, bf, M, C, 1e-12f);
     close_f32("an", anf, an, N * C, 1e-5, 1e-7);
-    cosine_sim_forward_f64(sim, an, bn, N, M, C);
-    cosine_sim_forward_f32(simf, anf, bnf, N, M, C);
+    tr_k_cosine_sim_fwd_f64(sim, an, bn, N, M, C);
+    tr_k_cosine_sim_fwd_f32(simf, anf, bnf, N, M, C);
     close_f32("sim", simf, sim, N * M, 1e-5, 1e-6);
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < M; j++) {
@@ -101,12 +101,12 @@ static void test_f32_matches_f64(void)
             double bb = dot(b + j * C, b + j * C, C);
             CHECK_CLOSE(sim[i * M + j], ab / sqrt(aa * bb), 1e-12, 1e-12);
         }
-    cosine_sim_backward_f64(dan, dbn, d, an, bn, N, M, C);
-    cosine_sim_backward_f32(danf, dbnf, df, anf, bnf, N, M, C);
+    tr_k_cosine_sim_bwd_f64(dan, dbn, d, an, bn, N, M, C);
+    tr_k_cosine_sim_bwd_f32(danf, dbnf, df, anf, bnf, N, M, C);
     close_f32("dan", danf, dan, N * C, 1e-5, 1e-6);
     close_f32("dbn", dbnf, dbn, M * C, 1e-5, 1e-6);
-    l2norm_backward_f64(dan, dan, a, N, C, 1e-12);   /* in place: dx may alias dout */
-    l2norm_backward_f32(danf, danf, af, N, C, 1e-12f);
+    tr_k_l2norm_bwd_f64(dan, dan, a, N, C, 1e-12);   /* in place: dx may alias dout */
+    tr_k_l2norm_bwd_f32(danf, danf, af, N, C, 1e-12f);
     close_f32("da", danf, dan, N * C, 1e-5, 1e-6);
     CHECK(guard_intact(anf) && guard_intact(bnf) && guard_intact(simf) && guard_intact(danf) && guard_intact(dbnf),
           "a kernel wrote outside its output");

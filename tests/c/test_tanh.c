@@ -16,14 +16,14 @@ typedef struct {
 static double tanh_loss(void *p)
 {
     tanh_ctx *c = p;
-    tr_tanh_forward_f64(c->out, c->x, c->n);
+    tr_k_tanh_fwd_f64(c->out, c->x, c->n);
     return tu_dot(c->out, c->R, c->n);
 }
 
 static void test_tanh_known_values(void)
 {
     double x[4] = { 0.0, 0.5, -1.0, 20.0 }, y[4];
-    tr_tanh_forward_f64(y, x, 4);
+    tr_k_tanh_fwd_f64(y, x, 4);
     /* Python float64 math.tanh */
     CHECK_CLOSE(y[0], 0.0, 1e-15, 1e-14);
     CHECK_CLOSE(y[1], 0.46211715726000974, 1e-15, 1e-14);
@@ -39,16 +39,16 @@ static void test_tanh_backward_finite_differences(void)
     tu_seed(31);
     tu_fill(c.x, n, 3);
     tu_fill(c.R, n, 1);
-    tr_tanh_forward_f64(y, c.x, n);
-    tr_tanh_backward_f64(dx, c.R, y, n);
+    tr_k_tanh_fwd_f64(y, c.x, n);
+    tr_k_tanh_bwd_f64(dx, c.R, y, n);
     tu_fd_grad(fd, c.x, n, tanh_loss, &c);
     CHECK(tu_rel_err(dx, fd, n) < 1e-6, "rel err %g", tu_rel_err(dx, fd, n));
     CHECK(tu_guard_ok(dx, 8 * n), "guard");
     float xf[41], Rf[41], yf[41], dxf[41];
     tu_to_f32(xf, c.x, n);
     tu_to_f32(Rf, c.R, n);
-    tr_tanh_forward_f32(yf, xf, n);
-    tr_tanh_backward_f32(dxf, Rf, yf, n);
+    tr_k_tanh_fwd_f32(yf, xf, n);
+    tr_k_tanh_bwd_f32(dxf, Rf, yf, n);
     CHECK(tu_rel_err_f32(yf, y, n) < 1e-6, "f32 forward %g", tu_rel_err_f32(yf, y, n));
     CHECK(tu_rel_err_f32(dxf, dx, n) < 1e-5, "f32 backward %g", tu_rel_err_f32(dxf, dx, n));
     tu_guarded_free(dx);
