@@ -12,7 +12,7 @@
 #include "cpu/similarity.h"
 #include "trainer.h"
 #include "ops_elem.h"
-#include "ops_elem_common.h"
+#include "op_stage.h"
 
 #include <string.h>
 
@@ -442,7 +442,7 @@ static void test_adamw(void)
 
 /* ------------------------------------------------------------ blocks */
 
-/* Half tensors bigger than one block (TR_ELEM_BLOCK elements): results across block
+/* Half tensors bigger than one block (TR_STAGE_BLOCK elements): results across block
  * boundaries, and a workspace peak of a few blocks, not of the tensor. */
 static void test_blocks(void)
 {
@@ -498,7 +498,7 @@ static void test_blocks(void)
     free(o);
     tr_alloc_stats st;
     tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &st);
-    CHECK(st.tag_peak[TR_TAG_WORKSPACE] <= 14u * TR_ELEM_BLOCK, "workspace peak %llu bytes for %lld-element tensors",
+    CHECK(st.tag_peak[TR_TAG_WORKSPACE] <= 14u * TR_STAGE_BLOCK, "workspace peak %llu bytes for %lld-element tensors",
           (unsigned long long)st.tag_peak[TR_TAG_WORKSPACE], (long long)n);
     free(a), free(d), free(af), free(df), free(t);
     tr_tensor_free(ta), tr_tensor_free(td), tr_tensor_free(tb), tr_tensor_free(to), tr_tensor_free(tdb);
