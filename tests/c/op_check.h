@@ -45,6 +45,13 @@ static inline double oc_dot(const double *a, const double *b, int64_t n)
 
 /* ------------------------------------------------------------ errors */
 
+static inline int oc_all_finite(const double *a, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(a[i])) return 0;
+    return 1;
+}
+
 /* max |a - b| / max(max |b|, floor): the error relative to the reference's scale; NaN in
  * a gives infinity. */
 static inline double oc_norm_err(const double *a, const double *b, int64_t n, double floor)

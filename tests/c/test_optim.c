@@ -2,7 +2,7 @@
  * torch.optim.AdamW for 10 steps (with weight decay, a loss scale on the gradients and
  * changing gradients), f32 and f64 instantiations. */
 #include "check.h"
-#include "opselem_check.h"
+#include "op_check.h"
 
 #include "cpu/optim.h"
 
@@ -23,19 +23,19 @@ static void adamw_reference(double *p, double *m, double *v, const double *g_sca
 
 static void test_adamw_10_steps(void)
 {
-    uint64_t s = 14;
+    oc_seed(14);
     enum { n = 37 };
     double p[n], m[n] = { 0 }, v[n] = { 0 }, g[n];
     double pd[n], md[n] = { 0 }, vd[n] = { 0 };
     float pf[n], mf[n] = { 0 }, vf[n] = { 0 }, gf[n];
-    rand_fill(p, n, &s);
+    oc_fill(p, n, 1);
     memcpy(pd, p, sizeof p);
-    to_f32(pf, p, n);
+    oc_to_f32(pf, p, n);
     const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, scale = 1024;
     for (int step = 1; step <= 10; step++) {
-        rand_fill(g, n, &s);
+        oc_fill(g, n, 1);
         for (int i = 0; i < n; i++) g[i] *= scale * (i == 0 ? 1e-6 : 1);   /* one tiny gradient: eps matters */
-        to_f32(gf, g, n);
+        oc_to_f32(gf, g, n);
         adamw_reference(p, m, v, g, n, lr, b1, b2, eps, wd, step, scale);
         tr_k_adamw_step_f64(pd, md, vd, g, n, lr, b1, b2, eps, wd, step, scale);
         tr_k_adamw_step_f32(pf, mf, vf, gf, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)scale);

@@ -86,7 +86,7 @@ static void test_minilm_golden(void)
 
 static void test_unigram_golden(void)
 {
-    int n = check_golden("tests/data/tr_tok_unigram", "tests/data/tokenizer_golden_unigram.jsonl");
+    int n = check_golden("tests/data/tok_unigram", "tests/data/tokenizer_golden_unigram.jsonl");
     CHECK(n > 100, "only %d cases", n);
 }
 
@@ -203,7 +203,7 @@ static void test_big_batch_matches_single(void)
 {
     tr_tokenizer *tok = NULL;
     tr_error err = { 0 };
-    CHECK(tr_tok_load(&tok, "tests/data/tr_tok_unigram", &err) == TR_OK, "%s", err.msg);
+    CHECK(tr_tok_load(&tok, "tests/data/tok_unigram", &err) == TR_OK, "%s", err.msg);
     if (!tok) return;
     enum { B = 300 };
     static char store[B][64];
@@ -258,7 +258,7 @@ static void test_bad_files(void)
     char path[256];
     expect_user_error(dir, "neither tokenizer.json nor vocab.txt");
     /* truncated: the first 3000 bytes of a real file */
-    FILE *f = fopen("tests/data/tr_tok_unigram/tokenizer.json", "rb");
+    FILE *f = fopen("tests/data/tok_unigram/tokenizer.json", "rb");
     char buf[3000];
     size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
     if (f) fclose(f);

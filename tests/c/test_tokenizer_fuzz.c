@@ -154,7 +154,7 @@ static void test_fuzz_wordpiece_and_unigram(void)
     snprintf(work, sizeof work, "%s/tr_tokfuzz_%d", base, (int)getpid());
     mkdir(work, 0700);
     fuzz_one("tests/data/tok_scandi", work);
-    fuzz_one("tests/data/tr_tok_unigram", work);
+    fuzz_one("tests/data/tok_unigram", work);
     char path[300];
     snprintf(path, sizeof path, "%s/tokenizer.json", work);
     unlink(path);
