@@ -92,6 +92,7 @@ const tr_op_desc *tr_op_find(const char *name);
 /* The one error for a missing implementation: `what` (an op or tensor function) has no implementation for
  * `device`. Also used by tensor.c for data movement to a device. */
 int tr_op_fail_not_built(tr_ctx *ctx, const char *what, int device);
+/* (tr_op_fail_not_built and the helpers below live in op_errors.c.) */
 
 /* TR_EUSER "<op>: <name> has shape S but must have N elements (what)" unless it has. */
 int tr_op_want_numel(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, int64_t numel,
@@ -104,6 +105,9 @@ int tr_op_want_shape(tr_ctx *ctx, const char *op, const char *name, const tr_ten
  * tensor, for messages; "NULL" for a NULL tensor. */
 const char *tr_op_shape(const tr_tensor *t, char *buf);
 const char *tr_op_describe(char *buf, size_t len, const tr_tensor *t);
+
+/* "cpu" or "cuda:N" into buf. */
+void tr_op_device_name(char *buf, size_t len, int device);
 
 /* Splits t into N rows of its last dimension C (ndim 0: N = C = 1). */
 void tr_op_rows(const tr_tensor *t, int64_t *N, int64_t *C);
