@@ -206,15 +206,15 @@ static void ref_ce(double **t, const int64_t *d, const tr_op_call *c)
     for (int64_t n = 0; n < d[0]; n++) s += losses[n];
     t[0][0] = cnt ? s / (double)cnt : 0;
 }
-static void sh_ce_bwd(const int64_t *d, arg_spec *a)
+/* A backward's shapes picked from its forward's: a[i] = the forward's argument pick[i]. */
+static void pick_fwd(void (*fwd)(const int64_t *, arg_spec *), const int64_t *d, arg_spec *a, const int *pick, int n)
 {
     arg_spec f[NT];
-    sh_ce(d, f);
-    a[0] = f[2];
-    a[1] = f[2];
-    a[2] = f[1];
-    a[3] = f[3];
+    for (int i = 0; i < NT; i++) f[i] = ANULL;
+    fwd(d, f);
+    for (int i = 0; i < n; i++) a[i] = f[pick[i]];
 }
+static void sh_ce_bwd(const int64_t *d, arg_spec *a) { pick_fwd(sh_ce, d, a, (const int[]){ 2, 2, 1, 3 }, 4); }
 
 /* ------------------------------------------------------------ pooling, similarity, reductions */
 
@@ -235,15 +235,7 @@ static void ref_pool(double **t, const int64_t *d, const tr_op_call *c)
     mask32(m, t[2], d[0] * d[1]);
     tr_k_pool_fwd_f64(t[0], t[1], m, d[0], d[1], d[2], (int)c->i[0]);
 }
-static void sh_pool_bwd(const int64_t *d, arg_spec *a)
-{
-    arg_spec f[NT];
-    sh_pool(d, f);
-    a[0] = f[1];
-    a[1] = f[0];
-    a[2] = f[1];
-    a[3] = f[2];
-}
+static void sh_pool_bwd(const int64_t *d, arg_spec *a) { pick_fwd(sh_pool, d, a, (const int[]){ 1, 0, 1, 2 }, 4); }
 
 static void sc_eps(const int64_t *d, tr_op_call *c) { c->f[0] = 1e-12f; }
 static void ref_l2norm(double **t, const int64_t *d, const tr_op_call *c)
