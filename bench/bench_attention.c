@@ -95,7 +95,7 @@ int main(void)
     static const int64_t Ts[] = { 128, 256, 512 };
     printf("attention, B=%lld H=%lld D=%lld, f32, %d threads; ms best of 5; extra = memory beyond "
            "q/k/v/out and grads\n\n",
-           (long long)B, (long long)H, (long long)D, tr_attention_threads());
+           (long long)B, (long long)H, (long long)D, tr_k_attention_threads());
     printf("%5s | %9s %9s %11s | %9s %9s %11s | %9s %8s\n", "T", "tiled fwd", "tiled bwd",
            "tiled extra", "naive fwd", "naive bwd", "naive extra", "mem ratio", "max diff");
     for (int s = 0; s < 3; s++) {

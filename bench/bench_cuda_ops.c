@@ -77,7 +77,7 @@ static void *dev_random(bench *b, int dtype, size_t n, uint64_t seed)
     int ok = cudaMemcpyAsync(f, h, n * 4, cudaMemcpyHostToDevice, b->stream) == cudaSuccess;
     free(h);
     if (ok && dtype != TR_F32) {
-        ok = tr_cuda_cast(out, dtype, f, TR_F32, (int64_t)n, b->stream, &b->err) == TR_OK;
+        ok = tr_k_cast_fwd_cuda(out, dtype, f, TR_F32, (int64_t)n, b->stream, &b->err) == TR_OK;
         ok = ok && cudaStreamSynchronize(b->stream) == cudaSuccess;
         tr_alloc_free(b->alloc, f);
     }
@@ -109,10 +109,10 @@ static int run_job(bench *b, const job *j)
         return cudaMemcpyAsync(j->out, j->a, (size_t)j->n, cudaMemcpyDeviceToDevice, b->stream) == cudaSuccess
                    ? TR_OK
                    : TR_EINTERNAL;
-    case K_CAST: return tr_cuda_cast(j->out, j->out_dtype, j->a, j->in_dtype, j->n, b->stream, &b->err);
-    case K_ADD: return tr_cuda_add(j->out, j->a, j->b, j->in_dtype, j->n, b->stream, &b->err);
-    case K_AXPY: return tr_cuda_axpy(j->out, j->a, 0.5f, j->in_dtype, j->n, b->stream, &b->err);
-    default: return tr_cuda_gemm(b->env, j->out, j->a, j->b, j->bias, &j->g, &b->err);
+    case K_CAST: return tr_k_cast_fwd_cuda(j->out, j->out_dtype, j->a, j->in_dtype, j->n, b->stream, &b->err);
+    case K_ADD: return tr_k_add_fwd_cuda(j->out, j->a, j->b, j->in_dtype, j->n, b->stream, &b->err);
+    case K_AXPY: return tr_k_axpy_fwd_cuda(j->out, j->a, 0.5f, j->in_dtype, j->n, b->stream, &b->err);
+    default: return tr_k_matmul_fwd_cuda(b->env, j->out, j->a, j->b, j->bias, &j->g, &b->err);
     }
 }
 

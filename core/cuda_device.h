@@ -42,7 +42,7 @@ void tr_cuda_release_device(void *state);
  * for the legacy default stream, so copies and memsets for it must be the Async forms
  * on this stream (plain cudaMemcpy/cudaMemset do not order with its kernels). */
 void *tr_cuda_stream(void *state);
-/* The tr_cuda_blas (kernels/cuda/cuda_ops.h) to pass to tr_cuda_gemm. */
+/* The tr_cuda_blas (kernels/cuda/cuda_ops.h) to pass to tr_k_matmul_fwd_cuda. */
 void *tr_cuda_blas_env(void *state);
 /* The CUDA ordinal of the state. */
 int tr_cuda_state_device(void *state);

@@ -5,8 +5,8 @@
  * Contract shared by every op here:
  *   - outputs come first and are allocated by the caller (who owns their lifetime and
  *     tag); inputs follow, then scalars;
- *   - every tensor of one call is on one device (TR_EUSER otherwise); the CPU path is
- *     built, the CUDA path answers TR_EUSER "not built yet";
+ *   - every tensor of one call is on one device (TR_EUSER otherwise); every op is
+ *     in the op table (core/op_table.h), a device without a slot answers TR_EUSER;
  *   - activations may be f32, bf16 or f16 (each tensor independently); the CPU computes
  *     in f32 (reductions accumulate in f32 or better) and converts on the way in and out,
  *     through workspace blocks that are returned before the op returns;

@@ -5,31 +5,29 @@
 #include "ops_features.h"
 
 #include "cpu/features.h"
-#include "ops_elem_common.h"
+#include "op_stage.h"
+#include "op_table.h"
 
-static void release_all(tr_ctx *ctx, tr_elem_view *v, int n)
+static void release_all(tr_ctx *ctx, tr_stage *v, int n)
 {
-    for (int i = 0; i < n; i++) tr_elem_view_release(ctx, &v[i]);
+    for (int i = 0; i < n; i++) tr_stage_release(ctx, &v[i]);
 }
 
 /* ------------------------------------------------------------ column blocks */
 
-int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
+static int copy_cols_impl(tr_ctx *ctx, int run, const tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
                     int64_t ncols, int accumulate)
 {
     const char *op = "copy_cols";
     char sd[160], ss[160];
-    int rc, device = src ? src->device : TR_CPU;
+    int rc;
     int64_t dN, dC, sN, sC;
-    if ((rc = tr_elem_want_float(ctx, op, "src", src, device)) ||
-        (rc = tr_elem_want_float(ctx, op, "dst", dst, device)))
-        return rc;
     if (dst == src)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: dst and src are the same tensor; copy into a new one", op);
-    tr_elem_rows(dst, &dN, &dC);
-    tr_elem_rows(src, &sN, &sC);
-    tr_elem_describe(sd, sizeof sd, dst);
-    tr_elem_describe(ss, sizeof ss, src);
+    tr_op_rows(dst, &dN, &dC);
+    tr_op_rows(src, &sN, &sC);
+    tr_op_describe(sd, sizeof sd, dst);
+    tr_op_describe(ss, sizeof ss, src);
     if (dN != sN)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: dst %s has %lld rows but src %s has %lld; they must match",
                        op, sd, (long long)dN, ss, (long long)sN);
@@ -38,77 +36,99 @@ int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tenso
                        "%s: %lld columns from column %lld of src %s into column %lld of dst %s do not fit; "
                        "each block must lie inside its tensor's last dimension",
                        op, (long long)ncols, (long long)src_col, ss, (long long)dst_col, sd);
-    switch (device) {
-    case TR_CPU: {
-        tr_elem_view v[2] = { { 0 } };   /* src, dst */
-        if (!(rc = tr_elem_view_in(ctx, &v[0], src)) && !(rc = tr_elem_view_out(ctx, &v[1], dst, 1))) {
-            copy_cols_f32(v[1].p, v[0].p, dN, dC, dst_col, sC, src_col, ncols, accumulate);
-            tr_elem_view_finish(&v[1], dst);
+    if (!run) return TR_OK;
+    {
+        tr_stage v[2] = { { 0 } };   /* src, dst */
+        if (!(rc = tr_stage_in_all(ctx, &v[0], src)) && !(rc = tr_stage_out_all(ctx, &v[1], dst, 1))) {
+            tr_k_copy_cols_fwd_f32(v[1].p, v[0].p, dN, dC, dst_col, sC, src_col, ncols, accumulate);
+            tr_stage_store_all(&v[1], dst);
         }
         release_all(ctx, v, 2);
         return rc;
-    }
-    default:
-        return tr_elem_no_device(ctx, op, device);
     }
 }
 
 /* ------------------------------------------------------------ |a - b| */
 
-int tr_op_abs_diff(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
+static int abs_diff_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "abs_diff";
-    int rc, device = a ? a->device : TR_CPU;
-    if ((rc = tr_elem_want_float(ctx, op, "a", a, device)) || (rc = tr_elem_want_float(ctx, op, "b", b, device)) ||
-        (rc = tr_elem_want_float(ctx, op, "out", out, device)) ||
-        (rc = tr_elem_want_numel(ctx, op, "b", b, a->numel, "a's number of elements")) ||
-        (rc = tr_elem_want_numel(ctx, op, "out", out, a->numel, "a's number of elements")))
+    int rc;
+    if ((rc = tr_op_want_numel(ctx, op, "b", b, a->numel, "a's number of elements")) ||
+        (rc = tr_op_want_numel(ctx, op, "out", out, a->numel, "a's number of elements")))
         return rc;
-    switch (device) {
-    case TR_CPU: {
-        tr_elem_view v[3] = { { 0 } };   /* a, b, out */
-        if (!(rc = tr_elem_view_in(ctx, &v[0], a)) && !(rc = tr_elem_view_in(ctx, &v[1], b)) &&
-            !(rc = tr_elem_view_out(ctx, &v[2], out, 0))) {
-            abs_diff_forward_f32(v[2].p, v[0].p, v[1].p, a->numel);
-            tr_elem_view_finish(&v[2], out);
+    if (!run) return TR_OK;
+    {
+        tr_stage v[3] = { { 0 } };   /* a, b, out */
+        if (!(rc = tr_stage_in_all(ctx, &v[0], a)) && !(rc = tr_stage_in_all(ctx, &v[1], b)) &&
+            !(rc = tr_stage_out_all(ctx, &v[2], out, 0))) {
+            tr_k_abs_diff_fwd_f32(v[2].p, v[0].p, v[1].p, a->numel);
+            tr_stage_store_all(&v[2], out);
         }
         release_all(ctx, v, 3);
         return rc;
     }
-    default:
-        return tr_elem_no_device(ctx, op, device);
+}
+
+static int abs_diff_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
+                            const tr_tensor *b)
+{
+    const char *op = "abs_diff_backward";
+    int rc;
+    if ((rc = tr_op_want_numel(ctx, op, "a", a, dout->numel, "dout's number of elements")) ||
+        (rc = tr_op_want_numel(ctx, op, "b", b, dout->numel, "dout's number of elements")) ||
+        (da && (rc = tr_op_want_numel(ctx, op, "da", da, dout->numel, "dout's number of elements"))) ||
+        (db && (rc = tr_op_want_numel(ctx, op, "db", db, dout->numel, "dout's number of elements"))))
+        return rc;
+    if (!run) return TR_OK;
+    {
+        tr_stage v[5] = { { 0 } };   /* dout, a, b, da, db */
+        if (!(rc = tr_stage_in_all(ctx, &v[0], dout)) && !(rc = tr_stage_in_all(ctx, &v[1], a)) &&
+            !(rc = tr_stage_in_all(ctx, &v[2], b)) && !(rc = da ? tr_stage_out_all(ctx, &v[3], da, 0) : TR_OK) &&
+            !(rc = db ? tr_stage_out_all(ctx, &v[4], db, 0) : TR_OK)) {
+            tr_k_abs_diff_bwd_f32(v[3].p, v[4].p, v[0].p, v[1].p, v[2].p, dout->numel);
+            if (da) tr_stage_store_all(&v[3], da);
+            if (db) tr_stage_store_all(&v[4], db);
+        }
+        release_all(ctx, v, 5);
+        return rc;
     }
+}
+
+/* ------------------------------------------------------------ the op table */
+
+TR_OP_IMPL_SLOTS(copy_cols, c->t[0], c->i[0], c->t[1], c->i[1], c->i[2], (int)c->i[3])
+TR_OP_IMPL_SLOTS(abs_diff, c->t[0], c->t[1], c->t[2])
+TR_OP_IMPL_SLOTS(abs_diff_backward, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4])
+
+#define F(n, r) { n, r, TR_DT_FLOAT, 0 }
+#define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
+
+const tr_op_desc tr_opd_copy_cols = { "copy_cols", 2, { F("dst", TR_ARG_ACC), F("src", TR_ARG_IN) },
+                                      copy_cols_check, { copy_cols_cpu, NULL } };
+const tr_op_desc tr_opd_abs_diff = { "abs_diff", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
+                                     abs_diff_check, { abs_diff_cpu, NULL } };
+const tr_op_desc tr_opd_abs_diff_backward = {
+    "abs_diff_backward", 5,
+    { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dout", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
+    abs_diff_backward_check, { abs_diff_backward_cpu, NULL } };
+
+int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
+                    int64_t ncols, int accumulate)
+{
+    tr_op_call c = { .t = { dst, src }, .i = { dst_col, src_col, ncols, accumulate } };
+    return tr_op_run(ctx, &tr_opd_copy_cols, &c);
+}
+
+int tr_op_abs_diff(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
+{
+    tr_op_call c = { .t = { out, a, b } };
+    return tr_op_run(ctx, &tr_opd_abs_diff, &c);
 }
 
 int tr_op_abs_diff_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
                             const tr_tensor *b)
 {
-    const char *op = "abs_diff_backward";
-    int rc, device = dout ? dout->device : TR_CPU;
-    if ((rc = tr_elem_want_float(ctx, op, "dout", dout, device)) ||
-        (rc = tr_elem_want_float(ctx, op, "a", a, device)) || (rc = tr_elem_want_float(ctx, op, "b", b, device)) ||
-        (da && (rc = tr_elem_want_float(ctx, op, "da", da, device))) ||
-        (db && (rc = tr_elem_want_float(ctx, op, "db", db, device))))
-        return rc;
-    if ((rc = tr_elem_want_numel(ctx, op, "a", a, dout->numel, "dout's number of elements")) ||
-        (rc = tr_elem_want_numel(ctx, op, "b", b, dout->numel, "dout's number of elements")) ||
-        (da && (rc = tr_elem_want_numel(ctx, op, "da", da, dout->numel, "dout's number of elements"))) ||
-        (db && (rc = tr_elem_want_numel(ctx, op, "db", db, dout->numel, "dout's number of elements"))))
-        return rc;
-    switch (device) {
-    case TR_CPU: {
-        tr_elem_view v[5] = { { 0 } };   /* dout, a, b, da, db */
-        if (!(rc = tr_elem_view_in(ctx, &v[0], dout)) && !(rc = tr_elem_view_in(ctx, &v[1], a)) &&
-            !(rc = tr_elem_view_in(ctx, &v[2], b)) && !(rc = da ? tr_elem_view_out(ctx, &v[3], da, 0) : TR_OK) &&
-            !(rc = db ? tr_elem_view_out(ctx, &v[4], db, 0) : TR_OK)) {
-            abs_diff_backward_f32(v[3].p, v[4].p, v[0].p, v[1].p, v[2].p, dout->numel);
-            if (da) tr_elem_view_finish(&v[3], da);
-            if (db) tr_elem_view_finish(&v[4], db);
-        }
-        release_all(ctx, v, 5);
-        return rc;
-    }
-    default:
-        return tr_elem_no_device(ctx, op, device);
-    }
+    tr_op_call c = { .t = { da, db, dout, a, b } };
+    return tr_op_run(ctx, &tr_opd_abs_diff_backward, &c);
 }

@@ -4,7 +4,7 @@
  * features [u, v, |u - v|]).
  *
  * Contract, as in ops_elem.h: outputs first, allocated by the caller; one device per
- * call (the CPU path is built, CUDA answers TR_EUSER "not built yet"); f32, bf16 or f16
+ * call (the op table dispatches; a backend without the op answers TR_EUSER); f32, bf16 or f16
  * tensors, each independently, computed in f32; TR_EUSER with a message naming the op,
  * the argument and its shape; "(=)" overwritten, "(+=)" accumulated. */
 #ifndef TR_OPS_FEATURES_H

@@ -5,7 +5,8 @@
 #include "ops_elem.h"
 
 #include "cpu/optim.h"
-#include "ops_elem_common.h"
+#include "op_stage.h"
+#include "op_table.h"
 
 #include <math.h>
 
@@ -13,27 +14,18 @@ enum { CHUNK = 4096 };
 
 static int want_f32(tr_ctx *ctx, const char *name, const tr_tensor *t, const tr_tensor *param)
 {
-    int rc;
-    char b[160];
-    if ((rc = tr_elem_want_float(ctx, "adamw", name, t, param->device))) return rc;
-    if (t->dtype != TR_F32)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw: %s is %s but must be f32 (master weights and moments)", name,
-                       tr_elem_describe(b, sizeof b, t));
-    return tr_elem_want_numel(ctx, "adamw", name, t, param->numel, "param's number of elements");
+    return tr_op_want_numel(ctx, "adamw", name, t, param->numel, "param's number of elements");
 }
 
-int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m, tr_tensor *v,
-                tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,
+static int adamw_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *m, const tr_tensor *v,
+                const tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,
                 int64_t step, float grad_scale)
 {
     const char *op = "adamw";
     int rc;
-    if (!param) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw: param is NULL; pass a tensor");
     if ((rc = want_f32(ctx, "param", param, param)) || (rc = want_f32(ctx, "m", m, param)) ||
-        (rc = want_f32(ctx, "v", v, param)) || (rc = tr_elem_want_float(ctx, op, "grad", grad, param->device)) ||
-        (rc = tr_elem_want_numel(ctx, op, "grad", grad, param->numel, "param's number of elements")) ||
-        (half_copy && ((rc = tr_elem_want_float(ctx, op, "half_copy", half_copy, param->device)) ||
-                       (rc = tr_elem_want_numel(ctx, op, "half_copy", half_copy, param->numel,
+        (rc = want_f32(ctx, "v", v, param)) || (rc = tr_op_want_numel(ctx, op, "grad", grad, param->numel, "param's number of elements")) ||
+        (half_copy && ((rc = tr_op_want_numel(ctx, op, "half_copy", half_copy, param->numel,
                                                 "param's number of elements")))))
         return rc;
     if (step < 1)
@@ -46,8 +38,8 @@ int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor 
     if (!(grad_scale > 0 && isfinite(grad_scale)))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw: grad_scale = %g must be finite and > 0 (1 when unscaled)",
                        (double)grad_scale);
-    switch (param->device) {
-    case TR_CPU: {
+    if (!run) return TR_OK;
+    {
         int64_t n = param->numel, nchunks = (n + CHUNK - 1) / CHUNK;
         size_t gs = tr_dtype_size(grad->dtype), hs = half_copy ? tr_dtype_size(half_copy->dtype) : 0;
         float *p = param->data, *mm = m->data, *vv = v->data;
@@ -60,7 +52,7 @@ int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor 
                 tr_convert(buf, TR_F32, (const char *)grad->data + start * (int64_t)gs, grad->dtype, (size_t)len);
                 g = buf;
             }
-            adamw_step_f32(p + start, mm + start, vv + start, g, len, lr, beta1, beta2, eps, weight_decay, step,
+            tr_k_adamw_step_f32(p + start, mm + start, vv + start, g, len, lr, beta1, beta2, eps, weight_decay, step,
                            grad_scale);
             if (half_copy)
                 tr_convert((char *)half_copy->data + start * (int64_t)hs, half_copy->dtype, p + start, TR_F32,
@@ -68,7 +60,25 @@ int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor 
         }
         return TR_OK;
     }
-    default:
-        return tr_elem_no_device(ctx, op, param->device);
-    }
+}
+
+/* ------------------------------------------------------------ the op table */
+
+TR_OP_IMPL_SLOTS(adamw, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->f[0], c->f[1], c->f[2], c->f[3], c->f[4],
+                 c->i[0], c->f[5])
+
+const tr_op_desc tr_opd_adamw = {
+    "adamw", 5,
+    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "m", TR_ARG_ACC, TR_DT_F32, 0 }, { "v", TR_ARG_ACC, TR_DT_F32, 0 },
+      { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+    adamw_check, { adamw_cpu, NULL } };
+
+int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m, tr_tensor *v,
+                tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,
+                int64_t step, float grad_scale)
+{
+    tr_op_call c = { .t = { param, grad, m, v, half_copy }, .f = { lr, beta1, beta2, eps, weight_decay, grad_scale },
+                     .i = { step } };
+    return tr_op_run(ctx, &tr_opd_adamw, &c);
 }

@@ -5,7 +5,8 @@
 #include "ops_optim2.h"
 
 #include "cpu/optim2.h"
-#include "ops_elem_common.h"
+#include "op_stage.h"
+#include "op_table.h"
 
 #include <math.h>
 
@@ -14,25 +15,18 @@
 static int want_state(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, const tr_tensor *param,
                       int64_t numel, const char *what)
 {
-    int rc;
-    char b[160];
-    if ((rc = tr_elem_want_float(ctx, op, name, t, param->device))) return rc;
-    if (t->dtype != TR_F32)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s is %s but must be f32 (master weights and optimizer state)",
-                       op, name, tr_elem_describe(b, sizeof b, t));
-    return tr_elem_want_numel(ctx, op, name, t, numel, what);
+    /* the description allows NULL state (what a step needs depends on its settings) */
+    if (!t) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s is NULL; pass a tensor", op, name);
+    return tr_op_want_numel(ctx, op, name, t, numel, what);
 }
 
-static int want_common(tr_ctx *ctx, const char *op, tr_tensor *param, const tr_tensor *grad,
+static int want_common(tr_ctx *ctx, const char *op, const tr_tensor *param, const tr_tensor *grad,
                        const tr_tensor *half_copy, int64_t step, float grad_scale)
 {
     int rc;
-    if (!param) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: param is NULL; pass a tensor", op);
     if ((rc = want_state(ctx, op, "param", param, param, param->numel, "param's number of elements")) ||
-        (rc = tr_elem_want_float(ctx, op, "grad", grad, param->device)) ||
-        (rc = tr_elem_want_numel(ctx, op, "grad", grad, param->numel, "param's number of elements")) ||
-        (half_copy && ((rc = tr_elem_want_float(ctx, op, "half_copy", half_copy, param->device)) ||
-                       (rc = tr_elem_want_numel(ctx, op, "half_copy", half_copy, param->numel,
+        (rc = tr_op_want_numel(ctx, op, "grad", grad, param->numel, "param's number of elements")) ||
+        (half_copy && ((rc = tr_op_want_numel(ctx, op, "half_copy", half_copy, param->numel,
                                                 "param's number of elements")))))
         return rc;
     if (step < 1)
@@ -50,14 +44,14 @@ static int no_extra(tr_ctx *ctx, const char *op, const char *name, const tr_tens
 }
 
 /* Writes the f32 master param into the half copy the forward reads. */
-static void refresh_half(tr_tensor *half_copy, const tr_tensor *param)
+static void refresh_half(const tr_tensor *half_copy, const tr_tensor *param)
 {
-    if (half_copy) tr_elem_convert_parallel(half_copy->data, half_copy->dtype, param->data, TR_F32, (size_t)param->numel);
+    if (half_copy) tr_stage_convert(half_copy->data, half_copy->dtype, param->data, TR_F32, (size_t)param->numel);
 }
 
 /* ------------------------------------------------------------ sgd */
 
-int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
+static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf, const tr_tensor *half_copy,
               float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
               float grad_scale)
 {
@@ -81,12 +75,12 @@ int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m
         if ((rc = want_state(ctx, op, "momentum_buf", momentum_buf, param, param->numel, "param's number of elements")))
             return rc;
     }
-    if (param->device != TR_CPU) return tr_elem_no_device(ctx, op, param->device);
-    tr_elem_view g = { 0 };
-    if ((rc = tr_elem_view_in(ctx, &g, grad))) return rc;
-    sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
+    if (!run) return TR_OK;
+    tr_stage g = { 0 };
+    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
+    tr_k_sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
                  weight_decay, nesterov != 0, step == 1, grad_scale);
-    tr_elem_view_release(ctx, &g);
+    tr_stage_release(ctx, &g);
     refresh_half(half_copy, param);
     return TR_OK;
 }
@@ -116,8 +110,8 @@ static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
     return TR_OK;
 }
 
-int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
-                    tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
+static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg, const tr_tensor *row,
+                    const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy, const tr_adafactor_config *cfg,
                     int64_t step, float grad_scale, float *lr_used)
 {
     const char *op = "adafactor";
@@ -147,14 +141,14 @@ int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_ten
                (rc = no_extra(ctx, op, "col", col, "a vector keeps an unfactored v"))) {
         return rc;
     }
-    if (param->device != TR_CPU) return tr_elem_no_device(ctx, op, param->device);
+    if (!run) return TR_OK;
     if (param->numel == 0) return TR_OK;
 
-    tr_elem_view g = { 0 };
+    tr_stage g = { 0 };
     void *work = NULL;
-    if ((rc = tr_elem_view_in(ctx, &g, grad))) return rc;
-    if (factored && (rc = tr_elem_ws_alloc(ctx, (size_t)(B * (R + C)) * sizeof(double), &work))) {
-        tr_elem_view_release(ctx, &g);
+    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
+    if (factored && (rc = tr_stage_scratch(ctx, (size_t)(B * (R + C)) * sizeof(double), &work))) {
+        tr_stage_release(ctx, &g);
         return rc;
     }
     adafactor_hparams hp = {
@@ -163,11 +157,51 @@ int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_ten
         .relative_step = cfg->relative_step != 0, .scale_parameter = cfg->scale_parameter != 0,
         .warmup_init = cfg->warmup_init != 0, .step = step, .grad_scale = grad_scale,
     };
-    double lr = adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
+    double lr = tr_k_adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
                                    factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
-    tr_elem_ws_free(ctx, work);
-    tr_elem_view_release(ctx, &g);
+    tr_stage_scratch_free(ctx, work);
+    tr_stage_release(ctx, &g);
     refresh_half(half_copy, param);
     if (lr_used) *lr_used = (float)lr;
     return TR_OK;
+}
+
+/* ------------------------------------------------------------ the op table */
+
+TR_OP_IMPL_SLOTS(sgd, c->t[0], c->t[1], c->t[2], c->t[3], c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0],
+                 c->i[1], c->f[4])
+TR_OP_IMPL_SLOTS(adafactor, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->t[6], c->p, c->i[0], c->f[0],
+                 c->res)
+
+/* State tensors may be NULL in the description: which ones a step needs depends on its
+ * settings (momentum, beta1, the param's rank), checked with the shapes. */
+const tr_op_desc tr_opd_sgd = {
+    "sgd", 4,
+    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "momentum_buf", TR_ARG_ACC, TR_DT_F32, 1 }, { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+    sgd_check, { sgd_cpu, NULL } };
+const tr_op_desc tr_opd_adafactor = {
+    "adafactor", 7,
+    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "exp_avg", TR_ARG_ACC, TR_DT_F32, 1 }, { "row", TR_ARG_ACC, TR_DT_F32, 1 },
+      { "col", TR_ARG_ACC, TR_DT_F32, 1 }, { "v", TR_ARG_ACC, TR_DT_F32, 1 },
+      { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+    adafactor_check, { adafactor_cpu, NULL } };
+
+int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
+              float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+              float grad_scale)
+{
+    tr_op_call c = { .t = { param, grad, momentum_buf, half_copy },
+                     .f = { lr, momentum, dampening, weight_decay, grad_scale }, .i = { nesterov, step } };
+    return tr_op_run(ctx, &tr_opd_sgd, &c);
+}
+
+int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
+                    tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
+                    int64_t step, float grad_scale, float *lr_used)
+{
+    tr_op_call c = { .t = { param, grad, exp_avg, row, col, v, half_copy }, .p = cfg, .i = { step },
+                     .f = { grad_scale }, .res = lr_used };
+    return tr_op_run(ctx, &tr_opd_adafactor, &c);
 }

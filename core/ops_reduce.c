@@ -7,7 +7,8 @@
 
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"
-#include "ops_elem_common.h"
+#include "op_stage.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,105 +37,102 @@ static double chunked_sum(const tr_tensor *t, int squares)
                 tr_convert(buf, TR_F32, (const char *)t->data + start * (int64_t)es, t->dtype, (size_t)len);
                 p = buf;
             }
-            part[c] = squares ? sumsq_all_f32(p, len) : sum_all_f32(p, len);
+            part[c] = squares ? tr_k_sumsq_all_fwd_f32(p, len) : tr_k_sum_all_fwd_f32(p, len);
         }
         for (int64_t c = 0; c < nb; c++) total += part[c];
     }
     return total;
 }
 
-static int reduce(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *x, int lastdim, int mean)
+static int reduce(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim,
+                  int mean)
 {
-    int rc, device = x ? x->device : TR_CPU;
+    int rc;
     int64_t N, C;
-    if ((rc = tr_elem_want_float(ctx, op, "x", x, device)) || (rc = tr_elem_want_float(ctx, op, "out", out, device)))
-        return rc;
-    tr_elem_rows(x, &N, &C);
-    if ((rc = tr_elem_want_numel(ctx, op, "out", out, lastdim ? N : 1,
+    tr_op_rows(x, &N, &C);
+    if ((rc = tr_op_want_numel(ctx, op, "out", out, lastdim ? N : 1,
                                  lastdim ? "x's elements / its last dimension" : "a scalar")))
         return rc;
-    switch (device) {
-    case TR_CPU: {
+    if (!run) return TR_OK;
+    {
         if (!lastdim) {
             double s = chunked_sum(x, 0);
             float v = (float)(mean ? (x->numel ? s / (double)x->numel : NAN) : s);
             tr_convert(out->data, out->dtype, &v, TR_F32, 1);
             return TR_OK;
         }
-        int64_t rows = tr_elem_block_rows(C);
+        int64_t rows = tr_stage_block_rows(C);
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
             int64_t nr = N - r0 < rows ? N - r0 : rows;
-            tr_elem_view vx, vo = { 0 };
-            if (!(rc = tr_elem_view_in_range(ctx, &vx, x, r0 * C, nr * C)) &&
-                !(rc = tr_elem_view_out_range(ctx, &vo, out, r0, nr, 0))) {
-                sum_lastdim_f32(vo.p, vx.p, nr, C);
-                if (mean) scale_forward_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
-                tr_elem_view_finish_range(&vo, out, r0);
+            tr_stage vx, vo = { 0 };
+            if (!(rc = tr_stage_in(ctx, &vx, x, r0 * C, nr * C)) &&
+                !(rc = tr_stage_out(ctx, &vo, out, r0, nr, 0))) {
+                tr_k_sum_lastdim_fwd_f32(vo.p, vx.p, nr, C);
+                if (mean) tr_k_scale_fwd_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
+                tr_stage_store(&vo, out, r0);
             }
-            tr_elem_view_release(ctx, &vo);
-            tr_elem_view_release(ctx, &vx);
+            tr_stage_release(ctx, &vo);
+            tr_stage_release(ctx, &vx);
         }
         return rc;
     }
-    default:
-        return tr_elem_no_device(ctx, op, device);
-    }
 }
 
-int tr_op_sum(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
+static int sum_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *x, int lastdim)
 {
-    return reduce(ctx, "sum", out, x, lastdim, 0);
+    return reduce(ctx, run, "sum", out, x, lastdim, 0);
 }
 
-int tr_op_mean(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
+static int mean_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *x, int lastdim)
 {
-    return reduce(ctx, "mean", out, x, lastdim, 1);
+    return reduce(ctx, run, "mean", out, x, lastdim, 1);
 }
 
 /* ------------------------------------------------------------ lists of tensors */
 
+/* The op table's rules for the tensors of a list: each non-NULL, float, on ts[0]'s device. */
 static int check_list(tr_ctx *ctx, const char *op, tr_tensor **ts, int n)
 {
-    char name[32];
     if (n < 0 || (n > 0 && !ts))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: the list of %d tensors is NULL or negative", op, n);
     for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "tensor %d", i);
-        int rc = tr_elem_want_float(ctx, op, name, ts[i], ts[0] ? ts[0]->device : TR_CPU);
-        if (rc) return rc;
+        if (!ts[i]) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: tensor %d is NULL; pass a tensor", op, i);
+        if (ts[i]->device != ts[0]->device)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "%s: tensor %d is on another device than tensor 0; move every tensor of one op to one "
+                           "device",
+                           op, i);
+        if (!tr_stage_is_float(ts[i]->dtype))
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: tensor %d has dtype %s but must be a floating dtype (f32, "
+                           "bf16 or f16)", op, i, tr_dtype_name(ts[i]->dtype));
     }
     return TR_OK;
 }
 
-int tr_op_global_norm(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
+static int global_norm_impl(tr_ctx *ctx, int run, float *out, tr_tensor **ts, int n)
 {
     int rc;
     if ((rc = check_list(ctx, "global_norm", ts, n))) return rc;
-    int device = n ? ts[0]->device : TR_CPU;
-    switch (device) {
-    case TR_CPU: {
+    if (!run) return TR_OK;
+    {
         double ss = 0;
         for (int i = 0; i < n; i++) ss += chunked_sum(ts[i], 1);
         *out = (float)sqrt(ss);
         return TR_OK;
     }
-    default:
-        return tr_elem_no_device(ctx, "global_norm", device);
-    }
 }
 
-int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n, float scale)
+static int scale_check_finite_impl(tr_ctx *ctx, int run, int *found_inf, tr_tensor **ts, int n, float scale)
 {
     int rc;
     if ((rc = check_list(ctx, "scale_check_finite", ts, n))) return rc;
-    int device = n ? ts[0]->device : TR_CPU;
-    switch (device) {
-    case TR_CPU: {
+    if (!run) return TR_OK;
+    {
         int bad = 0;
         for (int i = 0; i < n; i++) {
             tr_tensor *t = ts[i];
             if (t->dtype == TR_F32) {
-                bad |= scale_check_finite_f32(t->data, t->numel, scale);
+                bad |= tr_k_scale_check_finite_fwd_f32(t->data, t->numel, scale);
                 continue;
             }
             int64_t nchunks = (t->numel + CHUNK - 1) / CHUNK;
@@ -145,7 +143,7 @@ int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n,
                 int64_t start = c * CHUNK, len = t->numel - start < CHUNK ? t->numel - start : CHUNK;
                 char *p = (char *)t->data + start * (int64_t)es;
                 tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
-                bad |= scale_check_finite_f32(buf, len, scale);
+                bad |= tr_k_scale_check_finite_fwd_f32(buf, len, scale);
                 tr_convert(p, t->dtype, buf, TR_F32, (size_t)len);
                 /* a finite f32 may still overflow the half dtype: check what was stored */
                 tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
@@ -155,7 +153,46 @@ int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n,
         *found_inf = bad;
         return TR_OK;
     }
-    default:
-        return tr_elem_no_device(ctx, "scale_check_finite", device);
-    }
+}
+
+/* ------------------------------------------------------------ the op table */
+
+TR_OP_IMPL_SLOTS(sum, c->t[0], c->t[1], (int)c->i[0])
+TR_OP_IMPL_SLOTS(mean, c->t[0], c->t[1], (int)c->i[0])
+TR_OP_IMPL_SLOTS(global_norm, c->res, c->list, c->nlist)
+TR_OP_IMPL_SLOTS(scale_check_finite, c->res, c->list, c->nlist, c->f[0])
+
+const tr_op_desc tr_opd_sum = {
+    "sum", 2, { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 } },
+    sum_check, { sum_cpu, NULL } };
+const tr_op_desc tr_opd_mean = {
+    "mean", 2, { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 } },
+    mean_check, { mean_cpu, NULL } };
+/* The list ops take their tensors as call->list (checked by check_list). */
+const tr_op_desc tr_opd_global_norm = { "global_norm", 0, { { 0 } }, global_norm_check, { global_norm_cpu, NULL } };
+const tr_op_desc tr_opd_scale_check_finite = { "scale_check_finite", 0, { { 0 } }, scale_check_finite_check,
+                                               { scale_check_finite_cpu, NULL } };
+
+int tr_op_sum(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
+{
+    tr_op_call c = { .t = { out, x }, .i = { lastdim } };
+    return tr_op_run(ctx, &tr_opd_sum, &c);
+}
+
+int tr_op_mean(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
+{
+    tr_op_call c = { .t = { out, x }, .i = { lastdim } };
+    return tr_op_run(ctx, &tr_opd_mean, &c);
+}
+
+int tr_op_global_norm(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
+{
+    tr_op_call c = { .res = out, .list = ts, .nlist = n };
+    return tr_op_run(ctx, &tr_opd_global_norm, &c);
+}
+
+int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n, float scale)
+{
+    tr_op_call c = { .res = found_inf, .list = ts, .nlist = n, .f = { scale } };
+    return tr_op_run(ctx, &tr_opd_scale_check_finite, &c);
 }

@@ -12,6 +12,7 @@
  * copies and fills on a GPU arrive with the CUDA backend; until then they are a clear
  * TR_EUSER error, never a crash. */
 #include "tensor.h"
+#include "op_table.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,23 +42,6 @@ static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *sha
         used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (used < len) snprintf(buf + used, len - used, "]");
     return buf;
-}
-
-static void device_str(char *buf, size_t len, int device)
-{
-    if (device == TR_CPU) snprintf(buf, len, "cpu");
-    else snprintf(buf, len, "cuda:%d", device);
-}
-
-static int not_built_on_device(tr_ctx *ctx, const char *what, int device)
-{
-    char dev[32];
-    device_str(dev, sizeof dev, device);
-    return tr_fail(ctx_err(ctx), TR_EUSER,
-                   "%s on %s is not built yet: this version of the runtime moves and fills tensor "
-                   "data on the CPU only (GPU copies arrive with the CUDA backend); keep this tensor "
-                   "on device \"cpu\" for now",
-                   what, dev);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -288,8 +272,8 @@ int tr_tensor_copy(tr_ctx *ctx, tr_tensor *dst, const tr_tensor *src)
                        "shapes may differ but element counts must match",
                        shape_str(a, sizeof a, dst->ndim, dst->shape), (long long)dst->numel,
                        shape_str(b, sizeof b, src->ndim, src->shape), (long long)src->numel);
-    if (dst->device != TR_CPU) return not_built_on_device(ctx, "tr_tensor_copy to a tensor", dst->device);
-    if (src->device != TR_CPU) return not_built_on_device(ctx, "tr_tensor_copy from a tensor", src->device);
+    if (dst->device != TR_CPU) return tr_op_fail_not_built(ctx, "tr_tensor_copy to a tensor", dst->device);
+    if (src->device != TR_CPU) return tr_op_fail_not_built(ctx, "tr_tensor_copy from a tensor", src->device);
     size_t dn = tr_tensor_nbytes(dst), sn = tr_tensor_nbytes(src);
     if (dst->dtype != src->dtype && ranges_overlap(dst->data, dn, src->data, sn))
         return tr_fail(ctx_err(ctx), TR_EUSER,
@@ -324,7 +308,7 @@ static int scalar_bytes(tr_ctx *ctx, int dtype, double value, unsigned char out[
 int tr_tensor_fill(tr_ctx *ctx, tr_tensor *t, double value)
 {
     if (!t) return tr_fail(ctx_err(ctx), TR_EUSER, "tr_tensor_fill: the tensor is NULL");
-    if (t->device != TR_CPU) return not_built_on_device(ctx, "tr_tensor_fill", t->device);
+    if (t->device != TR_CPU) return tr_op_fail_not_built(ctx, "tr_tensor_fill", t->device);
     unsigned char e[8] = { 0 };
     int rc = scalar_bytes(ctx, t->dtype, value, e);
     if (rc != TR_OK) return rc;
@@ -349,7 +333,7 @@ static int check_host_bytes(tr_ctx *ctx, const char *fn, const tr_tensor *t, con
                        fn, nbytes, tr_dtype_name(t->dtype), shape_str(sbuf, sizeof sbuf, t->ndim, t->shape),
                        tr_tensor_nbytes(t));
     if (!host && nbytes) return tr_fail(ctx_err(ctx), TR_EUSER, "%s: the host buffer is NULL", fn);
-    if (t->device != TR_CPU) return not_built_on_device(ctx, fn, t->device);
+    if (t->device != TR_CPU) return tr_op_fail_not_built(ctx, fn, t->device);
     return TR_OK;
 }
 

@@ -16,9 +16,9 @@
 #define OOM(err) tr_fail(err, TR_EOOM, "tokenizer: out of host memory while encoding")
 
 /* ------------------------------------------------------------ lifetime */
-void tok_release(tr_tokenizer *tok)
+void tr_tok_release(tr_tokenizer *tok)
 {
-    tok_vocab_free(&tok->vocab);
+    tr_tok_vocab_free(&tok->vocab);
     for (int i = 0; i < tok->nnorm; i++) {
         free(tok->norm[i].charsmap);
         free(tok->norm[i].pattern);
@@ -46,17 +46,17 @@ int tr_tok_load(tr_tokenizer **out, const char *dir, tr_error *err)
     int rc;
     snprintf(path, n, "%s/tokenizer.json", dir);
     if (file_exists(path)) {
-        rc = tok_load_json(tok, path, err);
+        rc = tr_tok_load_json(tok, path, err);
     } else {
         snprintf(path, n, "%s/vocab.txt", dir);
         if (file_exists(path))
-            rc = tok_load_vocab_txt(tok, path, err);
+            rc = tr_tok_load_vocab_txt(tok, path, err);
         else
             rc = tr_fail(err, TR_EUSER, "tokenizer: %s has neither tokenizer.json nor vocab.txt; point the model at a Hugging Face model folder", dir);
     }
     free(path);
     if (rc) {
-        tok_release(tok);
+        tr_tok_release(tok);
         free(tok);
         return rc;
     }
@@ -67,7 +67,7 @@ int tr_tok_load(tr_tokenizer **out, const char *dir, tr_error *err)
 void tr_tok_free(tr_tokenizer *tok)
 {
     if (!tok) return;
-    tok_release(tok);
+    tr_tok_release(tok);
     free(tok);
 }
 
@@ -82,8 +82,8 @@ static void scratch_free(scratch *s)
 {
     free(s->raw.p);
     free(s->sub.p);
-    tok_buf_free(&s->norm);
-    tok_buf_free(&s->work);
+    tr_tok_buf_free(&s->norm);
+    tr_tok_buf_free(&s->work);
     free(s->words.p);
 }
 
@@ -91,7 +91,7 @@ static bool valid_utf8(const char *s, size_t n, size_t *bad)
 {
     for (size_t i = 0; i < n;) {
         int32_t c;
-        int k = tok_utf8_next(s + i, n - i, &c);
+        int k = tr_tok_utf8_next(s + i, n - i, &c);
         if (k < 0) { *bad = i; return false; }
         i += (size_t)k;
     }
@@ -100,8 +100,8 @@ static bool valid_utf8(const char *s, size_t n, size_t *bad)
 
 static bool model_word(const tr_tokenizer *tok, const char *w, size_t n, tok_ids *ids)
 {
-    if (tok->model.kind == TOK_MODEL_UNIGRAM) return tok_unigram(&tok->model, &tok->vocab, w, n, ids);
-    return tok_wordpiece(&tok->model, &tok->vocab, w, n, ids);
+    if (tok->model.kind == TOK_MODEL_UNIGRAM) return tr_tok_unigram(&tok->model, &tok->vocab, w, n, ids);
+    return tr_tok_wordpiece(&tok->model, &tok->vocab, w, n, ids);
 }
 
 static int encode_seq(const tr_tokenizer *tok, const char *text, scratch *sc, tok_ids *ids, tr_error *err)
@@ -109,24 +109,24 @@ static int encode_seq(const tr_tokenizer *tok, const char *text, scratch *sc, to
     size_t n = strlen(text), bad;
     if (!valid_utf8(text, n, &bad))
         return tr_fail(err, TR_EUSER, "tokenizer: the text is not valid UTF-8 (byte %zu of \"%.40s\"); decode the input as UTF-8 first", bad, text);
-    if (!tok_split_added(tok->added, tok->nadded, false, text, n, &sc->raw)) return OOM(err);
+    if (!tr_tok_split_added(tok->added, tok->nadded, false, text, n, &sc->raw)) return OOM(err);
     for (size_t i = 0; i < sc->raw.n; i++) {
         tok_piece p = sc->raw.p[i];
         if (p.added_id >= 0) {
-            if (!tok_ids_push(ids, p.added_id)) return OOM(err);
+            if (!tr_tok_ids_push(ids, p.added_id)) return OOM(err);
             continue;
         }
-        if (!tok_normalize(tok->norm, tok->nnorm, text + p.off, p.len, &sc->norm)) return OOM(err);
-        if (!tok_split_added(tok->added, tok->has_normalized_added ? tok->nadded : 0, true,
+        if (!tr_tok_normalize(tok->norm, tok->nnorm, text + p.off, p.len, &sc->norm)) return OOM(err);
+        if (!tr_tok_split_added(tok->added, tok->has_normalized_added ? tok->nadded : 0, true,
                              sc->norm.p, sc->norm.n, &sc->sub))
             return OOM(err);
         for (size_t j = 0; j < sc->sub.n; j++) {
             tok_piece q = sc->sub.p[j];
             if (q.added_id >= 0) {
-                if (!tok_ids_push(ids, q.added_id)) return OOM(err);
+                if (!tr_tok_ids_push(ids, q.added_id)) return OOM(err);
                 continue;
             }
-            if (!tok_pretokenize(&tok->pretok, sc->norm.p + q.off, q.len, p.off == 0 && q.off == 0,
+            if (!tr_tok_pretokenize(&tok->pretok, sc->norm.p + q.off, q.len, p.off == 0 && q.off == 0,
                                  &sc->work, &sc->words))
                 return OOM(err);
             for (size_t w = 0; w < sc->words.n; w++)
@@ -209,8 +209,8 @@ static int encode_one(const tr_tokenizer *tok, const char *text, const char *pai
     }
     out->n = (int32_t)k;
 done:
-    tok_ids_free(&a);
-    tok_ids_free(&b);
+    tr_tok_ids_free(&a);
+    tr_tok_ids_free(&b);
     if (rc) tr_tok_encoding_free(out);
     return rc;
 }
@@ -332,7 +332,7 @@ const char *tr_tok_id_to_token(const tr_tokenizer *tok, int32_t id)
 
 int32_t tr_tok_token_to_id(const tr_tokenizer *tok, const char *token)
 {
-    return token ? tok_vocab_find(&tok->vocab, token, strlen(token)) : -1;
+    return token ? tr_tok_vocab_find(&tok->vocab, token, strlen(token)) : -1;
 }
 
 int32_t tr_tok_pad_id(const tr_tokenizer *tok) { return tok->pad_id; }

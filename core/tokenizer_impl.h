@@ -17,15 +17,15 @@
 typedef struct tok_buf { char *p; size_t n, cap; } tok_buf;
 typedef struct tok_ids { int32_t *p; size_t n, cap; } tok_ids;
 
-bool tok_buf_reserve(tok_buf *b, size_t extra);
-bool tok_buf_put(tok_buf *b, const char *s, size_t n);
-bool tok_buf_put_cp(tok_buf *b, int32_t cp);       /* appends one code point as UTF-8 */
-bool tok_ids_push(tok_ids *v, int32_t id);
-void tok_buf_free(tok_buf *b);
-void tok_ids_free(tok_ids *v);
+bool tr_tok_buf_reserve(tok_buf *b, size_t extra);
+bool tr_tok_buf_put(tok_buf *b, const char *s, size_t n);
+bool tr_tok_buf_put_cp(tok_buf *b, int32_t cp);       /* appends one code point as UTF-8 */
+bool tr_tok_ids_push(tok_ids *v, int32_t id);
+void tr_tok_buf_free(tok_buf *b);
+void tr_tok_ids_free(tok_ids *v);
 
 /* Decodes one code point at s[0..n); returns its byte length (>0), or -1 if invalid. */
-int tok_utf8_next(const char *s, size_t n, int32_t *cp);
+int tr_tok_utf8_next(const char *s, size_t n, int32_t *cp);
 
 /* ------------------------------------------------------------ vocabulary */
 /* Token string <-> id. Strings are owned by the vocab; ids are dense 0..n-1 (a hole in a
@@ -41,12 +41,12 @@ typedef struct tok_vocab {
 } tok_vocab;
 
 /* Sets the string of id (growing the table); false on OOM. */
-bool tok_vocab_set(tok_vocab *v, int32_t id, const char *s, size_t n);
+bool tr_tok_vocab_set(tok_vocab *v, int32_t id, const char *s, size_t n);
 /* Builds the hash index once all strings are set; false on OOM. A string set under two
  * ids is found under the lower one. */
-bool tok_vocab_index(tok_vocab *v);
-int32_t tok_vocab_find(const tok_vocab *v, const char *s, size_t n);
-void tok_vocab_free(tok_vocab *v);
+bool tr_tok_vocab_index(tok_vocab *v);
+int32_t tr_tok_vocab_find(const tok_vocab *v, const char *s, size_t n);
+void tr_tok_vocab_free(tok_vocab *v);
 
 /* ------------------------------------------------------------ normalizers */
 typedef enum tok_norm_kind {
@@ -77,9 +77,9 @@ typedef struct tok_norm {
 } tok_norm;
 
 /* out = the normalization of s[0..n) through every step; false on OOM. */
-bool tok_normalize(const tok_norm *steps, int nsteps, const char *s, size_t n, tok_buf *out);
+bool tr_tok_normalize(const tok_norm *steps, int nsteps, const char *s, size_t n, tok_buf *out);
 /* Parses a Precompiled charsmap blob (already base64-decoded, owned by nm). */
-bool tok_precompiled_init(tok_norm *nm);
+bool tr_tok_precompiled_init(tok_norm *nm);
 
 /* ------------------------------------------------------------ pre-tokenizers */
 typedef enum tok_pretok_kind {
@@ -101,25 +101,25 @@ typedef struct tok_pretok {
 /* A word: byte range into the pre-tokenizer's output buffer. */
 typedef struct tok_span { size_t off, len; } tok_span;
 typedef struct tok_spans { tok_span *p; size_t n, cap; } tok_spans;
-bool tok_spans_push(tok_spans *v, size_t off, size_t len);
+bool tr_tok_spans_push(tok_spans *v, size_t off, size_t len);
 
 /* Splits s[0..n) into words; the words index into *work (which may hold a rewritten copy
  * of s, e.g. spaces replaced by the Metaspace character). first: the segment starts the
  * original text (for prepend_scheme "first"). False on OOM. */
-bool tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *work,
+bool tr_tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *work,
                      tok_spans *words);
 
 /* Unicode helpers with the Rust semantics `tokenizers` relies on. */
-bool tok_is_whitespace(int32_t cp);  /* char::is_whitespace */
+bool tr_tok_is_whitespace(int32_t cp);  /* char::is_whitespace */
 /* tokenizer_unicode.c (generated): `tokenizers`' answer where it differs from utf8proc's,
  * else -1: is control (clean_text removes it), is punctuation, is a nonspacing mark,
  * is not decomposed by NFD;
  * the lowercase mapping. */
-int tok_hf_control(int32_t cp);
-int tok_hf_punct(int32_t cp);
-int tok_hf_mn(int32_t cp);
-int tok_hf_keep(int32_t cp);          /* 1: NFD leaves it whole in `tokenizers` */
-int32_t tok_hf_lower(int32_t cp);
+int tr_tok_hf_control(int32_t cp);
+int tr_tok_hf_punct(int32_t cp);
+int tr_tok_hf_mn(int32_t cp);
+int tr_tok_hf_keep(int32_t cp);          /* 1: NFD leaves it whole in `tokenizers` */
+int32_t tr_tok_hf_lower(int32_t cp);
 
 /* ------------------------------------------------------------ added tokens */
 typedef struct tok_added {
@@ -135,7 +135,7 @@ typedef struct tok_pieces { tok_piece *p; size_t n, cap; } tok_pieces;
 
 /* Splits s[0..n) on the added tokens whose normalized flag equals `normalized`,
  * leftmost-longest, honouring lstrip/rstrip; empty text pieces are dropped. */
-bool tok_split_added(const tok_added *added, int nadded, bool normalized, const char *s,
+bool tr_tok_split_added(const tok_added *added, int nadded, bool normalized, const char *s,
                      size_t n, tok_pieces *out);
 
 /* ------------------------------------------------------------ models */
@@ -152,8 +152,8 @@ typedef struct tok_model {
 } tok_model;
 
 /* Appends the ids of one pre-tokenized word; false on OOM. */
-bool tok_wordpiece(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out);
-bool tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out);
+bool tr_tok_wordpiece(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out);
+bool tr_tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out);
 
 /* ------------------------------------------------------------ post-processor */
 typedef enum tok_item_kind { TOK_ITEM_SPECIAL = 0, TOK_ITEM_SEQ_A = 1, TOK_ITEM_SEQ_B = 2 } tok_item_kind;
@@ -186,8 +186,8 @@ struct tr_tokenizer {
 };
 
 /* Loading (tokenizer_load.c) fills a zeroed tokenizer; tokenizer_encode.c frees it. */
-int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err);
-int tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err);
-void tok_release(tr_tokenizer *tok);
+int tr_tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err);
+int tr_tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err);
+void tr_tok_release(tr_tokenizer *tok);
 
 #endif

@@ -6,7 +6,7 @@
  * never a silent approximation.
  *
  * Invariant: on failure the partly filled tokenizer is released by the caller
- * (tok_release), so every path may return early. */
+ * (tr_tok_release), so every path may return early. */
 #include "tokenizer_impl.h"
 
 #include <errno.h>
@@ -114,8 +114,8 @@ static int add_norm(tr_tokenizer *tok, json_t *o, const char *path, tr_error *er
             nm->charsmap = NULL;
             return TR_OK;
         }
-        tok->nnorm++;   /* owned now, released by tok_release */
-        if (!tok_precompiled_init(nm))
+        tok->nnorm++;   /* owned now, released by tr_tok_release */
+        if (!tr_tok_precompiled_init(nm))
             return tr_fail(err, TR_EUSER, "tokenizer: %s: normalizer Precompiled: the charsmap is truncated or not a SentencePiece double-array trie", path);
         return TR_OK;
     } else if (strcmp(type, "Strip") == 0) {
@@ -228,7 +228,7 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
             json_int_t id = json_integer_value(val);
             if (!json_is_integer(val) || id < 0 || id >= n)
                 return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[\"%s\"] is not an id in 0..%d", path, key, n - 1);
-            if (!tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return OOM(err);
+            if (!tr_tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return OOM(err);
         }
         for (int32_t i = 0; i < n; i++)
             if (!tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, n - 1);
@@ -242,8 +242,8 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
         md->max_chars = json_is_integer(mx) ? (int32_t)json_integer_value(mx) : 100;
         const char *unk = jstr(m, "unk_token");
         if (!unk) unk = "[UNK]";
-        if (!tok_vocab_index(&tok->vocab)) return OOM(err);
-        md->unk_id = tok_vocab_find(&tok->vocab, unk, strlen(unk));
+        if (!tr_tok_vocab_index(&tok->vocab)) return OOM(err);
+        md->unk_id = tr_tok_vocab_find(&tok->vocab, unk, strlen(unk));
         if (md->unk_id < 0) return tr_fail(err, TR_EUSER, "tokenizer: %s: the unk_token \"%s\" is not in model.vocab", path, unk);
         return TR_OK;
     }
@@ -261,7 +261,7 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
             json_t *sc = json_array_get(it, 1);
             if (!s || !json_is_number(sc))
                 return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[%zu] is not [piece, score]", path, i);
-            if (!tok_vocab_set(&tok->vocab, (int32_t)i, s, strlen(s))) return OOM(err);
+            if (!tr_tok_vocab_set(&tok->vocab, (int32_t)i, s, strlen(s))) return OOM(err);
             tok->vocab.score[i] = (float)json_number_value(sc);
             if (json_number_value(sc) < md->min_score) md->min_score = json_number_value(sc);
         }
@@ -272,7 +272,7 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
         if (!json_is_integer(unk) || json_integer_value(unk) < 0 || json_integer_value(unk) >= (json_int_t)n)
             return tr_fail(err, TR_EUSER, "tokenizer: %s: model.unk_id must be an id in the vocabulary (0..%zu); Unigram models without one are not supported", path, n ? n - 1 : 0);
         md->unk_id = (int32_t)json_integer_value(unk);
-        if (!tok_vocab_index(&tok->vocab)) return OOM(err);
+        if (!tr_tok_vocab_index(&tok->vocab)) return OOM(err);
         return TR_OK;
     }
     return tr_fail(err, TR_EUSER, "tokenizer: %s: model type \"%s\" is not supported (WordPiece and Unigram are)", path, type);
@@ -281,7 +281,7 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
 /* ------------------------------------------------------------ post-processor */
 static int32_t special_id(tr_tokenizer *tok, const char *s)
 {
-    return s ? tok_vocab_find(&tok->vocab, s, strlen(s)) : -1;
+    return s ? tr_tok_vocab_find(&tok->vocab, s, strlen(s)) : -1;
 }
 
 static void tmpl_special(tok_item *it, int32_t id, int32_t type_id)
@@ -393,9 +393,9 @@ static int add_added(tr_tokenizer *tok, const char *content, int32_t id, bool sp
     memset(a, 0, sizeof *a);
     /* tokenizers matches a normalized=true token by its normalized form */
     tok_buf match = { 0 };
-    if (normalized ? !tok_normalize(tok->norm, tok->nnorm, content, strlen(content), &match)
-                   : !tok_buf_put(&match, content, strlen(content))) {
-        tok_buf_free(&match);
+    if (normalized ? !tr_tok_normalize(tok->norm, tok->nnorm, content, strlen(content), &match)
+                   : !tr_tok_buf_put(&match, content, strlen(content))) {
+        tr_tok_buf_free(&match);
         return OOM(err);
     }
     a->content = match.p;
@@ -408,7 +408,7 @@ static int add_added(tr_tokenizer *tok, const char *content, int32_t id, bool sp
     a->normalized = normalized;
     if (normalized) tok->has_normalized_added = true;
     if (id >= tok->vocab.n || !tok->vocab.str[id]) {
-        if (!tok_vocab_set(&tok->vocab, id, content, strlen(content))) return OOM(err);
+        if (!tr_tok_vocab_set(&tok->vocab, id, content, strlen(content))) return OOM(err);
     }
     return TR_OK;
 }
@@ -453,7 +453,7 @@ static void set_max_length(tr_tokenizer *tok, json_t *cfg, json_t *root)
 }
 
 /* ------------------------------------------------------------ tokenizer.json */
-int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
+int tr_tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
@@ -490,7 +490,7 @@ int tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
                        jbool(it, "normalized", !jbool(it, "special", false)), err);
         if (rc) goto done;
     }
-    if (!tok_vocab_index(&tok->vocab)) { rc = OOM(err); goto done; }
+    if (!tr_tok_vocab_index(&tok->vocab)) { rc = OOM(err); goto done; }
     for (int32_t k = 0; k < tok->vocab.n; k++)
         if (!tok->vocab.str[k]) {
             rc = tr_fail(err, TR_EUSER, "tokenizer: %s: no token has id %d (added_tokens leave a gap after the model's %d ids)", path, k, tok->model.nvocab);
@@ -506,7 +506,7 @@ done:
 }
 
 /* ------------------------------------------------------------ vocab.txt */
-int tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err)
+int tr_tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return tr_fail(err, TR_EUSER, "tokenizer: %s: cannot open (%s); a model folder needs tokenizer.json or vocab.txt", path, strerror(errno));
@@ -517,13 +517,13 @@ int tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err)
     int rc = TR_OK;
     while ((len = getline(&line, &cap, f)) >= 0) {
         if (len > 0 && line[len - 1] == '\n') len--;
-        if (!tok_vocab_set(&tok->vocab, id++, line, (size_t)len)) { rc = OOM(err); break; }
+        if (!tr_tok_vocab_set(&tok->vocab, id++, line, (size_t)len)) { rc = OOM(err); break; }
     }
     free(line);
     fclose(f);
     if (rc) return rc;
     if (id == 0) return tr_fail(err, TR_EUSER, "tokenizer: %s: the vocabulary is empty", path);
-    if (!tok_vocab_index(&tok->vocab)) return OOM(err);
+    if (!tr_tok_vocab_index(&tok->vocab)) return OOM(err);
     char cfg_path[4096];
     json_t *cfg = load_config(path, cfg_path, sizeof cfg_path);
     tok_model *md = &tok->model;

@@ -12,7 +12,7 @@
 #include <utf8proc.h>
 
 /* ------------------------------------------------------------ character classes */
-bool tok_is_whitespace(int32_t c)
+bool tr_tok_is_whitespace(int32_t c)
 {
     /* Rust's char::is_whitespace: the White_Space property. */
     return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
@@ -25,7 +25,7 @@ bool tok_is_whitespace(int32_t c)
 static bool bert_is_control(int32_t c)
 {
     if (c == '\t' || c == '\n' || c == '\r') return false;
-    int o = tok_hf_control(c);
+    int o = tr_tok_hf_control(c);
     if (o >= 0) return o;
     utf8proc_category_t k = utf8proc_category(c);
     return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF ||
@@ -44,15 +44,15 @@ static bool bert_is_chinese(int32_t c)
  * is two code points. */
 static bool put_lower(tok_buf *out, int32_t c)
 {
-    if (c == 0x130) return tok_buf_put(out, "i\xCC\x87", 3);
-    int32_t o = tok_hf_lower(c);
-    return tok_buf_put_cp(out, o >= 0 ? o : utf8proc_tolower(c));
+    if (c == 0x130) return tr_tok_buf_put(out, "i\xCC\x87", 3);
+    int32_t o = tr_tok_hf_lower(c);
+    return tr_tok_buf_put_cp(out, o >= 0 ? o : utf8proc_tolower(c));
 }
 
 /* A nonspacing mark (Mn) as strip_accents sees it. */
 static bool is_mn(int32_t c)
 {
-    int o = tok_hf_mn(c);
+    int o = tr_tok_hf_mn(c);
     return o >= 0 ? o : utf8proc_category(c) == UTF8PROC_CATEGORY_MN;
 }
 
@@ -60,7 +60,7 @@ static bool is_mn(int32_t c)
 static int decompose(int32_t c, bool compat, int32_t *dst, int cap)
 {
     int last = 0;
-    if (!compat && tok_hf_keep(c) == 1) { dst[0] = c; return 1; }
+    if (!compat && tr_tok_hf_keep(c) == 1) { dst[0] = c; return 1; }
     utf8proc_ssize_t n = utf8proc_decompose_char(
         c, dst, cap, (utf8proc_option_t)(UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0)), &last);
     if (n < 0 || n > cap) { dst[0] = c; return 1; }
@@ -73,26 +73,26 @@ static bool bert(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
     size_t i = 0;
     while (i < n) {
         int32_t c;
-        int k = tok_utf8_next(s + i, n - i, &c);
+        int k = tr_tok_utf8_next(s + i, n - i, &c);
         if (k < 0) return false;
         i += (size_t)k;
         if (nm->clean_text) {
             if (c == 0 || c == 0xFFFD || bert_is_control(c)) continue;
-            if (c == '\t' || c == '\n' || c == '\r' || tok_is_whitespace(c)) c = ' ';
+            if (c == '\t' || c == '\n' || c == '\r' || tr_tok_is_whitespace(c)) c = ' ';
         }
         bool pad = nm->chinese && bert_is_chinese(c);
-        if (pad && !tok_buf_put(out, " ", 1)) return false;
+        if (pad && !tr_tok_buf_put(out, " ", 1)) return false;
         if (nm->strip_accents) {
             int32_t d[32];
             int nd = decompose(c, false, d, 32);
             for (int j = 0; j < nd; j++) {
                 if (is_mn(d[j])) continue;
-                if (!(nm->lowercase ? put_lower(out, d[j]) : tok_buf_put_cp(out, d[j]))) return false;
+                if (!(nm->lowercase ? put_lower(out, d[j]) : tr_tok_buf_put_cp(out, d[j]))) return false;
             }
-        } else if (!(nm->lowercase ? put_lower(out, c) : tok_buf_put_cp(out, c))) {
+        } else if (!(nm->lowercase ? put_lower(out, c) : tr_tok_buf_put_cp(out, c))) {
             return false;
         }
-        if (pad && !tok_buf_put(out, " ", 1)) return false;
+        if (pad && !tr_tok_buf_put(out, " ", 1)) return false;
     }
     return true;
 }
@@ -104,7 +104,7 @@ static uint32_t unit_value(uint32_t u) { return u & 0x7FFFFFFFu; }
 static uint32_t unit_label(uint32_t u) { return u & (0x80000000u | 0xFFu); }
 static uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
 
-bool tok_precompiled_init(tok_norm *nm)
+bool tr_tok_precompiled_init(tok_norm *nm)
 {
     if (nm->charsmap_len < 4) return false;
     const uint8_t *b = nm->charsmap;
@@ -152,12 +152,12 @@ static bool precompiled(const tok_norm *nm, const char *s, size_t n, tok_buf *ou
     while (i < n) {
         /* one extended grapheme cluster: [i, j) */
         int32_t prev, c;
-        int k = tok_utf8_next(s + i, n - i, &prev);
+        int k = tr_tok_utf8_next(s + i, n - i, &prev);
         if (k < 0) return false;
         size_t j = i + (size_t)k;
         utf8proc_int32_t state = 0;
         while (j < n) {
-            int kk = tok_utf8_next(s + j, n - j, &c);
+            int kk = tr_tok_utf8_next(s + j, n - j, &c);
             if (kk < 0) return false;
             if (utf8proc_grapheme_break_stateful(prev, c, &state)) break;
             prev = c;
@@ -166,14 +166,14 @@ static bool precompiled(const tok_norm *nm, const char *s, size_t n, tok_buf *ou
         const char *rep;
         size_t rep_len;
         if (j - i < 6 && precompiled_lookup(nm, s + i, j - i, &rep, &rep_len)) {
-            if (!tok_buf_put(out, rep, rep_len)) return false;
+            if (!tr_tok_buf_put(out, rep, rep_len)) return false;
         } else {
             size_t p = i;
             while (p < j) {
-                int kk = tok_utf8_next(s + p, j - p, &c);
+                int kk = tr_tok_utf8_next(s + p, j - p, &c);
                 if (precompiled_lookup(nm, s + p, (size_t)kk, &rep, &rep_len)) {
-                    if (!tok_buf_put(out, rep, rep_len)) return false;
-                } else if (!tok_buf_put(out, s + p, (size_t)kk)) {
+                    if (!tr_tok_buf_put(out, rep, rep_len)) return false;
+                } else if (!tr_tok_buf_put(out, s + p, (size_t)kk)) {
                     return false;
                 }
                 p += (size_t)kk;
@@ -190,18 +190,18 @@ static bool strip(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
     size_t b = 0, e = n;
     int32_t c;
     while (nm->left && b < e) {
-        int k = tok_utf8_next(s + b, e - b, &c);
-        if (k < 0 || !tok_is_whitespace(c)) break;
+        int k = tr_tok_utf8_next(s + b, e - b, &c);
+        if (k < 0 || !tr_tok_is_whitespace(c)) break;
         b += (size_t)k;
     }
     while (nm->right && e > b) {
         size_t p = e - 1;
         while (p > b && ((unsigned char)s[p] & 0xC0) == 0x80) p--;
-        int k = tok_utf8_next(s + p, e - p, &c);
-        if (k < 0 || !tok_is_whitespace(c)) break;
+        int k = tr_tok_utf8_next(s + p, e - p, &c);
+        if (k < 0 || !tr_tok_is_whitespace(c)) break;
         e = p;
     }
-    return tok_buf_put(out, s + b, e - b);
+    return tr_tok_buf_put(out, s + b, e - b);
 }
 
 static bool replace(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
@@ -212,16 +212,16 @@ static bool replace(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
             size_t j = i;
             while (j < n && s[j] == ' ') j++;
             if (j - i >= 2) {
-                if (!tok_buf_put(out, nm->content, clen)) return false;
+                if (!tr_tok_buf_put(out, nm->content, clen)) return false;
                 i = j;
                 continue;
             }
         } else if (plen && i + plen <= n && memcmp(s + i, nm->pattern, plen) == 0) {
-            if (!tok_buf_put(out, nm->content, clen)) return false;
+            if (!tr_tok_buf_put(out, nm->content, clen)) return false;
             i += plen;
             continue;
         }
-        if (!tok_buf_put(out, s + i, 1)) return false;
+        if (!tr_tok_buf_put(out, s + i, 1)) return false;
         i++;
     }
     return true;
@@ -232,7 +232,7 @@ static bool per_char(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
     size_t i = 0;
     while (i < n) {
         int32_t c, d[32];
-        int k = tok_utf8_next(s + i, n - i, &c);
+        int k = tr_tok_utf8_next(s + i, n - i, &c);
         if (k < 0) return false;
         i += (size_t)k;
         if (nm->kind == TOK_NORM_LOWERCASE) {
@@ -241,7 +241,7 @@ static bool per_char(const tok_norm *nm, const char *s, size_t n, tok_buf *out)
         }
         int nd = decompose(c, false, d, 32);
         for (int j = 0; j < nd; j++)
-            if (!is_mn(d[j]) && !tok_buf_put_cp(out, d[j])) return false;
+            if (!is_mn(d[j]) && !tr_tok_buf_put_cp(out, d[j])) return false;
     }
     return true;
 }
@@ -259,20 +259,20 @@ static bool unicode_form(const tok_norm *nm, const char *s, size_t n, tok_buf *o
     utf8proc_ssize_t len = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &r,
                                         (utf8proc_option_t)opt);
     if (len < 0) return false;
-    bool ok = tok_buf_put(out, (const char *)r, (size_t)len);
+    bool ok = tr_tok_buf_put(out, (const char *)r, (size_t)len);
     free(r);
     return ok;
 }
 
 /* ------------------------------------------------------------ the chain */
-bool tok_normalize(const tok_norm *steps, int nsteps, const char *s, size_t n, tok_buf *out)
+bool tr_tok_normalize(const tok_norm *steps, int nsteps, const char *s, size_t n, tok_buf *out)
 {
     tok_buf a = { 0 }, b = { 0 };
-    if (!tok_buf_put(&a, s, n)) return false;
+    if (!tr_tok_buf_put(&a, s, n)) return false;
     for (int k = 0; k < nsteps; k++) {
         const tok_norm *nm = &steps[k];
         b.n = 0;
-        if (!tok_buf_reserve(&b, a.n)) goto fail;
+        if (!tr_tok_buf_reserve(&b, a.n)) goto fail;
         bool ok;
         switch (nm->kind) {
         case TOK_NORM_BERT: ok = bert(nm, a.p, a.n, &b); break;
@@ -289,12 +289,12 @@ bool tok_normalize(const tok_norm *steps, int nsteps, const char *s, size_t n, t
         tok_buf t = a; a = b; b = t;
     }
     out->n = 0;
-    bool ok = tok_buf_put(out, a.p, a.n);
-    tok_buf_free(&a);
-    tok_buf_free(&b);
+    bool ok = tr_tok_buf_put(out, a.p, a.n);
+    tr_tok_buf_free(&a);
+    tr_tok_buf_free(&b);
     return ok;
 fail:
-    tok_buf_free(&a);
-    tok_buf_free(&b);
+    tr_tok_buf_free(&a);
+    tr_tok_buf_free(&b);
     return false;
 }

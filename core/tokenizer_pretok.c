@@ -37,7 +37,7 @@ static size_t ws_before(const char *s, size_t b, size_t e)
         size_t q = p - 1;
         while (q > b && ((unsigned char)s[q] & 0xC0) == 0x80) q--;
         int32_t c;
-        if (tok_utf8_next(s + q, p - q, &c) < 0 || !tok_is_whitespace(c)) break;
+        if (tr_tok_utf8_next(s + q, p - q, &c) < 0 || !tr_tok_is_whitespace(c)) break;
         p = q;
     }
     return e - p;
@@ -48,14 +48,14 @@ static size_t ws_after(const char *s, size_t b, size_t n)
     size_t p = b;
     while (p < n) {
         int32_t c;
-        int k = tok_utf8_next(s + p, n - p, &c);
-        if (k < 0 || !tok_is_whitespace(c)) break;
+        int k = tr_tok_utf8_next(s + p, n - p, &c);
+        if (k < 0 || !tr_tok_is_whitespace(c)) break;
         p += (size_t)k;
     }
     return p - b;
 }
 
-bool tok_split_added(const tok_added *added, int nadded, bool normalized, const char *s,
+bool tr_tok_split_added(const tok_added *added, int nadded, bool normalized, const char *s,
                      size_t n, tok_pieces *out)
 {
     out->n = 0;
@@ -89,7 +89,7 @@ static bool bert_is_punct(int32_t c)
 {
     if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126))
         return true;
-    int o = tok_hf_punct(c);
+    int o = tr_tok_hf_punct(c);
     if (o >= 0) return o;
     switch (utf8proc_category(c)) {
     case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
@@ -107,20 +107,20 @@ static bool split_bert(const char *s, size_t n, bool punct, tok_spans *words)
     bool in_word = false;
     while (i < n) {
         int32_t c;
-        int k = tok_utf8_next(s + i, n - i, &c);
+        int k = tr_tok_utf8_next(s + i, n - i, &c);
         if (k < 0) return false;
-        bool ws = tok_is_whitespace(c), p = punct && bert_is_punct(c);
+        bool ws = tr_tok_is_whitespace(c), p = punct && bert_is_punct(c);
         if (ws || p) {
-            if (in_word && !tok_spans_push(words, start, i - start)) return false;
+            if (in_word && !tr_tok_spans_push(words, start, i - start)) return false;
             in_word = false;
-            if (p && !tok_spans_push(words, i, (size_t)k)) return false;
+            if (p && !tr_tok_spans_push(words, i, (size_t)k)) return false;
         } else if (!in_word) {
             in_word = true;
             start = i;
         }
         i += (size_t)k;
     }
-    return !in_word || tok_spans_push(words, start, n - start);
+    return !in_word || tr_tok_spans_push(words, start, n - start);
 }
 
 /* ------------------------------------------------------------ Metaspace */
@@ -136,27 +136,27 @@ static bool metaspace(const tok_pretok *pt, const char *s, size_t n, bool first,
     if (s[0] == ' ') starts = true;
     bool prepend = !starts && (pt->prepend == TOK_PREPEND_ALWAYS ||
                                (pt->prepend == TOK_PREPEND_FIRST && first));
-    if (prepend && !tok_buf_put(work, pt->replacement, rl)) return false;
+    if (prepend && !tr_tok_buf_put(work, pt->replacement, rl)) return false;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == ' ') {
-            if (!tok_buf_put(work, pt->replacement, rl)) return false;
-        } else if (!tok_buf_put(work, s + i, 1)) {
+            if (!tr_tok_buf_put(work, pt->replacement, rl)) return false;
+        } else if (!tr_tok_buf_put(work, s + i, 1)) {
             return false;
         }
     }
-    if (!pt->split) return tok_spans_push(words, 0, work->n);
+    if (!pt->split) return tr_tok_spans_push(words, 0, work->n);
     size_t start = 0;
     for (size_t i = 0; i + rl <= work->n; i++) {
         if (i > start && memcmp(work->p + i, pt->replacement, rl) == 0) {
-            if (!tok_spans_push(words, start, i - start)) return false;
+            if (!tr_tok_spans_push(words, start, i - start)) return false;
             start = i;
         }
     }
-    return start >= work->n || tok_spans_push(words, start, work->n - start);
+    return start >= work->n || tr_tok_spans_push(words, start, work->n - start);
 }
 
 /* ------------------------------------------------------------ dispatch */
-bool tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *work,
+bool tr_tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *work,
                      tok_spans *words)
 {
     words->n = 0;
@@ -165,8 +165,8 @@ bool tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, 
         return metaspace(pt, s, n, first, work, words);
     default:
         work->n = 0;
-        if (!tok_buf_put(work, s, n)) return false;
-        if (pt->kind == TOK_PRE_NONE) return n == 0 || tok_spans_push(words, 0, n);
+        if (!tr_tok_buf_put(work, s, n)) return false;
+        if (pt->kind == TOK_PRE_NONE) return n == 0 || tr_tok_spans_push(words, 0, n);
         return split_bert(work->p, n, pt->kind == TOK_PRE_BERT, words);
     }
 }

@@ -221,8 +221,8 @@ static int32_t lookup(const range *t, int n, int32_t c)
 }
 
 #define N(t) ((int)(sizeof t / sizeof t[0]))
-int tok_hf_control(int32_t c) { return lookup(control_ranges, N(control_ranges), c); }
-int tok_hf_punct(int32_t c) { return lookup(punct_ranges, N(punct_ranges), c); }
-int tok_hf_mn(int32_t c) { return lookup(mn_ranges, N(mn_ranges), c); }
-int tok_hf_keep(int32_t c) { return lookup(keep_ranges, N(keep_ranges), c); }
-int32_t tok_hf_lower(int32_t c) { return lookup(lower_ranges, N(lower_ranges), c); }
+int tr_tok_hf_control(int32_t c) { return lookup(control_ranges, N(control_ranges), c); }
+int tr_tok_hf_punct(int32_t c) { return lookup(punct_ranges, N(punct_ranges), c); }
+int tr_tok_hf_mn(int32_t c) { return lookup(mn_ranges, N(mn_ranges), c); }
+int tr_tok_hf_keep(int32_t c) { return lookup(keep_ranges, N(keep_ranges), c); }
+int32_t tr_tok_hf_lower(int32_t c) { return lookup(lower_ranges, N(lower_ranges), c); }

@@ -9,7 +9,7 @@
 
 typedef struct node { double score; int64_t start; int32_t id; } node;
 
-bool tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out)
+bool tr_tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out)
 {
     if (n == 0) return true;
     node *best = malloc((n + 1) * sizeof *best);
@@ -20,7 +20,7 @@ bool tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n
     while (start < n) {
         double here = best[start].score;
         int32_t cp;
-        int mblen = tok_utf8_next(w + start, n - start, &cp);
+        int mblen = tr_tok_utf8_next(w + start, n - start, &cp);
         if (mblen < 0) mblen = 1;
         bool has_single = false;
         size_t end = start;
@@ -28,7 +28,7 @@ bool tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n
             end++;
             while (end < n && ((unsigned char)w[end] & 0xC0) == 0x80) end++;
             if (end - start > v->max_len) break;
-            int32_t id = tok_vocab_find(v, w + start, end - start);
+            int32_t id = tr_tok_vocab_find(v, w + start, end - start);
             if (id < 0 || id >= m->nvocab) continue;
             double cand = here + (double)v->score[id];
             node *t = &best[end];
@@ -48,7 +48,7 @@ bool tok_unigram(const tok_model *m, const tok_vocab *v, const char *w, size_t n
     for (size_t e = n; e > 0;) {
         node *nd = &best[e];
         bool unk = nd->id == m->unk_id;
-        if (!(unk && prev_unk && m->fuse_unk) && !tok_ids_push(out, nd->id)) {
+        if (!(unk && prev_unk && m->fuse_unk) && !tr_tok_ids_push(out, nd->id)) {
             free(best);
             return false;
         }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* ------------------------------------------------------------ buffers */
-bool tok_buf_reserve(tok_buf *b, size_t extra)
+bool tr_tok_buf_reserve(tok_buf *b, size_t extra)
 {
     if (b->n + extra + 1 <= b->cap) return true;
     size_t cap = b->cap ? b->cap : 64;
@@ -21,16 +21,16 @@ bool tok_buf_reserve(tok_buf *b, size_t extra)
     return true;
 }
 
-bool tok_buf_put(tok_buf *b, const char *s, size_t n)
+bool tr_tok_buf_put(tok_buf *b, const char *s, size_t n)
 {
-    if (!tok_buf_reserve(b, n)) return false;
+    if (!tr_tok_buf_reserve(b, n)) return false;
     if (n) memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
     return true;
 }
 
-bool tok_buf_put_cp(tok_buf *b, int32_t cp)
+bool tr_tok_buf_put_cp(tok_buf *b, int32_t cp)
 {
     char u[4];
     size_t n;
@@ -43,16 +43,16 @@ bool tok_buf_put_cp(tok_buf *b, int32_t cp)
         u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
         u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
     }
-    return tok_buf_put(b, u, n);
+    return tr_tok_buf_put(b, u, n);
 }
 
-void tok_buf_free(tok_buf *b)
+void tr_tok_buf_free(tok_buf *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
-bool tok_ids_push(tok_ids *v, int32_t id)
+bool tr_tok_ids_push(tok_ids *v, int32_t id)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 64;
@@ -65,13 +65,13 @@ bool tok_ids_push(tok_ids *v, int32_t id)
     return true;
 }
 
-void tok_ids_free(tok_ids *v)
+void tr_tok_ids_free(tok_ids *v)
 {
     free(v->p);
     memset(v, 0, sizeof *v);
 }
 
-bool tok_spans_push(tok_spans *v, size_t off, size_t len)
+bool tr_tok_spans_push(tok_spans *v, size_t off, size_t len)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 32;
@@ -87,7 +87,7 @@ bool tok_spans_push(tok_spans *v, size_t off, size_t len)
 }
 
 /* ------------------------------------------------------------ UTF-8 */
-int tok_utf8_next(const char *s, size_t n, int32_t *cp)
+int tr_tok_utf8_next(const char *s, size_t n, int32_t *cp)
 {
     const unsigned char *u = (const unsigned char *)s;
     if (n == 0) return -1;
@@ -116,7 +116,7 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h;
 }
 
-bool tok_vocab_set(tok_vocab *v, int32_t id, const char *s, size_t n)
+bool tr_tok_vocab_set(tok_vocab *v, int32_t id, const char *s, size_t n)
 {
     if (id >= v->n) {
         int32_t nn = id + 1;
@@ -146,7 +146,7 @@ bool tok_vocab_set(tok_vocab *v, int32_t id, const char *s, size_t n)
     return true;
 }
 
-bool tok_vocab_index(tok_vocab *v)
+bool tr_tok_vocab_index(tok_vocab *v)
 {
     size_t cap = 16;
     while (cap < (size_t)v->n * 2) cap *= 2;
@@ -173,7 +173,7 @@ bool tok_vocab_index(tok_vocab *v)
     return true;
 }
 
-int32_t tok_vocab_find(const tok_vocab *v, const char *s, size_t n)
+int32_t tr_tok_vocab_find(const tok_vocab *v, const char *s, size_t n)
 {
     if (!v->slot || n > v->max_len) return -1;
     size_t i = hash_bytes(s, n) & (v->cap - 1);
@@ -185,7 +185,7 @@ int32_t tok_vocab_find(const tok_vocab *v, const char *s, size_t n)
     return -1;
 }
 
-void tok_vocab_free(tok_vocab *v)
+void tr_tok_vocab_free(tok_vocab *v)
 {
     for (int32_t i = 0; i < v->n; i++) free(v->str[i]);
     free(v->str);

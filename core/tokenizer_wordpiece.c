@@ -13,10 +13,10 @@ static size_t count_chars(const char *w, size_t n)
     return c;
 }
 
-bool tok_wordpiece(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out)
+bool tr_tok_wordpiece(const tok_model *m, const tok_vocab *v, const char *w, size_t n, tok_ids *out)
 {
     size_t mark = out->n;
-    if ((int64_t)count_chars(w, n) > (int64_t)m->max_chars) return tok_ids_push(out, m->unk_id);
+    if ((int64_t)count_chars(w, n) > (int64_t)m->max_chars) return tr_tok_ids_push(out, m->unk_id);
     size_t plen = strlen(m->prefix);
     char buf[512];
     size_t start = 0;
@@ -27,11 +27,11 @@ bool tok_wordpiece(const tok_model *m, const tok_vocab *v, const char *w, size_t
             size_t len = end - start;
             int32_t id;
             if (start == 0) {
-                id = tok_vocab_find(v, w, len);
+                id = tr_tok_vocab_find(v, w, len);
             } else if (plen + len <= sizeof buf) {
                 memcpy(buf, m->prefix, plen);
                 memcpy(buf + plen, w + start, len);
-                id = tok_vocab_find(v, buf, plen + len);
+                id = tr_tok_vocab_find(v, buf, plen + len);
             } else {
                 id = -1;   /* longer than any token can be */
             }
@@ -44,9 +44,9 @@ bool tok_wordpiece(const tok_model *m, const tok_vocab *v, const char *w, size_t
         }
         if (found < 0) {
             out->n = mark;
-            return tok_ids_push(out, m->unk_id);
+            return tr_tok_ids_push(out, m->unk_id);
         }
-        if (!tok_ids_push(out, found)) return false;
+        if (!tr_tok_ids_push(out, found)) return false;
         start = end;
     }
     return true;

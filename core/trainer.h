@@ -12,6 +12,7 @@
 #include "safetensors.h"
 #include "ops_elem.h"
 #include "ops_optim2.h"
+#include "op_query.h"
 #include "cuda_device.h"
 #include "ops_nn.h"
 #include "tokenizer.h"

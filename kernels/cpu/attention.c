@@ -24,7 +24,7 @@ static int omp_thread(void)
 #endif
 }
 
-int tr_attention_threads(void)
+int tr_k_attention_threads(void)
 {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -34,7 +34,7 @@ int tr_attention_threads(void)
 }
 
 /* The float uniforms are stored in the third buffer; a buffer of doubles holds them too. */
-size_t tr_attention_scratch_elems(int64_t T, int nthreads)
+size_t tr_k_attention_scratch_elems(int64_t T, int nthreads)
 {
     return (size_t)(nthreads > 0 ? nthreads : 1) * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK *
            (size_t)(T > 0 ? T : 0);

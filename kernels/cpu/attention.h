@@ -7,7 +7,7 @@
  *
  * Tiling: query rows are processed in blocks of TR_ATTN_BLOCK per (b, h); each thread owns
  * a scratch of TR_ATTN_SCRATCH_BUFS x TR_ATTN_BLOCK x T values, which the caller provides
- * (see tr_attention_scratch_elems) so that it shows in the allocator's workspace ledger.
+ * (see tr_k_attention_scratch_elems) so that it shows in the allocator's workspace ledger.
  * Scores of a block are a GEMM, softmax is two-pass over the block's full key row, and the
  * backward recomputes the block's probabilities from q, k and lse.
  *
@@ -35,29 +35,29 @@ typedef struct tr_attn_dropout {
 
 /* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch
  * they need for that many threads, in elements of the kernel's type. */
-int tr_attention_threads(void);
-size_t tr_attention_scratch_elems(int64_t T, int nthreads);
+int tr_k_attention_threads(void);
+size_t tr_k_attention_scratch_elems(int64_t T, int nthreads);
 
 /* out[B,T,H,D] (=), lse[B,H,T] (=). mask_dtype is TR_I32 or TR_F32 (ignored when mask is
  * NULL); drop NULL or p == 0 means no dropout. scale is usually 1/sqrt(D). scratch has
- * tr_attention_scratch_elems(T, nthreads) elements. */
-void tr_attention_forward_f32(float *out, float *lse, const float *q, const float *k,
+ * tr_k_attention_scratch_elems(T, nthreads) elements. */
+void tr_k_attention_fwd_f32(float *out, float *lse, const float *q, const float *k,
                               const float *v, const void *mask, int mask_dtype,
                               const tr_attn_dropout *drop, float scale, int64_t B, int64_t T,
                               int64_t H, int64_t D, float *scratch, int nthreads);
-void tr_attention_forward_f64(double *out, double *lse, const double *q, const double *k,
+void tr_k_attention_fwd_f64(double *out, double *lse, const double *q, const double *k,
                               const double *v, const void *mask, int mask_dtype,
                               const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,
                               int64_t H, int64_t D, double *scratch, int nthreads);
 
 /* dq, dk, dv [B,T,H,D] all OVERWRITE. lse is the forward's; mask, drop and scale must be
  * the forward's too. */
-void tr_attention_backward_f32(float *dq, float *dk, float *dv, const float *dout,
+void tr_k_attention_bwd_f32(float *dq, float *dk, float *dv, const float *dout,
                                const float *q, const float *k, const float *v,
                                const float *lse, const void *mask, int mask_dtype,
                                const tr_attn_dropout *drop, float scale, int64_t B, int64_t T,
                                int64_t H, int64_t D, float *scratch, int nthreads);
-void tr_attention_backward_f64(double *dq, double *dk, double *dv, const double *dout,
+void tr_k_attention_bwd_f64(double *dq, double *dk, double *dv, const double *dout,
                                const double *q, const double *k, const double *v,
                                const double *lse, const void *mask, int mask_dtype,
                                const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,

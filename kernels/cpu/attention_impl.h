@@ -23,7 +23,7 @@ static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const void *ma
 
 /* ------------------------------------------------------------ forward */
 
-void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
+void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
                                const REAL *v, const void *mask, int mask_dtype,
                                const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
                                int64_t H, int64_t D, REAL *scratch, int nthreads)
@@ -90,7 +90,7 @@ void KFN(tr_attention_forward)(REAL *out, REAL *lse, const REAL *q, const REAL *
 
 /* ------------------------------------------------------------ backward */
 
-void KFN(tr_attention_backward)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
+void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
                                 const REAL *q, const REAL *k, const REAL *v,
                                 const REAL *lse, const void *mask, int mask_dtype,
                                 const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,

@@ -7,19 +7,19 @@
 
 #include <stdint.h>
 
-void add_forward_f32(float *out, const float *a, const float *b, int64_t N, int64_t C, int64_t b_rows);
-void add_forward_f64(double *out, const double *a, const double *b, int64_t N, int64_t C, int64_t b_rows);
-void mul_forward_f32(float *out, const float *a, const float *b, int64_t N, int64_t C, int64_t b_rows);
-void mul_forward_f64(double *out, const double *a, const double *b, int64_t N, int64_t C, int64_t b_rows);
-void mul_backward_f32(float *da, float *db, const float *dout, const float *a, const float *b,
+void tr_k_add_fwd_f32(float *out, const float *a, const float *b, int64_t N, int64_t C, int64_t b_rows);
+void tr_k_add_fwd_f64(double *out, const double *a, const double *b, int64_t N, int64_t C, int64_t b_rows);
+void tr_k_mul_fwd_f32(float *out, const float *a, const float *b, int64_t N, int64_t C, int64_t b_rows);
+void tr_k_mul_fwd_f64(double *out, const double *a, const double *b, int64_t N, int64_t C, int64_t b_rows);
+void tr_k_mul_bwd_f32(float *da, float *db, const float *dout, const float *a, const float *b,
                       int64_t N, int64_t C, int64_t b_rows);
-void mul_backward_f64(double *da, double *db, const double *dout, const double *a, const double *b,
+void tr_k_mul_bwd_f64(double *da, double *db, const double *dout, const double *a, const double *b,
                       int64_t N, int64_t C, int64_t b_rows);
-void scale_forward_f32(float *out, const float *x, float alpha, int64_t n);
-void scale_forward_f64(double *out, const double *x, double alpha, int64_t n);
-void axpy_f32(float *y, const float *x, float alpha, int64_t n);
-void axpy_f64(double *y, const double *x, double alpha, int64_t n);
-void fill_f32(float *out, float value, int64_t n);
-void fill_f64(double *out, double value, int64_t n);
+void tr_k_scale_fwd_f32(float *out, const float *x, float alpha, int64_t n);
+void tr_k_scale_fwd_f64(double *out, const double *x, double alpha, int64_t n);
+void tr_k_axpy_fwd_f32(float *y, const float *x, float alpha, int64_t n);
+void tr_k_axpy_fwd_f64(double *y, const double *x, double alpha, int64_t n);
+void tr_k_fill_fwd_f32(float *out, float value, int64_t n);
+void tr_k_fill_fwd_f64(double *out, double value, int64_t n);
 
 #endif

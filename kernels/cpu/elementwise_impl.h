@@ -8,7 +8,7 @@
 /* ------------------------------------------------------------ add, mul */
 
 /* out = a + b (=). out may alias a or b. */
-void KFN(add_forward)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
+void KFN(tr_k_add_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
 {
     int64_t n = N * C;
     if (b_rows == N) {
@@ -22,7 +22,7 @@ void KFN(add_forward)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_
 }
 
 /* out = a * b (=). out may alias a or b. */
-void KFN(mul_forward)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
+void KFN(tr_k_mul_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
 {
     int64_t n = N * C;
     if (b_rows == N) {
@@ -37,7 +37,7 @@ void KFN(mul_forward)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_
 
 /* da = dout * b (=), db = dout * a (=), summed over rows when b is broadcast.
  * Either gradient may be NULL (not wanted). Neither may alias dout, a or b. */
-void KFN(mul_backward)(REAL *da, REAL *db, const REAL *dout, const REAL *a, const REAL *b,
+void KFN(tr_k_mul_bwd)(REAL *da, REAL *db, const REAL *dout, const REAL *a, const REAL *b,
                        int64_t N, int64_t C, int64_t b_rows)
 {
     int64_t n = N * C;
@@ -69,21 +69,21 @@ void KFN(mul_backward)(REAL *da, REAL *db, const REAL *dout, const REAL *a, cons
 /* ------------------------------------------------------------ scale, axpy, fill */
 
 /* out = alpha * x (=). out may alias x. */
-void KFN(scale_forward)(REAL *out, const REAL *x, REAL alpha, int64_t n)
+void KFN(tr_k_scale_fwd)(REAL *out, const REAL *x, REAL alpha, int64_t n)
 {
 #pragma omp parallel for if (n > 65536)
     for (int64_t i = 0; i < n; i++) out[i] = alpha * x[i];
 }
 
 /* y += alpha * x (ACCUMULATES into y). */
-void KFN(axpy)(REAL *y, const REAL *x, REAL alpha, int64_t n)
+void KFN(tr_k_axpy_fwd)(REAL *y, const REAL *x, REAL alpha, int64_t n)
 {
 #pragma omp parallel for if (n > 65536)
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
 /* out = value (=). */
-void KFN(fill)(REAL *out, REAL value, int64_t n)
+void KFN(tr_k_fill_fwd)(REAL *out, REAL value, int64_t n)
 {
 #pragma omp parallel for if (n > 65536)
     for (int64_t i = 0; i < n; i++) out[i] = value;

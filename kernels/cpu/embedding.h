@@ -6,11 +6,11 @@
 
 #include <stdint.h>
 
-void embedding_forward_f32(float *out, const int64_t *ids, const float *table, int64_t N, int64_t C);
-void embedding_forward_f64(double *out, const int64_t *ids, const double *table, int64_t N, int64_t C);
-void embedding_backward_f32(float *dtable, const float *dout, const int64_t *ids, int64_t N, int64_t C,
+void tr_k_embedding_fwd_f32(float *out, const int64_t *ids, const float *table, int64_t N, int64_t C);
+void tr_k_embedding_fwd_f64(double *out, const int64_t *ids, const double *table, int64_t N, int64_t C);
+void tr_k_embedding_bwd_f32(float *dtable, const float *dout, const int64_t *ids, int64_t N, int64_t C,
                             int64_t padding_idx);
-void embedding_backward_f64(double *dtable, const double *dout, const int64_t *ids, int64_t N, int64_t C,
+void tr_k_embedding_bwd_f64(double *dtable, const double *dout, const int64_t *ids, int64_t N, int64_t C,
                             int64_t padding_idx);
 
 #endif

@@ -4,7 +4,7 @@
 /* ------------------------------------------------------------ forward */
 
 /* out[n, :] = table[ids[n], :] (=). out [N, C], table [V, C]. */
-void KFN(embedding_forward)(REAL *out, const int64_t *ids, const REAL *table, int64_t N, int64_t C)
+void KFN(tr_k_embedding_fwd)(REAL *out, const int64_t *ids, const REAL *table, int64_t N, int64_t C)
 {
 #pragma omp parallel for if (N * C > 65536)
     for (int64_t n = 0; n < N; n++) {
@@ -20,7 +20,7 @@ void KFN(embedding_forward)(REAL *out, const int64_t *ids, const REAL *table, in
  * no padding row). ACCUMULATES into dtable. Deterministic: each thread owns a range of
  * columns and visits the rows in order, so repeated ids never race and the summation
  * order is fixed. */
-void KFN(embedding_backward)(REAL *dtable, const REAL *dout, const int64_t *ids, int64_t N, int64_t C,
+void KFN(tr_k_embedding_bwd)(REAL *dtable, const REAL *dout, const int64_t *ids, int64_t N, int64_t C,
                              int64_t padding_idx)
 {
     const int64_t block = 64;

@@ -10,14 +10,14 @@
 
 #include <stdint.h>
 
-void copy_cols_f32(float *dst, const float *src, int64_t N, int64_t dst_C, int64_t dst_col, int64_t src_C,
+void tr_k_copy_cols_fwd_f32(float *dst, const float *src, int64_t N, int64_t dst_C, int64_t dst_col, int64_t src_C,
                    int64_t src_col, int64_t ncols, int accumulate);
-void copy_cols_f64(double *dst, const double *src, int64_t N, int64_t dst_C, int64_t dst_col, int64_t src_C,
+void tr_k_copy_cols_fwd_f64(double *dst, const double *src, int64_t N, int64_t dst_C, int64_t dst_col, int64_t src_C,
                    int64_t src_col, int64_t ncols, int accumulate);
-void abs_diff_forward_f32(float *out, const float *a, const float *b, int64_t n);
-void abs_diff_forward_f64(double *out, const double *a, const double *b, int64_t n);
-void abs_diff_backward_f32(float *da, float *db, const float *dout, const float *a, const float *b, int64_t n);
-void abs_diff_backward_f64(double *da, double *db, const double *dout, const double *a, const double *b,
+void tr_k_abs_diff_fwd_f32(float *out, const float *a, const float *b, int64_t n);
+void tr_k_abs_diff_fwd_f64(double *out, const double *a, const double *b, int64_t n);
+void tr_k_abs_diff_bwd_f32(float *da, float *db, const float *dout, const float *a, const float *b, int64_t n);
+void tr_k_abs_diff_bwd_f64(double *da, double *db, const double *dout, const double *a, const double *b,
                            int64_t n);
 
 #endif

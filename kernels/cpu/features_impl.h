@@ -7,7 +7,7 @@
 /* dst[r, dst_col + j] = src[r, src_col + j] (accumulate == 0) or += (accumulate != 0) for
  * r < N, j < ncols. dst rows hold dst_C elements, src rows src_C; the caller has checked
  * that both blocks lie inside their rows. dst and src must not overlap. */
-void KFN(copy_cols)(REAL *dst, const REAL *src, int64_t N, int64_t dst_C, int64_t dst_col, int64_t src_C,
+void KFN(tr_k_copy_cols_fwd)(REAL *dst, const REAL *src, int64_t N, int64_t dst_C, int64_t dst_col, int64_t src_C,
                     int64_t src_col, int64_t ncols, int accumulate)
 {
 #pragma omp parallel for if (N * ncols > 65536)
@@ -24,7 +24,7 @@ void KFN(copy_cols)(REAL *dst, const REAL *src, int64_t N, int64_t dst_C, int64_
 /* ------------------------------------------------------------ |a - b| */
 
 /* out = |a - b| (=). out may alias a or b. */
-void KFN(abs_diff_forward)(REAL *out, const REAL *a, const REAL *b, int64_t n)
+void KFN(tr_k_abs_diff_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t n)
 {
 #pragma omp parallel for if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
@@ -35,7 +35,7 @@ void KFN(abs_diff_forward)(REAL *out, const REAL *a, const REAL *b, int64_t n)
 
 /* da = dout * sign(a - b) (=), db = -da (=), with sign(0) = 0 as torch.abs's backward.
  * Either gradient may be NULL. */
-void KFN(abs_diff_backward)(REAL *da, REAL *db, const REAL *dout, const REAL *a, const REAL *b, int64_t n)
+void KFN(tr_k_abs_diff_bwd)(REAL *da, REAL *db, const REAL *dout, const REAL *a, const REAL *b, int64_t n)
 {
 #pragma omp parallel for if (n > 65536)
     for (int64_t i = 0; i < n; i++) {

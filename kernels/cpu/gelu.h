@@ -11,12 +11,12 @@
 enum { TR_GELU_ERF = 0, TR_GELU_TANH = 1 };
 
 /* out[n] (=); out may alias x. */
-void tr_gelu_forward_f32(float *out, const float *x, int64_t n, int approx);
-void tr_gelu_forward_f64(double *out, const double *x, int64_t n, int approx);
+void tr_k_gelu_fwd_f32(float *out, const float *x, int64_t n, int approx);
+void tr_k_gelu_fwd_f64(double *out, const double *x, int64_t n, int approx);
 
 /* dx[n] OVERWRITES: dx = dout * gelu'(x); dx may alias dout. */
-void tr_gelu_backward_f32(float *dx, const float *dout, const float *x, int64_t n, int approx);
-void tr_gelu_backward_f64(double *dx, const double *dout, const double *x, int64_t n,
+void tr_k_gelu_bwd_f32(float *dx, const float *dout, const float *x, int64_t n, int approx);
+void tr_k_gelu_bwd_f64(double *dx, const double *dout, const double *x, int64_t n,
                           int approx);
 
 #endif

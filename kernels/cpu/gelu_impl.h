@@ -2,7 +2,7 @@
 
 /* ------------------------------------------------------------ forward */
 
-void KFN(tr_gelu_forward)(REAL *out, const REAL *x, int64_t n, int approx)
+void KFN(tr_k_gelu_fwd)(REAL *out, const REAL *x, int64_t n, int approx)
 {
     const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
     const REAL k = (REAL)0.79788456080286535588;    /* sqrt(2/pi) */
@@ -24,7 +24,7 @@ void KFN(tr_gelu_forward)(REAL *out, const REAL *x, int64_t n, int approx)
 
 /* ------------------------------------------------------------ backward */
 
-void KFN(tr_gelu_backward)(REAL *dx, const REAL *dout, const REAL *x, int64_t n, int approx)
+void KFN(tr_k_gelu_bwd)(REAL *dx, const REAL *dout, const REAL *x, int64_t n, int approx)
 {
     const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
     const REAL inv_sqrt2pi = (REAL)0.39894228040143267794;

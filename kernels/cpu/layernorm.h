@@ -8,19 +8,19 @@
 #include <stdint.h>
 
 /* out[N,C] (=), mean[N] (=), rstd[N] (=); bias may be NULL (no shift). */
-void tr_layernorm_forward_f32(float *out, float *mean, float *rstd, const float *x,
+void tr_k_layernorm_fwd_f32(float *out, float *mean, float *rstd, const float *x,
                               const float *weight, const float *bias, int64_t N, int64_t C,
                               float eps);
-void tr_layernorm_forward_f64(double *out, double *mean, double *rstd, const double *x,
+void tr_k_layernorm_fwd_f64(double *out, double *mean, double *rstd, const double *x,
                               const double *weight, const double *bias, int64_t N, int64_t C,
                               double eps);
 
 /* dx[N,C] OVERWRITES (may be NULL); dweight[C] and dbias[C] ACCUMULATE and may be NULL
  * (frozen parameters). mean and rstd are those the forward saved. */
-void tr_layernorm_backward_f32(float *dx, float *dweight, float *dbias, const float *dout,
+void tr_k_layernorm_bwd_f32(float *dx, float *dweight, float *dbias, const float *dout,
                                const float *x, const float *weight, const float *mean,
                                const float *rstd, int64_t N, int64_t C);
-void tr_layernorm_backward_f64(double *dx, double *dweight, double *dbias, const double *dout,
+void tr_k_layernorm_bwd_f64(double *dx, double *dweight, double *dbias, const double *dout,
                                const double *x, const double *weight, const double *mean,
                                const double *rstd, int64_t N, int64_t C);
 

@@ -2,7 +2,7 @@
 
 /* ------------------------------------------------------------ forward */
 
-void KFN(tr_layernorm_forward)(REAL *out, REAL *mean, REAL *rstd, const REAL *x,
+void KFN(tr_k_layernorm_fwd)(REAL *out, REAL *mean, REAL *rstd, const REAL *x,
                                const REAL *weight, const REAL *bias, int64_t N, int64_t C,
                                REAL eps)
 {
@@ -30,7 +30,7 @@ void KFN(tr_layernorm_forward)(REAL *out, REAL *mean, REAL *rstd, const REAL *x,
 
 /* ------------------------------------------------------------ backward */
 
-void KFN(tr_layernorm_backward)(REAL *dx, REAL *dweight, REAL *dbias, const REAL *dout,
+void KFN(tr_k_layernorm_bwd)(REAL *dx, REAL *dweight, REAL *dbias, const REAL *dout,
                                 const REAL *x, const REAL *weight, const REAL *mean,
                                 const REAL *rstd, int64_t N, int64_t C)
 {

@@ -7,13 +7,13 @@
 
 #include <stdint.h>
 
-int64_t cross_entropy_forward_f32(float *losses, float *lse, const float *logits, const int64_t *targets,
+int64_t tr_k_cross_entropy_fwd_f32(float *losses, float *lse, const float *logits, const int64_t *targets,
                                   int64_t N, int64_t K, int64_t ignore_index, float label_smoothing);
-int64_t cross_entropy_forward_f64(double *losses, double *lse, const double *logits, const int64_t *targets,
+int64_t tr_k_cross_entropy_fwd_f64(double *losses, double *lse, const double *logits, const int64_t *targets,
                                   int64_t N, int64_t K, int64_t ignore_index, double label_smoothing);
-void cross_entropy_backward_f32(float *dlogits, const float *logits, const float *lse, const int64_t *targets,
+void tr_k_cross_entropy_bwd_f32(float *dlogits, const float *logits, const float *lse, const int64_t *targets,
                                 float g, int64_t N, int64_t K, int64_t ignore_index, float label_smoothing);
-void cross_entropy_backward_f64(double *dlogits, const double *logits, const double *lse,
+void tr_k_cross_entropy_bwd_f64(double *dlogits, const double *logits, const double *lse,
                                 const int64_t *targets, double g, int64_t N, int64_t K, int64_t ignore_index,
                                 double label_smoothing);
 

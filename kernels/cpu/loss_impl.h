@@ -8,7 +8,7 @@
 
 /* losses[n] = the row's loss (=), lse[n] = log-sum-exp of the row (=), both 0 for ignored
  * rows. Returns the number of rows not ignored (the divisor of the mean). */
-int64_t KFN(cross_entropy_forward)(REAL *losses, REAL *lse, const REAL *logits, const int64_t *targets,
+int64_t KFN(tr_k_cross_entropy_fwd)(REAL *losses, REAL *lse, const REAL *logits, const int64_t *targets,
                                    int64_t N, int64_t K, int64_t ignore_index, REAL label_smoothing)
 {
     int64_t count = 0;
@@ -40,7 +40,7 @@ int64_t KFN(cross_entropy_forward)(REAL *losses, REAL *lse, const REAL *logits, 
 /* dlogits[n, k] = g * (softmax(z_n)[k] - (1 - ls) * [k == t_n] - ls / K) (=) where g is the
  * upstream gradient of the mean loss divided by the count of rows not ignored; ignored
  * rows get 0. lse comes from the forward. dlogits may alias logits (in-place backward). */
-void KFN(cross_entropy_backward)(REAL *dlogits, const REAL *logits, const REAL *lse, const int64_t *targets,
+void KFN(tr_k_cross_entropy_bwd)(REAL *dlogits, const REAL *logits, const REAL *lse, const int64_t *targets,
                                  REAL g, int64_t N, int64_t K, int64_t ignore_index, REAL label_smoothing)
 {
 #pragma omp parallel for if (N * K > 65536)

@@ -15,15 +15,15 @@
  * row; NULL = none). beta == 0 never reads C, so C may hold garbage (NaN) then.
  * C OVERWRITES (accumulates when beta == 1). Arguments are checked before BLAS sees them
  * (BLAS would report through xerbla and print): TR_EINTERNAL with file and line in err. */
-int tr_matmul_f32(float *C, const float *A, const float *B, const float *bias, int batch, int M,
+int tr_k_matmul_fwd_f32(float *C, const float *A, const float *B, const float *bias, int batch, int M,
                   int N, int K, int transA, int transB, float alpha, float beta, int64_t strideA,
                   int64_t strideB, int64_t strideC, tr_error *err);
-int tr_matmul_f64(double *C, const double *A, const double *B, const double *bias, int batch,
+int tr_k_matmul_fwd_f64(double *C, const double *A, const double *B, const double *bias, int batch,
                   int M, int N, int K, int transA, int transB, double alpha, double beta,
                   int64_t strideA, int64_t strideB, int64_t strideC, tr_error *err);
 
 /* dbias[O] += sum over rows n < N of dout[n, O]. dbias ACCUMULATES. */
-void tr_bias_backward_f32(float *dbias, const float *dout, int64_t N, int64_t O);
-void tr_bias_backward_f64(double *dbias, const double *dout, int64_t N, int64_t O);
+void tr_k_bias_bwd_f32(float *dbias, const float *dout, int64_t N, int64_t O);
+void tr_k_bias_bwd_f64(double *dbias, const double *dout, int64_t N, int64_t O);
 
 #endif

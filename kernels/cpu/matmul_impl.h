@@ -3,7 +3,7 @@
 
 /* ------------------------------------------------------------ gemm */
 
-int KFN(tr_matmul)(REAL *C, const REAL *A, const REAL *B, const REAL *bias, int batch, int M,
+int KFN(tr_k_matmul_fwd)(REAL *C, const REAL *A, const REAL *B, const REAL *bias, int batch, int M,
                    int N, int K, int transA, int transB, REAL alpha, REAL beta, int64_t strideA,
                    int64_t strideB, int64_t strideC, tr_error *err)
 {
@@ -39,7 +39,7 @@ int KFN(tr_matmul)(REAL *C, const REAL *A, const REAL *B, const REAL *bias, int 
 
 /* ------------------------------------------------------------ bias gradient */
 
-void KFN(tr_bias_backward)(REAL *dbias, const REAL *dout, int64_t N, int64_t O)
+void KFN(tr_k_bias_bwd)(REAL *dbias, const REAL *dout, int64_t N, int64_t O)
 {
     /* Columns are split into chunks across threads; each chunk sums its rows in order, so
      * the result is deterministic and there are no write races. */

@@ -5,9 +5,9 @@
 
 #include <stdint.h>
 
-void adamw_step_f32(float *param, float *m, float *v, const float *grad, int64_t n, float lr, float beta1,
+void tr_k_adamw_step_f32(float *param, float *m, float *v, const float *grad, int64_t n, float lr, float beta1,
                     float beta2, float eps, float weight_decay, int64_t step, float grad_scale);
-void adamw_step_f64(double *param, double *m, double *v, const double *grad, int64_t n, double lr,
+void tr_k_adamw_step_f64(double *param, double *m, double *v, const double *grad, int64_t n, double lr,
                     double beta1, double beta2, double eps, double weight_decay, int64_t step,
                     double grad_scale);
 

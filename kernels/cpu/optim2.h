@@ -20,14 +20,14 @@ typedef struct adafactor_hparams {
     double grad_scale;      /* the gradients are divided by it (1 when unscaled) */
 } adafactor_hparams;
 
-void sgd_step_f32(float *param, float *momentum_buf, const float *grad, int64_t n, float lr, float momentum,
+void tr_k_sgd_step_f32(float *param, float *momentum_buf, const float *grad, int64_t n, float lr, float momentum,
                   float dampening, float weight_decay, int nesterov, int first_step, float grad_scale);
-void sgd_step_f64(double *param, double *momentum_buf, const double *grad, int64_t n, double lr, double momentum,
+void tr_k_sgd_step_f64(double *param, double *momentum_buf, const double *grad, int64_t n, double lr, double momentum,
                   double dampening, double weight_decay, int nesterov, int first_step, double grad_scale);
 
-double adafactor_step_f32(float *param, float *exp_avg, float *row, float *col, float *v, double *work,
+double tr_k_adafactor_step_f32(float *param, float *exp_avg, float *row, float *col, float *v, double *work,
                           const float *grad, int64_t B, int64_t R, int64_t C, const adafactor_hparams *hp);
-double adafactor_step_f64(double *param, double *exp_avg, double *row, double *col, double *v, double *work,
+double tr_k_adafactor_step_f64(double *param, double *exp_avg, double *row, double *col, double *v, double *work,
                           const double *grad, int64_t B, int64_t R, int64_t C, const adafactor_hparams *hp);
 
 #endif

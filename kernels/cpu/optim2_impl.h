@@ -11,7 +11,7 @@
  *   buf = d on the first step, else momentum * buf + (1 - dampening) * d
  *   d = nesterov ? d + momentum * buf : buf            (when momentum != 0)
  *   param -= lr * d */
-void KFN(sgd_step)(REAL *param, REAL *momentum_buf, const REAL *grad, int64_t n, REAL lr, REAL momentum,
+void KFN(tr_k_sgd_step)(REAL *param, REAL *momentum_buf, const REAL *grad, int64_t n, REAL lr, REAL momentum,
                    REAL dampening, REAL weight_decay, int nesterov, int first_step, REAL grad_scale)
 {
     REAL inv_scale = 1 / grad_scale, keep = 1 - dampening;
@@ -40,7 +40,7 @@ void KFN(sgd_step)(REAL *param, REAL *momentum_buf, const REAL *grad, int64_t n,
  *   u = g * rsqrt(row_i / mean(row)) * rsqrt(col_j)   or   g * rsqrt(v)
  *   u = lr * u / max(1, RMS(u) / clip_threshold);  exp_avg = beta1 exp_avg + (1-beta1) u
  *   param -= lr * weight_decay * param;  param -= (exp_avg or u) */
-double KFN(adafactor_step)(REAL *param, REAL *exp_avg, REAL *row, REAL *col, REAL *v, double *work,
+double KFN(tr_k_adafactor_step)(REAL *param, REAL *exp_avg, REAL *row, REAL *col, REAL *v, double *work,
                            const REAL *grad, int64_t B, int64_t R, int64_t C, const adafactor_hparams *hp)
 {
     const int64_t n = B * R * C;

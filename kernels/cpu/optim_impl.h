@@ -9,7 +9,7 @@
  *   m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g^2
  *   param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
  * step counts from 1. */
-void KFN(adamw_step)(REAL *param, REAL *m, REAL *v, const REAL *grad, int64_t n, REAL lr, REAL beta1,
+void KFN(tr_k_adamw_step)(REAL *param, REAL *m, REAL *v, const REAL *grad, int64_t n, REAL lr, REAL beta1,
                      REAL beta2, REAL eps, REAL weight_decay, int64_t step, REAL grad_scale)
 {
     REAL bc1 = (REAL)(1 - pow((double)beta1, (double)step));

@@ -7,13 +7,13 @@
 
 #include <stdint.h>
 
-void pool_forward_f32(float *out, const float *hidden, const int32_t *mask, int64_t B, int64_t T, int64_t C,
+void tr_k_pool_fwd_f32(float *out, const float *hidden, const int32_t *mask, int64_t B, int64_t T, int64_t C,
                       int mode);
-void pool_forward_f64(double *out, const double *hidden, const int32_t *mask, int64_t B, int64_t T,
+void tr_k_pool_fwd_f64(double *out, const double *hidden, const int32_t *mask, int64_t B, int64_t T,
                       int64_t C, int mode);
-void pool_backward_f32(float *dhidden, const float *dout, const float *hidden, const int32_t *mask, int64_t B,
+void tr_k_pool_bwd_f32(float *dhidden, const float *dout, const float *hidden, const int32_t *mask, int64_t B,
                        int64_t T, int64_t C, int mode);
-void pool_backward_f64(double *dhidden, const double *dout, const double *hidden, const int32_t *mask,
+void tr_k_pool_bwd_f64(double *dhidden, const double *dout, const double *hidden, const int32_t *mask,
                        int64_t B, int64_t T, int64_t C, int mode);
 
 #endif

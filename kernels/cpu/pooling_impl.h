@@ -10,7 +10,7 @@
 
 /* ------------------------------------------------------------ forward */
 
-void KFN(pool_forward)(REAL *out, const REAL *hidden, const int32_t *mask, int64_t B, int64_t T, int64_t C,
+void KFN(tr_k_pool_fwd)(REAL *out, const REAL *hidden, const int32_t *mask, int64_t B, int64_t T, int64_t C,
                        int mode)
 {
 #pragma omp parallel for if (B * T * C > 65536)
@@ -48,7 +48,7 @@ void KFN(pool_forward)(REAL *out, const REAL *hidden, const int32_t *mask, int64
 
 /* dhidden (=) from dout [B, C]; hidden is read only by the max mode (to find the argmax)
  * and may be NULL for the other modes. */
-void KFN(pool_backward)(REAL *dhidden, const REAL *dout, const REAL *hidden, const int32_t *mask, int64_t B,
+void KFN(tr_k_pool_bwd)(REAL *dhidden, const REAL *dout, const REAL *hidden, const int32_t *mask, int64_t B,
                         int64_t T, int64_t C, int mode)
 {
 #pragma omp parallel for if (B * T * C > 65536)

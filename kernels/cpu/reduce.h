@@ -6,13 +6,13 @@
 
 #include <stdint.h>
 
-float sum_all_f32(const float *x, int64_t n);
-double sum_all_f64(const double *x, int64_t n);
-float sumsq_all_f32(const float *x, int64_t n);
-double sumsq_all_f64(const double *x, int64_t n);
-void sum_lastdim_f32(float *out, const float *x, int64_t N, int64_t C);
-void sum_lastdim_f64(double *out, const double *x, int64_t N, int64_t C);
-int scale_check_finite_f32(float *x, int64_t n, float scale);
-int scale_check_finite_f64(double *x, int64_t n, double scale);
+float tr_k_sum_all_fwd_f32(const float *x, int64_t n);
+double tr_k_sum_all_fwd_f64(const double *x, int64_t n);
+float tr_k_sumsq_all_fwd_f32(const float *x, int64_t n);
+double tr_k_sumsq_all_fwd_f64(const double *x, int64_t n);
+void tr_k_sum_lastdim_fwd_f32(float *out, const float *x, int64_t N, int64_t C);
+void tr_k_sum_lastdim_fwd_f64(double *out, const double *x, int64_t N, int64_t C);
+int tr_k_scale_check_finite_fwd_f32(float *x, int64_t n, float scale);
+int tr_k_scale_check_finite_fwd_f64(double *x, int64_t n, double scale);
 
 #endif

@@ -35,13 +35,13 @@ static REAL KFN(pairwise_sumsq)(const REAL *x, int64_t n)
 }
 
 /* Sum of the n elements of x. */
-REAL KFN(sum_all)(const REAL *x, int64_t n) { return KFN(pairwise_sum)(x, n); }
+REAL KFN(tr_k_sum_all_fwd)(const REAL *x, int64_t n) { return KFN(pairwise_sum)(x, n); }
 
 /* Sum of squares of the n elements of x. */
-REAL KFN(sumsq_all)(const REAL *x, int64_t n) { return KFN(pairwise_sumsq)(x, n); }
+REAL KFN(tr_k_sumsq_all_fwd)(const REAL *x, int64_t n) { return KFN(pairwise_sumsq)(x, n); }
 
 /* out[n] = sum over the last dim of x [N, C] (=). */
-void KFN(sum_lastdim)(REAL *out, const REAL *x, int64_t N, int64_t C)
+void KFN(tr_k_sum_lastdim_fwd)(REAL *out, const REAL *x, int64_t N, int64_t C)
 {
 #pragma omp parallel for if (N * C > 65536)
     for (int64_t n = 0; n < N; n++) out[n] = KFN(pairwise_sum)(x + n * C, C);
@@ -50,7 +50,7 @@ void KFN(sum_lastdim)(REAL *out, const REAL *x, int64_t N, int64_t C)
 /* ------------------------------------------------------------ scale and check */
 
 /* x *= scale in place; returns 1 when any element of the result is inf or NaN, else 0. */
-int KFN(scale_check_finite)(REAL *x, int64_t n, REAL scale)
+int KFN(tr_k_scale_check_finite_fwd)(REAL *x, int64_t n, REAL scale)
 {
     int bad = 0;
 #pragma omp parallel for reduction(| : bad) if (n > 65536)

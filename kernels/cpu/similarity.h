@@ -7,15 +7,15 @@
 
 #include <stdint.h>
 
-void l2norm_forward_f32(float *out, const float *x, int64_t N, int64_t C, float eps);
-void l2norm_forward_f64(double *out, const double *x, int64_t N, int64_t C, double eps);
-void l2norm_backward_f32(float *dx, const float *dout, const float *x, int64_t N, int64_t C, float eps);
-void l2norm_backward_f64(double *dx, const double *dout, const double *x, int64_t N, int64_t C, double eps);
-void cosine_sim_forward_f32(float *sim, const float *an, const float *bn, int64_t N, int64_t M, int64_t C);
-void cosine_sim_forward_f64(double *sim, const double *an, const double *bn, int64_t N, int64_t M, int64_t C);
-void cosine_sim_backward_f32(float *dan, float *dbn, const float *dsim, const float *an, const float *bn,
+void tr_k_l2norm_fwd_f32(float *out, const float *x, int64_t N, int64_t C, float eps);
+void tr_k_l2norm_fwd_f64(double *out, const double *x, int64_t N, int64_t C, double eps);
+void tr_k_l2norm_bwd_f32(float *dx, const float *dout, const float *x, int64_t N, int64_t C, float eps);
+void tr_k_l2norm_bwd_f64(double *dx, const double *dout, const double *x, int64_t N, int64_t C, double eps);
+void tr_k_cosine_sim_fwd_f32(float *sim, const float *an, const float *bn, int64_t N, int64_t M, int64_t C);
+void tr_k_cosine_sim_fwd_f64(double *sim, const double *an, const double *bn, int64_t N, int64_t M, int64_t C);
+void tr_k_cosine_sim_bwd_f32(float *dan, float *dbn, const float *dsim, const float *an, const float *bn,
                              int64_t N, int64_t M, int64_t C);
-void cosine_sim_backward_f64(double *dan, double *dbn, const double *dsim, const double *an, const double *bn,
+void tr_k_cosine_sim_bwd_f64(double *dan, double *dbn, const double *dsim, const double *an, const double *bn,
                              int64_t N, int64_t M, int64_t C);
 
 #endif

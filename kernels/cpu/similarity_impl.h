@@ -5,7 +5,7 @@
 /* ------------------------------------------------------------ l2 normalisation */
 
 /* out[N, C] = rows of x divided by max(norm, eps) (=). out may alias x. */
-void KFN(l2norm_forward)(REAL *out, const REAL *x, int64_t N, int64_t C, REAL eps)
+void KFN(tr_k_l2norm_fwd)(REAL *out, const REAL *x, int64_t N, int64_t C, REAL eps)
 {
 #pragma omp parallel for if (N * C > 65536)
     for (int64_t n = 0; n < N; n++) {
@@ -20,7 +20,7 @@ void KFN(l2norm_forward)(REAL *out, const REAL *x, int64_t N, int64_t C, REAL ep
 
 /* dx (=) from dout, recomputing the norms from x: dx = (dout - y (y . dout)) / ||x|| when
  * ||x|| > eps, else dout / eps. dx may alias dout but not x. */
-void KFN(l2norm_backward)(REAL *dx, const REAL *dout, const REAL *x, int64_t N, int64_t C, REAL eps)
+void KFN(tr_k_l2norm_bwd)(REAL *dx, const REAL *dout, const REAL *x, int64_t N, int64_t C, REAL eps)
 {
 #pragma omp parallel for if (N * C > 65536)
     for (int64_t n = 0; n < N; n++) {
@@ -44,7 +44,7 @@ void KFN(l2norm_backward)(REAL *dx, const REAL *dout, const REAL *x, int64_t N, 
 
 /* sim[N, M] = an bn^T (=), where an [N, C] and bn [M, C] are already normalised rows.
  * One GEMM (KGEMM: cblas_sgemm or cblas_dgemm). */
-void KFN(cosine_sim_forward)(REAL *sim, const REAL *an, const REAL *bn, int64_t N, int64_t M, int64_t C)
+void KFN(tr_k_cosine_sim_fwd)(REAL *sim, const REAL *an, const REAL *bn, int64_t N, int64_t M, int64_t C)
 {
     if (N == 0 || M == 0) return;
     if (C == 0) {
@@ -56,7 +56,7 @@ void KFN(cosine_sim_forward)(REAL *sim, const REAL *an, const REAL *bn, int64_t 
 
 /* dan = dsim bn (=), dbn = dsim^T an (=); either may be NULL. These are the gradients with
  * respect to the normalised rows: pass them through l2norm_backward for da and db. */
-void KFN(cosine_sim_backward)(REAL *dan, REAL *dbn, const REAL *dsim, const REAL *an, const REAL *bn,
+void KFN(tr_k_cosine_sim_bwd)(REAL *dan, REAL *dbn, const REAL *dsim, const REAL *an, const REAL *bn,
                               int64_t N, int64_t M, int64_t C)
 {
     if (C == 0) return;

@@ -2,7 +2,7 @@
 
 /* ------------------------------------------------------------ forward */
 
-void KFN(tr_softmax_forward)(REAL *out, const REAL *x, int64_t N, int64_t C)
+void KFN(tr_k_softmax_fwd)(REAL *out, const REAL *x, int64_t N, int64_t C)
 {
 #pragma omp parallel for if (N * C > 16384)
     for (int64_t n = 0; n < N; n++) {
@@ -26,7 +26,7 @@ void KFN(tr_softmax_forward)(REAL *out, const REAL *x, int64_t N, int64_t C)
 
 /* ------------------------------------------------------------ backward */
 
-void KFN(tr_softmax_backward)(REAL *dx, const REAL *dout, const REAL *y, int64_t N, int64_t C)
+void KFN(tr_k_softmax_bwd)(REAL *dx, const REAL *dout, const REAL *y, int64_t N, int64_t C)
 {
 #pragma omp parallel for if (N * C > 16384)
     for (int64_t n = 0; n < N; n++) {

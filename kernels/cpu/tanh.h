@@ -8,11 +8,11 @@
 #include <stdint.h>
 
 /* out[n] (=); out may alias x. */
-void tr_tanh_forward_f32(float *out, const float *x, int64_t n);
-void tr_tanh_forward_f64(double *out, const double *x, int64_t n);
+void tr_k_tanh_fwd_f32(float *out, const float *x, int64_t n);
+void tr_k_tanh_fwd_f64(double *out, const double *x, int64_t n);
 
 /* dx[n] OVERWRITES: dx = dout * (1 - y^2), y = tanh(x) from the forward; dx may alias dout. */
-void tr_tanh_backward_f32(float *dx, const float *dout, const float *y, int64_t n);
-void tr_tanh_backward_f64(double *dx, const double *dout, const double *y, int64_t n);
+void tr_k_tanh_bwd_f32(float *dx, const float *dout, const float *y, int64_t n);
+void tr_k_tanh_bwd_f64(double *dx, const double *dout, const double *y, int64_t n);
 
 #endif

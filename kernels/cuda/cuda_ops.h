@@ -12,7 +12,9 @@
  *   - an output may be the same pointer as an input, never a partial overlap;
  *   - returns TR_OK, TR_EUSER (bad dtype, size or pointer: nothing launched) or
  *     TR_EINTERNAL (a CUDA error, message in err). Launch errors are checked at once;
- *     errors of the kernel's execution surface at the next synchronising call. */
+ *     errors of the kernel's execution surface at the next synchronising call.
+ *   - names: tr_k_<op>_<fwd|bwd>_cuda, as the CPU kernels' tr_k_<op>_<fwd|bwd>_<dtype>;
+ *     the dtype is an argument here, so the suffix names the backend. */
 #ifndef TR_CUDA_OPS_H
 #define TR_CUDA_OPS_H
 
@@ -61,7 +63,7 @@ typedef struct tr_cuda_gemm_desc {
 
 /* c = the formula above. Gradients: this is a plain product; for a Linear layer's
  * backward the caller passes beta = 1 to ACCUMULATE into dW, beta = 0 to OVERWRITE dX. */
-int tr_cuda_gemm(const tr_cuda_blas *env, void *c, const void *a, const void *b, const void *bias,
+int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void *a, const void *b, const void *bias,
                  const tr_cuda_gemm_desc *desc, tr_error *err);
 
 /* The cache of matmul plans (descriptors, layouts and the chosen algorithm) keyed by
@@ -76,22 +78,22 @@ void tr_cuda_gemm_cache_counts(const void *cache, uint64_t *hits, uint64_t *miss
 /* Every output below is OVERWRITTEN (=), except axpy's y, which ACCUMULATES (+=). */
 
 /* out = a + b (all of dtype) */
-int tr_cuda_add(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
+int tr_k_add_fwd_cuda(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
                 tr_error *err);
 /* out = a * b */
-int tr_cuda_mul(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
+int tr_k_mul_fwd_cuda(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
                 tr_error *err);
 /* out = alpha * x */
-int tr_cuda_scale(void *out, const void *x, float alpha, int dtype, int64_t n, void *stream,
+int tr_k_scale_fwd_cuda(void *out, const void *x, float alpha, int dtype, int64_t n, void *stream,
                   tr_error *err);
 /* y += alpha * x (y ACCUMULATES; computed as round(y + round(alpha * x)), no FMA) */
-int tr_cuda_axpy(void *y, const void *x, float alpha, int dtype, int64_t n, void *stream,
+int tr_k_axpy_fwd_cuda(void *y, const void *x, float alpha, int dtype, int64_t n, void *stream,
                  tr_error *err);
 /* out[i] = value rounded to dtype */
-int tr_cuda_fill(void *out, float value, int dtype, int64_t n, void *stream, tr_error *err);
+int tr_k_fill_fwd_cuda(void *out, float value, int dtype, int64_t n, void *stream, tr_error *err);
 /* out = in converted from in_dtype to out_dtype (any pair of f32, bf16, f16; the same
  * dtype is a copy). One rounding, RNE; NaN stays NaN, overflow gives inf. */
-int tr_cuda_cast(void *out, int out_dtype, const void *in, int in_dtype, int64_t n, void *stream,
+int tr_k_cast_fwd_cuda(void *out, int out_dtype, const void *in, int in_dtype, int64_t n, void *stream,
                  tr_error *err);
 
 #ifdef __cplusplus

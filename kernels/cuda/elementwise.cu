@@ -241,7 +241,7 @@ static int dispatch_cast_from(TO *out, const void *in, int in_dtype, int64_t n, 
 
 /* ------------------------------------------------------------ C entry points */
 
-extern "C" int tr_cuda_add(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
+extern "C" int tr_k_add_fwd_cuda(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
                            tr_error *err)
 {
     int rc = check_args("add", dtype, n, out, a, b, err);
@@ -249,7 +249,7 @@ extern "C" int tr_cuda_add(void *out, const void *a, const void *b, int dtype, i
     return dispatch_map2(out, a, b, dtype, n, op_add(), (cudaStream_t)stream, err);
 }
 
-extern "C" int tr_cuda_mul(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
+extern "C" int tr_k_mul_fwd_cuda(void *out, const void *a, const void *b, int dtype, int64_t n, void *stream,
                            tr_error *err)
 {
     int rc = check_args("mul", dtype, n, out, a, b, err);
@@ -257,7 +257,7 @@ extern "C" int tr_cuda_mul(void *out, const void *a, const void *b, int dtype, i
     return dispatch_map2(out, a, b, dtype, n, op_mul(), (cudaStream_t)stream, err);
 }
 
-extern "C" int tr_cuda_scale(void *out, const void *x, float alpha, int dtype, int64_t n, void *stream,
+extern "C" int tr_k_scale_fwd_cuda(void *out, const void *x, float alpha, int dtype, int64_t n, void *stream,
                              tr_error *err)
 {
     int rc = check_args("scale", dtype, n, out, x, x, err);
@@ -266,7 +266,7 @@ extern "C" int tr_cuda_scale(void *out, const void *x, float alpha, int dtype, i
     return dispatch_map1_same(out, x, dtype, n, f, (cudaStream_t)stream, err);
 }
 
-extern "C" int tr_cuda_axpy(void *y, const void *x, float alpha, int dtype, int64_t n, void *stream,
+extern "C" int tr_k_axpy_fwd_cuda(void *y, const void *x, float alpha, int dtype, int64_t n, void *stream,
                             tr_error *err)
 {
     int rc = check_args("axpy", dtype, n, y, x, x, err);
@@ -275,7 +275,7 @@ extern "C" int tr_cuda_axpy(void *y, const void *x, float alpha, int dtype, int6
     return dispatch_map2(y, y, x, dtype, n, f, (cudaStream_t)stream, err);
 }
 
-extern "C" int tr_cuda_fill(void *out, float value, int dtype, int64_t n, void *stream, tr_error *err)
+extern "C" int tr_k_fill_fwd_cuda(void *out, float value, int dtype, int64_t n, void *stream, tr_error *err)
 {
     int rc = check_args("fill", dtype, n, out, out, out, err);
     if (rc != TR_OK || n == 0) return rc;
@@ -287,7 +287,7 @@ extern "C" int tr_cuda_fill(void *out, float value, int dtype, int64_t n, void *
     }
 }
 
-extern "C" int tr_cuda_cast(void *out, int out_dtype, const void *in, int in_dtype, int64_t n,
+extern "C" int tr_k_cast_fwd_cuda(void *out, int out_dtype, const void *in, int in_dtype, int64_t n,
                             void *stream, tr_error *err)
 {
     int rc = check_args("cast", out_dtype, n, out, in, in, err);
@@ -295,7 +295,7 @@ extern "C" int tr_cuda_cast(void *out, int out_dtype, const void *in, int in_dty
     if (rc != TR_OK || n == 0) return rc;
     if (out == in && tr_dtype_size(out_dtype) != tr_dtype_size(in_dtype))
         return tr_fail(err, TR_EUSER,
-                       "tr_cuda_cast: %s -> %s cannot run in place (the element sizes differ); "
+                       "tr_k_cast_fwd_cuda: %s -> %s cannot run in place (the element sizes differ); "
                        "cast into a separate buffer.",
                        tr_dtype_name(in_dtype), tr_dtype_name(out_dtype));
     cudaStream_t s = (cudaStream_t)stream;

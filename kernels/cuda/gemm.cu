@@ -165,7 +165,7 @@ static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env
     if (rc != TR_OK) return rc;
     if (found < 1)
         return tr_fail(err, TR_EINTERNAL,
-                       "tr_cuda_gemm: cuBLASLt has no algorithm for %s -> %s, m=%lld n=%lld k=%lld batch=%lld, "
+                       "tr_k_matmul_fwd_cuda: cuBLASLt has no algorithm for %s -> %s, m=%lld n=%lld k=%lld batch=%lld, "
                        "trans_a=%d trans_b=%d, bias=%s, alignments A=%lld B=%lld C=%lld bytes, workspace %llu "
                        "bytes. Pad the inner dimensions to multiples of 8 or use another dtype pair.",
                        tr_dtype_name((int)key->ab_dtype), tr_dtype_name((int)key->c_dtype), (long long)m,
@@ -183,38 +183,38 @@ static int check_desc(const tr_cuda_blas *env, void *c, const void *a, const voi
                       tr_error *err)
 {
     if (!env || !env->lt || !d)
-        return tr_fail(err, TR_EUSER, "tr_cuda_gemm: NULL %s.", !d ? "descriptor" : "cuBLASLt environment");
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: NULL %s.", !d ? "descriptor" : "cuBLASLt environment");
     if (d->m < 0 || d->n < 0 || d->k < 1 || d->batch < 1)
         return tr_fail(err, TR_EUSER,
-                       "tr_cuda_gemm: bad shape m=%lld n=%lld k=%lld batch=%lld (need m, n >= 0, k >= 1, "
+                       "tr_k_matmul_fwd_cuda: bad shape m=%lld n=%lld k=%lld batch=%lld (need m, n >= 0, k >= 1, "
                        "batch >= 1).",
                        (long long)d->m, (long long)d->n, (long long)d->k, (long long)d->batch);
     if (d->m > INT32_MAX || d->n > INT32_MAX || d->k > INT32_MAX || d->batch > INT32_MAX)
-        return tr_fail(err, TR_EUSER, "tr_cuda_gemm: a dimension exceeds 2^31-1; split the product.");
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: a dimension exceeds 2^31-1; split the product.");
     int ab = d->ab_dtype, cd = d->c_dtype;
     int ok = (ab == TR_F32 && cd == TR_F32) || ((ab == TR_BF16 || ab == TR_F16) && (cd == ab || cd == TR_F32));
     if (!ok)
         return tr_fail(err, TR_EUSER,
-                       "tr_cuda_gemm: dtype pair %s -> %s is not supported; use f32 -> f32, bf16 -> bf16|f32 "
+                       "tr_k_matmul_fwd_cuda: dtype pair %s -> %s is not supported; use f32 -> f32, bf16 -> bf16|f32 "
                        "or f16 -> f16|f32.",
                        tr_dtype_name(ab), tr_dtype_name(cd));
     if (d->tf32 && ab != TR_F32)
-        return tr_fail(err, TR_EUSER, "tr_cuda_gemm: tf32 applies to f32 inputs only (inputs are %s).",
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: tf32 applies to f32 inputs only (inputs are %s).",
                        tr_dtype_name(ab));
     if ((d->trans_a != 0 && d->trans_a != 1) || (d->trans_b != 0 && d->trans_b != 1))
-        return tr_fail(err, TR_EUSER, "tr_cuda_gemm: trans_a and trans_b must be 0 or 1.");
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: trans_a and trans_b must be 0 or 1.");
     if (d->m > 0 && d->n > 0 && (!a || !b || !c))
-        return tr_fail(err, TR_EUSER, "tr_cuda_gemm: NULL matrix pointer.");
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: NULL matrix pointer.");
     if (d->batch > 1 && (d->stride_a < 0 || d->stride_b < 0 || d->stride_c < d->m * d->n))
         return tr_fail(err, TR_EUSER,
-                       "tr_cuda_gemm: batch strides must be >= 0 and stride_c >= m*n (got %lld, %lld, %lld).",
+                       "tr_k_matmul_fwd_cuda: batch strides must be >= 0 and stride_c >= m*n (got %lld, %lld, %lld).",
                        (long long)d->stride_a, (long long)d->stride_b, (long long)d->stride_c);
     return TR_OK;
 }
 
 /* ------------------------------------------------------------ the product */
 
-extern "C" int tr_cuda_gemm(const tr_cuda_blas *env, void *c, const void *a, const void *b, const void *bias,
+extern "C" int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void *a, const void *b, const void *bias,
                             const tr_cuda_gemm_desc *d, tr_error *err)
 {
     int rc = check_desc(env, c, a, b, d, err);

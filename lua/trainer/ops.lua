@@ -406,4 +406,22 @@ function M.abs_diff_backward(dout, a, b)
   return da, db
 end
 
+-- ---------------------------------------------------------------- the op table
+-- Whether the op `name` (its name in the C op table, core/op_list.h: "linear",
+-- "attention_backward", ...) can run on `device` ("cpu", "cuda", "cuda:N" or an index) in
+-- this build and this process, answered without running it.
+function M.supported(name, device)
+  if type(name) ~= "string" then
+    errors.user("trainer.ops.supported: the op name must be a string such as \"linear\", got %s", type(name))
+  end
+  return C.tr_op_supported(name, runtime.parse_device(device)) == 1
+end
+
+-- The names of the op table's ops, in its order.
+function M.names()
+  local names = {}
+  for i = 0, C.tr_op_count() - 1 do names[#names + 1] = ffi.string(C.tr_op_name(i)) end
+  return names
+end
+
 return M

@@ -1,11 +1,11 @@
 /* test_attention.c — the tiled attention kernels (kernels/cpu/attention.c): forward against
  * a naive f64 attention that materialises T x T (with i32/f32 padding masks, dropout,
- * several query blocks with a partial last one), backward dq/dk/dv against central
- * finite differences in f64, f32 against f64, fully masked rows, guard regions, and
+ * several query blocks with a partial last one), f32 against f64 with an f32 mask, fully
+ * masked rows, guard regions (backward against finite differences: test_ops_table.c), and
  * results that do not depend on the number of threads. The dropout uniforms come from a
  * test hash here; the tensor-level op feeds the keyed Philox stream. */
 #include "check.h"
-#include "nn_testutil.h"
+#include "op_check.h"
 #include "tr_base.h"
 #include "cpu/attention.h"
 
@@ -78,10 +78,10 @@ static void case_init(attn_case *c, int64_t B, int64_t T, int64_t H, int64_t D, 
     c->B = B; c->T = T; c->H = H; c->D = D; c->n = B * T * H * D;
     c->q = malloc(8 * c->n); c->k = malloc(8 * c->n); c->v = malloc(8 * c->n);
     c->R = malloc(8 * c->n); c->out = malloc(8 * c->n); c->lse = malloc(8 * B * H * T);
-    tu_fill(c->q, c->n, 1.5);
-    tu_fill(c->k, c->n, 1.5);
-    tu_fill(c->v, c->n, 1);
-    tu_fill(c->R, c->n, 1);
+    oc_fill(c->q, c->n, 1.5);
+    oc_fill(c->k, c->n, 1.5);
+    oc_fill(c->v, c->n, 1);
+    oc_fill(c->R, c->n, 1);
     c->mask = NULL;
     if (with_mask) {
         /* batch b keeps its first T - b*(T/3) - 1 keys (at least one): padded tails */
@@ -98,8 +98,8 @@ static void case_init(attn_case *c, int64_t B, int64_t T, int64_t H, int64_t D, 
     c->drop.key = &c->seed;
     c->dropp = p > 0 ? &c->drop : NULL;
     c->scale = 1 / sqrt((double)D);
-    c->nthreads = tr_attention_threads();
-    c->scratch = malloc(8 * tr_attention_scratch_elems(T, c->nthreads));
+    c->nthreads = tr_k_attention_threads();
+    c->scratch = malloc(8 * tr_k_attention_scratch_elems(T, c->nthreads));
 }
 
 static void case_free(attn_case *c)
@@ -111,9 +111,9 @@ static void case_free(attn_case *c)
 static double attn_loss(void *p)
 {
     attn_case *c = p;
-    tr_attention_forward_f64(c->out, c->lse, c->q, c->k, c->v, c->mask, TR_I32, c->dropp,
+    tr_k_attention_fwd_f64(c->out, c->lse, c->q, c->k, c->v, c->mask, TR_I32, c->dropp,
                              c->scale, c->B, c->T, c->H, c->D, c->scratch, c->nthreads);
-    return tu_dot(c->out, c->R, c->n);
+    return oc_dot(c->out, c->R, c->n);
 }
 
 /* ------------------------------------------------------------ cases */
@@ -125,52 +125,20 @@ static void test_attention_forward_matches_naive(void)
         { 1, 1, 1, 1, 0, 0 }, { 2, 5, 3, 4, 1, 0 }, { 2, 5, 3, 4, 1, 30 },
         { 1, 70, 2, 3, 1, 30 }, { 2, 130, 1, 2, 0, 0 }, { 3, 129, 2, 5, 1, 10 },
     };
-    tu_seed(30);
+    oc_seed(30);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         attn_case c;
         case_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], (int)shapes[s][4],
                   (float)shapes[s][5] / 100);
-        double *out = tu_guarded(8 * c.n), *lse = tu_guarded(8 * c.B * c.H * c.T);
+        double *out = oc_guarded(8 * c.n), *lse = oc_guarded(8 * c.B * c.H * c.T);
         double *rout = malloc(8 * c.n), *rlse = malloc(8 * c.B * c.H * c.T);
-        tr_attention_forward_f64(out, lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B,
+        tr_k_attention_fwd_f64(out, lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B,
                                  c.T, c.H, c.D, c.scratch, c.nthreads);
         naive_attention(rout, rlse, c.q, c.k, c.v, c.mask, c.dropp, c.scale, c.B, c.T, c.H, c.D);
-        CHECK(tu_rel_err(out, rout, c.n) < 1e-12, "case %zu out rel err %g", s, tu_rel_err(out, rout, c.n));
-        CHECK(tu_rel_err(lse, rlse, c.B * c.H * c.T) < 1e-12, "case %zu lse", s);
-        CHECK(tu_guard_ok(out, 8 * c.n) && tu_guard_ok(lse, 8 * c.B * c.H * c.T), "case %zu guards", s);
-        tu_guarded_free(out); tu_guarded_free(lse); free(rout); free(rlse);
-        case_free(&c);
-    }
-}
-
-static void test_attention_backward_finite_differences(void)
-{
-    static const int64_t shapes[][6] = {
-        { 1, 1, 1, 1, 0, 0 }, { 2, 5, 3, 4, 1, 30 }, { 1, 70, 1, 3, 1, 20 }, { 2, 6, 2, 2, 0, 0 },
-    };
-    tu_seed(31);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        attn_case c;
-        case_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], (int)shapes[s][4],
-                  (float)shapes[s][5] / 100);
-        int64_t n = c.n;
-        double *dq = tu_guarded(8 * n), *dk = tu_guarded(8 * n), *dv = tu_guarded(8 * n);
-        double *fd = malloc(8 * n);
-        for (int64_t i = 0; i < n; i++) dq[i] = dk[i] = dv[i] = NAN;    /* all overwrite */
-        attn_loss(&c);
-        tr_attention_backward_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
-                                  c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
-        /* T == 1: the output is v whatever q and k are, so their gradients are exactly 0 */
-        tu_fd_grad(fd, c.q, n, attn_loss, &c);
-        CHECK(tu_rel_err(dq, fd, n) < 1e-6 || (c.T == 1 && dq[0] == 0), "case %zu dq %g", s,
-              tu_rel_err(dq, fd, n));
-        tu_fd_grad(fd, c.k, n, attn_loss, &c);
-        CHECK(tu_rel_err(dk, fd, n) < 1e-6 || (c.T == 1 && dk[0] == 0), "case %zu dk %g", s,
-              tu_rel_err(dk, fd, n));
-        tu_fd_grad(fd, c.v, n, attn_loss, &c);
-        CHECK(tu_rel_err(dv, fd, n) < 1e-6, "case %zu dv %g", s, tu_rel_err(dv, fd, n));
-        CHECK(tu_guard_ok(dq, 8 * n) && tu_guard_ok(dk, 8 * n) && tu_guard_ok(dv, 8 * n), "guards");
-        tu_guarded_free(dq); tu_guarded_free(dk); tu_guarded_free(dv); free(fd);
+        CHECK(oc_rel_err(out, rout, c.n) < 1e-12, "case %zu out rel err %g", s, oc_rel_err(out, rout, c.n));
+        CHECK(oc_rel_err(lse, rlse, c.B * c.H * c.T) < 1e-12, "case %zu lse", s);
+        CHECK(oc_guard_ok(out) && oc_guard_ok(lse), "case %zu guards", s);
+        oc_guarded_free(out); oc_guarded_free(lse); free(rout); free(rlse);
         case_free(&c);
     }
 }
@@ -178,15 +146,15 @@ static void test_attention_backward_finite_differences(void)
 static void test_attention_fully_masked_rows_are_zero_not_nan(void)
 {
     attn_case c;
-    tu_seed(32);
+    oc_seed(32);
     case_init(&c, 2, 7, 2, 3, 1, 0.25f);
     for (int64_t j = 0; j < c.T; j++) c.mask[1 * c.T + j] = 0;    /* batch 1: every key padded */
     double *dq = malloc(8 * c.n), *dk = malloc(8 * c.n), *dv = malloc(8 * c.n);
     attn_loss(&c);
-    tr_attention_backward_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
+    tr_k_attention_bwd_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
                               c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
-    CHECK(tu_all_finite(c.out, c.n) && tu_all_finite(dq, c.n) && tu_all_finite(dk, c.n) &&
-              tu_all_finite(dv, c.n), "NaN or inf in outputs or gradients");
+    CHECK(oc_all_finite(c.out, c.n) && oc_all_finite(dq, c.n) && oc_all_finite(dk, c.n) &&
+              oc_all_finite(dv, c.n), "NaN or inf in outputs or gradients");
     int64_t half = c.n / 2;
     int zero = 1;
     for (int64_t i = half; i < c.n; i++) zero &= c.out[i] == 0 && dq[i] == 0 && dk[i] == 0 && dv[i] == 0;
@@ -199,49 +167,49 @@ static void test_attention_fully_masked_rows_are_zero_not_nan(void)
 static void test_attention_f32_matches_f64_and_f32_mask(void)
 {
     attn_case c;
-    tu_seed(33);
+    oc_seed(33);
     case_init(&c, 2, 130, 2, 8, 1, 0.1f);
     int64_t n = c.n, nl = c.B * c.H * c.T;
     double *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);
     attn_loss(&c);
-    tr_attention_backward_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
+    tr_k_attention_bwd_f64(dq, dk, dv, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32, c.dropp,
                               c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
     float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n), *Rf = malloc(4 * n);
-    float *of = tu_guarded(4 * n), *lf = tu_guarded(4 * nl), *dqf = tu_guarded(4 * n);
-    float *dkf = tu_guarded(4 * n), *dvf = tu_guarded(4 * n), *maskf = malloc(4 * c.B * c.T);
-    float *scr = malloc(4 * tr_attention_scratch_elems(c.T, c.nthreads));
-    tu_to_f32(qf, c.q, n); tu_to_f32(kf, c.k, n); tu_to_f32(vf, c.v, n); tu_to_f32(Rf, c.R, n);
+    float *of = oc_guarded(4 * n), *lf = oc_guarded(4 * nl), *dqf = oc_guarded(4 * n);
+    float *dkf = oc_guarded(4 * n), *dvf = oc_guarded(4 * n), *maskf = malloc(4 * c.B * c.T);
+    float *scr = malloc(4 * tr_k_attention_scratch_elems(c.T, c.nthreads));
+    oc_to_f32(qf, c.q, n); oc_to_f32(kf, c.k, n); oc_to_f32(vf, c.v, n); oc_to_f32(Rf, c.R, n);
     for (int64_t i = 0; i < c.B * c.T; i++) maskf[i] = (float)c.mask[i];
-    tr_attention_forward_f32(of, lf, qf, kf, vf, maskf, TR_F32, c.dropp, (float)c.scale, c.B, c.T,
+    tr_k_attention_fwd_f32(of, lf, qf, kf, vf, maskf, TR_F32, c.dropp, (float)c.scale, c.B, c.T,
                              c.H, c.D, scr, c.nthreads);
-    tr_attention_backward_f32(dqf, dkf, dvf, Rf, qf, kf, vf, lf, maskf, TR_F32, c.dropp,
+    tr_k_attention_bwd_f32(dqf, dkf, dvf, Rf, qf, kf, vf, lf, maskf, TR_F32, c.dropp,
                               (float)c.scale, c.B, c.T, c.H, c.D, scr, c.nthreads);
-    CHECK(tu_rel_err_f32(of, c.out, n) < 1e-5, "out %g", tu_rel_err_f32(of, c.out, n));
-    CHECK(tu_rel_err_f32(lf, c.lse, nl) < 1e-5, "lse %g", tu_rel_err_f32(lf, c.lse, nl));
-    CHECK(tu_rel_err_f32(dqf, dq, n) < 1e-5, "dq %g", tu_rel_err_f32(dqf, dq, n));
-    CHECK(tu_rel_err_f32(dkf, dk, n) < 1e-5, "dk %g", tu_rel_err_f32(dkf, dk, n));
-    CHECK(tu_rel_err_f32(dvf, dv, n) < 1e-5, "dv %g", tu_rel_err_f32(dvf, dv, n));
-    CHECK(tu_guard_ok(of, 4 * n) && tu_guard_ok(lf, 4 * nl) && tu_guard_ok(dqf, 4 * n) &&
-              tu_guard_ok(dkf, 4 * n) && tu_guard_ok(dvf, 4 * n), "guards");
+    CHECK(oc_rel_err_f32(of, c.out, n) < 1e-5, "out %g", oc_rel_err_f32(of, c.out, n));
+    CHECK(oc_rel_err_f32(lf, c.lse, nl) < 1e-5, "lse %g", oc_rel_err_f32(lf, c.lse, nl));
+    CHECK(oc_rel_err_f32(dqf, dq, n) < 1e-5, "dq %g", oc_rel_err_f32(dqf, dq, n));
+    CHECK(oc_rel_err_f32(dkf, dk, n) < 1e-5, "dk %g", oc_rel_err_f32(dkf, dk, n));
+    CHECK(oc_rel_err_f32(dvf, dv, n) < 1e-5, "dv %g", oc_rel_err_f32(dvf, dv, n));
+    CHECK(oc_guard_ok(of) && oc_guard_ok(lf) && oc_guard_ok(dqf) &&
+              oc_guard_ok(dkf) && oc_guard_ok(dvf), "guards");
     free(dq); free(dk); free(dv); free(qf); free(kf); free(vf); free(Rf); free(maskf); free(scr);
-    tu_guarded_free(of); tu_guarded_free(lf); tu_guarded_free(dqf); tu_guarded_free(dkf);
-    tu_guarded_free(dvf);
+    oc_guarded_free(of); oc_guarded_free(lf); oc_guarded_free(dqf); oc_guarded_free(dkf);
+    oc_guarded_free(dvf);
     case_free(&c);
 }
 
 static void test_attention_independent_of_thread_count(void)
 {
     attn_case c;
-    tu_seed(34);
+    oc_seed(34);
     case_init(&c, 2, 100, 3, 4, 1, 0.2f);
     int64_t n = c.n;
     double *o1 = malloc(8 * n), *g1 = malloc(8 * 3 * n), *g2 = malloc(8 * 3 * n);
-    tr_attention_forward_f64(o1, c.lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B, c.T,
+    tr_k_attention_fwd_f64(o1, c.lse, c.q, c.k, c.v, c.mask, TR_I32, c.dropp, c.scale, c.B, c.T,
                              c.H, c.D, c.scratch, 1);
-    tr_attention_backward_f64(g1, g1 + n, g1 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
+    tr_k_attention_bwd_f64(g1, g1 + n, g1 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
                               c.dropp, c.scale, c.B, c.T, c.H, c.D, c.scratch, 1);
     attn_loss(&c);
-    tr_attention_backward_f64(g2, g2 + n, g2 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
+    tr_k_attention_bwd_f64(g2, g2 + n, g2 + 2 * n, c.R, c.q, c.k, c.v, c.lse, c.mask, TR_I32,
                               c.dropp, c.scale, c.B, c.T, c.H, c.D, c.scratch, c.nthreads);
     CHECK(memcmp(o1, c.out, 8 * n) == 0, "forward differs between 1 and %d threads", c.nthreads);
     CHECK(memcmp(g1, g2, 8 * 3 * n) == 0, "backward differs between 1 and %d threads", c.nthreads);
@@ -252,7 +220,6 @@ static void test_attention_independent_of_thread_count(void)
 int main(void)
 {
     RUN(test_attention_forward_matches_naive);
-    RUN(test_attention_backward_finite_differences);
     RUN(test_attention_fully_masked_rows_are_zero_not_nan);
     RUN(test_attention_f32_matches_f64_and_f32_mask);
     RUN(test_attention_independent_of_thread_count);

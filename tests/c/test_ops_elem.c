@@ -4,7 +4,7 @@
  * AdamW with half gradients and a half weight copy, and that every op returns its
  * workspace. */
 #include "check.h"
-#include "opselem_check.h"
+#include "op_check.h"
 
 #include "cpu/elementwise.h"
 #include "cpu/loss.h"
@@ -12,7 +12,7 @@
 #include "cpu/similarity.h"
 #include "trainer.h"
 #include "ops_elem.h"
-#include "ops_elem_common.h"
+#include "op_stage.h"
 
 #include <string.h>
 
@@ -28,7 +28,7 @@ static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, const double *va
     if (!t) return NULL;
     if (vals) {
         float *f = malloc((size_t)t->numel * 4 + 4);
-        to_f32(f, vals, t->numel);
+        oc_to_f32(f, vals, t->numel);
         tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
         free(f);
     }
@@ -66,27 +66,27 @@ static const int dtypes[3] = { TR_F32, TR_BF16, TR_F16 };
 
 static void test_elementwise(void)
 {
-    uint64_t s = 21;
+    oc_seed(21);
     int64_t N = 5, C = 7, sh[2] = { N, C }, shb[1] = { C };
     double a[35], b[35], bv[7], ref[35], refb[35];
-    rand_fill(a, 35, &s), rand_fill(b, 35, &s), rand_fill(bv, 7, &s);
+    oc_fill(a, 35, 1), oc_fill(b, 35, 1), oc_fill(bv, 7, 1);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
         double tol = tol_of(dt);
         tr_tensor *ta = mk(2, sh, dt, a), *tb = mk(2, sh, dt, b), *tv = mk(1, shb, dt, bv), *to = mk(2, sh, dt, NULL);
         tr_tensor *tdb = mk(1, shb, dt, NULL);
         CHECK(tr_op_add(ctx, to, ta, tb) == TR_OK, "add: %s", tr_ctx_errmsg(ctx));
-        add_forward_f64(ref, a, b, N, C, N);
+        tr_k_add_fwd_f64(ref, a, b, N, C, N);
         float *o = get(to);
         close_f32("add", o, ref, 35, 2 * tol, 2 * tol);
         free(o);
         CHECK(tr_op_mul(ctx, to, ta, tv) == TR_OK, "mul broadcast: %s", tr_ctx_errmsg(ctx));
-        mul_forward_f64(ref, a, bv, N, C, 1);
+        tr_k_mul_fwd_f64(ref, a, bv, N, C, 1);
         o = get(to);
         close_f32("mul broadcast", o, ref, 35, 2 * tol, tol);
         free(o);
         CHECK(tr_op_mul_backward(ctx, to, tdb, tb, ta, tv) == TR_OK, "mul_backward: %s", tr_ctx_errmsg(ctx));
-        mul_backward_f64(ref, refb, b, a, bv, N, C, 1);
+        tr_k_mul_bwd_f64(ref, refb, b, a, bv, N, C, 1);
         o = get(to);
         close_f32("mul da", o, ref, 35, 2 * tol, tol);
         free(o);
@@ -119,11 +119,11 @@ static void test_elementwise(void)
 
 static void test_embedding(void)
 {
-    uint64_t s = 22;
+    oc_seed(22);
     int64_t V = 5, C = 6, N = 7, shT[2] = { V, C }, shO[2] = { N, C };
     const int64_t ids[7] = { 4, 0, 2, 2, 1, 4, 0 };
     double table[30], dout[42];
-    rand_fill(table, 30, &s), rand_fill(dout, 42, &s);
+    oc_fill(table, 30, 1), oc_fill(dout, 42, 1);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
         tr_tensor *tt = mk(2, shT, dt, table), *to = mk(2, shO, TR_F32, NULL);
@@ -206,16 +206,16 @@ static void test_dropout(void)
 
 static void test_cross_entropy(void)
 {
-    uint64_t s = 23;
+    oc_seed(23);
     int64_t N = 6, K = 9, sh[2] = { N, K }, one = 1;
     const int64_t t[6] = { 3, -100, 8, 0, 3, 5 };
     double z[54], losses[6], lse[6], dz[54];
-    rand_fill(z, 54, &s);
+    oc_fill(z, 54, 1);
     for (int i = 0; i < 54; i++) z[i] *= 3;
-    int64_t cnt = cross_entropy_forward_f64(losses, lse, z, t, N, K, -100, 0.1);
+    int64_t cnt = tr_k_cross_entropy_fwd_f64(losses, lse, z, t, N, K, -100, 0.1);
     double mean = 0;
     for (int i = 0; i < 6; i++) mean += losses[i] / cnt;
-    cross_entropy_backward_f64(dz, z, lse, t, 2.0 / cnt, N, K, -100, 0.1);
+    tr_k_cross_entropy_bwd_f64(dz, z, lse, t, 2.0 / cnt, N, K, -100, 0.1);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
         /* the reference sees the same rounded logits as the op */
@@ -248,13 +248,13 @@ static void test_cross_entropy(void)
 
 static void test_pooling(void)
 {
-    uint64_t s = 24;
+    oc_seed(24);
     int64_t B = 3, T = 4, C = 5, sh[3] = { B, T, C }, shm[2] = { B, T }, sho[2] = { B, C };
     const int32_t mask[12] = { 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
     const double maskd[12] = { 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
     const int64_t maskl[12] = { 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
     double h[60], dout[15], ref[60];
-    rand_fill(h, 60, &s), rand_fill(dout, 15, &s);
+    oc_fill(h, 60, 1), oc_fill(dout, 15, 1);
     for (int mode = 0; mode < 4; mode++)
         for (int di = 0; di < 3; di++) {
             int dt = dtypes[di];
@@ -265,12 +265,12 @@ static void test_pooling(void)
             if (di == 1) memcpy(tm->data, maskl, sizeof maskl);
             if (di == 2) memcpy(tm->data, mask, sizeof mask);
             CHECK(tr_op_pool(ctx, to, th, tm, mode) == TR_OK, "pool: %s", tr_ctx_errmsg(ctx));
-            pool_forward_f64(ref, h, mask, B, T, C, mode);
+            tr_k_pool_fwd_f64(ref, h, mask, B, T, C, mode);
             float *o = get(to);
             close_f32("pool", o, ref, 15, 2 * tol_of(dt), 2 * tol_of(dt));
             free(o);
             CHECK(tr_op_pool_backward(ctx, tdh, td, th, tm, mode) == TR_OK, "backward: %s", tr_ctx_errmsg(ctx));
-            pool_backward_f64(ref, dout, h, mask, B, T, C, mode);
+            tr_k_pool_bwd_f64(ref, dout, h, mask, B, T, C, mode);
             o = get(tdh);
             if (dt == TR_F32 || mode != TR_POOL_MAX)   /* max in half may pick another argmax among near-ties */
                 close_f32("pool backward", o, ref, 60, 2 * tol_of(dt), 2 * tol_of(dt));
@@ -288,16 +288,16 @@ static void test_pooling(void)
 
 static void test_similarity(void)
 {
-    uint64_t s = 25;
+    oc_seed(25);
     int64_t N = 4, M = 3, C = 6, sha[2] = { N, C }, shb[2] = { M, C }, shs[2] = { N, M };
     double a[24], b[18], d[12], an[24], bn[18], sim[12], dan[24], dbn[18], da[24], db[18];
-    rand_fill(a, 24, &s), rand_fill(b, 18, &s), rand_fill(d, 12, &s);
-    l2norm_forward_f64(an, a, N, C, 1e-12);
-    l2norm_forward_f64(bn, b, M, C, 1e-12);
-    cosine_sim_forward_f64(sim, an, bn, N, M, C);
-    cosine_sim_backward_f64(dan, dbn, d, an, bn, N, M, C);
-    l2norm_backward_f64(da, dan, a, N, C, 1e-12);
-    l2norm_backward_f64(db, dbn, b, M, C, 1e-12);
+    oc_fill(a, 24, 1), oc_fill(b, 18, 1), oc_fill(d, 12, 1);
+    tr_k_l2norm_fwd_f64(an, a, N, C, 1e-12);
+    tr_k_l2norm_fwd_f64(bn, b, M, C, 1e-12);
+    tr_k_cosine_sim_fwd_f64(sim, an, bn, N, M, C);
+    tr_k_cosine_sim_bwd_f64(dan, dbn, d, an, bn, N, M, C);
+    tr_k_l2norm_bwd_f64(da, dan, a, N, C, 1e-12);
+    tr_k_l2norm_bwd_f64(db, dbn, b, M, C, 1e-12);
     for (int di = 0; di < 3; di++) {
         int dt = dtypes[di];
         double tol = tol_of(dt);
@@ -333,10 +333,10 @@ static void test_similarity(void)
 
 static void test_reductions(void)
 {
-    uint64_t s = 26;
+    oc_seed(26);
     int64_t n = 1000000, one = 1, sh[2] = { 1000, 1000 };
     double *x = malloc(n * 8);
-    rand_fill(x, n, &s);
+    oc_fill(x, n, 1);
     for (int64_t i = 0; i < n; i++) x[i] += 0.5;
     tr_tensor *tx = mk(2, sh, TR_BF16, x), *to = mk(0, &one, TR_F32, NULL), *tr = mk(1, sh, TR_F32, NULL);
     float *xb = get(tx);   /* the bf16 values exactly */
@@ -379,8 +379,8 @@ static void test_cast(void)
 {
     int64_t n = 70001;
     double *x = malloc(n * 8);
-    uint64_t s = 27;
-    rand_fill(x, n, &s);
+    oc_seed(27);
+    oc_fill(x, n, 1);
     tr_tensor *tf = mk(1, &n, TR_F32, x), *tb = mk(1, &n, TR_BF16, NULL), *th = mk(1, &n, TR_F16, NULL);
     CHECK(tr_op_cast(ctx, tb, tf) == TR_OK && tr_op_cast(ctx, th, tb) == TR_OK, "cast: %s", tr_ctx_errmsg(ctx));
     const float *f = tf->data;
@@ -400,10 +400,10 @@ static void test_cast(void)
 
 static void test_adamw(void)
 {
-    uint64_t s = 28;
+    oc_seed(28);
     enum { n = 9001 };
     double *p = malloc(n * 8), *m = calloc(n, 8), *v = calloc(n, 8), *g = malloc(n * 8);
-    rand_fill(p, n, &s);
+    oc_fill(p, n, 1);
     int64_t nn = n;
     tr_tensor *tp = mk(1, &nn, TR_F32, p), *tm = tr_tensor_zeros(ctx, 1, &nn, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
     tr_tensor *tv = tr_tensor_zeros(ctx, 1, &nn, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
@@ -411,10 +411,10 @@ static void test_adamw(void)
     for (int i = 0; i < n; i++) p[i] = ((float *)tp->data)[i];
     const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, scale = 256;
     for (int step = 1; step <= 10; step++) {
-        rand_fill(g, n, &s);
+        oc_fill(g, n, 1);
         for (int i = 0; i < n; i++) g[i] *= scale;
         float *gf = malloc(n * 4);
-        to_f32(gf, g, n);
+        oc_to_f32(gf, g, n);
         tr_convert(tg->data, TR_BF16, gf, TR_F32, n);
         tr_convert(gf, TR_F32, tg->data, TR_BF16, n);   /* the reference sees the bf16 gradient */
         for (int i = 0; i < n; i++) {
@@ -442,14 +442,14 @@ static void test_adamw(void)
 
 /* ------------------------------------------------------------ blocks */
 
-/* Half tensors bigger than one block (TR_ELEM_BLOCK elements): results across block
+/* Half tensors bigger than one block (TR_STAGE_BLOCK elements): results across block
  * boundaries, and a workspace peak of a few blocks, not of the tensor. */
 static void test_blocks(void)
 {
-    uint64_t s = 29;
+    oc_seed(29);
     int64_t N = 2300, C = 1001, n = N * C, sh[2] = { N, C }, shc[1] = { C };
     double *a = malloc(n * 8), *d = malloc(n * 8), bv[1001];
-    rand_fill(a, n, &s), rand_fill(d, n, &s), rand_fill(bv, C, &s);
+    oc_fill(a, n, 1), oc_fill(d, n, 1), oc_fill(bv, C, 1);
     tr_tensor *ta = mk(2, sh, TR_BF16, a), *td = mk(2, sh, TR_BF16, d), *tb = mk(1, shc, TR_F32, bv);
     tr_tensor *to = mk(2, sh, TR_BF16, NULL), *tdb = mk(1, shc, TR_F32, NULL);
     float *af = get(ta), *df = get(td);
@@ -498,7 +498,7 @@ static void test_blocks(void)
     free(o);
     tr_alloc_stats st;
     tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &st);
-    CHECK(st.tag_peak[TR_TAG_WORKSPACE] <= 14u * TR_ELEM_BLOCK, "workspace peak %llu bytes for %lld-element tensors",
+    CHECK(st.tag_peak[TR_TAG_WORKSPACE] <= 14u * TR_STAGE_BLOCK, "workspace peak %llu bytes for %lld-element tensors",
           (unsigned long long)st.tag_peak[TR_TAG_WORKSPACE], (long long)n);
     free(a), free(d), free(af), free(df), free(t);
     tr_tensor_free(ta), tr_tensor_free(td), tr_tensor_free(tb), tr_tensor_free(to), tr_tensor_free(tdb);

@@ -5,7 +5,7 @@
  * batch groups), accumulate/overwrite/NULL gradient semantics, error messages for shapes,
  * dtypes and devices, and workspace scratch returned to the allocator. */
 #include "check.h"
-#include "nn_testutil.h"
+#include "op_check.h"
 #include "trainer.h"
 #include "cpu/attention.h"
 #include "cpu/layernorm.h"
@@ -25,7 +25,7 @@ static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, const double *va
     }
     if (vals) {
         float *f = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
-        tu_to_f32(f, vals, t->numel);
+        oc_to_f32(f, vals, t->numel);
         tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
         free(f);
     }
@@ -46,7 +46,7 @@ static double *rd(const tr_tensor *t)
 static double err_t(const tr_tensor *a, const double *ref)
 {
     double *x = rd(a);
-    double e = tu_rel_err(x, ref, a->numel);
+    double e = oc_rel_err(x, ref, a->numel);
     free(x);
     return e;
 }
@@ -54,7 +54,7 @@ static double err_t(const tr_tensor *a, const double *ref)
 static double *rnd(int64_t n, double scale)
 {
     double *x = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    tu_fill(x, n, scale);
+    oc_fill(x, n, scale);
     return x;
 }
 
@@ -77,7 +77,7 @@ static void test_linear_forward_backward_f32(void)
 {
     int64_t xs[3] = { 2, 3, 5 }, ws[2] = { 4, 5 }, os[3] = { 2, 3, 4 }, bs[1] = { 4 };
     int64_t N = 6, I = 5, O = 4;
-    tu_seed(40);
+    oc_seed(40);
     double *x = rnd(N * I, 1), *w = rnd(O * I, 1), *b = rnd(O, 1), *g = rnd(N * O, 1);
     tr_tensor *tx = mk(3, xs, TR_F32, x), *tw = mk(2, ws, TR_F32, w), *tb = mk(1, bs, TR_F32, b);
     tr_tensor *to = mk(3, os, TR_F32, NULL), *tg = mk(3, os, TR_F32, g);
@@ -119,7 +119,7 @@ static void test_linear_forward_backward_f32(void)
 
 static void test_matmul_batched_shared_and_transposed(void)
 {
-    tu_seed(41);
+    oc_seed(41);
     for (int variant = 0; variant < 4; variant++) {
         int tA = variant & 1, shared = (variant >> 1) & 1;
         int64_t B0 = 2, B1 = 3, M = 4, K = 5, N = 6;
@@ -162,7 +162,7 @@ static void test_matmul_batched_shared_and_transposed(void)
 static void half_vs_f32(int dtype)
 {
     const double tol = tol_of(dtype);
-    tu_seed(50 + (uint64_t)dtype);
+    oc_seed(50 + (uint64_t)dtype);
     /* linear: x [1100, 1000] -> [1100, 8] */
     {
         int64_t xs[2] = { 1100, 1000 }, ws[2] = { 8, 1000 }, os[2] = { 1100, 8 }, bs[1] = { 8 };
@@ -297,14 +297,14 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
     if (dtype == TR_F32) {
         /* reference: the f64 kernel on the same values with the same stream */
         tr_attn_dropout drop = { p, philox_uniform, &key };
-        int nt = tr_attention_threads();
-        double *scr = malloc(8 * tr_attention_scratch_elems(T, nt)), *out = malloc(8 * n);
+        int nt = tr_k_attention_threads();
+        double *scr = malloc(8 * tr_k_attention_scratch_elems(T, nt)), *out = malloc(8 * n);
         double *lse = malloc(8 * B * H * T), *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);
         double *qq = rd(fq), *kk = rd(fk), *vv = rd(fv), *gg = rd(fg);
         int32_t *mi = mask->data;
-        tr_attention_forward_f64(out, lse, qq, kk, vv, mi, TR_I32, &drop, 1 / sqrt((double)D), B, T, H,
+        tr_k_attention_fwd_f64(out, lse, qq, kk, vv, mi, TR_I32, &drop, 1 / sqrt((double)D), B, T, H,
                                  D, scr, nt);
-        tr_attention_backward_f64(dq, dk, dv, gg, qq, kk, vv, lse, mi, TR_I32, &drop,
+        tr_k_attention_bwd_f64(dq, dk, dv, gg, qq, kk, vv, lse, mi, TR_I32, &drop,
                                   1 / sqrt((double)D), B, T, H, D, scr, nt);
         CHECK(err_t(fo, out) < 1e-5, "out %g", err_t(fo, out));
         CHECK(err_t(fl, lse) < 1e-5, "lse %g", err_t(fl, lse));
@@ -354,13 +354,13 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
 
 static void test_attention_f32_against_f64_kernel_with_philox_dropout(void)
 {
-    tu_seed(60);
+    oc_seed(60);
     attention_case(TR_F32, 2, 70, 3, 8, 0.1f);
 }
 
 static void test_attention_half_in_batch_groups(void)
 {
-    tu_seed(61);
+    oc_seed(61);
     attention_case(TR_BF16, 3, 128, 32, 96, 0.1f);
     attention_case(TR_F16, 3, 128, 32, 96, 0.1f);
 }

@@ -2,7 +2,7 @@
  * torch.optim.AdamW for 10 steps (with weight decay, a loss scale on the gradients and
  * changing gradients), f32 and f64 instantiations. */
 #include "check.h"
-#include "opselem_check.h"
+#include "op_check.h"
 
 #include "cpu/optim.h"
 
@@ -23,22 +23,22 @@ static void adamw_reference(double *p, double *m, double *v, const double *g_sca
 
 static void test_adamw_10_steps(void)
 {
-    uint64_t s = 14;
+    oc_seed(14);
     enum { n = 37 };
     double p[n], m[n] = { 0 }, v[n] = { 0 }, g[n];
     double pd[n], md[n] = { 0 }, vd[n] = { 0 };
     float pf[n], mf[n] = { 0 }, vf[n] = { 0 }, gf[n];
-    rand_fill(p, n, &s);
+    oc_fill(p, n, 1);
     memcpy(pd, p, sizeof p);
-    to_f32(pf, p, n);
+    oc_to_f32(pf, p, n);
     const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, scale = 1024;
     for (int step = 1; step <= 10; step++) {
-        rand_fill(g, n, &s);
+        oc_fill(g, n, 1);
         for (int i = 0; i < n; i++) g[i] *= scale * (i == 0 ? 1e-6 : 1);   /* one tiny gradient: eps matters */
-        to_f32(gf, g, n);
+        oc_to_f32(gf, g, n);
         adamw_reference(p, m, v, g, n, lr, b1, b2, eps, wd, step, scale);
-        adamw_step_f64(pd, md, vd, g, n, lr, b1, b2, eps, wd, step, scale);
-        adamw_step_f32(pf, mf, vf, gf, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)scale);
+        tr_k_adamw_step_f64(pd, md, vd, g, n, lr, b1, b2, eps, wd, step, scale);
+        tr_k_adamw_step_f32(pf, mf, vf, gf, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)scale);
     }
     for (int i = 0; i < n; i++) {
         CHECK_CLOSE(pd[i], p[i], 1e-14, 1e-12);
@@ -58,7 +58,7 @@ static void test_adamw_first_step_closed_form(void)
     const double lr = 0.1, wd = 0.5, eps = 1e-8;
     double want[4];
     for (int i = 0; i < 4; i++) want[i] = p[i] * (1 - lr * wd) - lr * g[i] / (fabs(g[i]) + eps);
-    adamw_step_f64(p, m, v, g, 4, lr, 0.9, 0.999, eps, wd, 1, 1.0);
+    tr_k_adamw_step_f64(p, m, v, g, 4, lr, 0.9, 0.999, eps, wd, 1, 1.0);
     for (int i = 0; i < 4; i++) CHECK_CLOSE(p[i], want[i], 1e-15, 1e-12);
     CHECK_CLOSE(want[0], 0.5 * 0.95 - 0.1, 2e-8, 0);   /* by hand: eps shifts it by 1e-8 */
     CHECK_CLOSE(want[2], 2.0 * 0.95 - 0.1 * 1e-9 / (1e-9 + 1e-8), 1e-12, 0);

@@ -5,7 +5,7 @@
  * the half weight copy, state-shape and argument errors, and no workspace left behind.
  * Finite differences do not apply to optimizer steps. */
 #include "check.h"
-#include "opselem_check.h"
+#include "op_check.h"
 
 #include "cpu/optim2.h"
 #include "trainer.h"
@@ -95,21 +95,21 @@ static double adafactor_reference(double *p, double *ea, double *row, double *co
 static void run_sgd(double mom, double damp, double wd, int nesterov, uint64_t seed)
 {
     enum { n = 41 };
-    uint64_t s = seed;
+    oc_seed(seed);
     double p[n], buf[n] = { 0 }, g[n], pd[n], bd[n] = { 0 };
     float pf[n], bf[n] = { 0 }, gf[n];
     int has = 0;
     const double lr = 0.05, scale = 8;
-    rand_fill(p, n, &s);
+    oc_fill(p, n, 1);
     memcpy(pd, p, sizeof p);
-    to_f32(pf, p, n);
+    oc_to_f32(pf, p, n);
     for (int step = 1; step <= 10; step++) {
-        rand_fill(g, n, &s);
+        oc_fill(g, n, 1);
         for (int i = 0; i < n; i++) g[i] *= scale;
-        to_f32(gf, g, n);
+        oc_to_f32(gf, g, n);
         sgd_reference(p, buf, &has, g, n, lr, mom, damp, wd, nesterov, scale);
-        sgd_step_f64(pd, bd, g, n, lr, mom, damp, wd, nesterov, step == 1, scale);
-        sgd_step_f32(pf, bf, gf, n, (float)lr, (float)mom, (float)damp, (float)wd, nesterov, step == 1, (float)scale);
+        tr_k_sgd_step_f64(pd, bd, g, n, lr, mom, damp, wd, nesterov, step == 1, scale);
+        tr_k_sgd_step_f32(pf, bf, gf, n, (float)lr, (float)mom, (float)damp, (float)wd, nesterov, step == 1, (float)scale);
     }
     for (int i = 0; i < n; i++) {
         CHECK_CLOSE(pd[i], p[i], 1e-14, 1e-12);
@@ -131,7 +131,7 @@ static void test_sgd_first_step_closed_form(void)
     double p[3] = { 1, -2, 0.5 }, b[3] = { 0 }, g[3] = { 0.5, 0.25, -1 };
     double want[3], wantb[3];
     for (int i = 0; i < 3; i++) wantb[i] = g[i] + 0.1 * p[i], want[i] = p[i] - 0.2 * wantb[i];
-    sgd_step_f64(p, b, g, 3, 0.2, 0.9, 0.5, 0.1, 0, 1, 1);
+    tr_k_sgd_step_f64(p, b, g, 3, 0.2, 0.9, 0.5, 0.1, 0, 1, 1);
     for (int i = 0; i < 3; i++) {
         CHECK_CLOSE(p[i], want[i], 1e-15, 1e-15);
         CHECK_CLOSE(b[i], wantb[i], 1e-15, 1e-15);
@@ -155,7 +155,7 @@ static adafactor_hparams hparams(const ref_cfg *c, int step)
 static void run_adafactor(const ref_cfg *c, int B, int R, int C, int vec, double grad_mul, uint64_t seed)
 {
     int n = B * R * C, nr = vec ? 0 : B * R, nc = vec ? 0 : B * C;
-    uint64_t s = seed;
+    oc_seed(seed);
     size_t dn = sizeof(double) * (size_t)n, fn = sizeof(float) * (size_t)n;
     double *p = malloc(dn), *g = malloc(dn), *ea = calloc((size_t)n, 8), *v = calloc((size_t)n, 8);
     double *row = calloc((size_t)nr + 1, 8), *col = calloc((size_t)nc + 1, 8);
@@ -163,20 +163,20 @@ static void run_adafactor(const ref_cfg *c, int B, int R, int C, int vec, double
     double *rowd = calloc((size_t)nr + 1, 8), *cold = calloc((size_t)nc + 1, 8), *work = malloc(8 * (size_t)(B * (R + C)));
     float *pf = malloc(fn), *gf = malloc(fn), *eaf = calloc((size_t)n, 4), *vf = calloc((size_t)n, 4);
     float *rowf = calloc((size_t)nr + 1, 4), *colf = calloc((size_t)nc + 1, 4);
-    rand_fill(p, n, &s);
+    oc_fill(p, n, 1);
     memcpy(pd, p, dn);
-    to_f32(pf, p, n);
+    oc_to_f32(pf, p, n);
     double want_lr = 0, lr64 = 0, lr32 = 0;
     for (int step = 1; step <= 10; step++) {
-        rand_fill(g, n, &s);
+        oc_fill(g, n, 1);
         for (int i = 0; i < n; i++) g[i] *= grad_mul;
-        to_f32(gf, g, n);
+        oc_to_f32(gf, g, n);
         adafactor_hparams h = hparams(c, step);
         int64_t kb = vec ? 1 : B, kr = vec ? 1 : R, kc = vec ? n : C;
         want_lr = adafactor_reference(p, ea, row, col, v, g, vec ? 1 : B, R, C, vec, step, c);
-        lr64 = adafactor_step_f64(pd, c->beta1 >= 0 ? ead : NULL, vec ? NULL : rowd, vec ? NULL : cold,
+        lr64 = tr_k_adafactor_step_f64(pd, c->beta1 >= 0 ? ead : NULL, vec ? NULL : rowd, vec ? NULL : cold,
                                   vec ? vd : NULL, vec ? NULL : work, g, kb, kr, kc, &h);
-        lr32 = adafactor_step_f32(pf, c->beta1 >= 0 ? eaf : NULL, vec ? NULL : rowf, vec ? NULL : colf,
+        lr32 = tr_k_adafactor_step_f32(pf, c->beta1 >= 0 ? eaf : NULL, vec ? NULL : rowf, vec ? NULL : colf,
                                   vec ? vf : NULL, vec ? NULL : work, gf, kb, kr, kc, &h);
     }
     CHECK_CLOSE(lr64, want_lr, 0, 1e-12);
@@ -221,7 +221,7 @@ static void test_adafactor_first_step_closed_form(void)
     double rms = sqrt((0.09 + 0.16 + 1.44) / 4), lr = 1e-2 * rms;
     for (int i = 0; i < 4; i++) want[i] = p[i] - lr * (g[i] > 0 ? 1 : -1);
     adafactor_hparams h = hparams(&defaults, 1);
-    double used = adafactor_step_f64(p, NULL, NULL, NULL, v, NULL, g, 1, 1, 4, &h);
+    double used = tr_k_adafactor_step_f64(p, NULL, NULL, NULL, v, NULL, g, 1, 1, 4, &h);
     CHECK_CLOSE(used, lr, 0, 1e-15);
     for (int i = 0; i < 4; i++) CHECK_CLOSE(p[i], want[i], 1e-15, 1e-12);
 }
@@ -233,7 +233,7 @@ static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, int tag, const d
     tr_tensor *t = tr_tensor_zeros(ctx, ndim, shape, dtype, TR_CPU, tag);
     if (t && vals) {
         float *f = malloc((size_t)t->numel * 4 + 4);
-        to_f32(f, vals, t->numel);
+        oc_to_f32(f, vals, t->numel);
         tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
         free(f);
     }
@@ -246,17 +246,17 @@ static void test_op_sgd(void)
 {
     enum { n = 5000 };
     int64_t nn = n;
-    uint64_t s = 21;
+    oc_seed(21);
     double *p = malloc(n * 8), *g = malloc(n * 8);
     float *pf = malloc(n * 4), *gf = malloc(n * 4), *bf = calloc(n, 4), *hf = malloc(n * 4);
-    rand_fill(p, n, &s), rand_fill(g, n, &s);
+    oc_fill(p, n, 1), oc_fill(g, n, 1);
     tr_tensor *tp = mk(1, &nn, TR_F32, TR_TAG_WEIGHTS, p), *tg = mk(1, &nn, TR_BF16, TR_TAG_GRADS, g);
     tr_tensor *tb = mk(1, &nn, TR_F32, TR_TAG_OPTIMIZER, NULL), *th = mk(1, &nn, TR_F16, TR_TAG_WEIGHTS, NULL);
     memcpy(pf, tp->data, n * 4);
     tr_convert(gf, TR_F32, tg->data, TR_BF16, n);
     for (int step = 1; step <= 3; step++) {
         CHECK(tr_op_sgd(ctx, tp, tg, tb, th, 0.1f, 0.9f, 0, 0.01f, 1, step, 4) == TR_OK, "sgd: %s", tr_ctx_errmsg(ctx));
-        sgd_step_f32(pf, bf, gf, n, 0.1f, 0.9f, 0, 0.01f, 1, step == 1, 4);
+        tr_k_sgd_step_f32(pf, bf, gf, n, 0.1f, 0.9f, 0, 0.01f, 1, step == 1, 4);
     }
     CHECK(memcmp(pf, tp->data, n * 4) == 0, "op and kernel differ");
     CHECK(memcmp(bf, tb->data, n * 4) == 0, "momentum buffers differ");
@@ -282,9 +282,9 @@ static void test_op_sgd(void)
 static void test_op_adafactor(void)
 {
     int64_t sh[3] = { 2, 30, 40 }, shr[2] = { 2, 30 }, shc[2] = { 2, 40 }, nn = 2400;
-    uint64_t s = 22;
+    oc_seed(22);
     double *p = malloc(2400 * 8), *g = malloc(2400 * 8);
-    rand_fill(p, 2400, &s), rand_fill(g, 2400, &s);
+    oc_fill(p, 2400, 1), oc_fill(g, 2400, 1);
     tr_tensor *tp = mk(3, sh, TR_F32, TR_TAG_WEIGHTS, p), *tg = mk(3, sh, TR_F16, TR_TAG_GRADS, g);
     tr_tensor *tr = mk(2, shr, TR_F32, TR_TAG_OPTIMIZER, NULL), *tc = mk(2, shc, TR_F32, TR_TAG_OPTIMIZER, NULL);
     tr_tensor *te = mk(3, sh, TR_F32, TR_TAG_OPTIMIZER, NULL), *tv = mk(1, &nn, TR_F32, TR_TAG_OPTIMIZER, NULL);
@@ -304,7 +304,7 @@ static void test_op_adafactor(void)
               tr_ctx_errmsg(ctx));
         adafactor_hparams h = hparams(&rc, step);
         h.grad_scale = 2;
-        double lr = adafactor_step_f32(pf, ef, rf, cf, NULL, work, gf, 2, 30, 40, &h);
+        double lr = tr_k_adafactor_step_f32(pf, ef, rf, cf, NULL, work, gf, 2, 30, 40, &h);
         CHECK(used == (float)lr, "lr used %g vs %g", (double)used, lr);
     }
     tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &after);

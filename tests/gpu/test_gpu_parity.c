@@ -318,7 +318,7 @@ static void test_alloc_oom_by_device(void)
     /* A kernel still runs afterwards. */
     gbuf g;
     if (gbuf_new(&g, 4096 * 4, 0) != 0) return;
-    rc = tr_cuda_fill(g.data, 2.5f, TR_F32, 4096, dev_stream, &err);
+    rc = tr_k_fill_fwd_cuda(g.data, 2.5f, TR_F32, 4096, dev_stream, &err);
     CHECK(rc == TR_OK, "fill after OOM: %s", err.msg);
     float h[4096];
     d2h(h, &g, sizeof h);
@@ -415,7 +415,7 @@ static gemm_result run_gemm(const gemm_config *cfg, const gemm_case *gc, tr_erro
                             .stride_c = sc, .trans_a = gc->trans_a, .trans_b = gc->trans_b,
                             .ab_dtype = cfg->ab, .c_dtype = cfg->c, .tf32 = cfg->tf32,
                             .alpha = gc->alpha, .beta = gc->beta };
-    *rc_out = tr_cuda_gemm(tr_cuda_blas_env(dev_state), dc.data, da.data, db.data, gc->bias ? dbias.data : NULL,
+    *rc_out = tr_k_matmul_fwd_cuda(tr_cuda_blas_env(dev_state), dc.data, da.data, db.data, gc->bias ? dbias.data : NULL,
                            &d, err);
     if (*rc_out == TR_OK) *rc_out = tr_cuda_synchronize(dev_state, err);
     if (*rc_out != TR_OK) goto free_dev;
@@ -564,10 +564,10 @@ static void test_gemm_cache_deterministic(void)
     tr_error err;
     uint64_t h0, m0, h1, m1;
     tr_cuda_gemm_cache_counts(env->cache, &h0, &m0);
-    CHECK(tr_cuda_gemm(env, dc.data, da.data, db.data, NULL, &d, &err) == TR_OK, "%s", err.msg);
+    CHECK(tr_k_matmul_fwd_cuda(env, dc.data, da.data, db.data, NULL, &d, &err) == TR_OK, "%s", err.msg);
     d2h(o1, &dc, m * n * 4);
     TCUDA(cudaMemsetAsync(dc.data, 0xff, m * n * 4, dev_stream));
-    CHECK(tr_cuda_gemm(env, dc.data, da.data, db.data, NULL, &d, &err) == TR_OK, "%s", err.msg);
+    CHECK(tr_k_matmul_fwd_cuda(env, dc.data, da.data, db.data, NULL, &d, &err) == TR_OK, "%s", err.msg);
     d2h(o2, &dc, m * n * 4);
     tr_cuda_gemm_cache_counts(env->cache, &h1, &m1);
     CHECK(memcmp(o1, o2, m * n * 4) == 0, "two runs of one product differ");
@@ -590,16 +590,16 @@ static void test_gemm_rejects_bad_args(void)
     char dummy[256] __attribute__((aligned(256)));
     tr_cuda_gemm_desc d = { .m = 4, .n = 4, .k = 4, .batch = 1, .ab_dtype = TR_BF16, .c_dtype = TR_F16,
                             .alpha = 1.0f };
-    CHECK(tr_cuda_gemm(env, dummy, dummy, dummy, NULL, &d, &err) == TR_EUSER, "bf16 -> f16 accepted");
+    CHECK(tr_k_matmul_fwd_cuda(env, dummy, dummy, dummy, NULL, &d, &err) == TR_EUSER, "bf16 -> f16 accepted");
     d.c_dtype = TR_BF16;
     d.tf32 = 1;
-    CHECK(tr_cuda_gemm(env, dummy, dummy, dummy, NULL, &d, &err) == TR_EUSER, "tf32 with bf16 accepted");
+    CHECK(tr_k_matmul_fwd_cuda(env, dummy, dummy, dummy, NULL, &d, &err) == TR_EUSER, "tf32 with bf16 accepted");
     d.tf32 = 0;
     d.k = 0;
-    CHECK(tr_cuda_gemm(env, dummy, dummy, dummy, NULL, &d, &err) == TR_EUSER, "k = 0 accepted");
-    CHECK(tr_cuda_add(dummy, dummy, dummy, TR_I32, 4, dev_stream, &err) == TR_EUSER, "i32 add accepted");
-    CHECK(tr_cuda_add(dummy, dummy, dummy, TR_F32, -1, dev_stream, &err) == TR_EUSER, "n < 0 accepted");
-    CHECK(tr_cuda_cast(dummy, TR_BF16, dummy, TR_F32, 4, dev_stream, &err) == TR_EUSER,
+    CHECK(tr_k_matmul_fwd_cuda(env, dummy, dummy, dummy, NULL, &d, &err) == TR_EUSER, "k = 0 accepted");
+    CHECK(tr_k_add_fwd_cuda(dummy, dummy, dummy, TR_I32, 4, dev_stream, &err) == TR_EUSER, "i32 add accepted");
+    CHECK(tr_k_add_fwd_cuda(dummy, dummy, dummy, TR_F32, -1, dev_stream, &err) == TR_EUSER, "n < 0 accepted");
+    CHECK(tr_k_cast_fwd_cuda(dummy, TR_BF16, dummy, TR_F32, 4, dev_stream, &err) == TR_EUSER,
           "in-place f32 -> bf16 accepted");
     TCUDA(cudaGetLastError());
 }
@@ -643,14 +643,14 @@ static int ew_case(int op, int dtype, int64_t n, size_t offset_elems)
     int rc;
     gbuf *result = &dout;
     switch (op) {
-    case EW_ADD: rc = tr_cuda_add(dout.data, da.data, db.data, dtype, n, dev_stream, &err); break;
-    case EW_MUL: rc = tr_cuda_mul(dout.data, da.data, db.data, dtype, n, dev_stream, &err); break;
-    case EW_SCALE: rc = tr_cuda_scale(dout.data, da.data, ew_alpha, dtype, n, dev_stream, &err); break;
+    case EW_ADD: rc = tr_k_add_fwd_cuda(dout.data, da.data, db.data, dtype, n, dev_stream, &err); break;
+    case EW_MUL: rc = tr_k_mul_fwd_cuda(dout.data, da.data, db.data, dtype, n, dev_stream, &err); break;
+    case EW_SCALE: rc = tr_k_scale_fwd_cuda(dout.data, da.data, ew_alpha, dtype, n, dev_stream, &err); break;
     case EW_AXPY:
-        rc = tr_cuda_axpy(da.data, db.data, ew_alpha, dtype, n, dev_stream, &err);
+        rc = tr_k_axpy_fwd_cuda(da.data, db.data, ew_alpha, dtype, n, dev_stream, &err);
         result = &da;
         break;
-    default: rc = tr_cuda_fill(dout.data, ew_fill, dtype, n, dev_stream, &err); break;
+    default: rc = tr_k_fill_fwd_cuda(dout.data, ew_fill, dtype, n, dev_stream, &err); break;
     }
     CHECK(rc == TR_OK, "%s: %s", ew_names[op], err.msg);
     if (rc != TR_OK) goto out;
@@ -750,7 +750,7 @@ static void test_casts(void)
                 }
                 h2d(&din, hin, in_bytes);
                 tr_error err;
-                int rc = tr_cuda_cast(dout.data, dst, din.data, src, n, dev_stream, &err);
+                int rc = tr_k_cast_fwd_cuda(dout.data, dst, din.data, src, n, dev_stream, &err);
                 CHECK(rc == TR_OK, "cast %s -> %s: %s", tr_dtype_name(src), tr_dtype_name(dst), err.msg);
                 if (rc != TR_OK) goto next;
                 d2h(hout, &dout, out_bytes);

@@ -126,4 +126,17 @@ return {
     free(x, w)
     assert(memory.stats().allocated == before, "a failed op leaked its output")
   end },
+  { "op_table_supported", function()
+    local names = ops.names()
+    assert(#names >= 40, "op table has " .. #names .. " ops")
+    local seen = {}
+    for _, n in ipairs(names) do seen[n] = true; assert(ops.supported(n, "cpu"), n .. " must run on the cpu") end
+    assert(seen.linear and seen.attention_backward and seen.adafactor, "op names")
+    assert(not ops.supported("no_such_op", "cpu"))
+    -- no op has a CUDA slot yet, and without a GPU no CUDA device is present
+    assert(not ops.supported("linear", "cuda"))
+    assert(not ops.supported("linear", "cuda:7"))
+    local ok, e = pcall(ops.supported, "linear", "tpu")
+    assert(not ok and tostring(e):find("unknown device"), tostring(e))
+  end },
 }

@@ -1,0 +1,83 @@
+/* op_errors.c — the op layer's shared messages and argument checks (declared in
+ * op_table.h): the one error for a missing slot, shape and numel checks, shape strings. Apart
+ * from op_table.c so that tensor.c can use the one message without linking the table
+ * (and every op behind it) into programs that need only tensors (tests/gpu). */
+#include "op_table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ messages */
+
+void tr_op_device_name(char *buf, size_t len, int device)
+{
+    if (device == TR_CPU) snprintf(buf, len, "cpu");
+    else snprintf(buf, len, "cuda:%d", device);
+}
+
+int tr_op_fail_not_built(tr_ctx *ctx, const char *what, int device)
+{
+    char dev[32];
+    tr_op_device_name(dev, sizeof dev, device);
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                   "%s: the %s path of this op is not built yet (tensors on %s); run it on device \"cpu\" "
+                   "(move its tensors there first), or use a build whose op table fills this op's %s slot",
+                   what, device == TR_CPU ? "CPU" : "CUDA", dev, device == TR_CPU ? "cpu" : "cuda");
+}
+
+const char *tr_op_shape(const tr_tensor *t, char *buf)
+{
+    if (!t) {
+        strcpy(buf, "NULL");
+        return buf;
+    }
+    /* at most 8 dims of at most 20 digits: stop early with "..." rather than overflow 160 */
+    size_t len = 0;
+    buf[len++] = '[';
+    for (int i = 0; i < t->ndim && i < 8; i++) {
+        if (len > 130) {
+            len += (size_t)snprintf(buf + len, 160 - len, ", ...");
+            break;
+        }
+        len += (size_t)snprintf(buf + len, 160 - len, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    }
+    buf[len++] = ']';
+    buf[len] = '\0';
+    return buf;
+}
+
+const char *tr_op_describe(char *buf, size_t len, const tr_tensor *t)
+{
+    char s[160];
+    if (!t) snprintf(buf, len, "NULL");
+    else snprintf(buf, len, "%s %s", tr_op_shape(t, s), tr_dtype_name(t->dtype));
+    return buf;
+}
+
+void tr_op_rows(const tr_tensor *t, int64_t *N, int64_t *C)
+{
+    *C = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
+    *N = *C > 0 ? t->numel / *C : 0;
+}
+
+int tr_op_want_numel(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, int64_t numel,
+                     const char *what)
+{
+    char b[160];
+    if (t->numel == numel) return TR_OK;
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s has shape %s (%lld elements) but must have %lld (%s)", op,
+                   name, tr_op_describe(b, sizeof b, t), (long long)t->numel, (long long)numel, what);
+}
+
+int tr_op_want_shape(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, int ndim,
+                     const int64_t *shape)
+{
+    int same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
+    if (same) return TR_OK;
+    char got[160], want[160];
+    tr_tensor fake = { .ndim = ndim };
+    for (int i = 0; i < ndim && i < 8; i++) fake.shape[i] = shape[i];
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s has shape %s but must be %s", op, name, tr_op_shape(t, got),
+                   tr_op_shape(&fake, want));
+}

@@ -1,0 +1,117 @@
+/* op_stage.c — f32 staging of half-precision operands for the CPU ops (see op_stage.h). */
+#include "op_stage.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------ workspace */
+
+int tr_stage_scratch(tr_ctx *ctx, size_t bytes, void **out)
+{
+    *out = NULL;
+    tr_alloc *a = tr_ctx_alloc(ctx, TR_CPU);
+    if (!a) return tr_ctx_err(ctx)->status ? tr_ctx_err(ctx)->status : TR_EINTERNAL;
+    return tr_alloc_malloc(a, bytes, TR_TAG_WORKSPACE, 0, out, tr_ctx_err(ctx));
+}
+
+void tr_stage_scratch_free(tr_ctx *ctx, void *p)
+{
+    if (!p) return;
+    tr_alloc *a = tr_ctx_alloc(ctx, TR_CPU);
+    if (a) tr_alloc_free(a, p);
+}
+
+/* ------------------------------------------------------------ conversion */
+
+void tr_stage_convert(void *dst, int dst_dtype, const void *src, int src_dtype, size_t n)
+{
+    const size_t chunk = 1 << 16;
+    size_t ds = tr_dtype_size(dst_dtype), ss = tr_dtype_size(src_dtype);
+    if (n <= chunk) {
+        tr_convert(dst, dst_dtype, src, src_dtype, n);
+        return;
+    }
+    int64_t nchunks = (int64_t)((n + chunk - 1) / chunk);
+#pragma omp parallel for
+    for (int64_t c = 0; c < nchunks; c++) {
+        size_t start = (size_t)c * chunk, len = n - start < chunk ? n - start : chunk;
+        tr_convert((char *)dst + start * ds, dst_dtype, (const char *)src + start * ss, src_dtype, len);
+    }
+}
+
+/* ------------------------------------------------------------ stages */
+
+int tr_stage_is_float(int dtype) { return dtype == TR_F32 || dtype == TR_BF16 || dtype == TR_F16; }
+
+int64_t tr_stage_block_rows(int64_t C) { return C > 0 && C < TR_STAGE_BLOCK ? TR_STAGE_BLOCK / C : 1; }
+
+static char *elem_ptr(const tr_tensor *t, int64_t start)
+{
+    return (char *)t->data + (size_t)start * tr_dtype_size(t->dtype);
+}
+
+int tr_stage_out(tr_ctx *ctx, tr_stage *s, const tr_tensor *t, int64_t start, int64_t n, int load)
+{
+    memset(s, 0, sizeof *s);
+    if (!t) return TR_OK;
+    s->n = (size_t)n;
+    if (t->dtype == TR_F32) {
+        s->p = (float *)t->data + start;
+        return TR_OK;
+    }
+    int rc = tr_stage_scratch(ctx, s->n * sizeof(float), &s->ws);
+    if (rc) return rc;
+    s->p = s->ws;
+    if (load) tr_stage_convert(s->p, TR_F32, elem_ptr(t, start), t->dtype, s->n);
+    return TR_OK;
+}
+
+int tr_stage_in(tr_ctx *ctx, tr_stage *s, const tr_tensor *t, int64_t start, int64_t n)
+{
+    return tr_stage_out(ctx, s, t, start, n, 1);
+}
+
+void tr_stage_store(tr_stage *s, const tr_tensor *t, int64_t start)
+{
+    if (t && s->ws) tr_stage_convert(elem_ptr(t, start), t->dtype, s->p, TR_F32, s->n);
+}
+
+void tr_stage_release(tr_ctx *ctx, tr_stage *s)
+{
+    tr_stage_scratch_free(ctx, s->ws);
+    s->ws = NULL;
+    s->p = NULL;
+}
+
+int tr_stage_in_all(tr_ctx *ctx, tr_stage *s, const tr_tensor *t)
+{
+    return tr_stage_in(ctx, s, t, 0, t ? t->numel : 0);
+}
+
+int tr_stage_out_all(tr_ctx *ctx, tr_stage *s, const tr_tensor *t, int load)
+{
+    return tr_stage_out(ctx, s, t, 0, t ? t->numel : 0, load);
+}
+
+void tr_stage_store_all(tr_stage *s, const tr_tensor *t) { tr_stage_store(s, t, 0); }
+
+/* ------------------------------------------------------------ pointer pairs */
+
+int tr_stage_buf(tr_ctx *ctx, const tr_tensor *t, int64_t off, int64_t n, int read, float **out, void **owned)
+{
+    tr_stage s;
+    int rc = tr_stage_out(ctx, &s, t, off, n, read);
+    *out = s.p;
+    *owned = s.ws;
+    return rc;
+}
+
+int tr_stage_load(tr_ctx *ctx, const tr_tensor *t, int64_t off, int64_t n, float **out, void **owned)
+{
+    return tr_stage_buf(ctx, t, off, n, 1, out, owned);
+}
+
+void tr_stage_put(const tr_tensor *t, int64_t off, const float *src, int64_t n)
+{
+    if (t->dtype == TR_F32 && src == (const float *)t->data + off) return;
+    tr_stage_convert(elem_ptr(t, off), t->dtype, src, TR_F32, (size_t)n);
+}

@@ -1,0 +1,1060 @@
+/* test_ops_table.c — one table-driven test over the op table (core/op_table.h), in the
+ * spirit of ggml's test-backend-ops. For every op of the table x dtypes (f32, bf16, f16)
+ * x shapes (odd sizes, size 1, masks and ignored targets):
+ *   - the CPU slot's outputs against a float64 reference (the kernels' _f64 instance, or
+ *     the formula), with per-dtype tolerances; half runs use inputs rounded to the half
+ *     dtype, so the reference sees exactly what the op sees;
+ *   - a backward op against float64 central finite differences of its forward's
+ *     reference (L = sum dout * out), accumulating gradients (+=) from a random start;
+ *   - outputs start as NaN (an op that reads an output it should only write fails);
+ *     guard sentinels around every tensor's data; inputs must come back unchanged;
+ *   - on every other backend that tr_op_supported says is built and present, the same
+ *     cases against the CPU's outputs (normalised mean-square error); otherwise one SKIP
+ *     line per op and backend.
+ * It asserts that it covered every op in the table (iterating the table) and prints the
+ * count. Checks the table does not express (argument errors and their messages,
+ * workspace bounds on big tensors, dropout regeneration) stay in test_ops_elem.c and
+ * test_ops_nn.c. */
+#include "check.h"
+#include "op_check.h"
+
+#include "cpu/attention.h"
+#include "cpu/elementwise.h"
+#include "cpu/embedding.h"
+#include "cpu/features.h"
+#include "cpu/gelu.h"
+#include "cpu/layernorm.h"
+#include "cpu/loss.h"
+#include "cpu/matmul.h"
+#include "cpu/optim.h"
+#include "cpu/optim2.h"
+#include "cpu/pooling.h"
+#include "cpu/reduce.h"
+#include "cpu/similarity.h"
+#include "cpu/softmax.h"
+#include "cpu/tanh.h"
+#include "op_table.h"
+#include "trainer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static tr_ctx *ctx;
+
+enum { NT = TR_OP_MAX_TENSORS };
+
+/* ------------------------------------------------------------ case descriptions */
+
+/* How an argument's values are drawn. */
+enum { RND, POS, IDS, TGT, MASK };
+
+typedef struct arg_spec {
+    int ndim;            /* < 0: the argument is NULL in this case */
+    int64_t shape[4];
+    int fill;
+    int64_t range;       /* IDS, TGT: values in [0, range) */
+    int dtype;           /* 0: by the description's rule; else the tr_dtype + 1 */
+} arg_spec;
+
+/* f64 reference: computes the OUT and ACC arrays of t in place from the IN arrays. */
+typedef void (*ref_fn)(double **t, const int64_t *d, const tr_op_call *c);
+
+/* Backward maps: what each argument of a backward op is in terms of its forward. */
+#define G(j) (100 + (j))  /* the gradient of forward input j */
+#define D(j) (200 + (j))  /* the incoming gradient of forward output j */
+#define I(j) (300 + (j))  /* forward input j itself */
+#define S(j) (400 + (j))  /* forward output j, saved by the forward */
+
+typedef struct op_case {
+    const char *op;
+    void (*shapes)(const int64_t *d, arg_spec *a);
+    void (*scalars)(const int64_t *d, tr_op_call *c);   /* NULL: none */
+    ref_fn ref;                                         /* NULL: backward, checked by finite differences */
+    const char *fwd;                                    /* backward: its forward op */
+    int map[NT];
+    int scalar_dout;                                    /* the incoming gradient is c->f[1] on output 0 */
+    int nd;
+    int64_t dims[4][6];
+    double tol;                                         /* multiplies the per-dtype tolerance; 0 means 1 */
+    void (*custom)(int dtype);                          /* ops over tensor lists */
+} op_case;
+
+#define A(n, ...) ((arg_spec){ n, { __VA_ARGS__ }, RND, 0, 0 })
+#define ANULL ((arg_spec){ -1, { 0 }, RND, 0, 0 })
+
+static int64_t numel_of(const arg_spec *a)
+{
+    int64_t n = 1;
+    for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
+    return n;
+}
+
+/* ------------------------------------------------------------ references: elementwise */
+
+static void sh_binary(const int64_t *d, arg_spec *a)   /* d: N, C, b broadcast */
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = d[2] ? A(1, d[1]) : A(2, d[0], d[1]);
+}
+static void ref_add(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_add_fwd_f64(t[0], t[1], t[2], d[0], d[1], d[2] ? 1 : d[0]);
+}
+static void ref_mul(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_mul_fwd_f64(t[0], t[1], t[2], d[0], d[1], d[2] ? 1 : d[0]);
+}
+static void sh_mul_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = d[2] ? A(1, d[1]) : A(2, d[0], d[1]);
+    a[2] = A(2, d[0], d[1]);
+    a[3] = A(2, d[0], d[1]);
+    a[4] = a[1];
+}
+static void sh_unary(const int64_t *d, arg_spec *a)   /* d: N, C */
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+}
+static void sh_unary_bwd(const int64_t *d, arg_spec *a)
+{
+    sh_unary(d, a);
+    a[2] = A(2, d[0], d[1]);
+}
+static void sc_alpha(const int64_t *d, tr_op_call *c) { c->f[0] = -1.75f; }
+static void ref_scale(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_scale_fwd_f64(t[0], t[1], c->f[0], d[0] * d[1]);
+}
+static void ref_axpy(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_axpy_fwd_f64(t[0], t[1], c->f[0], d[0] * d[1]);
+}
+static void sh_fill(const int64_t *d, arg_spec *a) { a[0] = A(2, d[0], d[1]); }
+static void ref_fill(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_fill_fwd_f64(t[0], c->f[0], d[0] * d[1]);
+}
+
+/* ------------------------------------------------------------ embedding, dropout */
+
+static void sh_embedding(const int64_t *d, arg_spec *a)   /* d: N, C, V */
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = (arg_spec){ 1, { d[0] }, IDS, d[2], 0 };
+    a[2] = A(2, d[2], d[1]);
+}
+static void ids64(int64_t *dst, const double *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = (int64_t)src[i];
+}
+static void ref_embedding(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int64_t ids[64];
+    ids64(ids, t[1], d[0]);
+    tr_k_embedding_fwd_f64(t[0], ids, t[2], d[0], d[1]);
+}
+static void sh_embedding_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[2], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = (arg_spec){ 1, { d[0] }, IDS, d[2], 0 };
+}
+static void sc_no_padding(const int64_t *d, tr_op_call *c) { c->i[0] = -1; }
+
+static const tr_rng_key drop_key = { 7, 3, 2, 1 };
+static void sc_dropout(const int64_t *d, tr_op_call *c)
+{
+    c->f[0] = (float)d[2] / 100.0f;
+    c->p = &drop_key;
+    c->u = 1000;
+}
+static void ref_dropout(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int64_t n = d[0] * d[1];
+    uint8_t keep[4096];
+    float p = c->f[0];
+    if (p > 0) tr_dropout_mask_bits(keep, (size_t)n, p, *(const tr_rng_key *)c->p, c->u);
+    for (int64_t i = 0; i < n; i++) t[0][i] = p == 0 ? t[1][i] : keep[i] ? t[1][i] / (1.0 - p) : 0.0;
+}
+
+/* ------------------------------------------------------------ cross-entropy */
+
+static void sh_ce(const int64_t *d, arg_spec *a)   /* d: N, K, ignored row (1) */
+{
+    a[0] = A(1, 1);
+    a[1] = A(1, d[0]);
+    a[2] = A(2, d[0], d[1]);
+    a[3] = (arg_spec){ 1, { d[0] }, d[2] ? TGT : IDS, d[1], 0 };
+    a[2].fill = POS;   /* logits spread over a few units */
+}
+static void sc_ce(const int64_t *d, tr_op_call *c)
+{
+    c->i[0] = -100;
+    c->f[0] = 0.1f;
+    c->f[1] = 1.5f;   /* the backward's dloss */
+}
+static void ref_ce(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int64_t tg[64];
+    double losses[64];
+    ids64(tg, t[3], d[0]);
+    int64_t cnt = tr_k_cross_entropy_fwd_f64(losses, t[1], t[2], tg, d[0], d[1], c->i[0], c->f[0]);
+    double s = 0;
+    for (int64_t n = 0; n < d[0]; n++) s += losses[n];
+    t[0][0] = cnt ? s / (double)cnt : 0;
+}
+/* A backward's shapes picked from its forward's: a[i] = the forward's argument pick[i]. */
+static void pick_fwd(void (*fwd)(const int64_t *, arg_spec *), const int64_t *d, arg_spec *a, const int *pick, int n)
+{
+    arg_spec f[NT];
+    for (int i = 0; i < NT; i++) f[i] = ANULL;
+    fwd(d, f);
+    for (int i = 0; i < n; i++) a[i] = f[pick[i]];
+}
+static void sh_ce_bwd(const int64_t *d, arg_spec *a) { pick_fwd(sh_ce, d, a, (const int[]){ 2, 2, 1, 3 }, 4); }
+
+/* ------------------------------------------------------------ pooling, similarity, reductions */
+
+static void sh_pool(const int64_t *d, arg_spec *a)   /* d: B, T, C, mode, masked */
+{
+    a[0] = A(2, d[0], d[2]);
+    a[1] = A(3, d[0], d[1], d[2]);
+    a[2] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, 0 } : ANULL;
+}
+static void sc_pool(const int64_t *d, tr_op_call *c) { c->i[0] = d[3]; }
+static void mask32(int32_t *m, const double *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) m[i] = src ? (int32_t)src[i] : 1;
+}
+static void ref_pool(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int32_t m[256];
+    mask32(m, t[2], d[0] * d[1]);
+    tr_k_pool_fwd_f64(t[0], t[1], m, d[0], d[1], d[2], (int)c->i[0]);
+}
+static void sh_pool_bwd(const int64_t *d, arg_spec *a) { pick_fwd(sh_pool, d, a, (const int[]){ 1, 0, 1, 2 }, 4); }
+
+static void sc_eps(const int64_t *d, tr_op_call *c) { c->f[0] = 1e-12f; }
+static void ref_l2norm(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_l2norm_fwd_f64(t[0], t[1], d[0], d[1], c->f[0]);
+}
+
+static void sh_cos(const int64_t *d, arg_spec *a)   /* d: N, M, C */
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[2]);
+    a[2] = A(2, d[1], d[2]);
+}
+static void ref_cos(double **t, const int64_t *d, const tr_op_call *c)
+{
+    double an[256], bn[256];
+    tr_k_l2norm_fwd_f64(an, t[1], d[0], d[2], 1e-12);
+    tr_k_l2norm_fwd_f64(bn, t[2], d[1], d[2], 1e-12);
+    tr_k_cosine_sim_fwd_f64(t[0], an, bn, d[0], d[1], d[2]);
+}
+static void sh_cos_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[2]);
+    a[1] = A(2, d[1], d[2]);
+    a[2] = A(2, d[0], d[1]);
+    a[3] = A(2, d[0], d[2]);
+    a[4] = A(2, d[1], d[2]);
+}
+
+static void sh_reduce(const int64_t *d, arg_spec *a)   /* d: N, C, lastdim */
+{
+    a[0] = d[2] ? A(1, d[0]) : A(1, 1);
+    a[1] = A(2, d[0], d[1]);
+}
+static void sc_lastdim(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
+static void ref_sum(double **t, const int64_t *d, const tr_op_call *c)
+{
+    if (c->i[0]) tr_k_sum_lastdim_fwd_f64(t[0], t[1], d[0], d[1]);
+    else t[0][0] = tr_k_sum_all_fwd_f64(t[1], d[0] * d[1]);
+}
+static void ref_mean(double **t, const int64_t *d, const tr_op_call *c)
+{
+    ref_sum(t, d, c);
+    int64_t n = c->i[0] ? d[0] : 1;
+    for (int64_t i = 0; i < n; i++) t[0][i] /= (double)(c->i[0] ? d[1] : d[0] * d[1]);
+}
+
+static void sh_cast(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[1].dtype = TR_F32 + 1;   /* from f32 into the dtype under test */
+}
+static void ref_copy(double **t, const int64_t *d, const tr_op_call *c)
+{
+    memcpy(t[0], t[1], (size_t)(d[0] * d[1]) * sizeof(double));
+}
+
+/* ------------------------------------------------------------ optimizers */
+
+static void sh_adamw(const int64_t *d, arg_spec *a)   /* d: n */
+{
+    a[0] = A(1, d[0]);
+    a[1] = A(1, d[0]);
+    a[2] = A(1, d[0]);
+    a[3] = (arg_spec){ 1, { d[0] }, POS, 0, 0 };
+    a[4] = ANULL;
+}
+static void sc_adamw(const int64_t *d, tr_op_call *c)
+{
+    float f[] = { 0.01f, 0.9f, 0.999f, 1e-8f, 0.01f, 2.0f };
+    memcpy(c->f, f, sizeof f);
+    c->i[0] = 3;
+}
+static void ref_adamw(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_adamw_step_f64(t[0], t[2], t[3], t[1], d[0], c->f[0], c->f[1], c->f[2], c->f[3], c->f[4], c->i[0], c->f[5]);
+}
+static void sh_sgd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(1, d[0]);
+    a[1] = A(1, d[0]);
+    a[2] = A(1, d[0]);
+    a[3] = ANULL;
+}
+static void sc_sgd(const int64_t *d, tr_op_call *c)
+{
+    float f[] = { 0.05f, 0.9f, 0.1f, 0.01f, 1.0f };
+    memcpy(c->f, f, sizeof f);
+    c->i[0] = d[1];   /* nesterov, which torch allows only without dampening */
+    if (d[1]) c->f[2] = 0;
+    c->i[1] = 2;
+}
+static void ref_sgd(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_sgd_step_f64(t[0], t[2], t[1], d[0], c->f[0], c->f[1], c->f[2], c->f[3], (int)c->i[0], c->i[1] == 1,
+                      c->f[4]);
+}
+static const tr_adafactor_config ada_cfg = { 0, 1e-30f, 1e-3f, 1.0f, -0.8f, 0.9f, 0.01f, 1, 1, 0 };
+static void sh_adafactor(const int64_t *d, arg_spec *a)   /* d: R, C (C = 0: a vector of R) */
+{
+    int fac = d[1] > 0;
+    a[0] = fac ? A(2, d[0], d[1]) : A(1, d[0]);
+    a[1] = a[0];
+    a[2] = a[0];
+    a[3] = fac ? (arg_spec){ 1, { d[0] }, POS, 0, 0 } : ANULL;
+    a[4] = fac ? (arg_spec){ 1, { d[1] }, POS, 0, 0 } : ANULL;
+    a[5] = fac ? ANULL : (arg_spec){ 1, { d[0] }, POS, 0, 0 };
+    a[6] = ANULL;
+}
+static float ada_lr;
+static void sc_adafactor(const int64_t *d, tr_op_call *c)
+{
+    c->p = &ada_cfg;
+    c->i[0] = 4;
+    c->f[0] = 1.0f;
+    c->res = &ada_lr;
+}
+static void ref_adafactor(double **t, const int64_t *d, const tr_op_call *c)
+{
+    const tr_adafactor_config *g = c->p;
+    adafactor_hparams hp = { .lr = g->lr, .eps1 = g->eps1, .eps2 = g->eps2, .clip_threshold = g->clip_threshold,
+                             .decay_rate = g->decay_rate, .beta1 = g->beta1, .weight_decay = g->weight_decay,
+                             .relative_step = g->relative_step, .scale_parameter = g->scale_parameter,
+                             .warmup_init = g->warmup_init, .step = c->i[0], .grad_scale = c->f[0] };
+    int fac = d[1] > 0;
+    int64_t R = fac ? d[0] : 1, C = fac ? d[1] : d[0];
+    double work[256];
+    tr_k_adafactor_step_f64(t[0], t[2], fac ? t[3] : NULL, fac ? t[4] : NULL, fac ? NULL : t[5], work, t[1], 1, R, C,
+                            &hp);
+}
+
+/* ------------------------------------------------------------ feature columns */
+
+static void sh_copy_cols(const int64_t *d, arg_spec *a)   /* d: N, dst C, src C, ncols, dst_col, src_col */
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[2]);
+}
+static void sc_copy_cols(const int64_t *d, tr_op_call *c)
+{
+    c->i[0] = d[4];
+    c->i[1] = d[5];
+    c->i[2] = d[3];
+    c->i[3] = d[0] % 2;   /* odd row counts accumulate */
+}
+static void ref_copy_cols(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_copy_cols_fwd_f64(t[0], t[1], d[0], d[1], c->i[0], d[2], c->i[1], c->i[2], (int)c->i[3]);
+}
+static void ref_abs_diff(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_abs_diff_fwd_f64(t[0], t[1], t[2], d[0] * d[1]);
+}
+static void sh_abs_diff_bwd(const int64_t *d, arg_spec *a)
+{
+    for (int i = 0; i < 5; i++) a[i] = A(2, d[0], d[1]);
+}
+
+/* ------------------------------------------------------------ matmul, linear, layernorm */
+
+static void sh_matmul(const int64_t *d, arg_spec *a)   /* d: batch (0: none), M, K, N, trans_a, trans_b */
+{
+    int64_t M = d[1], K = d[2], N = d[3];
+    if (d[0]) {
+        a[0] = A(3, d[0], M, N);
+        a[1] = d[4] ? A(3, d[0], K, M) : A(3, d[0], M, K);
+    } else {
+        a[0] = A(2, M, N);
+        a[1] = d[4] ? A(2, K, M) : A(2, M, K);
+    }
+    a[2] = d[5] ? A(2, N, K) : A(2, K, N);   /* shared by the batch */
+    a[3] = d[4] ? ANULL : A(1, N);
+}
+static void sc_matmul(const int64_t *d, tr_op_call *c)
+{
+    c->i[0] = d[4];
+    c->i[1] = d[5];
+    c->f[0] = 0.75f;
+    c->f[1] = d[4] ? 0.0f : 0.5f;   /* beta 0 must never read out (it starts as NaN then) */
+}
+static void ref_matmul(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int64_t B = d[0] ? d[0] : 1, M = d[1], K = d[2], N = d[3];
+    tr_error err = { 0 };
+    tr_k_matmul_fwd_f64(t[0], t[1], t[2], t[3], (int)B, (int)M, (int)N, (int)K, (int)c->i[0], (int)c->i[1], c->f[0],
+                        c->f[1], M * K, 0, M * N, &err);
+}
+/* matmul's out is ACC (beta reads it) except when beta is 0: then it starts as NaN. */
+
+static void sh_linear(const int64_t *d, arg_spec *a)   /* d: N, I, O, bias */
+{
+    a[0] = A(2, d[0], d[2]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = A(2, d[2], d[1]);
+    a[3] = d[3] ? A(1, d[2]) : ANULL;
+}
+static void ref_linear(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_error err = { 0 };
+    tr_k_matmul_fwd_f64(t[0], t[1], t[2], t[3], 1, (int)d[0], (int)d[2], (int)d[1], 0, 1, 1, 0, 0, 0, 0, &err);
+}
+static void sh_linear_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[2], d[1]);
+    a[2] = d[3] ? A(1, d[2]) : ANULL;
+    a[3] = A(2, d[0], d[2]);
+    a[4] = A(2, d[0], d[1]);
+    a[5] = A(2, d[2], d[1]);
+}
+
+static void sh_layernorm(const int64_t *d, arg_spec *a)   /* d: N, C, bias */
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(1, d[0]);
+    a[2] = A(1, d[0]);
+    a[3] = A(2, d[0], d[1]);
+    a[4] = A(1, d[1]);
+    a[5] = d[2] ? A(1, d[1]) : ANULL;
+}
+static void sc_ln(const int64_t *d, tr_op_call *c) { c->f[0] = 1e-5f; }
+static void ref_layernorm(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_layernorm_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5], d[0], d[1], c->f[0]);
+}
+static void sh_layernorm_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(1, d[1]);
+    a[2] = d[2] ? A(1, d[1]) : ANULL;
+    a[3] = A(2, d[0], d[1]);
+    a[4] = A(2, d[0], d[1]);
+    a[5] = A(1, d[1]);
+    a[6] = A(1, d[0]);
+    a[7] = A(1, d[0]);
+}
+
+/* ------------------------------------------------------------ activations, attention */
+
+static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
+static void ref_gelu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_gelu_fwd_f64(t[0], t[1], d[0] * d[1], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+static void ref_softmax(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_softmax_fwd_f64(t[0], t[1], d[0], d[1]);
+}
+static void ref_tanh(double **t, const int64_t *d, const tr_op_call *c) { tr_k_tanh_fwd_f64(t[0], t[1], d[0] * d[1]); }
+
+static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked */
+{
+    for (int i = 0; i < 5; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
+    a[1] = A(3, d[0], d[2], d[1]);
+    a[5] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+}
+static void sc_attention(const int64_t *d, tr_op_call *c)
+{
+    c->f[0] = 0;   /* 1/sqrt(D) */
+    c->f[1] = 0;
+}
+static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int nt = tr_k_attention_threads();
+    double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], nt));
+    int32_t m[64];
+    mask32(m, t[5], d[0] * d[1]);
+    tr_k_attention_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, 1 / sqrt((double)d[3]), d[0],
+                           d[1], d[2], d[3], scr, nt);
+    free(scr);
+}
+static void sh_attention_bwd(const int64_t *d, arg_spec *a)
+{
+    for (int i = 0; i < 7; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
+    a[7] = A(3, d[0], d[2], d[1]);
+    a[8] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+}
+
+/* ------------------------------------------------------------ list ops */
+
+static void custom_global_norm(int dtype);
+static void custom_scale_check_finite(int dtype);
+
+/* ------------------------------------------------------------ the cases */
+
+#define DIMS(...) { __VA_ARGS__ }
+
+static const op_case cases[] = {
+    { "matmul", sh_matmul, sc_matmul, ref_matmul, .nd = 4,
+      .dims = { DIMS(0, 3, 5, 7, 0, 0), DIMS(2, 4, 3, 5, 1, 0), DIMS(3, 1, 1, 1, 0, 1), DIMS(0, 5, 9, 2, 1, 1) } },
+    { "linear", sh_linear, NULL, ref_linear, .nd = 3, .dims = { DIMS(3, 5, 7, 1), DIMS(1, 1, 1, 0), DIMS(6, 4, 3, 1) } },
+    { "linear_backward", sh_linear_bwd, NULL, NULL, "linear", { G(1), G(2), G(3), D(0), I(1), I(2) }, .nd = 3,
+      .dims = { DIMS(3, 5, 7, 1), DIMS(1, 1, 1, 0), DIMS(6, 4, 3, 1) } },
+    { "layernorm", sh_layernorm, sc_ln, ref_layernorm, .nd = 3, .dims = { DIMS(3, 7, 1), DIMS(1, 1, 0), DIMS(5, 13, 0) } },
+    { "layernorm_backward", sh_layernorm_bwd, sc_ln, NULL, "layernorm",
+      { G(3), G(4), G(5), D(0), I(3), I(4), S(1), S(2) }, .nd = 3,
+      .dims = { DIMS(3, 7, 1), DIMS(1, 1, 0), DIMS(4, 5, 0) } },
+    { "gelu", sh_unary, sc_gelu, ref_gelu, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(1, 1, 1), DIMS(5, 3, 1) } },
+    { "gelu_backward", sh_unary_bwd, sc_gelu, NULL, "gelu", { G(1), D(0), I(1) }, .nd = 2,
+      .dims = { DIMS(3, 7, 0), DIMS(1, 5, 1) } },
+    { "softmax", sh_unary, NULL, ref_softmax, .nd = 3, .dims = { DIMS(3, 7), DIMS(1, 1), DIMS(4, 13) } },
+    { "softmax_backward", sh_unary_bwd, NULL, NULL, "softmax", { G(1), D(0), S(0) }, .nd = 2,
+      .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "tanh", sh_unary, NULL, ref_tanh, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "tanh_backward", sh_unary_bwd, NULL, NULL, "tanh", { G(1), D(0), S(0) }, .nd = 2,
+      .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "attention", sh_attention, sc_attention, ref_attention, .nd = 3,
+      .dims = { DIMS(2, 5, 2, 3, 1), DIMS(1, 1, 1, 1, 0), DIMS(1, 7, 3, 4, 0) } },
+    { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(1), I(5) }, .nd = 2,
+      .dims = { DIMS(2, 3, 2, 3, 1), DIMS(1, 1, 1, 1, 0) } },
+    { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
+    { "mul", sh_binary, NULL, ref_mul, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 1) } },
+    { "mul_backward", sh_mul_bwd, NULL, NULL, "mul", { G(1), G(2), D(0), I(1), I(2) }, .nd = 3,
+      .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 1) } },
+    { "scale", sh_unary, sc_alpha, ref_scale, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "axpy", sh_unary, sc_alpha, ref_axpy, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "fill", sh_fill, sc_alpha, ref_fill, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "embedding", sh_embedding, NULL, ref_embedding, .nd = 2, .dims = { DIMS(5, 3, 4), DIMS(1, 1, 1) } },
+    { "embedding_backward", sh_embedding_bwd, sc_no_padding, NULL, "embedding", { G(2), D(0), I(1) }, .nd = 2,
+      .dims = { DIMS(7, 3, 4), DIMS(1, 1, 1) } },
+    { "dropout", sh_unary, sc_dropout, ref_dropout, .nd = 3, .dims = { DIMS(3, 7, 30), DIMS(1, 1, 0), DIMS(9, 13, 50) } },
+    { "dropout_backward", sh_unary, sc_dropout, NULL, "dropout", { G(1), D(0) }, .nd = 2,
+      .dims = { DIMS(3, 7, 30), DIMS(1, 1, 0) } },
+    { "cross_entropy", sh_ce, sc_ce, ref_ce, .nd = 3, .dims = { DIMS(4, 5, 1), DIMS(1, 1, 0), DIMS(3, 7, 0) } },
+    { "cross_entropy_backward", sh_ce_bwd, sc_ce, NULL, "cross_entropy", { G(2), I(2), S(1), I(3) },
+      .scalar_dout = 1, .nd = 3, .dims = { DIMS(4, 5, 1), DIMS(1, 1, 0), DIMS(3, 7, 0) } },
+    { "pool", sh_pool, sc_pool, ref_pool, .nd = 4,
+      .dims = { DIMS(2, 5, 3, 0, 1), DIMS(2, 5, 3, 1, 1), DIMS(3, 4, 5, 2, 1), DIMS(1, 1, 1, 3, 0) } },
+    { "pool_backward", sh_pool_bwd, sc_pool, NULL, "pool", { G(1), D(0), I(1), I(2) }, .nd = 4,
+      .dims = { DIMS(2, 5, 3, 0, 1), DIMS(2, 5, 3, 1, 0), DIMS(3, 4, 5, 2, 1), DIMS(2, 3, 3, 3, 1) } },
+    { "l2norm", sh_unary, sc_eps, ref_l2norm, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "l2norm_backward", sh_unary_bwd, sc_eps, NULL, "l2norm", { G(1), D(0), I(1) }, .nd = 2,
+      .dims = { DIMS(3, 7), DIMS(2, 1) } },
+    { "cosine_sim", sh_cos, NULL, ref_cos, .nd = 2, .dims = { DIMS(3, 4, 5), DIMS(1, 1, 1) } },
+    { "cosine_sim_backward", sh_cos_bwd, NULL, NULL, "cosine_sim", { G(1), G(2), D(0), I(1), I(2) }, .nd = 2,
+      .dims = { DIMS(3, 4, 5), DIMS(1, 2, 3) } },
+    { "sum", sh_reduce, sc_lastdim, ref_sum, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(3, 7, 1), DIMS(1, 1, 1) } },
+    { "mean", sh_reduce, sc_lastdim, ref_mean, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
+    { "global_norm", .custom = custom_global_norm },
+    { "scale_check_finite", .custom = custom_scale_check_finite },
+    { "cast", sh_cast, NULL, ref_copy, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "adamw", sh_adamw, sc_adamw, ref_adamw, .nd = 2, .dims = { DIMS(13), DIMS(1) } },
+    { "sgd", sh_sgd, sc_sgd, ref_sgd, .nd = 2, .dims = { DIMS(13, 0), DIMS(1, 1) } },
+    { "adafactor", sh_adafactor, sc_adafactor, ref_adafactor, .nd = 3, .dims = { DIMS(3, 5), DIMS(7, 0), DIMS(1, 1) } },
+    { "copy_cols", sh_copy_cols, sc_copy_cols, ref_copy_cols, .nd = 2,
+      .dims = { DIMS(3, 7, 4, 3, 2, 1), DIMS(2, 1, 1, 1, 0, 0) } },
+    { "abs_diff", sh_abs_diff_bwd, NULL, ref_abs_diff, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "abs_diff_backward", sh_abs_diff_bwd, NULL, NULL, "abs_diff", { G(1), G(2), D(0), I(1), I(2) }, .nd = 2,
+      .dims = { DIMS(3, 7), DIMS(1, 1) } },
+};
+enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
+
+static const op_case *find_case(const char *op)
+{
+    for (int i = 0; i < N_CASES; i++)
+        if (strcmp(cases[i].op, op) == 0) return &cases[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ instances */
+
+static const int dtypes[] = { TR_F32, TR_BF16, TR_F16 };
+
+/* Normalised error allowed for an output of dtype dt (times the case's factor). */
+static double tol_of(int dt) { return dt == TR_BF16 ? 1.5e-2 : dt == TR_F16 ? 3e-3 : 2e-5; }
+
+/* One op's arguments for one case: host values in f64 and CPU tensors over guarded data. */
+typedef struct inst {
+    const tr_op_desc *desc;
+    arg_spec a[NT];
+    tr_tensor t[NT];
+    double *h[NT];       /* host values (NULL for a NULL argument) */
+    unsigned char *in_bytes[NT];   /* IN arguments' bytes, to prove they are untouched */
+    tr_op_call call;
+} inst;
+
+static int dtype_for(const tr_op_arg *r, const arg_spec *s, int dtype)
+{
+    if (s->dtype) return s->dtype - 1;
+    switch (r->dtype) {
+    case TR_DT_F32: return TR_F32;
+    case TR_DT_INDEX: case TR_DT_MASK: return TR_I32;
+    case TR_DT_HALF: return dtype == TR_F32 ? TR_BF16 : dtype;
+    default: return dtype;
+    }
+}
+
+/* Rounds x through dtype dt (identity for f32 and the integer dtypes' integral values). */
+static void quantize(double *x, int64_t n, int dt)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float f = (float)x[i], g;
+        uint16_t h;
+        if (dt == TR_BF16) tr_convert(&h, TR_BF16, &f, TR_F32, 1), tr_convert(&g, TR_F32, &h, TR_BF16, 1);
+        else if (dt == TR_F16) tr_convert(&h, TR_F16, &f, TR_F32, 1), tr_convert(&g, TR_F32, &h, TR_F16, 1);
+        else g = f;
+        x[i] = g;
+    }
+}
+
+static void host_to_tensor(tr_tensor *t, const double *h)
+{
+    float *f = malloc(sizeof(float) * (size_t)(t->numel + 1));
+    for (int64_t i = 0; i < t->numel; i++) f[i] = (float)h[i];
+    tr_convert(t->data, t->dtype, f, TR_F32, (size_t)t->numel);
+    free(f);
+}
+
+static void tensor_to_host(double *h, const tr_tensor *t)
+{
+    float *f = malloc(sizeof(float) * (size_t)(t->numel + 1));
+    tr_convert(f, TR_F32, t->data, t->dtype, (size_t)t->numel);
+    for (int64_t i = 0; i < t->numel; i++) h[i] = f[i];
+    free(f);
+}
+
+static void draw(double *h, const arg_spec *s, int64_t n)
+{
+    int64_t last = s->ndim > 0 ? s->shape[s->ndim - 1] : 1;
+    for (int64_t i = 0; i < n; i++) {
+        double r = oc_rand();
+        switch (s->fill) {
+        case POS: h[i] = 0.1 + fabs(r) * 2; break;
+        case IDS: h[i] = (double)((int64_t)(fabs(r) * (double)s->range) % s->range); break;
+        case TGT: h[i] = i == 1 ? -100 : (double)((int64_t)(fabs(r) * (double)s->range) % s->range); break;
+        case MASK: h[i] = i % last == 0 ? 1 : r > -0.3; break;
+        default: h[i] = r;
+        }
+    }
+}
+
+/* Builds the arguments of `desc` from the case's shapes for dims d; OUT arguments are
+ * NaN (matmul's out too when beta is 0), the rest random. */
+static void inst_make(inst *k, const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype)
+{
+    memset(k, 0, sizeof *k);
+    k->desc = desc;
+    for (int i = 0; i < NT; i++) k->a[i] = ANULL;
+    oc->shapes(d, k->a);
+    if (oc->scalars) oc->scalars(d, &k->call);
+    for (int i = 0; i < desc->nargs; i++) {
+        const arg_spec *s = &k->a[i];
+        if (s->ndim < 0) continue;
+        tr_tensor *t = &k->t[i];
+        t->ndim = s->ndim;
+        for (int j = 0; j < s->ndim; j++) t->shape[j] = s->shape[j];
+        t->numel = numel_of(s);
+        t->dtype = dtype_for(&desc->args[i], s, dtype);
+        t->device = TR_CPU;
+        t->tag = TR_TAG_ACTIVATIONS;
+        t->data = oc_guarded((size_t)t->numel * tr_dtype_size(t->dtype) + 1);
+        k->h[i] = calloc((size_t)t->numel + 1, sizeof(double));
+        int poison = desc->args[i].role == TR_ARG_OUT ||
+                     (strcmp(desc->name, "matmul") == 0 && i == 0 && k->call.f[1] == 0);
+        if (poison) {
+            for (int64_t e = 0; e < t->numel; e++) k->h[i][e] = NAN;
+        } else {
+            draw(k->h[i], s, t->numel);
+            quantize(k->h[i], t->numel, t->dtype);
+        }
+        host_to_tensor(t, k->h[i]);
+        k->call.t[i] = t;
+    }
+}
+
+static void inst_snapshot_inputs(inst *k)
+{
+    for (int i = 0; i < k->desc->nargs; i++)
+        if (k->h[i] && k->desc->args[i].role == TR_ARG_IN) {
+            size_t nb = (size_t)k->t[i].numel * tr_dtype_size(k->t[i].dtype);
+            k->in_bytes[i] = malloc(nb + 1);
+            memcpy(k->in_bytes[i], k->t[i].data, nb);
+        }
+}
+
+/* Guards intact everywhere, inputs unchanged. */
+static void inst_check_memory(const inst *k, const char *what)
+{
+    for (int i = 0; i < k->desc->nargs; i++) {
+        if (!k->h[i]) continue;
+        CHECK(oc_guard_ok(k->t[i].data), "%s: a write outside %s", what, k->desc->args[i].name);
+        if (k->in_bytes[i])
+            CHECK(memcmp(k->in_bytes[i], k->t[i].data, (size_t)k->t[i].numel * tr_dtype_size(k->t[i].dtype)) == 0,
+                  "%s: input %s was changed", what, k->desc->args[i].name);
+    }
+}
+
+static void inst_free(inst *k)
+{
+    for (int i = 0; i < NT; i++) {
+        if (k->h[i]) oc_guarded_free(k->t[i].data);
+        free(k->h[i]);
+        free(k->in_bytes[i]);
+    }
+}
+
+static double *dup(const double *x, int64_t n)
+{
+    double *y = malloc(sizeof(double) * (size_t)(n + 1));
+    if (x) memcpy(y, x, sizeof(double) * (size_t)n);
+    return y;
+}
+
+/* Compares every OUT and ACC argument of k (its tensors) with want[i]. */
+static void compare_outputs(const inst *k, double **want, const char *what, double factor)
+{
+    for (int i = 0; i < k->desc->nargs; i++) {
+        if (!k->h[i] || k->desc->args[i].role == TR_ARG_IN) continue;
+        int64_t n = k->t[i].numel;
+        double *got = dup(NULL, n);
+        tensor_to_host(got, &k->t[i]);
+        double err = oc_norm_err(got, want[i], n, k->t[i].dtype == TR_F32 ? 1e-3 : 1e-2);
+        double tol = tol_of(k->t[i].dtype) * factor;
+        CHECK(err <= tol, "%s: %s (%s, %lld elements) has normalised error %.3g > %.3g (first: %.9g vs %.9g)", what,
+              k->desc->args[i].name, tr_dtype_name(k->t[i].dtype), (long long)n, err, tol, got[0], want[i][0]);
+        free(got);
+    }
+}
+
+/* ------------------------------------------------------------ forward cases */
+
+static void run_forward(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, const char *what)
+{
+    inst k;
+    inst_make(&k, oc, desc, d, dtype);
+    double *want[NT] = { 0 };
+    for (int i = 0; i < desc->nargs; i++) want[i] = k.h[i] ? dup(k.h[i], k.t[i].numel) : NULL;
+    oc->ref(want, d, &k.call);
+    inst_snapshot_inputs(&k);
+    int rc = tr_op_run(ctx, desc, &k.call);
+    CHECK(rc == TR_OK, "%s: rc %d: %s", what, rc, tr_ctx_errmsg(ctx));
+    if (rc == TR_OK) compare_outputs(&k, want, what, oc->tol ? oc->tol : 1);
+    inst_check_memory(&k, what);
+    for (int i = 0; i < NT; i++) free(want[i]);
+    inst_free(&k);
+}
+
+/* ------------------------------------------------------------ backward cases */
+
+/* L(x) = sum over the forward's outputs o of dout_o . o(x), for finite differences. */
+typedef struct fd_ctx {
+    const op_case *fc;
+    const tr_op_desc *fdesc;
+    const int64_t *d;
+    tr_op_call call;
+    double *x[NT];         /* the forward's inputs (perturbed) */
+    double *dout[NT];      /* per forward output: its incoming gradient, or NULL */
+    int64_t n[NT];
+    double scalar_dout;    /* cross-entropy: dloss on output 0 */
+} fd_ctx;
+
+static double fd_loss(void *user)
+{
+    fd_ctx *f = user;
+    double *t[NT] = { 0 };
+    for (int i = 0; i < f->fdesc->nargs; i++)
+        if (f->x[i]) t[i] = dup(f->x[i], f->n[i]);
+    f->fc->ref(t, f->d, &f->call);
+    double L = f->scalar_dout != 0 ? f->scalar_dout * t[0][0] : 0;
+    for (int i = 0; i < f->fdesc->nargs; i++) {
+        if (f->dout[i]) L += oc_dot(f->dout[i], t[i], f->n[i]);
+        free(t[i]);
+    }
+    return L;
+}
+
+static void run_backward(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, const char *what)
+{
+    const op_case *fc = find_case(oc->fwd);
+    const tr_op_desc *fdesc = tr_op_find(oc->fwd);
+    CHECK(fc && fdesc, "%s: forward %s has no case", what, oc->fwd);
+    if (!fc || !fdesc) return;
+    /* the forward's inputs (rounded to the dtype under test) and its saved outputs */
+    inst f;
+    inst_make(&f, fc, fdesc, d, dtype);
+    double *saved[NT] = { 0 };
+    for (int i = 0; i < fdesc->nargs; i++) saved[i] = f.h[i] ? dup(f.h[i], f.t[i].numel) : NULL;
+    fc->ref(saved, d, &f.call);
+
+    inst k;
+    inst_make(&k, oc, desc, d, dtype);
+    fd_ctx fd = { fc, fdesc, d, f.call, { 0 }, { 0 }, { 0 }, oc->scalar_dout ? k.call.f[1] : 0 };
+    for (int i = 0; i < fdesc->nargs; i++) {
+        fd.n[i] = f.h[i] ? f.t[i].numel : 0;
+        if (f.h[i]) fd.x[i] = dup(f.h[i], fd.n[i]);   /* outputs: overwritten by the reference */
+    }
+    for (int i = 0; i < desc->nargs; i++) {
+        if (!k.h[i]) continue;
+        int m = oc->map[i], j = m % 100;
+        if (m >= 400) memcpy(k.h[i], saved[j], sizeof(double) * (size_t)k.t[i].numel);
+        else if (m >= 300) memcpy(k.h[i], f.h[j], sizeof(double) * (size_t)k.t[i].numel);
+        else if (m >= 200) fd.dout[j] = k.h[i];   /* drawn at random by inst_make */
+        else continue;
+        quantize(k.h[i], k.t[i].numel, k.t[i].dtype);
+        host_to_tensor(&k.t[i], k.h[i]);
+    }
+    double *want[NT] = { 0 };
+    for (int i = 0; i < desc->nargs; i++) {
+        int m = oc->map[i];
+        if (!k.h[i] || m < 100 || m >= 200) continue;
+        int j = m % 100;
+        want[i] = dup(NULL, k.t[i].numel);
+        oc_fd_grad(want[i], fd.x[j], k.t[i].numel, fd_loss, &fd);
+        if (desc->args[i].role == TR_ARG_ACC)
+            for (int64_t e = 0; e < k.t[i].numel; e++) want[i][e] += k.h[i][e];
+    }
+    inst_snapshot_inputs(&k);
+    int rc = tr_op_run(ctx, desc, &k.call);
+    CHECK(rc == TR_OK, "%s: rc %d: %s", what, rc, tr_ctx_errmsg(ctx));
+    /* a backward's tolerance is looser in half: its saved inputs were rounded */
+    if (rc == TR_OK) compare_outputs(&k, want, what, (oc->tol ? oc->tol : 1) * (dtype == TR_F32 ? 10 : 2));
+    inst_check_memory(&k, what);
+    for (int i = 0; i < NT; i++) free(want[i]), free(saved[i]), free(fd.x[i]);
+    inst_free(&k);
+    inst_free(&f);
+}
+
+/* ------------------------------------------------------------ other backends */
+
+static int skipped;
+
+/* The same case on `device` against the CPU, by normalised mean-square error. */
+static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, int device,
+                          const char *what)
+{
+    inst k;
+    inst_make(&k, oc, desc, d, dtype);
+    tr_tensor *dev[NT] = { 0 };
+    tr_op_call dc = k.call;
+    int ok = 1;
+    for (int i = 0; i < desc->nargs && ok; i++) {
+        if (!k.h[i]) continue;
+        dev[i] = tr_tensor_new(ctx, k.t[i].ndim, k.t[i].shape, k.t[i].dtype, device, TR_TAG_ACTIVATIONS);
+        ok = dev[i] && tr_tensor_write(ctx, dev[i], k.t[i].data, tr_tensor_nbytes(&k.t[i])) == TR_OK;
+        dc.t[i] = dev[i];
+    }
+    CHECK(ok, "%s: device tensors: %s", what, tr_ctx_errmsg(ctx));
+    int rc = ok ? tr_op_run(ctx, desc, &k.call) : TR_EINTERNAL;
+    int rd = ok ? tr_op_run(ctx, desc, &dc) : TR_EINTERNAL;
+    CHECK(rc == TR_OK && rd == TR_OK, "%s: cpu rc %d, device rc %d: %s", what, rc, rd, tr_ctx_errmsg(ctx));
+    for (int i = 0; ok && rc == TR_OK && rd == TR_OK && i < desc->nargs; i++) {
+        if (!k.h[i] || desc->args[i].role == TR_ARG_IN) continue;
+        int64_t n = k.t[i].numel;
+        tr_tensor host = k.t[i];
+        host.data = malloc(tr_tensor_nbytes(&k.t[i]) + 1);
+        CHECK(tr_tensor_read(ctx, dev[i], host.data, tr_tensor_nbytes(&k.t[i])) == TR_OK, "%s: read", what);
+        double *a = dup(NULL, n), *b = dup(NULL, n);
+        tensor_to_host(a, &host);
+        tensor_to_host(b, &k.t[i]);
+        double e = oc_nmse(a, b, n), tol = k.t[i].dtype == TR_F32 ? 1e-7 : 1e-4;
+        CHECK(e <= tol, "%s: %s NMSE %.3g > %.3g against the CPU", what, desc->args[i].name, e, tol);
+        free(a), free(b), free(host.data);
+    }
+    for (int i = 0; i < NT; i++) tr_tensor_free(dev[i]);
+    inst_free(&k);
+}
+
+/* ------------------------------------------------------------ list ops */
+
+static void custom_global_norm(int dtype)
+{
+    int64_t s1[] = { 3, 7 }, s2[] = { 1 }, s3[] = { 13 };
+    tr_tensor *ts[3] = { tr_tensor_new(ctx, 2, s1, dtype, TR_CPU, TR_TAG_GRADS),
+                         tr_tensor_new(ctx, 1, s2, dtype, TR_CPU, TR_TAG_GRADS),
+                         tr_tensor_new(ctx, 1, s3, dtype, TR_CPU, TR_TAG_GRADS) };
+    double ss = 0;
+    for (int i = 0; i < 3; i++) {
+        double *h = dup(NULL, ts[i]->numel);
+        oc_fill(h, ts[i]->numel, 2);
+        quantize(h, ts[i]->numel, dtype);
+        host_to_tensor(ts[i], h);
+        ss += oc_dot(h, h, ts[i]->numel);
+        free(h);
+    }
+    float got = -1;
+    CHECK(tr_op_global_norm(ctx, &got, ts, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(fabs(got - sqrt(ss)) <= 1e-5 * sqrt(ss), "global_norm %s: %.9g vs %.12g", tr_dtype_name(dtype), got,
+          sqrt(ss));
+    for (int i = 0; i < 3; i++) tr_tensor_free(ts[i]);
+}
+
+static void custom_scale_check_finite(int dtype)
+{
+    int64_t s1[] = { 5, 3 }, s2[] = { 1 };
+    tr_tensor *ts[2] = { tr_tensor_new(ctx, 2, s1, dtype, TR_CPU, TR_TAG_GRADS),
+                         tr_tensor_new(ctx, 1, s2, dtype, TR_CPU, TR_TAG_GRADS) };
+    double *h[2];
+    for (int i = 0; i < 2; i++) {
+        h[i] = dup(NULL, ts[i]->numel);
+        oc_fill(h[i], ts[i]->numel, 1);
+        quantize(h[i], ts[i]->numel, dtype);
+        host_to_tensor(ts[i], h[i]);
+    }
+    int found = -1;
+    CHECK(tr_op_scale_check_finite(ctx, &found, ts, 2, 0.5f) == TR_OK && found == 0, "found_inf %d: %s", found,
+          tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 2; i++) {
+        double *got = dup(NULL, ts[i]->numel);
+        tensor_to_host(got, ts[i]);
+        for (int64_t e = 0; e < ts[i]->numel; e++) h[i][e] *= 0.5;
+        CHECK(oc_norm_err(got, h[i], ts[i]->numel, 1e-3) <= tol_of(dtype), "scale_check_finite %s: scaled values",
+              tr_dtype_name(dtype));
+        free(got);
+    }
+    h[1][0] = INFINITY;
+    host_to_tensor(ts[1], h[1]);
+    CHECK(tr_op_scale_check_finite(ctx, &found, ts, 2, 1.0f) == TR_OK && found == 1, "an inf must be found (%d)",
+          found);
+    for (int i = 0; i < 2; i++) tr_tensor_free(ts[i]), free(h[i]);
+}
+
+/* ------------------------------------------------------------ the test */
+
+/* One PASS/FAIL line per op of the table ("ops_table.<op>"), then the coverage count. */
+static void test_every_op_of_the_table(void)
+{
+    static char names[64][96];
+    int covered = 0, ndev = tr_cuda_device_count(), n_ops = tr_op_count();
+    for (int o = 0; o < n_ops; o++) {
+        const tr_op_desc *desc = tr_op_at(o);
+        const op_case *oc = find_case(desc->name);
+        snprintf(names[o % 64], sizeof names[0], "ops_table.%s", desc->name);
+        check_case_name = names[o % 64];
+        check_case_failed = 0;
+        CHECK(oc != NULL, "op %s of the table has no case in test_ops_table.c: add one", desc->name);
+        oc_seed(1000 + (uint64_t)o);
+        for (int di = 0; oc && di < 3; di++) {
+            int dtype = dtypes[di];
+            char what[128];
+            if (oc->custom) {
+                oc->custom(dtype);
+                continue;
+            }
+            for (int s = 0; s < oc->nd; s++) {
+                snprintf(what, sizeof what, "%s %s shape %d", desc->name, tr_dtype_name(dtype), s);
+                if (oc->fwd) run_backward(oc, desc, oc->dims[s], dtype, what);
+                else run_forward(oc, desc, oc->dims[s], dtype, what);
+                for (int dev = 0; dev < ndev; dev++)
+                    if (tr_op_supported(desc->name, dev)) run_on_device(oc, desc, oc->dims[s], dtype, dev, what);
+            }
+        }
+        if (check_case_failed) {
+            check_cases_failed++;
+        } else {
+            printf("PASS %s\n", check_case_name);
+            covered++;
+        }
+        /* one line per op and backend that is not there */
+        if (ndev == 0) {
+            printf("SKIP %s.cuda: %s\n", check_case_name,
+                   desc->slot[TR_SLOT_CUDA] ? "no CUDA device present" : "no CUDA slot built");
+            skipped++;
+        } else {
+            for (int dev = 0; dev < ndev; dev++)
+                if (!tr_op_supported(desc->name, dev)) {
+                    printf("SKIP %s.cuda:%d: not supported there\n", check_case_name, dev);
+                    skipped++;
+                }
+        }
+        fflush(stdout);
+    }
+    check_case_name = "test_every_op_of_the_table";
+    check_case_failed = 0;
+    printf("ops_table: %d of the table's %d ops covered, %d backend cases skipped\n", covered, n_ops, skipped);
+    CHECK(covered == n_ops, "covered %d of the table's %d ops", covered, n_ops);
+    /* and no case describes an op the table lacks */
+    for (int i = 0; i < N_CASES; i++) CHECK(tr_op_find(cases[i].op), "case %s names no op of the table", cases[i].op);
+}
+
+/* The table's own answers: every op runs on the CPU, none where no device exists. */
+static void test_supported(void)
+{
+    for (int o = 0; o < tr_op_count(); o++) {
+        const char *n = tr_op_name(o);
+        CHECK(tr_op_supported(n, TR_CPU) == 1, "%s on the cpu", n);
+        CHECK(tr_op_supported(n, tr_cuda_device_count()) == 0, "%s on a device that is not there", n);
+        CHECK(tr_op_supported(n, -2) == 0, "%s on device -2", n);
+    }
+    CHECK(tr_op_supported("no_such_op", TR_CPU) == 0, "unknown op");
+    CHECK(tr_op_supported(NULL, TR_CPU) == 0, "NULL name");
+    CHECK(tr_op_name(tr_op_count()) == NULL && tr_op_name(-1) == NULL, "names outside the table");
+}
+
+/* The dispatcher's rules, on one op each: NULL, device, dtype, and the one not-built
+ * message for a device without a slot (no op has a CUDA slot yet; a fake cuda tensor
+ * header is enough, since no data is touched before the dispatch). */
+static void test_dispatch_rules(void)
+{
+    float buf[8] = { 0 };
+    tr_tensor x = { .data = buf, .shape = { 2, 4 }, .numel = 8, .ndim = 2, .dtype = TR_F32, .device = TR_CPU };
+    tr_tensor y = x, g = x, i32 = x;
+    g.device = 0;
+    i32.dtype = TR_I32;
+    CHECK(tr_op_tanh(ctx, &y, NULL) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "tanh: x is NULL"), "%s",
+          tr_ctx_errmsg(ctx));
+    CHECK(tr_op_tanh(ctx, &y, &g) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "one device"), "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_tanh(ctx, &y, &i32) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "x has dtype i32"), "%s",
+          tr_ctx_errmsg(ctx));
+    tr_tensor gy = g;
+    int rc = tr_op_tanh(ctx, &gy, &g);
+    CHECK(rc == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "tanh: the CUDA path of this op is not built yet") &&
+              strstr(tr_ctx_errmsg(ctx), "cuda:0") && strstr(tr_ctx_errmsg(ctx), "device \"cpu\""),
+          "%s", tr_ctx_errmsg(ctx));
+    /* the shape check runs before the dispatch, on any device */
+    tr_tensor g3 = g;
+    g3.shape[1] = 3, g3.numel = 6;
+    CHECK(tr_op_tanh(ctx, &g3, &g) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "must be [2, 4]"), "%s",
+          tr_ctx_errmsg(ctx));
+}
+
+int main(void)
+{
+    ctx = tr_ctx_new();
+    if (!ctx) return 1;
+    RUN(test_supported);
+    RUN(test_dispatch_rules);
+    RUN(test_every_op_of_the_table);
+    tr_ctx_free(ctx);
+    return check_done();
+}
