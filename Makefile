@@ -97,7 +97,7 @@ KERNEL_SRC := $(wildcard kernels/cpu/*.c)
 CUDA_SRC   := $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.cu),)
 TEST_SRC   := $(wildcard tests/c/test_*.c)
 BENCH_SRC  := $(wildcard bench/bench_*.c)
-HEADERS    := $(wildcard core/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h tests/c/*.h)
+HEADERS    := $(wildcard core/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h kernels/cuda/*.cuh tests/c/*.h)
 
 REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %.cu,build/rel/%.o,$(CUDA_SRC))
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
