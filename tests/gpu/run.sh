@@ -8,9 +8,11 @@
 #    objects then come from the Makefile, nvcc -gencode sm_90); otherwise, or when that
 #    fails, (a bare CUDA image without LuaJIT/OpenBLAS/...) a minimal build of just what
 #    the GPU test needs, with the same nvcc flags, in parallel;
-# 2. builds tests/gpu/test_gpu_parity.c with gcc -DTR_HAVE_CUDA against a static archive of
-#    those objects (only the members it needs are linked) and runs it: PASS/FAIL/SKIP lines
-#    and "N passed, N failed";
+# 2. builds tests/gpu/test_gpu_parity.c (allocator, GEMM, elementwise, casts) and
+#    tests/gpu/test_gpu_nn.c (every kernel of kernels/cuda/cuda_nn.h against the CPU's
+#    float64 kernels, dropout masks bit for bit) with gcc -DTR_HAVE_CUDA against a static
+#    archive of those objects (only the members they need are linked) and runs them:
+#    PASS/FAIL/SKIP lines and "N passed, N failed";
 # 3. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
 #    is left; their output goes to $OUT/bench.txt.
@@ -51,7 +53,7 @@ stage "build"
 
 build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
   timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
-  objs=$(ls build/rel/core/*.o build/rel/kernels/cpu/*.o build/rel/kernels/cuda/*.o 2>/dev/null | grep -v '/main\.o$')
+  objs=$(find build/rel/core build/rel/kernels -name '*.o' 2>/dev/null | grep -v '/main\.o$' | sort)
   extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
   extra_libs="$(pkg-config --libs $PKGS) -fopenmp"
 }
@@ -68,32 +70,34 @@ build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same
   else
     echo "build: jansson missing: run tests/gpu/prepare_deps.sh before the call and carry build/gpu_deps"
   fi
+  # C sources: the runtime (core/) and the CPU kernels (the GPU tests' float64 references);
+  # objects are named after their paths, so equal basenames in two folders cannot collide.
+  csrc=$(ls core/*.c core/*/*.c kernels/cpu/*.c 2>/dev/null | grep -v -e '/main\.c$' -e '/lua_[^/]*\.c$' -e '/lua/')
+  obj_of() { echo "build/gpu/obj/$(echo "$1" | tr / _).o"; }
   for f in kernels/cuda/*.cu; do
-    o=build/gpu/obj/$(basename "$f" .cu).cu.o
+    o=$(obj_of "$f")
     ( "$NVCC" $NVCCFLAGS -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
     pids="$pids $!"
   done
-  # Core files that need none of the optional libraries; one that does not compile here
-  # (it needs a missing header) is left out, which only matters if the test needs it.
-  for f in core/*.c; do
-    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
-    o=build/gpu/obj/$(basename "$f" .c).o
-    ( gcc $CFLAGS $dep_cflags -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
+  # A C file that does not compile here (it needs a missing header) is left out, which
+  # only matters if a test needs it.
+  for f in $csrc; do
+    o=$(obj_of "$f")
+    ( gcc $CFLAGS -fopenmp $dep_cflags -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
     pids="$pids $!"
   done
   # Wait for these pids only: a bare `wait` would also wait for the tee behind exec.
   for f in $pids; do wait "$f"; done
   cat build/gpu/obj/*.log >>"$OUT/build.log"
   objs=""
-  for f in kernels/cuda/*.cu core/*.c; do
-    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
-    case $f in *.cu) o=build/gpu/obj/$(basename "$f" .cu).cu.o ;; *) o=build/gpu/obj/$(basename "$f" .c).o ;; esac
+  for f in kernels/cuda/*.cu $csrc; do
+    o=$(obj_of "$f")
     if [ -e "$o.ok" ]; then objs="$objs $o"
     elif [ "${f%.cu}" != "$f" ]; then echo "FAIL build: nvcc $f failed:"; cat "$o.log"; return 1
     else echo "build: left out $f (does not compile here)"; fi
   done
   extra_cflags=""
-  extra_libs="$dep_libs"
+  extra_libs="$dep_libs -fopenmp"
 }
 
 mode=minimal
@@ -111,26 +115,30 @@ ar rcs build/gpu/libtr_gpu.a $objs
 if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
   extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
 fi
-if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_gpu_parity tests/gpu/test_gpu_parity.c \
-     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
-     $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
-  echo "FAIL build: test_gpu_parity did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
-  echo "0 passed, 1 failed"; exit 1
-fi
+for t in test_gpu_parity test_gpu_nn; do
+  if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
+       build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+       $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
+    echo "FAIL build: $t did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
+    echo "0 passed, 1 failed"; exit 1
+  fi
+done
 echo "build: $mode mode done"
 
 # ---------------------------------------------------------------- GPU parity
-stage "test_gpu_parity"
-timeout 150 build/gpu/test_gpu_parity >build/gpu/parity.txt 2>&1
-rc=$?
-cat build/gpu/parity.txt
-passed=$(grep -c '^PASS ' build/gpu/parity.txt)
-failed=$(grep -c '^FAIL ' build/gpu/parity.txt)
-skipped=$(grep -c '^SKIP ' build/gpu/parity.txt)
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-  echo "FAIL test_gpu_parity: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
-  failed=$((failed + 1))
-fi
+passed=0; failed=0; skipped=0
+for t in test_gpu_parity test_gpu_nn; do
+  stage "$t"
+  timeout 150 build/gpu/$t >build/gpu/$t.txt 2>&1
+  rc=$?
+  cat build/gpu/$t.txt
+  p=$(grep -c '^PASS ' build/gpu/$t.txt); f=$(grep -c '^FAIL ' build/gpu/$t.txt); s=$(grep -c '^SKIP ' build/gpu/$t.txt)
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL $t: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+    f=$((f + 1))
+  fi
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+done
 [ "$failed" -eq 0 ] || status=1
 
 # ---------------------------------------------------------------- benchmarks
