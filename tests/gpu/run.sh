@@ -16,7 +16,9 @@
 # 3. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
 #    is left; their output goes to $OUT/bench.txt.
-# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps.
+# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps;
+# or run it from the bundle (make gpu-bundle), where everything is prebuilt:
+#   tar xzf build/gpu-bundle/trainer-gpu.tar.gz -C /tmp && OUT=$OUT bash /tmp/trainer-gpu/tests/gpu/run.sh
 # Writes $OUT/gpu_run.log (everything), $OUT/build.log and $OUT/bench.txt. Without a GPU
 # the test prints SKIP and the script exits 0. Exit status: non-zero when a build or a
 # GPU check failed.
@@ -44,8 +46,15 @@ stage "machine"
 command -v nvidia-smi >/dev/null 2>&1 &&
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 ||
   echo "nvidia-smi: not available"
-"$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
-[ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
+# From the bundle (make gpu-bundle): the programs are prebuilt in bin/, nothing is compiled.
+bundle=0
+[ -x trainer ] && [ -d bin ] && [ ! -f Makefile ] && bundle=1
+if [ "$bundle" = 1 ]; then
+  echo "mode: bundle (prebuilt programs in bin/)"
+else
+  "$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
+  [ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
+fi
 
 # ---------------------------------------------------------------- build
 stage "build"
@@ -100,39 +109,45 @@ build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same
   extra_libs="$dep_libs -fopenmp"
 }
 
-mode=minimal
-if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
-  if build_make; then mode=make; else
-    echo "WARN build: make -j$JOBS trainer failed (tail of build.log below); trying the minimal build"
-    tail -15 "$OUT/build.log"
-  fi
+if [ "$bundle" = 1 ]; then
+  mode=bundle
+  testbin=bin
 else
-  echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
-fi
-if [ "$mode" = minimal ] && ! build_minimal; then echo "0 passed, 1 failed"; exit 1; fi
-rm -f build/gpu/libtr_gpu.a
-ar rcs build/gpu/libtr_gpu.a $objs
-if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
-  extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
-fi
-for t in test_gpu_parity test_gpu_nn; do
-  if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
-       build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
-       $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
-    echo "FAIL build: $t did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
-    echo "0 passed, 1 failed"; exit 1
+  testbin=build/gpu
+  mode=minimal
+  if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
+    if build_make; then mode=make; else
+      echo "WARN build: make -j$JOBS trainer failed (tail of build.log below); trying the minimal build"
+      tail -15 "$OUT/build.log"
+    fi
+  else
+    echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
   fi
-done
+  if [ "$mode" = minimal ] && ! build_minimal; then echo "0 passed, 1 failed"; exit 1; fi
+  rm -f build/gpu/libtr_gpu.a
+  ar rcs build/gpu/libtr_gpu.a $objs
+  if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
+    extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
+  fi
+  for t in test_gpu_parity test_gpu_nn; do
+    if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
+         build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+         $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
+      echo "FAIL build: $t did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
+      echo "0 passed, 1 failed"; exit 1
+    fi
+  done
+fi
 echo "build: $mode mode done"
 
 # ---------------------------------------------------------------- GPU parity
 passed=0; failed=0; skipped=0
 for t in test_gpu_parity test_gpu_nn; do
   stage "$t"
-  timeout 150 build/gpu/$t >build/gpu/$t.txt 2>&1
+  timeout 150 $testbin/$t >"$OUT/$t.txt" 2>&1
   rc=$?
-  cat build/gpu/$t.txt
-  p=$(grep -c '^PASS ' build/gpu/$t.txt); f=$(grep -c '^FAIL ' build/gpu/$t.txt); s=$(grep -c '^SKIP ' build/gpu/$t.txt)
+  cat "$OUT/$t.txt"
+  p=$(grep -c '^PASS ' "$OUT/$t.txt"); f=$(grep -c '^FAIL ' "$OUT/$t.txt"); s=$(grep -c '^SKIP ' "$OUT/$t.txt")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "FAIL $t: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
     f=$((f + 1))
@@ -148,7 +163,9 @@ stage "benchmarks"
 # linked like the test.
 build_bench() { # src -> prints the binary's path, or nothing
   local src=$1 name; name=$(basename "$src" .c)
-  if [ "$mode" = make ]; then
+  if [ "$mode" = bundle ]; then
+    [ -x "bin/$name" ] && echo "bin/$name"
+  elif [ "$mode" = make ]; then
     timeout 90 make -j"$JOBS" "build/rel/bench/$name" >>"$OUT/build.log" 2>&1 && echo "build/rel/bench/$name"
   else
     case $name in bench_cuda*) ;; *) return ;; esac
@@ -159,7 +176,9 @@ build_bench() { # src -> prints the binary's path, or nothing
 }
 if [ "$skipped" -eq 0 ]; then
   # The CUDA benchmarks first: they are what this machine is for.
-  for src in $(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda'); do
+  if [ "$mode" = bundle ]; then srcs=$(ls bin/bench_cuda* 2>/dev/null | sed 's|^bin/\(.*\)$|bench/\1.c|')
+  else srcs="$(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda')"; fi
+  for src in $srcs; do
     if [ "$(elapsed)" -gt 200 ]; then echo "bench: out of time, skipping $src" | tee -a "$OUT/bench.txt"; continue; fi
     b=$(build_bench "$src")
     if [ -z "$b" ]; then echo "bench: $src not built ($mode mode; see build.log)" | tee -a "$OUT/bench.txt"; continue; fi
