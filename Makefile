@@ -97,14 +97,14 @@ KERNEL_SRC := $(wildcard kernels/cpu/*.c)
 CUDA_SRC   := $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.cu),)
 TEST_SRC   := $(wildcard tests/c/test_*.c)
 BENCH_SRC  := $(wildcard bench/bench_*.c)
-HEADERS    := $(wildcard core/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h tests/c/*.h)
+HEADERS    := $(wildcard core/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h kernels/cuda/*.cuh tests/c/*.h)
 
 REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %.cu,build/rel/%.o,$(CUDA_SRC))
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
 BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check-asan bench install clean deps fetch-models demo
+.PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle
 .SECONDARY:
 all: trainer
 
@@ -166,6 +166,42 @@ install: trainer
 	cp -R lua recipes $(DESTDIR)$(PREFIX)/share/trainer/
 	install -d $(DESTDIR)$(PREFIX)/share/trainer/core
 	cp core/*.h $(DESTDIR)$(PREFIX)/share/trainer/core/
+
+# ---------------------------------------------------------------- GPU bundle
+# `make gpu-bundle`: on a machine with nvcc and no GPU, a relocatable tarball for a bare
+# CUDA 13 machine (build/gpu-bundle/trainer-gpu.tar.gz, at most 60 MiB): the binary, its Lua
+# tree and recipes, the GPU test programs and benchmarks prebuilt, and the shared libraries
+# such a machine lacks (scripts/gpu_bundle.sh lists and checks them). Everything it holds
+# finds its libraries through a DT_RPATH of $ORIGIN/lib (--disable-new-dtags, so that the
+# path also serves the libraries' own dependencies, such as OpenBLAS's libgfortran), then
+# the CUDA toolkit's usual folders.
+comma := ,
+BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
+BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
+               -Wl,-rpath,$(CUDA_HOME)/lib64
+BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)%,$(LIBS))
+BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c))
+BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
+
+build/bundle/trainer: build/rel/core/main.o $(REL_OBJ)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(call BUNDLE_RPATH,) $(BUNDLE_LIBS) $(CUDA_LIBS)
+
+build/bundle/tests/%: tests/gpu/%.c $(REL_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(REL_OBJ) \
+	    $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+
+build/bundle/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(REL_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+
+gpu-bundle: build/bundle/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
+	@if [ "$(HAVE_CUDA)" != yes ]; then echo "gpu-bundle: needs nvcc and cuBLASLt (this build has no CUDA backend)"; exit 1; fi
+	@bash scripts/gpu_bundle.sh $(BUNDLE_DIR) build/bundle
 
 clean:
 	rm -rf build trainer

@@ -8,13 +8,17 @@
 #    objects then come from the Makefile, nvcc -gencode sm_90); otherwise, or when that
 #    fails, (a bare CUDA image without LuaJIT/OpenBLAS/...) a minimal build of just what
 #    the GPU test needs, with the same nvcc flags, in parallel;
-# 2. builds tests/gpu/test_gpu_parity.c with gcc -DTR_HAVE_CUDA against a static archive of
-#    those objects (only the members it needs are linked) and runs it: PASS/FAIL/SKIP lines
-#    and "N passed, N failed";
+# 2. builds tests/gpu/test_gpu_parity.c (allocator, GEMM, elementwise, casts) and
+#    tests/gpu/test_gpu_nn.c (every kernel of kernels/cuda/cuda_nn.h against the CPU's
+#    float64 kernels, dropout masks bit for bit) with gcc -DTR_HAVE_CUDA against a static
+#    archive of those objects (only the members they need are linked) and runs them:
+#    PASS/FAIL/SKIP lines and "N passed, N failed";
 # 3. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
 #    is left; their output goes to $OUT/bench.txt.
-# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps.
+# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps;
+# or run it from the bundle (make gpu-bundle), where everything is prebuilt:
+#   tar xzf build/gpu-bundle/trainer-gpu.tar.gz -C /tmp && OUT=$OUT bash /tmp/trainer-gpu/tests/gpu/run.sh
 # Writes $OUT/gpu_run.log (everything), $OUT/build.log and $OUT/bench.txt. Without a GPU
 # the test prints SKIP and the script exits 0. Exit status: non-zero when a build or a
 # GPU check failed.
@@ -42,8 +46,15 @@ stage "machine"
 command -v nvidia-smi >/dev/null 2>&1 &&
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 ||
   echo "nvidia-smi: not available"
-"$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
-[ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
+# From the bundle (make gpu-bundle): the programs are prebuilt in bin/, nothing is compiled.
+bundle=0
+[ -x trainer ] && [ -d bin ] && [ ! -f Makefile ] && bundle=1
+if [ "$bundle" = 1 ]; then
+  echo "mode: bundle (prebuilt programs in bin/)"
+else
+  "$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
+  [ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
+fi
 
 # ---------------------------------------------------------------- build
 stage "build"
@@ -51,7 +62,7 @@ stage "build"
 
 build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
   timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
-  objs=$(ls build/rel/core/*.o build/rel/kernels/cpu/*.o build/rel/kernels/cuda/*.o 2>/dev/null | grep -v '/main\.o$')
+  objs=$(find build/rel/core build/rel/kernels -name '*.o' 2>/dev/null | grep -v '/main\.o$' | sort)
   extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
   extra_libs="$(pkg-config --libs $PKGS) -fopenmp"
 }
@@ -68,69 +79,81 @@ build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same
   else
     echo "build: jansson missing: run tests/gpu/prepare_deps.sh before the call and carry build/gpu_deps"
   fi
+  # C sources: the runtime (core/) and the CPU kernels (the GPU tests' float64 references);
+  # objects are named after their paths, so equal basenames in two folders cannot collide.
+  csrc=$(ls core/*.c core/*/*.c kernels/cpu/*.c 2>/dev/null | grep -v -e '/main\.c$' -e '/lua_[^/]*\.c$' -e '/lua/')
+  obj_of() { echo "build/gpu/obj/$(echo "$1" | tr / _).o"; }
   for f in kernels/cuda/*.cu; do
-    o=build/gpu/obj/$(basename "$f" .cu).cu.o
+    o=$(obj_of "$f")
     ( "$NVCC" $NVCCFLAGS -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
     pids="$pids $!"
   done
-  # Core files that need none of the optional libraries; one that does not compile here
-  # (it needs a missing header) is left out, which only matters if the test needs it.
-  for f in core/*.c; do
-    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
-    o=build/gpu/obj/$(basename "$f" .c).o
-    ( gcc $CFLAGS $dep_cflags -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
+  # A C file that does not compile here (it needs a missing header) is left out, which
+  # only matters if a test needs it.
+  for f in $csrc; do
+    o=$(obj_of "$f")
+    ( gcc $CFLAGS -fopenmp $dep_cflags -c "$f" -o "$o" >"$o.log" 2>&1 && touch "$o.ok" ) &
     pids="$pids $!"
   done
   # Wait for these pids only: a bare `wait` would also wait for the tee behind exec.
   for f in $pids; do wait "$f"; done
   cat build/gpu/obj/*.log >>"$OUT/build.log"
   objs=""
-  for f in kernels/cuda/*.cu core/*.c; do
-    case $(basename "$f") in main.c|lua_*.c) continue ;; esac
-    case $f in *.cu) o=build/gpu/obj/$(basename "$f" .cu).cu.o ;; *) o=build/gpu/obj/$(basename "$f" .c).o ;; esac
+  for f in kernels/cuda/*.cu $csrc; do
+    o=$(obj_of "$f")
     if [ -e "$o.ok" ]; then objs="$objs $o"
     elif [ "${f%.cu}" != "$f" ]; then echo "FAIL build: nvcc $f failed:"; cat "$o.log"; return 1
     else echo "build: left out $f (does not compile here)"; fi
   done
   extra_cflags=""
-  extra_libs="$dep_libs"
+  extra_libs="$dep_libs -fopenmp"
 }
 
-mode=minimal
-if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
-  if build_make; then mode=make; else
-    echo "WARN build: make -j$JOBS trainer failed (tail of build.log below); trying the minimal build"
-    tail -15 "$OUT/build.log"
-  fi
+if [ "$bundle" = 1 ]; then
+  mode=bundle
+  testbin=bin
 else
-  echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
-fi
-if [ "$mode" = minimal ] && ! build_minimal; then echo "0 passed, 1 failed"; exit 1; fi
-rm -f build/gpu/libtr_gpu.a
-ar rcs build/gpu/libtr_gpu.a $objs
-if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
-  extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
-fi
-if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_gpu_parity tests/gpu/test_gpu_parity.c \
-     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
-     $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
-  echo "FAIL build: test_gpu_parity did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
-  echo "0 passed, 1 failed"; exit 1
+  testbin=build/gpu
+  mode=minimal
+  if [ "${TR_GPU_MINIMAL:-0}" != 1 ] && pkg-config --exists $PKGS 2>/dev/null; then
+    if build_make; then mode=make; else
+      echo "WARN build: make -j$JOBS trainer failed (tail of build.log below); trying the minimal build"
+      tail -15 "$OUT/build.log"
+    fi
+  else
+    echo "build: minimal (TR_GPU_MINIMAL=1 or pkg-config lacks some of: $PKGS)"
+  fi
+  if [ "$mode" = minimal ] && ! build_minimal; then echo "0 passed, 1 failed"; exit 1; fi
+  rm -f build/gpu/libtr_gpu.a
+  ar rcs build/gpu/libtr_gpu.a $objs
+  if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
+    extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
+  fi
+  for t in test_gpu_parity test_gpu_nn; do
+    if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
+         build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+         $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
+      echo "FAIL build: $t did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
+      echo "0 passed, 1 failed"; exit 1
+    fi
+  done
 fi
 echo "build: $mode mode done"
 
 # ---------------------------------------------------------------- GPU parity
-stage "test_gpu_parity"
-timeout 150 build/gpu/test_gpu_parity >build/gpu/parity.txt 2>&1
-rc=$?
-cat build/gpu/parity.txt
-passed=$(grep -c '^PASS ' build/gpu/parity.txt)
-failed=$(grep -c '^FAIL ' build/gpu/parity.txt)
-skipped=$(grep -c '^SKIP ' build/gpu/parity.txt)
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-  echo "FAIL test_gpu_parity: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
-  failed=$((failed + 1))
-fi
+passed=0; failed=0; skipped=0
+for t in test_gpu_parity test_gpu_nn; do
+  stage "$t"
+  timeout 150 $testbin/$t >"$OUT/$t.txt" 2>&1
+  rc=$?
+  cat "$OUT/$t.txt"
+  p=$(grep -c '^PASS ' "$OUT/$t.txt"); f=$(grep -c '^FAIL ' "$OUT/$t.txt"); s=$(grep -c '^SKIP ' "$OUT/$t.txt")
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL $t: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+    f=$((f + 1))
+  fi
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+done
 [ "$failed" -eq 0 ] || status=1
 
 # ---------------------------------------------------------------- benchmarks
@@ -140,7 +163,9 @@ stage "benchmarks"
 # linked like the test.
 build_bench() { # src -> prints the binary's path, or nothing
   local src=$1 name; name=$(basename "$src" .c)
-  if [ "$mode" = make ]; then
+  if [ "$mode" = bundle ]; then
+    [ -x "bin/$name" ] && echo "bin/$name"
+  elif [ "$mode" = make ]; then
     timeout 90 make -j"$JOBS" "build/rel/bench/$name" >>"$OUT/build.log" 2>&1 && echo "build/rel/bench/$name"
   else
     case $name in bench_cuda*) ;; *) return ;; esac
@@ -151,7 +176,9 @@ build_bench() { # src -> prints the binary's path, or nothing
 }
 if [ "$skipped" -eq 0 ]; then
   # The CUDA benchmarks first: they are what this machine is for.
-  for src in $(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda'); do
+  if [ "$mode" = bundle ]; then srcs=$(ls bin/bench_cuda* 2>/dev/null | sed 's|^bin/\(.*\)$|bench/\1.c|')
+  else srcs="$(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda')"; fi
+  for src in $srcs; do
     if [ "$(elapsed)" -gt 200 ]; then echo "bench: out of time, skipping $src" | tee -a "$OUT/bench.txt"; continue; fi
     b=$(build_bench "$src")
     if [ -z "$b" ]; then echo "bench: $src not built ($mode mode; see build.log)" | tee -a "$OUT/bench.txt"; continue; fi

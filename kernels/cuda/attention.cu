@@ -1,0 +1,348 @@
+/* attention.cu — scaled-dot-product attention on the GPU, forward and backward, that never
+ * stores a T x T matrix: the twin of kernels/cpu/attention.c (same layout, mask, dropout
+ * stream and lse), written to be correct by construction first.
+ *
+ * Layout: q, k, v, out, dq, dk, dv are [B, T, H, D]; element (b, t, h, d) is at
+ * ((b*T + t)*H + h)*D + d. lse and delta are [B, H, T].
+ *
+ * Forward: a block of ROWS warps per (query tile, h, b); each warp owns one query row and
+ * each lane one key of the current tile of 32 keys (scores), then one slice of D (the
+ * output accumulator, NV = DMAX/32 registers). Keys and values pass through shared memory,
+ * rows padded by one float so that the lanes' column walks hit distinct banks. The
+ * softmax is online (running max m and sum l, rescaled per tile); lse = m + log l.
+ *
+ * Backward (FlashAttention-2's formulation): delta_i = dout_i . out_i; with P recomputed
+ * as exp(s - lse) and Z = keep / (1 - p) the dropout factor,
+ *   dV_j = sum_i P_ij Z_ij dout_i,  dS_ij = P_ij (Z_ij dout_i . v_j - delta_i),
+ *   dK_j = scale sum_i dS_ij q_i,   dQ_i = scale sum_j dS_ij k_j.
+ * dK/dV run with one warp per key row, dQ with one warp per query row, so every gradient
+ * row is summed by one warp in index order: no atomics, bit-for-bit repeatable. */
+#include "cuda/cuda_nn.h"
+#include "cuda/dtype.cuh"
+#include "cuda/philox.cuh"
+
+enum { ATTN_ROWS = 8, ATTN_TILE = 32 };
+
+struct attn_shape {
+    int64_t B, T, H, D;
+    float scale;
+    float p, keep_scale;        /* dropout probability and 1 / (1 - p) */
+    tr_k_rng rng;
+};
+
+__device__ __forceinline__ int64_t attn_idx(const attn_shape &s, int64_t b, int64_t t, int64_t h)
+{
+    return ((b * s.T + t) * s.H + h) * s.D;
+}
+
+__device__ __forceinline__ bool attn_keep_key(const void *mask, int mask_dt, int64_t b, int64_t T, int64_t j)
+{
+    if (j >= T) return false;
+    if (!mask) return true;
+    if (mask_dt == TR_I32) return ((const int32_t *)mask)[b * T + j] != 0;
+    return ((const float *)mask)[b * T + j] != 0.0f;
+}
+
+/* The dropout factor Z of (b, h, i, j): 0 or 1 / (1 - p), the CPU's stream element. */
+__device__ __forceinline__ float attn_dropout(const attn_shape &s, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (s.p <= 0.0f) return 1.0f;
+    const uint64_t e = (uint64_t)(((b * s.H + h) * s.T + i) * s.T + j);
+    return tr_k_uniform(s.rng, e) >= s.p ? s.keep_scale : 0.0f;
+}
+
+/* Loads rows [r0, r0 + ATTN_TILE) of head h of x ([B,T,H,D]) into dst[ATTN_TILE][DMAX + 1]
+ * as fp32, zeros past T. Called by the whole block. */
+template <int DMAX>
+__device__ __forceinline__ void attn_load_tile(float (*dst)[DMAX + 1], const void *x, int dt, const attn_shape &s,
+                                               int64_t b, int64_t h, int64_t r0)
+{
+    for (int idx = threadIdx.x; idx < ATTN_TILE * DMAX; idx += blockDim.x) {
+        const int r = idx / DMAX, d = idx % DMAX;
+        const int64_t t = r0 + r;
+        dst[r][d] = (t < s.T && d < s.D) ? tr_ld_dt(x, attn_idx(s, b, t, h) + d, dt) : 0.0f;
+    }
+}
+
+template <int DMAX>
+__device__ __forceinline__ float attn_dot(const float *a, const float *b, int64_t D)
+{
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int d = 0; d < DMAX; d++)
+        if (d < D) acc += a[d] * b[d];
+    return acc;
+}
+
+/* ------------------------------------------------------------ forward */
+
+template <int DMAX>
+__global__ void __launch_bounds__(ATTN_ROWS * 32)
+attn_fwd_kernel(void *out, float *lse, const void *q, const void *k, const void *v, int dt, const void *mask,
+                int mask_dt, attn_shape s)
+{
+    constexpr int NV = DMAX / 32;
+    __shared__ float Ks[ATTN_TILE][DMAX + 1];
+    __shared__ float Vs[ATTN_TILE][DMAX + 1];
+    __shared__ float Qs[ATTN_ROWS][DMAX];
+    __shared__ int valid[ATTN_TILE];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t b = blockIdx.z, h = blockIdx.y, i = (int64_t)blockIdx.x * ATTN_ROWS + warp;
+    const bool active = i < s.T;
+    for (int d = lane; d < DMAX; d += 32)
+        Qs[warp][d] = (active && d < s.D) ? tr_ld_dt(q, attn_idx(s, b, i, h) + d, dt) : 0.0f;
+    float m = -INFINITY, l = 0.0f, o[NV];
+#pragma unroll
+    for (int t = 0; t < NV; t++) o[t] = 0.0f;
+
+    for (int64_t j0 = 0; j0 < s.T; j0 += ATTN_TILE) {
+        __syncthreads(); /* the previous tile is no longer read */
+        attn_load_tile<DMAX>(Ks, k, dt, s, b, h, j0);
+        attn_load_tile<DMAX>(Vs, v, dt, s, b, h, j0);
+        if (threadIdx.x < ATTN_TILE) valid[threadIdx.x] = attn_keep_key(mask, mask_dt, b, s.T, j0 + threadIdx.x);
+        __syncthreads();
+        if (!active) continue;
+        const int64_t j = j0 + lane;
+        const bool ok = valid[lane];
+        const float sc = ok ? s.scale * attn_dot<DMAX>(Qs[warp], Ks[lane], s.D) : -INFINITY;
+        const float m_new = fmaxf(m, tr_warp_max(sc));
+        if (m_new == -INFINITY) continue; /* every key so far is padding: nothing to add */
+        const float corr = expf(m - m_new); /* m == -inf gives 0: o and l are still 0 */
+        const float pj = ok ? expf(sc - m_new) : 0.0f;
+        l = l * corr + tr_warp_sum(pj);
+        const float pd = ok ? pj * attn_dropout(s, b, h, i, j) : 0.0f;
+#pragma unroll
+        for (int t = 0; t < NV; t++) o[t] *= corr;
+        for (int jj = 0; jj < ATTN_TILE; jj++) {
+            const float w = __shfl_sync(0xffffffffu, pd, jj);
+#pragma unroll
+            for (int t = 0; t < NV; t++) o[t] += w * Vs[jj][lane + 32 * t];
+        }
+        m = m_new;
+    }
+    if (!active) return;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+    for (int t = 0; t < NV; t++) {
+        const int d = lane + 32 * t;
+        if (d < s.D) tr_st_dt(out, attn_idx(s, b, i, h) + d, dt, o[t] * inv);
+    }
+    if (lane == 0) lse[(b * s.H + h) * s.T + i] = l > 0.0f ? m + logf(l) : -INFINITY;
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* delta[b, h, i] = dout_i . out_i, one warp per row. */
+__global__ void attn_delta_kernel(float *delta, const void *dout, const void *out, int dt, attn_shape s)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t b = blockIdx.z, h = blockIdx.y, i = (int64_t)blockIdx.x * ATTN_ROWS + warp;
+    if (i >= s.T) return;
+    const int64_t base = attn_idx(s, b, i, h);
+    float acc = 0.0f;
+    for (int64_t d = lane; d < s.D; d += 32) acc += tr_ld_dt(dout, base + d, dt) * tr_ld_dt(out, base + d, dt);
+    acc = tr_warp_sum(acc);
+    if (lane == 0) delta[(b * s.H + h) * s.T + i] = acc;
+}
+
+/* dK and dV: each warp owns key j; query tiles stream through shared memory. */
+template <int DMAX>
+__global__ void __launch_bounds__(ATTN_ROWS * 32)
+attn_dkv_kernel(void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v, int dt,
+                const float *lse, const float *delta, const void *mask, int mask_dt, attn_shape s)
+{
+    constexpr int NV = DMAX / 32;
+    __shared__ float Qs[ATTN_TILE][DMAX + 1];
+    __shared__ float Gs[ATTN_TILE][DMAX + 1]; /* dout rows */
+    __shared__ float Kw[ATTN_ROWS][DMAX];
+    __shared__ float Vw[ATTN_ROWS][DMAX];
+    __shared__ float Ls[ATTN_TILE], Ds[ATTN_TILE];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t b = blockIdx.z, h = blockIdx.y, j = (int64_t)blockIdx.x * ATTN_ROWS + warp;
+    const bool active = j < s.T;
+    const bool key_ok = active && attn_keep_key(mask, mask_dt, b, s.T, j);
+    for (int d = lane; d < DMAX; d += 32) {
+        Kw[warp][d] = (active && d < s.D) ? tr_ld_dt(k, attn_idx(s, b, j, h) + d, dt) : 0.0f;
+        Vw[warp][d] = (active && d < s.D) ? tr_ld_dt(v, attn_idx(s, b, j, h) + d, dt) : 0.0f;
+    }
+    float gk[NV], gv[NV];
+#pragma unroll
+    for (int t = 0; t < NV; t++) gk[t] = gv[t] = 0.0f;
+
+    for (int64_t i0 = 0; i0 < s.T; i0 += ATTN_TILE) {
+        __syncthreads();
+        attn_load_tile<DMAX>(Qs, q, dt, s, b, h, i0);
+        attn_load_tile<DMAX>(Gs, dout, dt, s, b, h, i0);
+        if (threadIdx.x < ATTN_TILE) {
+            const int64_t i = i0 + threadIdx.x;
+            Ls[threadIdx.x] = i < s.T ? lse[(b * s.H + h) * s.T + i] : -INFINITY;
+            Ds[threadIdx.x] = i < s.T ? delta[(b * s.H + h) * s.T + i] : 0.0f;
+        }
+        __syncthreads();
+        if (!key_ok) continue; /* a padded key gets no gradient (it had probability 0) */
+        const int64_t i = i0 + lane;
+        const float li = Ls[lane];
+        const bool ok = i < s.T && li != -INFINITY;
+        float pz = 0.0f, ds = 0.0f;
+        if (ok) {
+            const float P = expf(s.scale * attn_dot<DMAX>(Qs[lane], Kw[warp], s.D) - li);
+            const float z = attn_dropout(s, b, h, i, j);
+            pz = P * z;
+            ds = P * (z * attn_dot<DMAX>(Gs[lane], Vw[warp], s.D) - Ds[lane]);
+        }
+        for (int ii = 0; ii < ATTN_TILE; ii++) {
+            const float a = __shfl_sync(0xffffffffu, pz, ii);
+            const float c = __shfl_sync(0xffffffffu, ds, ii);
+#pragma unroll
+            for (int t = 0; t < NV; t++) {
+                gv[t] += a * Gs[ii][lane + 32 * t];
+                gk[t] += c * Qs[ii][lane + 32 * t];
+            }
+        }
+    }
+    if (!active) return;
+#pragma unroll
+    for (int t = 0; t < NV; t++) {
+        const int d = lane + 32 * t;
+        if (d < s.D) {
+            tr_st_dt(dk, attn_idx(s, b, j, h) + d, dt, gk[t] * s.scale);
+            tr_st_dt(dv, attn_idx(s, b, j, h) + d, dt, gv[t]);
+        }
+    }
+}
+
+/* dQ: each warp owns query i; key tiles stream through shared memory. */
+template <int DMAX>
+__global__ void __launch_bounds__(ATTN_ROWS * 32)
+attn_dq_kernel(void *dq, const void *dout, const void *q, const void *k, const void *v, int dt, const float *lse,
+               const float *delta, const void *mask, int mask_dt, attn_shape s)
+{
+    constexpr int NV = DMAX / 32;
+    __shared__ float Ks[ATTN_TILE][DMAX + 1];
+    __shared__ float Vs[ATTN_TILE][DMAX + 1];
+    __shared__ float Qw[ATTN_ROWS][DMAX];
+    __shared__ float Gw[ATTN_ROWS][DMAX];
+    __shared__ int valid[ATTN_TILE];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t b = blockIdx.z, h = blockIdx.y, i = (int64_t)blockIdx.x * ATTN_ROWS + warp;
+    const bool active = i < s.T;
+    for (int d = lane; d < DMAX; d += 32) {
+        Qw[warp][d] = (active && d < s.D) ? tr_ld_dt(q, attn_idx(s, b, i, h) + d, dt) : 0.0f;
+        Gw[warp][d] = (active && d < s.D) ? tr_ld_dt(dout, attn_idx(s, b, i, h) + d, dt) : 0.0f;
+    }
+    const float li = active ? lse[(b * s.H + h) * s.T + i] : -INFINITY;
+    const float di = active ? delta[(b * s.H + h) * s.T + i] : 0.0f;
+    float g[NV];
+#pragma unroll
+    for (int t = 0; t < NV; t++) g[t] = 0.0f;
+
+    for (int64_t j0 = 0; j0 < s.T; j0 += ATTN_TILE) {
+        __syncthreads();
+        attn_load_tile<DMAX>(Ks, k, dt, s, b, h, j0);
+        attn_load_tile<DMAX>(Vs, v, dt, s, b, h, j0);
+        if (threadIdx.x < ATTN_TILE) valid[threadIdx.x] = attn_keep_key(mask, mask_dt, b, s.T, j0 + threadIdx.x);
+        __syncthreads();
+        if (!active || li == -INFINITY) continue;
+        const int64_t j = j0 + lane;
+        float ds = 0.0f;
+        if (valid[lane]) {
+            const float P = expf(s.scale * attn_dot<DMAX>(Qw[warp], Ks[lane], s.D) - li);
+            const float z = attn_dropout(s, b, h, i, j);
+            ds = P * (z * attn_dot<DMAX>(Gw[warp], Vs[lane], s.D) - di);
+        }
+        for (int jj = 0; jj < ATTN_TILE; jj++) {
+            const float c = __shfl_sync(0xffffffffu, ds, jj);
+#pragma unroll
+            for (int t = 0; t < NV; t++) g[t] += c * Ks[jj][lane + 32 * t];
+        }
+    }
+    if (!active) return;
+#pragma unroll
+    for (int t = 0; t < NV; t++) {
+        const int d = lane + 32 * t;
+        if (d < s.D) tr_st_dt(dq, attn_idx(s, b, i, h) + d, dt, g[t] * s.scale);
+    }
+}
+
+/* ------------------------------------------------------------ launchers */
+
+static int attn_check(const char *op, int dt, const void *mask, int mask_dt, float p, int64_t B, int64_t T,
+                      int64_t H, int64_t D, tr_error *err)
+{
+    int rc = tr_cuda_want_float(op, dt, err);
+    if (rc) return rc;
+    if (mask && mask_dt != TR_I32 && mask_dt != TR_F32)
+        return tr_fail(err, TR_EUSER, "%s on CUDA: the padding mask must be i32 or f32.", op);
+    if (!(p >= 0.0f && p < 1.0f))
+        return tr_fail(err, TR_EUSER, "%s on CUDA: dropout p = %g must be in [0, 1).", op, (double)p);
+    if (B < 0 || T < 0 || H <= 0 || D <= 0 || D > 128 || B > 65535 || H > 65535 || T > 2147483647 / 2)
+        return tr_fail(err, TR_EUSER, "%s on CUDA: shape B=%lld T=%lld H=%lld D=%lld is not supported (head size "
+                                      "D at most 128, B and H at most 65535).", op, (long long)B, (long long)T,
+                       (long long)H, (long long)D);
+    return TR_OK;
+}
+
+static attn_shape attn_make(int64_t B, int64_t T, int64_t H, int64_t D, float scale, float p, uint64_t seed,
+                            uint32_t step, uint32_t layer, uint32_t op)
+{
+    attn_shape s;
+    s.B = B;
+    s.T = T;
+    s.H = H;
+    s.D = D;
+    s.scale = scale;
+    s.p = p;
+    s.keep_scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    s.rng = tr_k_rng_make(seed, step, layer, op);
+    return s;
+}
+
+extern "C" int tr_k_attention_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
+                                       const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step,
+                                       uint32_t layer, uint32_t op, float scale, int64_t B, int64_t T, int64_t H,
+                                       int64_t D, void *stream, tr_error *err)
+{
+    int rc = attn_check("attention", dt, mask, mask_dt, p, B, T, H, D, err);
+    if (rc || B == 0 || T == 0) return rc;
+    const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
+    const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
+    cudaStream_t st = (cudaStream_t)stream;
+    if (D <= 32) attn_fwd_kernel<32><<<grid, ATTN_ROWS * 32, 0, st>>>(out, lse, q, k, v, dt, mask, mask_dt, s);
+    else if (D <= 64) attn_fwd_kernel<64><<<grid, ATTN_ROWS * 32, 0, st>>>(out, lse, q, k, v, dt, mask, mask_dt, s);
+    else attn_fwd_kernel<128><<<grid, ATTN_ROWS * 32, 0, st>>>(out, lse, q, k, v, dt, mask, mask_dt, s);
+    return tr_cuda_launched("attention", err);
+}
+
+extern "C" int64_t tr_k_attention_bwd_scratch_cuda(int64_t B, int64_t T, int64_t H) { return B * H * T; }
+
+extern "C" int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out,
+                                       const void *q, const void *k, const void *v, int dt, const float *lse,
+                                       const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step,
+                                       uint32_t layer, uint32_t op, float scale, int64_t B, int64_t T, int64_t H,
+                                       int64_t D, float *scratch, void *stream, tr_error *err)
+{
+    const char *name = "attention_backward";
+    int rc = attn_check(name, dt, mask, mask_dt, p, B, T, H, D, err);
+    if (rc || B == 0 || T == 0) return rc;
+    if (!scratch || !out)
+        return tr_fail(err, TR_EUSER, "%s on CUDA: needs the forward's out and a scratch of "
+                                      "tr_k_attention_bwd_scratch_cuda(B, T, H) floats.", name);
+    const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
+    const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
+    const int threads = ATTN_ROWS * 32;
+    cudaStream_t st = (cudaStream_t)stream;
+    float *delta = scratch;
+    attn_delta_kernel<<<grid, threads, 0, st>>>(delta, dout, out, dt, s);
+    if ((rc = tr_cuda_launched(name, err))) return rc;
+    if (D <= 32) {
+        attn_dkv_kernel<32><<<grid, threads, 0, st>>>(dk, dv, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
+        attn_dq_kernel<32><<<grid, threads, 0, st>>>(dq, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
+    } else if (D <= 64) {
+        attn_dkv_kernel<64><<<grid, threads, 0, st>>>(dk, dv, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
+        attn_dq_kernel<64><<<grid, threads, 0, st>>>(dq, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
+    } else {
+        attn_dkv_kernel<128><<<grid, threads, 0, st>>>(dk, dv, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
+        attn_dq_kernel<128><<<grid, threads, 0, st>>>(dq, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
+    }
+    return tr_cuda_launched(name, err);
+}

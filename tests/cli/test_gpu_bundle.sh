@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# test_gpu_bundle.sh — `make gpu-bundle` on a machine with nvcc and no GPU: the tarball is
+# made, is at most 60 MiB, unpacks anywhere, and its trainer runs from there with nothing
+# of the build tree: ldd resolves every library inside the bundle but libc, libm,
+# libstdc++ and the CUDA libraries; the prepared tests/gpu/run.sh runs in bundle mode and,
+# without a GPU, counts its cases as skipped. Without nvcc it prints SKIP.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "SKIP gpu_bundle: nvcc is not installed (the bundle needs the CUDA backend)"; exit 0
+fi
+if ! make -s gpu-bundle >"$TMP/make.log" 2>&1; then
+  fail gpu_bundle_builds "make gpu-bundle failed: $(tail -5 "$TMP/make.log")"; finish; exit
+fi
+pass gpu_bundle_builds
+tarball=build/gpu-bundle/trainer-gpu.tar.gz
+bytes=$(stat -c %s "$tarball")
+if [ "$bytes" -le $((60 * 1048576)) ]; then pass gpu_bundle_at_most_60_mib; else fail gpu_bundle_at_most_60_mib "$bytes bytes"; fi
+
+mkdir -p "$TMP/elsewhere" && tar xzf "$tarball" -C "$TMP/elsewhere"
+b="$TMP/elsewhere/trainer-gpu"
+outside=$(ldd "$b/trainer" | awk '$2 == "=>" { print $1, $3 }' | while read -r name path; do
+  case $(readlink -f "$path") in "$(cd "$b/lib" && pwd -P)"/*) continue ;; esac
+  case $name in libc.so*|libm.so*|libstdc++.so*|libpthread.so*|libdl.so*|librt.so*|libcublasLt.so*|libcudart.so*|libcuda.so*) continue ;; esac
+  echo "$name=$path"
+done)
+if [ -z "$outside" ]; then pass gpu_bundle_ldd_resolves_inside; else fail gpu_bundle_ldd_resolves_inside "$outside"; fi
+for prog in "$b"/bin/*; do
+  if ldd "$prog" | grep -q "not found"; then fail gpu_bundle_programs_link "$(basename "$prog"): $(ldd "$prog" | grep 'not found')"; fi
+done
+[ -x "$b/bin/test_gpu_parity" ] && [ -x "$b/bin/test_gpu_nn" ] && pass gpu_bundle_has_gpu_tests || fail gpu_bundle_has_gpu_tests "$(ls "$b/bin")"
+
+TRAINER="$b/trainer"
+run_trainer_stdin 'print(6*7)' repl
+expect_out gpu_bundle_trainer_runs_relocated 42
+(cd "$TMP" && OUT="$TMP/gpu_out" bash "$b/tests/gpu/run.sh" >"$TMP/run.log" 2>&1)
+rc=$?
+if [ "$rc" = 0 ] && grep -q "mode: bundle" "$TMP/run.log" && grep -q "^0 passed, 0 failed, [1-9][0-9]* skipped" "$TMP/run.log"; then
+  pass gpu_bundle_run_sh_skips_without_gpu
+else
+  fail gpu_bundle_run_sh_skips_without_gpu "rc $rc: $(tail -5 "$TMP/run.log")"
+fi
+finish
