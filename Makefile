@@ -180,7 +180,8 @@ BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
 BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
                -Wl,-rpath,$(CUDA_HOME)/lib64
 BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)%,$(LIBS))
-BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c))
+BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c)) \
+                build/bundle/tests/test_ops_table
 BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
 
 build/bundle/trainer: build/rel/core/main.o $(REL_OBJ)
@@ -193,6 +194,13 @@ build/bundle/tests/%: tests/gpu/%.c $(REL_OBJ) $(HEADERS)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(REL_OBJ) \
 	    $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+
+# The table-driven op test, built without sanitizers: on a GPU it runs every op's CUDA slot
+# against the CPU.
+build/bundle/tests/test_ops_table: tests/c/test_ops_table.c $(REL_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(REL_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
 build/bundle/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -129,7 +129,10 @@ else
   if nm build/gpu/libtr_gpu.a 2>/dev/null | grep -q ' T tr_f32_to_bf16$'; then
     extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
   fi
-  for t in test_gpu_parity test_gpu_nn; do
+  # test_gpu_nn needs the CPU kernels, hence a BLAS: not in the minimal build.
+  gpu_tests="test_gpu_parity test_gpu_nn"
+  [ "$mode" = minimal ] && gpu_tests=test_gpu_parity
+  for t in $gpu_tests; do
     if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
          build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
          $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
@@ -142,8 +145,13 @@ echo "build: $mode mode done"
 
 # ---------------------------------------------------------------- GPU parity
 passed=0; failed=0; skipped=0
-for t in test_gpu_parity test_gpu_nn; do
+[ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_ops_table"
+for t in test_gpu_parity test_gpu_nn test_ops_table; do
   stage "$t"
+  case " $gpu_tests " in *" $t "*) ;; *)
+    echo "SKIP $t: not built in $mode mode (run from the bundle: make gpu-bundle)"
+    skipped=$((skipped + 1)); continue ;;
+  esac
   timeout 150 $testbin/$t >"$OUT/$t.txt" 2>&1
   rc=$?
   cat "$OUT/$t.txt"
