@@ -8,7 +8,8 @@
 #   make deps       apt-installs missing build dependencies (idempotent)
 #
 # Sources are found by wildcard, so a new op is a new file and no Makefile edit:
-#   core/*.c kernels/cpu/*.c       -> the runtime (linked whole into the binary, for the FFI)
+#   core/*/*.c kernels/cpu/*.c     -> the runtime (linked whole into the binary, for the FFI);
+#                                     core/ is in folders by concern (docs/ARCHITECTURE.md)
 #   kernels/cuda/*.cu              -> the CUDA backend (nvcc), only when CUDA is on
 #   tests/c/test_*.c               -> one ASan+UBSan test program each
 #   bench/bench_*.c                -> one benchmark program each (make bench)
@@ -67,7 +68,10 @@ endif
 # ---------------------------------------------------------------- flags
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE
-INCS    := -Icore -Ikernels $(PKG_CFLAGS)
+# Every folder of core/ is on the include path: a header is included by its bare name
+# (#include "tensor.h"), so moving a file between folders changes no source file.
+CORE_INCS := -Icore $(patsubst %/,-I%,$(wildcard core/*/))
+INCS    := $(CORE_INCS) -Ikernels $(PKG_CFLAGS)
 OMPFLAG := $(if $(HAVE_OMP),-fopenmp,)
 CFLAGS_REL  := $(CSTD) $(WARN) -O2 -g -fPIC $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
 CFLAGS_ASAN := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -76,7 +80,7 @@ LIBS := $(PKG_LIBS) -lm -lpthread -ldl
 
 ifeq ($(HAVE_CUDA),yes)
   CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
-  NVCCFLAGS  := -O2 -std=c++17 -Icore -Ikernels -DTR_HAVE_CUDA \
+  NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
                 -Xcompiler -fPIC,-Wall,-Werror
   CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -lrt -lstdc++
@@ -92,12 +96,12 @@ else
 endif
 
 # ---------------------------------------------------------------- sources
-CORE_SRC   := $(filter-out core/main.c,$(wildcard core/*.c))
+CORE_SRC   := $(wildcard core/*/*.c)
 KERNEL_SRC := $(wildcard kernels/cpu/*.c)
 CUDA_SRC   := $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.cu),)
 TEST_SRC   := $(wildcard tests/c/test_*.c)
 BENCH_SRC  := $(wildcard bench/bench_*.c)
-HEADERS    := $(wildcard core/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h kernels/cuda/*.cuh tests/c/*.h)
+HEADERS    := $(wildcard core/*.h core/*/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h kernels/cuda/*.cuh tests/c/*.h)
 
 REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %.cu,build/rel/%.o,$(CUDA_SRC))
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
@@ -165,7 +169,7 @@ install: trainer
 	rm -rf $(DESTDIR)$(PREFIX)/share/trainer/lua $(DESTDIR)$(PREFIX)/share/trainer/recipes $(DESTDIR)$(PREFIX)/share/trainer/core
 	cp -R lua recipes $(DESTDIR)$(PREFIX)/share/trainer/
 	install -d $(DESTDIR)$(PREFIX)/share/trainer/core
-	cp core/*.h $(DESTDIR)$(PREFIX)/share/trainer/core/
+	cd core && for h in *.h */*.h; do install -D -m 644 $$h $(DESTDIR)$(PREFIX)/share/trainer/core/$$h; done
 
 # ---------------------------------------------------------------- GPU bundle
 # `make gpu-bundle`: on a machine with nvcc and no GPU, a relocatable tarball for a bare

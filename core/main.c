@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     lua_pushstring(L, "");
     lua_setfield(L, -2, "cpath");
     lua_getfield(L, -1, "preload");
-    lua_pushcfunction(L, luaopen_trainer_native);
+    lua_pushcfunction(L, tr_lua_open_native);
     lua_setfield(L, -2, "trainer.native");
     lua_pop(L, 2);
 

@@ -11,11 +11,11 @@
 #include "rng.h"
 #include "safetensors.h"
 #include "ops_elem.h"
-#include "ops_optim2.h"
+#include "ops_sgd_adafactor.h"
 #include "op_query.h"
 #include "cuda_device.h"
 #include "ops_nn.h"
 #include "tokenizer.h"
-#include "ops_features.h"
+#include "ops_pair_features.h"
 #include "reader.h"
 #endif

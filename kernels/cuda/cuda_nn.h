@@ -65,7 +65,7 @@ int tr_k_softmax_bwd_cuda(void *dx, int dx_dt, const void *dout, int dout_dt, co
 
 /* ------------------------------------------------------------ dropout (dropout.cu) */
 
-/* out[i] (=) = x[i] * keep(offset + i) / (1 - p), the keep bits those of core/rng.h's
+/* out[i] (=) = x[i] * keep(offset + i) / (1 - p), the keep bits those of core/base/rng.h's
  * tr_dropout_mask_bits for the key (seed, step, layer, op): bit-identical to the CPU, so
  * the backward (the same call on dout) and a recomputation regenerate the mask. p in [0, 1]. */
 int tr_k_dropout_cuda(void *out, int out_dt, const void *x, int x_dt, int64_t n, float p, uint64_t seed,
@@ -194,7 +194,7 @@ typedef struct tr_k_adamw_args {
     const int32_t *skip;        /* device flag: nonzero skips the step (fp16 overflow); NULL = never */
 } tr_k_adamw_args;
 
-/* torch.optim.AdamW on every listed parameter in one launch (kernels/cpu/optim.h's
+/* torch.optim.AdamW on every listed parameter in one launch (kernels/cpu/adamw.h's
  * formula): g = grad * inv_grad_scale, p *= 1 - lr wd, m = b1 m + (1-b1) g,
  * v = b2 v + (1-b2) g^2, p -= lr / c1 * m / (sqrt(v) / c2_sqrt + eps); then the half copy,
  * when listed, is refreshed from p. max_n = the largest n in the list. */

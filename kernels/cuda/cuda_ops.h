@@ -4,7 +4,7 @@
  *
  * Common contract:
  *   - every launcher is asynchronous on `stream` (a cudaStream_t) and the caller has made
- *     the stream's device current (tr_cuda_set_current in core/cuda_device.h);
+ *     the stream's device current (tr_cuda_set_current in core/device/cuda_device.h);
  *   - pointers are device pointers; n counts elements; n == 0 does nothing;
  *   - float dtypes are TR_F32, TR_BF16, TR_F16; arithmetic runs in fp32 and rounds once
  *     to the output dtype with round-to-nearest-even (bit-identical to the CPU's
@@ -33,7 +33,7 @@ extern "C" {
 
 /* ------------------------------------------------------------ GEMM (cuBLASLt) */
 
-/* What a GEMM needs from the device: owned by the device state (core/cuda_device.c),
+/* What a GEMM needs from the device: owned by the device state (core/device/cuda_device.c),
  * which hands out a pointer to it (tr_cuda_blas_env). */
 typedef struct tr_cuda_blas {
     void *lt;                  /* cublasLtHandle_t */

@@ -1,5 +1,5 @@
 /* dropout.cu — dropout on the GPU from the keyed counter-based RNG, bit-identical to the
- * CPU's masks (core/rng.h): element e of a launch is stream element offset + e, kept when
+ * CPU's masks (core/base/rng.h): element e of a launch is stream element offset + e, kept when
  * its uniform >= p and then scaled by 1 / (1 - p). No mask is stored: the backward is the
  * same call on dout, and a checkpoint recomputation regenerates the same bits.
  * One thread per Philox block (four stream elements). */

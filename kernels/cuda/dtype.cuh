@@ -1,6 +1,6 @@
 /* dtype.cuh — what every CUDA kernel file shares: loading a stored element (f32, bf16,
  * f16) as fp32 and rounding fp32 back to the storage dtype, bit-identical to the CPU's
- * core/convert.c (round-to-nearest-even, NaN keeps its sign and top payload bits), the
+ * core/tensor/convert.c (round-to-nearest-even, NaN keeps its sign and top payload bits), the
  * dtype dispatch of a launcher, deterministic block reductions and the launch check.
  *
  * Reductions are deterministic: a block reduces in a fixed tree (warp shuffles, then one

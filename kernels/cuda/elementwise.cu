@@ -17,7 +17,7 @@
 
 /* ------------------------------------------------------------ dtype helpers */
 
-/* Conversions match core/convert.c bit for bit, NaN included: a NaN keeps its sign and
+/* Conversions match core/tensor/convert.c bit for bit, NaN included: a NaN keeps its sign and
  * top payload bits and becomes quiet (the hardware's cvt would give a canonical NaN). */
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x)

@@ -1,6 +1,6 @@
 /* features.cu — the column-block copy between row-major matrices (concatenation along
  * the last dim, truncation to the first d dims, and their backwards) and |a - b| with its
- * backward, on the GPU: the twins of kernels/cpu/features.c. One thread per element. */
+ * backward, on the GPU: the twins of kernels/cpu/pair_features.c. One thread per element. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
 

@@ -3,7 +3,7 @@
  * fp32 gradient, updating the fp32 master and its moments in place, and refreshing the
  * half copy the forward reads when there is one. A device flag can skip the step (the
  * fp16 loss scaler found an inf), so no host round trip decides it.
- * Formulas: kernels/cpu/optim.c (AdamW) and optim2.c (SGD), i.e. torch's. */
+ * Formulas: kernels/cpu/adamw.c (AdamW) and sgd_adafactor.c (SGD), i.e. torch's. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
 

@@ -1,4 +1,4 @@
-/* philox.cuh — Philox-4x32-10 on the device, bit-identical to core/rng.c (whose header
+/* philox.cuh — Philox-4x32-10 on the device, bit-identical to core/base/rng.c (whose header
  * documents the stream layout): element e of the stream keyed (seed, step, layer, op) is
  * word e % 4 of block e / 4, block b = philox(ctr = {step, layer, op, b}, key = seed), and
  * uniform(e) = (w >> 8) * 2^-24. Dropout keeps e when uniform(e) >= p. Private to

@@ -4,14 +4,24 @@
 local ffi = require("ffi")
 local native = require("trainer.native")
 
+-- core/ and its folders by concern (docs/ARCHITECTURE.md), searched in this order.
+local header_dirs = { "", "base/", "mem/", "tensor/", "io/", "tokenizer/", "ops/", "device/", "binding/" }
+
 local function header_text()
   local root = native.root()
   local out, seen = {}, {}
   local function include(name)
     if seen[name] then return end
     seen[name] = true
-    local path = root .. "/core/" .. name
-    local f = io.open(path, "r")
+    -- Headers are included by bare name and live in core/ or one of its folders (the C
+    -- build puts each folder on the include path the same way).
+    local path, f
+    for _, dir in ipairs(header_dirs) do
+      path = root .. "/core/" .. dir .. name
+      f = io.open(path, "r")
+      if f then break end
+    end
+    path = f and path or (root .. "/core/" .. name)
     if not f then error(("trainer: cannot read %s: the installation is incomplete (reinstall with make install)"):format(path), 0) end
     for line in f:lines() do
       local inc = line:match('^%s*#%s*include%s*"([^"]+)"')

@@ -1,10 +1,10 @@
-/* test_features.c — the feature-matrix ops (core/ops_features.h): column-block copies as
+/* test_features.c — the feature-matrix ops (core/ops/ops_pair_features.h): column-block copies as
  * concatenation, truncation and accumulation against hand-computed values; |a - b| and its
  * backward against the float64 kernels and finite differences; half dtypes; argument
  * errors; every op returns its workspace. */
 #include "check.h"
 
-#include "cpu/features.h"
+#include "cpu/pair_features.h"
 #include "trainer.h"
 
 #include <string.h>

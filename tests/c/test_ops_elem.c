@@ -1,4 +1,4 @@
-/* test_ops_elem.c — the tensor-level opselem ops (core/ops_elem.h): results against the
+/* test_ops_elem.c — the tensor-level opselem ops (core/ops/ops_elem.h): results against the
  * float64 kernels, bf16/f16 against f32 with per-dtype tolerances (bf16 2e-2, f16 2e-3
  * relative), argument errors and their messages, the "CUDA path not built yet" error, dropout regeneration,
  * AdamW with half gradients and a half weight copy, and that every op returns its

@@ -1,4 +1,4 @@
-/* test_ops_nn.c — the tensor-level ops of core/ops_nn.h: f32 results against f64
+/* test_ops_nn.c — the tensor-level ops of core/ops/ops_nn.h: f32 results against f64
  * references (naive loops or the _f64 kernels), bf16/f16 tensors against the f32 op
  * (bf16 within 2e-2, f16 within 2e-3 of the largest magnitude), shapes large enough to
  * take several staging chunks, attention dropout from the keyed Philox stream (also across

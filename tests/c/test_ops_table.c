@@ -1,4 +1,4 @@
-/* test_ops_table.c — one table-driven test over the op table (core/op_table.h), in the
+/* test_ops_table.c — one table-driven test over the op table (core/ops/op_table.h), in the
  * spirit of ggml's test-backend-ops. For every op of the table x dtypes (f32, bf16, f16)
  * x shapes (odd sizes, size 1, masks and ignored targets):
  *   - the CPU slot's outputs against a float64 reference (the kernels' _f64 instance, or
@@ -21,13 +21,13 @@
 #include "cpu/attention.h"
 #include "cpu/elementwise.h"
 #include "cpu/embedding.h"
-#include "cpu/features.h"
+#include "cpu/pair_features.h"
 #include "cpu/gelu.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
 #include "cpu/matmul.h"
-#include "cpu/optim.h"
-#include "cpu/optim2.h"
+#include "cpu/adamw.h"
+#include "cpu/sgd_adafactor.h"
 #include "cpu/pooling.h"
 #include "cpu/reduce.h"
 #include "cpu/similarity.h"

@@ -1,4 +1,4 @@
-/* test_reader.c — the data readers (core/reader.h): JSONL/TSV/CSV records from plain and
+/* test_reader.c — the data readers (core/io/reader.h): JSONL/TSV/CSV records from plain and
  * gzip files, line numbers and offsets, CRLF, blank lines, BOM, CSV quoting, malformed
  * records that leave the reader usable, truncated gzip, the offset index and the seeded
  * shuffle. Files are written under /tmp and removed. */

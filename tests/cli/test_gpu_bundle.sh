@@ -31,8 +31,9 @@ done
 [ -x "$b/bin/test_gpu_parity" ] && [ -x "$b/bin/test_gpu_nn" ] && pass gpu_bundle_has_gpu_tests || fail gpu_bundle_has_gpu_tests "$(ls "$b/bin")"
 
 TRAINER="$b/trainer"
-run_trainer_stdin 'print(6*7)' repl
+run_trainer_stdin 'print(6*7); x = trainer.tensor.zeros({256}); print("bytes", trainer.memory.stats().allocated)' repl
 expect_out gpu_bundle_trainer_runs_relocated 42
+expect_out gpu_bundle_runtime_reached_through_ffi "bytes	"
 (cd "$TMP" && OUT="$TMP/gpu_out" bash "$b/tests/gpu/run.sh" >"$TMP/run.log" 2>&1)
 rc=$?
 if [ "$rc" = 0 ] && grep -q "mode: bundle" "$TMP/run.log" && grep -q "^0 passed, 0 failed, [1-9][0-9]* skipped" "$TMP/run.log"; then

@@ -1,6 +1,6 @@
 /* gpu_testutil.h — what the GPU test programs share: the device fixtures (cuda:0's
  * caching allocator, state and compute stream), a reproducible random generator,
- * reference f32 <-> bf16/f16 conversions written independently of core/convert.c, typed
+ * reference f32 <-> bf16/f16 conversions written independently of core/tensor/convert.c, typed
  * host element access, and guarded device buffers (guard bytes around every output that
  * must survive a kernel). Header-only, included once per test program. */
 #ifndef TR_GPU_TESTUTIL_H

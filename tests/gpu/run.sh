@@ -36,9 +36,10 @@ status=0
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
 PKGS="luajit libedit zlib openblas jansson libutf8proc"
-NVCCFLAGS="-O2 -std=c++17 -Icore -Ikernels -DTR_HAVE_CUDA -gencode arch=compute_90,code=sm_90 \
+CORE_INCS="-Icore $(for d in core/*/; do printf -- '-I%s ' "${d%/}"; done)"
+NVCCFLAGS="-O2 -std=c++17 $CORE_INCS -Ikernels -DTR_HAVE_CUDA -gencode arch=compute_90,code=sm_90 \
  -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC,-Wall,-Werror"
-CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -fPIC -Icore -Ikernels \
+CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -fPIC $CORE_INCS -Ikernels \
  -DTR_HAVE_CUDA -I$CUDA_HOME/include"
 
 # ---------------------------------------------------------------- machine
@@ -69,7 +70,7 @@ build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
 
 build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same three
   rm -rf build/gpu/obj && mkdir -p build/gpu/obj
-  # jansson (core/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh),
+  # jansson (core/mem/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh),
   # or installed.
   local dep_cflags="" dep_libs="" f o pids=""
   if [ -f build/gpu_deps/lib/libjansson.a ]; then
@@ -81,7 +82,7 @@ build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same
   fi
   # C sources: the runtime (core/) and the CPU kernels (the GPU tests' float64 references);
   # objects are named after their paths, so equal basenames in two folders cannot collide.
-  csrc=$(ls core/*.c core/*/*.c kernels/cpu/*.c 2>/dev/null | grep -v -e '/main\.c$' -e '/lua_[^/]*\.c$' -e '/lua/')
+  csrc=$(ls core/*/*.c kernels/cpu/*.c 2>/dev/null | grep -v -e '^core/binding/')
   obj_of() { echo "build/gpu/obj/$(echo "$1" | tr / _).o"; }
   for f in kernels/cuda/*.cu; do
     o=$(obj_of "$f")

@@ -1,7 +1,7 @@
 /* test_gpu_nn.c — every CUDA kernel of kernels/cuda/cuda_nn.h against the CPU kernels'
  * float64 reference (the _f64 kernels of kernels/cpu) on the same inputs, on a real GPU, for f32, bf16
  * and f16 storage, odd sizes, size 1 and masks; the dropout masks bit for bit against
- * core/rng.c. Built and run by tests/gpu/run.sh like test_gpu_parity.c; without a GPU it
+ * core/base/rng.c. Built and run by tests/gpu/run.sh like test_gpu_parity.c; without a GPU it
  * prints SKIP and exits 0.
  *
  * Inputs are random, rounded to the storage dtype first, so that the GPU and the reference
@@ -17,12 +17,12 @@
 
 #include "cpu/attention.h"
 #include "cpu/embedding.h"
-#include "cpu/features.h"
+#include "cpu/pair_features.h"
 #include "cpu/gelu.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
-#include "cpu/optim.h"
-#include "cpu/optim2.h"
+#include "cpu/adamw.h"
+#include "cpu/sgd_adafactor.h"
 #include "cpu/pooling.h"
 #include "cpu/reduce.h"
 #include "cpu/similarity.h"

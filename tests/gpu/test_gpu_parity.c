@@ -15,7 +15,7 @@
  *   acc_eps = k * 2^-24 (fp32 accumulation; 2^-9 more for tf32 inputs),
  *   out_eps = 2^-8 for bf16 outputs, 2^-10 for f16, 0 for f32 (twice half an ulp).
  * Casts must match the reference bits exactly, NaN payloads included (the reference is
- * core/convert.c's rule: quiet, sign and top payload bits kept); elementwise results too,
+ * core/tensor/convert.c's rule: quiet, sign and top payload bits kept); elementwise results too,
  * on finite random inputs. */
 #include "cuda/cuda_ops.h"
 #include "gpu_testutil.h"
@@ -594,7 +594,7 @@ static void test_casts(void)
             }
 }
 
-/* The test's reference conversions are the CPU's (core/convert.c), so that GPU == test
+/* The test's reference conversions are the CPU's (core/tensor/convert.c), so that GPU == test
  * reference means GPU == CPU. Only when the build has them. */
 #ifdef TR_TEST_HAVE_CPU_CONVERT
 static void test_reference_matches_cpu(void)
@@ -681,7 +681,7 @@ int main(void)
 #ifdef TR_TEST_HAVE_CPU_CONVERT
     TEST(test_reference_matches_cpu);
 #else
-    printf("SKIP test_reference_matches_cpu: this build has no tr_f32_to_bf16 (core/convert.c)\n");
+    printf("SKIP test_reference_matches_cpu: this build has no tr_f32_to_bf16 (core/tensor/convert.c)\n");
 #endif
     TEST(test_casts);
     cudaError_t last = cudaDeviceSynchronize();

@@ -1,4 +1,4 @@
--- trainer.tokenizer (the Lua layer over core/tokenizer.h): single texts and pairs with
+-- trainer.tokenizer (the Lua layer over core/tokenizer/tokenizer.h): single texts and pairs with
 -- type ids, batches as i32 tensors padded to the longest with the attention mask,
 -- truncation, the ids of the tiny golden, and errors that name the folder.
 local tk = require("trainer.tokenizer")

@@ -1,4 +1,4 @@
--- test_tokenizer.lua — core/tokenizer.h through the LuaJIT FFI: the header is valid
+-- test_tokenizer.lua — core/tokenizer/tokenizer.h through the LuaJIT FFI: the header is valid
 -- ffi.cdef input once '#' lines are dropped, and encoding from Lua gives the same ids
 -- as the C tests' golden files (all-MiniLM-L6-v2).
 local ffi = require("ffi")

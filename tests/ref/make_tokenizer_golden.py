@@ -42,7 +42,7 @@ TEXTS = [
     "Numbers 3.14159, 1,000,000 and 42% of $5 @home #tag user@example.com http://x.org/a?b=c",
     "MiXeD CaSe WoRdS AND UPPER",
     # code points where the Unicode versions of tokenizers and utf8proc disagree
-    # (core/tokenizer_unicode.c), unassigned and private-use ones
+    # (core/tokenizer/unicode.c), unassigned and private-use ones
     "edge a\u061db a\u166db a\u0890b \u1c89X \U00011938 a\u1734b \u0378 x\ue000y \U0010fff1 \u0e3b \u2e43",
     "Hyphen-ated words—em dash–en dash “quotes” «guillemets» ‘single’",
 ]

@@ -1,4 +1,4 @@
-"""make_tokenizer_unicode.py — writes core/tokenizer_unicode.c: the code points where
+"""make_tokenizer_unicode.py — writes core/tokenizer/unicode.c: the code points where
 Hugging Face `tokenizers` and the installed utf8proc disagree about the properties the
 BERT normalizer and pre-tokenizer use (control, punctuation, nonspacing mark, canonical decomposition, lowercase).
 
@@ -8,7 +8,7 @@ marks) and lowercase from Rust's std (a newer one). utf8proc has its own version
 runtime asks utf8proc first and then these overrides, so ids stay identical to
 `tokenizers`. Regenerate after a utf8proc upgrade:
 
-    /tmp/tokvenv/bin/python tests/ref/make_tokenizer_unicode.py > core/tokenizer_unicode.c
+    /tmp/tokvenv/bin/python tests/ref/make_tokenizer_unicode.py > core/tokenizer/unicode.c
 """
 import ctypes
 import unicodedata

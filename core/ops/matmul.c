@@ -1,0 +1,293 @@
+/* matmul.c — tensor-level matmul and Linear (forward and backward) over the CBLAS
+ * kernels of kernels/cpu/matmul.c. Half-precision operands are staged to f32 and the GEMM
+ * runs in f32 with f32 accumulation: Linear converts its weight once and its activations
+ * in chunks of rows; the general matmul converts whole operands. cblas_sbgemm is not an
+ * option with Debian's OpenBLAS 0.3.21 (declared, not exported) and this CPU has no
+ * AVX512-BF16 anyway, see bench/bench_gemm.c. */
+#include "ops_nn.h"
+#include "op_stage.h"
+#include "op_table.h"
+#include "cpu/matmul.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+static int too_big(tr_ctx *ctx, const char *op, int64_t v, const char *what)
+{
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                   "%s: %s = %lld exceeds the BLAS index limit %d; split the batch", op, what,
+                   (long long)v, INT_MAX);
+}
+
+/* ------------------------------------------------------------ matmul */
+
+static int matmul_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
+                 const tr_tensor *bias, int trans_a, int trans_b, float alpha, float beta)
+{
+    static const char *op = "matmul";
+    char s1[160], s2[160];
+    int rc;
+    if (a->ndim < 2 || b->ndim < 2)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: a has shape %s and b has shape %s but both need at least 2 dims "
+                       "(matrices, with optional leading batch dims on a)",
+                       op, tr_op_shape(a, s1), tr_op_shape(b, s2));
+    int na = a->ndim, nbd = b->ndim;
+    int64_t M = trans_a ? a->shape[na - 1] : a->shape[na - 2];
+    int64_t K = trans_a ? a->shape[na - 2] : a->shape[na - 1];
+    int64_t Kb = trans_b ? b->shape[nbd - 1] : b->shape[nbd - 2];
+    int64_t N = trans_b ? b->shape[nbd - 2] : b->shape[nbd - 1];
+    if (K != Kb)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: a has shape %s (trans_a %d, inner dim %lld) but b has shape %s "
+                       "(trans_b %d, inner dim %lld); the inner dims must agree",
+                       op, tr_op_shape(a, s1), trans_a, (long long)K, tr_op_shape(b, s2), trans_b,
+                       (long long)Kb);
+    int64_t batch = 1;
+    for (int i = 0; i < na - 2; i++) batch *= a->shape[i];
+    int b_shared = nbd == 2;
+    if (!b_shared) {
+        int same = nbd == na;
+        for (int i = 0; same && i < na - 2; i++) same = a->shape[i] == b->shape[i];
+        if (!same)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "%s: a has shape %s and b has shape %s: b must be 2-D (shared by "
+                           "the batch) or have a's leading batch dims",
+                           op, tr_op_shape(a, s1), tr_op_shape(b, s2));
+    }
+    int64_t want[8];
+    for (int i = 0; i < na - 2; i++) want[i] = a->shape[i];
+    want[na - 2] = M;
+    want[na - 1] = N;
+    if ((rc = tr_op_want_shape(ctx, op, "out", out, na, want))) return rc;
+    if (bias && (rc = tr_op_want_shape(ctx, op, "bias", bias, 1, &N))) return rc;
+    if (batch > INT_MAX) return too_big(ctx, op, batch, "batch");
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX) return too_big(ctx, op, M > N ? M : N, "a dim");
+
+    if (!run) return TR_OK;
+    {
+        float *A = NULL, *B = NULL, *Bi = NULL, *C = NULL;
+        void *oa = NULL, *ob = NULL, *obi = NULL, *oc = NULL;
+        if ((rc = tr_stage_load(ctx, a, 0, a->numel, &A, &oa))) goto cpu_done;
+        if ((rc = tr_stage_load(ctx, b, 0, b->numel, &B, &ob))) goto cpu_done;
+        if (bias && (rc = tr_stage_load(ctx, bias, 0, N, &Bi, &obi))) goto cpu_done;
+        if ((rc = tr_stage_buf(ctx, out, 0, out->numel, beta != 0, &C, &oc))) goto cpu_done;
+        rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b,
+                           alpha, beta, M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
+        if (rc == TR_OK) tr_stage_put(out, 0, C, out->numel);
+    cpu_done:
+        tr_stage_scratch_free(ctx, oa);
+        tr_stage_scratch_free(ctx, ob);
+        tr_stage_scratch_free(ctx, obi);
+        tr_stage_scratch_free(ctx, oc);
+        return rc;
+    }
+}
+
+/* ------------------------------------------------------------ linear */
+
+/* rows = product of all but the last dim; checks the last dim is `last` */
+static int64_t rows_of(const tr_tensor *t)
+{
+    int64_t r = 1;
+    for (int i = 0; i < t->ndim - 1; i++) r *= t->shape[i];
+    return r;
+}
+
+/* y must be x's shape with the last dim replaced by last */
+static int check_like(tr_ctx *ctx, const char *op, const char *what, const tr_tensor *y,
+                      const char *xname, const tr_tensor *x, int64_t last)
+{
+    int64_t want[8];
+    for (int i = 0; i < x->ndim - 1; i++) want[i] = x->shape[i];
+    want[x->ndim - 1] = last;
+    if (tr_op_want_shape(ctx, op, what, y, x->ndim, want) == TR_OK) return TR_OK;
+    char s[160];
+    size_t len = strlen(tr_ctx_err(ctx)->msg);
+    snprintf(tr_ctx_err(ctx)->msg + len, sizeof tr_ctx_err(ctx)->msg - len,
+             " (%s has shape %s)", xname, tr_op_shape(x, s));
+    return TR_EUSER;
+}
+
+static int linear_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *x, const tr_tensor *w,
+                 const tr_tensor *bias)
+{
+    static const char *op = "linear";
+    char s1[160], s2[160];
+    int rc;
+    if (x->ndim < 1 || w->ndim != 2 || w->shape[1] != x->shape[x->ndim - 1])
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: x has shape %s but w has shape %s; w must be [out_features, %lld]",
+                       op, tr_op_shape(x, s1), tr_op_shape(w, s2),
+                       (long long)(x->ndim ? x->shape[x->ndim - 1] : 0));
+    int64_t O = w->shape[0], I = w->shape[1], N = rows_of(x);
+    if ((rc = check_like(ctx, op, "out", out, "x", x, O))) return rc;
+    if (bias && (rc = tr_op_want_shape(ctx, op, "bias", bias, 1, &O))) return rc;
+    if (N > INT_MAX || O > INT_MAX || I > INT_MAX) return too_big(ctx, op, N, "rows");
+
+    if (!run) return TR_OK;
+    {
+        float *W = NULL, *Bi = NULL;
+        void *ow = NULL, *obi = NULL;
+        if ((rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) goto cpu_done;
+        if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) goto cpu_done;
+        /* f32 activations: one GEMM over every row; half: chunks of rows staged to f32 */
+        int64_t step = (x->dtype == TR_F32 && out->dtype == TR_F32) ? (N > 0 ? N : 1)
+                                                                     : tr_stage_block_rows(I > O ? I : O);
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
+            int64_t nr = N - r0 < step ? N - r0 : step;
+            float *X = NULL, *Y = NULL;
+            void *ox = NULL, *oy = NULL;
+            rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
+            if (rc == TR_OK) rc = tr_stage_buf(ctx, out, r0 * O, nr * O, 0, &Y, &oy);
+            if (rc == TR_OK)
+                rc = tr_k_matmul_fwd_f32(Y, X, W, Bi, 1, (int)nr, (int)O, (int)I, 0, 1, 1, 0, 0, 0, 0,
+                                   tr_ctx_err(ctx));
+            if (rc == TR_OK) tr_stage_put(out, r0 * O, Y, nr * O);
+            tr_stage_scratch_free(ctx, ox);
+            tr_stage_scratch_free(ctx, oy);
+        }
+    cpu_done:
+        tr_stage_scratch_free(ctx, ow);
+        tr_stage_scratch_free(ctx, obi);
+        return rc;
+    }
+}
+
+static int linear_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const tr_tensor *dw, const tr_tensor *dbias,
+                          const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w)
+{
+    static const char *op = "linear_backward";
+    char s1[160], s2[160];
+    if (dx && !w) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: dx needs w, which is NULL", op);
+    if (dw && !x) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: dw needs x, which is NULL", op);
+    int rc = TR_OK;
+    if (dout->ndim < 1)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: dout is a scalar; it must be [..., O]", op);
+    int64_t O = dout->shape[dout->ndim - 1], N = rows_of(dout), I = 0;
+    if (w) {
+        if (w->ndim != 2 || w->shape[0] != O)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "%s: dout has shape %s but w has shape %s; w must be [%lld, in_features]",
+                           op, tr_op_shape(dout, s1), tr_op_shape(w, s2), (long long)O);
+        I = w->shape[1];
+    }
+    if (x) {
+        int64_t xI = x->ndim ? x->shape[x->ndim - 1] : 0;
+        if (w && xI != I)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: x has shape %s but w has shape %s", op,
+                           tr_op_shape(x, s1), tr_op_shape(w, s2));
+        I = xI;
+        if (x->ndim < 1 || (rc = check_like(ctx, op, "x", x, "dout", dout, I))) {
+            if (x->ndim < 1) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: x is a scalar", op);
+            return rc;
+        }
+    }
+    if (dx && (rc = check_like(ctx, op, "dx", dx, "dout", dout, I))) return rc;
+    if (dw) {
+        int64_t want[2] = { O, I };
+        if ((rc = tr_op_want_shape(ctx, op, "dw", dw, 2, want))) return rc;
+    }
+    if (dbias && (rc = tr_op_want_shape(ctx, op, "dbias", dbias, 1, &O))) return rc;
+    if (N > INT_MAX || O > INT_MAX || I > INT_MAX) return too_big(ctx, op, N, "rows");
+    if (!dx && !dw && !dbias) return TR_OK;
+
+    if (!run) return TR_OK;
+    {
+        float *W = NULL;
+        void *ow = NULL;
+        if (dx && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) return rc;
+        int all_f32 = dout->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) &&
+                      (!dw || x->dtype == TR_F32);
+        int64_t step = all_f32 ? (N > 0 ? N : 1) : tr_stage_block_rows(I > O ? I : O);
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
+            int64_t nr = N - r0 < step ? N - r0 : step;
+            float *D = NULL, *DX = NULL, *X = NULL;
+            void *od = NULL, *odx = NULL, *ox = NULL;
+            rc = tr_stage_load(ctx, dout, r0 * O, nr * O, &D, &od);
+            if (rc == TR_OK && dx) {
+                rc = tr_stage_buf(ctx, dx, r0 * I, nr * I, 0, &DX, &odx);
+                if (rc == TR_OK)
+                    rc = tr_k_matmul_fwd_f32(DX, D, W, NULL, 1, (int)nr, (int)I, (int)O, 0, 0, 1, 0, 0,
+                                       0, 0, tr_ctx_err(ctx));
+                if (rc == TR_OK) tr_stage_put(dx, r0 * I, DX, nr * I);
+            }
+            if (rc == TR_OK && dw) {
+                rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
+                if (rc == TR_OK)
+                    rc = tr_k_matmul_fwd_f32(dw->data, D, X, NULL, 1, (int)O, (int)I, (int)nr, 1, 0, 1, 1,
+                                       0, 0, 0, tr_ctx_err(ctx));
+            }
+            if (rc == TR_OK && dbias) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
+            tr_stage_scratch_free(ctx, od);
+            tr_stage_scratch_free(ctx, odx);
+            tr_stage_scratch_free(ctx, ox);
+        }
+        tr_stage_scratch_free(ctx, ow);
+        return rc;
+    }
+}
+
+/* ------------------------------------------------------------ the op table */
+
+/* Each op's shape check and CPU slot are its _impl without and with the run. */
+static int matmul_check(tr_ctx *ctx, tr_op_call *c)
+{
+    return matmul_impl(ctx, 0, c->t[0], c->t[1], c->t[2], c->t[3], (int)c->i[0], (int)c->i[1], c->f[0], c->f[1]);
+}
+static int matmul_cpu(tr_ctx *ctx, tr_op_call *c)
+{
+    return matmul_impl(ctx, 1, c->t[0], c->t[1], c->t[2], c->t[3], (int)c->i[0], (int)c->i[1], c->f[0], c->f[1]);
+}
+static int linear_check(tr_ctx *ctx, tr_op_call *c) { return linear_impl(ctx, 0, c->t[0], c->t[1], c->t[2], c->t[3]); }
+static int linear_cpu(tr_ctx *ctx, tr_op_call *c) { return linear_impl(ctx, 1, c->t[0], c->t[1], c->t[2], c->t[3]); }
+static int linear_backward_check(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_backward_impl(ctx, 0, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5]);
+}
+static int linear_backward_cpu(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_backward_impl(ctx, 1, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5]);
+}
+
+const tr_op_desc tr_opd_matmul = {
+    "matmul", 4,
+    { { "out", TR_ARG_ACC, TR_DT_FLOAT, 0 }, { "a", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "b", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "bias", TR_ARG_IN, TR_DT_FLOAT, 1 } },
+    matmul_check, { matmul_cpu, NULL },
+};
+const tr_op_desc tr_opd_linear = {
+    "linear", 4,
+    { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "w", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "bias", TR_ARG_IN, TR_DT_FLOAT, 1 } },
+    linear_check, { linear_cpu, NULL },
+};
+/* x and w may be NULL when the gradient that needs them (dw, dx) is not asked for. */
+const tr_op_desc tr_opd_linear_backward = {
+    "linear_backward", 6,
+    { { "dx", TR_ARG_OUT, TR_DT_FLOAT, 1 }, { "dw", TR_ARG_ACC, TR_DT_F32, 1 },
+      { "dbias", TR_ARG_ACC, TR_DT_F32, 1 }, { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "x", TR_ARG_IN, TR_DT_FLOAT, 1 }, { "w", TR_ARG_IN, TR_DT_FLOAT, 1 } },
+    linear_backward_check, { linear_backward_cpu, NULL },
+};
+
+int tr_op_matmul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b, const tr_tensor *bias,
+                 int trans_a, int trans_b, float alpha, float beta)
+{
+    tr_op_call c = { .t = { out, a, b, bias }, .i = { trans_a, trans_b }, .f = { alpha, beta } };
+    return tr_op_run(ctx, &tr_opd_matmul, &c);
+}
+
+int tr_op_linear(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const tr_tensor *w, const tr_tensor *bias)
+{
+    tr_op_call c = { .t = { out, x, w, bias } };
+    return tr_op_run(ctx, &tr_opd_linear, &c);
+}
+
+int tr_op_linear_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *dbias, const tr_tensor *dout,
+                          const tr_tensor *x, const tr_tensor *w)
+{
+    tr_op_call c = { .t = { dx, dw, dbias, dout, x, w } };
+    return tr_op_run(ctx, &tr_opd_linear_backward, &c);
+}

@@ -1,0 +1,54 @@
+/* ops_sgd_adafactor.h — fused optimizer steps besides AdamW (which is tr_op_adamw in
+ * ops_elem.h): SGD with momentum and Nesterov (torch.optim.SGD) and Adafactor
+ * (transformers.optimization.Adafactor). Same contract as ops_elem.h: the caller owns
+ * every tensor (state tensors are f32, tag optimizer, zero before the first step), all
+ * tensors of a call are on one device, errors are TR_EUSER naming the op and argument.
+ * The master parameter is f32 and updated in place (=); the gradient may be f32, bf16
+ * or f16 and is read only; half_copy (bf16 or f16, optional) receives the new parameter
+ * (=), the half weight a mixed-precision forward reads. grad_scale divides the gradient
+ * (the loss scale it still carries; 1 when none). step counts from 1. */
+#ifndef TR_OPS_SGD_ADAFACTOR_H
+#define TR_OPS_SGD_ADAFACTOR_H
+
+#include "tensor.h"
+
+/* ------------------------------------------------------------ sgd */
+
+/* One torch.optim.SGD step: d = g + weight_decay * param (coupled L2); with momentum != 0,
+ * buf = d at step 1 and momentum * buf + (1 - dampening) * d after, then d = buf, or
+ * d + momentum * buf with nesterov (which needs dampening 0, as torch checks);
+ * param -= lr * d. momentum_buf (f32, param's numel) is required when momentum != 0 and
+ * ignored (may be NULL) otherwise. */
+int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
+              float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+              float grad_scale);
+
+/* ------------------------------------------------------------ adafactor */
+
+/* transformers' Adafactor arguments. Its defaults: lr unused (relative_step = 1),
+ * eps1 1e-30, eps2 1e-3, clip_threshold 1, decay_rate -0.8, no first moment,
+ * weight_decay 0, relative_step = scale_parameter = 1, warmup_init = 0. With an explicit
+ * lr: relative_step = scale_parameter = warmup_init = 0. */
+typedef struct tr_adafactor_config {
+    float lr;
+    float eps1;
+    float eps2;
+    float clip_threshold;
+    float decay_rate;
+    float beta1;             /* < 0: no first moment (transformers' beta1=None) */
+    float weight_decay;
+    int32_t relative_step;
+    int32_t scale_parameter;
+    int32_t warmup_init;
+} tr_adafactor_config;
+
+/* One Adafactor step. A parameter of 2 or more dims [..., R, C] is factored: row holds
+ * numel / C elements (shape[:-1]), col numel / R (shape[:-2] + [C]), v is NULL. Otherwise
+ * v has param's numel and row, col are NULL. exp_avg (param's numel) is given exactly when
+ * cfg->beta1 >= 0. *lr_used (may be NULL) receives the learning rate the step applied
+ * (relative step times the parameter-RMS scale, or cfg->lr). */
+int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
+                    tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
+                    int64_t step, float grad_scale, float *lr_used);
+
+#endif

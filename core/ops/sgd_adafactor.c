@@ -1,0 +1,207 @@
+/* sgd_adafactor.c — the SGD and Adafactor steps over kernels/cpu/sgd_adafactor.c. A half gradient
+ * is converted to f32 through a workspace view (returned before the call returns); the
+ * Adafactor factors take a workspace of (rows + cols) doubles. Nothing is allocated that
+ * outlives the call. */
+#include "ops_sgd_adafactor.h"
+
+#include "cpu/sgd_adafactor.h"
+#include "op_stage.h"
+#include "op_table.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------ argument checks */
+
+static int want_state(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, const tr_tensor *param,
+                      int64_t numel, const char *what)
+{
+    /* the description allows NULL state (what a step needs depends on its settings) */
+    if (!t) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s is NULL; pass a tensor", op, name);
+    return tr_op_want_numel(ctx, op, name, t, numel, what);
+}
+
+static int want_common(tr_ctx *ctx, const char *op, const tr_tensor *param, const tr_tensor *grad,
+                       const tr_tensor *half_copy, int64_t step, float grad_scale)
+{
+    int rc;
+    if ((rc = want_state(ctx, op, "param", param, param, param->numel, "param's number of elements")) ||
+        (rc = tr_op_want_numel(ctx, op, "grad", grad, param->numel, "param's number of elements")) ||
+        (half_copy && ((rc = tr_op_want_numel(ctx, op, "half_copy", half_copy, param->numel,
+                                                "param's number of elements")))))
+        return rc;
+    if (step < 1)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: step = %lld; steps count from 1", op, (long long)step);
+    if (!(grad_scale > 0 && isfinite(grad_scale)))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: grad_scale = %g must be finite and > 0 (1 when unscaled)", op,
+                       (double)grad_scale);
+    return TR_OK;
+}
+
+static int no_extra(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, const char *why)
+{
+    if (!t) return TR_OK;
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s was given but %s; pass NULL", op, name, why);
+}
+
+/* Writes the f32 master param into the half copy the forward reads. */
+static void refresh_half(const tr_tensor *half_copy, const tr_tensor *param)
+{
+    if (half_copy) tr_stage_convert(half_copy->data, half_copy->dtype, param->data, TR_F32, (size_t)param->numel);
+}
+
+/* ------------------------------------------------------------ sgd */
+
+static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf, const tr_tensor *half_copy,
+              float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+              float grad_scale)
+{
+    const char *op = "sgd";
+    int rc;
+    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale))) return rc;
+    if (!(lr >= 0 && momentum >= 0 && momentum < 1 && dampening >= 0 && dampening <= 1 && weight_decay >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "sgd: lr %g, momentum %g, dampening %g, weight_decay %g: momentum must be in [0, 1), "
+                       "dampening in [0, 1], the others >= 0",
+                       (double)lr, (double)momentum, (double)dampening, (double)weight_decay);
+    if (nesterov && (momentum <= 0 || dampening != 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "sgd: nesterov needs momentum > 0 and dampening 0 (got momentum %g, dampening %g), as "
+                       "torch.optim.SGD requires",
+                       (double)momentum, (double)dampening);
+    if (momentum != 0) {
+        if (!momentum_buf)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER, "sgd: momentum %g needs a momentum_buf (f32, param's size)",
+                           (double)momentum);
+        if ((rc = want_state(ctx, op, "momentum_buf", momentum_buf, param, param->numel, "param's number of elements")))
+            return rc;
+    }
+    if (!run) return TR_OK;
+    tr_stage g = { 0 };
+    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
+    tr_k_sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
+                 weight_decay, nesterov != 0, step == 1, grad_scale);
+    tr_stage_release(ctx, &g);
+    refresh_half(half_copy, param);
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------ adafactor */
+
+static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
+{
+    if (!c) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: cfg is NULL; pass a tr_adafactor_config");
+    if (c->relative_step && c->lr > 0)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "adafactor: lr %g with relative_step: the step size is relative; set lr to 0 or relative_step "
+                       "to false (transformers refuses the combination too)",
+                       (double)c->lr);
+    if (c->warmup_init && !c->relative_step)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: warmup_init needs relative_step");
+    if (!c->relative_step && !(c->lr >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: lr %g: give lr >= 0 or turn relative_step on",
+                       (double)c->lr);
+    if (!(c->eps1 >= 0 && c->eps2 >= 0 && c->clip_threshold > 0 && c->decay_rate < 0 && c->beta1 < 1 &&
+          c->weight_decay >= 0))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "adafactor: eps (%g, %g), clip_threshold %g, decay_rate %g, beta1 %g, weight_decay %g: eps and "
+                       "weight_decay must be >= 0, clip_threshold > 0, decay_rate < 0 (-0.8), beta1 < 1 (< 0: none)",
+                       (double)c->eps1, (double)c->eps2, (double)c->clip_threshold, (double)c->decay_rate,
+                       (double)c->beta1, (double)c->weight_decay);
+    return TR_OK;
+}
+
+static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg, const tr_tensor *row,
+                    const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy, const tr_adafactor_config *cfg,
+                    int64_t step, float grad_scale, float *lr_used)
+{
+    const char *op = "adafactor";
+    int rc;
+    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale)) || (rc = check_config(ctx, cfg)))
+        return rc;
+    const int factored = param->ndim >= 2;
+    int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
+    int64_t R = factored ? param->shape[param->ndim - 2] : 1;
+    int64_t B = factored && R * C > 0 ? param->numel / (R * C) : 1;
+    if (cfg->beta1 >= 0) {
+        if (!exp_avg)
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: beta1 %g needs exp_avg (f32, param's size)",
+                           (double)cfg->beta1);
+        if ((rc = want_state(ctx, op, "exp_avg", exp_avg, param, param->numel, "param's number of elements")))
+            return rc;
+    } else if ((rc = no_extra(ctx, op, "exp_avg", exp_avg, "beta1 < 0 means no first moment"))) {
+        return rc;
+    }
+    if (factored) {
+        if ((rc = want_state(ctx, op, "row", row, param, B * R, "param's numel / its last dim")) ||
+            (rc = want_state(ctx, op, "col", col, param, B * C, "param's numel / its second-to-last dim")) ||
+            (rc = no_extra(ctx, op, "v", v, "a parameter of 2 or more dims keeps factored moments (row, col)")))
+            return rc;
+    } else if ((rc = want_state(ctx, op, "v", v, param, param->numel, "param's number of elements")) ||
+               (rc = no_extra(ctx, op, "row", row, "a vector keeps an unfactored v")) ||
+               (rc = no_extra(ctx, op, "col", col, "a vector keeps an unfactored v"))) {
+        return rc;
+    }
+    if (!run) return TR_OK;
+    if (param->numel == 0) return TR_OK;
+
+    tr_stage g = { 0 };
+    void *work = NULL;
+    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
+    if (factored && (rc = tr_stage_scratch(ctx, (size_t)(B * (R + C)) * sizeof(double), &work))) {
+        tr_stage_release(ctx, &g);
+        return rc;
+    }
+    adafactor_hparams hp = {
+        .lr = cfg->lr, .eps1 = cfg->eps1, .eps2 = cfg->eps2, .clip_threshold = cfg->clip_threshold,
+        .decay_rate = cfg->decay_rate, .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0, .weight_decay = cfg->weight_decay,
+        .relative_step = cfg->relative_step != 0, .scale_parameter = cfg->scale_parameter != 0,
+        .warmup_init = cfg->warmup_init != 0, .step = step, .grad_scale = grad_scale,
+    };
+    double lr = tr_k_adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
+                                   factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
+    tr_stage_scratch_free(ctx, work);
+    tr_stage_release(ctx, &g);
+    refresh_half(half_copy, param);
+    if (lr_used) *lr_used = (float)lr;
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------ the op table */
+
+TR_OP_IMPL_SLOTS(sgd, c->t[0], c->t[1], c->t[2], c->t[3], c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0],
+                 c->i[1], c->f[4])
+TR_OP_IMPL_SLOTS(adafactor, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->t[6], c->p, c->i[0], c->f[0],
+                 c->res)
+
+/* State tensors may be NULL in the description: which ones a step needs depends on its
+ * settings (momentum, beta1, the param's rank), checked with the shapes. */
+const tr_op_desc tr_opd_sgd = {
+    "sgd", 4,
+    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "momentum_buf", TR_ARG_ACC, TR_DT_F32, 1 }, { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+    sgd_check, { sgd_cpu, NULL } };
+const tr_op_desc tr_opd_adafactor = {
+    "adafactor", 7,
+    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
+      { "exp_avg", TR_ARG_ACC, TR_DT_F32, 1 }, { "row", TR_ARG_ACC, TR_DT_F32, 1 },
+      { "col", TR_ARG_ACC, TR_DT_F32, 1 }, { "v", TR_ARG_ACC, TR_DT_F32, 1 },
+      { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+    adafactor_check, { adafactor_cpu, NULL } };
+
+int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
+              float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+              float grad_scale)
+{
+    tr_op_call c = { .t = { param, grad, momentum_buf, half_copy },
+                     .f = { lr, momentum, dampening, weight_decay, grad_scale }, .i = { nesterov, step } };
+    return tr_op_run(ctx, &tr_opd_sgd, &c);
+}
+
+int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
+                    tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
+                    int64_t step, float grad_scale, float *lr_used)
+{
+    tr_op_call c = { .t = { param, grad, exp_avg, row, col, v, half_copy }, .p = cfg, .i = { step },
+                     .f = { grad_scale }, .res = lr_used };
+    return tr_op_run(ctx, &tr_opd_adafactor, &c);
+}

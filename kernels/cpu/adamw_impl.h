@@ -1,0 +1,28 @@
+/* adamw_impl.h — body of the fused AdamW kernel over REAL / KFN(name) (see optim.c).
+ * Semantics are torch.optim.AdamW's (amsgrad off, maximize off). */
+
+/* ------------------------------------------------------------ adamw */
+
+/* One step, in place on param, m and v (all [n]); grad is read only. With g = grad /
+ * grad_scale (grad_scale is the loss scale the gradients still carry; 1 when none):
+ *   param -= lr * weight_decay * param                   (decoupled weight decay)
+ *   m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g^2
+ *   param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+ * step counts from 1. */
+void KFN(tr_k_adamw_step)(REAL *param, REAL *m, REAL *v, const REAL *grad, int64_t n, REAL lr, REAL beta1,
+                     REAL beta2, REAL eps, REAL weight_decay, int64_t step, REAL grad_scale)
+{
+    REAL bc1 = (REAL)(1 - pow((double)beta1, (double)step));
+    REAL bc2_sqrt = (REAL)sqrt(1 - pow((double)beta2, (double)step));
+    REAL step_size = lr / bc1, decay = 1 - lr * weight_decay, inv_scale = 1 / grad_scale;
+#pragma omp parallel for if (n > 65536)
+    for (int64_t i = 0; i < n; i++) {
+        REAL g = grad[i] * inv_scale;
+        REAL p = param[i] * decay;
+        REAL mi = beta1 * m[i] + (1 - beta1) * g;
+        REAL vi = beta2 * v[i] + (1 - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        param[i] = p - step_size * mi / (KSQRT(vi) / bc2_sqrt + eps);
+    }
+}
