@@ -1,5 +1,5 @@
 -- trainer.data: training and evaluation data — a Dataset over one JSONL, TSV or CSV file
--- (plain or gzip; core/reader.h reads it) shaped by the recipe's `data` table, and a
+-- (plain or gzip; core/io/reader.h reads it) shaped by the recipe's `data` table, and a
 -- Loader that cuts it into seeded, resumable batches.
 --
 --   local data = require("trainer.data")
@@ -36,7 +36,7 @@
 --   not shuffled: one streaming pass in file order.
 --   build = "nli_triplets" is the exception: grouping by premise needs the whole file,
 --     so the triplets are held in Lua (as sentence-transformers does).
--- All randomness is tr_shuffle_below (Philox keyed by the seed; see core/reader.h), so
+-- All randomness is tr_shuffle_below (Philox keyed by the seed; see core/io/reader.h), so
 -- the order is the same on every machine; purposes: 1 rows, 2 batches, 3 NLI choices.
 --
 -- build = "nli_triplets" follows sentence-transformers' examples/training/nli/
@@ -95,7 +95,7 @@ local function raise(status, err)
   error("trainer.data: " .. msg, 0)
 end
 
--- Uniform integer in [0, n): a pure function of its arguments (core/reader.h).
+-- Uniform integer in [0, n): a pure function of its arguments (core/io/reader.h).
 local function below(seed, epoch, purpose, counter, n)
   return tonumber(C.tr_shuffle_below(seed, epoch, purpose, counter, n))
 end

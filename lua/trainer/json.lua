@@ -1,4 +1,4 @@
--- trainer.json: JSON through jansson (core/lua_json.c).
+-- trainer.json: JSON through jansson (core/binding/lua_json.c).
 --   json.decode(text [, source]) -> value, or raises a user error naming source
 --   json.encode(value [, indent]) -> text (sorted keys: deterministic files)
 --   json.read(path) -> value; json.null stands for JSON null

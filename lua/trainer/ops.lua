@@ -1,4 +1,4 @@
--- trainer.ops: the C ops (core/ops_nn.h, core/ops_elem.h) callable from Lua, so that
+-- trainer.ops: the C ops (core/ops/ops_nn.h, core/ops/ops_elem.h) callable from Lua, so that
 -- models, losses and tests are written in Lua.
 --
 -- Conventions:
@@ -360,7 +360,7 @@ function M.adamw_(param, grad, m, v, o)
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 
--- ---------------------------------------------------------------- feature matrices (core/ops_features.h)
+-- ---------------------------------------------------------------- feature matrices (core/ops/ops_pair_features.h)
 -- dst[:, dst_col + j] (=, or += when accumulate) src[:, src_col + j] for j < ncols (0-based
 -- columns of the last dim; rows are the leading dims flattened). Returns dst.
 function M.copy_cols_(dst, dst_col, src, src_col, ncols, accumulate)
@@ -407,7 +407,7 @@ function M.abs_diff_backward(dout, a, b)
 end
 
 -- ---------------------------------------------------------------- the op table
--- Whether the op `name` (its name in the C op table, core/op_list.h: "linear",
+-- Whether the op `name` (its name in the C op table, core/ops/op_list.h: "linear",
 -- "attention_backward", ...) can run on `device` ("cpu", "cuda", "cuda:N" or an index) in
 -- this build and this process, answered without running it.
 function M.supported(name, device)

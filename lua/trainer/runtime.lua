@@ -1,4 +1,4 @@
--- trainer.runtime: the process's runtime context (core/ctx.h) and helpers to turn C
+-- trainer.runtime: the process's runtime context (core/base/ctx.h) and helpers to turn C
 -- statuses into Lua errors. Everything that allocates goes through runtime.ctx.
 local ffi = require("ffi")
 local C = require("trainer.ffi")

@@ -1,4 +1,4 @@
--- trainer.safetensors: Hugging Face safetensors files from Lua, over core/safetensors.h.
+-- trainer.safetensors: Hugging Face safetensors files from Lua, over core/io/safetensors.h.
 --
 --   local st = require("trainer.safetensors")
 --   local r = st.load("models/x")            -- a .safetensors file, an index .json, or a folder

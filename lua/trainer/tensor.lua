@@ -1,5 +1,5 @@
 -- trainer.tensor: tensors in Lua. A Tensor is a small Lua table around a C tr_tensor*
--- (core/tensor.h). Memory is released by t:free(), deterministically; the garbage
+-- (core/tensor/tensor.h). Memory is released by t:free(), deterministically; the garbage
 -- collector only frees what a program forgot (a safety net, never the mechanism).
 -- Using a tensor after free() is an error that says so, never a crash.
 --

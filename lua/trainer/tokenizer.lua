@@ -1,4 +1,4 @@
--- trainer.tokenizer: Hugging Face compatible tokenizers from Lua, over core/tokenizer.h.
+-- trainer.tokenizer: Hugging Face compatible tokenizers from Lua, over core/tokenizer/tokenizer.h.
 --
 --   local tok = require("trainer.tokenizer").load("models/all-MiniLM-L6-v2")
 --   tok:encode("Hello world")              --> { 101, 7592, 2088, 102 }  (specials included)

@@ -10,7 +10,7 @@
 -- reader treats a header:
 --   * the decompressed size is bounded (what an optimizer's state of this model can take
 --     plus 16 MiB for the header) while it is read, so a gzip bomb ends early;
---   * the safetensors layer (core/safetensors.c) checks the header length against the
+--   * the safetensors layer (core/io/safetensors.c) checks the header length against the
 --     file before reading it, then offsets, dtypes and shapes;
 --   * every JSON field is typed and ranged, and every tensor's name, dtype and shape is
 --     checked against the model's parameters and the optimizer's slots.
