@@ -2,7 +2,7 @@
 # trainer against PyTorch (transformers + peft, sentence-transformers) on the CPU of this
 # machine, in one run, alternating the two sides (A B A B: trainer, PyTorch, trainer, PyTorch)
 # so that a change in the machine's load hits both. Every measurement is its own process, so
-# its peak RSS (/usr/bin/time -v's "Maximum resident set size") belongs to it alone. A
+# its peak RSS (/usr/bin/time: the "Maximum resident set size" of -v) is its own. A
 # benchmark: it measures and prints, it asserts nothing, and is never a test.
 #
 #   bench/vs_pytorch.sh --setup-only   make the virtual environment and stop
