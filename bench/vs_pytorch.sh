@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# trainer against PyTorch (transformers + peft, sentence-transformers) on the CPU of this
+# machine, in one run, alternating the two sides (A B A B: trainer, PyTorch, trainer, PyTorch)
+# so that a change in the machine's load hits both. Every measurement is its own process, so
+# its peak RSS (/usr/bin/time: the "Maximum resident set size" of -v) is its own. A
+# benchmark: it measures and prints, it asserts nothing, and is never a test.
+#
+#   bench/vs_pytorch.sh --setup-only   make the virtual environment and stop
+#   bench/vs_pytorch.sh --setup        make it, then run the benchmark
+#   bench/vs_pytorch.sh [--quick]      run (the venv must exist)
+#     --quick     all-MiniLM-L6-v2 shape only, fewer steps: a few minutes on 2 idle cores
+#     VENV=DIR    the virtual environment (default build/bench-venv; build/ is ignored by git)
+#     THREADS=N   threads of both sides (default: nproc); OMP_NUM_THREADS and torch.set_num_threads
+#
+# Rows:
+#   32 x 128 random token ids a step, AdamW, random init, 2-label classifier, cross entropy, for
+#   the all-MiniLM-L6-v2 shape (6 layers x 384, 12 heads, 1536) and the BERT-base shape
+#   (12 x 768, 12 heads, 3072), in three configurations: fp32 full; fp32 LoRA r 8 on query and
+#   value; bf16 + checkpointing of every layer + LoRA (bench/train_step.lua against
+#   bench/torch_train_step.py: tokens/s over the measured steps after one warm-up step).
+#   STS-B fine-tune: recipes/minilm_sts_lora.lua (LoRA, CoSENT, batch 16, max_length 64) against
+#   SentenceTransformerTrainer with the same model folder, loss, batch, lr and steps
+#   (bench/st_compare.py finetune): samples (pairs)/s over steps 2..N.
+#   encode: 1000 SICK test premises (../shared/data) with the model folder, batch 32: in-process
+#   (load excluded: bench/encode_throughput.lua against model.encode) and whole-process
+#   (`trainer encode` against a Python process that loads sentence-transformers and encodes).
+# Figures of the two rounds: throughput is their mean, the ratio column the range of the two
+# per-round ratios, peak RSS the larger of the two. Ratios are trainer / PyTorch.
+#
+# Setup: PyPI's `torch` for Linux x86-64 is the CUDA build (about 3.5 GB to download with its
+# nvidia-* wheels, 6 GB installed); it runs on the CPU, and PyPI has no CPU-only wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-build/bench-venv}
+THREADS=${THREADS:-$(nproc)}
+MODEL=models/all-MiniLM-L6-v2
+quick=0 setup=0 run=1
+for a in "$@"; do
+  case "$a" in
+    --quick) quick=1 ;;
+    --setup) setup=1 ;;
+    --setup-only) setup=1; run=0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --help)" >&2; exit 1 ;;
+  esac
+done
+
+if [ "$setup" = 1 ]; then
+  if [ ! -x /usr/bin/time ]; then
+    if [ "$(id -u)" = 0 ]; then apt-get install -y time >/dev/null
+    else echo "bench/vs_pytorch.sh: /usr/bin/time is missing: install Debian's package 'time' (apt-get install time)" >&2; exit 1; fi
+  fi
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  # sentence-transformers[train] brings datasets and accelerate, which its trainer needs
+  "$VENV/bin/pip" install --quiet torch transformers peft "sentence-transformers[train]"
+  echo "bench venv ready: $VENV ($("$VENV/bin/python" -c 'import torch, transformers, peft, sentence_transformers as s; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__, "sentence-transformers", s.__version__)' 2>/dev/null))"
+fi
+[ "$run" = 1 ] || exit 0
+
+PY="$VENV/bin/python"
+if ! "$PY" -c 'import torch, transformers, peft, sentence_transformers, datasets' 2>/dev/null; then
+  echo "bench/vs_pytorch.sh: no bench virtual environment with torch, transformers, peft and sentence-transformers at $VENV; make it with: bench/vs_pytorch.sh --setup-only" >&2
+  exit 1
+fi
+[ -x /usr/bin/time ] || { echo "bench/vs_pytorch.sh: /usr/bin/time is missing: apt-get install time" >&2; exit 1; }
+[ -x ./trainer ] || { echo "bench/vs_pytorch.sh: ./trainer is not built: run make -j2 first" >&2; exit 1; }
+[ -f "$MODEL/model.safetensors" ] || bash scripts/fetch_minilm.sh >/dev/null
+export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
+export PYTHONWARNINGS=ignore TRANSFORMERS_VERBOSITY=error HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+
+if [ "$quick" = 1 ]; then shapes="minilm"; warmup=1; steps=1; sts_steps=8
+else shapes="minilm bert-base"; warmup=1; steps=3; sts_steps=30; fi
+configs="fp32-full fp32-lora bf16-ckpt-lora"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+t_start=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+shape_flags() {
+  case "$1" in
+    minilm) echo "--layers 6 --hidden 384 --heads 12 --intermediate 1536" ;;
+    bert-base) echo "--layers 12 --hidden 768 --heads 12 --intermediate 3072" ;;
+  esac
+}
+
+# measure NAME CMD...: runs CMD under /usr/bin/time; leaves NAME.out (stdout), NAME.err and
+# NAME.time ("peak_rss_kib wall_s"). A failed command leaves no NAME.time and a note on stderr.
+measure() {
+  local name=$1; shift
+  if /usr/bin/time -f "%M %e" -o "$work/$name.t" "$@" >"$work/$name.out" 2>"$work/$name.err"; then
+    mv "$work/$name.t" "$work/$name.time"
+  else
+    echo "bench/vs_pytorch.sh: $name failed: $* (last lines of its output below)" >&2
+    grep -v '^Command exited' "$work/$name.err" | tail -n 5 >&2 || true
+  fi
+}
+# field NAME KEY: KEY's value in NAME.out; rss NAME: peak RSS in MiB; wall NAME: seconds ("" when absent)
+field() { if [ -f "$work/$1.out" ]; then sed -n "s/.*\b$2=\([0-9.]*\).*/\1/p" "$work/$1.out" | tail -n 1; fi; }
+rss() { if [ -f "$work/$1.time" ]; then awk '{ printf "%.0f", $1 / 1024 }' "$work/$1.time"; fi; }
+wall() { if [ -f "$work/$1.time" ]; then awk '{ print $2 }' "$work/$1.time"; fi; }
+progress() { printf '  [%4ss] %s\n' "$(( $(date +%s) - t_start ))" "$*" >&2; }
+
+# ---------------------------------------------------------------- fixed cost of a process
+# What a process holds before it does any work: `trainer run` of an empty script (a CUDA build
+# maps and initialises libcublasLt at start), and Python with torch and transformers imported.
+echo "return 0" >"$work/empty.lua"
+measure base.A ./trainer run "$work/empty.lua"
+measure base.B "$PY" -c "import torch, transformers"
+cuda_note=$(if ldd ./trainer | grep -q cublas; then echo "a CUDA build, libcublasLt linked"; else echo "a CPU-only build"; fi)
+
+# ---------------------------------------------------------------- 32 x 128 training steps
+for shape in $shapes; do
+  for cfg in $configs; do
+    for round in 1 2; do
+      progress "$shape $cfg round $round: trainer"
+      # shellcheck disable=SC2046
+      measure "train.$shape.$cfg.$round.A" ./trainer run bench/train_step.lua --config "$cfg" $(shape_flags "$shape") \
+        --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
+      progress "$shape $cfg round $round: PyTorch"
+      # shellcheck disable=SC2046
+      measure "train.$shape.$cfg.$round.B" "$PY" bench/torch_train_step.py --config "$cfg" $(shape_flags "$shape") \
+        --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
+    done
+  done
+done
+
+# ---------------------------------------------------------------- STS-B LoRA fine-tune
+# trainer: samples/s from its metrics.jsonl (each step's tokens / tokens_per_s is its time)
+sts_rate() {
+  "$PY" - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if r.get("step", 0) >= 2]
+t = sum(r["tokens"] / r["tokens_per_s"] for r in rows)
+print(f"samples_s={16 * len(rows) / t:.1f}")
+PY
+}
+for round in 1 2; do
+  progress "STS-B fine-tune round $round: trainer"
+  rm -rf "$work/sts_run"
+  measure "sts.$round.A" ./trainer recipes/minilm_sts_lora.lua "steps=$sts_steps" data.eval=nil eval.at_start=false \
+    save.final=false log.every=1 "out=\"$work/sts_run\"" --quiet
+  if [ -f "$work/sts_run/metrics.jsonl" ]; then sts_rate "$work/sts_run/metrics.jsonl" >"$work/sts.$round.A.out"; fi
+  progress "STS-B fine-tune round $round: sentence-transformers"
+  measure "sts.$round.B" "$PY" bench/st_compare.py finetune "$MODEL" data/stsb_train.jsonl.gz "$sts_steps"
+done
+
+# ---------------------------------------------------------------- encode 1000 sentences
+if [ -f ../shared/data/sick_test.jsonl.gz ]; then
+  zcat ../shared/data/sick_test.jsonl.gz | head -n 1000 |
+    sed -e 's/^{"premise": "//' -e 's/", "hypothesis".*$//' -e 's/\\"/"/g' >"$work/texts.txt" || true
+  texts_note="1000 SICK test premises"
+else   # without ../shared/data: STS-B's first sentences, shipped in this repository
+  zcat data/stsb_dev.jsonl.gz | head -n 1000 | sed -e 's/^{"sentence1": "//' -e 's/", "sentence2".*$//' \
+    -e 's/\\"/"/g' >"$work/texts.txt" || true
+  texts_note="1000 STS-B dev sentences (../shared/data is missing)"
+fi
+ntexts=$(wc -l <"$work/texts.txt")
+for round in 1 2; do
+  progress "encode round $round: trainer"
+  measure "enc_in.$round.A" ./trainer run bench/encode_throughput.lua "$MODEL" "$work/texts.txt" 32
+  # encode_throughput.lua prints "tokenize_per_s encode_per_s"
+  if [ -f "$work/enc_in.$round.A.time" ]; then
+    awk '{ print "sentences_s=" $2 }' "$work/enc_in.$round.A.out" >"$work/enc_in.$round.A.tmp"
+    mv "$work/enc_in.$round.A.tmp" "$work/enc_in.$round.A.out"
+  fi
+  measure "enc_cli.$round.A" ./trainer encode "$MODEL" "$work/texts.txt" --batch 32
+  progress "encode round $round: sentence-transformers"
+  measure "enc_in.$round.B" "$PY" bench/st_compare.py encode "$MODEL" "$work/texts.txt"
+done
+
+# ---------------------------------------------------------------- table
+# row LABEL SHAPE PREFIX KEY UNIT: PREFIX.{1,2}.{A,B} hold KEY=value lines and their .time files
+row() {
+  local label=$1 shape=$2 p=$3 key=$4
+  local a1 a2 b1 b2 ra1 ra2 rb1 rb2
+  a1=$(field "$p.1.A" "$key"); a2=$(field "$p.2.A" "$key"); b1=$(field "$p.1.B" "$key"); b2=$(field "$p.2.B" "$key")
+  ra1=$(rss "$p.1.A"); ra2=$(rss "$p.2.A"); rb1=$(rss "$p.1.B"); rb2=$(rss "$p.2.B")
+  awk -v label="$label" -v shape="$shape" -v a1="$a1" -v a2="$a2" -v b1="$b1" -v b2="$b2" \
+      -v ra1="$ra1" -v ra2="$ra2" -v rb1="$rb1" -v rb2="$rb2" 'BEGIN {
+    mean = "-"; ta = "n/a"; tb = "n/a"; ratio = "n/a"; mem = "n/a"; mratio = "n/a"
+    if (a1 != "" && a2 != "") ta = sprintf((a1 + a2) / 2 < 100 ? "%.1f" : "%.0f", (a1 + a2) / 2)
+    if (b1 != "" && b2 != "") tb = sprintf((b1 + b2) / 2 < 100 ? "%.1f" : "%.0f", (b1 + b2) / 2)
+    if (a1 != "" && a2 != "" && b1 != "" && b2 != "" && b1 > 0 && b2 > 0) {
+      r1 = a1 / b1; r2 = a2 / b2
+      ratio = sprintf("%.2f-%.2fx", (r1 < r2 ? r1 : r2), (r1 < r2 ? r2 : r1))
+    }
+    ma = (ra1 > ra2 ? ra1 : ra2); mb = (rb1 > rb2 ? rb1 : rb2)
+    if (ma != "" && mb != "" && mb > 0) { mem = sprintf("%d / %d", ma, mb); mratio = sprintf("%.2fx", ma / mb) }
+    printf "| %-30s | %-9s | %10s | %10s | %12s | %13s | %6s |\n", label, shape, ta, tb, ratio, mem, mratio
+  }'
+}
+
+echo
+echo "bench/vs_pytorch.sh$( [ "$quick" = 1 ] && echo " --quick"): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $THREADS threads each side, load average before: $load_before"
+"$PY" -c 'import torch, transformers, peft, sentence_transformers as s; print(f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), transformers {transformers.__version__}, peft {peft.__version__}, sentence-transformers {s.__version__}")' 2>/dev/null || true
+echo "32 x 128 rows: $warmup warm-up + $steps measured step(s) per process; STS-B: $sts_steps steps; two rounds A B A B"
+echo
+printf '| %-30s | %-9s | %10s | %10s | %12s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "peak RSS MiB" "ratio"
+printf '| %-30s | %-9s | %10s | %10s | %12s | %13s | %6s |\n' "" "" "" "" "" "trainer / PT" ""
+echo "|---|---|---:|---:|---:|---:|---:|"
+for shape in $shapes; do
+  for cfg in $configs; do
+    case "$cfg" in
+      fp32-full) label="fp32 full, tok/s" ;; fp32-lora) label="fp32 LoRA q,v, tok/s" ;;
+      bf16-ckpt-lora) label="bf16 + ckpt + LoRA, tok/s" ;;
+    esac
+    row "$label" "$shape" "train.$shape.$cfg" tokens_s
+  done
+done
+row "STS-B LoRA fine-tune, pairs/s" "minilm" sts samples_s
+row "encode in-process, sent/s" "minilm" enc_in sentences_s
+for round in 1 2; do   # whole-process encode: sentences / wall seconds, model load included
+  for side in "enc_cli.$round.A:enc_proc.$round.A" "enc_in.$round.B:enc_proc.$round.B"; do
+    from=${side%%:*} to=${side#*:}
+    if [ -f "$work/$from.time" ]; then
+      awk -v n="$ntexts" '{ printf "sentences_s=%.1f\n", n / $2 }' "$work/$from.time" >"$work/$to.out"
+      cp "$work/$from.time" "$work/$to.time"
+    fi
+  done
+done
+row "encode whole process, sent/s" "minilm" enc_proc sentences_s
+echo
+echo "texts for encode: $texts_note; whole process = sentences / wall time of \`trainer encode\` against a Python"
+echo "process that imports sentence-transformers, loads the model and encodes (its in-process figure warms up on"
+echo "one batch first). Throughput: mean of the two rounds; ratio: the two rounds' trainer/PyTorch; peak RSS: the"
+echo "larger round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "Fixed cost of a process before any work (peak RSS): \`trainer run\` of an empty script $(rss base.A) MiB ($cuda_note),"
+echo "python -c 'import torch, transformers' $(rss base.B) MiB; both are inside the RSS figures above."
