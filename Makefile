@@ -108,7 +108,7 @@ ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
 BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle
+.PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle lint format
 .SECONDARY:
 all: trainer
 
@@ -214,6 +214,22 @@ build/bundle/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 gpu-bundle: build/bundle/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "gpu-bundle: needs nvcc and cuBLASLt (this build has no CUDA backend)"; exit 1; fi
 	@bash scripts/gpu_bundle.sh $(BUNDLE_DIR) build/bundle
+
+# ---------------------------------------------------------------- style
+# `make lint`: cppcheck on the C (warnings and portability; a finding is an error) and
+# luacheck on the Lua (.luacheckrc), both Debian packages (scripts/deps.sh); CI runs it.
+# `make format`: clang-format (.clang-format) over the C and CUDA sources, in place.
+C_SOURCES := $(wildcard core/*.[ch] core/*/*.[ch] kernels/cpu/*.[ch] kernels/cuda/*.cu kernels/cuda/*.h kernels/cuda/*.cuh \
+                        tests/c/*.[ch] tests/gpu/*.[ch] bench/*.c)
+lint:
+	$(call say,CPPCHECK,core kernels/cpu)
+	$(Q)cppcheck -q --std=c11 --enable=warning,portability --inline-suppr --error-exitcode=1 -D_GNU_SOURCE \
+	    $(CORE_INCS) -Ikernels core kernels/cpu
+	$(call say,LUACHECK,lua recipes tests/lua bench scripts)
+	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua scripts/*.lua tests/cli/*.lua)
+
+format:
+	clang-format -i $(C_SOURCES)
 
 clean:
 	rm -rf build trainer

@@ -19,6 +19,10 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
 # tmux: tests/cli/test_repl_terminal.sh types into the REPL in a real terminal (a SKIP without it)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+# make lint: cppcheck on the C, luacheck on the Lua; make format: clang-format
+command -v cppcheck >/dev/null 2>&1 || missing+=(cppcheck)
+command -v luacheck >/dev/null 2>&1 || missing+=(lua-check)
+command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
 for pc in "${!PKG[@]}"; do
   if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
 done

@@ -27,7 +27,8 @@ int64_t KFN(tr_k_cross_entropy_fwd)(REAL *losses, REAL *lse, const REAL *logits,
             se += KEXP(z[k] - mx);
             sz += z[k];
         }
-        REAL l = mx + KLOG(se);
+        /* se >= 1 (the row's maximum contributes exp(0)); the guard only tells the analyser */
+        REAL l = mx + KLOG(se > 0 ? se : 1);
         lse[n] = l;
         losses[n] = (1 - label_smoothing) * (l - z[targets[n]]) + label_smoothing * (l - sz / (REAL)K);
         count++;

@@ -1,0 +1,7 @@
+-- luacheck settings for `make lint`: LuaJIT, the one global `trainer` (DESIGN: no globals
+-- but trainer), long lines allowed (messages are written as one string).
+std = "luajit"
+globals = { "trainer" }
+max_line_length = false
+-- Recipes run in their own environment, where `trainer` is given.
+files["recipes/"] = { read_globals = { "trainer" } }
