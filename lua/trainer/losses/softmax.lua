@@ -5,11 +5,9 @@
 -- The classifier belongs to the loss: parameters() yields "classifier.weight" [num_labels,
 -- 3C] and "classifier.bias" [num_labels] (f32, tag weights; gradients tag grads that
 -- ACCUMULATE), initialised as torch.nn.Linear (uniform in +-1/sqrt(3C)) from opts.seed.
-local ffi = require("ffi")
-local C = require("trainer.ffi")
 local T = require("trainer.tensor")
+local sites = require("trainer.rng_sites")
 local ops = require("trainer.ops")
-local runtime = require("trainer.runtime")
 local errors = require("trainer.errors")
 local base = require("trainer.losses.base")
 
@@ -19,17 +17,8 @@ local M = {}
 
 -- uniform(-bound, bound) values of `shape` from the keyed RNG (seed, op = stream).
 local function uniform(shape, bound, seed, stream, device)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  local buf = ffi.new("float[?]", n)
-  C.tr_rng_uniform(buf, n, ops.rng_key({ seed = seed, op = stream }), 0)
-  local host = T.empty(shape, { tag = "weights" })
-  for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
-  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), buf, n * 4), "softmax loss init")
-  if (device or "cpu") == "cpu" then return host end
-  local out = host:to({ device = device })
-  host:free()
-  return out
+  return T.random(shape, { dist = "uniform", bound = bound, seed = seed, stream = stream, device = device,
+    tag = "weights" }, "softmax loss init")
 end
 
 -- opts.dim: the embedding width C (required); opts.device, opts.seed.
@@ -46,9 +35,9 @@ function M.new(spec, opts)
   end
   local bound = 1 / math.sqrt(3 * dim)
   local seed = opts.seed or 0
-  local w = { value = uniform({ K, 3 * dim }, bound, seed, 0x50f7, opts.device), trainable = true,
+  local w = { value = uniform({ K, 3 * dim }, bound, seed, sites.softmax_weight, opts.device), trainable = true,
               grad = T.zeros({ K, 3 * dim }, { device = opts.device, tag = "grads" }) }
-  local b = { value = uniform({ K }, bound, seed, 0x50f8, opts.device), trainable = true,
+  local b = { value = uniform({ K }, bound, seed, sites.softmax_bias, opts.device), trainable = true,
               grad = T.zeros({ K }, { device = opts.device, tag = "grads" }) }
   return setmetatable({ kind = "softmax", num_labels = K, dim = dim,
                         _params = { { "classifier.weight", w }, { "classifier.bias", b } } }, Softmax)

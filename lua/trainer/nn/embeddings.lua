@@ -6,6 +6,7 @@
 -- position and token-type ids, which differ between BERT and RoBERTa.
 -- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
 local Module = require("trainer.nn.module")
+local sites = require("trainer.rng_sites")
 local Embedding = require("trainer.nn.embedding")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
@@ -26,7 +27,7 @@ function Embeddings.new(cfg, rng)
     self:add_module("token_type_embeddings", Embedding.new(cfg.type_vocab_size, C, with({})))
   end
   self:add_module("LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
-  self:add_module("dropout", Dropout.new(cfg.hidden_dropout_prob, rng, 0, 0))
+  self:add_module("dropout", Dropout.new(cfg.hidden_dropout_prob, rng, 0, sites.dropout.embeddings))
   return self
 end
 
