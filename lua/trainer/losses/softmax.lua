@@ -15,12 +15,6 @@ local Softmax = base.class()
 
 local M = {}
 
--- uniform(-bound, bound) values of `shape` from the keyed RNG (seed, op = stream).
-local function uniform(shape, bound, seed, stream, device)
-  return T.random(shape, { dist = "uniform", bound = bound, seed = seed, stream = stream, device = device,
-    tag = "weights" }, "softmax loss init")
-end
-
 -- opts.dim: the embedding width C (required); opts.device, opts.seed.
 function M.new(spec, opts)
   opts = opts or {}
@@ -35,9 +29,13 @@ function M.new(spec, opts)
   end
   local bound = 1 / math.sqrt(3 * dim)
   local seed = opts.seed or 0
-  local w = { value = uniform({ K, 3 * dim }, bound, seed, sites.softmax_weight, opts.device), trainable = true,
+  local function init(shape, stream) -- torch.nn.Linear's U(-bound, bound), one stream each
+    return T.random(shape, { dist = "uniform", bound = bound, seed = seed, stream = stream, device = opts.device,
+      tag = "weights" }, "softmax loss init")
+  end
+  local w = { value = init({ K, 3 * dim }, sites.softmax_weight), trainable = true,
               grad = T.zeros({ K, 3 * dim }, { device = opts.device, tag = "grads" }) }
-  local b = { value = uniform({ K }, bound, seed, sites.softmax_bias, opts.device), trainable = true,
+  local b = { value = init({ K }, sites.softmax_bias), trainable = true,
               grad = T.zeros({ K }, { device = opts.device, tag = "grads" }) }
   return setmetatable({ kind = "softmax", num_labels = K, dim = dim,
                         _params = { { "classifier.weight", w }, { "classifier.bias", b } } }, Softmax)

@@ -4,7 +4,7 @@
 -- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
 -- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
 -- which never materialises T x T probabilities and saves only the row log-sum-exp.
--- Dropout sites: attention probabilities (layer, op 1), output (layer, op 2).
+-- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
 -- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept.
 local Module = require("trainer.nn.module")
 local sites = require("trainer.rng_sites")

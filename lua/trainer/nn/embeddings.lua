@@ -2,7 +2,7 @@
 --   y = Dropout(LayerNorm(word[ids] + token_type[type_ids] + position[pos_ids]))
 -- (summed in that order, as transformers does). Children: word_embeddings,
 -- position_embeddings, token_type_embeddings (absent when type_vocab_size is 0),
--- LayerNorm. Dropout site (layer 0, op 0). The caller (models/bert.lua) builds the
+-- LayerNorm. Dropout site (layer 0, rng_sites.dropout.embeddings). The caller (models/bert.lua) builds the
 -- position and token-type ids, which differ between BERT and RoBERTa.
 -- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
 local Module = require("trainer.nn.module")

@@ -2,7 +2,7 @@
 --   y = LayerNorm(x + Dropout(Dense2(act(Dense1(x)))))
 -- Children carry the Hugging Face names relative to the layer: intermediate.dense,
 -- output.dense, output.LayerNorm (the block is added to the layer under "", transparent).
--- act is GELU (erf or tanh form, from hidden_act). Dropout site: (layer, op 3).
+-- act is GELU (erf or tanh form, from hidden_act). Dropout site: (layer, rng_sites.dropout.feedforward_output).
 local Module = require("trainer.nn.module")
 local sites = require("trainer.rng_sites")
 local Linear = require("trainer.nn.linear")
