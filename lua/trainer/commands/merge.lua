@@ -112,8 +112,8 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
     local merged_names = lora.merge(model)
     local tmp = out_dir .. ".tmp-merge"
     local native = require("trainer.native")
-    local rok, rerr = native.remove_tree(tmp)
-    if not rok then errors.user("%s: cannot remove the leftover of an earlier merge (%s)", tmp, rerr) end
+    local dok, derr = native.remove_tree(tmp)
+    if not dok then errors.user("%s: cannot remove the leftover of an earlier merge (%s)", tmp, derr) end
     local cok, cerr = native.copy_tree(model_dir, tmp)
     if not cok then errors.user("%s: cannot copy %s into it (%s)", tmp, model_dir, cerr) end
     -- the base weights (single file or shards) are replaced by one merged file
