@@ -76,9 +76,12 @@ function M.normalize(spec, source)
 end
 
 -- ---------------------------------------------------------------- apply
+-- Whether the module name matches a target suffix, PEFT's rule: the whole name or its
+-- last dotted parts ("query" matches "...attention.self.query"). trainer.plan uses it too.
 local function matches(name, suffix)
   return name == suffix or name:sub(-#suffix - 1) == "." .. suffix
 end
+M.matches = matches
 
 -- The model's Linear names with layer numbers folded ("encoder.layer.N.attention.self.query").
 local function linear_names(model)

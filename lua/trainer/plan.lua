@@ -48,9 +48,11 @@ local function layer_linears(H, I)
   return require("trainer.nn.layer").linears({ hidden_size = H, intermediate_size = I })
 end
 
+-- Whether a Linear name is a LoRA target: trainer.lora's own suffix rule.
 local function matches(name, targets)
+  local match = require("trainer.lora").matches
   for _, t in ipairs(targets) do
-    if name == t or name:sub(-#t - 1) == "." .. t then return true end
+    if match(name, t) then return true end
   end
   return false
 end
