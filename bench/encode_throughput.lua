@@ -7,7 +7,7 @@ for line in io.lines(path) do texts[#texts + 1] = line end
 local tk = require("trainer.tokenizer")
 local tok = tk.load(model_dir)
 local model = trainer.load_model(model_dir, { task = "embedding" })
-local function wall() local p = io.popen("date +%s.%N"); local t = tonumber(p:read("*l")); p:close(); return t end
+local wall = require("trainer.run").now -- the monotonic clock
 
 local t0 = wall()
 for _, s in ipairs(texts) do tok:encode(s) end

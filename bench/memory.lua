@@ -14,7 +14,6 @@
 --        --accumulate (4) --only WORD[,WORD] (configs whose name contains a word, e.g.
 --        bf16,lora; the baseline always runs: the ratios need it)
 -- Never a test: figures depend on the machine and its load.
-local ffi = require("ffi")
 local T = require("trainer.tensor")
 local memory = require("trainer.memory")
 local bert = require("trainer.models.bert")
@@ -42,30 +41,21 @@ do
 end
 if opt.batch % opt.accumulate ~= 0 then error("bench/memory.lua: --batch must be a multiple of --accumulate", 0) end
 
-local has_lora, lora = pcall(require, "trainer.lora")
-local has_ckpt, checkpoint = pcall(require, "trainer.checkpoint")
+local lora = require("trainer.lora")
+local checkpoint = require("trainer.checkpoint")
 
 local configs = {
   { name = "fp32 baseline" },
   { name = "+ accumulation", accumulate = opt.accumulate },
-  { name = "+ checkpointing", checkpoint = "auto", needs = not has_ckpt and "trainer.checkpoint" or nil },
+  { name = "+ checkpointing", checkpoint = "auto" },
   { name = "+ bf16", precision = "bf16" },
-  { name = "+ LoRA r8 q,v", lora = { r = 8, alpha = 16, targets = { "query", "value" } },
-    needs = not has_lora and "trainer.lora" or nil },
-  -- without trainer.lora (its branch not merged yet) "all" combines the others
-  { name = has_lora and "all combined" or "all but LoRA", accumulate = opt.accumulate, checkpoint = "auto",
-    precision = "bf16", lora = has_lora and { r = 8, alpha = 16, targets = { "query", "value" } } or nil,
-    needs = not has_ckpt and "trainer.checkpoint" or nil },
+  { name = "+ LoRA r8 q,v", lora = { r = 8, alpha = 16, targets = { "query", "value" } } },
+  { name = "all combined", accumulate = opt.accumulate, checkpoint = "auto",
+    precision = "bf16", lora = { r = 8, alpha = 16, targets = { "query", "value" } } },
 }
 
 -- ---------------------------------------------------------------- wall clock
-pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } bench_memory_timespec;"
-  .. "int clock_gettime(int clk_id, bench_memory_timespec *tp);")
-local ts = ffi.new("bench_memory_timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts)   -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local now = require("trainer.run").now -- the monotonic clock (trainer.ffi's system block)
 
 -- ---------------------------------------------------------------- data
 local function int_matrix(values, rows, cols)
@@ -167,9 +157,7 @@ for _, c in ipairs(configs) do
   for _, w in ipairs(only or {}) do wanted = wanted or c.name:lower():find(w, 1, true) ~= nil end
   if wanted then
     local line = ("%-18s"):format(c.name)
-    if c.needs then
-      print(line .. ("  skipped: %s is not built on this branch"):format(c.needs))
-    else
+    do
       local r = run(c, batch)
       base = base or r
       for _, col in ipairs(cols) do

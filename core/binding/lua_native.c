@@ -12,13 +12,15 @@
  * The file helpers (write_file, append_file, fsync, truncate, free_space) exist so that
  * trainer.outputs can check every write, flush and close and make a checkpoint durable
  * before its rename: Lua's io library can neither fsync nor truncate, and its checked
- * flush is not reliable under the JIT (see append_file). Each returns a value or nil, message. */
+ * flush is not reliable under the JIT (see append_file). Each returns a value or nil, message.
+ * The folder helpers (mkdir_p, remove_tree, list_dir, copy_tree) replace shell commands. */
 #include "lua_native.h"
 #include "lua_json.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include <dirent.h>
 #include <editline/readline.h>
 #include <errno.h>
 #include <locale.h>
@@ -29,6 +31,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 static lua_State *volatile interrupt_target;
@@ -461,6 +464,309 @@ static int l_free_space(lua_State *L)
     return 1;
 }
 
+/* ---------------------------------------------------------------- folders
+ * mkdir_p, remove_tree, list_dir and copy_tree replace `mkdir -p`, `rm -rf`, `ls` and
+ * `cp -R` through a shell: a name with a space or a quote needs no quoting, and every
+ * system call is checked. Each returns a value or nil, "PATH: strerror", naming the
+ * entry that failed (which may lie inside the tree). The walks use opendir/readdir on an
+ * explicit state (nftw's callback cannot carry one without process-wide state). */
+
+
+/* The first failure of a walk: errno and the path it happened on. */
+struct fs_walk {
+    int err;
+    char *where;
+    char *buf; /* copy_tree's transfer buffer */
+};
+
+static void fs_fail(struct fs_walk *w, const char *path, int e)
+{
+    if (w->err) return;
+    w->err = e ? e : EIO;
+    w->where = strdup(path);
+}
+
+static int fs_push_result(lua_State *L, struct fs_walk *w)
+{
+    if (!w->err) {
+        free(w->where);
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", w->where ? w->where : "?", strerror(w->err));
+    free(w->where);
+    return 2;
+}
+
+/* dir + "/" + name in a fresh allocation, or NULL (ENOMEM recorded in w). */
+static char *fs_join(struct fs_walk *w, const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) {
+        fs_fail(w, dir, ENOMEM);
+        return NULL;
+    }
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static int is_dot(const char *name)
+{
+    return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
+/* Creates one folder; an existing folder is success, an existing file is ENOTDIR. */
+static int fs_mkdir_one(struct fs_walk *w, const char *path)
+{
+    if (mkdir(path, 0755) == 0) return 0;
+    int e = errno;
+    struct stat st;
+    if (e == EEXIST && stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return 0;
+        e = ENOTDIR;
+    }
+    fs_fail(w, path, e);
+    return -1;
+}
+
+/* native.mkdir_p(path) -> true | nil, message: path and every missing parent (mode 0755). */
+static int l_mkdir_p(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    struct fs_walk w = { 0, NULL, NULL };
+    char *p = strdup(path);
+    if (!p) return luaL_error(L, "mkdir_p: out of memory");
+    size_t n = strlen(p);
+    for (size_t i = 1; i <= n && !w.err; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        if (p[i - 1] == '/') continue; /* "a//b" or a trailing slash */
+        char c = p[i];
+        p[i] = '\0';
+        fs_mkdir_one(&w, p);
+        p[i] = c;
+    }
+    free(p);
+    return fs_push_result(L, &w);
+}
+
+static void fs_remove(struct fs_walk *w, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT) fs_fail(w, path, errno);
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) { /* files and symbolic links (never followed) */
+        if (unlink(path) != 0 && errno != ENOENT) fs_fail(w, path, errno);
+        return;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        fs_fail(w, path, errno);
+        return;
+    }
+    struct dirent *e;
+    for (;;) {
+        errno = 0;
+        e = readdir(d);
+        if (!e) {
+            if (errno) fs_fail(w, path, errno);
+            break;
+        }
+        if (is_dot(e->d_name)) continue;
+        char *child = fs_join(w, path, e->d_name);
+        if (!child) break;
+        fs_remove(w, child);
+        free(child);
+        if (w->err) break;
+    }
+    if (closedir(d) != 0) fs_fail(w, path, errno);
+    if (!w->err && rmdir(path) != 0) fs_fail(w, path, errno);
+}
+
+/* native.remove_tree(path) -> true | nil, message: removes a file or a folder with all it
+ * holds, like rm -rf (a missing path is success; symbolic links are removed, not followed).
+ * Refuses "" and "/". */
+static int l_remove_tree(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    if (path[0] == '\0' || strcmp(path, "/") == 0) return luaL_error(L, "remove_tree: refusing to remove '%s'", path);
+    struct fs_walk w = { 0, NULL, NULL };
+    fs_remove(&w, path);
+    return fs_push_result(L, &w);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The entry names of the folder path (no "." or ".."), sorted bytewise, in *out (count in
+ * *n); the caller frees each name and the array. 0, or -1 with the failure in w. */
+static int fs_names(struct fs_walk *w, const char *path, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(path);
+    if (!d) {
+        fs_fail(w, path, errno);
+        return -1;
+    }
+    size_t cap = 0;
+    char **names = NULL;
+    for (;;) {
+        errno = 0;
+        struct dirent *e = readdir(d);
+        if (!e) {
+            if (errno) fs_fail(w, path, errno);
+            break;
+        }
+        if (is_dot(e->d_name)) continue;
+        if (*n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **grown = realloc(names, ncap * sizeof *names);
+            if (!grown) {
+                fs_fail(w, path, ENOMEM);
+                break;
+            }
+            names = grown;
+            cap = ncap;
+        }
+        names[*n] = strdup(e->d_name);
+        if (!names[*n]) {
+            fs_fail(w, path, ENOMEM);
+            break;
+        }
+        (*n)++;
+    }
+    if (closedir(d) != 0) fs_fail(w, path, errno);
+    if (w->err) {
+        for (size_t i = 0; i < *n; i++) free(names[i]);
+        free(names);
+        *n = 0;
+        return -1;
+    }
+    if (*n > 1) qsort(names, *n, sizeof *names, cmp_names);
+    *out = names;
+    return 0;
+}
+
+/* native.list_dir(path) -> { name, ... } sorted bytewise, without "." and ".." | nil, message */
+static int l_list_dir(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    struct fs_walk w = { 0, NULL, NULL };
+    char **names;
+    size_t n;
+    if (fs_names(&w, path, &names, &n) != 0) return fs_push_result(L, &w);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, (int)i + 1);
+        free(names[i]);
+    }
+    free(names);
+    return 1;
+}
+
+#define COPY_CHUNK (1 << 20)
+/* Folders nested deeper than this are taken for a symbolic-link loop. */
+#define COPY_MAX_DEPTH 64
+
+static void fs_copy_file(struct fs_walk *w, const char *src, const char *dst, mode_t mode)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        fs_fail(w, src, errno);
+        return;
+    }
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 0777);
+    if (out < 0) {
+        fs_fail(w, dst, errno);
+        close(in);
+        return;
+    }
+    for (;;) {
+        ssize_t r = read(in, w->buf, COPY_CHUNK);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            fs_fail(w, src, errno);
+            break;
+        }
+        if (r == 0) break;
+        ssize_t done = 0;
+        while (done < r) {
+            ssize_t k = write(out, w->buf + done, (size_t)(r - done));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) {
+                fs_fail(w, dst, k < 0 ? errno : ENOSPC);
+                break;
+            }
+            done += k;
+        }
+        if (w->err) break;
+    }
+    if (close(in) != 0) fs_fail(w, src, errno);
+    if (close(out) != 0) fs_fail(w, dst, errno);
+}
+
+static void fs_copy(struct fs_walk *w, const char *src, const char *dst, int depth)
+{
+    if (depth > COPY_MAX_DEPTH) {
+        fs_fail(w, src, ELOOP);
+        return;
+    }
+    if (fs_mkdir_one(w, dst) != 0) return;
+    char **names;
+    size_t n;
+    if (fs_names(w, src, &names, &n) != 0) return;
+    for (size_t i = 0; i < n; i++) {
+        if (!w->err) {
+            char *from = fs_join(w, src, names[i]);
+            char *to = from ? fs_join(w, dst, names[i]) : NULL;
+            struct stat st;
+            if (to && stat(from, &st) != 0) fs_fail(w, from, errno);
+            else if (to && S_ISDIR(st.st_mode)) fs_copy(w, from, to, depth + 1);
+            else if (to && S_ISREG(st.st_mode)) fs_copy_file(w, from, to, st.st_mode);
+            free(from);
+            free(to);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* native.copy_tree(src, dst) -> true | nil, message: copies the folder src into dst
+ * (created if missing), like cp -R but following symbolic links, so that a Hugging Face
+ * cache snapshot (files linked to ../../blobs) copies as real files; entries that are
+ * neither files nor folders (sockets, FIFOs) are skipped. On failure part of dst may exist:
+ * the caller removes it. */
+static int l_copy_tree(lua_State *L)
+{
+    const char *src = luaL_checkstring(L, 1);
+    const char *dst = luaL_checkstring(L, 2);
+    struct fs_walk w = { 0, NULL, malloc(COPY_CHUNK) };
+    if (!w.buf) return luaL_error(L, "copy_tree: out of memory");
+    struct stat st;
+    if (stat(src, &st) != 0) fs_fail(&w, src, errno);
+    else if (!S_ISDIR(st.st_mode)) fs_fail(&w, src, ENOTDIR);
+    else fs_copy(&w, src, dst, 0);
+    free(w.buf);
+    return fs_push_result(L, &w);
+}
+
+/* native.clock_monotonic_id() -> CLOCK_MONOTONIC of this C library, for the
+ * clock_gettime declared in trainer.ffi's system block (the id differs between systems). */
+static int l_clock_monotonic_id(lua_State *L)
+{
+    lua_pushinteger(L, CLOCK_MONOTONIC);
+    return 1;
+}
+
 int tr_lua_open_native(lua_State *L)
 {
     static const luaL_Reg fns[] = {
@@ -475,6 +781,9 @@ int tr_lua_open_native(lua_State *L)
         { "write_file", l_write_file },   { "fsync", l_fsync },
         { "truncate", l_truncate },       { "free_space", l_free_space },
         { "append_file", l_append_file },
+        { "mkdir_p", l_mkdir_p },         { "remove_tree", l_remove_tree },
+        { "list_dir", l_list_dir },       { "copy_tree", l_copy_tree },
+        { "clock_monotonic_id", l_clock_monotonic_id },
         { NULL, NULL },
     };
     lua_newtable(L);

@@ -239,13 +239,9 @@ end
 
 function M.command_names()
   local names = {}
-  local p = io.popen('ls "' .. native.root() .. '/lua/trainer/commands" 2>/dev/null')
-  if p then
-    for file in p:lines() do
-      local n = file:match("^([%w_]+)%.lua$")
-      if n then names[#names + 1] = n end
-    end
-    p:close()
+  for _, file in ipairs(native.list_dir(native.root() .. "/lua/trainer/commands") or {}) do
+    local n = file:match("^([%w_]+)%.lua$")
+    if n then names[#names + 1] = n end
   end
   table.sort(names)
   return names

@@ -73,7 +73,8 @@ local M = {}
 M.DEFAULT_SHUFFLE_BUFFER = 16384
 M.DEFAULT_WINDOW = 100
 
-local PURPOSE_ROWS, PURPOSE_BATCHES, PURPOSE_NLI = 1, 2, 3
+local sites = require("trainer.rng_sites")
+local PURPOSE_ROWS, PURPOSE_BATCHES, PURPOSE_NLI = sites.shuffle.rows, sites.shuffle.batches, sites.shuffle.nli
 local FORMAT_ID = { jsonl = 0, tsv = 1, csv = 2 }
 local TARGET_NAMES = {
   score = true, scores = true, label = true, labels = true, gold_label = true, similarity = true,

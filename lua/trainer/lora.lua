@@ -76,9 +76,12 @@ function M.normalize(spec, source)
 end
 
 -- ---------------------------------------------------------------- apply
+-- Whether the module name matches a target suffix, PEFT's rule: the whole name or its
+-- last dotted parts ("query" matches "...attention.self.query"). trainer.plan uses it too.
 local function matches(name, suffix)
   return name == suffix or name:sub(-#suffix - 1) == "." .. suffix
 end
+M.matches = matches
 
 -- The model's Linear names with layer numbers folded ("encoder.layer.N.attention.self.query").
 local function linear_names(model)
@@ -162,16 +165,9 @@ function M.apply(model, spec)
 end
 
 -- ---------------------------------------------------------------- save
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
 local function mkdir_p(dir)
-  local ok = os.execute("mkdir -p " .. sh_quote(dir))
-  local f = io.open(dir .. "/.", "r")
-  if not f or not (ok == 0 or ok == true) then
-    if f then f:close() end
-    errors.user("%s: cannot create the folder (check the path and its permissions)", dir)
-  end
-  f:close()
+  local ok, err = require("trainer.native").mkdir_p(dir)
+  if not ok then errors.user("%s: cannot create the folder (%s; check the path and its permissions)", dir, err) end
 end
 
 -- Checked, fsync'ed, atomic (trainer.outputs): a full disk is an error naming the file.
@@ -275,7 +271,6 @@ end
 
 local function copy_into(p, src)
   runtime.check(C.tr_tensor_copy(runtime.ctx, p.value:ptr(), src:ptr()), "lora.load")
-  if p.half then runtime.check(C.tr_tensor_copy(runtime.ctx, p.half:ptr(), src:ptr()), "lora.load") end
 end
 
 -- Reads dir (a PEFT adapter folder): applies its config unless the model already has
@@ -352,14 +347,12 @@ function M.merge(model)
       runtime.check(C.tr_tensor_copy(runtime.ctx, W:ptr(), w32:ptr()), "lora.merge")
       w32:free()
     end
-    if base.weight.half then runtime.check(C.tr_tensor_copy(runtime.ctx, base.weight.half:ptr(), W:ptr()), "lora.merge") end
     delta:free()
     w:release()
     w.dropout:release()
     for _, p in ipairs({ w.lora_A, w.lora_B }) do
       p.value:free()
       if p.grad then p.grad:free(); p.grad = nil end
-      if p.half then p.half:free(); p.half = nil end
     end
     parent:replace_module(e[4], base)
     names[i] = e[1]

@@ -353,10 +353,11 @@ function M.scale_check_finite(list, scale)
 end
 
 -- One fused AdamW step in place (torch.optim.AdamW semantics). o: lr, beta1, beta2, eps,
--- weight_decay, step (1-based), grad_scale (divides the gradient), half (a bf16/f16 copy
--- of the weight to refresh).
+-- weight_decay, step (1-based), grad_scale (divides the gradient). The C op's optional half_copy
+-- (a bf16/f16 copy of the weight refreshed by the step) is passed NULL: trainable
+-- parameters stay f32 and the forward reads them directly (see trainer.amp).
 function M.adamw_(param, grad, m, v, o)
-  check(C.tr_op_adamw(ctx, param:ptr(), grad:ptr(), m:ptr(), v:ptr(), p(o.half), o.lr, o.beta1 or 0.9,
+  check(C.tr_op_adamw(ctx, param:ptr(), grad:ptr(), m:ptr(), v:ptr(), nil, o.lr, o.beta1 or 0.9,
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 

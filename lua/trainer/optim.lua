@@ -8,8 +8,7 @@
 --   opt:state() / opt:load_state(st)   -- exact resume;  opt:memory()  -- bytes by tag;  opt:free()
 --
 -- Parameters: (name, param) pairs with param = { value = f32 tensor (the master weight),
--- grad = tensor or nil, trainable = bool (nil counts as true), half = optional bf16/f16 copy
--- the forward reads, refreshed by every step }. Accepted as an iterator function, an
+-- grad = tensor or nil, trainable = bool (nil counts as true) }. Accepted as an iterator function, an
 -- object with :parameters(), a list of records that carry .name, or a map name -> param.
 -- Invariants: gradients and optimizer state exist only for trainable parameters; gradients
 -- carry the tag "grads", state tensors (f32, created on a parameter's first step) the tag
@@ -72,7 +71,7 @@ local function collect(params)
     seen[e.name] = true
     -- frozen parameters may be half (amp.prepare stores them so); they are never updated
     if e.param.trainable ~= false and e.param.value:dtype() ~= "f32" then
-      errors.user("optim.new: parameter %q is %s; optimizers update f32 master weights (keep a half copy in .half)",
+      errors.user("optim.new: parameter %q is %s; optimizers update f32 master weights (keep the trainable parameters in f32; trainer.amp does)",
         e.name, e.param.value:dtype())
     end
   end
@@ -98,7 +97,7 @@ kinds.adamw = {
   end,
   slots = function(value) return { m = value:shape(), v = value:shape() } end,
   update = function(hp, e, st, lr, wd, scale)
-    ops.adamw_(e.param.value, e.param.grad, st.m, st.v, { half = e.param.half, lr = lr, beta1 = hp.beta1,
+    ops.adamw_(e.param.value, e.param.grad, st.m, st.v, { lr = lr, beta1 = hp.beta1,
       beta2 = hp.beta2, eps = hp.eps, weight_decay = wd, step = st.step, grad_scale = scale })
   end,
 }
@@ -114,7 +113,7 @@ kinds.sgd = {
   end,
   update = function(hp, e, st, lr, wd, scale)
     runtime.check(C.tr_op_sgd(runtime.ctx, e.param.value:ptr(), e.param.grad:ptr(), p(st.momentum_buffer),
-      p(e.param.half), lr, hp.momentum, hp.dampening, wd, hp.nesterov and 1 or 0, st.step, scale), "sgd")
+      nil, lr, hp.momentum, hp.dampening, wd, hp.nesterov and 1 or 0, st.step, scale), "sgd")
   end,
 }
 
@@ -162,7 +161,7 @@ kinds.adafactor = {
     c.weight_decay = wd
     local used = ffi.new("float[1]")
     runtime.check(C.tr_op_adafactor(runtime.ctx, e.param.value:ptr(), e.param.grad:ptr(), p(st.exp_avg),
-      p(st.exp_avg_sq_row), p(st.exp_avg_sq_col), p(st.exp_avg_sq), p(e.param.half), c, st.step, scale, used),
+      p(st.exp_avg_sq_row), p(st.exp_avg_sq_col), p(st.exp_avg_sq), nil, c, st.step, scale, used),
       "adafactor")
   end,
 }

@@ -26,13 +26,7 @@ local pretty = require("trainer.pretty")
 
 local M = {}
 
-pcall(ffi.cdef, [[
-typedef struct gzFile_s *gzFile;
-gzFile gzopen(const char *path, const char *mode);
-int gzwrite(gzFile file, const void *buf, unsigned len);
-int gzread(gzFile file, void *buf, unsigned len);
-int gzclose(gzFile file);
-]])
+local C = require("trainer.ffi") -- declares zlib's gz* functions (its system block)
 
 -- ---------------------------------------------------------------- files
 local function q(p) return "'" .. p:gsub("'", "'\\''") .. "'" end
@@ -46,12 +40,16 @@ end
 
 function M.mkdir(p)
   if native.is_dir(p) then return end
-  os.execute("mkdir -p " .. q(p))
-  if not native.is_dir(p) then errors.user("%s: cannot create the folder (check permissions, or set out = ...)", p) end
+  local ok, err = native.mkdir_p(p)
+  if not ok then errors.user("%s: cannot create the folder (%s; check permissions, or set out = ...)", p, err) end
 end
 
+-- Removes p and all it holds (a missing p is fine); a failure is a user error naming the entry.
 function M.remove_tree(p)
-  if p and p ~= "" and p ~= "/" then os.execute("rm -rf " .. q(p)) end
+  if p and p ~= "" and p ~= "/" then
+    local ok, err = native.remove_tree(p)
+    if not ok then errors.user("%s: cannot remove it (%s); remove it by hand", p, err) end
+  end
 end
 
 function M.read(p)
@@ -116,10 +114,10 @@ end
 function M.gzip_file(src, dst)
   local data = M.read(src)
   local tmp = dst .. ".tmp"
-  local gz = ffi.C.gzopen(tmp, "wb6")
+  local gz = C.gzopen(tmp, "wb6")
   if gz == nil then M.write_failed(dst, "cannot create " .. tmp) end
-  local n = injected(dst) and -1 or ffi.C.gzwrite(gz, data, #data)
-  local c = ffi.C.gzclose(gz)
+  local n = injected(dst) and -1 or C.gzwrite(gz, data, #data)
+  local c = C.gzclose(gz)
   if n ~= #data or c ~= 0 then
     os.remove(tmp)
     M.write_failed(dst, injected(dst) or "gzip write or close failed")
@@ -130,16 +128,16 @@ function M.gzip_file(src, dst)
 end
 
 function M.gunzip_file(src, dst)
-  local gz = ffi.C.gzopen(src, "rb")
+  local gz = C.gzopen(src, "rb")
   if gz == nil then errors.user("%s: cannot open", src) end
   local parts, buf = {}, ffi.new("char[65536]")
   while true do
-    local n = ffi.C.gzread(gz, buf, 65536)
-    if n < 0 then ffi.C.gzclose(gz) errors.user("%s: not a valid gzip stream (a damaged checkpoint?)", src) end
+    local n = C.gzread(gz, buf, 65536)
+    if n < 0 then C.gzclose(gz) errors.user("%s: not a valid gzip stream (a damaged checkpoint?)", src) end
     if n == 0 then break end
     parts[#parts + 1] = ffi.string(buf, n)
   end
-  ffi.C.gzclose(gz)
+  C.gzclose(gz)
   M.write_atomic(dst, table.concat(parts))
 end
 
@@ -289,13 +287,9 @@ end
 -- checkpoint-STEP folders of out, sorted by step: { { step = n, dir = path }, ... }
 function M.checkpoints(out)
   local list = {}
-  local p = io.popen("ls -1 " .. q(out) .. " 2>/dev/null")
-  if p then
-    for name in p:lines() do
-      local n = name:match("^checkpoint%-(%d+)$")
-      if n then list[#list + 1] = { step = tonumber(n), dir = out .. "/" .. name } end
-    end
-    p:close()
+  for _, name in ipairs(native.list_dir(out) or {}) do -- a missing out has none
+    local n = name:match("^checkpoint%-(%d+)$")
+    if n then list[#list + 1] = { step = tonumber(n), dir = out .. "/" .. name } end
   end
   table.sort(list, function(a, b) return a.step < b.step end)
   return list

@@ -43,17 +43,16 @@ local function model_config(m)
   return preset
 end
 
--- The Linear layers of one encoder layer: name suffix, in, out.
+-- The Linear layers of one encoder layer: name suffix, in, out (the model's own list).
 local function layer_linears(H, I)
-  return {
-    { "attention.self.query", H, H }, { "attention.self.key", H, H }, { "attention.self.value", H, H },
-    { "attention.output.dense", H, H }, { "intermediate.dense", H, I }, { "output.dense", I, H },
-  }
+  return require("trainer.nn.layer").linears({ hidden_size = H, intermediate_size = I })
 end
 
+-- Whether a Linear name is a LoRA target: trainer.lora's own suffix rule.
 local function matches(name, targets)
+  local match = require("trainer.lora").matches
   for _, t in ipairs(targets) do
-    if name == t or name:sub(-#t - 1) == "." .. t then return true end
+    if match(name, t) then return true end
   end
   return false
 end
@@ -147,13 +146,12 @@ function M.estimate(recipe, opts)
   end
   local kept_layers, boundaries = L, 0
   local ck = recipe.checkpoint
-  if ck and ck ~= false then
-    local segments
-    if ck == "auto" then segments = math.max(1, math.floor(math.sqrt(L) + 0.5))
-    elseif ck.segments then segments = math.min(ck.segments, L)
-    else segments = math.ceil(L / ck.every) end
-    kept_layers = math.ceil(L / segments)
-    boundaries = segments * N * H * e
+  -- the segments training will use (trainer.checkpoint.segments), so the plan follows them
+  local sizes = require("trainer.checkpoint").segments(L, ck)
+  if sizes then
+    kept_layers = 0
+    for _, n in ipairs(sizes) do kept_layers = math.max(kept_layers, n) end
+    boundaries = #sizes * N * H * e
   end
   local embeddings = 2 * N * H * e
   local transient = (N * I + 2 * N * H) * e

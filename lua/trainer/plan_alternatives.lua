@@ -74,11 +74,14 @@ end
 -- pairs): accumulation does not give them the gradient of the whole batch.
 local in_batch = { mnrl = true, cosent = true, matryoshka = true }
 
+-- The segment count and the largest segment's layer count of ck, as training segments L
+-- layers (trainer.checkpoint.segments); 0, 0 without checkpointing.
 local function segments_of(ck, L)
-  if ck == nil or ck == false then return 0 end
-  if ck == "auto" then return math.max(1, math.floor(math.sqrt(L) + 0.5)) end
-  if ck.segments then return math.min(ck.segments, L) end
-  return math.ceil(L / ck.every)
+  local sizes = require("trainer.checkpoint").segments(L, ck)
+  if not sizes then return 0, 0 end
+  local largest = 0
+  for _, n in ipairs(sizes) do largest = math.max(largest, n) end
+  return #sizes, largest
 end
 
 local function moves(recipe, base, estimate)
@@ -97,7 +100,7 @@ local function moves(recipe, base, estimate)
 
   -- more checkpoint segments: every layer is recomputed once whatever their number, so the
   -- one offered is the number with the smallest plan
-  local have = segments_of(recipe.checkpoint, L)
+  local have, have_largest = segments_of(recipe.checkpoint, L)
   if have < L then
     local best, best_total
     for s = have + 1, L do
@@ -107,8 +110,8 @@ local function moves(recipe, base, estimate)
     list[#list + 1] = { name = "checkpoint", rank = 1, variants = {
       variant({ { "checkpoint", { segments = best } } },
         have == 0 and "recomputes each segment's forward during the backward: about a third more compute"
-          or ("%d checkpoint segments of %d layers, not %d of %d"):format(best, math.ceil(L / best), have,
-            math.ceil(L / have))) } }
+          or ("%d checkpoint segments of %d layers, not %d of %d"):format(best,
+            select(2, segments_of({ segments = best }, L)), have, have_largest)) } }
   end
 
   local loss = recipe.loss or {}

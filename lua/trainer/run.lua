@@ -31,23 +31,13 @@ local Run = {}
 Run.__index = Run
 M.Run = Run
 
--- An optional module of another branch, or nil when this build does not have it yet.
-local function optional(name)
-  local path = package.searchpath(name, package.path)
-  if not path then return nil end
-  return require(name)
-end
-M.optional = optional
+local C = require("trainer.ffi") -- declares clock_gettime (its system block)
+local CLOCK_MONOTONIC = require("trainer.native").clock_monotonic_id()
+local ts = require("ffi").new("struct tr_sys_timespec")
 
-pcall(require("ffi").cdef, [[
-struct tr_run_timespec { long tv_sec; long tv_nsec; };
-int clock_gettime(int clk_id, struct tr_run_timespec *tp);
-]])
-local ts = require("ffi").new("struct tr_run_timespec")
-
--- Seconds on the monotonic clock (CLOCK_MONOTONIC = 1), for tokens/s and ETA.
+-- Seconds on the monotonic clock, for tokens/s and ETA.
 function M.now()
-  require("ffi").C.clock_gettime(1, ts)
+  if C.clock_gettime(CLOCK_MONOTONIC, ts) ~= 0 then error("trainer.run.now: clock_gettime(CLOCK_MONOTONIC) failed", 0) end
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
@@ -204,22 +194,9 @@ function M.build(resolved, opts)
   self.tokenizer = require("trainer.tokenizer").load(tok_dir)
   self.max_length = recipe.model.max_length or model.max_length
 
-  local lora = optional("trainer.lora")
-  if recipe.lora then
-    if not lora then errors.user("lora: LoRA is not part of this build of trainer yet; set lora = false") end
-    self.lora_names = lora.apply(model, recipe.lora)
-  end
-  local amp = optional("trainer.amp")
-  if recipe.precision ~= "fp32" then
-    if not amp then errors.user("precision = %q: mixed precision is not part of this build yet; use precision = \"fp32\"",
-      recipe.precision) end
-    amp.prepare(model, recipe.precision)
-  end
-  local ckpt = optional("trainer.checkpoint")
-  if recipe.checkpoint then
-    if not ckpt then errors.user("checkpoint: gradient checkpointing is not part of this build yet; set checkpoint = false") end
-    ckpt.apply(model, recipe.checkpoint)
-  end
+  if recipe.lora then self.lora_names = require("trainer.lora").apply(model, recipe.lora) end
+  if recipe.precision ~= "fp32" then require("trainer.amp").prepare(model, recipe.precision) end
+  if recipe.checkpoint then require("trainer.checkpoint").apply(model, recipe.checkpoint) end
 
   local losses = require("trainer.losses")
   local lspec = {}
@@ -247,7 +224,7 @@ function M.build(resolved, opts)
   self.steps_per_epoch = math.max(1, math.ceil(per_epoch / acc))
   self.total_steps = recipe.steps or math.max(1, math.ceil(recipe.epochs * self.steps_per_epoch))
   self.schedule = require("trainer.schedule").new(recipe.schedule, recipe.optim.lr, self.total_steps)
-  self.scaler = amp and amp.new_scaler and amp.new_scaler(recipe.precision) or M.no_scaler()
+  self.scaler = require("trainer.amp").new_scaler(recipe.precision)
   self.model.rng = self.model.rng or { seed = recipe.seed, step = 0 }
 
   if self.resume_dir then
@@ -255,12 +232,6 @@ function M.build(resolved, opts)
     self:load_checkpoint(self.resume_dir)
   end
   return self
-end
-
--- The scaler of fp32 and bf16: scale 1, nothing to unscale, never skips.
-function M.no_scaler()
-  return { scale = 1, skipped = 0, unscale = function() return false end, update = function() end,
-           state = function() return {} end }
 end
 
 -- ---------------------------------------------------------------- data
@@ -502,9 +473,9 @@ end
 function Run:write_checkpoint(tmp)
   local recipe = self.recipe
   local optim = require("trainer.optim")
-  local lora = optional("trainer.lora")
   local synced = { tmp }
-  if recipe.lora and lora then
+  if recipe.lora then
+    local lora = require("trainer.lora")
     local ok, err = pcall(lora.save, self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
     if not ok then raise_write_error(err) end
   else
@@ -571,9 +542,8 @@ function Run:load_checkpoint(dir)
   local st = require("trainer.safetensors")
   local optim = require("trainer.optim")
   local recipe = self.recipe
-  local lora = optional("trainer.lora")
-  if recipe.lora and lora then
-    lora.load(self.model, dir)
+  if recipe.lora then
+    require("trainer.lora").load(self.model, dir)
   else
     local r = st.load(dir .. "/model.safetensors")
     require("trainer.models").bert.load_weights(self.model, r, { on_warning = function() end })

@@ -146,25 +146,47 @@ function M.arange(a, b, c, d)
   return from_values(values, { #values }, opts, "tensor.arange")
 end
 
--- Standard normal values from the keyed RNG: opts.seed (default 0) and opts.stream
--- (default: a counter, so successive calls differ) select the numbers.
-function M.randn(shape, opts)
+-- Random values from the keyed RNG, the one initialiser every random weight goes through
+-- (randn, the LoRA A matrices, the SoftmaxLoss classifier): key { seed = opts.seed
+-- (default 0), op = opts.stream (default 0; the streams are in trainer.rng_sites) }.
+-- opts.dist: "normal" (default; mean 0, variance 1) or "uniform" (U(-opts.bound, opts.bound),
+-- bound default 1: (2u - 1) * bound of the RNG's u in [0, 1)). Drawn in f32 on the CPU, then
+-- converted to opts.dtype / opts.device; opts.tag for both. `what` names the caller in errors.
+function M.random(shape, opts, what)
   opts = opts or {}
-  local ndim, dims = shape_of(shape, "tensor.randn")
+  what = what or "tensor.random"
+  local ndim, dims = shape_of(shape, what)
   local n = 1
   for i = 0, ndim - 1 do n = n * tonumber(dims[i]) end
-  runtime.randn_calls = (runtime.randn_calls or 0) + 1
   local key = ffi.new("tr_rng_key")
   key.seed = opts.seed or 0
-  key.op = opts.stream or runtime.randn_calls
+  key.op = opts.stream or 0
   local buf = ffi.new("float[?]", math.max(n, 1))
-  C.tr_rng_normal(buf, n, key, 0)
-  local host = new(shape, { dtype = "f32", tag = opts.tag }, "tensor.randn")
-  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), buf, n * 4), "tensor.randn")
+  local dist = opts.dist or "normal"
+  if dist == "normal" then
+    C.tr_rng_normal(buf, n, key, 0)
+  elseif dist == "uniform" then
+    C.tr_rng_uniform(buf, n, key, 0)
+    local bound = opts.bound or 1
+    for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
+  else
+    errors.user("%s: dist must be \"normal\" or \"uniform\", got %s", what, tostring(dist))
+  end
+  local host = new(shape, { dtype = "f32", tag = opts.tag }, what)
+  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), buf, n * 4), what)
   if (opts.dtype or "f32") == "f32" and (opts.device == nil or opts.device == "cpu") then return host end
-  local out = host:to(opts)
+  local out = host:to({ dtype = opts.dtype, device = opts.device, tag = opts.tag })
   host:free()
   return out
+end
+
+-- Standard normal values: opts.seed (default 0) and opts.stream (default: a counter, so
+-- successive calls differ) select the numbers; see M.random.
+function M.randn(shape, opts)
+  opts = opts or {}
+  runtime.randn_calls = (runtime.randn_calls or 0) + 1
+  return M.random(shape, { seed = opts.seed, stream = opts.stream or runtime.randn_calls, dist = "normal",
+    dtype = opts.dtype, device = opts.device, tag = opts.tag }, "tensor.randn")
 end
 
 -- ---------------------------------------------------------------- properties

@@ -25,12 +25,7 @@ local native = require("trainer.native")
 
 local M = {}
 
-pcall(ffi.cdef, [[
-typedef struct gzFile_s *gzFile;
-gzFile gzopen(const char *path, const char *mode);
-int gzread(gzFile file, void *buf, unsigned len);
-int gzclose(gzFile file);
-]])
+local C = require("trainer.ffi") -- declares zlib's gz* functions (its system block)
 
 -- Room for the safetensors header and the metadata JSON beyond the tensors' bytes.
 M.HEADER_ALLOWANCE = 16 * 1024 * 1024
@@ -75,22 +70,22 @@ local function gunzip_bounded(path, limit)
   local magic = f:read(2)
   f:close()
   if magic ~= "\31\139" then damaged("not a gzip stream: it does not start with the gzip magic bytes") end
-  local gz = ffi.C.gzopen(path, "rb")
+  local gz = C.gzopen(path, "rb")
   if gz == nil then damaged("cannot open it") end
   local parts, total, buf = {}, 0, ffi.new("char[65536]")
   while true do
-    local n = ffi.C.gzread(gz, buf, 65536)
-    if n < 0 then ffi.C.gzclose(gz) damaged("not a valid gzip stream") end
+    local n = C.gzread(gz, buf, 65536)
+    if n < 0 then C.gzclose(gz) damaged("not a valid gzip stream") end
     if n == 0 then break end
     total = total + n
     if total > limit then
-      ffi.C.gzclose(gz)
+      C.gzclose(gz)
       damaged("it decompresses to more than %d bytes, more than this model's optimizer state can take", limit)
     end
     parts[#parts + 1] = ffi.string(buf, n)
   end
   -- gzclose reports a bad trailer (CRC or length) of a cut or altered stream
-  if ffi.C.gzclose(gz) ~= 0 then damaged("the gzip stream is cut short or its checksum does not match") end
+  if C.gzclose(gz) ~= 0 then damaged("the gzip stream is cut short or its checksum does not match") end
   if total == 0 then damaged("it is empty") end
   return table.concat(parts)
 end

@@ -6,8 +6,6 @@
 -- renamed into place at the end: it never exists half-written.
 local usage = "trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR   fold a LoRA adapter into its model, as a new HF folder"
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
 local function exists(path)
   local f = io.open(path, "rb")
   if f then f:close() return true end
@@ -113,9 +111,11 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
     local spec = model.lora.spec
     local merged_names = lora.merge(model)
     local tmp = out_dir .. ".tmp-merge"
-    os.execute("rm -rf " .. sh_quote(tmp))
-    local rc = os.execute(("mkdir -p %s && cp -R %s/. %s"):format(sh_quote(tmp), sh_quote(model_dir), sh_quote(tmp)))
-    if not (rc == 0 or rc == true) then errors.user("%s: cannot copy %s into it", tmp, model_dir) end
+    local native = require("trainer.native")
+    local dok, derr = native.remove_tree(tmp)
+    if not dok then errors.user("%s: cannot remove the leftover of an earlier merge (%s)", tmp, derr) end
+    local cok, cerr = native.copy_tree(model_dir, tmp)
+    if not cok then errors.user("%s: cannot copy %s into it (%s)", tmp, model_dir, cerr) end
     -- the base weights (single file or shards) are replaced by one merged file
     local idx = tmp .. "/model.safetensors.index.json"
     if exists(idx) then
@@ -133,7 +133,7 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
   end)
   model:free()
   if not ok then
-    os.execute("rm -rf " .. sh_quote(out_dir .. ".tmp-merge"))
+    require("trainer.native").remove_tree(out_dir .. ".tmp-merge") -- best effort: the first error is the one to report
     error(err, 0)
   end
   return out_dir

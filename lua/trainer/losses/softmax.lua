@@ -5,32 +5,15 @@
 -- The classifier belongs to the loss: parameters() yields "classifier.weight" [num_labels,
 -- 3C] and "classifier.bias" [num_labels] (f32, tag weights; gradients tag grads that
 -- ACCUMULATE), initialised as torch.nn.Linear (uniform in +-1/sqrt(3C)) from opts.seed.
-local ffi = require("ffi")
-local C = require("trainer.ffi")
 local T = require("trainer.tensor")
+local sites = require("trainer.rng_sites")
 local ops = require("trainer.ops")
-local runtime = require("trainer.runtime")
 local errors = require("trainer.errors")
 local base = require("trainer.losses.base")
 
 local Softmax = base.class()
 
 local M = {}
-
--- uniform(-bound, bound) values of `shape` from the keyed RNG (seed, op = stream).
-local function uniform(shape, bound, seed, stream, device)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  local buf = ffi.new("float[?]", n)
-  C.tr_rng_uniform(buf, n, ops.rng_key({ seed = seed, op = stream }), 0)
-  local host = T.empty(shape, { tag = "weights" })
-  for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
-  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), buf, n * 4), "softmax loss init")
-  if (device or "cpu") == "cpu" then return host end
-  local out = host:to({ device = device })
-  host:free()
-  return out
-end
 
 -- opts.dim: the embedding width C (required); opts.device, opts.seed.
 function M.new(spec, opts)
@@ -46,9 +29,13 @@ function M.new(spec, opts)
   end
   local bound = 1 / math.sqrt(3 * dim)
   local seed = opts.seed or 0
-  local w = { value = uniform({ K, 3 * dim }, bound, seed, 0x50f7, opts.device), trainable = true,
+  local function init(shape, stream) -- torch.nn.Linear's U(-bound, bound), one stream each
+    return T.random(shape, { dist = "uniform", bound = bound, seed = seed, stream = stream, device = opts.device,
+      tag = "weights" }, "softmax loss init")
+  end
+  local w = { value = init({ K, 3 * dim }, sites.softmax_weight), trainable = true,
               grad = T.zeros({ K, 3 * dim }, { device = opts.device, tag = "grads" }) }
-  local b = { value = uniform({ K }, bound, seed, 0x50f8, opts.device), trainable = true,
+  local b = { value = init({ K }, sites.softmax_bias), trainable = true,
               grad = T.zeros({ K }, { device = opts.device, tag = "grads" }) }
   return setmetatable({ kind = "softmax", num_labels = K, dim = dim,
                         _params = { { "classifier.weight", w }, { "classifier.bias", b } } }, Softmax)

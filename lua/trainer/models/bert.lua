@@ -18,6 +18,7 @@
 -- transformers' create_position_ids_from_input_ids (cumulative count of non-pad tokens,
 -- offset by pad_token_id + 1, pad positions get pad_token_id).
 local Module = require("trainer.nn.module")
+local sites = require("trainer.rng_sites")
 local Embeddings = require("trainer.nn.embeddings")
 local Encoder = require("trainer.nn.encoder")
 local Pooler = require("trainer.nn.pooler")
@@ -300,7 +301,7 @@ function SequenceClassifier.new(bert, num_labels, opts)
   local p = opts.dropout
   if p == nil then p = cfg.classifier_dropout end
   if type(p) ~= "number" then p = cfg.hidden_dropout_prob end
-  self:add_module("dropout", Dropout.new(p, self.rng, cfg.num_hidden_layers + 1, 4))
+  self:add_module("dropout", Dropout.new(p, self.rng, sites.head_layer(cfg.num_hidden_layers), sites.dropout.head))
   self:add_module("classifier", Linear.new(cfg.hidden_size, num_labels, { device = opts.device }))
   if opts.init ~= "none" then
     M.init_weights(self.classifier, cfg, (opts.seed or 0) + 7919, "classifier.")
@@ -352,7 +353,7 @@ function M.init_weights(model, cfg, seed, prefix)
       local dtype, device = v:dtype(), v:device()
       local direct = dtype == "f32" and device == "cpu"
       -- drawn in f32 on the CPU; a draw that is converted afterwards is workspace
-      local r = T.randn(v:shape(), { seed = seed, stream = 1000 + k, tag = direct and "weights" or "workspace" })
+      local r = T.randn(v:shape(), { seed = seed, stream = sites.bert_param(k), tag = direct and "weights" or "workspace" })
       ops.scale_(r, std)
       v:free()
       if direct then v = r

@@ -236,8 +236,8 @@ end
 function M.tiny_folder(dir, opts)
   opts = opts or {}
   local task = opts.task or "embedding"
-  os.execute(("mkdir -p '%s/1_Pooling'"):format(dir:gsub("'", "'\\''")))
-  if not is_dir(dir) then errors.user("%s: cannot create the folder", dir) end
+  local mok, merr = require("trainer.native").mkdir_p(dir .. "/1_Pooling")
+  if not mok then errors.user("%s: cannot create the folder (%s)", dir, merr) end
   local raw = {
     architectures = { task == "classification" and "BertForSequenceClassification" or "BertModel" },
     model_type = "bert", hidden_size = 32, num_hidden_layers = 2, num_attention_heads = 4,

@@ -4,15 +4,24 @@
 -- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
 -- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
 -- which never materialises T x T probabilities and saves only the row log-sum-exp.
--- Dropout sites: attention probabilities (layer, op 1), output (layer, op 2).
+-- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
 -- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept.
 local Module = require("trainer.nn.module")
+local sites = require("trainer.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
 local ops = require("trainer.ops")
 
 local SelfAttention = Module:extend("SelfAttention")
+
+-- The Linear children: { name, in, out, field } in construction order (and so parameter
+-- order). trainer.plan reads the same list through Layer.linears.
+function SelfAttention.linears(cfg)
+  local C = cfg.hidden_size
+  return { { "self.query", C, C, "query" }, { "self.key", C, C, "key" }, { "self.value", C, C, "value" },
+           { "output.dense", C, C, "dense" } }
+end
 
 -- cfg: hidden_size, num_attention_heads, attention_probs_dropout_prob, hidden_dropout_prob,
 -- layer_norm_eps, device; rng: the model's shared rng table; layer: this layer's id.
@@ -23,19 +32,16 @@ function SelfAttention.new(cfg, rng, layer)
   self.head_dim = C / self.heads
   self.attn_p = cfg.attention_probs_dropout_prob or 0
   self.rng, self.layer = rng, layer
-  self:add_module("self.query", Linear.new(C, C, o), "query")
-  self:add_module("self.key", Linear.new(C, C, o), "key")
-  self:add_module("self.value", Linear.new(C, C, o), "value")
-  self:add_module("output.dense", Linear.new(C, C, o), "dense")
+  for _, l in ipairs(SelfAttention.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
   self:add_module("output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
-  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, 2), "dropout")
+  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, sites.dropout.attention_output), "dropout")
   return self
 end
 
 function SelfAttention:attn_opts()
   local p = self.training and self.attn_p or 0
   local key = nil
-  if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = 1 }) end
+  if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs }) end
   return { dropout = p, key = key }
 end
 
@@ -83,7 +89,7 @@ function SelfAttention:backward(dy)
   da:free()
   local a = s.attn
   local key = nil
-  if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = 1 }) end
+  if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs }) end
   local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask, { dropout = a.dropout, key = key })
   da4:free()
   self:release()

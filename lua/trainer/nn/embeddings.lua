@@ -2,10 +2,11 @@
 --   y = Dropout(LayerNorm(word[ids] + token_type[type_ids] + position[pos_ids]))
 -- (summed in that order, as transformers does). Children: word_embeddings,
 -- position_embeddings, token_type_embeddings (absent when type_vocab_size is 0),
--- LayerNorm. Dropout site (layer 0, op 0). The caller (models/bert.lua) builds the
+-- LayerNorm. Dropout site (layer 0, rng_sites.dropout.embeddings). The caller (models/bert.lua) builds the
 -- position and token-type ids, which differ between BERT and RoBERTa.
 -- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
 local Module = require("trainer.nn.module")
+local sites = require("trainer.rng_sites")
 local Embedding = require("trainer.nn.embedding")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
@@ -26,7 +27,7 @@ function Embeddings.new(cfg, rng)
     self:add_module("token_type_embeddings", Embedding.new(cfg.type_vocab_size, C, with({})))
   end
   self:add_module("LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
-  self:add_module("dropout", Dropout.new(cfg.hidden_dropout_prob, rng, 0, 0))
+  self:add_module("dropout", Dropout.new(cfg.hidden_dropout_prob, rng, 0, sites.dropout.embeddings))
   return self
 end
 

@@ -2,8 +2,9 @@
 --   y = LayerNorm(x + Dropout(Dense2(act(Dense1(x)))))
 -- Children carry the Hugging Face names relative to the layer: intermediate.dense,
 -- output.dense, output.LayerNorm (the block is added to the layer under "", transparent).
--- act is GELU (erf or tanh form, from hidden_act). Dropout site: (layer, op 3).
+-- act is GELU (erf or tanh form, from hidden_act). Dropout site: (layer, rng_sites.dropout.feedforward_output).
 local Module = require("trainer.nn.module")
+local sites = require("trainer.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
@@ -11,14 +12,20 @@ local ops = require("trainer.ops")
 
 local FeedForward = Module:extend("FeedForward")
 
+-- The Linear children: { name, in, out, field } in construction order (and so parameter
+-- order). trainer.plan reads the same list through Layer.linears.
+function FeedForward.linears(cfg)
+  local C, I = cfg.hidden_size, cfg.intermediate_size
+  return { { "intermediate.dense", C, I, "dense1" }, { "output.dense", I, C, "dense2" } }
+end
+
 function FeedForward.new(cfg, rng, layer)
   local self = FeedForward:create()
-  local C, I, o = cfg.hidden_size, cfg.intermediate_size, { device = cfg.device }
+  local C, o = cfg.hidden_size, { device = cfg.device }
   self.act = ops.gelu_kind(cfg.hidden_act or "gelu")
-  self:add_module("intermediate.dense", Linear.new(C, I, o), "dense1")
-  self:add_module("output.dense", Linear.new(I, C, o), "dense2")
+  for _, l in ipairs(FeedForward.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
   self:add_module("output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
-  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, 3), "dropout")
+  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, sites.dropout.feedforward_output), "dropout")
   return self
 end
 

@@ -7,6 +7,16 @@ local FeedForward = require("trainer.nn.feedforward")
 
 local Layer = Module:extend("Layer")
 
+-- The Linear layers of one encoder layer, named relative to it ("attention.self.query",
+-- "output.dense", ...): { name, in, out } in parameter order, from the blocks' own lists, so
+-- the planner (trainer.plan) counts what the model builds. cfg: hidden_size, intermediate_size.
+function Layer.linears(cfg)
+  local out = {}
+  for _, l in ipairs(SelfAttention.linears(cfg)) do out[#out + 1] = { "attention." .. l[1], l[2], l[3] } end
+  for _, l in ipairs(FeedForward.linears(cfg)) do out[#out + 1] = { l[1], l[2], l[3] } end
+  return out
+end
+
 -- layer: the dropout layer id (1-based for encoder layers; 0 is the embeddings).
 function Layer.new(cfg, rng, layer)
   local self = Layer:create()

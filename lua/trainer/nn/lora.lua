@@ -10,37 +10,15 @@
 -- forward keeps only what a trainable parameter's gradient needs: the (dropped-out) LoRA
 -- input and the rank-r intermediate; x itself only when the base weight trains. The input
 -- gradient always flows (frozen layers pass gradients through).
--- Dropout site: (layer = 10000 + index of the adapted module, op = 7); the mask is replayed
--- from the keyed RNG in the backward, never stored.
+-- Dropout site: (layer = rng_sites.lora_layer(index of the adapted module), op =
+-- rng_sites.dropout.lora); the mask is replayed from the keyed RNG in the backward, never stored.
 local Module = require("trainer.nn.module")
 local Dropout = require("trainer.nn.dropout")
 local T = require("trainer.tensor")
+local sites = require("trainer.rng_sites")
 local ops = require("trainer.ops")
 
 local LoraLinear = Module:extend("LoraLinear")
-
--- Kaiming-uniform with a = sqrt(5) over fan_in = in: U(-1/sqrt(in), 1/sqrt(in)), drawn
--- from the keyed RNG (seed, stream) so runs are reproducible.
-local function kaiming_uniform(shape, fan_in, seed, stream, device)
-  local ffi = require("ffi")
-  local C = require("trainer.ffi")
-  local runtime = require("trainer.runtime")
-  local n = shape[1] * shape[2]
-  local buf = ffi.new("float[?]", n)
-  local key = ffi.new("tr_rng_key")
-  key.seed, key.op = seed, stream
-  C.tr_rng_uniform(buf, n, key, 0)
-  local bound = 1 / math.sqrt(fan_in)
-  for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
-  local t = T.empty(shape, { dtype = "f32", tag = "weights" })
-  runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), buf, n * 4), "lora init")
-  if device and device ~= "cpu" then
-    local d = t:to({ device = device, tag = "weights" })
-    t:free()
-    t = d
-  end
-  return t
-end
 
 -- base: the Linear to adapt (kept, its parameters untouched); spec: r, alpha, dropout,
 -- rslora; index: this adapter's number (dropout site and init stream); rng: the model's
@@ -54,11 +32,14 @@ function LoraLinear.new(base, spec, index, rng, seed)
   self.in_features, self.out_features = base.in_features, base.out_features
   self:add_module("", base, "base")
   local device = base.weight.value:device()
-  self:add_param_as("lora_A.weight", kaiming_uniform({ r, base.in_features }, base.in_features, seed or 0,
-    5000 + 2 * (index or 0), device), "lora_A")
+  -- Kaiming-uniform with a = sqrt(5) over fan_in = in: U(-1/sqrt(in), 1/sqrt(in)), drawn
+  -- from the keyed RNG (seed, this adapter's stream) so runs are reproducible.
+  self:add_param_as("lora_A.weight", T.random({ r, base.in_features }, { dist = "uniform",
+    bound = 1 / math.sqrt(base.in_features), seed = seed or 0, stream = sites.lora_A(index), device = device,
+    tag = "weights" }, "lora init"), "lora_A")
   self:add_param_as("lora_B.weight", T.zeros({ base.out_features, r }, { dtype = "f32", device = device,
     tag = "weights" }), "lora_B")
-  self:add_module("lora_dropout", Dropout.new(spec.dropout or 0, rng, 10000 + (index or 0), 7), "dropout")
+  self:add_module("lora_dropout", Dropout.new(spec.dropout or 0, rng, sites.lora_layer(index), sites.dropout.lora), "dropout")
   return self
 end
 
@@ -70,15 +51,13 @@ function LoraLinear:add_param_as(name, value, field)
   return p
 end
 
--- Forward weights: the amp half copy when there is one (see trainer.amp), else the value.
-local function w(p) return p.half or p.value end
 
 function LoraLinear:forward(x)
   local base = self.base
-  local y = ops.linear(x, w(base.weight), base.bias and w(base.bias) or nil)
+  local y = ops.linear(x, base.weight.value, base.bias and base.bias.value or nil)
   local xd = self.dropout:forward(x)
-  local a = ops.linear(xd, w(self.lora_A))
-  local l = ops.linear(a, w(self.lora_B))
+  local a = ops.linear(xd, self.lora_A.value)
+  local l = ops.linear(a, self.lora_B.value)
   ops.axpy_(y, l, self.scale)
   l:free()
   if self.grad_enabled then
@@ -97,12 +76,12 @@ function LoraLinear:backward(dy, want_dx)
   local base = self.base
   local xd, a = self:saved_tensor("xd"), self.saved.a
   local x = self.saved.x or xd     -- same shape as x; read only when the base weight trains
-  local dx = ops.linear_backward(dy, x, w(base.weight), Module.grad_of(base.weight),
+  local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
     base.bias and Module.grad_of(base.bias) or nil, want_dx)
   local dl = ops.scale(dy, self.scale)
-  local da = ops.linear_backward(dl, a, w(self.lora_B), Module.grad_of(self.lora_B), nil, true)
+  local da = ops.linear_backward(dl, a, self.lora_B.value, Module.grad_of(self.lora_B), nil, true)
   dl:free()
-  local dxd = ops.linear_backward(da, xd, w(self.lora_A), Module.grad_of(self.lora_A), nil, want_dx)
+  local dxd = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
   da:free()
   self:release()
   if dxd then
