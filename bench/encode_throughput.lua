@@ -4,10 +4,10 @@
 local model_dir, path, batch = arg[1], arg[2], tonumber(arg[3] or "32")
 local texts = {}
 for line in io.lines(path) do texts[#texts + 1] = line end
-local tk = require("trainer.tokenizer")
+local tk = require("trainer.core.tokenizer")
 local tok = tk.load(model_dir)
 local model = trainer.load_model(model_dir, { task = "embedding" })
-local wall = require("trainer.run").now -- the monotonic clock
+local wall = require("trainer.train.run").now -- the monotonic clock
 
 local t0 = wall()
 for _, s in ipairs(texts) do tok:encode(s) end

@@ -14,13 +14,13 @@
 --        --accumulate (4) --only WORD[,WORD] (configs whose name contains a word, e.g.
 --        bf16,lora; the baseline always runs: the ratios need it)
 -- Never a test: figures depend on the machine and its load.
-local T = require("trainer.tensor")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
-local optim = require("trainer.optim")
+local optim = require("trainer.train.optim")
 local losses = require("trainer.losses")
-local amp = require("trainer.amp")
-local ops = require("trainer.ops")
+local amp = require("trainer.train.amp")
+local ops = require("trainer.core.ops")
 
 -- ---------------------------------------------------------------- options
 local opt = { layers = 12, hidden = 768, heads = 12, intermediate = 3072, vocab = 30522, seq = 256, batch = 16,
@@ -41,8 +41,8 @@ do
 end
 if opt.batch % opt.accumulate ~= 0 then error("bench/memory.lua: --batch must be a multiple of --accumulate", 0) end
 
-local lora = require("trainer.lora")
-local checkpoint = require("trainer.checkpoint")
+local lora = require("trainer.train.lora")
+local checkpoint = require("trainer.train.grad_checkpoint")
 
 local configs = {
   { name = "fp32 baseline" },
@@ -55,7 +55,7 @@ local configs = {
 }
 
 -- ---------------------------------------------------------------- wall clock
-local now = require("trainer.run").now -- the monotonic clock (trainer.ffi's system block)
+local now = require("trainer.train.run").now -- the monotonic clock (trainer.ffi's system block)
 
 -- ---------------------------------------------------------------- data
 local function int_matrix(values, rows, cols)

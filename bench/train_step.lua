@@ -16,15 +16,15 @@
 -- Prints one line: "tokens_s=N step_s=N peak_allocated=N peak_reserved=N" (bytes).
 -- Never a test: figures depend on the machine and its load.
 local ffi = require("ffi")
-local T = require("trainer.tensor")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
-local optim = require("trainer.optim")
+local optim = require("trainer.train.optim")
 local losses = require("trainer.losses")
-local amp = require("trainer.amp")
-local ops = require("trainer.ops")
-local lora = require("trainer.lora")
-local checkpoint = require("trainer.checkpoint")
+local amp = require("trainer.train.amp")
+local ops = require("trainer.core.ops")
+local lora = require("trainer.train.lora")
+local checkpoint = require("trainer.train.grad_checkpoint")
 
 local configs = {
   ["fp32-full"] = { precision = "fp32" },

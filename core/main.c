@@ -19,7 +19,7 @@
 
 static int file_exists(const char *path) { return access(path, R_OK) == 0; }
 
-/* Fills root with the folder that holds lua/trainer/cli.lua; 0 on success. */
+/* Fills root with the folder that holds lua/trainer/cli/init.lua; 0 on success. */
 static int find_root(char *root, size_t len)
 {
     const char *env = getenv("TRAINER_ROOT");
@@ -35,12 +35,12 @@ static int find_root(char *root, size_t len)
     char *slash = strrchr(exe, '/');
     if (!slash) return -1;
     *slash = '\0';
-    snprintf(probe, sizeof probe, "%s/lua/trainer/cli.lua", exe);
+    snprintf(probe, sizeof probe, "%s/lua/trainer/cli/init.lua", exe);
     if (file_exists(probe)) {
         snprintf(root, len, "%s", exe);
         return 0;
     }
-    snprintf(probe, sizeof probe, "%s/../share/trainer/lua/trainer/cli.lua", exe);
+    snprintf(probe, sizeof probe, "%s/../share/trainer/lua/trainer/cli/init.lua", exe);
     if (file_exists(probe)) {
         snprintf(root, len, "%s/../share/trainer", exe);
         char real[PATH_MAX];
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     char root[PATH_MAX];
     if (find_root(root, sizeof root) != 0) {
         fprintf(stderr,
-                "trainer: cannot find the Lua tree (lua/trainer/cli.lua) next to the binary or in "
+                "trainer: cannot find the Lua tree (lua/trainer/cli/init.lua) next to the binary or in "
                 "../share/trainer; set TRAINER_ROOT to the folder that holds lua/ and recipes/.\n");
         return 1;
     }

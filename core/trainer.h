@@ -1,5 +1,5 @@
 /* trainer.h — the one public header of the runtime: C programs include it, and
- * lua/trainer/ffi.lua feeds it (following its #include lines, dropping other '#' lines)
+ * lua/trainer/core/ffi.lua feeds it (following its #include lines, dropping other '#' lines)
  * to ffi.cdef. Each module keeps its own header; this file lists them in dependency
  * order. */
 #ifndef TRAINER_H

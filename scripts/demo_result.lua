@@ -4,8 +4,8 @@
 -- first and of the last tenth of the steps: single batches are noisy). Returns 0 when both
 -- correlations rose and the loss fell, else 1 with a line that says which did not.
 --   ./trainer run scripts/demo_result.lua runs/minilm_sts_lora 280 "STS-B dev"
-local json = require("trainer.json")
-local outputs = require("trainer.outputs")
+local json = require("trainer.core.json")
+local outputs = require("trainer.train.outputs")
 local dir, secs, what = arg[1], arg[2], arg[3] or "dev"
 if not dir then
   io.stderr:write("usage: trainer run scripts/demo_result.lua RUN_DIR SECONDS [WHAT]\n")

@@ -19,7 +19,7 @@ rm -rf "$stage" "$stage.tar.gz"
 mkdir -p "$stage/lib" "$stage/bin" "$stage/tests/gpu"
 cp "$built/trainer" "$stage/trainer"
 cp -R lua recipes "$stage/"
-# The FFI reads the runtime's headers at start (lua/trainer/ffi.lua): core/ and its folders.
+# The FFI reads the runtime's headers at start (lua/trainer/core/ffi.lua): core/ and its folders.
 stage_abs=$(cd "$stage" && pwd)
 (cd core && for h in *.h */*.h; do mkdir -p "$stage_abs/core/$(dirname "$h")" && cp "$h" "$stage_abs/core/$h"; done)
 cp tests/gpu/run.sh tests/gpu/NOTES.md "$stage/tests/gpu/"

@@ -2,7 +2,7 @@
  * memory tags, devices and the error record.
  *
  * Like every header under core/, this file is valid LuaJIT ffi.cdef input once its
- * '#' lines are dropped (lua/trainer/ffi.lua does that): no macros inside declarations,
+ * '#' lines are dropped (lua/trainer/core/ffi.lua does that): no macros inside declarations,
  * only fixed-width integer types, enums with explicit values, plain structs. */
 #ifndef TR_BASE_H
 #define TR_BASE_H

@@ -192,7 +192,7 @@ static int l_init_line_editing(lua_State *L)
     rl_readline_name = "trainer";
     rl_attempted_completion_function = complete_word;
     rl_basic_word_break_characters = lua_word_breaks;
-    rl_completion_append_character = '\0'; /* "trainer.memory" then "." or ":" */
+    rl_completion_append_character = '\0'; /* "trainer.core.memory" then "." or ":" */
     lua_pushstring(L, loc);
     return 1;
 }

@@ -99,7 +99,7 @@ int64_t tr_row_index_order(const tr_row_index *ix, int64_t i);
  * counter): Philox-4x32-10 (core/base/rng.h) with key = seed, counter block
  * { epoch, purpose, counter low 32 bits, counter high 32 bits }, words w0, w1 ->
  * u = (w0 * 2^21 + (w1 >> 11)) / 2^53 in [0, 1), result floor(u * n). The same on every
- * machine; lua/trainer/data.lua draws through it. */
+ * machine; lua/trainer/train/data.lua draws through it. */
 int64_t tr_shuffle_below(uint64_t seed, uint32_t epoch, uint32_t purpose, uint64_t counter, int64_t n);
 
 /* perm[0..n) = a Fisher-Yates shuffle of 0..n-1: for i = n-1 down to 1, swap perm[i]

@@ -1,6 +1,6 @@
 /* reader_index.c — the offset index of a plain data file (record starts and their line
  * numbers, plus an epoch order over them) and the seeded shuffling both the index and
- * lua/trainer/data.lua use.
+ * lua/trainer/train/data.lua use.
  *
  * Invariants: offset[i], lineno[i] for i < n are in push order; order[] is either empty
  * (push order) or a permutation of 0..n-1; the shuffle is a pure function of

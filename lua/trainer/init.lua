@@ -9,36 +9,36 @@ local trainer = {
 
 local lazy = {
   recipe = "trainer.recipe",
-  schema = "trainer.schema",
-  pretty = "trainer.pretty",
-  errors = "trainer.errors",
-  tensor = "trainer.tensor",
-  memory = "trainer.memory",
-  runtime = "trainer.runtime",
+  schema = "trainer.recipe.schema",
+  pretty = "trainer.cli.pretty",
+  errors = "trainer.core.errors",
+  tensor = "trainer.core.tensor",
+  memory = "trainer.core.memory",
+  runtime = "trainer.core.runtime",
   losses = "trainer.losses",
-  metrics = "trainer.metrics",
-  evaluate = "trainer.evaluate",
-  data = "trainer.data",
-  ops = "trainer.ops",
-  amp = "trainer.amp",
-  json = "trainer.json",
-  optim = "trainer.optim",
-  schedule = "trainer.schedule",
-  clip = "trainer.clip",
+  metrics = "trainer.train.metrics",
+  evaluate = "trainer.train.evaluate",
+  data = "trainer.train.data",
+  ops = "trainer.core.ops",
+  amp = "trainer.train.amp",
+  json = "trainer.core.json",
+  optim = "trainer.train.optim",
+  schedule = "trainer.train.schedule",
+  clip = "trainer.train.clip",
   nn = "trainer.nn",
   models = "trainer.models",
-  safetensors = "trainer.safetensors",
-  tokenizer = "trainer.tokenizer",
-  optim = "trainer.optim",
-  schedule = "trainer.schedule",
-  clip = "trainer.clip",
-  checkpoint = "trainer.checkpoint",
-  step = "trainer.step",
-  loop = "trainer.loop",
-  run = "trainer.run",
-  outputs = "trainer.outputs",
-  progress = "trainer.progress",
-  lora = "trainer.lora",
+  safetensors = "trainer.core.safetensors",
+  tokenizer = "trainer.core.tokenizer",
+  optim = "trainer.train.optim",
+  schedule = "trainer.train.schedule",
+  clip = "trainer.train.clip",
+  checkpoint = "trainer.train.grad_checkpoint",
+  step = "trainer.train.step",
+  loop = "trainer.train.loop",
+  run = "trainer.train.run",
+  outputs = "trainer.train.outputs",
+  progress = "trainer.train.progress",
+  lora = "trainer.train.lora",
 }
 
 setmetatable(trainer, {
@@ -59,7 +59,7 @@ end
 
 -- Parses a size such as "8GiB" into bytes (numbers pass through).
 function trainer.bytes(v)
-  local n, why = require("trainer.schema").parse_size(v)
+  local n, why = require("trainer.recipe.schema").parse_size(v)
   if not n then error(why, 2) end
   return n
 end

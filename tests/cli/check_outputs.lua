@@ -7,8 +7,8 @@
 --   same OUT OTHER TOL          two outputs of a model command: the same lines, every number
 --                               (embedding values, probabilities) within TOL absolute
 -- Prints "ok" and returns 0, or raises with the first difference.
-local json = require("trainer.json")
-local st = require("trainer.safetensors")
+local json = require("trainer.core.json")
+local st = require("trainer.core.safetensors")
 local mode, out_path, golden = arg[1], arg[2], arg[3]
 
 local lines = {}

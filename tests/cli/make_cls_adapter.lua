@@ -3,9 +3,9 @@
 -- whose B matrices and classifier are not at their initial values, so that applying the
 -- adapter changes the outputs (test_adapter.sh compares --adapter with the merged model).
 local models = require("trainer.models")
-local lora = require("trainer.lora")
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
+local lora = require("trainer.train.lora")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
 local model_dir, adapter_dir = arg[1], arg[2]
 models.tiny_folder(model_dir, { seed = 4, task = "classification" })
 local model = models.load_model(model_dir, { on_warning = function() end })

@@ -14,7 +14,7 @@ fingerprint() { (cd "$1" && find . -type f | sort | xargs md5sum) 2>/dev/null | 
 # The step -> loss table of a metrics.jsonl, one "step loss" line each, in file order.
 steps_losses() {
   cat >"$TMP/sl.lua" <<EOF
-for line in io.lines("$1") do local m = require("trainer.json").decode(line) print(m.step, m.loss) end
+for line in io.lines("$1") do local m = require("trainer.core.json").decode(line) print(m.step, m.loss) end
 EOF
   "$TRAINER" run "$TMP/sl.lua"
 }

@@ -58,7 +58,7 @@ if [ "$(wc -l <"$TMP/run1/metrics.jsonl")" = 6 ]; then pass metrics_one_line_per
 if gzip -t "$TMP/run1/checkpoint-3/trainer_state" 2>/dev/null; then pass trainer_state_is_zlib_gzip; else fail trainer_state_is_zlib_gzip "gzip -t failed"; fi
 
 cat >"$TMP/check_summary.lua" <<EOF
-local json = require("trainer.json")
+local json = require("trainer.core.json")
 local s = json.read("$TMP/run1/summary.json")
 assert(s.steps == 6, "steps")
 assert(type(s.final_loss) == "number", "final_loss")
@@ -93,7 +93,7 @@ run_trainer "$TMP/stop.lua" resume=latest
 expect_rc resume_rc 0
 expect_err resume_says_from "resumed from $TMP/run2/checkpoint-3 at step 3"
 cat >"$TMP/compare.lua" <<EOF
-local json = require("trainer.json")
+local json = require("trainer.core.json")
 local function losses(p)
   local out = {}
   for line in io.lines(p) do local m = json.decode(line) out[m.step] = m.loss end

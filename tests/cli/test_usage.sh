@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 commands="resume check plan report tokenize encode classify merge keys repl run"
-for c in $(ls lua/trainer/commands | sed -n 's/\.lua$//p'); do
+for c in $(ls lua/trainer/cli/commands | sed -n 's/\.lua$//p'); do
   case " $commands " in *" $c "*) ;; *) commands="$commands $c" ;; esac
 done
 

@@ -19,7 +19,7 @@ local path = arg[1]
 local f = assert(io.open(path, "rb")) local text = f:read("*a") f:close()
 assert(text == "" or text:sub(-1) == "\n", path .. " does not end with a newline")
 local n = 0
-for line in text:gmatch("([^\n]*)\n") do require("trainer.json").decode(line, path) n = n + 1 end
+for line in text:gmatch("([^\n]*)\n") do require("trainer.core.json").decode(line, path) n = n + 1 end
 print(("%d whole lines"):format(n))
 EOF
 no_tmp_left() { # name, folder

@@ -4,13 +4,13 @@
 -- an injected inf and doubles after N clean steps; bf16 cuts peak activations; frozen
 -- weights in half occupy half; 4 x 4 accumulation gives the gradients of one batch of 16
 -- and 2 x 4 the losses of one batch of 8 (dropout off, per-example-mean loss).
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local memory = require("trainer.memory")
-local errors = require("trainer.errors")
-local optim = require("trainer.optim")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local memory = require("trainer.core.memory")
+local errors = require("trainer.core.errors")
+local optim = require("trainer.train.optim")
 local losses = require("trainer.losses")
-local amp = require("trainer.amp")
+local amp = require("trainer.train.amp")
 local native = require("trainer.native")
 
 local data = native.root() .. "/tests/data"

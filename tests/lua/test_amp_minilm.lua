@@ -4,13 +4,13 @@
 -- gives the losses of one batch of 8 over AdamW steps (dropout off). Run on a tiny
 -- sentence-embedding folder always and on all-MiniLM-L6-v2 when models/ has it
 -- (make fetch-models), with short texts and few steps.
-local memory = require("trainer.memory")
+local memory = require("trainer.core.memory")
 local models = require("trainer.models")
 local losses = require("trainer.losses")
-local optim = require("trainer.optim")
-local tokenizer = require("trainer.tokenizer")
-local step = require("trainer.step")
-local amp = require("trainer.amp")
+local optim = require("trainer.train.optim")
+local tokenizer = require("trainer.core.tokenizer")
+local step = require("trainer.train.step")
+local amp = require("trainer.train.amp")
 local native = require("trainer.native")
 
 local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad", "house", "bird",

@@ -3,11 +3,11 @@
 -- backward; activation memory returning to its start after backward; eval mode keeping
 -- nothing; frozen parameters getting no grad buffer; dropout replayed from the keyed RNG;
 -- loading errors naming the file.
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local st = require("trainer.safetensors")
-local memory = require("trainer.memory")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local st = require("trainer.core.safetensors")
+local memory = require("trainer.core.memory")
+local errors = require("trainer.core.errors")
 local models = require("trainer.models")
 local bert = require("trainer.models.bert")
 local native = require("trainer.native")

@@ -3,9 +3,9 @@
 -- parameter, the gradient of loss = sum(embedding * loss_weight): L2 norm within 1e-3
 -- relative and the first elements (grad_slice) close; the word-embedding rows of the ids
 -- used. Prints "SKIP name: reason" when models/all-MiniLM-L6-v2 is absent (make fetch-models).
-local ops = require("trainer.ops")
-local st = require("trainer.safetensors")
-local memory = require("trainer.memory")
+local ops = require("trainer.core.ops")
+local st = require("trainer.core.safetensors")
+local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local root = native.root()

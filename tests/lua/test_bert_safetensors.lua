@@ -1,9 +1,9 @@
 -- trainer.safetensors from Lua: a sharded folder through its index, dtype conversion on
 -- read, a save -> load round trip with metadata and the reference writer's order, and
 -- errors naming the file.
-local T = require("trainer.tensor")
-local st = require("trainer.safetensors")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local st = require("trainer.core.safetensors")
+local errors = require("trainer.core.errors")
 local root = require("trainer.native").root()
 
 return {

@@ -1,9 +1,9 @@
 -- trainer.tokenizer (the Lua layer over core/tokenizer/tokenizer.h): single texts and pairs with
 -- type ids, batches as i32 tensors padded to the longest with the attention mask,
 -- truncation, the ids of the tiny golden, and errors that name the folder.
-local tk = require("trainer.tokenizer")
-local st = require("trainer.safetensors")
-local errors = require("trainer.errors")
+local tk = require("trainer.core.tokenizer")
+local st = require("trainer.core.safetensors")
+local errors = require("trainer.core.errors")
 local root = require("trainer.native").root()
 local dir = root .. "/tests/data/tiny_bert"
 

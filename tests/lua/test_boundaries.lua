@@ -8,8 +8,8 @@
 --     Linear layers the model builds; tensor.random is the old uniform init, bit for bit.
 local native = require("trainer.native")
 local ffi = require("ffi")
-local C = require("trainer.ffi")
-local T = require("trainer.tensor")
+local C = require("trainer.core.ffi")
+local T = require("trainer.core.tensor")
 
 local function tmpdir()
   local name = os.tmpname() -- a fresh file; the folder goes beside it
@@ -103,7 +103,7 @@ return {
     for _, path in ipairs(files) do
       local text = read(path)
       local rel = path:sub(#root + 2)
-      if rel ~= "ffi.lua" and text:find("ffi.cdef", 1, true) then bad[#bad + 1] = rel .. ": ffi.cdef" end
+      if rel ~= "core/ffi.lua" and text:find("ffi.cdef", 1, true) then bad[#bad + 1] = rel .. ": ffi.cdef" end
       if text:find("os.execute(", 1, true) then bad[#bad + 1] = rel .. ": os.execute" end
       if text:find("io.popen(", 1, true) then bad[#bad + 1] = rel .. ": io.popen" end
       if text:find("%.half[^%w_]") then bad[#bad + 1] = rel .. ": .half" end
@@ -112,14 +112,14 @@ return {
     assert(#bad == 0, table.concat(bad, "; "))
     -- the system block of trainer.ffi declares what outputs, trainer_state and run call
     assert(C.gzopen ~= nil and C.gzread ~= nil and C.gzwrite ~= nil and C.gzclose ~= nil)
-    local run = require("trainer.run")
+    local run = require("trainer.train.run")
     local t0 = run.now()
     local t1 = run.now()
     assert(t0 > 0 and t1 >= t0, "the monotonic clock runs forward")
   end },
 
   { "rng_site_ids_unchanged", function()
-    local s = require("trainer.rng_sites")
+    local s = require("trainer.core.rng_sites")
     assert(s.dropout.embeddings == 0 and s.dropout.attention_probs == 1 and s.dropout.attention_output == 2)
     assert(s.dropout.feedforward_output == 3 and s.dropout.head == 4 and s.dropout.lora == 7)
     assert(s.head_layer(6) == 7 and s.lora_layer(3) == 10003 and s.lora_layer(nil) == 10000)
@@ -148,7 +148,7 @@ return {
 
   { "planner_follows_the_model_and_the_training_segments", function()
     local plan = require("trainer.plan")
-    local checkpoint = require("trainer.checkpoint")
+    local checkpoint = require("trainer.train.grad_checkpoint")
     local Layer = require("trainer.nn.layer")
     local shape = { hidden_size = 32, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 64,
                     vocab_size = 100, max_position_embeddings = 64 }
@@ -176,5 +176,23 @@ return {
     for _, l in ipairs(Layer.linears(cfg)) do listed[#listed + 1] = ("%s %d %d"):format(l[1], l[2], l[3]) end
     assert(#built == 6 and same_list(built, listed), table.concat(built, ", ") .. " vs " .. table.concat(listed, ", "))
     layer:free()
+  end },
+  { "old_module_names_load_the_new_modules_and_the_tree_uses_only_new_ones", function()
+    local compat = require("trainer.compat")
+    assert(require("trainer.tensor") == require("trainer.core.tensor"), "trainer.tensor")
+    assert(require("trainer.recipe_schema") == require("trainer.recipe.keys"), "trainer.recipe_schema")
+    assert(require("trainer.checkpoint") == require("trainer.train.grad_checkpoint"), "trainer.checkpoint")
+    assert(require("trainer.commands.merge") == require("trainer.cli.commands.merge"), "trainer.commands.merge")
+    local root = native.root() .. "/lua/trainer"
+    local bad = {}
+    for _, path in ipairs(lua_files(root)) do
+      local rel = path:sub(#root + 2)
+      if rel ~= "compat.lua" then
+        for name in read(path):gmatch('require%(%s*"(trainer%.[%w_.]+)"') do
+          if compat.renamed[name] or name:match("^trainer%.commands%.") then bad[#bad + 1] = rel .. ": " .. name end
+        end
+      end
+    end
+    assert(#bad == 0, "old module names in the tree: " .. table.concat(bad, ", "))
   end },
 }

@@ -4,16 +4,16 @@
 -- names and parameters are unchanged; the segmentation arithmetic; frozen layers still
 -- pass input gradients; bad specs are user errors. all-MiniLM-L6-v2 (short sequences)
 -- when models/ has it.
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
 local models = require("trainer.models")
-local checkpoint = require("trainer.checkpoint")
+local checkpoint = require("trainer.train.grad_checkpoint")
 local native = require("trainer.native")
 local ffi = require("ffi")
-local C = require("trainer.ffi")
-local runtime = require("trainer.runtime")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
 
 -- The raw bytes of a CPU tensor (bitwise comparison of tensors of any size).
 -- An i32 [rows, cols] tensor from a flat list of integers.
@@ -227,7 +227,7 @@ return {
   end },
 
   { "lora_wrapped_layers_bitwise_and_frozen_keep_less", function()
-    local lora = require("trainer.lora")
+    local lora = require("trainer.train.lora")
     local L = 4
     local x, w = batch(4, 12, 32, 60)
     local full = tiny_encoder(L, 2)

@@ -3,10 +3,10 @@
 -- resume, bucketing, no-duplicate batches and bounded memory over a 200k-line gzip file.
 -- The shared collection is looked for at ../shared/data (from the project root) or
 -- $TRAINER_SHARED_DATA; cases that need it print SKIP when it is absent.
-local data = require("trainer.data")
-local errors = require("trainer.errors")
+local data = require("trainer.train.data")
+local errors = require("trainer.core.errors")
 local native = require("trainer.native")
-local C = require("trainer.ffi")
+local C = require("trainer.core.ffi")
 local ffi = require("ffi")
 
 local root = native.root()

@@ -3,9 +3,9 @@
 -- without parameters: the seed reaches only dropout), and batch = { size = 4,
 -- accumulate = 2 } gives the losses of size = 8 (CosineSimilarityLoss is a mean over
 -- rows, so two half-batches average to the whole batch's loss and gradient).
-local outputs = require("trainer.outputs")
+local outputs = require("trainer.train.outputs")
 local recipe = require("trainer.recipe")
-local loop = require("trainer.loop")
+local loop = require("trainer.train.loop")
 
 local tests = {}
 local fx
@@ -72,7 +72,7 @@ end }
 
 tests[#tests + 1] = { "dropout_override_reaches_attention", function()
   local r = recipe.load(setup().dir .. "/seed1.lua", { "model.dropout=0.25" })
-  local run = require("trainer.run")
+  local run = require("trainer.train.run")
   local t = run.build(r, { quiet = true })
   local n = 0
   for _, mod in t.model:named_modules() do

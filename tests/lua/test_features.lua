@@ -1,9 +1,9 @@
 -- The feature-matrix ops through trainer.ops (copy_cols_, narrow_cols, cat_cols, abs_diff):
 -- values on small known cases and errors naming the op. (The kernels are checked in
 -- tests/c/test_features.c; these prove the binding.)
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 
 return {
   { "cat_narrow_accumulate", function()

@@ -1,6 +1,6 @@
 -- JSON through jansson: round trips, null, errors that name the source.
-local json = require("trainer.json")
-local errors = require("trainer.errors")
+local json = require("trainer.core.json")
+local errors = require("trainer.core.errors")
 
 return {
   { "decode_types", function()

@@ -3,11 +3,11 @@
 -- writes and checkpoint pruning; progress lines every log.every steps and nothing when
 -- quiet; hooks and a recipe's own loop; gradient accumulation's step count; LoRA and
 -- accumulation runs resumed mid-way giving the unbroken run's losses exactly.
-local json = require("trainer.json")
-local outputs = require("trainer.outputs")
-local progress = require("trainer.progress")
+local json = require("trainer.core.json")
+local outputs = require("trainer.train.outputs")
+local progress = require("trainer.train.progress")
 local recipe = require("trainer.recipe")
-local loop = require("trainer.loop")
+local loop = require("trainer.train.loop")
 
 local tests = {}
 local fx

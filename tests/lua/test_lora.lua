@@ -7,15 +7,15 @@
 -- backward) and PEFT's init; merge equals unmerged; `trainer merge` writes a folder that loads as a plain model; user
 -- errors; grads + optimizer of LoRA r 8 on query,value under 5 % of full fine-tuning on
 -- all-MiniLM-L6-v2 (skipped when absent; make fetch-models).
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local st = require("trainer.safetensors")
-local json = require("trainer.json")
-local optim = require("trainer.optim")
-local errors = require("trainer.errors")
-local lora = require("trainer.lora")
-local C = require("trainer.ffi")
-local runtime = require("trainer.runtime")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local st = require("trainer.core.safetensors")
+local json = require("trainer.core.json")
+local optim = require("trainer.train.optim")
+local errors = require("trainer.core.errors")
+local lora = require("trainer.train.lora")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
 local native = require("trainer.native")
 
 local root = native.root()
@@ -344,7 +344,7 @@ return {
     m:free()
     -- the command, with the PEFT adapter: the folder loads as a plain model with PEFT's output
     local dir = tmpdir()
-    local merge = require("trainer.commands.merge")
+    local merge = require("trainer.cli.commands.merge")
     merge.run({ "merge", tiny, data .. "/tiny_lora_adapter", dir .. "/out" })
     for _, f in ipairs({ "config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "modules.json",
       "1_Pooling/config.json" }) do

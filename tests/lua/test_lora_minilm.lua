@@ -3,10 +3,10 @@
 -- under 5 % of full fine-tuning's, and the optimizer's own ledger agrees. Frozen weights get
 -- no gradient buffer and no optimizer state. Prints "SKIP ..." when models/all-MiniLM-L6-v2 is
 -- absent (make fetch-models).
-local T = require("trainer.tensor")
-local memory = require("trainer.memory")
-local optim = require("trainer.optim")
-local lora = require("trainer.lora")
+local T = require("trainer.core.tensor")
+local memory = require("trainer.core.memory")
+local optim = require("trainer.train.optim")
+local lora = require("trainer.train.lora")
 local native = require("trainer.native")
 
 local dir = native.root() .. "/models/all-MiniLM-L6-v2"

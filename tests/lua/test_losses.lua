@@ -2,11 +2,11 @@
 -- written by tests/ref/make_loss_golden.py): loss values and the gradient with respect to every
 -- embeddings input (and SoftmaxLoss's classifier) at rel 1e-5 in f32; the lifetime contract
 -- (nothing left allocated); argument errors.
-local T = require("trainer.tensor")
-local json = require("trainer.json")
+local T = require("trainer.core.tensor")
+local json = require("trainer.core.json")
 local losses = require("trainer.losses")
-local errors = require("trainer.errors")
-local memory = require("trainer.memory")
+local errors = require("trainer.core.errors")
+local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local golden = json.read(native.root() .. "/tests/data/loss_golden.json")

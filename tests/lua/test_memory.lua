@@ -1,7 +1,7 @@
 -- The memory ledger seen from Lua: tags, peaks, limits and out-of-memory errors.
-local T = require("trainer.tensor")
-local memory = require("trainer.memory")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local memory = require("trainer.core.memory")
+local errors = require("trainer.core.errors")
 
 local MiB = 2 ^ 20
 

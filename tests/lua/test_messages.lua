@@ -2,10 +2,10 @@
 -- in user errors ("tensor.full: ..."), invalid UTF-8 found by the UTF-8 checker, and a
 -- class label out of range named by the data file and line it came from, not its
 -- position in the batch.
-local T = require("trainer.tensor")
-local errors = require("trainer.errors")
-local memory = require("trainer.memory")
-local utf8 = require("trainer.utf8")
+local T = require("trainer.core.tensor")
+local errors = require("trainer.core.errors")
+local memory = require("trainer.core.memory")
+local utf8 = require("trainer.core.utf8")
 
 local function user_error_of(fn, ...)
   local ok, e = pcall(fn, ...)
@@ -63,7 +63,7 @@ return {
   { "invalid_utf8_data_names_file_and_line", function()
     local d = tmpdir()
     write(d .. "/train.tsv", "sentence1\tsentence2\tscore\na cat\ta dog\t1.5\nthe \255 bird\ta mat\t2\n")
-    local msg = user_error_of(require("trainer.data").open, d .. "/train.tsv", {})
+    local msg = user_error_of(require("trainer.train.data").open, d .. "/train.tsv", {})
     assert(msg:find(d .. "/train.tsv: line 3: field 'sentence1' is not valid UTF-8 (byte 5, 0xFF", 1, true), msg)
     os.execute("rm -rf '" .. d .. "'")
   end },
@@ -72,21 +72,21 @@ return {
     local d = tmpdir()
     models.tiny_folder(d .. "/cls", { seed = 4, task = "classification" })
     local model = models.load_model(d .. "/cls", { on_warning = function() end })
-    local tok = require("trainer.tokenizer").load(d .. "/cls")
+    local tok = require("trainer.core.tokenizer").load(d .. "/cls")
     write(d .. "/nli.tsv", "premise\thypothesis\tlabel\nthe cat\ta dog\t0\nthe mat\ta bird\t1\n"
       .. "a house\tthe cat\t7\nthe dog\ta cat\t2\n")
-    local data = require("trainer.data")
+    local data = require("trainer.train.data")
     local ds = data.open(d .. "/nli.tsv", {})
     local ld = ds:loader { batch_size = 4, seed = 1, shuffle = false }
     local batch = ld:next()
     local loss = require("trainer.losses").new({ name = "cross_entropy" })
-    local msg = user_error_of(require("trainer.step").micro,
+    local msg = user_error_of(require("trainer.train.step").micro,
       { model = model, loss = loss, tokenizer = tok, batch = batch })
     assert(msg:find(d .. "/nli.tsv: line 4: cross_entropy loss: label 7 is not a class id 0..", 1, true), msg)
     assert(not msg:find("row %d"), msg)
     -- without a file behind the rows, the message names the row of the batch
     local rows = { { "the cat", "a dog", 0 }, { "a house", "the cat", -3 } }
-    msg = user_error_of(require("trainer.step").micro, { model = model, loss = loss, tokenizer = tok, batch = rows })
+    msg = user_error_of(require("trainer.train.step").micro, { model = model, loss = loss, tokenizer = tok, batch = rows })
     assert(msg:find("label -3 is not a class id", 1, true) and msg:find("(row 2 of the batch)", 1, true), msg)
     ld:close(); ds:close(); loss:free(); tok:free(); model:free()
     os.execute("rm -rf '" .. d .. "'")

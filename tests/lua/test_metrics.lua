@@ -1,12 +1,12 @@
 -- trainer.metrics against scipy.stats (tests/data/loss_golden.json, written by
 -- tests/ref/make_loss_golden.py), tie handling, and trainer.evaluate with fake embedding and
 -- classification functions.
-local T = require("trainer.tensor")
-local json = require("trainer.json")
-local metrics = require("trainer.metrics")
-local evaluate = require("trainer.evaluate")
-local errors = require("trainer.errors")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local json = require("trainer.core.json")
+local metrics = require("trainer.train.metrics")
+local evaluate = require("trainer.train.evaluate")
+local errors = require("trainer.core.errors")
+local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local golden = json.read(native.root() .. "/tests/data/loss_golden.json").metrics

@@ -5,12 +5,12 @@
 -- "classifier_dropout": null) and the presets still load; a model whose plan is above
 -- memory.limit (or the machine) stops with an out-of-memory error (exit 2) that carries
 -- the predicted ledger, and allocated nothing.
-local json = require("trainer.json")
-local outputs = require("trainer.outputs")
+local json = require("trainer.core.json")
+local outputs = require("trainer.train.outputs")
 local recipe = require("trainer.recipe")
-local run = require("trainer.run")
-local errors = require("trainer.errors")
-local memory = require("trainer.memory")
+local run = require("trainer.train.run")
+local errors = require("trainer.core.errors")
+local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
 
 local tests = {}

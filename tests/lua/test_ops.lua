@@ -1,10 +1,10 @@
 -- The C ops through trainer.ops: values on small known cases, gradient accumulation,
 -- half dtypes, and errors that name the op. (Each op's backward is proven against
 -- finite differences in the C tests; these prove the binding.)
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
+local memory = require("trainer.core.memory")
 
 local function near(a, b, tol, what)
   assert(math.abs(a - b) <= (tol or 1e-5) * math.max(1, math.abs(b)), ("%s: %.9g vs %.9g"):format(what or "value", a, b))

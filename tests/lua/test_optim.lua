@@ -7,14 +7,14 @@
 -- whose rounding differs from torch's in order, not in formula; the largest error seen
 -- is 1.2e-7, SGD with momentum); schedules within 1e-12 relative (the same double
 -- formulas; seen: exact); the clip norm and clipped gradients within 1e-6 (seen: exact).
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local json = require("trainer.json")
-local memory = require("trainer.memory")
-local errors = require("trainer.errors")
-local optim = require("trainer.optim")
-local schedule = require("trainer.schedule")
-local clip = require("trainer.clip")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local json = require("trainer.core.json")
+local memory = require("trainer.core.memory")
+local errors = require("trainer.core.errors")
+local optim = require("trainer.train.optim")
+local schedule = require("trainer.train.schedule")
+local clip = require("trainer.train.clip")
 local native = require("trainer.native")
 
 local golden = json.read(native.root() .. "/tests/data/optim_golden.json")

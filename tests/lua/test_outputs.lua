@@ -5,10 +5,10 @@
 -- cannot take it leaves nothing; the "-- command:" line of resolved_recipe.lua reads back;
 -- resume command lines survive the shell; recipe differences name the key; an error in
 -- recipe code is a user error naming file:line, one in trainer's code is not.
-local outputs = require("trainer.outputs")
-local resume = require("trainer.resume")
-local user_code = require("trainer.user_code")
-local errors = require("trainer.errors")
+local outputs = require("trainer.train.outputs")
+local resume = require("trainer.train.resume")
+local user_code = require("trainer.train.user_code")
+local errors = require("trainer.core.errors")
 
 local function tmpdir()
   local p = io.popen("mktemp -d")

@@ -1,15 +1,15 @@
 -- trainer.plan against measurement: for a small BERT-shaped classifier, the predicted bytes
 -- per tag must be within 15 % of the allocator's measured peaks of a real training step,
 -- under each memory technique (the same step bench/memory.lua times).
-local T = require("trainer.tensor")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
-local optim = require("trainer.optim")
+local optim = require("trainer.train.optim")
 local losses = require("trainer.losses")
-local amp = require("trainer.amp")
-local ops = require("trainer.ops")
-local lora = require("trainer.lora")
-local checkpoint = require("trainer.checkpoint")
+local amp = require("trainer.train.amp")
+local ops = require("trainer.core.ops")
+local lora = require("trainer.train.lora")
+local checkpoint = require("trainer.train.grad_checkpoint")
 local plan = require("trainer.plan")
 local recipes = require("trainer.recipe")
 

@@ -1,6 +1,6 @@
 -- The two printers: deterministic literals and the REPL display.
-local pretty = require("trainer.pretty")
-local suggest = require("trainer.suggest")
+local pretty = require("trainer.cli.pretty")
+local suggest = require("trainer.recipe.suggest")
 
 return {
   { "literal_sorted_and_loadable", function()

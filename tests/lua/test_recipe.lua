@@ -1,8 +1,8 @@
 -- Unit tests of recipe loading: merging, overrides, schema checks, defaults, origins.
 local recipe = require("trainer.recipe")
-local schema = require("trainer.schema")
-local spec = require("trainer.recipe_schema")
-local errors = require("trainer.errors")
+local schema = require("trainer.recipe.schema")
+local spec = require("trainer.recipe.keys")
+local errors = require("trainer.core.errors")
 
 local function tmpdir()
   local p = io.popen("mktemp -d")

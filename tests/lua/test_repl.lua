@@ -1,6 +1,6 @@
 -- The REPL's pieces that need no terminal: Tab completion, the short traceback, the
 -- printing of results, and the module summary tostring gives.
-local repl = require("trainer.repl")
+local repl = require("trainer.cli.repl")
 
 local function env()
   return setmetatable({ trainer = require("trainer"), mine = { alpha = 1, beta = 2, _hidden = 3 } },
@@ -59,7 +59,7 @@ return {
       "\t(tail call): ?",
       "\tstdin:1: in main chunk",
       "\t[C]: in function 'icall'",
-      "\t/x/lua/trainer/repl.lua:290: in function 'run'",
+      "\t/x/lua/trainer/cli/repl.lua:290: in function 'run'",
       "\t/x/lua/trainer/cli.lua:131: in function </x/lua/trainer/cli.lua:129>",
     }, "\n")
     local s = repl.short_traceback(msg)

@@ -3,8 +3,8 @@
 -- draws the small tags (grads, optimizer, workspace) away from the zero line and from each
 -- other, evaluation points are markers, legend samples carry their series' dash and marker,
 -- and the page's per-tag peaks are the figures the chart prints.
-local report = require("trainer.commands.report")
-local json = require("trainer.json")
+local report = require("trainer.cli.commands.report")
+local json = require("trainer.core.json")
 local MIB = 1048576
 
 local made = {}
@@ -144,7 +144,7 @@ return {
     assert(count(series_of(mem, "weights"), "<path class=\"marker\"") == 1, "no marker at the run's weights peak")
     local row = html:match("<tr><th>peak weights</th><td>([^<]*)</td></tr>")
     assert(row and row:find("130.0 MiB", 1, true) and row:find("87.0 MiB", 1, true), "table row: " .. tostring(row))
-    local grads = require("trainer.progress").bytes(0.6 * MIB)
+    local grads = require("trainer.train.progress").bytes(0.6 * MIB)
     assert(mem:find("grads: " .. grads, 1, true), "chart legend lacks the grads peak")
     assert(html:find("<tr><th>peak grads</th><td>" .. grads .. "</td></tr>", 1, true), "grads row differs from the chart")
   end },

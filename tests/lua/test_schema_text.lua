@@ -1,7 +1,7 @@
 -- The type descriptions that `trainer check --keys`, the README's key table and the
 -- recipe errors print: plurals of lists and maps put the "s" on the noun, never on the
 -- end of the phrase ("a list of number >= 0s").
-local schema = require("trainer.schema")
+local schema = require("trainer.recipe.schema")
 
 local function eq(got, want) assert(got == want, ("expected %q, got %q"):format(want, got)) end
 
@@ -18,7 +18,7 @@ return {
       "a table whose values are numbers or strings")
   end },
   { "key_reference_has_no_glued_plural", function()
-    local text = require("trainer.keys_doc").markdown()
+    local text = require("trainer.recipe.keys_doc").markdown()
     for line in text:gmatch("[^\n]+") do
       local typ = line:match("^| `[^`]+` | ([^|]*) |")
       if typ then

@@ -5,13 +5,13 @@
 -- (batch 16, mini_batch 4: gradients within 1e-5 relative, lower peak activations); with
 -- dropout on, the cached path replaying its masks (bitwise the plain path when one chunk
 -- holds every text, deterministic with several); malformed rows as user errors.
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local memory = require("trainer.memory")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local memory = require("trainer.core.memory")
 local models = require("trainer.models")
 local losses = require("trainer.losses")
-local tokenizer = require("trainer.tokenizer")
-local step = require("trainer.step")
+local tokenizer = require("trainer.core.tokenizer")
+local step = require("trainer.train.step")
 local native = require("trainer.native")
 
 local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad", "house", "bird",
@@ -190,8 +190,8 @@ end }
 -- too big for tensor:values()).
 local function raw_grads(model)
   local ffi = require("ffi")
-  local C = require("trainer.ffi")
-  local runtime = require("trainer.runtime")
+  local C = require("trainer.core.ffi")
+  local runtime = require("trainer.core.runtime")
   local out = {}
   for name, p in model:parameters() do
     if p.grad then

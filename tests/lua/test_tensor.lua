@@ -1,7 +1,7 @@
 -- Tensors in Lua: constructors, properties, conversions, views, lifetime, printing.
-local T = require("trainer.tensor")
-local memory = require("trainer.memory")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local memory = require("trainer.core.memory")
+local errors = require("trainer.core.errors")
 
 local function close(a, b, tol) return math.abs(a - b) <= tol end
 

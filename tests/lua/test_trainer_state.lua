@@ -6,13 +6,13 @@
 -- intact state still resumes, and a damaged checkpoint-3 (nothing before it) says to
 -- start over.
 local ffi = require("ffi")
-local json = require("trainer.json")
-local outputs = require("trainer.outputs")
+local json = require("trainer.core.json")
+local outputs = require("trainer.train.outputs")
 local recipe = require("trainer.recipe")
-local loop = require("trainer.loop")
-local run = require("trainer.run")
-local errors = require("trainer.errors")
-require("trainer.trainer_state")   -- declares gzopen/gzread/gzclose
+local loop = require("trainer.train.loop")
+local run = require("trainer.train.run")
+local errors = require("trainer.core.errors")
+require("trainer.train.trainer_state")   -- declares gzopen/gzread/gzclose
 pcall(ffi.cdef, "int gzwrite(gzFile file, const void *buf, unsigned len);")
 
 local tests = {}

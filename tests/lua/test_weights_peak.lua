@@ -4,12 +4,12 @@
 -- random BERT (always) and on a short fp32 full fine-tune of all-MiniLM-L6-v2 with a
 -- checkpoint save (skipped when models/all-MiniLM-L6-v2 is absent): summary.json's
 -- peak_by_tag.weights equals the sum of the parameters' bytes (the allocator's 512-byte blocks).
-local outputs = require("trainer.outputs")
+local outputs = require("trainer.train.outputs")
 local recipe = require("trainer.recipe")
-local loop = require("trainer.loop")
-local json = require("trainer.json")
+local loop = require("trainer.train.loop")
+local json = require("trainer.core.json")
 local native = require("trainer.native")
-local memory = require("trainer.memory")
+local memory = require("trainer.core.memory")
 
 local root = native.root()
 local minilm = root .. "/models/all-MiniLM-L6-v2"

@@ -2,10 +2,10 @@
 -- golden's set-up b to tests/data/tiny_bert with trainer.lora, sets its A/B values from
 -- tests/data/lora_golden.safetensors (b.set.*) and saves the adapter into OUT with
 -- trainer.lora.save, for PEFT to load.
-local lora = require("trainer.lora")
-local st = require("trainer.safetensors")
-local C = require("trainer.ffi")
-local runtime = require("trainer.runtime")
+local lora = require("trainer.train.lora")
+local st = require("trainer.core.safetensors")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
 local root = require("trainer.native").root()
 
 local out = assert(arg[1], "usage: trainer run tests/ref/lora_save_ours.lua OUT")

@@ -11,10 +11,10 @@
 -- forward, or release()) frees it, so a loss never holds memory across steps. The
 -- embeddings and labels are the caller's: a loss reads them, never frees them. Owned
 -- parameter gradients ACCUMULATE (+=) like the model's; the loop zeroes them.
-local T = require("trainer.tensor")
-local C = require("trainer.ffi")
-local runtime = require("trainer.runtime")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
+local errors = require("trainer.core.errors")
 
 local M = {}
 

@@ -8,7 +8,7 @@
 -- next to the encoder) and the O(B^2) sum over scalar pairs runs on the host in double,
 -- as the loss value must be read back anyway; the backward feeds a diagonal dsim to the
 -- cosine_sim backward.
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
 local CoSENT = base.class()

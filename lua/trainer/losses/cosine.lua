@@ -5,8 +5,8 @@
 -- scores by 5 when reading the data). score_scale (default 1) does that division here:
 -- with the 0-5 STS data of the recipes, set loss = { name = "cosine", score_scale = 5 }.
 -- The cosines come from one cosine_sim GEMM (diagonal used), as in cosent.lua.
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
 local Cosine = base.class()

@@ -1,9 +1,9 @@
 -- trainer.losses.cross_entropy: the sequence-classification head's loss: mean cross-entropy
 -- of logits [B, K] (the head's output, the one "embeddings" input) against integer labels,
 -- with optional label_smoothing (torch.nn.functional.cross_entropy).
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
 local CE = base.class()

@@ -12,7 +12,7 @@
 -- matryoshka (MatryoshkaLoss over dims, weights, inner). The protocol every loss follows is
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed.
-local errors = require("trainer.errors")
+local errors = require("trainer.core.errors")
 
 local M = {}
 

@@ -7,9 +7,9 @@
 -- inner loss object, so their saved states coexist between forward and backward.
 -- Gradients: for every input, the truncated gradients go back through the normalisation and
 -- are ACCUMULATED into its first d columns of one [B, C] f32 gradient.
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
 local Matryoshka = base.class()

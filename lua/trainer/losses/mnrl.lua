@@ -7,8 +7,8 @@
 -- symmetric = true adds the positives -> anchors direction over cos(p, a) [B, B] and
 -- averages the two (MultipleNegativesSymmetricRankingLoss, i.e. directions query_to_doc +
 -- doc_to_query with per-direction partitions). Labels are ignored.
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
 local MNRL = base.class()

@@ -5,10 +5,10 @@
 -- The classifier belongs to the loss: parameters() yields "classifier.weight" [num_labels,
 -- 3C] and "classifier.bias" [num_labels] (f32, tag weights; gradients tag grads that
 -- ACCUMULATE), initialised as torch.nn.Linear (uniform in +-1/sqrt(3C)) from opts.seed.
-local T = require("trainer.tensor")
-local sites = require("trainer.rng_sites")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local sites = require("trainer.core.rng_sites")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
 local Softmax = base.class()

@@ -18,7 +18,7 @@
 -- transformers' create_position_ids_from_input_ids (cumulative count of non-pad tokens,
 -- offset by pad_token_id + 1, pad positions get pad_token_id).
 local Module = require("trainer.nn.module")
-local sites = require("trainer.rng_sites")
+local sites = require("trainer.core.rng_sites")
 local Embeddings = require("trainer.nn.embeddings")
 local Encoder = require("trainer.nn.encoder")
 local Pooler = require("trainer.nn.pooler")
@@ -26,9 +26,9 @@ local Pooling = require("trainer.nn.pooling")
 local Normalize = require("trainer.nn.normalize")
 local Dropout = require("trainer.nn.dropout")
 local Linear = require("trainer.nn.linear")
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 
 local M = {}
 
@@ -402,7 +402,7 @@ end
 -- each one left so is reported in a warning).
 function M.load_weights(model, source, opts)
   opts = opts or {}
-  local st = require("trainer.safetensors")
+  local st = require("trainer.core.safetensors")
   local reader, own = source, false
   if type(source) == "string" then reader, own = st.load(source), true end
   local path = reader.path

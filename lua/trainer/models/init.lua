@@ -11,10 +11,10 @@
 -- adds modules.json (its Pooling module's config.json gives the pooling mode, a Normalize
 -- module L2-normalises), sentence_bert_config.json (max_seq_length). Models come back in
 -- eval mode, like transformers' from_pretrained; call model:train() to train.
-local json = require("trainer.json")
-local errors = require("trainer.errors")
+local json = require("trainer.core.json")
+local errors = require("trainer.core.errors")
 local bert = require("trainer.models.bert")
-local T = require("trainer.tensor")
+local T = require("trainer.core.tensor")
 
 local M = {}
 
@@ -125,7 +125,7 @@ function M.load_model(dir, opts)
   if task ~= "embedding" and task ~= "classification" then
     errors.user("load_model: task %q is unknown (embedding or classification)", tostring(task))
   end
-  local st = require("trainer.safetensors")
+  local st = require("trainer.core.safetensors")
   local reader = st.load(dir)
   local warnings = {}
   local on_warning = opts.on_warning or function(w) io.stderr:write("warning: ", w, "\n") end
@@ -258,7 +258,7 @@ function M.tiny_folder(dir, opts)
   else
     model = bert.BertModel.new(cfg, { seed = seed })
   end
-  require("trainer.safetensors").save(dir .. "/model.safetensors", bert.state_list(model))
+  require("trainer.core.safetensors").save(dir .. "/model.safetensors", bert.state_list(model))
   model:free()
   write_file(dir .. "/vocab.txt", table.concat(M.tiny_vocab, "\n") .. "\n")
   write_file(dir .. "/tokenizer.json", json.encode(tokenizer_json(M.tiny_vocab), 2) .. "\n")

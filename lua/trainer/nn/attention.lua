@@ -7,11 +7,11 @@
 -- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
 -- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept.
 local Module = require("trainer.nn.module")
-local sites = require("trainer.rng_sites")
+local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 
 local SelfAttention = Module:extend("SelfAttention")
 

@@ -4,7 +4,7 @@
 -- cached MNRL) replays the same mask and the backward regenerates it instead of storing
 -- it. Identity (a view) in eval mode or when p is 0.
 local Module = require("trainer.nn.module")
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 
 local Dropout = Module:extend("Dropout")
 

@@ -3,8 +3,8 @@
 -- backward scatters into weight's grad (rows equal to padding_idx get nothing, as
 -- PyTorch's padding_idx) and returns nil: integer ids have no gradient.
 local Module = require("trainer.nn.module")
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
 
 local Embedding = Module:extend("Embedding")
 

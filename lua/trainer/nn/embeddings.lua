@@ -6,11 +6,11 @@
 -- position and token-type ids, which differ between BERT and RoBERTa.
 -- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
 local Module = require("trainer.nn.module")
-local sites = require("trainer.rng_sites")
+local sites = require("trainer.core.rng_sites")
 local Embedding = require("trainer.nn.embedding")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 
 local Embeddings = Module:extend("Embeddings")
 

@@ -4,11 +4,11 @@
 -- output.dense, output.LayerNorm (the block is added to the layer under "", transparent).
 -- act is GELU (erf or tanh form, from hidden_act). Dropout site: (layer, rng_sites.dropout.feedforward_output).
 local Module = require("trainer.nn.module")
-local sites = require("trainer.rng_sites")
+local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 
 local FeedForward = Module:extend("FeedForward")
 

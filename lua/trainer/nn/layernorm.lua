@@ -2,8 +2,8 @@
 -- names "weight", "bias"; the module is registered as "LayerNorm" in BERT). Statistics
 -- reduce in f32; the output's dtype is the input's. Keeps x, mean and rstd.
 local Module = require("trainer.nn.module")
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
 
 local LayerNorm = Module:extend("LayerNorm")
 

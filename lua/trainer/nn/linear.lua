@@ -5,8 +5,8 @@
 -- gradients pass through frozen layers), dW and db accumulate only when trainable.
 -- A LoRA module can wrap it: it reads self.weight / self.bias and calls forward/backward.
 local Module = require("trainer.nn.module")
-local T = require("trainer.tensor")
-local ops = require("trainer.ops")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
 
 local Linear = Module:extend("Linear")
 

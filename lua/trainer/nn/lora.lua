@@ -14,9 +14,9 @@
 -- rng_sites.dropout.lora); the mask is replayed from the keyed RNG in the backward, never stored.
 local Module = require("trainer.nn.module")
 local Dropout = require("trainer.nn.dropout")
-local T = require("trainer.tensor")
-local sites = require("trainer.rng_sites")
-local ops = require("trainer.ops")
+local T = require("trainer.core.tensor")
+local sites = require("trainer.core.rng_sites")
+local ops = require("trainer.core.ops")
 
 local LoraLinear = Module:extend("LoraLinear")
 

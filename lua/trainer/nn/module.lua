@@ -21,15 +21,15 @@
 -- Names: parameters() and named_modules() give dotted names built from the names children
 -- were added under; a child added under "" is transparent (its names are its parent's),
 -- so module nesting need not mirror the Hugging Face state-dict names to produce them.
-local T = require("trainer.tensor")
-local errors = require("trainer.errors")
+local T = require("trainer.core.tensor")
+local errors = require("trainer.core.errors")
 
 local Module = {}
 Module.__index = Module
 Module.__name = "Module"
 -- print(model) and the REPL show a summary (class, parameter counts, submodules), the way
 -- PyTorch prints a module, not the tables inside.
-Module.__tostring = function(self) return require("trainer.pretty").module(self) end
+Module.__tostring = function(self) return require("trainer.cli.pretty").module(self) end
 
 -- A subclass: local Linear = Module:extend("Linear"); Linear.new = function(...) local self = Linear:create() ... end
 function Module:extend(name)

@@ -1,7 +1,7 @@
 -- trainer.nn.Normalize: y = x / max(||x||_2, eps) over the last dim (sentence-transformers'
 -- Normalize module, torch.nn.functional.normalize). Keeps a view of x.
 local Module = require("trainer.nn.module")
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 
 local Normalize = Module:extend("Normalize")
 

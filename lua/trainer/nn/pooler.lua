@@ -3,7 +3,7 @@
 -- tanh output (its backward needs only that) and a view of hidden for the shape.
 local Module = require("trainer.nn.module")
 local Linear = require("trainer.nn.linear")
-local ops = require("trainer.ops")
+local ops = require("trainer.core.ops")
 
 local Pooler = Module:extend("Pooler")
 

@@ -2,8 +2,8 @@
 -- sequence, honouring the attention mask: "mean", "cls", "max" or "mean_sqrt_len".
 -- forward(hidden [B, T, C], mask [B, T] or nil) -> [B, C]; keeps views of both.
 local Module = require("trainer.nn.module")
-local ops = require("trainer.ops")
-local errors = require("trainer.errors")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
 
 local Pooling = Module:extend("Pooling")
 

@@ -1,0 +1,52 @@
+-- `trainer classify MODEL_DIR FILE [--adapter DIR]`: one text, or a tab-separated pair, a line in; one
+-- JSON object a line out: {"label": best, "probabilities": {label: p, ...}}.
+-- --adapter applies a PEFT LoRA adapter (ours or peft's) to MODEL_DIR without merging it.
+local usage = "trainer classify MODEL_DIR FILE [--adapter DIR] [--batch N] [--max-length N] [--device D]   labels of texts or TAB pairs"
+
+return {
+  usage = usage,
+  run = function(args)
+    local cl = require("trainer.cli.model_args")
+    local errors = require("trainer.core.errors")
+    local json = require("trainer.core.json")
+    local ops = require("trainer.core.ops")
+    local pos, flags = cl.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
+      device = "value" }, usage)
+    if #pos ~= 2 then errors.user("classify needs a model folder and an input file\nusage: %s", usage) end
+    local models = require("trainer.models")
+    cl.check_model_folder(pos[1], ("trainer classify BASE %s --adapter ADAPTER"):format(pos[2]), true)
+    local lines = cl.read_lines(pos[2])
+    local model = models.load_model(pos[1], { task = "classification", device = flags.device,
+      max_length = cl.int(flags, "max-length", nil) })
+    if flags.adapter then cl.apply_adapter(model, flags.adapter, "classify") end
+    local tk = require("trainer.core.tokenizer")
+    local tok = tk.load(pos[1])
+    local bs = cl.int(flags, "batch", 32)
+    for first = 1, #lines, bs do
+      local chunk = {}
+      for i = first, math.min(first + bs - 1, #lines) do
+        local a, b = lines[i]:match("^([^\t]*)\t(.*)$")
+        chunk[#chunk + 1] = a and { a, b } or { lines[i] }
+      end
+      local batch = tok:batch(chunk, { max_length = model.max_length, device = flags.device })
+      local logits = model:forward(batch)
+      tk.free_batch(batch)
+      local probs = ops.softmax(logits)
+      logits:free()
+      local K = probs:shape()[2]
+      local v = probs:values()
+      probs:free()
+      for r = 0, #chunk - 1 do
+        local best, p = 0, {}
+        for k = 0, K - 1 do
+          p[model.labels[k]] = v[r * K + k + 1]
+          if v[r * K + k + 1] > v[r * K + best + 1] then best = k end
+        end
+        io.write(json.encode({ label = model.labels[best], probabilities = p }), "\n")
+      end
+    end
+    tok:free()
+    model:free()
+    return 0
+  end,
+}

@@ -1,0 +1,307 @@
+-- trainer.cli: the command line. main(args) returns the process exit status:
+-- 0 success, 1 a user error (the message names the file, key or line, and the fix),
+-- 2 out of memory (the message carries the ledger). Nothing escapes as a bare traceback:
+-- user errors print their message; anything else is a bug and prints a traceback.
+require("trainer.compat").install()   -- old module names stay loadable (trainer.compat)
+local errors = require("trainer.core.errors")
+local native = require("trainer.native")
+local suggest = require("trainer.recipe.suggest")
+
+local M = {}
+
+M.usage = [[
+usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the recipe first)
+       trainer resume RUN_DIR [key=value ...]              continue a stopped run from its folder alone
+       trainer check RECIPE.lua [key=value ...]            validate a recipe, print it resolved
+       trainer check --keys                                the recipe key reference
+       trainer plan RECIPE.lua [--budget SIZE] [--json]    memory plan without training
+                                                           (exit 2 when it does not fit the budget)
+       trainer report RUN_DIR                              draw a run's loss, lr, eval and memory (SVG + HTML)
+       trainer tokenize MODEL_DIR FILE                     token ids, one JSON array a line
+       trainer encode MODEL_DIR FILE [--adapter DIR]       sentence embeddings, one JSON array a line
+       trainer classify MODEL_DIR FILE [--adapter DIR]     labels of texts or TAB-separated pairs
+       trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR         fold a LoRA adapter into a copy of its model
+       trainer keys                                        the recipe key reference (Markdown)
+       trainer repl [RECIPE.lua]                           interactive Lua with the trainer API
+       trainer                                             same as `trainer repl`
+       trainer run SCRIPT.lua [args ...]                   run a Lua script with the trainer API
+       trainer --help | --version
+
+Overrides set any recipe key: optim.lr=1e-4 batch.size=8 lora.targets={"query","key"}
+precision=bf16 resume=nil (deletes the key). See README.md for the recipe keys.]]
+
+local subcommands = { "check", "plan", "repl", "resume", "run", "help" }
+
+local function eprint(s) io.stderr:write(s, "\n") end
+
+-- Runs fn(...) and turns any error into an exit status and a message on stderr.
+local function protect(fn, ...)
+  local args = { n = select("#", ...), ... }
+  local ok, status = xpcall(function() return fn(unpack(args, 1, args.n)) end, function(e)
+    if errors.is_user_error(e) then return e end
+    return debug.traceback(tostring(e), 2)
+  end)
+  if ok then return status or 0 end
+  if errors.is_user_error(status) then
+    eprint("trainer: " .. status.msg)
+    return status.kind == "oom" and 2 or 1
+  end
+  eprint("trainer: internal error (a bug in trainer; please report it with this text):\n" .. tostring(status))
+  return 1
+end
+
+-- Splits "RECIPE k=v k=v --flag" into the recipe path, overrides and flags.
+local function split_args(args, first, known_flags)
+  local path, overrides, flags = nil, {}, {}
+  local i = first
+  while i <= #args do
+    local a = args[i]
+    if a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w%-]+)=(.*)$")
+      name = name or a:sub(3)
+      local kind = known_flags[name]
+      if not kind then
+        local names = {}
+        for k in pairs(known_flags) do names[#names + 1] = k end
+        errors.user("unknown option --%s%s\n%s", name, suggest.hint(name, names):gsub("'(%w+)'", "'--%1'"), M.usage)
+      end
+      if kind == "value" and value == nil then
+        i = i + 1
+        value = args[i]
+        if value == nil then errors.user("option --%s needs a value\n%s", name, M.usage) end
+      end
+      flags[name] = value or true
+    elseif a:find("=", 1, true) and path then
+      overrides[#overrides + 1] = a
+    elseif not path then
+      path = a
+    else
+      errors.user("unexpected argument %q: after the recipe come only key=value overrides\n%s", a, M.usage)
+    end
+    i = i + 1
+  end
+  return path, overrides, flags
+end
+
+local function print_warnings(r)
+  for _, w in ipairs(r.warnings) do eprint("warning: " .. w) end
+end
+
+-- ---------------------------------------------------------------- commands
+function M.check(args)
+  local path, overrides, flags = split_args(args, 2, { keys = "bool", quiet = "bool" })
+  if flags.keys then
+    io.write(require("trainer.recipe.keys_doc").markdown())
+    return 0
+  end
+  if not path then errors.user("check needs a recipe: trainer check RECIPE.lua [key=value ...]") end
+  local recipe = require("trainer.recipe")
+  local r = recipe.load(path, overrides)
+  if not flags.quiet then
+    io.write("-- ", path, " resolved", #r.files > 1 and (" (extends " .. table.concat(r.files, " <- ", 2) .. ")") or "", "\n")
+    io.write("return ", require("trainer.cli.pretty").literal(r.recipe), "\n")
+  end
+  print_warnings(r)
+  eprint(("%s: OK%s"):format(path, #r.warnings > 0 and (" (%d warning%s)"):format(#r.warnings, #r.warnings == 1 and "" or "s") or ""))
+  return 0
+end
+
+function M.train(args)
+  local path, overrides, flags = split_args(args, 1, { quiet = "bool" })
+  local r = require("trainer.recipe").load(path, overrides)
+  print_warnings(r)
+  return (require("trainer.train.loop").train(r, { quiet = flags.quiet }))
+end
+
+-- trainer resume RUN_DIR [key=value ...]: the folder's own run, from its latest checkpoint.
+function M.resume(args)
+  local dir, overrides, flags = split_args(args, 2, { quiet = "bool" })
+  if not dir then errors.user("resume needs a run folder: trainer resume RUN_DIR [key=value ...], e.g. trainer resume "
+    .. "runs/minilm_sts_lora") end
+  local r, summary = require("trainer.train.resume").load(dir, overrides)
+  if #overrides == 0 and summary and not summary.stopped_by_signal and type(summary.steps) == "number"
+      and type(summary.total_steps) == "number" and summary.steps >= summary.total_steps then
+    eprint(("trainer: %s is complete (step %d of %d); nothing to resume. To train it further on purpose: trainer "
+      .. "resume %s steps=N"):format(r.recipe.out, summary.steps, summary.total_steps, r.recipe.out))
+    return 0
+  end
+  print_warnings(r)
+  return (require("trainer.train.loop").train(r, { quiet = flags.quiet }))
+end
+
+-- Without the model folder the plan needs a shape: a preset named after the folder, and
+-- the command that plans with it, runnable as printed (the user's overrides and flags kept).
+local function plan_needs_model(path, overrides, flags, model)
+  local name = ((model.from or "") .. " " .. (model.hub or "")):lower()
+  local preset = name:find("minilm") and (name:find("l12") and "minilm-l12" or "minilm-l6")
+    or name:find("large") and "bert-large" or "bert-base"
+  local shape = require("trainer.models.presets")[preset]
+  local word = require("trainer.plan.alternatives").shell_word
+  local cmd = { "trainer", "plan", word(path) }
+  local replaced = { ["model.from"] = true, ["model.arch"] = true, ["model.config"] = true, ["model.init"] = true }
+  for _, o in ipairs(overrides) do
+    if not replaced[o:match("^([^=]*)=")] then cmd[#cmd + 1] = word(o) end
+  end
+  cmd[#cmd + 1] = "model.from=nil"
+  cmd[#cmd + 1] = "model.arch=" .. (model.arch or "bert")
+  cmd[#cmd + 1] = "model.config=" .. preset
+  if model.init == "pretrained" then cmd[#cmd + 1] = "model.init=random" end
+  if flags.budget then cmd[#cmd + 1] = "--budget"; cmd[#cmd + 1] = word(flags.budget) end
+  if flags.json then cmd[#cmd + 1] = "--json" end
+  errors.user("model.from: %s has no config.json, and `trainer plan` needs the model's shape. Download the model%s, "
+    .. "or plan now with the %s preset's shape (%d layers, hidden size %d, a %d-word vocabulary; the model's own "
+    .. "may differ):\n  %s", model.from,
+    model.hub and (" (huggingface-cli download %s --local-dir %s)"):format(model.hub, model.from) or "",
+    preset, shape.num_hidden_layers, shape.hidden_size, shape.vocab_size, table.concat(cmd, " "))
+end
+
+-- Exit 0 when the plan fits its budget (or there is none), 2 when it does not (as a run
+-- that runs out of memory), 1 for a user error.
+function M.plan(args)
+  local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool" })
+  if not path then errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--json]") end
+  local r = require("trainer.recipe").load(path, overrides)
+  local schema = require("trainer.recipe.schema")
+  local plan = require("trainer.plan")
+  local budget, source
+  if flags.budget then
+    local why
+    budget, why = schema.parse_size(flags.budget)
+    if not budget then errors.user("--budget %s: %s", tostring(flags.budget), why) end
+  else
+    budget, source = plan.budget(r)
+  end
+  local m = r.recipe.model
+  if m.from then
+    local f = io.open(m.from .. "/config.json", "r")
+    if not f then plan_needs_model(path, overrides, flags, m) end
+    f:close()
+  end
+  local C = require("trainer.core.ffi")
+  local p = plan.estimate(r.recipe, { cuda_available = C.tr_cuda_device_count() > 0 })
+  local fits = plan.fits(p, budget)
+  local info = { budget_source = source, alternatives = fits == false and plan.alternatives(p, budget) or nil }
+  if flags.json then
+    io.write(require("trainer.core.json").encode(plan.json(p, budget, info), 2), "\n")
+  else
+    io.write(plan.format(p, budget, path, info), "\n")
+  end
+  return fits == false and 2 or 0
+end
+
+function M.repl(args)
+  local path, overrides = split_args(args, 2, {})
+  return require("trainer.cli.repl").run({ recipe = path, overrides = overrides })
+end
+
+function M.run(args)
+  local script = args[2]
+  if not script then errors.user("run needs a script: trainer run SCRIPT.lua [args ...]") end
+  local chunk, err = loadfile(script)
+  if not chunk then
+    local f = io.open(script, "r")
+    if not f then errors.user("%s: no such script", script) end
+    f:close()
+    errors.user("%s", err)
+  end
+  local script_args = { [0] = script }
+  for i = 3, #args do script_args[#script_args + 1] = args[i] end
+  rawset(_G, "arg", script_args)
+  -- The script's own errors are the user's, not trainer's: message and traceback, exit 1.
+  local ok, result = xpcall(function() return chunk(unpack(script_args)) end, function(e)
+    if errors.is_user_error(e) then return e end
+    return debug.traceback(tostring(e), 2)
+  end)
+  if not ok then
+    if errors.is_user_error(result) then error(result, 0) end
+    local lines = {}
+    for line in result:gmatch("[^\n]+") do
+      if not line:match("trainer/cli%.lua") and not line:match("^%s*%[C%]: in function 'xpcall'") then
+        lines[#lines + 1] = line
+      end
+    end
+    errors.user("%s", table.concat(lines, "\n"))
+  end
+  if type(result) == "number" then return result end
+  return 0
+end
+
+-- Commands beyond the built-in ones live in lua/trainer/cli/commands/<name>.lua, each a
+-- table { usage = "trainer name ARGS   what it does", run = function(args) -> status }.
+-- Adding a command is adding one file.
+function M.command_module(name)
+  if not name:match("^[%w_]+$") then return nil end
+  local root = native.root()
+  local f = io.open(root .. "/lua/trainer/cli/commands/" .. name .. ".lua", "r")
+  if not f then return nil end
+  f:close()
+  return require("trainer.cli.commands." .. name)
+end
+
+function M.command_names()
+  local names = {}
+  for _, file in ipairs(native.list_dir(native.root() .. "/lua/trainer/cli/commands") or {}) do
+    local n = file:match("^([%w_]+)%.lua$")
+    if n then names[#names + 1] = n end
+  end
+  table.sort(names)
+  return names
+end
+
+-- The usage text for --help: M.usage names every command in short; a command module's
+-- own usage line (with its options) replaces the short line of that command, and a
+-- module that M.usage does not name yet is added after `trainer run`, so none is missed.
+function M.full_usage()
+  local text, missing = M.usage, {}
+  for _, n in ipairs(M.command_names()) do
+    local mod = M.command_module(n)
+    if mod and mod.usage then
+      local line = "       " .. mod.usage
+      local found
+      text, found = text:gsub("\n       trainer " .. n .. "%f[^%w_][^\n]*", function() return "\n" .. line end, 1)
+      if found == 0 then missing[#missing + 1] = line end
+    end
+  end
+  if #missing == 0 then return text end
+  return (text:gsub("(       trainer run SCRIPT%.lua[^\n]*\n)", "%1" .. table.concat(missing, "\n"):gsub("%%", "%%%%") .. "\n", 1))
+end
+
+-- ---------------------------------------------------------------- main
+-- Unknown globals in trainer's own code and in scripts are errors, not silent nils.
+local function strict_globals()
+  if getmetatable(_G) then return end
+  setmetatable(_G, {
+    __index = function(_, k)
+      local names = {}
+      for name in pairs(_G) do if type(name) == "string" then names[#names + 1] = name end end
+      error(("undefined global '%s'%s"):format(tostring(k), suggest.hint(tostring(k), names)), 2)
+    end,
+  })
+end
+
+function M.main(args)
+  rawset(_G, "trainer", require("trainer"))
+  strict_globals()
+  local cmd = args[1]
+  if cmd == nil then return protect(M.repl, { "repl" }) end
+  if cmd == "--help" or cmd == "-h" or cmd == "help" then io.write(M.full_usage(), "\n") return 0 end
+  if cmd == "--version" or cmd == "-V" then io.write("trainer ", require("trainer").version, "\n") return 0 end
+  if cmd == "check" then return protect(M.check, args) end
+  if cmd == "plan" then return protect(M.plan, args) end
+  if cmd == "resume" then return protect(M.resume, args) end
+  if cmd == "repl" then return protect(M.repl, args) end
+  if cmd == "run" then return protect(M.run, args) end
+  local extra = M.command_module(cmd)
+  if extra then return protect(extra.run, args) end
+  if cmd:sub(1, 1) == "-" then
+    eprint(("trainer: unknown option %s\n%s"):format(cmd, M.usage))
+    return 1
+  end
+  if cmd:match("%.lua$") then return protect(M.train, args) end
+  local known = { unpack(subcommands) }
+  for _, n in ipairs(M.command_names()) do known[#known + 1] = n end
+  eprint(("trainer: unknown command '%s'%s\n%s"):format(cmd, suggest.hint(cmd, known), M.full_usage()))
+  return 1
+end
+
+return M

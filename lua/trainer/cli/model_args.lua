@@ -1,0 +1,138 @@
+-- trainer.cli.model_args: what the model commands (encode, tokenize, classify) share:
+-- parsing "MODEL_DIR FILE [--flag value ...]" and reading the input lines of FILE ("-"
+-- is standard input). Errors are user errors that name the argument or the file.
+local errors = require("trainer.core.errors")
+
+local M = {}
+
+-- args: the command's argv (args[1] is the command); flags: { name = "value" | "bool" }.
+-- Returns positional arguments (a list) and flags (name -> value).
+function M.parse(args, flags, usage)
+  local pos, out = {}, {}
+  local i = 2
+  while i <= #args do
+    local a = args[i]
+    if a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w%-]+)=(.*)$")
+      name = name or a:sub(3)
+      local kind = flags[name]
+      if not kind then errors.user("unknown option --%s\nusage: %s", name, usage) end
+      if kind == "value" and value == nil then
+        i = i + 1
+        value = args[i]
+        if value == nil then errors.user("option --%s needs a value\nusage: %s", name, usage) end
+      end
+      out[name] = value or true
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return pos, out
+end
+
+-- A positive integer flag value (or the default).
+function M.int(flags, name, default)
+  local v = flags[name]
+  if v == nil then return default end
+  local n = tonumber(v)
+  if not n or n < 1 or n ~= math.floor(n) then
+    errors.user("--%s must be a positive integer, got %q", name, tostring(v))
+  end
+  return n
+end
+
+-- The lines of path ("-": stdin), without line ends; a missing file, or a line that is
+-- not UTF-8, is a user error naming the file and the line.
+function M.read_lines(path)
+  local f, err
+  if path == "-" then f = io.stdin else f, err = io.open(path, "rb") end
+  if not f then errors.user("%s: cannot read the input file (%s)", path, tostring(err)) end
+  local utf8 = require("trainer.core.utf8")
+  local lines = {}
+  for line in f:lines() do
+    line = line:gsub("\r$", "")
+    local bad = utf8.invalid_at(line)
+    if bad then
+      if f ~= io.stdin then f:close() end
+      errors.user("%s: line %d is not valid UTF-8 (%s); save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        path == "-" and "standard input" or path, #lines + 1, utf8.where(line, bad))
+    end
+    lines[#lines + 1] = line
+  end
+  if f ~= io.stdin then f:close() end
+  return lines
+end
+
+-- ---------------------------------------------------------------- model and adapter folders
+local function is_file(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+-- The adapter_config.json of dir as a table, or nil when dir holds none.
+local function adapter_config(dir)
+  local path = dir .. "/" .. require("trainer.train.lora").config_file
+  if not is_file(path) then return nil end
+  local ok, cfg = pcall(require("trainer.core.json").read, path)
+  return ok and type(cfg) == "table" and cfg or {}
+end
+
+-- Errors unless dir is a model folder (trainer.models.check_folder). A LoRA adapter given
+-- in a model's place is named as one, with the command that uses it: `example` is that
+-- command with BASE and ADAPTER as placeholders (BASE: the adapter's
+-- base_model_name_or_path when it names a folder here); `adapter_how` says where the
+-- adapter goes instead (default "with --adapter").
+function M.check_model_folder(dir, example, need_tokenizer, adapter_how)
+  if type(dir) == "string" and not is_file(dir .. "/config.json") then
+    local cfg = adapter_config(dir)
+    if cfg then
+      local base = type(cfg.base_model_name_or_path) == "string" and cfg.base_model_name_or_path or nil
+      local cmd = example:gsub("BASE", base or "BASE_MODEL_DIR"):gsub("ADAPTER", dir)
+      errors.user("%s is a LoRA adapter (it holds adapter_config.json), not a model folder: give the base model it "
+        .. "was trained on%s as the model, and the adapter %s:\n  %s", dir,
+        base and (" (%s, its base_model_name_or_path)"):format(base) or "", adapter_how or "with --adapter", cmd)
+    end
+  end
+  require("trainer.models").check_folder(dir, need_tokenizer)
+end
+
+-- Applies the PEFT LoRA adapter in dir (ours or peft's save_pretrained) to model, unmerged,
+-- and puts the model back in eval mode. command: "encode" or "classify", for messages.
+function M.apply_adapter(model, dir, command)
+  local lora = require("trainer.train.lora")
+  dir = dir:gsub("/+$", "")
+  local cfg = adapter_config(dir)
+  if not cfg then
+    if is_file(dir .. "/config.json") then
+      errors.user("%s: --adapter takes a PEFT LoRA adapter folder (%s and %s), and this is a model folder; give it "
+        .. "as the model instead", dir, lora.config_file, lora.weights_file)
+    end
+    errors.user("%s/%s: missing; --adapter takes a PEFT LoRA adapter folder (%s and %s, as peft's save_pretrained "
+      .. "or a trainer run's checkpoint writes them)", dir, lora.config_file, lora.config_file, lora.weights_file)
+  end
+  if command == "encode" and cfg.task_type == "SEQ_CLS" then
+    errors.user("%s: a sequence-classification adapter (task_type SEQ_CLS); use it with `trainer classify`", dir)
+  end
+  lora.load(model, dir)
+  model:eval()
+  return model
+end
+
+-- "%.9g" numbers joined as a JSON array (floats keep float32 precision).
+function M.float_array(values)
+  local parts = {}
+  for i, v in ipairs(values) do
+    if v ~= v or v == math.huge or v == -math.huge then parts[i] = "null" else parts[i] = ("%.9g"):format(v) end
+  end
+  return "[" .. table.concat(parts, ",") .. "]"
+end
+
+function M.int_array(values)
+  local parts = {}
+  for i, v in ipairs(values) do parts[i] = ("%d"):format(v) end
+  return "[" .. table.concat(parts, ",") .. "]"
+end
+
+return M

@@ -1,0 +1,428 @@
+-- trainer.core.ops: the C ops (core/ops/ops_nn.h, core/ops/ops_elem.h) callable from Lua, so that
+-- models, losses and tests are written in Lua.
+--
+-- Conventions:
+--   * forward functions allocate their outputs and return them; `opts.tag` (default
+--     "activations") and `opts.dtype` (default: the input's) choose how; saved statistics
+--     (layernorm mean/rstd, attention lse, cross-entropy lse) are f32;
+--   * backward functions take the gradient buffers of parameters to ACCUMULATE into (+=;
+--     nil skips them: frozen weights have none) and return the input gradient, a new
+--     tensor (tag "activations"), or nil when `want_dx` is false;
+--   * the caller frees what it gets (tensor:free()); nothing here relies on the GC.
+-- Errors from C (shape, dtype, device mismatches) are raised as user errors naming the op.
+local ffi = require("ffi")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
+local T = require("trainer.core.tensor")
+local errors = require("trainer.core.errors")
+
+local M = {}
+local ctx = runtime.ctx
+local check = runtime.check
+
+local function p(t) return t and t:ptr() or nil end
+
+-- A new tensor with x's device; shape, dtype and tag from the arguments.
+local function new(shape, like, dtype, tag)
+  return T.empty(shape, { dtype = dtype or like:dtype(), device = like:device(), tag = tag or "activations" })
+end
+M.new = new
+
+local function shape_with_last(x, last)
+  local s = x:shape()
+  s[#s] = last
+  return s
+end
+
+-- An RNG key for dropout and attention dropout: { seed, step, layer, op }.
+function M.rng_key(k)
+  local key = ffi.new("tr_rng_key")
+  key.seed = k.seed or 0
+  key.step = k.step or 0
+  key.layer = k.layer or 0
+  key.op = k.op or 0
+  return key
+end
+
+-- ---------------------------------------------------------------- linear algebra
+-- out = alpha * op(a) op(b) + bias; opts: trans_a, trans_b, alpha, bias, out (then
+-- out = ... + beta * out with opts.beta), tag, dtype.
+function M.matmul(a, b, opts)
+  opts = opts or {}
+  local out = opts.out
+  if not out then
+    local sa, sb = a:shape(), b:shape()
+    local m = opts.trans_a and sa[#sa] or sa[#sa - 1]
+    local n = opts.trans_b and sb[#sb - 1] or sb[#sb]
+    local shape = {}
+    for i = 1, #sa - 2 do shape[i] = sa[i] end
+    shape[#shape + 1] = m
+    shape[#shape + 1] = n
+    out = new(shape, a, opts.dtype, opts.tag)
+  end
+  local ok, err = pcall(check, C.tr_op_matmul(ctx, out:ptr(), a:ptr(), b:ptr(), p(opts.bias),
+    opts.trans_a and 1 or 0, opts.trans_b and 1 or 0, opts.alpha or 1, opts.out and (opts.beta or 0) or 0), "matmul")
+  if not ok then
+    if not opts.out then out:free() end
+    error(err, 0)
+  end
+  return out
+end
+
+-- Runs a C call that fills freshly allocated outputs; frees them if it fails.
+local function fill(outs, status, what)
+  if status ~= 0 then
+    for _, t in ipairs(outs) do t:free() end
+    runtime.raise(what)
+  end
+end
+
+function M.linear(x, w, bias, opts)
+  opts = opts or {}
+  local out = new(shape_with_last(x, w:shape()[1]), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_linear(ctx, out:ptr(), x:ptr(), w:ptr(), p(bias)), "linear")
+  return out
+end
+
+-- dw, dbias accumulate (+=) when given; returns dx (=) unless want_dx == false.
+-- x may be nil when dw is (a frozen weight's backward needs only w).
+function M.linear_backward(dout, x, w, dw, dbias, want_dx)
+  local dx = nil
+  if want_dx ~= false then
+    dx = x and new(x:shape(), x, dout:dtype()) or new(shape_with_last(dout, w:shape()[2]), dout)
+  end
+  fill({ dx }, C.tr_op_linear_backward(ctx, p(dx), p(dw), p(dbias), dout:ptr(), p(x), w:ptr()), "linear_backward")
+  return dx
+end
+
+-- ---------------------------------------------------------------- normalisation, activations
+function M.layernorm(x, weight, bias, eps, opts)
+  opts = opts or {}
+  local rows = x:numel() / x:shape()[#x:shape()]
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  local mean = new({ rows }, x, "f32", opts.tag)
+  local rstd = new({ rows }, x, "f32", opts.tag)
+  fill({ out, mean, rstd }, C.tr_op_layernorm(ctx, out:ptr(), mean:ptr(), rstd:ptr(), x:ptr(), weight:ptr(),
+    p(bias), eps or 1e-12), "layernorm")
+  return out, mean, rstd
+end
+
+function M.layernorm_backward(dout, x, weight, mean, rstd, dweight, dbias, want_dx)
+  local dx = want_dx ~= false and new(x:shape(), x, dout:dtype()) or nil
+  fill({ dx }, C.tr_op_layernorm_backward(ctx, p(dx), p(dweight), p(dbias), dout:ptr(), x:ptr(), weight:ptr(),
+    mean:ptr(), rstd:ptr()), "layernorm_backward")
+  return dx
+end
+
+M.GELU_ERF, M.GELU_TANH = 0, 1
+local gelu_kinds = { gelu = 0, erf = 0, gelu_new = 1, gelu_pytorch_tanh = 1, tanh = 1, gelu_fast = 1 }
+function M.gelu_kind(name)
+  local k = gelu_kinds[name or "gelu"]
+  if not k then errors.user("unsupported activation %q (gelu, gelu_new, gelu_pytorch_tanh)", tostring(name)) end
+  return k
+end
+
+function M.gelu(x, kind, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_gelu(ctx, out:ptr(), x:ptr(), kind or 0), "gelu")
+  return out
+end
+
+function M.gelu_backward(dout, x, kind)
+  local dx = new(x:shape(), x, dout:dtype())
+  fill({ dx }, C.tr_op_gelu_backward(ctx, dx:ptr(), dout:ptr(), x:ptr(), kind or 0), "gelu_backward")
+  return dx
+end
+
+function M.tanh(x, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_tanh(ctx, out:ptr(), x:ptr()), "tanh")
+  return out
+end
+
+-- From the forward's OUTPUT y: dx = dout * (1 - y^2).
+function M.tanh_backward(dout, y)
+  local dx = new(y:shape(), y, dout:dtype())
+  fill({ dx }, C.tr_op_tanh_backward(ctx, dx:ptr(), dout:ptr(), y:ptr()), "tanh_backward")
+  return dx
+end
+
+function M.softmax(x, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_softmax(ctx, out:ptr(), x:ptr()), "softmax")
+  return out
+end
+
+function M.softmax_backward(dout, y)
+  local dx = new(y:shape(), y, dout:dtype())
+  fill({ dx }, C.tr_op_softmax_backward(ctx, dx:ptr(), dout:ptr(), y:ptr()), "softmax_backward")
+  return dx
+end
+
+-- ---------------------------------------------------------------- attention
+-- q, k, v: [B, T, H, D]; mask [B, T] or nil; opts: scale, dropout, key (an rng_key).
+-- Returns out [B, T, H, D] and lse [B, H, T] (f32), which the backward needs.
+function M.attention(q, k, v, mask, opts)
+  opts = opts or {}
+  local s = q:shape()
+  local out = new(s, q, opts.dtype, opts.tag)
+  local lse = new({ s[1], s[3], s[2] }, q, "f32", opts.tag)
+  fill({ out, lse }, C.tr_op_attention(ctx, out:ptr(), lse:ptr(), q:ptr(), k:ptr(), v:ptr(), p(mask),
+    opts.scale or 0, opts.dropout or 0, opts.key), "attention")
+  return out, lse
+end
+
+function M.attention_backward(dout, q, k, v, lse, mask, opts)
+  opts = opts or {}
+  local dq, dk, dv = new(q:shape(), q, dout:dtype()), new(k:shape(), k, dout:dtype()), new(v:shape(), v, dout:dtype())
+  fill({ dq, dk, dv }, C.tr_op_attention_backward(ctx, dq:ptr(), dk:ptr(), dv:ptr(), dout:ptr(), q:ptr(), k:ptr(),
+    v:ptr(), lse:ptr(), p(mask), opts.scale or 0, opts.dropout or 0, opts.key), "attention_backward")
+  return dq, dk, dv
+end
+
+-- ---------------------------------------------------------------- elementwise
+function M.add(a, b, opts)
+  opts = opts or {}
+  local out = new(a:shape(), a, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_add(ctx, out:ptr(), a:ptr(), b:ptr()), "add")
+  return out
+end
+
+-- In place: a = a + b.
+function M.add_(a, b) check(C.tr_op_add(ctx, a:ptr(), a:ptr(), b:ptr()), "add_") return a end
+
+function M.mul(a, b, opts)
+  opts = opts or {}
+  local out = new(a:shape(), a, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_mul(ctx, out:ptr(), a:ptr(), b:ptr()), "mul")
+  return out
+end
+
+function M.scale(x, alpha, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_scale(ctx, out:ptr(), x:ptr(), alpha), "scale")
+  return out
+end
+
+function M.scale_(x, alpha) check(C.tr_op_scale(ctx, x:ptr(), x:ptr(), alpha), "scale_") return x end
+
+-- y += alpha * x
+function M.axpy_(y, x, alpha) check(C.tr_op_axpy(ctx, y:ptr(), x:ptr(), alpha or 1), "axpy_") return y end
+
+function M.cast(x, dtype, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, dtype, opts.tag or x:tag())
+  fill({ out }, C.tr_op_cast(ctx, out:ptr(), x:ptr()), "cast")
+  return out
+end
+
+-- ---------------------------------------------------------------- embeddings, dropout
+function M.embedding(ids, table_, opts)
+  opts = opts or {}
+  local shape = ids:shape()
+  shape[#shape + 1] = table_:shape()[2]
+  local out = new(shape, table_, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_embedding(ctx, out:ptr(), ids:ptr(), table_:ptr()), "embedding")
+  return out
+end
+
+-- dtable += scatter of dout by ids (rows equal to padding_idx skipped; -1 = none).
+function M.embedding_backward(dtable, dout, ids, padding_idx)
+  check(C.tr_op_embedding_backward(ctx, dtable:ptr(), dout:ptr(), ids:ptr(), padding_idx or -1), "embedding_backward")
+end
+
+function M.dropout(x, prob, key, offset, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_dropout(ctx, out:ptr(), x:ptr(), prob, key, offset or 0), "dropout")
+  return out
+end
+
+function M.dropout_backward(dout, prob, key, offset)
+  local dx = new(dout:shape(), dout)
+  fill({ dx }, C.tr_op_dropout_backward(ctx, dx:ptr(), dout:ptr(), prob, key, offset or 0), "dropout_backward")
+  return dx
+end
+
+-- ---------------------------------------------------------------- losses, pooling, similarity
+-- Mean cross-entropy of logits [N, K] against integer targets [N]; returns loss [1] and lse [N].
+function M.cross_entropy(logits, targets, opts)
+  opts = opts or {}
+  local loss = new({ 1 }, logits, "f32", opts.tag)
+  local lse = new({ logits:shape()[1] }, logits, "f32", opts.tag)
+  fill({ loss, lse }, C.tr_op_cross_entropy(ctx, loss:ptr(), lse:ptr(), logits:ptr(), targets:ptr(),
+    opts.ignore_index or -100, opts.label_smoothing or 0), "cross_entropy")
+  return loss, lse
+end
+
+function M.cross_entropy_backward(logits, lse, targets, dloss, opts)
+  opts = opts or {}
+  local dlogits = new(logits:shape(), logits)
+  fill({ dlogits }, C.tr_op_cross_entropy_backward(ctx, dlogits:ptr(), dloss or 1, logits:ptr(), lse:ptr(),
+    targets:ptr(), opts.ignore_index or -100, opts.label_smoothing or 0), "cross_entropy_backward")
+  return dlogits
+end
+
+M.pool_modes = { mean = 0, cls = 1, max = 2, mean_sqrt_len = 3 }
+local function pool_mode(name)
+  local m = M.pool_modes[name or "mean"]
+  if not m then errors.user("unknown pooling %q (mean, cls, max, mean_sqrt_len)", tostring(name)) end
+  return m
+end
+
+-- hidden [B, T, C], mask [B, T] -> [B, C]
+function M.pool(hidden, mask, mode, opts)
+  opts = opts or {}
+  local s = hidden:shape()
+  local out = new({ s[1], s[3] }, hidden, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_pool(ctx, out:ptr(), hidden:ptr(), p(mask), pool_mode(mode)), "pool")
+  return out
+end
+
+function M.pool_backward(dout, hidden, mask, mode)
+  local dh = new(hidden:shape(), hidden, dout:dtype())
+  fill({ dh }, C.tr_op_pool_backward(ctx, dh:ptr(), dout:ptr(), hidden:ptr(), p(mask), pool_mode(mode)), "pool_backward")
+  return dh
+end
+
+function M.l2norm(x, eps, opts)
+  opts = opts or {}
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_l2norm(ctx, out:ptr(), x:ptr(), eps or 1e-12), "l2norm")
+  return out
+end
+
+function M.l2norm_backward(dout, x, eps)
+  local dx = new(x:shape(), x, dout:dtype())
+  fill({ dx }, C.tr_op_l2norm_backward(ctx, dx:ptr(), dout:ptr(), x:ptr(), eps or 1e-12), "l2norm_backward")
+  return dx
+end
+
+-- sim [N, M] = normalize(a) normalize(b)^T
+function M.cosine_sim(a, b, opts)
+  opts = opts or {}
+  local out = new({ a:shape()[1], b:shape()[1] }, a, "f32", opts.tag)
+  fill({ out }, C.tr_op_cosine_sim(ctx, out:ptr(), a:ptr(), b:ptr()), "cosine_sim")
+  return out
+end
+
+function M.cosine_sim_backward(dsim, a, b)
+  local da, db = new(a:shape(), a, "f32"), new(b:shape(), b, "f32")
+  fill({ da, db }, C.tr_op_cosine_sim_backward(ctx, da:ptr(), db:ptr(), dsim:ptr(), a:ptr(), b:ptr()), "cosine_sim_backward")
+  return da, db
+end
+
+-- ---------------------------------------------------------------- reductions, optimizer helpers
+local function reduce(fn, name, x, lastdim, opts)
+  opts = opts or {}
+  local shape = { 1 }
+  if lastdim then
+    shape = x:shape()
+    shape[#shape] = nil
+    if #shape == 0 then shape = { 1 } end
+  end
+  local out = new(shape, x, "f32", opts.tag)
+  fill({ out }, fn(ctx, out:ptr(), x:ptr(), lastdim and 1 or 0), name)
+  return out
+end
+function M.sum(x, lastdim, opts) return reduce(C.tr_op_sum, "sum", x, lastdim, opts) end
+function M.mean(x, lastdim, opts) return reduce(C.tr_op_mean, "mean", x, lastdim, opts) end
+
+local function ptr_array(list)
+  local arr = ffi.new("tr_tensor*[?]", math.max(#list, 1))
+  for i, t in ipairs(list) do arr[i - 1] = t:ptr() end
+  return arr
+end
+
+-- The L2 norm over a list of tensors (gradient clipping).
+function M.global_norm(list)
+  local out = ffi.new("float[1]")
+  check(C.tr_op_global_norm(ctx, out, ptr_array(list), #list), "global_norm")
+  return tonumber(out[0])
+end
+
+-- Multiplies every tensor by scale in place; true when any held an inf or NaN.
+function M.scale_check_finite(list, scale)
+  local found = ffi.new("int[1]")
+  check(C.tr_op_scale_check_finite(ctx, found, ptr_array(list), #list, scale), "scale_check_finite")
+  return found[0] ~= 0
+end
+
+-- One fused AdamW step in place (torch.optim.AdamW semantics). o: lr, beta1, beta2, eps,
+-- weight_decay, step (1-based), grad_scale (divides the gradient). The C op's optional half_copy
+-- (a bf16/f16 copy of the weight refreshed by the step) is passed NULL: trainable
+-- parameters stay f32 and the forward reads them directly (see trainer.amp).
+function M.adamw_(param, grad, m, v, o)
+  check(C.tr_op_adamw(ctx, param:ptr(), grad:ptr(), m:ptr(), v:ptr(), nil, o.lr, o.beta1 or 0.9,
+    o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
+end
+
+-- ---------------------------------------------------------------- feature matrices (core/ops/ops_pair_features.h)
+-- dst[:, dst_col + j] (=, or += when accumulate) src[:, src_col + j] for j < ncols (0-based
+-- columns of the last dim; rows are the leading dims flattened). Returns dst.
+function M.copy_cols_(dst, dst_col, src, src_col, ncols, accumulate)
+  check(C.tr_op_copy_cols(ctx, dst:ptr(), dst_col, src:ptr(), src_col, ncols, accumulate and 1 or 0), "copy_cols")
+  return dst
+end
+
+-- A new tensor of columns [start, start + n) of x's last dim (a copy, not a view).
+function M.narrow_cols(x, start, n, opts)
+  opts = opts or {}
+  local out = new(shape_with_last(x, n), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_copy_cols(ctx, out:ptr(), 0, x:ptr(), start, n, 0), "narrow_cols")
+  return out
+end
+
+-- Concatenation along the last dim of tensors with the same rows.
+function M.cat_cols(list, opts)
+  opts = opts or {}
+  local width = 0
+  for _, t in ipairs(list) do width = width + t:shape()[#t:shape()] end
+  local out = new(shape_with_last(list[1], width), list[1], opts.dtype, opts.tag)
+  local col = 0
+  for _, t in ipairs(list) do
+    local c = t:shape()[#t:shape()]
+    fill({ out }, C.tr_op_copy_cols(ctx, out:ptr(), col, t:ptr(), 0, c, 0), "cat_cols")
+    col = col + c
+  end
+  return out
+end
+
+-- out = |a - b|
+function M.abs_diff(a, b, opts)
+  opts = opts or {}
+  local out = new(a:shape(), a, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_abs_diff(ctx, out:ptr(), a:ptr(), b:ptr()), "abs_diff")
+  return out
+end
+
+-- Returns da (=) and db (=) = -da.
+function M.abs_diff_backward(dout, a, b)
+  local da, db = new(a:shape(), a, dout:dtype()), new(b:shape(), b, dout:dtype())
+  fill({ da, db }, C.tr_op_abs_diff_backward(ctx, da:ptr(), db:ptr(), dout:ptr(), a:ptr(), b:ptr()), "abs_diff_backward")
+  return da, db
+end
+
+-- ---------------------------------------------------------------- the op table
+-- Whether the op `name` (its name in the C op table, core/ops/op_list.h: "linear",
+-- "attention_backward", ...) can run on `device` ("cpu", "cuda", "cuda:N" or an index) in
+-- this build and this process, answered without running it.
+function M.supported(name, device)
+  if type(name) ~= "string" then
+    errors.user("trainer.ops.supported: the op name must be a string such as \"linear\", got %s", type(name))
+  end
+  return C.tr_op_supported(name, runtime.parse_device(device)) == 1
+end
+
+-- The names of the op table's ops, in its order.
+function M.names()
+  local names = {}
+  for i = 0, C.tr_op_count() - 1 do names[#names + 1] = ffi.string(C.tr_op_name(i)) end
+  return names
+end
+
+return M

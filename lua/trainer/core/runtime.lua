@@ -1,0 +1,60 @@
+-- trainer.core.runtime: the process's runtime context (core/base/ctx.h) and helpers to turn C
+-- statuses into Lua errors. Everything that allocates goes through runtime.ctx.
+local ffi = require("ffi")
+local C = require("trainer.core.ffi")
+local errors = require("trainer.core.errors")
+
+local M = {}
+
+M.ctx = C.tr_ctx_new()
+if M.ctx == nil then error("trainer: cannot create the runtime context (out of host memory)", 0) end
+-- The context lives until the process ends and is deliberately never given to the GC:
+-- lua_close() runs finalizers in no particular order, and a tensor finalized after its
+-- allocator was destroyed would free into freed memory. The OS reclaims it at exit.
+
+-- The last error of the context as a Lua error: "oom" errors exit 2 at the CLI.
+-- `what` names the Lua function that made the call ("tensor.full"): it prefixes only
+-- internal errors, where it helps a bug report. A user error or out of memory shows the C
+-- message alone, which names the device, the size or the file itself: a user never sees
+-- trainer's function names ("tensor.full: cuda:0 was asked for ..."), nor the C
+-- function's that some C messages begin with for C callers ("tr_tensor_reshape: ...").
+function M.raise(what)
+  local err = C.tr_ctx_err(M.ctx)
+  local msg = ffi.string(err.msg)
+  if err.status == C.TR_EOOM or err.status == C.TR_EUSER then
+    msg = msg:gsub("^tr_[%w_]+: ", "")
+    if err.status == C.TR_EOOM then errors.oom(msg) end
+    errors.user("%s", msg)
+  end
+  if what and what ~= "" then msg = what .. ": " .. msg end
+  error(msg, 3)
+end
+
+-- Checks a status returned by a C call.
+function M.check(status, what)
+  if status ~= 0 then M.raise(what) end
+end
+
+-- "cpu" -> -1, "cuda" -> 0, "cuda:1" -> 1
+function M.parse_device(d)
+  if d == nil or d == "cpu" then return C.TR_CPU end
+  if type(d) == "number" then return d end
+  if d == "cuda" then return 0 end
+  local n = type(d) == "string" and d:match("^cuda:(%d+)$")
+  if n then return tonumber(n) end
+  if d == "auto" then return C.tr_cuda_device_count() > 0 and 0 or C.TR_CPU end
+  errors.user("unknown device %q: use \"cpu\", \"cuda\", \"cuda:N\" or \"auto\"", tostring(d))
+end
+
+function M.device_name(index)
+  if index < 0 then return "cpu" end
+  return "cuda:" .. index
+end
+
+function M.allocator(device)
+  local a = C.tr_ctx_alloc(M.ctx, M.parse_device(device))
+  if a == nil then M.raise("device " .. tostring(device or "cpu")) end
+  return a
+end
+
+return M

@@ -1,0 +1,149 @@
+-- trainer.core.tokenizer: Hugging Face compatible tokenizers from Lua, over core/tokenizer/tokenizer.h.
+--
+--   local tok = require("trainer.core.tokenizer").load("models/all-MiniLM-L6-v2")
+--   tok:encode("Hello world")              --> { 101, 7592, 2088, 102 }  (specials included)
+--   tok:encode("premise", "hypothesis")    --> ids, type_ids (pairs: [CLS] A [SEP] B [SEP])
+--   local b = tok:batch({ "a", "b c" } or { { "premise", "hyp" }, ... },
+--                       { max_length = 128, truncation = true, padding = "longest",
+--                         add_special_tokens = true, device = "cpu" })
+--   b.input_ids, b.attention_mask, b.token_type_ids   -- i32 [B, T] tensors; the caller frees
+--   tok:free()
+-- The tokenizer is immutable and its C batch encoder runs rows in parallel. Errors
+-- (missing or broken tokenizer files, invalid UTF-8) are user errors naming the file.
+local ffi = require("ffi")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
+local T = require("trainer.core.tensor")
+local errors = require("trainer.core.errors")
+
+local M = {}
+
+local Tokenizer = {}
+Tokenizer.__index = Tokenizer
+
+function M.load(dir)
+  if type(dir) ~= "string" then errors.user("tokenizer.load(dir): dir must be a model folder path") end
+  local out, err = ffi.new("tr_tokenizer*[1]"), ffi.new("tr_error")
+  if C.tr_tok_load(out, dir, err) ~= 0 then
+    if err.status == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
+    errors.user("%s", ffi.string(err.msg))
+  end
+  return setmetatable({ dir = dir, _h = ffi.gc(out[0], C.tr_tok_free) }, Tokenizer)
+end
+
+function Tokenizer:handle()
+  if self._h == nil then errors.user("%s: this tokenizer was freed", self.dir) end
+  return self._h
+end
+
+function Tokenizer:free()
+  if self._h ~= nil then
+    ffi.gc(self._h, nil)
+    C.tr_tok_free(self._h)
+    self._h = nil
+  end
+end
+
+local function options(opts)
+  opts = opts or {}
+  local o = ffi.new("tr_tok_options")
+  o.add_special_tokens = opts.add_special_tokens == false and 0 or 1
+  local max = 0
+  if opts.truncation ~= false and opts.max_length then max = opts.max_length end
+  o.max_length = max
+  o.pad_to = 0
+  if opts.padding == "max_length" then o.pad_to = opts.max_length or 0
+  elseif opts.padding ~= nil and opts.padding ~= "longest" and opts.padding ~= true then
+    errors.user("tokenizer: padding %q is unknown (\"longest\" or \"max_length\")", tostring(opts.padding))
+  end
+  return o
+end
+
+local function check_text(s, what)
+  if type(s) ~= "string" then errors.user("tokenizer: %s must be a string, got %s", what, type(s)) end
+end
+
+-- ids (and type ids) of one text or pair; opts: add_special_tokens, max_length.
+function Tokenizer:encode(text, pair, opts)
+  if type(pair) == "table" then opts, pair = pair, nil end
+  check_text(text, "text")
+  if pair ~= nil then check_text(pair, "pair") end
+  local enc, err = ffi.new("tr_tok_encoding"), ffi.new("tr_error")
+  -- the text is the caller's, not the model folder's: the message names the text alone
+  if C.tr_tok_encode(self:handle(), text, pair, options(opts), enc, err) ~= 0 then
+    if err.status == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
+    errors.user("%s", ffi.string(err.msg))
+  end
+  local ids, types = {}, {}
+  for i = 0, enc.n - 1 do ids[i + 1] = enc.ids[i]; types[i + 1] = enc.type_ids[i] end
+  C.tr_tok_encoding_free(enc)
+  return ids, types
+end
+
+-- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,
+-- attention_mask, token_type_ids } (i32 tensors [B, T], tag activations, opts.device).
+function Tokenizer:batch(texts, opts)
+  opts = opts or {}
+  if type(texts) ~= "table" or #texts == 0 then errors.user("tokenizer:batch needs a non-empty list of texts") end
+  local n = #texts
+  local a, b = ffi.new("const char*[?]", n), nil
+  for i, t in ipairs(texts) do
+    if type(t) == "table" then
+      check_text(t[1], ("text %d"):format(i))
+      if t[2] ~= nil then check_text(t[2], ("pair %d"):format(i)) end
+      b = b or ffi.new("const char*[?]", n)
+      a[i - 1], b[i - 1] = t[1], t[2]
+    else
+      check_text(t, ("text %d"):format(i))
+      a[i - 1] = t
+    end
+  end
+  local out, err = ffi.new("tr_tok_batch"), ffi.new("tr_error")
+  if C.tr_tok_encode_batch(self:handle(), a, b, n, options(opts), out, err) ~= 0 then
+    if err.status == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
+    errors.user("%s", ffi.string(err.msg))
+  end
+  local B, L = tonumber(out.batch), tonumber(out.seq_len)
+  local result = {}
+  local ok, e = pcall(function()
+    for name, src in pairs({ input_ids = out.ids, attention_mask = out.attention_mask, token_type_ids = out.type_ids }) do
+      local t = T.empty({ B, L }, { dtype = "i32", tag = "activations" })
+      runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), src, B * L * 4), "tokenizer:batch")
+      if opts.device and opts.device ~= "cpu" then
+        local d = t:to({ device = opts.device })
+        t:free()
+        t = d
+      end
+      result[name] = t
+    end
+  end)
+  C.tr_tok_batch_free(out)
+  if not ok then
+    for _, t in pairs(result) do t:free() end
+    error(e, 0)
+  end
+  return result
+end
+
+function Tokenizer:vocab_size() return tonumber(C.tr_tok_vocab_size(self:handle())) end
+function Tokenizer:pad_id() return tonumber(C.tr_tok_pad_id(self:handle())) end
+function Tokenizer:model_max_length() return tonumber(C.tr_tok_model_max_length(self:handle())) end
+
+function Tokenizer:id_to_token(id)
+  local s = C.tr_tok_id_to_token(self:handle(), id)
+  if s == nil then return nil end
+  return ffi.string(s)
+end
+
+function Tokenizer:token_to_id(tok)
+  local id = C.tr_tok_token_to_id(self:handle(), tok)
+  if id < 0 then return nil end
+  return tonumber(id)
+end
+
+-- Frees every tensor of a batch table.
+function M.free_batch(b)
+  for _, t in pairs(b) do if T.is_tensor(t) then t:free() end end
+end
+
+return M

@@ -1,0 +1,296 @@
+-- trainer.plan: the memory ledger of a recipe predicted before a run (`trainer plan`).
+--
+-- Nothing is allocated: the figures are computed from the model's config.json (or preset)
+-- and the recipe's keys, following what this runtime's modules actually keep:
+--   weights      every parameter: 4 bytes, or 2 for frozen ones under bf16/fp16
+--   grads        4 bytes per trainable parameter (none for frozen ones)
+--   optimizer    AdamW 8 bytes per trainable parameter; SGD 4 with momentum; Adafactor the
+--                factored row and column moments (+ 4 per element with beta1)
+--   activations  per layer, what backward needs (the layer input, q, k, v, the attention
+--                context, both LayerNorm inputs, the pre-GELU and GELU outputs, f32 row
+--                statistics and the attention log-sum-exp; with a frozen base only what the
+--                input gradients and the LoRA adapters need), times the layers that keep
+--                them at once (all, or one checkpoint segment plus every segment's input),
+--                plus the embeddings and the backward's largest transient gradients; in the
+--                activation dtype; for one micro-batch of batch.size rows (training runs
+--                batch.accumulate of them one after another, each freed before the next, so
+--                accumulation adds no activations) of model.max_length tokens (the worst case:
+--                real batches pad to their longest)
+--   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU
+-- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
+local json = require("trainer.core.json")
+local errors = require("trainer.core.errors")
+local schema = require("trainer.recipe.schema")
+
+local M = {}
+local MiB = 2 ^ 20
+
+-- ---------------------------------------------------------------- the model's shape
+local function model_config(m)
+  if m.from then
+    local path = m.from .. "/config.json"
+    local f = io.open(path, "r")
+    if not f then
+      errors.user("model.from: %s: no config.json there; the plan needs the model's config (download the "
+        .. "folder, or plan with a preset shape: model.from=nil model.arch=bert model.config=bert-large)", path)
+    end
+    f:close()
+    return json.read(path)
+  end
+  if type(m.config) == "table" then return m.config end
+  local preset = require("trainer.models.presets")[m.config or ""]
+  if not preset then errors.user("model.config = %q is not a preset", tostring(m.config)) end
+  return preset
+end
+
+-- The Linear layers of one encoder layer: name suffix, in, out (the model's own list).
+local function layer_linears(H, I)
+  return require("trainer.nn.layer").linears({ hidden_size = H, intermediate_size = I })
+end
+
+-- Whether a Linear name is a LoRA target: trainer.lora's own suffix rule.
+local function matches(name, targets)
+  local match = require("trainer.train.lora").matches
+  for _, t in ipairs(targets) do
+    if match(name, t) then return true end
+  end
+  return false
+end
+
+-- ---------------------------------------------------------------- the estimate
+function M.estimate(recipe, opts)
+  opts = opts or {}
+  local m = recipe.model
+  local c = opts.model_config or model_config(m)
+  local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
+  local A, V = c.num_attention_heads, c.vocab_size
+  local P, TV = c.max_position_embeddings or 512, c.type_vocab_size or 2
+  local classification = m.task == "classification"
+  local K = m.num_labels or (m.labels and #m.labels) or 3
+
+  -- parameters: { count, rows, cols, trainable }
+  local params = {}
+  local lora = recipe.lora
+  local targets = lora and lora.targets or {}
+  local function add(n, rows, cols, trainable) params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable } end
+  local full = not lora
+  add(V * H, V, H, full); add(P * H, P, H, full); add(TV * H, TV, H, full); add(2 * H, 2 * H, 1, full)
+  local lora_sites = {}
+  for _, lin in ipairs(layer_linears(H, I)) do
+    local hit = lora and matches(lin[1], targets)
+    if hit then lora_sites[#lora_sites + 1] = lin end
+  end
+  for _ = 1, L do
+    for _, lin in ipairs(layer_linears(H, I)) do
+      add(lin[2] * lin[3], lin[3], lin[2], full)   -- weight [out, in]
+      add(lin[3], lin[3], 1, full)                 -- bias
+    end
+    add(4 * H, 4 * H, 1, full)                     -- two LayerNorms
+    for _, lin in ipairs(lora_sites) do
+      add(lora.r * lin[2], lora.r, lin[2], true)   -- lora_A [r, in]
+      add(lin[3] * lora.r, lin[3], lora.r, true)   -- lora_B [out, r]
+    end
+  end
+  if classification then
+    local saved = {}
+    for _, n in ipairs(lora and lora.modules_to_save or {}) do saved[n] = true end
+    add(H * H + H, H, H, full or saved.pooler or saved["pooler.dense"] or false)
+    add(K * H + K, K, H, full or saved.classifier or false)
+  end
+
+  local half = recipe.precision == "bf16" or recipe.precision == "fp16"
+  local n_all, n_train, weights, optimizer = 0, 0, 0, 0
+  local oname = recipe.optim and recipe.optim.name or "adamw"
+  for _, p in ipairs(params) do
+    n_all = n_all + p.n
+    if p.trainable then
+      n_train = n_train + p.n
+      weights = weights + 4 * p.n
+      if oname == "adamw" then optimizer = optimizer + 8 * p.n
+      elseif oname == "sgd" then
+        if (recipe.optim.momentum or 0) > 0 then optimizer = optimizer + 4 * p.n end
+      else
+        optimizer = optimizer + (p.cols > 1 and 4 * (p.rows + p.cols) or 4 * p.n)
+        if recipe.optim.beta1 then optimizer = optimizer + 4 * p.n end
+      end
+    else
+      weights = weights + (half and 2 or 4) * p.n
+    end
+  end
+  local grads = 4 * n_train
+
+  -- activations of one micro-batch: batch.size rows (batch.accumulate does not divide it)
+  local b = recipe.batch and recipe.batch.size or 16
+  local T = math.min(m.max_length or P, P)
+  local N = b * T
+  -- embedding models run every text column of a row through the model at once
+  local texts = 1
+  if not classification then
+    local cols = recipe.data and recipe.data.columns and #recipe.data.columns or 2
+    texts = cols
+    if recipe.loss and (recipe.loss.name == "cosent" or recipe.loss.name == "cosine" or recipe.loss.name == "softmax") then
+      texts = cols - 1
+    end
+    texts = math.max(1, texts)
+    N = N * texts
+  end
+  if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end
+  local e = half and 2 or 4
+  local stats = (A + 4) * N * 4                    -- attention lse + LayerNorm mean/rstd, f32
+  local per_layer
+  if full then
+    per_layer = (8 * N * H + 2 * N * I) * e + stats
+  else
+    per_layer = (5 * N * H + N * I) * e + stats     -- q, k, v, both LayerNorm inputs, pre-GELU
+    for _, lin in ipairs(lora_sites) do per_layer = per_layer + (N * lin[2] + N * lora.r) * e end
+  end
+  local kept_layers, boundaries = L, 0
+  local ck = recipe.checkpoint
+  -- the segments training will use (trainer.checkpoint.segments), so the plan follows them
+  local sizes = require("trainer.train.grad_checkpoint").segments(L, ck)
+  if sizes then
+    kept_layers = 0
+    for _, n in ipairs(sizes) do kept_layers = math.max(kept_layers, n) end
+    boundaries = #sizes * N * H * e
+  end
+  local embeddings = 2 * N * H * e
+  local transient = (N * I + 2 * N * H) * e
+  local activations = kept_layers * per_layer + boundaries + embeddings + transient
+
+  local device = recipe.device or "auto"
+  local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
+  local workspace = 0
+  if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
+  if gpu then workspace = workspace + 32 * MiB end
+
+  local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
+                   workspace = workspace }
+  local total = weights + grads + optimizer + activations + workspace
+  return {
+    device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
+    parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
+    layers = L, texts = texts,
+    -- what it was planned from, for M.alternatives (not part of the JSON)
+    recipe = recipe, opts = opts, model_config = c,
+  }
+end
+
+-- true when the plan fits `budget` bytes, nil without a budget.
+function M.fits(plan, budget)
+  if not budget then return nil end
+  return plan.total_bytes <= budget
+end
+
+-- The recipe changes that would make `plan` fit `budget` (trainer.plan_alternatives): a
+-- list of { text = "batch.size=4 batch.accumulate=4", note, total_bytes, fits, combined },
+-- empty when it fits already.
+function M.alternatives(plan, budget)
+  local o = {}
+  for k, v in pairs(plan.opts or {}) do o[k] = v end
+  o.model_config = plan.model_config
+  return require("trainer.plan.alternatives").search(plan.recipe, budget, function(r) return M.estimate(r, o) end)
+end
+
+-- The budget of a resolved recipe (trainer.recipe.resolve's result) and where it came from:
+-- bytes and a text such as "memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in
+-- recipes/base/sizes.lua"; nil without memory.limit. A bad size raises a user error.
+function M.budget(resolved)
+  local limit = resolved.recipe.memory and resolved.recipe.memory.limit
+  if limit == nil then return nil end
+  local origins = resolved.origins or {}
+  local file = origins["memory.limit"] or origins.memory or resolved.path or "the recipe"
+  local n, why = schema.parse_size(limit)
+  if not n then errors.user("%s: memory.limit = %s: %s", file, schema.show_value(limit), why) end
+  local source = file:match("^command line") and "memory.limit on the command line"
+    or ("memory.limit in %s"):format(file)
+  -- a value taken from a module the recipe required (`limit = sizes.gpu_budget`): name the
+  -- module's field too, when the file that set memory.limit mentions it
+  local f = io.open(file, "r")
+  local text = f and f:read("*a")
+  if f then f:close() end
+  if text then
+    local found = {}
+    for _, mod in ipairs(resolved.modules or {}) do
+      if type(mod.value) == "table" then
+        for k, v in pairs(mod.value) do
+          if v == limit and type(k) == "string" and text:find(k, 1, true) then
+            found[#found + 1] = ("%s in %s"):format(k, mod.path)
+          end
+        end
+      end
+    end
+    if #found == 1 then source = ("%s, from %s"):format(source, found[1]) end
+  end
+  return n, source
+end
+
+-- The plan as DESIGN.md's JSON: { device, total_bytes, by_tag, budget_bytes, fits }, plus
+-- the figures behind it, where the budget came from and, over budget, the alternatives.
+-- info (optional): { budget_source = "...", alternatives = list } (computed when absent).
+function M.json(plan, budget, info)
+  info = info or {}
+  local out = {
+    device = plan.device, total_bytes = plan.total_bytes, by_tag = plan.by_tag,
+    budget_bytes = budget or json.null, fits = json.null,
+    parameters = plan.parameters, trainable_parameters = plan.trainable_parameters,
+    micro_batch = plan.micro_batch, seq_len = plan.seq_len,
+  }
+  if budget then
+    out.fits = plan.total_bytes <= budget
+    out.budget_source = info.budget_source or json.null
+    if not out.fits then
+      local alts = {}
+      for i, a in ipairs(info.alternatives or (plan.recipe and M.alternatives(plan, budget)) or {}) do
+        alts[i] = { overrides = a.args, command_line = a.text, note = a.note, total_bytes = a.total_bytes, fits = a.fits }
+      end
+      out.alternatives = alts
+    end
+  end
+  return out
+end
+
+-- A table for people: per tag, bytes and share, then the total against the budget and,
+-- over budget, the planned alternatives as overrides to add after the recipe.
+-- info (optional): { budget_source = "memory.limit in ...", alternatives = list } (the
+-- alternatives are computed when absent).
+function M.format(plan, budget, path, info)
+  info = info or {}
+  local fs = schema.format_size
+  local lines = {
+    ("memory plan for %s on %s (micro-batch %d x %d tokens; %d parameters, %d trainable)")
+      :format(path, plan.device, plan.micro_batch, plan.seq_len, plan.parameters, plan.trainable_parameters),
+    ("%-12s %12s %7s"):format("tag", "bytes", "share"),
+  }
+  for _, tag in ipairs({ "weights", "grads", "optimizer", "activations", "workspace" }) do
+    local v = plan.by_tag[tag]
+    lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / plan.total_bytes)
+  end
+  lines[#lines + 1] = ("%-12s %12s"):format("total", fs(plan.total_bytes))
+  if not budget then return table.concat(lines, "\n") end
+  local source = info.budget_source and ("; the budget is " .. info.budget_source) or ""
+  if plan.total_bytes <= budget then
+    lines[#lines + 1] = ("fits the budget of %s (%s to spare)%s"):format(fs(budget), fs(budget - plan.total_bytes), source)
+    return table.concat(lines, "\n")
+  end
+  lines[#lines + 1] = ("does NOT fit the budget of %s (%s over)%s"):format(fs(budget), fs(plan.total_bytes - budget), source)
+  local alts = info.alternatives or (plan.recipe and M.alternatives(plan, budget)) or {}
+  local fitting = {}
+  for _, a in ipairs(alts) do if a.fits then fitting[#fitting + 1] = a end end
+  if #fitting > 0 then
+    lines[#lines + 1] = fitting[1].combined
+      and "No single change fits; together these do (add them after the recipe on the command line):"
+      or "These changes fit (add one after the recipe on the command line):"
+    for _, a in ipairs(fitting) do
+      lines[#lines + 1] = ("  %s -> %s (fits; %s)"):format(a.text, fs(a.total_bytes), a.note)
+    end
+  else
+    local max_length = plan.recipe and plan.recipe.model and plan.recipe.model.max_length
+    lines[#lines + 1] = ("Nothing trainer plan knows of fits%s. Raise the budget, shorten model.max_length%s, "
+      .. "or train a smaller model."):format(
+        alts[1] and (" (with %s the plan is still %s)"):format(alts[1].text, fs(alts[1].total_bytes)) or "",
+        max_length and (" (now %d)"):format(max_length) or "")
+  end
+  return table.concat(lines, "\n")
+end
+
+return M

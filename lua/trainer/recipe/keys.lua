@@ -1,0 +1,266 @@
+-- trainer.recipe.keys: the one source of truth for recipe keys — type, range, allowed
+-- values, default and a one-line doc for every key of the DESIGN.md contract.
+-- `trainer check --keys` prints it and the README's key reference is generated from it
+-- (tests/cli/test_readme_keys.sh fails when they differ). `aliases` are the names the
+-- Hugging Face Trainer, PEFT and sentence-transformers give a key, suggested when a
+-- recipe uses one ("learning_rate" -> optim.lr).
+local S = require("trainer.recipe.schema")
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return require("trainer.native").is_dir(path)
+end
+
+local function path(t)
+  t.path = true
+  t.exists = exists
+  return S.string(t)
+end
+
+-- What a device name that is none of auto, cpu, cuda, cuda:N was probably meant to be.
+local function device_hint(v)
+  local n = v:lower():match("^gpu:?(%d*)$")
+  if n then return (" (a GPU is \"cuda\"%s)"):format(n ~= "" and (", the GPU numbered " .. n .. " \"cuda:" .. n .. "\"") or "") end
+  if v:match("^cuda:") then return " (N is the GPU's number, counted from 0: \"cuda:0\", \"cuda:1\", ...)" end
+  return require("trainer.recipe.suggest").hint(v, { "auto", "cpu", "cuda" })
+end
+
+local model = S.record {
+  doc = "the model: a Hugging Face folder (from) or an architecture built from a config",
+  required = true,
+  order = { "from", "hub", "arch", "config", "init", "tokenizer", "task", "num_labels", "labels", "pooling",
+            "normalize", "max_length", "dropout" },
+  fields = {
+    from = path { doc = "Hugging Face or sentence-transformers model folder" },
+    hub = S.string { pattern = "^[%w%._%-]+/[%w%._%-]+$", pattern_doc = "a Hugging Face model id such as \"org/name\"",
+                     doc = "where model.from comes from on the Hugging Face hub (used in download hints)" },
+    arch = S.string { enum = { "bert", "roberta", "xlm-roberta" }, doc = "architecture, when not loading a folder" },
+    config = S.oneof { doc = "named preset or a table of config.json fields (hidden_size, ...)",
+                       type_doc = "a preset name or a table",
+                       alternatives = { S.string { enum = { "bert-base", "bert-large", "minilm-l6", "minilm-l12", "tiny" } },
+                                        S.map { of = S.any {} } } },
+    init = S.string { enum = { "pretrained", "random" }, doc = "load weights from `from`, or random init" },
+    tokenizer = path { doc = "folder with tokenizer.json or vocab.txt (default: the model folder)" },
+    task = S.string { enum = { "embedding", "classification" }, default = "embedding",
+                      doc = "sentence embeddings (pooling) or a sequence-classification head" },
+    num_labels = S.integer { gt = 0, doc = "classes of the classification head (default: the config's)" },
+    labels = S.list { of = S.string {}, doc = "class names in id order (default: the config's id2label)" },
+    pooling = S.string { enum = { "mean", "cls", "max", "mean_sqrt_len" },
+                         doc = "sentence pooling (default: the folder's 1_Pooling config, else mean)" },
+    normalize = S.boolean { doc = "L2-normalise embeddings (default: the folder's 2_Normalize)" },
+    max_length = S.integer { gt = 0, aliases = { "max_seq_length" }, doc = "tokens per text; longer texts are truncated (default: the model's limit)" },
+    dropout = S.number { min = 0, lt = 1, doc = "overrides the config's hidden and attention dropout" },
+  },
+  check = function(m, err)
+    if m.from == nil and m.arch == nil then
+      err("", "give model.from (a Hugging Face model folder) or model.arch with model.config")
+    end
+    if m.arch ~= nil and m.from == nil and m.config == nil then
+      err("config", "is required with model.arch: a preset name such as \"bert-base\" or a table of config fields")
+    end
+    if m.init == "pretrained" and m.from == nil then
+      err("init", "\"pretrained\" needs model.from; use init = \"random\" to build from model.config")
+    end
+  end,
+}
+
+local data = S.record {
+  doc = "training and evaluation data",
+  order = { "train", "eval", "columns", "eval_columns", "format", "build", "label_map", "filter",
+            "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
+  fields = {
+    train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
+    eval = path { doc = "evaluation file (STS pairs with scores, or labelled NLI pairs)" },
+    columns = S.list { of = S.string {}, min_items = 1,
+                       doc = "record fields fed to the loss in order: texts first, then the score or label" },
+    eval_columns = S.list { of = S.string {}, min_items = 1, doc = "fields of the eval file (default: sentence1, sentence2, score or label)" },
+    format = S.string { enum = { "auto", "jsonl", "tsv", "csv" }, default = "auto", doc = "file format (auto: by extension)" },
+    build = S.string { enum = { "rows", "nli_triplets" }, default = "rows",
+                       doc = "rows as they are, or NLI rows turned into (anchor, positive, hard negative) triplets" },
+    label_map = S.map { of = S.oneof { alternatives = { S.number {}, S.string {} } }, doc = "maps label values (e.g. names to ids)" },
+    filter = S.func { doc = "function(row) returning true for the rows to keep" },
+    shuffle = S.boolean { default = true, doc = "shuffle training rows each epoch (seeded)" },
+    bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
+    max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
+    skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping" },
+    hint = S.string { doc = "how to obtain the data files, shown when one is missing" },
+  },
+}
+
+local loss = S.record {
+  doc = "the training objective",
+  order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
+            "num_labels", "label_smoothing" },
+  fields = {
+    name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka" }, default = "mnrl",
+                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka" },
+    scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl and cosent" },
+    symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
+    cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
+    mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
+    score_scale = S.number { gt = 0, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
+    dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
+    weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
+    inner = S.string { enum = { "mnrl", "cosent", "cosine" }, doc = "matryoshka: the loss applied at each size" },
+    num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
+    label_smoothing = S.number { min = 0, lt = 1, doc = "cross_entropy: label smoothing" },
+  },
+  check = function(l, err)
+    if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
+    if l.name == "matryoshka" and not l.dims then err("dims", "is required with name = \"matryoshka\", e.g. { 768, 512, 256 }") end
+  end,
+}
+
+local optim = S.record {
+  doc = "the optimizer",
+  order = { "name", "lr", "weight_decay", "betas", "eps", "momentum", "dampening", "nesterov", "beta1",
+            "eps1", "eps2", "clip_threshold", "decay_rate", "relative_step", "scale_parameter", "warmup_init" },
+  fields = {
+    name = S.string { enum = { "adamw", "sgd", "adafactor" }, default = "adamw", doc = "optimizer" },
+    lr = S.number { gt = 0, default = 2e-5, aliases = { "learning_rate" }, doc = "peak learning rate" },
+    weight_decay = S.number { min = 0, default = 0.01, doc = "decoupled weight decay (not on biases and LayerNorm)" },
+    betas = S.list { of = S.number { min = 0, lt = 1 }, min_items = 2, max_items = 2, default = { 0.9, 0.999 },
+                     doc = "AdamW moment decay rates" },
+    eps = S.number { gt = 0, default = 1e-8, doc = "AdamW epsilon" },
+    momentum = S.number { min = 0, lt = 1, default = 0, doc = "SGD momentum" },
+    nesterov = S.boolean { default = false, doc = "SGD Nesterov momentum" },
+    dampening = S.number { min = 0, lt = 1, doc = "SGD dampening of the momentum (default 0)" },
+    beta1 = S.number { min = 0, lt = 1, doc = "Adafactor: first-moment decay (default: none, no first moment)" },
+    eps1 = S.number { gt = 0, doc = "Adafactor: regulariser of the squared gradient (default 1e-30)" },
+    eps2 = S.number { gt = 0, doc = "Adafactor: relative-step floor of the parameter scale (default 1e-3)" },
+    clip_threshold = S.number { gt = 0, doc = "Adafactor: update RMS clipping threshold (default 1)" },
+    decay_rate = S.number { lt = 0, doc = "Adafactor: second-moment decay exponent (default -0.8)" },
+    relative_step = S.boolean { doc = "Adafactor: time-dependent lr instead of optim.lr (default: false when lr is set)" },
+    scale_parameter = S.boolean { doc = "Adafactor: scale the lr by the parameter RMS (default: as relative_step)" },
+    warmup_init = S.boolean { doc = "Adafactor: warm-up with relative steps (default false)" },
+  },
+}
+
+local schedule = S.record {
+  doc = "the learning-rate schedule",
+  order = { "name", "warmup_ratio", "warmup_steps", "num_cycles", "power", "lr_end" },
+  fields = {
+    name = S.string { enum = { "constant", "linear", "cosine", "polynomial" }, default = "linear", aliases = { "lr_scheduler_type" }, doc = "schedule after warm-up" },
+    warmup_ratio = S.number { min = 0, max = 1, doc = "warm-up as a fraction of all steps" },
+    warmup_steps = S.integer { min = 0, doc = "warm-up in optimizer steps" },
+    num_cycles = S.number { gt = 0, doc = "cosine: number of half-waves after warm-up (default 0.5)" },
+    power = S.number { gt = 0, default = 1, doc = "polynomial: exponent" },
+    lr_end = S.number { min = 0, default = 1e-7, doc = "polynomial: final learning rate" },
+  },
+  check = function(s, err)
+    if s.warmup_ratio and s.warmup_steps then err("", "give warmup_ratio or warmup_steps, not both") end
+  end,
+}
+
+local checkpoint = S.oneof {
+  doc = "gradient checkpointing: false, \"auto\" (about sqrt(layers) segments), { segments = n } or { every = k }",
+  type_doc = "false, \"auto\" or a table", default = false, aliases = { "gradient_checkpointing" },
+  alternatives = {
+    S.const { value = false },
+    S.string { enum = { "auto" } },
+    S.record { short = "{ segments = n }", fields = { segments = S.integer { gt = 0, doc = "checkpoint the encoder in n segments" } } },
+    S.record { short = "{ every = k }", fields = { every = S.integer { gt = 0, doc = "one checkpoint every k layers" } } },
+  },
+}
+
+local lora = S.oneof {
+  doc = "LoRA adapters (PEFT semantics) on the Linear layers named in targets, or false",
+  type_doc = "false or a table", default = false,
+  alternatives = {
+    S.const { value = false },
+    S.record {
+      order = { "r", "alpha", "dropout", "targets", "rslora", "bias", "modules_to_save" },
+      fields = {
+        r = S.integer { gt = 0, default = 8, doc = "adapter rank" },
+        alpha = S.number { gt = 0, default = 16, aliases = { "lora_alpha" }, doc = "scale numerator: scale = alpha / r (alpha / sqrt(r) with rslora)" },
+        dropout = S.number { min = 0, lt = 1, default = 0, aliases = { "lora_dropout" }, doc = "dropout on the LoRA input" },
+        targets = S.list { of = S.string {}, min_items = 1, required = true, aliases = { "target_modules" },
+                           doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value)" },
+        rslora = S.boolean { default = false, aliases = { "use_rslora" }, doc = "rank-stabilised scale alpha / sqrt(r)" },
+        bias = S.string { enum = { "none", "all", "lora_only" }, default = "none", doc = "which biases train" },
+        modules_to_save = S.list { of = S.string {}, doc = "modules trained fully and saved with the adapter (e.g. classifier)" },
+      },
+    },
+  },
+}
+
+local M = S.record {
+  doc = "a recipe",
+  order = { "name", "description", "extends", "device", "seed", "model", "data", "loss", "optim", "schedule",
+            "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save",
+            "log", "resume", "memory", "out", "hooks", "loop" },
+  fields = {
+    name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
+    description = S.string { doc = "what this recipe is for, for the people you share it with" },
+    extends = S.string { doc = "parent recipe (relative to this file, else to recipes/): tables merge key by key, lists and values replace" },
+    device = S.string { patterns = { "^auto$", "^cpu$", "^cuda$", "^cuda:%d+$" }, default = "auto", hint = device_hint,
+                        pattern_doc = "\"auto\", \"cpu\", \"cuda\" or \"cuda:N\"", doc = "where to train (auto: cuda when a GPU is visible)" },
+    seed = S.integer { min = 0, default = 42, doc = "seed of shuffling, initialisation and dropout" },
+    model = model,
+    data = data,
+    loss = S.record { default_table = true, doc = loss.doc, order = loss.order, fields = loss.fields, check = loss.check },
+    optim = S.record { default_table = true, doc = optim.doc, order = optim.order, fields = optim.fields },
+    schedule = S.record { default_table = true, doc = schedule.doc, order = schedule.order, fields = schedule.fields, check = schedule.check },
+    batch = S.record {
+      default_table = true, doc = "batching", order = { "size", "accumulate" },
+      fields = {
+        size = S.integer { gt = 0, default = 16, aliases = { "batch_size", "per_device_train_batch_size" }, doc = "examples per micro-batch" },
+        accumulate = S.integer { gt = 0, default = 1, aliases = { "gradient_accumulation_steps" }, doc = "micro-batches per optimizer step (gradient accumulation)" },
+      },
+    },
+    epochs = S.number { gt = 0, default = 1, aliases = { "num_train_epochs" }, doc = "passes over the training data" },
+    steps = S.integer { gt = 0, aliases = { "max_steps" }, doc = "optimizer steps to run (overrides epochs)" },
+    precision = S.string { enum = { "fp32", "bf16", "fp16" }, default = "fp32",
+                           doc = "fp32, or bf16/fp16 mixed precision (half activations, fp32 master weights)" },
+    checkpoint = checkpoint,
+    lora = lora,
+    grad_clip = S.oneof { default = 1.0, aliases = { "max_grad_norm" }, doc = "clip gradients to this global L2 norm, or false",
+                          type_doc = "a positive number or false",
+                          alternatives = { S.number { gt = 0 }, S.const { value = false } } },
+    eval = S.record {
+      default_table = true, doc = "evaluation", order = { "every", "at_start", "batch_size", "fn" },
+      fields = {
+        every = S.integer { gt = 0, aliases = { "eval_steps" }, doc = "evaluate every N optimizer steps (and always at the end)" },
+        at_start = S.boolean { default = true, doc = "also evaluate before training, to show the gain" },
+        batch_size = S.integer { gt = 0, default = 64, doc = "texts embedded at once during evaluation" },
+        fn = S.func { doc = "custom evaluator: function(t) returning a table of metric = value" },
+      },
+    },
+    save = S.record {
+      default_table = true, doc = "checkpoints", order = { "every", "keep", "final" },
+      fields = {
+        every = S.integer { gt = 0, aliases = { "save_steps" }, doc = "save a checkpoint every N optimizer steps" },
+        keep = S.integer { gt = 0, default = 3, aliases = { "save_total_limit" }, doc = "keep the last K checkpoints" },
+        final = S.boolean { default = true, doc = "save at the end of the run" },
+      },
+    },
+    log = S.record {
+      default_table = true, doc = "progress output", order = { "every", "quiet" },
+      fields = {
+        every = S.integer { gt = 0, default = 10, aliases = { "logging_steps" }, doc = "write a progress line every N steps (when not a terminal)" },
+        quiet = S.boolean { default = false, doc = "no progress output" },
+      },
+    },
+    resume = S.string { doc = "\"latest\" or a checkpoint folder such as runs/x/checkpoint-200" },
+    memory = S.record {
+      doc = "allocator settings", order = { "limit", "max_split_size" },
+      fields = {
+        limit = S.size { doc = "fail with the memory ledger beyond this many bytes (e.g. \"8GiB\")" },
+        max_split_size = S.size { doc = "cached blocks at least this big are never split (limits fragmentation)" },
+      },
+    },
+    out = S.string { aliases = { "output_dir" }, doc = "output folder (default: runs/<recipe name>)", default_doc = "runs/<recipe name>" },
+    hooks = S.record {
+      doc = "functions called by the default loop", order = { "on_step", "on_eval", "on_save" },
+      fields = {
+        on_step = S.func { doc = "function(t, metrics) after each optimizer step" },
+        on_eval = S.func { doc = "function(t, scores) after each evaluation" },
+        on_save = S.func { doc = "function(t, folder) after each checkpoint" },
+      },
+    },
+    loop = S.func { doc = "function(t) replacing the default training loop" },
+  },
+}
+
+return M

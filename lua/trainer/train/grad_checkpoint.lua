@@ -1,0 +1,122 @@
+-- trainer.train.grad_checkpoint: gradient checkpointing of a model's encoder, from the recipe's
+-- `checkpoint` key.
+--
+--   local checkpoint = require("trainer.train.grad_checkpoint")
+--   checkpoint.apply(model, { segments = 2 })   -- or { every = k }, "auto", false
+--   checkpoint.segments(6, "auto")              --> { 2, 2, 2 }   (layers per segment)
+--
+-- apply finds every Encoder in the model (its `layers` list) and regroups the layers into
+-- trainer.nn.Checkpoint containers, one per segment; parameter names, the layers
+-- themselves (LoRA-wrapped or not) and their order stay as they were. apply(model, false)
+-- restores the plain layers, so the same model can run both ways. Applying twice
+-- re-segments from the plain layers.
+--
+-- Segmentation of L layers:
+--   { segments = n }  n contiguous segments as even as possible (the first L % n get one
+--                     layer more); n larger than L is clamped to L (one layer each);
+--   { every = k }     segments of k layers, the last one holding the rest;
+--   "auto"            about sqrt(L) segments: n = max(1, floor(sqrt(L) + 0.5)).
+local errors = require("trainer.core.errors")
+local Checkpoint = require("trainer.nn.checkpoint")
+
+local M = {}
+
+local function is_int(v) return type(v) == "number" and v >= 1 and v == math.floor(v) end
+
+-- The layer count of each segment for L layers, or nil when spec disables checkpointing.
+function M.segments(L, spec)
+  if spec == nil or spec == false then return nil end
+  local sizes = {}
+  if spec == "auto" or spec == true then
+    return M.segments(L, { segments = math.max(1, math.floor(math.sqrt(L) + 0.5)) })
+  elseif type(spec) == "table" and spec.segments ~= nil and spec.every == nil then
+    if not is_int(spec.segments) then
+      errors.user("checkpoint.segments must be a positive integer, got %s", tostring(spec.segments))
+    end
+    local n = math.min(spec.segments, L)
+    local base, extra = math.floor(L / n), L % n
+    for i = 1, n do sizes[i] = base + (i <= extra and 1 or 0) end
+  elseif type(spec) == "table" and spec.every ~= nil and spec.segments == nil then
+    if not is_int(spec.every) then
+      errors.user("checkpoint.every must be a positive integer, got %s", tostring(spec.every))
+    end
+    local left = L
+    while left > 0 do
+      sizes[#sizes + 1] = math.min(spec.every, left)
+      left = left - spec.every
+    end
+  else
+    errors.user("checkpoint must be false, \"auto\", { segments = n } or { every = k }, got %s",
+      type(spec) == "table" and "a table with neither (or both) of segments and every" or tostring(spec))
+  end
+  return sizes
+end
+
+-- The shared rng table of the layers (any Dropout's), else the model's.
+local function rng_of(layers, model)
+  for _, layer in ipairs(layers) do
+    for _, m in layer:named_modules() do
+      if m.rng then return m.rng end
+    end
+  end
+  return model.rng
+end
+
+local function encoders(model)
+  local out = {}
+  for _, m in model:named_modules() do
+    if m.__name == "Encoder" and m.layers then out[#out + 1] = m end
+  end
+  return out
+end
+
+-- Restores an encoder's plain layers (undoes a previous apply).
+local function unwrap(enc)
+  if not enc._plain then return end
+  local children = {}
+  for i, entry in ipairs(enc._plain) do
+    children[i] = entry
+  end
+  enc._children = children
+  local layers = {}
+  for i, entry in ipairs(enc._plain) do layers[i] = entry[2] end
+  enc.layers = layers
+  enc._plain = nil
+end
+
+-- Wraps the encoder layers of model per spec (see the top of the file). Returns the
+-- segment sizes of the (last) encoder, or nil when checkpointing is off. A user error
+-- when the model has no encoder and spec asks for checkpointing.
+function M.apply(model, spec)
+  local encs = encoders(model)
+  local sizes
+  for _, enc in ipairs(encs) do
+    unwrap(enc)
+    sizes = M.segments(#enc.layers, spec)
+    if sizes then
+      local plain = {}
+      for i, entry in ipairs(enc._children) do plain[i] = entry end
+      local rng = rng_of(enc.layers, model)
+      local children, segs, k = {}, {}, 0
+      for s, n in ipairs(sizes) do
+        local layers, names = {}, {}
+        for j = 1, n do
+          k = k + 1
+          layers[j], names[j] = plain[k][2], plain[k][1]
+        end
+        local ckpt = Checkpoint.new(layers, names, rng)
+        ckpt.training, ckpt.grad_enabled = layers[1].training, layers[1].grad_enabled
+        segs[s] = ckpt
+        children[s] = { "", ckpt, false }
+      end
+      enc._plain, enc._children, enc.layers = plain, children, segs
+    end
+  end
+  if sizes == nil and spec and #encs == 0 then
+    errors.user("checkpoint = %s: this model has no encoder layers to checkpoint; set checkpoint = false",
+      type(spec) == "table" and "{ ... }" or tostring(spec))
+  end
+  return sizes
+end
+
+return M

@@ -1,0 +1,304 @@
+-- trainer.train.outputs: the files a run writes into its `out` folder, as DESIGN.md names them:
+-- metrics.jsonl, summary.json, resolved_recipe.lua and checkpoint-STEP/ folders.
+--
+-- Invariant: no reader ever sees a half-written file. Every whole file is written to
+-- "<path>.tmp", fsync'ed and renamed over its name (rename is atomic within a folder); a
+-- checkpoint is built in "checkpoint-STEP.tmp/", its files and the folder fsync'ed, then
+-- renamed when complete, so a folder named checkpoint-STEP is always whole. metrics.jsonl
+-- grows by whole lines (one checked native append each, not Lua's io: see Metrics:write;
+-- a failed append is cut back to the last whole line); on resume it is rewritten
+-- (atomically) to the lines up to the resumed step. Every write, flush, fsync and close is
+-- checked: a failure is a user error naming the file and the free space on its file
+-- system (M.write_failed), exit 1.
+--
+-- Tests make a write fail on purpose with TRAINER_FAIL_WRITE=TEXT: every write through
+-- this module to a path containing TEXT fails as on a full disk.
+--
+-- trainer_state (in each checkpoint) is a gzip (zlib) stream of a safetensors file: the
+-- optimizer state tensors under "optimizer.<param>.<slot>" and, in its __metadata__
+-- entry "trainer_state", JSON with step, micro-batch count, data cursor, scaler state,
+-- RNG counters and the optimizer's step counts.
+local ffi = require("ffi")
+local json = require("trainer.core.json")
+local native = require("trainer.native")
+local errors = require("trainer.core.errors")
+local pretty = require("trainer.cli.pretty")
+
+local M = {}
+
+local C = require("trainer.core.ffi") -- declares zlib's gz* functions (its system block)
+
+-- ---------------------------------------------------------------- files
+local function q(p) return "'" .. p:gsub("'", "'\\''") .. "'" end
+M.quote = q
+
+function M.exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return native.is_dir(p)
+end
+
+function M.mkdir(p)
+  if native.is_dir(p) then return end
+  local ok, err = native.mkdir_p(p)
+  if not ok then errors.user("%s: cannot create the folder (%s; check permissions, or set out = ...)", p, err) end
+end
+
+-- Removes p and all it holds (a missing p is fine); a failure is a user error naming the entry.
+function M.remove_tree(p)
+  if p and p ~= "" and p ~= "/" then
+    local ok, err = native.remove_tree(p)
+    if not ok then errors.user("%s: cannot remove it (%s); remove it by hand", p, err) end
+  end
+end
+
+function M.read(p)
+  local f, err = io.open(p, "rb")
+  if not f then errors.user("%s: cannot read (%s)", p, err) end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- "12.0 MiB free on the file system of runs/x" for the folder that holds path.
+function M.free_text(path)
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  if dir == "" then dir = "/" end
+  while not native.is_dir(dir) and dir:find("/") do dir = dir:match("^(.*)/[^/]*$") end
+  local n = native.free_space(dir)
+  if not n then return "free space unknown on the file system of " .. dir end
+  return ("%s free on the file system of %s"):format(require("trainer.recipe.schema").format_size(n), dir)
+end
+
+-- Raises the user error for a write to path that failed with why (strerror text).
+function M.write_failed(path, why)
+  errors.user("%s: cannot write (%s); %s. Nothing half-written was left under that name: free some space "
+    .. "(or set out = ... to a folder on another disk) and run again.", path, tostring(why), M.free_text(path))
+end
+
+-- The injected failure of TRAINER_FAIL_WRITE (tests only): the error text, or nil.
+local function injected(path)
+  local pat = os.getenv("TRAINER_FAIL_WRITE")
+  if pat and pat ~= "" and path:find(pat, 1, true) then
+    return "No space left on device (injected by TRAINER_FAIL_WRITE)"
+  end
+  return nil
+end
+M.injected = injected
+
+-- fsyncs a file or folder; raises the write error naming it on failure.
+function M.sync(path)
+  local ok, err = native.fsync(path)
+  if not ok then M.write_failed(path, "fsync: " .. tostring(err)) end
+end
+
+local function dirname(path) return path:match("^(.*)/[^/]*$") or "." end
+
+-- Writes text to path through path.tmp + fsync + rename (+ fsync of the folder, so that
+-- the rename survives a crash). Any failure removes path.tmp and raises write_failed.
+function M.write_atomic(path, text)
+  local tmp = path .. ".tmp"
+  local ok, err = nil, injected(path)
+  if not err then ok, err = native.write_file(tmp, text, true) end
+  if not ok then os.remove(tmp) M.write_failed(path, err) end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then os.remove(tmp) M.write_failed(path, "rename: " .. tostring(rerr)) end
+  M.sync(dirname(path))
+end
+
+function M.copy_file(src, dst)
+  M.write_atomic(dst, M.read(src))
+end
+
+-- ---------------------------------------------------------------- gzip
+function M.gzip_file(src, dst)
+  local data = M.read(src)
+  local tmp = dst .. ".tmp"
+  local gz = C.gzopen(tmp, "wb6")
+  if gz == nil then M.write_failed(dst, "cannot create " .. tmp) end
+  local n = injected(dst) and -1 or C.gzwrite(gz, data, #data)
+  local c = C.gzclose(gz)
+  if n ~= #data or c ~= 0 then
+    os.remove(tmp)
+    M.write_failed(dst, injected(dst) or "gzip write or close failed")
+  end
+  M.sync(tmp)
+  local ok, err = os.rename(tmp, dst)
+  if not ok then os.remove(tmp) M.write_failed(dst, "rename: " .. tostring(err)) end
+end
+
+function M.gunzip_file(src, dst)
+  local gz = C.gzopen(src, "rb")
+  if gz == nil then errors.user("%s: cannot open", src) end
+  local parts, buf = {}, ffi.new("char[65536]")
+  while true do
+    local n = C.gzread(gz, buf, 65536)
+    if n < 0 then C.gzclose(gz) errors.user("%s: not a valid gzip stream (a damaged checkpoint?)", src) end
+    if n == 0 then break end
+    parts[#parts + 1] = ffi.string(buf, n)
+  end
+  C.gzclose(gz)
+  M.write_atomic(dst, table.concat(parts))
+end
+
+-- The __metadata__ of a safetensors file (read from its JSON header).
+function M.safetensors_metadata(path)
+  local f = io.open(path, "rb")
+  if not f then errors.user("%s: cannot read", path) end
+  local head = f:read(8)
+  if not head or #head < 8 then f:close() errors.user("%s: not a safetensors file", path) end
+  local n = 0
+  for i = 8, 1, -1 do n = n * 256 + head:byte(i) end
+  -- the length is checked against the file (and the format's 100 MB limit) before reading
+  local size = f:seek("end")
+  if n > 100000000 or n > size - 8 then
+    f:close()
+    errors.user("%s: the header length field says %d bytes, but the file holds %d after it; the file is damaged",
+      path, n, size - 8)
+  end
+  f:seek("set", 8)
+  local text = f:read(n)
+  f:close()
+  local h = json.decode(text or "", path)
+  return type(h) == "table" and h.__metadata__ or {}
+end
+
+-- ---------------------------------------------------------------- metrics.jsonl
+local Metrics = {}
+Metrics.__index = Metrics
+
+-- Opens out/metrics.jsonl for appending; keep_until: on resume, the lines with
+-- step <= keep_until are kept and the rest dropped (nil: start a new file).
+function M.open_metrics(out, keep_until)
+  local path = out .. "/metrics.jsonl"
+  local kept = {}
+  if keep_until and M.exists(path) then
+    for line in io.lines(path) do
+      local ok, obj = pcall(json.decode, line, path)
+      if ok and type(obj) == "table" and type(obj.step) == "number" and obj.step <= keep_until then
+        kept[#kept + 1] = line
+      end
+    end
+  end
+  local text = #kept > 0 and (table.concat(kept, "\n") .. "\n") or ""
+  M.write_atomic(path, text)
+  return setmetatable({ path = path, size = #text, is_open = true, append = native.append_file }, Metrics)
+end
+
+-- Appends one line. Each line is one native.append_file (open, write all, close, each
+-- checked), not Lua's f:write + f:flush: under the JIT a failed fflush is retried by the
+-- interpreter and then reports success (stdio had dropped the buffer), so lines were lost
+-- on a full disk without an error. self.size is the file's size after the last whole line
+-- (as the file system reports it); a failed append cuts the file back to it (so it never
+-- ends mid-object) and raises write_failed. self.append is the seam tests replace.
+function Metrics:write(obj)
+  if not self.is_open then error(self.path .. ": written after it was closed", 2) end
+  local line = json.encode(obj) .. "\n"
+  local size, err = nil, injected(self.path)
+  if not err then size, err = self.append(self.path, line) end
+  if not size then
+    self.is_open = false
+    local tok, terr = native.truncate(self.path, self.size)
+    if not tok then
+      errors.user("%s: cannot write (%s); %s. Cutting it back to its last whole line failed too (truncate: %s): "
+        .. "its last line may be cut off; delete that line, free some space and run again.", self.path,
+        tostring(err), M.free_text(self.path), tostring(terr))
+    end
+    M.write_failed(self.path, err)
+  end
+  self.size = size
+end
+
+-- Ends the appends. Every append already checked its own write and close, so nothing is
+-- left to fail here (callers pass quietly = true for cleanup after another error; it no
+-- longer changes anything).
+function Metrics:close()
+  self.is_open = false
+end
+
+-- The records of out/metrics.jsonl, one per line; a line that is not a JSON object is a
+-- user error naming the file and that line (the record's number), not jansson's "line 1"
+-- of the one-line text it was given.
+function M.read_metrics(out)
+  local path = out .. "/metrics.jsonl"
+  local list = {}
+  if not M.exists(path) then return list end
+  local n = 0
+  for line in io.lines(path) do
+    n = n + 1
+    if line ~= "" then
+      local v, err = native.json_decode(line, path)
+      if err then
+        local why = err:match("column %d+: .*$") or err
+        if not line:find("}%s*$") then   -- records are whole objects: this one stops early
+          errors.user("%s: line %d (record %d) is cut off (%s): the run stopped while writing it, or the disk was "
+            .. "full; delete that line and run the command again", path, n, #list + 1, why)
+        end
+        errors.user("%s: line %d (record %d) is not valid JSON (%s); fix or delete that line", path, n, #list + 1, why)
+      end
+      if type(v) ~= "table" then
+        errors.user("%s: line %d is %s, not a JSON object (metrics.jsonl holds one object per step)", path, n,
+          tostring(v))
+      end
+      list[#list + 1] = v
+    end
+  end
+  return list
+end
+
+-- ---------------------------------------------------------------- resolved_recipe.lua
+local FN = "\1FUNCTION\1"
+
+local function without_functions(v, seen)
+  if type(v) == "function" then
+    local info = debug.getinfo(v, "S")
+    local src = info.what == "C" and "builtin" or (info.source:gsub("^[@=]", "") .. ":" .. info.linedefined)
+    return FN .. src .. FN
+  end
+  if type(v) ~= "table" then return v end
+  seen = seen or {}
+  if seen[v] then return "<cycle>" end
+  seen[v] = true
+  local out = {}
+  for k, x in pairs(v) do out[k] = without_functions(x, seen) end
+  seen[v] = nil
+  return out
+end
+
+-- The recipe as loadable Lua; each function is `nil --[[ function defined at FILE:LINE ]]`.
+-- command (a list: the recipe path and its overrides) is recorded in a "-- command:" line
+-- (JSON), so that `trainer resume` can reload a recipe's functions from their file.
+function M.recipe_text(recipe, source, command)
+  local body = pretty.literal(without_functions(recipe))
+  body = body:gsub('"\\1FUNCTION\\1(.-)\\1FUNCTION\\1"', function(src)
+    return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
+  end)
+  body = body:gsub('"\1FUNCTION\1(.-)\1FUNCTION\1"', function(src)
+    return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
+  end)
+  return ("-- The fully resolved recipe of this run (from %s): defaults filled in, extends merged,\n" ..
+    "-- command-line overrides applied. `trainer resume THIS_FOLDER` continues the run from its latest\n" ..
+    "-- checkpoint; `trainer THIS_FILE` reruns it. Functions are not serialisable, so each is shown as a\n" ..
+    "-- comment naming where it was defined (resume takes them from that file).\n" ..
+    "-- command: %s\nreturn %s\n"):format(source, json.encode(command or { source }), body)
+end
+
+-- ---------------------------------------------------------------- checkpoints
+-- checkpoint-STEP folders of out, sorted by step: { { step = n, dir = path }, ... }
+function M.checkpoints(out)
+  local list = {}
+  for _, name in ipairs(native.list_dir(out) or {}) do -- a missing out has none
+    local n = name:match("^checkpoint%-(%d+)$")
+    if n then list[#list + 1] = { step = tonumber(n), dir = out .. "/" .. name } end
+  end
+  table.sort(list, function(a, b) return a.step < b.step end)
+  return list
+end
+
+-- Removes all but the last `keep` checkpoints.
+function M.prune(out, keep)
+  local list = M.checkpoints(out)
+  for i = 1, #list - keep do M.remove_tree(list[i].dir) end
+end
+
+return M

@@ -1,0 +1,223 @@
+-- trainer.train.resume: which run a folder holds, and whether a command may continue it.
+--
+-- A run is identified by the resolved_recipe.lua in its folder: the fully merged recipe it
+-- started with, and (in its "-- command:" line) the command line that made it. Resuming
+-- writes into `out` (metrics.jsonl is cut back to the resumed step, summary.json and new
+-- checkpoints are replaced), so it is refused, before anything is written, when `out`
+-- holds another run's outputs:
+--   * resume = CHECKPOINT from a different folder than `out`, when `out` already holds
+--     run outputs (starting a new run from another run's checkpoint is fine: give it a
+--     new, empty out folder);
+--   * `trainer RECIPE ... resume=...` whose resolved recipe differs from the folder's
+--     resolved_recipe.lua in any key but those that do not change what is trained
+--     (M.ignored: resume, out, log, device, memory);
+--   * a folder with outputs but no resolved_recipe.lua (nothing says which run made them).
+-- `trainer resume RUN_DIR [key=value ...]` (M.load) continues the folder's own run from its
+-- latest checkpoint with the folder's recipe; overrides given there change the run from
+-- that step on, deliberately (e.g. optim.lr after a diverged step), and are recorded.
+local errors = require("trainer.core.errors")
+local json = require("trainer.core.json")
+local native = require("trainer.native")
+local outputs = require("trainer.train.outputs")
+local pretty = require("trainer.cli.pretty")
+
+local M = {}
+
+M.ignored = { resume = true, out = true, log = true, device = true, memory = true }
+
+-- ---------------------------------------------------------------- command lines
+-- A word as the shell reads it back: bare when it is plain, else in single quotes.
+function M.shell_word(s)
+  s = tostring(s)
+  if s ~= "" and s:match("^[%w%._/:=,+%-@%%]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- "trainer WORD WORD ..." for a list of arguments.
+function M.shell_line(args)
+  local words = { "trainer" }
+  for _, a in ipairs(args) do words[#words + 1] = M.shell_word(a) end
+  return table.concat(words, " ")
+end
+
+-- The arguments that made a resolved recipe: { path, override, ... }.
+function M.command_of(resolved)
+  if resolved.command then return resolved.command end
+  local cmd = { resolved.path }
+  for _, o in ipairs(resolved.overrides or {}) do cmd[#cmd + 1] = o end
+  return cmd
+end
+
+-- The command without its resume= overrides, then resume=ck: the long form of a resume.
+function M.long_form(resolved, ck)
+  local cmd = {}
+  for _, a in ipairs(M.command_of(resolved)) do
+    if not a:match("^resume=") then cmd[#cmd + 1] = a end
+  end
+  cmd[#cmd + 1] = "resume=" .. ck
+  return M.shell_line(cmd)
+end
+
+-- The "-- command: [...]" line of a resolved_recipe.lua text, as a list (nil if absent).
+function M.read_command(text)
+  local line = text:match("\n%-%- command: (%[[^\n]*%])") or text:match("^%-%- command: (%[[^\n]*%])")
+  if not line then return nil end
+  local ok, v = pcall(json.decode, line, "resolved_recipe.lua")
+  if ok and type(v) == "table" and type(v[1]) == "string" then return v end
+  return nil
+end
+
+-- ---------------------------------------------------------------- recipes
+-- The table a resolved_recipe.lua returns (its functions are nil), or nil if unreadable.
+function M.stored_recipe(dir)
+  local chunk = loadfile(dir .. "/resolved_recipe.lua")
+  if not chunk then return nil end
+  setfenv(chunk, { math = { huge = math.huge } })
+  local ok, t = pcall(chunk)
+  if ok and type(t) == "table" then return t end
+  return nil
+end
+
+-- The recipe without the keys that do not change what is trained, and without functions.
+function M.identity(recipe)
+  local function strip(v)
+    if type(v) ~= "table" then return v end
+    local out = {}
+    for k, x in pairs(v) do if type(x) ~= "function" then out[k] = strip(x) end end
+    return out
+  end
+  local out = strip(recipe)
+  for k in pairs(M.ignored) do out[k] = nil end
+  return out
+end
+
+local function same(a, b)
+  if type(a) ~= type(b) then return false end
+  if type(a) ~= "table" then return a == b end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+local function show(v)
+  if v == nil then return "unset" end
+  return (pretty.literal(v):gsub("%s+", " "))
+end
+
+-- "key: A there, B here" for each key where a (the folder's) and b (the command's) differ.
+function M.differences(a, b, prefix, out)
+  out = out or {}
+  prefix = prefix or ""
+  local keys = {}
+  for k in pairs(a) do keys[#keys + 1] = k end
+  for k in pairs(b) do if a[k] == nil then keys[#keys + 1] = k end end
+  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  for _, k in ipairs(keys) do
+    local x, y, name = a[k], b[k], prefix .. tostring(k)
+    if type(x) == "table" and type(y) == "table" and not (x[1] ~= nil or y[1] ~= nil) then
+      M.differences(x, y, name .. ".", out)
+    elseif not same(x, y) then
+      out[#out + 1] = ("%s = %s there, %s here"):format(name, show(x), show(y))
+    end
+  end
+  return out
+end
+
+-- Whether a folder holds any output of a run.
+function M.holds_outputs(dir)
+  for _, f in ipairs({ "resolved_recipe.lua", "metrics.jsonl", "summary.json" }) do
+    if outputs.exists(dir .. "/" .. f) then return true end
+  end
+  return #outputs.checkpoints(dir) > 0
+end
+
+local function real(p) return native.realpath(p) or p end
+
+-- ---------------------------------------------------------------- the checks
+-- Refuses (a user error, before anything is written) a resume from checkpoint folder
+-- resume_dir into resolved.recipe.out when out holds another run's outputs.
+function M.check_target(resolved, resume_dir)
+  local out = resolved.recipe.out
+  if not M.holds_outputs(out) then return end
+  local ck_run = resume_dir:match("^(.*)/[^/]+/*$") or "."
+  if real(ck_run) ~= real(out) then
+    errors.user("resume = %q is a checkpoint of the run in %s, but out = %s holds another run's outputs, which "
+      .. "resuming would overwrite; nothing was written. To continue the run in %s: trainer resume %s. To start a "
+      .. "new run from that checkpoint, give it a new folder: out=runs/NEW_NAME.", resume_dir, ck_run, out, ck_run,
+      M.shell_word(ck_run))
+  end
+  if resolved.continuing then return end
+  local stored = M.stored_recipe(out)
+  if not stored then
+    errors.user("%s holds run outputs but no readable resolved_recipe.lua, so nothing says which run made them; "
+      .. "resuming into it is refused (nothing was written). Start a new run in a new folder: out=runs/NEW_NAME.", out)
+  end
+  local diffs = M.differences(M.identity(stored), M.identity(resolved.recipe))
+  if #diffs > 0 then
+    errors.user("%s holds a run made with other settings than this command (%s), so resuming there would mix two "
+      .. "runs' outputs; nothing was written. To continue that run as it was: trainer resume %s (add key=value "
+      .. "overrides to change a setting on purpose, e.g. trainer resume %s optim.lr=1e-5). To start a new run, "
+      .. "give it a new folder: out=runs/NEW_NAME.", out, table.concat(diffs, "; "), M.shell_word(out), M.shell_word(out))
+  end
+end
+
+local function append(list, more)
+  local out = {}
+  for _, x in ipairs(list) do out[#out + 1] = x end
+  for _, x in ipairs(more or {}) do out[#out + 1] = x end
+  return out
+end
+
+-- The resolved recipe that continues the run in run_dir from its latest checkpoint (for
+-- `trainer resume RUN_DIR [key=value ...]`). Also returns the folder's summary.json
+-- (or nil), so that the caller can say when the run is already complete.
+function M.load(run_dir, overrides)
+  local recipe = require("trainer.recipe")
+  overrides = overrides or {}
+  run_dir = run_dir:gsub("(.)/+$", "%1")
+  if not native.is_dir(run_dir) then
+    errors.user("resume: %s: no such run folder; give the out folder of a run, e.g. trainer resume runs/minilm_sts_lora",
+      run_dir)
+  end
+  local rpath = run_dir .. "/resolved_recipe.lua"
+  if not outputs.exists(rpath) then
+    errors.user("resume: %s is not a run folder: it has no resolved_recipe.lua (every run writes one into its out "
+      .. "folder); give the folder a run wrote, e.g. trainer resume runs/minilm_sts_lora", run_dir)
+  end
+  local text = outputs.read(rpath)
+  local command = M.read_command(text) or { rpath }
+  if #outputs.checkpoints(run_dir) == 0 then
+    errors.user("resume: %s holds no checkpoint-STEP folder to continue from (the run stopped before its first "
+      .. "save); start it again with: %s", run_dir, M.shell_line(command))
+  end
+  local stored = M.stored_recipe(run_dir)
+  if not stored then errors.user("resume: %s: cannot be read back as a recipe (is it damaged?)", rpath) end
+  local resolved
+  if text:find("--[[ function defined at", 1, true) then
+    -- The recipe's functions (hooks, loop, ...) are not serialisable: they come from the
+    -- recipe file that defined them, which must still give the run's recipe.
+    local src = command[1] ~= rpath and recipe.load(command[1], { unpack(command, 2) })
+    local diffs = src and M.differences(M.identity(stored), M.identity(src.recipe))
+    if not src or #diffs > 0 then
+      errors.user("resume: the run in %s has functions (hooks or loop) that resolved_recipe.lua cannot hold, so they "
+        .. "are taken from %s; but that recipe no longer gives this run (%s). Restore it as it was, or start a new run.",
+        run_dir, tostring(command[1]), src and table.concat(diffs, "; ") or "it is not recorded")
+    end
+    resolved = recipe.load(command[1], append({ unpack(command, 2) }, overrides))
+  else
+    resolved = recipe.load(rpath, overrides)
+  end
+  resolved.recipe.out = run_dir
+  resolved.recipe.resume = "latest"
+  resolved.continuing = true
+  resolved.command = append(command, overrides)
+  resolved.rewrite_recipe = #overrides > 0
+  local summary
+  if outputs.exists(run_dir .. "/summary.json") then
+    local ok, s = pcall(json.read, run_dir .. "/summary.json")
+    if ok and type(s) == "table" then summary = s end
+  end
+  return resolved, summary
+end
+
+return M

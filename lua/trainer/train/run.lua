@@ -1,0 +1,642 @@
+-- trainer.train.run: a training run built from a resolved recipe — the object `t` that the
+-- default loop (trainer.loop) and a recipe's own `loop = function(t) ... end` drive.
+--
+--   local t = run.build(resolved)      -- resolved: what recipe.load returns
+--   t:train_step()   -> metrics or nil (data exhausted)   one optimizer step (all micro-batches)
+--   t:evaluate()     -> scores (spearman/pearson, accuracy, or eval.fn's)  (also on_eval)
+--   t:save()         -> folder (checkpoint-STEP, atomic, keeps the last save.keep; on_save)
+--   t:done()         -> true when the planned steps are done or a stop was requested
+--   t:finish()       writes summary.json; t:free()
+--   t.step, t.total_steps, t.epoch, t.model, t.tokenizer, t.loss, t.optimizer, t.schedule,
+--   t.recipe, t.out, t.last_loss, t.last_eval
+--
+-- Order of construction (the wave's contract): model (recipe.model), lora.apply,
+-- amp.prepare, checkpoint.apply, optimizer, schedule, data; then resume restores weights,
+-- optimizer state, scaler, RNG counter and data cursor from a checkpoint so that the run
+-- continues bit-identically (fp32 on the CPU).
+-- The dropout RNG counter (model.rng.step) is the number of micro-batches done: a resumed
+-- run draws the same masks as an unbroken one. Failures raise trainer.errors user errors;
+-- a non-finite loss raises one naming the step and the last good checkpoint.
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local json = require("trainer.core.json")
+local errors = require("trainer.core.errors")
+local native = require("trainer.native")
+local memory = require("trainer.core.memory")
+local outputs = require("trainer.train.outputs")
+
+local M = {}
+
+local Run = {}
+Run.__index = Run
+M.Run = Run
+
+local C = require("trainer.core.ffi") -- declares clock_gettime (its system block)
+local CLOCK_MONOTONIC = require("trainer.native").clock_monotonic_id()
+local ts = require("ffi").new("struct tr_sys_timespec")
+
+-- Seconds on the monotonic clock, for tokens/s and ETA.
+function M.now()
+  if C.clock_gettime(CLOCK_MONOTONIC, ts) ~= 0 then error("trainer.run.now: clock_gettime(CLOCK_MONOTONIC) failed", 0) end
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
+
+-- ---------------------------------------------------------------- model
+local function download_hint(m)
+  local hub = m.hub or "ORG/NAME"
+  return ("huggingface-cli download %s --local-dir %s"):format(hub, m.from)
+end
+
+-- Whether a safetensors reader holds a parameter whose name ends with suffix.
+local function holds(reader, suffix)
+  for _, n in ipairs(reader:names()) do
+    if n == suffix or n:sub(-#suffix - 1) == "." .. suffix then return true end
+  end
+  return false
+end
+
+-- A missing model folder is the most common first error: it names the download command.
+function M.check_model_folder(m)
+  if m.from and not native.is_dir(m.from) then
+    errors.user("model.from: %s: no such model folder. Download it with:\n  %s\nor point model.from at a folder "
+      .. "that holds config.json, model.safetensors and a tokenizer.", m.from, download_hint(m))
+  end
+end
+
+-- Missing data files fail before any work, with the recipe's data.hint when it has one.
+function M.check_data_files(d)
+  if not d then return end
+  for _, key in ipairs({ "train", "eval" }) do
+    local path = d[key]
+    if path then
+      local f = io.open(path, "rb")
+      if f then f:close() else
+        errors.user("data.%s: %s: no such file. %s", key, path,
+          d.hint and ("To get it: " .. d.hint .. ".")
+            or "Give a .jsonl, .tsv or .csv file (optionally .gz) with the columns the recipe names.")
+      end
+    end
+  end
+end
+
+local function build_model(recipe, device)
+  local models = require("trainer.models")
+  local bert = models.bert
+  local m = recipe.model
+  local opts = { device = device, seed = recipe.seed, task = m.task, pooling = m.pooling,
+                 normalize = m.normalize, max_length = m.max_length }
+  local model, tok_dir
+  if m.from then
+    M.check_model_folder(m)
+    models.check_folder(m.from, m.tokenizer == nil)
+    tok_dir = m.tokenizer or m.from
+    local st = require("trainer.core.safetensors")
+    local reader = st.load(m.from)
+    local has_head = holds(reader, "classifier.weight")
+    reader:close()
+    if m.task == "classification" and not has_head then
+      -- a new classification head on a pretrained encoder (transformers' behaviour)
+      local raw = json.read(m.from .. "/config.json")
+      local cfg = bert.config(raw, m.from .. "/config.json")
+      local n = m.num_labels or (m.labels and #m.labels) or 3
+      local base = bert.BertModel.new(cfg, { device = device, seed = recipe.seed, pooler = true })
+      model = bert.SequenceClassifier.new(base, n, { device = device, seed = recipe.seed,
+        prefix = cfg.family == "roberta" and "roberta" or "bert" })
+      local skip = { ["classifier.weight"] = true, ["classifier.bias"] = true }
+      for name in model:parameters() do if name:match("pooler") then skip[name] = true end end
+      local r2 = st.load(m.from)
+      bert.load_weights(model, r2, { skip = skip, on_warning = function() end })
+      r2:close()
+      model.labels = {}
+      for i = 0, n - 1 do model.labels[i] = (m.labels and m.labels[i + 1]) or ("LABEL_" .. i) end
+      model.num_labels, model.task, model.dir, model.config = n, "classification", m.from, cfg
+      model.max_length = math.min(m.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
+    else
+      model = models.load_model(m.from, opts)
+    end
+  else
+    local presets = require("trainer.models.presets")
+    local raw = type(m.config) == "table" and m.config or presets[m.config]
+    if not raw then
+      errors.user("model.config = %q: not a preset (tiny, bert-base, bert-large, minilm-l6, minilm-l12) or a "
+        .. "table of config fields; use model.from for pretrained models", tostring(m.config))
+    end
+
+    if not m.tokenizer then errors.user("model.tokenizer: a model built from model.config needs a tokenizer folder") end
+    tok_dir = m.tokenizer
+    local cfg = bert.config(raw, "model.config")
+    local base = bert.BertModel.new(cfg, { device = device, seed = recipe.seed, pooler = m.task == "classification" })
+    if m.task == "classification" then
+      model = bert.SequenceClassifier.new(base, m.num_labels or 3, { device = device, seed = recipe.seed })
+      model.task = "classification"
+    else
+      model = bert.SentenceEncoder.new(base, { pooling = m.pooling or "mean", normalize = m.normalize })
+      model.task = "embedding"
+    end
+    model.config = cfg
+    model.max_length = math.min(m.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
+  end
+  -- model.dropout overrides every dropout probability of the config: the Dropout modules
+  -- (hidden_dropout_prob, classifier dropout) and the attention probabilities' dropout,
+  -- which SelfAttention applies inside ops.attention (attention_probs_dropout_prob), as
+  -- setting both config fields in transformers does
+  if m.dropout then
+    for _, mod in model:named_modules() do
+      if mod.__name == "Dropout" and mod.p then mod.p = m.dropout end
+      if mod.__name == "SelfAttention" then mod.attn_p = m.dropout end
+    end
+  end
+  return model, tok_dir
+end
+
+-- ---------------------------------------------------------------- build
+function M.build(resolved, opts)
+  opts = opts or {}
+  local recipe = resolved.recipe
+  local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts,
+    step = 0, micro = 0, tokens = 0, train_time = 0, epoch = 0, hooks = recipe.hooks or {},
+    last_loss = nil, last_eval = nil, first_eval = nil, evals = {}, last_checkpoint = nil,
+    stop_signal = nil, pending = nil }, Run)
+  local runtime = require("trainer.core.runtime")
+  self.device = runtime.device_name(runtime.parse_device(recipe.device))
+  if recipe.memory then
+    if recipe.memory.limit then memory.set_limit(recipe.memory.limit) end
+    if recipe.memory.max_split_size then memory.set_max_split_size(recipe.memory.max_split_size) end
+  end
+
+  -- resume: find the checkpoint first, so a bad path fails before any work
+  -- and a folder that holds another run's outputs is refused before anything is written
+  if recipe.resume then
+    self.resume_dir = M.find_resume(recipe)
+    require("trainer.train.resume").check_target(resolved, self.resume_dir)
+  end
+
+  M.check_model_folder(recipe.model)
+  M.check_data_files(recipe.data)
+  -- config.json typed and ranged, and the memory plan against memory.limit or the device,
+  -- before anything is allocated: a run that cannot fit stops now (exit 2), with the ledger
+  self.plan = require("trainer.plan.check").check(recipe, self.device, resolved.path)
+  -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
+  local data = require("trainer.train.data")
+  self.train_ds, self.loader = data.train(recipe)
+  local eval_ds = data.eval(recipe)
+  if eval_ds then
+    self.eval_rows = {}
+    for row in eval_ds:iter() do self.eval_rows[#self.eval_rows + 1] = row end
+    self.eval_summary = eval_ds:summary()
+    eval_ds:close()
+  end
+
+  local model, tok_dir = build_model(recipe, self.device)
+  self.model = model
+  self.tokenizer = require("trainer.core.tokenizer").load(tok_dir)
+  self.max_length = recipe.model.max_length or model.max_length
+
+  if recipe.lora then self.lora_names = require("trainer.train.lora").apply(model, recipe.lora) end
+  if recipe.precision ~= "fp32" then require("trainer.train.amp").prepare(model, recipe.precision) end
+  if recipe.checkpoint then require("trainer.train.grad_checkpoint").apply(model, recipe.checkpoint) end
+
+  local losses = require("trainer.losses")
+  local lspec = {}
+  for k, v in pairs(recipe.loss) do lspec[k] = v end
+  self.loss = losses.new(lspec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed })
+
+  -- parameters: the model's and the loss's own (SoftmaxLoss' classifier), as (name, param)
+  self.params = {}
+  for name, p in model:parameters() do self.params[#self.params + 1] = { name, p } end
+  for name, p in self.loss:parameters() do self.params[#self.params + 1] = { "loss." .. name, p } end
+  local function iter()
+    local i = 0
+    return function()
+      i = i + 1
+      local e = self.params[i]
+      if e then return e[1], e[2] end
+    end
+  end
+  self.param_iter = iter
+  self.optimizer = require("trainer.train.optim").new(iter(), recipe.optim)
+
+  local per_epoch = self.loader:batches_per_epoch()
+  self.batches_per_epoch = per_epoch
+  local acc = recipe.batch.accumulate
+  self.steps_per_epoch = math.max(1, math.ceil(per_epoch / acc))
+  self.total_steps = recipe.steps or math.max(1, math.ceil(recipe.epochs * self.steps_per_epoch))
+  self.schedule = require("trainer.train.schedule").new(recipe.schedule, recipe.optim.lr, self.total_steps)
+  self.scaler = require("trainer.train.amp").new_scaler(recipe.precision)
+  self.model.rng = self.model.rng or { seed = recipe.seed, step = 0 }
+
+  if self.resume_dir then
+    outputs.mkdir(self.out)
+    self:load_checkpoint(self.resume_dir)
+  end
+  return self
+end
+
+-- ---------------------------------------------------------------- data
+-- The next micro-batch. At the end of an epoch: nil when within_step (an optimizer step
+-- never spans two epochs, as transformers' Trainer: the epoch's last step may have fewer
+-- micro-batches), else the first batch of the next epoch. nil also when the data is empty.
+function Run:next_batch(within_step)
+  local b = self.loader:next()
+  if b == nil then
+    self.epoch = self.loader.epoch
+    if within_step then return nil end
+    b = self.loader:next()
+  end
+  return b
+end
+
+-- ---------------------------------------------------------------- one micro-batch
+-- Forward, loss, backward of one batch (trainer.step.micro); gradients accumulate into
+-- param.grad multiplied by `scale`. Returns the loss value and the number of non-pad tokens.
+-- The dropout key's step is the count of micro-batches before this one.
+function Run:micro_step(batch, scale)
+  self.model.rng.step = self.micro
+  self.micro = self.micro + 1
+  return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
+    batch = batch, max_length = self.max_length, scale = scale, cached = self.recipe.loss.cached,
+    mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts })
+end
+
+-- ---------------------------------------------------------------- one optimizer step
+function Run:failure(what)
+  local ck = self.last_checkpoint
+  errors.user("step %d: %s; the run stopped. %s", self.step + 1, what,
+    ck and ("The last good checkpoint is %s: continue from it with a lower learning rate or a gradient clip, "
+      .. "e.g. `trainer resume %s optim.lr=%s` or `trainer resume %s grad_clip=1.0`"):format(ck,
+      self.out, require("trainer.cli.pretty").number(self.recipe.optim.lr / 10), self.out)
+      or "No checkpoint was saved before it (set save.every to keep one); lower optim.lr or set grad_clip and rerun.")
+end
+
+-- Runs batch.accumulate micro-batches and one optimizer update. Returns the step's
+-- metrics (also written to metrics.jsonl and passed to hooks.on_step), or nil when the
+-- data has no batch left.
+function Run:train_step()
+  self:flush_metrics()
+  local recipe = self.recipe
+  local acc = recipe.batch.accumulate
+  -- the allocator's peak is reset per step (metrics show each step's peak by tag); the
+  -- run's peak is the maximum over steps and over what happened between them
+  self:merge_peaks(memory.stats(self.device))
+  memory.reset_peak(self.device)
+  local t0 = M.now()
+  self.model:train()
+  self.optimizer:zero_grad()
+  local scale = self.scaler.scale / acc
+  local sum, n, ntok = 0, 0, 0
+  for i = 1, acc do
+    local batch = self:next_batch(i > 1)
+    if not batch then break end
+    if i == 1 then self.step_epoch = self.epoch end
+    local v, k = self:micro_step(batch, scale)
+    if not finite(v) and recipe.precision ~= "fp16" then
+      self:failure(("the loss is %s"):format(tostring(v)))
+    end
+    sum, n, ntok = sum + v, n + 1, ntok + k
+  end
+  if n == 0 then return nil end
+  local loss_value = sum / n
+  local found_inf = self.scaler:unscale(self.param_iter())
+  local skipped, norm = false, nil
+  if found_inf then
+    skipped = true
+  else
+    if recipe.grad_clip then
+      norm = require("trainer.train.clip").clip_grad_norm(self.param_iter(), recipe.grad_clip)
+      if not finite(norm) then
+        if recipe.precision == "fp16" then skipped = true
+        else self:failure(("the gradient norm is %s"):format(tostring(norm))) end
+      end
+    end
+  end
+  local lr = self.schedule:lr(self.step)
+  if not skipped then self.optimizer:step({ lr = lr }) end
+  self.scaler:update(skipped)
+  self.step = self.step + 1
+  local dt = math.max(M.now() - t0, 1e-9)
+  self.train_time = self.train_time + dt
+  self.tokens = self.tokens + ntok
+  self.last_loss = loss_value
+  self.last_step_time = dt
+  local s = memory.stats(self.device)
+  self:merge_peaks(s)
+  local m = {
+    step = self.step, epoch = self:epochs_done(), loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
+    mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
+    mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
+    loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
+  }
+  self.pending = m
+  if self.progress then self.progress:update(self, m) end
+  if self.hooks.on_step then self:call_hook("on_step", m) end
+  return m
+end
+
+-- Completed epochs as a fraction, as the Hugging Face Trainer logs "epoch": the data
+-- cursor's epoch plus the share of its batches already used (0.5 halfway, 1.0 after one
+-- whole pass), for metrics.jsonl and summary.json.
+function Run:epochs_done()
+  local per, ld = self.batches_per_epoch, self.loader
+  if not per or per <= 0 or not ld then return self.epoch end
+  return ld.epoch + math.min(ld.position, per) / per
+end
+
+function Run:flush_metrics()
+  if self.pending and self.metrics then self.metrics:write(self.pending) end
+  self.pending = nil
+end
+
+-- ---------------------------------------------------------------- evaluation
+local function embed_fn(self)
+  local tk = require("trainer.core.tokenizer")
+  return function(texts)
+    local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+    local ok, e = pcall(self.model.forward, self.model, b)
+    tk.free_batch(b)
+    if not ok then error(e, 0) end
+    return e
+  end
+end
+
+-- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
+-- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
+function Run:evaluate()
+  local recipe = self.recipe
+  local evaluate = require("trainer.train.evaluate")
+  local scores
+  self.model:eval()
+  local ok, err = pcall(function()
+    if recipe.eval.fn then
+      scores = evaluate.custom(recipe.eval.fn, self)
+    elseif self.eval_rows and #self.eval_rows > 0 then
+      local pairs_, gold = {}, {}
+      for i, r in ipairs(self.eval_rows) do
+        if type(r[#r]) ~= "number" then
+          errors.user("%s: row %d has no numeric score or label in its last column; set data.eval_columns",
+            recipe.data.eval, i)
+        end
+      end
+      -- pairs sorted by length (stable): batches of similar lengths pad less; correlations
+      -- and accuracy do not depend on the order of the pairs
+      local order = {}
+      for i = 1, #self.eval_rows do order[i] = i end
+      local function len(i) local r = self.eval_rows[i] return #r[1] + #r[2] end
+      table.sort(order, function(a, b)
+        local la, lb = len(a), len(b)
+        if la ~= lb then return la < lb end
+        return a < b
+      end)
+      for k, i in ipairs(order) do
+        local r = self.eval_rows[i]
+        pairs_[k], gold[k] = { r[1], r[2] }, r[#r]
+      end
+      local opts = { batch_size = recipe.eval.batch_size }
+      if self.model.task == "classification" then
+        local tk = require("trainer.core.tokenizer")
+        scores = evaluate.nli(function(batch)
+          local b = self.tokenizer:batch(batch, { max_length = self.max_length, device = self.device })
+          local ok2, logits = pcall(self.model.forward, self.model, b)
+          tk.free_batch(b)
+          if not ok2 then error(logits, 0) end
+          return logits
+        end, pairs_, gold, opts)
+      else
+        scores = evaluate.sts(embed_fn(self), pairs_, gold, opts)
+      end
+      scores.n = nil
+    end
+  end)
+  self.model:train()
+  if not ok then error(err, 0) end
+  if not scores then return nil end
+  self.last_eval = scores
+  self.evals[#self.evals + 1] = { step = self.step, scores = scores }
+  if self.step == 0 then self.first_eval = scores end
+  if self.pending and self.pending.step == self.step then self.pending.eval = scores end
+  if self.progress then self.progress:eval(self, scores) end
+  if self.hooks.on_eval then self:call_hook("on_eval", scores) end
+  return scores
+end
+
+-- ---------------------------------------------------------------- checkpoints
+local MODEL_FILES = { "config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+  "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json",
+  "sentencepiece.bpe.model" }
+
+-- A safetensors write error of the C writer ("PATH: writing failed: `call`: strerror (...)"
+-- or "PATH: cannot create PATH.tmp: strerror; ...") re-raised as trainer.outputs'
+-- write_failed, which names the free space; any other error is re-raised as it is.
+local function raise_write_error(err)
+  local msg = errors.message(err)
+  local path, why = msg:match("^(.-): writing failed: `[^`]*`: ([^(]-) %(")
+  if not path then path, why = msg:match("^(.-): cannot create [^:]*: ([^;]*);") end
+  if path then outputs.write_failed(path, why) end
+  error(err, 0)
+end
+
+-- safetensors.save into a checkpoint (the C writer fsyncs and leaves no PATH.tmp behind).
+local function save_tensors(path, list, meta)
+  local inj = outputs.injected(path)
+  if inj then outputs.write_failed(path, inj) end
+  local ok, err = pcall(require("trainer.core.safetensors").save, path, list, meta)
+  if not ok then raise_write_error(err) end
+end
+
+-- Writes checkpoint-STEP/ (atomically), prunes to the last save.keep. Returns the folder.
+-- Built in checkpoint-STEP.tmp/: every file is fsync'ed as it is written, then the folder
+-- (and 1_Pooling/) before the rename, then out/ after it, so that a checkpoint that has
+-- its final name is whole and survives a crash. A failure removes the .tmp folder.
+function Run:save()
+  local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
+  local tmp = dir .. ".tmp"
+  outputs.remove_tree(tmp)
+  outputs.mkdir(tmp)
+  local ok, err = pcall(self.write_checkpoint, self, tmp)
+  if not ok then outputs.remove_tree(tmp) error(err, 0) end
+  outputs.remove_tree(dir)
+  local rok, rerr = os.rename(tmp, dir)
+  if not rok then
+    outputs.remove_tree(tmp)
+    errors.user("%s: cannot rename the checkpoint into place (%s)", dir, tostring(rerr))
+  end
+  outputs.sync(self.out)
+  self.last_checkpoint = dir
+  if self.recipe.save.keep then outputs.prune(self.out, self.recipe.save.keep) end
+  if self.progress then self.progress:saved(self, dir) end
+  if self.hooks.on_save then self:call_hook("on_save", dir) end
+  return dir
+end
+
+-- The files of one checkpoint, written into the folder tmp.
+function Run:write_checkpoint(tmp)
+  local recipe = self.recipe
+  local optim = require("trainer.train.optim")
+  local synced = { tmp }
+  if recipe.lora then
+    local lora = require("trainer.train.lora")
+    local ok, err = pcall(lora.save, self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
+    if not ok then raise_write_error(err) end
+  else
+    save_tensors(tmp .. "/model.safetensors", require("trainer.models").bert.state_list(self.model), { format = "pt" })
+    local src = recipe.model.from or recipe.model.tokenizer
+    for _, f in ipairs(MODEL_FILES) do
+      if src and outputs.exists(src .. "/" .. f) then
+        if f:find("/") then
+          local sub = tmp .. "/" .. f:match("^(.*)/")
+          outputs.mkdir(sub)
+          synced[#synced + 1] = sub
+        end
+        outputs.copy_file(src .. "/" .. f, tmp .. "/" .. f)
+      end
+    end
+  end
+  local loss_params = {}
+  for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end
+  if #loss_params > 0 then save_tensors(tmp .. "/loss.safetensors", loss_params) end
+  local tensors, ometa = optim.flatten(self.optimizer:state())
+  local meta = {
+    step = self.step, micro = self.micro, epoch = self.epoch, tokens = self.tokens, train_time = self.train_time,
+    data = self.loader:state(), scaler = self.scaler:state(), rng = { seed = self.model.rng.seed, step = self.micro },
+    optimizer = ometa, total_steps = self.total_steps, last_loss = self.last_loss,
+    first_eval = self.first_eval, last_eval = self.last_eval,
+  }
+  local list = {}
+  for k, v in pairs(tensors) do list[#list + 1] = { k, v } end
+  table.sort(list, function(a, b) return a[1] < b[1] end)
+  local raw = tmp .. "/trainer_state.safetensors"
+  if #list == 0 then
+    -- safetensors needs a tensor: a 1-element marker keeps the format uniform
+    local z = T.zeros({ 1 })
+    local ok, err = pcall(save_tensors, raw, { { "marker", z } }, { trainer_state = json.encode(meta) })
+    z:free()
+    if not ok then error(err, 0) end
+  else
+    save_tensors(raw, list, { trainer_state = json.encode(meta) })
+  end
+  outputs.gzip_file(raw, tmp .. "/trainer_state")
+  os.remove(raw)
+  for i = #synced, 1, -1 do outputs.sync(synced[i]) end
+end
+
+-- The checkpoint folder named by recipe.resume ("latest" or a path).
+function M.find_resume(recipe)
+  local r = recipe.resume
+  if r == "latest" then
+    local list = outputs.checkpoints(recipe.out)
+    if #list == 0 then
+      errors.user("resume = \"latest\": %s holds no checkpoint-STEP folder; run without resume (resume=nil) or "
+        .. "name a checkpoint folder", recipe.out)
+    end
+    return list[#list].dir
+  end
+  if not native.is_dir(r) or not outputs.exists(r .. "/trainer_state") then
+    errors.user("resume = %q: not a checkpoint folder (one holds trainer_state); use \"latest\" or a path such "
+      .. "as %s/checkpoint-200", r, recipe.out)
+  end
+  return r
+end
+
+function Run:load_checkpoint(dir)
+  local st = require("trainer.core.safetensors")
+  local optim = require("trainer.train.optim")
+  local recipe = self.recipe
+  if recipe.lora then
+    require("trainer.train.lora").load(self.model, dir)
+  else
+    local r = st.load(dir .. "/model.safetensors")
+    require("trainer.models").bert.load_weights(self.model, r, { on_warning = function() end })
+    r:close()
+  end
+  if outputs.exists(dir .. "/loss.safetensors") then
+    local r = st.load(dir .. "/loss.safetensors")
+    for name, p in self.loss:parameters() do
+      local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
+      local runtime = require("trainer.core.runtime")
+      local status = require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr())
+      t:free()
+      runtime.check(status, "resume: " .. dir .. "/loss.safetensors")
+    end
+    r:close()
+  end
+  -- bounded, typed and checked against the model before any of it is used
+  local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
+    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out })
+  local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
+  for _, t in pairs(tensors) do t:free() end
+  if not ok then error(err, 0) end
+  self.step, self.micro, self.epoch = meta.step, meta.micro, meta.epoch or 0
+  self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
+  self.last_loss, self.first_eval, self.last_eval = meta.last_loss, meta.first_eval, meta.last_eval
+  self.model.rng.step = meta.rng.step
+  if self.scaler.load_state and meta.scaler and next(meta.scaler) then self.scaler:load_state(meta.scaler) end
+  self.loader:restore(meta.data)
+  self.resumed_from = dir
+  self.last_checkpoint = dir
+end
+
+-- ---------------------------------------------------------------- hooks
+-- Calls hooks[name](self, ...): an error inside it is the recipe's (trainer.user_code).
+function Run:call_hook(name, ...)
+  return require("trainer.train.user_code").call("hooks." .. name, self.hooks[name], self, ...)
+end
+
+-- ---------------------------------------------------------------- end
+function Run:done()
+  return self.step >= self.total_steps or self:stop_requested()
+end
+
+function Run:stop_requested()
+  if self.stop_signal then return true end
+  local sig = native.stop_requested and native.stop_requested()
+  if sig then self.stop_signal = sig end
+  return sig and true or false
+end
+
+-- Folds an allocator snapshot's peaks into the run's peaks (self.peaks).
+function Run:merge_peaks(s)
+  local p = self.peaks or { allocated = 0, reserved = 0, by_tag = {} }
+  self.peaks = p
+  p.allocated = math.max(p.allocated, s.peak_allocated)
+  p.reserved = math.max(p.reserved, s.peak_reserved)
+  for _, tag in ipairs(memory.tags) do p.by_tag[tag] = math.max(p.by_tag[tag] or 0, s.peak_by_tag[tag] or 0) end
+end
+
+-- summary.json: the final figures.
+function Run:summary()
+  self:merge_peaks(memory.stats(self.device))
+  local s = { peak_allocated = self.peaks.allocated, peak_reserved = self.peaks.reserved }
+  local peak_by_tag = {}
+  for _, tag in ipairs(memory.tags) do peak_by_tag[tag] = self.peaks.by_tag[tag] or 0 end
+  return {
+    steps = self.step, total_steps = self.total_steps, final_loss = self.last_loss or json.null,
+    tokens_per_s = self.train_time > 0 and self.tokens / self.train_time or 0, tokens = self.tokens,
+    peak_allocated = s.peak_allocated, peak_reserved = s.peak_reserved, peak_by_tag = peak_by_tag,
+    eval = self.last_eval or {}, eval_start = self.first_eval, epoch = self:epochs_done(),
+    skipped_steps = self.scaler.skipped or 0, precision = self.recipe.precision, device = self.device,
+    data = self.train_ds:summary(), eval_data = self.eval_summary,
+    resumed_from = self.resumed_from, last_checkpoint = self.last_checkpoint,
+    stopped_by_signal = self.stop_signal and true or nil,
+  }
+end
+
+function Run:finish()
+  self:flush_metrics()
+  if self.metrics then self.metrics:close() end   -- checked: a failed close is a failed write
+  local s = self:summary()
+  outputs.write_atomic(self.out .. "/summary.json", json.encode(s, 2) .. "\n")
+  return s
+end
+
+function Run:free()
+  if self.metrics then self.metrics:close(true) end
+  if self.loader then self.loader:close() end
+  if self.train_ds then self.train_ds:close() end
+  if self.optimizer then self.optimizer:free() end
+  if self.loss then self.loss:free() end
+  if self.model then self.model:free() end
+  if self.tokenizer then self.tokenizer:free() end
+end
+
+return M

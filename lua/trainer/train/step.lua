@@ -1,0 +1,269 @@
+-- trainer.train.step: one micro-batch of training — tokenize, forward, loss, backward — for the
+-- training loop (which owns zero_grad, accumulation, the scaler, clipping and the
+-- optimizer step).
+--
+--   local step = require("trainer.train.step")
+--   local loss_value, n_tokens = step.micro {
+--     model = m, loss = l, tokenizer = tok, batch = rows,   -- rows from trainer.data
+--     max_length = 128,      -- default model.max_length
+--     scale = 1 / accumulate * scaler.scale,   -- multiplies the loss gradient (default 1)
+--     cached = false, mini_batch = 32,          -- GradCache (loss = { cached = true })
+--     ntexts = ds.ntexts,    -- text columns per row (default: the row's leading strings)
+--   }
+--
+-- A row is what trainer.data yields: the text columns in order, then the score or label
+-- when there is one (the labels handed to the loss).
+--   * classification models (model.task == "classification", a SequenceClassifier): the
+--     1 or 2 text columns are one input (a text pair), the logits go to the loss;
+--   * embedding models: every text column is embedded and the loss gets one embeddings
+--     tensor [B, C] per column. All columns go through the model in ONE forward (rows
+--     col1[1..B], col2[1..B], ...): one padded batch, and distinct dropout masks per text,
+--     since the keyed mask depends on the element's position in the batch.
+-- Parameter gradients ACCUMULATE (+=) into param.grad, scaled by ctx.scale; the returned
+-- loss value is unscaled. n_tokens counts the non-padding tokens the model saw.
+--
+-- The cached path (GradCache, as sentence-transformers' CachedMultipleNegativesRankingLoss):
+--   1. embed the texts in chunks of mini_batch with grad disabled (nothing is kept);
+--   2. compute the loss on all the embeddings and its gradient with respect to them;
+--   3. re-run each chunk with grad enabled and back-propagate that chunk's gradient.
+-- Dropout stays on in both passes (set_grad_enabled(false), not eval()). Chunk j draws
+-- its dropout masks from the model's seed + j * 2^32 (the key's high word; seeds below
+-- 2^32 therefore never collide) at the loop's step, in pass 1 and in its replay alike, so
+-- the replay recomputes exactly the embeddings the loss saw; chunk 0 uses the seed
+-- itself, so with mini_batch >= the number of texts the cached path is bitwise the plain
+-- one. Activation memory is bounded by one chunk (plus the [N, C] embeddings).
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
+local base = require("trainer.losses.base")
+
+local M = {}
+
+local CHUNK_SEED_STRIDE = 4294967296   -- 2^32: the high word of the Philox key
+
+-- ---------------------------------------------------------------- rows
+-- Text columns (lists of strings) and labels (a list, or nil) of a batch of rows.
+function M.split_rows(rows, ntexts)
+  if type(rows) ~= "table" or #rows == 0 then
+    errors.user("step.micro: ctx.batch must be a non-empty list of rows (text columns, then the score or label)")
+  end
+  local first = rows[1]
+  if not ntexts then
+    ntexts = 0
+    while type(first[ntexts + 1]) == "string" do ntexts = ntexts + 1 end
+  end
+  if ntexts < 1 then
+    errors.user("step.micro: a row must start with its text columns (got %s first)", type(first[1]))
+  end
+  local cols, labels = {}, nil
+  for c = 1, ntexts do cols[c] = {} end
+  if #first > ntexts then labels = {} end
+  for i, row in ipairs(rows) do
+    for c = 1, ntexts do
+      if type(row[c]) ~= "string" then
+        errors.user("step.micro: row %d column %d is %s, expected a text (rows are the text columns, then the "
+          .. "score or label)", i, c, type(row[c]))
+      end
+      cols[c][i] = row[c]
+    end
+    if labels then labels[i] = row[ntexts + 1] end
+  end
+  return cols, labels
+end
+
+local function device_of(model)
+  for _, p in model:parameters() do return p.value:device() end
+  return "cpu"
+end
+
+local function count_tokens(enc)
+  local n = 0
+  for _, v in ipairs(enc.attention_mask:values()) do n = n + v end
+  return n
+end
+
+local function free_enc(enc)
+  for _, t in pairs(enc) do if T.is_tensor(t) and not t:is_freed() then t:free() end end
+end
+
+local function free_list(list)
+  for _, t in ipairs(list) do if T.is_tensor(t) and not t:is_freed() then t:free() end end
+end
+
+local function is_classifier(model)
+  return model.task == "classification" or model.__name == "SequenceClassifier"
+end
+
+-- The loss gradients (one per embeddings tensor) as one [N, C] tensor scaled by scale;
+-- the list is freed.
+local function joined_grad(grads, scale)
+  local d, new = base.cat_rows(grads)
+  if new then free_list(grads) end
+  if scale ~= 1 then ops.scale_(d, scale) end
+  return d
+end
+
+-- ---------------------------------------------------------------- plain path
+local function plain_classifier(ctx, cols, labels, opts)
+  local model, loss = ctx.model, ctx.loss
+  if #cols > 2 then errors.user("step.micro: a classifier takes 1 or 2 text columns, got %d", #cols) end
+  local texts = cols[1]
+  if #cols == 2 then
+    texts = {}
+    for i = 1, #cols[1] do texts[i] = { cols[1][i], cols[2][i] } end
+  end
+  local enc = ctx.tokenizer:batch(texts, opts)
+  local n_tokens = count_tokens(enc)
+  local logits = model:forward(enc)
+  free_enc(enc)
+  local ok, value = pcall(function()
+    local v = loss:forward({ logits }, labels)
+    local grads = loss:backward()
+    local d = joined_grad(grads, ctx.scale or 1)
+    model:backward(d)
+    d:free()
+    return v
+  end)
+  logits:free()
+  if not ok then error(value, 0) end
+  return value, n_tokens
+end
+
+local function flatten(cols)
+  local texts = {}
+  for _, col in ipairs(cols) do for _, t in ipairs(col) do texts[#texts + 1] = t end end
+  return texts
+end
+
+-- Views of the column blocks of e [ncols * B, C].
+local function column_views(e, ncols, B)
+  local out = {}
+  for c = 1, ncols do out[c] = e:narrow((c - 1) * B, B) end
+  return out
+end
+
+local function plain_embedding(ctx, cols, labels, opts)
+  local model, loss = ctx.model, ctx.loss
+  local B = #cols[1]
+  local enc = ctx.tokenizer:batch(flatten(cols), opts)
+  local n_tokens = count_tokens(enc)
+  local e = model:forward(enc)
+  free_enc(enc)
+  local embs = column_views(e, #cols, B)
+  local ok, value = pcall(function()
+    local v = loss:forward(embs, labels)
+    local d = joined_grad(loss:backward(), ctx.scale or 1)
+    free_list(embs)
+    model:backward(d)
+    d:free()
+    return v
+  end)
+  free_list(embs)
+  e:free()
+  if not ok then error(value, 0) end
+  return value, n_tokens
+end
+
+-- ---------------------------------------------------------------- cached path
+local function cached_embedding(ctx, cols, labels, opts)
+  local model, loss = ctx.model, ctx.loss
+  local mb = ctx.mini_batch or 32
+  if type(mb) ~= "number" or mb < 1 or mb ~= math.floor(mb) then
+    errors.user("loss.mini_batch must be a positive integer, got %s", tostring(mb))
+  end
+  local B = #cols[1]
+  local texts = flatten(cols)
+  local N = #texts
+  local chunks = {}
+  for s = 1, N, mb do
+    local chunk = {}
+    for i = s, math.min(s + mb - 1, N) do chunk[#chunk + 1] = texts[i] end
+    chunks[#chunks + 1] = { start = s - 1, texts = chunk }
+  end
+  local rng = model.rng or { seed = 0, step = 0 }
+  local seed0, grad_was = rng.seed, model.grad_enabled
+  local function chunk_seed(j) return seed0 + (j - 1) * CHUNK_SEED_STRIDE end
+  local parts, n_tokens = {}, 0
+  local ok, value = pcall(function()
+    -- 1. embeddings without activations
+    model:set_grad_enabled(false)
+    for j, ch in ipairs(chunks) do
+      rng.seed = chunk_seed(j)
+      local enc = ctx.tokenizer:batch(ch.texts, opts)
+      n_tokens = n_tokens + count_tokens(enc)
+      local ok2, e = pcall(model.forward, model, enc)
+      free_enc(enc)
+      if not ok2 then error(e, 0) end
+      parts[j] = e
+    end
+    rng.seed = seed0
+    model:set_grad_enabled(grad_was)
+    -- 2. the loss and its gradient with respect to every embedding
+    local all, new = base.cat_rows(parts)
+    if new then free_list(parts) end
+    parts = { all }
+    local embs = column_views(all, #cols, B)
+    local v = loss:forward(embs, labels)
+    local d = joined_grad(loss:backward(), ctx.scale or 1)
+    free_list(embs)
+    free_list(parts)
+    parts = { d }
+    -- 3. each chunk again, with grad, under the same dropout key
+    for j, ch in ipairs(chunks) do
+      rng.seed = chunk_seed(j)
+      local enc = ctx.tokenizer:batch(ch.texts, opts)
+      local ok2, e = pcall(model.forward, model, enc)
+      free_enc(enc)
+      if not ok2 then error(e, 0) end
+      e:free()
+      local dj = d:narrow(ch.start, #ch.texts)
+      local ok3, err = pcall(model.backward, model, dj)
+      dj:free()
+      if not ok3 then error(err, 0) end
+    end
+    rng.seed = seed0
+    return v
+  end)
+  rng.seed = seed0
+  model:set_grad_enabled(grad_was)
+  free_list(parts)
+  if not ok then error(value, 0) end
+  return value, n_tokens
+end
+
+-- ---------------------------------------------------------------- entry
+-- One micro-batch (see the top of the file). Returns the loss value (unscaled) and the
+-- number of non-padding tokens.
+function M.micro(ctx)
+  if type(ctx) ~= "table" or not ctx.model or not ctx.loss or not ctx.tokenizer then
+    errors.user("step.micro(ctx): ctx needs model, loss, tokenizer and batch")
+  end
+  local model = ctx.model
+  local cols, labels = M.split_rows(ctx.batch, ctx.ntexts)
+  local opts = { max_length = ctx.max_length or model.max_length, truncation = true, padding = "longest",
+    device = device_of(model) }
+  local cached = ctx.cached
+  if cached == nil then cached = ctx.loss.cached end
+  local ok, value, n_tokens = pcall(function()
+    if is_classifier(model) then
+      if cached then errors.user("loss.cached: the cached (GradCache) form is for embedding losses, not a classifier") end
+      return plain_classifier(ctx, cols, labels, opts)
+    elseif cached then
+      return cached_embedding(ctx, cols, labels, opts)
+    end
+    return plain_embedding(ctx, cols, labels, opts)
+  end)
+  if not ok then
+    model:clear_saved()
+    if ctx.loss.release then ctx.loss:release() end
+    -- an error about one row (a label out of range) names the data file and line it came from
+    local row = type(value) == "table" and value.row and ctx.batch[value.row]
+    if row and row.file and row.line and errors.is_user_error(value) then
+      errors.user("%s: line %d: %s", row.file, row.line, value.detail)
+    end
+    error(value, 0)
+  end
+  return value, n_tokens
+end
+
+return M
