@@ -222,10 +222,10 @@ gpu-bundle: build/bundle/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
 C_SOURCES := $(wildcard core/*.[ch] core/*/*.[ch] kernels/cpu/*.[ch] kernels/cuda/*.cu kernels/cuda/*.h kernels/cuda/*.cuh \
                         tests/c/*.[ch] tests/gpu/*.[ch] bench/*.c)
 lint:
-	$(call say,CPPCHECK,core kernels/cpu)
+	$(call say,LINT,cppcheck)
 	$(Q)cppcheck -q --std=c11 --enable=warning,portability --inline-suppr --error-exitcode=1 -D_GNU_SOURCE \
 	    $(CORE_INCS) -Ikernels core kernels/cpu
-	$(call say,LUACHECK,lua recipes tests/lua bench scripts)
+	$(call say,LINT,luacheck)
 	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua scripts/*.lua tests/cli/*.lua)
 
 format:

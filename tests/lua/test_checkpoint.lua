@@ -5,7 +5,6 @@
 -- pass input gradients; bad specs are user errors. all-MiniLM-L6-v2 (short sequences)
 -- when models/ has it.
 local T = require("trainer.core.tensor")
-local ops = require("trainer.core.ops")
 local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
 local models = require("trainer.models")
@@ -42,7 +41,7 @@ local function tiny_encoder(layers, seed)
 end
 
 -- A fixed batch [B, Tn] of ids with some padding, and a fixed loss weight [B, C].
-local function batch(B, Tn, C, vocab)
+local function batch(B, Tn, width, vocab)
   local ids, mask = {}, {}
   for b = 0, B - 1 do
     local len = Tn - (b % 3)
@@ -53,7 +52,7 @@ local function batch(B, Tn, C, vocab)
     end
   end
   local x = { input_ids = int_tensor(ids, { B, Tn }), attention_mask = int_tensor(mask, { B, Tn }) }
-  local w = T.randn({ B, C }, { seed = 9, stream = 1, tag = "activations" })
+  local w = T.randn({ B, width }, { seed = 9, stream = 1, tag = "activations" })
   return x, w
 end
 

@@ -5,8 +5,6 @@
 -- (batch 16, mini_batch 4: gradients within 1e-5 relative, lower peak activations); with
 -- dropout on, the cached path replaying its masks (bitwise the plain path when one chunk
 -- holds every text, deterministic with several); malformed rows as user errors.
-local T = require("trainer.core.tensor")
-local ops = require("trainer.core.ops")
 local memory = require("trainer.core.memory")
 local models = require("trainer.models")
 local losses = require("trainer.losses")

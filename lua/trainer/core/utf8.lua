@@ -14,7 +14,8 @@ function M.invalid_at(s)
   local i, n = 1, #s
   while i <= n do
     local c = byte(s, i)
-    local len, lo, hi = 1, 0x80, 0xBF   -- lo/hi: the range of the second byte
+    local len, lo, hi   -- lo/hi: the range of the second byte
+    lo, hi = 0x80, 0xBF
     if c < 0x80 then len = 1
     elseif c >= 0xC2 and c <= 0xDF then len = 2
     elseif c == 0xE0 then len, lo = 3, 0xA0

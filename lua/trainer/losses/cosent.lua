@@ -21,6 +21,7 @@ end
 
 function CoSENT:forward(embs, labels)
   local B
+  local _
   B, _, embs = base.check_embeddings("cosent", embs, 2, 2)
   local y = base.host_labels("cosent", labels, B)
   local sim = ops.cosine_sim(embs[1], embs[2])

@@ -24,6 +24,7 @@ end
 
 function Cosine:forward(embs, labels)
   local B
+  local _
   B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
   local y = base.host_labels("cosine", labels, B)
   local sim = ops.cosine_sim(embs[1], embs[2])

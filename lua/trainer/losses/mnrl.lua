@@ -21,6 +21,7 @@ end
 
 function MNRL:forward(embs, labels)
   local B
+  local _
   B, _, embs = base.check_embeddings("mnrl", embs, 2)
   local a, docs = embs[1], {}
   for i = 2, #embs do docs[#docs + 1] = embs[i] end

@@ -5,10 +5,10 @@ local M = {}
 -- Levenshtein distance with transpositions counted as one edit (Damerau, restricted).
 function M.distance(a, b)
   local la, lb = #a, #b
-  local prev2, prev, cur = {}, {}, {}
+  local prev2, prev = {}, {}
   for j = 0, lb do prev[j] = j end
   for i = 1, la do
-    cur = { [0] = i }
+    local cur = { [0] = i }
     for j = 1, lb do
       local cost = a:byte(i) == b:byte(j) and 0 or 1
       local v = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)

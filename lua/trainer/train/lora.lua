@@ -18,7 +18,6 @@
 -- trainable bias or module_to_save parameter), as PEFT's save_pretrained writes them.
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
-local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")

@@ -18,7 +18,6 @@
 -- run draws the same masks as an unbroken one. Failures raise trainer.errors user errors;
 -- a non-finite loss raises one naming the step and the last good checkpoint.
 local T = require("trainer.core.tensor")
-local ops = require("trainer.core.ops")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")

@@ -72,8 +72,8 @@ function M.split_rows(rows, ntexts)
 end
 
 local function device_of(model)
-  for _, p in model:parameters() do return p.value:device() end
-  return "cpu"
+  local _, p = model:parameters()()   -- the first parameter's device
+  return p and p.value:device() or "cpu"
 end
 
 local function count_tokens(enc)

@@ -281,7 +281,7 @@ function M.read(dir, opts)
     if not wok or not cok then
       errors.user("%s: cannot write the decompressed state (%s); is the disk full?", tmp, tostring(werr or cerr))
     end
-    bytes = nil
+    bytes = nil   -- luacheck: ignore 311 (lets the collector take the decompressed text now)
     local rok, r = pcall(st.load, tmp)
     if not rok then
       -- the reader's message names the temporary file: name the state instead
