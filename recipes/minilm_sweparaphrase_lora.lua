@@ -16,25 +16,14 @@
 --   bash scripts/fetch_minilm.sh          # or: make fetch-models
 --   trainer recipes/minilm_sweparaphrase_lora.lua
 --   trainer report runs/minilm_sweparaphrase_lora    # loss, lr, dev scores and memory as an SVG
+-- Everything but the data, the loss and the output folder is the English demo's.
 return {
+  extends = "minilm_sts_lora.lua",
   description = "all-MiniLM-L6-v2 + LoRA + cosine loss on SweParaphrase (Swedish STS-B) train, evaluated on its dev split",
-  model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2", max_length = 64 },
   data = {
     train = "data/sweparaphrase_train.jsonl.gz",
     eval = "data/sweparaphrase_dev.jsonl.gz",
-    columns = { "sentence1", "sentence2", "score" },
-    eval_columns = { "sentence1", "sentence2", "score" },
   },
   loss = { name = "cosine", score_scale = 5 },
-  lora = { r = 8, alpha = 16, dropout = 0.1, targets = { "query", "value" } },
-  optim = { name = "adamw", lr = 5e-4, weight_decay = 0.01 },
-  schedule = { name = "linear", warmup_ratio = 0.1 },
-  batch = { size = 16 },
-  steps = 120,
-  precision = "fp32",
-  device = "cpu",
-  eval = { at_start = true, batch_size = 128 },
-  save = { keep = 2 },
-  log = { every = 10 },
   out = "runs/minilm_sweparaphrase_lora",
 }

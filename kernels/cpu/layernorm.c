@@ -4,14 +4,5 @@
 
 #include <tgmath.h>
 
-#define REAL float
-#define KFN(n) n##_f32
-#include "cpu/layernorm_impl.h"
-#undef REAL
-#undef KFN
-
-#define REAL double
-#define KFN(n) n##_f64
-#include "cpu/layernorm_impl.h"
-#undef REAL
-#undef KFN
+#define KERNEL_IMPL "cpu/layernorm_impl.h"
+#include "cpu/instantiate.h"

@@ -3,14 +3,5 @@
 
 #include <tgmath.h>
 
-#define REAL float
-#define KFN(n) n##_f32
-#include "cpu/softmax_impl.h"
-#undef REAL
-#undef KFN
-
-#define REAL double
-#define KFN(n) n##_f64
-#include "cpu/softmax_impl.h"
-#undef REAL
-#undef KFN
+#define KERNEL_IMPL "cpu/softmax_impl.h"
+#include "cpu/instantiate.h"

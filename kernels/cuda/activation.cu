@@ -53,10 +53,8 @@ __global__ void tanh_bwd_kernel(void *dx, int dx_dt, const void *dout, int dout_
 
 static int want3(const char *op, int a, int b, int c, int64_t n, tr_error *err)
 {
-    int rc;
-    if ((rc = tr_cuda_want_float(op, a, err)) || (rc = tr_cuda_want_float(op, b, err)) ||
-        (rc = tr_cuda_want_float(op, c, err)))
-        return rc;
+    int rc = tr_cuda_want_floats(op, a, b, c, err);
+    if (rc) return rc;
     if (n < 0) return tr_fail(err, TR_EUSER, "%s on CUDA: negative element count %lld.", op, (long long)n);
     return TR_OK;
 }

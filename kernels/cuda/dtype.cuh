@@ -86,6 +86,25 @@ static inline int tr_cuda_want_float(const char *op, int dtype, tr_error *err)
     return tr_fail(err, TR_EUSER, "%s on CUDA: dtype %d is not a float dtype (f32, bf16, f16).", op, dtype);
 }
 
+/* The launchers' shared argument checks: N rows of C columns (one block per row, so N
+ * below 2^31), and three buffers' float dtypes at once. */
+static inline int tr_cuda_want_rows(const char *op, int64_t N, int64_t C, tr_error *err)
+{
+    if (N < 0 || C <= 0 || N > 2147483647)
+        return tr_fail(err, TR_EUSER, "%s on CUDA: %lld rows of %lld columns; rows must be in [0, 2^31) and "
+                                      "columns positive.", op, (long long)N, (long long)C);
+    return TR_OK;
+}
+
+static inline int tr_cuda_want_floats(const char *op, int a, int b, int c, tr_error *err)
+{
+    int rc;
+    if ((rc = tr_cuda_want_float(op, a, err)) || (rc = tr_cuda_want_float(op, b, err)) ||
+        (rc = tr_cuda_want_float(op, c, err)))
+        return rc;
+    return TR_OK;
+}
+
 /* After a launch: a bad configuration surfaces here, with the op's name. */
 static inline int tr_cuda_launched(const char *op, tr_error *err)
 {

@@ -11,42 +11,15 @@
  * otherwise the V = 1 instantiation runs. Grid-stride loops, so any n fits any grid. */
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_ops.h"
+#include "cuda/dtype.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 /* ------------------------------------------------------------ dtype helpers */
 
-/* Conversions match core/tensor/convert.c bit for bit, NaN included: a NaN keeps its sign and
- * top payload bits and becomes quiet (the hardware's cvt would give a canonical NaN). */
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x)
-{
-    return __uint_as_float((unsigned)__bfloat16_as_ushort(x) << 16);
-}
-__device__ __forceinline__ float to_f32(__half x)
-{
-    const unsigned h = __half_as_ushort(x);
-    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu))
-        return __uint_as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13));
-    return __half2float(x);
-}
-
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)
-{
-    if (isnan(x)) return __ushort_as_bfloat16((unsigned short)((__float_as_uint(x) >> 16) | 0x40u));
-    return __float2bfloat16_rn(x);
-}
-template <> __device__ __forceinline__ __half from_f32<__half>(float x)
-{
-    if (isnan(x)) {
-        const unsigned u = __float_as_uint(x);
-        return __ushort_as_half((unsigned short)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu)));
-    }
-    return __float2half_rn(x);
-}
+/* Conversions are dtype.cuh's tr_ld / tr_st (bit for bit core/convert.c, NaN payloads
+ * included). */
 
 template <typename T, int V> struct alignas(sizeof(T) * V) pack {
     T v[V];
@@ -78,7 +51,7 @@ struct op_identity {
 template <int V, typename TO>
 __global__ void map0_kernel(TO *out, float value, int64_t n)
 {
-    const TO v = from_f32<TO>(value);
+    const TO v = tr_st<TO>(value);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t npack = n / V;
@@ -100,10 +73,10 @@ __global__ void map1_kernel(TO *out, const TI *in, int64_t n, F f)
         const pack<TI, V> x = reinterpret_cast<const pack<TI, V> *>(in)[i];
         pack<TO, V> y;
 #pragma unroll
-        for (int j = 0; j < V; j++) y.v[j] = from_f32<TO>(f(to_f32(x.v[j])));
+        for (int j = 0; j < V; j++) y.v[j] = tr_st<TO>(f(tr_ld(x.v[j])));
         reinterpret_cast<pack<TO, V> *>(out)[i] = y;
     }
-    for (int64_t i = npack * V + first; i < n; i += stride) out[i] = from_f32<TO>(f(to_f32(in[i])));
+    for (int64_t i = npack * V + first; i < n; i += stride) out[i] = tr_st<TO>(f(tr_ld(in[i])));
 }
 
 /* out[i] = f(a[i], b[i]) */
@@ -118,11 +91,11 @@ __global__ void map2_kernel(T *out, const T *a, const T *b, int64_t n, F f)
         const pack<T, V> y = reinterpret_cast<const pack<T, V> *>(b)[i];
         pack<T, V> z;
 #pragma unroll
-        for (int j = 0; j < V; j++) z.v[j] = from_f32<T>(f(to_f32(x.v[j]), to_f32(y.v[j])));
+        for (int j = 0; j < V; j++) z.v[j] = tr_st<T>(f(tr_ld(x.v[j]), tr_ld(y.v[j])));
         reinterpret_cast<pack<T, V> *>(out)[i] = z;
     }
     for (int64_t i = npack * V + first; i < n; i += stride)
-        out[i] = from_f32<T>(f(to_f32(a[i]), to_f32(b[i])));
+        out[i] = tr_st<T>(f(tr_ld(a[i]), tr_ld(b[i])));
 }
 
 /* ------------------------------------------------------------ launch helpers */

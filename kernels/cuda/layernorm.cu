@@ -98,13 +98,7 @@ static int64_t ln_chunks(int64_t N) { return (N + LN_CHUNK - 1) / LN_CHUNK; }
 
 extern "C" int64_t tr_k_layernorm_bwd_scratch_cuda(int64_t N, int64_t C) { return 2 * ln_chunks(N) * C; }
 
-static int ln_check(const char *op, int64_t N, int64_t C, tr_error *err)
-{
-    if (N < 0 || C <= 0 || N > 2147483647)
-        return tr_fail(err, TR_EUSER, "%s on CUDA: %lld rows of %lld columns; rows must be in [0, 2^31) and "
-                                      "columns positive.", op, (long long)N, (long long)C);
-    return TR_OK;
-}
+static int ln_check(const char *op, int64_t N, int64_t C, tr_error *err) { return tr_cuda_want_rows(op, N, C, err); }
 
 extern "C" int tr_k_layernorm_fwd_cuda(void *out, int out_dt, float *mean, float *rstd, const void *x, int x_dt,
                                        const void *weight, const void *bias, int w_dt, int64_t N, int64_t C,

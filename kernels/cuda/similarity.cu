@@ -45,14 +45,8 @@ __global__ void l2norm_bwd_kernel(void *dx, int dx_dt, const void *dout, int dou
 
 static int l2_check(const char *op, int a, int b, int c, int64_t N, int64_t C, tr_error *err)
 {
-    int rc;
-    if ((rc = tr_cuda_want_float(op, a, err)) || (rc = tr_cuda_want_float(op, b, err)) ||
-        (rc = tr_cuda_want_float(op, c, err)))
-        return rc;
-    if (N < 0 || C <= 0 || N > 2147483647)
-        return tr_fail(err, TR_EUSER, "%s on CUDA: %lld rows of %lld columns; rows must be in [0, 2^31) and "
-                                      "columns positive.", op, (long long)N, (long long)C);
-    return TR_OK;
+    int rc = tr_cuda_want_floats(op, a, b, c, err);
+    return rc ? rc : tr_cuda_want_rows(op, N, C, err);
 }
 
 extern "C" int tr_k_l2norm_fwd_cuda(void *out, int out_dt, const void *x, int x_dt, int64_t N, int64_t C,

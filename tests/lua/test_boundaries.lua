@@ -6,28 +6,15 @@
 --   * the RNG site ids of trainer.rng_sites are the numbers resumed runs were drawn with;
 --   * the planner segments as training does (trainer.checkpoint.segments) and counts the
 --     Linear layers the model builds; tensor.random is the old uniform init, bit for bit.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
+local tmpdir, write, read = lib.tmpdir, lib.write, lib.read
 local native = require("trainer.native")
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")
 local T = require("trainer.core.tensor")
 
-local function tmpdir()
-  local name = os.tmpname() -- a fresh file; the folder goes beside it
-  os.remove(name)
-  assert(native.mkdir_p(name))
-  return name
-end
 
-local function write(path, text)
-  assert(native.write_file(path, text))
-end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 local function same_list(a, b)
   if #a ~= #b then return false end

@@ -3,6 +3,7 @@
 -- without parameters: the seed reaches only dropout), and batch = { size = 4,
 -- accumulate = 2 } gives the losses of size = 8 (CosineSimilarityLoss is a mean over
 -- rows, so two half-batches average to the whole batch's loss and gradient).
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local outputs = require("trainer.train.outputs")
 local recipe = require("trainer.recipe")
 local loop = require("trainer.train.loop")
@@ -12,18 +13,8 @@ local fx
 
 local function setup()
   if fx then return fx end
-  local dir = os.tmpname()
-  os.remove(dir)
-  outputs.mkdir(dir)
-  -- the tiny config has hidden and attention dropout 0.1
-  require("trainer.models").tiny_folder(dir .. "/tiny", { seed = 5 })
-  local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird" }
-  local seed = 17
-  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-  local function sent() local t = {} for i = 1, 2 + rnd(5) do t[i] = words[rnd(#words)] end return table.concat(t, " ") end
-  local f = assert(io.open(dir .. "/train.jsonl", "w"))
-  for _ = 1, 48 do f:write(('{"sentence1": "%s", "sentence2": "%s", "score": %.2f}\n'):format(sent(), sent(), rnd(100) / 100)) end
-  f:close()
+  local dir = lib.tiny_pairs({ model_seed = 5, text_seed = 17, max_extra = 5, rows = 48, score_format = "%.2f",
+                              score = function(rnd) return rnd(100) / 100 end })
   fx = { dir = dir }
   return fx
 end
@@ -82,9 +73,7 @@ tests[#tests + 1] = { "dropout_override_reaches_attention", function()
   assert(n == 2, "expected 2 attention modules, got " .. n)
 end }
 
-tests[#tests + 1] = { "cleanup", function()
+return lib.with_cleanup(tests, function()
   if fx then outputs.remove_tree(fx.dir) end
   fx = nil
-end }
-
-return tests
+end)

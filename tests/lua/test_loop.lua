@@ -3,6 +3,7 @@
 -- writes and checkpoint pruning; progress lines every log.every steps and nothing when
 -- quiet; hooks and a recipe's own loop; gradient accumulation's step count; LoRA and
 -- accumulation runs resumed mid-way giving the unbroken run's losses exactly.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local json = require("trainer.core.json")
 local outputs = require("trainer.train.outputs")
 local progress = require("trainer.train.progress")
@@ -14,17 +15,8 @@ local fx
 
 local function setup()
   if fx then return fx end
-  local dir = os.tmpname()
-  os.remove(dir)
-  outputs.mkdir(dir)
-  require("trainer.models").tiny_folder(dir .. "/tiny", { seed = 3 })
-  local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird" }
-  local seed = 11
-  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-  local function sent() local t = {} for i = 1, 2 + rnd(4) do t[i] = words[rnd(#words)] end return table.concat(t, " ") end
-  local f = assert(io.open(dir .. "/train.jsonl", "w"))
-  for _ = 1, 40 do f:write(('{"sentence1": "%s", "sentence2": "%s", "score": %.1f}\n'):format(sent(), sent(), rnd(50) / 10)) end
-  f:close()
+  local dir = lib.tiny_pairs({ model_seed = 3, text_seed = 11, max_extra = 4, rows = 40, score_format = "%.1f",
+                              score = function(rnd) return rnd(50) / 10 end })
   fx = { dir = dir }
   return fx
 end

@@ -2,6 +2,8 @@
 -- in user errors ("tensor.full: ..."), invalid UTF-8 found by the UTF-8 checker, and a
 -- class label out of range named by the data file and line it came from, not its
 -- position in the batch.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
+local tmpdir, write = lib.tmpdir, lib.write
 local T = require("trainer.core.tensor")
 local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
@@ -14,18 +16,7 @@ local function user_error_of(fn, ...)
   return e.msg
 end
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("*l")
-  p:close()
-  return d
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
 
 return {
   { "no_internal_names_in_device_errors", function()

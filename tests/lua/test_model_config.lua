@@ -5,6 +5,7 @@
 -- "classifier_dropout": null) and the presets still load; a model whose plan is above
 -- memory.limit (or the machine) stops with an out-of-memory error (exit 2) that carries
 -- the predicted ledger, and allocated nothing.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local json = require("trainer.core.json")
 local outputs = require("trainer.train.outputs")
 local recipe = require("trainer.recipe")
@@ -133,9 +134,7 @@ tests[#tests + 1] = { "plan_above_the_machine_stops", function()
   assert(errors.message(err):find("RAM", 1, true), errors.message(err))
 end }
 
-tests[#tests + 1] = { "cleanup", function()
+return lib.with_cleanup(tests, function()
   if fx then outputs.remove_tree(fx.dir) end
   fx = nil
-end }
-
-return tests
+end)

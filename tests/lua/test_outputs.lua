@@ -5,24 +5,14 @@
 -- cannot take it leaves nothing; the "-- command:" line of resolved_recipe.lua reads back;
 -- resume command lines survive the shell; recipe differences name the key; an error in
 -- recipe code is a user error naming file:line, one in trainer's code is not.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
+local tmpdir, read = lib.tmpdir, lib.read
 local outputs = require("trainer.train.outputs")
 local resume = require("trainer.train.resume")
 local user_code = require("trainer.train.user_code")
 local errors = require("trainer.core.errors")
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("*l")
-  p:close()
-  return d
-end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 local function user_error_of(fn)
   local ok, e = pcall(fn)

@@ -1,21 +1,12 @@
 -- Unit tests of recipe loading: merging, overrides, schema checks, defaults, origins.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
+local tmpdir, write = lib.tmpdir, lib.write
 local recipe = require("trainer.recipe")
 local schema = require("trainer.recipe.schema")
 local spec = require("trainer.recipe.keys")
 local errors = require("trainer.core.errors")
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("*l")
-  p:close()
-  return d
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
 
 local function expect_user_error(fn, needle)
   local ok, e = pcall(fn)

@@ -5,6 +5,7 @@
 -- the previous one" with WHAT naming the damage, and leave no temporary file behind. The
 -- intact state still resumes, and a damaged checkpoint-3 (nothing before it) says to
 -- start over.
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local ffi = require("ffi")
 local json = require("trainer.core.json")
 local outputs = require("trainer.train.outputs")
@@ -63,19 +64,10 @@ end
 
 local function setup()
   if fx then return fx end
-  local dir = os.tmpname()
-  os.remove(dir)
-  outputs.mkdir(dir)
-  require("trainer.models").tiny_folder(dir .. "/tiny", { seed = 4 })
-  local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird" }
-  local seed = 5
-  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-  local function sent() local t = {} for i = 1, 2 + rnd(4) do t[i] = words[rnd(#words)] end return table.concat(t, " ") end
-  local f = assert(io.open(dir .. "/train.jsonl", "w"))
-  for _ = 1, 64 do f:write(('{"sentence1": "%s", "sentence2": "%s", "score": %.1f}\n'):format(sent(), sent(), rnd(50) / 10)) end
-  f:close()
+  local dir = lib.tiny_pairs({ model_seed = 4, text_seed = 5, max_extra = 4, rows = 64, score_format = "%.1f",
+                              score = function(rnd) return rnd(50) / 10 end })
   local path = dir .. "/r.lua"
-  f = assert(io.open(path, "w"))
+  local f = assert(io.open(path, "w"))
   f:write(([[
 return {
   model = { from = %q },
@@ -241,9 +233,7 @@ tests[#tests + 1] = { "damaged_first_checkpoint_says_start_over", function()
   assert(msg:find("checkpoint-3/trainer_state is damaged", 1, true) and msg:find("without resume", 1, true), msg)
 end }
 
-tests[#tests + 1] = { "cleanup", function()
+return lib.with_cleanup(tests, function()
   if fx then outputs.remove_tree(fx.dir) end
   fx = nil
-end }
-
-return tests
+end)

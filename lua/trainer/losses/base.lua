@@ -170,4 +170,14 @@ function M.diag_tensor(values, device)
   return T.from_table(rows, { device = device })
 end
 
+-- Runs fn(); when it raises, frees every tensor in `owned` (what the loss had allocated so
+-- far) and raises the same error, so a failed forward leaks no activation.
+function M.free_on_error(owned, fn)
+  local ok, err = pcall(fn)
+  if not ok then
+    for _, t in pairs(owned) do t:free() end
+    error(err, 0)
+  end
+end
+
 return M

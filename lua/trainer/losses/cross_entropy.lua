@@ -30,13 +30,9 @@ function CE:forward(embs, labels)
   end
   local logits = embs[1]
   local owned = { targets = T.from_table(y, { dtype = "i64", device = logits:device() }) }
-  local ok, err = pcall(function()
+  base.free_on_error(owned, function()
     owned.loss, owned.lse = ops.cross_entropy(logits, owned.targets, { label_smoothing = self.label_smoothing })
   end)
-  if not ok then
-    for _, t in pairs(owned) do t:free() end
-    error(err, 0)
-  end
   local value = owned.loss:item()
   self:save(owned, { logits = logits })
   return value

@@ -28,7 +28,7 @@ function MNRL:forward(embs, labels)
   local owned = {}
   local cand, new_cand = base.cat_rows(docs)
   if new_cand then owned.cand = cand end
-  local ok, err = pcall(function()
+  base.free_on_error(owned, function()
     owned.targets = T.arange(B, { dtype = "i64", device = a:device() })
     owned.logits = ops.scale_(ops.cosine_sim(a, cand), self.scale)
     local loss_t
@@ -39,10 +39,6 @@ function MNRL:forward(embs, labels)
       owned.loss2, owned.lse2 = ops.cross_entropy(owned.logits2, owned.targets)
     end
   end)
-  if not ok then
-    for _, t in pairs(owned) do t:free() end
-    error(err, 0)
-  end
   local value = owned.loss:item()
   if self.symmetric then value = 0.5 * (value + owned.loss2:item()) end
   self:save(owned, { a = a, docs = docs, cand = cand, B = B })

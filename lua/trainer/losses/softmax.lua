@@ -57,17 +57,13 @@ function Softmax:forward(embs, labels)
   local u, v = embs[1], embs[2]
   local w, b = self._params[1][2], self._params[2][2]
   local owned = {}
-  local ok, err = pcall(function()
+  base.free_on_error(owned, function()
     owned.diff = ops.abs_diff(u, v)
     owned.features = ops.cat_cols({ u, v, owned.diff }, { dtype = "f32" })
     owned.logits = ops.linear(owned.features, w.value, b.value)
     owned.targets = T.from_table(y, { dtype = "i64", device = u:device() })
     owned.loss, owned.lse = ops.cross_entropy(owned.logits, owned.targets)
   end)
-  if not ok then
-    for _, t in pairs(owned) do t:free() end
-    error(err, 0)
-  end
   local value = owned.loss:item()
   self:save(owned, { u = u, v = v, w = w, b = b })
   return value
