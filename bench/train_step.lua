@@ -15,7 +15,6 @@
 --                   one layer, as transformers' gradient_checkpointing_enable does)
 -- Prints one line: "tokens_s=N step_s=N peak_allocated=N peak_reserved=N" (bytes).
 -- Never a test: figures depend on the machine and its load.
-local ffi = require("ffi")
 local T = require("trainer.core.tensor")
 local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
@@ -53,13 +52,7 @@ if not spec then
   error("bench/train_step.lua: --config must be fp32-full, fp32-lora or bf16-ckpt-lora, got " .. config_name, 0)
 end
 
-pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } bench_train_step_timespec;"
-  .. "int clock_gettime(int clk_id, bench_train_step_timespec *tp);")
-local ts = ffi.new("bench_train_step_timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts)   -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local now = require("trainer.train.run").now   -- CLOCK_MONOTONIC, in seconds
 
 -- ---------------------------------------------------------------- data: one fixed random batch
 local function int_matrix(values, rows, cols)
