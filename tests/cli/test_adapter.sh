@@ -39,6 +39,11 @@ run_trainer encode $D/tiny_lora_adapter $TEXTS
 expect_rc adapter_as_model_rc 1
 expect_err adapter_as_model_msg "$D/tiny_lora_adapter is a LoRA adapter (it holds adapter_config.json), not a model folder"
 expect_err adapter_as_model_cmd "trainer encode $D/tiny_bert $TEXTS --adapter $D/tiny_lora_adapter"
+# a '%' in the adapter's path is printed as it is (it was a gsub replacement pattern)
+cp -R $D/tiny_lora_adapter "$TMP/100%_adapter"
+run_trainer encode "$TMP/100%_adapter" $TEXTS
+expect_rc percent_adapter_as_model_rc 1
+expect_err percent_adapter_as_model_cmd "trainer encode $D/tiny_bert $TEXTS --adapter $TMP/100%_adapter"
 run_trainer classify $D/tiny_lora_adapter $TEXTS
 expect_err classify_adapter_as_model_cmd "trainer classify $D/tiny_bert $TEXTS --adapter $D/tiny_lora_adapter"
 run_trainer merge $D/tiny_lora_adapter $D/tiny_bert "$TMP/m2"

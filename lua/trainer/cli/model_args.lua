@@ -89,7 +89,9 @@ function M.check_model_folder(dir, example, need_tokenizer, adapter_how)
     local cfg = adapter_config(dir)
     if cfg then
       local base = type(cfg.base_model_name_or_path) == "string" and cfg.base_model_name_or_path or nil
-      local cmd = example:gsub("BASE", base or "BASE_MODEL_DIR"):gsub("ADAPTER", dir)
+      -- functions as replacements: a path may hold '%'
+      local cmd = example:gsub("BASE", function() return base or "BASE_MODEL_DIR" end)
+        :gsub("ADAPTER", function() return dir end)
       errors.user("%s is a LoRA adapter (it holds adapter_config.json), not a model folder: give the base model it "
         .. "was trained on%s as the model, and the adapter %s:\n  %s", dir,
         base and (" (%s, its base_model_name_or_path)"):format(base) or "", adapter_how or "with --adapter", cmd)
@@ -118,6 +120,21 @@ function M.apply_adapter(model, dir, command)
   lora.load(model, dir)
   model:eval()
   return model
+end
+
+-- What `encode` and `classify` share: their flags parsed, the model folder checked (an
+-- adapter given in its place is named), the input lines read, the model loaded for `task`
+-- with --adapter applied, and its tokenizer. Returns flags, lines, model, tokenizer.
+function M.load_for(command, task, args, usage)
+  local pos, flags = M.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
+    device = "value" }, usage)
+  if #pos ~= 2 then errors.user("%s needs a model folder and an input file\nusage: %s", command, usage) end
+  M.check_model_folder(pos[1], ("trainer %s BASE %s --adapter ADAPTER"):format(command, pos[2]), true)
+  local lines = M.read_lines(pos[2])
+  local model = require("trainer.models").load_model(pos[1], { task = task, device = flags.device,
+    max_length = M.int(flags, "max-length", nil) })
+  if flags.adapter then M.apply_adapter(model, flags.adapter, command) end
+  return flags, lines, model, require("trainer.core.tokenizer").load(pos[1])
 end
 
 -- "%.9g" numbers joined as a JSON array (floats keep float32 precision).

@@ -7,20 +7,10 @@ return {
   usage = usage,
   run = function(args)
     local cl = require("trainer.cli.model_args")
-    local errors = require("trainer.core.errors")
     local json = require("trainer.core.json")
     local ops = require("trainer.core.ops")
-    local pos, flags = cl.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
-      device = "value" }, usage)
-    if #pos ~= 2 then errors.user("classify needs a model folder and an input file\nusage: %s", usage) end
-    local models = require("trainer.models")
-    cl.check_model_folder(pos[1], ("trainer classify BASE %s --adapter ADAPTER"):format(pos[2]), true)
-    local lines = cl.read_lines(pos[2])
-    local model = models.load_model(pos[1], { task = "classification", device = flags.device,
-      max_length = cl.int(flags, "max-length", nil) })
-    if flags.adapter then cl.apply_adapter(model, flags.adapter, "classify") end
     local tk = require("trainer.core.tokenizer")
-    local tok = tk.load(pos[1])
+    local flags, lines, model, tok = cl.load_for("classify", "classification", args, usage)
     local bs = cl.int(flags, "batch", 32)
     for first = 1, #lines, bs do
       local chunk = {}

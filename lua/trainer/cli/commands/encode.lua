@@ -7,18 +7,8 @@ return {
   usage = usage,
   run = function(args)
     local cl = require("trainer.cli.model_args")
-    local errors = require("trainer.core.errors")
-    local pos, flags = cl.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
-      device = "value" }, usage)
-    if #pos ~= 2 then errors.user("encode needs a model folder and an input file\nusage: %s", usage) end
-    local models = require("trainer.models")
-    cl.check_model_folder(pos[1], ("trainer encode BASE %s --adapter ADAPTER"):format(pos[2]), true)
-    local lines = cl.read_lines(pos[2])
-    local model = models.load_model(pos[1], { task = "embedding", device = flags.device,
-      max_length = cl.int(flags, "max-length", nil) })
-    if flags.adapter then cl.apply_adapter(model, flags.adapter, "encode") end
     local tk = require("trainer.core.tokenizer")
-    local tok = tk.load(pos[1])
+    local flags, lines, model, tok = cl.load_for("encode", "embedding", args, usage)
     local bs = cl.int(flags, "batch", 32)
     -- Like sentence-transformers: within a window, encode texts sorted by length so a batch
     -- pads little, then write the embeddings back in input order.
