@@ -28,6 +28,14 @@ expect_rc merge_not_an_adapter_rc 1
 expect_err merge_not_an_adapter_msg "adapter_config.json: missing"
 if [ ! -e "$TMP/m2" ]; then pass merge_failure_leaves_nothing; else fail merge_failure_leaves_nothing "$TMP/m2 exists"; fi
 
+# every file merge writes is one checked write: a failed write of the model card (README.md)
+# exits 1 naming it and leaves neither OUT_DIR nor its temporary folder
+TRAINER_FAIL_WRITE=README.md run_trainer merge $D/tiny_bert $D/tiny_lora_adapter "$TMP/m3"
+expect_rc merge_write_failure_rc 1
+expect_err merge_write_failure_msg "README.md: cannot write"
+if [ ! -e "$TMP/m3" ] && [ ! -e "$TMP/m3.tmp-merge" ]; then pass merge_write_failure_leaves_nothing
+else fail merge_write_failure_leaves_nothing "$(ls -a "$TMP")"; fi
+
 run_trainer merge $D/tiny_bert
 expect_rc merge_usage_rc 1
 expect_err merge_usage_msg "usage: trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR"

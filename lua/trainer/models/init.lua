@@ -194,12 +194,9 @@ end
 for _, s in ipairs({ "ed", "ing", "er", "en", "ar", "ly" }) do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. s end
 for c in ("abcdefghijklmnopqrstuvwxyz"):gmatch(".") do M.tiny_vocab[#M.tiny_vocab + 1] = "##" .. c end
 
-local function write_file(path, text)
-  local f, err = io.open(path, "wb")
-  if not f then errors.user("%s: cannot write (%s)", path, err) end
-  f:write(text)
-  f:close()
-end
+-- One checked write each (temp file, fsync, rename): a full disk is an error naming the
+-- file, never a silently short config.json.
+local function write_file(path, text) require("trainer.train.outputs").write_atomic(path, text) end
 
 local function tokenizer_json(vocab)
   local v = {}

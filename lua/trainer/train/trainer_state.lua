@@ -274,12 +274,11 @@ function M.read(dir, opts)
   local reader
   local ok, a, b = pcall(function()
     local bytes = gunzip_bounded(path, size_limit(opts.optimizer))
-    local f, ferr = io.open(tmp, "wb")
-    if not f then errors.user("%s: cannot write the decompressed state (%s)", tmp, tostring(ferr)) end
-    local wok, werr = f:write(bytes)
-    local cok, cerr = f:close()
-    if not wok or not cok then
-      errors.user("%s: cannot write the decompressed state (%s); is the disk full?", tmp, tostring(werr or cerr))
+    -- one checked native write (Lua's f:write + close can miss a failed flush under the JIT)
+    local wok, werr = require("trainer.native").write_file(tmp, bytes)
+    if not wok then
+      os.remove(tmp)
+      errors.user("%s: cannot write the decompressed state (%s); is the disk full?", tmp, tostring(werr))
     end
     bytes = nil   -- luacheck: ignore 311 (lets the collector take the decompressed text now)
     local rok, r = pcall(st.load, tmp)

@@ -74,14 +74,9 @@ local function read_file(path)
   return text
 end
 
-local function write_file(path, text)
-  local errors = require("trainer.core.errors")
-  local f, err = io.open(path, "wb")
-  if not f then errors.user("%s: cannot write (%s)", path, tostring(err)) end
-  local ok, werr = f:write(text)
-  local cok, cerr = f:close()
-  if not ok or not cok then errors.user("%s: cannot write (%s)", path, tostring(werr or cerr)) end
-end
+-- Checked, fsync'ed and renamed into place (outputs.write_atomic): Lua's f:write under the
+-- JIT can report success for a write whose flush failed.
+local function write_file(path, text) require("trainer.train.outputs").write_atomic(path, text) end
 
 -- Merges adapter_dir into the model of model_dir and writes out_dir; returns out_dir.
 function M.merge(model_dir, adapter_dir, out_dir, opts)
