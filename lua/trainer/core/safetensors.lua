@@ -11,7 +11,9 @@
 --   st.save(path, { name = tensor, ... } or { { name, tensor }, ... }, { key = "value" })
 --
 -- The mapping is read-only: tensor() always copies (and converts F32/BF16/F16/I32/I64 file
--- data to the dtype asked for). Errors name the file. The reader must be closed with
+-- data to the dtype asked for). To a GPU (device = "cuda[:N]") the values go from the
+-- mapping in chunks of 8 MiB, converted on the host into pinned staging buffers and
+-- uploaded from there: no second full host copy. Errors name the file. The reader must be closed with
 -- :close(); the GC closes a forgotten one as a safety net only.
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")
@@ -142,6 +144,15 @@ function Reader:tensor(name, opts)
   for d = 0, info.ndim - 1 do shape[d + 1] = tonumber(info.shape[d]) end
   local file_dtype = ffi.string(C.tr_dtype_name(info.dtype))
   local dtype, device = opts.dtype or file_dtype, opts.device or "cpu"
+  if runtime.parse_device(device) ~= C.TR_CPU then
+    -- Straight from the mapping into the device tensor: converted on the host a chunk at a
+    -- time into the pinned staging and uploaded from there (core/device/cuda_copy.c), so
+    -- the file is never copied whole into host memory.
+    local out = T.empty(shape, { dtype = dtype, device = device, tag = opts.tag or "weights" })
+    local rc = C.tr_tensor_write_converted(runtime.ctx, out:ptr(), info.data, info.dtype, info.numel)
+    if rc ~= 0 then out:free(); runtime.raise(self.path .. ": " .. name) end
+    return out
+  end
   local direct = dtype == file_dtype and device == "cpu"
   -- a staging copy that is converted and freed is workspace, not a second set of weights
   local host = T.empty(shape, { dtype = file_dtype, tag = direct and (opts.tag or "weights") or "workspace" })
@@ -167,6 +178,11 @@ function Reader:read_into(name, dst)
       dst:numel())
   end
   local file_dtype = ffi.string(C.tr_dtype_name(info.dtype))
+  if dst:device() ~= "cpu" then   -- from the mapping through the pinned staging, as tensor() does
+    runtime.check(C.tr_tensor_write_converted(runtime.ctx, dst:ptr(), info.data, info.dtype, info.numel),
+      self.path .. ": " .. name)
+    return dst
+  end
   if file_dtype == dst:dtype() and dst:device() == "cpu" then
     runtime.check(C.tr_tensor_write(runtime.ctx, dst:ptr(), info.data, info.nbytes), self.path .. ": " .. name)
     return dst
