@@ -370,6 +370,24 @@ int tr_tensor_read(tr_ctx *ctx, const tr_tensor *t, void *host, size_t nbytes)
     return TR_OK;
 }
 
+int tr_tensor_read_range(tr_ctx *ctx, const tr_tensor *t, size_t offset, void *host, size_t nbytes)
+{
+    const char *fn = "tr_tensor_read_range";
+    if (!t) return tr_fail(ctx_err(ctx), TR_EUSER, "%s: the tensor is NULL", fn);
+    size_t esize = tr_dtype_size(t->dtype), total = tr_tensor_nbytes(t);
+    if (offset > total || nbytes > total - offset || offset % esize || nbytes % esize)
+        return tr_fail(ctx_err(ctx), TR_EUSER,
+                       "%s: bytes [%zu, %zu + %zu) are not whole %s elements inside the tensor's %zu bytes", fn,
+                       offset, offset, nbytes, tr_dtype_name(t->dtype), total);
+    if (!host && nbytes) return tr_fail(ctx_err(ctx), TR_EUSER, "%s: the host buffer is NULL", fn);
+    if (nbytes == 0) return TR_OK;
+    const char *src = (const char *)t->data + offset;
+    if (t->device != TR_CPU)
+        return tr_cuda_copy(ctx, "tr_tensor_read", host, TR_CPU, t->dtype, src, t->device, t->dtype, nbytes / esize);
+    memmove(host, src, nbytes);
+    return TR_OK;
+}
+
 int tr_tensor_write_converted(tr_ctx *ctx, tr_tensor *t, const void *host, int host_dtype, int64_t numel)
 {
     const char *fn = "tr_tensor_write_converted";

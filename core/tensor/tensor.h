@@ -46,6 +46,10 @@ int tr_tensor_fill(tr_ctx *ctx, tr_tensor *t, double value);
  * finished with the host buffer when they return (read: the host sees the values). */
 int tr_tensor_write(tr_ctx *ctx, tr_tensor *t, const void *host, size_t nbytes);
 int tr_tensor_read(tr_ctx *ctx, const tr_tensor *t, void *host, size_t nbytes);
+/* Bytes [offset, offset + nbytes) of t into host, on any device (both multiples of the
+ * element size); a GPU read has finished when it returns. Lets a writer copy a device
+ * tensor down a chunk at a time. */
+int tr_tensor_read_range(tr_ctx *ctx, const tr_tensor *t, size_t offset, void *host, size_t nbytes);
 /* numel host elements of host_dtype (the pointer may be unaligned, as in a mapped file)
  * into t, converted to t's dtype, on any device: on a GPU in bounded chunks through the
  * pinned staging, so that loading a file to a device needs no second full host copy. */
