@@ -232,7 +232,7 @@ function Tensor:to(spec)
           tostring(k))
       end
     end
-    opts = spec
+    opts = { dtype = spec.dtype, device = spec.device, tag = spec.tag }   -- the caller's table stays as it was
   elseif spec ~= nil then
     errors.user("tensor:to: expected a dtype, a device or { dtype =, device =, tag = }, got %s", type(spec))
   end
