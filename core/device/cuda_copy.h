@@ -3,9 +3,10 @@
  * tensor.c itself holds no CUDA code.
  *
  * Streams and sync points (docs/ARCHITECTURE.md, "Device memory and transfers"):
- *   - every CUDA call goes on the compute stream of the destination device
- *     (tr_cuda_stream(tr_ctx_cuda_state(ctx, d))), a non-blocking stream: never the legacy
- *     default stream, never a plain cudaMemcpy/cudaMemset;
+ *   - every copy and fill is queued on the compute stream of the destination device (of the
+ *     source for a download to the host): tr_cuda_stream(tr_ctx_cuda_state(ctx, d)), a
+ *     non-blocking stream; never the legacy default stream, never a plain cudaMemcpy or
+ *     cudaMemset, which would not be ordered with that stream's kernels;
  *   - a transfer that touches host memory has finished when the call returns (host -> device:
  *     the host buffer may be reused or freed; device -> host: the host sees the data). The
  *     stream is in order, so this also waits for the work queued on it before;
