@@ -2,7 +2,8 @@
  * (tr_raw_backend.mem_info, as cuda_device.c fills it from cudaMemGetInfo), tested on the CPU
  * with a backend that reports a fake card: tr_alloc_device_memory's arithmetic (outside =
  * total - free - reserved, clamped), the out-of-memory message, the report and the snapshot
- * carry them; the CPU allocator has none (TR_EUSER, zeros) and its texts do not change. */
+ * carry them; the CPU allocator has none (TR_EUSER, zeros) and its texts do not change.
+ * Also: the invariant check of an allocator that holds no segment. */
 #include "check.h"
 #include "trainer.h"
 
@@ -130,8 +131,25 @@ static void test_cpu_has_none(void)
     tr_alloc_destroy(a);
 }
 
+/* An allocator with no segment (fresh, or after empty_cache) passes its own check; the check
+ * used to hand qsort a NULL array (found by the CPU dry run of tests/gpu/test_gpu_memory.c). */
+static void test_check_with_no_segment(void)
+{
+    tr_raw_backend cpu = tr_cpu_raw_backend();
+    tr_alloc *a = tr_alloc_new(&cpu);
+    tr_error err;
+    CHECK(tr_alloc_check(a, &err) == TR_OK, "fresh: %s", err.msg);
+    void *p = NULL;
+    CHECK(tr_alloc_malloc(a, 3 * MiB, TR_TAG_GRADS, 0, &p, &err) == TR_OK, "%s", err.msg);
+    tr_alloc_free(a, p);
+    tr_alloc_empty_cache(a);
+    CHECK(tr_alloc_check(a, &err) == TR_OK, "after empty_cache: %s", err.msg);
+    tr_alloc_destroy(a);
+}
+
 int main(void)
 {
+    RUN(test_check_with_no_segment);
     RUN(test_figures);
     RUN(test_oom_report_snapshot);
     RUN(test_cpu_has_none);

@@ -18,7 +18,11 @@
  *     device (tr_st_write_tensors, chunked reads) byte-identical to the host's file.
  * Built by the Makefile's bundle rule (tests/gpu/test_*.c) and by tests/gpu/run.sh; without a
  * visible GPU it prints SKIP and exits 0. One PASS/FAIL line per case, then
- * "N passed, N failed". */
+ * "N passed, N failed". Before spending a GPU run on a change to this file, check its logic
+ * on the CPU (the same cases with the CPU as the device; nothing about CUDA is shown):
+ *   make check-asan && gcc $(CFLAGS_ASAN of the Makefile) -Itests/c -DTR_HAVE_CUDA
+ *     -I/usr/local/cuda/include -DGPU_MEMORY_DRY_RUN -o /tmp/dry tests/gpu/test_gpu_memory.c
+ *     build/asan/core/{*}/{*}.o build/asan/kernels/cpu/{*}.o $(LIBS) && /tmp/dry */
 #include "gpu_testutil.h"
 
 #include <time.h>
@@ -27,6 +31,15 @@
 #define MiB ((size_t)1 << 20)
 
 static tr_ctx *ctx;
+
+/* The device under test. -DGPU_MEMORY_DRY_RUN runs the same cases with DEV = the CPU: a check
+ * of this program's own logic on a machine without a GPU (it proves nothing about CUDA); the
+ * cases that need a device's figures (out of memory, cross-device) are left out then. */
+#ifdef GPU_MEMORY_DRY_RUN
+#define DEV TR_CPU
+#else
+#define DEV 0
+#endif
 
 static tr_tensor *new1(int64_t n, int dtype, int device)
 {
@@ -79,7 +92,7 @@ static void test_roundtrip_every_dtype(void)
             int64_t n = counts[c];
             size_t bytes = (size_t)n * tr_dtype_size(dt);
             unsigned char *in = random_bytes(bytes), *out = malloc(bytes);
-            tr_tensor *h = new1(n, dt, TR_CPU), *d = new1(n, dt, 0), *back = new1(n, dt, TR_CPU);
+            tr_tensor *h = new1(n, dt, TR_CPU), *d = new1(n, dt, DEV), *back = new1(n, dt, TR_CPU);
             if (!in || !out || !h || !d || !back) goto next;
             /* write/read (raw bytes) and copy (tensor to tensor) both ways */
             CHECK(tr_tensor_write(ctx, d, in, bytes) == TR_OK, "write: %s", tr_ctx_errmsg(ctx));
@@ -113,7 +126,7 @@ static void test_converting_copies(void)
             int64_t n = counts[c];
             size_t tb = (size_t)n * tr_dtype_size(to);
             void *vals = random_values(from, (size_t)n), *ref = malloc(tb), *out = malloc(tb);
-            tr_tensor *hs = new1(n, from, TR_CPU), *ds = new1(n, from, 0), *dd = new1(n, to, 0), *hd = new1(n, to, TR_CPU);
+            tr_tensor *hs = new1(n, from, TR_CPU), *ds = new1(n, from, DEV), *dd = new1(n, to, DEV), *hd = new1(n, to, TR_CPU);
             if (!vals || !ref || !out || !hs || !ds || !dd || !hd) goto next;
             tr_convert(ref, to, vals, from, (size_t)n);
             CHECK(tr_tensor_write(ctx, hs, vals, (size_t)n * tr_dtype_size(from)) == TR_OK, "%s", tr_ctx_errmsg(ctx));
@@ -149,7 +162,7 @@ static void test_device_to_device(void)
     int64_t n = 3 * 1048576 + 1;
     size_t bytes = (size_t)n * 4;
     unsigned char *in = random_bytes(bytes), *out = malloc(bytes);
-    tr_tensor *a = new1(n, TR_F32, 0), *b = new1(n, TR_F32, 0);
+    tr_tensor *a = new1(n, TR_F32, DEV), *b = new1(n, TR_F32, DEV);
     if (in && out && a && b) {
         CHECK(tr_tensor_write(ctx, a, in, bytes) == TR_OK, "%s", tr_ctx_errmsg(ctx));
         CHECK(tr_tensor_copy(ctx, b, a) == TR_OK, "%s", tr_ctx_errmsg(ctx));
@@ -192,7 +205,7 @@ static void test_fill_every_dtype(void)
                 if (dt == TR_I32 && value > 2147483647.0) continue;
                 int64_t n = ns[k];
                 size_t bytes = (size_t)n * tr_dtype_size(dt);
-                tr_tensor *h = new1(n, dt, TR_CPU), *d = new1(n, dt, 0);
+                tr_tensor *h = new1(n, dt, TR_CPU), *d = new1(n, dt, DEV);
                 unsigned char *out = malloc(bytes);
                 if (h && d && out) {
                     CHECK(tr_tensor_write(ctx, d, h->data, bytes) == TR_OK, "%s", tr_ctx_errmsg(ctx)); /* garbage */
@@ -214,14 +227,14 @@ static void test_views_on_device(void)
 {
     enum { R = 10, W = 1000 };
     int64_t shape[2] = { R, W };
-    tr_tensor *d = tr_tensor_new(ctx, 2, shape, TR_F32, 0, TR_TAG_ACTIVATIONS);
+    tr_tensor *d = tr_tensor_new(ctx, 2, shape, TR_F32, DEV, TR_TAG_ACTIVATIONS);
     CHECK(d != NULL, "%s", tr_ctx_errmsg(ctx));
     if (!d) return;
     static float all[R * W], rows[4 * W], got[R * W];
     for (int i = 0; i < R * W; i++) all[i] = (float)i;
     CHECK(tr_tensor_write(ctx, d, all, sizeof all) == TR_OK, "%s", tr_ctx_errmsg(ctx));
     tr_tensor *nv = tr_tensor_narrow(ctx, d, 3, 4);
-    CHECK(nv && nv->device == 0, "narrow: %s", tr_ctx_errmsg(ctx));
+    CHECK(nv && nv->device == DEV, "narrow: %s", tr_ctx_errmsg(ctx));
     if (nv) {
         CHECK(tr_tensor_read(ctx, nv, rows, sizeof rows) == TR_OK, "%s", tr_ctx_errmsg(ctx));
         CHECK(memcmp(rows, all + 3 * W, sizeof rows) == 0, "narrow view reads other rows");
@@ -257,7 +270,7 @@ static void test_big_copy_through_staging(void)
     size_t bytes = 300 * MiB;
     int64_t n = (int64_t)(bytes / 4);
     unsigned char *in = malloc(bytes), *out = malloc(bytes);
-    tr_tensor *d = new1(n, TR_F32, 0);
+    tr_tensor *d = new1(n, TR_F32, DEV);
     if (in && out && d) {
         for (size_t i = 0; i < bytes; i += 4) {
             uint32_t x = (uint32_t)(i * 2654435761u);
@@ -295,7 +308,7 @@ static void test_big_copy_through_staging(void)
 
 static void test_allocator_stress(void)
 {
-    tr_alloc *a = tr_ctx_alloc(ctx, 0);
+    tr_alloc *a = tr_ctx_alloc(ctx, DEV);
     tr_error err;
     enum { SLOTS = 256, OPS = 4000 };
     void *live[SLOTS] = { 0 };
@@ -372,7 +385,7 @@ static void test_oom_and_recovery(void)
     CHECK(strstr(m, "out of memory on cuda:0") && strstr(m, "Ledger:") && strstr(m, "The device has"),
           "message: %.600s", m);
     printf("  info: %.300s...\n", m);
-    tr_tensor *ok = new1(1 << 20, TR_F32, 0);
+    tr_tensor *ok = new1(1 << 20, TR_F32, DEV);
     if (ok) CHECK(tr_tensor_fill(ctx, ok, 2.0) == TR_OK, "after the OOM: %s", tr_ctx_errmsg(ctx));
     tr_tensor_free(ok);
     tr_error err;
@@ -428,7 +441,7 @@ static void test_safetensors_to_device(void)
             int dt = as[j];
             size_t bytes = (size_t)info.numel * tr_dtype_size(dt);
             void *ref = malloc(bytes), *out = malloc(bytes);
-            tr_tensor *d = new1(info.numel, dt, 0);
+            tr_tensor *d = new1(info.numel, dt, DEV);
             if (ref && out && d) {
                 tr_convert(ref, dt, info.data, info.dtype, (size_t)info.numel);   /* the host load */
                 CHECK(tr_tensor_write_converted(ctx, d, info.data, info.dtype, info.numel) == TR_OK, "%s",
@@ -444,7 +457,7 @@ static void test_safetensors_to_device(void)
     }
     /* and saved back from the device (chunked reads): the same bytes as the host write */
     {
-        tr_tensor *dw = new1(N1, TR_F32, 0), *db = new1(N2, TR_BF16, 0);
+        tr_tensor *dw = new1(N1, TR_F32, DEV), *db = new1(N2, TR_BF16, DEV);
         char path2[] = "/tmp/trainer_gpu_st2_XXXXXX";
         int fd2 = mkstemp(path2);
         if (fd2 >= 0) close(fd2);
@@ -479,6 +492,21 @@ out:
 
 int main(void)
 {
+#ifdef GPU_MEMORY_DRY_RUN
+    ctx = tr_ctx_new();
+    printf("  dry run on the CPU (GPU_MEMORY_DRY_RUN): the test's logic only\n");
+    TEST(test_roundtrip_every_dtype);
+    TEST(test_converting_copies);
+    TEST(test_fill_every_dtype);
+    TEST(test_device_to_device);
+    TEST(test_views_on_device);
+    TEST(test_big_copy_through_staging);
+    TEST(test_allocator_stress);
+    TEST(test_safetensors_to_device);
+    tr_ctx_free(ctx);
+    printf("%d passed, %d failed\n", cases_run - check_cases_failed, check_cases_failed);
+    return check_done();
+#endif
     if (tr_cuda_device_count() < 1) {
         printf("SKIP test_gpu_memory: no CUDA device is visible (tr_cuda_device_count() = 0)\n");
         printf("0 passed, 0 failed, 1 skipped\n");
