@@ -19,7 +19,13 @@
 #include "cuda_device.h"
 #include "tensor.h"
 
+#ifdef TR_CUDA_COPY_TEST_RUNTIME
+/* tests/c/test_cuda_copy.c compiles this file against a fake runtime that queues every
+ * copy until a sync point, so that the chunking and the sync points run on the CPU. */
+#include TR_CUDA_COPY_TEST_RUNTIME
+#else
 #include <cuda_runtime.h>
+#endif
 
 struct tr_cuda_staging {
     void *buf[2];   /* TR_CUDA_STAGING_CHUNK bytes each */
