@@ -9,6 +9,7 @@
  * TR_CUDA_DEVICE_READY (the CUDA backend's core/cuda_device.* exists), so that the
  * release binary links before the CUDA backend is merged. */
 #include "ctx.h"
+#include "cuda_copy.h"
 #include "cuda_device.h"
 
 #include <stdlib.h>
@@ -26,6 +27,7 @@ struct tr_ctx {
     tr_alloc *cpu_alloc;
     tr_alloc *cuda_alloc[CTX_MAX_CUDA_DEVICES];
     void *cuda_state[CTX_MAX_CUDA_DEVICES];
+    tr_cuda_staging *cuda_staging;   /* pinned host buffers for transfers (core/device/cuda_copy.c) */
     tr_error err;
 };
 
@@ -54,6 +56,9 @@ void tr_ctx_free(tr_ctx *ctx)
         if (ctx->cuda_state[d]) tr_cuda_release_device(ctx->cuda_state[d]);
 #endif
     }
+#if CTX_CUDA
+    tr_cuda_staging_free(ctx->cuda_staging);
+#endif
     tr_alloc_destroy(ctx->cpu_alloc);
     free(ctx);
 }
@@ -133,4 +138,15 @@ void *tr_ctx_cuda_state(tr_ctx *ctx, int device)
     if (device < 0 || device >= CTX_MAX_CUDA_DEVICES) return NULL;
     if (!ctx->cuda_state[device] && !tr_ctx_alloc(ctx, device)) return NULL;
     return ctx->cuda_state[device];
+}
+
+tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx)
+{
+#if CTX_CUDA
+    if (!ctx->cuda_staging) ctx->cuda_staging = tr_cuda_staging_new();
+    return ctx->cuda_staging;
+#else
+    (void)ctx;
+    return NULL;
+#endif
 }

@@ -99,6 +99,23 @@ static void raw_cuda_free(void *user, void *ptr, size_t size)
     leave_device(device, prev);
 }
 
+/* The device's total and free bytes as the driver counts them (the allocator's mem_info). */
+static int raw_cuda_mem_info(void *user, uint64_t *total, uint64_t *free_bytes)
+{
+    int device = (int)(uintptr_t)user, prev;
+    size_t f = 0, t = 0;
+    if (enter_device(device, &prev) != 0) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    cudaError_t e = cudaMemGetInfo(&f, &t);
+    if (e != cudaSuccess) (void)cudaGetLastError();   /* "cannot say": the report leaves it out */
+    leave_device(device, prev);
+    *total = t;
+    *free_bytes = f;
+    return e == cudaSuccess ? 0 : -1;
+}
+
 /* ------------------------------------------------------------ state */
 
 static void state_destroy(struct tr_cuda_state *s)
@@ -151,6 +168,7 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
         .raw_free = raw_cuda_free,
         .user = (void *)(uintptr_t)device,
         .device_name = device_names[device],
+        .mem_info = raw_cuda_mem_info,
     };
     alloc = tr_alloc_new(&backend);
     if (!alloc) {

@@ -119,6 +119,19 @@ typedef struct tr_st_entry {
 int tr_st_write(const char *path, const tr_st_entry *entries, size_t n,
                 const char *const *metadata, size_t n_metadata, tr_error *err);
 
+struct tr_ctx;      /* core/base/ctx.h */
+struct tr_tensor;   /* core/tensor/tensor.h */
+
+/* As tr_st_write, but entry i's bytes come from tensors[i] when that is non-NULL: a tensor
+ * of ctx on any device, of exactly the entry's byte count, read a chunk of at most 8 MiB at
+ * a time (tr_tensor_read_range), so that saving a GPU's weights needs no host copy of them
+ * (entries[i].data must then be non-NULL, as for any entry, and is not read). tensors may
+ * be NULL (then this is tr_st_write). An error of the tensor read is TR_EINTERNAL naming
+ * the file and the tensor; the file is not written. */
+int tr_st_write_tensors(struct tr_ctx *ctx, const char *path, const tr_st_entry *entries,
+                        const struct tr_tensor *const *tensors, size_t n, const char *const *metadata,
+                        size_t n_metadata, tr_error *err);
+
 /* Writes the entries into folder DIR as transformers does: everything as
  * model.safetensors when it fits in MAX_SHARD_BYTES of data, else shards
  * model-00001-of-0000K.safetensors filled in entry order (a new shard starts when the next

@@ -14,6 +14,7 @@
  * PATH; any failure removes PATH.tmp, so PATH is either the old file or the complete new
  * one. */
 #include "safetensors.h"
+#include "tensor.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -289,8 +290,35 @@ fail:
 
 /* ------------------------------------------------------------ write */
 
+/* Entry e's bytes from tensor t (any device), a chunk at a time through buf. */
+static int write_from_tensor(atomic_file *af, tr_ctx *ctx, const tr_st_entry *e, const tr_tensor *t, void *buf,
+                             size_t chunk, tr_error *err)
+{
+    size_t nbytes = (size_t)entry_nbytes(e);
+    if (tr_tensor_nbytes(t) != nbytes)
+        return tr_fail(err, TR_EUSER, "%s: tensor '%s': the entry describes %zu bytes but its tensor holds %zu",
+                       af->path, e->name, nbytes, tr_tensor_nbytes(t));
+    for (size_t off = 0; off < nbytes;) {
+        size_t cnt = nbytes - off < chunk ? nbytes - off : chunk;
+        if (tr_tensor_read_range(ctx, t, off, buf, cnt) != TR_OK)
+            return tr_fail(err, TR_EINTERNAL, "%s: tensor '%s': reading it to write failed: %s", af->path, e->name,
+                           tr_ctx_errmsg(ctx));
+        int rc = af_write(af, buf, cnt, err);
+        if (rc != TR_OK) return rc;
+        off += cnt;
+    }
+    return TR_OK;
+}
+
 int tr_st_write(const char *path, const tr_st_entry *entries, size_t n,
                 const char *const *metadata, size_t n_metadata, tr_error *err)
+{
+    return tr_st_write_tensors(NULL, path, entries, NULL, n, metadata, n_metadata, err);
+}
+
+int tr_st_write_tensors(struct tr_ctx *ctx, const char *path, const tr_st_entry *entries,
+                        const struct tr_tensor *const *tensors, size_t n, const char *const *metadata,
+                        size_t n_metadata, tr_error *err)
 {
     const tr_st_entry **p = NULL;
     char *header = NULL;
@@ -313,8 +341,28 @@ int tr_st_write(const char *path, const tr_st_entry *entries, size_t n,
     if (rc == TR_OK) rc = af_write(&af, le, 8, err);
     if (rc == TR_OK) rc = af_write(&af, header, hlen, err);
     if (rc == TR_OK) rc = af_write(&af, spaces, pad, err);
-    for (size_t i = 0; i < n && rc == TR_OK; i++)
-        rc = af_write(&af, p[i]->data, (size_t)entry_nbytes(p[i]), err);
+    /* a tensor-sourced entry is copied through one bounded buffer (element-aligned: the
+     * chunk is a multiple of 8 bytes) */
+    enum { TENSOR_CHUNK = 8 << 20 };
+    void *buf = NULL;
+    for (size_t i = 0; i < n && rc == TR_OK; i++) {
+        const tr_tensor *t = tensors ? tensors[p[i] - entries] : NULL;
+        if (!t) {
+            rc = af_write(&af, p[i]->data, (size_t)entry_nbytes(p[i]), err);
+            continue;
+        }
+        if (!ctx) {
+            rc = tr_fail(err, TR_EUSER, "%s: tensor '%s' comes from a tensor but no context was given", path,
+                         p[i]->name);
+            break;
+        }
+        if (!buf && !(buf = malloc(TENSOR_CHUNK))) {
+            rc = tr_fail(err, TR_EOOM, "%s: out of host memory for an 8 MiB write buffer", path);
+            break;
+        }
+        rc = write_from_tensor(&af, ctx, p[i], t, buf, TENSOR_CHUNK, err);
+    }
+    free(buf);
     if (rc == TR_OK) rc = af_commit(&af, err);
     else af_abort(&af);
     free(header);

@@ -584,6 +584,6 @@ static void cpu_raw_free(void *user, void *ptr, size_t size) { free(ptr); }
 
 tr_raw_backend tr_cpu_raw_backend(void)
 {
-    tr_raw_backend b = { cpu_raw_alloc, cpu_raw_free, NULL, "cpu" };
+    tr_raw_backend b = { cpu_raw_alloc, cpu_raw_free, NULL, "cpu", NULL };
     return b;
 }

@@ -29,6 +29,10 @@ typedef struct tr_raw_backend {
     void (*raw_free)(void *user, void *ptr, size_t size);
     void *user;
     const char *device_name;   /* "cpu", "cuda:0": used in messages and reports */
+    /* Optional (NULL on the CPU): the device's total and free bytes as its driver counts
+     * them (cudaMemGetInfo), 0 on success. Shown beside the allocator's own figures in the
+     * out-of-memory message, the report and the snapshot, so that they match nvidia-smi. */
+    int (*mem_info)(void *user, uint64_t *total, uint64_t *free_bytes);
 } tr_raw_backend;
 
 typedef struct tr_alloc tr_alloc;
@@ -73,6 +77,11 @@ void tr_alloc_empty_cache(tr_alloc *a);
 /* Peaks (overall, per tag, per pool) restart from the current values. */
 void tr_alloc_reset_peak(tr_alloc *a);
 void tr_alloc_get_stats(const tr_alloc *a, tr_alloc_stats *out);
+
+/* The device's memory beside the allocator's: total and free as the driver counts them,
+ * and `outside` = total - free - reserved (clamped at 0): what the CUDA context, libraries
+ * and other processes hold. TR_EUSER, outputs 0, when the backend cannot say (the CPU). */
+int tr_alloc_device_memory(const tr_alloc *a, uint64_t *total, uint64_t *free_bytes, uint64_t *outside);
 
 /* A human-readable table like torch.cuda.memory_summary() but by tag. Writes at most
  * len bytes (NUL-terminated) and returns the length the full report needs. */

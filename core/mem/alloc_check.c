@@ -112,7 +112,7 @@ int tr_alloc_check(const tr_alloc *a, tr_error *err)
         CHECK_EQ("a segment's live bytes", s->live_bytes, seg_live);
         if (seg_n_live) inactive += s->size - seg_live;
     }
-    qsort(sorted, n_segs, sizeof *sorted, cmp_seg_base);
+    if (n_segs > 1) qsort(sorted, n_segs, sizeof *sorted, cmp_seg_base);   /* sorted is NULL for none */
     for (i = 1; i < n_segs; i++) {
         if (sorted[i - 1]->base + sorted[i - 1]->size > sorted[i]->base) {
             rc = tr_fail(err, TR_EINTERNAL, "alloc check: segments %#lx and %#lx overlap",

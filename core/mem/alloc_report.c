@@ -47,6 +47,21 @@ static void put(text *t, const char *fmt, ...)
     if (n > 0) t->need += (size_t)n;
 }
 
+/* ------------------------------------------------------------ the device's own figures */
+
+int tr_alloc_device_memory(const tr_alloc *a, uint64_t *total, uint64_t *free_bytes, uint64_t *outside)
+{
+    *total = *free_bytes = *outside = 0;
+    uint64_t t = 0, f = 0;
+    if (!a->backend.mem_info || a->backend.mem_info(a->backend.user, &t, &f) != 0) return TR_EUSER;
+    /* free and reserved are read at slightly different moments: clamp rather than wrap */
+    uint64_t used = t > f ? t - f : 0, reserved = a->st.reserved;
+    *total = t;
+    *free_bytes = f;
+    *outside = used > reserved ? used - reserved : 0;
+    return TR_OK;
+}
+
 /* ------------------------------------------------------------ out of memory */
 
 int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64_t rounded,
@@ -74,6 +89,12 @@ int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64
         put(&t, " The device refused a new %s segment even after the cached segments were released.",
             tr_alloc_fmt_size(seg_size, s1, sizeof s1));
     if (stream) put(&t, " (Stream %#llx.)", (unsigned long long)stream);
+    uint64_t dev_total, dev_free, dev_outside;
+    if (tr_alloc_device_memory(a, &dev_total, &dev_free, &dev_outside) == TR_OK)
+        put(&t, " The device has %s in all and %s free; %s of it is held outside this allocator (the CUDA "
+                "context, libraries, other processes: compare nvidia-smi).",
+            tr_alloc_fmt_size(dev_total, s1, sizeof s1), tr_alloc_fmt_size(dev_free, s2, sizeof s2),
+            tr_alloc_fmt_size(dev_outside, s3, sizeof s3));
     put(&t, " Ledger:");
     for (int i = 0; i < TR_NTAGS; i++)
         put(&t, "%s %s %s (peak %s)", i ? "," : "", tr_tag_name(i),
@@ -134,6 +155,13 @@ size_t tr_alloc_report(const tr_alloc *a, char *buf, size_t len)
         "live blocks", (unsigned long long)st.n_live_blocks);
     put(&t, "%-22s %14llu   %-22s %14llu\n", "retries", (unsigned long long)st.n_retries, "out of memory",
         (unsigned long long)st.n_ooms);
+    uint64_t dev_total, dev_free, dev_outside;
+    if (tr_alloc_device_memory(a, &dev_total, &dev_free, &dev_outside) == TR_OK) {
+        put(&t, "%s%-22s %14s   %-22s %14s\n", rule, "device total", tr_alloc_fmt_size(dev_total, s1, sizeof s1),
+            "device free", tr_alloc_fmt_size(dev_free, s2, sizeof s2));
+        put(&t, "%-22s %14s   (CUDA context, libraries, other processes)\n", "outside this allocator",
+            tr_alloc_fmt_size(dev_outside, s1, sizeof s1));
+    }
     return t.need;
 }
 
@@ -253,6 +281,15 @@ int tr_alloc_snapshot(const tr_alloc *a, const char *path, tr_error *err)
     tr_alloc_get_stats(a, &st);
     json_t *root = json_pack("{s:s,s:o,s:o,s:o}", "device", a->device_name, "stats", stats_json(&st),
                              "segments", segments_json(a), "events", events_json(a));
+    uint64_t dev_total, dev_free, dev_outside;
+    if (root && tr_alloc_device_memory(a, &dev_total, &dev_free, &dev_outside) == TR_OK) {
+        json_t *dm = json_pack("{s:I,s:I,s:I}", "total", (json_int_t)dev_total, "free", (json_int_t)dev_free,
+                               "outside_allocator", (json_int_t)dev_outside);
+        if (!dm || json_object_set_new(root, "device_memory", dm) != 0) {
+            json_decref(root);
+            root = NULL;
+        }
+    }
     if (!root)
         return tr_fail(err, TR_EINTERNAL, "memory snapshot for '%s': out of host memory while building the JSON",
                        path);

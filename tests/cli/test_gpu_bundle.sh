@@ -28,7 +28,9 @@ if [ -z "$outside" ]; then pass gpu_bundle_ldd_resolves_inside; else fail gpu_bu
 for prog in "$b"/bin/*; do
   if ldd "$prog" | grep -q "not found"; then fail gpu_bundle_programs_link "$(basename "$prog"): $(ldd "$prog" | grep 'not found')"; fi
 done
-[ -x "$b/bin/test_gpu_parity" ] && [ -x "$b/bin/test_gpu_nn" ] && pass gpu_bundle_has_gpu_tests || fail gpu_bundle_has_gpu_tests "$(ls "$b/bin")"
+[ -x "$b/bin/test_gpu_parity" ] && [ -x "$b/bin/test_gpu_nn" ] && [ -x "$b/bin/test_gpu_memory" ] &&
+  [ -f "$b/tests/gpu/test_device_lua.lua" ] && pass gpu_bundle_has_gpu_tests ||
+  fail gpu_bundle_has_gpu_tests "$(ls "$b/bin" "$b/tests/gpu")"
 
 TRAINER="$b/trainer"
 run_trainer_stdin 'print(6*7); x = trainer.tensor.zeros({256}); print("bytes", trainer.memory.stats().allocated)' repl
@@ -36,7 +38,8 @@ expect_out gpu_bundle_trainer_runs_relocated 42
 expect_out gpu_bundle_runtime_reached_through_ffi "bytes	"
 (cd "$TMP" && OUT="$TMP/gpu_out" bash "$b/tests/gpu/run.sh" >"$TMP/run.log" 2>&1)
 rc=$?
-if [ "$rc" = 0 ] && grep -q "mode: bundle" "$TMP/run.log" && grep -q "^0 passed, 0 failed, [1-9][0-9]* skipped" "$TMP/run.log"; then
+if [ "$rc" = 0 ] && grep -q "mode: bundle" "$TMP/run.log" && grep -q "^0 passed, 0 failed, [1-9][0-9]* skipped" "$TMP/run.log" &&
+   grep -q "^SKIP test_gpu_memory: no CUDA device" "$TMP/run.log" && grep -q "^SKIP test_device_lua: no CUDA device" "$TMP/run.log"; then
   pass gpu_bundle_run_sh_skips_without_gpu
 else
   fail gpu_bundle_run_sh_skips_without_gpu "rc $rc: $(tail -5 "$TMP/run.log")"

@@ -10,8 +10,11 @@
 #    the GPU test needs, with the same nvcc flags, in parallel;
 # 2. builds tests/gpu/test_gpu_parity.c (allocator, GEMM, elementwise, casts) and
 #    tests/gpu/test_gpu_nn.c (every kernel of kernels/cuda/cuda_nn.h against the CPU's
-#    float64 kernels, dropout masks bit for bit) with gcc -DTR_HAVE_CUDA against a static
-#    archive of those objects (only the members they need are linked) and runs them:
+#    float64 kernels, dropout masks bit for bit) and tests/gpu/test_gpu_memory.c (tensor
+#    transfers, fills, views, staging, the device allocator under stress, OOM and recovery,
+#    safetensors to the device) with gcc -DTR_HAVE_CUDA against a static archive of those
+#    objects (only the members they need are linked) and runs them, then
+#    tests/gpu/test_device_lua.lua inside ./trainer (t:to, tolist, memory.stats("cuda:0"));
 #    PASS/FAIL/SKIP lines and "N passed, N failed";
 # 3. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
@@ -131,8 +134,8 @@ else
     extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
   fi
   # test_gpu_nn needs the CPU kernels, hence a BLAS: not in the minimal build.
-  gpu_tests="test_gpu_parity test_gpu_nn"
-  [ "$mode" = minimal ] && gpu_tests=test_gpu_parity
+  gpu_tests="test_gpu_parity test_gpu_nn test_gpu_memory"
+  [ "$mode" = minimal ] && gpu_tests="test_gpu_parity test_gpu_memory"
   for t in $gpu_tests; do
     if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
          build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
@@ -146,8 +149,8 @@ echo "build: $mode mode done"
 
 # ---------------------------------------------------------------- GPU parity
 passed=0; failed=0; skipped=0
-[ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_ops_table"
-for t in test_gpu_parity test_gpu_nn test_ops_table; do
+[ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table"
+for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table; do
   stage "$t"
   case " $gpu_tests " in *" $t "*) ;; *)
     echo "SKIP $t: not built in $mode mode (run from the bundle: make gpu-bundle)"
@@ -163,6 +166,24 @@ for t in test_gpu_parity test_gpu_nn test_ops_table; do
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 done
+# The Lua side of device memory (t:to, tolist, memory.stats("cuda:0"), OOM exit 2), inside
+# the binary: there in the bundle and in make mode, not in the minimal build.
+stage "test_device_lua"
+if [ -x ./trainer ] && [ "$mode" != minimal ]; then
+  timeout 120 ./trainer run tests/gpu/test_device_lua.lua >"$OUT/test_device_lua.txt" 2>&1
+  rc=$?
+  cat "$OUT/test_device_lua.txt"
+  p=$(grep -c '^PASS ' "$OUT/test_device_lua.txt"); f=$(grep -c '^FAIL ' "$OUT/test_device_lua.txt")
+  s=$(grep -c '^SKIP ' "$OUT/test_device_lua.txt")
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL test_device_lua: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+    f=$((f + 1))
+  fi
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+else
+  echo "SKIP test_device_lua: no ./trainer in $mode mode (run from the bundle: make gpu-bundle)"
+  skipped=$((skipped + 1))
+fi
 [ "$failed" -eq 0 ] || status=1
 
 # ---------------------------------------------------------------- benchmarks

@@ -2,7 +2,8 @@
 -- caching allocator of a device (default "cpu"; pass "cuda:0" for a GPU).
 --   stats()        { allocated, reserved, peak_allocated, peak_reserved,
 --                    by_tag = { weights, grads, optimizer, activations, workspace },
---                    peak_by_tag = {...}, counts = {...}, largest_free, inactive_split, limit }
+--                    peak_by_tag = {...}, counts = {...}, largest_free, inactive_split, limit,
+--                    device_memory = { total, free, outside_allocator } on a GPU, nil on the CPU }
 --   report()       a human-readable table (per tag and per pool, current and peak)
 --   reset_peak(), empty_cache(), snapshot(path) (JSON), set_limit(bytes or "64MiB"),
 --   set_max_split_size(bytes or "128MiB")
@@ -42,7 +43,18 @@ function M.stats(device)
                segments = num(s.n_segments), live_blocks = num(s.n_live_blocks) },
     largest_free = num(s.largest_free), inactive_split = num(s.inactive_split),
     limit = num(s.limit),
+    device_memory = M.device_memory(device),
   }
+end
+
+-- A GPU's own figures beside the allocator's, to match nvidia-smi: { total, free,
+-- outside_allocator = total - free - reserved (the CUDA context, cuBLASLt, other processes) },
+-- from cudaMemGetInfo; nil on the CPU.
+function M.device_memory(device)
+  local a = runtime.allocator(device)
+  local v = ffi.new("uint64_t[3]")
+  if C.tr_alloc_device_memory(a, v, v + 1, v + 2) ~= 0 then return nil end
+  return { total = num(v[0]), free = num(v[1]), outside_allocator = num(v[2]) }
 end
 
 function M.report(device)

@@ -11,7 +11,9 @@
 --   st.save(path, { name = tensor, ... } or { { name, tensor }, ... }, { key = "value" })
 --
 -- The mapping is read-only: tensor() always copies (and converts F32/BF16/F16/I32/I64 file
--- data to the dtype asked for). Errors name the file. The reader must be closed with
+-- data to the dtype asked for). To a GPU (device = "cuda[:N]") the values go from the
+-- mapping in chunks of 8 MiB, converted on the host into pinned staging buffers and
+-- uploaded from there: no second full host copy. Errors name the file. The reader must be closed with
 -- :close(); the GC closes a forgotten one as a safety net only.
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")
@@ -142,6 +144,15 @@ function Reader:tensor(name, opts)
   for d = 0, info.ndim - 1 do shape[d + 1] = tonumber(info.shape[d]) end
   local file_dtype = ffi.string(C.tr_dtype_name(info.dtype))
   local dtype, device = opts.dtype or file_dtype, opts.device or "cpu"
+  if runtime.parse_device(device) ~= C.TR_CPU then
+    -- Straight from the mapping into the device tensor: converted on the host a chunk at a
+    -- time into the pinned staging and uploaded from there (core/device/cuda_copy.c), so
+    -- the file is never copied whole into host memory.
+    local out = T.empty(shape, { dtype = dtype, device = device, tag = opts.tag or "weights" })
+    local rc = C.tr_tensor_write_converted(runtime.ctx, out:ptr(), info.data, info.dtype, info.numel)
+    if rc ~= 0 then out:free(); runtime.raise(self.path .. ": " .. name) end
+    return out
+  end
   local direct = dtype == file_dtype and device == "cpu"
   -- a staging copy that is converted and freed is workspace, not a second set of weights
   local host = T.empty(shape, { dtype = file_dtype, tag = direct and (opts.tag or "weights") or "workspace" })
@@ -167,6 +178,11 @@ function Reader:read_into(name, dst)
       dst:numel())
   end
   local file_dtype = ffi.string(C.tr_dtype_name(info.dtype))
+  if dst:device() ~= "cpu" then   -- from the mapping through the pinned staging, as tensor() does
+    runtime.check(C.tr_tensor_write_converted(runtime.ctx, dst:ptr(), info.data, info.dtype, info.numel),
+      self.path .. ": " .. name)
+    return dst
+  end
   if file_dtype == dst:dtype() and dst:device() == "cpu" then
     runtime.check(C.tr_tensor_write(runtime.ctx, dst:ptr(), info.data, info.nbytes), self.path .. ": " .. name)
     return dst
@@ -196,24 +212,26 @@ local function entries_of(path, tensors, metadata)
   end
   local n = #list
   local entries = ffi.new("tr_st_entry[?]", math.max(n, 1))
-  local keep = {}   -- host copies and name strings alive until the C call returns
+  -- A tensor on a GPU is not copied down whole: the writer reads it a chunk at a time
+  -- (tr_st_write_tensors), so saving a GPU's weights needs no host copy of them.
+  local sources = ffi.new("const tr_tensor*[?]", math.max(n, 1))
+  local keep = {}   -- name strings alive until the C call returns
   for i, pair in ipairs(list) do
     local name, t = pair[1], pair[2]
     if type(name) ~= "string" or not T.is_tensor(t) then
       errors.user("%s: safetensors.save needs name -> tensor pairs; entry %d is %s -> %s", path, i,
         tostring(name), type(t))
     end
-    local host = t
-    if t:device() ~= "cpu" then host = t:to({ device = "cpu", tag = "workspace" }); keep[#keep + 1] = host end
     local cname = ffi.new("char[?]", #name + 1, name)
     keep[#keep + 1] = cname
     local e = entries[i - 1]
     e.name = cname
-    e.dtype = C.tr_st_dtype_from_tr(host:ptr().dtype)
-    local shape = host:shape()
+    e.dtype = C.tr_st_dtype_from_tr(t:ptr().dtype)
+    local shape = t:shape()
     e.ndim = #shape
     for d = 1, #shape do e.shape[d - 1] = shape[d] end
-    e.data = host:ptr().data
+    e.data = t:ptr().data   -- on a GPU only a non-NULL marker: the writer reads sources[i]
+    if t:device() ~= "cpu" then sources[i - 1] = t:ptr() end
   end
   local meta_keys = {}
   for k in pairs(metadata or {}) do meta_keys[#meta_keys + 1] = k end
@@ -225,21 +243,18 @@ local function entries_of(path, tensors, metadata)
     keep[#keep + 1] = ck; keep[#keep + 1] = cv
     meta[2 * i - 2], meta[2 * i - 1] = ck, cv
   end
-  return entries, n, meta, #meta_keys, keep, list
-end
-
-local function release(keep, list)
-  for _, x in ipairs(keep) do if T.is_tensor(x) then x:free() end end
+  return entries, n, meta, #meta_keys, keep, sources
 end
 
 function M.save(path, tensors, metadata)
   if type(path) ~= "string" or type(tensors) ~= "table" then
     errors.user("safetensors.save(path, tensors[, metadata]): path a string, tensors a table")
   end
-  local entries, n, meta, nmeta, keep, list = entries_of(path, tensors, metadata)
+  local entries, n, meta, nmeta, keep, sources = entries_of(path, tensors, metadata)
   local err = ffi.new("tr_error")
-  local rc = C.tr_st_write(path, entries, n, nmeta > 0 and meta or nil, nmeta, err)
-  release(keep, list)
+  local rc = C.tr_st_write_tensors(runtime.ctx, path, entries, sources, n, nmeta > 0 and meta or nil, nmeta, err)
+  local _ = keep   -- the names stay referenced (alive) until here
+  if rc == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
   if rc ~= 0 then errors.user("%s", ffi.string(err.msg)) end
   return path
 end

@@ -214,14 +214,29 @@ function Tensor:free()
   end
 end
 
--- A copy with other dtype / device / tag: t:to("bf16"), t:to("cuda"), t:to{ dtype =, device =, tag = }.
+-- A copy with other dtype / device / tag: t:to("bf16"), t:to("cuda"), t:to("cuda:1"),
+-- t:to("cpu"), t:to{ dtype =, device =, tag = }. Between devices the copy is
+-- core/tensor/tensor.c's tr_tensor_copy: to or from the host it has finished when :to
+-- returns; GPU to GPU it is queued on the destination's stream. A dtype change on the way is
+-- done on the host, in chunks through the pinned staging buffers (core/device/cuda_copy.c),
+-- until the CUDA cast op is used there.
+local to_keys = { dtype = true, device = true, tag = true }
 function Tensor:to(spec)
   local opts = {}
   if type(spec) == "string" then
     if C.tr_dtype_from_name(spec) >= 0 then opts.dtype = spec else opts.device = spec end
   elseif type(spec) == "table" then
-    opts = spec
+    for k in pairs(spec) do
+      if not to_keys[k] then
+        errors.user("tensor:to: unknown option %q (use dtype, device and tag, as in t:to{ device = \"cuda\" })",
+          tostring(k))
+      end
+    end
+    opts = { dtype = spec.dtype, device = spec.device, tag = spec.tag }   -- the caller's table stays as it was
+  elseif spec ~= nil then
+    errors.user("tensor:to: expected a dtype, a device or { dtype =, device =, tag = }, got %s", type(spec))
   end
+  if opts.device ~= nil then opts.device = runtime.device_name(runtime.parse_device(opts.device)) end
   local src = self:ptr()
   local out = new(self:shape(), {
     dtype = opts.dtype or self:dtype(), device = opts.device or self:device(), tag = opts.tag or self:tag(),
@@ -250,7 +265,9 @@ end
 -- ---------------------------------------------------------------- reading values
 M.max_tolist = 1e6
 
--- Flat host copy of the values as Lua numbers (floats through f32, ints through i64).
+-- Flat host copy of the values as Lua numbers (floats through f32, ints through i64). A
+-- tensor on a GPU is copied down first; the copy waits for the device's stream, so the
+-- values are those of every op queued before (tolist, item and printing all come here).
 function Tensor:values()
   local n = self:numel()
   if n > M.max_tolist then
