@@ -195,7 +195,10 @@ function M.build(resolved, opts)
 
   if recipe.lora then self.lora_names = require("trainer.train.lora").apply(model, recipe.lora) end
   if recipe.precision ~= "fp32" then require("trainer.train.amp").prepare(model, recipe.precision) end
-  if recipe.checkpoint then require("trainer.train.grad_checkpoint").apply(model, recipe.checkpoint) end
+  -- "auto": the segmentation the plan found of least peak memory for this shape
+  if recipe.checkpoint then
+    require("trainer.train.grad_checkpoint").apply(model, recipe.checkpoint, self.plan and self.plan.checkpoint_sizes)
+  end
 
   local losses = require("trainer.losses")
   local lspec = {}
