@@ -34,6 +34,8 @@ return {
   grad_clip = 1.0, log = { every = %d, quiet = true }, device = "cpu", out = %q, seed = 7,
 }
 ]]):format(d .. "/tiny", d .. "/train.jsonl", log_every, out))
+  -- the allocator's cache is the process's: start from an empty one, as the golden run did
+  require("trainer.core.memory").empty_cache()
   local o = { quiet = true }
   for k, v in pairs(opts or {}) do o[k] = v end
   assert(loop.train(recipe.load(path), o) == 0)
