@@ -29,6 +29,9 @@ for prog in "$b"/bin/*; do
   if ldd "$prog" | grep -q "not found"; then fail gpu_bundle_programs_link "$(basename "$prog"): $(ldd "$prog" | grep 'not found')"; fi
 done
 [ -x "$b/bin/test_gpu_parity" ] && [ -x "$b/bin/test_gpu_nn" ] && pass gpu_bundle_has_gpu_tests || fail gpu_bundle_has_gpu_tests "$(ls "$b/bin")"
+[ -f "$b/tests/gpu/train_parity.sh" ] && [ -f "$b/bench/gpu/run.sh" ] && [ -f "$b/bench/gpu/trainer_side.lua" ] &&
+  [ -f "$b/bench/gpu/torch_side.py" ] && pass gpu_bundle_has_training_checks ||
+  fail gpu_bundle_has_training_checks "train_parity.sh or bench/gpu/ missing"
 
 TRAINER="$b/trainer"
 run_trainer_stdin 'print(6*7); x = trainer.tensor.zeros({256}); print("bytes", trainer.memory.stats().allocated)' repl
@@ -38,6 +41,8 @@ expect_out gpu_bundle_runtime_reached_through_ffi "bytes	"
 rc=$?
 if [ "$rc" = 0 ] && grep -q "mode: bundle" "$TMP/run.log" && grep -q "^0 passed, 0 failed, [1-9][0-9]* skipped" "$TMP/run.log"; then
   pass gpu_bundle_run_sh_skips_without_gpu
+  if grep -q "^SKIP train_parity_tiny_fp32: no GPU" "$TMP/run.log"; then pass gpu_bundle_train_parity_skips
+  else fail gpu_bundle_train_parity_skips "$(grep train_parity "$TMP/run.log" | head -3)"; fi
 else
   fail gpu_bundle_run_sh_skips_without_gpu "rc $rc: $(tail -5 "$TMP/run.log")"
 fi
