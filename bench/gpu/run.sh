@@ -20,7 +20,7 @@
 # process's line in $OUT/raw.txt. Never a test of speed; tests/cli/test_bench_gpu.sh runs the
 # smoke mode for the trainer side's plumbing.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 device=cuda; tiny=0; warmup=2; steps=3; out=build/bench_gpu; budget=290; only=""
 while [ $# -gt 0 ]; do
   case $1 in

@@ -15,7 +15,7 @@
 # Prints PASS/FAIL/SKIP lines (SKIP for all without a GPU or without ./trainer) and
 # "N passed, N failed". OUT (default build/gpu_out) receives train_parity/ (raw lines, runs).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-build/gpu_out}
 W="$OUT/train_parity"
 mkdir -p "$W"

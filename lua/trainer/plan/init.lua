@@ -161,12 +161,12 @@ function M.estimate(recipe, opts)
       per_layer = per_layer + N * lora.r * e
     end
     layer_input = inputs.layer or 0
-    for _, b in pairs(inputs) do per_layer = per_layer + b end
+    for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
   end
   local ck = recipe.checkpoint
-  -- the segments training will use (trainer.checkpoint.segments), so the plan follows them
-  -- ("auto": the segmentation of least peak for this shape), so the plan follows them; a
-  -- recomputed segment's first layer reads its input from the boundary: not kept twice
+  -- the segments training will use (trainer.checkpoint.segments; "auto": the segmentation of
+  -- least peak for this shape), so the plan follows them; a recomputed segment's first layer
+  -- reads its input from the boundary: not kept twice
   local gc = require("trainer.train.grad_checkpoint")
   local cost = { per_layer = per_layer, boundary = N * H * e, credit = layer_input }
   local sizes = gc.segments(L, ck, cost)
@@ -209,10 +209,7 @@ function M.estimate(recipe, opts)
     c1.activations = activations_of(c1.sizes)
     c1.total_bytes = total - activations + c1.activations
   end
-  table.sort(choices, function(a, b)
-    local na, nb = a.sizes and #a.sizes or 0, b.sizes and #b.sizes or 0
-    return na < nb
-  end)
+  table.sort(choices, function(x, y) return (x.sizes and #x.sizes or 0) < (y.sizes and #y.sizes or 0) end)
   return {
     device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
