@@ -3,9 +3,10 @@
 -- 50,000, uncased without accent stripping) into a sentence-embedding model, with MNRL on
 -- (premise, entailed hypothesis) pairs and the contradiction as a hard negative.
 -- bf16 + checkpointing + LoRA keep a 1.3 GB model well inside a small GPU's memory.
+-- The data ships with the project: SweNLI dev (SuperLim 2, CC BY 4.0; data/README.md), so
+-- only the model needs downloading:
 --
 --   huggingface-cli download alexandrainst/scandi-nli-large --local-dir models/scandi-nli-large
---   scripts/prepare_nli_data.sh          # data/scandi_nli.jsonl.gz
 --   trainer recipes/scandi_lora.lua
 --   trainer recipes/scandi_lora.lua optim.lr=1e-4 batch.size=8
 local sizes = require("base.sizes")
@@ -20,11 +21,15 @@ return {
     max_length = sizes.max_length,
   },
   data = {
-    train = "data/scandi_nli.jsonl.gz",
-    build = "nli_triplets",            -- (anchor, entailed hypothesis, contradiction) as AllNLI
-    columns = { "anchor", "positive", "negative" },
-    hint = "run scripts/prepare_nli_data.sh (Swedish NLI from the shared data collection)",
+    train = "data/swenli_dev.jsonl.gz",  -- SweNLI dev: 9,815 Swedish NLI pairs (no train split here)
+    -- (anchor, entailed hypothesis, contradiction) triplets built from the file's NLI pairs, as
+    -- sentence-transformers' AllNLI script does; columns name the file's fields
+    build = "nli_triplets",
+    columns = { "premise", "hypothesis", "label" },
+    hint = "it ships with the project (data/README.md): restore it with `git checkout data/swenli_dev.jsonl.gz`",
   },
+  -- the segmentation of least peak memory for this shape (`trainer plan` lists each choice)
+  checkpoint = "auto",
   loss = { name = "mnrl", scale = 20 },
   optim = { name = "adamw", lr = 2e-5 },
   schedule = { name = "linear", warmup_ratio = 0.1 },

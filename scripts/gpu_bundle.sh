@@ -7,7 +7,8 @@
 #
 # Layout (relocatable; every program finds lib/ through its rpath, trainer its Lua tree
 # beside it):
-#   trainer  lua/  recipes/  core/ (headers)  lib/  bin/ (GPU tests, CUDA benchmarks)  tests/gpu/ (run.sh, NOTES.md, *.lua)
+#   trainer  lua/  recipes/  core/ (headers)  lib/  bin/ (GPU tests, CUDA benchmarks)
+#   tests/gpu/ (run.sh, NOTES.md, *.lua, train_parity.sh)  bench/gpu/ (trainer against transformers + peft)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,9 @@ cp -R lua recipes "$stage/"
 # The FFI reads the runtime's headers at start (lua/trainer/core/ffi.lua): core/ and its folders.
 stage_abs=$(cd "$stage" && pwd)
 (cd core && for h in *.h */*.h; do mkdir -p "$stage_abs/core/$(dirname "$h")" && cp "$h" "$stage_abs/core/$h"; done)
-cp tests/gpu/run.sh tests/gpu/NOTES.md tests/gpu/*.lua "$stage/tests/gpu/"
+cp tests/gpu/run.sh tests/gpu/NOTES.md tests/gpu/*.lua tests/gpu/train_parity.sh "$stage/tests/gpu/"
+mkdir -p "$stage/bench/gpu"
+cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done
 # Debug sections are for this machine; the bundle travels.
 strip --strip-debug "$stage/trainer" "$stage"/bin/* 2>/dev/null || true

@@ -32,7 +32,7 @@ expect_out flagship_lora_r "r = 8,"
 expect_out flagship_targets 'targets = { "query", "value" }'
 expect_out flagship_precision 'precision = "bf16"'
 expect_out flagship_lr "lr = 2e-05"
-expect_out flagship_checkpoint "segments = 4"
+expect_out flagship_checkpoint 'checkpoint = "auto"'
 expect_out flagship_batch "size = 16"
 expect_out flagship_max_length "max_length = 512"
 expect_out flagship_extends_chain "extends recipes/base/lora_bf16.lua <- recipes/base/embedding.lua"

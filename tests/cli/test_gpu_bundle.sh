@@ -31,6 +31,9 @@ done
 [ -x "$b/bin/test_gpu_parity" ] && [ -x "$b/bin/test_gpu_nn" ] && [ -x "$b/bin/test_gpu_memory" ] &&
   [ -f "$b/tests/gpu/test_device_lua.lua" ] && pass gpu_bundle_has_gpu_tests ||
   fail gpu_bundle_has_gpu_tests "$(ls "$b/bin" "$b/tests/gpu")"
+[ -f "$b/tests/gpu/train_parity.sh" ] && [ -f "$b/bench/gpu/run.sh" ] && [ -f "$b/bench/gpu/trainer_side.lua" ] &&
+  [ -f "$b/bench/gpu/torch_side.py" ] && pass gpu_bundle_has_training_checks ||
+  fail gpu_bundle_has_training_checks "train_parity.sh or bench/gpu/ missing"
 
 TRAINER="$b/trainer"
 run_trainer_stdin 'print(6*7); x = trainer.tensor.zeros({256}); print("bytes", trainer.memory.stats().allocated)' repl
@@ -41,6 +44,8 @@ rc=$?
 if [ "$rc" = 0 ] && grep -q "mode: bundle" "$TMP/run.log" && grep -q "^0 passed, 0 failed, [1-9][0-9]* skipped" "$TMP/run.log" &&
    grep -q "^SKIP test_gpu_memory: no CUDA device" "$TMP/run.log" && grep -q "^SKIP test_device_lua: no CUDA device" "$TMP/run.log"; then
   pass gpu_bundle_run_sh_skips_without_gpu
+  if grep -q "^SKIP train_parity_tiny_fp32: no GPU" "$TMP/run.log"; then pass gpu_bundle_train_parity_skips
+  else fail gpu_bundle_train_parity_skips "$(grep train_parity "$TMP/run.log" | head -3)"; fi
 else
   fail gpu_bundle_run_sh_skips_without_gpu "rc $rc: $(tail -5 "$TMP/run.log")"
 fi

@@ -16,9 +16,11 @@
 #    objects (only the members they need are linked) and runs them, then
 #    tests/gpu/test_device_lua.lua inside ./trainer (t:to, tolist, memory.stats("cuda:0"));
 #    PASS/FAIL/SKIP lines and "N passed, N failed";
-# 3. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
+# 3. runs tests/gpu/train_parity.sh (training on the GPU against the CPU, exact resume);
+# 4. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
-#    is left; their output goes to $OUT/bench.txt.
+#    is left; their output goes to $OUT/bench.txt; then bench/gpu/run.sh (trainer against
+#    transformers + peft) in what is left of 8 minutes, into $OUT/bench_gpu/.
 # Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps;
 # or run it from the bundle (make gpu-bundle), where everything is prebuilt:
 #   tar xzf build/gpu-bundle/trainer-gpu.tar.gz -C /tmp && OUT=$OUT bash /tmp/trainer-gpu/tests/gpu/run.sh
@@ -186,6 +188,24 @@ else
 fi
 [ "$failed" -eq 0 ] || status=1
 
+# ---------------------------------------------------------------- training on the GPU
+# tests/gpu/train_parity.sh: a tiny BERT's 5 fp32 steps against the CPU, MiniLM bf16 + LoRA,
+# exact resume. Its SKIPs (no GPU, no ./trainer) are counted apart: they do not stop the
+# benchmarks below.
+stage "train_parity"
+train_skipped=0
+timeout 240 bash tests/gpu/train_parity.sh >"$OUT/train_parity.txt" 2>&1
+rc=$?
+cat "$OUT/train_parity.txt"
+p=$(grep -c '^PASS ' "$OUT/train_parity.txt"); f=$(grep -c '^FAIL ' "$OUT/train_parity.txt")
+train_skipped=$(grep -c '^SKIP ' "$OUT/train_parity.txt")
+if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+  echo "FAIL train_parity: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+  f=$((f + 1))
+fi
+passed=$((passed + p)); failed=$((failed + f))
+[ "$failed" -eq 0 ] || status=1
+
 # ---------------------------------------------------------------- benchmarks
 stage "benchmarks"
 : >"$OUT/bench.txt"
@@ -216,9 +236,20 @@ if [ "$skipped" -eq 0 ]; then
     timeout 60 "$b" >>"$OUT/bench.txt" 2>&1 || echo "bench: $b exited with $?" >>"$OUT/bench.txt"
   done
   tail -45 "$OUT/bench.txt"
+  # trainer against transformers + peft on this card (bench/gpu/run.sh), in the time left of
+  # the call's 8 minutes; PyTorch's columns are "-" where torch/transformers/peft are missing
+  left=$((450 - $(elapsed)))
+  if [ -x trainer ] && [ "$left" -gt 90 ]; then
+    stage "bench/gpu"
+    timeout "$left" bash bench/gpu/run.sh --out "$OUT/bench_gpu" --budget $((left - 60)) ||
+      echo "bench/gpu: exited with $?"
+  else
+    echo "bench/gpu: not run (no ./trainer, or ${left} s left)"
+  fi
 else
   echo "bench: skipped (no GPU)"
 fi
+skipped=$((skipped + train_skipped))
 
 stage "done"
 if [ "$skipped" -gt 0 ]; then

@@ -151,7 +151,8 @@ return {
     assert(same_list(checkpoint.segments(4, { every = 3 }), { 3, 1 }))
     assert(est({ every = 3 }) > est({ segments = 2 }), "every = 3 keeps three layers")
     assert(est({ segments = 2 }) == est({ every = 2 }))
-    assert(est("auto") == est({ segments = 2 }))
+    -- "auto" is the least of the even segmentations for the shape (trainer.train.grad_checkpoint)
+    for n = 1, 4 do assert(est("auto") <= est({ segments = n }), "auto above segments = " .. n) end
     -- the planner's Linear list is the one a built layer has
     local cfg = require("trainer.models.bert").config(shape, "test")
     local layer = Layer.new(cfg, { seed = 0, step = 0 }, 1)

@@ -1,7 +1,8 @@
 -- trainer.losses.base: what every loss shares. A loss works on embeddings (tensors [B, C]
 -- that the model produced, one per input column) and follows one protocol:
 --
---   local value = loss:forward(embeddings_list, labels)   -- a Lua number
+--   local value = loss:forward(embeddings_list, labels)   -- a Lua number (or, built with
+--                                    -- opts.deferred, a trainer.train.deferred value)
 --   local grads = loss:backward()    -- one gradient per embeddings tensor, in order:
 --                                    -- new tensors (f32) that the caller frees
 --   for name, p in loss:parameters() do ... end   -- weights the loss owns (SoftmaxLoss)
@@ -48,6 +49,15 @@ end
 function Loss:release()
   for _, t in pairs(self._owned or {}) do t:free() end
   self._owned, self._saved = nil, nil
+end
+
+-- ---------------------------------------------------------------- the value
+-- The number a loss returns from a 1-element loss tensor: t:item(), or, when the loss was
+-- built with opts.deferred (a run on a device), a trainer.train.deferred value that is read
+-- once per logged step instead of waiting for the device here.
+function Loss:value_of(t)
+  if self.deferred then return require("trainer.train.deferred").leaf(t) end
+  return t:item()
 end
 
 -- ---------------------------------------------------------------- parameters

@@ -33,7 +33,7 @@ function CE:forward(embs, labels)
   base.free_on_error(owned, function()
     owned.loss, owned.lse = ops.cross_entropy(logits, owned.targets, { label_smoothing = self.label_smoothing })
   end)
-  local value = owned.loss:item()
+  local value = self:value_of(owned.loss)
   self:save(owned, { logits = logits })
   return value
 end

@@ -11,7 +11,8 @@
 -- num_labels and opts.dim), cross_entropy (classification-head logits; label_smoothing),
 -- matryoshka (MatryoshkaLoss over dims, weights, inner). The protocol every loss follows is
 -- in trainer/losses/base.lua.
--- opts: dim (embedding width, for softmax), device (where owned weights live), seed.
+-- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
+-- deferred (forward returns a trainer.train.deferred value, read once per logged step).
 local errors = require("trainer.core.errors")
 
 local M = {}
@@ -55,7 +56,10 @@ function M.new(spec, opts)
   if not mod then
     errors.user("loss.name = %q is unknown; use one of %s", tostring(name), table.concat(M.names(), ", "))
   end
-  return require(mod).new(spec, opts or {}, M.new)
+  local loss = require(mod).new(spec, opts or {}, M.new)
+  -- opts.deferred (a run on a device): forward returns trainer.train.deferred values
+  if opts and opts.deferred then loss.deferred = true end
+  return loss
 end
 
 return M

@@ -11,6 +11,7 @@ local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
+local deferred = require("trainer.train.deferred")
 
 local Matryoshka = base.class()
 
@@ -68,10 +69,11 @@ function Matryoshka:forward(embs, labels)
         cut[k] = ops.l2norm(narrow)
         owned[#owned + 1] = cut[k]
       end
-      value = value + level.weight * level.loss:forward(cut, labels)
+      value = deferred.add(value, deferred.mul(level.weight, level.loss:forward(cut, labels)))
     end
   end)
   if not ok then
+    deferred.free(value)
     for _, t in ipairs(owned) do t:free() end
     for _, level in ipairs(self.levels) do level.loss:release() end
     error(err, 0)

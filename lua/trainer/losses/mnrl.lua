@@ -10,6 +10,7 @@
 local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
+local deferred = require("trainer.train.deferred")
 
 local MNRL = base.class()
 
@@ -39,8 +40,8 @@ function MNRL:forward(embs, labels)
       owned.loss2, owned.lse2 = ops.cross_entropy(owned.logits2, owned.targets)
     end
   end)
-  local value = owned.loss:item()
-  if self.symmetric then value = 0.5 * (value + owned.loss2:item()) end
+  local value = self:value_of(owned.loss)
+  if self.symmetric then value = deferred.mul(0.5, deferred.add(value, self:value_of(owned.loss2))) end
   self:save(owned, { a = a, docs = docs, cand = cand, B = B })
   return value
 end

@@ -64,7 +64,7 @@ function Softmax:forward(embs, labels)
     owned.targets = T.from_table(y, { dtype = "i64", device = u:device() })
     owned.loss, owned.lse = ops.cross_entropy(owned.logits, owned.targets)
   end)
-  local value = owned.loss:item()
+  local value = self:value_of(owned.loss)
   self:save(owned, { u = u, v = v, w = w, b = b })
   return value
 end

@@ -29,6 +29,15 @@ function Dropout:forward(x)
   return ops.dropout(x, self.p, self:key())
 end
 
+-- The forward's output again, from the key the forward saved (a new tensor, or a view of x
+-- when the forward was the identity); saved state is left as it is for backward. Lets a
+-- module keep x instead of the dropped-out copy (LoRA's input).
+function Dropout:replay(x)
+  local k = self.saved.key
+  if not k then return x:reshape(x:shape()) end
+  return ops.dropout(x, self.p, ops.rng_key({ seed = k.seed, step = k.step, layer = self.layer, op = self.op }))
+end
+
 function Dropout:backward(dy)
   local k = self.saved.key
   if not k then return dy:reshape(dy:shape()) end   -- the forward was the identity

@@ -5,6 +5,8 @@
 -- LayerNorm. Dropout site (layer 0, rng_sites.dropout.embeddings). The caller (models/bert.lua) builds the
 -- position and token-type ids, which differ between BERT and RoBERTa.
 -- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
+-- When none of its parameters trains (LoRA on the encoder), the forward keeps nothing (no
+-- LayerNorm input or statistics) and the backward does nothing: no gradient is wanted here.
 local Module = require("trainer.nn.module")
 local sites = require("trainer.core.rng_sites")
 local Embedding = require("trainer.nn.embedding")
@@ -31,6 +33,13 @@ function Embeddings.new(cfg, rng)
   return self
 end
 
+function Embeddings:any_trainable()
+  for _, p in self:parameters() do
+    if p.trainable then return true end
+  end
+  return false
+end
+
 function Embeddings:forward(input)
   local e = self.word_embeddings:forward(input.input_ids)
   if self.token_type_embeddings and input.token_type_ids then
@@ -41,7 +50,15 @@ function Embeddings:forward(input)
   local p = self.position_embeddings:forward(input.position_ids)
   ops.add_(e, p)
   p:free()
-  local n = self.norm:forward(e)
+  local n
+  self.frozen = not self:any_trainable()
+  if self.frozen or not self.grad_enabled then
+    local mean, rstd
+    n, mean, rstd = ops.layernorm(e, self.norm.weight.value, self.norm.bias.value, self.norm.eps)
+    mean:free(); rstd:free()
+  else
+    n = self.norm:forward(e)
+  end
   e:free()
   local y = self.dropout:forward(n)
   n:free()
@@ -49,6 +66,7 @@ function Embeddings:forward(input)
 end
 
 function Embeddings:backward(dy)
+  if self.frozen then self:clear_saved() return nil end
   local dn = self.dropout:backward(dy)
   local de = self.norm:backward(dn)
   dn:free()

@@ -7,9 +7,12 @@
 -- names (...query.weight, ...query.bias); the adapter adds ...query.lora_A.weight and
 -- ...query.lora_B.weight, PEFT's keys without "base_model.model." and the adapter name.
 -- Memory invariants: the base weight is read, never written (frozen: no grad buffer); the
--- forward keeps only what a trainable parameter's gradient needs: the (dropped-out) LoRA
--- input and the rank-r intermediate; x itself only when the base weight trains. The input
--- gradient always flows (frozen layers pass gradients through).
+-- forward keeps only what a trainable parameter's gradient needs: a view of x (shared with
+-- whoever else keeps the same input: the checkpoint boundary, the other adapters of the
+-- layer) and the rank-r intermediate. The dropped-out LoRA input is never kept: the
+-- backward regenerates it from x and the saved dropout key (the mask is keyed, so this is
+-- bitwise the forward's), which saves one [.., in] copy per adapted layer when
+-- lora.dropout > 0. The input gradient always flows (frozen layers pass gradients through).
 -- Dropout site: (layer = rng_sites.lora_layer(index of the adapted module), op =
 -- rng_sites.dropout.lora); the mask is replayed from the keyed RNG in the backward, never stored.
 local Module = require("trainer.nn.module")
@@ -60,12 +63,12 @@ function LoraLinear:forward(x)
   local l = ops.linear(a, self.lora_B.value)
   ops.axpy_(y, l, self.scale)
   l:free()
+  xd:free()                       -- a view of x, or the dropped-out copy: rebuilt in backward
   if self.grad_enabled then
-    self.saved.xd = xd            -- owned: a view of x, or the dropped-out copy
+    self:keep("x", x)
     self.saved.a = a
-    if base.weight.trainable then self:keep("x", x) end
   else
-    xd:free(); a:free()
+    a:free()
   end
   return y
 end
@@ -74,15 +77,15 @@ end
 -- trainable); returns dx (=), a new tensor.
 function LoraLinear:backward(dy, want_dx)
   local base = self.base
-  local xd, a = self:saved_tensor("xd"), self.saved.a
-  local x = self.saved.x or xd     -- same shape as x; read only when the base weight trains
+  local x, a = self:saved_tensor("x"), self.saved.a
+  local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
   local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
     base.bias and Module.grad_of(base.bias) or nil, want_dx)
   local dl = ops.scale(dy, self.scale)
   local da = ops.linear_backward(dl, a, self.lora_B.value, Module.grad_of(self.lora_B), nil, true)
   dl:free()
   local dxd = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
-  da:free()
+  da:free(); xd:free()
   self:release()
   if dxd then
     local dxl = self.dropout:backward(dxd)

@@ -25,6 +25,14 @@ local schema = require("trainer.recipe.schema")
 local M = {}
 local MiB = 2 ^ 20
 
+-- cuBLASLt's workspace on a GPU (kernels/cuda's GEMM asks for this much, tag workspace).
+M.CUBLASLT_WORKSPACE_BYTES = 32 * MiB
+-- The CUDA context's own memory (module images, cuBLASLt's kernels, the driver's heaps):
+-- outside the allocator and its ledger, but in nvidia-smi's figure. An estimate for a CUDA
+-- 12/13 context with lazy module loading on a Hopper card, not measured here (no GPU yet);
+-- `trainer plan` prints it beside the total, never in it.
+M.CUDA_CONTEXT_BYTES = 500 * MiB
+
 -- ---------------------------------------------------------------- the model's shape
 local function model_config(m)
   if m.from then
@@ -137,39 +145,76 @@ function M.estimate(recipe, opts)
   if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end
   local e = half and 2 or 4
   local stats = (A + 4) * N * 4                    -- attention lse + LayerNorm mean/rstd, f32
-  local per_layer
+  local per_layer, layer_input
   if full then
     per_layer = (8 * N * H + 2 * N * I) * e + stats
+    layer_input = N * H * e
   else
-    per_layer = (5 * N * H + N * I) * e + stats     -- q, k, v, both LayerNorm inputs, pre-GELU
-    for _, lin in ipairs(lora_sites) do per_layer = per_layer + (N * lin[2] + N * lora.r) * e end
+    -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
+    -- shared by the adapters that read it: query/key/value all read the layer's input; the
+    -- dropped-out copy is rebuilt in backward) and its rank-r intermediate
+    per_layer = (5 * N * H + N * I) * e + stats
+    local inputs = {}
+    for _, lin in ipairs(lora_sites) do
+      local src = lin[1]:match("^attention%.self%.") and "layer" or lin[1]
+      if not inputs[src] then inputs[src] = N * lin[2] * e end
+      per_layer = per_layer + N * lora.r * e
+    end
+    layer_input = inputs.layer or 0
+    for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
   end
-  local kept_layers, boundaries = L, 0
   local ck = recipe.checkpoint
-  -- the segments training will use (trainer.checkpoint.segments), so the plan follows them
-  local sizes = require("trainer.train.grad_checkpoint").segments(L, ck)
-  if sizes then
-    kept_layers = 0
-    for _, n in ipairs(sizes) do kept_layers = math.max(kept_layers, n) end
-    boundaries = #sizes * N * H * e
-  end
-  local embeddings = 2 * N * H * e
+  -- the segments training will use (trainer.checkpoint.segments; "auto": the segmentation of
+  -- least peak for this shape), so the plan follows them; a recomputed segment's first layer
+  -- reads its input from the boundary: not kept twice
+  local gc = require("trainer.train.grad_checkpoint")
+  local cost = { per_layer = per_layer, boundary = N * H * e, credit = layer_input }
+  local sizes = gc.segments(L, ck, cost)
+  -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
+  local embeddings = full and 2 * N * H * e or 0
   local transient = (N * I + 2 * N * H) * e
-  local activations = kept_layers * per_layer + boundaries + embeddings + transient
+  local function activations_of(sz)
+    return (sz and gc.peak(sz, cost) or L * per_layer) + embeddings + transient
+  end
+  local activations = activations_of(sizes)
 
   local device = recipe.device or "auto"
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local workspace = 0
   if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
-  if gpu then workspace = workspace + 32 * MiB end
+  if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
 
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
   local total = weights + grads + optimizer + activations + workspace
+  -- what each checkpoint choice would cost for this shape (the table `trainer plan` prints)
+  local choices = { { spec = false, sizes = nil } }
+  local seen = {}
+  local function choice(spec, note)
+    local sz = gc.segments(L, spec, cost)
+    local key = table.concat(sz, ",")
+    if seen[key] then
+      if note then seen[key].note = (seen[key].note and seen[key].note .. ", " or "") .. note end
+      return
+    end
+    local c1 = { spec = spec, sizes = sz, note = note }
+    seen[key] = c1
+    choices[#choices + 1] = c1
+  end
+  choice("auto", "auto")
+  for _, n in ipairs({ 1, 2, 3, 4, 6, 8, 12, 16, 24, L }) do
+    if n <= L then choice({ segments = n }) end
+  end
+  for _, c1 in ipairs(choices) do
+    c1.activations = activations_of(c1.sizes)
+    c1.total_bytes = total - activations + c1.activations
+  end
+  table.sort(choices, function(x, y) return (x.sizes and #x.sizes or 0) < (y.sizes and #y.sizes or 0) end)
   return {
     device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
-    layers = L, texts = texts,
+    layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices,
+    cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil,
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
   }
@@ -234,7 +279,16 @@ function M.json(plan, budget, info)
     budget_bytes = budget or json.null, fits = json.null,
     parameters = plan.parameters, trainable_parameters = plan.trainable_parameters,
     micro_batch = plan.micro_batch, seq_len = plan.seq_len,
+    cuda_context_bytes = plan.cuda_context_bytes,
   }
+  if plan.checkpoint_choices then
+    local list = {}
+    for i, c in ipairs(plan.checkpoint_choices) do
+      list[i] = { segments = c.sizes and #c.sizes or 0, sizes = c.sizes or json.null, activations = c.activations,
+                  total_bytes = c.total_bytes, auto = (c.note or ""):find("auto", 1, true) and true or nil }
+    end
+    out.checkpoint = { sizes = plan.checkpoint_sizes or json.null, choices = list }
+  end
   if budget then
     out.fits = plan.total_bytes <= budget
     out.budget_source = info.budget_source or json.null
@@ -247,6 +301,35 @@ function M.json(plan, budget, info)
     end
   end
   return out
+end
+
+-- The checkpoint choices as lines: segments, layers per segment, activations and total for
+-- each, the recipe's own marked with "<-" and "auto"'s choice named.
+function M.format_choices(plan)
+  local cs = plan.checkpoint_choices
+  if not cs then return {} end
+  local fs = schema.format_size
+  local mine = plan.checkpoint_sizes and table.concat(plan.checkpoint_sizes, ",") or ""
+  local lines = { ("checkpoint choices for this shape (%d layers; the backward recomputes one segment at a time, "
+    .. "every segment's input kept):"):format(plan.layers),
+    ("  %-20s %-18s %12s %12s"):format("checkpoint", "layers/segment", "activations", "total") }
+  for _, c in ipairs(cs) do
+    local what, per
+    if not c.sizes then what, per = "false", "-"
+    else
+      what = ("{ segments = %d }"):format(#c.sizes)
+      local lo, hi = math.huge, 0
+      for _, n in ipairs(c.sizes) do lo, hi = math.min(lo, n), math.max(hi, n) end
+      per = lo == hi and tostring(hi) or ("%d-%d"):format(lo, hi)
+    end
+    local key = c.sizes and table.concat(c.sizes, ",") or ""
+    local marks = {}
+    if c.note then marks[#marks + 1] = c.note == "auto" and "what \"auto\" picks" or c.note end
+    if key == mine then marks[#marks + 1] = "<- this recipe" end
+    lines[#lines + 1] = ("  %-20s %-18s %12s %12s  %s"):format(what, per, fs(c.activations), fs(c.total_bytes),
+      table.concat(marks, ", ")):gsub("%s+$", "")
+  end
+  return lines
 end
 
 -- A table for people: per tag, bytes and share, then the total against the budget and,
@@ -266,6 +349,11 @@ function M.format(plan, budget, path, info)
     lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / plan.total_bytes)
   end
   lines[#lines + 1] = ("%-12s %12s"):format("total", fs(plan.total_bytes))
+  if plan.cuda_context_bytes then
+    lines[#lines + 1] = ("%-12s %12s  (the CUDA context, outside the allocator: add it to compare with nvidia-smi; "
+      .. "an estimate)"):format("+ context", "~" .. fs(plan.cuda_context_bytes))
+  end
+  for _, l in ipairs(M.format_choices(plan)) do lines[#lines + 1] = l end
   if not budget then return table.concat(lines, "\n") end
   local source = info.budget_source and ("; the budget is " .. info.budget_source) or ""
   if plan.total_bytes <= budget then

@@ -154,7 +154,7 @@ local schedule = S.record {
 }
 
 local checkpoint = S.oneof {
-  doc = "gradient checkpointing: false, \"auto\" (about sqrt(layers) segments), { segments = n } or { every = k }",
+  doc = "gradient checkpointing: false, \"auto\" (the segmentation of least peak memory for the shape; trainer plan lists each choice), { segments = n } or { every = k }",
   type_doc = "false, \"auto\" or a table", default = false, aliases = { "gradient_checkpointing" },
   alternatives = {
     S.const { value = false },

@@ -15,7 +15,16 @@
 --   { segments = n }  n contiguous segments as even as possible (the first L % n get one
 --                     layer more); n larger than L is clamped to L (one layer each);
 --   { every = k }     segments of k layers, the last one holding the rest;
---   "auto"            about sqrt(L) segments: n = max(1, floor(sqrt(L) + 0.5)).
+--   "auto"            with a cost (the plan's bytes of one layer's recompute and of one
+--                     segment boundary, trainer.plan), the even segmentation of least peak
+--                     memory (M.best); without one, about sqrt(L) segments:
+--                     n = max(1, floor(sqrt(L) + 0.5)).
+--
+-- Peak activation memory of a segmentation (M.peak): the backward runs the segments last to
+-- first, and segment s's backward recomputes its layers while the inputs of segments 1..s are
+-- still kept, so the peak is max over s of (s * boundary + size_s * per_layer - credit),
+-- credit being what a segment's first layer keeps that is its input (already a boundary).
+-- The even split puts the larger segments first, where fewer boundaries are alive.
 local errors = require("trainer.core.errors")
 local Checkpoint = require("trainer.nn.checkpoint")
 
@@ -23,11 +32,34 @@ local M = {}
 
 local function is_int(v) return type(v) == "number" and v >= 1 and v == math.floor(v) end
 
+-- The peak bytes of segment sizes under cost { per_layer, boundary, credit } (see the top).
+function M.peak(sizes, cost)
+  local worst = 0
+  for s, n in ipairs(sizes) do
+    worst = math.max(worst, s * cost.boundary + n * cost.per_layer - (cost.credit or 0))
+  end
+  return worst
+end
+
+-- The even segmentation of L layers with the least peak under cost (ties: fewer segments,
+-- the fewer boundaries to keep), and that peak.
+function M.best(L, cost)
+  local best, best_peak
+  for n = 1, L do
+    local sizes = M.segments(L, { segments = n })
+    local pk = M.peak(sizes, cost)
+    if not best_peak or pk < best_peak then best, best_peak = sizes, pk end
+  end
+  return best, best_peak
+end
+
 -- The layer count of each segment for L layers, or nil when spec disables checkpointing.
-function M.segments(L, spec)
+-- cost (optional): what "auto" minimises (see the top).
+function M.segments(L, spec, cost)
   if spec == nil or spec == false then return nil end
   local sizes = {}
   if spec == "auto" or spec == true then
+    if cost then return (M.best(L, cost)) end
     return M.segments(L, { segments = math.max(1, math.floor(math.sqrt(L) + 0.5)) })
   elseif type(spec) == "table" and spec.segments ~= nil and spec.every == nil then
     if not is_int(spec.segments) then
@@ -86,13 +118,18 @@ end
 
 -- Wraps the encoder layers of model per spec (see the top of the file). Returns the
 -- segment sizes of the (last) encoder, or nil when checkpointing is off. A user error
--- when the model has no encoder and spec asks for checkpointing.
-function M.apply(model, spec)
+-- when the model has no encoder and spec asks for checkpointing. planned (optional): the
+-- sizes a plan chose for "auto" (trainer.plan's checkpoint_sizes), used when they cover
+-- the encoder's layers.
+function M.apply(model, spec, planned)
   local encs = encoders(model)
   local sizes
   for _, enc in ipairs(encs) do
     unwrap(enc)
-    sizes = M.segments(#enc.layers, spec)
+    local total = 0
+    for _, n in ipairs(planned or {}) do total = total + n end
+    if planned and (spec == "auto" or spec == true) and total == #enc.layers then sizes = planned
+    else sizes = M.segments(#enc.layers, spec) end
     if sizes then
       local plain = {}
       for i, entry in ipairs(enc._children) do plain[i] = entry end

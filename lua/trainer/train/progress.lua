@@ -39,8 +39,10 @@ M.duration = duration
 function M.line(t, m)
   local rate = t.train_time > 0 and t.step / t.train_time or 0
   local eta = rate > 0 and (t.total_steps - t.step) / rate or nil
-  return ("step %d/%d  loss %.4f  lr %.3g  %.0f tok/s  mem %s (peak %s)  ETA %s%s"):format(
-    m.step, t.total_steps, m.loss, m.lr, m.tokens_per_s, M.bytes(m.mem_allocated), M.bytes(m.mem_peak),
+  -- on a device the loss is read once per logged step: between them the bar shows the last read
+  local loss = m.loss or t.last_loss
+  return ("step %d/%d  loss %s  lr %.3g  %.0f tok/s  mem %s (peak %s)  ETA %s%s"):format(
+    m.step, t.total_steps, loss and ("%.4f"):format(loss) or "-", m.lr, m.tokens_per_s, M.bytes(m.mem_allocated), M.bytes(m.mem_peak),
     duration(eta), m.skipped and "  (skipped: inf/nan gradients)" or "")
 end
 

@@ -17,12 +17,19 @@
 -- The dropout RNG counter (model.rng.step) is the number of micro-batches done: a resumed
 -- run draws the same masks as an unbroken one. Failures raise trainer.errors user errors;
 -- a non-finite loss raises one naming the step and the last good checkpoint.
+-- Host reads (issue 12): on a device (or with opts.lazy_scalars) the losses return
+-- trainer.train.deferred values and a step never waits for the device to know its loss: the
+-- values are read once per logged step (log.every, the first and the last step), before an
+-- evaluation, a save, an on_step hook and the summary (read_scalars), and the non-finite check
+-- runs there, naming the step it happened at. metrics.jsonl gets the same rows (written once
+-- their loss is known). On the CPU the losses return numbers and every step reads at once.
 local T = require("trainer.core.tensor")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")
 local memory = require("trainer.core.memory")
 local outputs = require("trainer.train.outputs")
+local deferred = require("trainer.train.deferred")
 
 local M = {}
 
@@ -157,7 +164,7 @@ function M.build(resolved, opts)
   local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts,
     step = 0, micro = 0, tokens = 0, train_time = 0, epoch = 0, hooks = recipe.hooks or {},
     last_loss = nil, last_eval = nil, first_eval = nil, evals = {}, last_checkpoint = nil,
-    stop_signal = nil, pending = nil }, Run)
+    stop_signal = nil, pending = nil, held = {}, unread = {} }, Run)
   local runtime = require("trainer.core.runtime")
   self.device = runtime.device_name(runtime.parse_device(recipe.device))
   if recipe.memory then
@@ -195,12 +202,17 @@ function M.build(resolved, opts)
 
   if recipe.lora then self.lora_names = require("trainer.train.lora").apply(model, recipe.lora) end
   if recipe.precision ~= "fp32" then require("trainer.train.amp").prepare(model, recipe.precision) end
-  if recipe.checkpoint then require("trainer.train.grad_checkpoint").apply(model, recipe.checkpoint) end
+  -- "auto": the segmentation the plan found of least peak memory for this shape
+  if recipe.checkpoint then
+    require("trainer.train.grad_checkpoint").apply(model, recipe.checkpoint, self.plan and self.plan.checkpoint_sizes)
+  end
 
   local losses = require("trainer.losses")
   local lspec = {}
   for k, v in pairs(recipe.loss) do lspec[k] = v end
-  self.loss = losses.new(lspec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed })
+  self.deferred = opts.lazy_scalars or self.device ~= "cpu"
+  self.loss = losses.new(lspec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed,
+    deferred = self.deferred })
 
   -- parameters: the model's and the loss's own (SoftmaxLoss' classifier), as (name, param)
   self.params = {}
@@ -260,9 +272,10 @@ function Run:micro_step(batch, scale)
 end
 
 -- ---------------------------------------------------------------- one optimizer step
-function Run:failure(what)
+-- step: the step it happened at (default the one running).
+function Run:failure(what, step)
   local ck = self.last_checkpoint
-  errors.user("step %d: %s; the run stopped. %s", self.step + 1, what,
+  errors.user("step %d: %s; the run stopped. %s", step or self.step + 1, what,
     ck and ("The last good checkpoint is %s: continue from it with a lower learning rate or a gradient clip, "
       .. "e.g. `trainer resume %s optim.lr=%s` or `trainer resume %s grad_clip=1.0`"):format(ck,
       self.out, require("trainer.cli.pretty").number(self.recipe.optim.lr / 10), self.out)
@@ -290,13 +303,13 @@ function Run:train_step()
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
     local v, k = self:micro_step(batch, scale)
-    if not finite(v) and recipe.precision ~= "fp16" then
+    if not deferred.is(v) and not finite(v) and recipe.precision ~= "fp16" then
       self:failure(("the loss is %s"):format(tostring(v)))
     end
-    sum, n, ntok = sum + v, n + 1, ntok + k
+    sum, n, ntok = deferred.add(sum, v), n + 1, ntok + k
   end
   if n == 0 then return nil end
-  local loss_value = sum / n
+  local loss_value = deferred.div(sum, n)
   local found_inf = self.scaler:unscale(self.param_iter())
   local skipped, norm = false, nil
   if found_inf then
@@ -317,17 +330,25 @@ function Run:train_step()
   local dt = math.max(M.now() - t0, 1e-9)
   self.train_time = self.train_time + dt
   self.tokens = self.tokens + ntok
-  self.last_loss = loss_value
+  if not deferred.is(loss_value) then self.last_loss = loss_value end
   self.last_step_time = dt
   local s = memory.stats(self.device)
   self:merge_peaks(s)
   local m = {
-    step = self.step, epoch = self:epochs_done(), loss = loss_value, lr = lr, tokens = ntok, tokens_per_s = ntok / dt,
+    step = self.step, epoch = self:epochs_done(), loss = not deferred.is(loss_value) and loss_value or nil, lr = lr,
+    tokens = ntok, tokens_per_s = ntok / dt,
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
   }
   self.pending = m
+  if deferred.is(loss_value) then
+    self.unread[#self.unread + 1] = { row = m, value = loss_value, step = self.step }
+    local every = recipe.log.every or 10
+    if self.hooks.on_step or self.step % every == 0 or self.step == 1 or self.step >= self.total_steps then
+      self:read_scalars()
+    end
+  end
   if self.progress then self.progress:update(self, m) end
   if self.hooks.on_step then self:call_hook("on_step", m) end
   return m
@@ -342,9 +363,36 @@ function Run:epochs_done()
   return ld.epoch + math.min(ld.position, per) / per
 end
 
+-- Reads the deferred losses of the steps since the last read (the one wait for the device),
+-- fills their metrics rows and checks them: a non-finite loss stops the run naming its step.
+function Run:read_scalars()
+  local list = self.unread
+  if #list == 0 then return end
+  self.unread = {}
+  for i, rec in ipairs(list) do
+    local ok, v = pcall(deferred.value, rec.value)
+    if not ok then
+      for j = i + 1, #list do deferred.free(list[j].value) end
+      error(v, 0)
+    end
+    if not finite(v) and self.recipe.precision ~= "fp16" then
+      for j = i + 1, #list do deferred.free(list[j].value) end
+      self:failure(("the loss is %s"):format(tostring(v)), rec.step)
+    end
+    rec.row.loss = v
+    self.last_loss = v
+  end
+end
+
+-- Writes the finished steps' rows whose loss is known, in step order; the latest row stays
+-- pending until the next step (an evaluation at this step adds its scores to it).
 function Run:flush_metrics()
-  if self.pending and self.metrics then self.metrics:write(self.pending) end
+  if self.pending then self.held[#self.held + 1] = self.pending end
   self.pending = nil
+  while self.held[1] and self.held[1].loss ~= nil do
+    local row = table.remove(self.held, 1)
+    if self.metrics then self.metrics:write(row) end
+  end
 end
 
 -- ---------------------------------------------------------------- evaluation
@@ -362,6 +410,7 @@ end
 -- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
 -- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
 function Run:evaluate()
+  self:read_scalars()
   local recipe = self.recipe
   local evaluate = require("trainer.train.evaluate")
   local scores
@@ -448,6 +497,7 @@ end
 -- (and 1_Pooling/) before the rename, then out/ after it, so that a checkpoint that has
 -- its final name is whole and survives a crash. A failure removes the .tmp folder.
 function Run:save()
+  self:read_scalars()   -- a checkpoint's steps are checked (finite) and its last_loss known
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
   local tmp = dir .. ".tmp"
   outputs.remove_tree(tmp)
@@ -621,6 +671,7 @@ function Run:summary()
 end
 
 function Run:finish()
+  self:read_scalars()
   self:flush_metrics()
   if self.metrics then self.metrics:close() end   -- checked: a failed close is a failed write
   local s = self:summary()
@@ -629,6 +680,8 @@ function Run:finish()
 end
 
 function Run:free()
+  for _, rec in ipairs(self.unread or {}) do deferred.free(rec.value) end
+  self.unread = {}
   if self.metrics then self.metrics:close(true) end
   if self.loader then self.loader:close() end
   if self.train_ds then self.train_ds:close() end

@@ -1,0 +1,81 @@
+-- The loss read once per logged step (issue 12 item 3). On the CPU the run's metrics.jsonl
+-- is the one written before the change (tests/data/step_reads_golden.json, tokens_per_s
+-- aside) with log.every 1 and 5; with the device's deferred values (lazy_scalars, as a run
+-- on a GPU has) the losses, grad norms and every other non-memory field are the same bits,
+-- and the values are read only at the logged steps (1, 5, 10 and the last); a non-finite
+-- deferred loss stops the run naming the step it happened at; trainer.train.deferred's
+-- arithmetic is the eager arithmetic.
+local native = require("trainer.native")
+local json = require("trainer.core.json")
+local T = require("trainer.core.tensor")
+local deferred = require("trainer.train.deferred")
+local Run = require("trainer.train.run").Run
+local case = dofile(native.root() .. "/tests/lua/step_reads_case.lua")
+
+local golden = json.read(native.root() .. "/tests/data/step_reads_golden.json")
+
+local function same(a, b, path, skip)
+  if type(a) ~= type(b) then error(("%s: %s vs %s"):format(path, tostring(a), tostring(b))) end
+  if type(a) == "table" then
+    for k, v in pairs(b) do if not (skip and skip[k]) then same(a[k], v, path .. "." .. tostring(k)) end end
+    for k in pairs(a) do
+      if b[k] == nil and not (skip and skip[k]) then error(path .. "." .. tostring(k) .. " is new") end
+    end
+  elseif a ~= b then
+    error(("%s: %.17g vs golden %.17g"):format(path, a, b))
+  end
+end
+
+local function compare(rows, skip)
+  assert(#rows == #golden, ("%d rows, golden %d"):format(#rows, #golden))
+  for i = 1, #rows do same(rows[i], golden[i], "row " .. i, skip) end
+end
+
+local memory_fields = { mem_allocated = true, mem_reserved = true, mem_peak = true, mem_by_tag = true,
+  mem_peak_by_tag = true }
+
+local function counting_reads(fn)
+  local reads, orig = {}, Run.read_scalars
+  Run.read_scalars = function(self)
+    if #self.unread > 0 then reads[#reads + 1] = self.step end
+    return orig(self)
+  end
+  local ok, err = pcall(fn)
+  Run.read_scalars = orig
+  if not ok then error(err, 0) end
+  return reads
+end
+
+return {
+  { "cpu_metrics_unchanged_log_every_1", function() compare(case.run(1)) end },
+  { "cpu_metrics_unchanged_log_every_5", function() compare(case.run(5)) end },
+  { "deferred_same_values_read_at_logged_steps", function()
+    local rows
+    local reads = counting_reads(function() rows = case.run(5, { lazy_scalars = true }) end)
+    compare(rows, memory_fields)
+    assert(table.concat(reads, ",") == "1,5,10,12", "reads at steps " .. table.concat(reads, ","))
+    reads = counting_reads(function() rows = case.run(1, { lazy_scalars = true }) end)
+    compare(rows, memory_fields)
+    assert(#reads == 12, #reads .. " reads")
+  end },
+  { "deferred_non_finite_names_its_step", function()
+    local fake = setmetatable({ unread = { { row = {}, value = deferred.leaf(T.full({ 1 }, 1.5)), step = 2 },
+      { row = {}, value = deferred.leaf(T.full({ 1 }, 0 / 0)), step = 3 },
+      { row = {}, value = deferred.leaf(T.full({ 1 }, 2)), step = 4 } },
+      recipe = { precision = "fp32", optim = { lr = 1e-3 } }, step = 4, out = "runs/x" }, Run)
+    local ok, err = pcall(Run.read_scalars, fake)
+    assert(not ok and tostring(err):find("step 3: the loss is nan", 1, true), tostring(err))
+    assert(fake.last_loss == 1.5 and #fake.unread == 0)
+  end },
+  { "deferred_arithmetic_is_the_eager_one", function()
+    local a, b, w = 2.5226101875305176, 0.3333333432674408, 0.7
+    local ta, tb = T.full({ 1 }, a), T.full({ 1 }, b)
+    local ea, eb = ta:item(), tb:item()
+    local eager = (0 + w * (0.5 * (ea + eb))) / 3
+    local v = deferred.div(deferred.add(0, deferred.mul(w, deferred.mul(0.5,
+      deferred.add(deferred.leaf(ta), deferred.leaf(tb))))), 3)
+    assert(deferred.is(v) and deferred.value(v) == eager)
+    assert(deferred.add(1, 2) == 3 and deferred.mul(2, 3) == 6 and deferred.div(6, 4) == 1.5)
+    ta:free(); tb:free()
+  end },
+}
