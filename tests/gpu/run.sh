@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh — the one prepared script a session with a lent GPU runs (METHOD.md:
-# one call that builds, checks and times). Ends within ~4 minutes on an H200.
+# one call that builds, checks and times). Ends within ~5 minutes on an H200 (at most 6:
+# each test has a time limit, the op table's CUDA pass 90 s and its memcheck pass 120 s).
 #
 #   OUT=/some/dir bash tests/gpu/run.sh        # JOBS=16 by default
 #
@@ -145,23 +146,55 @@ fi
 echo "build: $mode mode done"
 
 # ---------------------------------------------------------------- GPU parity
+# test_ops_table --cuda: every op's CUDA slot (core/cuda_ops/) against its CPU slot for
+# every dtype and shape of the table's cases, one PASS/FAIL line each with its error
+# figures (the dropout ops bit for bit); then the f32 cases again under
+# compute-sanitizer's memcheck when it is installed (a smaller pass: one dtype).
 passed=0; failed=0; skipped=0
 [ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_ops_table"
-for t in test_gpu_parity test_gpu_nn test_ops_table; do
-  stage "$t"
-  case " $gpu_tests " in *" $t "*) ;; *)
-    echo "SKIP $t: not built in $mode mode (run from the bundle: make gpu-bundle)"
-    skipped=$((skipped + 1)); continue ;;
-  esac
-  timeout 150 $testbin/$t >"$OUT/$t.txt" 2>&1
-  rc=$?
-  cat "$OUT/$t.txt"
-  p=$(grep -c '^PASS ' "$OUT/$t.txt"); f=$(grep -c '^FAIL ' "$OUT/$t.txt"); s=$(grep -c '^SKIP ' "$OUT/$t.txt")
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    echo "FAIL $t: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
+if [ "$mode" = make ] && gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_ops_table tests/c/test_ops_table.c \
+     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+     $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
+  gpu_tests="$gpu_tests test_ops_table"
+fi
+SANITIZER=$(command -v compute-sanitizer 2>/dev/null || ls "$CUDA_HOME/bin/compute-sanitizer" 2>/dev/null)
+count() { # file, exit status, name: adds the file's PASS/FAIL/SKIP lines to the totals
+  local p f s
+  p=$(grep -c '^PASS ' "$1"); f=$(grep -c '^FAIL ' "$1"); s=$(grep -c '^SKIP ' "$1")
+  if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL $3: exited with status $2 without a FAIL line (crash, sanitizer error, or 124 = timeout)"
     f=$((f + 1))
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+}
+for t in test_gpu_parity test_gpu_nn test_ops_table test_ops_table_memcheck; do
+  stage "$t"
+  base=${t%_memcheck}
+  case " $gpu_tests " in *" $base "*) ;; *)
+    echo "SKIP $t: not built in $mode mode (run from the bundle: make gpu-bundle)"
+    skipped=$((skipped + 1)); continue ;;
+  esac
+  args=""; [ "$base" = test_ops_table ] && args="--cuda"
+  if [ "$t" = test_ops_table_memcheck ]; then
+    if [ -z "$SANITIZER" ]; then echo "SKIP $t: compute-sanitizer not found"; skipped=$((skipped + 1)); continue; fi
+    if ! grep -q '^PASS ' "$OUT/test_ops_table.txt" 2>/dev/null; then
+      echo "SKIP $t: no CUDA case ran above"; skipped=$((skipped + 1)); continue
+    fi
+    # memcheck's own findings fail the run (--error-exitcode); its PASS lines are not
+    # counted a second time, only a FAIL or a sanitizer error
+    timeout 120 "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 20 $testbin/$base --cuda f32 \
+      >"$OUT/$t.txt" 2>&1
+    rc=$?
+    tail -25 "$OUT/$t.txt"
+    grep '^FAIL ' "$OUT/$t.txt" >"$OUT/$t.fail.txt"
+    count "$OUT/$t.fail.txt" "$rc" "$t"
+    continue
+  fi
+  limit=150; [ "$base" = test_ops_table ] && limit=90
+  timeout $limit $testbin/$base $args >"$OUT/$t.txt" 2>&1
+  rc=$?
+  cat "$OUT/$t.txt"
+  count "$OUT/$t.txt" "$rc" "$t"
 done
 [ "$failed" -eq 0 ] || status=1
 
