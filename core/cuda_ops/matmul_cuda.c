@@ -56,7 +56,8 @@ static int linear_backward_body(tr_cslot *s, tr_op_call *c)
 {
     const tr_tensor *dx = c->t[0], *dw = c->t[1], *dbias = c->t[2], *dout = c->t[3], *x = c->t[4], *w = c->t[5];
     const int64_t O = dout->shape[dout->ndim - 1], N = O > 0 ? dout->numel / O : 0;
-    const int64_t I = w ? w->shape[1] : x->shape[x->ndim - 1];
+    /* in_features from w or x: either may be NULL when only the gradients that need the other are asked for */
+    const int64_t I = w ? w->shape[1] : x ? x->shape[x->ndim - 1] : 0;
     int rc = TR_OK;
     if (dx && O > 0) {
         tr_cuda_gemm_desc d = { .m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0 };

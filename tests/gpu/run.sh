@@ -136,7 +136,7 @@ else
   [ "$mode" = minimal ] && gpu_tests=test_gpu_parity
   for t in $gpu_tests; do
     if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
-         build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+         build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcudart_static \
          $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
       echo "FAIL build: $t did not build ($mode mode); see build.log:"; tail -30 "$OUT/build.log"
       echo "0 passed, 1 failed"; exit 1
@@ -153,7 +153,7 @@ echo "build: $mode mode done"
 passed=0; failed=0; skipped=0
 [ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_ops_table"
 if [ "$mode" = make ] && gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_ops_table tests/c/test_ops_table.c \
-     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static \
+     build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcudart_static \
      $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
   gpu_tests="$gpu_tests test_ops_table"
 fi
@@ -212,7 +212,7 @@ build_bench() { # src -> prints the binary's path, or nothing
   else
     case $name in bench_cuda*) ;; *) return ;; esac
     gcc $CFLAGS -O3 -march=native $extra_cflags -o "build/gpu/$name" "$src" build/gpu/libtr_gpu.a \
-      -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcublasLt -lcudart_static $extra_libs \
+      -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcudart_static $extra_libs \
       -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1 && echo "build/gpu/$name"
   fi
 }
