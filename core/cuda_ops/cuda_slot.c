@@ -131,10 +131,10 @@ static int cast_ws(tr_cslot *s, const void *p, int dt, int64_t n, int want, cons
     return rc;
 }
 
-int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na, const void *b,
-                  int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d)
+/* One attempt with a and b in dtype ab. */
+static int gemm_as(tr_cslot *s, int ab, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na,
+                   const void *b, int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d)
 {
-    int ab = a_dt == b_dt ? a_dt : TR_F32;
     /* cuBLASLt writes f32 from any pair, and a half dtype from its own pair */
     int cd = (c_dt == TR_F32 || c_dt == ab) ? c_dt : TR_F32;
     const void *A, *B, *Bi;
@@ -152,6 +152,21 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
     d.tf32 = 0;   /* the CPU computes in f32: TF32 would differ from it by ~1e-3 */
     if ((rc = tr_k_matmul_fwd_cuda(s->blas, Cw, A, B, Bi, &d, s->err))) return rc;
     if (Cw != c) rc = tr_k_cast_any_cuda(c, c_dt, Cw, cd, nc, s->stream, s->err);
+    return rc;
+}
+
+int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na, const void *b,
+                  int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d)
+{
+    int ab = a_dt == b_dt ? a_dt : TR_F32;
+    int rc = gemm_as(s, ab, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, bias, bias_dt, d);
+    /* Half operands of odd sizes are only 2-byte aligned, for which cuBLASLt may have no
+     * kernel (NOT_SUPPORTED, or no algorithm): the same product in f32 always has one. A
+     * failure of another kind fails the f32 attempt too and is reported from there. */
+    if (rc == TR_EINTERNAL && ab != TR_F32) {
+        tr_error_clear(s->err);
+        rc = gemm_as(s, TR_F32, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, bias, bias_dt, d);
+    }
     return rc;
 }
 

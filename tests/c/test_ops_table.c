@@ -505,7 +505,7 @@ static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
 {
     int nt = tr_k_attention_threads();
     double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], nt));
-    int32_t m[64];
+    int32_t m[1024];   /* B * T of every case, the device-only ones included */
     mask32(m, t[5], d[0] * d[1]);
     tr_k_attention_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, 1 / sqrt((double)d[3]), d[0],
                            d[1], d[2], d[3], scr, nt);
@@ -522,6 +522,8 @@ static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 
 static void custom_global_norm(int dtype, int device);
 static void custom_scale_check_finite(int dtype, int device);
+/* The device argument of the list ops' cases when they check the CPU slot alone. */
+enum { CPU_ONLY = -100 };
 
 /* ------------------------------------------------------------ the cases */
 
@@ -900,33 +902,76 @@ static double nmse_of(const double *a, const double *b, int64_t n)
 static char device_case[160];
 static void device_case_begin(const char *op, int device, int dtype, int shape)
 {
-    snprintf(device_case, sizeof device_case, "ops_table.%s.cuda:%d %s shape %d", op, device, tr_dtype_name(dtype),
-             shape);
+    char dev[32];
+    tr_op_device_name(dev, sizeof dev, device);
+    snprintf(device_case, sizeof device_case, "ops_table.%s.%s %s shape %d", op, dev, tr_dtype_name(dtype), shape);
     check_case_name = device_case;
     check_case_failed = 0;
 }
+
+/* The harness's own check (the normal run): the device cases with the CPU standing in for
+ * the device, quietly; only a FAIL prints. */
+static int harness_quiet;
 
 static void device_case_end(const char *figures)
 {
     if (check_case_failed) {
         device_cases_failed++;
     } else {
-        printf("PASS %s: %s\n", device_case, figures);
+        if (!harness_quiet) printf("PASS %s: %s\n", device_case, figures);
         device_cases_passed++;
     }
     fflush(stdout);
 }
 
+/* A backward's inputs as its forward makes them: the forward's inputs, and its saved
+ * outputs from the f64 reference (attention's lse must belong to its q and k), rounded to
+ * each tensor's dtype. */
+static void backward_inputs(const op_case *oc, const int64_t *d, int dtype, inst *k)
+{
+    const op_case *fc = find_case(oc->fwd);
+    const tr_op_desc *fdesc = tr_op_find(oc->fwd);
+    CHECK(fc && fdesc, "forward %s has no case", oc->fwd);
+    if (!fc || !fdesc) return;
+    inst f;
+    inst_make(&f, fc, fdesc, d, dtype);
+    double *saved[NT] = { 0 };
+    for (int i = 0; i < fdesc->nargs; i++) saved[i] = f.h[i] ? dup(f.h[i], f.t[i].numel) : NULL;
+    fc->ref(saved, d, &f.call);
+    for (int i = 0; i < k->desc->nargs; i++) {
+        int m = oc->map[i], j = m % 100;
+        if (!k->h[i] || m < 300) continue;
+        memcpy(k->h[i], m >= 400 ? saved[j] : f.h[j], sizeof(double) * (size_t)k->t[i].numel);
+        quantize(k->h[i], k->t[i].numel, k->t[i].dtype);
+        host_to_tensor(&k->t[i], k->h[i]);
+    }
+    for (int i = 0; i < NT; i++) free(saved[i]);
+    inst_free(&f);
+}
+
+/* The key of the device-only attention cases with dropout. */
+static const tr_rng_key attn_key = { 1234, 7, 3, 2 };
+
 /* The same case on `device` against the CPU: the inputs (and the starting values of
  * every accumulated output, and the NaN of every overwritten one) are copied to the
  * device with tr_tensor_copy, both slots run, the device's outputs come back and are
- * compared by normalised mean-square error (dropout: bit for bit). */
+ * compared by normalised mean-square error (dropout: bit for bit). attn_dropout > 0
+ * turns on attention's dropout with attn_key. */
 static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, int device,
-                          int shape)
+                          int shape, float attn_dropout)
 {
     device_case_begin(desc->name, device, dtype, shape);
+    if (attn_dropout > 0) {
+        size_t len = strlen(device_case);
+        snprintf(device_case + len, sizeof device_case - len, " dropout %g", (double)attn_dropout);
+    }
     inst k;
     inst_make(&k, oc, desc, d, dtype);
+    if (oc->fwd) backward_inputs(oc, d, dtype, &k);
+    if (attn_dropout > 0) {
+        k.call.f[1] = attn_dropout;
+        k.call.p = &attn_key;
+    }
     tr_tensor *dev[NT] = { 0 };
     tr_op_call dc = k.call;
     int ok = 1;
@@ -998,8 +1043,8 @@ static int list_to_device(tr_tensor **dev, tr_tensor **ts, int n, int device)
     return ok;
 }
 
-/* device TR_CPU: the CPU slot against the f64 sum; a CUDA device: the CUDA slot against
- * the CPU slot, one case line. */
+/* device CPU_ONLY: the CPU slot against the f64 sum; otherwise the slot of `device` against
+ * the CPU slot as well, one case line. */
 static void custom_global_norm(int dtype, int device)
 {
     static const int64_t shapes[3][2] = { { 3, 7 }, { 1, 0 }, { 13, 0 } };
@@ -1009,11 +1054,11 @@ static void custom_global_norm(int dtype, int device)
     list_make(ts, h, 3, shapes, ndims, dtype, 2);
     for (int i = 0; i < 3; i++) ss += oc_dot(h[i], h[i], ts[i]->numel);
     float got = -1, on_dev = -1;
-    if (device != TR_CPU) device_case_begin("global_norm", device, dtype, 0);
+    if (device != CPU_ONLY) device_case_begin("global_norm", device, dtype, 0);
     CHECK(tr_op_global_norm(ctx, &got, ts, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
     CHECK(fabs(got - sqrt(ss)) <= 1e-5 * sqrt(ss), "global_norm %s: %.9g vs %.12g", tr_dtype_name(dtype), got,
           sqrt(ss));
-    if (device != TR_CPU) {
+    if (device != CPU_ONLY) {
         CHECK(list_to_device(dev, ts, 3, device), "device tensors: %s", tr_ctx_errmsg(ctx));
         CHECK(tr_op_global_norm(ctx, &on_dev, dev, 3) == TR_OK, "cuda: %s", tr_ctx_errmsg(ctx));
         double e = fabs((double)on_dev - got) / (got > 0 ? got : 1);
@@ -1035,7 +1080,7 @@ static void custom_scale_check_finite(int dtype, int device)
     tr_tensor *ts[2], *dev[2] = { 0 };
     double *h[2];
     list_make(ts, h, 2, shapes, ndims, dtype, 1);
-    if (device != TR_CPU) {
+    if (device != CPU_ONLY) {
         device_case_begin("scale_check_finite", device, dtype, 0);
         CHECK(list_to_device(dev, ts, 2, device), "device tensors: %s", tr_ctx_errmsg(ctx));
     }
@@ -1043,7 +1088,7 @@ static void custom_scale_check_finite(int dtype, int device)
     double worst = 0;
     CHECK(tr_op_scale_check_finite(ctx, &found, ts, 2, 0.5f) == TR_OK && found == 0, "found_inf %d: %s", found,
           tr_ctx_errmsg(ctx));
-    if (device != TR_CPU)
+    if (device != CPU_ONLY)
         CHECK(tr_op_scale_check_finite(ctx, &found_dev, dev, 2, 0.5f) == TR_OK && found_dev == 0,
               "cuda found_inf %d: %s", found_dev, tr_ctx_errmsg(ctx));
     for (int i = 0; i < 2; i++) {
@@ -1052,7 +1097,7 @@ static void custom_scale_check_finite(int dtype, int device)
         for (int64_t e = 0; e < ts[i]->numel; e++) h[i][e] *= 0.5;
         CHECK(oc_norm_err(got, h[i], ts[i]->numel, 1e-3) <= tol_of(dtype), "scale_check_finite %s: scaled values",
               tr_dtype_name(dtype));
-        if (device != TR_CPU) {
+        if (device != CPU_ONLY) {
             tr_tensor back = *ts[i];
             back.data = malloc(tr_tensor_nbytes(ts[i]) + 1);
             double *b = dup(NULL, ts[i]->numel);
@@ -1070,7 +1115,7 @@ static void custom_scale_check_finite(int dtype, int device)
     host_to_tensor(ts[1], h[1]);
     CHECK(tr_op_scale_check_finite(ctx, &found, ts, 2, 1.0f) == TR_OK && found == 1, "an inf must be found (%d)",
           found);
-    if (device != TR_CPU) {
+    if (device != CPU_ONLY) {
         CHECK(tr_tensor_copy(ctx, dev[1], ts[1]) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
         CHECK(tr_op_scale_check_finite(ctx, &found_dev, dev, 2, 1.0f) == TR_OK && found_dev == 1,
               "an inf must be found on cuda:%d (%d)", device, found_dev);
@@ -1108,7 +1153,7 @@ static void test_every_op_of_the_table(void)
             int dtype = dtypes[di];
             char what[128];
             if (oc->custom) {
-                oc->custom(dtype, TR_CPU);
+                oc->custom(dtype, CPU_ONLY);
                 continue;
             }
             for (int s = 0; s < oc->nd; s++) {
@@ -1187,9 +1232,44 @@ static void test_dispatch_rules(void)
           tr_ctx_errmsg(ctx));
 }
 
+/* Device-only cases (shape numbers from 100): the head sizes the attention kernels keep in
+ * registers (32, 64, 128), dropout on the attention probabilities (its masks must be the
+ * CPU's), and GEMM shapes of the sizes models use (aligned) beside the table's odd ones. */
+static const struct {
+    const char *op;
+    int64_t dims[6];
+    float attn_dropout;
+} device_extra[] = {
+    { "attention", { 2, 37, 2, 32, 1 }, 0 },          { "attention", { 1, 19, 1, 64, 1 }, 0 },
+    { "attention", { 1, 9, 2, 128, 0 }, 0 },          { "attention", { 2, 13, 2, 32, 1 }, 0.2f },
+    { "attention_backward", { 2, 37, 2, 32, 1 }, 0 }, { "attention_backward", { 1, 19, 1, 64, 1 }, 0 },
+    { "attention_backward", { 1, 9, 2, 128, 0 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1 }, 0.2f },
+    { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
+    { "linear", { 48, 64, 96, 1 }, 0 },               { "linear_backward", { 48, 64, 96, 1 }, 0 },
+};
+enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
+
+/* Every case of op o (its table cases and the device-only ones) on `device` against the CPU. */
+static void device_cases_of(const tr_op_desc *desc, const op_case *oc, int o, int device)
+{
+    oc_seed(1000 + (uint64_t)o);
+    for (int di = 0; di < 3; di++) {
+        if (only_dtype >= 0 && dtypes[di] != only_dtype) continue;
+        if (oc->custom) {
+            oc->custom(dtypes[di], device);
+            continue;
+        }
+        for (int s = 0; s < oc->nd; s++) run_on_device(oc, desc, oc->dims[s], dtypes[di], device, s, 0);
+        for (int x = 0; x < N_DEVICE_EXTRA; x++)
+            if (strcmp(device_extra[x].op, desc->name) == 0)
+                run_on_device(oc, desc, device_extra[x].dims, dtypes[di], device, 100 + x,
+                              device_extra[x].attn_dropout);
+    }
+}
+
 /* --cuda [DTYPE]: every op's CUDA slot on every present device against its CPU slot, one
- * line per op, dtype and shape (the table's cases; DTYPE, such as f32, keeps one dtype);
- * one SKIP line per op without a GPU. */
+ * line per op, dtype and shape (the table's cases and the device-only ones; DTYPE, such
+ * as f32, keeps one dtype); one SKIP line per op without a GPU. */
 static void test_every_op_on_cuda(void)
 {
     int ndev = tr_cuda_device_count(), n_ops = tr_op_count();
@@ -1210,21 +1290,32 @@ static void test_every_op_on_cuda(void)
                 device_case_end("");
                 continue;
             }
-            oc_seed(1000 + (uint64_t)o);
-            for (int di = 0; di < 3; di++) {
-                if (only_dtype >= 0 && dtypes[di] != only_dtype) continue;
-                if (oc->custom) {
-                    oc->custom(dtypes[di], dev);
-                    continue;
-                }
-                for (int s = 0; s < oc->nd; s++) run_on_device(oc, desc, oc->dims[s], dtypes[di], dev, s);
-            }
+            device_cases_of(desc, oc, o, dev);
         }
     }
     printf("ops_table --cuda: %d passed, %d failed, %d skipped\n", device_cases_passed, device_cases_failed, skipped);
     check_case_name = "test_every_op_on_cuda";
     check_case_failed = 0;
     check_cases_failed += device_cases_failed;
+}
+
+/* The --cuda harness itself, with the CPU standing in for the device (CPU slot against CPU
+ * slot): every case copies, runs, copies back and compares without a GPU, so the GPU run
+ * meets a proven harness. Outputs must agree exactly, up to the f32 summation order of a
+ * few reductions. */
+static void test_device_harness_on_cpu(void)
+{
+    harness_quiet = 1;
+    for (int o = 0; o < tr_op_count(); o++) {
+        const op_case *oc = find_case(tr_op_at(o)->name);
+        if (oc) device_cases_of(tr_op_at(o), oc, o, TR_CPU);
+    }
+    harness_quiet = 0;
+    printf("ops_table: the device harness ran %d cases on the cpu, %d failed\n", device_cases_passed + device_cases_failed,
+           device_cases_failed);
+    check_case_name = "test_device_harness_on_cpu";
+    check_case_failed = device_cases_failed;
+    device_cases_passed = device_cases_failed = 0;
 }
 
 int main(int argc, char **argv)
@@ -1240,6 +1331,7 @@ int main(int argc, char **argv)
         RUN(test_supported);
         RUN(test_dispatch_rules);
         RUN(test_every_op_of_the_table);
+        RUN(test_device_harness_on_cpu);
     }
     tr_ctx_free(ctx);
     return check_done();
