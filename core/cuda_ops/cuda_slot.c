@@ -31,11 +31,14 @@ int tr_cslot_end(tr_cslot *s, int rc)
     for (int i = 0; i < s->nws; i++) tr_tensor_free(s->ws[i]);
     s->nws = 0;
     if (rc == TR_EINTERNAL) {
-        /* name the op and the device in front of the CUDA call's own words */
+        /* name the op and the device in front of the CUDA call's own words; a launcher's
+         * "<kernel> on CUDA: " prefix would only repeat them */
         char msg[sizeof s->err->msg];
         memcpy(msg, s->err->msg, sizeof msg);
         msg[sizeof msg - 1] = '\0';
-        snprintf(s->err->msg, sizeof s->err->msg, "%s on cuda:%d: %.1900s", s->op, s->device, msg);
+        const char *words = msg, *own = strstr(msg, " on CUDA: ");
+        if (own && own - msg < 64) words = own + strlen(" on CUDA: ");
+        snprintf(s->err->msg, sizeof s->err->msg, "%s on cuda:%d: %.1900s", s->op, s->device, words);
         s->err->status = rc;
     }
     return rc;
