@@ -1193,7 +1193,14 @@ static void test_supported(void)
         CHECK(tr_op_supported(n, TR_CPU) == 1, "%s on the cpu", n);
         CHECK(tr_op_supported(n, tr_cuda_device_count()) == 0, "%s on a device that is not there", n);
         CHECK(tr_op_supported(n, -2) == 0, "%s on device -2", n);
+        /* built: the slot is compiled in, device present or not (every op's CUDA slot in a
+         * build with the CUDA backend, none without) */
+        CHECK(tr_op_built(n, TR_CPU) == 1, "%s: no CPU slot", n);
+        CHECK(tr_op_built(n, 0) == tr_cuda_built() && tr_op_built(n, 5) == tr_cuda_built(),
+              "%s: CUDA slot built %d in a build with cuda %d", n, tr_op_built(n, 0), tr_cuda_built());
+        CHECK(tr_op_built(n, -2) == 0, "%s built for device -2", n);
     }
+    CHECK(tr_op_built("no_such_op", TR_CPU) == 0 && tr_op_built(NULL, 0) == 0, "built: unknown op");
     CHECK(tr_op_supported("no_such_op", TR_CPU) == 0, "unknown op");
     CHECK(tr_op_supported(NULL, TR_CPU) == 0, "NULL name");
     CHECK(tr_op_name(tr_op_count()) == NULL && tr_op_name(-1) == NULL, "names outside the table");
