@@ -108,8 +108,12 @@ int tr_cslot_to_host(tr_cslot *s, void *host, const void *dev, size_t bytes)
 int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes)
 {
     if (bytes == 0) return TR_OK;
-    /* From pageable memory the call returns once the bytes are staged, so the caller's
-     * (stack) buffer may go away; the copy is ordered on the stream before later kernels. */
+    /* A few bytes (an optimizer's parameter record, a tensor list, a counter) go as kernel
+     * arguments: a copy from pageable memory may wait for the stream, which would make every
+     * optimizer step synchronous. */
+    if (bytes <= 16384) return tr_k_upload_cuda(dev, host, bytes, s->stream, s->err);
+    /* Bigger ones (a batch's ids, after their check has synchronised anyway): the call
+     * returns once the pageable bytes are staged, so the host buffer may go away. */
     TR_CUDA_CHECK(s->err, cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, (cudaStream_t)s->stream));
     return TR_OK;
 }

@@ -53,7 +53,8 @@ int tr_cslot_out(tr_cslot *s, const tr_tensor *t, int dtype, int load, void **ou
 int tr_cslot_store(tr_cslot *s, const tr_tensor *t, int dtype, const void *p);
 
 /* Host <-> device bytes on the slot's stream. to_host synchronises the stream (the op's
- * result is needed on the host); to_device returns once the host buffer may be reused. */
+ * result is needed on the host); to_device returns once the host buffer may be reused and,
+ * up to 16 KiB, never waits for the stream (the bytes travel as kernel arguments). */
 int tr_cslot_to_host(tr_cslot *s, void *host, const void *dev, size_t bytes);
 int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes);
 int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes);

@@ -275,6 +275,9 @@ int tr_k_scale_mixed_cuda(void *out, int out_dt, const void *x, int x_dt, float 
 int tr_k_colsum_acc_cuda(float *out, const void *x, int x_dt, int64_t N, int64_t C, void *stream, tr_error *err);
 /* out (=) = in converted between any two of the five dtypes (core/tensor/convert.c's rules). */
 int tr_k_cast_any_cuda(void *out, int out_dt, const void *in, int in_dt, int64_t n, void *stream, tr_error *err);
+/* dst (device) = bytes of host memory src, through by-value kernel arguments (2 KiB per
+ * launch): ordered on the stream, never waiting for it; src may be reused at once. */
+int tr_k_upload_cuda(void *dst, const void *src, size_t bytes, void *stream, tr_error *err);
 /* out[n] (=, i32) = mask != 0 (any dtype), or 1 everywhere when mask is NULL. */
 int tr_k_mask_i32_cuda(int32_t *out, const void *mask, int mask_dt, int64_t n, void *stream, tr_error *err);
 

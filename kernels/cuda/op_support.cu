@@ -13,6 +13,8 @@
 #include "cuda/cuda_ops.h"
 #include "cuda/dtype.cuh"
 
+#include <string.h>
+
 enum { SUP_THREADS = 256 };
 
 /* ------------------------------------------------------------ binary ops with broadcast */
@@ -210,4 +212,32 @@ extern "C" int tr_k_mask_i32_cuda(int32_t *out, const void *mask, int mask_dt, i
     if (n == 0) return TR_OK;
     mask_i32_kernel<<<tr_cuda_grid(n, SUP_THREADS), SUP_THREADS, 0, (cudaStream_t)stream>>>(out, mask, mask_dt, n);
     return tr_cuda_launched("mask", err);
+}
+
+/* ------------------------------------------------------------ small uploads */
+
+/* A few host bytes (a multi-tensor list, a counter) reach the device as a kernel's
+ * by-value argument: a launch never waits, where cudaMemcpyAsync from pageable memory may
+ * synchronise with the stream to stage the bytes. */
+enum { UPLOAD_CHUNK = 2048 };
+struct upload_chunk {
+    unsigned char b[UPLOAD_CHUNK];
+};
+
+__global__ void upload_kernel(unsigned char *dst, upload_chunk c, int n)
+{
+    for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = c.b[i];
+}
+
+extern "C" int tr_k_upload_cuda(void *dst, const void *src, size_t bytes, void *stream, tr_error *err)
+{
+    int rc;
+    for (size_t off = 0; off < bytes; off += UPLOAD_CHUNK) {
+        const size_t n = bytes - off < UPLOAD_CHUNK ? bytes - off : UPLOAD_CHUNK;
+        upload_chunk c;
+        memcpy(c.b, (const unsigned char *)src + off, n);
+        upload_kernel<<<1, 256, 0, (cudaStream_t)stream>>>((unsigned char *)dst + off, c, (int)n);
+        if ((rc = tr_cuda_launched("upload", err))) return rc;
+    }
+    return TR_OK;
 }
