@@ -174,6 +174,14 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
         tr_error_clear(s->err);
         rc = gemm_as(s, TR_F32, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, bias, bias_dt, d);
     }
+    /* A bias epilogue over a strided batch (the bias shared by every item) may have no
+     * kernel either: the product without it, then the bias added over all batch * m rows. */
+    if (rc == TR_EINTERNAL && bias && d.batch > 1 && d.stride_c == d.m * d.n) {
+        tr_error_clear(s->err);
+        rc = gemm_as(s, TR_F32, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, NULL, TR_F32, d);
+        if (rc == TR_OK)
+            rc = tr_k_binary_bcast_cuda(c, c_dt, c, c_dt, bias, bias_dt, d.batch * d.m, d.n, 1, 0, s->stream, s->err);
+    }
     return rc;
 }
 
