@@ -6,7 +6,10 @@
 #include "cuda_slot.h"
 #include "ops_nn.h"
 
-static int gelu_approx(const tr_op_call *c) { return c->i[0] == TR_OP_GELU_TANH ? 1 : 0; }
+static int gelu_approx(const tr_op_call *c)
+{
+    return c->i[0] == TR_OP_GELU_TANH ? 1 : 0;
+}
 
 TR_CSLOT_DEFINE(gelu)
 static int gelu_body(tr_cslot *s, tr_op_call *c)
@@ -20,8 +23,8 @@ TR_CSLOT_DEFINE(gelu_backward)
 static int gelu_backward_body(tr_cslot *s, tr_op_call *c)
 {
     const tr_tensor *dx = c->t[0], *dout = c->t[1], *x = c->t[2];
-    return tr_k_gelu_bwd_cuda(dx->data, dx->dtype, dout->data, dout->dtype, x->data, x->dtype, x->numel,
-                              gelu_approx(c), s->stream, s->err);
+    return tr_k_gelu_bwd_cuda(dx->data, dx->dtype, dout->data, dout->dtype, x->data, x->dtype, x->numel, gelu_approx(c),
+                              s->stream, s->err);
 }
 
 TR_CSLOT_DEFINE(softmax)

@@ -18,7 +18,10 @@
 
 enum { ATTN_MAX_D = 128 };
 
-static float scale_of(float scale, int64_t D) { return scale > 0 ? scale : 1.0f / sqrtf((float)D); }
+static float scale_of(float scale, int64_t D)
+{
+    return scale > 0 ? scale : 1.0f / sqrtf((float)D);
+}
 
 static int want_head_dim(tr_cslot *s, int64_t D)
 {
@@ -39,7 +42,7 @@ static int common_dtype(const tr_tensor *const *ts, int n)
 
 static tr_rng_key key_of(const tr_op_call *c)
 {
-    return c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){ 0, 0, 0, 0 };
+    return c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){0, 0, 0, 0};
 }
 
 TR_CSLOT_DEFINE(attention)
@@ -49,7 +52,7 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     if ((rc = want_head_dim(s, D))) return rc;
-    const tr_tensor *all[] = { q, k, v, out };
+    const tr_tensor *all[] = {q, k, v, out};
     const int dt = common_dtype(all, 4);
     const void *Q, *K, *V;
     void *O;
@@ -58,8 +61,8 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
         return rc;
     const tr_rng_key key = key_of(c);
     if ((rc = tr_k_attention_fwd_cuda(O, lse->data, Q, K, V, dt, mask ? mask->data : NULL, mask ? mask->dtype : TR_I32,
-                                      c->f[1], key.seed, key.step, key.layer, key.op, scale_of(c->f[0], D), B, T, H,
-                                      D, s->stream, s->err)))
+                                      c->f[1], key.seed, key.step, key.layer, key.op, scale_of(c->f[0], D), B, T, H, D,
+                                      s->stream, s->err)))
         return rc;
     return tr_cslot_store(s, out, dt, O);
 }
@@ -73,7 +76,7 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     if ((rc = want_head_dim(s, D))) return rc;
-    const tr_tensor *all[] = { dq, dk, dv, dout, q, k, v };
+    const tr_tensor *all[] = {dq, dk, dv, dout, q, k, v};
     const int dt = common_dtype(all, 7);
     const void *Q, *K, *V, *DO;
     void *DQ, *DK, *DV, *O, *lse2, *scratch;

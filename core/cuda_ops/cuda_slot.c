@@ -156,7 +156,7 @@ static int gemm_as(tr_cslot *s, int ab, void *c, int c_dt, int64_t nc, const voi
     }
     d.ab_dtype = ab;
     d.c_dtype = cd;
-    d.tf32 = 0;   /* the CPU computes in f32: TF32 would differ from it by ~1e-3 */
+    d.tf32 = 0; /* the CPU computes in f32: TF32 would differ from it by ~1e-3 */
     if ((rc = tr_k_matmul_fwd_cuda(s->blas, Cw, A, B, Bi, &d, s->err))) return rc;
     if (Cw != c) rc = tr_k_cast_any_cuda(c, c_dt, Cw, cd, nc, s->stream, s->err);
     return rc;

@@ -28,8 +28,8 @@ typedef struct tr_cslot {
     tr_error *err;
     const char *op;
     int device;
-    void *state;                 /* core/device/cuda_device.h's state */
-    void *stream;                /* its cudaStream_t */
+    void *state;  /* core/device/cuda_device.h's state */
+    void *stream; /* its cudaStream_t */
     const tr_cuda_blas *blas;
     tr_tensor *ws[TR_CSLOT_MAX_WS];
     int nws;
@@ -68,14 +68,14 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
                   int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d);
 
 /* Defines the slot tr_opc_<name> around `static int name##_body(tr_cslot *s, tr_op_call *c)`. */
-#define TR_CSLOT_DEFINE(name)                                                     \
-    static int name##_body(tr_cslot *s, tr_op_call *c);                           \
-    int tr_opc_##name(tr_ctx *ctx, tr_op_call *call)                              \
-    {                                                                             \
-        tr_cslot s;                                                               \
-        int rc = tr_cslot_begin(&s, ctx, #name, call->device);                    \
-        if (rc == TR_OK) rc = name##_body(&s, call);                              \
-        return tr_cslot_end(&s, rc);                                              \
+#define TR_CSLOT_DEFINE(name)                                                                                          \
+    static int name##_body(tr_cslot *s, tr_op_call *c);                                                                \
+    int tr_opc_##name(tr_ctx *ctx, tr_op_call *call)                                                                   \
+    {                                                                                                                  \
+        tr_cslot s;                                                                                                    \
+        int rc = tr_cslot_begin(&s, ctx, #name, call->device);                                                         \
+        if (rc == TR_OK) rc = name##_body(&s, call);                                                                   \
+        return tr_cslot_end(&s, rc);                                                                                   \
     }
 
 #endif

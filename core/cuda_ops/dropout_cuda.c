@@ -12,15 +12,21 @@ static int apply(tr_cslot *s, tr_op_call *c)
 {
     const tr_tensor *out = c->t[0], *in = c->t[1];
     const float p = c->f[0];
-    const tr_rng_key key = c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){ 0, 0, 0, 0 };
+    const tr_rng_key key = c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){0, 0, 0, 0};
     return tr_k_dropout_cuda(out->data, out->dtype, in->data, in->dtype, in->numel, p, key.seed, key.step, key.layer,
                              key.op, c->u, s->stream, s->err);
 }
 
 TR_CSLOT_DEFINE(dropout)
-static int dropout_body(tr_cslot *s, tr_op_call *c) { return apply(s, c); }
+static int dropout_body(tr_cslot *s, tr_op_call *c)
+{
+    return apply(s, c);
+}
 
 TR_CSLOT_DEFINE(dropout_backward)
-static int dropout_backward_body(tr_cslot *s, tr_op_call *c) { return apply(s, c); }
+static int dropout_backward_body(tr_cslot *s, tr_op_call *c)
+{
+    return apply(s, c);
+}
 
 #endif

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 /* *t64 = the targets as int64 on the device, checked; *count = the rows not ignored. */
-static int device_targets(tr_cslot *s, const tr_tensor *targets, int64_t K, int64_t ignore_index,
-                          const int64_t **t64, int64_t *count)
+static int device_targets(tr_cslot *s, const tr_tensor *targets, int64_t K, int64_t ignore_index, const int64_t **t64,
+                          int64_t *count)
 {
     const int64_t n = targets->numel;
     const size_t es = tr_dtype_size(targets->dtype);

@@ -19,8 +19,14 @@ static int matmul_body(tr_cslot *s, tr_op_call *c)
     int64_t batch = 1;
     for (int i = 0; i < na - 2; i++) batch *= a->shape[i];
     const int b_shared = nbd == 2;
-    tr_cuda_gemm_desc d = { .m = M, .n = N, .k = K, .batch = batch, .trans_a = trans_a, .trans_b = trans_b,
-                            .alpha = c->f[0], .beta = c->f[1] };
+    tr_cuda_gemm_desc d = {.m = M,
+                           .n = N,
+                           .k = K,
+                           .batch = batch,
+                           .trans_a = trans_a,
+                           .trans_b = trans_b,
+                           .alpha = c->f[0],
+                           .beta = c->f[1]};
     if (b_shared && !trans_a) {
         /* one matrix b for every batch item and a stored row-major: one product of batch*M rows */
         d.m = batch * M;
@@ -34,8 +40,8 @@ static int matmul_body(tr_cslot *s, tr_op_call *c)
         /* no inner dimension: out = beta out + bias, which the CPU path gives too */
         return tr_fail(s->err, TR_EUSER, "matmul: the inner dimension is 0; cuBLASLt needs k >= 1");
     }
-    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, a->data, a->dtype, a->numel, b->data, b->dtype,
-                         b->numel, bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
+    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, a->data, a->dtype, a->numel, b->data, b->dtype, b->numel,
+                         bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
 }
 
 /* out[N, O] = x[N, I] w[O, I]^T + bias[O] (bias in the epilogue) */
@@ -45,9 +51,9 @@ static int linear_body(tr_cslot *s, tr_op_call *c)
     const tr_tensor *out = c->t[0], *x = c->t[1], *w = c->t[2], *bias = c->t[3];
     const int64_t O = w->shape[0], I = w->shape[1], N = O > 0 ? out->numel / O : 0;
     if (I == 0) return tr_fail(s->err, TR_EUSER, "linear: in_features is 0; cuBLASLt needs k >= 1");
-    tr_cuda_gemm_desc d = { .m = N, .n = O, .k = I, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0 };
-    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, x->data, x->dtype, x->numel, w->data, w->dtype,
-                         w->numel, bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
+    tr_cuda_gemm_desc d = {.m = N, .n = O, .k = I, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0};
+    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, x->data, x->dtype, x->numel, w->data, w->dtype, w->numel,
+                         bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
 }
 
 /* dx (=) = dout w; dw (+=, f32) += dout^T x; dbias (+=, f32) += column sums of dout */
@@ -60,14 +66,14 @@ static int linear_backward_body(tr_cslot *s, tr_op_call *c)
     const int64_t I = w ? w->shape[1] : x ? x->shape[x->ndim - 1] : 0;
     int rc = TR_OK;
     if (dx && O > 0) {
-        tr_cuda_gemm_desc d = { .m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0 };
-        rc = tr_cslot_gemm(s, dx->data, dx->dtype, dx->numel, dout->data, dout->dtype, dout->numel, w->data,
-                           w->dtype, w->numel, NULL, TR_F32, d);
+        tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0};
+        rc = tr_cslot_gemm(s, dx->data, dx->dtype, dx->numel, dout->data, dout->dtype, dout->numel, w->data, w->dtype,
+                           w->numel, NULL, TR_F32, d);
     } else if (dx) {
         rc = tr_k_fill_fwd_cuda(dx->data, 0.0f, dx->dtype, dx->numel, s->stream, s->err);
     }
     if (rc == TR_OK && dw && N > 0) {
-        tr_cuda_gemm_desc d = { .m = O, .n = I, .k = N, .batch = 1, .trans_a = 1, .alpha = 1, .beta = 1 };
+        tr_cuda_gemm_desc d = {.m = O, .n = I, .k = N, .batch = 1, .trans_a = 1, .alpha = 1, .beta = 1};
         rc = tr_cslot_gemm(s, dw->data, TR_F32, dw->numel, dout->data, dout->dtype, dout->numel, x->data, x->dtype,
                            x->numel, NULL, TR_F32, d);
     }

@@ -40,10 +40,16 @@ static int reduce(tr_cslot *s, tr_op_call *c, int mean)
 }
 
 TR_CSLOT_DEFINE(sum)
-static int sum_body(tr_cslot *s, tr_op_call *c) { return reduce(s, c, 0); }
+static int sum_body(tr_cslot *s, tr_op_call *c)
+{
+    return reduce(s, c, 0);
+}
 
 TR_CSLOT_DEFINE(mean)
-static int mean_body(tr_cslot *s, tr_op_call *c) { return reduce(s, c, 1); }
+static int mean_body(tr_cslot *s, tr_op_call *c)
+{
+    return reduce(s, c, 1);
+}
 
 /* The call's list as device records; *max_n = the largest tensor. */
 static int device_list(tr_cslot *s, tr_op_call *c, const tr_k_tensor_ref **out, int64_t *max_n)
@@ -54,7 +60,7 @@ static int device_list(tr_cslot *s, tr_op_call *c, const tr_k_tensor_ref **out, 
     *max_n = 0;
     for (int i = 0; i < n; i++) {
         const tr_tensor *t = c->list[i];
-        host[i] = (tr_k_tensor_ref){ .data = t->data, .n = t->numel, .dtype = t->dtype, .flags = 0 };
+        host[i] = (tr_k_tensor_ref){.data = t->data, .n = t->numel, .dtype = t->dtype, .flags = 0};
         if (t->numel > *max_n) *max_n = t->numel;
     }
     const size_t bytes = (size_t)n * sizeof *host;

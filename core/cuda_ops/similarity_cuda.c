@@ -7,7 +7,7 @@
 
 #include "cuda_slot.h"
 
-static const float cos_eps = 1e-12f;   /* torch.nn.functional.normalize's default, as the CPU */
+static const float cos_eps = 1e-12f; /* torch.nn.functional.normalize's default, as the CPU */
 
 TR_CSLOT_DEFINE(l2norm)
 static int l2norm_body(tr_cslot *s, tr_op_call *c)
@@ -54,7 +54,7 @@ static int cosine_sim_body(tr_cslot *s, tr_op_call *c)
     int rc;
     if (C == 0) return tr_k_fill_fwd_cuda(sim->data, 0.0f, sim->dtype, sim->numel, s->stream, s->err);
     if ((rc = normalise_both(s, a, b, &an, &bn))) return rc;
-    tr_cuda_gemm_desc d = { .m = N, .n = M, .k = C, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0 };
+    tr_cuda_gemm_desc d = {.m = N, .n = M, .k = C, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0};
     return tr_cslot_gemm(s, sim->data, sim->dtype, sim->numel, an, TR_F32, N * C, bn, TR_F32, M * C, NULL, TR_F32, d);
 }
 
@@ -75,7 +75,7 @@ static int cosine_sim_backward_body(tr_cslot *s, tr_op_call *c)
         if ((rc = tr_cslot_ws(s, rows * C, TR_F32, &dn))) return rc;
         if (other > 0) {
             /* dan = dsim bn ([N, M] [M, C]); dbn = dsim^T an (dsim stored [N, M]) */
-            tr_cuda_gemm_desc d = { .m = rows, .n = C, .k = other, .batch = 1, .trans_a = side, .alpha = 1, .beta = 0 };
+            tr_cuda_gemm_desc d = {.m = rows, .n = C, .k = other, .batch = 1, .trans_a = side, .alpha = 1, .beta = 0};
             rc = tr_cslot_gemm(s, dn, TR_F32, rows * C, dsim->data, dsim->dtype, dsim->numel, side ? an : bn, TR_F32,
                                other * C, NULL, TR_F32, d);
         } else {

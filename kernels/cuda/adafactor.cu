@@ -46,9 +46,9 @@ __device__ __forceinline__ float af_u(const float *grad, const float *v, const f
 }
 
 /* part[block] = this block's share of sum p^2 (what 0) or sum u^2 (what 1). */
-__global__ void af_partial_kernel(double *part, const float *param, const float *grad, const float *v,
-                                  const float *rf, const float *cf, int64_t n, int64_t R, int64_t C, int factored,
-                                  float inv_scale, int what)
+__global__ void af_partial_kernel(double *part, const float *param, const float *grad, const float *v, const float *rf,
+                                  const float *cf, int64_t n, int64_t R, int64_t C, int factored, float inv_scale,
+                                  int what)
 {
     __shared__ double sh[AF_THREADS];
     double s = 0;
@@ -153,8 +153,7 @@ extern "C" int tr_k_adafactor_cuda(float *param, float *exp_avg, float *row, flo
     const char *op = "adafactor";
     const int factored = row != NULL;
     const int64_t n = B * R * C;
-    if (B < 0 || R < 0 || C < 0 || (factored && (!col || (B * R > 2147483647) || B > 2147483647)) ||
-        (!factored && !v))
+    if (B < 0 || R < 0 || C < 0 || (factored && (!col || (B * R > 2147483647) || B > 2147483647)) || (!factored && !v))
         return tr_fail(err, TR_EUSER, "%s on CUDA: bad shape %lld x %lld x %lld or missing state.", op, (long long)B,
                        (long long)R, (long long)C);
     if (n == 0) return TR_OK;
@@ -185,12 +184,11 @@ extern "C" int tr_k_adafactor_cuda(float *param, float *exp_avg, float *row, flo
         if ((rc = tr_cuda_launched(op, err))) return rc;
     }
     af_partial_kernel<<<AF_PARTS, AF_THREADS, 0, s>>>(part + AF_PARTS, param, grad, v, rf, cf, n, R, C, factored, inv,
-                                                       1);
+                                                      1);
     if ((rc = tr_cuda_launched(op, err))) return rc;
     af_scalars_kernel<<<1, AF_THREADS, 0, s>>>(scal, lr_out, part, n, *args);
     if ((rc = tr_cuda_launched(op, err))) return rc;
     af_update_kernel<<<tr_cuda_grid(n, AF_THREADS), AF_THREADS, 0, s>>>(param, exp_avg, grad, v, rf, cf, scal, n, R, C,
-                                                                         factored, inv, args->beta1,
-                                                                         args->weight_decay);
+                                                                        factored, inv, args->beta1, args->weight_decay);
     return tr_cuda_launched(op, err);
 }

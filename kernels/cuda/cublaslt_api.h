@@ -14,19 +14,19 @@
 #include <cublasLt.h>
 
 /* Every function of the table, once (X-macro). */
-#define TR_CUBLASLT_FUNCTIONS(X)                                                             \
-    X(cublasLtCreate)                                                                        \
-    X(cublasLtDestroy)                                                                       \
-    X(cublasLtMatmulDescCreate)                                                              \
-    X(cublasLtMatmulDescDestroy)                                                             \
-    X(cublasLtMatmulDescSetAttribute)                                                        \
-    X(cublasLtMatrixLayoutCreate)                                                            \
-    X(cublasLtMatrixLayoutDestroy)                                                           \
-    X(cublasLtMatrixLayoutSetAttribute)                                                      \
-    X(cublasLtMatmulPreferenceCreate)                                                        \
-    X(cublasLtMatmulPreferenceDestroy)                                                       \
-    X(cublasLtMatmulPreferenceSetAttribute)                                                  \
-    X(cublasLtMatmulAlgoGetHeuristic)                                                        \
+#define TR_CUBLASLT_FUNCTIONS(X)                                                                                       \
+    X(cublasLtCreate)                                                                                                  \
+    X(cublasLtDestroy)                                                                                                 \
+    X(cublasLtMatmulDescCreate)                                                                                        \
+    X(cublasLtMatmulDescDestroy)                                                                                       \
+    X(cublasLtMatmulDescSetAttribute)                                                                                  \
+    X(cublasLtMatrixLayoutCreate)                                                                                      \
+    X(cublasLtMatrixLayoutDestroy)                                                                                     \
+    X(cublasLtMatrixLayoutSetAttribute)                                                                                \
+    X(cublasLtMatmulPreferenceCreate)                                                                                  \
+    X(cublasLtMatmulPreferenceDestroy)                                                                                 \
+    X(cublasLtMatmulPreferenceSetAttribute)                                                                            \
+    X(cublasLtMatmulAlgoGetHeuristic)                                                                                  \
     X(cublasLtMatmul)
 
 #ifdef __cplusplus
@@ -40,7 +40,7 @@ typedef struct tr_cublaslt_api {
 } tr_cublaslt_api;
 
 /* The sonames tried, in order. */
-#define TR_CUBLASLT_SONAME "libcublasLt.so.13"
+#define TR_CUBLASLT_SONAME          "libcublasLt.so.13"
 #define TR_CUBLASLT_SONAME_FALLBACK "libcublasLt.so"
 
 #endif

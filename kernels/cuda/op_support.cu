@@ -20,8 +20,8 @@ enum { SUP_THREADS = 256 };
 /* ------------------------------------------------------------ binary ops with broadcast */
 
 /* out[r, c] = a[r, c] (+ or *) b[(b_rows == 1 ? 0 : r), c] over N rows of C. */
-__global__ void binary_bcast_kernel(void *out, int out_dt, const void *a, int a_dt, const void *b, int b_dt,
-                                    int64_t N, int64_t C, int bcast, int is_mul)
+__global__ void binary_bcast_kernel(void *out, int out_dt, const void *a, int a_dt, const void *b, int b_dt, int64_t N,
+                                    int64_t C, int bcast, int is_mul)
 {
     const int64_t n = N * C;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -36,7 +36,8 @@ extern "C" int tr_k_binary_bcast_cuda(void *out, int out_dt, const void *a, int 
     const char *op = is_mul ? "mul" : "add";
     int rc;
     if ((rc = tr_cuda_want_floats(op, out_dt, a_dt, b_dt, err))) return rc;
-    if (N < 0 || C < 0) return tr_fail(err, TR_EUSER, "%s on CUDA: negative size %lld x %lld.", op, (long long)N, (long long)C);
+    if (N < 0 || C < 0)
+        return tr_fail(err, TR_EUSER, "%s on CUDA: negative size %lld x %lld.", op, (long long)N, (long long)C);
     if (N * C == 0) return TR_OK;
     binary_bcast_kernel<<<tr_cuda_grid(N * C, SUP_THREADS), SUP_THREADS, 0, (cudaStream_t)stream>>>(
         out, out_dt, a, a_dt, b, b_dt, N, C, b_broadcast != 0, is_mul != 0);
@@ -44,8 +45,8 @@ extern "C" int tr_k_binary_bcast_cuda(void *out, int out_dt, const void *a, int 
 }
 
 /* da = dout * b (=); db = dout * a (=) elementwise when b is not broadcast. */
-__global__ void mul_bwd_kernel(void *da, int da_dt, void *db, int db_dt, const void *dout, int dout_dt,
-                               const void *a, int a_dt, const void *b, int b_dt, int64_t N, int64_t C, int bcast)
+__global__ void mul_bwd_kernel(void *da, int da_dt, void *db, int db_dt, const void *dout, int dout_dt, const void *a,
+                               int a_dt, const void *b, int b_dt, int64_t N, int64_t C, int bcast)
 {
     const int64_t n = N * C;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -66,9 +67,9 @@ __global__ void mul_bwd_colsum_kernel(void *db, int db_dt, const void *dout, int
     }
 }
 
-extern "C" int tr_k_mul_bwd_cuda(void *da, int da_dt, void *db, int db_dt, const void *dout, int dout_dt,
-                                 const void *a, int a_dt, const void *b, int b_dt, int64_t N, int64_t C,
-                                 int b_broadcast, void *stream, tr_error *err)
+extern "C" int tr_k_mul_bwd_cuda(void *da, int da_dt, void *db, int db_dt, const void *dout, int dout_dt, const void *a,
+                                 int a_dt, const void *b, int b_dt, int64_t N, int64_t C, int b_broadcast, void *stream,
+                                 tr_error *err)
 {
     const char *op = "mul_backward";
     int rc;
@@ -80,12 +81,12 @@ extern "C" int tr_k_mul_bwd_cuda(void *da, int da_dt, void *db, int db_dt, const
     cudaStream_t s = (cudaStream_t)stream;
     if ((da || (db && !b_broadcast)) && N * C > 0) {
         mul_bwd_kernel<<<tr_cuda_grid(N * C, SUP_THREADS), SUP_THREADS, 0, s>>>(da, da_dt, db, db_dt, dout, dout_dt, a,
-                                                                              a_dt, b, b_dt, N, C, b_broadcast != 0);
+                                                                                a_dt, b, b_dt, N, C, b_broadcast != 0);
         if ((rc = tr_cuda_launched(op, err))) return rc;
     }
     if (db && b_broadcast) {
-        mul_bwd_colsum_kernel<<<tr_cuda_grid(C, SUP_THREADS), SUP_THREADS, 0, s>>>(db, db_dt, dout, dout_dt, a, a_dt,
-                                                                                 N, C);
+        mul_bwd_colsum_kernel<<<tr_cuda_grid(C, SUP_THREADS), SUP_THREADS, 0, s>>>(db, db_dt, dout, dout_dt, a, a_dt, N,
+                                                                                   C);
         if ((rc = tr_cuda_launched(op, err))) return rc;
     }
     return TR_OK;
@@ -110,8 +111,8 @@ extern "C" int tr_k_scale_mixed_cuda(void *out, int out_dt, const void *x, int x
     if ((rc = tr_cuda_want_floats(op, out_dt, x_dt, TR_F32, err))) return rc;
     if (n < 0) return tr_fail(err, TR_EUSER, "%s on CUDA: negative element count.", op);
     if (n == 0) return TR_OK;
-    scale_mixed_kernel<<<tr_cuda_grid(n, SUP_THREADS), SUP_THREADS, 0, (cudaStream_t)stream>>>(out, out_dt, x, x_dt,
-                                                                                             alpha, n, accumulate != 0);
+    scale_mixed_kernel<<<tr_cuda_grid(n, SUP_THREADS), SUP_THREADS, 0, (cudaStream_t)stream>>>(
+        out, out_dt, x, x_dt, alpha, n, accumulate != 0);
     return tr_cuda_launched(op, err);
 }
 
@@ -143,9 +144,12 @@ extern "C" int tr_k_colsum_acc_cuda(float *out, const void *x, int x_dt, int64_t
 __device__ __forceinline__ double ld_any(const void *p, int64_t i, int dt)
 {
     switch (dt) {
-    case TR_I32: return (double)((const int32_t *)p)[i];
-    case TR_I64: return (double)((const int64_t *)p)[i];
-    default: return (double)tr_ld_dt(p, i, dt);
+    case TR_I32:
+        return (double)((const int32_t *)p)[i];
+    case TR_I64:
+        return (double)((const int64_t *)p)[i];
+    default:
+        return (double)tr_ld_dt(p, i, dt);
     }
 }
 
@@ -162,12 +166,18 @@ __global__ void cast_any_kernel(void *out, int out_dt, const void *in, int in_dt
             const double lo = out_dt == TR_I32 ? -2147483648.0 : -9223372036854775808.0;
             const double hi = out_dt == TR_I32 ? 2147483648.0 : 9223372036854775808.0;
             int64_t r;
-            if (isnan(v)) r = 0;
-            else if (v < lo) r = out_dt == TR_I32 ? INT32_MIN : INT64_MIN;
-            else if (v >= hi) r = out_dt == TR_I32 ? INT32_MAX : INT64_MAX;
-            else r = (int64_t)v;
-            if (out_dt == TR_I32) ((int32_t *)out)[i] = (int32_t)r;
-            else ((int64_t *)out)[i] = r;
+            if (isnan(v))
+                r = 0;
+            else if (v < lo)
+                r = out_dt == TR_I32 ? INT32_MIN : INT64_MIN;
+            else if (v >= hi)
+                r = out_dt == TR_I32 ? INT32_MAX : INT64_MAX;
+            else
+                r = (int64_t)v;
+            if (out_dt == TR_I32)
+                ((int32_t *)out)[i] = (int32_t)r;
+            else
+                ((int64_t *)out)[i] = r;
         } else {
             /* integer -> float through f32, as the CPU does */
             tr_st_dt(out, i, out_dt, (float)ld_any(in, i, in_dt));
