@@ -22,7 +22,7 @@ int tr_cslot_begin(tr_cslot *s, tr_ctx *ctx, const char *op, int device)
     s->state = tr_ctx_cuda_state(ctx, device);
     if (!s->state) return s->err->status != TR_OK ? s->err->status : TR_EINTERNAL;
     s->stream = tr_cuda_stream(s->state);
-    s->blas = tr_cuda_blas_env(s->state);
+    /* s->blas stays NULL until a matrix product asks for it: that loads cuBLASLt */
     return tr_cuda_set_current(s->state, s->err);
 }
 
@@ -157,6 +157,7 @@ static int gemm_as(tr_cslot *s, int ab, void *c, int c_dt, int64_t nc, const voi
     d.ab_dtype = ab;
     d.c_dtype = cd;
     d.tf32 = 0; /* the CPU computes in f32: TF32 would differ from it by ~1e-3 */
+    if (!s->blas) s->blas = tr_cuda_blas_env(s->state);
     if ((rc = tr_k_matmul_fwd_cuda(s->blas, Cw, A, B, Bi, &d, s->err))) return rc;
     if (Cw != c) rc = tr_k_cast_any_cuda(c, c_dt, Cw, cd, nc, s->stream, s->err);
     return rc;

@@ -30,7 +30,7 @@ typedef struct tr_cslot {
     int device;
     void *state;  /* core/device/cuda_device.h's state */
     void *stream; /* its cudaStream_t */
-    const tr_cuda_blas *blas;
+    const tr_cuda_blas *blas;    /* the cuBLASLt environment, fetched (and cuBLASLt loaded) by the first GEMM */
     tr_tensor *ws[TR_CSLOT_MAX_WS];
     int nws;
 } tr_cslot;
