@@ -955,8 +955,9 @@ static const tr_rng_key attn_key = { 1234, 7, 3, 2 };
 /* The same case on `device` against the CPU: the inputs (and the starting values of
  * every accumulated output, and the NaN of every overwritten one) are copied to the
  * device with tr_tensor_copy, both slots run, the device's outputs come back and are
- * compared by normalised mean-square error (dropout: bit for bit). attn_dropout > 0
- * turns on attention's dropout with attn_key. */
+ * compared by normalised mean-square error (dropout: bit for bit); a second run on a
+ * second copy must give the same bits. attn_dropout > 0 turns on attention's dropout with
+ * attn_key. */
 static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, int device,
                           int shape, float attn_dropout)
 {
@@ -972,20 +973,27 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
         k.call.f[1] = attn_dropout;
         k.call.p = &attn_key;
     }
-    tr_tensor *dev[NT] = { 0 };
-    tr_op_call dc = k.call;
+    /* two device copies of every argument: the second run must repeat the first bit for
+     * bit (no float atomics, fixed reduction trees) */
+    tr_tensor *dev[NT] = { 0 }, *dev2[NT] = { 0 };
+    tr_op_call dc = k.call, dc2 = k.call;
     int ok = 1;
     for (int i = 0; i < desc->nargs && ok; i++) {
         if (!k.h[i]) continue;
         dev[i] = tr_tensor_new(ctx, k.t[i].ndim, k.t[i].shape, k.t[i].dtype, device, TR_TAG_ACTIVATIONS);
-        ok = dev[i] && tr_tensor_copy(ctx, dev[i], &k.t[i]) == TR_OK;
+        dev2[i] = tr_tensor_new(ctx, k.t[i].ndim, k.t[i].shape, k.t[i].dtype, device, TR_TAG_ACTIVATIONS);
+        ok = dev[i] && dev2[i] && tr_tensor_copy(ctx, dev[i], &k.t[i]) == TR_OK &&
+             tr_tensor_copy(ctx, dev2[i], &k.t[i]) == TR_OK;
         dc.t[i] = dev[i];
+        dc2.t[i] = dev2[i];
     }
     CHECK(ok, "device tensors: %s", tr_ctx_errmsg(ctx));
     int rc = ok ? tr_op_run(ctx, desc, &k.call) : TR_EINTERNAL;
     CHECK(rc == TR_OK, "cpu rc %d: %s", rc, tr_ctx_errmsg(ctx));
     int rd = ok ? tr_op_run(ctx, desc, &dc) : TR_EINTERNAL;
     CHECK(rd == TR_OK, "cuda rc %d: %s", rd, tr_ctx_errmsg(ctx));
+    int rd2 = ok && rd == TR_OK ? tr_op_run(ctx, desc, &dc2) : TR_EINTERNAL;
+    CHECK(rd2 == TR_OK, "cuda rerun rc %d: %s", rd2, tr_ctx_errmsg(ctx));
     double worst_max = 0, worst_nmse = 0;
     const char *worst = "-";
     for (int i = 0; ok && rc == TR_OK && rd == TR_OK && i < desc->nargs; i++) {
@@ -994,6 +1002,14 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
         tr_tensor host = k.t[i];
         host.data = malloc(tr_tensor_nbytes(&k.t[i]) + 1);
         CHECK(tr_tensor_copy(ctx, &host, dev[i]) == TR_OK, "copy back %s: %s", desc->args[i].name, tr_ctx_errmsg(ctx));
+        if (rd2 == TR_OK) {
+            tr_tensor again = k.t[i];
+            again.data = malloc(tr_tensor_nbytes(&k.t[i]) + 1);
+            CHECK(tr_tensor_copy(ctx, &again, dev2[i]) == TR_OK, "copy back: %s", tr_ctx_errmsg(ctx));
+            CHECK(memcmp(again.data, host.data, tr_tensor_nbytes(&host)) == 0,
+                  "%s: a second run on the same inputs gave other bits (not deterministic)", desc->args[i].name);
+            free(again.data);
+        }
         double *a = dup(NULL, n), *b = dup(NULL, n);
         tensor_to_host(a, &host);
         tensor_to_host(b, &k.t[i]);
@@ -1009,11 +1025,11 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
         if (m >= worst_max) worst_max = m, worst_nmse = e, worst = desc->args[i].name;
         free(a), free(b), free(host.data);
     }
-    for (int i = 0; i < NT; i++) tr_tensor_free(dev[i]);
+    for (int i = 0; i < NT; i++) tr_tensor_free(dev[i]), tr_tensor_free(dev2[i]);
     inst_free(&k);
     char fig[200];
-    snprintf(fig, sizeof fig, "max error %.3g (%s), nmse %.3g%s", worst_max, worst, worst_nmse,
-             exact_op(desc->name) ? ", bitwise equal" : "");
+    snprintf(fig, sizeof fig, "max error %.3g (%s), nmse %.3g%s, rerun bitwise equal", worst_max, worst, worst_nmse,
+             exact_op(desc->name) ? ", bitwise equal to the CPU" : "");
     device_case_end(fig);
 }
 
