@@ -83,7 +83,10 @@ ifeq ($(HAVE_CUDA),yes)
   NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
                 -Xcompiler -fPIC,-Wall,-Werror
-  CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -lrt -lstdc++
+  # cuBLASLt is not linked: core/device/cuda_device.c dlopens it on a device's first matrix
+  # product (linked, it costs ~150 MiB of resident memory at start, GPU or not). The rpath
+  # stays: dlopen searches it.
+  CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
 endif
 
 # Quiet by default (one line per file); `make V=1` shows the full commands.

@@ -31,7 +31,9 @@ for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bi
 strip --strip-debug "$stage/trainer" "$stage"/bin/* 2>/dev/null || true
 
 # A library stays outside the bundle when every CUDA machine has it: the C library and its
-# parts, the dynamic loader, libm, libstdc++, libgcc's, and the CUDA libraries themselves.
+# parts, the dynamic loader, libm, libstdc++, libgcc's, and the CUDA libraries themselves
+# (cuBLASLt is not even linked: the runtime dlopens libcublasLt.so.13 on the first GPU
+# matrix product, found through the rpath to the CUDA toolkit's lib64).
 system_lib() {
   case $1 in
     linux-vdso.so*|ld-linux*|libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libstdc++.so*) return 0 ;;

@@ -6,20 +6,33 @@
  * its device current and restores the caller's device afterwards: the allocator may be
  * used from code that has another device current.
  *
+ * cuBLASLt is loaded lazily (kernels/cuda/cublaslt_api.h): the binary does not link it,
+ * and the device state dlopens it, resolves its functions into the state's table and
+ * creates the handle when the device's cuBLASLt environment is first asked for (the first
+ * matrix product). A failure is kept as a message in the state and returned by every
+ * product on that device, so it is reported where it matters, not at start.
+ *
  * The whole file is compiled only with TR_HAVE_CUDA: the ASan test build has no CUDA. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_device.h"
+#include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_ops.h"
 
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct tr_cuda_state {
     int device;
     cudaStream_t stream;
     cublasLtHandle_t lt;
-    tr_cuda_blas blas;   /* what kernels see: lt, stream, workspace, plan cache */
+    tr_cuda_blas blas;   /* what kernels see: lt, api, stream, workspace, plan cache */
+    void *lt_lib;        /* dlopen handle of libcublasLt, NULL until loaded */
+    int lt_tried;        /* 1 once loading was attempted (success or the message below) */
+    tr_cublaslt_api api;
+    char lt_error[768];
 };
 
 static const char *const device_names[TR_CUDA_MAX_DEVICES] = {
@@ -127,11 +140,12 @@ static void state_destroy(struct tr_cuda_state *s)
          * kernel still uses the workspace or the handle. */
         if (s->stream) (void)cudaStreamSynchronize(s->stream);
         tr_cuda_gemm_cache_free(s->blas.cache);
-        if (s->lt) (void)cublasLtDestroy(s->lt);
+        if (s->lt) (void)s->api.cublasLtDestroy(s->lt);
         if (s->stream) (void)cudaStreamDestroy(s->stream);
         (void)cudaGetLastError();
         leave_device(s->device, prev);
     }
+    if (s->lt_lib) (void)dlclose(s->lt_lib);
     free(s);
 }
 
@@ -160,7 +174,6 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
     tr_alloc *alloc = NULL;
     void *workspace = NULL;
     if ((rc = TR_CUDA_CALL(err, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking))) != TR_OK) goto fail;
-    if ((rc = TR_CUBLAS_CALL(err, cublasLtCreate(&s->lt))) != TR_OK) goto fail;
     if ((rc = tr_cuda_gemm_cache_new(&s->blas.cache, err)) != TR_OK) goto fail;
 
     tr_raw_backend backend = {
@@ -179,7 +192,6 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
                               err)) != TR_OK)
         goto fail;
 
-    s->blas.lt = s->lt;
     s->blas.stream = s->stream;
     s->blas.workspace = workspace;
     s->blas.workspace_bytes = TR_CUDA_WORKSPACE_BYTES;
@@ -201,7 +213,66 @@ void tr_cuda_release_device(void *state) { state_destroy(state); }
 
 void *tr_cuda_stream(void *state) { return state ? (void *)((struct tr_cuda_state *)state)->stream : NULL; }
 
-void *tr_cuda_blas_env(void *state) { return state ? &((struct tr_cuda_state *)state)->blas : NULL; }
+/* ------------------------------------------------------------ cuBLASLt, loaded lazily */
+
+/* Fills s->lt_error and points the environment at it; returns nothing (the message is the result). */
+static void lt_unavailable(struct tr_cuda_state *s, const char *what)
+{
+    snprintf(s->lt_error, sizeof s->lt_error,
+             "cuBLASLt is needed for matrix products on cuda:%d but %s. Install the CUDA 13 cuBLAS library "
+             "(libcublasLt.so.13, in the CUDA toolkit's lib64 folder or the nvidia-cublas package) or add its "
+             "folder to LD_LIBRARY_PATH; or run on device \"cpu\".",
+             s->device, what);
+    s->blas.unavailable = s->lt_error;
+}
+
+/* dlopen, dlsym every function of the table, create the handle on the state's device. */
+static void lt_load(struct tr_cuda_state *s)
+{
+    char what[512];
+    s->lt_tried = 1;
+    void *lib = dlopen(TR_CUBLASLT_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        char first[256];
+        snprintf(first, sizeof first, "%s", dlerror());
+        lib = dlopen(TR_CUBLASLT_SONAME_FALLBACK, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            snprintf(what, sizeof what, "it could not be loaded (%s; then %s)", first, dlerror());
+            lt_unavailable(s, what);
+            return;
+        }
+    }
+    /* dlsym returns void *; POSIX guarantees it converts to a function pointer */
+#define TR_LT_RESOLVE(name)                                                                                  if (!(*(void **)&s->api.name = dlsym(lib, #name))) {                                                          snprintf(what, sizeof what, "the loaded library lacks %s (an older cuBLAS than CUDA 13's?)", #name);         dlclose(lib);                                                                                            lt_unavailable(s, what);                                                                                 return;                                                                                              }
+    TR_CUBLASLT_FUNCTIONS(TR_LT_RESOLVE)
+#undef TR_LT_RESOLVE
+    int prev;
+    cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
+    if (enter_device(s->device, &prev) == 0) {
+        st = s->api.cublasLtCreate(&s->lt);
+        leave_device(s->device, prev);
+    } else {
+        (void)cudaGetLastError();
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        s->lt = NULL;
+        snprintf(what, sizeof what, "cublasLtCreate failed with %s", tr_cublas_status_name(st));
+        dlclose(lib);
+        lt_unavailable(s, what);
+        return;
+    }
+    s->lt_lib = lib;
+    s->blas.lt = s->lt;
+    s->blas.api = &s->api;
+}
+
+void *tr_cuda_blas_env(void *state)
+{
+    struct tr_cuda_state *s = state;
+    if (!s) return NULL;
+    if (!s->lt_tried) lt_load(s);
+    return &s->blas;
+}
 
 int tr_cuda_state_device(void *state) { return state ? ((struct tr_cuda_state *)state)->device : -1; }
 

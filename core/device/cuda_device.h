@@ -5,8 +5,8 @@
  *
  * Ownership: tr_cuda_init_device gives the caller two things. The allocator belongs to
  * the caller, who destroys it with tr_alloc_destroy (before or after releasing the state:
- * the order does not matter). The state owns the stream, the cuBLASLt handle and the
- * GEMM plan cache; its workspace is a block of the allocator (tag workspace) that goes
+ * the order does not matter). The state owns the stream, the cuBLASLt library and handle
+ * (loaded on first use) and the GEMM plan cache; its workspace is a block of the allocator (tag workspace) that goes
  * back with the allocator, so it shows in the workspace ledger for the device's life.
  *
  * Functions exist only in builds with the CUDA backend (TR_HAVE_CUDA), except
@@ -42,7 +42,10 @@ void tr_cuda_release_device(void *state);
  * for the legacy default stream, so copies and memsets for it must be the Async forms
  * on this stream (plain cudaMemcpy/cudaMemset do not order with its kernels). */
 void *tr_cuda_stream(void *state);
-/* The tr_cuda_blas (kernels/cuda/cuda_ops.h) to pass to tr_k_matmul_fwd_cuda. */
+/* The tr_cuda_blas (kernels/cuda/cuda_ops.h) to pass to tr_k_matmul_fwd_cuda. The first
+ * call loads cuBLASLt (dlopen of libcublasLt.so.13, then libcublasLt.so) and creates the
+ * handle; when that fails, the environment's lt is NULL and its `unavailable` says why
+ * (every product on the device then returns that message as TR_EUSER). */
 void *tr_cuda_blas_env(void *state);
 /* The CUDA ordinal of the state. */
 int tr_cuda_state_device(void *state);

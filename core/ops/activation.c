@@ -5,6 +5,7 @@
  * backward reads the forward's output y, so callers keep y rather than x. */
 #include "ops_nn.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 #include "cpu/gelu.h"
 #include "cpu/softmax.h"
@@ -79,7 +80,7 @@ static int gelu_kind_check(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d)
 #define ACT_OP(name, nargs, args, check_fn, kind)                                                      \
     static int name##_check(tr_ctx *ctx, tr_op_call *c) { return check_fn(ctx, c, &tr_opd_##name); } \
     static int name##_cpu(tr_ctx *ctx, tr_op_call *c) { return run(ctx, c, kind); }                    \
-    const tr_op_desc tr_opd_##name = { #name, nargs, args, name##_check, { name##_cpu, NULL } };
+    const tr_op_desc tr_opd_##name = { #name, nargs, args, name##_check, { name##_cpu, TR_CUDA_SLOT(name) } };
 
 extern const tr_op_desc tr_opd_gelu, tr_opd_gelu_backward, tr_opd_softmax, tr_opd_softmax_backward, tr_opd_tanh,
     tr_opd_tanh_backward;

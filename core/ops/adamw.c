@@ -6,6 +6,7 @@
 
 #include "cpu/adamw.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 #include <math.h>
@@ -72,7 +73,7 @@ const tr_op_desc tr_opd_adamw = {
     { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "m", TR_ARG_ACC, TR_DT_F32, 0 }, { "v", TR_ARG_ACC, TR_DT_F32, 0 },
       { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
-    adamw_check, { adamw_cpu, NULL } };
+    adamw_check, { adamw_cpu, TR_CUDA_SLOT(adamw) } };
 
 int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m, tr_tensor *v,
                 tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,

@@ -8,6 +8,7 @@
  * draws uniform ((b*H + h)*T + i)*T + j of the key's stream. */
 #include "ops_nn.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 #include "cpu/attention.h"
 
@@ -220,7 +221,7 @@ const tr_op_desc tr_opd_attention = {
     { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "lse", TR_ARG_OUT, TR_DT_F32, 0 },
       { "q", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "k", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "v", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "mask", TR_ARG_IN, TR_DT_ANY, 1 } },
-    attention_check, { attention_cpu, NULL },
+    attention_check, { attention_cpu, TR_CUDA_SLOT(attention) },
 };
 const tr_op_desc tr_opd_attention_backward = {
     "attention_backward", 9,
@@ -229,7 +230,7 @@ const tr_op_desc tr_opd_attention_backward = {
       { "q", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "k", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "v", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "lse", TR_ARG_IN, TR_DT_F32, 0 },
       { "mask", TR_ARG_IN, TR_DT_ANY, 1 } },
-    attention_backward_check, { attention_backward_cpu, NULL },
+    attention_backward_check, { attention_backward_cpu, TR_CUDA_SLOT(attention_backward) },
 };
 
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,

@@ -3,6 +3,7 @@
 #include "ops_elem.h"
 
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 static int cast_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *in)
@@ -25,7 +26,7 @@ TR_OP_IMPL_SLOTS(cast, c->t[0], c->t[1])
 /* Between devices, tr_tensor_copy moves data; cast wants one device like every op. */
 const tr_op_desc tr_opd_cast = {
     "cast", 2, { { "out", TR_ARG_OUT, TR_DT_ANY, 0 }, { "in", TR_ARG_IN, TR_DT_ANY, 0 } },
-    cast_check, { cast_cpu, NULL } };
+    cast_check, { cast_cpu, TR_CUDA_SLOT(cast) } };
 
 int tr_op_cast(tr_ctx *ctx, tr_tensor *out, const tr_tensor *in)
 {

@@ -7,6 +7,7 @@
 
 #include "cpu/dropout.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 #include <string.h>
@@ -67,10 +68,10 @@ TR_OP_IMPL_SLOTS(dropout_backward, c->t[0], c->t[1], c->f[0], c->p, c->u)
 
 const tr_op_desc tr_opd_dropout = {
     "dropout", 2, { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 } },
-    dropout_check, { dropout_cpu, NULL } };
+    dropout_check, { dropout_cpu, TR_CUDA_SLOT(dropout) } };
 const tr_op_desc tr_opd_dropout_backward = {
     "dropout_backward", 2, { { "dx", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 } },
-    dropout_backward_check, { dropout_backward_cpu, NULL } };
+    dropout_backward_check, { dropout_backward_cpu, TR_CUDA_SLOT(dropout_backward) } };
 
 int tr_op_dropout(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float p, const tr_rng_key *key, uint64_t offset)
 {

@@ -6,6 +6,7 @@
 
 #include "cpu/elementwise.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 /* ------------------------------------------------------------ shape checks */
@@ -190,17 +191,17 @@ TR_OP_IMPL_SLOTS(axpy, c->t[0], c->t[1], c->f[0])
 TR_OP_IMPL_SLOTS(fill, c->t[0], c->f[0])
 
 const tr_op_desc tr_opd_add = { "add", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                add_check, { add_cpu, NULL } };
+                                add_check, { add_cpu, TR_CUDA_SLOT(add) } };
 const tr_op_desc tr_opd_mul = { "mul", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                mul_check, { mul_cpu, NULL } };
+                                mul_check, { mul_cpu, TR_CUDA_SLOT(mul) } };
 const tr_op_desc tr_opd_mul_backward = {
     "mul_backward", 5,
     { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dout", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-    mul_backward_check, { mul_backward_cpu, NULL } };
+    mul_backward_check, { mul_backward_cpu, TR_CUDA_SLOT(mul_backward) } };
 const tr_op_desc tr_opd_scale = { "scale", 2, { F("out", TR_ARG_OUT), F("x", TR_ARG_IN) },
-                                  scale_check, { scale_cpu, NULL } };
-const tr_op_desc tr_opd_axpy = { "axpy", 2, { F("y", TR_ARG_ACC), F("x", TR_ARG_IN) }, axpy_check, { axpy_cpu, NULL } };
-const tr_op_desc tr_opd_fill = { "fill", 1, { F("out", TR_ARG_OUT) }, fill_check, { fill_cpu, NULL } };
+                                  scale_check, { scale_cpu, TR_CUDA_SLOT(scale) } };
+const tr_op_desc tr_opd_axpy = { "axpy", 2, { F("y", TR_ARG_ACC), F("x", TR_ARG_IN) }, axpy_check, { axpy_cpu, TR_CUDA_SLOT(axpy) } };
+const tr_op_desc tr_opd_fill = { "fill", 1, { F("out", TR_ARG_OUT) }, fill_check, { fill_cpu, TR_CUDA_SLOT(fill) } };
 
 int tr_op_add(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {

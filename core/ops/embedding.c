@@ -5,6 +5,7 @@
 
 #include "cpu/embedding.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 #include <string.h>
@@ -131,12 +132,12 @@ const tr_op_desc tr_opd_embedding = {
     "embedding", 3,
     { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "ids", TR_ARG_IN, TR_DT_INDEX, 0 },
       { "table", TR_ARG_IN, TR_DT_FLOAT, 0 } },
-    embedding_check, { embedding_cpu, NULL } };
+    embedding_check, { embedding_cpu, TR_CUDA_SLOT(embedding) } };
 const tr_op_desc tr_opd_embedding_backward = {
     "embedding_backward", 3,
     { { "dtable", TR_ARG_ACC, TR_DT_FLOAT, 0 }, { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "ids", TR_ARG_IN, TR_DT_INDEX, 0 } },
-    embedding_backward_check, { embedding_backward_cpu, NULL } };
+    embedding_backward_check, { embedding_backward_cpu, TR_CUDA_SLOT(embedding_backward) } };
 
 int tr_op_embedding(tr_ctx *ctx, tr_tensor *out, const tr_tensor *ids, const tr_tensor *table)
 {

@@ -4,6 +4,7 @@
  * gradients are f32; dweight/dbias accumulate across chunks through the kernel's +=. */
 #include "ops_nn.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 #include "cpu/layernorm.h"
 
@@ -81,7 +82,7 @@ const tr_op_desc tr_opd_layernorm = {
     { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "mean", TR_ARG_OUT, TR_DT_F32, 0 },
       { "rstd", TR_ARG_OUT, TR_DT_F32, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "weight", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "bias", TR_ARG_IN, TR_DT_FLOAT, 1 } },
-    fwd_check, { fwd_cpu, NULL },
+    fwd_check, { fwd_cpu, TR_CUDA_SLOT(layernorm) },
 };
 
 int tr_op_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *mean, tr_tensor *rstd, const tr_tensor *x,
@@ -147,7 +148,7 @@ const tr_op_desc tr_opd_layernorm_backward = {
       { "dbias", TR_ARG_ACC, TR_DT_F32, 1 }, { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "x", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "weight", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "mean", TR_ARG_IN, TR_DT_F32, 0 }, { "rstd", TR_ARG_IN, TR_DT_F32, 0 } },
-    bwd_check, { bwd_cpu, NULL },
+    bwd_check, { bwd_cpu, TR_CUDA_SLOT(layernorm_backward) },
 };
 
 int tr_op_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dweight, tr_tensor *dbias,

@@ -6,6 +6,7 @@
 #include "cpu/loss.h"
 #include "cpu/reduce.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 /* ------------------------------------------------------------ checks and targets */
@@ -143,13 +144,13 @@ const tr_op_desc tr_opd_cross_entropy = {
     "cross_entropy", 4,
     { { "loss", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "lse", TR_ARG_OUT, TR_DT_F32, 0 },
       { "logits", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "targets", TR_ARG_IN, TR_DT_INDEX, 0 } },
-    cross_entropy_check, { cross_entropy_cpu, NULL } };
+    cross_entropy_check, { cross_entropy_cpu, TR_CUDA_SLOT(cross_entropy) } };
 /* dlogits may alias logits. */
 const tr_op_desc tr_opd_cross_entropy_backward = {
     "cross_entropy_backward", 4,
     { { "dlogits", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "logits", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "lse", TR_ARG_IN, TR_DT_F32, 0 }, { "targets", TR_ARG_IN, TR_DT_INDEX, 0 } },
-    cross_entropy_backward_check, { cross_entropy_backward_cpu, NULL } };
+    cross_entropy_backward_check, { cross_entropy_backward_cpu, TR_CUDA_SLOT(cross_entropy_backward) } };
 
 int tr_op_cross_entropy(tr_ctx *ctx, tr_tensor *loss, tr_tensor *lse, const tr_tensor *logits,
                         const tr_tensor *targets, int64_t ignore_index, float label_smoothing)

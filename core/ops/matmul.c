@@ -6,6 +6,7 @@
  * AVX512-BF16 anyway, see bench/bench_gemm.c. */
 #include "ops_nn.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 #include "cpu/matmul.h"
 
@@ -255,13 +256,13 @@ const tr_op_desc tr_opd_matmul = {
     "matmul", 4,
     { { "out", TR_ARG_ACC, TR_DT_FLOAT, 0 }, { "a", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "b", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "bias", TR_ARG_IN, TR_DT_FLOAT, 1 } },
-    matmul_check, { matmul_cpu, NULL },
+    matmul_check, { matmul_cpu, TR_CUDA_SLOT(matmul) },
 };
 const tr_op_desc tr_opd_linear = {
     "linear", 4,
     { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "w", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "bias", TR_ARG_IN, TR_DT_FLOAT, 1 } },
-    linear_check, { linear_cpu, NULL },
+    linear_check, { linear_cpu, TR_CUDA_SLOT(linear) },
 };
 /* x and w may be NULL when the gradient that needs them (dw, dx) is not asked for. */
 const tr_op_desc tr_opd_linear_backward = {
@@ -269,7 +270,7 @@ const tr_op_desc tr_opd_linear_backward = {
     { { "dx", TR_ARG_OUT, TR_DT_FLOAT, 1 }, { "dw", TR_ARG_ACC, TR_DT_F32, 1 },
       { "dbias", TR_ARG_ACC, TR_DT_F32, 1 }, { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "x", TR_ARG_IN, TR_DT_FLOAT, 1 }, { "w", TR_ARG_IN, TR_DT_FLOAT, 1 } },
-    linear_backward_check, { linear_backward_cpu, NULL },
+    linear_backward_check, { linear_backward_cpu, TR_CUDA_SLOT(linear_backward) },
 };
 
 int tr_op_matmul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b, const tr_tensor *bias,

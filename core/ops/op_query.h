@@ -9,6 +9,15 @@
  * name. */
 int tr_op_supported(const char *op, int device);
 
+/* 1 when this build has the CUDA backend compiled in (nvcc was found), whether or not a
+ * GPU is present; 0 otherwise. */
+int tr_cuda_built(void);
+
+/* 1 when the op named `op` has an implementation compiled for `device`'s backend (TR_CPU:
+ * the CPU slot; a CUDA ordinal: the CUDA slot), whether or not that device is present in
+ * this process (tr_op_supported also asks that); 0 otherwise, and for an unknown name. */
+int tr_op_built(const char *op, int device);
+
 /* The number of ops in the table, and the name of op i (0 <= i < count; NULL outside). */
 int tr_op_count(void);
 const char *tr_op_name(int i);

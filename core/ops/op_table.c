@@ -42,6 +42,22 @@ static int device_present(int device)
     return device == TR_CPU || (device >= 0 && device < tr_cuda_device_count());
 }
 
+int tr_cuda_built(void)
+{
+#ifdef TR_HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int tr_op_built(const char *op, int device)
+{
+    const tr_op_desc *d = tr_op_find(op);
+    if (!d || (device != TR_CPU && device < 0)) return 0;
+    return d->slot[slot_of(device)] != NULL;
+}
+
 int tr_op_supported(const char *op, int device)
 {
     const tr_op_desc *d = tr_op_find(op);

@@ -6,6 +6,7 @@
 
 #include "cpu/pair_features.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 static void release_all(tr_ctx *ctx, tr_stage *v, int n)
@@ -105,13 +106,13 @@ TR_OP_IMPL_SLOTS(abs_diff_backward, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4])
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
 
 const tr_op_desc tr_opd_copy_cols = { "copy_cols", 2, { F("dst", TR_ARG_ACC), F("src", TR_ARG_IN) },
-                                      copy_cols_check, { copy_cols_cpu, NULL } };
+                                      copy_cols_check, { copy_cols_cpu, TR_CUDA_SLOT(copy_cols) } };
 const tr_op_desc tr_opd_abs_diff = { "abs_diff", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                     abs_diff_check, { abs_diff_cpu, NULL } };
+                                     abs_diff_check, { abs_diff_cpu, TR_CUDA_SLOT(abs_diff) } };
 const tr_op_desc tr_opd_abs_diff_backward = {
     "abs_diff_backward", 5,
     { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dout", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-    abs_diff_backward_check, { abs_diff_backward_cpu, NULL } };
+    abs_diff_backward_check, { abs_diff_backward_cpu, TR_CUDA_SLOT(abs_diff_backward) } };
 
 int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
                     int64_t ncols, int accumulate)

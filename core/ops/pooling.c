@@ -6,6 +6,7 @@
 
 #include "cpu/pooling.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 /* ------------------------------------------------------------ checks and mask */
@@ -119,12 +120,12 @@ const tr_op_desc tr_opd_pool = {
     "pool", 3,
     { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "hidden", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "mask", TR_ARG_IN, TR_DT_MASK, 1 } },
-    pool_check, { pool_cpu, NULL } };
+    pool_check, { pool_cpu, TR_CUDA_SLOT(pool) } };
 const tr_op_desc tr_opd_pool_backward = {
     "pool_backward", 4,
     { { "dhidden", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "hidden", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "mask", TR_ARG_IN, TR_DT_MASK, 1 } },
-    pool_backward_check, { pool_backward_cpu, NULL } };
+    pool_backward_check, { pool_backward_cpu, TR_CUDA_SLOT(pool_backward) } };
 
 int tr_op_pool(tr_ctx *ctx, tr_tensor *out, const tr_tensor *hidden, const tr_tensor *mask, int mode)
 {

@@ -8,6 +8,7 @@
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 #include <math.h>
@@ -164,14 +165,14 @@ TR_OP_IMPL_SLOTS(scale_check_finite, c->res, c->list, c->nlist, c->f[0])
 
 const tr_op_desc tr_opd_sum = {
     "sum", 2, { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 } },
-    sum_check, { sum_cpu, NULL } };
+    sum_check, { sum_cpu, TR_CUDA_SLOT(sum) } };
 const tr_op_desc tr_opd_mean = {
     "mean", 2, { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "x", TR_ARG_IN, TR_DT_FLOAT, 0 } },
-    mean_check, { mean_cpu, NULL } };
+    mean_check, { mean_cpu, TR_CUDA_SLOT(mean) } };
 /* The list ops take their tensors as call->list (checked by check_list). */
-const tr_op_desc tr_opd_global_norm = { "global_norm", 0, { { 0 } }, global_norm_check, { global_norm_cpu, NULL } };
+const tr_op_desc tr_opd_global_norm = { "global_norm", 0, { { 0 } }, global_norm_check, { global_norm_cpu, TR_CUDA_SLOT(global_norm) } };
 const tr_op_desc tr_opd_scale_check_finite = { "scale_check_finite", 0, { { 0 } }, scale_check_finite_check,
-                                               { scale_check_finite_cpu, NULL } };
+                                               { scale_check_finite_cpu, TR_CUDA_SLOT(scale_check_finite) } };
 
 int tr_op_sum(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
 {

@@ -6,6 +6,7 @@
 
 #include "cpu/sgd_adafactor.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 #include <math.h>
@@ -179,14 +180,14 @@ const tr_op_desc tr_opd_sgd = {
     "sgd", 4,
     { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "momentum_buf", TR_ARG_ACC, TR_DT_F32, 1 }, { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
-    sgd_check, { sgd_cpu, NULL } };
+    sgd_check, { sgd_cpu, TR_CUDA_SLOT(sgd) } };
 const tr_op_desc tr_opd_adafactor = {
     "adafactor", 7,
     { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "exp_avg", TR_ARG_ACC, TR_DT_F32, 1 }, { "row", TR_ARG_ACC, TR_DT_F32, 1 },
       { "col", TR_ARG_ACC, TR_DT_F32, 1 }, { "v", TR_ARG_ACC, TR_DT_F32, 1 },
       { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
-    adafactor_check, { adafactor_cpu, NULL } };
+    adafactor_check, { adafactor_cpu, TR_CUDA_SLOT(adafactor) } };
 
 int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
               float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,

@@ -5,6 +5,7 @@
 
 #include "cpu/similarity.h"
 #include "op_stage.h"
+#include "op_cuda.h"
 #include "op_table.h"
 
 static const float cos_eps = 1e-12f;   /* torch.nn.functional.normalize's default */
@@ -169,16 +170,16 @@ TR_OP_IMPL_SLOTS(cosine_sim_backward, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
 
 const tr_op_desc tr_opd_l2norm = { "l2norm", 2, { F("out", TR_ARG_OUT), F("x", TR_ARG_IN) },
-                                   l2norm_check, { l2norm_cpu, NULL } };
+                                   l2norm_check, { l2norm_cpu, TR_CUDA_SLOT(l2norm) } };
 const tr_op_desc tr_opd_l2norm_backward = {
     "l2norm_backward", 3, { F("dx", TR_ARG_OUT), F("dout", TR_ARG_IN), F("x", TR_ARG_IN) },
-    l2norm_backward_check, { l2norm_backward_cpu, NULL } };
+    l2norm_backward_check, { l2norm_backward_cpu, TR_CUDA_SLOT(l2norm_backward) } };
 const tr_op_desc tr_opd_cosine_sim = { "cosine_sim", 3, { F("sim", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                       cosine_sim_check, { cosine_sim_cpu, NULL } };
+                                       cosine_sim_check, { cosine_sim_cpu, TR_CUDA_SLOT(cosine_sim) } };
 const tr_op_desc tr_opd_cosine_sim_backward = {
     "cosine_sim_backward", 5,
     { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dsim", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-    cosine_sim_backward_check, { cosine_sim_backward_cpu, NULL } };
+    cosine_sim_backward_check, { cosine_sim_backward_cpu, TR_CUDA_SLOT(cosine_sim_backward) } };
 
 int tr_op_l2norm(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float eps)
 {

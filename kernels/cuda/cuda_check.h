@@ -37,16 +37,35 @@ static inline int tr_cuda_status(cudaError_t e, tr_error *err, const char *stmt,
                    file, line, stmt, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
+/* The status's name without calling into cuBLASLt (the library is loaded lazily, and a
+ * failure to load it must still be describable). */
+static inline const char *tr_cublas_status_name(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED (the handle was not created)";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED (out of memory)";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE (an unsupported value or size)";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH (the GPU lacks a needed feature)";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED (a kernel failed to run)";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED (no kernel for this combination)";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "an unknown cuBLAS status";
+    }
+}
+
 static inline int tr_cublas_status(cublasStatus_t s, tr_error *err, const char *stmt,
                                    const char *file, int line)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return TR_OK;
     (void)cudaGetLastError();
     return tr_fail(err, s == CUBLAS_STATUS_ALLOC_FAILED ? TR_EOOM : TR_EINTERNAL,
-                   "cuBLASLt call failed at %s:%d: `%s` returned %s (%s). NOT_SUPPORTED or "
+                   "cuBLASLt call failed at %s:%d: `%s` returned %s (status %d). NOT_SUPPORTED or "
                    "INVALID_VALUE mean this combination of dtypes, transposes, alignment or "
                    "epilogue has no cuBLASLt kernel on this GPU.",
-                   file, line, stmt, cublasLtGetStatusName(s), cublasLtGetStatusString(s));
+                   file, line, stmt, tr_cublas_status_name(s), (int)s);
 }
 
 /* ------------------------------------------------------------ macros */

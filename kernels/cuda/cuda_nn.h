@@ -238,6 +238,49 @@ int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void *dout, cons
                             int64_t B, int64_t T, int64_t H, int64_t D, float *scratch, void *stream,
                             tr_error *err);
 
+/* ------------------------------------------------------------ adafactor (adafactor.cu) */
+
+typedef struct tr_k_adafactor_args {
+    double rel;                 /* the step size before scale_parameter: lr, or the relative step */
+    float eps1, eps2, clip_threshold, beta1, weight_decay;
+    float beta2t;               /* 1 - t^decay_rate, computed by the host in double as the CPU */
+    float grad_scale;           /* the loss scale the gradients still carry (1: none) */
+    int32_t scale_parameter;
+} tr_k_adafactor_args;
+
+/* Scratch (f32 elements) of an Adafactor step over B matrices [R, C] (a vector: B = R = 1). */
+int64_t tr_k_adafactor_scratch_cuda(int64_t B, int64_t R, int64_t C);
+/* One transformers Adafactor step in place (kernels/cpu/sgd_adafactor_impl.h's formula):
+ * param, exp_avg (NULL: beta1 None), row [B*R] and col [B*C] (factored) or v [n] (row and
+ * col NULL), all f32 (+= / updated), grad f32. *lr_out (device f32, may be NULL) receives
+ * the learning rate used. */
+int tr_k_adafactor_cuda(float *param, float *exp_avg, float *row, float *col, float *v, const float *grad, int64_t B,
+                        int64_t R, int64_t C, const tr_k_adafactor_args *args, float *scratch, float *lr_out,
+                        void *stream, tr_error *err);
+
+/* ------------------------------------------------------------ op support (op_support.cu) */
+/* The small kernels the op table's CUDA slots (core/cuda_ops/) need besides the above. */
+
+/* out[N,C] (=) = a (+ or * with is_mul) b, b [N,C] or a vector [C] broadcast over the rows. */
+int tr_k_binary_bcast_cuda(void *out, int out_dt, const void *a, int a_dt, const void *b, int b_dt, int64_t N,
+                           int64_t C, int b_broadcast, int is_mul, void *stream, tr_error *err);
+/* da (=) = dout * b; db (=) = dout * a, or its column sums when b was broadcast; either NULL. */
+int tr_k_mul_bwd_cuda(void *da, int da_dt, void *db, int db_dt, const void *dout, int dout_dt, const void *a,
+                      int a_dt, const void *b, int b_dt, int64_t N, int64_t C, int b_broadcast, void *stream,
+                      tr_error *err);
+/* out (=) = alpha * x, or out (+=) += alpha * x with accumulate; each its own dtype. */
+int tr_k_scale_mixed_cuda(void *out, int out_dt, const void *x, int x_dt, float alpha, int64_t n, int accumulate,
+                          void *stream, tr_error *err);
+/* out[C] (+=, f32) += the column sums of x [N, C] (a bias gradient). */
+int tr_k_colsum_acc_cuda(float *out, const void *x, int x_dt, int64_t N, int64_t C, void *stream, tr_error *err);
+/* out (=) = in converted between any two of the five dtypes (core/tensor/convert.c's rules). */
+int tr_k_cast_any_cuda(void *out, int out_dt, const void *in, int in_dt, int64_t n, void *stream, tr_error *err);
+/* dst (device) = bytes of host memory src, through by-value kernel arguments (2 KiB per
+ * launch): ordered on the stream, never waiting for it; src may be reused at once. */
+int tr_k_upload_cuda(void *dst, const void *src, size_t bytes, void *stream, tr_error *err);
+/* out[n] (=, i32) = mask != 0 (any dtype), or 1 everywhere when mask is NULL. */
+int tr_k_mask_i32_cuda(int32_t *out, const void *mask, int mask_dt, int64_t n, void *stream, tr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

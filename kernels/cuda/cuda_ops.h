@@ -36,7 +36,9 @@ extern "C" {
 /* What a GEMM needs from the device: owned by the device state (core/device/cuda_device.c),
  * which hands out a pointer to it (tr_cuda_blas_env). */
 typedef struct tr_cuda_blas {
-    void *lt;                  /* cublasLtHandle_t */
+    void *lt;                  /* cublasLtHandle_t; NULL until cuBLASLt is loaded (lazily) */
+    const void *api;           /* the tr_cublaslt_api (cublaslt_api.h) it was loaded into */
+    const char *unavailable;   /* why cuBLASLt could not be loaded (a whole message), or NULL */
     void *stream;              /* cudaStream_t every matmul runs on */
     void *workspace;           /* device memory cuBLASLt may use */
     uint64_t workspace_bytes;

@@ -12,6 +12,7 @@
  * strides, dtypes, transposes, epilogue and on the alignment of every pointer (the
  * heuristic excludes kernels that need more alignment than we declare), so all of those
  * form the key. The bias pointer itself is set on the descriptor at each call. */
+#include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_ops.h"
 
@@ -30,6 +31,7 @@ struct gemm_key {
 struct gemm_plan {
     gemm_key key;
     int live;
+    const tr_cublaslt_api *api; /* the device's cuBLASLt table, which made (and destroys) the plan */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
     cublasLtMatmulAlgo_t algo;
@@ -46,10 +48,11 @@ struct gemm_cache {
 static void plan_destroy(gemm_plan *p)
 {
     /* Destroy calls only fail for a NULL or already destroyed object; nothing to report. */
-    if (p->lc) (void)cublasLtMatrixLayoutDestroy(p->lc);
-    if (p->lb) (void)cublasLtMatrixLayoutDestroy(p->lb);
-    if (p->la) (void)cublasLtMatrixLayoutDestroy(p->la);
-    if (p->op) (void)cublasLtMatmulDescDestroy(p->op);
+    const tr_cublaslt_api *api = p->api;
+    if (api && p->lc) (void)api->cublasLtMatrixLayoutDestroy(p->lc);
+    if (api && p->lb) (void)api->cublasLtMatrixLayoutDestroy(p->lb);
+    if (api && p->la) (void)api->cublasLtMatrixLayoutDestroy(p->la);
+    if (api && p->op) (void)api->cublasLtMatmulDescDestroy(p->op);
     memset(p, 0, sizeof *p);
 }
 
@@ -96,15 +99,15 @@ static int64_t alignment_of(const void *p, int64_t stride_bytes, int64_t batch)
     return (int64_t)(bits & (~bits + 1));
 }
 
-static int layout_new(cublasLtMatrixLayout_t *out, int dtype, int64_t rows, int64_t cols, int64_t batch,
-                      int64_t stride, tr_error *err)
+static int layout_new(const tr_cublaslt_api *api, cublasLtMatrixLayout_t *out, int dtype, int64_t rows,
+                      int64_t cols, int64_t batch, int64_t stride, tr_error *err)
 {
-    TR_CUBLAS_CHECK(err, cublasLtMatrixLayoutCreate(out, cuda_type(dtype), (uint64_t)rows, (uint64_t)cols, rows));
+    TR_CUBLAS_CHECK(err, api->cublasLtMatrixLayoutCreate(out, cuda_type(dtype), (uint64_t)rows, (uint64_t)cols, rows));
     if (batch > 1) {
         int32_t count = (int32_t)batch;
-        TR_CUBLAS_CHECK(err, cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+        TR_CUBLAS_CHECK(err, api->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                               sizeof count));
-        TR_CUBLAS_CHECK(err, cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+        TR_CUBLAS_CHECK(err, api->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                                               &stride, sizeof stride));
     }
     return TR_OK;
@@ -115,53 +118,55 @@ static int layout_new(cublasLtMatrixLayout_t *out, int dtype, int64_t rows, int6
 static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env, const void *bias,
                       tr_error *err)
 {
+    const tr_cublaslt_api *api = (const tr_cublaslt_api *)env->api;
     p->key = *key;
+    p->api = api;
     cublasComputeType_t compute = key->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    TR_CUBLAS_CHECK(err, cublasLtMatmulDescCreate(&p->op, compute, CUDA_R_32F));
+    TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescCreate(&p->op, compute, CUDA_R_32F));
     cublasOperation_t ta = key->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
     cublasOperation_t tb = key->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    TR_CUBLAS_CHECK(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    TR_CUBLAS_CHECK(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (key->has_bias) {
         uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
         int32_t bias_type = (int32_t)cuda_type((int)key->c_dtype);
-        TR_CUBLAS_CHECK(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        TR_CUBLAS_CHECK(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+        TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                             sizeof bias_type));
         /* The heuristic reads the pointer's alignment. */
-        TR_CUBLAS_CHECK(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+        TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                             sizeof bias));
     }
     const int64_t m = key->m, n = key->n, k = key->k, batch = key->batch;
     int rc;
-    if ((rc = layout_new(&p->la, (int)key->ab_dtype, key->trans_b ? k : n, key->trans_b ? n : k, batch,
+    if ((rc = layout_new(api, &p->la, (int)key->ab_dtype, key->trans_b ? k : n, key->trans_b ? n : k, batch,
                          key->stride_b, err)) != TR_OK)
         return rc;
-    if ((rc = layout_new(&p->lb, (int)key->ab_dtype, key->trans_a ? m : k, key->trans_a ? k : m, batch,
+    if ((rc = layout_new(api, &p->lb, (int)key->ab_dtype, key->trans_a ? m : k, key->trans_a ? k : m, batch,
                          key->stride_a, err)) != TR_OK)
         return rc;
-    if ((rc = layout_new(&p->lc, (int)key->c_dtype, n, m, batch, key->stride_c, err)) != TR_OK) return rc;
+    if ((rc = layout_new(api, &p->lc, (int)key->c_dtype, n, m, batch, key->stride_c, err)) != TR_OK) return rc;
 
     cublasLtMatmulPreference_t pref;
-    TR_CUBLAS_CHECK(err, cublasLtMatmulPreferenceCreate(&pref));
+    TR_CUBLAS_CHECK(err, api->cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = env->workspace_bytes;
     uint32_t al_a = (uint32_t)key->align_b, al_b = (uint32_t)key->align_a, al_c = (uint32_t)key->align_c;
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     cublasLtHandle_t lt = (cublasLtHandle_t)env->lt;
-    if ((rc = TR_CUBLAS_CALL(err, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+    if ((rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                        &ws, sizeof ws))) == TR_OK &&
-        (rc = TR_CUBLAS_CALL(err, cublasLtMatmulPreferenceSetAttribute(
+        (rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulPreferenceSetAttribute(
                                       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a))) == TR_OK &&
-        (rc = TR_CUBLAS_CALL(err, cublasLtMatmulPreferenceSetAttribute(
+        (rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulPreferenceSetAttribute(
                                       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b))) == TR_OK &&
-        (rc = TR_CUBLAS_CALL(err, cublasLtMatmulPreferenceSetAttribute(
+        (rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulPreferenceSetAttribute(
                                       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c))) == TR_OK &&
-        (rc = TR_CUBLAS_CALL(err, cublasLtMatmulPreferenceSetAttribute(
+        (rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulPreferenceSetAttribute(
                                       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c))) == TR_OK)
-        rc = TR_CUBLAS_CALL(err, cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
+        rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
                                                                 &result, &found));
-    (void)cublasLtMatmulPreferenceDestroy(pref);
+    (void)api->cublasLtMatmulPreferenceDestroy(pref);
     if (rc != TR_OK) return rc;
     if (found < 1)
         return tr_fail(err, TR_EINTERNAL,
@@ -182,7 +187,8 @@ static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env
 static int check_desc(const tr_cuda_blas *env, void *c, const void *a, const void *b, const tr_cuda_gemm_desc *d,
                       tr_error *err)
 {
-    if (!env || !env->lt || !d)
+    if (env && !env->lt && env->unavailable) return tr_fail(err, TR_EUSER, "%s", env->unavailable);
+    if (!env || !env->lt || !env->api || !d)
         return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: NULL %s.", !d ? "descriptor" : "cuBLASLt environment");
     if (d->m < 0 || d->n < 0 || d->k < 1 || d->batch < 1)
         return tr_fail(err, TR_EUSER,
@@ -259,10 +265,10 @@ extern "C" int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void
     }
 
     if (bias)
-        rc = TR_CUBLAS_CALL(err, cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+        rc = TR_CUBLAS_CALL(err, plan->api->cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                                 sizeof bias));
     if (rc == TR_OK)
-        rc = TR_CUBLAS_CALL(err, cublasLtMatmul((cublasLtHandle_t)env->lt, plan->op, &d->alpha, b, plan->la, a,
+        rc = TR_CUBLAS_CALL(err, plan->api->cublasLtMatmul((cublasLtHandle_t)env->lt, plan->op, &d->alpha, b, plan->la, a,
                                                 plan->lb, &d->beta, c, plan->lc, c, plan->lc, &plan->algo,
                                                 env->workspace, (size_t)env->workspace_bytes,
                                                 (cudaStream_t)env->stream));

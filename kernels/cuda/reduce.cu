@@ -77,6 +77,8 @@ __global__ void mt_scale_kernel(const tr_k_tensor_ref *list, float scale, const 
         const float v = tr_ld_dt(r.data, i, r.dtype) * k;
         bad |= !isfinite(v);
         tr_st_dt(r.data, i, r.dtype, v);
+        /* a finite f32 may still overflow a half dtype: check what was stored, as the CPU */
+        if (r.dtype != TR_F32) bad |= !isfinite(tr_ld_dt(r.data, i, r.dtype));
     }
     if (found && __syncthreads_or(bad) && threadIdx.x == 0) *found = 1;
 }

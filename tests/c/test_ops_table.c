@@ -8,9 +8,12 @@
  *     reference (L = sum dout * out), accumulating gradients (+=) from a random start;
  *   - outputs start as NaN (an op that reads an output it should only write fails);
  *     guard sentinels around every tensor's data; inputs must come back unchanged;
- *   - on every other backend that tr_op_supported says is built and present, the same
- *     cases against the CPU's outputs (normalised mean-square error); otherwise one SKIP
- *     line per op and backend.
+ *   - the CUDA backend, with --cuda (tests/gpu/run.sh, from the GPU bundle): every op's
+ *     CUDA slot on every present device, the same cases copied there with
+ *     tr_tensor_copy, against the CPU slot's outputs (normalised mean-square error, 1e-7
+ *     in f32 and 1e-4 in half; the dropout ops bit for bit), one PASS/FAIL line per op,
+ *     dtype and shape with the error figures; without a GPU one SKIP line per op, and in
+ *     the normal run one SKIP line per op (never a pass).
  * It asserts that it covered every op in the table (iterating the table) and prints the
  * count. Checks the table does not express (argument errors and their messages,
  * workspace bounds on big tensors, dropout regeneration) stay in test_ops_elem.c and
@@ -76,7 +79,7 @@ typedef struct op_case {
     int nd;
     int64_t dims[4][6];
     double tol;                                         /* multiplies the per-dtype tolerance; 0 means 1 */
-    void (*custom)(int dtype);                          /* ops over tensor lists */
+    void (*custom)(int dtype, int device);              /* ops over tensor lists (device: see there) */
 } op_case;
 
 #define A(n, ...) ((arg_spec){ n, { __VA_ARGS__ }, RND, 0, 0 })
@@ -502,7 +505,7 @@ static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
 {
     int nt = tr_k_attention_threads();
     double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], nt));
-    int32_t m[64];
+    int32_t m[1024];   /* B * T of every case, the device-only ones included */
     mask32(m, t[5], d[0] * d[1]);
     tr_k_attention_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, 1 / sqrt((double)d[3]), d[0],
                            d[1], d[2], d[3], scr, nt);
@@ -517,8 +520,10 @@ static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 
 /* ------------------------------------------------------------ list ops */
 
-static void custom_global_norm(int dtype);
-static void custom_scale_check_finite(int dtype);
+static void custom_global_norm(int dtype, int device);
+static void custom_scale_check_finite(int dtype, int device);
+/* The device argument of the list ops' cases when they check the CPU slot alone. */
+enum { CPU_ONLY = -100 };
 
 /* ------------------------------------------------------------ the cases */
 
@@ -859,94 +864,290 @@ static void run_backward(const op_case *oc, const tr_op_desc *desc, const int64_
 
 static int skipped;
 
-/* The same case on `device` against the CPU, by normalised mean-square error. */
-static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, int device,
-                          const char *what)
+/* --cuda (tests/gpu/run.sh): only the CUDA slots against the CPU's, one PASS/FAIL line per
+ * op, dtype and shape with its error figures; SKIP lines when no GPU is present. */
+static int device_only;
+static int only_dtype = -1;   /* --cuda f32: that dtype only (the smaller pass under compute-sanitizer) */
+static int device_cases_passed, device_cases_failed;
+
+/* The dropout ops' masks must be the CPU's bit for bit: their outputs compare exactly. */
+static int exact_op(const char *op) { return strncmp(op, "dropout", 7) == 0; }
+
+/* max |a - b| / max(floor, max |b|), equal values (infinities too) counting 0. */
+static double max_err(const double *a, const double *b, int64_t n, double floor)
 {
+    double num = 0, den = floor;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] == b[i] ? 0 : fabs(a[i] - b[i]);
+        if (d != d) return INFINITY;
+        if (d > num) num = d;
+        if (fabs(b[i]) > den) den = fabs(b[i]);
+    }
+    return num / den;
+}
+
+/* nmse with equal values (infinities too) counting 0. */
+static double nmse_of(const double *a, const double *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] == b[i] ? 0 : a[i] - b[i];
+        num += d * d;
+        if (isfinite(b[i])) den += b[i] * b[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+/* Opens one device case: its own line ("ops_table.<op>.cuda:<d> <dtype> shape <s>"). */
+static char device_case[160];
+static void device_case_begin(const char *op, int device, int dtype, int shape)
+{
+    char dev[32];
+    tr_op_device_name(dev, sizeof dev, device);
+    snprintf(device_case, sizeof device_case, "ops_table.%s.%s %s shape %d", op, dev, tr_dtype_name(dtype), shape);
+    check_case_name = device_case;
+    check_case_failed = 0;
+}
+
+/* The harness's own check (the normal run): the device cases with the CPU standing in for
+ * the device, quietly; only a FAIL prints. */
+static int harness_quiet;
+
+static void device_case_end(const char *figures)
+{
+    if (check_case_failed) {
+        device_cases_failed++;
+    } else {
+        if (!harness_quiet) printf("PASS %s: %s\n", device_case, figures);
+        device_cases_passed++;
+    }
+    fflush(stdout);
+}
+
+/* A backward's inputs as its forward makes them: the forward's inputs, and its saved
+ * outputs from the f64 reference (attention's lse must belong to its q and k), rounded to
+ * each tensor's dtype. */
+static void backward_inputs(const op_case *oc, const int64_t *d, int dtype, inst *k)
+{
+    const op_case *fc = find_case(oc->fwd);
+    const tr_op_desc *fdesc = tr_op_find(oc->fwd);
+    CHECK(fc && fdesc, "forward %s has no case", oc->fwd);
+    if (!fc || !fdesc) return;
+    inst f;
+    inst_make(&f, fc, fdesc, d, dtype);
+    double *saved[NT] = { 0 };
+    for (int i = 0; i < fdesc->nargs; i++) saved[i] = f.h[i] ? dup(f.h[i], f.t[i].numel) : NULL;
+    fc->ref(saved, d, &f.call);
+    for (int i = 0; i < k->desc->nargs; i++) {
+        int m = oc->map[i], j = m % 100;
+        if (!k->h[i] || m < 300) continue;
+        memcpy(k->h[i], m >= 400 ? saved[j] : f.h[j], sizeof(double) * (size_t)k->t[i].numel);
+        quantize(k->h[i], k->t[i].numel, k->t[i].dtype);
+        host_to_tensor(&k->t[i], k->h[i]);
+    }
+    for (int i = 0; i < NT; i++) free(saved[i]);
+    inst_free(&f);
+}
+
+/* The key of the device-only attention cases with dropout. */
+static const tr_rng_key attn_key = { 1234, 7, 3, 2 };
+
+/* The same case on `device` against the CPU: the inputs (and the starting values of
+ * every accumulated output, and the NaN of every overwritten one) are copied to the
+ * device with tr_tensor_copy, both slots run, the device's outputs come back and are
+ * compared by normalised mean-square error (dropout: bit for bit); a second run on a
+ * second copy must give the same bits. attn_dropout > 0 turns on attention's dropout with
+ * attn_key. */
+static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, int device,
+                          int shape, float attn_dropout)
+{
+    device_case_begin(desc->name, device, dtype, shape);
+    if (attn_dropout > 0) {
+        size_t len = strlen(device_case);
+        snprintf(device_case + len, sizeof device_case - len, " dropout %g", (double)attn_dropout);
+    }
     inst k;
     inst_make(&k, oc, desc, d, dtype);
-    tr_tensor *dev[NT] = { 0 };
-    tr_op_call dc = k.call;
+    if (oc->fwd) backward_inputs(oc, d, dtype, &k);
+    if (attn_dropout > 0) {
+        k.call.f[1] = attn_dropout;
+        k.call.p = &attn_key;
+    }
+    /* two device copies of every argument: the second run must repeat the first bit for
+     * bit (no float atomics, fixed reduction trees) */
+    tr_tensor *dev[NT] = { 0 }, *dev2[NT] = { 0 };
+    tr_op_call dc = k.call, dc2 = k.call;
     int ok = 1;
     for (int i = 0; i < desc->nargs && ok; i++) {
         if (!k.h[i]) continue;
         dev[i] = tr_tensor_new(ctx, k.t[i].ndim, k.t[i].shape, k.t[i].dtype, device, TR_TAG_ACTIVATIONS);
-        ok = dev[i] && tr_tensor_write(ctx, dev[i], k.t[i].data, tr_tensor_nbytes(&k.t[i])) == TR_OK;
+        dev2[i] = tr_tensor_new(ctx, k.t[i].ndim, k.t[i].shape, k.t[i].dtype, device, TR_TAG_ACTIVATIONS);
+        ok = dev[i] && dev2[i] && tr_tensor_copy(ctx, dev[i], &k.t[i]) == TR_OK &&
+             tr_tensor_copy(ctx, dev2[i], &k.t[i]) == TR_OK;
         dc.t[i] = dev[i];
+        dc2.t[i] = dev2[i];
     }
-    CHECK(ok, "%s: device tensors: %s", what, tr_ctx_errmsg(ctx));
+    CHECK(ok, "device tensors: %s", tr_ctx_errmsg(ctx));
     int rc = ok ? tr_op_run(ctx, desc, &k.call) : TR_EINTERNAL;
+    CHECK(rc == TR_OK, "cpu rc %d: %s", rc, tr_ctx_errmsg(ctx));
     int rd = ok ? tr_op_run(ctx, desc, &dc) : TR_EINTERNAL;
-    CHECK(rc == TR_OK && rd == TR_OK, "%s: cpu rc %d, device rc %d: %s", what, rc, rd, tr_ctx_errmsg(ctx));
+    CHECK(rd == TR_OK, "cuda rc %d: %s", rd, tr_ctx_errmsg(ctx));
+    int rd2 = ok && rd == TR_OK ? tr_op_run(ctx, desc, &dc2) : TR_EINTERNAL;
+    CHECK(rd2 == TR_OK, "cuda rerun rc %d: %s", rd2, tr_ctx_errmsg(ctx));
+    double worst_max = 0, worst_nmse = 0;
+    const char *worst = "-";
     for (int i = 0; ok && rc == TR_OK && rd == TR_OK && i < desc->nargs; i++) {
         if (!k.h[i] || desc->args[i].role == TR_ARG_IN) continue;
         int64_t n = k.t[i].numel;
         tr_tensor host = k.t[i];
         host.data = malloc(tr_tensor_nbytes(&k.t[i]) + 1);
-        CHECK(tr_tensor_read(ctx, dev[i], host.data, tr_tensor_nbytes(&k.t[i])) == TR_OK, "%s: read", what);
+        CHECK(tr_tensor_copy(ctx, &host, dev[i]) == TR_OK, "copy back %s: %s", desc->args[i].name, tr_ctx_errmsg(ctx));
+        if (rd2 == TR_OK) {
+            tr_tensor again = k.t[i];
+            again.data = malloc(tr_tensor_nbytes(&k.t[i]) + 1);
+            CHECK(tr_tensor_copy(ctx, &again, dev2[i]) == TR_OK, "copy back: %s", tr_ctx_errmsg(ctx));
+            CHECK(memcmp(again.data, host.data, tr_tensor_nbytes(&host)) == 0,
+                  "%s: a second run on the same inputs gave other bits (not deterministic)", desc->args[i].name);
+            free(again.data);
+        }
         double *a = dup(NULL, n), *b = dup(NULL, n);
         tensor_to_host(a, &host);
         tensor_to_host(b, &k.t[i]);
-        double e = oc_nmse(a, b, n), tol = k.t[i].dtype == TR_F32 ? 1e-7 : 1e-4;
-        CHECK(e <= tol, "%s: %s NMSE %.3g > %.3g against the CPU", what, desc->args[i].name, e, tol);
+        int half = k.t[i].dtype == TR_BF16 || k.t[i].dtype == TR_F16;
+        double e = nmse_of(a, b, n), m = max_err(a, b, n, half ? 1e-2 : 1e-3);
+        double tol = exact_op(desc->name) ? 0 : half ? 1e-4 : 1e-7;
+        if (exact_op(desc->name))
+            CHECK(memcmp(host.data, k.t[i].data, tr_tensor_nbytes(&host)) == 0,
+                  "%s differs from the CPU's bits (max error %.3g): the dropout masks must be identical",
+                  desc->args[i].name, m);
+        CHECK(e <= tol, "%s (%s, %lld elements): NMSE %.3g > %.3g against the CPU, max error %.3g (first %.9g vs %.9g)",
+              desc->args[i].name, tr_dtype_name(k.t[i].dtype), (long long)n, e, tol, m, a[0], b[0]);
+        if (m >= worst_max) worst_max = m, worst_nmse = e, worst = desc->args[i].name;
         free(a), free(b), free(host.data);
     }
-    for (int i = 0; i < NT; i++) tr_tensor_free(dev[i]);
+    for (int i = 0; i < NT; i++) tr_tensor_free(dev[i]), tr_tensor_free(dev2[i]);
     inst_free(&k);
+    char fig[200];
+    snprintf(fig, sizeof fig, "max error %.3g (%s), nmse %.3g%s, rerun bitwise equal", worst_max, worst, worst_nmse,
+             exact_op(desc->name) ? ", bitwise equal to the CPU" : "");
+    device_case_end(fig);
 }
 
 /* ------------------------------------------------------------ list ops */
 
-static void custom_global_norm(int dtype)
+/* Three tensors of dtype on the CPU with values of the given scale (their f64 values in h). */
+static void list_make(tr_tensor **ts, double **h, int n, const int64_t (*shapes)[2], const int *ndims, int dtype,
+                      double scale)
 {
-    int64_t s1[] = { 3, 7 }, s2[] = { 1 }, s3[] = { 13 };
-    tr_tensor *ts[3] = { tr_tensor_new(ctx, 2, s1, dtype, TR_CPU, TR_TAG_GRADS),
-                         tr_tensor_new(ctx, 1, s2, dtype, TR_CPU, TR_TAG_GRADS),
-                         tr_tensor_new(ctx, 1, s3, dtype, TR_CPU, TR_TAG_GRADS) };
-    double ss = 0;
-    for (int i = 0; i < 3; i++) {
-        double *h = dup(NULL, ts[i]->numel);
-        oc_fill(h, ts[i]->numel, 2);
-        quantize(h, ts[i]->numel, dtype);
-        host_to_tensor(ts[i], h);
-        ss += oc_dot(h, h, ts[i]->numel);
-        free(h);
-    }
-    float got = -1;
-    CHECK(tr_op_global_norm(ctx, &got, ts, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
-    CHECK(fabs(got - sqrt(ss)) <= 1e-5 * sqrt(ss), "global_norm %s: %.9g vs %.12g", tr_dtype_name(dtype), got,
-          sqrt(ss));
-    for (int i = 0; i < 3; i++) tr_tensor_free(ts[i]);
-}
-
-static void custom_scale_check_finite(int dtype)
-{
-    int64_t s1[] = { 5, 3 }, s2[] = { 1 };
-    tr_tensor *ts[2] = { tr_tensor_new(ctx, 2, s1, dtype, TR_CPU, TR_TAG_GRADS),
-                         tr_tensor_new(ctx, 1, s2, dtype, TR_CPU, TR_TAG_GRADS) };
-    double *h[2];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
+        ts[i] = tr_tensor_new(ctx, ndims[i], shapes[i], dtype, TR_CPU, TR_TAG_GRADS);
         h[i] = dup(NULL, ts[i]->numel);
-        oc_fill(h[i], ts[i]->numel, 1);
+        oc_fill(h[i], ts[i]->numel, scale);
         quantize(h[i], ts[i]->numel, dtype);
         host_to_tensor(ts[i], h[i]);
     }
-    int found = -1;
+}
+
+/* Copies of the CPU tensors on device. */
+static int list_to_device(tr_tensor **dev, tr_tensor **ts, int n, int device)
+{
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        dev[i] = tr_tensor_new(ctx, ts[i]->ndim, ts[i]->shape, ts[i]->dtype, device, TR_TAG_GRADS);
+        ok = ok && dev[i] && tr_tensor_copy(ctx, dev[i], ts[i]) == TR_OK;
+    }
+    return ok;
+}
+
+/* device CPU_ONLY: the CPU slot against the f64 sum; otherwise the slot of `device` against
+ * the CPU slot as well, one case line. */
+static void custom_global_norm(int dtype, int device)
+{
+    static const int64_t shapes[3][2] = { { 3, 7 }, { 1, 0 }, { 13, 0 } };
+    static const int ndims[3] = { 2, 1, 1 };
+    tr_tensor *ts[3], *dev[3] = { 0 };
+    double *h[3], ss = 0;
+    list_make(ts, h, 3, shapes, ndims, dtype, 2);
+    for (int i = 0; i < 3; i++) ss += oc_dot(h[i], h[i], ts[i]->numel);
+    float got = -1, on_dev = -1;
+    if (device != CPU_ONLY) device_case_begin("global_norm", device, dtype, 0);
+    CHECK(tr_op_global_norm(ctx, &got, ts, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(fabs(got - sqrt(ss)) <= 1e-5 * sqrt(ss), "global_norm %s: %.9g vs %.12g", tr_dtype_name(dtype), got,
+          sqrt(ss));
+    if (device != CPU_ONLY) {
+        CHECK(list_to_device(dev, ts, 3, device), "device tensors: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_global_norm(ctx, &on_dev, dev, 3) == TR_OK, "cuda: %s", tr_ctx_errmsg(ctx));
+        double e = fabs((double)on_dev - got) / (got > 0 ? got : 1);
+        CHECK(e <= 1e-6, "global_norm on cuda:%d %.9g vs the CPU's %.9g (relative error %.3g)", device, on_dev, got, e);
+        char fig[120];
+        snprintf(fig, sizeof fig, "max error %.3g (norm %.9g vs %.9g)", e, on_dev, got);
+        device_case_end(fig);
+    }
+    for (int i = 0; i < 3; i++) tr_tensor_free(ts[i]), tr_tensor_free(dev[i]), free(h[i]);
+}
+
+/* The CPU slot against the formula; on a device, the same calls against the CPU: the
+ * scaled values, found_inf for a finite list, an inf, and (f16) a finite f32 product that
+ * overflows the stored half. */
+static void custom_scale_check_finite(int dtype, int device)
+{
+    static const int64_t shapes[2][2] = { { 5, 3 }, { 1, 0 } };
+    static const int ndims[2] = { 2, 1 };
+    tr_tensor *ts[2], *dev[2] = { 0 };
+    double *h[2];
+    list_make(ts, h, 2, shapes, ndims, dtype, 1);
+    if (device != CPU_ONLY) {
+        device_case_begin("scale_check_finite", device, dtype, 0);
+        CHECK(list_to_device(dev, ts, 2, device), "device tensors: %s", tr_ctx_errmsg(ctx));
+    }
+    int found = -1, found_dev = -1;
+    double worst = 0;
     CHECK(tr_op_scale_check_finite(ctx, &found, ts, 2, 0.5f) == TR_OK && found == 0, "found_inf %d: %s", found,
           tr_ctx_errmsg(ctx));
+    if (device != CPU_ONLY)
+        CHECK(tr_op_scale_check_finite(ctx, &found_dev, dev, 2, 0.5f) == TR_OK && found_dev == 0,
+              "cuda found_inf %d: %s", found_dev, tr_ctx_errmsg(ctx));
     for (int i = 0; i < 2; i++) {
         double *got = dup(NULL, ts[i]->numel);
         tensor_to_host(got, ts[i]);
         for (int64_t e = 0; e < ts[i]->numel; e++) h[i][e] *= 0.5;
         CHECK(oc_norm_err(got, h[i], ts[i]->numel, 1e-3) <= tol_of(dtype), "scale_check_finite %s: scaled values",
               tr_dtype_name(dtype));
+        if (device != CPU_ONLY) {
+            tr_tensor back = *ts[i];
+            back.data = malloc(tr_tensor_nbytes(ts[i]) + 1);
+            double *b = dup(NULL, ts[i]->numel);
+            CHECK(tr_tensor_copy(ctx, &back, dev[i]) == TR_OK, "copy back: %s", tr_ctx_errmsg(ctx));
+            tensor_to_host(b, &back);
+            double e = max_err(b, got, ts[i]->numel, 1e-3);
+            CHECK(e == 0, "tensor %d on cuda:%d differs from the CPU's by %.3g (a scale is one rounding)", i, device,
+                  e);
+            if (e > worst) worst = e;
+            free(b), free(back.data);
+        }
         free(got);
     }
     h[1][0] = INFINITY;
     host_to_tensor(ts[1], h[1]);
     CHECK(tr_op_scale_check_finite(ctx, &found, ts, 2, 1.0f) == TR_OK && found == 1, "an inf must be found (%d)",
           found);
-    for (int i = 0; i < 2; i++) tr_tensor_free(ts[i]), free(h[i]);
+    if (device != CPU_ONLY) {
+        CHECK(tr_tensor_copy(ctx, dev[1], ts[1]) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_scale_check_finite(ctx, &found_dev, dev, 2, 1.0f) == TR_OK && found_dev == 1,
+              "an inf must be found on cuda:%d (%d)", device, found_dev);
+        if (dtype == TR_F16) {
+            /* 40000 * 2 is finite in f32 but beyond f16's 65504 */
+            h[1][0] = 40000;
+            host_to_tensor(ts[1], h[1]);
+            CHECK(tr_tensor_copy(ctx, dev[1], ts[1]) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
+            CHECK(tr_op_scale_check_finite(ctx, &found_dev, dev, 2, 2.0f) == TR_OK && found_dev == 1,
+                  "a half overflow must be found on cuda:%d (%d)", device, found_dev);
+        }
+        char fig[120];
+        snprintf(fig, sizeof fig, "max error %.3g, found_inf agrees", worst);
+        device_case_end(fig);
+    }
+    for (int i = 0; i < 2; i++) tr_tensor_free(ts[i]), tr_tensor_free(dev[i]), free(h[i]);
 }
 
 /* ------------------------------------------------------------ the test */
@@ -968,15 +1169,13 @@ static void test_every_op_of_the_table(void)
             int dtype = dtypes[di];
             char what[128];
             if (oc->custom) {
-                oc->custom(dtype);
+                oc->custom(dtype, CPU_ONLY);
                 continue;
             }
             for (int s = 0; s < oc->nd; s++) {
                 snprintf(what, sizeof what, "%s %s shape %d", desc->name, tr_dtype_name(dtype), s);
                 if (oc->fwd) run_backward(oc, desc, oc->dims[s], dtype, what);
                 else run_forward(oc, desc, oc->dims[s], dtype, what);
-                for (int dev = 0; dev < ndev; dev++)
-                    if (tr_op_supported(desc->name, dev)) run_on_device(oc, desc, oc->dims[s], dtype, dev, what);
             }
         }
         if (check_case_failed) {
@@ -985,18 +1184,13 @@ static void test_every_op_of_the_table(void)
             printf("PASS %s\n", check_case_name);
             covered++;
         }
-        /* one line per op and backend that is not there */
-        if (ndev == 0) {
-            printf("SKIP %s.cuda: %s\n", check_case_name,
-                   desc->slot[TR_SLOT_CUDA] ? "no CUDA device present" : "no CUDA slot built");
-            skipped++;
-        } else {
-            for (int dev = 0; dev < ndev; dev++)
-                if (!tr_op_supported(desc->name, dev)) {
-                    printf("SKIP %s.cuda:%d: not supported there\n", check_case_name, dev);
-                    skipped++;
-                }
-        }
+        /* the CUDA cases run in the --cuda mode (tests/gpu/run.sh), on a GPU: here, one SKIP
+         * line per op, never a pass */
+        printf("SKIP %s.cuda: %s\n", check_case_name,
+               !desc->slot[TR_SLOT_CUDA] ? "no CUDA slot in this build (no nvcc)"
+               : ndev == 0                ? "no CUDA device present"
+                                          : "the CUDA cases run with --cuda (tests/gpu/run.sh)");
+        skipped++;
         fflush(stdout);
     }
     check_case_name = "test_every_op_of_the_table";
@@ -1015,15 +1209,23 @@ static void test_supported(void)
         CHECK(tr_op_supported(n, TR_CPU) == 1, "%s on the cpu", n);
         CHECK(tr_op_supported(n, tr_cuda_device_count()) == 0, "%s on a device that is not there", n);
         CHECK(tr_op_supported(n, -2) == 0, "%s on device -2", n);
+        /* built: the slot is compiled in, device present or not (every op's CUDA slot in a
+         * build with the CUDA backend, none without) */
+        CHECK(tr_op_built(n, TR_CPU) == 1, "%s: no CPU slot", n);
+        CHECK(tr_op_built(n, 0) == tr_cuda_built() && tr_op_built(n, 5) == tr_cuda_built(),
+              "%s: CUDA slot built %d in a build with cuda %d", n, tr_op_built(n, 0), tr_cuda_built());
+        CHECK(tr_op_built(n, -2) == 0, "%s built for device -2", n);
     }
+    CHECK(tr_op_built("no_such_op", TR_CPU) == 0 && tr_op_built(NULL, 0) == 0, "built: unknown op");
     CHECK(tr_op_supported("no_such_op", TR_CPU) == 0, "unknown op");
     CHECK(tr_op_supported(NULL, TR_CPU) == 0, "NULL name");
     CHECK(tr_op_name(tr_op_count()) == NULL && tr_op_name(-1) == NULL, "names outside the table");
 }
 
 /* The dispatcher's rules, on one op each: NULL, device, dtype, and the one not-built
- * message for a device without a slot (no op has a CUDA slot yet; a fake cuda tensor
- * header is enough, since no data is touched before the dispatch). */
+ * message for a device without a slot (a build without CUDA; a fake cuda tensor header is
+ * enough, since no data is touched before the dispatch). A CUDA build reaches its slot,
+ * which asks for the device: without one, the error names it. */
 static void test_dispatch_rules(void)
 {
     float buf[8] = { 0 };
@@ -1037,10 +1239,15 @@ static void test_dispatch_rules(void)
     CHECK(tr_op_tanh(ctx, &y, &i32) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "x has dtype i32"), "%s",
           tr_ctx_errmsg(ctx));
     tr_tensor gy = g;
-    int rc = tr_op_tanh(ctx, &gy, &g);
-    CHECK(rc == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "tanh: the CUDA path of this op is not built yet") &&
-              strstr(tr_ctx_errmsg(ctx), "cuda:0") && strstr(tr_ctx_errmsg(ctx), "device \"cpu\""),
-          "%s", tr_ctx_errmsg(ctx));
+    if (!tr_op_find("tanh")->slot[TR_SLOT_CUDA]) {
+        int rc = tr_op_tanh(ctx, &gy, &g);
+        CHECK(rc == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "tanh: the CUDA path of this op is not built yet") &&
+                  strstr(tr_ctx_errmsg(ctx), "cuda:0") && strstr(tr_ctx_errmsg(ctx), "device \"cpu\""),
+              "%s", tr_ctx_errmsg(ctx));
+    } else if (tr_cuda_device_count() == 0) {
+        int rc = tr_op_tanh(ctx, &gy, &g);
+        CHECK(rc == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "cuda:0"), "%s", tr_ctx_errmsg(ctx));
+    }
     /* the shape check runs before the dispatch, on any device */
     tr_tensor g3 = g;
     g3.shape[1] = 3, g3.numel = 6;
@@ -1048,13 +1255,107 @@ static void test_dispatch_rules(void)
           tr_ctx_errmsg(ctx));
 }
 
-int main(void)
+/* Device-only cases (shape numbers from 100): the head sizes the attention kernels keep in
+ * registers (32, 64, 128), dropout on the attention probabilities (its masks must be the
+ * CPU's), and GEMM shapes of the sizes models use (aligned) beside the table's odd ones. */
+static const struct {
+    const char *op;
+    int64_t dims[6];
+    float attn_dropout;
+} device_extra[] = {
+    { "attention", { 2, 37, 2, 32, 1 }, 0 },          { "attention", { 1, 19, 1, 64, 1 }, 0 },
+    { "attention", { 1, 9, 2, 128, 0 }, 0 },          { "attention", { 2, 13, 2, 32, 1 }, 0.2f },
+    { "attention_backward", { 2, 37, 2, 32, 1 }, 0 }, { "attention_backward", { 1, 19, 1, 64, 1 }, 0 },
+    { "attention_backward", { 1, 9, 2, 128, 0 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1 }, 0.2f },
+    { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
+    { "linear", { 48, 64, 96, 1 }, 0 },               { "linear_backward", { 48, 64, 96, 1 }, 0 },
+};
+enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
+
+/* Every case of op o (its table cases and the device-only ones) on `device` against the CPU. */
+static void device_cases_of(const tr_op_desc *desc, const op_case *oc, int o, int device)
 {
+    oc_seed(1000 + (uint64_t)o);
+    for (int di = 0; di < 3; di++) {
+        if (only_dtype >= 0 && dtypes[di] != only_dtype) continue;
+        if (oc->custom) {
+            oc->custom(dtypes[di], device);
+            continue;
+        }
+        for (int s = 0; s < oc->nd; s++) run_on_device(oc, desc, oc->dims[s], dtypes[di], device, s, 0);
+        for (int x = 0; x < N_DEVICE_EXTRA; x++)
+            if (strcmp(device_extra[x].op, desc->name) == 0)
+                run_on_device(oc, desc, device_extra[x].dims, dtypes[di], device, 100 + x,
+                              device_extra[x].attn_dropout);
+    }
+}
+
+/* --cuda [DTYPE]: every op's CUDA slot on every present device against its CPU slot, one
+ * line per op, dtype and shape (the table's cases and the device-only ones; DTYPE, such
+ * as f32, keeps one dtype); one SKIP line per op without a GPU. */
+static void test_every_op_on_cuda(void)
+{
+    int ndev = tr_cuda_device_count(), n_ops = tr_op_count();
+    for (int o = 0; o < n_ops; o++) {
+        const tr_op_desc *desc = tr_op_at(o);
+        const op_case *oc = find_case(desc->name);
+        if (ndev == 0 || !oc) {
+            printf("SKIP ops_table.%s.cuda: %s\n", desc->name,
+                   !oc ? "no case in test_ops_table.c" : !desc->slot[TR_SLOT_CUDA] ? "no CUDA slot in this build"
+                                                                                    : "no CUDA device present");
+            skipped++;
+            continue;
+        }
+        for (int dev = 0; dev < ndev; dev++) {
+            if (!tr_op_supported(desc->name, dev)) {
+                device_case_begin(desc->name, dev, TR_F32, 0);
+                CHECK(0, "%s has no CUDA slot in a build with the CUDA backend", desc->name);
+                device_case_end("");
+                continue;
+            }
+            device_cases_of(desc, oc, o, dev);
+        }
+    }
+    printf("ops_table --cuda: %d passed, %d failed, %d skipped\n", device_cases_passed, device_cases_failed, skipped);
+    check_case_name = "test_every_op_on_cuda";
+    check_case_failed = 0;
+    check_cases_failed += device_cases_failed;
+}
+
+/* The --cuda harness itself, with the CPU standing in for the device (CPU slot against CPU
+ * slot): every case copies, runs, copies back and compares without a GPU, so the GPU run
+ * meets a proven harness. Outputs must agree exactly, up to the f32 summation order of a
+ * few reductions. */
+static void test_device_harness_on_cpu(void)
+{
+    harness_quiet = 1;
+    for (int o = 0; o < tr_op_count(); o++) {
+        const op_case *oc = find_case(tr_op_at(o)->name);
+        if (oc) device_cases_of(tr_op_at(o), oc, o, TR_CPU);
+    }
+    harness_quiet = 0;
+    printf("ops_table: the device harness ran %d cases on the cpu, %d failed\n", device_cases_passed + device_cases_failed,
+           device_cases_failed);
+    check_case_name = "test_device_harness_on_cpu";
+    check_case_failed = device_cases_failed;
+    device_cases_passed = device_cases_failed = 0;
+}
+
+int main(int argc, char **argv)
+{
+    device_only = argc > 1 && strcmp(argv[1], "--cuda") == 0;
+    for (int d = 0; device_only && argc > 2 && d < 3; d++)
+        if (strcmp(argv[2], tr_dtype_name(dtypes[d])) == 0) only_dtype = dtypes[d];
     ctx = tr_ctx_new();
     if (!ctx) return 1;
-    RUN(test_supported);
-    RUN(test_dispatch_rules);
-    RUN(test_every_op_of_the_table);
+    if (device_only) {
+        test_every_op_on_cuda();
+    } else {
+        RUN(test_supported);
+        RUN(test_dispatch_rules);
+        RUN(test_every_op_of_the_table);
+        RUN(test_device_harness_on_cpu);
+    }
     tr_ctx_free(ctx);
     return check_done();
 }

@@ -133,10 +133,23 @@ return {
     for _, n in ipairs(names) do seen[n] = true; assert(ops.supported(n, "cpu"), n .. " must run on the cpu") end
     assert(seen.linear and seen.attention_backward and seen.adafactor, "op names")
     assert(not ops.supported("no_such_op", "cpu"))
-    -- no op has a CUDA slot yet, and without a GPU no CUDA device is present
-    assert(not ops.supported("linear", "cuda"))
-    assert(not ops.supported("linear", "cuda:7"))
+    -- supported also needs the device: without a GPU no CUDA device is present
+    if require("trainer.core.ffi").tr_cuda_device_count() == 0 then assert(not ops.supported("linear", "cuda")) end
+    assert(not ops.supported("linear", "cuda:15"))
     local ok, e = pcall(ops.supported, "linear", "tpu")
     assert(not ok and tostring(e):find("unknown device"), tostring(e))
+  end },
+  { "op_table_cuda_slot_of_every_op", function()
+    -- a build with the CUDA backend fills every op's CUDA slot (core/cuda_ops/), one without
+    -- fills none (the dispatcher's "not built" error); no GPU is needed to ask
+    local cuda, missing = ops.cuda_built(), {}
+    for _, n in ipairs(ops.names()) do
+      assert(ops.built(n, "cpu"), n .. " has no CPU slot")
+      if ops.built(n, "cuda") ~= cuda or ops.built(n, "cuda:3") ~= cuda then missing[#missing + 1] = n end
+    end
+    assert(#missing == 0, (cuda and "no CUDA slot built for: " or "a CUDA slot in a build without CUDA: ")
+      .. table.concat(missing, ", "))
+    assert(not ops.built("no_such_op", "cuda") and not ops.built("linear", -2))
+    print(("  op table: %d ops, CUDA slots %s"):format(#ops.names(), cuda and "built for every one" or "not built (no nvcc)"))
   end },
 }

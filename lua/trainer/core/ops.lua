@@ -418,6 +418,18 @@ function M.supported(name, device)
   return C.tr_op_supported(name, runtime.parse_device(device)) == 1
 end
 
+-- Whether the op `name` has an implementation compiled for `device`'s backend ("cpu":
+-- its CPU slot; "cuda", "cuda:N": its CUDA slot) in this build, present device or not.
+function M.built(name, device)
+  if type(name) ~= "string" then
+    errors.user("trainer.ops.built: the op name must be a string such as \"linear\", got %s", type(name))
+  end
+  return C.tr_op_built(name, runtime.parse_device(device)) == 1
+end
+
+-- Whether this build has the CUDA backend (nvcc was found when it was built).
+function M.cuda_built() return C.tr_cuda_built() == 1 end
+
 -- The names of the op table's ops, in its order.
 function M.names()
   local names = {}

@@ -1,0 +1,103 @@
+/* attention_cuda.c — the CUDA slots of attention and attention_backward (CPU slots:
+ * core/ops/attention.c) over the flash-style kernels of kernels/cuda/attention.cu: one warp
+ * per row, keys streamed in tiles with an online softmax, the row log-sum-exp saved, and
+ * nothing of size T x T ever stored, forward or backward. The padding mask (i32 or f32)
+ * goes to the kernels as it is; dropout on the probabilities draws the CPU's stream
+ * elements from the same key, so the masks agree bit for bit.
+ *
+ * The kernels take one dtype for q, k, v and out (dq, dk, dv, dout): when the tensors mix
+ * dtypes, all of them are staged to f32 workspace. The backward needs the forward's
+ * output, which the op's signature does not carry: it is recomputed into workspace (the
+ * same kernel, key and mask, so the same values). Head sizes up to 128. */
+#ifdef TR_HAVE_CUDA
+
+#include "cuda_slot.h"
+#include "rng.h"
+
+#include <math.h>
+
+enum { ATTN_MAX_D = 128 };
+
+static float scale_of(float scale, int64_t D)
+{
+    return scale > 0 ? scale : 1.0f / sqrtf((float)D);
+}
+
+static int want_head_dim(tr_cslot *s, int64_t D)
+{
+    if (D <= ATTN_MAX_D) return TR_OK;
+    return tr_fail(s->err, TR_EUSER,
+                   "%s on cuda:%d: head dim %lld is above the %d the CUDA kernels hold in registers; run this "
+                   "attention on the CPU or use a model with heads of at most %d",
+                   s->op, s->device, (long long)D, ATTN_MAX_D, ATTN_MAX_D);
+}
+
+/* The dtype every tensor of ts is run in: theirs when they agree, else f32. */
+static int common_dtype(const tr_tensor *const *ts, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (ts[i]->dtype != ts[0]->dtype) return TR_F32;
+    return ts[0]->dtype;
+}
+
+static tr_rng_key key_of(const tr_op_call *c)
+{
+    return c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){0, 0, 0, 0};
+}
+
+TR_CSLOT_DEFINE(attention)
+static int attention_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4], *mask = c->t[5];
+    const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
+    int rc;
+    if ((rc = want_head_dim(s, D))) return rc;
+    const tr_tensor *all[] = {q, k, v, out};
+    const int dt = common_dtype(all, 4);
+    const void *Q, *K, *V;
+    void *O;
+    if ((rc = tr_cslot_in(s, q, dt, &Q)) || (rc = tr_cslot_in(s, k, dt, &K)) || (rc = tr_cslot_in(s, v, dt, &V)) ||
+        (rc = tr_cslot_out(s, out, dt, 0, &O)))
+        return rc;
+    const tr_rng_key key = key_of(c);
+    if ((rc = tr_k_attention_fwd_cuda(O, lse->data, Q, K, V, dt, mask ? mask->data : NULL, mask ? mask->dtype : TR_I32,
+                                      c->f[1], key.seed, key.step, key.layer, key.op, scale_of(c->f[0], D), B, T, H, D,
+                                      s->stream, s->err)))
+        return rc;
+    return tr_cslot_store(s, out, dt, O);
+}
+
+/* dq, dk, dv (=) */
+TR_CSLOT_DEFINE(attention_backward)
+static int attention_backward_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *dq = c->t[0], *dk = c->t[1], *dv = c->t[2], *dout = c->t[3], *q = c->t[4], *k = c->t[5],
+                    *v = c->t[6], *lse = c->t[7], *mask = c->t[8];
+    const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
+    int rc;
+    if ((rc = want_head_dim(s, D))) return rc;
+    const tr_tensor *all[] = {dq, dk, dv, dout, q, k, v};
+    const int dt = common_dtype(all, 7);
+    const void *Q, *K, *V, *DO;
+    void *DQ, *DK, *DV, *O, *lse2, *scratch;
+    if ((rc = tr_cslot_in(s, q, dt, &Q)) || (rc = tr_cslot_in(s, k, dt, &K)) || (rc = tr_cslot_in(s, v, dt, &V)) ||
+        (rc = tr_cslot_in(s, dout, dt, &DO)) || (rc = tr_cslot_out(s, dq, dt, 0, &DQ)) ||
+        (rc = tr_cslot_out(s, dk, dt, 0, &DK)) || (rc = tr_cslot_out(s, dv, dt, 0, &DV)) ||
+        (rc = tr_cslot_ws(s, q->numel, dt, &O)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
+        (rc = tr_cslot_ws(s, tr_k_attention_bwd_scratch_cuda(B, T, H), TR_F32, &scratch)))
+        return rc;
+    const tr_rng_key key = key_of(c);
+    const void *m = mask ? mask->data : NULL;
+    const int mdt = mask ? mask->dtype : TR_I32;
+    const float scale = scale_of(c->f[0], D), p = c->f[1];
+    /* the forward's output, recomputed (its lse lands in lse2; the backward reads the op's) */
+    if ((rc = tr_k_attention_fwd_cuda(O, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer, key.op, scale, B,
+                                      T, H, D, s->stream, s->err)) ||
+        (rc = tr_k_attention_bwd_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
+                                      key.layer, key.op, scale, B, T, H, D, scratch, s->stream, s->err)))
+        return rc;
+    if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;
+    return tr_cslot_store(s, dv, dt, DV);
+}
+
+#endif

@@ -1,0 +1,81 @@
+/* cuda_slot.h — what every CUDA slot of the op table (core/cuda_ops/, one file per family) shares: the
+ * device's stream and cuBLASLt environment, workspace tensors that go back when the slot
+ * ends, dtype staging between a tensor and the dtype a kernel wants, host <-> device
+ * copies for the few ops whose contract has a host side, a GEMM over any float dtypes,
+ * and the error wording "<op> on cuda:N: <cuda error>". Internal to core/; compiled only
+ * with TR_HAVE_CUDA.
+ *
+ * A slot runs after the op table's checks (op_table.c: NULL rules, one device, dtype rules,
+ * the op's shape check), so it only computes. Its shape:
+ *     tr_cslot s;
+ *     int rc = tr_cslot_begin(&s, ctx, "gelu", call->device);
+ *     if (rc == TR_OK) rc = <launchers, each checked>;
+ *     return tr_cslot_end(&s, rc);
+ * Workspace comes from the device's caching allocator with tag workspace and is freed by
+ * tr_cslot_end; freeing right after an asynchronous launch is safe because the allocator
+ * reuses a block only in the order of the same stream. */
+#ifndef TR_CUDA_SLOT_H
+#define TR_CUDA_SLOT_H
+
+#include "op_cuda.h"
+#include "cuda/cuda_nn.h"
+#include "cuda/cuda_ops.h"
+
+enum { TR_CSLOT_MAX_WS = 16 };
+
+typedef struct tr_cslot {
+    tr_ctx *ctx;
+    tr_error *err;
+    const char *op;
+    int device;
+    void *state;  /* core/device/cuda_device.h's state */
+    void *stream; /* its cudaStream_t */
+    const tr_cuda_blas *blas;    /* the cuBLASLt environment, fetched (and cuBLASLt loaded) by the first GEMM */
+    tr_tensor *ws[TR_CSLOT_MAX_WS];
+    int nws;
+} tr_cslot;
+
+/* Fetches the device state and makes the device current. */
+int tr_cslot_begin(tr_cslot *s, tr_ctx *ctx, const char *op, int device);
+/* Frees the workspace; a CUDA failure's message becomes "<op> on cuda:N: <message>".
+ * Returns rc. */
+int tr_cslot_end(tr_cslot *s, int rc);
+
+/* *out = n elements of dtype in new workspace (at least one element). */
+int tr_cslot_ws(tr_cslot *s, int64_t n, int dtype, void **out);
+
+/* *out = t's data seen as `dtype`: t's own data when it has that dtype, else a converted
+ * workspace copy. t NULL gives NULL. */
+int tr_cslot_in(tr_cslot *s, const tr_tensor *t, int dtype, const void **out);
+/* *out = where to write t's values as `dtype`: t's data, or workspace (holding t's
+ * current values when load, for += and in-place ops); tr_cslot_store writes it back. */
+int tr_cslot_out(tr_cslot *s, const tr_tensor *t, int dtype, int load, void **out);
+int tr_cslot_store(tr_cslot *s, const tr_tensor *t, int dtype, const void *p);
+
+/* Host <-> device bytes on the slot's stream. to_host synchronises the stream (the op's
+ * result is needed on the host); to_device returns once the host buffer may be reused and,
+ * up to 16 KiB, never waits for the stream (the bytes travel as kernel arguments). */
+int tr_cslot_to_host(tr_cslot *s, void *host, const void *dev, size_t bytes);
+int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes);
+int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes);
+
+/* c (c_dt) = alpha op(a) op(b) + beta c + bias through cuBLASLt (bias in the epilogue), for
+ * any float dtypes: a and b go to one dtype (theirs when equal, else f32), c to f32 when
+ * cuBLASLt cannot write its dtype from theirs, the bias to c's dtype, each through
+ * workspace. d gives m, n, k, batch, strides, transposes, alpha and beta; its dtypes are
+ * set here. na, nb, nc: the elements of a, b and c. */
+int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na, const void *b,
+                  int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d);
+
+/* Defines the slot tr_opc_<name> around `static int name##_body(tr_cslot *s, tr_op_call *c)`. */
+#define TR_CSLOT_DEFINE(name)                                                                                          \
+    static int name##_body(tr_cslot *s, tr_op_call *c);                                                                \
+    int tr_opc_##name(tr_ctx *ctx, tr_op_call *call)                                                                   \
+    {                                                                                                                  \
+        tr_cslot s;                                                                                                    \
+        int rc = tr_cslot_begin(&s, ctx, #name, call->device);                                                         \
+        if (rc == TR_OK) rc = name##_body(&s, call);                                                                   \
+        return tr_cslot_end(&s, rc);                                                                                   \
+    }
+
+#endif

@@ -1,0 +1,84 @@
+/* matmul_cuda.c — the CUDA slots of matmul, linear and linear_backward (CPU slots:
+ * core/ops/matmul.c) through cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
+ * epilogue; its backward's bias gradient is a deterministic column sum. The GELU epilogues
+ * (GELU_AUX forward, DGELU_BGRAD backward) need a fused linear+GELU op, which the table
+ * does not have yet: linear and gelu are separate ops. */
+#ifdef TR_HAVE_CUDA
+
+#include "cuda_slot.h"
+
+/* out[..., M, N] = alpha op(a) op(b) + beta out + bias */
+TR_CSLOT_DEFINE(matmul)
+static int matmul_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *out = c->t[0], *a = c->t[1], *b = c->t[2], *bias = c->t[3];
+    const int trans_a = (int)c->i[0], trans_b = (int)c->i[1], na = a->ndim, nbd = b->ndim;
+    const int64_t M = trans_a ? a->shape[na - 1] : a->shape[na - 2];
+    const int64_t K = trans_a ? a->shape[na - 2] : a->shape[na - 1];
+    const int64_t N = trans_b ? b->shape[nbd - 2] : b->shape[nbd - 1];
+    int64_t batch = 1;
+    for (int i = 0; i < na - 2; i++) batch *= a->shape[i];
+    const int b_shared = nbd == 2;
+    tr_cuda_gemm_desc d = {.m = M,
+                           .n = N,
+                           .k = K,
+                           .batch = batch,
+                           .trans_a = trans_a,
+                           .trans_b = trans_b,
+                           .alpha = c->f[0],
+                           .beta = c->f[1]};
+    if (b_shared && !trans_a) {
+        /* one matrix b for every batch item and a stored row-major: one product of batch*M rows */
+        d.m = batch * M;
+        d.batch = 1;
+    } else {
+        d.stride_a = M * K;
+        d.stride_b = b_shared ? 0 : K * N;
+        d.stride_c = M * N;
+    }
+    if (K == 0) {
+        /* no inner dimension: out = beta out + bias, which the CPU path gives too */
+        return tr_fail(s->err, TR_EUSER, "matmul: the inner dimension is 0; cuBLASLt needs k >= 1");
+    }
+    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, a->data, a->dtype, a->numel, b->data, b->dtype, b->numel,
+                         bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
+}
+
+/* out[N, O] = x[N, I] w[O, I]^T + bias[O] (bias in the epilogue) */
+TR_CSLOT_DEFINE(linear)
+static int linear_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *out = c->t[0], *x = c->t[1], *w = c->t[2], *bias = c->t[3];
+    const int64_t O = w->shape[0], I = w->shape[1], N = O > 0 ? out->numel / O : 0;
+    if (I == 0) return tr_fail(s->err, TR_EUSER, "linear: in_features is 0; cuBLASLt needs k >= 1");
+    tr_cuda_gemm_desc d = {.m = N, .n = O, .k = I, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0};
+    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, x->data, x->dtype, x->numel, w->data, w->dtype, w->numel,
+                         bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
+}
+
+/* dx (=) = dout w; dw (+=, f32) += dout^T x; dbias (+=, f32) += column sums of dout */
+TR_CSLOT_DEFINE(linear_backward)
+static int linear_backward_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *dx = c->t[0], *dw = c->t[1], *dbias = c->t[2], *dout = c->t[3], *x = c->t[4], *w = c->t[5];
+    const int64_t O = dout->shape[dout->ndim - 1], N = O > 0 ? dout->numel / O : 0;
+    /* in_features from w or x: either may be NULL when only the gradients that need the other are asked for */
+    const int64_t I = w ? w->shape[1] : x ? x->shape[x->ndim - 1] : 0;
+    int rc = TR_OK;
+    if (dx && O > 0) {
+        tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0};
+        rc = tr_cslot_gemm(s, dx->data, dx->dtype, dx->numel, dout->data, dout->dtype, dout->numel, w->data, w->dtype,
+                           w->numel, NULL, TR_F32, d);
+    } else if (dx) {
+        rc = tr_k_fill_fwd_cuda(dx->data, 0.0f, dx->dtype, dx->numel, s->stream, s->err);
+    }
+    if (rc == TR_OK && dw && N > 0) {
+        tr_cuda_gemm_desc d = {.m = O, .n = I, .k = N, .batch = 1, .trans_a = 1, .alpha = 1, .beta = 1};
+        rc = tr_cslot_gemm(s, dw->data, TR_F32, dw->numel, dout->data, dout->dtype, dout->numel, x->data, x->dtype,
+                           x->numel, NULL, TR_F32, d);
+    }
+    if (rc == TR_OK && dbias) rc = tr_k_colsum_acc_cuda(dbias->data, dout->data, dout->dtype, N, O, s->stream, s->err);
+    return rc;
+}
+
+#endif

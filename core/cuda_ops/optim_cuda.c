@@ -1,0 +1,131 @@
+/* optim_cuda.c — the CUDA slots of adamw, sgd and adafactor (CPU slots: core/ops/adamw.c,
+ * core/ops/sgd_adafactor.c). AdamW and SGD run the multi-tensor kernels of
+ * kernels/cuda/optim.cu (one launch for a whole list of parameters: the fp32 master, its
+ * moments and the optional half copy refreshed in the same pass); the op table's ops name
+ * one parameter, so the list holds one record here, and a fused step over all parameters
+ * calls the same kernel with the full list. A half gradient is converted to f32 workspace
+ * first (the kernels read f32 gradients). Adafactor: kernels/cuda/adafactor.cu, its
+ * learning rate and clip computed on the device. */
+#ifdef TR_HAVE_CUDA
+
+#include "cuda_slot.h"
+#include "ops_sgd_adafactor.h"
+
+#include <math.h>
+
+/* One parameter's record, uploaded to workspace. */
+static int one_param(tr_cslot *s, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *m, const tr_tensor *v,
+                     const tr_tensor *half, const tr_k_param_ref **out)
+{
+    const void *g;
+    void *dev;
+    int rc;
+    if ((rc = tr_cslot_in(s, grad, TR_F32, &g))) return rc;
+    tr_k_param_ref r = {.param = param->data,
+                        .grad = g,
+                        .m = m ? m->data : NULL,
+                        .v = v ? v->data : NULL,
+                        .half = half ? half->data : NULL,
+                        .n = param->numel,
+                        .half_dt = half ? half->dtype : TR_F32,
+                        .decay = 1};
+    if ((rc = tr_cslot_ws(s, (int64_t)((sizeof r + 7) / 8), TR_I64, &dev)) ||
+        (rc = tr_cslot_to_device(s, dev, &r, sizeof r)))
+        return rc;
+    *out = dev;
+    return TR_OK;
+}
+
+TR_CSLOT_DEFINE(adamw)
+static int adamw_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *param = c->t[0], *grad = c->t[1], *m = c->t[2], *v = c->t[3], *half = c->t[4];
+    const tr_k_param_ref *list = NULL;
+    if (param->numel == 0) return TR_OK;
+    int rc = one_param(s, param, grad, m, v, half, &list);
+    if (rc) return rc;
+    const double step = (double)c->i[0];
+    tr_k_adamw_args a = {
+        .lr = c->f[0],
+        .beta1 = c->f[1],
+        .beta2 = c->f[2],
+        .eps = c->f[3],
+        .weight_decay = c->f[4],
+        .bias_c1 = (float)(1.0 - pow((double)c->f[1], step)),
+        .bias_c2_sqrt = (float)sqrt(1.0 - pow((double)c->f[2], step)),
+        .inv_grad_scale = 1.0f / c->f[5],
+        .skip = NULL,
+    };
+    return tr_k_adamw_cuda(list, 1, param->numel, &a, s->stream, s->err);
+}
+
+TR_CSLOT_DEFINE(sgd)
+static int sgd_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *param = c->t[0], *grad = c->t[1], *buf = c->t[2], *half = c->t[3];
+    const float momentum = c->f[1];
+    const tr_k_param_ref *list = NULL;
+    if (param->numel == 0) return TR_OK;
+    int rc = one_param(s, param, grad, momentum != 0 ? buf : NULL, NULL, half, &list);
+    if (rc) return rc;
+    tr_k_sgd_args a = {
+        .lr = c->f[0],
+        .momentum = momentum,
+        .dampening = c->f[2],
+        .weight_decay = c->f[3],
+        .inv_grad_scale = 1.0f / c->f[4],
+        .nesterov = c->i[0] != 0,
+        .first_step = c->i[1] == 1,
+        .skip = NULL,
+    };
+    return tr_k_sgd_cuda(list, 1, param->numel, &a, s->stream, s->err);
+}
+
+/* *res (float, host; may be NULL) = the learning rate used: reading it back synchronises. */
+TR_CSLOT_DEFINE(adafactor)
+static int adafactor_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *param = c->t[0], *grad = c->t[1], *exp_avg = c->t[2], *row = c->t[3], *col = c->t[4], *v = c->t[5],
+                    *half = c->t[6];
+    const tr_adafactor_config *cfg = c->p;
+    const int factored = param->ndim >= 2;
+    const int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
+    const int64_t R = factored ? param->shape[param->ndim - 2] : 1;
+    const int64_t B = factored && R * C > 0 ? param->numel / (R * C) : 1;
+    if (param->numel == 0) return TR_OK;
+    const double t = (double)c->i[0];
+    double rel = cfg->lr;
+    if (cfg->relative_step) rel = fmin(cfg->warmup_init ? 1e-6 * t : 1e-2, 1 / sqrt(t));
+    tr_k_adafactor_args a = {
+        .rel = rel,
+        .eps1 = cfg->eps1,
+        .eps2 = cfg->eps2,
+        .clip_threshold = cfg->clip_threshold,
+        .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0,
+        .weight_decay = cfg->weight_decay,
+        .beta2t = (float)(1 - pow(t, cfg->decay_rate)),
+        .grad_scale = c->f[0],
+        .scale_parameter = cfg->scale_parameter != 0,
+    };
+    const void *g;
+    void *scratch, *lr_dev;
+    int rc;
+    if ((rc = tr_cslot_in(s, grad, TR_F32, &g)) ||
+        (rc = tr_cslot_ws(s, tr_k_adafactor_scratch_cuda(B, R, C), TR_F32, &scratch)) ||
+        (rc = tr_cslot_ws(s, 1, TR_F32, &lr_dev)) ||
+        (rc = tr_k_adafactor_cuda(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
+                                  factored ? col->data : NULL, factored ? NULL : v->data, g, B, R, C, &a, scratch,
+                                  lr_dev, s->stream, s->err)))
+        return rc;
+    if (half &&
+        (rc = tr_k_cast_any_cuda(half->data, half->dtype, param->data, TR_F32, param->numel, s->stream, s->err)))
+        return rc;
+    if (c->res) {
+        float lr = 0;
+        if ((rc = tr_cslot_to_host(s, &lr, lr_dev, sizeof lr))) return rc;
+        *(float *)c->res = lr;
+    }
+    return TR_OK;
+}
+
+#endif
