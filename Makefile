@@ -53,6 +53,17 @@ ifeq ($(CUDA),0)
 else
   HAVE_CUDA := $(if $(NVCC),$(if $(wildcard $(CUDA_HOME)/lib64/libcublasLt.so $(CUDA_HOME)/lib/libcublasLt.so),yes,),)
 endif
+# Open MPI (Debian: openmpi-bin, libopenmpi-dev) for `mpirun -np N trainer RECIPE.lua`
+# (core/dist/); `make MPI=0` builds without it. Without it a run under mpirun, or a recipe
+# with `distributed`, says that this build has no MPI.
+ifeq ($(MPI),0)
+  HAVE_MPI :=
+else
+  HAVE_MPI := $(shell pkg-config --exists ompi-c 2>/dev/null && echo yes)
+endif
+# NCCL for the GPU collectives: its header beside the CUDA toolkit's (libnccl itself is
+# loaded at run time by core/dist/dist_nccl.c, so the binary starts without it).
+HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),yes,),)
 HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 
 ifeq ($(MAKELEVEL),0)
@@ -62,6 +73,8 @@ ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
   $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
   $(info build: nvcc      $(if $(NVCC),found $(NVCC),missing (CPU-only build)))
   $(info build: cuBLASLt  $(if $(HAVE_CUDA),found (CUDA backend on),$(if $(filter 0,$(CUDA)),skipped (CUDA=0),missing)))
+  $(info build: Open MPI  $(if $(HAVE_MPI),found $(shell pkg-config --modversion ompi-c) (mpirun -np N trainer ...),$(if $(filter 0,$(MPI)),skipped (MPI=0),missing (one process only: apt-get install openmpi-bin libopenmpi-dev))))
+  $(info build: NCCL      $(if $(HAVE_NCCL),found (GPU collectives; libnccl loaded at run time),missing))
 endif
 endif
 
@@ -78,8 +91,15 @@ CFLAGS_ASAN := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address
                -fno-sanitize-recover=undefined $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
 LIBS := $(PKG_LIBS) -lm -lpthread -ldl
 
+ifeq ($(HAVE_MPI),yes)
+  MPI_CFLAGS := -DTR_HAVE_MPI $(shell pkg-config --cflags ompi-c)
+  CFLAGS_REL  += $(MPI_CFLAGS)
+  CFLAGS_ASAN += $(MPI_CFLAGS)
+  LIBS += $(shell pkg-config --libs ompi-c)
+endif
+
 ifeq ($(HAVE_CUDA),yes)
-  CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
+  CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DTR_HAVE_NCCL,)
   NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
                 -Xcompiler -fPIC,-Wall,-Werror

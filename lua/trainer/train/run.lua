@@ -160,6 +160,9 @@ function M.build(resolved, opts)
     stop_signal = nil, pending = nil }, Run)
   local runtime = require("trainer.core.runtime")
   self.device = runtime.device_name(runtime.parse_device(recipe.device))
+  -- under mpirun: this rank's membership of the job (trainer.dist), one GPU per rank
+  self.dist = require("trainer.dist").setup(recipe)
+  if self.dist then self.device = self.dist:device(self.device, recipe.device) end
   if recipe.memory then
     if recipe.memory.limit then memory.set_limit(recipe.memory.limit) end
     if recipe.memory.max_split_size then memory.set_max_split_size(recipe.memory.max_split_size) end
@@ -179,7 +182,7 @@ function M.build(resolved, opts)
   self.plan = require("trainer.plan.check").check(recipe, self.device, resolved.path)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.train.data")
-  self.train_ds, self.loader = data.train(recipe)
+  self.train_ds, self.loader = data.train(recipe, { world = self.dist and self.dist.size })
   local eval_ds = data.eval(recipe)
   if eval_ds then
     self.eval_rows = {}
@@ -215,6 +218,11 @@ function M.build(resolved, opts)
     end
   end
   self.param_iter = iter
+  -- DDP's start: the collective chosen, rank 0's weights on every rank
+  if self.dist then
+    self.dist:choose_backend()
+    self.dist:broadcast_params(self.params)
+  end
   self.optimizer = require("trainer.train.optim").new(iter(), recipe.optim)
 
   local per_epoch = self.loader:batches_per_epoch()
@@ -252,7 +260,8 @@ end
 -- param.grad multiplied by `scale`. Returns the loss value and the number of non-pad tokens.
 -- The dropout key's step is the count of micro-batches before this one.
 function Run:micro_step(batch, scale)
-  self.model.rng.step = self.micro
+  -- under mpirun each rank draws its own dropout masks (micro * N + rank; micro for one)
+  self.model.rng.step = self.dist and (self.micro * self.dist.size + self.dist.rank) or self.micro
   self.micro = self.micro + 1
   return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
     batch = batch, max_length = self.max_length, scale = scale, cached = self.recipe.loss.cached,
@@ -285,17 +294,32 @@ function Run:train_step()
   self.optimizer:zero_grad()
   local scale = self.scaler.scale / acc
   local sum, n, ntok = 0, 0, 0
+  local dist, bad = self.dist, false
   for i = 1, acc do
     local batch = self:next_batch(i > 1)
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
-    local v, k = self:micro_step(batch, scale)
+    local v, k = 0, 0
+    if dist then
+      -- this rank's rows of the global micro-batch; its gradient weighted by its share
+      local rows, w = dist:shard(batch)
+      if #rows > 0 then
+        v, k = self:micro_step(rows, scale * w)
+        v = v * w / dist.size
+      else
+        self.micro = self.micro + 1
+      end
+    else
+      v, k = self:micro_step(batch, scale)
+    end
     if not finite(v) and recipe.precision ~= "fp16" then
-      self:failure(("the loss is %s"):format(tostring(v)))
+      if not dist then self:failure(("the loss is %s"):format(tostring(v))) end
+      bad = bad or tostring(v)
     end
     sum, n, ntok = sum + v, n + 1, ntok + k
   end
   if n == 0 then return nil end
+  if dist then sum, ntok = self:dist_reduce(sum, ntok, bad) end
   local loss_value = sum / n
   local found_inf = self.scaler:unscale(self.param_iter())
   local skipped, norm = false, nil
@@ -333,6 +357,26 @@ function Run:train_step()
   return m
 end
 
+-- Under mpirun, after the micro-batches: gradients averaged over the ranks, and the
+-- step's loss, tokens, a non-finite loss and a stop signal summed, so that every rank
+-- takes the same decisions (skip, fail, stop) after the same step.
+function Run:dist_reduce(sum, ntok, bad)
+  local dist = self.dist
+  dist:allreduce_grads(self.params)
+  local sig = native.stop_requested and native.stop_requested()
+  local agreed = dist:agree({ bad and 0 or sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
+  if agreed[3] > 0 then
+    self:failure(bad and ("the loss is %s"):format(bad) or "the loss is not finite on another rank")
+  end
+  if agreed[4] > 0 then self.stop_signal = self.stop_signal or sig or math.floor(agreed[5] / agreed[4]) end
+  return agreed[1], agreed[2]
+end
+
+-- Whether this process writes the run's files (only rank 0 under mpirun).
+function Run:writes_outputs()
+  return not self.dist or self.dist:is_root()
+end
+
 -- Completed epochs as a fraction, as the Hugging Face Trainer logs "epoch": the data
 -- cursor's epoch plus the share of its batches already used (0.5 halfway, 1.0 after one
 -- whole pass), for metrics.jsonl and summary.json.
@@ -362,6 +406,7 @@ end
 -- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
 -- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
 function Run:evaluate()
+  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
   local recipe = self.recipe
   local evaluate = require("trainer.train.evaluate")
   local scores
@@ -449,6 +494,7 @@ end
 -- its final name is whole and survives a crash. A failure removes the .tmp folder.
 function Run:save()
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
+  if not self:writes_outputs() then self.last_checkpoint = dir return dir end   -- rank 0 writes it
   local tmp = dir .. ".tmp"
   outputs.remove_tree(tmp)
   outputs.mkdir(tmp)
@@ -500,6 +546,7 @@ function Run:write_checkpoint(tmp)
     data = self.loader:state(), scaler = self.scaler:state(), rng = { seed = self.model.rng.seed, step = self.micro },
     optimizer = ometa, total_steps = self.total_steps, last_loss = self.last_loss,
     first_eval = self.first_eval, last_eval = self.last_eval,
+    dist = self.dist and self.dist:checkpoint_meta(self.loader:state()) or nil,
   }
   local list = {}
   for k, v in pairs(tensors) do list[#list + 1] = { k, v } end
@@ -561,7 +608,9 @@ function Run:load_checkpoint(dir)
   end
   -- bounded, typed and checked against the model before any of it is used
   local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
-    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out })
+    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
+    rank = self.dist and self.dist.rank })
+  require("trainer.dist").check_resume(meta, self.dist, dir)
   local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
   for _, t in pairs(tensors) do t:free() end
   if not ok then error(err, 0) end
@@ -588,6 +637,7 @@ end
 
 function Run:stop_requested()
   if self.stop_signal then return true end
+  if self.dist then return false end   -- under mpirun: only the signal all ranks agreed on (dist_reduce)
   local sig = native.stop_requested and native.stop_requested()
   if sig then self.stop_signal = sig end
   return sig and true or false
@@ -624,6 +674,7 @@ function Run:finish()
   self:flush_metrics()
   if self.metrics then self.metrics:close() end   -- checked: a failed close is a failed write
   local s = self:summary()
+  if not self:writes_outputs() then return s end
   outputs.write_atomic(self.out .. "/summary.json", json.encode(s, 2) .. "\n")
   return s
 end

@@ -1,0 +1,516 @@
+/* dist_mpi.c — the job and its CPU collectives over MPI (dist.h): init and finalize, rank,
+ * world and local rank, a check-in (barrier) that names the ranks that did not arrive,
+ * broadcast, a small f64 sum, and the bucketed gradient all-reduce of CPU tensors.
+ *
+ * Every wait is a nonblocking MPI call polled until it completes or the timeout passes
+ * (MPI itself has no timeouts): a dead or hung rank becomes an error on the others, which
+ * the caller turns into tr_dist_abort. MPI errors are returned, not fatal: the private
+ * communicator has MPI_ERRORS_RETURN.
+ *
+ * Without TR_HAVE_MPI (a build without Open MPI) every world has one rank: the collectives
+ * do nothing and a launch by mpirun with more than one rank is refused. */
+#include "dist_internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { TAG_CHECK_IN = 7101 };
+
+/* Bytes of one MPI message at most (counts are ints). */
+#define MAX_MSG_BYTES ((int64_t)1 << 30)
+
+double tr_dist_now(void)
+{
+    struct timespec ts;
+    /* CLOCK_MONOTONIC cannot fail on Linux; a failure would only make timeouts longer */
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end = NULL;
+    long x = strtol(v, &end, 10);
+    if (*end != '\0' || x < 0 || x > INT_MAX) return 0;
+    return (int)x;
+}
+
+int tr_dist_launched_size(void)
+{
+    int n = env_int("OMPI_COMM_WORLD_SIZE");
+    if (n == 0) n = env_int("PMI_SIZE");
+    return n;
+}
+
+int tr_dist_have_mpi(void)
+{
+#ifdef TR_HAVE_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int tr_dist_rank(const tr_dist *d) { return d ? d->rank : 0; }
+int tr_dist_size(const tr_dist *d) { return d ? d->size : 1; }
+int tr_dist_local_rank(const tr_dist *d) { return d ? d->local_rank : 0; }
+int tr_dist_nccl_on(const tr_dist *d) { return d && d->nccl != NULL; }
+
+void tr_dist_set_timeout(tr_dist *d, double timeout_s)
+{
+    if (d && timeout_s > 0) d->timeout_s = timeout_s;
+}
+
+void tr_dist_get_stats(const tr_dist *d, tr_dist_stats *out)
+{
+    if (!out) return;
+    if (!d) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = d->stats;
+}
+
+int64_t tr_dist_buffer_bytes(int64_t total_bytes, int64_t bucket_bytes, int nccl)
+{
+    if (nccl || total_bytes <= 0) return 0;
+    int64_t cap = bucket_bytes / 4, total = total_bytes / 4;
+    if (cap < 1) cap = 1;
+    if (cap > MAX_MSG_BYTES / 4) cap = MAX_MSG_BYTES / 4;
+    if (cap > total) cap = total;
+    int64_t chunks = (total + cap - 1) / cap;
+    return (chunks > 1 ? 2 : 1) * cap * 4;
+}
+
+/* ---------------------------------------------------------------- gradient spans */
+/* The gradients are one stream of floats, last tensor first; a span is a piece of it. */
+typedef struct span_cursor {
+    int i;          /* tensor index, counting down */
+    int64_t off;    /* element offset inside grads[i] */
+} span_cursor;
+
+/* Copies len floats between the stream at *c and buf (pack: stream -> buf; else buf * scale
+ * -> stream), advancing *c. */
+static void copy_span(tr_tensor *const *grads, span_cursor *c, float *buf, int64_t len, int pack, float scale)
+{
+    int64_t j = 0;
+    while (j < len && c->i >= 0) {
+        tr_tensor *g = grads[c->i];
+        int64_t take = g->numel - c->off;
+        if (take > len - j) take = len - j;
+        float *p = (float *)g->data + c->off;
+        if (pack) {
+            memcpy(buf + j, p, (size_t)take * sizeof(float));
+        } else {
+            for (int64_t k = 0; k < take; k++) p[k] = buf[j + k] * scale;
+        }
+        j += take;
+        c->off += take;
+        if (c->off == g->numel) {
+            c->i--;
+            c->off = 0;
+        }
+    }
+}
+
+#ifdef TR_HAVE_MPI
+/* ---------------------------------------------------------------- MPI helpers */
+static int mpi_fail(tr_ctx *ctx, const char *call, int rc)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "MPI error code %d", rc);
+    return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed: %s failed: %s", call, s);
+}
+
+#define MPI_TRY(ctx, call)                                  \
+    do {                                                    \
+        int rc_ = (call);                                   \
+        if (rc_ != MPI_SUCCESS) return mpi_fail(ctx, #call, rc_); \
+    } while (0)
+
+/* Between tests of a request: spin at first (a collective often completes within
+ * microseconds), then sleep a little, so that a rank waiting for a slower one leaves the
+ * core to it (ranks share the CPU cores on one machine). */
+static void pause_briefly(int spins)
+{
+    if (spins < 2000) return;
+    struct timespec ts = { 0, spins < 20000 ? 20000 : 200000 };
+    /* an early wake-up (EINTR) only shortens the pause */
+    (void)nanosleep(&ts, NULL);
+}
+
+/* Polls *req until it completes (1) or the deadline passes (0); -1 with ctx's error set
+ * when MPI_Test fails. */
+static int wait_request(tr_ctx *ctx, MPI_Request *req, double deadline)
+{
+    for (int spins = 0;; spins++) {
+        int flag = 0;
+        int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            mpi_fail(ctx, "MPI_Test", rc);
+            return -1;
+        }
+        if (flag) return 1;
+        if (tr_dist_now() > deadline) return 0;
+        pause_briefly(spins);
+    }
+}
+
+static int timed_out(tr_dist *d, tr_ctx *ctx, const char *what)
+{
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                   "distributed: %s did not complete within %g s on rank %d of %d: a rank has died or hangs. "
+                   "The run stops on every rank; look above for that rank's own message. When a rank is only "
+                   "slow (a long evaluation or checkpoint on rank 0), raise distributed.timeout (seconds).",
+                   what, d->timeout_s, d->rank, d->size);
+}
+
+/* Waits for *req with the timeout; what names the operation in the error. */
+static int finish(tr_dist *d, tr_ctx *ctx, MPI_Request *req, const char *what)
+{
+    int r = wait_request(ctx, req, tr_dist_now() + d->timeout_s);
+    if (r < 0) return TR_EINTERNAL;
+    if (r == 0) return timed_out(d, ctx, what);
+    return 0;
+}
+#endif
+
+/* ---------------------------------------------------------------- the job */
+int tr_dist_init(tr_ctx *ctx, double timeout_s, tr_dist **out)
+{
+    *out = NULL;
+    int launched = tr_dist_launched_size();
+#ifndef TR_HAVE_MPI
+    if (launched > 1) {
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "distributed: this process was started by mpirun as one of %d ranks, but this build of trainer "
+                       "has no MPI. Install Open MPI (scripts/deps.sh, or apt-get install openmpi-bin libopenmpi-dev) "
+                       "and rebuild with make; or run one process, without mpirun.",
+                       launched);
+    }
+#endif
+    tr_dist *d = calloc(1, sizeof *d);
+    if (!d) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory for the job's record");
+    d->size = 1;
+    d->timeout_s = timeout_s > 0 ? timeout_s : 300;
+#ifdef TR_HAVE_MPI
+    if (launched > 0) {
+        int inited = 0, rc = MPI_Initialized(&inited);
+        if (rc == MPI_SUCCESS && !inited) rc = MPI_Init(NULL, NULL);
+        if (rc != MPI_SUCCESS) {
+            free(d);
+            return mpi_fail(ctx, "MPI_Init", rc);
+        }
+        d->mpi_on = !inited;
+        MPI_Comm node = MPI_COMM_NULL;
+        if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &d->comm)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_rank(d->comm, &d->rank)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_size(d->comm, &d->size)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_rank(node, &d->local_rank)) != MPI_SUCCESS || (rc = MPI_Comm_free(&node)) != MPI_SUCCESS) {
+            mpi_fail(ctx, "setting up the MPI communicator", rc);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+            free(d);
+            return TR_EINTERNAL;
+        }
+    } else {
+        d->comm = MPI_COMM_NULL;
+    }
+#endif
+    *out = d;
+    return 0;
+}
+
+void tr_dist_free(tr_dist *d)
+{
+    if (!d) return;
+    tr_dist_nccl_release(d);
+    for (int k = 0; k < 2; k++) tr_tensor_free(d->bucket[k]);
+#ifdef TR_HAVE_MPI
+    /* the job is over: a failure here has no one left to tell */
+    if (d->comm != MPI_COMM_NULL) (void)MPI_Comm_free(&d->comm);
+    if (d->mpi_on) (void)MPI_Finalize();
+#endif
+    free(d);
+}
+
+void tr_dist_abort(tr_dist *d, int code)
+{
+#ifdef TR_HAVE_MPI
+    if (d && d->comm != MPI_COMM_NULL) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, code);
+    }
+#else
+    (void)d;
+    (void)code;
+#endif
+}
+
+/* ---------------------------------------------------------------- check-in */
+int tr_dist_check_in(tr_dist *d, tr_ctx *ctx, const char *where)
+{
+    if (d->size == 1) return 0;
+#ifdef TR_HAVE_MPI
+    double t0 = tr_dist_now(), deadline = t0 + d->timeout_s;
+    int n = d->size;
+    d->check_in_seq++;
+    /* on a timeout these stay allocated: their requests are still posted and the job is
+     * about to be aborted */
+    int64_t *got = calloc((size_t)n + 1, sizeof *got);
+    MPI_Request *reqs = calloc(2 * (size_t)n, sizeof *reqs);
+    if (!got || !reqs) {
+        free(got);
+        free(reqs);
+        return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory for a check-in");
+    }
+    int64_t *mine = &got[n];
+    *mine = d->check_in_seq;
+    for (int r = 0; r < n; r++) {
+        reqs[r] = reqs[n + r] = MPI_REQUEST_NULL;
+        if (r == d->rank) continue;
+        MPI_TRY(ctx, MPI_Irecv(&got[r], 1, MPI_INT64_T, r, TAG_CHECK_IN, d->comm, &reqs[r]));
+        MPI_TRY(ctx, MPI_Isend(mine, 1, MPI_INT64_T, r, TAG_CHECK_IN, d->comm, &reqs[n + r]));
+    }
+    int pending = n - 1;
+    for (int spins = 0; pending > 0; spins++) {
+        for (int r = 0; r < n; r++) {
+            if (reqs[r] == MPI_REQUEST_NULL) continue;
+            int flag = 0;
+            MPI_TRY(ctx, MPI_Test(&reqs[r], &flag, MPI_STATUS_IGNORE));
+            if (flag) pending--;
+        }
+        if (pending == 0) break;
+        if (tr_dist_now() > deadline) {
+            char missing[512] = "";
+            size_t used = 0;
+            int count = 0;
+            for (int r = 0; r < n && used + 16 < sizeof missing; r++) {
+                if (reqs[r] == MPI_REQUEST_NULL) continue;
+                used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", count ? ", " : "", r);
+                count++;
+            }
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "distributed: rank%s %s did not reach %s within %g s (rank %d of %d waited for %s): it has "
+                           "died or hangs. The run stops on every rank; look above for that rank's own message. When "
+                           "it is only slow (a long evaluation or checkpoint on rank 0), raise distributed.timeout "
+                           "(seconds).",
+                           count > 1 ? "s" : "", missing, where, d->timeout_s, d->rank, n, count > 1 ? "them" : "it");
+        }
+        pause_briefly(spins);
+    }
+    for (int r = 0; r < n; r++) {
+        if (reqs[n + r] == MPI_REQUEST_NULL) continue;
+        int w = wait_request(ctx, &reqs[n + r], deadline);
+        if (w < 0) return TR_EINTERNAL;
+        if (w == 0) return timed_out(d, ctx, "a check-in message");
+    }
+    int bad = -1;
+    for (int r = 0; r < n; r++) {
+        if (r != d->rank && got[r] != *mine) bad = r;
+    }
+    int64_t theirs = bad >= 0 ? got[bad] : 0, ours = *mine;
+    free(got);
+    free(reqs);
+    d->stats.check_in_seconds += tr_dist_now() - t0;
+    if (bad >= 0) {
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "distributed: rank %d is at its check-in %lld and rank %d at %lld (%s): the ranks are out of "
+                       "step. A recipe's loop or hook must run the same training steps on every rank.",
+                       bad, (long long)theirs, d->rank, (long long)ours, where);
+    }
+    return 0;
+#else
+    (void)ctx;
+    (void)where;
+    return 0;
+#endif
+}
+
+/* ---------------------------------------------------------------- broadcast, sums */
+int tr_dist_bcast_bytes(tr_dist *d, tr_ctx *ctx, void *buf, size_t nbytes, int root)
+{
+    if (d->size == 1) return 0;
+#ifdef TR_HAVE_MPI
+    int st = 0;
+    for (size_t off = 0; off < nbytes && st == 0; off += (size_t)MAX_MSG_BYTES) {
+        size_t len = nbytes - off < (size_t)MAX_MSG_BYTES ? nbytes - off : (size_t)MAX_MSG_BYTES;
+        MPI_Request req = MPI_REQUEST_NULL;
+        int rc = MPI_Ibcast((char *)buf + off, (int)len, MPI_BYTE, root, d->comm, &req);
+        st = rc != MPI_SUCCESS ? mpi_fail(ctx, "MPI_Ibcast", rc) : finish(d, ctx, &req, "a broadcast from rank 0");
+    }
+    return st;
+#else
+    (void)ctx;
+    (void)buf;
+    (void)nbytes;
+    (void)root;
+    return 0;
+#endif
+}
+
+int tr_dist_broadcast(tr_dist *d, tr_ctx *ctx, tr_tensor *t, int root)
+{
+    if (d->size == 1) return 0;
+#ifdef TR_HAVE_MPI
+    size_t nb = tr_tensor_nbytes(t);
+    char *host = t->data, *stage = NULL;
+    if (t->device != TR_CPU) {
+        stage = malloc(nb ? nb : 1);
+        if (!stage) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory staging %zu bytes", nb);
+        if (d->rank == root && tr_tensor_read(ctx, t, stage, nb) != 0) {
+            free(stage);
+            return tr_ctx_err(ctx)->status;
+        }
+        host = stage;
+    }
+    int st = tr_dist_bcast_bytes(d, ctx, host, nb, root);
+    if (st == 0 && stage && d->rank != root && tr_tensor_write(ctx, t, stage, nb) != 0) st = tr_ctx_err(ctx)->status;
+    free(stage);
+    return st;
+#else
+    (void)ctx;
+    (void)t;
+    (void)root;
+    return 0;
+#endif
+}
+
+int tr_dist_allreduce_sum_f64(tr_dist *d, tr_ctx *ctx, double *buf, int n, const char *where)
+{
+    if (d->size == 1) return 0;
+#ifdef TR_HAVE_MPI
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_TRY(ctx, MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, d->comm, &req));
+    return finish(d, ctx, &req, where);
+#else
+    (void)ctx;
+    (void)buf;
+    (void)n;
+    (void)where;
+    return 0;
+#endif
+}
+
+/* ---------------------------------------------------------------- gradients */
+#ifdef TR_HAVE_MPI
+/* The bucket buffers for buckets of cap floats: one when a single bucket holds every
+ * gradient, else two (one in flight while the next is packed). */
+static int ensure_buckets(tr_dist *d, tr_ctx *ctx, int64_t cap, int need)
+{
+    if (d->bucket_floats != cap) {
+        for (int k = 0; k < 2; k++) {
+            tr_tensor_free(d->bucket[k]);
+            d->bucket[k] = NULL;
+        }
+        d->bucket_floats = cap;
+    }
+    for (int k = 0; k < need; k++) {
+        if (d->bucket[k]) continue;
+        d->bucket[k] = tr_tensor_new(ctx, 1, &cap, TR_F32, TR_CPU, TR_TAG_WORKSPACE);
+        if (!d->bucket[k]) return tr_ctx_err(ctx)->status;
+    }
+    d->stats.buffer_bytes = (d->bucket[0] ? cap * 4 : 0) + (d->bucket[1] ? cap * 4 : 0);
+    return 0;
+}
+
+/* CUDA gradients without NCCL: each tensor through host memory, one at a time. */
+static int allreduce_staged(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        tr_tensor *g = grads[i];
+        size_t nb = tr_tensor_nbytes(g);
+        float *h = malloc(nb ? nb : 1);
+        if (!h) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory staging %zu bytes", nb);
+        int st = tr_tensor_read(ctx, g, h, nb) != 0 ? tr_ctx_err(ctx)->status : 0;
+        for (int64_t off = 0; off < g->numel && st == 0; off += MAX_MSG_BYTES / 4) {
+            int64_t len = g->numel - off < MAX_MSG_BYTES / 4 ? g->numel - off : MAX_MSG_BYTES / 4;
+            MPI_Request req = MPI_REQUEST_NULL;
+            int rc = MPI_Iallreduce(MPI_IN_PLACE, h + off, (int)len, MPI_FLOAT, MPI_SUM, d->comm, &req);
+            st = rc != MPI_SUCCESS ? mpi_fail(ctx, "MPI_Iallreduce", rc)
+                                   : finish(d, ctx, &req, "the all-reduce of the gradients");
+            d->stats.buckets++;
+        }
+        float inv = 1.0f / (float)d->size;
+        for (int64_t k = 0; k < g->numel && st == 0; k++) h[k] *= inv;
+        if (st == 0 && tr_tensor_write(ctx, g, h, nb) != 0) st = tr_ctx_err(ctx)->status;
+        free(h);
+        if (st) return st;
+    }
+    return 0;
+}
+#endif
+
+int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
+{
+    if (d->size == 1 || n <= 0) return 0;
+    int64_t total = 0;
+    int on_cuda = 0;
+    for (int i = 0; i < n; i++) {
+        if (!grads[i] || grads[i]->dtype != TR_F32) {
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "distributed: gradient %d is %s; the all-reduce takes f32 gradients (the optimizer's)", i,
+                           grads[i] ? tr_dtype_name(grads[i]->dtype) : "missing");
+        }
+        if (grads[i]->device != TR_CPU) on_cuda = 1;
+        total += grads[i]->numel;
+    }
+    double t0 = tr_dist_now();
+    int st = 0;
+    if (on_cuda && d->nccl) {
+        st = tr_dist_nccl_allreduce(d, ctx, grads, n, bucket_bytes);
+        goto done;
+    }
+#ifdef TR_HAVE_MPI
+    if (on_cuda) {
+        st = allreduce_staged(d, ctx, grads, n);
+        goto done;
+    }
+    int64_t cap = bucket_bytes / 4;
+    if (cap < 1) cap = 1;
+    if (cap > MAX_MSG_BYTES / 4) cap = MAX_MSG_BYTES / 4;
+    if (cap > total) cap = total;
+    int64_t chunks = (total + cap - 1) / cap;
+    if ((st = ensure_buckets(d, ctx, cap, chunks > 1 ? 2 : 1)) != 0) goto done;
+    {
+        /* bucket k goes through buffer k % 2: before packing bucket k, bucket k - 2 (the
+         * buffer's last one) is waited for and unpacked */
+        MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+        span_cursor start[2] = { { 0, 0 }, { 0, 0 } };
+        int64_t len[2] = { 0, 0 };
+        span_cursor pack = { n - 1, 0 };
+        float inv = 1.0f / (float)d->size;
+        for (int64_t k = 0; k < chunks + 2 && st == 0; k++) {
+            int s = (int)(k % 2);
+            if (k >= 2) {
+                st = finish(d, ctx, &req[s], "the all-reduce of the gradients");
+                if (st) break;
+                copy_span(grads, &start[s], d->bucket[s]->data, len[s], 0, inv);
+            }
+            if (k >= chunks) continue;
+            start[s] = pack;
+            len[s] = total - k * cap < cap ? total - k * cap : cap;
+            copy_span(grads, &pack, d->bucket[s]->data, len[s], 1, 1.0f);
+            int rc = MPI_Iallreduce(MPI_IN_PLACE, d->bucket[s]->data, (int)len[s], MPI_FLOAT, MPI_SUM, d->comm, &req[s]);
+            if (rc != MPI_SUCCESS) st = mpi_fail(ctx, "MPI_Iallreduce", rc);
+            d->stats.buckets++;
+        }
+    }
+#else
+    (void)bucket_bytes;
+    (void)total;
+#endif
+done:
+    d->stats.allreduce_seconds += tr_dist_now() - t0;
+    d->stats.allreduce_bytes += total * 4;
+    d->stats.allreduce_calls++;
+    return st;
+}
