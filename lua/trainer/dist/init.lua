@@ -185,16 +185,17 @@ end
 
 -- A checkpoint continues exactly only with the world size that wrote it (the global batch,
 -- the shards and the dropout masks depend on it): another one is refused, saying what works.
-function M.check_resume(meta, d, dir)
-  local saved = meta.dist and meta.dist.world_size or 1
-  local now = d and d.size or 1
+function M.check_resume(meta, now, dir)
+  local saved = type(meta.dist) == "table" and tonumber(meta.dist.world_size) or 1
+  now = now or 1
   if saved == now then return end
   local function ranks(n) return n == 1 and "one process" or (n .. " ranks") end
+  local run = dir:gsub("/checkpoint%-%d+/*$", "")
   errors.user("resume: %s was saved by a run of %s, and this run has %s. A run resumes exactly only with the number "
     .. "of ranks that saved it: %s. To go on with %s, start a new run from that checkpoint's weights (model.from = "
     .. "\"%s\" for a full fine-tune) instead of resuming.", dir, ranks(saved), ranks(now),
-    saved == 1 and "run it without mpirun (trainer resume ...)" or ("mpirun -np " .. saved .. " trainer resume ..."),
-    ranks(now), dir)
+    saved == 1 and ("`trainer resume " .. run .. "` without mpirun")
+      or ("`mpirun -np " .. saved .. " trainer resume " .. run .. "`"), ranks(now), dir)
 end
 
 -- Bytes of the collective buffers for trainable gradients of grad_bytes (the plan's and

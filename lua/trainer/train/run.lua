@@ -609,8 +609,7 @@ function Run:load_checkpoint(dir)
   -- bounded, typed and checked against the model before any of it is used
   local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
     batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
-    rank = self.dist and self.dist.rank })
-  require("trainer.dist").check_resume(meta, self.dist, dir)
+    rank = self.dist and self.dist.rank, world = self.dist and self.dist.size or 1 })
   local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
   for _, t in pairs(tensors) do t:free() end
   if not ok then error(err, 0) end

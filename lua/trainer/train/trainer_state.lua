@@ -143,6 +143,8 @@ end
 
 -- Checks meta in place; opts as read()'s.
 local function check_meta(meta, dir, opts)
+  -- the world size first: another one also changes the data cursor's bounds (trainer.dist)
+  if opts.world then require("trainer.dist").check_resume(meta, opts.world, dir) end
   local step = count(meta, "step", "")
   local want = folder_step(dir)
   if want and step ~= want then damaged("step = %d but the folder is checkpoint-%d", step, want) end
