@@ -172,6 +172,23 @@ function Dist:stats()
     calls = tonumber(s.allreduce_calls), buckets = tonumber(s.buckets), buffer_bytes = tonumber(s.buffer_bytes) }
 end
 
+-- summary.json's `distributed`: the job, the all-reduce's cost on this rank, and every
+-- rank's peak memory (gathered: each rank fills its own slot of a sum), so the ledger shows
+-- all ranks, collective buffers included (tag workspace). Every rank must call it.
+function Dist:summary(peak_allocated, peak_reserved)
+  local N = self.size
+  local v = {}
+  for i = 1, 2 * N do v[i] = 0 end
+  v[self.rank + 1], v[N + self.rank + 1] = peak_allocated, peak_reserved
+  self:agree(v, "the gathering of every rank's peak memory")
+  local ranks = {}
+  for r = 0, N - 1 do ranks[r + 1] = { rank = r, peak_allocated = v[r + 1], peak_reserved = v[N + r + 1] } end
+  local st = self:stats()
+  return { world_size = N, backend = self.backend, bucket_bytes = self.bucket, allreduce_s = st.allreduce_s,
+           allreduce_bytes = st.bytes, buckets = st.buckets, collective_buffer_bytes = st.buffer_bytes,
+           check_in_s = st.check_in_s, ranks = ranks }
+end
+
 -- What a checkpoint records of the job: the world size and each rank's data cursor (the
 -- global batch cursor of the loader, and which slice of each global batch is the rank's).
 function Dist:checkpoint_meta(cursor)

@@ -350,6 +350,7 @@ function Run:train_step()
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
+    allreduce_s = self.last_allreduce_s,   -- under mpirun: this step's gradient all-reduce
   }
   self.pending = m
   if self.progress then self.progress:update(self, m) end
@@ -362,7 +363,9 @@ end
 -- takes the same decisions (skip, fail, stop) after the same step.
 function Run:dist_reduce(sum, ntok, bad)
   local dist = self.dist
+  local before = dist:stats().allreduce_s
   dist:allreduce_grads(self.params)
+  self.last_allreduce_s = dist:stats().allreduce_s - before
   local sig = native.stop_requested and native.stop_requested()
   local agreed = dist:agree({ bad and 0 or sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
   if agreed[3] > 0 then
@@ -666,6 +669,7 @@ function Run:summary()
     data = self.train_ds:summary(), eval_data = self.eval_summary,
     resumed_from = self.resumed_from, last_checkpoint = self.last_checkpoint,
     stopped_by_signal = self.stop_signal and true or nil,
+    distributed = self.dist and self.dist:summary(s.peak_allocated, s.peak_reserved) or nil,
   }
 end
 
