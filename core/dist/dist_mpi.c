@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 enum { TAG_CHECK_IN = 7101 };
@@ -134,12 +135,18 @@ static int mpi_fail(tr_ctx *ctx, const char *call, int rc)
         if (rc_ != MPI_SUCCESS) return mpi_fail(ctx, #call, rc_); \
     } while (0)
 
-/* Between tests of a request: spin at first (a collective often completes within
- * microseconds), then sleep a little, so that a rank waiting for a slower one leaves the
- * core to it (ranks share the CPU cores on one machine). */
-static void pause_briefly(int spins)
+/* Between tests of a request. In a check-in a rank may wait long for a slower one: spin
+ * briefly, then sleep a little, leaving the core to it (ranks share a machine's cores).
+ * Inside a collective every rank is present and MPI advances it only while it is tested:
+ * yield the core but test again at once. */
+static void pause_briefly(int spins, int in_collective)
 {
     if (spins < 2000) return;
+    if (in_collective) {
+        /* sched_yield cannot fail on Linux */
+        (void)sched_yield();
+        return;
+    }
     struct timespec ts = { 0, spins < 20000 ? 20000 : 200000 };
     /* an early wake-up (EINTR) only shortens the pause */
     (void)nanosleep(&ts, NULL);
@@ -158,7 +165,7 @@ static int wait_request(tr_ctx *ctx, MPI_Request *req, double deadline)
         }
         if (flag) return 1;
         if (tr_dist_now() > deadline) return 0;
-        pause_briefly(spins);
+        pause_briefly(spins, 1);
     }
 }
 
@@ -305,7 +312,7 @@ int tr_dist_check_in(tr_dist *d, tr_ctx *ctx, const char *where)
                            "(seconds).",
                            count > 1 ? "s" : "", missing, where, d->timeout_s, d->rank, n, count > 1 ? "them" : "it");
         }
-        pause_briefly(spins);
+        pause_briefly(spins, 0);
     }
     for (int r = 0; r < n; r++) {
         if (reqs[n + r] == MPI_REQUEST_NULL) continue;
@@ -451,7 +458,8 @@ static int allreduce_staged(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, in
 
 int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
 {
-    if (d->size == 1 || n <= 0) return 0;
+    /* one rank: nothing to average, unless NCCL is on (a GPU check runs its path alone) */
+    if (n <= 0 || (d->size == 1 && !d->nccl)) return 0;
     int64_t total = 0;
     int on_cuda = 0;
     for (int i = 0; i < n; i++) {

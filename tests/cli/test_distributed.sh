@@ -16,10 +16,15 @@ fi
 cat >"$TMP/have_mpi.lua" <<'EOF'
 io.write(require("trainer.core.ffi").tr_dist_have_mpi() == 1 and "yes" or "no")
 EOF
-if [ "$("$TRAINER" run "$TMP/have_mpi.lua" 2>/dev/null)" != yes ]; then
-  echo "SKIP distributed: this build of trainer has no MPI (install libopenmpi-dev and rebuild)"; exit 0
-fi
+have_mpi=$("$TRAINER" run "$TMP/have_mpi.lua" 2>/dev/null)
 source "$(dirname "$0")/tiny_fixtures.sh"
+if [ "$have_mpi" != yes ]; then
+  # a build without MPI: a recipe with `distributed` stops at once, saying so
+  run_trainer "$TMP/sts.lua" distributed.timeout=5 --quiet
+  expect_rc no_mpi_build_refuses_rc 1
+  expect_err no_mpi_build_says_so "this build of trainer has no MPI"
+  echo "SKIP distributed: this build of trainer has no MPI (install libopenmpi-dev and rebuild)"; finish; exit
+fi
 
 # CI runs as root; one thread per rank (2 ranks share the cores)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -96,7 +96,8 @@ function Dist:choose_backend()
     errors.user("distributed.backend = \"nccl\": every rank must train on a GPU, but %d of %d ranks are on the CPU; "
       .. "use backend = \"mpi\" (or \"auto\")", self.size - flags[0], self.size)
   end
-  if want ~= "mpi" and all_gpu and (want == "nccl" or C.tr_dist_have_nccl() == 1) then
+  -- one rank uses NCCL only when asked (backend = "nccl": the GPU check of its path)
+  if want ~= "mpi" and all_gpu and (want == "nccl" or (self.size > 1 and C.tr_dist_have_nccl() == 1)) then
     local dev = runtime.parse_device(self.device_name)
     local st = C.tr_dist_use_nccl(self.ptr, runtime.ctx, dev)
     if st == 0 then self.backend = "nccl" return self.backend end
@@ -141,7 +142,7 @@ end
 
 -- The gradients of the trainable parameters, averaged over the ranks (no-op for one).
 function Dist:allreduce_grads(list)
-  if self.size == 1 then return end
+  if self.size == 1 and self.backend ~= "nccl" then return end
   self:check_in("the gradient all-reduce")
   local grads = {}
   for _, e in ipairs(list) do
