@@ -24,12 +24,12 @@ typedef struct tr_dist tr_dist;
 
 /* What the collectives cost so far (since tr_dist_init). */
 typedef struct tr_dist_stats {
-    double allreduce_seconds;   /* wall time inside tr_dist_allreduce_grads */
-    double check_in_seconds;    /* wall time waiting in tr_dist_check_in (stragglers) */
-    int64_t allreduce_bytes;    /* gradient bytes reduced (per rank) */
-    int64_t allreduce_calls;    /* calls of tr_dist_allreduce_grads */
-    int64_t buckets;            /* buckets issued */
-    int64_t buffer_bytes;       /* bucket buffers held (tag workspace), host or device */
+    double allreduce_seconds; /* wall time inside tr_dist_allreduce_grads */
+    double check_in_seconds;  /* wall time waiting in tr_dist_check_in (stragglers) */
+    int64_t allreduce_bytes;  /* gradient bytes reduced (per rank) */
+    int64_t allreduce_calls;  /* calls of tr_dist_allreduce_grads */
+    int64_t buckets;          /* buckets issued */
+    int64_t buffer_bytes;     /* bucket buffers held (tag workspace), host or device */
 } tr_dist_stats;
 
 /* 1 when this build has MPI (Open MPI found at build time), else 0. */

@@ -11,15 +11,15 @@
 
 struct tr_dist {
     int rank, size, local_rank;
-    int mpi_on;                /* this process called MPI_Init and must finalize */
+    int mpi_on; /* this process called MPI_Init and must finalize */
     double timeout_s;
-    int64_t check_in_seq;      /* how many check-ins so far: ranks must agree */
+    int64_t check_in_seq; /* how many check-ins so far: ranks must agree */
 #ifdef TR_HAVE_MPI
-    MPI_Comm comm;             /* a duplicate of MPI_COMM_WORLD, private to trainer */
+    MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD, private to trainer */
 #endif
-    tr_tensor *bucket[2];      /* the MPI path's host bucket buffers (tag workspace) */
-    int64_t bucket_floats;     /* capacity of each */
-    void *nccl;                /* the NCCL state (dist_nccl.c), NULL when off */
+    tr_tensor *bucket[2];  /* the MPI path's host bucket buffers (tag workspace) */
+    int64_t bucket_floats; /* capacity of each */
+    void *nccl;            /* the NCCL state (dist_nccl.c), NULL when off */
     tr_dist_stats stats;
 };
 

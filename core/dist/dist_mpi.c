@@ -57,10 +57,22 @@ int tr_dist_have_mpi(void)
 #endif
 }
 
-int tr_dist_rank(const tr_dist *d) { return d ? d->rank : 0; }
-int tr_dist_size(const tr_dist *d) { return d ? d->size : 1; }
-int tr_dist_local_rank(const tr_dist *d) { return d ? d->local_rank : 0; }
-int tr_dist_nccl_on(const tr_dist *d) { return d && d->nccl != NULL; }
+int tr_dist_rank(const tr_dist *d)
+{
+    return d ? d->rank : 0;
+}
+int tr_dist_size(const tr_dist *d)
+{
+    return d ? d->size : 1;
+}
+int tr_dist_local_rank(const tr_dist *d)
+{
+    return d ? d->local_rank : 0;
+}
+int tr_dist_nccl_on(const tr_dist *d)
+{
+    return d && d->nccl != NULL;
+}
 
 void tr_dist_set_timeout(tr_dist *d, double timeout_s)
 {
@@ -88,11 +100,12 @@ int64_t tr_dist_buffer_bytes(int64_t total_bytes, int64_t bucket_bytes, int nccl
     return (chunks > 1 ? 2 : 1) * cap * 4;
 }
 
+#ifdef TR_HAVE_MPI
 /* ---------------------------------------------------------------- gradient spans */
 /* The gradients are one stream of floats, last tensor first; a span is a piece of it. */
 typedef struct span_cursor {
-    int i;          /* tensor index, counting down */
-    int64_t off;    /* element offset inside grads[i] */
+    int i;       /* tensor index, counting down */
+    int64_t off; /* element offset inside grads[i] */
 } span_cursor;
 
 /* Copies len floats between the stream at *c and buf (pack: stream -> buf; else buf * scale
@@ -119,7 +132,6 @@ static void copy_span(tr_tensor *const *grads, span_cursor *c, float *buf, int64
     }
 }
 
-#ifdef TR_HAVE_MPI
 /* ---------------------------------------------------------------- MPI helpers */
 static int mpi_fail(tr_ctx *ctx, const char *call, int rc)
 {
@@ -129,10 +141,10 @@ static int mpi_fail(tr_ctx *ctx, const char *call, int rc)
     return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed: %s failed: %s", call, s);
 }
 
-#define MPI_TRY(ctx, call)                                  \
-    do {                                                    \
-        int rc_ = (call);                                   \
-        if (rc_ != MPI_SUCCESS) return mpi_fail(ctx, #call, rc_); \
+#define MPI_TRY(ctx, call)                                                                                             \
+    do {                                                                                                               \
+        int rc_ = (call);                                                                                              \
+        if (rc_ != MPI_SUCCESS) return mpi_fail(ctx, #call, rc_);                                                      \
     } while (0)
 
 /* Between tests of a request. In a check-in a rank may wait long for a slower one: spin
@@ -147,7 +159,7 @@ static void pause_briefly(int spins, int in_collective)
         (void)sched_yield();
         return;
     }
-    struct timespec ts = { 0, spins < 20000 ? 20000 : 200000 };
+    struct timespec ts = {0, spins < 20000 ? 20000 : 200000};
     /* an early wake-up (EINTR) only shortens the pause */
     (void)nanosleep(&ts, NULL);
 }
@@ -491,10 +503,10 @@ int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, in
     {
         /* bucket k goes through buffer k % 2: before packing bucket k, bucket k - 2 (the
          * buffer's last one) is waited for and unpacked */
-        MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-        span_cursor start[2] = { { 0, 0 }, { 0, 0 } };
-        int64_t len[2] = { 0, 0 };
-        span_cursor pack = { n - 1, 0 };
+        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        span_cursor start[2] = {{0, 0}, {0, 0}};
+        int64_t len[2] = {0, 0};
+        span_cursor pack = {n - 1, 0};
         float inv = 1.0f / (float)d->size;
         for (int64_t k = 0; k < chunks + 2 && st == 0; k++) {
             int s = (int)(k % 2);
@@ -507,7 +519,8 @@ int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, in
             start[s] = pack;
             len[s] = total - k * cap < cap ? total - k * cap : cap;
             copy_span(grads, &pack, d->bucket[s]->data, len[s], 1, 1.0f);
-            int rc = MPI_Iallreduce(MPI_IN_PLACE, d->bucket[s]->data, (int)len[s], MPI_FLOAT, MPI_SUM, d->comm, &req[s]);
+            int rc =
+                MPI_Iallreduce(MPI_IN_PLACE, d->bucket[s]->data, (int)len[s], MPI_FLOAT, MPI_SUM, d->comm, &req[s]);
             if (rc != MPI_SUCCESS) st = mpi_fail(ctx, "MPI_Iallreduce", rc);
             d->stats.buckets++;
         }

@@ -55,15 +55,15 @@ static int nccl_fail(tr_ctx *ctx, const nccl_state *s, const char *call, ncclRes
                    s->api.error_string ? s->api.error_string(r) : "unknown NCCL error");
 }
 
-#define CUDA_TRY(ctx, call)                                          \
-    do {                                                             \
-        cudaError_t e_ = (call);                                     \
-        if (e_ != cudaSuccess) return cuda_fail(ctx, #call, e_);     \
+#define CUDA_TRY(ctx, call)                                                                                            \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) return cuda_fail(ctx, #call, e_);                                                       \
     } while (0)
-#define NCCL_TRY(ctx, s, call)                                       \
-    do {                                                             \
-        ncclResult_t r_ = (call);                                    \
-        if (r_ != ncclSuccess) return nccl_fail(ctx, s, #call, r_); \
+#define NCCL_TRY(ctx, s, call)                                                                                         \
+    do {                                                                                                               \
+        ncclResult_t r_ = (call);                                                                                      \
+        if (r_ != ncclSuccess) return nccl_fail(ctx, s, #call, r_);                                                    \
     } while (0)
 
 static int load_api(tr_ctx *ctx, nccl_api *a)
@@ -77,11 +77,14 @@ static int load_api(tr_ctx *ctx, nccl_api *a)
                        "distributed.backend = \"mpi\".",
                        dlerror());
     }
-    struct { void **slot; const char *name; } syms[] = {
-        { (void **)&a->get_unique_id, "ncclGetUniqueId" },   { (void **)&a->comm_init_rank, "ncclCommInitRank" },
-        { (void **)&a->all_reduce, "ncclAllReduce" },        { (void **)&a->group_start, "ncclGroupStart" },
-        { (void **)&a->group_end, "ncclGroupEnd" },          { (void **)&a->comm_destroy, "ncclCommDestroy" },
-        { (void **)&a->comm_abort, "ncclCommAbort" },        { (void **)&a->error_string, "ncclGetErrorString" },
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&a->get_unique_id, "ncclGetUniqueId"}, {(void **)&a->comm_init_rank, "ncclCommInitRank"},
+        {(void **)&a->all_reduce, "ncclAllReduce"},      {(void **)&a->group_start, "ncclGroupStart"},
+        {(void **)&a->group_end, "ncclGroupEnd"},        {(void **)&a->comm_destroy, "ncclCommDestroy"},
+        {(void **)&a->comm_abort, "ncclCommAbort"},      {(void **)&a->error_string, "ncclGetErrorString"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(a->lib, syms[i].name);
@@ -104,7 +107,10 @@ static int share_id(tr_dist *d, tr_ctx *ctx, nccl_state *s, ncclUniqueId *id)
     return tr_dist_bcast_bytes(d, ctx, id, sizeof *id, 0);
 }
 
-int tr_dist_have_nccl(void) { return 1; }
+int tr_dist_have_nccl(void)
+{
+    return 1;
+}
 
 int tr_dist_use_nccl(tr_dist *d, tr_ctx *ctx, int device)
 {
@@ -177,10 +183,12 @@ int tr_dist_nccl_allreduce(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int
             tr_tensor *g = grads[i];
             if (g->device != s->device) {
                 (void)s->api.group_end();
-                return tr_fail(tr_ctx_err(ctx), TR_EUSER, "distributed (NCCL): a gradient is on %s%d, the run on cuda:%d",
+                return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                               "distributed (NCCL): a gradient is on %s%d, the run on cuda:%d",
                                g->device < 0 ? "cpu" : "cuda:", g->device < 0 ? 0 : g->device, s->device);
             }
-            ncclResult_t r = s->api.all_reduce(g->data, g->data, (size_t)g->numel, ncclFloat, ncclAvg, s->comm, s->stream);
+            ncclResult_t r =
+                s->api.all_reduce(g->data, g->data, (size_t)g->numel, ncclFloat, ncclAvg, s->comm, s->stream);
             if (r != ncclSuccess) {
                 (void)s->api.group_end();
                 return nccl_fail(ctx, s, "ncclAllReduce", r);
@@ -212,7 +220,10 @@ int tr_dist_nccl_allreduce(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int
 
 #else /* no NCCL in this build */
 
-int tr_dist_have_nccl(void) { return 0; }
+int tr_dist_have_nccl(void)
+{
+    return 0;
+}
 
 int tr_dist_use_nccl(tr_dist *d, tr_ctx *ctx, int device)
 {
@@ -223,7 +234,10 @@ int tr_dist_use_nccl(tr_dist *d, tr_ctx *ctx, int device)
                    "installed (make), or set distributed.backend = \"mpi\".");
 }
 
-void tr_dist_nccl_release(tr_dist *d) { (void)d; }
+void tr_dist_nccl_release(tr_dist *d)
+{
+    (void)d;
+}
 
 int tr_dist_nccl_allreduce(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
 {

@@ -15,9 +15,9 @@ static tr_dist *dist;
 static void test_nccl_allreduce_one_rank(void)
 {
     enum { NT = 3 };
-    const int64_t sizes[NT] = { 1000, 37, 4096 };
-    tr_tensor *g[NT] = { NULL, NULL, NULL };
-    float *want[NT] = { NULL, NULL, NULL };
+    const int64_t sizes[NT] = {1000, 37, 4096};
+    tr_tensor *g[NT] = {NULL, NULL, NULL};
+    float *want[NT] = {NULL, NULL, NULL};
     for (int i = 0; i < NT; i++) {
         g[i] = tr_tensor_new(ctx, 1, &sizes[i], TR_F32, 0, TR_TAG_GRADS);
         CHECK(g[i] != NULL, "tensor on cuda:0: %s", tr_ctx_errmsg(ctx));
