@@ -93,9 +93,10 @@ LIBS := $(PKG_LIBS) -lm -lpthread -ldl
 
 ifeq ($(HAVE_MPI),yes)
   MPI_CFLAGS := -DTR_HAVE_MPI $(shell pkg-config --cflags ompi-c)
+  MPI_LIBS   := $(shell pkg-config --libs ompi-c)
   CFLAGS_REL  += $(MPI_CFLAGS)
   CFLAGS_ASAN += $(MPI_CFLAGS)
-  LIBS += $(shell pkg-config --libs ompi-c)
+  LIBS += $(MPI_LIBS)
 endif
 
 ifeq ($(HAVE_CUDA),yes)
@@ -203,33 +204,42 @@ comma := ,
 BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
 BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
                -Wl,-rpath,$(CUDA_HOME)/lib64
-BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)%,$(LIBS))
+# Built without MPI (only core/dist/dist_mpi.c differs): Open MPI's runtime, its plugins and
+# daemons, does not travel in a tarball, and the bundle's checks run one rank (NCCL makes a
+# world of one by itself); several GPUs are run with mpirun from a build on the machine.
+BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)% $(MPI_LIBS),$(LIBS))
+BUNDLE_OBJ   := $(filter-out build/rel/core/dist/dist_mpi.o,$(REL_OBJ)) build/bundle/obj/dist_mpi.o
 BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c)) \
                 build/bundle/tests/test_ops_table
 BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
 
-build/bundle/trainer: build/rel/core/main.o $(REL_OBJ)
+build/bundle/obj/dist_mpi.o: core/dist/dist_mpi.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS_REL)) -c $< -o $@
+
+build/bundle/trainer: build/rel/core/main.o $(BUNDLE_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(call BUNDLE_RPATH,) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
-build/bundle/tests/%: tests/gpu/%.c $(REL_OBJ) $(HEADERS)
+build/bundle/tests/%: tests/gpu/%.c $(BUNDLE_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(REL_OBJ) \
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(BUNDLE_OBJ) \
 	    $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
 # The table-driven op test, built without sanitizers: on a GPU it runs every op's CUDA slot
 # against the CPU.
-build/bundle/tests/test_ops_table: tests/c/test_ops_table.c $(REL_OBJ) $(HEADERS)
+build/bundle/tests/test_ops_table: tests/c/test_ops_table.c $(BUNDLE_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(REL_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(BUNDLE_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
-build/bundle/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
+build/bundle/bench/%: bench/%.c $(BUNDLE_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(REL_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(BUNDLE_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
 gpu-bundle: build/bundle/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "gpu-bundle: needs nvcc and cuBLASLt (this build has no CUDA backend)"; exit 1; fi
