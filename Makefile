@@ -213,7 +213,8 @@ BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/g
                 build/bundle/tests/test_ops_table
 BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
 
-build/bundle/obj/dist_mpi.o: core/dist/dist_mpi.c $(HEADERS)
+# (Makefile too: every target is .SECONDARY, so a bundle built before this rule is rebuilt)
+build/bundle/obj/dist_mpi.o: core/dist/dist_mpi.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
 	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS_REL)) -c $< -o $@

@@ -98,6 +98,21 @@ else fail rank0_checkpoints_and_summary "$(ls -a "$TMP/runs/two" | tr '\n' ' ')"
 if gzip -dc "$TMP/runs/two/checkpoint-3/trainer_state" | grep -aq 'world_size[^0-9]*2'; then pass checkpoint_records_world_size
 else fail checkpoint_records_world_size "no world_size 2 in trainer_state"; fi
 
+# ---- the ledger: every rank's peak in summary.json, the bucket buffers in the plan
+cat >"$TMP/ledger.lua" <<'EOF'
+local json = require("trainer.core.json")
+local d = json.read(arg[1]).distributed
+assert(d and d.world_size == 2 and d.backend == "mpi" and #d.ranks == 2, "summary.json: distributed")
+for _, r in ipairs(d.ranks) do assert(r.peak_allocated > 0 and r.peak_reserved >= r.peak_allocated, "rank peaks") end
+assert(d.collective_buffer_bytes > 0 and d.allreduce_bytes > 0 and d.buckets >= 6, "all-reduce figures")
+print("ok")
+EOF
+if [ "$("$TRAINER" run "$TMP/ledger.lua" "$TMP/runs/two/summary.json" 2>&1)" = ok ]; then pass summary_per_rank_ledger
+else fail summary_per_rank_ledger "$("$TRAINER" run "$TMP/ledger.lua" "$TMP/runs/two/summary.json" 2>&1)"; fi
+run_trainer plan "$TMP/dist.lua" --json
+expect_out plan_counts_collective_buffers '"collective_bytes":'
+expect_out plan_is_per_rank '"per_rank": true'
+
 # ---- LoRA
 run_trainer "$TMP/lora.lua" batch.size=8 out="$TMP/runs/lora_one" --quiet
 expect_rc lora_one_process_rc 0
