@@ -294,32 +294,18 @@ function Run:train_step()
   self.optimizer:zero_grad()
   local scale = self.scaler.scale / acc
   local sum, n, ntok = 0, 0, 0
-  local dist, bad = self.dist, false
   for i = 1, acc do
     local batch = self:next_batch(i > 1)
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
-    local v, k = 0, 0
-    if dist then
-      -- this rank's rows of the global micro-batch; its gradient weighted by its share
-      local rows, w = dist:shard(batch)
-      if #rows > 0 then
-        v, k = self:micro_step(rows, scale * w)
-        v = v * w / dist.size
-      else
-        self.micro = self.micro + 1
-      end
-    else
-      v, k = self:micro_step(batch, scale)
-    end
+    local v, k = (self.dist and self.dist_micro_step or self.micro_step)(self, batch, scale)
     if not finite(v) and recipe.precision ~= "fp16" then
-      if not dist then self:failure(("the loss is %s"):format(tostring(v))) end
-      bad = bad or tostring(v)
+      self:failure(("the loss is %s"):format(tostring(v)))
     end
     sum, n, ntok = sum + v, n + 1, ntok + k
   end
   if n == 0 then return nil end
-  if dist then sum, ntok = self:dist_reduce(sum, ntok, bad) end
+  if self.dist then sum, ntok = self:dist_reduce(sum, ntok) end
   local loss_value = sum / n
   local found_inf = self.scaler:unscale(self.param_iter())
   local skipped, norm = false, nil
@@ -358,16 +344,36 @@ function Run:train_step()
   return m
 end
 
+-- Under mpirun, one micro-batch: this rank's rows of the global micro-batch, its gradient
+-- weighted by its share (trainer.dist). Returns its part of the global batch's loss (the
+-- sum over ranks is the loss), and its tokens. A non-finite loss is kept for dist_reduce
+-- (0 is returned), so that every rank fails at the same step instead of this one alone.
+function Run:dist_micro_step(batch, scale)
+  local dist = self.dist
+  local rows, w = dist:shard(batch)
+  if #rows == 0 then
+    self.micro = self.micro + 1
+    return 0, 0
+  end
+  local v, k = self:micro_step(rows, scale * w)
+  if not finite(v) and self.recipe.precision ~= "fp16" then
+    self.dist_bad = self.dist_bad or tostring(v)
+    return 0, k
+  end
+  return v * w / dist.size, k
+end
+
 -- Under mpirun, after the micro-batches: gradients averaged over the ranks, and the
 -- step's loss, tokens, a non-finite loss and a stop signal summed, so that every rank
 -- takes the same decisions (skip, fail, stop) after the same step.
-function Run:dist_reduce(sum, ntok, bad)
-  local dist = self.dist
+function Run:dist_reduce(sum, ntok)
+  local dist, bad = self.dist, self.dist_bad
+  self.dist_bad = nil
   local before = dist:stats().allreduce_s
   dist:allreduce_grads(self.params)
   self.last_allreduce_s = dist:stats().allreduce_s - before
   local sig = native.stop_requested and native.stop_requested()
-  local agreed = dist:agree({ bad and 0 or sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
+  local agreed = dist:agree({ sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
   if agreed[3] > 0 then
     self:failure(bad and ("the loss is %s"):format(bad) or "the loss is not finite on another rank")
   end
