@@ -160,9 +160,6 @@ function M.build(resolved, opts)
     stop_signal = nil, pending = nil }, Run)
   local runtime = require("trainer.core.runtime")
   self.device = runtime.device_name(runtime.parse_device(recipe.device))
-  -- under mpirun: this rank's membership of the job (trainer.dist), one GPU per rank
-  self.dist = require("trainer.dist").setup(recipe)
-  if self.dist then self.device = self.dist:device(self.device, recipe.device) end
   if recipe.memory then
     if recipe.memory.limit then memory.set_limit(recipe.memory.limit) end
     if recipe.memory.max_split_size then memory.set_max_split_size(recipe.memory.max_split_size) end
@@ -180,6 +177,10 @@ function M.build(resolved, opts)
   -- config.json typed and ranged, and the memory plan against memory.limit or the device,
   -- before anything is allocated: a run that cannot fit stops now (exit 2), with the ledger
   self.plan = require("trainer.plan.check").check(recipe, self.device, resolved.path)
+  -- under mpirun: this rank's membership of the job (trainer.dist), one GPU per rank; after
+  -- the checks above, so that a recipe's mistake ends every rank plainly, before MPI starts
+  self.dist = require("trainer.dist").setup(recipe)
+  if self.dist then self.device = self.dist:device(self.device, recipe.device) end
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.train.data")
   self.train_ds, self.loader = data.train(recipe, { world = self.dist and self.dist.size })
