@@ -142,6 +142,16 @@ expect_rc other_n_refused_rc 1
 expect_err other_n_refused_message "was saved by a run of 2 ranks, and this run has one process"
 expect_err other_n_says_what_works "mpirun -np 2 trainer resume $TMP/runs/two"
 
+# ---- a non-finite step from one rank's rows (a score of 1e39 in row 6: rank 1's shard of
+# the first, unshuffled global batch): every rank stops at step 1 with the message
+head -5 "$TMP/train.jsonl" >"$TMP/bad.jsonl"
+echo '{"sentence1": "the cat", "sentence2": "a dog", "score": 1e39}' >>"$TMP/bad.jsonl"
+sed -n 7,16p "$TMP/train.jsonl" >>"$TMP/bad.jsonl"
+run_mpi "$TMP/dist.lua" data.train="$TMP/bad.jsonl" data.shuffle=false out="$TMP/runs/bad" --quiet
+if [ "$RC" != 0 ] && [ "$RC" != 124 ]; then pass nonfinite_step_ends_run; else fail nonfinite_step_ends_run "exit $RC"; show; fi
+if [ "$(grep -o 'trainer: step 1: the [a-z ]* is nan' "$TMP/err" | wc -l)" = 2 ]; then pass nonfinite_every_rank_same_step
+else fail nonfinite_every_rank_same_step "$(grep '^trainer:' "$TMP/err")"; fi
+
 # ---- a killed rank: the job ends (mpirun names the rank), no hang
 FAULT=kill run_mpi "$TMP/dist.lua" out="$TMP/runs/kill" --quiet
 if [ "$RC" != 0 ] && [ "$RC" != 124 ]; then pass killed_rank_ends_run; else fail killed_rank_ends_run "exit $RC"; show; fi
