@@ -23,6 +23,17 @@ struct tr_dist {
     tr_dist_stats stats;
 };
 
+/* Bytes of one MPI message at most (counts are ints). */
+#define TR_DIST_MAX_MSG_BYTES ((int64_t)1 << 30)
+
+#ifdef TR_HAVE_MPI
+/* An MPI call's failure as ctx's error (TR_EINTERNAL, naming the call); returns it. */
+int tr_dist_mpi_fail(tr_ctx *ctx, const char *call, int rc);
+/* Polls *req until it completes, within the timeout: 0, or the error (TR_EUSER on a
+ * timeout, saying that a rank has died or hangs; `what` names the operation). */
+int tr_dist_mpi_wait(tr_dist *d, tr_ctx *ctx, MPI_Request *req, const char *what);
+#endif
+
 /* Seconds on the monotonic clock. */
 double tr_dist_now(void);
 

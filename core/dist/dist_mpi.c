@@ -1,6 +1,7 @@
-/* dist_mpi.c — the job and its CPU collectives over MPI (dist.h): init and finalize, rank,
- * world and local rank, a check-in (barrier) that names the ranks that did not arrive,
- * broadcast, a small f64 sum, and the bucketed gradient all-reduce of CPU tensors.
+/* dist_mpi.c — the job and its small collectives over MPI (dist.h): init and finalize,
+ * rank, world and local rank, a check-in (barrier) that names the ranks that did not
+ * arrive, broadcast and a small f64 sum; the waits with a timeout that dist_grads.c's
+ * gradient all-reduce shares.
  *
  * Every wait is a nonblocking MPI call polled until it completes or the timeout passes
  * (MPI itself has no timeouts): a dead or hung rank becomes an error on the others, which
@@ -19,9 +20,6 @@
 #include <time.h>
 
 enum { TAG_CHECK_IN = 7101 };
-
-/* Bytes of one MPI message at most (counts are ints). */
-#define MAX_MSG_BYTES ((int64_t)1 << 30)
 
 double tr_dist_now(void)
 {
@@ -89,51 +87,9 @@ void tr_dist_get_stats(const tr_dist *d, tr_dist_stats *out)
     *out = d->stats;
 }
 
-int64_t tr_dist_buffer_bytes(int64_t total_bytes, int64_t bucket_bytes, int nccl)
-{
-    if (nccl || total_bytes <= 0) return 0;
-    int64_t cap = bucket_bytes / 4, total = total_bytes / 4;
-    if (cap < 1) cap = 1;
-    if (cap > MAX_MSG_BYTES / 4) cap = MAX_MSG_BYTES / 4;
-    if (cap > total) cap = total;
-    int64_t chunks = (total + cap - 1) / cap;
-    return (chunks > 1 ? 2 : 1) * cap * 4;
-}
-
 #ifdef TR_HAVE_MPI
-/* ---------------------------------------------------------------- gradient spans */
-/* The gradients are one stream of floats, last tensor first; a span is a piece of it. */
-typedef struct span_cursor {
-    int i;       /* tensor index, counting down */
-    int64_t off; /* element offset inside grads[i] */
-} span_cursor;
-
-/* Copies len floats between the stream at *c and buf (pack: stream -> buf; else buf * scale
- * -> stream), advancing *c. */
-static void copy_span(tr_tensor *const *grads, span_cursor *c, float *buf, int64_t len, int pack, float scale)
-{
-    int64_t j = 0;
-    while (j < len && c->i >= 0) {
-        tr_tensor *g = grads[c->i];
-        int64_t take = g->numel - c->off;
-        if (take > len - j) take = len - j;
-        float *p = (float *)g->data + c->off;
-        if (pack) {
-            memcpy(buf + j, p, (size_t)take * sizeof(float));
-        } else {
-            for (int64_t k = 0; k < take; k++) p[k] = buf[j + k] * scale;
-        }
-        j += take;
-        c->off += take;
-        if (c->off == g->numel) {
-            c->i--;
-            c->off = 0;
-        }
-    }
-}
-
 /* ---------------------------------------------------------------- MPI helpers */
-static int mpi_fail(tr_ctx *ctx, const char *call, int rc)
+int tr_dist_mpi_fail(tr_ctx *ctx, const char *call, int rc)
 {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -144,7 +100,7 @@ static int mpi_fail(tr_ctx *ctx, const char *call, int rc)
 #define MPI_TRY(ctx, call)                                                                                             \
     do {                                                                                                               \
         int rc_ = (call);                                                                                              \
-        if (rc_ != MPI_SUCCESS) return mpi_fail(ctx, #call, rc_);                                                      \
+        if (rc_ != MPI_SUCCESS) return tr_dist_mpi_fail(ctx, #call, rc_);                                              \
     } while (0)
 
 /* Between tests of a request. In a check-in a rank may wait long for a slower one: spin
@@ -172,7 +128,7 @@ static int wait_request(tr_ctx *ctx, MPI_Request *req, double deadline)
         int flag = 0;
         int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-            mpi_fail(ctx, "MPI_Test", rc);
+            tr_dist_mpi_fail(ctx, "MPI_Test", rc);
             return -1;
         }
         if (flag) return 1;
@@ -190,8 +146,7 @@ static int timed_out(tr_dist *d, tr_ctx *ctx, const char *what)
                    what, d->timeout_s, d->rank, d->size);
 }
 
-/* Waits for *req with the timeout; what names the operation in the error. */
-static int finish(tr_dist *d, tr_ctx *ctx, MPI_Request *req, const char *what)
+int tr_dist_mpi_wait(tr_dist *d, tr_ctx *ctx, MPI_Request *req, const char *what)
 {
     int r = wait_request(ctx, req, tr_dist_now() + d->timeout_s);
     if (r < 0) return TR_EINTERNAL;
@@ -224,7 +179,7 @@ int tr_dist_init(tr_ctx *ctx, double timeout_s, tr_dist **out)
         if (rc == MPI_SUCCESS && !inited) rc = MPI_Init(NULL, NULL);
         if (rc != MPI_SUCCESS) {
             free(d);
-            return mpi_fail(ctx, "MPI_Init", rc);
+            return tr_dist_mpi_fail(ctx, "MPI_Init", rc);
         }
         d->mpi_on = !inited;
         MPI_Comm node = MPI_COMM_NULL;
@@ -234,7 +189,7 @@ int tr_dist_init(tr_ctx *ctx, double timeout_s, tr_dist **out)
             (rc = MPI_Comm_size(d->comm, &d->size)) != MPI_SUCCESS ||
             (rc = MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node)) != MPI_SUCCESS ||
             (rc = MPI_Comm_rank(node, &d->local_rank)) != MPI_SUCCESS || (rc = MPI_Comm_free(&node)) != MPI_SUCCESS) {
-            mpi_fail(ctx, "setting up the MPI communicator", rc);
+            tr_dist_mpi_fail(ctx, "setting up the MPI communicator", rc);
             MPI_Abort(MPI_COMM_WORLD, 1);
             free(d);
             return TR_EINTERNAL;
@@ -360,11 +315,12 @@ int tr_dist_bcast_bytes(tr_dist *d, tr_ctx *ctx, void *buf, size_t nbytes, int r
     if (d->size == 1) return 0;
 #ifdef TR_HAVE_MPI
     int st = 0;
-    for (size_t off = 0; off < nbytes && st == 0; off += (size_t)MAX_MSG_BYTES) {
-        size_t len = nbytes - off < (size_t)MAX_MSG_BYTES ? nbytes - off : (size_t)MAX_MSG_BYTES;
+    for (size_t off = 0; off < nbytes && st == 0; off += (size_t)TR_DIST_MAX_MSG_BYTES) {
+        size_t len = nbytes - off < (size_t)TR_DIST_MAX_MSG_BYTES ? nbytes - off : (size_t)TR_DIST_MAX_MSG_BYTES;
         MPI_Request req = MPI_REQUEST_NULL;
         int rc = MPI_Ibcast((char *)buf + off, (int)len, MPI_BYTE, root, d->comm, &req);
-        st = rc != MPI_SUCCESS ? mpi_fail(ctx, "MPI_Ibcast", rc) : finish(d, ctx, &req, "a broadcast from rank 0");
+        st = rc != MPI_SUCCESS ? tr_dist_mpi_fail(ctx, "MPI_Ibcast", rc)
+                               : tr_dist_mpi_wait(d, ctx, &req, "a broadcast from rank 0");
     }
     return st;
 #else
@@ -409,7 +365,7 @@ int tr_dist_allreduce_sum_f64(tr_dist *d, tr_ctx *ctx, double *buf, int n, const
 #ifdef TR_HAVE_MPI
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_TRY(ctx, MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, d->comm, &req));
-    return finish(d, ctx, &req, where);
+    return tr_dist_mpi_wait(d, ctx, &req, where);
 #else
     (void)ctx;
     (void)buf;
@@ -417,121 +373,4 @@ int tr_dist_allreduce_sum_f64(tr_dist *d, tr_ctx *ctx, double *buf, int n, const
     (void)where;
     return 0;
 #endif
-}
-
-/* ---------------------------------------------------------------- gradients */
-#ifdef TR_HAVE_MPI
-/* The bucket buffers for buckets of cap floats: one when a single bucket holds every
- * gradient, else two (one in flight while the next is packed). */
-static int ensure_buckets(tr_dist *d, tr_ctx *ctx, int64_t cap, int need)
-{
-    if (d->bucket_floats != cap) {
-        for (int k = 0; k < 2; k++) {
-            tr_tensor_free(d->bucket[k]);
-            d->bucket[k] = NULL;
-        }
-        d->bucket_floats = cap;
-    }
-    for (int k = 0; k < need; k++) {
-        if (d->bucket[k]) continue;
-        d->bucket[k] = tr_tensor_new(ctx, 1, &cap, TR_F32, TR_CPU, TR_TAG_WORKSPACE);
-        if (!d->bucket[k]) return tr_ctx_err(ctx)->status;
-    }
-    d->stats.buffer_bytes = (d->bucket[0] ? cap * 4 : 0) + (d->bucket[1] ? cap * 4 : 0);
-    return 0;
-}
-
-/* CUDA gradients without NCCL: each tensor through host memory, one at a time. */
-static int allreduce_staged(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n)
-{
-    for (int i = n - 1; i >= 0; i--) {
-        tr_tensor *g = grads[i];
-        size_t nb = tr_tensor_nbytes(g);
-        float *h = malloc(nb ? nb : 1);
-        if (!h) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory staging %zu bytes", nb);
-        int st = tr_tensor_read(ctx, g, h, nb) != 0 ? tr_ctx_err(ctx)->status : 0;
-        for (int64_t off = 0; off < g->numel && st == 0; off += MAX_MSG_BYTES / 4) {
-            int64_t len = g->numel - off < MAX_MSG_BYTES / 4 ? g->numel - off : MAX_MSG_BYTES / 4;
-            MPI_Request req = MPI_REQUEST_NULL;
-            int rc = MPI_Iallreduce(MPI_IN_PLACE, h + off, (int)len, MPI_FLOAT, MPI_SUM, d->comm, &req);
-            st = rc != MPI_SUCCESS ? mpi_fail(ctx, "MPI_Iallreduce", rc)
-                                   : finish(d, ctx, &req, "the all-reduce of the gradients");
-            d->stats.buckets++;
-        }
-        float inv = 1.0f / (float)d->size;
-        for (int64_t k = 0; k < g->numel && st == 0; k++) h[k] *= inv;
-        if (st == 0 && tr_tensor_write(ctx, g, h, nb) != 0) st = tr_ctx_err(ctx)->status;
-        free(h);
-        if (st) return st;
-    }
-    return 0;
-}
-#endif
-
-int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
-{
-    /* one rank: nothing to average, unless NCCL is on (a GPU check runs its path alone) */
-    if (n <= 0 || (d->size == 1 && !d->nccl)) return 0;
-    int64_t total = 0;
-    int on_cuda = 0;
-    for (int i = 0; i < n; i++) {
-        if (!grads[i] || grads[i]->dtype != TR_F32) {
-            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                           "distributed: gradient %d is %s; the all-reduce takes f32 gradients (the optimizer's)", i,
-                           grads[i] ? tr_dtype_name(grads[i]->dtype) : "missing");
-        }
-        if (grads[i]->device != TR_CPU) on_cuda = 1;
-        total += grads[i]->numel;
-    }
-    double t0 = tr_dist_now();
-    int st = 0;
-    if (on_cuda && d->nccl) {
-        st = tr_dist_nccl_allreduce(d, ctx, grads, n, bucket_bytes);
-        goto done;
-    }
-#ifdef TR_HAVE_MPI
-    if (on_cuda) {
-        st = allreduce_staged(d, ctx, grads, n);
-        goto done;
-    }
-    int64_t cap = bucket_bytes / 4;
-    if (cap < 1) cap = 1;
-    if (cap > MAX_MSG_BYTES / 4) cap = MAX_MSG_BYTES / 4;
-    if (cap > total) cap = total;
-    int64_t chunks = (total + cap - 1) / cap;
-    if ((st = ensure_buckets(d, ctx, cap, chunks > 1 ? 2 : 1)) != 0) goto done;
-    {
-        /* bucket k goes through buffer k % 2: before packing bucket k, bucket k - 2 (the
-         * buffer's last one) is waited for and unpacked */
-        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        span_cursor start[2] = {{0, 0}, {0, 0}};
-        int64_t len[2] = {0, 0};
-        span_cursor pack = {n - 1, 0};
-        float inv = 1.0f / (float)d->size;
-        for (int64_t k = 0; k < chunks + 2 && st == 0; k++) {
-            int s = (int)(k % 2);
-            if (k >= 2) {
-                st = finish(d, ctx, &req[s], "the all-reduce of the gradients");
-                if (st) break;
-                copy_span(grads, &start[s], d->bucket[s]->data, len[s], 0, inv);
-            }
-            if (k >= chunks) continue;
-            start[s] = pack;
-            len[s] = total - k * cap < cap ? total - k * cap : cap;
-            copy_span(grads, &pack, d->bucket[s]->data, len[s], 1, 1.0f);
-            int rc =
-                MPI_Iallreduce(MPI_IN_PLACE, d->bucket[s]->data, (int)len[s], MPI_FLOAT, MPI_SUM, d->comm, &req[s]);
-            if (rc != MPI_SUCCESS) st = mpi_fail(ctx, "MPI_Iallreduce", rc);
-            d->stats.buckets++;
-        }
-    }
-#else
-    (void)bucket_bytes;
-    (void)total;
-#endif
-done:
-    d->stats.allreduce_seconds += tr_dist_now() - t0;
-    d->stats.allreduce_bytes += total * 4;
-    d->stats.allreduce_calls++;
-    return st;
 }
