@@ -204,17 +204,19 @@ comma := ,
 BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
 BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
                -Wl,-rpath,$(CUDA_HOME)/lib64
-# Built without MPI (only core/dist/dist_mpi.c differs): Open MPI's runtime, its plugins and
+# Built without MPI (only the MPI files of core/dist differ): Open MPI's runtime, its plugins and
 # daemons, does not travel in a tarball, and the bundle's checks run one rank (NCCL makes a
 # world of one by itself); several GPUs are run with mpirun from a build on the machine.
 BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)% $(MPI_LIBS),$(LIBS))
-BUNDLE_OBJ   := $(filter-out build/rel/core/dist/dist_mpi.o,$(REL_OBJ)) build/bundle/obj/dist_mpi.o
+BUNDLE_NOMPI := dist_mpi dist_grads
+BUNDLE_OBJ   := $(filter-out $(patsubst %,build/rel/core/dist/%.o,$(BUNDLE_NOMPI)),$(REL_OBJ)) \
+                $(patsubst %,build/bundle/obj/%.o,$(BUNDLE_NOMPI))
 BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c)) \
                 build/bundle/tests/test_ops_table
 BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
 
 # (Makefile too: every target is .SECONDARY, so a bundle built before this rule is rebuilt)
-build/bundle/obj/dist_mpi.o: core/dist/dist_mpi.c $(HEADERS) Makefile
+build/bundle/obj/%.o: core/dist/%.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
 	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS_REL)) -c $< -o $@
