@@ -53,6 +53,17 @@ ifeq ($(CUDA),0)
 else
   HAVE_CUDA := $(if $(NVCC),$(if $(wildcard $(CUDA_HOME)/lib64/libcublasLt.so $(CUDA_HOME)/lib/libcublasLt.so),yes,),)
 endif
+# Open MPI (Debian: openmpi-bin, libopenmpi-dev) for `mpirun -np N trainer RECIPE.lua`
+# (core/dist/); `make MPI=0` builds without it. Without it a run under mpirun, or a recipe
+# with `distributed`, says that this build has no MPI.
+ifeq ($(MPI),0)
+  HAVE_MPI :=
+else
+  HAVE_MPI := $(shell pkg-config --exists ompi-c 2>/dev/null && echo yes)
+endif
+# NCCL for the GPU collectives: its header beside the CUDA toolkit's (libnccl itself is
+# loaded at run time by core/dist/dist_nccl.c, so the binary starts without it).
+HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),yes,),)
 HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 
 ifeq ($(MAKELEVEL),0)
@@ -62,6 +73,8 @@ ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
   $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
   $(info build: nvcc      $(if $(NVCC),found $(NVCC),missing (CPU-only build)))
   $(info build: cuBLASLt  $(if $(HAVE_CUDA),found (CUDA backend on),$(if $(filter 0,$(CUDA)),skipped (CUDA=0),missing)))
+  $(info build: Open MPI  $(if $(HAVE_MPI),found $(shell pkg-config --modversion ompi-c) (mpirun -np N trainer ...),$(if $(filter 0,$(MPI)),skipped (MPI=0),missing (one process only: apt-get install openmpi-bin libopenmpi-dev))))
+  $(info build: NCCL      $(if $(HAVE_NCCL),found (GPU collectives; libnccl loaded at run time),missing))
 endif
 endif
 
@@ -78,8 +91,16 @@ CFLAGS_ASAN := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address
                -fno-sanitize-recover=undefined $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
 LIBS := $(PKG_LIBS) -lm -lpthread -ldl
 
+ifeq ($(HAVE_MPI),yes)
+  MPI_CFLAGS := -DTR_HAVE_MPI $(shell pkg-config --cflags ompi-c)
+  MPI_LIBS   := $(shell pkg-config --libs ompi-c)
+  CFLAGS_REL  += $(MPI_CFLAGS)
+  CFLAGS_ASAN += $(MPI_CFLAGS)
+  LIBS += $(MPI_LIBS)
+endif
+
 ifeq ($(HAVE_CUDA),yes)
-  CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
+  CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DTR_HAVE_NCCL,)
   NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
                 -Xcompiler -fPIC,-Wall,-Werror
@@ -186,33 +207,45 @@ comma := ,
 BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
 BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
                -Wl,-rpath,$(CUDA_HOME)/lib64
-BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)%,$(LIBS))
+# Built without MPI (only the MPI files of core/dist differ): Open MPI's runtime, its plugins and
+# daemons, does not travel in a tarball, and the bundle's checks run one rank (NCCL makes a
+# world of one by itself); several GPUs are run with mpirun from a build on the machine.
+BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)% $(MPI_LIBS),$(LIBS))
+BUNDLE_NOMPI := dist_mpi dist_grads
+BUNDLE_OBJ   := $(filter-out $(patsubst %,build/rel/core/dist/%.o,$(BUNDLE_NOMPI)),$(REL_OBJ)) \
+                $(patsubst %,build/bundle/obj/%.o,$(BUNDLE_NOMPI))
 BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c)) \
                 build/bundle/tests/test_ops_table
 BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
 
-build/bundle/trainer: build/rel/core/main.o $(REL_OBJ)
+# (Makefile too: every target is .SECONDARY, so a bundle built before this rule is rebuilt)
+build/bundle/obj/%.o: core/dist/%.c $(HEADERS) Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS_REL)) -c $< -o $@
+
+build/bundle/trainer: build/rel/core/main.o $(BUNDLE_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(call BUNDLE_RPATH,) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
-build/bundle/tests/%: tests/gpu/%.c $(REL_OBJ) $(HEADERS)
+build/bundle/tests/%: tests/gpu/%.c $(BUNDLE_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(REL_OBJ) \
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(BUNDLE_OBJ) \
 	    $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
 # The table-driven op test, built without sanitizers: on a GPU it runs every op's CUDA slot
 # against the CPU.
-build/bundle/tests/test_ops_table: tests/c/test_ops_table.c $(REL_OBJ) $(HEADERS)
+build/bundle/tests/test_ops_table: tests/c/test_ops_table.c $(BUNDLE_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(REL_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(BUNDLE_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
-build/bundle/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
+build/bundle/bench/%: bench/%.c $(BUNDLE_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(REL_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(BUNDLE_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
 
 gpu-bundle: build/bundle/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "gpu-bundle: needs nvcc and cuBLASLt (this build has no CUDA backend)"; exit 1; fi

@@ -18,4 +18,5 @@
 #include "tokenizer.h"
 #include "ops_pair_features.h"
 #include "reader.h"
+#include "dist.h"
 #endif

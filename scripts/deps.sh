@@ -23,6 +23,10 @@ command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v cppcheck >/dev/null 2>&1 || missing+=(cppcheck)
 command -v luacheck >/dev/null 2>&1 || missing+=(lua-check)
 command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
+# Open MPI: `mpirun -np N trainer RECIPE.lua` (core/dist/) and tests/cli/test_distributed.sh;
+# optional for the build (the Makefile builds without it), installed here so that CI runs them
+command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+pkg-config --exists ompi-c 2>/dev/null || missing+=(libopenmpi-dev)
 for pc in "${!PKG[@]}"; do
   if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
 done

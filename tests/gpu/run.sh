@@ -71,7 +71,8 @@ build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
   timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
   objs=$(find build/rel/core build/rel/kernels -name '*.o' 2>/dev/null | grep -v '/main\.o$' | sort)
   extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
-  extra_libs="$(pkg-config --libs $PKGS) -fopenmp"
+  # the objects of a build with Open MPI call it (core/dist/dist_mpi.c)
+  extra_libs="$(pkg-config --libs $PKGS) $(pkg-config --libs ompi-c 2>/dev/null) -fopenmp"
 }
 
 build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same three
@@ -137,7 +138,8 @@ else
     extra_cflags="$extra_cflags -DTR_TEST_HAVE_CPU_CONVERT"
   fi
   # test_gpu_nn needs the CPU kernels, hence a BLAS: not in the minimal build.
-  gpu_tests="test_gpu_parity test_gpu_nn test_gpu_memory"
+  # test_gpu_dist: core/dist's NCCL path (the Makefile's build has it, the minimal one not)
+  gpu_tests="test_gpu_parity test_gpu_nn test_gpu_memory test_gpu_dist"
   [ "$mode" = minimal ] && gpu_tests="test_gpu_parity test_gpu_memory"
   for t in $gpu_tests; do
     if ! gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/$t tests/gpu/$t.c \
@@ -155,8 +157,8 @@ echo "build: $mode mode done"
 # every dtype and shape of the table's cases, one PASS/FAIL line each with its error
 # figures (the dropout ops bit for bit); then the f32 cases again under
 # compute-sanitizer's memcheck when it is installed (a smaller pass: one dtype).
-passed=0; failed=0; skipped=0
-[ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table"
+passed=0; failed=0; skipped=0; dist_skipped=0
+[ "$mode" = bundle ] && gpu_tests="test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_gpu_dist"
 if [ "$mode" = make ] && gcc $CFLAGS -Itests/c $extra_cflags -o build/gpu/test_ops_table tests/c/test_ops_table.c \
      build/gpu/libtr_gpu.a -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcudart_static \
      $extra_libs -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1; then
@@ -170,9 +172,11 @@ count() { # file, exit status, name: adds the file's PASS/FAIL/SKIP lines to the
     echo "FAIL $3: exited with status $2 without a FAIL line (crash, sanitizer error, or 124 = timeout)"
     f=$((f + 1))
   fi
+  # a skipped NCCL check (no libnccl here) must not hold back the benchmarks below
+  if [ "$t" = test_gpu_dist ]; then dist_skipped=$s; s=0; fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
-for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_table_memcheck; do
+for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_table_memcheck test_gpu_dist; do
   stage "$t"
   base=${t%_memcheck}
   case " $gpu_tests " in *" $base "*) ;; *)
@@ -285,6 +289,49 @@ else
   echo "bench: skipped (no GPU check passed: no GPU, or every check failed)"
 fi
 skipped=$((skipped + train_skipped))
+
+
+# ---------------------------------------------------------------- distributed, one rank
+# A training run with distributed.backend = "nccl" on one GPU, without mpirun (a world of
+# one): the whole path (trainer.dist, NCCL buckets on their own stream) gives the losses of
+# the same run without `distributed`, bitwise (the mean over one rank is the gradient).
+stage "distributed (NCCL, one rank)"
+if [ "$mode" != minimal ] && [ -x ./trainer ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  d=$OUT/dist_nccl && rm -rf "$d" && mkdir -p "$d"
+  cat >"$d/mk.lua" <<EOF
+require("trainer.models").tiny_folder("$d/tiny", { seed = 1 })
+local f = assert(io.open("$d/train.jsonl", "w"))
+for i = 1, 32 do f:write(('{"a": "the cat sat %d", "b": "a dog is %d", "s": %.2f}\n'):format(i, i % 5, (i % 7) / 7)) end
+f:close()
+EOF
+  cat >"$d/r.lua" <<EOF
+return { model = { from = "$d/tiny", dropout = 0 }, device = "cuda",
+  data = { train = "$d/train.jsonl", columns = { "a", "b", "s" } }, loss = { name = "cosine" },
+  batch = { size = 8 }, steps = 4, eval = { at_start = false }, save = { final = false }, log = { quiet = true } }
+EOF
+  cat >"$d/losses.lua" <<'EOF'
+for l in io.lines(arg[1]) do print(require("trainer.core.json").decode(l).loss) end
+EOF
+  losses() { ./trainer run "$d/losses.lua" "$1"; }
+  if ./trainer run "$d/mk.lua" >"$d/log" 2>&1 && timeout 120 ./trainer "$d/r.lua" out="$d/plain" >>"$d/log" 2>&1 \
+     && timeout 120 ./trainer "$d/r.lua" out="$d/nccl" distributed.backend=nccl >>"$d/log" 2>&1; then
+    if [ "$(losses "$d/plain/metrics.jsonl")" = "$(losses "$d/nccl/metrics.jsonl")" ] && \
+       grep -q '"backend": "nccl"' "$d/nccl/summary.json"; then
+      echo "PASS dist_nccl_one_rank_equals_plain"; passed=$((passed + 1))
+    else
+      echo "FAIL dist_nccl_one_rank_equals_plain: losses or backend differ"; failed=$((failed + 1))
+      paste <(losses "$d/plain/metrics.jsonl") <(losses "$d/nccl/metrics.jsonl")
+    fi
+  elif grep -q "cannot load libnccl" "$d/log"; then
+    echo "SKIP dist_nccl_one_rank: libnccl is not installed on this machine"; dist_skipped=$((dist_skipped + 1))
+  else
+    echo "FAIL dist_nccl_one_rank: a run failed:"; tail -5 "$d/log"; failed=$((failed + 1))
+  fi
+else
+  echo "SKIP dist_nccl_one_rank: needs a GPU and the trainer binary (not the minimal build)"; dist_skipped=$((dist_skipped + 1))
+fi
+skipped=$((skipped + dist_skipped))
+[ "$failed" -eq 0 ] || status=1
 
 stage "done"
 if [ "$skipped" -gt 0 ]; then

@@ -288,7 +288,8 @@ function M.main(args)
   if cmd == "--version" or cmd == "-V" then io.write("trainer ", require("trainer").version, "\n") return 0 end
   if cmd == "check" then return protect(M.check, args) end
   if cmd == "plan" then return protect(M.plan, args) end
-  if cmd == "resume" then return protect(M.resume, args) end
+  -- a training run may have joined an mpirun job (trainer.dist): leave it, or end it on failure
+  if cmd == "resume" then return require("trainer.dist").exit(protect(M.resume, args)) end
   if cmd == "repl" then return protect(M.repl, args) end
   if cmd == "run" then return protect(M.run, args) end
   local extra = M.command_module(cmd)
@@ -297,7 +298,7 @@ function M.main(args)
     eprint(("trainer: unknown option %s\n%s"):format(cmd, M.usage))
     return 1
   end
-  if cmd:match("%.lua$") then return protect(M.train, args) end
+  if cmd:match("%.lua$") then return require("trainer.dist").exit(protect(M.train, args)) end
   local known = { unpack(subcommands) }
   for _, n in ipairs(M.command_names()) do known[#known + 1] = n end
   eprint(("trainer: unknown command '%s'%s\n%s"):format(cmd, suggest.hint(cmd, known), M.full_usage()))

@@ -183,6 +183,14 @@ function M.estimate(recipe, opts)
   local workspace = 0
   if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
   if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
+  -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every
+  -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
+  local collective
+  if recipe.distributed then
+    local nccl = gpu and (recipe.distributed.backend or "auto") ~= "mpi"
+    collective = require("trainer.dist").buffer_bytes(grads, recipe.distributed, nccl)
+    workspace = workspace + collective
+  end
 
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
@@ -214,7 +222,7 @@ function M.estimate(recipe, opts)
     device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
     layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices,
-    cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil,
+    cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
   }
@@ -280,6 +288,8 @@ function M.json(plan, budget, info)
     parameters = plan.parameters, trainable_parameters = plan.trainable_parameters,
     micro_batch = plan.micro_batch, seq_len = plan.seq_len,
     cuda_context_bytes = plan.cuda_context_bytes,
+    -- under mpirun every figure is one rank's; collective_bytes is part of workspace
+    collective_bytes = plan.collective_bytes, per_rank = plan.collective_bytes and true or nil,
   }
   if plan.checkpoint_choices then
     local list = {}
@@ -349,6 +359,10 @@ function M.format(plan, budget, path, info)
     lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / plan.total_bytes)
   end
   lines[#lines + 1] = ("%-12s %12s"):format("total", fs(plan.total_bytes))
+  if plan.collective_bytes then
+    lines[#lines + 1] = ("per rank under mpirun: workspace holds %s of all-reduce bucket buffers (distributed.bucket); "
+      .. "every rank needs the total"):format(fs(plan.collective_bytes))
+  end
   if plan.cuda_context_bytes then
     lines[#lines + 1] = ("%-12s %12s  (the CUDA context, outside the allocator: add it to compare with nvidia-smi; "
       .. "an estimate)"):format("+ context", "~" .. fs(plan.cuda_context_bytes))

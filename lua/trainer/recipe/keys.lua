@@ -189,7 +189,7 @@ local M = S.record {
   doc = "a recipe",
   order = { "name", "description", "extends", "device", "seed", "model", "data", "loss", "optim", "schedule",
             "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save",
-            "log", "resume", "memory", "out", "hooks", "loop" },
+            "log", "resume", "memory", "distributed", "out", "hooks", "loop" },
   fields = {
     name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
     description = S.string { doc = "what this recipe is for, for the people you share it with" },
@@ -248,6 +248,17 @@ local M = S.record {
       fields = {
         limit = S.size { doc = "fail with the memory ledger beyond this many bytes (e.g. \"8GiB\")" },
         max_split_size = S.size { doc = "cached blocks at least this big are never split (limits fragmentation)" },
+      },
+    },
+    distributed = S.record {
+      doc = "data-parallel training under `mpirun -np N` (DDP semantics: effective batch batch.size x accumulate x N)",
+      order = { "backend", "bucket", "timeout" },
+      fields = {
+        backend = S.string { enum = { "auto", "mpi", "nccl" }, default = "auto",
+                             doc = "collective: auto (NCCL when every rank has a GPU, else MPI), mpi or nccl" },
+        bucket = S.size { default = "25MiB", aliases = { "bucket_cap_mb" }, doc = "gradient all-reduce bucket size" },
+        timeout = S.number { gt = 0, default = 300,
+                             doc = "seconds a rank waits for the others before the run stops naming the missing rank" },
       },
     },
     out = S.string { aliases = { "output_dir" }, doc = "output folder (default: runs/<recipe name>)", default_doc = "runs/<recipe name>" },

@@ -738,7 +738,9 @@ end
 local IN_BATCH_NEGATIVES = { mnrl = true }
 
 -- The training dataset and loader of a resolved recipe (recipe.data.train required);
--- opts { label_map, length, shuffle_buffer } (length: tokens of a row, for bucketing).
+-- opts { label_map, length, shuffle_buffer, world } (length: tokens of a row, for bucketing;
+-- world: ranks under mpirun, whose global batches of batch.size x world rows trainer.dist
+-- shards, every rank reading the same ones).
 function M.train(recipe, opts)
   opts = opts or {}
   local d = recipe.data or {}
@@ -748,7 +750,7 @@ function M.train(recipe, opts)
   local nodup = IN_BATCH_NEGATIVES[loss.name or "mnrl"] or
     (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner or "mnrl"]) or false
   local ld = ds:loader {
-    batch_size = (recipe.batch or {}).size or 16, seed = recipe.seed, shuffle = d.shuffle ~= false,
+    batch_size = ((recipe.batch or {}).size or 16) * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle ~= false,
     bucket = d.bucket == true, no_duplicates = nodup, length = opts.length,
   }
   return ds, ld

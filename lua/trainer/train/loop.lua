@@ -47,13 +47,15 @@ function M.train(resolved, opts)
   local run = require("trainer.train.run")
   outputs.mkdir(recipe.out)
   local t = run.build(resolved, opts)
+  -- under mpirun only rank 0 prints progress and writes the run's files (trainer.dist)
+  local root = t:writes_outputs()
   local ok, err = pcall(function()
     t.progress = opts.progress or require("trainer.train.progress").new({ every = recipe.log.every,
-      quiet = opts.quiet or recipe.log.quiet })
+      quiet = opts.quiet or recipe.log.quiet or not root })
     -- the run's identity (trainer.resume): written when the run starts in its folder, kept
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
-    if not t.resume_dir then
+    if not t.resume_dir and root then
       local old = outputs.checkpoints(recipe.out)
       if #old > 0 then
         io.stderr:write(("warning: %s already holds %s from an earlier run; this run replaces metrics.jsonl and "
@@ -62,10 +64,10 @@ function M.train(resolved, opts)
           recipe.out), "\n")
       end
     end
-    if not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath) then
+    if root and (not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath)) then
       outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
     end
-    t.metrics = outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil)
+    t.metrics = root and outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil) or nil
     if t.resume_dir then t.progress:message(("resumed from %s at step %d"):format(t.resume_dir, t.step)) end
     if native.watch_stop then native.watch_stop() end
     if type(recipe.loop) == "function" then require("trainer.train.user_code").call("loop", recipe.loop, t)
@@ -83,13 +85,17 @@ function M.train(resolved, opts)
   end
   local status = 0
   local summary = t.summary_
-  if t.stop_signal then
-    local ck = t.last_checkpoint
-    io.stderr:write(("trainer: stopped by %s after step %d; saved %s.\nResume with: trainer resume %s\n"
-      .. "  (the same as: %s)\n"):format(signal_names[t.stop_signal] or ("signal " .. t.stop_signal), t.step,
-      tostring(ck), resume.shell_word(recipe.out), resume.long_form(resolved, ck or "latest")))
+  if t.stop_signal and not root then
     status = 130
-  elseif not (opts.quiet or recipe.log.quiet) then
+  elseif t.stop_signal then
+    local ck = t.last_checkpoint
+    -- under mpirun the resume runs under mpirun with the same number of ranks
+    local mpi = t.dist and t.dist.size > 1 and ("mpirun -np %d "):format(t.dist.size) or ""
+    io.stderr:write(("trainer: stopped by %s after step %d; saved %s.\nResume with: %strainer resume %s\n"
+      .. "  (the same as: %s%s)\n"):format(signal_names[t.stop_signal] or ("signal " .. t.stop_signal), t.step,
+      tostring(ck), mpi, resume.shell_word(recipe.out), mpi, resume.long_form(resolved, ck or "latest")))
+    status = 130
+  elseif root and not (opts.quiet or recipe.log.quiet) then
     local function fmt(s)
       if not s then return "-" end
       local keys = {}

@@ -184,9 +184,13 @@ function M.build(resolved, opts)
   -- config.json typed and ranged, and the memory plan against memory.limit or the device,
   -- before anything is allocated: a run that cannot fit stops now (exit 2), with the ledger
   self.plan = require("trainer.plan.check").check(recipe, self.device, resolved.path)
+  -- under mpirun: this rank's membership of the job (trainer.dist), one GPU per rank; after
+  -- the checks above, so that a recipe's mistake ends every rank plainly, before MPI starts
+  self.dist = require("trainer.dist").setup(recipe)
+  if self.dist then self.device = self.dist:device(self.device, recipe.device) end
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.train.data")
-  self.train_ds, self.loader = data.train(recipe)
+  self.train_ds, self.loader = data.train(recipe, { world = self.dist and self.dist.size })
   local eval_ds = data.eval(recipe)
   if eval_ds then
     self.eval_rows = {}
@@ -227,6 +231,11 @@ function M.build(resolved, opts)
     end
   end
   self.param_iter = iter
+  -- DDP's start: the collective chosen, rank 0's weights on every rank
+  if self.dist then
+    self.dist:choose_backend()
+    self.dist:broadcast_params(self.params)
+  end
   self.optimizer = require("trainer.train.optim").new(iter(), recipe.optim)
 
   local per_epoch = self.loader:batches_per_epoch()
@@ -264,7 +273,8 @@ end
 -- param.grad multiplied by `scale`. Returns the loss value and the number of non-pad tokens.
 -- The dropout key's step is the count of micro-batches before this one.
 function Run:micro_step(batch, scale)
-  self.model.rng.step = self.micro
+  -- under mpirun each rank draws its own dropout masks (micro * N + rank; micro for one)
+  self.model.rng.step = self.dist and (self.micro * self.dist.size + self.dist.rank) or self.micro
   self.micro = self.micro + 1
   return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
     batch = batch, max_length = self.max_length, scale = scale, cached = self.recipe.loss.cached,
@@ -302,13 +312,15 @@ function Run:train_step()
     local batch = self:next_batch(i > 1)
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
-    local v, k = self:micro_step(batch, scale)
+    local v, k = (self.dist and self.dist_micro_step or self.micro_step)(self, batch, scale)
     if not deferred.is(v) and not finite(v) and recipe.precision ~= "fp16" then
       self:failure(("the loss is %s"):format(tostring(v)))
     end
     sum, n, ntok = deferred.add(sum, v), n + 1, ntok + k
   end
   if n == 0 then return nil end
+  -- under mpirun the ranks agree on the loss every step: that reads it (one wait per step)
+  if self.dist then sum, ntok = self:dist_reduce(deferred.value(sum), ntok) end
   local loss_value = deferred.div(sum, n)
   local found_inf = self.scaler:unscale(self.param_iter())
   local skipped, norm = false, nil
@@ -340,6 +352,7 @@ function Run:train_step()
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
+    allreduce_s = self.last_allreduce_s,   -- under mpirun: this step's gradient all-reduce
   }
   self.pending = m
   if deferred.is(loss_value) then
@@ -352,6 +365,49 @@ function Run:train_step()
   if self.progress then self.progress:update(self, m) end
   if self.hooks.on_step then self:call_hook("on_step", m) end
   return m
+end
+
+-- Under mpirun, one micro-batch: this rank's rows of the global micro-batch, its gradient
+-- weighted by its share (trainer.dist). Returns its part of the global batch's loss (the
+-- sum over ranks is the loss), and its tokens. A non-finite loss is kept for dist_reduce
+-- (0 is returned), so that every rank fails at the same step instead of this one alone.
+function Run:dist_micro_step(batch, scale)
+  local dist = self.dist
+  local rows, w = dist:shard(batch)
+  if #rows == 0 then
+    self.micro = self.micro + 1
+    return 0, 0
+  end
+  local v, k = self:micro_step(rows, scale * w)
+  v = deferred.value(v)   -- the ranks agree on every step's loss: read it here (on a device, one wait)
+  if not finite(v) and self.recipe.precision ~= "fp16" then
+    self.dist_bad = self.dist_bad or tostring(v)
+    return 0, k
+  end
+  return v * w / dist.size, k
+end
+
+-- Under mpirun, after the micro-batches: gradients averaged over the ranks, and the
+-- step's loss, tokens, a non-finite loss and a stop signal summed, so that every rank
+-- takes the same decisions (skip, fail, stop) after the same step.
+function Run:dist_reduce(sum, ntok)
+  local dist, bad = self.dist, self.dist_bad
+  self.dist_bad = nil
+  local before = dist:stats().allreduce_s
+  dist:allreduce_grads(self.params)
+  self.last_allreduce_s = dist:stats().allreduce_s - before
+  local sig = native.stop_requested and native.stop_requested()
+  local agreed = dist:agree({ sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
+  if agreed[3] > 0 then
+    self:failure(bad and ("the loss is %s"):format(bad) or "the loss is not finite on another rank")
+  end
+  if agreed[4] > 0 then self.stop_signal = self.stop_signal or sig or math.floor(agreed[5] / agreed[4]) end
+  return agreed[1], agreed[2]
+end
+
+-- Whether this process writes the run's files (only rank 0 under mpirun).
+function Run:writes_outputs()
+  return not self.dist or self.dist:is_root()
 end
 
 -- Completed epochs as a fraction, as the Hugging Face Trainer logs "epoch": the data
@@ -411,6 +467,7 @@ end
 -- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
 function Run:evaluate()
   self:read_scalars()
+  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
   local recipe = self.recipe
   local evaluate = require("trainer.train.evaluate")
   local scores
@@ -499,6 +556,7 @@ end
 function Run:save()
   self:read_scalars()   -- a checkpoint's steps are checked (finite) and its last_loss known
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
+  if not self:writes_outputs() then self.last_checkpoint = dir return dir end   -- rank 0 writes it
   local tmp = dir .. ".tmp"
   outputs.remove_tree(tmp)
   outputs.mkdir(tmp)
@@ -550,6 +608,7 @@ function Run:write_checkpoint(tmp)
     data = self.loader:state(), scaler = self.scaler:state(), rng = { seed = self.model.rng.seed, step = self.micro },
     optimizer = ometa, total_steps = self.total_steps, last_loss = self.last_loss,
     first_eval = self.first_eval, last_eval = self.last_eval,
+    dist = self.dist and self.dist:checkpoint_meta(self.loader:state()) or nil,
   }
   local list = {}
   for k, v in pairs(tensors) do list[#list + 1] = { k, v } end
@@ -611,7 +670,8 @@ function Run:load_checkpoint(dir)
   end
   -- bounded, typed and checked against the model before any of it is used
   local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
-    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out })
+    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
+    rank = self.dist and self.dist.rank, world = self.dist and self.dist.size or 1 })
   local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
   for _, t in pairs(tensors) do t:free() end
   if not ok then error(err, 0) end
@@ -638,6 +698,7 @@ end
 
 function Run:stop_requested()
   if self.stop_signal then return true end
+  if self.dist then return false end   -- under mpirun: only the signal all ranks agreed on (dist_reduce)
   local sig = native.stop_requested and native.stop_requested()
   if sig then self.stop_signal = sig end
   return sig and true or false
@@ -667,6 +728,7 @@ function Run:summary()
     data = self.train_ds:summary(), eval_data = self.eval_summary,
     resumed_from = self.resumed_from, last_checkpoint = self.last_checkpoint,
     stopped_by_signal = self.stop_signal and true or nil,
+    distributed = self.dist and self.dist:summary(s.peak_allocated, s.peak_reserved) or nil,
   }
 end
 
@@ -675,6 +737,7 @@ function Run:finish()
   self:flush_metrics()
   if self.metrics then self.metrics:close() end   -- checked: a failed close is a failed write
   local s = self:summary()
+  if not self:writes_outputs() then return s end
   outputs.write_atomic(self.out .. "/summary.json", json.encode(s, 2) .. "\n")
   return s
 end

@@ -143,6 +143,8 @@ end
 
 -- Checks meta in place; opts as read()'s.
 local function check_meta(meta, dir, opts)
+  -- the world size first: another one also changes the data cursor's bounds (trainer.dist)
+  if opts.world then require("trainer.dist").check_resume(meta, opts.world, dir) end
   local step = count(meta, "step", "")
   local want = folder_step(dir)
   if want and step ~= want then damaged("step = %d but the folder is checkpoint-%d", step, want) end
@@ -168,6 +170,14 @@ local function check_meta(meta, dir, opts)
   if data.seed ~= nil then count(data, "seed", "data.") end
   if data.rows ~= nil then count(data, "rows", "data.") end
   if data.batch_size ~= nil then count(data, "batch_size", "data.", 1) end
+
+  -- a run under mpirun: its world size and each rank's data cursor (trainer.dist)
+  if meta.dist ~= nil then
+    local dd = object(meta, "dist", "")
+    local n = count(dd, "world_size", "dist.", 1)
+    local ranks = object(dd, "ranks", "dist.")
+    if #ranks ~= n then damaged("dist.ranks has %d entries for a world of %d ranks", #ranks, n) end
+  end
 
   local scaler = object(meta, "scaler", "")
   if next(scaler) ~= nil then
@@ -269,7 +279,9 @@ end
 function M.read(dir, opts)
   opts = opts or {}
   local path = dir .. "/trainer_state"
-  local tmp = ("%s/.trainer_state.%d.tmp"):format(opts.scratch or dir, folder_step(dir) or 0)
+  -- under mpirun every rank reads the state: each its own temporary file (opts.rank)
+  local tmp = ("%s/.trainer_state.%d%s.tmp"):format(opts.scratch or dir, folder_step(dir) or 0,
+    opts.rank and ("." .. opts.rank) or "")
   local st = require("trainer.core.safetensors")
   local reader
   local ok, a, b = pcall(function()
