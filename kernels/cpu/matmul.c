@@ -5,6 +5,7 @@
 #include "cpu/matmul.h"
 
 #include <cblas.h>
+#include <string.h>
 
 enum { BIAS_ROWS = 1024 };   /* rows per GEMV of the bias gradient (its ones vector is on the stack) */
 

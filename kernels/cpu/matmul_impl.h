@@ -21,9 +21,18 @@ int KFN(tr_k_matmul_fwd)(REAL *C, const REAL *A, const REAL *B, const REAL *bias
 #pragma omp parallel for if ((int64_t)M * N > 65536)
             for (int i = 0; i < M; i++) {
                 REAL *row = Cb + (int64_t)i * ldc;
-                for (int j = 0; j < N; j++) {
-                    REAL base = beta == 0 ? 0 : beta * row[j];
-                    row[j] = base + (bias ? bias[j] : 0);
+                /* the cases apart, as copies and simd loops (a select inside one loop kept
+                 * it scalar: 2.6 % of an fp32 step); bias never overlaps C */
+                if (beta == 0 && bias)
+                    memcpy(row, bias, (size_t)N * sizeof(REAL));
+                else if (beta == 0)
+                    memset(row, 0, (size_t)N * sizeof(REAL));
+                else if (bias) {
+#pragma omp simd
+                    for (int j = 0; j < N; j++) row[j] = beta * row[j] + bias[j];
+                } else {
+#pragma omp simd
+                    for (int j = 0; j < N; j++) row[j] = beta * row[j];
                 }
             }
             beta_b = 1;
