@@ -42,7 +42,8 @@ TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             REAL v = x[i];
-            REAL d = (REAL)0.5 * KFN(gelu_one_plus_erf)(v * inv_sqrt2) + v * inv_sqrt2pi * KFN(gelu_exp)(-(REAL)0.5 * v * v);
+            REAL d = (REAL)0.5 * KFN(gelu_one_plus_erf)(v * inv_sqrt2) +
+                     v * inv_sqrt2pi * KFN(gelu_exp)(-(REAL)0.5 * v * v);
             dx[i] = dout[i] * d;
         }
     }
