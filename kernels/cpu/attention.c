@@ -59,13 +59,6 @@ static void blas_single_end(int prev)
     if (prev != 1) openblas_set_num_threads(prev);
 }
 
-static int key_kept(const void *mask, int mask_dtype, int64_t b, int64_t T, int64_t j)
-{
-    if (!mask) return 1;
-    if (mask_dtype == TR_F32) return ((const float *)mask)[b * T + j] != 0;
-    return ((const int32_t *)mask)[b * T + j] != 0;
-}
-
 /* ------------------------------------------------------------ instances */
 
 #define REAL float
