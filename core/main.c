@@ -29,10 +29,15 @@ static int file_exists(const char *path) { return access(path, R_OK) == 0; }
  * and the neighbours' processes lacked. GOMP_SPINCOUNT=10000 keeps the fast hand-over
  * between back-to-back regions and sleeps after well under a millisecond. A user's
  * own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept as it is, and so is this process when the
- * re-exec fails (it then runs with libgomp's default). */
+ * re-exec fails (it then runs with libgomp's default). Set either variable to profile the
+ * binary under a tool that does not follow exec. */
 static void spin_less_openmp(char **argv)
 {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    /* Under valgrind (its preload library is in LD_PRELOAD) the re-exec would leave the
+     * tool, which follows exec only with --trace-children=yes: stay, with the default. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload")) return;
     if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
     execv("/proc/self/exe", argv);
     unsetenv("GOMP_SPINCOUNT");   /* execv returned: it failed; run on as we are */
