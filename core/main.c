@@ -4,7 +4,10 @@
  *
  * The Lua tree is found relative to the binary's own path, so the binary runs from any
  * working directory: <dir>/lua (a build tree) or <dir>/../share/trainer/lua (an
- * installation). TRAINER_ROOT overrides both. */
+ * installation). TRAINER_ROOT overrides both.
+ *
+ * libgomp reads its wait policy from the environment once, when it is loaded, before
+ * main runs; so the binary sets it and re-executes itself once (see spin_less_openmp). */
 #include "lua_native.h"
 
 #include <lauxlib.h>
@@ -18,6 +21,27 @@
 #include <unistd.h>
 
 static int file_exists(const char *path) { return access(path, R_OK) == 0; }
+
+/* libgomp's default lets an idle thread spin for about 300000 pause loops at every barrier
+ * before it sleeps. A training step is hundreds of short parallel regions (every kernel,
+ * every OpenBLAS GEMM), so on a busy 2-core machine the spinning took a quarter of the
+ * step's CPU time (perf: two libgomp addresses and sched_yield), time the working thread
+ * and the neighbours' processes lacked. GOMP_SPINCOUNT=10000 keeps the fast hand-over
+ * between back-to-back regions and sleeps after well under a millisecond. A user's
+ * own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept as it is, and so is this process when the
+ * re-exec fails (it then runs with libgomp's default). Set either variable to profile the
+ * binary under a tool that does not follow exec. */
+static void spin_less_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    /* Under valgrind (its preload library is in LD_PRELOAD) the re-exec would leave the
+     * tool, which follows exec only with --trace-children=yes: stay, with the default. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload")) return;
+    if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("GOMP_SPINCOUNT");   /* execv returned: it failed; run on as we are */
+}
 
 /* Fills root with the folder that holds lua/trainer/cli/init.lua; 0 on success. */
 static int find_root(char *root, size_t len)
@@ -77,6 +101,7 @@ static int run_cli(lua_State *L, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    spin_less_openmp(argv);
     char root[PATH_MAX];
     if (find_root(root, sizeof root) != 0) {
         fprintf(stderr,

@@ -9,6 +9,7 @@
  * TR_CUDA_DEVICE_READY (the CUDA backend's core/cuda_device.* exists), so that the
  * release binary links before the CUDA backend is merged. */
 #include "ctx.h"
+#include "blas_core.h"
 #include "cuda_copy.h"
 #include "cuda_device.h"
 
@@ -35,6 +36,8 @@ struct tr_ctx {
 
 tr_ctx *tr_ctx_new(void)
 {
+    /* Before any op can run a GEMM: OpenBLAS on the kernels this CPU can run. */
+    tr_blas_core_setup();
     tr_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;
     tr_raw_backend cpu = tr_cpu_raw_backend();

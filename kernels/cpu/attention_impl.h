@@ -4,21 +4,93 @@
 
 /* ------------------------------------------------------------ shared row steps */
 
-/* P[r, j] = exp(S[r, j] - lse) for kept keys, 0 for padded ones or when lse is -inf. */
-static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const void *mask,
-                                int mask_dtype, int64_t b, int64_t T)
+/* row[j] = fill where key j of batch row b is padded (mask 0), else unchanged: one typed
+ * select loop per mask dtype, so that it vectorises. */
+TR_SIMD_CLONES static void KFN(mask_fill)(REAL *row, REAL fill, const void *mask, int mask_dtype, int64_t b,
+                                          int64_t T)
+{
+    if (mask_dtype == TR_F32) {
+        const float *m = (const float *)mask + b * T;
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) row[j] = m[j] != 0 ? row[j] : fill;
+    } else {
+        const int32_t *m = (const int32_t *)mask + b * T;
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) row[j] = m[j] != 0 ? row[j] : fill;
+    }
+}
+
+/* P[r, j] = exp(S[r, j] - lse) for kept keys, 0 for padded ones or when lse is -inf. The
+ * exp of a padded key is computed and then replaced (branch-free, so the loop vectorises);
+ * its argument is capped at 80 because a padded key's score may exceed the row's lse, which
+ * only kept keys made (for kept keys the argument is <= ~0, so the cap never acts). */
+TR_SIMD_CLONES static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const void *mask,
+                                               int mask_dtype, int64_t b, int64_t T)
 {
     if (lse == -INFINITY) {
         for (int64_t j = 0; j < T; j++) P[j] = 0;
         return;
     }
-    if (!mask) {
 #pragma omp simd
-        for (int64_t j = 0; j < T; j++) P[j] = KEXP(S[j] - lse);
-        return;
+    for (int64_t j = 0; j < T; j++) {
+        REAL x = S[j] - lse;
+        P[j] = KEXP(x < 80 ? x : 80);
     }
-    for (int64_t j = 0; j < T; j++)
-        P[j] = key_kept(mask, mask_dtype, b, T, j) ? KEXP(S[j] - lse) : 0;
+    if (mask) KFN(mask_fill)(P, 0, mask, mask_dtype, b, T);
+}
+
+/* Rows [0, nb) of S (T scores each) become softmax probabilities in place, with one exp
+ * per score; lse_out[r] = the row's log-sum-exp (-inf, and a row of zeros, when every key
+ * is padded). */
+TR_SIMD_CLONES static void KFN(softmax_block)(REAL *S, REAL *lse_out, int64_t nb, int64_t T,
+                                              const void *mask, int mask_dtype, int64_t b)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        REAL *Sr = S + r * T;
+        if (mask) KFN(mask_fill)(Sr, -INFINITY, mask, mask_dtype, b, T);
+        REAL mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+        for (int64_t j = 0; j < T; j++) mx = Sr[j] > mx ? Sr[j] : mx;
+        REAL row_lse = -INFINITY;
+        if (mx == -INFINITY) {
+            for (int64_t j = 0; j < T; j++) Sr[j] = 0;
+        } else {
+            REAL sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < T; j++) {
+                Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
+                sum += Sr[j];
+            }
+            REAL inv = 1 / sum;
+#pragma omp simd
+            for (int64_t j = 0; j < T; j++) Sr[j] *= inv;
+            /* cppcheck-suppress invalidFunctionArg ; sum >= 1: the row's maximum contributes exp(0) */
+            row_lse = mx + log(sum);
+        }
+        lse_out[r] = row_lse;
+    }
+}
+
+/* out[j] = in[j] * keep_scale where the uniform U[j] >= p (kept), else 0; out may be in. */
+TR_SIMD_CLONES static void KFN(dropout_row)(REAL *out, const REAL *in, const float *U, int64_t T, float p,
+                                            REAL keep_scale)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < T; j++) out[j] = U[j] >= p ? in[j] * keep_scale : 0;
+}
+
+/* The softmax backward of rows [0, nb): P[r] = P[r] * (G[r] - <P[r], G[r]>), G = dP. */
+TR_SIMD_CLONES static void KFN(dsoftmax_block)(REAL *P, const REAL *G, int64_t nb, int64_t T)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        REAL *Pr = P + r * T;
+        const REAL *Gr = G + r * T;
+        REAL dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t j = 0; j < T; j++) dot += Pr[j] * Gr[j];
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) Pr[j] = Pr[j] * (Gr[j] - dot);
+    }
 }
 
 /* ------------------------------------------------------------ forward */
@@ -48,41 +120,13 @@ void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
             const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, scale, qb,
                  (int)ld, kb, (int)ld, 0, S, (int)T);
-            for (int64_t r = 0; r < nb; r++) {
-                /* one exp per score: P = exp(S - max) in place, then scaled by 1/sum */
-                REAL *Sr = S + r * T;
-                REAL mx = -INFINITY;
-                if (mask) {
-                    for (int64_t j = 0; j < T; j++) {
-                        if (!key_kept(mask, mask_dtype, b, T, j)) Sr[j] = -INFINITY;
-                        mx = Sr[j] > mx ? Sr[j] : mx;
-                    }
-                } else {
-                    for (int64_t j = 0; j < T; j++) mx = Sr[j] > mx ? Sr[j] : mx;
+            KFN(softmax_block)(S, lse + bh * T + i0, nb, T, mask, mask_dtype, b);
+            if (use_drop)
+                for (int64_t r = 0; r < nb; r++) {
+                    REAL *Sr = S + r * T;
+                    drop->uniform(U, (size_t)T, drop->key, (uint64_t)((bh * T + i0 + r) * T));
+                    KFN(dropout_row)(Sr, Sr, U, T, drop->p, keep_scale);
                 }
-                REAL row_lse = -INFINITY;
-                if (mx == -INFINITY) {
-                    for (int64_t j = 0; j < T; j++) Sr[j] = 0;
-                } else {
-                    REAL sum = 0;
-#pragma omp simd reduction(+ : sum)
-                    for (int64_t j = 0; j < T; j++) {
-                        Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
-                        sum += Sr[j];
-                    }
-                    REAL inv = 1 / sum;
-                    for (int64_t j = 0; j < T; j++) Sr[j] *= inv;
-                    /* cppcheck-suppress invalidFunctionArg ; sum >= 1: the row's maximum contributes exp(0) */
-                    row_lse = mx + log(sum);
-                }
-                lse[bh * T + i0 + r] = row_lse;
-                if (use_drop) {
-                    uint64_t off = (uint64_t)((bh * T + i0 + r) * T);
-                    drop->uniform(U, (size_t)T, drop->key, off);
-                    for (int64_t j = 0; j < T; j++)
-                        Sr[j] = U[j] >= drop->p ? Sr[j] * keep_scale : 0;
-                }
-            }
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)D, (int)T, 1, S,
                  (int)T, vb, (int)ld, 0, out + ((b * T + i0) * H + h) * D, (int)ld);
         }
@@ -134,8 +178,7 @@ void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
                     for (int64_t r = 0; r < nb; r++) {
                         float *Ur = U + r * T;
                         drop->uniform(Ur, (size_t)T, drop->key, (uint64_t)((bh * T + i0 + r) * T));
-                        for (int64_t j = 0; j < T; j++)
-                            G[r * T + j] = Ur[j] >= drop->p ? P[r * T + j] * keep_scale : 0;
+                        KFN(dropout_row)(G + r * T, P + r * T, Ur, T, drop->p, keep_scale);
                     }
                     Pd = G;
                 }
@@ -144,17 +187,10 @@ void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
                 /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
                 GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, 1, dob,
                      (int)ld, vb, (int)ld, 0, G, (int)T);
-                for (int64_t r = 0; r < nb; r++) {
-                    REAL *Pr = P + r * T, *Gr = G + r * T;
-                    if (use_drop) {
-                        const float *Ur = U + r * T;
-                        for (int64_t j = 0; j < T; j++)
-                            Gr[j] = Ur[j] >= drop->p ? Gr[j] * keep_scale : 0;
-                    }
-                    REAL dot = 0;
-                    for (int64_t j = 0; j < T; j++) dot += Pr[j] * Gr[j];
-                    for (int64_t j = 0; j < T; j++) Pr[j] = Pr[j] * (Gr[j] - dot);
-                }
+                if (use_drop)
+                    for (int64_t r = 0; r < nb; r++)
+                        KFN(dropout_row)(G + r * T, G + r * T, U + r * T, T, drop->p, keep_scale);
+                KFN(dsoftmax_block)(P, G, nb, T);
                 /* dq = scale dS k; dk += scale dS^T q */
                 GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)D, (int)T, scale, P,
                      (int)T, kb, (int)ld, 0, dq + ((b * T + i0) * H + h) * D, (int)ld);

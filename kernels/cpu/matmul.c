@@ -5,6 +5,9 @@
 #include "cpu/matmul.h"
 
 #include <cblas.h>
+#include <string.h>
+
+enum { BIAS_ROWS = 1024 };   /* rows per GEMV of the bias gradient (its ones vector is on the stack) */
 
 #define BLAS_ARGS_CHECK(err, cond)                                                           \
     do {                                                                                     \
@@ -18,15 +21,19 @@
 #define REAL float
 #define KFN(n) n##_f32
 #define GEMM cblas_sgemm
+#define GEMV cblas_sgemv
 #include "cpu/matmul_impl.h"
 #undef REAL
 #undef KFN
 #undef GEMM
+#undef GEMV
 
 #define REAL double
 #define KFN(n) n##_f64
 #define GEMM cblas_dgemm
+#define GEMV cblas_dgemv
 #include "cpu/matmul_impl.h"
 #undef REAL
 #undef KFN
 #undef GEMM
+#undef GEMV

@@ -21,9 +21,18 @@ int KFN(tr_k_matmul_fwd)(REAL *C, const REAL *A, const REAL *B, const REAL *bias
 #pragma omp parallel for if ((int64_t)M * N > 65536)
             for (int i = 0; i < M; i++) {
                 REAL *row = Cb + (int64_t)i * ldc;
-                for (int j = 0; j < N; j++) {
-                    REAL base = beta == 0 ? 0 : beta * row[j];
-                    row[j] = base + (bias ? bias[j] : 0);
+                /* the cases apart, as copies and simd loops (a select inside one loop kept
+                 * it scalar: 2.6 % of an fp32 step); bias never overlaps C */
+                if (beta == 0 && bias)
+                    memcpy(row, bias, (size_t)N * sizeof(REAL));
+                else if (beta == 0)
+                    memset(row, 0, (size_t)N * sizeof(REAL));
+                else if (bias) {
+#pragma omp simd
+                    for (int j = 0; j < N; j++) row[j] = beta * row[j] + bias[j];
+                } else {
+#pragma omp simd
+                    for (int j = 0; j < N; j++) row[j] = beta * row[j];
                 }
             }
             beta_b = 1;
@@ -41,19 +50,22 @@ int KFN(tr_k_matmul_fwd)(REAL *C, const REAL *A, const REAL *B, const REAL *bias
 
 void KFN(tr_k_bias_bwd)(REAL *dbias, const REAL *dout, int64_t N, int64_t O)
 {
-    /* Columns are split into chunks across threads; each chunk sums its rows in order, so
-     * the result is deterministic and there are no write races. */
-    const int64_t chunk = 64;
-    int64_t nchunks = (O + chunk - 1) / chunk;
-#pragma omp parallel for if (N * O > 65536)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t o0 = c * chunk, o1 = o0 + chunk < O ? o0 + chunk : O;
-        REAL acc[64];
-        for (int64_t o = o0; o < o1; o++) acc[o - o0] = 0;
-        for (int64_t n = 0; n < N; n++) {
-            const REAL *row = dout + n * O;
-            for (int64_t o = o0; o < o1; o++) acc[o - o0] += row[o];
+    /* dbias += dout^T 1: a BLAS GEMV (vectorised and threaded by the library, one pass over
+     * dout) on blocks of at most BIAS_ROWS rows against a vector of ones; deterministic for
+     * a given thread count, as the GEMMs are. The hand-written column sum it replaces was
+     * 2-4 % of an fp32 training step. A row longer than the BLAS's int takes the plain loop. */
+    if (N <= 0 || O <= 0) return;
+    if (O <= INT32_MAX) {
+        REAL ones[BIAS_ROWS];
+        for (int i = 0; i < BIAS_ROWS; i++) ones[i] = 1;
+        for (int64_t r0 = 0; r0 < N; r0 += BIAS_ROWS) {
+            int rows = (int)(N - r0 < BIAS_ROWS ? N - r0 : BIAS_ROWS);
+            GEMV(CblasRowMajor, CblasTrans, rows, (int)O, 1, dout + r0 * O, (int)O, ones, 1, 1, dbias, 1);
         }
-        for (int64_t o = o0; o < o1; o++) dbias[o] += acc[o - o0];
+        return;
+    }
+    for (int64_t n = 0; n < N; n++) {
+        const REAL *row = dout + n * O;
+        for (int64_t o = 0; o < O; o++) dbias[o] += row[o];
     }
 }

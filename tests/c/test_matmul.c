@@ -122,8 +122,31 @@ static void test_matmul_rejects_bad_arguments(void)
 
 /* ------------------------------------------------------------ linear backward vs FD */
 
+/* The bias gradient accumulates column sums (+=) over more rows than one BLAS block holds
+ * (2500 rows: blocks of 1024, 1024 and 452). */
+static void test_bias_backward_accumulates_column_sums(void)
+{
+    enum { N = 2500, O = 37 };
+    float *dout = malloc(sizeof(float) * N * O), dbias[O];
+    CHECK(dout != NULL, "buffer");
+    for (int i = 0; i < N * O; i++) dout[i] = (float)((i * 31) % 17 - 8);
+    for (int o = 0; o < O; o++) dbias[o] = (float)o;
+    tr_k_bias_bwd_f32(dbias, dout, N, O);
+    for (int o = 0; o < O; o++) {
+        double want = o;
+        for (int n = 0; n < N; n++) want += dout[n * O + o];
+        CHECK(dbias[o] == (float)want, "column %d: %g, want %g", o, dbias[o], want);
+    }
+    float kept[O];
+    memcpy(kept, dbias, sizeof kept);
+    tr_k_bias_bwd_f32(dbias, dout, 0, O);   /* no rows: nothing changes */
+    CHECK(memcmp(kept, dbias, sizeof kept) == 0, "no rows changed dbias");
+    free(dout);
+}
+
 int main(void)
 {
+    RUN(test_bias_backward_accumulates_column_sums);
     RUN(test_matmul_against_naive);
     RUN(test_matmul_beta0_ignores_garbage_and_broadcasts);
     RUN(test_matmul_empty_k_gives_beta_c_plus_bias);
