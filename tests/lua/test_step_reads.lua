@@ -40,10 +40,10 @@ end
 local function compare(rows, skip) compare_rows(rows, golden, skip, 1e-5) end
 
 -- this build's eager rows (log every 1 and 5), once: the deferred runs must give their bits
-local eager = {}
+local eager_cache = {}
 local function eager_rows(every)
-  eager[every] = eager[every] or case.run(every)
-  return eager[every]
+  eager_cache[every] = eager_cache[every] or case.run(every)
+  return eager_cache[every]
 end
 
 local memory_fields = { mem_allocated = true, mem_reserved = true, mem_peak = true, mem_by_tag = true,
