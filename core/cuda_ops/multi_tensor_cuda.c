@@ -62,8 +62,8 @@ static int clip_by_norm_body(tr_cslot *s, tr_op_call *c)
     int rc;
     if (c->nlist == 0) return TR_OK;
     if ((rc = device_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
-        (rc = tr_k_clip_coef_from_norm_cuda(coef, c->t[0]->data, c->f[0], c->f[1],
-                                            c->t[1] ? c->t[1]->data : NULL, s->stream, s->err)))
+        (rc = tr_k_clip_coef_from_norm_cuda(coef, c->t[0]->data, c->f[0], c->f[1], c->t[1] ? c->t[1]->data : NULL,
+                                            s->stream, s->err)))
         return rc;
     return tr_k_scale_by_device_cuda(list, c->nlist, max_n, coef, s->stream, s->err);
 }

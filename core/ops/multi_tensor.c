@@ -18,8 +18,7 @@
 /* ------------------------------------------------------------ shared checks */
 
 /* Every tensor of ts: not NULL, on the op's device, of a floating dtype (f32 when want_f32). */
-static int check_list(tr_ctx *ctx, const char *op, const char *what, tr_tensor **ts, int n, int device,
-                      int want_f32)
+static int check_list(tr_ctx *ctx, const char *op, const char *what, tr_tensor **ts, int n, int device, int want_f32)
 {
     if (n < 0 || (n > 0 && !ts))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: the list of %d %s is NULL or negative", op, n, what);
@@ -184,35 +183,44 @@ static int adamw_multi_cpu(tr_ctx *ctx, tr_op_call *c)
 
 /* The list ops take their tensors as call->list; the device comes from their tensor
  * arguments (checked against every listed tensor). */
-const tr_op_desc tr_opd_global_norm_into = {
-    "global_norm_into", 1, { { "norm", TR_ARG_OUT, TR_DT_F32, 0 } },
-    global_norm_into_check, { global_norm_into_cpu, TR_CUDA_SLOT(global_norm_into) } };
-const tr_op_desc tr_opd_clip_by_norm = {
-    "clip_by_norm", 2, { { "norm", TR_ARG_IN, TR_DT_F32, 0 }, { "found_inf", TR_ARG_ACC, TR_DT_ANY, 1 } },
-    clip_by_norm_check, { clip_by_norm_cpu, TR_CUDA_SLOT(clip_by_norm) } };
+const tr_op_desc tr_opd_global_norm_into = {"global_norm_into",
+                                            1,
+                                            {{"norm", TR_ARG_OUT, TR_DT_F32, 0}},
+                                            global_norm_into_check,
+                                            {global_norm_into_cpu, TR_CUDA_SLOT(global_norm_into)}};
+const tr_op_desc tr_opd_clip_by_norm = {"clip_by_norm",
+                                        2,
+                                        {{"norm", TR_ARG_IN, TR_DT_F32, 0}, {"found_inf", TR_ARG_ACC, TR_DT_ANY, 1}},
+                                        clip_by_norm_check,
+                                        {clip_by_norm_cpu, TR_CUDA_SLOT(clip_by_norm)}};
 const tr_op_desc tr_opd_scale_check_finite_into = {
-    "scale_check_finite_into", 1, { { "found_inf", TR_ARG_ACC, TR_DT_ANY, 0 } },
-    scale_check_finite_into_check, { scale_check_finite_into_cpu, TR_CUDA_SLOT(scale_check_finite_into) } };
-const tr_op_desc tr_opd_adamw_multi = {
-    "adamw_multi", 1, { { "skip_if", TR_ARG_IN, TR_DT_ANY, 1 } },
-    adamw_multi_check, { adamw_multi_cpu, TR_CUDA_SLOT(adamw_multi) } };
+    "scale_check_finite_into",
+    1,
+    {{"found_inf", TR_ARG_ACC, TR_DT_ANY, 0}},
+    scale_check_finite_into_check,
+    {scale_check_finite_into_cpu, TR_CUDA_SLOT(scale_check_finite_into)}};
+const tr_op_desc tr_opd_adamw_multi = {"adamw_multi",
+                                       1,
+                                       {{"skip_if", TR_ARG_IN, TR_DT_ANY, 1}},
+                                       adamw_multi_check,
+                                       {adamw_multi_cpu, TR_CUDA_SLOT(adamw_multi)}};
 
 int tr_op_global_norm_into(tr_ctx *ctx, tr_tensor *norm, tr_tensor **ts, int n)
 {
-    tr_op_call c = { .t = { norm }, .list = ts, .nlist = n };
+    tr_op_call c = {.t = {norm}, .list = ts, .nlist = n};
     return tr_op_run(ctx, &tr_opd_global_norm_into, &c);
 }
 
-int tr_op_clip_by_norm(tr_ctx *ctx, tr_tensor **ts, int n, const tr_tensor *norm, tr_tensor *found_inf,
-                       float max_norm, float eps)
+int tr_op_clip_by_norm(tr_ctx *ctx, tr_tensor **ts, int n, const tr_tensor *norm, tr_tensor *found_inf, float max_norm,
+                       float eps)
 {
-    tr_op_call c = { .t = { norm, found_inf }, .list = ts, .nlist = n, .f = { max_norm, eps } };
+    tr_op_call c = {.t = {norm, found_inf}, .list = ts, .nlist = n, .f = {max_norm, eps}};
     return tr_op_run(ctx, &tr_opd_clip_by_norm, &c);
 }
 
 int tr_op_scale_check_finite_into(tr_ctx *ctx, tr_tensor *found_inf, tr_tensor **ts, int n, float scale)
 {
-    tr_op_call c = { .t = { found_inf }, .list = ts, .nlist = n, .f = { scale } };
+    tr_op_call c = {.t = {found_inf}, .list = ts, .nlist = n, .f = {scale}};
     return tr_op_run(ctx, &tr_opd_scale_check_finite_into, &c);
 }
 
@@ -220,8 +228,12 @@ int tr_op_adamw_multi(tr_ctx *ctx, tr_tensor **params, tr_tensor **grads, tr_ten
                       tr_tensor **half_copies, const int32_t *decay, int n, const tr_tensor *skip_if, float lr,
                       float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale)
 {
-    const tr_adamw_lists L = { params, grads, m, v, half_copies, decay };
-    tr_op_call c = { .t = { skip_if }, .list = params, .nlist = n, .p = &L,
-                     .f = { lr, beta1, beta2, eps, weight_decay, grad_scale }, .i = { step } };
+    const tr_adamw_lists L = {params, grads, m, v, half_copies, decay};
+    tr_op_call c = {.t = {skip_if},
+                    .list = params,
+                    .nlist = n,
+                    .p = &L,
+                    .f = {lr, beta1, beta2, eps, weight_decay, grad_scale},
+                    .i = {step}};
     return tr_op_run(ctx, &tr_opd_adamw_multi, &c);
 }

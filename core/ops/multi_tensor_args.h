@@ -8,8 +8,8 @@
 
 typedef struct tr_adamw_lists {
     tr_tensor **params, **grads, **m, **v;
-    tr_tensor **half;       /* NULL, or n entries that may be NULL */
-    const int32_t *decay;   /* NULL: every parameter decays */
+    tr_tensor **half;     /* NULL, or n entries that may be NULL */
+    const int32_t *decay; /* NULL: every parameter decays */
 } tr_adamw_lists;
 
 #endif

@@ -64,7 +64,6 @@ return {
     -- issue 12: between logged steps a device run reads nothing: no tensor:item() outside
     -- read_scalars, no host-result norm or finite check (the clip, the flag and AdamW stay
     -- in tensors); the eager CPU run still takes its host path
-    local T = require("trainer.core.tensor")
     local ops = require("trainer.core.ops")
     local Tensor = getmetatable(T.full({ 1 }, 0)).__index
     local item, gn, scf, rs = Tensor.item, ops.global_norm, ops.scale_check_finite, Run.read_scalars

@@ -394,11 +394,14 @@ function Run:device_update(lr)
   if recipe.grad_clip then
     norm = require("trainer.train.clip").clip_grad_norm_into(self.param_iter(), recipe.grad_clip, flag)
   end
-  local _, skipped = self.optimizer:step({ lr = lr, skip_if = flag })
+  -- SGD and Adafactor read a flag they are given (one wait): only fp16 gives it to them; a
+  -- non-finite clip norm under them stops the run at its read, before any save
+  local opt = self.optimizer
+  local _, skipped = opt:step({ lr = lr, skip_if = (opt.kind.update_all or scaler.enabled) and flag or nil })
   skipped = skipped or false
   if scaler.enabled then
     local found = flag:item() ~= 0   -- the one read per step under fp16
-    if found and not skipped then self.optimizer:undo_step() end
+    if found and not skipped then opt:undo_step() end
     skipped = skipped or found
   end
   if skipped and deferred.is(norm) then
