@@ -3,8 +3,8 @@
  * anything back: the norm, the clip coefficient and the found-inf flag stay in device
  * memory, so an optimizer step (unscale, clip, AdamW over every parameter) is a handful of
  * launches and no synchronisation. The lists travel as kernel arguments (tr_cslot_to_device,
- * up to 16 KiB: about 400 parameters per AdamW record list; more goes by a copy that may
- * wait for pageable memory, never for the stream's work). Kernels: reduce.cu (multi-tensor
+ * up to 16 KiB: 682 tensor records, 292 AdamW records per launch; a longer tensor list goes
+ * by a copy from pageable memory, which may wait for the host's staging). Kernels: reduce.cu (multi-tensor
  * sumsq, clip_coef, scale, scale_by_device), multi_tensor.cu (the coefficient from a device
  * norm), optim.cu (multi-tensor AdamW, skipped on a device flag). */
 #ifdef TR_HAVE_CUDA
@@ -60,7 +60,6 @@ static int clip_by_norm_body(tr_cslot *s, tr_op_call *c)
     int64_t max_n;
     void *coef;
     int rc;
-    if (c->nlist == 0) return TR_OK;
     if ((rc = device_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
         (rc = tr_k_clip_coef_from_norm_cuda(coef, c->t[0]->data, c->f[0], c->f[1], c->t[1] ? c->t[1]->data : NULL,
                                             s->stream, s->err)))
@@ -80,8 +79,9 @@ static int scale_check_finite_into_body(tr_cslot *s, tr_op_call *c)
     return tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], c->t[0]->data, s->stream, s->err);
 }
 
-/* One launch of optim.cu's AdamW over every parameter (at most 65535 per launch: longer
- * lists go in several). Gradients are f32 (the op's check), read in place. */
+/* optim.cu's AdamW over every parameter: one launch per 292 parameters (the records that
+ * travel as kernel arguments), so BERT-large's LoRA is one launch and its full fine-tune
+ * two. Gradients are f32 (the op's check), read in place. */
 TR_CSLOT_DEFINE(adamw_multi)
 static int adamw_multi_body(tr_cslot *s, tr_op_call *c)
 {
@@ -102,28 +102,31 @@ static int adamw_multi_body(tr_cslot *s, tr_op_call *c)
     };
     tr_k_param_ref *host = calloc((size_t)n, sizeof *host);
     if (!host) return tr_fail(s->err, TR_EOOM, "adamw_multi: out of host memory for a list of %d parameters", n);
-    int rc = TR_OK;
-    for (int b0 = 0; b0 < n && rc == TR_OK; b0 += 65535) {
-        const int nb = n - b0 < 65535 ? n - b0 : 65535;
+    for (int k = 0; k < n; k++) {
+        const tr_tensor *h = L->half ? L->half[k] : NULL;
+        host[k] = (tr_k_param_ref){.param = L->params[k]->data,
+                                   .grad = L->grads[k]->data,
+                                   .m = L->m[k]->data,
+                                   .v = L->v[k]->data,
+                                   .half = h ? h->data : NULL,
+                                   .n = L->params[k]->numel,
+                                   .half_dt = h ? h->dtype : TR_F32,
+                                   .decay = !L->decay || L->decay[k] ? 1 : 0};
+    }
+    /* one workspace for every record; each launch takes as many as travel as kernel
+     * arguments (16 KiB, tr_cslot_to_device: no wait for the stream) */
+    enum { PER_LAUNCH = 16384 / sizeof(tr_k_param_ref) };
+    void *dev = NULL;
+    const size_t bytes = (size_t)n * sizeof *host;
+    int rc = tr_cslot_ws(s, (int64_t)((bytes + 7) / 8), TR_I64, &dev);
+    for (int b0 = 0; b0 < n && rc == TR_OK; b0 += PER_LAUNCH) {
+        const int nb = n - b0 < PER_LAUNCH ? n - b0 : PER_LAUNCH;
         int64_t max_n = 0;
-        for (int i = 0; i < nb; i++) {
-            const int k = b0 + i;
-            const tr_tensor *h = L->half ? L->half[k] : NULL;
-            host[i] = (tr_k_param_ref){.param = L->params[k]->data,
-                                       .grad = L->grads[k]->data,
-                                       .m = L->m[k]->data,
-                                       .v = L->v[k]->data,
-                                       .half = h ? h->data : NULL,
-                                       .n = L->params[k]->numel,
-                                       .half_dt = h ? h->dtype : TR_F32,
-                                       .decay = !L->decay || L->decay[k] ? 1 : 0};
+        for (int i = b0; i < b0 + nb; i++)
             if (host[i].n > max_n) max_n = host[i].n;
-        }
-        void *dev = NULL;
-        const size_t bytes = (size_t)nb * sizeof *host;
-        if (rc == TR_OK) rc = tr_cslot_ws(s, (int64_t)((bytes + 7) / 8), TR_I64, &dev);
-        if (rc == TR_OK) rc = tr_cslot_to_device(s, dev, host, bytes);
-        if (rc == TR_OK) rc = tr_k_adamw_cuda(dev, nb, max_n, &a, s->stream, s->err);
+        tr_k_param_ref *part = (tr_k_param_ref *)dev + b0;
+        rc = tr_cslot_to_device(s, part, host + b0, (size_t)nb * sizeof *host);
+        if (rc == TR_OK) rc = tr_k_adamw_cuda(part, nb, max_n, &a, s->stream, s->err);
     }
     free(host);
     return rc;
