@@ -23,6 +23,9 @@
 -- evaluation, a save, an on_step hook and the summary (read_scalars), and the non-finite check
 -- runs there, naming the step it happened at. metrics.jsonl gets the same rows (written once
 -- their loss is known). On the CPU the losses return numbers and every step reads at once.
+-- The optimizer update on a device reads nothing either (device_update: the clip norm is a
+-- deferred value checked at the same reads, the found-inf flag stays on the device and AdamW
+-- skips on it); only fp16 reads its flag once per step, for its next loss scale.
 local T = require("trainer.core.tensor")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
