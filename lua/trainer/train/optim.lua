@@ -270,7 +270,12 @@ function Optimizer:step(opts)
   if type(scale) ~= "number" or not (scale > 0) then
     errors.user("optimizer:step: grad_scale must be a number > 0, got %s", tostring(scale))
   end
+  -- adamw_multi reads f32 gradients; another dtype goes through the per-parameter op, which
+  -- cannot skip on the device: then the flag is read here, as for the other optimizers
   local all = self.kind.update_all
+  for _, e in ipairs(self.params) do
+    if all and trainable(e.param) and e.param.grad and e.param.grad:dtype() ~= "f32" then all = nil end
+  end
   if opts.skip_if and not all and opts.skip_if:item() ~= 0 then return lr, true end
   self.steps = self.steps + 1
   local max_step, stepped = 0, {}
@@ -284,8 +289,6 @@ function Optimizer:step(opts)
       st.step = st.step + 1
       if st.step > max_step then max_step = st.step end
       stepped[#stepped + 1] = { e = e, st = st }
-      -- adamw_multi reads f32 gradients; another dtype goes through the per-parameter op
-      if all and e.param.grad:dtype() ~= "f32" then all = nil end
     end
   end
   self.last_stepped = stepped
