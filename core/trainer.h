@@ -17,6 +17,7 @@
 #include "ops_nn.h"
 #include "tokenizer.h"
 #include "ops_pair_features.h"
+#include "ops_multi_tensor.h"
 #include "reader.h"
 #include "dist.h"
 #endif

@@ -522,6 +522,10 @@ static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 
 static void custom_global_norm(int dtype, int device);
 static void custom_scale_check_finite(int dtype, int device);
+static void custom_global_norm_into(int dtype, int device);
+static void custom_clip_by_norm(int dtype, int device);
+static void custom_scale_check_finite_into(int dtype, int device);
+static void custom_adamw_multi(int dtype, int device);
 /* The device argument of the list ops' cases when they check the CPU slot alone. */
 enum { CPU_ONLY = -100 };
 
@@ -592,6 +596,10 @@ static const op_case cases[] = {
     { "abs_diff", sh_abs_diff_bwd, NULL, ref_abs_diff, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
     { "abs_diff_backward", sh_abs_diff_bwd, NULL, NULL, "abs_diff", { G(1), G(2), D(0), I(1), I(2) }, .nd = 2,
       .dims = { DIMS(3, 7), DIMS(1, 1) } },
+    { "global_norm_into", .custom = custom_global_norm_into },
+    { "clip_by_norm", .custom = custom_clip_by_norm },
+    { "scale_check_finite_into", .custom = custom_scale_check_finite_into },
+    { "adamw_multi", .custom = custom_adamw_multi },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -1148,6 +1156,297 @@ static void custom_scale_check_finite(int dtype, int device)
         device_case_end(fig);
     }
     for (int i = 0; i < 2; i++) tr_tensor_free(ts[i]), tr_tensor_free(dev[i]), free(h[i]);
+}
+
+/* ------------------------------------------------------------ device-resident list ops */
+
+/* A 1-D tensor of n elements of dtype on device (tag grads). */
+static tr_tensor *vec(int64_t n, int dtype, int device)
+{
+    return tr_tensor_new(ctx, 1, &n, dtype, device, TR_TAG_GRADS);
+}
+
+/* A copy of t on device. */
+static tr_tensor *clone_on(const tr_tensor *t, int device)
+{
+    tr_tensor *c = tr_tensor_new(ctx, t->ndim, t->shape, t->dtype, device, TR_TAG_GRADS);
+    if (c && tr_tensor_copy(ctx, c, t) != TR_OK) {
+        tr_tensor_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Whether a (any device) holds b's (CPU) bytes exactly. */
+static int same_bits(const tr_tensor *a, const tr_tensor *b)
+{
+    tr_tensor *h = clone_on(a, TR_CPU);
+    int same = h && memcmp(h->data, b->data, tr_tensor_nbytes(b)) == 0;
+    tr_tensor_free(h);
+    return same;
+}
+
+/* The largest relative error of a (any device) against b (CPU), both floating. */
+static double rel_err(const tr_tensor *a, const tr_tensor *b)
+{
+    tr_tensor *h = clone_on(a, TR_CPU);
+    double *x = dup(NULL, b->numel), *y = dup(NULL, b->numel);
+    tensor_to_host(x, h);
+    tensor_to_host(y, b);
+    double e = max_err(x, y, b->numel, 1e-3);
+    free(x), free(y);
+    tr_tensor_free(h);
+    return e;
+}
+
+static float f32_of(const tr_tensor *t)
+{
+    float v = NAN;
+    tr_tensor *h = clone_on(t, TR_CPU);
+    if (h) v = ((float *)h->data)[0];
+    tr_tensor_free(h);
+    return v;
+}
+
+static int32_t i32_of(const tr_tensor *t)
+{
+    int32_t v = -1;
+    tr_tensor *h = clone_on(t, TR_CPU);
+    if (h) v = ((int32_t *)h->data)[0];
+    tr_tensor_free(h);
+    return v;
+}
+
+static tr_tensor *flag_on(int32_t value, int device)
+{
+    tr_tensor *f = vec(1, TR_I32, TR_CPU), *d;
+    ((int32_t *)f->data)[0] = value;
+    d = clone_on(f, device);
+    tr_tensor_free(f);
+    return d;
+}
+
+/* The norm in a tensor is global_norm's host float, bit for bit (CPU); on a device, the
+ * same norm within f32 summation order. */
+static void custom_global_norm_into(int dtype, int device)
+{
+    static const int64_t shapes[3][2] = { { 3, 7 }, { 1, 0 }, { 13, 0 } };
+    static const int ndims[3] = { 2, 1, 1 };
+    tr_tensor *ts[3], *dev[3] = { 0 }, *norm = vec(1, TR_F32, TR_CPU);
+    double *h[3];
+    list_make(ts, h, 3, shapes, ndims, dtype, 2);
+    float host = -1;
+    CHECK(tr_op_global_norm(ctx, &host, ts, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_global_norm_into(ctx, norm, ts, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(memcmp(norm->data, &host, sizeof host) == 0, "global_norm_into %.9g vs global_norm %.9g",
+          (double)((float *)norm->data)[0], (double)host);
+    if (device != CPU_ONLY) {
+        device_case_begin("global_norm_into", device, dtype, 0);
+        tr_tensor *dn = vec(1, TR_F32, device);
+        CHECK(list_to_device(dev, ts, 3, device), "device tensors: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_global_norm_into(ctx, dn, dev, 3) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        double e = fabs((double)f32_of(dn) - host) / (host > 0 ? host : 1);
+        CHECK(e <= 1e-6, "global_norm_into on %d: %.9g vs the CPU's %.9g", device, (double)f32_of(dn), (double)host);
+        char fig[120];
+        snprintf(fig, sizeof fig, "relative error %.3g, no host result", e);
+        device_case_end(fig);
+        tr_tensor_free(dn);
+    }
+    for (int i = 0; i < 3; i++) tr_tensor_free(ts[i]), tr_tensor_free(dev[i]), free(h[i]);
+    tr_tensor_free(norm);
+}
+
+/* clip_by_norm against the eager clip (coef in f32, scale when below 1): the same bits;
+ * a max_norm above the norm changes nothing; a NaN norm changes nothing and sets the
+ * flag. On a device: the same bits as the CPU (the same two f32 roundings, one scale). */
+static void custom_clip_by_norm(int dtype, int device)
+{
+    static const int64_t shapes[2][2] = { { 5, 3 }, { 4, 0 } };
+    static const int ndims[2] = { 2, 1 };
+    tr_tensor *a[2], *b[2], *dev[2] = { 0 }, *norm = vec(1, TR_F32, TR_CPU), *flag = flag_on(0, TR_CPU);
+    double *h[2], *h2[2];
+    list_make(a, h, 2, shapes, ndims, dtype, 3);
+    for (int i = 0; i < 2; i++) {
+        b[i] = clone_on(a[i], TR_CPU);
+        h2[i] = NULL;
+    }
+    if (device != CPU_ONLY) {
+        device_case_begin("clip_by_norm", device, dtype, 0);
+        CHECK(list_to_device(dev, a, 2, device), "device tensors: %s", tr_ctx_errmsg(ctx));
+    }
+    float n = 0;
+    CHECK(tr_op_global_norm(ctx, &n, a, 2) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    ((float *)norm->data)[0] = n;
+    const float max_norm = n / 3;
+    const float coef = max_norm / (n + 1e-6f);
+    for (int i = 0; i < 2; i++) CHECK(tr_op_scale(ctx, b[i], b[i], coef) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_clip_by_norm(ctx, a, 2, norm, flag, max_norm, 1e-6f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 2; i++) CHECK(same_bits(a[i], b[i]), "clip_by_norm: tensor %d differs from the eager clip", i);
+    CHECK(i32_of(flag) == 0, "a finite norm must leave the flag alone");
+    /* above the norm: nothing changes */
+    CHECK(tr_op_clip_by_norm(ctx, a, 2, norm, NULL, n * 4, 1e-6f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 2; i++) CHECK(same_bits(a[i], b[i]), "max_norm above the norm changed tensor %d", i);
+    ((float *)norm->data)[0] = NAN;
+    CHECK(tr_op_clip_by_norm(ctx, a, 2, norm, flag, max_norm, 1e-6f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 2; i++) CHECK(same_bits(a[i], b[i]), "a NaN norm changed tensor %d", i);
+    CHECK(i32_of(flag) == 1, "a NaN norm must set the flag");
+    if (device != CPU_ONLY) {
+        tr_tensor *dn = vec(1, TR_F32, device), *df = flag_on(0, device);
+        ((float *)norm->data)[0] = n;
+        CHECK(dn && tr_tensor_copy(ctx, dn, norm) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_clip_by_norm(ctx, dev, 2, dn, df, max_norm, 1e-6f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        for (int i = 0; i < 2; i++)
+            CHECK(same_bits(dev[i], b[i]), "clip_by_norm on %d: tensor %d differs from the CPU's (error %.3g)", device,
+                  i, rel_err(dev[i], b[i]));
+        ((float *)norm->data)[0] = INFINITY;
+        CHECK(tr_tensor_copy(ctx, dn, norm) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_clip_by_norm(ctx, dev, 2, dn, df, max_norm, 1e-6f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(i32_of(df) == 1, "an infinite norm must set the flag on %d", device);
+        for (int i = 0; i < 2; i++) CHECK(same_bits(dev[i], b[i]), "an infinite norm changed tensor %d", i);
+        device_case_end("bitwise equal to the CPU, flag set on a non-finite norm");
+        tr_tensor_free(dn), tr_tensor_free(df);
+    }
+    for (int i = 0; i < 2; i++) tr_tensor_free(a[i]), tr_tensor_free(b[i]), tr_tensor_free(dev[i]), free(h[i]), free(h2[i]);
+    tr_tensor_free(norm), tr_tensor_free(flag);
+}
+
+/* The flag in a tensor agrees with scale_check_finite's host int, the values are its bits,
+ * and a later clean call never clears a set flag. */
+static void custom_scale_check_finite_into(int dtype, int device)
+{
+    static const int64_t shapes[2][2] = { { 5, 3 }, { 2, 0 } };
+    static const int ndims[2] = { 2, 1 };
+    tr_tensor *a[2], *b[2], *dev[2] = { 0 }, *flag = flag_on(0, TR_CPU), *df = NULL;
+    double *h[2];
+    list_make(a, h, 2, shapes, ndims, dtype, 1);
+    for (int i = 0; i < 2; i++) b[i] = clone_on(a[i], TR_CPU);
+    if (device != CPU_ONLY) {
+        device_case_begin("scale_check_finite_into", device, dtype, 0);
+        CHECK(list_to_device(dev, a, 2, device), "device tensors: %s", tr_ctx_errmsg(ctx));
+        df = flag_on(0, device);
+    }
+    int found = -1;
+    CHECK(tr_op_scale_check_finite(ctx, &found, b, 2, 0.5f) == TR_OK && found == 0, "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_scale_check_finite_into(ctx, flag, a, 2, 0.5f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(i32_of(flag) == 0, "a finite list must leave the flag at 0");
+    for (int i = 0; i < 2; i++) CHECK(same_bits(a[i], b[i]), "tensor %d differs from scale_check_finite's", i);
+    if (device != CPU_ONLY) {
+        CHECK(tr_op_scale_check_finite_into(ctx, df, dev, 2, 0.5f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(i32_of(df) == 0, "a finite list must leave the flag at 0 on %d", device);
+        for (int i = 0; i < 2; i++) CHECK(same_bits(dev[i], b[i]), "tensor %d on %d differs from the CPU's", i, device);
+    }
+    h[1][1] = INFINITY;
+    host_to_tensor(a[1], h[1]);
+    CHECK(tr_op_scale_check_finite_into(ctx, flag, a, 2, 1.0f) == TR_OK && i32_of(flag) == 1, "an inf must be found");
+    host_to_tensor(a[1], h[0]);
+    CHECK(tr_op_scale_check_finite_into(ctx, flag, a, 2, 1.0f) == TR_OK && i32_of(flag) == 1,
+          "a clean call cleared the flag");
+    if (device != CPU_ONLY) {
+        CHECK(tr_tensor_copy(ctx, dev[1], a[1]) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
+        h[1][1] = NAN;
+        host_to_tensor(b[1], h[1]);
+        CHECK(tr_tensor_copy(ctx, dev[1], b[1]) == TR_OK, "copy: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_scale_check_finite_into(ctx, df, dev, 2, 1.0f) == TR_OK && i32_of(df) == 1,
+              "a NaN must be found on %d", device);
+        device_case_end("flag and values agree with the CPU");
+    }
+    for (int i = 0; i < 2; i++) tr_tensor_free(a[i]), tr_tensor_free(b[i]), tr_tensor_free(dev[i]), free(h[i]);
+    tr_tensor_free(flag), tr_tensor_free(df);
+}
+
+/* adamw_multi over three parameters (one past a CUDA chunk of 65536) for three steps against
+ * tr_op_adamw per parameter: bit-identical on the CPU (params, m, v and the half copies of
+ * dtype, with one parameter out of weight decay); a set skip flag changes nothing. On a
+ * device: the same steps against the CPU's results (relative 1e-5; sqrt and division
+ * are IEEE on both, but the compiler may contract the device's multiply-adds). */
+enum { AM_N = 3 };
+static void custom_adamw_multi(int dtype, int device)
+{
+    static const int64_t sizes[AM_N] = { 13, 1, 65537 + 6 };
+    static const int32_t decay[AM_N] = { 1, 0, 1 };
+    tr_tensor *p[2][AM_N], *g[AM_N], *m[2][AM_N], *v[2][AM_N], *hc[2][AM_N];
+    tr_tensor *dp[AM_N] = { 0 }, *dg[AM_N] = { 0 }, *dm[AM_N] = { 0 }, *dv[AM_N] = { 0 }, *dh[AM_N] = { 0 };
+    const int half = dtype != TR_F32;
+    for (int i = 0; i < AM_N; i++) {
+        double *x = dup(NULL, sizes[i]);
+        for (int k = 0; k < 2; k++) {
+            p[k][i] = vec(sizes[i], TR_F32, TR_CPU);
+            m[k][i] = vec(sizes[i], TR_F32, TR_CPU);
+            v[k][i] = vec(sizes[i], TR_F32, TR_CPU);
+            hc[k][i] = half ? vec(sizes[i], dtype, TR_CPU) : NULL;
+        }
+        g[i] = vec(sizes[i], TR_F32, TR_CPU);
+        oc_fill(x, sizes[i], 1);
+        host_to_tensor(p[0][i], x), host_to_tensor(p[1][i], x);
+        oc_fill(x, sizes[i], 0.1);
+        host_to_tensor(m[0][i], x), host_to_tensor(m[1][i], x);
+        for (int64_t e = 0; e < sizes[i]; e++) x[e] = fabs(x[e]) * 0.1;
+        host_to_tensor(v[0][i], x), host_to_tensor(v[1][i], x);
+        oc_fill(x, sizes[i], 2);
+        host_to_tensor(g[i], x);
+        free(x);
+    }
+    if (device != CPU_ONLY) {
+        device_case_begin("adamw_multi", device, dtype, 0);
+        for (int i = 0; i < AM_N; i++) {
+            dp[i] = clone_on(p[0][i], device), dg[i] = clone_on(g[i], device);
+            dm[i] = clone_on(m[0][i], device), dv[i] = clone_on(v[0][i], device);
+            dh[i] = half ? clone_on(hc[0][i], device) : NULL;
+            CHECK(dp[i] && dg[i] && dm[i] && dv[i] && (!half || dh[i]), "device tensors: %s", tr_ctx_errmsg(ctx));
+        }
+    }
+    tr_tensor *skip = flag_on(0, TR_CPU), *dskip = device != CPU_ONLY ? flag_on(0, device) : NULL;
+    for (int64_t step = 1; step <= 3; step++) {
+        CHECK(tr_op_adamw_multi(ctx, p[0], g, m[0], v[0], half ? hc[0] : NULL, decay, AM_N, skip, 1e-2f, 0.9f, 0.999f,
+                                1e-8f, 0.01f, step, 2.0f) == TR_OK,
+              "%s", tr_ctx_errmsg(ctx));
+        for (int i = 0; i < AM_N; i++)
+            CHECK(tr_op_adamw(ctx, p[1][i], g[i], m[1][i], v[1][i], hc[1][i], 1e-2f, 0.9f, 0.999f, 1e-8f,
+                              decay[i] ? 0.01f : 0.0f, step, 2.0f) == TR_OK,
+                  "%s", tr_ctx_errmsg(ctx));
+        if (device != CPU_ONLY)
+            CHECK(tr_op_adamw_multi(ctx, dp, dg, dm, dv, half ? dh : NULL, decay, AM_N, dskip, 1e-2f, 0.9f, 0.999f,
+                                    1e-8f, 0.01f, step, 2.0f) == TR_OK,
+                  "%s", tr_ctx_errmsg(ctx));
+    }
+    double worst = 0;
+    for (int i = 0; i < AM_N; i++) {
+        CHECK(same_bits(p[0][i], p[1][i]) && same_bits(m[0][i], m[1][i]) && same_bits(v[0][i], v[1][i]),
+              "adamw_multi: parameter %d differs from tr_op_adamw's bits", i);
+        if (half) CHECK(same_bits(hc[0][i], hc[1][i]), "adamw_multi: half copy %d differs", i);
+        if (device != CPU_ONLY) {
+            double e = rel_err(dp[i], p[1][i]);
+            if (rel_err(dm[i], m[1][i]) > e) e = rel_err(dm[i], m[1][i]);
+            if (rel_err(dv[i], v[1][i]) > e) e = rel_err(dv[i], v[1][i]);
+            CHECK(e <= 1e-5, "adamw_multi on %d: parameter %d, error %.3g against the CPU", device, i, e);
+            if (half) CHECK(rel_err(dh[i], hc[1][i]) <= 1e-2, "adamw_multi on %d: half copy %d", device, i);
+            if (e > worst) worst = e;
+        }
+    }
+    /* a set flag: nothing moves */
+    tr_tensor *before = clone_on(p[0][2], TR_CPU), *mbefore = clone_on(m[0][2], TR_CPU);
+    ((int32_t *)skip->data)[0] = 1;
+    CHECK(tr_op_adamw_multi(ctx, p[0], g, m[0], v[0], NULL, NULL, AM_N, skip, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 4,
+                            1.0f) == TR_OK,
+          "%s", tr_ctx_errmsg(ctx));
+    CHECK(same_bits(p[0][2], before) && same_bits(m[0][2], mbefore), "a set skip flag must leave the step undone");
+    if (device != CPU_ONLY) {
+        tr_tensor *dbefore = clone_on(dp[2], TR_CPU), *on = flag_on(1, device);
+        CHECK(tr_op_adamw_multi(ctx, dp, dg, dm, dv, NULL, NULL, AM_N, on, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 4,
+                                1.0f) == TR_OK,
+              "%s", tr_ctx_errmsg(ctx));
+        CHECK(same_bits(dp[2], dbefore), "a set device skip flag must leave the step undone on %d", device);
+        char fig[120];
+        snprintf(fig, sizeof fig, "max relative error %.3g after 3 steps, skip flag honoured", worst);
+        device_case_end(fig);
+        tr_tensor_free(dbefore), tr_tensor_free(on);
+    }
+    tr_tensor_free(before), tr_tensor_free(mbefore), tr_tensor_free(skip), tr_tensor_free(dskip);
+    for (int i = 0; i < AM_N; i++) {
+        for (int k = 0; k < 2; k++) tr_tensor_free(p[k][i]), tr_tensor_free(m[k][i]), tr_tensor_free(v[k][i]), tr_tensor_free(hc[k][i]);
+        tr_tensor_free(g[i]), tr_tensor_free(dp[i]), tr_tensor_free(dg[i]), tr_tensor_free(dm[i]), tr_tensor_free(dv[i]),
+            tr_tensor_free(dh[i]);
+    }
 }
 
 /* ------------------------------------------------------------ the test */

@@ -2,7 +2,8 @@
 -- wrote its golden file (tests/ref/make_step_reads_golden.lua): a tiny random BERT trained
 -- for 12 steps with MNRL, AdamW, grad_clip 1.0 and dropout on 40 fixed sentence pairs;
 -- run(log_every, opts) returns metrics.jsonl's objects without the clock's fields
--- (tokens_per_s). opts go to trainer.train.loop.train (lazy_scalars). Not a test: run.lua
+-- (tokens_per_s). opts go to trainer.train.loop.train (lazy_scalars), but opts.precision
+-- (default fp32), which goes to the recipe. Not a test: run.lua
 -- loads only test_*.lua.
 local native = require("trainer.native")
 local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
@@ -12,6 +13,7 @@ local loop = require("trainer.train.loop")
 
 local M = {}
 local fx
+local runs = 0
 
 function M.fixture()
   if fx then return fx end
@@ -24,20 +26,23 @@ M.CLOCK_FIELDS = { tokens_per_s = true }
 
 function M.run(log_every, opts)
   local d = M.fixture()
-  local out = ("%s/run_log%d_%s"):format(d, log_every, opts and opts.lazy_scalars and "lazy" or "plain")
+  local precision = opts and opts.precision or "fp32"
+  runs = runs + 1   -- each run its own out folder
+  local out = ("%s/run%d_log%d_%s_%s"):format(d, runs, log_every, opts and opts.lazy_scalars and "lazy" or "plain",
+    precision)
   local path = out .. ".lua"
   lib.write(path, ([[
 return {
   model = { from = %q },
   data = { train = %q, columns = { "sentence1", "sentence2" } },
   loss = { name = "mnrl", scale = 20 }, optim = { lr = 1e-3 }, batch = { size = 8 }, steps = 12,
-  grad_clip = 1.0, log = { every = %d, quiet = true }, device = "cpu", out = %q, seed = 7,
+  grad_clip = 1.0, log = { every = %d, quiet = true }, device = "cpu", out = %q, seed = 7, precision = %q,
 }
-]]):format(d .. "/tiny", d .. "/train.jsonl", log_every, out))
+]]):format(d .. "/tiny", d .. "/train.jsonl", log_every, out, precision))
   -- the allocator's cache is the process's: start from an empty one, as the golden run did
   require("trainer.core.memory").empty_cache()
   local o = { quiet = true }
-  for k, v in pairs(opts or {}) do o[k] = v end
+  for k, v in pairs(opts or {}) do if k ~= "precision" then o[k] = v end end
   assert(loop.train(recipe.load(path), o) == 0)
   local rows = {}
   for i, m in ipairs(outputs.read_metrics(out)) do

@@ -80,7 +80,10 @@ end
 -- Trains for `steps` optimizer steps of `accumulate` micro-batches each over the fixed
 -- batch; returns the per-step losses (mean of the micro-batch losses), the scaler and
 -- which steps the scaler skipped.
-local function train(precision, steps, accumulate, batch, scaler_opts)
+-- device_path: the update a device run takes (trainer.train.run's device_update): unscale
+-- into a found-inf flag tensor, AdamW skipping on it (adamw_multi), the flag read after the
+-- step for the scaler and undo_step on a skip.
+local function train(precision, steps, accumulate, batch, scaler_opts, device_path)
   local m = new_model()
   amp.prepare(m, precision)
   local opt = optim.new(m, { name = "adamw", lr = 1e-3, weight_decay = 0.01 })
@@ -96,14 +99,29 @@ local function train(precision, steps, accumulate, batch, scaler_opts)
       total = total + micro(m, loss, mb, scaler.scale / accumulate) / accumulate
       free_batch(mb)
     end
-    local found = scaler:unscale(m)
-    if not found then opt:step() end
+    local found
+    if device_path then
+      local flag = T.zeros({ 1 }, { dtype = "i32", tag = "workspace" })
+      scaler:unscale_into(m, flag)
+      opt:step({ skip_if = flag })
+      found = flag:item() ~= 0
+      if found then opt:undo_step() end
+      flag:free()
+    else
+      found = scaler:unscale(m)
+      if not found then opt:step() end
+    end
     scaler:update(found)
     out[step] = total
     skips[step] = found
   end
+  local steps_done = opt.steps
+  local params = {}
+  for name, p in m:parameters() do
+    if p.trainable ~= false then params[name] = p.value:tolist() end
+  end
   opt:free(); loss:free(); m:free()
-  return out, scaler, skips
+  return out, scaler, skips, steps_done, params
 end
 
 local function max_rel(a, b)
@@ -282,6 +300,26 @@ return {
       end
     end
     assert(taken == 8 - k)
+    free_batch(b)
+  end },
+
+  { "fp16_device_path_is_the_eager_path_bit_for_bit", function()
+    -- issue 12: the found-inf flag kept in a tensor and AdamW skipping on it give the eager
+    -- loop's losses, skips, scale, step count and weights exactly, skips included
+    local b = fixed_batch(8, 12)
+    local fp, scaler, skips, n, w = train("fp16", 6, 1, b, { init_scale = 2 ^ 20 })
+    local fd, scaler_d, skips_d, n_d, w_d = train("fp16", 6, 1, b, { init_scale = 2 ^ 20 }, true)
+    assert(scaler.skipped >= 1, "the case must skip a step")
+    for i = 1, 6 do
+      assert(fd[i] == fp[i] and skips_d[i] == skips[i], ("step %d: %.17g vs %.17g"):format(i, fd[i], fp[i]))
+    end
+    assert(scaler_d.scale == scaler.scale and scaler_d.skipped == scaler.skipped and n_d == n,
+      ("scale %g vs %g, steps %d vs %d"):format(scaler_d.scale, scaler.scale, n_d, n))
+    local function same(a, c, path)
+      if type(a) == "table" then for k, v in pairs(a) do same(v, c[k], path .. "." .. k) end
+      else assert(a == c, path .. (": %.17g vs %.17g"):format(a, c)) end
+    end
+    same(w_d, w, "weights")
     free_batch(b)
   end },
 

@@ -2,7 +2,7 @@
 -- AdamW / SGD, transformers' Adafactor and get_scheduler, clip_grad_norm_; written by
 -- tests/ref/make_optim_golden.py); that gradients and optimizer state exist only for
 -- trainable parameters and carry the tags "grads" and "optimizer"; that state() ->
--- load_state() continues bit for bit.
+-- load_state() continues bit for bit; that a found-inf flag tensor skips a step.
 -- Tolerances: parameters after each of 10 steps within 2e-6 * max(1, |ref|) (f32 steps
 -- whose rounding differs from torch's in order, not in formula; the largest error seen
 -- is 1.2e-7, SGD with momentum); schedules within 1e-12 relative (the same double
@@ -207,6 +207,38 @@ cases[#cases + 1] = { "state_load_state_resumes_bit_identically", function()
     for _, s in pairs(copy.params) do for _, v in pairs(s) do if T.is_tensor(v) then v:free() end end end
     opt:free(); opt2:free()
     free_params(a); free_params(b)
+  end
+end }
+
+cases[#cases + 1] = { "skip_if_flag_skips_every_optimizer", function()
+  -- issue 12: a set found-inf flag leaves every parameter, its state and the step counts as
+  -- they were (AdamW on the device via adamw_multi; SGD and Adafactor read the flag), a clear
+  -- one steps as without it; undo_step puts the counts of a step skipped on the device back
+  for _, name in ipairs({ "adamw", "sgd", "adafactor" }) do
+    local list = make_params(golden.optimizers.adamw_wd)
+    local opt = optim.new(list, { name = name, lr = 1e-2, momentum = name == "sgd" and 0.9 or nil })
+    local case = golden.optimizers.adamw_wd
+    set_grads(opt, list, case, 1)
+    local clear = T.zeros({ 1 }, { dtype = "i32" })
+    opt:step({ skip_if = clear })
+    local before = {}
+    for i, e in ipairs(list) do before[i] = e.value:values() end
+    set_grads(opt, list, case, 2)
+    local set = T.full({ 1 }, 1, { dtype = "i32" })
+    local _, skipped = opt:step({ skip_if = set })
+    if name == "adamw" then
+      assert(not skipped and opt.steps == 2, "adamw skips on the device: the host counted the step")
+      opt:undo_step()
+    else
+      assert(skipped, name .. " must report the skip it read")
+    end
+    assert(opt.steps == 1, ("%s: %d steps after a skip"):format(name, opt.steps))
+    for _, st in pairs(opt:state().params) do assert(st.step == 1, name .. ": a parameter's step moved") end
+    for i, e in ipairs(list) do
+      local x = e.value:values()
+      for j = 1, #x do assert(x[j] == before[i][j], ("%s: %s[%d] changed on a skipped step"):format(name, e.name, j)) end
+    end
+    clear:free(); set:free(); opt:free(); free_params(list)
   end
 end }
 

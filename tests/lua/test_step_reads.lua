@@ -4,7 +4,9 @@
 -- on a GPU has) the losses, grad norms and every other non-memory field are the same bits,
 -- and the values are read only at the logged steps (1, 5, 10 and the last); a non-finite
 -- deferred loss stops the run naming the step it happened at; trainer.train.deferred's
--- arithmetic is the eager arithmetic.
+-- arithmetic is the eager arithmetic. Issue 12's optimizer update: a deferred run calls
+-- no host-result op and reads nothing between logged steps, bf16 and fp16 deferred runs
+-- give the eager rows, and a non-finite deferred clip norm stops the run naming its step.
 local native = require("trainer.native")
 local json = require("trainer.core.json")
 local T = require("trainer.core.tensor")
@@ -73,6 +75,41 @@ return {
     compare_rows(rows, eager_rows(1), memory_fields, 0)
     assert(#reads == 12, #reads .. " reads")
   end },
+  { "deferred_steps_call_no_host_result_op", function()
+    -- issue 12: between logged steps a device run reads nothing: no tensor:item() outside
+    -- read_scalars, no host-result norm or finite check (the clip, the flag and AdamW stay
+    -- in tensors); the eager CPU run still takes its host path
+    local ops = require("trainer.core.ops")
+    local Tensor = getmetatable(T.full({ 1 }, 0)).__index
+    local item, gn, scf, rs = Tensor.item, ops.global_norm, ops.scale_check_finite, Run.read_scalars
+    local inside, stray, host_ops, into = false, 0, 0, 0
+    Tensor.item = function(t) if not inside then stray = stray + 1 end return item(t) end
+    ops.global_norm = function(...) host_ops = host_ops + 1 return gn(...) end
+    ops.scale_check_finite = function(...) host_ops = host_ops + 1 return scf(...) end
+    Run.read_scalars = function(self) inside = true local ok, e = pcall(rs, self) inside = false
+      if not ok then error(e, 0) end end
+    local gi = ops.global_norm_into
+    ops.global_norm_into = function(...) into = into + 1 return gi(...) end
+    local ok, err = pcall(case.run, 5, { lazy_scalars = true })
+    local lazy = { stray = stray, host_ops = host_ops, into = into }
+    stray, host_ops, into = 0, 0, 0
+    local ok2, err2 = pcall(case.run, 5)
+    Tensor.item, ops.global_norm, ops.scale_check_finite, Run.read_scalars = item, gn, scf, rs
+    ops.global_norm_into = gi
+    assert(ok, tostring(err)); assert(ok2, tostring(err2))
+    assert(lazy.stray == 0 and lazy.host_ops == 0 and lazy.into == 12,
+      ("deferred run: %d stray reads, %d host-result ops, %d norms into tensors"):format(lazy.stray, lazy.host_ops,
+        lazy.into))
+    assert(host_ops == 12 and into == 0, ("eager run: %d host-result ops, %d into"):format(host_ops, into))
+  end },
+  { "deferred_bf16_and_fp16_same_values_as_eager", function()
+    for _, precision in ipairs({ "bf16", "fp16" }) do
+      local eager = case.run(5, { precision = precision })
+      local lazy = case.run(5, { precision = precision, lazy_scalars = true })
+      assert(#lazy == #eager and #eager == 12, precision .. ": rows")
+      for i = 1, #eager do same(lazy[i], eager[i], precision .. " row " .. i, memory_fields) end
+    end
+  end },
   { "deferred_non_finite_names_its_step", function()
     local fake = setmetatable({ unread = { { row = {}, value = deferred.leaf(T.full({ 1 }, 1.5)), step = 2 },
       { row = {}, value = deferred.leaf(T.full({ 1 }, 0 / 0)), step = 3 },
@@ -81,6 +118,18 @@ return {
     local ok, err = pcall(Run.read_scalars, fake)
     assert(not ok and tostring(err):find("step 3: the loss is nan", 1, true), tostring(err))
     assert(fake.last_loss == 1.5 and #fake.unread == 0)
+  end },
+  { "deferred_non_finite_grad_norm_names_its_step", function()
+    local norm = deferred.own(T.full({ 1 }, 1 / 0))
+    local fake = setmetatable({ unread = { { row = {}, value = deferred.leaf(T.full({ 1 }, 1.5)), step = 2,
+        norm = deferred.own(T.full({ 1 }, 0.25)) },
+      { row = {}, value = deferred.leaf(T.full({ 1 }, 2)), step = 3, norm = norm },
+      { row = {}, value = deferred.leaf(T.full({ 1 }, 2)), step = 4, norm = deferred.own(T.full({ 1 }, 1)) } },
+      recipe = { precision = "bf16", optim = { lr = 1e-3 } }, step = 4, out = "runs/x" }, Run)
+    local rows = { fake.unread[1].row }
+    local ok, err = pcall(Run.read_scalars, fake)
+    assert(not ok and tostring(err):find("step 3: the gradient norm is inf", 1, true), tostring(err))
+    assert(rows[1].grad_norm == 0.25 and #fake.unread == 0)
   end },
   { "deferred_arithmetic_is_the_eager_one", function()
     local a, b, w = 2.5226101875305176, 0.3333333432674408, 0.7

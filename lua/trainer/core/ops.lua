@@ -361,6 +361,44 @@ function M.adamw_(param, grad, m, v, o)
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 
+-- ---------------------------------------------------------------- device-resident list ops (core/ops/ops_multi_tensor.h)
+-- Their results stay in tensors (on a GPU: device memory), so an optimizer step never waits
+-- for the host. A found-inf flag is a { 1 } i32 tensor the ops only set to 1.
+
+-- norm (a { 1 } f32 tensor on the list's device, made when nil) = the L2 norm of the list.
+function M.global_norm_into(list, norm)
+  norm = norm or T.empty({ 1 }, { dtype = "f32", device = list[1] and list[1]:device() or "cpu", tag = "workspace" })
+  check(C.tr_op_global_norm_into(ctx, norm:ptr(), ptr_array(list), #list), "global_norm_into")
+  return norm
+end
+
+-- Every tensor *= min(1, max_norm / (norm + eps)) (eps 1e-6, torch's) reading norm where it
+-- lives; a non-finite norm leaves them alone and sets found_inf (when given).
+function M.clip_by_norm_(list, norm, max_norm, found_inf, eps)
+  check(C.tr_op_clip_by_norm(ctx, ptr_array(list), #list, norm:ptr(), p(found_inf), max_norm, eps or 1e-6),
+    "clip_by_norm")
+end
+
+-- Every tensor *= scale; found_inf set to 1 when a result is inf or NaN (never cleared).
+function M.scale_check_finite_into(list, scale, found_inf)
+  check(C.tr_op_scale_check_finite_into(ctx, found_inf:ptr(), ptr_array(list), #list, scale),
+    "scale_check_finite_into")
+end
+
+-- AdamW over every parameter of the lists in one call (one launch on CUDA); decay: a list of
+-- booleans (nil: all decay); skip_if: a found-inf flag (nil: never skip). o as adamw_.
+function M.adamw_multi_(params, grads, ms, vs, decay, skip_if, o)
+  local n = #params
+  local dec = nil
+  if decay then
+    dec = ffi.new("int32_t[?]", math.max(n, 1))
+    for i = 1, n do dec[i - 1] = decay[i] and 1 or 0 end
+  end
+  check(C.tr_op_adamw_multi(ctx, ptr_array(params), ptr_array(grads), ptr_array(ms), ptr_array(vs), nil, dec, n,
+    p(skip_if), o.lr, o.beta1 or 0.9, o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step,
+    o.grad_scale or 1), "adamw_multi")
+end
+
 -- ---------------------------------------------------------------- feature matrices (core/ops/ops_pair_features.h)
 -- dst[:, dst_col + j] (=, or += when accumulate) src[:, src_col + j] for j < ncols (0-based
 -- columns of the last dim; rows are the leading dims flattened). Returns dst.

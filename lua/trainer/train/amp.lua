@@ -173,6 +173,22 @@ function Scaler:unscale(params)
   return self.found_inf
 end
 
+-- unscale without a host read (a device run, issue 12): the gradients are divided by the
+-- scale and found_inf (a { 1 } i32 tensor the caller zeroed for this step) is set on the
+-- device when one holds an inf or NaN; the optimizer's AdamW skips on it there. The caller
+-- reads the flag when it needs the decision (update takes it). Disabled scaler: nothing.
+function Scaler:unscale_into(params, found_inf)
+  if not self.enabled then return end
+  if self.unscaled then
+    errors.user("scaler:unscale called twice in one optimizer step; call it once, after the last micro-batch "
+      .. "and before clipping, then scaler:update")
+  end
+  local list = grad_list(params)
+  self.unscaled = true
+  self.found_inf = nil
+  if #list > 0 then ops.scale_check_finite_into(list, 1 / self.scale, found_inf) end
+end
+
 -- Ends an optimizer step: on found_inf (default: what unscale found) the scale backs off
 -- and the step counts as skipped; otherwise after growth_interval clean steps in a row it
 -- grows. Returns the new scale.

@@ -9,10 +9,20 @@
 -- in f32 as torch does). Returns the norm before clipping. A non-finite norm is returned
 -- and the gradients are left alone (torch would turn them all NaN): the caller skips the
 -- step, as the loss scaler does.
+--
+--   local norm = clip.clip_grad_norm_into(params, max_norm, found_inf)   -- on a device
+--
+-- The same clip without a host read (issue 12): the norm goes into a device tensor, the
+-- coefficient is computed and applied on the device (ops.clip_by_norm_), and the norm comes
+-- back as a trainer.train.deferred value, read when the step is logged. A non-finite norm
+-- leaves the gradients alone and sets found_inf (a { 1 } i32 tensor, may be nil), which
+-- makes the optimizer's AdamW skip the step on the device. On the CPU its result and the
+-- clipped gradients are clip_grad_norm's bits.
 local ffi = require("ffi")
 local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
+local deferred = require("trainer.train.deferred")
 
 local M = {}
 
@@ -56,6 +66,18 @@ function M.clip_grad_norm(params, max_norm)
     for _, g in ipairs(grads) do ops.scale_(g, coef) end
   end
   return norm
+end
+
+function M.clip_grad_norm_into(params, max_norm, found_inf)
+  if type(max_norm) ~= "number" or not (max_norm > 0) then
+    errors.user("clip_grad_norm: max_norm must be a number > 0 (grad_clip in the recipe), got %s", tostring(max_norm))
+  end
+  local grads = grads_of(params)
+  if #grads == 0 then return 0 end
+  local norm = ops.global_norm_into(grads)
+  local ok, err = pcall(ops.clip_by_norm_, grads, norm, max_norm, found_inf)
+  if not ok then norm:free() error(err, 0) end
+  return deferred.own(norm)
 end
 
 return M

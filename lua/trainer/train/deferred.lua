@@ -25,6 +25,12 @@ function M.leaf(t)
   return setmetatable({ op = "leaf", t = t:to({ tag = "workspace" }) }, Node)
 end
 
+-- A leaf that takes t itself (a 1-element tensor the caller made for it and no longer uses):
+-- no copy; the tree frees it.
+function M.own(t)
+  return setmetatable({ op = "leaf", t = t }, Node)
+end
+
 local function node(op, a, b) return setmetatable({ op = op, a = a, b = b }, Node) end
 
 function M.add(a, b)
@@ -59,9 +65,10 @@ local function eval(x)
   else return eval(x.a) / x.b end
 end
 
--- The number (reads the leaves: the one place a deferred value waits for the device).
+-- The number (reads the leaves: the one place a deferred value waits for the device); nil
+-- stays nil (a step without a clip norm).
 function M.value(x)
-  if type(x) == "number" then return x end
+  if x == nil or type(x) == "number" then return x end
   local ok, v = pcall(eval, x)
   if not ok then M.free(x) error(v, 0) end
   return v

@@ -100,6 +100,27 @@ kinds.adamw = {
     ops.adamw_(e.param.value, e.param.grad, st.m, st.v, { lr = lr, beta1 = hp.beta1,
       beta2 = hp.beta2, eps = hp.eps, weight_decay = wd, step = st.step, grad_scale = scale })
   end,
+  -- Every parameter of the step through adamw_multi: one call (one launch on a GPU) per step
+  -- count (parameters normally share one), skipped on the device when skip_if is set. On the
+  -- CPU the bits of update() per parameter (test_ops_table's adamw_multi case).
+  update_all = function(hp, stepped, lr, scale, skip_if)
+    local groups, order = {}, {}
+    for _, x in ipairs(stepped) do
+      local g = groups[x.st.step]
+      if not g then
+        g = { params = {}, grads = {}, m = {}, v = {}, decay = {} }
+        groups[x.st.step] = g
+        order[#order + 1] = x.st.step
+      end
+      local i = #g.params + 1
+      g.params[i], g.grads[i], g.m[i], g.v[i], g.decay[i] = x.e.param.value, x.e.param.grad, x.st.m, x.st.v, x.e.decay
+    end
+    for _, step in ipairs(order) do
+      local g = groups[step]
+      ops.adamw_multi_(g.params, g.grads, g.m, g.v, g.decay, skip_if, { lr = lr, beta1 = hp.beta1, beta2 = hp.beta2,
+        eps = hp.eps, weight_decay = hp.weight_decay, step = step, grad_scale = scale })
+    end
+  end,
 }
 
 kinds.sgd = {
@@ -232,8 +253,12 @@ end
 
 -- One update of every trainable parameter that has a gradient. opts.lr: this step's
 -- learning rate (default the configured lr; ignored by Adafactor's relative step);
--- opts.grad_scale: the loss scale the gradients still carry (default 1). Returns the lr
--- applied (Adafactor's relative step: the relative step size, before the RMS scale).
+-- opts.grad_scale: the loss scale the gradients still carry (default 1); opts.skip_if: a
+-- found-inf flag tensor ({ 1 } i32): AdamW skips on the device when it is set (nothing read
+-- here; the caller that learns of the skip later calls undo_step), the other optimizers
+-- read it first (one wait on a device). Returns the lr applied (Adafactor's relative step:
+-- the relative step size, before the RMS scale) and true when the step was skipped on a
+-- flag read here.
 function Optimizer:step(opts)
   opts = opts or {}
   local hp = self.hp
@@ -245,8 +270,15 @@ function Optimizer:step(opts)
   if type(scale) ~= "number" or not (scale > 0) then
     errors.user("optimizer:step: grad_scale must be a number > 0, got %s", tostring(scale))
   end
+  -- adamw_multi reads f32 gradients; another dtype goes through the per-parameter op, which
+  -- cannot skip on the device: then the flag is read here, as for the other optimizers
+  local all = self.kind.update_all
+  for _, e in ipairs(self.params) do
+    if all and trainable(e.param) and e.param.grad and e.param.grad:dtype() ~= "f32" then all = nil end
+  end
+  if opts.skip_if and not all and opts.skip_if:item() ~= 0 then return lr, true end
   self.steps = self.steps + 1
-  local max_step = 0
+  local max_step, stepped = 0, {}
   for _, e in ipairs(self.params) do
     if trainable(e.param) and e.param.grad then
       local st = self.state_[e.name]
@@ -256,7 +288,15 @@ function Optimizer:step(opts)
       end
       st.step = st.step + 1
       if st.step > max_step then max_step = st.step end
-      self.kind.update(hp, e, st, lr, e.decay and hp.weight_decay or 0, scale)
+      stepped[#stepped + 1] = { e = e, st = st }
+    end
+  end
+  self.last_stepped = stepped
+  if all then
+    all(hp, stepped, lr, scale, opts.skip_if)
+  else
+    for _, x in ipairs(stepped) do
+      self.kind.update(hp, x.e, x.st, lr, x.e.decay and hp.weight_decay or 0, scale)
     end
   end
   if hp.relative then
@@ -264,6 +304,15 @@ function Optimizer:step(opts)
     lr = math.min(hp.warmup_init and 1e-6 * t or 1e-2, 1 / math.sqrt(t))
   end
   return lr
+end
+
+-- The last step was skipped on the device (its found-inf flag, read after it): its step
+-- counts go back, as if step() had not been called (state made by it stays, still zero).
+function Optimizer:undo_step()
+  if not self.last_stepped then return end
+  self.steps = self.steps - 1
+  for _, x in ipairs(self.last_stepped) do x.st.step = x.st.step - 1 end
+  self.last_stepped = nil
 end
 
 -- ---------------------------------------------------------------- state

@@ -23,6 +23,9 @@
 -- evaluation, a save, an on_step hook and the summary (read_scalars), and the non-finite check
 -- runs there, naming the step it happened at. metrics.jsonl gets the same rows (written once
 -- their loss is known). On the CPU the losses return numbers and every step reads at once.
+-- The optimizer update on a device reads nothing either (device_update: the clip norm is a
+-- deferred value checked at the same reads, the found-inf flag stays on the device and AdamW
+-- skips on it); only fp16 reads its flag once per step, for its next loss scale.
 local T = require("trainer.core.tensor")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -322,21 +325,25 @@ function Run:train_step()
   -- under mpirun the ranks agree on the loss every step: that reads it (one wait per step)
   if self.dist then sum, ntok = self:dist_reduce(deferred.value(sum), ntok) end
   local loss_value = deferred.div(sum, n)
-  local found_inf = self.scaler:unscale(self.param_iter())
+  local lr = self.schedule:lr(self.step)
   local skipped, norm = false, nil
-  if found_inf then
-    skipped = true
+  if self.deferred then
+    skipped, norm = self:device_update(lr)
   else
-    if recipe.grad_clip then
-      norm = require("trainer.train.clip").clip_grad_norm(self.param_iter(), recipe.grad_clip)
-      if not finite(norm) then
-        if recipe.precision == "fp16" then skipped = true
-        else self:failure(("the gradient norm is %s"):format(tostring(norm))) end
+    local found_inf = self.scaler:unscale(self.param_iter())
+    if found_inf then
+      skipped = true
+    else
+      if recipe.grad_clip then
+        norm = require("trainer.train.clip").clip_grad_norm(self.param_iter(), recipe.grad_clip)
+        if not finite(norm) then
+          if recipe.precision == "fp16" then skipped = true
+          else self:failure(("the gradient norm is %s"):format(tostring(norm))) end
+        end
       end
     end
+    if not skipped then self.optimizer:step({ lr = lr }) end
   end
-  local lr = self.schedule:lr(self.step)
-  if not skipped then self.optimizer:step({ lr = lr }) end
   self.scaler:update(skipped)
   self.step = self.step + 1
   local dt = math.max(M.now() - t0, 1e-9)
@@ -350,13 +357,15 @@ function Run:train_step()
     step = self.step, epoch = self:epochs_done(), loss = not deferred.is(loss_value) and loss_value or nil, lr = lr,
     tokens = ntok, tokens_per_s = ntok / dt,
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
-    mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = norm, skipped = skipped or nil,
+    mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = not deferred.is(norm) and norm or nil,
+    skipped = skipped or nil,
     loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
     allreduce_s = self.last_allreduce_s,   -- under mpirun: this step's gradient all-reduce
   }
   self.pending = m
-  if deferred.is(loss_value) then
-    self.unread[#self.unread + 1] = { row = m, value = loss_value, step = self.step }
+  if deferred.is(loss_value) or deferred.is(norm) then
+    self.unread[#self.unread + 1] = { row = m, value = loss_value, norm = deferred.is(norm) and norm or nil,
+      step = self.step }
     local every = recipe.log.every or 10
     if self.hooks.on_step or self.step % every == 0 or self.step == 1 or self.step >= self.total_steps then
       self:read_scalars()
@@ -365,6 +374,44 @@ function Run:train_step()
   if self.progress then self.progress:update(self, m) end
   if self.hooks.on_step then self:call_hook("on_step", m) end
   return m
+end
+
+-- The optimizer update on a device (self.deferred; issue 12): unscale, clip and AdamW are
+-- enqueued with no host read. The found-inf flag (a { 1 } i32 device tensor, zeroed here)
+-- is set by the unscale (fp16) or by a non-finite clip norm, and AdamW skips on it on the
+-- device. The norm is a deferred value, read with the loss at the logged steps (a
+-- non-finite one stops the run there, naming its step). Only fp16 reads the flag, once,
+-- after the whole step is enqueued: the scaler's next scale multiplies the next backward's
+-- loss gradient on the host, so it must know whether this step overflowed (a skipped step
+-- then reports no grad_norm). Returns skipped (as far as known) and the norm.
+function Run:device_update(lr)
+  local recipe, scaler = self.recipe, self.scaler
+  local flag = self.found_flag
+  if flag then flag:fill(0)
+  else
+    flag = T.zeros({ 1 }, { dtype = "i32", device = self.device, tag = "workspace" })
+    self.found_flag = flag
+  end
+  scaler:unscale_into(self.param_iter(), flag)
+  local norm
+  if recipe.grad_clip then
+    norm = require("trainer.train.clip").clip_grad_norm_into(self.param_iter(), recipe.grad_clip, flag)
+  end
+  -- SGD and Adafactor read a flag they are given (one wait): only fp16 gives it to them; a
+  -- non-finite clip norm under them stops the run at its read, before any save
+  local opt = self.optimizer
+  local _, skipped = opt:step({ lr = lr, skip_if = (opt.kind.update_all or scaler.enabled) and flag or nil })
+  skipped = skipped or false
+  if scaler.enabled then
+    local found = flag:item() ~= 0   -- the one read per step under fp16
+    if found and not skipped then opt:undo_step() end
+    skipped = skipped or found
+  end
+  if skipped and deferred.is(norm) then
+    deferred.free(norm)
+    norm = nil
+  end
+  return skipped, norm
 end
 
 -- Under mpirun, one micro-batch: this rank's rows of the global micro-batch, its gradient
@@ -425,17 +472,28 @@ function Run:read_scalars()
   local list = self.unread
   if #list == 0 then return end
   self.unread = {}
+  local function free_from(i)
+    for j = i, #list do deferred.free(list[j].value); deferred.free(list[j].norm) end
+  end
   for i, rec in ipairs(list) do
     local ok, v = pcall(deferred.value, rec.value)
-    if not ok then
-      for j = i + 1, #list do deferred.free(list[j].value) end
-      error(v, 0)
+    local okn, nv = true, nil
+    if ok then okn, nv = pcall(deferred.value, rec.norm) else deferred.free(rec.norm) end
+    if not ok or not okn then
+      free_from(i + 1)
+      error(ok and nv or v, 0)
     end
     if not finite(v) and self.recipe.precision ~= "fp16" then
-      for j = i + 1, #list do deferred.free(list[j].value) end
+      free_from(i + 1)
       self:failure(("the loss is %s"):format(tostring(v)), rec.step)
     end
+    -- the clip's norm on a device: its non-finite check, deferred to here (AdamW skipped the step)
+    if nv ~= nil and not finite(nv) and self.recipe.precision ~= "fp16" then
+      free_from(i + 1)
+      self:failure(("the gradient norm is %s"):format(tostring(nv)), rec.step)
+    end
     rec.row.loss = v
+    rec.row.grad_norm = nv
     self.last_loss = v
   end
 end
@@ -743,7 +801,8 @@ function Run:finish()
 end
 
 function Run:free()
-  for _, rec in ipairs(self.unread or {}) do deferred.free(rec.value) end
+  for _, rec in ipairs(self.unread or {}) do deferred.free(rec.value); deferred.free(rec.norm) end
+  if self.found_flag then self.found_flag:free() self.found_flag = nil end
   self.unread = {}
   if self.metrics then self.metrics:close(true) end
   if self.loader then self.loader:close() end
