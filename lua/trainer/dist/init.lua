@@ -112,6 +112,10 @@ function Dist:_check(status)
   if status ~= 0 then runtime.raise("distributed") end
 end
 
+-- The step's all-reduce told every rank to fail (a non-finite loss): exit then ends the job
+-- without an abort, after each rank's message.
+function Dist:agree_to_fail() self.agreed_failure = true end
+
 function Dist:check_in(where)
   if self.size == 1 then return end
   self:_check(C.tr_dist_check_in(self.ptr, runtime.ctx, where))
@@ -230,7 +234,16 @@ function M.exit(status)
   current = nil
   io.stdout:flush()
   io.stderr:flush()
-  if status ~= 0 and status ~= 130 and d.size > 1 then C.tr_dist_abort(d.ptr, status) end
+  if status ~= 0 and status ~= 130 and d.size > 1 then
+    -- A failure every rank agreed on (a non-finite loss seen by the step's all-reduce) ends
+    -- every rank the same way: each has printed its message; meet once more (briefly) and
+    -- finalize, so that no rank is killed before its message is out. Any other failure
+    -- (one rank's error) aborts the job, which is what ends the others.
+    C.tr_dist_set_timeout(d.ptr, 10)
+    if not (d.agreed_failure and C.tr_dist_check_in(d.ptr, runtime.ctx, "the agreed stop") == 0) then
+      C.tr_dist_abort(d.ptr, status)
+    end
+  end
   C.tr_dist_free(d.ptr)
   return status
 end

@@ -446,6 +446,7 @@ function Run:dist_reduce(sum, ntok)
   local sig = native.stop_requested and native.stop_requested()
   local agreed = dist:agree({ sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
   if agreed[3] > 0 then
+    dist:agree_to_fail()
     self:failure(bad and ("the loss is %s"):format(bad) or "the loss is not finite on another rank")
   end
   if agreed[4] > 0 then self.stop_signal = self.stop_signal or sig or math.floor(agreed[5] / agreed[4]) end
