@@ -26,7 +26,7 @@ local function same(a, b, path, skip, rel)
     for k in pairs(a) do
       if b[k] == nil and not (skip and skip[k]) then error(path .. "." .. tostring(k) .. " is new") end
     end
-  elseif type(a) == "number" and rel > 0 then
+  elseif type(a) == "number" and (rel or 0) > 0 then
     if math.abs(a - b) > rel * math.max(1, math.abs(b)) then
       error(("%s: %.17g vs golden %.17g"):format(path, a, b))
     end
