@@ -10,9 +10,13 @@
 # fp32, max_length 64, batch 16 per rank. Rows:
 #   1 process, batch 16, all cores        the single-process speed
 #   1 process, batch 32, all cores        the same global batch as 2 ranks x 16
-#   2 ranks, batch 16 each, 1 core each   mpirun -np 2 (effective batch 32)
+#   2 ranks, batch 16 each, 1 core each   mpirun -np 2 (effective batch 32), buckets started
+#                                         while backward runs (DDP's overlap, the default)
+#   the same, distributed.overlap = false every bucket after backward
 # examples/s = steps x global batch / training time (summary.json; the first step, which
-# warms the allocator, is included); all-reduce/step from summary.json's distributed.
+# warms the allocator, is included); all-reduce ms/step = the time a step spends inside the
+# all-reduce (issuing, testing, waiting: what the overlap does not hide), and the buckets
+# issued before backward ended out of all, from summary.json's distributed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-12}
@@ -43,20 +47,24 @@ local secs = s.tokens / s.tokens_per_s
 local d = s.distributed
 local ar = d and d.world_size > 1 and ("%.1f"):format(1000 * d.allreduce_s / s.steps) or "-"
 local buf = d and d.world_size > 1 and ("%.1f MiB"):format(d.collective_buffer_bytes / 2 ^ 20) or "-"
-print(("%.1f|%s|%s|%d"):format(s.steps * batch / secs, ar, buf, s.steps))
+local early = d and d.world_size > 1 and ("%d/%d"):format(d.buckets_overlapped or 0, d.buckets) or "-"
+print(("%.1f|%s|%s|%s|%d"):format(s.steps * batch / secs, ar, buf, early, s.steps))
 EOF
 }
 row() { # label, global batch, summary
-  IFS='|' read -r eps ar buf n <<<"$(figures "$3" "$2")"
-  printf '%-40s %8s %12s %14s %10s\n' "$1" "$eps" "$ar" "$buf" "$n"
+  IFS='|' read -r eps ar buf early n <<<"$(figures "$3" "$2")"
+  printf '%-44s %8s %12s %14s %14s %6s\n' "$1" "$eps" "$ar" "$buf" "$early" "$n"
 }
 
 OMP_NUM_THREADS=$cores ./trainer "$work/recipe.lua" out="$work/one16" >/dev/null 2>&1
 OMP_NUM_THREADS=$cores ./trainer "$work/recipe.lua" batch.size=32 out="$work/one32" >/dev/null 2>&1
 OMP_NUM_THREADS=1 mpirun -np 2 --oversubscribe ./trainer "$work/recipe.lua" out="$work/two16" >/dev/null 2>&1
+OMP_NUM_THREADS=1 mpirun -np 2 --oversubscribe ./trainer "$work/recipe.lua" distributed.overlap=false \
+  out="$work/two16_after" >/dev/null 2>&1
 
 echo "dist_cpu: MiniLM-L6 shape, fp32, max_length 64, $steps steps, $cores cores"
-printf '%-40s %8s %12s %14s %10s\n' "run" "ex/s" "allreduce ms" "bucket buffers" "steps"
+printf '%-44s %8s %12s %14s %14s %6s\n' "run" "ex/s" "allreduce ms" "bucket buffers" "early buckets" "steps"
 row "1 process, batch 16 ($cores threads)" 16 "$work/one16/summary.json"
 row "1 process, batch 32 ($cores threads)" 32 "$work/one32/summary.json"
 row "mpirun -np 2, batch 16 each (1 thread)" 32 "$work/two16/summary.json"
+row "  the same, distributed.overlap = false" 32 "$work/two16_after/summary.json"

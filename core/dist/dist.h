@@ -24,12 +24,13 @@ typedef struct tr_dist tr_dist;
 
 /* What the collectives cost so far (since tr_dist_init). */
 typedef struct tr_dist_stats {
-    double allreduce_seconds; /* wall time inside tr_dist_allreduce_grads */
-    double check_in_seconds;  /* wall time waiting in tr_dist_check_in (stragglers) */
-    int64_t allreduce_bytes;  /* gradient bytes reduced (per rank) */
-    int64_t allreduce_calls;  /* calls of tr_dist_allreduce_grads */
-    int64_t buckets;          /* buckets issued */
-    int64_t buffer_bytes;     /* bucket buffers held (tag workspace), host or device */
+    double allreduce_seconds;   /* wall time inside tr_dist_allreduce_grads */
+    double check_in_seconds;    /* wall time waiting in tr_dist_check_in (stragglers) */
+    int64_t allreduce_bytes;    /* gradient bytes reduced (per rank) */
+    int64_t allreduce_calls;    /* calls of tr_dist_allreduce_grads */
+    int64_t buckets;            /* buckets issued */
+    int64_t buckets_overlapped; /* of them, issued while backward was still running (tr_dist_grads_ready) */
+    int64_t buffer_bytes;       /* bucket buffers held (tag workspace), host or device */
 } tr_dist_stats;
 
 /* 1 when this build has MPI (Open MPI found at build time), else 0. */
@@ -73,6 +74,20 @@ int tr_dist_allreduce_sum_f64(tr_dist *d, tr_ctx *ctx, double *buf, int n, const
  * tr_dist_use_nccl): each bucket is one NCCL group on its own stream, ordered after the
  * compute stream and before it again. */
 int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes);
+
+/* The same all-reduce in three calls, so that buckets start while backward is running (DDP):
+ *   begin   before the backward of the step's last micro-batch: grads[0..n) and the buckets;
+ *           nothing is sent yet (grads must stay alive until finish);
+ *   ready   grads[first_final..n) are final (backward will not write them again): every
+ *           bucket whose floats all lie there is issued now, in order;
+ *   finish  before the optimizer step: the other buckets are issued and every bucket is
+ *           waited for; the gradients are then the mean over ranks.
+ * Every rank must make the same calls (the collectives are matched by order). begin while a
+ * previous step's all-reduce is unfinished (an error between begin and finish) finishes it
+ * first. With no ready call this is tr_dist_allreduce_grads, bit for bit. */
+int tr_dist_grads_begin(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes);
+int tr_dist_grads_ready(tr_dist *d, tr_ctx *ctx, int first_final);
+int tr_dist_grads_finish(tr_dist *d, tr_ctx *ctx);
 
 /* Switches the gradient all-reduce of CUDA tensors on `device` to NCCL: loads libnccl,
  * rank 0's unique id is broadcast over MPI (a world of one makes its own). TR_EUSER when

@@ -1,11 +1,20 @@
-/* dist_grads.c — the bucketed gradient all-reduce (dist.h: tr_dist_allreduce_grads) and
- * the size of its bucket buffers. The gradients are one stream of floats, last tensor first
- * (the order in which backward completes them), cut into buckets of bucket_bytes.
- *   CPU tensors (MPI): bucket k is packed into one of two host buffers (tag workspace) and
- *     reduced with MPI_Iallreduce while bucket k + 1 is packed; before a buffer is used
- *     again its last bucket is waited for and unpacked, divided by the world size.
- *   CUDA tensors: NCCL when it is on (dist_nccl.c), else each tensor through host memory.
- * Every wait is bounded by the job's timeout (tr_dist_mpi_wait). */
+/* dist_grads.c — the bucketed gradient all-reduce (dist.h: tr_dist_grads_begin / _ready /
+ * _finish, and tr_dist_allreduce_grads = begin + finish) and the size of its bucket buffers.
+ * The gradients are one stream of floats, last tensor first (the order in which backward
+ * completes them), cut into buckets of bucket_bytes. As in PyTorch DDP a bucket is issued as
+ * soon as backward has made all its floats final (tr_dist_grads_ready, called after each
+ * encoder layer's backward on the step's last micro-batch), so the reduction of the last
+ * layers runs while the first ones are still back-propagated.
+ *   CPU tensors (MPI): bucket k is packed into host buffer k % 2 (tag workspace) and reduced
+ *     with MPI_Iallreduce; before a buffer is used again its last bucket is waited for and
+ *     unpacked, divided by the world size. At most two buckets are in flight, so the buffers
+ *     stay two buckets whatever the model's size. Every call tests the requests in flight
+ *     (Open MPI progresses a non-blocking collective only inside MPI calls).
+ *   CUDA tensors: NCCL when it is on (dist_nccl.c: whole tensors, on its own stream), else
+ *     each tensor through host memory at finish.
+ * The buckets, their order and their contents do not depend on when they are issued, so the
+ * result is the same bits with or without the overlap. Every wait is bounded by the job's
+ * timeout (tr_dist_mpi_wait). */
 #include "dist_internal.h"
 
 #include <stdlib.h>
@@ -24,15 +33,9 @@ int64_t tr_dist_buffer_bytes(int64_t total_bytes, int64_t bucket_bytes, int nccl
 
 #ifdef TR_HAVE_MPI
 /* ---------------------------------------------------------------- gradient spans */
-/* The gradients are one stream of floats, last tensor first; a span is a piece of it. */
-typedef struct span_cursor {
-    int i;       /* tensor index, counting down */
-    int64_t off; /* element offset inside grads[i] */
-} span_cursor;
-
 /* Copies len floats between the stream at *c and buf (pack: stream -> buf; else buf * scale
  * -> stream), advancing *c. */
-static void copy_span(tr_tensor *const *grads, span_cursor *c, float *buf, int64_t len, int pack, float scale)
+static void copy_span(tr_tensor *const *grads, tr_dist_cursor *c, float *buf, int64_t len, int pack, float scale)
 {
     int64_t j = 0;
     while (j < len && c->i >= 0) {
@@ -100,10 +103,67 @@ static int allreduce_staged(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, in
     }
     return 0;
 }
+
+/* ---------------------------------------------------------------- the MPI buckets */
+/* Waits for the oldest bucket in flight and unpacks it (the mean over ranks). */
+static int mpi_complete_oldest(tr_dist *d, tr_ctx *ctx)
+{
+    tr_dist_pending *p = &d->pending;
+    int s = (int)(p->done % 2);
+    int st = tr_dist_mpi_wait(d, ctx, &p->req[s], "the all-reduce of the gradients");
+    if (st) return st;
+    copy_span(p->grads, &p->start[s], d->bucket[s]->data, p->len[s], 0, 1.0f / (float)d->size);
+    p->done++;
+    return 0;
+}
+
+/* Issues the next bucket (its buffer's previous bucket is completed first). */
+static int mpi_issue_next(tr_dist *d, tr_ctx *ctx)
+{
+    tr_dist_pending *p = &d->pending;
+    int64_t k = p->issued;
+    int s = (int)(k % 2);
+    if (k - p->done >= 2) {
+        int st = mpi_complete_oldest(d, ctx);
+        if (st) return st;
+    }
+    p->start[s] = p->pack;
+    p->len[s] = p->total - k * p->cap < p->cap ? p->total - k * p->cap : p->cap;
+    copy_span(p->grads, &p->pack, d->bucket[s]->data, p->len[s], 1, 1.0f);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, d->bucket[s]->data, (int)p->len[s], MPI_FLOAT, MPI_SUM, d->comm, &p->req[s]);
+    if (rc != MPI_SUCCESS) return tr_dist_mpi_fail(ctx, "MPI_Iallreduce", rc);
+    p->issued++;
+    d->stats.buckets++;
+    return 0;
+}
+
+/* Lets the buckets in flight progress (a test, no wait). */
+static int mpi_progress(tr_dist *d, tr_ctx *ctx)
+{
+    tr_dist_pending *p = &d->pending;
+    for (int64_t k = p->done; k < p->issued; k++) {
+        int flag = 0;
+        int rc = MPI_Test(&p->req[k % 2], &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return tr_dist_mpi_fail(ctx, "MPI_Test", rc);
+    }
+    return 0;
+}
 #endif
 
-int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
+/* ---------------------------------------------------------------- begin, ready, finish */
+void tr_dist_pending_release(tr_dist *d)
 {
+    free(d->pending.grads);
+    memset(&d->pending, 0, sizeof d->pending);
+}
+
+int tr_dist_grads_begin(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
+{
+    if (d->pending.active) {
+        /* a step that failed between begin and finish: its buckets are drained first */
+        int st = tr_dist_grads_finish(d, ctx);
+        if (st) return st;
+    }
     /* one rank: nothing to average, unless NCCL is on (a GPU check runs its path alone) */
     if (n <= 0 || (d->size == 1 && !d->nccl)) return 0;
     int64_t total = 0;
@@ -117,55 +177,100 @@ int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, in
         if (grads[i]->device != TR_CPU) on_cuda = 1;
         total += grads[i]->numel;
     }
-    double t0 = tr_dist_now();
-    int st = 0;
-    if (on_cuda && d->nccl) {
-        st = tr_dist_nccl_allreduce(d, ctx, grads, n, bucket_bytes);
-        goto done;
-    }
+    tr_dist_pending *p = &d->pending;
+    p->grads = malloc((size_t)n * sizeof *p->grads);
+    if (!p->grads) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory for %d gradients", n);
+    memcpy(p->grads, grads, (size_t)n * sizeof *p->grads);
+    p->n = n;
+    p->total = total;
+    p->bucket_bytes = bucket_bytes;
+    p->next_nccl = n - 1;
+    p->mode = on_cuda ? (d->nccl ? TR_DIST_NCCL : TR_DIST_STAGED) : TR_DIST_MPI_BUCKETS;
+    p->active = 1;
 #ifdef TR_HAVE_MPI
-    if (on_cuda) {
-        st = allreduce_staged(d, ctx, grads, n);
-        goto done;
-    }
-    int64_t cap = bucket_bytes / 4;
-    if (cap < 1) cap = 1;
-    if (cap > TR_DIST_MAX_MSG_BYTES / 4) cap = TR_DIST_MAX_MSG_BYTES / 4;
-    if (cap > total) cap = total;
-    int64_t chunks = (total + cap - 1) / cap;
-    if ((st = ensure_buckets(d, ctx, cap, chunks > 1 ? 2 : 1)) != 0) goto done;
-    {
-        /* bucket k goes through buffer k % 2: before packing bucket k, bucket k - 2 (the
-         * buffer's last one) is waited for and unpacked */
-        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        span_cursor start[2] = {{0, 0}, {0, 0}};
-        int64_t len[2] = {0, 0};
-        span_cursor pack = {n - 1, 0};
-        float inv = 1.0f / (float)d->size;
-        for (int64_t k = 0; k < chunks + 2 && st == 0; k++) {
-            int s = (int)(k % 2);
-            if (k >= 2) {
-                st = tr_dist_mpi_wait(d, ctx, &req[s], "the all-reduce of the gradients");
-                if (st) break;
-                copy_span(grads, &start[s], d->bucket[s]->data, len[s], 0, inv);
-            }
-            if (k >= chunks) continue;
-            start[s] = pack;
-            len[s] = total - k * cap < cap ? total - k * cap : cap;
-            copy_span(grads, &pack, d->bucket[s]->data, len[s], 1, 1.0f);
-            int rc =
-                MPI_Iallreduce(MPI_IN_PLACE, d->bucket[s]->data, (int)len[s], MPI_FLOAT, MPI_SUM, d->comm, &req[s]);
-            if (rc != MPI_SUCCESS) st = tr_dist_mpi_fail(ctx, "MPI_Iallreduce", rc);
-            d->stats.buckets++;
+    p->req[0] = p->req[1] = MPI_REQUEST_NULL;
+    if (p->mode == TR_DIST_MPI_BUCKETS) {
+        int64_t cap = bucket_bytes / 4;
+        if (cap < 1) cap = 1;
+        if (cap > TR_DIST_MAX_MSG_BYTES / 4) cap = TR_DIST_MAX_MSG_BYTES / 4;
+        if (cap > total) cap = total;
+        p->cap = cap;
+        p->chunks = (total + cap - 1) / cap;
+        p->pack = (tr_dist_cursor){n - 1, 0};
+        int st = ensure_buckets(d, ctx, cap, p->chunks > 1 ? 2 : 1);
+        if (st) {
+            tr_dist_pending_release(d);
+            return st;
         }
     }
 #else
-    (void)bucket_bytes;
-    (void)total;
+    if (p->mode == TR_DIST_MPI_BUCKETS) {
+        tr_dist_pending_release(d);
+        return 0;
+    }
 #endif
-done:
+    return 0;
+}
+
+int tr_dist_grads_ready(tr_dist *d, tr_ctx *ctx, int first_final)
+{
+    tr_dist_pending *p = &d->pending;
+    if (!p->active) return 0;
+    if (first_final < 0) first_final = 0;
+    double t0 = tr_dist_now();
+    int st = 0;
+    if (p->mode == TR_DIST_NCCL && first_final <= p->next_nccl) {
+        int64_t nb = 0;
+        st = tr_dist_nccl_issue(d, ctx, p->grads, first_final, p->next_nccl + 1, p->bucket_bytes, &nb);
+        p->next_nccl = first_final - 1;
+        d->stats.buckets += nb;
+        d->stats.buckets_overlapped += nb;
+    }
+#ifdef TR_HAVE_MPI
+    if (p->mode == TR_DIST_MPI_BUCKETS) {
+        int64_t final_floats = 0;
+        for (int i = first_final; i < p->n; i++) final_floats += p->grads[i]->numel;
+        st = mpi_progress(d, ctx);
+        /* bucket k is final when its last float is: (k + 1) * cap, or the end of the stream */
+        while (st == 0 && p->issued < p->chunks &&
+               ((p->issued + 1) * p->cap <= final_floats || final_floats == p->total)) {
+            st = mpi_issue_next(d, ctx);
+            if (st == 0) d->stats.buckets_overlapped++;
+        }
+    }
+#endif
     d->stats.allreduce_seconds += tr_dist_now() - t0;
-    d->stats.allreduce_bytes += total * 4;
-    d->stats.allreduce_calls++;
     return st;
+}
+
+int tr_dist_grads_finish(tr_dist *d, tr_ctx *ctx)
+{
+    tr_dist_pending *p = &d->pending;
+    if (!p->active) return 0;
+    double t0 = tr_dist_now();
+    int st = 0;
+    if (p->mode == TR_DIST_NCCL) {
+        int64_t nb = 0;
+        st = tr_dist_nccl_issue(d, ctx, p->grads, 0, p->next_nccl + 1, p->bucket_bytes, &nb);
+        d->stats.buckets += nb;
+        if (st == 0) st = tr_dist_nccl_wait(d, ctx);
+    }
+#ifdef TR_HAVE_MPI
+    if (p->mode == TR_DIST_STAGED) st = allreduce_staged(d, ctx, p->grads, p->n);
+    if (p->mode == TR_DIST_MPI_BUCKETS) {
+        while (st == 0 && p->issued < p->chunks) st = mpi_issue_next(d, ctx);
+        while (st == 0 && p->done < p->issued) st = mpi_complete_oldest(d, ctx);
+    }
+#endif
+    d->stats.allreduce_seconds += tr_dist_now() - t0;
+    d->stats.allreduce_bytes += p->total * 4;
+    d->stats.allreduce_calls++;
+    tr_dist_pending_release(d);
+    return st;
+}
+
+int tr_dist_allreduce_grads(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
+{
+    int st = tr_dist_grads_begin(d, ctx, grads, n, bucket_bytes);
+    return st ? st : tr_dist_grads_finish(d, ctx);
 }

@@ -205,6 +205,7 @@ int tr_dist_init(tr_ctx *ctx, double timeout_s, tr_dist **out)
 void tr_dist_free(tr_dist *d)
 {
     if (!d) return;
+    tr_dist_pending_release(d);
     tr_dist_nccl_release(d);
     for (int k = 0; k < 2; k++) tr_tensor_free(d->bucket[k]);
 #ifdef TR_HAVE_MPI

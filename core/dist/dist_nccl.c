@@ -6,8 +6,9 @@
  * needs it. The NCCL unique id is made by rank 0 and broadcast over MPI (a world of one
  * makes its own, so one rank on one GPU needs no mpirun).
  *
- * Streams: the reduction runs on a stream of its own. It waits for an event recorded on the
- * device's compute stream (backward is done), each bucket is one ncclGroupStart/End of
+ * Streams: the reduction runs on a stream of its own. Each issue waits for an event recorded
+ * on the device's compute stream (the gradients it reduces are final: issued while backward
+ * goes on, dist_grads.c), each bucket is one ncclGroupStart/End of
  * in-place ncclAvg all-reduces, and the compute stream waits for the reduction's event
  * before the optimizer step. The host polls that event with the timeout: a rank that never
  * joins makes the others stop (ncclCommAbort), never hang. */
@@ -165,21 +166,25 @@ void tr_dist_nccl_release(tr_dist *d)
     d->nccl = NULL;
 }
 
-int tr_dist_nccl_allreduce(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
+int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo, int hi, int64_t bucket_bytes,
+                       int64_t *buckets)
 {
     nccl_state *s = d->nccl;
+    *buckets = 0;
+    if (hi <= lo) return 0;
     void *dev = tr_ctx_cuda_state(ctx, s->device);
     if (!dev) return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): cuda:%d has no state", s->device);
     cudaStream_t compute = (cudaStream_t)tr_cuda_stream(dev);
     CUDA_TRY(ctx, cudaSetDevice(s->device));
+    /* the NCCL stream waits for the backward work enqueued so far (these gradients' last writes) */
     CUDA_TRY(ctx, cudaEventRecord(s->ready, compute));
     CUDA_TRY(ctx, cudaStreamWaitEvent(s->stream, s->ready, 0));
-    int i = n - 1;
-    while (i >= 0) {
+    int i = hi - 1;
+    while (i >= lo) {
         int64_t bytes = 0;
         NCCL_TRY(ctx, s, s->api.group_start());
         /* one bucket: whole tensors, last first, until bucket_bytes (at least one tensor) */
-        while (i >= 0 && (bytes == 0 || bytes + grads[i]->numel * 4 <= bucket_bytes)) {
+        while (i >= lo && (bytes == 0 || bytes + grads[i]->numel * 4 <= bucket_bytes)) {
             tr_tensor *g = grads[i];
             if (g->device != s->device) {
                 (void)s->api.group_end();
@@ -197,8 +202,18 @@ int tr_dist_nccl_allreduce(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int
             i--;
         }
         NCCL_TRY(ctx, s, s->api.group_end());
-        d->stats.buckets++;
+        (*buckets)++;
     }
+    return 0;
+}
+
+int tr_dist_nccl_wait(tr_dist *d, tr_ctx *ctx)
+{
+    nccl_state *s = d->nccl;
+    void *dev = tr_ctx_cuda_state(ctx, s->device);
+    if (!dev) return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): cuda:%d has no state", s->device);
+    cudaStream_t compute = (cudaStream_t)tr_cuda_stream(dev);
+    CUDA_TRY(ctx, cudaSetDevice(s->device));
     CUDA_TRY(ctx, cudaEventRecord(s->done, s->stream));
     CUDA_TRY(ctx, cudaStreamWaitEvent(compute, s->done, 0));
     double deadline = tr_dist_now() + d->timeout_s;
@@ -239,12 +254,21 @@ void tr_dist_nccl_release(tr_dist *d)
     (void)d;
 }
 
-int tr_dist_nccl_allreduce(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
+int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo, int hi, int64_t bucket_bytes,
+                       int64_t *buckets)
 {
     (void)d;
     (void)grads;
-    (void)n;
+    (void)lo;
+    (void)hi;
     (void)bucket_bytes;
+    *buckets = 0;
+    return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed: NCCL all-reduce in a build without NCCL");
+}
+
+int tr_dist_nccl_wait(tr_dist *d, tr_ctx *ctx)
+{
+    (void)d;
     return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed: NCCL all-reduce in a build without NCCL");
 }
 

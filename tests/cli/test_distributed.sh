@@ -3,6 +3,8 @@
 #   * the 2-rank losses equal, step by step, one process's with the doubled batch (printed
 #     side by side; within the rounding of the all-reduce), for a full fine-tune and LoRA;
 #   * only rank 0 writes: one metrics line per step, checkpoints once;
+#   * buckets start while backward runs (DDP's overlap), only on a step's last micro-batch,
+#     with the same losses as without the overlap, checkpointed or not;
 #   * a 2-rank run resumed with 2 ranks gives the unbroken run's losses exactly; resumed
 #     with another number of ranks it is refused with a message that says what works;
 #   * a killed rank and a hung rank end the run with an error naming rank 1, well within
@@ -123,6 +125,45 @@ if "$TRAINER" run "$TMP/side.lua" "$TMP/runs/lora_one/metrics.jsonl" "$TMP/runs/
   pass lora_two_ranks_equal_doubled_batch
 else
   fail lora_two_ranks_equal_doubled_batch "the losses differ beyond the all-reduce's rounding"
+fi
+
+# ---- DDP's overlap: with buckets smaller than the gradients, buckets start while backward
+# still runs (after encoder layers' backward, on the last micro-batch only), and the run is
+# the same, bit for bit, as with every bucket after backward (distributed.overlap = false),
+# with checkpointing too (its recompute runs inside backward); LoRA's tensors are one bucket
+ovl=(batch.accumulate=2 steps=3 distributed.bucket=16KiB save.every=100)
+run_mpi "$TMP/dist.lua" "${ovl[@]}" out="$TMP/runs/ovl_on" --quiet
+expect_rc overlap_on_rc 0
+run_mpi "$TMP/dist.lua" "${ovl[@]}" distributed.overlap=false out="$TMP/runs/ovl_off" --quiet
+expect_rc overlap_off_rc 0
+run_mpi "$TMP/dist.lua" "${ovl[@]}" checkpoint.segments=2 out="$TMP/runs/ovl_ckpt" --quiet
+expect_rc overlap_checkpointed_rc 0
+cat >"$TMP/overlap.lua" <<'EOF'
+local json = require("trainer.core.json")
+local function d(run) return json.read(arg[1] .. "/" .. run .. "/summary.json").distributed end
+local on, off, ck, lora = d("ovl_on"), d("ovl_off"), d("ovl_ckpt"), d("lora_two")
+local steps = 3
+local function check(ok, what) if not ok then print(what) os.exit(1) end end
+check(on.buckets > steps and on.buckets % steps == 0, ("several buckets a step: %d"):format(on.buckets))
+check(on.allreduce_calls == steps,
+  ("one all-reduce a step, none on accumulation micro-steps: %d calls"):format(on.allreduce_calls))
+check(on.buckets_overlapped and on.buckets_overlapped > 0,
+  "no bucket was issued before backward finished (buckets_overlapped = " .. tostring(on.buckets_overlapped) .. ")")
+check(on.buckets_overlapped < on.buckets, "the embeddings' bucket can only start once backward has ended")
+check(ck.buckets_overlapped == on.buckets_overlapped, "checkpointed: " .. ck.buckets_overlapped .. " buckets overlapped")
+check(off.buckets_overlapped == 0 and off.buckets == on.buckets and off.overlap == false, "overlap = false")
+check(lora.buckets == 6, "LoRA: " .. lora.buckets .. " buckets for 6 steps, not one a step")
+print(("ok: %d of %d buckets issued while backward ran"):format(on.buckets_overlapped, on.buckets))
+EOF
+out=$("$TRAINER" run "$TMP/overlap.lua" "$TMP/runs" 2>&1)
+echo "$out"
+case "$out" in ok:*) pass buckets_start_during_backward ;; *) fail buckets_start_during_backward "$out" ;; esac
+on_losses=$(steps_losses "$TMP/runs/ovl_on/metrics.jsonl")
+if [ -n "$on_losses" ] && [ "$on_losses" = "$(steps_losses "$TMP/runs/ovl_off/metrics.jsonl")" ] &&
+   [ "$on_losses" = "$(steps_losses "$TMP/runs/ovl_ckpt/metrics.jsonl")" ]; then
+  pass overlap_same_losses
+else
+  fail overlap_same_losses "overlapped: $(echo $on_losses); not: $(echo $(steps_losses "$TMP/runs/ovl_off/metrics.jsonl"))"
 fi
 
 # ---- resume of a 2-rank run with 2 ranks: the unbroken run's losses, exactly

@@ -2,7 +2,9 @@
  * of one (no mpirun) loads libnccl, makes its own unique id and communicator, and reduces
  * CUDA gradients in several buckets on its own stream, ordered with the compute stream.
  * The mean over one rank is the tensor itself, bitwise; the bucket count shows that the
- * bucketing ran. Without a GPU, or without libnccl on the machine, it prints SKIP. */
+ * bucketing ran. The overlapped form (begin, ready as backward would call it, finish) issues
+ * its buckets at the ready calls and gives the same bits. Without a GPU, or without libnccl on the machine, it prints
+ * SKIP. */
 #include "check.h"
 #include "trainer.h"
 
@@ -12,7 +14,8 @@
 static tr_ctx *ctx;
 static tr_dist *dist;
 
-static void test_nccl_allreduce_one_rank(void)
+/* overlapped: the all-reduce in three calls (dist.h), else tr_dist_allreduce_grads */
+static void run_nccl_one_rank(int overlapped)
 {
     enum { NT = 3 };
     const int64_t sizes[NT] = {1000, 37, 4096};
@@ -30,10 +33,21 @@ static void test_nccl_allreduce_one_rank(void)
     tr_dist_stats before, after;
     tr_dist_get_stats(dist, &before);
     /* 8 KiB buckets: the 16 KiB tensor alone, then the two small ones together */
-    int st = tr_dist_allreduce_grads(dist, ctx, g, NT, 8192);
+    int st;
+    if (overlapped) {
+        /* as backward would: the last tensor final first (its bucket starts), then the rest */
+        st = tr_dist_grads_begin(dist, ctx, g, NT, 8192);
+        if (st == 0) st = tr_dist_grads_ready(dist, ctx, 2);
+        if (st == 0) st = tr_dist_grads_ready(dist, ctx, 0);
+        if (st == 0) st = tr_dist_grads_finish(dist, ctx);
+    } else {
+        st = tr_dist_allreduce_grads(dist, ctx, g, NT, 8192);
+    }
     CHECK(st == 0, "allreduce: %s", tr_ctx_errmsg(ctx));
     tr_dist_get_stats(dist, &after);
     CHECK(after.buckets - before.buckets == 2, "%lld buckets", (long long)(after.buckets - before.buckets));
+    int64_t early = after.buckets_overlapped - before.buckets_overlapped;
+    CHECK(early == (overlapped ? 2 : 0), "%lld buckets issued before finish", (long long)early);
     for (int i = 0; i < NT && st == 0; i++) {
         float *got = malloc((size_t)sizes[i] * sizeof(float));
         CHECK(got != NULL, "malloc");
@@ -47,6 +61,16 @@ out:
         tr_tensor_free(g[i]);
         free(want[i]);
     }
+}
+
+static void test_nccl_allreduce_one_rank(void)
+{
+    run_nccl_one_rank(0);
+}
+
+static void test_nccl_allreduce_overlapped_one_rank(void)
+{
+    run_nccl_one_rank(1);
 }
 
 int main(void)
@@ -76,6 +100,7 @@ int main(void)
         return 1;
     }
     RUN(test_nccl_allreduce_one_rank);
+    RUN(test_nccl_allreduce_overlapped_one_rank);
     tr_dist_free(dist);
     tr_ctx_free(ctx);
     return check_done();

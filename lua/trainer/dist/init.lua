@@ -8,6 +8,8 @@
 --   d:broadcast_params(list)        -- rank 0's weights on every rank
 --   d:shard(batch)                  -- this rank's rows of a global batch, and its weight
 --   d:allreduce_grads(list)         -- mean over ranks, in buckets
+--   d:begin_grads(list, model)      -- the same, overlapped with the backward that follows:
+--   d:finish_grads()                --   buckets start as encoder layers finish (DDP)
 --   d:agree({ ... })                -- sums over ranks of a few numbers (loss, flags)
 --   d:check_in(where)               -- barrier that names a missing rank
 --   dist.exit(status)               -- at the end of the process: finalize, or abort the job
@@ -67,6 +69,7 @@ function M.setup(recipe)
   local d = setmetatable({ ptr = out[0], spec = spec, bucket = bucket_bytes(spec), backend = "none" }, Dist)
   d.rank, d.size, d.local_rank = C.tr_dist_rank(d.ptr), C.tr_dist_size(d.ptr), C.tr_dist_local_rank(d.ptr)
   d.timeout = spec.timeout or M.DEFAULT_TIMEOUT
+  d.overlap = spec.overlap ~= false
   current = d
   return d
 end
@@ -159,6 +162,85 @@ function Dist:allreduce_grads(list)
   self:_check(C.tr_dist_allreduce_grads(self.ptr, runtime.ctx, arr, #grads, self.bucket))
 end
 
+-- The overlapped all-reduce (DDP). begin_grads, before the backward of the step's last
+-- micro-batch, lists the gradients (as allreduce_grads) and gives every encoder Layer of
+-- model an on_grads_final hook; after each layer's backward (in reverse layer order, with or
+-- without checkpointing, whose recompute runs inside the segment's backward) the hook tells
+-- core/dist the longest suffix of the list that is final, and the buckets lying in it are
+-- issued at once. What comes after the encoder in parameter order (pooler, head, the loss's
+-- own parameters) is back-propagated before the encoder, so it is final at the first hook;
+-- the embeddings, first in order, are final only when backward ends: their bucket starts in
+-- finish_grads, which waits for every bucket. Without model (GradCache's several backwards
+-- per micro-batch, or distributed.overlap = false) every bucket starts in finish_grads.
+-- The buckets are the same either way, so are the results. Every rank makes the same calls.
+function Dist:begin_grads(list, model)
+  if self.size == 1 and self.backend ~= "nccl" then return end
+  if self.pending then self:finish_grads() end   -- a step that failed in between
+  self:check_in("the gradient all-reduce")
+  local grads, index = {}, {}
+  for _, e in ipairs(list) do
+    local p = e[2]
+    if p.grad and p.trainable ~= false then
+      grads[#grads + 1] = p.grad
+      index[p] = #grads - 1
+    end
+  end
+  self.pending = { start_s = self:stats().allreduce_s, grads = grads }
+  if #grads == 0 then return end
+  local arr = ffi.new("tr_tensor *[?]", #grads)
+  for i, g in ipairs(grads) do arr[i - 1] = g:ptr() end
+  self:_check(C.tr_dist_grads_begin(self.ptr, runtime.ctx, arr, #grads, self.bucket))
+  if model and self.overlap then self:_hook_layers(model, index, #grads) end
+end
+
+-- Gives each encoder layer of model the hook that reports its gradients final (above).
+function Dist:_hook_layers(model, index, n)
+  local layers, top = {}, -1
+  for _, m in model:named_modules() do
+    if m:type() == "Layer" then
+      local idx = {}
+      for _, p in m:parameters() do
+        if index[p] then
+          idx[#idx + 1] = index[p]
+          top = math.max(top, index[p])
+        end
+      end
+      layers[#layers + 1] = { m, idx }
+    end
+  end
+  if #layers == 0 then return end
+  local final, ready = {}, n   -- ready: where the final suffix of the list starts (0-based)
+  for i = top + 1, n - 1 do final[i] = true end   -- after the encoder: back-propagated first
+  for _, l in ipairs(layers) do
+    l[1].on_grads_final = function()
+      for _, i in ipairs(l[2]) do final[i] = true end
+      while ready > 0 and final[ready - 1] do ready = ready - 1 end
+      self:_check(C.tr_dist_grads_ready(self.ptr, runtime.ctx, ready))
+    end
+  end
+  self.pending.layers = layers
+end
+
+-- Removes the layers' hooks (after the backward they were for).
+function Dist:unhook()
+  local layers = self.pending and self.pending.layers
+  if not layers then return end
+  for _, l in ipairs(layers) do l[1].on_grads_final = nil end
+  self.pending.layers = nil
+end
+
+-- Waits for every bucket of begin_grads: the gradients are the mean over ranks. Returns the
+-- seconds this step spent inside the all-reduce (issuing, testing, waiting), or nil when no
+-- begin_grads is pending.
+function Dist:finish_grads()
+  local pending = self.pending
+  if not pending then return nil end
+  self:unhook()
+  self.pending = nil
+  if #pending.grads > 0 then self:_check(C.tr_dist_grads_finish(self.ptr, runtime.ctx)) end
+  return self:stats().allreduce_s - pending.start_s
+end
+
 -- Sums over ranks of the numbers in list (in place; returned).
 function Dist:agree(list, where)
   if self.size == 1 then return list end
@@ -169,12 +251,13 @@ function Dist:agree(list, where)
   return list
 end
 
--- { allreduce_s, check_in_s, bytes, calls, buckets, buffer_bytes }
+-- { allreduce_s, check_in_s, bytes, calls, buckets, buckets_overlapped, buffer_bytes }
 function Dist:stats()
   local s = ffi.new("tr_dist_stats")
   C.tr_dist_get_stats(self.ptr, s)
   return { allreduce_s = s.allreduce_seconds, check_in_s = s.check_in_seconds, bytes = tonumber(s.allreduce_bytes),
-    calls = tonumber(s.allreduce_calls), buckets = tonumber(s.buckets), buffer_bytes = tonumber(s.buffer_bytes) }
+    calls = tonumber(s.allreduce_calls), buckets = tonumber(s.buckets),
+    buckets_overlapped = tonumber(s.buckets_overlapped), buffer_bytes = tonumber(s.buffer_bytes) }
 end
 
 -- summary.json's `distributed`: the job, the all-reduce's cost on this rank, and every
@@ -190,7 +273,8 @@ function Dist:summary(peak_allocated, peak_reserved)
   for r = 0, N - 1 do ranks[r + 1] = { rank = r, peak_allocated = v[r + 1], peak_reserved = v[N + r + 1] } end
   local st = self:stats()
   return { world_size = N, backend = self.backend, bucket_bytes = self.bucket, allreduce_s = st.allreduce_s,
-           allreduce_bytes = st.bytes, buckets = st.buckets, collective_buffer_bytes = st.buffer_bytes,
+           allreduce_bytes = st.bytes, allreduce_calls = st.calls, buckets = st.buckets,
+           buckets_overlapped = st.buckets_overlapped, overlap = self.overlap, collective_buffer_bytes = st.buffer_bytes,
            check_in_s = st.check_in_s, ranks = ranks }
 end
 

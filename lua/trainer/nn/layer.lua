@@ -36,6 +36,9 @@ function Layer:backward(dy)
   local da = self.ffn:backward(dy)
   local dx = self.attention:backward(da)
   da:free()
+  -- under mpirun, on a step's last micro-batch: this layer's gradients are final, and
+  -- trainer.dist starts the all-reduce of the buckets they complete (DDP's overlap)
+  if self.on_grads_final then self.on_grads_final() end
   return dx
 end
 

@@ -252,11 +252,13 @@ local M = S.record {
     },
     distributed = S.record {
       doc = "data-parallel training under `mpirun -np N` (DDP semantics: effective batch batch.size x accumulate x N)",
-      order = { "backend", "bucket", "timeout" },
+      order = { "backend", "bucket", "overlap", "timeout" },
       fields = {
         backend = S.string { enum = { "auto", "mpi", "nccl" }, default = "auto",
                              doc = "collective: auto (NCCL when every rank has a GPU, else MPI), mpi or nccl" },
         bucket = S.size { default = "25MiB", aliases = { "bucket_cap_mb" }, doc = "gradient all-reduce bucket size" },
+        overlap = S.boolean { default = true, doc = "start each bucket's all-reduce while backward is still running "
+                              .. "(DDP); false: every bucket after backward (for measuring)" },
         timeout = S.number { gt = 0, default = 300,
                              doc = "seconds a rank waits for the others before the run stops naming the missing rank" },
       },

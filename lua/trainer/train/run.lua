@@ -315,7 +315,7 @@ function Run:train_step()
     local batch = self:next_batch(i > 1)
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
-    local v, k = (self.dist and self.dist_micro_step or self.micro_step)(self, batch, scale)
+    local v, k = (self.dist and self.dist_micro_step or self.micro_step)(self, batch, scale, i == acc)
     if not deferred.is(v) and not finite(v) and recipe.precision ~= "fp16" then
       self:failure(("the loss is %s"):format(tostring(v)))
     end
@@ -418,14 +418,21 @@ end
 -- weighted by its share (trainer.dist). Returns its part of the global batch's loss (the
 -- sum over ranks is the loss), and its tokens. A non-finite loss is kept for dist_reduce
 -- (0 is returned), so that every rank fails at the same step instead of this one alone.
-function Run:dist_micro_step(batch, scale)
+-- On the step's last micro-batch (last) the gradient all-reduce begins before its backward,
+-- and buckets start as the encoder layers finish (DDP's overlap; not with GradCache, whose
+-- several backwards per micro-batch make no gradient final before the last); accumulation
+-- micro-batches before it reduce nothing.
+function Run:dist_micro_step(batch, scale, last)
   local dist = self.dist
+  if last then dist:begin_grads(self.params, not self.recipe.loss.cached and self.model or nil) end
   local rows, w = dist:shard(batch)
   if #rows == 0 then
     self.micro = self.micro + 1
     return 0, 0
   end
-  local v, k = self:micro_step(rows, scale * w)
+  local ok, v, k = pcall(self.micro_step, self, rows, scale * w)
+  if last then dist:unhook() end
+  if not ok then error(v, 0) end
   v = deferred.value(v)   -- the ranks agree on every step's loss: read it here (on a device, one wait)
   if not finite(v) and self.recipe.precision ~= "fp16" then
     self.dist_bad = self.dist_bad or tostring(v)
@@ -440,9 +447,9 @@ end
 function Run:dist_reduce(sum, ntok)
   local dist, bad = self.dist, self.dist_bad
   self.dist_bad = nil
-  local before = dist:stats().allreduce_s
-  dist:allreduce_grads(self.params)
-  self.last_allreduce_s = dist:stats().allreduce_s - before
+  -- begun on the last micro-batch (dist_micro_step), or here when the data ended before it
+  if not dist.pending then dist:begin_grads(self.params) end
+  self.last_allreduce_s = dist:finish_grads() or 0
   local sig = native.stop_requested and native.stop_requested()
   local agreed = dist:agree({ sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
   if agreed[3] > 0 then
