@@ -18,6 +18,7 @@
 #include "tokenizer.h"
 #include "ops_pair_features.h"
 #include "ops_multi_tensor.h"
+#include "ops_loss_scale.h"
 #include "reader.h"
 #include "dist.h"
 #endif

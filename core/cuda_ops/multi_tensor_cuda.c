@@ -76,6 +76,9 @@ static int scale_check_finite_into_body(tr_cslot *s, tr_op_call *c)
     int rc;
     if (c->nlist == 0) return TR_OK;
     if ((rc = device_list(s, c->list, c->nlist, &list, &max_n))) return rc;
+    if (c->t[1]) /* 1 / the device loss scale, read where it lives */
+        return tr_k_scale_by_device_check_cuda(list, c->nlist, max_n, c->t[1]->data, c->t[0]->data, s->stream,
+                                               s->err);
     return tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], c->t[0]->data, s->stream, s->err);
 }
 
@@ -99,6 +102,9 @@ static int adamw_multi_body(tr_cslot *s, tr_op_call *c)
         .bias_c2_sqrt = (float)sqrt(1.0 - pow((double)c->f[2], step)),
         .inv_grad_scale = 1.0f / c->f[5],
         .skip = c->t[0] ? c->t[0]->data : NULL,
+        .skipped = c->t[1] ? c->t[1]->data : NULL,
+        .step = c->i[0],
+        .skipped_known = c->i[1],
     };
     tr_k_param_ref *host = calloc((size_t)n, sizeof *host);
     if (!host) return tr_fail(s->err, TR_EOOM, "adamw_multi: out of host memory for a list of %d parameters", n);

@@ -111,13 +111,15 @@ static int scale_check_finite_into_check(tr_ctx *ctx, tr_op_call *c)
     if ((rc = check_flag(ctx, "scale_check_finite_into", "found_inf", c->t[0])) ||
         (rc = check_list(ctx, "scale_check_finite_into", "tensor", c->list, c->nlist, c->device, 0)))
         return rc;
+    if (c->t[1]) return tr_op_want_numel(ctx, "scale_check_finite_into", "scale", c->t[1], 1, "1 / the loss scale");
     return TR_OK;
 }
 
 static int scale_check_finite_into_cpu(tr_ctx *ctx, tr_op_call *c)
 {
     int bad = 0;
-    int rc = tr_op_scale_check_finite(ctx, &bad, c->list, c->nlist, c->f[0]);
+    const float scale = c->t[1] ? ((const float *)c->t[1]->data)[0] : c->f[0];
+    int rc = tr_op_scale_check_finite(ctx, &bad, c->list, c->nlist, scale);
     if (rc == TR_OK && bad) flag_set(c->t[0]);
     return rc;
 }
@@ -131,6 +133,11 @@ static int adamw_multi_check(tr_ctx *ctx, tr_op_call *c)
     const int n = c->nlist;
     int rc;
     if ((rc = check_flag(ctx, op, "skip_if", c->t[0]))) return rc;
+    if (c->t[1] && (c->t[1]->dtype != TR_I32 || c->t[1]->numel != 1))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "adamw_multi: skipped has dtype %s and %lld elements but must be one i32 element (the device "
+                       "loss scale's skip count)",
+                       tr_dtype_name(c->t[1]->dtype), (long long)c->t[1]->numel);
     if (n > 0 && (!L || !L->params || !L->grads || !L->m || !L->v))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw_multi: the params, grads, m and v lists must all be given");
     if ((rc = check_list(ctx, op, "param", L ? L->params : NULL, n, c->device, 1)) ||
@@ -170,11 +177,13 @@ static int adamw_multi_cpu(tr_ctx *ctx, tr_op_call *c)
 {
     const tr_adamw_lists *L = c->p;
     if (c->t[0] && ((const int32_t *)c->t[0]->data)[0] != 0) return TR_OK;
+    /* the true step: the host's count less the skips it has not read yet */
+    const int64_t step = c->t[1] ? c->i[0] - ((int64_t)((const int32_t *)c->t[1]->data)[0] - c->i[1]) : c->i[0];
     int rc = TR_OK;
     for (int i = 0; i < c->nlist && rc == TR_OK; i++) {
         const float wd = !L->decay || L->decay[i] ? c->f[4] : 0.0f;
         rc = tr_op_adamw(ctx, L->params[i], L->grads[i], L->m[i], L->v[i], L->half ? L->half[i] : NULL, c->f[0],
-                         c->f[1], c->f[2], c->f[3], wd, c->i[0], c->f[5]);
+                         c->f[1], c->f[2], c->f[3], wd, step, c->f[5]);
     }
     return rc;
 }
@@ -195,13 +204,13 @@ const tr_op_desc tr_opd_clip_by_norm = {"clip_by_norm",
                                         {clip_by_norm_cpu, TR_CUDA_SLOT(clip_by_norm)}};
 const tr_op_desc tr_opd_scale_check_finite_into = {
     "scale_check_finite_into",
-    1,
-    {{"found_inf", TR_ARG_ACC, TR_DT_ANY, 0}},
+    2,
+    {{"found_inf", TR_ARG_ACC, TR_DT_ANY, 0}, {"scale", TR_ARG_IN, TR_DT_F32, 1}},
     scale_check_finite_into_check,
     {scale_check_finite_into_cpu, TR_CUDA_SLOT(scale_check_finite_into)}};
 const tr_op_desc tr_opd_adamw_multi = {"adamw_multi",
-                                       1,
-                                       {{"skip_if", TR_ARG_IN, TR_DT_ANY, 1}},
+                                       2,
+                                       {{"skip_if", TR_ARG_IN, TR_DT_ANY, 1}, {"skipped", TR_ARG_IN, TR_DT_ANY, 1}},
                                        adamw_multi_check,
                                        {adamw_multi_cpu, TR_CUDA_SLOT(adamw_multi)}};
 
@@ -224,16 +233,31 @@ int tr_op_scale_check_finite_into(tr_ctx *ctx, tr_tensor *found_inf, tr_tensor *
     return tr_op_run(ctx, &tr_opd_scale_check_finite_into, &c);
 }
 
+int tr_op_scale_check_finite_by_into(tr_ctx *ctx, tr_tensor *found_inf, tr_tensor **ts, int n, const tr_tensor *scale)
+{
+    tr_op_call c = {.t = {found_inf, scale}, .list = ts, .nlist = n, .f = {1.0f}};
+    return tr_op_run(ctx, &tr_opd_scale_check_finite_into, &c);
+}
+
 int tr_op_adamw_multi(tr_ctx *ctx, tr_tensor **params, tr_tensor **grads, tr_tensor **m, tr_tensor **v,
                       tr_tensor **half_copies, const int32_t *decay, int n, const tr_tensor *skip_if, float lr,
                       float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale)
 {
+    return tr_op_adamw_multi_steps(ctx, params, grads, m, v, half_copies, decay, n, skip_if, lr, beta1, beta2, eps,
+                                   weight_decay, step, grad_scale, NULL, 0);
+}
+
+int tr_op_adamw_multi_steps(tr_ctx *ctx, tr_tensor **params, tr_tensor **grads, tr_tensor **m, tr_tensor **v,
+                            tr_tensor **half_copies, const int32_t *decay, int n, const tr_tensor *skip_if, float lr,
+                            float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale,
+                            const tr_tensor *skipped, int64_t skipped_known)
+{
     const tr_adamw_lists L = {params, grads, m, v, half_copies, decay};
-    tr_op_call c = {.t = {skip_if},
+    tr_op_call c = {.t = {skip_if, skipped},
                     .list = params,
                     .nlist = n,
                     .p = &L,
                     .f = {lr, beta1, beta2, eps, weight_decay, grad_scale},
-                    .i = {step}};
+                    .i = {step, skipped_known}};
     return tr_op_run(ctx, &tr_opd_adamw_multi, &c);
 }

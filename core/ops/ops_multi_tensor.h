@@ -28,6 +28,9 @@ int tr_op_clip_by_norm(tr_ctx *ctx, tr_tensor **ts, int n, const tr_tensor *norm
 /* Every tensor of ts *= scale in place; found_inf (+=, 1-element i32) is set to 1 when a
  * result is inf or NaN (or overflows a half dtype) and left alone otherwise. */
 int tr_op_scale_check_finite_into(tr_ctx *ctx, tr_tensor *found_inf, tr_tensor **ts, int n, float scale);
+/* The same with the factor read from scale (1-element f32 on the list's device: the device
+ * loss scale's 1/scale, ops_loss_scale.h), so that the unscale needs no host value. */
+int tr_op_scale_check_finite_by_into(tr_ctx *ctx, tr_tensor *found_inf, tr_tensor **ts, int n, const tr_tensor *scale);
 
 /* One torch.optim.AdamW step (tr_op_adamw's formula and arguments) on each of n parameters:
  * params[i], grads[i] (f32: the runtime's gradients always are), m[i], v[i] (f32), half_copies[i] (NULL, or the array
@@ -37,5 +40,13 @@ int tr_op_scale_check_finite_into(tr_ctx *ctx, tr_tensor *found_inf, tr_tensor *
 int tr_op_adamw_multi(tr_ctx *ctx, tr_tensor **params, tr_tensor **grads, tr_tensor **m, tr_tensor **v,
                       tr_tensor **half_copies, const int32_t *decay, int n, const tr_tensor *skip_if, float lr,
                       float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale);
+/* The same, the step counted on the host without knowing which recent steps the device
+ * skipped: with skipped (1-element i32, the device loss scale's skip count; NULL: as above)
+ * the step applied is step - (skipped[0] - skipped_known), skipped_known being the count
+ * the host last read, and the bias corrections come from that step where skipped lives. */
+int tr_op_adamw_multi_steps(tr_ctx *ctx, tr_tensor **params, tr_tensor **grads, tr_tensor **m, tr_tensor **v,
+                            tr_tensor **half_copies, const int32_t *decay, int n, const tr_tensor *skip_if, float lr,
+                            float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale,
+                            const tr_tensor *skipped, int64_t skipped_known);
 
 #endif

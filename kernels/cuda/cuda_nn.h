@@ -165,6 +165,9 @@ int tr_k_scale_check_cuda(const tr_k_tensor_ref *list, int64_t ntensors, int64_t
                           int32_t *found_inf, void *stream, tr_error *err);
 /* x[i] (=) *= *scale_dev (a device scalar: the clip coefficient computed on the device
  * from the norm), for every listed tensor: clipping without a host round trip. */
+/* scale_check's launch with the factor read from a device f32 (the loss scaler's 1/scale). */
+int tr_k_scale_by_device_check_cuda(const tr_k_tensor_ref *list, int64_t ntensors, int64_t max_n,
+                                    const float *scale_dev, int32_t *found_inf, void *stream, tr_error *err);
 int tr_k_scale_by_device_cuda(const tr_k_tensor_ref *list, int64_t ntensors, int64_t max_n,
                               const float *scale_dev, void *stream, tr_error *err);
 /* *coef (=) = min(1, max_norm / (sqrt(*sumsq) + 1e-6)) and *norm (=) = sqrt(*sumsq), as
@@ -192,6 +195,11 @@ typedef struct tr_k_adamw_args {
     float bias_c2_sqrt;         /* sqrt(1 - beta2^step), likewise */
     float inv_grad_scale;       /* 1 / the loss scale the gradients still carry (1: none) */
     const int32_t *skip;        /* device flag: nonzero skips the step (fp16 overflow); NULL = never */
+    /* the device loss scale's skip count (NULL: bias_c1/bias_c2_sqrt as given): the step is
+     * step - (*skipped - skipped_known) and the corrections come from it on the device, so
+     * steps skipped since the host last read the count need no read (issue 12) */
+    const int32_t *skipped;
+    int64_t step, skipped_known;
 } tr_k_adamw_args;
 
 /* torch.optim.AdamW on every listed parameter in one launch (kernels/cpu/adamw.h's

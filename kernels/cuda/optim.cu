@@ -15,7 +15,14 @@ __global__ void adamw_kernel(const tr_k_param_ref *list, tr_k_adamw_args a)
     const tr_k_param_ref r = list[blockIdx.y];
     const int64_t lo = (int64_t)blockIdx.x * OPT_CHUNK;
     const int64_t hi = lo + OPT_CHUNK < r.n ? lo + OPT_CHUNK : r.n;
-    const float step_size = a.lr / a.bias_c1, decay = r.decay ? 1.0f - a.lr * a.weight_decay : 1.0f;
+    float c1 = a.bias_c1, c2 = a.bias_c2_sqrt;
+    if (a.skipped) {
+        /* the host's double arithmetic (core/cuda_ops/multi_tensor_cuda.c) on the true step */
+        const double st = (double)(a.step - ((int64_t)*a.skipped - a.skipped_known));
+        c1 = (float)(1.0 - pow((double)a.beta1, st));
+        c2 = (float)sqrt(1.0 - pow((double)a.beta2, st));
+    }
+    const float step_size = a.lr / c1, decay = r.decay ? 1.0f - a.lr * a.weight_decay : 1.0f;
     for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         const float g = r.grad[i] * a.inv_grad_scale;
         const float p = r.param[i] * decay;
@@ -23,7 +30,7 @@ __global__ void adamw_kernel(const tr_k_param_ref *list, tr_k_adamw_args a)
         const float vi = a.beta2 * r.v[i] + (1.0f - a.beta2) * g * g;
         r.m[i] = mi;
         r.v[i] = vi;
-        const float np = p - step_size * mi / (sqrtf(vi) / a.bias_c2_sqrt + a.eps);
+        const float np = p - step_size * mi / (sqrtf(vi) / c2 + a.eps);
         r.param[i] = np;
         if (r.half) tr_st_dt(r.half, i, r.half_dt, np);
     }

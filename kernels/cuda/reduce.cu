@@ -162,6 +162,17 @@ extern "C" int tr_k_scale_check_cuda(const tr_k_tensor_ref *list, int64_t ntenso
     return tr_cuda_launched("scale_check_finite", err);
 }
 
+extern "C" int tr_k_scale_by_device_check_cuda(const tr_k_tensor_ref *list, int64_t ntensors, int64_t max_n,
+                                               const float *scale_dev, int32_t *found_inf, void *stream,
+                                               tr_error *err)
+{
+    int rc = mt_check("scale_check_finite", ntensors, max_n, err);
+    if (rc || ntensors == 0) return rc;
+    mt_scale_kernel<<<dim3((unsigned)mt_chunks(max_n), (unsigned)ntensors), RED_THREADS, 0, (cudaStream_t)stream>>>(
+        list, 1.0f, scale_dev, found_inf);
+    return tr_cuda_launched("scale_check_finite", err);
+}
+
 extern "C" int tr_k_scale_by_device_cuda(const tr_k_tensor_ref *list, int64_t ntensors, int64_t max_n,
                                          const float *scale_dev, void *stream, tr_error *err)
 {

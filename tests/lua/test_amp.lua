@@ -61,13 +61,14 @@ local function slice(b, start, n)
            labels = labels, n = n }
 end
 
--- One micro-batch: forward, loss, backward of (dloss * scale). Returns the loss value.
-local function micro(m, loss, b, scale)
+-- One micro-batch: forward, loss, backward of (dloss * scale), times the device scalar
+-- scale_by when given (the device loss scale). Returns the loss value.
+local function micro(m, loss, b, scale, scale_by)
   local logits = m:forward(b)
   local ok, v = pcall(function()
     local value = loss:forward({ logits }, b.labels)
     local g = loss:backward()[1]
-    ops.scale_(g, scale)
+    if scale_by then ops.scale_by_scalar_(g, scale_by, scale) else ops.scale_(g, scale) end
     m:backward(g)
     g:free()
     return value
@@ -79,41 +80,61 @@ end
 
 -- Trains for `steps` optimizer steps of `accumulate` micro-batches each over the fixed
 -- batch; returns the per-step losses (mean of the micro-batch losses), the scaler and
--- which steps the scaler skipped.
--- device_path: the update a device run takes (trainer.train.run's device_update): unscale
--- into a found-inf flag tensor, AdamW skipping on it (adamw_multi), the flag read after the
--- step for the scaler and undo_step on a skip.
-local function train(precision, steps, accumulate, batch, scaler_opts, device_path)
+-- which steps the scaler skipped, its step count, the weights and the scale after each step.
+-- device_path: the update a device run takes (trainer.train.run's device_update): the scale
+-- on the device (Scaler:to_device) multiplying the seed there, unscale into a found-inf flag
+-- tensor, AdamW skipping on it (adamw_multi) with its step count corrected on the device,
+-- the scale updated there from the flag; the flag and scale of each step are kept in
+-- tensors and read only every read_every steps (then the optimizer's counts are fixed up,
+-- as Run:sync_scaler does) and at the end.
+local function train(precision, steps, accumulate, batch, scaler_opts, device_path, read_every)
   local m = new_model()
   amp.prepare(m, precision)
   local opt = optim.new(m, { name = "adamw", lr = 1e-3, weight_decay = 0.01 })
   local scaler = amp.new_scaler(precision, nil, scaler_opts)
   local loss = losses.new({ name = "cross_entropy" })
   local per = math.floor(batch.n / accumulate)
-  local out, skips = {}, {}
+  local out, skips, scales, kept = {}, {}, {}, {}
+  if device_path then scaler:to_device("cpu") end
+  local function sync()
+    local n = scaler:read()
+    opt:undo_steps(n)
+    scaler.skipped_known = scaler.skipped
+  end
   for step = 1, steps do
     opt:zero_grad()
     local total = 0
     for k = 0, accumulate - 1 do
       local mb = slice(batch, k * per, per)
-      total = total + micro(m, loss, mb, scaler.scale / accumulate) / accumulate
+      if device_path then
+        total = total + micro(m, loss, mb, 1 / accumulate, scaler.dev.scale) / accumulate
+      else
+        total = total + micro(m, loss, mb, scaler.scale / accumulate) / accumulate
+      end
       free_batch(mb)
     end
-    local found
     if device_path then
       local flag = T.zeros({ 1 }, { dtype = "i32", tag = "workspace" })
       scaler:unscale_into(m, flag)
-      opt:step({ skip_if = flag })
-      found = flag:item() ~= 0
-      if found then opt:undo_step() end
-      flag:free()
+      opt:step({ skip_if = flag, skipped = scaler.dev.skipped, skipped_known = scaler.skipped_known })
+      scaler:update_into(flag)
+      kept[step] = { flag = flag, scale = scaler.dev.scale:to({ tag = "workspace" }) }
+      if read_every and step % read_every == 0 then sync() end
     else
-      found = scaler:unscale(m)
+      local found = scaler:unscale(m)
       if not found then opt:step() end
+      scaler:update(found)
+      skips[step], scales[step] = found, scaler.scale
     end
-    scaler:update(found)
     out[step] = total
-    skips[step] = found
+  end
+  if device_path then
+    sync()
+    for step, k in ipairs(kept) do
+      skips[step], scales[step] = k.flag:item() ~= 0, k.scale:item()
+      k.flag:free(); k.scale:free()
+    end
+    scaler:free()
   end
   local steps_done = opt.steps
   local params = {}
@@ -121,7 +142,7 @@ local function train(precision, steps, accumulate, batch, scaler_opts, device_pa
     if p.trainable ~= false then params[name] = p.value:tolist() end
   end
   opt:free(); loss:free(); m:free()
-  return out, scaler, skips, steps_done, params
+  return out, scaler, skips, steps_done, params, scales
 end
 
 local function max_rel(a, b)
@@ -304,16 +325,25 @@ return {
   end },
 
   { "fp16_device_path_is_the_eager_path_bit_for_bit", function()
-    -- issue 12: the found-inf flag kept in a tensor and AdamW skipping on it give the eager
-    -- loop's losses, skips, scale, step count and weights exactly, skips included
+    -- issue 12: the loss scale living in a device tensor (seed scaled by it, unscale by its
+    -- inverse, updated from the found-inf flag there, AdamW skipping on the flag and taking
+    -- its step from the device skip count), read only every 4 steps, gives the eager loop's
+    -- losses, skips, scale after each step, step count and weights exactly, over a run that
+    -- skips (scale 2^24 overflows fp16's gradients) and grows (growth_interval 2)
     local b = fixed_batch(8, 12)
-    local fp, scaler, skips, n, w = train("fp16", 6, 1, b, { init_scale = 2 ^ 20 })
-    local fd, scaler_d, skips_d, n_d, w_d = train("fp16", 6, 1, b, { init_scale = 2 ^ 20 }, true)
-    assert(scaler.skipped >= 1, "the case must skip a step")
-    for i = 1, 6 do
-      assert(fd[i] == fp[i] and skips_d[i] == skips[i], ("step %d: %.17g vs %.17g"):format(i, fd[i], fp[i]))
+    local opts = { init_scale = 2 ^ 24, growth_interval = 2 }
+    local fp, scaler, skips, n, w, sc = train("fp16", 10, 2, b, opts)
+    local fd, scaler_d, skips_d, n_d, w_d, sc_d = train("fp16", 10, 2, b, opts, true, 4)
+    local grew = false
+    for i = 2, 10 do grew = grew or sc[i] > sc[i - 1] end
+    assert(scaler.skipped >= 1 and grew, ("the case must skip and grow: %d skipped"):format(scaler.skipped))
+    for i = 1, 10 do
+      assert(fd[i] == fp[i] and skips_d[i] == skips[i] and sc_d[i] == sc[i],
+        ("step %d: loss %.17g vs %.17g, skip %s vs %s, scale %g vs %g"):format(i, fd[i], fp[i], tostring(skips_d[i]),
+          tostring(skips[i]), sc_d[i], sc[i]))
     end
-    assert(scaler_d.scale == scaler.scale and scaler_d.skipped == scaler.skipped and n_d == n,
+    assert(scaler_d.scale == scaler.scale and scaler_d.skipped == scaler.skipped and n_d == n
+      and scaler_d.growth_tracker == scaler.growth_tracker,
       ("scale %g vs %g, steps %d vs %d"):format(scaler_d.scale, scaler.scale, n_d, n))
     local function same(a, c, path)
       if type(a) == "table" then for k, v in pairs(a) do same(v, c[k], path .. "." .. k) end

@@ -386,7 +386,9 @@ function M.scale_check_finite_into(list, scale, found_inf)
 end
 
 -- AdamW over every parameter of the lists in one call (one launch on CUDA); decay: a list of
--- booleans (nil: all decay); skip_if: a found-inf flag (nil: never skip). o as adamw_.
+-- booleans (nil: all decay); skip_if: a found-inf flag (nil: never skip). o as adamw_, plus
+-- o.skipped / o.skipped_known: the device loss scale's skip count and the value of it the
+-- host last read (the step applied is o.step less the skips since; nil: o.step).
 function M.adamw_multi_(params, grads, ms, vs, decay, skip_if, o)
   local n = #params
   local dec = nil
@@ -394,9 +396,30 @@ function M.adamw_multi_(params, grads, ms, vs, decay, skip_if, o)
     dec = ffi.new("int32_t[?]", math.max(n, 1))
     for i = 1, n do dec[i - 1] = decay[i] and 1 or 0 end
   end
-  check(C.tr_op_adamw_multi(ctx, ptr_array(params), ptr_array(grads), ptr_array(ms), ptr_array(vs), nil, dec, n,
-    p(skip_if), o.lr, o.beta1 or 0.9, o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step,
-    o.grad_scale or 1), "adamw_multi")
+  check(C.tr_op_adamw_multi_steps(ctx, ptr_array(params), ptr_array(grads), ptr_array(ms), ptr_array(vs), nil, dec,
+    n, p(skip_if), o.lr, o.beta1 or 0.9, o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step,
+    o.grad_scale or 1, p(o.skipped), o.skipped_known or 0), "adamw_multi")
+end
+
+-- ---------------------------------------------------------------- the device loss scale (core/ops/ops_loss_scale.h)
+-- The fp16 scaler's update on device tensors from this step's found-inf flag: st = { scale,
+-- inv (f32 { 1 }), tracker, skipped (i32 { 1 }) }; o = { growth_factor, backoff_factor,
+-- growth_interval }.
+function M.loss_scale_update_(st, found_inf, o)
+  check(C.tr_op_loss_scale_update(ctx, st.scale:ptr(), st.inv:ptr(), st.tracker:ptr(), st.skipped:ptr(),
+    found_inf:ptr(), o.growth_factor, o.backoff_factor, o.growth_interval), "loss_scale_update")
+end
+
+-- x *= s[0] * factor (s a { 1 } f32 tensor on x's device, e.g. the loss scale). Returns x.
+function M.scale_by_scalar_(x, s, factor)
+  check(C.tr_op_scale_by_scalar(ctx, x:ptr(), s:ptr(), factor or 1), "scale_by_scalar")
+  return x
+end
+
+-- scale_check_finite_into with the factor read from scale (a { 1 } f32 tensor).
+function M.scale_check_finite_by_into(list, scale, found_inf)
+  check(C.tr_op_scale_check_finite_by_into(ctx, found_inf:ptr(), ptr_array(list), #list, scale:ptr()),
+    "scale_check_finite_into")
 end
 
 -- ---------------------------------------------------------------- feature matrices (core/ops/ops_pair_features.h)

@@ -186,7 +186,62 @@ function Scaler:unscale_into(params, found_inf)
   local list = grad_list(params)
   self.unscaled = true
   self.found_inf = nil
-  if #list > 0 then ops.scale_check_finite_into(list, 1 / self.scale, found_inf) end
+  if #list == 0 then return end
+  if self.dev then ops.scale_check_finite_by_into(list, self.dev.inv, found_inf)
+  else ops.scale_check_finite_into(list, 1 / self.scale, found_inf) end
+end
+
+-- ---------------------------------------------------------------- the scale on the device
+-- A device run (issue 12) keeps the scale, 1/scale, the growth tracker and the skip count in
+-- { 1 } tensors on the device (tag workspace): update_into applies update()'s rule there from
+-- the step's found-inf flag (loss_scale_update), the backward's seed is multiplied by
+-- dev.scale there (ops.scale_by_scalar_) and the unscale divides by dev.inv, so no step reads
+-- the flag. read() brings the numbers back (the logged steps, a checkpoint, the summary);
+-- between reads self.scale, growth_tracker and skipped are those of the last read. In f32,
+-- as torch's GradScaler: with the default factors (powers of two) every value is the
+-- double update() computes, bit for bit. skipped_known: the skip count the optimizer's step
+-- counts already account for (trainer.train.optim: AdamW takes the rest from dev.skipped).
+function Scaler:to_device(device)
+  if not self.enabled or self.dev then return end
+  local function scalar(dtype, v)
+    local t = T.zeros({ 1 }, { dtype = dtype, device = device, tag = "workspace" })
+    if v ~= 0 then t:fill(v) end
+    return t
+  end
+  self.dev = { scale = scalar("f32", self.scale), inv = scalar("f32", 1 / self.scale),
+               tracker = scalar("i32", self.growth_tracker), skipped = scalar("i32", self.skipped) }
+  self.skipped_known = self.skipped
+  self.stale = false
+end
+
+-- Ends an optimizer step on the device (update()'s rule, nothing read).
+function Scaler:update_into(found_inf)
+  self.unscaled, self.found_inf = false, nil
+  if not self.dev then return end
+  ops.loss_scale_update_(self.dev, found_inf, { growth_factor = self.growth_factor,
+    backoff_factor = self.backoff_factor, growth_interval = self.growth_interval })
+  self.stale = true
+end
+
+-- Reads the device state into scale, growth_tracker and skipped (the one wait; nothing when
+-- nothing changed since the last read). Returns the skips the optimizer has not accounted
+-- for (skipped - skipped_known); the caller undoes that many optimizer steps and then sets
+-- skipped_known = skipped.
+function Scaler:read()
+  if not self.dev then return 0 end
+  if self.stale then
+    self.scale = self.dev.scale:item()
+    self.growth_tracker = self.dev.tracker:item()
+    self.skipped = self.dev.skipped:item()
+    self.stale = false
+  end
+  return self.skipped - self.skipped_known
+end
+
+function Scaler:free()
+  if not self.dev then return end
+  for _, t in pairs(self.dev) do t:free() end
+  self.dev = nil
 end
 
 -- Ends an optimizer step: on found_inf (default: what unscale found) the scale backs off
@@ -210,7 +265,8 @@ function Scaler:update(found_inf)
   return self.scale
 end
 
--- Plain numbers (JSON-able) for a checkpoint's trainer_state.
+-- Plain numbers (JSON-able) for a checkpoint's trainer_state (a device scaler: as of the
+-- last read(); the run reads it before it saves).
 function Scaler:state()
   return { enabled = self.enabled, scale = self.scale, growth_tracker = self.growth_tracker, skipped = self.skipped,
            growth_interval = self.growth_interval }
@@ -225,6 +281,11 @@ function Scaler:load_state(st)
   self.growth_tracker = st.growth_tracker or 0
   self.skipped = st.skipped or 0
   self.unscaled, self.found_inf = false, nil
+  if self.dev then
+    self.dev.scale:fill(self.scale); self.dev.inv:fill(1 / self.scale)
+    self.dev.tracker:fill(self.growth_tracker); self.dev.skipped:fill(self.skipped)
+    self.skipped_known, self.stale = self.skipped, false
+  end
 end
 
 return M

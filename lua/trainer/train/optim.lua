@@ -103,7 +103,7 @@ kinds.adamw = {
   -- Every parameter of the step through adamw_multi: one call (one launch on a GPU) per step
   -- count (parameters normally share one), skipped on the device when skip_if is set. On the
   -- CPU the bits of update() per parameter (test_ops_table's adamw_multi case).
-  update_all = function(hp, stepped, lr, scale, skip_if)
+  update_all = function(hp, stepped, lr, scale, skip_if, skipped, skipped_known)
     local groups, order = {}, {}
     for _, x in ipairs(stepped) do
       local g = groups[x.st.step]
@@ -118,7 +118,8 @@ kinds.adamw = {
     for _, step in ipairs(order) do
       local g = groups[step]
       ops.adamw_multi_(g.params, g.grads, g.m, g.v, g.decay, skip_if, { lr = lr, beta1 = hp.beta1, beta2 = hp.beta2,
-        eps = hp.eps, weight_decay = hp.weight_decay, step = step, grad_scale = scale })
+        eps = hp.eps, weight_decay = hp.weight_decay, step = step, grad_scale = scale, skipped = skipped,
+        skipped_known = skipped_known })
     end
   end,
 }
@@ -256,7 +257,9 @@ end
 -- opts.grad_scale: the loss scale the gradients still carry (default 1); opts.skip_if: a
 -- found-inf flag tensor ({ 1 } i32): AdamW skips on the device when it is set (nothing read
 -- here; the caller that learns of the skip later calls undo_step), the other optimizers
--- read it first (one wait on a device). Returns the lr applied (Adafactor's relative step:
+-- read it first (one wait on a device). opts.skipped, opts.skipped_known: the device loss
+-- scale's skip count and the part of it the step counts already account for (AdamW's step
+-- is its count less the rest; the caller undoes those steps later, undo_steps). Returns the lr applied (Adafactor's relative step:
 -- the relative step size, before the RMS scale) and true when the step was skipped on a
 -- flag read here.
 function Optimizer:step(opts)
@@ -293,7 +296,7 @@ function Optimizer:step(opts)
   end
   self.last_stepped = stepped
   if all then
-    all(hp, stepped, lr, scale, opts.skip_if)
+    all(hp, stepped, lr, scale, opts.skip_if, opts.skipped, opts.skipped_known)
   else
     for _, x in ipairs(stepped) do
       self.kind.update(hp, x.e, x.st, lr, x.e.decay and hp.weight_decay or 0, scale)
@@ -313,6 +316,16 @@ function Optimizer:undo_step()
   self.steps = self.steps - 1
   for _, x in ipairs(self.last_stepped) do x.st.step = x.st.step - 1 end
   self.last_stepped = nil
+end
+
+-- n steps skipped on the device since the step counts were last right (the device loss
+-- scale's skip count, read at a logged step): every parameter's count and the optimizer's go
+-- back by n. Every stepped parameter is taken to have stepped at each of those steps (a
+-- parameter that got no gradient at one of them would be off by one).
+function Optimizer:undo_steps(n)
+  if not n or n <= 0 then return end
+  self.steps = self.steps - n
+  for _, st in pairs(self.state_) do st.step = math.max(st.step - n, 0) end
 end
 
 -- ---------------------------------------------------------------- state

@@ -280,7 +280,8 @@ function Run:micro_step(batch, scale)
   self.model.rng.step = self.dist and (self.micro * self.dist.size + self.dist.rank) or self.micro
   self.micro = self.micro + 1
   return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
-    batch = batch, max_length = self.max_length, scale = scale, cached = self.recipe.loss.cached,
+    batch = batch, max_length = self.max_length, scale = scale, scale_by = self.scale_by,
+    cached = self.recipe.loss.cached,
     mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts })
 end
 
@@ -310,6 +311,11 @@ function Run:train_step()
   self.model:train()
   self.optimizer:zero_grad()
   local scale = self.scaler.scale / acc
+  if self.deferred and self.scaler.enabled then
+    -- fp16 on a device: the scale lives there and multiplies the seed there (issue 12)
+    self.scaler:to_device(self.device)
+    scale, self.scale_by = 1 / acc, self.scaler.dev.scale
+  end
   local sum, n, ntok = 0, 0, 0
   for i = 1, acc do
     local batch = self:next_batch(i > 1)
@@ -326,9 +332,9 @@ function Run:train_step()
   if self.dist then sum, ntok = self:dist_reduce(deferred.value(sum), ntok) end
   local loss_value = deferred.div(sum, n)
   local lr = self.schedule:lr(self.step)
-  local skipped, norm = false, nil
+  local skipped, norm, seen = false, nil, nil
   if self.deferred then
-    skipped, norm = self:device_update(lr)
+    skipped, norm, seen = self:device_update(lr)
   else
     local found_inf = self.scaler:unscale(self.param_iter())
     if found_inf then
@@ -344,7 +350,7 @@ function Run:train_step()
     end
     if not skipped then self.optimizer:step({ lr = lr }) end
   end
-  self.scaler:update(skipped)
+  if not seen then self.scaler:update(skipped) end
   self.step = self.step + 1
   local dt = math.max(M.now() - t0, 1e-9)
   self.train_time = self.train_time + dt
@@ -359,13 +365,13 @@ function Run:train_step()
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = not deferred.is(norm) and norm or nil,
     skipped = skipped or nil,
-    loss_scale = recipe.precision == "fp16" and self.scaler.scale or nil,
+    loss_scale = recipe.precision == "fp16" and not seen and self.scaler.scale or nil,
     allreduce_s = self.last_allreduce_s,   -- under mpirun: this step's gradient all-reduce
   }
   self.pending = m
-  if deferred.is(loss_value) or deferred.is(norm) then
+  if deferred.is(loss_value) or deferred.is(norm) or seen then
     self.unread[#self.unread + 1] = { row = m, value = loss_value, norm = deferred.is(norm) and norm or nil,
-      step = self.step }
+      step = self.step, seen = seen }
     local every = recipe.log.every or 10
     if self.hooks.on_step or self.step % every == 0 or self.step == 1 or self.step >= self.total_steps then
       self:read_scalars()
@@ -380,10 +386,13 @@ end
 -- enqueued with no host read. The found-inf flag (a { 1 } i32 device tensor, zeroed here)
 -- is set by the unscale (fp16) or by a non-finite clip norm, and AdamW skips on it on the
 -- device. The norm is a deferred value, read with the loss at the logged steps (a
--- non-finite one stops the run there, naming its step). Only fp16 reads the flag, once,
--- after the whole step is enqueued: the scaler's next scale multiplies the next backward's
--- loss gradient on the host, so it must know whether this step overflowed (a skipped step
--- then reports no grad_norm). Returns skipped (as far as known) and the norm.
+-- non-finite one stops the run there, naming its step). Under fp16 the loss scale lives on
+-- the device too (amp Scaler:to_device): the unscale divides by it there, its update reads
+-- the flag there, and AdamW's step count leaves out the skips the host has not read yet; the
+-- step's flag and new scale are copied (deferred leaves) and read with the loss (read_scalars),
+-- so fp16 reads nothing per step either. Returns skipped (as far as known), the norm and,
+-- under fp16, the step's deferred { flag, scale } (nil otherwise: the caller updates the
+-- scaler on the host).
 function Run:device_update(lr)
   local recipe, scaler = self.recipe, self.scaler
   local flag = self.found_flag
@@ -399,19 +408,25 @@ function Run:device_update(lr)
   end
   -- SGD and Adafactor read a flag they are given (one wait): only fp16 gives it to them; a
   -- non-finite clip norm under them stops the run at its read, before any save
-  local opt = self.optimizer
-  local _, skipped = opt:step({ lr = lr, skip_if = (opt.kind.update_all or scaler.enabled) and flag or nil })
+  local opt, dev = self.optimizer, scaler.dev
+  local _, skipped = opt:step({ lr = lr, skip_if = (opt.kind.update_all or scaler.enabled) and flag or nil,
+    skipped = dev and dev.skipped, skipped_known = dev and scaler.skipped_known })
   skipped = skipped or false
-  if scaler.enabled then
-    local found = flag:item() ~= 0   -- the one read per step under fp16
-    if found and not skipped then opt:undo_step() end
-    skipped = skipped or found
-  end
-  if skipped and deferred.is(norm) then
-    deferred.free(norm)
-    norm = nil
-  end
-  return skipped, norm
+  if not dev then return skipped, norm end
+  -- a skip read here (not AdamW's device skip) is in the step counts already
+  if skipped then scaler.skipped_known = scaler.skipped_known + 1 end
+  scaler:update_into(flag)
+  return skipped, norm, { flag = deferred.leaf(flag), scale = deferred.leaf(dev.scale) }
+end
+
+-- Reads the device loss scale (fp16 on a device) and takes the skips AdamW made on the
+-- device out of the optimizer's step counts: before a checkpoint, the summary, a log line.
+function Run:sync_scaler()
+  local sc = self.scaler
+  if not sc.dev then return end
+  local n = sc:read()
+  if n > 0 then self.optimizer:undo_steps(n) end
+  sc.skipped_known = sc.skipped
 end
 
 -- Under mpirun, one micro-batch: this rank's rows of the global micro-batch, its gradient
@@ -481,13 +496,17 @@ function Run:read_scalars()
   if #list == 0 then return end
   self.unread = {}
   local function free_from(i)
-    for j = i, #list do deferred.free(list[j].value); deferred.free(list[j].norm) end
+    for j = i, #list do
+      deferred.free(list[j].value); deferred.free(list[j].norm)
+      if list[j].seen then deferred.free(list[j].seen.flag); deferred.free(list[j].seen.scale) end
+    end
   end
   for i, rec in ipairs(list) do
     local ok, v = pcall(deferred.value, rec.value)
     local okn, nv = true, nil
     if ok then okn, nv = pcall(deferred.value, rec.norm) else deferred.free(rec.norm) end
     if not ok or not okn then
+      if rec.seen then deferred.free(rec.seen.flag); deferred.free(rec.seen.scale) end
       free_from(i + 1)
       error(ok and nv or v, 0)
     end
@@ -502,8 +521,14 @@ function Run:read_scalars()
     end
     rec.row.loss = v
     rec.row.grad_norm = nv
+    if rec.seen then
+      local fl, sc = deferred.value(rec.seen.flag), deferred.value(rec.seen.scale)
+      rec.row.loss_scale = sc
+      if fl ~= 0 then rec.row.skipped, rec.row.grad_norm = true, nil end
+    end
     self.last_loss = v
   end
+  self:sync_scaler()
 end
 
 -- Writes the finished steps' rows whose loss is known, in step order; the latest row stays
@@ -644,6 +669,7 @@ end
 
 -- The files of one checkpoint, written into the folder tmp.
 function Run:write_checkpoint(tmp)
+  self:sync_scaler()   -- the scaler's and the optimizer's numbers as of this step
   local recipe = self.recipe
   local optim = require("trainer.train.optim")
   local synced = { tmp }
@@ -781,6 +807,7 @@ end
 
 -- summary.json: the final figures.
 function Run:summary()
+  self:sync_scaler()
   self:merge_peaks(memory.stats(self.device))
   local s = { peak_allocated = self.peaks.allocated, peak_reserved = self.peaks.reserved }
   local peak_by_tag = {}
@@ -809,7 +836,11 @@ function Run:finish()
 end
 
 function Run:free()
-  for _, rec in ipairs(self.unread or {}) do deferred.free(rec.value); deferred.free(rec.norm) end
+  for _, rec in ipairs(self.unread or {}) do
+    deferred.free(rec.value); deferred.free(rec.norm)
+    if rec.seen then deferred.free(rec.seen.flag); deferred.free(rec.seen.scale) end
+  end
+  if self.scaler and self.scaler.free then self.scaler:free() end
   if self.found_flag then self.found_flag:free() self.found_flag = nil end
   self.unread = {}
   if self.metrics then self.metrics:close(true) end

@@ -7,6 +7,7 @@
 --     model = m, loss = l, tokenizer = tok, batch = rows,   -- rows from trainer.data
 --     max_length = 128,      -- default model.max_length
 --     scale = 1 / accumulate * scaler.scale,   -- multiplies the loss gradient (default 1)
+--     scale_by = tensor,                        -- optional: a { 1 } f32 device scalar it also multiplies by
 --     cached = false, mini_batch = 32,          -- GradCache (loss = { cached = true })
 --     ntexts = ds.ntexts,    -- text columns per row (default: the row's leading strings)
 --   }
@@ -94,12 +95,15 @@ local function is_classifier(model)
   return model.task == "classification" or model.__name == "SequenceClassifier"
 end
 
--- The loss gradients (one per embeddings tensor) as one [N, C] tensor scaled by scale;
--- the list is freed.
-local function joined_grad(grads, scale)
+-- The loss gradients (one per embeddings tensor) as one [N, C] tensor scaled by ctx.scale
+-- (and by the device scalar ctx.scale_by when given: the fp16 loss scale living on the
+-- device, issue 12; then ctx.scale is only 1 / accumulate); the list is freed.
+local function joined_grad(grads, ctx)
   local d, new = base.cat_rows(grads)
   if new then free_list(grads) end
-  if scale ~= 1 then ops.scale_(d, scale) end
+  local scale = ctx.scale or 1
+  if ctx.scale_by then ops.scale_by_scalar_(d, ctx.scale_by, scale)
+  elseif scale ~= 1 then ops.scale_(d, scale) end
   return d
 end
 
@@ -119,7 +123,7 @@ local function plain_classifier(ctx, cols, labels, opts)
   local ok, value = pcall(function()
     local v = loss:forward({ logits }, labels)
     local grads = loss:backward()
-    local d = joined_grad(grads, ctx.scale or 1)
+    local d = joined_grad(grads, ctx)
     model:backward(d)
     d:free()
     return v
@@ -152,7 +156,7 @@ local function plain_embedding(ctx, cols, labels, opts)
   local embs = column_views(e, #cols, B)
   local ok, value = pcall(function()
     local v = loss:forward(embs, labels)
-    local d = joined_grad(loss:backward(), ctx.scale or 1)
+    local d = joined_grad(loss:backward(), ctx)
     free_list(embs)
     model:backward(d)
     d:free()
@@ -204,7 +208,7 @@ local function cached_embedding(ctx, cols, labels, opts)
     parts = { all }
     local embs = column_views(all, #cols, B)
     local v = loss:forward(embs, labels)
-    local d = joined_grad(loss:backward(), ctx.scale or 1)
+    local d = joined_grad(loss:backward(), ctx)
     free_list(embs)
     free_list(parts)
     parts = { d }
