@@ -7,6 +7,7 @@
 -- arithmetic is the eager arithmetic. Issue 12's optimizer update: a deferred run calls
 -- no host-result op and reads nothing between logged steps, bf16 and fp16 deferred runs
 -- give the eager rows, and a non-finite deferred clip norm stops the run naming its step.
+-- Under fp16 a deferred train step reads nothing either (the loss scale on the device).
 local native = require("trainer.native")
 local json = require("trainer.core.json")
 local T = require("trainer.core.tensor")
@@ -109,6 +110,24 @@ return {
       assert(#lazy == #eager and #eager == 12, precision .. ": rows")
       for i = 1, #eager do same(lazy[i], eager[i], precision .. " row " .. i, memory_fields) end
     end
+  end },
+  { "deferred_fp16_step_reads_nothing_between_logged_steps", function()
+    -- issue 12: under fp16 the found-inf flag is no longer read after each step (the loss
+    -- scale lives on the device); a train step reads no tensor outside read_scalars, and the
+    -- rows still carry the eager run's loss_scale (the deferred_bf16_and_fp16 case: all bits)
+    local Tensor = getmetatable(T.full({ 1 }, 0)).__index
+    local item, rs, ts = Tensor.item, Run.read_scalars, Run.train_step
+    local in_step, inside, stray = false, false, 0
+    Tensor.item = function(t) if in_step and not inside then stray = stray + 1 end return item(t) end
+    Run.read_scalars = function(self) inside = true local ok, e = pcall(rs, self) inside = false
+      if not ok then error(e, 0) end end
+    Run.train_step = function(self) in_step = true local ok, m = pcall(ts, self) in_step = false
+      if not ok then error(m, 0) end return m end
+    local ok, rows = pcall(case.run, 5, { precision = "fp16", lazy_scalars = true })
+    Tensor.item, Run.read_scalars, Run.train_step = item, rs, ts
+    assert(ok, tostring(rows))
+    assert(stray == 0, ("%d reads in fp16 train steps outside the logged reads"):format(stray))
+    assert(#rows == 12 and rows[12].loss_scale == 65536, "rows: loss_scale " .. tostring(rows[12].loss_scale))
   end },
   { "deferred_non_finite_names_its_step", function()
     local fake = setmetatable({ unread = { { row = {}, value = deferred.leaf(T.full({ 1 }, 1.5)), step = 2 },
