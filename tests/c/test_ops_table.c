@@ -525,6 +525,8 @@ static void custom_scale_check_finite(int dtype, int device);
 static void custom_global_norm_into(int dtype, int device);
 static void custom_clip_by_norm(int dtype, int device);
 static void custom_scale_check_finite_into(int dtype, int device);
+static void custom_loss_scale_update(int dtype, int device);
+static void custom_scale_by_scalar(int dtype, int device);
 static void custom_adamw_multi(int dtype, int device);
 /* The device argument of the list ops' cases when they check the CPU slot alone. */
 enum { CPU_ONLY = -100 };
@@ -600,6 +602,8 @@ static const op_case cases[] = {
     { "clip_by_norm", .custom = custom_clip_by_norm },
     { "scale_check_finite_into", .custom = custom_scale_check_finite_into },
     { "adamw_multi", .custom = custom_adamw_multi },
+    { "loss_scale_update", .custom = custom_loss_scale_update },
+    { "scale_by_scalar", .custom = custom_scale_by_scalar },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -1452,6 +1456,122 @@ static void custom_adamw_multi(int dtype, int device)
 /* ------------------------------------------------------------ the test */
 
 /* One PASS/FAIL line per op of the table ("ops_table.<op>"), then the coverage count. */
+/* The device loss scale (issue 12): from 2^16 with growth 2, backoff 0.5 and interval 2, the
+ * flags 0, 0, 1, 0 give the eager Scaler:update's numbers (131072 after two clean steps,
+ * 65536 and one skip on the inf, tracker 1 after), inv = 1 / scale each time; the unscale
+ * by that device inverse is scale_check_finite_into's bits; AdamW with the device skip count
+ * (step 5, skipped 3, 1 of them known) is AdamW at step 3, bit for bit; a device runs the
+ * same sequence to the same bits. Bad arguments are user errors naming them. */
+static void custom_loss_scale_update(int dtype, int device)
+{
+    if (dtype != TR_F32) return; /* the state is f32 and i32 whatever the activations */
+    int devs[2] = {TR_CPU, device};
+    const int ndev = device != CPU_ONLY ? 2 : 1;
+    float want_scale[4] = {65536.0f, 131072.0f, 65536.0f, 65536.0f};
+    int32_t want_tracker[4] = {1, 0, 0, 1}, want_skipped[4] = {0, 0, 1, 1}, flags[4] = {0, 0, 1, 0};
+    if (device != CPU_ONLY) device_case_begin("loss_scale_update", device, dtype, 0);
+    for (int d = 0; d < ndev; d++) {
+        tr_tensor *sc = vec(1, TR_F32, TR_CPU), *inv = vec(1, TR_F32, TR_CPU);
+        ((float *)sc->data)[0] = 65536.0f;
+        ((float *)inv->data)[0] = 1.0f / 65536.0f;
+        tr_tensor *dsc = clone_on(sc, devs[d]), *dinv = clone_on(inv, devs[d]);
+        tr_tensor *tracker = flag_on(0, devs[d]), *skipped = flag_on(0, devs[d]);
+        for (int k = 0; k < 4; k++) {
+            tr_tensor *fl = flag_on(flags[k], devs[d]);
+            CHECK(tr_op_loss_scale_update(ctx, dsc, dinv, tracker, skipped, fl, 2.0f, 0.5f, 2) == TR_OK, "%s",
+                  tr_ctx_errmsg(ctx));
+            CHECK(f32_of(dsc) == want_scale[k] && f32_of(dinv) == 1.0f / want_scale[k] &&
+                      i32_of(tracker) == want_tracker[k] && i32_of(skipped) == want_skipped[k],
+                  "device %d step %d: scale %g inv %g tracker %d skipped %d", devs[d], k, (double)f32_of(dsc),
+                  (double)f32_of(dinv), i32_of(tracker), i32_of(skipped));
+            tr_tensor_free(fl);
+        }
+        /* the unscale by the device inverse: scale_check_finite_into's bits */
+        double h[7] = {1, -2, 3.5, 1e-3, 7, -0.25, 65536};
+        tr_tensor *g = vec(7, TR_F32, TR_CPU), *ref = vec(7, TR_F32, TR_CPU), *f0 = flag_on(0, TR_CPU);
+        host_to_tensor(g, h), host_to_tensor(ref, h);
+        tr_tensor *dg = clone_on(g, devs[d]), *df = flag_on(0, devs[d]);
+        CHECK(tr_op_scale_check_finite_into(ctx, f0, &ref, 1, 1.0f / 65536.0f) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_scale_check_finite_by_into(ctx, df, &dg, 1, dinv) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(same_bits(dg, ref) && i32_of(df) == 0, "unscale by the device inverse differs on %d", devs[d]);
+        /* AdamW's step from the device skip count: step 5 less (3 - 1) skips = step 3 */
+        tr_tensor *p = vec(7, TR_F32, TR_CPU), *m = vec(7, TR_F32, TR_CPU), *v = vec(7, TR_F32, TR_CPU);
+        host_to_tensor(p, h);
+        double z[7] = {0};
+        host_to_tensor(m, z), host_to_tensor(v, z);
+        tr_tensor *rp = clone_on(p, TR_CPU), *rm = clone_on(m, TR_CPU), *rv = clone_on(v, TR_CPU);
+        tr_tensor *dp = clone_on(p, devs[d]), *dm = clone_on(m, devs[d]), *dv = clone_on(v, devs[d]);
+        tr_tensor *three = flag_on(3, devs[d]);
+        CHECK(tr_op_adamw_multi(ctx, &rp, &ref, &rm, &rv, NULL, NULL, 1, NULL, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 3,
+                                1.0f) == TR_OK,
+              "%s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_adamw_multi_steps(ctx, &dp, &dg, &dm, &dv, NULL, NULL, 1, NULL, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                                      5, 1.0f, three, 1) == TR_OK,
+              "%s", tr_ctx_errmsg(ctx));
+        if (devs[d] == TR_CPU)
+            CHECK(same_bits(dp, rp) && same_bits(dm, rm) && same_bits(dv, rv), "adamw_multi_steps is not step 3's");
+        else
+            for (int i = 0; i < 7; i++) {
+                tr_tensor *hp = clone_on(dp, TR_CPU);
+                CHECK(hp && fabsf(((float *)hp->data)[i] - ((float *)rp->data)[i]) <=
+                                1e-5f * fmaxf(1.0f, fabsf(((float *)rp->data)[i])),
+                      "adamw_multi_steps element %d on %d", i, devs[d]);
+                tr_tensor_free(hp);
+            }
+        tr_tensor_free(p), tr_tensor_free(m), tr_tensor_free(v), tr_tensor_free(rp), tr_tensor_free(rm);
+        tr_tensor_free(rv), tr_tensor_free(dp), tr_tensor_free(dm), tr_tensor_free(dv), tr_tensor_free(three);
+        tr_tensor_free(g), tr_tensor_free(ref), tr_tensor_free(f0), tr_tensor_free(dg), tr_tensor_free(df);
+        tr_tensor_free(sc), tr_tensor_free(inv), tr_tensor_free(dsc), tr_tensor_free(dinv), tr_tensor_free(tracker);
+        tr_tensor_free(skipped);
+    }
+    if (device != CPU_ONLY) device_case_end("the eager scaler's numbers, bit for bit");
+    /* user errors */
+    tr_tensor *sc = vec(1, TR_F32, TR_CPU), *inv = vec(1, TR_F32, TR_CPU), *t = flag_on(0, TR_CPU);
+    tr_tensor *k = flag_on(0, TR_CPU), *fl = flag_on(0, TR_CPU), *bad = vec(1, TR_F32, TR_CPU);
+    ((float *)sc->data)[0] = 1.0f;
+    CHECK(tr_op_loss_scale_update(ctx, sc, inv, bad, k, fl, 2.0f, 0.5f, 2) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "tracker") && strstr(tr_ctx_errmsg(ctx), "one i32 element"),
+          "an f32 tracker accepted: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_loss_scale_update(ctx, sc, inv, t, k, fl, 2.0f, 0.5f, 0) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "growth_interval"),
+          "growth_interval 0 accepted: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_loss_scale_update(ctx, sc, inv, t, k, fl, 2.0f, -0.5f, 2) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "backoff_factor"),
+          "a negative backoff accepted: %s", tr_ctx_errmsg(ctx));
+    tr_tensor_free(sc), tr_tensor_free(inv), tr_tensor_free(t), tr_tensor_free(k), tr_tensor_free(fl);
+    tr_tensor_free(bad);
+}
+
+/* x *= s[0] * factor is tr_op_scale by the f32 product, bit for bit in every dtype (the seed
+ * scaled by the device loss scale / accumulate is the eager scale_(seed, S / k)); a device
+ * gives the CPU's bits; s must be one element. */
+static void custom_scale_by_scalar(int dtype, int device)
+{
+    double h[9] = {1, -2, 3.5, 1e-3, 7, -0.25, 3, 1e-5, -9};
+    tr_tensor *x = vec(9, dtype, TR_CPU), *ref = vec(9, dtype, TR_CPU), *s = vec(1, TR_F32, TR_CPU);
+    host_to_tensor(x, h), host_to_tensor(ref, h);
+    ((float *)s->data)[0] = 1048576.0f;
+    const float factor = 1.0f / 3.0f;
+    tr_tensor *dx = NULL, *ds = NULL;
+    if (device != CPU_ONLY) {
+        device_case_begin("scale_by_scalar", device, dtype, 0);
+        dx = clone_on(x, device), ds = clone_on(s, device);
+    }
+    CHECK(tr_op_scale(ctx, ref, ref, (float)(1048576.0 / 3.0)) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_scale_by_scalar(ctx, x, s, factor) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(same_bits(x, ref), "scale_by_scalar %s differs from scale by S / 3", tr_dtype_name(dtype));
+    if (device != CPU_ONLY) {
+        CHECK(tr_op_scale_by_scalar(ctx, dx, ds, factor) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(same_bits(dx, ref), "scale_by_scalar %s on %d differs from the CPU", tr_dtype_name(dtype), device);
+        device_case_end("bitwise equal to the CPU");
+    }
+    tr_tensor *two = vec(2, TR_F32, TR_CPU);
+    CHECK(tr_op_scale_by_scalar(ctx, x, two, 1.0f) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "scale_by_scalar"),
+          "a 2-element scalar accepted: %s", tr_ctx_errmsg(ctx));
+    tr_tensor_free(x), tr_tensor_free(ref), tr_tensor_free(s), tr_tensor_free(dx), tr_tensor_free(ds);
+    tr_tensor_free(two);
+}
+
 static void test_every_op_of_the_table(void)
 {
     static char names[64][96];
