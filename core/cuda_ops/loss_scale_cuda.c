@@ -17,8 +17,8 @@ static int loss_scale_update_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(scale_by_scalar)
 static int scale_by_scalar_body(tr_cslot *s, tr_op_call *c)
 {
-    return tr_k_scale_by_scalar_cuda(c->t[0]->data, c->t[0]->dtype, c->t[0]->numel, c->t[1]->data, c->f[0],
-                                     s->stream, s->err);
+    return tr_k_scale_by_scalar_cuda(c->t[0]->data, c->t[0]->dtype, c->t[0]->numel, c->t[1]->data, c->f[0], s->stream,
+                                     s->err);
 }
 
 #endif

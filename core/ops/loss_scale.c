@@ -95,8 +95,8 @@ const tr_op_desc tr_opd_scale_by_scalar = {"scale_by_scalar",
                                            scale_by_scalar_check,
                                            {scale_by_scalar_cpu, TR_CUDA_SLOT(scale_by_scalar)}};
 
-int tr_op_loss_scale_update(tr_ctx *ctx, tr_tensor *scale, tr_tensor *inv_scale, tr_tensor *tracker,
-                            tr_tensor *skipped, const tr_tensor *found_inf, float growth_factor, float backoff_factor,
+int tr_op_loss_scale_update(tr_ctx *ctx, tr_tensor *scale, tr_tensor *inv_scale, tr_tensor *tracker, tr_tensor *skipped,
+                            const tr_tensor *found_inf, float growth_factor, float backoff_factor,
                             int64_t growth_interval)
 {
     tr_op_call c = {.t = {scale, inv_scale, tracker, skipped, found_inf},

@@ -19,8 +19,8 @@
  *   found_inf != 0: scale *= backoff_factor, tracker = 0, skipped += 1
  *   otherwise:      tracker += 1; tracker >= growth_interval: scale *= growth_factor, tracker = 0
  * then inv_scale = 1 / scale. The factors must be finite and > 0, growth_interval >= 1. */
-int tr_op_loss_scale_update(tr_ctx *ctx, tr_tensor *scale, tr_tensor *inv_scale, tr_tensor *tracker,
-                            tr_tensor *skipped, const tr_tensor *found_inf, float growth_factor, float backoff_factor,
+int tr_op_loss_scale_update(tr_ctx *ctx, tr_tensor *scale, tr_tensor *inv_scale, tr_tensor *tracker, tr_tensor *skipped,
+                            const tr_tensor *found_inf, float growth_factor, float backoff_factor,
                             int64_t growth_interval);
 
 /* x (a float dtype, in place) *= s[0] * factor, the coefficient rounded to f32 once, then

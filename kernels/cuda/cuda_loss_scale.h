@@ -15,8 +15,7 @@ int tr_k_loss_scale_update_cuda(float *scale, float *inv_scale, int32_t *tracker
                                 int64_t growth_interval, void *stream, tr_error *err);
 
 /* x (n elements of dtype, in place) *= (*s * factor), the coefficient rounded to f32 once. */
-int tr_k_scale_by_scalar_cuda(void *x, int dtype, int64_t n, const float *s, float factor, void *stream,
-                              tr_error *err);
+int tr_k_scale_by_scalar_cuda(void *x, int dtype, int64_t n, const float *s, float factor, void *stream, tr_error *err);
 
 #ifdef __cplusplus
 }

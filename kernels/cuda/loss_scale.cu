@@ -49,7 +49,7 @@ extern "C" int tr_k_scale_by_scalar_cuda(void *x, int dtype, int64_t n, const fl
     if (n == 0) return TR_OK;
     const int threads = 256;
     int64_t blocks = (n + threads - 1) / threads;
-    if (blocks > 65535) blocks = 65535;   /* grid-stride beyond that */
+    if (blocks > 65535) blocks = 65535; /* grid-stride beyond that */
     scale_by_scalar_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(x, dtype, n, s, factor);
     return tr_cuda_launched("scale_by_scalar", err);
 }
