@@ -615,7 +615,7 @@ static void test_optimizers(void)
         darr_new(&dlist, sizeof refs, -1), darr_put_raw(&dlist, refs);
         if (which == 0) {
             tr_k_adamw_args a = { 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, (float)(1 - pow(0.9, 3)),
-                                  (float)sqrt(1 - pow(0.999, 3)), 0.5f, NULL };
+                                  (float)sqrt(1 - pow(0.999, 3)), 0.5f, NULL, NULL, 3, 0 };
             KCALL("adamw", tr_k_adamw_cuda(dlist.g.data, 3, max_n, &a, dev_stream, ERR));
         } else {
             tr_k_sgd_args a = { 1e-2f, 0.9f, 0.1f, 0.01f, 0.5f, 1, 0, NULL };
