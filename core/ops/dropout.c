@@ -35,14 +35,19 @@ static int apply(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, con
             return TR_OK;
         }
         float scale = p < 1 ? 1 / (1 - p) : 0;
+        const int f32 = in->dtype == TR_F32 && out->dtype == TR_F32;
 #pragma omp parallel for if (n > 65536)
         for (int64_t c = 0; c < nchunks; c++) {
             float buf[CHUNK];
             uint8_t keep[CHUNK];
             int64_t start = c * CHUNK, len = n - start < CHUNK ? n - start : CHUNK;
-            tr_convert(buf, TR_F32, (const char *)in->data + start * is, in->dtype, (size_t)len);
             if (p < 1) tr_dropout_mask_bits(keep, (size_t)len, p, *key, offset + (uint64_t)start);
             else memset(keep, 0, (size_t)len);
+            if (f32) {   /* f32 in and out: no staging copies through buf */
+                tr_k_dropout_fwd_f32((float *)out->data + start, (const float *)in->data + start, keep, scale, len);
+                continue;
+            }
+            tr_convert(buf, TR_F32, (const char *)in->data + start * is, in->dtype, (size_t)len);
             tr_k_dropout_fwd_f32(buf, buf, keep, scale, len);
             tr_convert((char *)out->data + start * os, out->dtype, buf, TR_F32, (size_t)len);
         }

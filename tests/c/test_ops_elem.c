@@ -202,6 +202,39 @@ static void test_dropout(void)
     no_workspace_left("dropout");
 }
 
+/* f32 in and out runs without staging copies and the kernel's vector bit select: each
+ * element is exactly keep ? x * scale : +0 with rng.h's keep bits, a dropped inf or NaN is
+ * +0 too, and in place (out = x) gives the same. */
+static void test_dropout_f32_exact(void)
+{
+    int64_t n = 70001;   /* above the op's parallel threshold, not a multiple of any span */
+    double *x = malloc(n * 8);
+    for (int64_t i = 0; i < n; i++) x[i] = i % 101 == 0 ? INFINITY : i % 103 == 0 ? NAN : -3.5 + (double)(i % 13) * 0.75;
+    tr_rng_key key = { 99, 2, 5, 4 };
+    float p = 0.1f, scale = 1 / (1 - p);
+    uint8_t *keep = malloc((size_t)n);
+    tr_dropout_mask_bits(keep, (size_t)n, p, key, 17);
+    tr_tensor *tx = mk(1, &n, TR_F32, x), *to = mk(1, &n, TR_F32, NULL);
+    CHECK(tr_op_dropout(ctx, to, tx, p, &key, 17) == TR_OK, "dropout: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_dropout(ctx, tx, tx, p, &key, 17) == TR_OK, "in place: %s", tr_ctx_errmsg(ctx));
+    float *o = get(to), *ip = get(tx);
+    int bad = 0, dropped_nonfinite = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float want = keep[i] ? (float)x[i] * scale : 0.0f;
+        if (!keep[i] && !isfinite(x[i])) dropped_nonfinite++;
+        int same = isnan(want) ? isnan(o[i]) && isnan(ip[i])
+                               : memcmp(&o[i], &want, 4) == 0 && memcmp(&ip[i], &want, 4) == 0;
+        if (!same && bad++ < 3)
+            CHECK(0, "element %lld: out %.9g in place %.9g, want %.9g", (long long)i, (double)o[i], (double)ip[i],
+                  (double)want);
+    }
+    CHECK(bad == 0, "%d elements differ from keep ? x * scale : +0", bad);
+    CHECK(dropped_nonfinite > 0, "the case drops no inf or NaN; change the key");
+    free(x), free(keep), free(o), free(ip);
+    tr_tensor_free(tx), tr_tensor_free(to);
+    no_workspace_left("dropout f32");
+}
+
 /* ------------------------------------------------------------ cross-entropy */
 
 static void test_cross_entropy(void)
@@ -530,6 +563,7 @@ int main(void)
     RUN(test_elementwise);
     RUN(test_embedding);
     RUN(test_dropout);
+    RUN(test_dropout_f32_exact);
     RUN(test_cross_entropy);
     RUN(test_pooling);
     RUN(test_similarity);

@@ -59,6 +59,50 @@ static void test_stream_layout(void)
     }
 }
 
+/* The keep bits are rng.h's float definition, uniform(e) >= p, element by element (rng.c
+ * compares the word's top 24 bits against an integer threshold, and makes the words on AVX2
+ * where the CPU has it): p equal to an element's uniform and one float either side of it,
+ * p on both sides of a multiple of 2^-24, 0, 1, above 1, NaN, and an
+ * offset where the 32-bit block counter wraps inside one batch of 8 blocks. */
+static void test_keep_bits_match_float_definition(void)
+{
+    enum { N = 300 };
+    const float ps[] = { 0.0f, 0.1f, 0.5f, 0.9f, 1.0f, 1.5f, -0.25f, NAN,
+                         0x1p-24f * 3000000.0f, nextafterf(0x1p-24f * 3000000.0f, 1.0f),
+                         nextafterf(0x1p-24f * 3000000.0f, 0.0f), nextafterf(1.0f, 0.0f) };
+    const uint64_t offsets[] = { 0, 5, (1ull << 34) - 61 };
+    const uint32_t key[2] = { 0x89abcdefu, 0x01234567u };
+    int bad = 0;
+    for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++) {
+        float u[N];
+        tr_rng_uniform(u, N, KEY, offsets[oi]);
+        /* the fixed p, then p equal to an element's uniform and one float either side of it */
+        enum { NFIXED = sizeof ps / sizeof ps[0] };
+        for (size_t pi = 0; pi < NFIXED + 3 * 20; pi++) {
+            float p = pi < NFIXED ? ps[pi] : u[7 * ((pi - NFIXED) / 3)];
+            if (pi >= NFIXED && (pi - NFIXED) % 3 == 1) p = nextafterf(p, 0.0f);
+            if (pi >= NFIXED && (pi - NFIXED) % 3 == 2) p = nextafterf(p, 1.0f);
+            uint8_t keep[N];
+            tr_dropout_mask_bits(keep, N, p, KEY, offsets[oi]);
+            for (int i = 0; i < N; i++) {
+                uint64_t e = offsets[oi] + (uint64_t)i;
+                const uint32_t ctr[4] = { KEY.step, KEY.layer, KEY.op, (uint32_t)(e / 4) };
+                uint32_t w[4];
+                tr_philox4x32_10(ctr, key, w);
+                float want_u = (float)(w[e % 4] >> 8) / 16777216.0f;
+                int want = want_u >= p;
+                if (u[i] != want_u || keep[i] != want) {
+                    if (bad++ < 5)
+                        CHECK(0, "offset %llu element %d p %.9g: keep %d (want %d), uniform %.9g (want %.9g)",
+                              (unsigned long long)offsets[oi], i, (double)p, keep[i], want, (double)u[i],
+                              (double)want_u);
+                }
+            }
+        }
+    }
+    CHECK(bad == 0, "%d keep bits or uniforms differ from the definition", bad);
+}
+
 static void test_same_key_same_bits(void)
 {
     enum { N = 1003 };
@@ -209,6 +253,7 @@ int main(void)
 {
     RUN(test_philox_known_answers);
     RUN(test_stream_layout);
+    RUN(test_keep_bits_match_float_definition);
     RUN(test_same_key_same_bits);
     RUN(test_slices_match_whole);
     RUN(test_large_stream_matches_slices);
