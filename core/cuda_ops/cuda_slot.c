@@ -8,6 +8,7 @@
 #include "cuda/cuda_check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ begin, end */
@@ -116,6 +117,38 @@ int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes)
      * returns once the pageable bytes are staged, so the host buffer may go away. */
     TR_CUDA_CHECK(s->err, cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, (cudaStream_t)s->stream));
     return TR_OK;
+}
+
+int tr_cslot_indices_to_host(tr_cslot *s, const tr_tensor *t, const char *what, int64_t **host)
+{
+    const int64_t n = t->numel;
+    const size_t es = tr_dtype_size(t->dtype);
+    int64_t *h = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    void *raw = malloc((size_t)(n > 0 ? n : 1) * es);
+    int rc = TR_OK;
+    if (!h || !raw) rc = tr_fail(s->err, TR_EOOM, "%s: out of host memory for %lld %s", s->op, (long long)n, what);
+    if (rc == TR_OK) rc = tr_cslot_to_host(s, raw, t->data, (size_t)n * es);
+    if (rc == TR_OK) tr_convert(h, TR_I64, raw, t->dtype, (size_t)n);
+    free(raw);
+    if (rc != TR_OK) {
+        free(h);
+        h = NULL;
+    }
+    *host = h;
+    return rc;
+}
+
+int tr_cslot_indices_to_device(tr_cslot *s, const tr_tensor *t, const int64_t *host, const int64_t **dev)
+{
+    if (t->dtype == TR_I64) {
+        *dev = t->data;
+        return TR_OK;
+    }
+    void *ws;
+    int rc = tr_cslot_ws(s, t->numel, TR_I64, &ws);
+    if (rc == TR_OK) rc = tr_cslot_to_device(s, ws, host, (size_t)t->numel * sizeof(int64_t));
+    if (rc == TR_OK) *dev = ws;
+    return rc;
 }
 
 int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes)

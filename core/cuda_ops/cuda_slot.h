@@ -59,6 +59,13 @@ int tr_cslot_to_host(tr_cslot *s, void *host, const void *dev, size_t bytes);
 int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes);
 int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes);
 
+/* An index tensor (ids, targets: i32 or i64) checked on the host, as the CPU slot does:
+ * indices_to_host gives its values as int64 in *host (malloc'ed, n = t->numel, the caller
+ * frees it; synchronises), indices_to_device the same values as int64 on the device (t's
+ * own data when it is i64, else workspace). `what` names them in the out-of-memory error. */
+int tr_cslot_indices_to_host(tr_cslot *s, const tr_tensor *t, const char *what, int64_t **host);
+int tr_cslot_indices_to_device(tr_cslot *s, const tr_tensor *t, const int64_t *host, const int64_t **dev);
+
 /* c (c_dt) = alpha op(a) op(b) + beta c + bias through cuBLASLt (bias in the epilogue), for
  * any float dtypes: a and b go to one dtype (theirs when equal, else f32), c to f32 when
  * cuBLASLt cannot write its dtype from theirs, the bias to c's dtype, each through

@@ -13,33 +13,17 @@
 /* *ids64 = the ids as int64 on the device, each checked to lie in [0, V). */
 static int device_ids(tr_cslot *s, const tr_tensor *ids, int64_t V, const int64_t **ids64)
 {
-    const int64_t n = ids->numel;
-    const size_t es = tr_dtype_size(ids->dtype);
-    int64_t *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-    void *raw = malloc((size_t)(n > 0 ? n : 1) * es);
-    int rc = TR_OK;
-    if (!host || !raw) rc = tr_fail(s->err, TR_EOOM, "%s: out of host memory for %lld ids", s->op, (long long)n);
-    if (rc == TR_OK) rc = tr_cslot_to_host(s, raw, ids->data, (size_t)n * es);
-    if (rc == TR_OK) {
-        tr_convert(host, TR_I64, raw, ids->dtype, (size_t)n);
-        for (int64_t i = 0; i < n && rc == TR_OK; i++)
-            if (host[i] < 0 || host[i] >= V)
-                rc = tr_fail(s->err, TR_EUSER,
-                             "%s: id %lld at position %lld is outside the vocabulary of %lld rows; check that the "
-                             "tokenizer belongs to the model (its vocabulary size must not exceed the embedding's "
-                             "rows)",
-                             s->op, (long long)host[i], (long long)i, (long long)V);
-    }
-    if (rc == TR_OK && ids->dtype == TR_I64) {
-        *ids64 = ids->data;
-    } else if (rc == TR_OK) {
-        void *dev;
-        if ((rc = tr_cslot_ws(s, n, TR_I64, &dev)) == TR_OK &&
-            (rc = tr_cslot_to_device(s, dev, host, (size_t)n * sizeof(int64_t))) == TR_OK)
-            *ids64 = dev;
-    }
+    int64_t *host;
+    int rc = tr_cslot_indices_to_host(s, ids, "ids", &host);
+    for (int64_t i = 0; rc == TR_OK && i < ids->numel; i++)
+        if (host[i] < 0 || host[i] >= V)
+            rc = tr_fail(s->err, TR_EUSER,
+                         "%s: id %lld at position %lld is outside the vocabulary of %lld rows; check that the "
+                         "tokenizer belongs to the model (its vocabulary size must not exceed the embedding's "
+                         "rows)",
+                         s->op, (long long)host[i], (long long)i, (long long)V);
+    if (rc == TR_OK) rc = tr_cslot_indices_to_device(s, ids, host, ids64);
     free(host);
-    free(raw);
     return rc;
 }
 

@@ -13,37 +13,21 @@
 static int device_targets(tr_cslot *s, const tr_tensor *targets, int64_t K, int64_t ignore_index, const int64_t **t64,
                           int64_t *count)
 {
-    const int64_t n = targets->numel;
-    const size_t es = tr_dtype_size(targets->dtype);
-    int64_t *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-    void *raw = malloc((size_t)(n > 0 ? n : 1) * es);
-    int rc = TR_OK;
+    int64_t *host;
+    int rc = tr_cslot_indices_to_host(s, targets, "targets", &host);
     *count = 0;
-    if (!host || !raw) rc = tr_fail(s->err, TR_EOOM, "%s: out of host memory for %lld targets", s->op, (long long)n);
-    if (rc == TR_OK) rc = tr_cslot_to_host(s, raw, targets->data, (size_t)n * es);
-    if (rc == TR_OK) {
-        tr_convert(host, TR_I64, raw, targets->dtype, (size_t)n);
-        for (int64_t i = 0; i < n && rc == TR_OK; i++) {
-            int64_t t = host[i];
-            if (t == ignore_index) continue;
-            if (t < 0 || t >= K)
-                rc = tr_fail(s->err, TR_EUSER,
-                             "%s: target %lld at row %lld is not a class index in [0, %lld) nor the ignore_index "
-                             "%lld; check the label column and the number of labels",
-                             s->op, (long long)t, (long long)i, (long long)K, (long long)ignore_index);
-            (*count)++;
-        }
+    for (int64_t i = 0; rc == TR_OK && i < targets->numel; i++) {
+        int64_t t = host[i];
+        if (t == ignore_index) continue;
+        if (t < 0 || t >= K)
+            rc = tr_fail(s->err, TR_EUSER,
+                         "%s: target %lld at row %lld is not a class index in [0, %lld) nor the ignore_index "
+                         "%lld; check the label column and the number of labels",
+                         s->op, (long long)t, (long long)i, (long long)K, (long long)ignore_index);
+        (*count)++;
     }
-    if (rc == TR_OK && targets->dtype == TR_I64) {
-        *t64 = targets->data;
-    } else if (rc == TR_OK) {
-        void *dev;
-        if ((rc = tr_cslot_ws(s, n, TR_I64, &dev)) == TR_OK &&
-            (rc = tr_cslot_to_device(s, dev, host, (size_t)n * sizeof(int64_t))) == TR_OK)
-            *t64 = dev;
-    }
+    if (rc == TR_OK) rc = tr_cslot_indices_to_device(s, targets, host, t64);
     free(host);
-    free(raw);
     return rc;
 }
 
