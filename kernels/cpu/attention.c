@@ -65,18 +65,22 @@ static void blas_single_end(int prev)
 #define KFN(n) n##_f32
 #define GEMM cblas_sgemm
 #define KEXP tr_fast_expf
+#define KCAP tr_fast_capf
 #include "cpu/attention_impl.h"
 #undef REAL
 #undef KFN
 #undef GEMM
 #undef KEXP
+#undef KCAP
 
 #define REAL double
 #define KFN(n) n##_f64
 #define GEMM cblas_dgemm
 #define KEXP exp
+#define KCAP(x, c) ((x) < (c) ? (x) : (c))
 #include "cpu/attention_impl.h"
 #undef REAL
 #undef KFN
 #undef GEMM
 #undef KEXP
+#undef KCAP

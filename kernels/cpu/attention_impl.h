@@ -1,5 +1,6 @@
 /* attention_impl.h — the body of attention.c over REAL, instantiated for float and double.
- * Expects REAL, KFN(name), GEMM (cblas_sgemm or cblas_dgemm) and KEXP (exp for the type). Leading dimension of every
+ * Expects REAL, KFN(name), GEMM (cblas_sgemm or cblas_dgemm), KEXP (exp for the type) and KCAP
+ * (min(x, cap), branch-free for float). Leading dimension of every
  * q/k/v/out row is H*D: row t of head h in batch b starts at ((b*T + t)*H + h)*D. */
 
 /* ------------------------------------------------------------ shared row steps */
@@ -34,7 +35,7 @@ TR_SIMD_CLONES static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse,
 #pragma omp simd
     for (int64_t j = 0; j < T; j++) {
         REAL x = S[j] - lse;
-        P[j] = KEXP(x < 80 ? x : 80);
+        P[j] = KEXP(KCAP(x, 80));
     }
     if (mask) KFN(mask_fill)(P, 0, mask, mask_dtype, b, T);
 }

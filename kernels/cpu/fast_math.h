@@ -56,6 +56,20 @@ static inline float tr_fast_expf(float x)
     return out;
 }
 
+/* min(x, cap) for x not NaN, as a bit select: `x < cap ? x : cap` is control flow to GCC
+ * -O2 (it does not if-convert a float compare without -ffinite-math-only), which keeps
+ * the whole loop around it scalar. */
+static inline float tr_fast_capf(float x, float cap)
+{
+    int32_t xi, ci, below = -(int32_t)(x < cap);
+    memcpy(&xi, &x, sizeof xi);
+    memcpy(&ci, &cap, sizeof ci);
+    int32_t oi = (xi & below) | (ci & ~below);
+    float out;
+    memcpy(&out, &oi, sizeof out);
+    return out;
+}
+
 /* erfc(a) for a >= 0: the Chebyshev fit of Numerical Recipes' erfcc, erfc = t e^{-a^2 +
  * P(t)} with t = 1 / (1 + a/2), fractional error below 1.2e-7 everywhere (so the far tail,
  * where 1 - erf cancels, stays accurate too). The exponent is at most ~0 (P(1) = 3e-8). */
