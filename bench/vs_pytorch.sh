@@ -9,6 +9,8 @@
 #   bench/vs_pytorch.sh --setup        make it, then run the benchmark
 #   bench/vs_pytorch.sh [--quick]      run (the venv must exist)
 #     --quick     all-MiniLM-L6-v2 shape only, fewer steps: a few minutes on 2 idle cores
+#     --shapes=LIST the 32 x 128 shapes to run, of "minilm bert-base" (default: both; --quick: minilm)
+#     --train-only  only the 32 x 128 rows (no STS-B fine-tune, no encode)
 #     VENV=DIR    the virtual environment (default build/bench-venv; build/ is ignored by git)
 #     THREADS=N   threads of both sides (default: nproc); OMP_NUM_THREADS and torch.set_num_threads
 #
@@ -34,14 +36,17 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-build/bench-venv}
 THREADS=${THREADS:-$(nproc)}
 MODEL=models/all-MiniLM-L6-v2
-quick=0 setup=0 run=1
+quick=0 setup=0 run=1 shapes_opt="" train_only=0
 for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
     --setup) setup=1 ;;
     --setup-only) setup=1; run=0 ;;
+    --shapes=*) shapes_opt=${a#--shapes=}
+      for s in $shapes_opt; do case "$s" in minilm|bert-base) ;; *) echo "bench/vs_pytorch.sh: --shapes: unknown shape $s (shapes: minilm, bert-base)" >&2; exit 1 ;; esac; done ;;
+    --train-only) train_only=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --help)" >&2; exit 1 ;;
+    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --train-only, --help)" >&2; exit 1 ;;
   esac
 done
 
@@ -70,6 +75,7 @@ export PYTHONWARNINGS=ignore TRANSFORMERS_VERBOSITY=error HF_HUB_OFFLINE=1 TOKEN
 
 if [ "$quick" = 1 ]; then shapes="minilm"; warmup=1; steps=1; sts_steps=8
 else shapes="minilm bert-base"; warmup=1; steps=3; sts_steps=30; fi
+[ -z "$shapes_opt" ] || shapes=$shapes_opt
 configs="fp32-full fp32-lora bf16-ckpt-lora"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 t_start=$(date +%s)
@@ -124,6 +130,7 @@ for shape in $shapes; do
 done
 
 # ---------------------------------------------------------------- STS-B LoRA fine-tune
+if [ "$train_only" = 0 ]; then
 # trainer: samples/s from its metrics.jsonl (each step's tokens / tokens_per_s is its time)
 sts_rate() {
   "$PY" - "$1" <<'PY'
@@ -167,6 +174,7 @@ for round in 1 2; do
   progress "encode round $round: sentence-transformers"
   measure "enc_in.$round.B" "$PY" bench/st_compare.py encode "$MODEL" "$work/texts.txt"
 done
+fi   # train_only
 
 # ---------------------------------------------------------------- table
 # row LABEL SHAPE PREFIX KEY UNIT: PREFIX.{1,2}.{A,B} hold KEY=value lines and their .time files
@@ -207,6 +215,7 @@ for shape in $shapes; do
     row "$label" "$shape" "train.$shape.$cfg" tokens_s
   done
 done
+if [ "$train_only" = 0 ]; then
 row "STS-B LoRA fine-tune, pairs/s" "minilm" sts samples_s
 row "encode in-process, sent/s" "minilm" enc_in sentences_s
 for round in 1 2; do   # whole-process encode: sentences / wall seconds, model load included
@@ -219,10 +228,12 @@ for round in 1 2; do   # whole-process encode: sentences / wall seconds, model l
   done
 done
 row "encode whole process, sent/s" "minilm" enc_proc sentences_s
+fi   # train_only
 echo
-echo "texts for encode: $texts_note; whole process = sentences / wall time of \`trainer encode\` against a Python"
-echo "process that imports sentence-transformers, loads the model and encodes (its in-process figure warms up on"
-echo "one batch first). Throughput: mean of the two rounds; ratio: the two rounds' trainer/PyTorch; peak RSS: the"
+[ "$train_only" = 1 ] || echo "texts for encode: $texts_note; whole process = sentences / wall time of \`trainer encode\` against a Python"
+[ "$train_only" = 1 ] || echo "process that imports sentence-transformers, loads the model and encodes (its in-process figure warms up on"
+[ "$train_only" = 1 ] || echo "one batch first)."
+echo "Throughput: mean of the two rounds; ratio: the two rounds' trainer/PyTorch; peak RSS: the"
 echo "larger round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "Fixed cost of a process before any work (peak RSS): \`trainer run\` of an empty script $(rss base.A) MiB ($cuda_note),"
 echo "python -c 'import torch, transformers' $(rss base.B) MiB; both are inside the RSS figures above."
