@@ -251,7 +251,8 @@ function M.build(resolved, opts)
   self.steps_per_epoch = math.max(1, math.ceil(per_epoch / acc))
   self.total_steps = recipe.steps or math.max(1, math.ceil(recipe.epochs * self.steps_per_epoch))
   self.schedule = require("trainer.train.schedule").new(recipe.schedule, recipe.optim.lr, self.total_steps)
-  self.scaler = require("trainer.train.amp").new_scaler(recipe.precision)
+  -- opts.scaler (tests): the fp16 scaler's init_scale, growth_interval, ... (amp.new_scaler)
+  self.scaler = require("trainer.train.amp").new_scaler(recipe.precision, nil, opts.scaler)
   self.model.rng = self.model.rng or { seed = recipe.seed, step = 0 }
 
   if self.resume_dir then
