@@ -2,8 +2,10 @@
 -- path a GPU run takes with the device replaced by the CPU: feed:encode gives tok:batch's
 -- tensors (views of the slot's buffers, slots alternating) and the count of non-padding
 -- tokens; step.micro through the feed gives bitwise the loss and gradients of the plain path
--- for every loss kind (the targets of mnrl, softmax and cross_entropy riding with the batch,
--- no tok:batch and no targets upload of the loss's own), and for the cached (GradCache) path;
+-- for every loss kind (the targets of mnrl, softmax and cross_entropy and the position ids
+-- riding with the batch: no tok:batch, no targets upload of the loss's own, no position ids
+-- upload of the model's), and for the cached (GradCache) path; the feed's position ids are
+-- the model's rule for BERT and RoBERTa;
 -- a whole run with the feed (and with the deferred values a GPU run has) writes the rows of
 -- the run without it, every micro-batch through the feed and released. The CUDA half (copy
 -- stream, events, pinned buffers) is tests/c/test_batch_feed.c's, against a fake runtime.
@@ -66,12 +68,17 @@ local function same_grads(a, b, what)
   assert(n > 0, what .. ": no gradients")
 end
 
--- Counts calls of tok:batch and of the loss's own i64 uploads (T.from_table / T.arange) in fn.
+-- Counts calls of tok:batch, of the loss's own i64 uploads (T.from_table / T.arange) and of
+-- the model's i32 ones (position ids) in fn.
 local function counting(tok, fn)
-  local c = { batch = 0, targets = 0 }
+  local c = { batch = 0, targets = 0, positions = 0 }
   local ft, ar = T.from_table, T.arange
   tok.batch = function(self, ...) c.batch = c.batch + 1 return getmetatable(self).__index.batch(self, ...) end
-  T.from_table = function(v, o) if o and o.dtype == "i64" then c.targets = c.targets + 1 end return ft(v, o) end
+  T.from_table = function(v, o)
+    if o and o.dtype == "i64" then c.targets = c.targets + 1 end
+    if o and o.dtype == "i32" then c.positions = c.positions + 1 end
+    return ft(v, o)
+  end
   T.arange = function(...) c.targets = c.targets + 1 return ar(...) end
   local ok, err = pcall(fn)
   tok.batch, T.from_table, T.arange = nil, ft, ar
@@ -136,11 +143,41 @@ for _, k in ipairs(kinds) do
     assert(v1 == v0 and n1 == n0, ("loss %.17g vs %.17g, tokens %d vs %d"):format(v1, v0, n1, n0))
     same_grads(g0, grads_of(model), name)
     assert(c.batch == 0, c.batch .. " tok:batch calls with a feed")
+    assert(c.positions == 0, c.positions .. " position id uploads by the model with a feed")
     if fed then assert(c.targets == 0, name .. ": the loss uploaded its own targets " .. c.targets .. " times") end
     assert(loss.fed_targets == nil, "targets left with the loss")
     feed:free(); loss:free(); model:free()
   end }
 end
+
+tests[#tests + 1] = { "position_ids_are_the_models_rule", function()
+  -- BERT (0..T-1) and RoBERTa / XLM-R (pad + the running count of non-pad tokens): the feed's
+  -- host positions equal what models.bert.prepare_inputs makes from the same ids
+  local bert = require("trainer.models.bert")
+  local json = require("trainer.core.json")
+  local f = setup()
+  local raw = json.read(f.dir .. "/emb/config.json")
+  local feed = batch_feed.new("cpu")
+  local texts = { "the cat sat on the mat and the dog", "a dog", "good bird" }
+  for _, family in ipairs({ "bert", "roberta" }) do
+    local r = {}
+    for k, v in pairs(raw) do r[k] = v end
+    if family == "roberta" then r.model_type, r.pad_token_id, r.max_position_embeddings = "roberta", 0, 66 end
+    local cfg = bert.config(r, "test " .. family)
+    assert(cfg.family == family, "family " .. tostring(cfg.family))
+    local enc = feed:encode(f.tok, texts, { max_length = 64, padding = "longest" }, nil,
+      { roberta = family == "roberta", pad = cfg.pad_token_id })
+    local want, owned = bert.prepare_inputs(cfg, { input_ids = enc.input_ids, attention_mask = enc.attention_mask })
+    local a, b = enc.position_ids:values(), want.position_ids:values()
+    assert(#a == #b and #a == 3 * enc.input_ids:shape()[2], family .. ": sizes")
+    for i = 1, #b do assert(a[i] == b[i], ("%s: position %d is %d, the model's %d"):format(family, i, a[i], b[i])) end
+    if family == "roberta" then assert(a[#a] == 0 and a[2] == 2, "roberta: pads at the pad id, counts from pad + 1") end
+    for _, t in ipairs(owned) do t:free() end
+    tokenizer.free_batch(enc)
+    feed:release()
+  end
+  feed:free()
+end }
 
 tests[#tests + 1] = { "cached_mnrl_through_feed_is_bitwise_plain", function()
   local f = setup()

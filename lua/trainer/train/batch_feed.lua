@@ -7,10 +7,14 @@
 -- waits: its copies are synchronous).
 --
 --   local feed = require("trainer.train.batch_feed").new("cuda:0")
---   local enc, n_tokens = feed:encode(tokenizer, texts, opts, targets)
+--   local enc, n_tokens = feed:encode(tokenizer, texts, opts, targets, positions)
 --     -- enc.input_ids, enc.attention_mask, enc.token_type_ids: i32 [B, T] views on the
 --     -- device; enc.targets: an i64 [#targets] view when targets (a list of integers) is
---     -- given; n_tokens counted on the host (no read of the device mask)
+--     -- given; enc.position_ids: i32 [B, T] when positions ({ roberta = bool, pad = id },
+--     -- the model's config) is given, made on the host by models.bert's rule (BERT: 0..T-1;
+--     -- RoBERTa / XLM-R: pad + the running count of non-pad tokens, pad at the pads), so
+--     -- that the model neither uploads them nor reads the ids back; n_tokens counted on the
+--     -- host (no read of the device mask)
 --   ... forward, backward (the caller frees the views as it frees a tok:batch) ...
 --   feed:release()      -- the work that reads the batch is queued: its slot may be refilled
 --   feed:free()
@@ -61,19 +65,35 @@ local d32p, d64p = ffi.new("tr_tensor*[1]"), ffi.new("tr_tensor*[1]")
 
 -- Tokenises texts (tok:batch's opts: max_length, truncation, padding) into the next slot and
 -- queues its upload. Returns the batch's tensors and its count of non-padding tokens.
-function Feed:encode(tokenizer, texts, opts, targets)
+function Feed:encode(tokenizer, texts, opts, targets, positions)
   local f = self:handle()
   local out = tokenizer:encode_host(texts, opts)
   local B, L = tonumber(out.batch), tonumber(out.seq_len)
   local n, stride = B * L, aligned(B * L)
   local nt = targets and #targets or 0
+  local parts = positions and 4 or 3
   local ok, err = pcall(function()
-    runtime.check(C.tr_batch_feed_begin(f, 3 * stride, nt, h32p, h64p), "batch_feed.encode")
+    runtime.check(C.tr_batch_feed_begin(f, parts * stride, nt, h32p, h64p), "batch_feed.encode")
     local h32 = h32p[0]
     ffi.copy(h32, out.ids, n * 4)
     ffi.copy(h32 + stride, out.attention_mask, n * 4)
     ffi.copy(h32 + 2 * stride, out.type_ids, n * 4)
     for i = 1, nt do h64p[0][i - 1] = targets[i] end
+    if positions then
+      local pos, ids = h32 + 3 * stride, out.ids
+      if positions.roberta then
+        local pad = positions.pad
+        for b = 0, B - 1 do
+          local count = 0
+          for t = 0, L - 1 do
+            local i = b * L + t
+            if ids[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
+          end
+        end
+      else
+        for b = 0, B - 1 do for t = 0, L - 1 do pos[b * L + t] = t end end
+      end
+    end
   end)
   local mask = out.attention_mask
   local n_tokens = 0
@@ -88,6 +108,7 @@ function Feed:encode(tokenizer, texts, opts, targets)
     enc.attention_mask = view(d32, stride, B, L)
     enc.token_type_ids = view(d32, 2 * stride, B, L)
     if nt > 0 then enc.targets = view(d64, 0, nt) end
+    if positions then enc.position_ids = view(d32, 3 * stride, B, L) end
   end)
   if not ok then
     for _, t in pairs(enc) do t:free() end

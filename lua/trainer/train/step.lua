@@ -106,9 +106,16 @@ local function feed_targets(loss, B, labels)
 end
 
 -- Tokenised texts as tensors on the model's device, and their non-padding tokens: through
--- ctx.feed when there is one (the targets ride along: enc.targets), else tok:batch.
+-- ctx.feed when there is one (the targets and the position ids ride along: enc.targets,
+-- enc.position_ids), else tok:batch.
 local function encode(ctx, texts, opts, targets)
-  if ctx.feed then return ctx.feed:encode(ctx.tokenizer, texts, opts, targets) end
+  if ctx.feed then
+    local cfg = ctx.model.config
+    local roberta = cfg and cfg.family == "roberta"
+    local positions = cfg and (not roberta or type(cfg.pad_token_id) == "number")
+      and { roberta = roberta, pad = cfg.pad_token_id } or nil
+    return ctx.feed:encode(ctx.tokenizer, texts, opts, targets, positions)
+  end
   local enc = ctx.tokenizer:batch(texts, opts)
   return enc, count_tokens(enc)
 end
