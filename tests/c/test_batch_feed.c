@@ -8,7 +8,8 @@
  * upload into a slot waits for the compute stream's reads of its previous batch, growth
  * (views of the old buffer stay valid), a slot never released (the step failed) released at
  * its next begin, errors that name the function and device and leave no copy queued, and
- * everything freed. It shows nothing about the real runtime: tests/gpu does. A "kernel"
+ * everything freed, and the build without CUDA (its stand-in works, a device is refused with
+ * a message). It shows nothing about the real runtime: tests/gpu does. A "kernel"
  * here is a device-to-host copy queued on the compute stream: it reads the device buffer
  * when that stream runs, as a kernel would. */
 #define TR_HAVE_CUDA 1
@@ -27,8 +28,16 @@
 #define tr_tensor_new fake_tensor_new
 #include "../../core/device/batch_feed.c"
 #undef tr_tensor_new
-/* the real one, which tensor.h declared under the fake's name */
+#undef tr_batch_feed_new
+#undef tr_batch_feed_free
+#undef tr_batch_feed_begin
+#undef tr_batch_feed_upload
+/* the real ones (this build's, without CUDA), which the headers declared under the fakes' names */
 tr_tensor *tr_tensor_new(tr_ctx *ctx, int ndim, const int64_t *shape, int dtype, int device, int tag);
+tr_batch_feed *tr_batch_feed_new(tr_ctx *ctx, int device);
+void tr_batch_feed_free(tr_batch_feed *f);
+int tr_batch_feed_begin(tr_batch_feed *f, int64_t n32, int64_t n64, int32_t **host32, int64_t **host64);
+int tr_batch_feed_upload(tr_batch_feed *f, tr_tensor **dev32, tr_tensor **dev64);
 
 #include "check.h"
 
@@ -329,6 +338,25 @@ static void test_cpu_stand_in(void)
     fake_tr_batch_feed_free(f);
 }
 
+/* The build without CUDA (the one linked here): the CPU stand-in works, a device says why not. */
+static void test_build_without_cuda(void)
+{
+    CHECK(tr_batch_feed_new(ctx, 0) == NULL &&
+              strstr(tr_ctx_errmsg(ctx), "tr_batch_feed_new on cuda:0: this build of trainer has no CUDA backend"),
+          "%s", tr_ctx_errmsg(ctx));
+    tr_batch_feed *f = tr_batch_feed_new(ctx, TR_CPU);
+    CHECK(f != NULL, "%s", tr_ctx_errmsg(ctx));
+    if (!f) return;
+    int32_t *h32;
+    int64_t *h64;
+    tr_tensor *d32, *d64;
+    CHECK(tr_batch_feed_begin(f, 7, 2, &h32, &h64) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    fill(h32, 7, h64, 2, 11);
+    CHECK(tr_batch_feed_upload(f, &d32, &d64) == TR_OK && holds(d32->data, 7, d64->data, 2, 11), "%s",
+          tr_ctx_errmsg(ctx));
+    tr_batch_feed_free(f);
+}
+
 int main(void)
 {
     ctx = tr_ctx_new();
@@ -338,6 +366,7 @@ int main(void)
     RUN(test_unreleased_slot_released_at_begin);
     RUN(test_errors_name_call_and_device);
     RUN(test_cpu_stand_in);
+    RUN(test_build_without_cuda);
     tr_ctx_free(ctx);
     return check_done();
 }
