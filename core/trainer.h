@@ -14,6 +14,7 @@
 #include "ops_sgd_adafactor.h"
 #include "op_query.h"
 #include "cuda_device.h"
+#include "batch_feed.h"
 #include "ops_nn.h"
 #include "tokenizer.h"
 #include "ops_pair_features.h"

@@ -7,10 +7,12 @@
 --       DIR/batch.safetensors (input_ids [48, seq] i32: one fixed batch of random token ids,
 --       [CLS] ... [SEP], no padding) - written once, read by both sides;
 --   ./trainer run bench/gpu/trainer_side.lua --train DIR --config NAME --rows 16|48 \
---       --device cuda --warmup 2 --steps 3 [--seq 512] [--losses]
+--       --device cuda --warmup 2 --steps 3 [--seq 512] [--dropout 0.1] [--losses]
 --       trains a sentence encoder (mean pooling) on the first `rows` sequences with MNRL
 --       (scale 20): 16 rows = 8 (anchor, positive) pairs, 48 rows = 16 (anchor, positive,
---       negative) triplets, as the flagship recipe's batch; AdamW lr 1e-5, dropout 0.1.
+--       negative) triplets, as the flagship recipe's batch; AdamW lr 1e-5, dropout 0.1
+--       (--dropout 0: no random masks, so that both sides' losses can be compared number
+--       for number: the two draw different masks).
 -- Configurations: fp32-full, bf16-full, bf16-ckpt (checkpointing of every layer, as
 -- transformers' gradient_checkpointing_enable), bf16-ckpt-lora (LoRA r 8, alpha 16, dropout
 -- 0.1 on query and value: the flagship), fp32-lora.
@@ -53,7 +55,8 @@ local LORA = { r = 8, alpha = 16, dropout = 0.1, targets = { "query", "value" } 
 local function fail(fmt, ...) error(("bench/gpu/trainer_side.lua: " .. fmt):format(...), 0) end
 
 -- ---------------------------------------------------------------- options
-local opt = { warmup = 2, steps = 3, rows = 16, device = "cuda", config = "bf16-ckpt-lora", seq = nil, seed = 1 }
+local opt = { warmup = 2, steps = 3, rows = 16, device = "cuda", config = "bf16-ckpt-lora", seq = nil, seed = 1,
+  dropout = 0.1 }
 do
   local i = 1
   while arg and arg[i] do
@@ -108,6 +111,10 @@ local function train(dir)
   local ncols = rows % 3 == 0 and 3 or 2
   local B = math.floor(rows / ncols)
   local raw = json.read(dir .. "/config.json")
+  if type(opt.dropout) ~= "number" or opt.dropout < 0 or opt.dropout >= 1 then
+    fail("--dropout must be a number in [0, 1), got %s", tostring(opt.dropout))
+  end
+  raw.hidden_dropout_prob, raw.attention_probs_dropout_prob = opt.dropout, opt.dropout
   local cfg = bert.config(raw, dir .. "/config.json")
   local device = opt.device
   local enc = bert.BertModel.new(cfg, { device = device, init = "none", pooler = false, seed = opt.seed })

@@ -9,11 +9,16 @@
  * upload ran, or returned before a download landed, reads or leaves wrong bytes, which the
  * test sees. As on a GPU, events and launches belong to the current device: recording an
  * event of device A on a stream of device B, or queueing on a stream of a device that is
- * not current, is an error. fake_fail_at makes the N-th call fail (error paths). Test-only
+ * not current, is an error. fake_fail_at makes the N-th call fail (error paths). Streams
+ * made with cudaStreamCreateWithFlags (a copy stream) live beside the devices' own; every
+ * queueing call appends a word to fake_trace ("copy@s2 record@s2 wait@s0<s2"; streams are
+ * numbered in order of first use), so that a test can assert the order of calls. Test-only
  * globals: the fake is the test's, not the runtime's. */
 #ifndef FAKE_CUDA_RUNTIME_H
 #define FAKE_CUDA_RUNTIME_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +39,7 @@ enum cudaMemcpyKind {
 
 #define cudaHostAllocPortable 1u
 #define cudaEventDisableTiming 2u
+#define cudaStreamNonBlocking 1u
 
 enum { FAKE_DEVICES = 2, FAKE_QUEUE = 4096 };
 
@@ -66,6 +72,29 @@ static long fake_calls, fake_fail_at;   /* fail_at: the fake_calls value that fa
 static cudaError_t fake_fail_with = cudaErrorInvalidValue;
 static long fake_host_allocs;           /* live cudaHostAlloc buffers */
 static long fake_seq;
+static char fake_trace[8192];           /* the queueing calls, in order (fake_trace_clear) */
+static cudaStream_t fake_ids[16];       /* stream numbers for the trace */
+
+static inline int fake_stream_id(cudaStream_t s)
+{
+    for (int i = 0; i < 16; i++) {
+        if (fake_ids[i] == s) return i;
+        if (!fake_ids[i]) {
+            fake_ids[i] = s;
+            return i;
+        }
+    }
+    return 15;
+}
+static inline void fake_trace_clear(void) { fake_trace[0] = 0; }
+static inline void fake_note(const char *what, cudaStream_t s, cudaStream_t from)
+{
+    size_t len = strlen(fake_trace);
+    if (len + 40 >= sizeof fake_trace) return;
+    if (from) snprintf(fake_trace + len, sizeof fake_trace - len, "%s%s@s%d<s%d", len ? " " : "", what, fake_stream_id(s),
+                       fake_stream_id(from));
+    else snprintf(fake_trace + len, sizeof fake_trace - len, "%s%s@s%d", len ? " " : "", what, fake_stream_id(s));
+}
 
 static cudaError_t fake_enter(void)
 {
@@ -128,6 +157,7 @@ static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, 
 {
     (void)kind;
     cudaError_t e = fake_enter();
+    if (!e) fake_note("copy", s, NULL);
     return e ? e : fake_push(s, (fake_op){ .kind = 0, .dst = dst, .src = src, .n = n });
 }
 static inline cudaError_t cudaMemcpyPeerAsync(void *dst, int ddev, const void *src, int sdev, size_t n,
@@ -165,6 +195,7 @@ static inline cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
     cudaError_t e = fake_enter();
     if (e) return e;
     if (!s || ev->device != s->device) return cudaErrorInvalidResourceHandle;
+    fake_note("record", s, NULL);
     ev->stream = s;
     ev->seq = ++fake_seq;
     return fake_push(s, (fake_op){ .kind = 2, .n = (size_t)ev->seq });
@@ -172,6 +203,7 @@ static inline cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
 static inline cudaError_t cudaEventSynchronize(cudaEvent_t ev)
 {
     cudaError_t e = fake_enter();
+    if (ev->stream) fake_note("hostwait", ev->stream, NULL);
     if (ev->stream) fake_run_until(ev->stream, ev->seq);
     return e;
 }
@@ -181,6 +213,7 @@ static inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, un
     (void)flags;
     cudaError_t e = fake_enter();
     if (e) return e;
+    fake_note("wait", s, ev->stream);
     return fake_push(s, (fake_op){ .kind = 3, .dst = ev->stream, .n = (size_t)ev->seq });
 }
 /* Destroying an event is allowed before its record completes (queued ops hold only its
@@ -205,6 +238,38 @@ static inline cudaError_t cudaFreeHost(void *p)
 {
     if (p) fake_host_allocs--;
     free(p);
+    return cudaSuccess;
+}
+
+/* A stream of its own (a copy stream) on the current device; its queue runs at its sync
+ * points like the devices' streams. */
+static long fake_live_streams;
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    (void)flags;
+    cudaError_t e = fake_enter();
+    if (e) return e;
+    *s = calloc(1, sizeof **s);
+    if (!*s) return cudaErrorMemoryAllocation;
+    (*s)->device = fake_current;
+    fake_live_streams++;
+    return cudaSuccess;
+}
+/* The real one lets queued work finish first; so does this. */
+static inline cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    fake_run_until(s, -1);
+    /* waits queued elsewhere on its records are satisfied now: they must not follow the
+     * pointer later */
+    for (int d = 0; d < FAKE_DEVICES; d++)
+        for (long i = fake_streams[d].head; i < fake_streams[d].tail; i++) {
+            fake_op *op = &fake_streams[d].q[i % FAKE_QUEUE];
+            if (op->kind == 3 && op->dst == (void *)s) op->dst = NULL;
+        }
+    for (int i = 0; i < 16; i++)
+        if (fake_ids[i] == s) fake_ids[i] = (cudaStream_t)(uintptr_t)1;   /* retired: its number is not reused */
+    free(s);
+    fake_live_streams--;
     return cudaSuccess;
 }
 

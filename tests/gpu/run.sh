@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh — the one prepared script a session with a lent GPU runs (METHOD.md:
-# one call that builds, checks and times). Ends within ~5 minutes on an H200 (at most 6:
-# each test has a time limit, the op table's CUDA pass 90 s and its memcheck pass 120 s).
+# one call that builds, checks and times). Ends within DEADLINE seconds (default 450: the
+# call's 8 minutes less a margin for the transfers): each stage has a time limit of its own
+# (the op table's CUDA pass 90 s, its memcheck pass 120 s, ...), cut to what is left of the
+# deadline, and a stage with under 20 s left is skipped and says so. The stages run in
+# dependency order: the device itself (allocator, GEMM, kernels, transfers), the ops, the
+# Lua side, training (parity, resume, one NCCL rank), and only then the benchmarks.
 #
 #   OUT=/some/dir bash tests/gpu/run.sh        # JOBS=16 by default
 #
@@ -18,10 +22,11 @@
 #    tests/gpu/test_device_lua.lua inside ./trainer (t:to, tolist, memory.stats("cuda:0"));
 #    PASS/FAIL/SKIP lines and "N passed, N failed";
 # 3. runs tests/gpu/train_parity.sh (training on the GPU against the CPU, exact resume);
+#    and a one-rank NCCL training run against the same run without `distributed`;
 # 4. builds and runs the benchmarks, bench/bench_cuda*.c first (every bench/bench_*.c in
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
 #    is left; their output goes to $OUT/bench.txt; then bench/gpu/run.sh (trainer against
-#    transformers + peft) in what is left of 8 minutes, into $OUT/bench_gpu/.
+#    transformers + peft) in what is left of the deadline, into $OUT/bench_gpu/.
 # Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps;
 # or run it from the bundle (make gpu-bundle), where everything is prebuilt:
 #   tar xzf build/gpu-bundle/trainer-gpu.tar.gz -C /tmp && OUT=$OUT bash /tmp/trainer-gpu/tests/gpu/run.sh
@@ -38,6 +43,15 @@ t0=$(date +%s)
 elapsed() { echo $(($(date +%s) - t0)); }
 stage() { echo "== $1 (t=$(elapsed)s)"; }
 status=0
+DEADLINE=${DEADLINE:-450}
+# limit SECONDS: the time limit for a stage that wants SECONDS, cut to what is left of the
+# deadline (at least 1: `timeout 0` would mean no limit at all); a caller skips its stage
+# below 20 s.
+limit() {
+  local left=$((DEADLINE - $(elapsed)))
+  if [ "$left" -lt 1 ]; then left=1; fi
+  if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
 
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
@@ -68,7 +82,7 @@ stage "build"
 : >"$OUT/build.log"
 
 build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
-  timeout 240 make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
+  timeout "$(limit 240)" make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
   objs=$(find build/rel/core build/rel/kernels -name '*.o' 2>/dev/null | grep -v '/main\.o$' | sort)
   extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
   # the objects of a build with Open MPI call it (core/dist/dist_mpi.c)
@@ -191,7 +205,9 @@ for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_tab
     fi
     # memcheck's own findings fail the run (--error-exitcode); its PASS lines are not
     # counted a second time, only a FAIL or a sanitizer error
-    timeout 120 "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 20 $testbin/$base --cuda f32 \
+    lim=$(limit 120)
+    if [ "$lim" -lt 20 ]; then echo "SKIP $t: out of the call's time (${DEADLINE} s)"; skipped=$((skipped + 1)); continue; fi
+    timeout "$lim" "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 20 $testbin/$base --cuda f32 \
       >"$OUT/$t.txt" 2>&1
     rc=$?
     tail -25 "$OUT/$t.txt"
@@ -199,8 +215,10 @@ for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_tab
     count "$OUT/$t.fail.txt" "$rc" "$t"
     continue
   fi
-  limit=150; [ "$base" = test_ops_table ] && limit=90
-  timeout $limit $testbin/$base $args >"$OUT/$t.txt" 2>&1
+  want=150; [ "$base" = test_ops_table ] && want=90
+  lim=$(limit $want)
+  if [ "$lim" -lt 20 ]; then echo "SKIP $t: out of the call's time (${DEADLINE} s)"; skipped=$((skipped + 1)); continue; fi
+  timeout "$lim" $testbin/$base $args >"$OUT/$t.txt" 2>&1
   rc=$?
   cat "$OUT/$t.txt"
   count "$OUT/$t.txt" "$rc" "$t"
@@ -208,8 +226,8 @@ done
 # The Lua side of device memory (t:to, tolist, memory.stats("cuda:0"), OOM exit 2), inside
 # the binary: there in the bundle and in make mode, not in the minimal build.
 stage "test_device_lua"
-if [ -x ./trainer ] && [ "$mode" != minimal ]; then
-  timeout 120 ./trainer run tests/gpu/test_device_lua.lua >"$OUT/test_device_lua.txt" 2>&1
+if [ -x ./trainer ] && [ "$mode" != minimal ] && [ "$(limit 120)" -ge 20 ]; then
+  timeout "$(limit 120)" ./trainer run tests/gpu/test_device_lua.lua >"$OUT/test_device_lua.txt" 2>&1
   rc=$?
   cat "$OUT/test_device_lua.txt"
   p=$(grep -c '^PASS ' "$OUT/test_device_lua.txt"); f=$(grep -c '^FAIL ' "$OUT/test_device_lua.txt")
@@ -220,7 +238,7 @@ if [ -x ./trainer ] && [ "$mode" != minimal ]; then
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 else
-  echo "SKIP test_device_lua: no ./trainer in $mode mode (run from the bundle: make gpu-bundle)"
+  echo "SKIP test_device_lua: no ./trainer in $mode mode (run from the bundle: make gpu-bundle), or out of time"
   skipped=$((skipped + 1))
 fi
 [ "$failed" -eq 0 ] || status=1
@@ -231,8 +249,13 @@ fi
 # benchmarks below.
 stage "train_parity"
 train_skipped=0
-timeout 240 bash tests/gpu/train_parity.sh >"$OUT/train_parity.txt" 2>&1
-rc=$?
+if [ "$(limit 240)" -ge 20 ]; then
+  timeout "$(limit 240)" bash tests/gpu/train_parity.sh >"$OUT/train_parity.txt" 2>&1
+  rc=$?
+else
+  echo "SKIP train_parity: out of the call's time (${DEADLINE} s)" >"$OUT/train_parity.txt"
+  rc=0
+fi
 cat "$OUT/train_parity.txt"
 p=$(grep -c '^PASS ' "$OUT/train_parity.txt"); f=$(grep -c '^FAIL ' "$OUT/train_parity.txt")
 train_skipped=$(grep -c '^SKIP ' "$OUT/train_parity.txt")
@@ -243,60 +266,14 @@ fi
 passed=$((passed + p)); failed=$((failed + f))
 [ "$failed" -eq 0 ] || status=1
 
-# ---------------------------------------------------------------- benchmarks
-stage "benchmarks"
-: >"$OUT/bench.txt"
-# make mode: every bench through the Makefile; minimal mode: the CUDA ones (bench_cuda_*),
-# linked like the test.
-build_bench() { # src -> prints the binary's path, or nothing
-  local src=$1 name; name=$(basename "$src" .c)
-  if [ "$mode" = bundle ]; then
-    [ -x "bin/$name" ] && echo "bin/$name"
-  elif [ "$mode" = make ]; then
-    timeout 90 make -j"$JOBS" "build/rel/bench/$name" >>"$OUT/build.log" 2>&1 && echo "build/rel/bench/$name"
-  else
-    case $name in bench_cuda*) ;; *) return ;; esac
-    gcc $CFLAGS -O3 -march=native $extra_cflags -o "build/gpu/$name" "$src" build/gpu/libtr_gpu.a \
-      -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcudart_static $extra_libs \
-      -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1 && echo "build/gpu/$name"
-  fi
-}
-# Only where a GPU answered (some check passed): a skipped check (compute-sanitizer not
-# installed, a test not built in this mode) must not cost the benchmarks.
-if [ "$passed" -gt 0 ]; then
-  # The CUDA benchmarks first: they are what this machine is for.
-  if [ "$mode" = bundle ]; then srcs=$(ls bin/bench_cuda* 2>/dev/null | sed 's|^bin/\(.*\)$|bench/\1.c|')
-  else srcs="$(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda')"; fi
-  for src in $srcs; do
-    if [ "$(elapsed)" -gt 200 ]; then echo "bench: out of time, skipping $src" | tee -a "$OUT/bench.txt"; continue; fi
-    b=$(build_bench "$src")
-    if [ -z "$b" ]; then echo "bench: $src not built ($mode mode; see build.log)" | tee -a "$OUT/bench.txt"; continue; fi
-    echo "== $b" >>"$OUT/bench.txt"
-    timeout 60 "$b" >>"$OUT/bench.txt" 2>&1 || echo "bench: $b exited with $?" >>"$OUT/bench.txt"
-  done
-  tail -45 "$OUT/bench.txt"
-  # trainer against transformers + peft on this card (bench/gpu/run.sh), in the time left of
-  # the call's 8 minutes; PyTorch's columns are "-" where torch/transformers/peft are missing
-  left=$((450 - $(elapsed)))
-  if [ -x trainer ] && [ "$left" -gt 90 ]; then
-    stage "bench/gpu"
-    timeout "$left" bash bench/gpu/run.sh --out "$OUT/bench_gpu" --budget $((left - 60)) ||
-      echo "bench/gpu: exited with $?"
-  else
-    echo "bench/gpu: not run (no ./trainer, or ${left} s left)"
-  fi
-else
-  echo "bench: skipped (no GPU check passed: no GPU, or every check failed)"
-fi
-skipped=$((skipped + train_skipped))
-
-
 # ---------------------------------------------------------------- distributed, one rank
 # A training run with distributed.backend = "nccl" on one GPU, without mpirun (a world of
 # one): the whole path (trainer.dist, NCCL buckets on their own stream) gives the losses of
 # the same run without `distributed`, bitwise (the mean over one rank is the gradient).
 stage "distributed (NCCL, one rank)"
-if [ "$mode" != minimal ] && [ -x ./trainer ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+if [ "$(limit 60)" -lt 20 ]; then
+  echo "SKIP dist_nccl_one_rank: out of the call's time (${DEADLINE} s)"; dist_skipped=$((dist_skipped + 1))
+elif [ "$mode" != minimal ] && [ -x ./trainer ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   d=$OUT/dist_nccl && rm -rf "$d" && mkdir -p "$d"
   cat >"$d/mk.lua" <<EOF
 require("trainer.models").tiny_folder("$d/tiny", { seed = 1 })
@@ -313,8 +290,8 @@ EOF
 for l in io.lines(arg[1]) do print(require("trainer.core.json").decode(l).loss) end
 EOF
   losses() { ./trainer run "$d/losses.lua" "$1"; }
-  if ./trainer run "$d/mk.lua" >"$d/log" 2>&1 && timeout 120 ./trainer "$d/r.lua" out="$d/plain" >>"$d/log" 2>&1 \
-     && timeout 120 ./trainer "$d/r.lua" out="$d/nccl" distributed.backend=nccl >>"$d/log" 2>&1; then
+  if ./trainer run "$d/mk.lua" >"$d/log" 2>&1 && timeout "$(limit 120)" ./trainer "$d/r.lua" out="$d/plain" >>"$d/log" 2>&1 \
+     && timeout "$(limit 120)" ./trainer "$d/r.lua" out="$d/nccl" distributed.backend=nccl >>"$d/log" 2>&1; then
     if [ "$(losses "$d/plain/metrics.jsonl")" = "$(losses "$d/nccl/metrics.jsonl")" ] && \
        grep -q '"backend": "nccl"' "$d/nccl/summary.json"; then
       echo "PASS dist_nccl_one_rank_equals_plain"; passed=$((passed + 1))
@@ -330,8 +307,56 @@ EOF
 else
   echo "SKIP dist_nccl_one_rank: needs a GPU and the trainer binary (not the minimal build)"; dist_skipped=$((dist_skipped + 1))
 fi
-skipped=$((skipped + dist_skipped))
 [ "$failed" -eq 0 ] || status=1
+
+
+# ---------------------------------------------------------------- benchmarks
+stage "benchmarks"
+: >"$OUT/bench.txt"
+# make mode: every bench through the Makefile; minimal mode: the CUDA ones (bench_cuda_*),
+# linked like the test.
+build_bench() { # src -> prints the binary's path, or nothing
+  local src=$1 name; name=$(basename "$src" .c)
+  if [ "$mode" = bundle ]; then
+    [ -x "bin/$name" ] && echo "bin/$name"
+  elif [ "$mode" = make ]; then
+    timeout "$(limit 90)" make -j"$JOBS" "build/rel/bench/$name" >>"$OUT/build.log" 2>&1 && echo "build/rel/bench/$name"
+  else
+    case $name in bench_cuda*) ;; *) return ;; esac
+    gcc $CFLAGS -O3 -march=native $extra_cflags -o "build/gpu/$name" "$src" build/gpu/libtr_gpu.a \
+      -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -lcudart_static $extra_libs \
+      -lrt -lpthread -ldl -lm -lstdc++ >>"$OUT/build.log" 2>&1 && echo "build/gpu/$name"
+  fi
+}
+# Only where a GPU answered (some check passed): a skipped check (compute-sanitizer not
+# installed, a test not built in this mode) must not cost the benchmarks.
+if [ "$passed" -gt 0 ]; then
+  # The CUDA benchmarks first: they are what this machine is for.
+  if [ "$mode" = bundle ]; then srcs=$(ls bin/bench_cuda* 2>/dev/null | sed 's|^bin/\(.*\)$|bench/\1.c|')
+  else srcs="$(ls bench/bench_cuda*.c 2>/dev/null) $(ls bench/bench_*.c 2>/dev/null | grep -v '/bench_cuda')"; fi
+  for src in $srcs; do
+    if [ "$(elapsed)" -gt $((DEADLINE - 250)) ]; then echo "bench: out of time, skipping $src" | tee -a "$OUT/bench.txt"; continue; fi
+    b=$(build_bench "$src")
+    if [ -z "$b" ]; then echo "bench: $src not built ($mode mode; see build.log)" | tee -a "$OUT/bench.txt"; continue; fi
+    echo "== $b" >>"$OUT/bench.txt"
+    timeout "$(limit 60)" "$b" >>"$OUT/bench.txt" 2>&1 || echo "bench: $b exited with $?" >>"$OUT/bench.txt"
+  done
+  tail -45 "$OUT/bench.txt"
+  # trainer against transformers + peft on this card (bench/gpu/run.sh), in the time left of
+  # the deadline; PyTorch's columns are "-" where torch/transformers/peft are missing
+  left=$(limit 100000)
+  if [ -x trainer ] && [ "$left" -gt 90 ]; then
+    stage "bench/gpu"
+    timeout "$left" bash bench/gpu/run.sh --out "$OUT/bench_gpu" --budget $((left - 60)) ||
+      echo "bench/gpu: exited with $?"
+  else
+    echo "bench/gpu: not run (no ./trainer, or ${left} s left)"
+  fi
+else
+  echo "bench: skipped (no GPU check passed: no GPU, or every check failed)"
+fi
+skipped=$((skipped + train_skipped + dist_skipped))
+
 
 stage "done"
 if [ "$skipped" -gt 0 ]; then

@@ -4,7 +4,10 @@
 -- CPU's conversion; tolist, item and printing of device tensors; trainer.memory.stats,
 -- report and snapshot for "cuda:0" (tags, device figures); a device out of memory as a Lua
 -- "oom" error that leaves the device usable, and exit status 2 from `trainer run`; a
--- safetensors file read to the device equal to the host read. One PASS/FAIL line per case
+-- safetensors file read to the device equal to the host read; the batch feed
+-- (trainer.train.batch_feed: pinned slots, a copy stream, the compute stream waiting on its
+-- event) giving tok:batch's tensors on the device, batch after batch, with the kernels that
+-- read each batch queued before the next is prepared. One PASS/FAIL line per case
 -- (SKIP for all without a GPU), then "N passed, N failed"; exits non-zero on a failure.
 local C = require("trainer.core.ffi")
 local T = require("trainer.core.tensor")
@@ -157,6 +160,44 @@ local cases = {
     r2:close()
     for _, t in ipairs({ big, half, d, loaded }) do t:free() end
     os.remove(path); os.remove(path2)
+  end },
+  { "batch_feed_uploads_on_its_copy_stream", function()
+    -- five batches of growing length through the two slots; each batch's ids are read by a
+    -- kernel on the compute stream (a copy of the view) before the next batch is encoded,
+    -- and all are compared only at the end: a missing wait or a slot refilled too early
+    -- shows as another batch's tokens
+    local tokenizer = require("trainer.core.tokenizer")
+    local dir = os.tmpname()
+    os.remove(dir)
+    require("trainer.models").tiny_folder(dir, { seed = 1 })
+    local tok = tokenizer.load(dir)
+    local feed = require("trainer.train.batch_feed").new("cuda:0")
+    local opts = { max_length = 64, truncation = true, padding = "longest" }
+    local kept, want = {}, {}
+    for k = 1, 5 do
+      local texts = {}
+      for i = 1, 4 + k do texts[i] = ("the cat %d sat on mat %d"):format(k, i) .. (" dog"):rep(k * 3) end
+      local enc, n_tokens = feed:encode(tok, texts, opts, { k, k + 1 })
+      assert(enc.input_ids:device() == "cuda:0" and feed:pinned(), "on the device, from a pinned slot")
+      kept[k] = { enc.input_ids:to({ device = "cuda:0" }), enc.attention_mask:to({ device = "cuda:0" }),
+        enc.targets:to({ device = "cuda:0" }) }
+      tokenizer.free_batch(enc)
+      feed:release()
+      local ref = tok:batch(texts, opts)
+      local n = 0
+      for _, v in ipairs(ref.attention_mask:values()) do n = n + v end
+      assert(n_tokens == n, ("batch %d: n_tokens %d, the mask says %d"):format(k, n_tokens, n))
+      want[k] = { ref.input_ids:values(), ref.attention_mask:values(), { k, k + 1 } }
+      tokenizer.free_batch(ref)
+    end
+    for k = 1, 5 do
+      for j = 1, 3 do
+        same(kept[k][j]:values(), want[k][j], ("batch %d part %d"):format(k, j))
+        kept[k][j]:free()
+      end
+    end
+    feed:free(); tok:free()
+    os.execute("rm -rf '" .. dir .. "'")
   end },
 }
 

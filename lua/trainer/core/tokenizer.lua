@@ -80,9 +80,11 @@ function Tokenizer:encode(text, pair, opts)
   return ids, types
 end
 
--- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,
--- attention_mask, token_type_ids } (i32 tensors [B, T], tag activations, opts.device).
-function Tokenizer:batch(texts, opts)
+-- texts: a list of strings, or of { text, pair } tables, encoded into the C batch (a
+-- tr_tok_batch with host ids, type ids and attention mask [B, T]; the caller frees it with
+-- C.tr_tok_batch_free). tok:batch makes tensors of it; trainer.train.batch_feed copies it
+-- straight into a pinned slot for the device.
+function Tokenizer:encode_host(texts, opts)
   opts = opts or {}
   if type(texts) ~= "table" or #texts == 0 then errors.user("tokenizer:batch needs a non-empty list of texts") end
   local n = #texts
@@ -103,6 +105,14 @@ function Tokenizer:batch(texts, opts)
     if err.status == C.TR_EOOM then errors.oom(ffi.string(err.msg)) end
     errors.user("%s", ffi.string(err.msg))
   end
+  return out
+end
+
+-- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,
+-- attention_mask, token_type_ids } (i32 tensors [B, T], tag activations, opts.device).
+function Tokenizer:batch(texts, opts)
+  opts = opts or {}
+  local out = self:encode_host(texts, opts)
   local B, L = tonumber(out.batch), tonumber(out.seq_len)
   local result = {}
   local ok, e = pcall(function()

@@ -51,6 +51,19 @@ function Loss:release()
   self._owned, self._saved = nil, nil
 end
 
+-- ---------------------------------------------------------------- targets
+-- The integer targets (i64, on device) of this forward: the ones trainer.train.step fed
+-- with the batch (loss.fed_targets: already on the device, uploaded on the feed's copy
+-- stream, the same values), taken over by the caller, else a new tensor of `values`.
+function Loss:targets(values, device)
+  local t = self.fed_targets
+  if t ~= nil then
+    self.fed_targets = nil
+    return t
+  end
+  return T.from_table(values, { dtype = "i64", device = device })
+end
+
 -- ---------------------------------------------------------------- the value
 -- The number a loss returns from a 1-element loss tensor: t:item(), or, when the loss was
 -- built with opts.deferred (a run on a device), a trainer.train.deferred value that is read

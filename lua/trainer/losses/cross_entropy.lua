@@ -1,7 +1,6 @@
 -- trainer.losses.cross_entropy: the sequence-classification head's loss: mean cross-entropy
 -- of logits [B, K] (the head's output, the one "embeddings" input) against integer labels,
 -- with optional label_smoothing (torch.nn.functional.cross_entropy).
-local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
@@ -29,7 +28,7 @@ function CE:forward(embs, labels)
     end
   end
   local logits = embs[1]
-  local owned = { targets = T.from_table(y, { dtype = "i64", device = logits:device() }) }
+  local owned = { targets = self:targets(y, logits:device()) }
   base.free_on_error(owned, function()
     owned.loss, owned.lse = ops.cross_entropy(logits, owned.targets, { label_smoothing = self.label_smoothing })
   end)

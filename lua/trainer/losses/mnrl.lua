@@ -30,7 +30,8 @@ function MNRL:forward(embs, labels)
   local cand, new_cand = base.cat_rows(docs)
   if new_cand then owned.cand = cand end
   base.free_on_error(owned, function()
-    owned.targets = T.arange(B, { dtype = "i64", device = a:device() })
+    -- arange(B): fed with the batch on a device (losses.base targets), else made here
+    owned.targets = self.fed_targets and self:targets() or T.arange(B, { dtype = "i64", device = a:device() })
     owned.logits = ops.scale_(ops.cosine_sim(a, cand), self.scale)
     local loss_t
     loss_t, owned.lse = ops.cross_entropy(owned.logits, owned.targets)

@@ -175,23 +175,29 @@ function M.prepare_inputs(cfg, input, device)
   else
     out.mask = own(ops.cast(mask, "i32", { tag = "activations" }))
   end
-  -- position ids
-  local pos = {}
-  if cfg.family == "roberta" then
-    local v, pad = ids:values(), cfg.pad_token_id
-    for b = 0, B - 1 do
-      local count = 0
-      for t = 1, Tn do
-        local i = b * Tn + t
-        if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
-      end
-    end
+  -- position ids: the caller's (trainer.train.batch_feed makes them on the host with the
+  -- batch, by this rule, so that a device step neither reads the ids back nor waits for an
+  -- upload here), else made here
+  if input.position_ids then
+    out.position_ids = input.position_ids
   else
-    for b = 0, B - 1 do for t = 1, Tn do pos[b * Tn + t] = t - 1 end end
+    local pos = {}
+    if cfg.family == "roberta" then
+      local v, pad = ids:values(), cfg.pad_token_id
+      for b = 0, B - 1 do
+        local count = 0
+        for t = 1, Tn do
+          local i = b * Tn + t
+          if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
+        end
+      end
+    else
+      for b = 0, B - 1 do for t = 1, Tn do pos[b * Tn + t] = t - 1 end end
+    end
+    local p = T.from_table(pos, { dtype = "i32", device = ids:device() })
+    out.position_ids = own(p:reshape({ B, Tn }))
+    p:free()
   end
-  local p = T.from_table(pos, { dtype = "i32", device = ids:device() })
-  out.position_ids = own(p:reshape({ B, Tn }))
-  p:free()
   if (cfg.type_vocab_size or 0) > 0 then
     out.token_type_ids = input.token_type_ids or own(T.zeros({ B, Tn }, { dtype = "i32", device = ids:device() }))
   end

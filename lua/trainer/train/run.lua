@@ -26,6 +26,9 @@
 -- The optimizer update on a device reads nothing either (device_update: the clip norm is a
 -- deferred value checked at the same reads, the found-inf flag stays on the device and AdamW
 -- skips on it); only fp16 reads its flag once per step, for its next loss scale.
+-- The batches go to a device through trainer.train.batch_feed (pinned slots, a copy stream,
+-- the compute stream waiting on an event: tokenising batch n + 1 overlaps the GPU's batch
+-- n); on the CPU only with opts.batch_feed (its stand-in, for tests), which changes no value.
 local T = require("trainer.core.tensor")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -218,6 +221,7 @@ function M.build(resolved, opts)
   local lspec = {}
   for k, v in pairs(recipe.loss) do lspec[k] = v end
   self.deferred = opts.lazy_scalars or self.device ~= "cpu"
+  if self.device ~= "cpu" or opts.batch_feed then self.feed = require("trainer.train.batch_feed").new(self.device) end
   self.loss = losses.new(lspec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed,
     deferred = self.deferred })
 
@@ -247,7 +251,8 @@ function M.build(resolved, opts)
   self.steps_per_epoch = math.max(1, math.ceil(per_epoch / acc))
   self.total_steps = recipe.steps or math.max(1, math.ceil(recipe.epochs * self.steps_per_epoch))
   self.schedule = require("trainer.train.schedule").new(recipe.schedule, recipe.optim.lr, self.total_steps)
-  self.scaler = require("trainer.train.amp").new_scaler(recipe.precision)
+  -- opts.scaler (tests): the fp16 scaler's init_scale, growth_interval, ... (amp.new_scaler)
+  self.scaler = require("trainer.train.amp").new_scaler(recipe.precision, nil, opts.scaler)
   self.model.rng = self.model.rng or { seed = recipe.seed, step = 0 }
 
   if self.resume_dir then
@@ -281,7 +286,7 @@ function Run:micro_step(batch, scale)
   self.micro = self.micro + 1
   return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
     batch = batch, max_length = self.max_length, scale = scale, scale_by = self.scale_by,
-    cached = self.recipe.loss.cached,
+    cached = self.recipe.loss.cached, feed = self.feed,
     mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts })
 end
 
@@ -850,6 +855,7 @@ function Run:free()
   if self.loss then self.loss:free() end
   if self.model then self.model:free() end
   if self.tokenizer then self.tokenizer:free() end
+  if self.feed then self.feed:free() self.feed = nil end
 end
 
 return M

@@ -10,6 +10,8 @@
 --     scale_by = tensor,                        -- optional: a { 1 } f32 device scalar it also multiplies by
 --     cached = false, mini_batch = 32,          -- GradCache (loss = { cached = true })
 --     ntexts = ds.ntexts,    -- text columns per row (default: the row's leading strings)
+--     feed = f,              -- optional trainer.train.batch_feed: the batch goes to the device
+--                            -- through pinned slots and a copy stream (a run on a GPU)
 --   }
 --
 -- A row is what trainer.data yields: the text columns in order, then the score or label
@@ -83,6 +85,60 @@ local function count_tokens(enc)
   return n
 end
 
+-- ---------------------------------------------------------------- the batch's tensors
+-- The integer targets the loss would upload itself (cross-entropy's class ids, MNRL's
+-- arange), for the feed to carry with the tokens; nil when the loss has none or the labels
+-- are not all integers (the loss then reports them).
+local function feed_targets(loss, B, labels)
+  if loss.kind == "mnrl" then
+    local t = {}
+    for i = 1, B do t[i] = i - 1 end
+    return t
+  end
+  if (loss.kind == "cross_entropy" or loss.kind == "softmax") and type(labels) == "table" and #labels == B then
+    for i = 1, B do
+      local y = labels[i]
+      if type(y) ~= "number" or y ~= math.floor(y) or math.abs(y) > 2 ^ 53 then return nil end
+    end
+    return labels
+  end
+  return nil
+end
+
+-- Tokenised texts as tensors on the model's device, and their non-padding tokens: through
+-- ctx.feed when there is one (the targets and the position ids ride along: enc.targets,
+-- enc.position_ids), else tok:batch.
+local function encode(ctx, texts, opts, targets)
+  if ctx.feed then
+    local cfg = ctx.model.config
+    local roberta = cfg and cfg.family == "roberta"
+    local positions = cfg and (not roberta or type(cfg.pad_token_id) == "number")
+      and { roberta = roberta, pad = cfg.pad_token_id } or nil
+    return ctx.feed:encode(ctx.tokenizer, texts, opts, targets, positions)
+  end
+  local enc = ctx.tokenizer:batch(texts, opts)
+  return enc, count_tokens(enc)
+end
+
+-- The queued work that reads the last encoded batch: its feed slot may be refilled after it.
+local function release(ctx)
+  if ctx.feed then ctx.feed:release() end
+end
+
+-- Hands the fed targets to the loss for its next forward (losses.base targets()).
+local function give_targets(loss, enc)
+  local t = enc.targets
+  enc.targets = nil
+  loss.fed_targets = t
+end
+
+-- Takes back fed targets the loss did not use (it failed before, or has none to make).
+local function take_back_targets(loss)
+  local t = loss.fed_targets
+  loss.fed_targets = nil
+  if T.is_tensor(t) and not t:is_freed() then t:free() end
+end
+
 local function free_enc(enc)
   for _, t in pairs(enc) do if T.is_tensor(t) and not t:is_freed() then t:free() end end
 end
@@ -116,18 +172,22 @@ local function plain_classifier(ctx, cols, labels, opts)
     texts = {}
     for i = 1, #cols[1] do texts[i] = { cols[1][i], cols[2][i] } end
   end
-  local enc = ctx.tokenizer:batch(texts, opts)
-  local n_tokens = count_tokens(enc)
-  local logits = model:forward(enc)
+  local enc, n_tokens = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, #texts, labels))
+  give_targets(loss, enc)
+  local okf, logits = pcall(model.forward, model, enc)
   free_enc(enc)
+  if not okf then take_back_targets(loss) release(ctx) error(logits, 0) end
   local ok, value = pcall(function()
     local v = loss:forward({ logits }, labels)
+    take_back_targets(loss)
     local grads = loss:backward()
     local d = joined_grad(grads, ctx)
     model:backward(d)
     d:free()
     return v
   end)
+  take_back_targets(loss)
+  release(ctx)
   logits:free()
   if not ok then error(value, 0) end
   return value, n_tokens
@@ -149,19 +209,23 @@ end
 local function plain_embedding(ctx, cols, labels, opts)
   local model, loss = ctx.model, ctx.loss
   local B = #cols[1]
-  local enc = ctx.tokenizer:batch(flatten(cols), opts)
-  local n_tokens = count_tokens(enc)
-  local e = model:forward(enc)
+  local enc, n_tokens = encode(ctx, flatten(cols), opts, ctx.feed and feed_targets(loss, B, labels))
+  give_targets(loss, enc)
+  local okf, e = pcall(model.forward, model, enc)
   free_enc(enc)
+  if not okf then take_back_targets(loss) release(ctx) error(e, 0) end
   local embs = column_views(e, #cols, B)
   local ok, value = pcall(function()
     local v = loss:forward(embs, labels)
+    take_back_targets(loss)
     local d = joined_grad(loss:backward(), ctx)
     free_list(embs)
     model:backward(d)
     d:free()
     return v
   end)
+  take_back_targets(loss)
+  release(ctx)
   free_list(embs)
   e:free()
   if not ok then error(value, 0) end
@@ -193,10 +257,11 @@ local function cached_embedding(ctx, cols, labels, opts)
     model:set_grad_enabled(false)
     for j, ch in ipairs(chunks) do
       rng.seed = chunk_seed(j)
-      local enc = ctx.tokenizer:batch(ch.texts, opts)
-      n_tokens = n_tokens + count_tokens(enc)
+      local enc, k = encode(ctx, ch.texts, opts)
+      n_tokens = n_tokens + k
       local ok2, e = pcall(model.forward, model, enc)
       free_enc(enc)
+      release(ctx)
       if not ok2 then error(e, 0) end
       parts[j] = e
     end
@@ -215,13 +280,14 @@ local function cached_embedding(ctx, cols, labels, opts)
     -- 3. each chunk again, with grad, under the same dropout key
     for j, ch in ipairs(chunks) do
       rng.seed = chunk_seed(j)
-      local enc = ctx.tokenizer:batch(ch.texts, opts)
+      local enc = encode(ctx, ch.texts, opts)
       local ok2, e = pcall(model.forward, model, enc)
       free_enc(enc)
-      if not ok2 then error(e, 0) end
+      if not ok2 then release(ctx) error(e, 0) end
       e:free()
       local dj = d:narrow(ch.start, #ch.texts)
       local ok3, err = pcall(model.backward, model, dj)
+      release(ctx)
       dj:free()
       if not ok3 then error(err, 0) end
     end
