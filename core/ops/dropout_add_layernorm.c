@@ -11,7 +11,9 @@
  *     differ from the unfused layernorm's in the last bits: simd reductions);
  *   - any half activation: rows staged to f32 in blocks, rounded where the unfused ops
  *     round (the dropped-out x to x's dtype, the sum to sum's dtype, the residual gradient
- *     to dresidual's dtype), then layernorm's own kernel: the unfused ops' bits. */
+ *     to dresidual's dtype), then layernorm's own kernel: the unfused ops' bits.
+ * sum may be x itself (x's storage becomes the sum, one [N, C] activation fewer at the peak):
+ * every element and every staged block of rows is read before its place is written. */
 #include "ops_nn.h"
 
 #include "cpu/dropout.h"
@@ -112,7 +114,7 @@ static int fwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, 
         if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
             tr_k_dropout_fwd_f32(S, X, keep, keep_scale(p), n);
             round_through(S, n, x->dtype, tmp);
-        } else {
+        } else if (S != X) {   /* S is X when sum is x, both f32 */
             memcpy(S, X, sizeof(float) * (size_t)n);
         }
 #pragma omp parallel for if (n > 65536)

@@ -9,6 +9,7 @@
  *     parallel thresholds, an odd hidden size, all-zero (padded) rows;
  *   - bf16 and f16: every output and gradient bit for bit (the half path rounds where the
  *     unfused ops round and runs layernorm's own kernels);
+ *   - the sum written over x (in place, as the BERT layer runs it) gives the same bits;
  *   - p = 1 gives sum = residual; argument errors name the op and the argument and write
  *     nothing; no workspace is left. */
 #include "check.h"
@@ -115,6 +116,15 @@ static void compare(int dtype, int64_t N, int64_t C, float p, double tol)
     snprintf(w2, sizeof w2, "%s: rstd", what);
     same(w2, fr, ur, tol);
 
+    /* in place, the sum over x (as the BERT layer runs it): the same bits */
+    tr_tensor *tx2 = mk(2, sh, dtype, x), *fo2 = mk(2, sh, dtype, NULL);
+    CHECK(tr_op_dropout_add_layernorm(ctx, fo2, tx2, fm, fr, tx2, tr, tw, tb, p, 1e-12f, &key, off) == TR_OK,
+          "fused in place: %s", tr_ctx_errmsg(ctx));
+    snprintf(w2, sizeof w2, "%s: sum over x", what);
+    same(w2, tx2, fs, 0);
+    snprintf(w2, sizeof w2, "%s: out with the sum over x", what);
+    same(w2, fo2, fo, 0);
+
     /* backward, both from the fused forward's saved tensors */
     tr_tensor *udres = mk(2, sh, dtype, NULL), *udx = mk(2, sh, dtype, NULL);
     tr_tensor *udw = mk(1, shc, TR_F32, w), *udb = mk(1, shc, TR_F32, b);   /* += from a non-zero start */
@@ -143,7 +153,7 @@ static void compare(int dtype, int64_t N, int64_t C, float p, double tol)
     same(w2, fdx2, fdx, 0);
 
     tr_tensor *all[] = { tx, tr, tdy, tw, tb, od, us, uo, um, ur, fs, fo, fm, fr, udres, udx, udw, udb, fdres, fdx,
-                         fdw, fdb, fdx2 };
+                         fdw, fdb, fdx2, tx2, fo2 };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
     free(x), free(r), free(dy);
     no_workspace_left(what);

@@ -18,11 +18,15 @@ local function forward_key(dropout)
   return dropout.p, dropout:key()
 end
 
--- y (new) = norm(residual + dropout(x)); x and residual stay the caller's.
+-- y (new) = norm(residual + dropout(x)). x is consumed: its storage becomes the sum (the
+-- LayerNorm keeps a view of it), so the caller frees x right after and no second [.., C]
+-- activation exists beside it; x must be the caller's own (a Linear's fresh output). The
+-- residual stays the caller's.
 function M.forward(dropout, norm, x, residual)
   local p, key = forward_key(dropout)
-  local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key)
-  norm:keep_owned("x", sum)
+  local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key,
+    0, { sum_into_x = true })
+  norm:keep("x", sum)
   norm:keep_owned("mean", mean)
   norm:keep_owned("rstd", rstd)
   -- numbers, not the live table: the backward must use the forward's step even if the loop
