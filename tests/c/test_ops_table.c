@@ -511,11 +511,12 @@ static void sc_dal(const int64_t *d, tr_op_call *c)
 static void ref_dal_smooth(double **t, const int64_t *d, const tr_op_call *c)
 {
     int64_t n = d[0] * d[1];
-    uint8_t keep[4096];
+    uint8_t *keep = malloc((size_t)n + 1);   /* the device-only cases are BERT-sized */
     float p = c->f[0];
     if (p > 0) tr_dropout_mask_bits(keep, (size_t)n, p, *(const tr_rng_key *)c->p, c->u);
     tr_k_dropout_add_layernorm_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5], p > 0 ? keep : NULL,
                                        p > 0 ? 1.0 / (1.0 - p) : 1.0, t[6], t[7], d[0], d[1], c->f[1]);
+    free(keep);
 }
 /* As the op computes it: in half, the dropped-out x rounded to x's dtype and the sum to sum's
  * (so the saved sum, mean and rstd a backward case reads agree with each other). */
@@ -527,10 +528,11 @@ static void ref_dal(double **t, const int64_t *d, const tr_op_call *c)
         return;
     }
     int64_t n = d[0] * d[1];
-    uint8_t keep[4096];
+    uint8_t *keep = malloc((size_t)n + 1);
     float p = c->f[0];
     if (p > 0) tr_dropout_mask_bits(keep, (size_t)n, p, *(const tr_rng_key *)c->p, c->u);
     for (int64_t i = 0; i < n; i++) t[1][i] = p > 0 ? (keep[i] ? t[4][i] / (1.0 - p) : 0.0) : t[4][i];
+    free(keep);
     if (xdt != TR_F32) quantize(t[1], n, xdt);
     for (int64_t i = 0; i < n; i++) t[1][i] += t[5][i];
     if (sdt != TR_F32) quantize(t[1], n, sdt);
@@ -1770,6 +1772,9 @@ static const struct {
     { "attention_backward", { 1, 9, 2, 128, 0 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1 }, 0.2f },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
     { "linear", { 48, 64, 96, 1 }, 0 },               { "linear_backward", { 48, 64, 96, 1 }, 0 },
+    /* BERT-sized rows: more columns than a block's threads, an odd hidden size, a padded row */
+    { "dropout_add_layernorm", { 40, 384, 1, 10, 1 }, 0 }, { "dropout_add_layernorm", { 9, 1025, 0, 10, 0 }, 0 },
+    { "dropout_add_layernorm_backward", { 40, 385, 1, 10, 1 }, 0 },
 };
 enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
 
