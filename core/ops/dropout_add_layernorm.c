@@ -10,7 +10,8 @@
  * Two paths, one contract:
  *   - every activation f32: the fused kernel, one pass per row (its f32 mean and rstd may
  *     differ from the unfused layernorm's in the last bits: simd reductions);
- *   - any half activation: rows staged to f32 in blocks, rounded where the unfused ops
+ *   - any half activation: blocks of rows converted to f32 on each thread's stack (rows
+ *     longer than HALF_BLOCK: staged through workspace), rounded where the unfused ops
  *     round (the dropped-out x to x's dtype, the sum to sum's dtype, the residual gradient
  *     to dresidual's dtype), then layernorm's own kernel: the unfused ops' bits.
  * sum may be x itself (x's storage becomes the sum, one [N, C] activation fewer at the peak):
@@ -164,6 +165,48 @@ static void fwd_f32_blocks(tr_op_call *c, const float *W, const float *Bi)
     }
 }
 
+/* Half activations, rows of at most HALF_BLOCK: blocks of rows in parallel, each converted
+ * into its thread's stack buffers and written back from them, with the unfused ops'
+ * roundings and layernorm's own kernel over the block (its reductions are serial there:
+ * blocks stay under its parallel threshold). One pass over memory instead of the staged
+ * path's copies. */
+enum { HALF_BLOCK = 8192 };
+
+static char *elem_at(const tr_tensor *t, int64_t e) { return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype); }
+
+static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi)
+{
+    const tr_tensor *out = c->t[F_OUT], *sum = c->t[F_SUM], *x = c->t[F_X], *res = c->t[F_RES];
+    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
+    const float p = c->f[0];
+    float X[HALF_BLOCK], R[HALF_BLOCK], Y[HALF_BLOCK];
+    uint16_t H[HALF_BLOCK];
+    uint8_t keep[HALF_BLOCK];
+    tr_convert(X, TR_F32, elem_at(x, off), x->dtype, (size_t)n);   /* before sum (maybe x) is written */
+    tr_convert(R, TR_F32, elem_at(res, off), res->dtype, (size_t)n);
+    if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
+        keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
+        tr_k_dropout_fwd_f32(X, X, keep, keep_scale(p), n);
+        if (x->dtype != TR_F32) {
+            tr_convert(H, x->dtype, X, TR_F32, (size_t)n);
+            tr_convert(X, TR_F32, H, x->dtype, (size_t)n);
+        }
+    }
+    for (int64_t i = 0; i < n; i++) X[i] += R[i];
+    tr_convert(elem_at(sum, off), sum->dtype, X, TR_F32, (size_t)n);
+    if (sum->dtype != TR_F32) tr_convert(X, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);   /* as stored */
+    tr_k_layernorm_fwd_f32(Y, (float *)c->t[F_MEAN]->data + r0, (float *)c->t[F_RSTD]->data + r0, X, W, Bi, nr, C,
+                           c->f[1]);
+    tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
+}
+
+static void fwd_half_blocks(const tr_op_call *c, const float *W, const float *Bi)
+{
+    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
+#pragma omp parallel for if (N * C > 16384)
+    for (int64_t k = 0; k < nblk; k++) fwd_half_block(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
+}
+
 static int fwd_cpu(tr_ctx *ctx, tr_op_call *c)
 {
     const tr_tensor *out = c->t[F_OUT], *sum = c->t[F_SUM], *x = c->t[F_X], *res = c->t[F_RES];
@@ -179,6 +222,10 @@ static int fwd_cpu(tr_ctx *ctx, tr_op_call *c)
     if (c->t[F_B] && (rc = tr_stage_load(ctx, c->t[F_B], 0, C, &Bi, &obi))) goto done;
     if (all_f32 && p > 0 && C <= KEEP_STACK) {
         fwd_f32_blocks(c, W, Bi);
+        goto done;
+    }
+    if (!all_f32 && C <= HALF_BLOCK) {
+        fwd_half_blocks(c, W, Bi);
         goto done;
     }
     if (p > 0 && (rc = tr_stage_scratch(ctx, (size_t)(step * C), &keep))) goto done;
@@ -288,6 +335,65 @@ static void bwd_f32_blocks(tr_op_call *c, const float *W)
     }
 }
 
+/* Half activations, rows of at most HALF_BLOCK: dresidual and dx per block of rows through
+ * the thread's stack buffers, rounded as layernorm_backward and dropout_backward round them. */
+static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W)
+{
+    const tr_tensor *dx = c->t[B_DX], *dres = c->t[B_DRES], *dout = c->t[B_DOUT], *sum = c->t[B_SUM];
+    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
+    const float p = c->f[0];
+    const int rdt = dres ? dres->dtype : dout->dtype;   /* the unfused residual gradient's dtype */
+    float D[HALF_BLOCK], S[HALF_BLOCK], DR[HALF_BLOCK];
+    uint16_t H[HALF_BLOCK];
+    uint8_t keep[HALF_BLOCK];
+    tr_convert(D, TR_F32, elem_at(dout, off), dout->dtype, (size_t)n);
+    tr_convert(S, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);
+    tr_k_layernorm_bwd_f32(DR, NULL, NULL, D, S, W, (const float *)c->t[B_MEAN]->data + r0,
+                           (const float *)c->t[B_RSTD]->data + r0, nr, C);
+    if (dres) {
+        tr_convert(elem_at(dres, off), rdt, DR, TR_F32, (size_t)n);
+        if (rdt != TR_F32 && dx) tr_convert(DR, TR_F32, elem_at(dres, off), rdt, (size_t)n);
+    } else if (rdt != TR_F32) {
+        tr_convert(H, rdt, DR, TR_F32, (size_t)n);
+        tr_convert(DR, TR_F32, H, rdt, (size_t)n);
+    }
+    if (!dx) return;
+    if (p > 0) {
+        keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
+        tr_k_dropout_fwd_f32(DR, DR, keep, keep_scale(p), n);
+    }
+    tr_convert(elem_at(dx, off), dx->dtype, DR, TR_F32, (size_t)n);
+}
+
+static void bwd_half_blocks(const tr_op_call *c, const float *W)
+{
+    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
+#pragma omp parallel for if (N * C > 16384)
+    for (int64_t k = 0; k < nblk; k++) bwd_half_block(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W);
+}
+
+/* dweight, dbias (+=) over staged blocks of rows of layernorm_backward's size: its bits. */
+static int dwb_staged(tr_ctx *ctx, const tr_op_call *c, const float *W)
+{
+    const tr_tensor *dw = c->t[B_DW], *db = c->t[B_DB];
+    const int64_t N = c->dim[0], C = c->dim[1], step = tr_stage_block_rows(C);
+    int rc = TR_OK;
+    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
+        int64_t nr = N - r0 < step ? N - r0 : step;
+        float *D = NULL, *S = NULL;
+        void *od = NULL, *os = NULL;
+        rc = tr_stage_load(ctx, c->t[B_DOUT], r0 * C, nr * C, &D, &od);
+        if (rc == TR_OK) rc = tr_stage_load(ctx, c->t[B_SUM], r0 * C, nr * C, &S, &os);
+        if (rc == TR_OK)
+            tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
+                                   (const float *)c->t[B_MEAN]->data + r0, (const float *)c->t[B_RSTD]->data + r0, nr,
+                                   C);
+        tr_stage_scratch_free(ctx, od);
+        tr_stage_scratch_free(ctx, os);
+    }
+    return rc;
+}
+
 static int bwd_cpu(tr_ctx *ctx, tr_op_call *c)
 {
     const tr_tensor *dx = c->t[B_DX], *dres = c->t[B_DRES], *dw = c->t[B_DW], *db = c->t[B_DB];
@@ -309,6 +415,11 @@ static int bwd_cpu(tr_ctx *ctx, tr_op_call *c)
         if (dw || db)   /* layernorm's deterministic column pass, as the fused kernel runs it */
             tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, dout->data, sum->data, W,
                                    c->t[B_MEAN]->data, c->t[B_RSTD]->data, N, C);
+        goto done;
+    }
+    if (!all_f32 && C <= HALF_BLOCK) {
+        if (dx || dres) bwd_half_blocks(c, W);
+        if (dw || db) rc = dwb_staged(ctx, c, W);
         goto done;
     }
     if (want_keep && (rc = tr_stage_scratch(ctx, (size_t)(step * C), &keep))) goto done;

@@ -6,7 +6,8 @@
  *     rstd and both input gradients within 1e-6 (the fused row reductions are simd
  *     reductions); dropped elements of dx exactly where the unfused dx has them; dweight and
  *     dbias bit for bit from the same saved tensors; with dropout 0 and 0.1, rows above the
- *     parallel thresholds, an odd hidden size, all-zero (padded) rows;
+ *     parallel thresholds, an odd hidden size, all-zero (padded) rows, rows too long for the
+ *     per-thread stack blocks (the workspace paths);
  *   - bf16 and f16: every output and gradient bit for bit (the half path rounds where the
  *     unfused ops round and runs layernorm's own kernels);
  *   - the sum written over x (in place, as the BERT layer runs it) gives the same bits;
@@ -87,7 +88,7 @@ static void compare(int dtype, int64_t N, int64_t C, float p, double tol)
     char what[96];
     int64_t sh[2] = { N, C }, shc[1] = { C }, shn[1] = { N }, n = N * C;
     double *x = malloc(sizeof(double) * (size_t)n), *r = malloc(sizeof(double) * (size_t)n);
-    double *dy = malloc(sizeof(double) * (size_t)n), w[4096], b[4096];
+    double *dy = malloc(sizeof(double) * (size_t)n), w[16400], b[16400];
     oc_fill(x, n, 2), oc_fill(r, n, 2), oc_fill(dy, n, 1), oc_fill(w, C, 1), oc_fill(b, C, 1);
     for (int64_t c = 0; c < C; c++) x[c] = r[c] = x[n - C + c] = r[n - C + c] = 0;
     const tr_rng_key key = { 42, 3, 2, 5 };
@@ -166,6 +167,7 @@ static void test_f32_matches_unfused(void)
     compare(TR_F32, 37, 384, 0.0f, 1e-6);
     compare(TR_F32, 300, 385, 0.1f, 1e-6);   /* above the OpenMP and mask thresholds, odd C */
     compare(TR_F32, 3, 1, 0.1f, 1e-6);
+    compare(TR_F32, 3, 16385, 0.1f, 1e-6);   /* rows too long for a stack mask: the workspace one */
 }
 
 static void test_half_matches_unfused_bit_for_bit(void)
@@ -175,6 +177,7 @@ static void test_half_matches_unfused_bit_for_bit(void)
     compare(TR_F16, 37, 384, 0.1f, 0);
     compare(TR_BF16, 300, 385, 0.0f, 0);
     compare(TR_F16, 5, 13, 0.5f, 0);
+    compare(TR_BF16, 3, 8193, 0.1f, 0);   /* rows too long for the stack blocks: staged through workspace */
 }
 
 /* p = 1 drops everything: sum is the residual itself. */
