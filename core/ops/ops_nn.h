@@ -82,6 +82,14 @@ int tr_op_gelu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int kind);
 int tr_op_gelu_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x,
                         int kind);
 
+/* The FFN's up-projection bias and GELU fused (core/ops/bias_gelu.c), after a GEMM run
+ * without its bias: h[..., I] (updated in place) = h + bias[I] (bias may be NULL), out (=) =
+ * gelu(h), kind a tr_gelu_kind. The backward: dx (=) = dout * gelu'(h) with the h the forward
+ * left, dbias (+=, f32, may be NULL) += the column sums of dx, in the same pass. */
+int tr_op_bias_gelu(tr_ctx *ctx, tr_tensor *out, tr_tensor *h, const tr_tensor *bias, int kind);
+int tr_op_bias_gelu_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *h,
+                             int kind);
+
 /* out (=) = softmax over the last dim of x. */
 int tr_op_softmax(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);
 /* dx (=) from dout and the forward's output y. */

@@ -61,6 +61,16 @@ int tr_k_dropout_add_layernorm_bwd_cuda(void *dx, int dx_dt, void *dresidual, in
                                         int64_t N, int64_t C, float p, uint64_t seed, uint32_t step, uint32_t layer,
                                         uint32_t op, uint64_t offset, float *scratch, void *stream, tr_error *err);
 
+/* ------------------------------------------------------------ bias + GELU (bias_gelu.cu) */
+
+/* h[N,I] (in place) = h + bias[I] (bias may be NULL), out[N,I] (=) = gelu of that fp32 value;
+ * approx 0 = erf, 1 = tanh. */
+int tr_k_bias_gelu_fwd_cuda(void *out, int out_dt, void *h, int h_dt, const void *bias, int b_dt, int64_t N, int64_t I,
+                            int approx, void *stream, tr_error *err);
+/* dx[N,I] (=) = dout * gelu'(h); dbias[I] (+=, f32, may be NULL) += the column sums of dx. */
+int tr_k_bias_gelu_bwd_cuda(void *dx, int dx_dt, float *dbias, const void *dout, int dout_dt, const void *h, int h_dt,
+                            int64_t N, int64_t I, int approx, void *stream, tr_error *err);
+
 /* ------------------------------------------------------------ activations (activation.cu) */
 
 /* out[n] (=) = gelu(x), approx 0 = erf, 1 = tanh (TR_GELU_ERF / TR_GELU_TANH); out may be x. */

@@ -26,6 +26,7 @@
 #include "cpu/dropout_add_layernorm.h"
 #include "cpu/embedding.h"
 #include "cpu/pair_features.h"
+#include "cpu/bias_gelu.h"
 #include "cpu/gelu.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
@@ -551,6 +552,26 @@ static void sh_dal_bwd(const int64_t *d, arg_spec *a)
     a[8] = A(1, d[0]);
 }
 
+/* bias_gelu. d: N, I, bias, kind (0 erf, 1 tanh). */
+static void sh_bias_gelu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = d[2] ? A(1, d[1]) : ANULL;
+}
+static void sc_bias_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[3]; }
+static void ref_bias_gelu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_bias_gelu_fwd_f64(t[0], t[1], t[2], d[0], d[1], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+static void sh_bias_gelu_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = d[2] ? A(1, d[1]) : ANULL;
+    a[2] = A(2, d[0], d[1]);
+    a[3] = A(2, d[0], d[1]);
+}
+
 /* ------------------------------------------------------------ activations, attention */
 
 static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
@@ -679,6 +700,10 @@ static const op_case cases[] = {
     { "loss_scale_update", .custom = custom_loss_scale_update },
     { "scale_by_scalar", .custom = custom_scale_by_scalar },
     /* at the end, so that the random inputs of the cases above stay what they were */
+    { "bias_gelu", sh_bias_gelu, sc_bias_gelu, ref_bias_gelu, .nd = 4, .rounds_inside = 1,
+      .dims = { DIMS(3, 7, 1, 0), DIMS(1, 1, 1, 1), DIMS(5, 13, 0, 0), DIMS(70, 1000, 1, 0) } },
+    { "bias_gelu_backward", sh_bias_gelu_bwd, sc_bias_gelu, NULL, "bias_gelu", { G(1), G(2), D(0), S(1) }, .nd = 3,
+      .rounds_inside = 1, .dims = { DIMS(3, 7, 1, 0), DIMS(1, 1, 1, 1), DIMS(4, 5, 0, 1) } },
     { "dropout_add_layernorm", sh_dal, sc_dal, ref_dal, .nd = 4, .fd_ref = ref_dal_smooth, .rounds_inside = 1,
       .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(5, 13, 0, 50, 1), DIMS(4, 9, 1, 0, 1) } },
     { "dropout_add_layernorm_backward", sh_dal_bwd, sc_dal, NULL, "dropout_add_layernorm",
@@ -1775,6 +1800,7 @@ static const struct {
     /* BERT-sized rows: more columns than a block's threads, an odd hidden size, a padded row */
     { "dropout_add_layernorm", { 40, 384, 1, 10, 1 }, 0 }, { "dropout_add_layernorm", { 9, 1025, 0, 10, 0 }, 0 },
     { "dropout_add_layernorm_backward", { 40, 385, 1, 10, 1 }, 0 },
+    { "bias_gelu", { 33, 1536, 1, 0 }, 0 }, { "bias_gelu_backward", { 33, 1537, 1, 1 }, 0 },
 };
 enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
 

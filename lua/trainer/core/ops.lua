@@ -158,6 +158,23 @@ function M.gelu(x, kind, opts)
   return out
 end
 
+-- The FFN's bias and GELU fused, after a Linear run without its bias: h gets its bias in place
+-- (h then holds the pre-activation the backward reads); returns out = gelu(h), a new tensor.
+function M.bias_gelu(h, bias, kind, opts)
+  opts = opts or {}
+  local out = new(h:shape(), h, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_bias_gelu(ctx, out:ptr(), h:ptr(), p(bias), kind or 0), "bias_gelu")
+  return out
+end
+
+-- dx (=, new) = dout * gelu'(h) with the h bias_gelu left; dbias accumulates (+=) the column
+-- sums of dx when given, in the same pass.
+function M.bias_gelu_backward(dout, h, kind, dbias)
+  local dx = new(h:shape(), h, dout:dtype())
+  fill({ dx }, C.tr_op_bias_gelu_backward(ctx, dx:ptr(), p(dbias), dout:ptr(), h:ptr(), kind or 0), "bias_gelu_backward")
+  return dx
+end
+
 function M.gelu_backward(dout, x, kind)
   local dx = new(x:shape(), x, dout:dtype())
   fill({ dx }, C.tr_op_gelu_backward(ctx, dx:ptr(), dout:ptr(), x:ptr(), kind or 0), "gelu_backward")
