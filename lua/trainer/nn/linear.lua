@@ -21,27 +21,19 @@ function Linear.new(in_features, out_features, opts)
   return self
 end
 
--- The bias parameter (nil without one): a caller that defers the bias (opts.defer_bias) adds
--- it and accumulates its gradient itself (nn.FeedForward's fused bias + GELU).
-function Linear:bias_param() return self.bias end
-
--- opts.defer_bias: y = x W^T without the bias (the caller adds it).
-function Linear:forward(x, opts)
-  local defer = opts and opts.defer_bias
-  local y = ops.linear(x, self.weight.value, (self.bias and not defer) and self.bias.value or nil)
+function Linear:forward(x)
+  local y = ops.linear(x, self.weight.value, self.bias and self.bias.value or nil)
   if self.weight.trainable then self:keep("x", x) end
   self.saved.ran = self.grad_enabled or nil   -- a backward is legal (even with nothing kept)
   return y
 end
 
--- want_dx = false skips the input gradient (the first layer of a frozen stack);
--- opts.defer_bias: the bias gradient is the caller's (it deferred the bias in forward).
-function Linear:backward(dy, want_dx, opts)
+-- want_dx = false skips the input gradient (the first layer of a frozen stack).
+function Linear:backward(dy, want_dx)
   if not self.saved.ran then self:saved_tensor("x") end   -- the user error: no forward kept
   local x = self.weight.trainable and self:saved_tensor("x") or nil
-  local defer = opts and opts.defer_bias
   local dx = ops.linear_backward(dy, x, self.weight.value, Module.grad_of(self.weight),
-    (self.bias and not defer) and Module.grad_of(self.bias) or nil, want_dx)
+    self.bias and Module.grad_of(self.bias) or nil, want_dx)
   self:release()
   return dx
 end

@@ -55,14 +55,9 @@ function LoraLinear:add_param_as(name, value, field)
 end
 
 
--- The base layer's bias parameter (nil without one); see Linear:bias_param.
-function LoraLinear:bias_param() return self.base.bias end
-
--- opts.defer_bias: y without the base bias (the caller adds it), as Linear:forward.
-function LoraLinear:forward(x, opts)
+function LoraLinear:forward(x)
   local base = self.base
-  local defer = opts and opts.defer_bias
-  local y = ops.linear(x, base.weight.value, (base.bias and not defer) and base.bias.value or nil)
+  local y = ops.linear(x, base.weight.value, base.bias and base.bias.value or nil)
   local xd = self.dropout:forward(x)
   local a = ops.linear(xd, self.lora_A.value)
   local l = ops.linear(a, self.lora_B.value)
@@ -80,13 +75,12 @@ end
 
 -- dy: [..., out]; parameter grads ACCUMULATE (+=) into lora_A/lora_B (and the base's when
 -- trainable); returns dx (=), a new tensor.
-function LoraLinear:backward(dy, want_dx, opts)
+function LoraLinear:backward(dy, want_dx)
   local base = self.base
   local x, a = self:saved_tensor("x"), self.saved.a
   local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
-  local defer = opts and opts.defer_bias
   local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-    (base.bias and not defer) and Module.grad_of(base.bias) or nil, want_dx)
+    base.bias and Module.grad_of(base.bias) or nil, want_dx)
   local dl = ops.scale(dy, self.scale)
   local da = ops.linear_backward(dl, a, self.lora_B.value, Module.grad_of(self.lora_B), nil, true)
   dl:free()
