@@ -14,7 +14,7 @@
  *     longer than HALF_BLOCK: staged through workspace), rounded where the unfused ops
  *     round (the dropped-out x to x's dtype, the sum to sum's dtype, the residual gradient
  *     to dresidual's dtype), then layernorm's own kernel: the unfused ops' bits.
- * sum may be x itself (x's storage becomes the sum, one [N, C] activation fewer at the peak):
+ * sum may be x itself (x's storage becomes the sum, for a caller done with x):
  * every element and every staged block of rows is read before its place is written. */
 #include "ops_nn.h"
 

@@ -7,8 +7,7 @@
 -- bit in bf16 and fp16 (the half path rounds where the unfused ops round); plain, checkpointed
 -- per layer (the recomputation replays the mask) and with LoRA. The fused step keeps no more
 -- activation bytes after the forward and peaks no higher (the model's peak lies elsewhere, in
--- the feed-forward's [tokens, intermediate] tensors); the op alone, its sum written over the
--- dense output it consumes, peaks one [tokens, hidden] activation below the three ops.
+-- the feed-forward's [tokens, intermediate] tensors).
 local T = require("trainer.core.tensor")
 local memory = require("trainer.core.memory")
 local ops = require("trainer.core.ops")
@@ -118,42 +117,7 @@ local function check(spec, tol)
   assert(f.peak <= u.peak, ("peak %d bytes fused, above %d unfused"):format(f.peak, u.peak))
 end
 
--- Activation bytes at the peak of one block end, fused (the sum into x, as the layer runs
--- it) against unfused, over x and residual [N, C] in dtype; the inputs are allocated before
--- the peak is reset, and x is the caller's to consume.
-local function op_peak(dtype, fused)
-  local N, C = 64, 40
-  local x = T.randn({ N, C }, { seed = 1, stream = 1, dtype = dtype })
-  local r = T.randn({ N, C }, { seed = 1, stream = 2, dtype = dtype })
-  local w, b = T.ones({ C }), T.zeros({ C })
-  local key = ops.rng_key({ seed = 1, step = 2, layer = 3, op = 4 })
-  memory.reset_peak()
-  local before = memory.stats().by_tag.activations
-  local y, sum, mean, rstd
-  if fused then
-    y, sum, mean, rstd = ops.dropout_add_layernorm(x, r, w, b, 1e-12, 0.1, key, 0, { sum_into_x = true })
-    x = nil   -- sum is x
-  else
-    local od = ops.dropout(x, 0.1, key)
-    sum = ops.add(od, r)
-    od:free()
-    y, mean, rstd = ops.layernorm(sum, w, b, 1e-12)
-  end
-  local peak = memory.stats().peak_by_tag.activations - before
-  for _, t in ipairs({ r, w, b, y, sum, mean, rstd }) do t:free() end
-  if x then x:free() end
-  return peak, N * C * (dtype == "f32" and 4 or 2)
-end
-
 return {
-  { "op_peaks_one_activation_below_the_three_ops", function()
-    for _, dt in ipairs({ "f32", "bf16" }) do
-      local f, one = op_peak(dt, true)
-      local u = op_peak(dt, false)
-      print(("  %s: block end peak %d B fused, %d B unfused"):format(dt, f, u))
-      assert(u - f >= one, ("%s: fused peak %d, unfused %d: not one [N, C] activation (%d B) below"):format(dt, f, u, one))
-    end
-  end },
   { "fp32_same_as_unfused", function() check({ name = "fp32" }, 1e-5) end },
   { "fp32_checkpointed_same_as_unfused", function() check({ name = "fp32 ckpt", checkpoint = true }, 1e-5) end },
   { "fp32_lora_same_as_unfused", function() check({ name = "fp32 lora", lora = true }, 1e-5) end },

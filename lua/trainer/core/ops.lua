@@ -117,17 +117,14 @@ end
 -- The end of a post-LN block in one op: sum = residual + dropout(x, prob, key, offset), out =
 -- layernorm(sum). Returns out, sum (the layernorm input, what the backward reads; x's dtype,
 -- as the unfused add gives it), mean and rstd (f32). key may be nil when prob is 0.
--- opts.sum_into_x: the sum overwrites x (returned as sum: the same tensor), for a caller done
--- with x, so that no second [.., C] activation exists beside it.
 function M.dropout_add_layernorm(x, residual, weight, bias, eps, prob, key, offset, opts)
   opts = opts or {}
   local rows = x:numel() / x:shape()[#x:shape()]
   local out = new(x:shape(), x, opts.dtype, opts.tag)
-  local sum = opts.sum_into_x and x or new(x:shape(), x, nil, opts.tag)
+  local sum = new(x:shape(), x, nil, opts.tag)
   local mean = new({ rows }, x, "f32", opts.tag)
   local rstd = new({ rows }, x, "f32", opts.tag)
-  local made = opts.sum_into_x and { out, mean, rstd } or { out, sum, mean, rstd }   -- freed if the op fails
-  fill(made, C.tr_op_dropout_add_layernorm(ctx, out:ptr(), sum:ptr(), mean:ptr(), rstd:ptr(),
+  fill({ out, sum, mean, rstd }, C.tr_op_dropout_add_layernorm(ctx, out:ptr(), sum:ptr(), mean:ptr(), rstd:ptr(),
     x:ptr(), residual:ptr(), weight:ptr(), p(bias), prob or 0, eps or 1e-12, key, offset or 0), "dropout_add_layernorm")
   return out, sum, mean, rstd
 end

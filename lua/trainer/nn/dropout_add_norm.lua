@@ -18,15 +18,15 @@ local function forward_key(dropout)
   return dropout.p, dropout:key()
 end
 
--- y (new) = norm(residual + dropout(x)). x is consumed: its storage becomes the sum (the
--- LayerNorm keeps a view of it), so the caller frees x right after and no second [.., C]
--- activation exists beside it; x must be the caller's own (a Linear's fresh output). The
--- residual stays the caller's.
+-- y (new) = norm(residual + dropout(x)); x and residual stay the caller's. The sum is a tensor
+-- of its own, not written over x (the op allows that): keeping x's block alive instead moved
+-- the caching allocator's segments so that the fp32 LoRA step reserved one more
+-- [tokens, intermediate] segment (575 -> 600 MiB), for one [tokens, hidden] activation less at
+-- a moment that is not the step's peak.
 function M.forward(dropout, norm, x, residual)
   local p, key = forward_key(dropout)
-  local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key,
-    0, { sum_into_x = true })
-  norm:keep("x", sum)
+  local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key)
+  norm:keep_owned("x", sum)
   norm:keep_owned("mean", mean)
   norm:keep_owned("rstd", rstd)
   -- numbers, not the live table: the backward must use the forward's step even if the loop
