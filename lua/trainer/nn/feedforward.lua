@@ -31,9 +31,10 @@ function FeedForward.new(cfg, rng, layer)
   return self
 end
 
--- Dense1 keeps its bias in the GEMM and the GELU runs alone: the fused ops.bias_gelu (bias in
--- the GELU's pass, bias gradient in GELU''s) measured no faster on the CPU, where OpenBLAS clears
--- a bias-less GEMM's output in a pass of its own and the bias gradient's GEMV is already cheap.
+-- Dense1 keeps its bias in the GEMM and the GELU runs alone: the fused ops.bias_gelu (the bias
+-- in the GELU's pass, its gradient in the GELU derivative's pass) measured no faster on the
+-- CPU, where OpenBLAS clears a bias-less GEMM's output in a pass of its own and the bias
+-- gradient's GEMV is already cheap (README, CPU speed).
 function FeedForward:forward(x)
   local h = self.dense1:forward(x)
   local a = ops.gelu(h, self.act)
