@@ -48,7 +48,9 @@ end
 -- One forward + backward; returns { out = values, grads = { name -> values }, saved, peak }.
 local function step(spec, impl)
   local fused_forward, fused_backward = add_norm.forward, add_norm.backward
-  add_norm.forward, add_norm.backward = impl.forward, impl.backward
+  local calls = { forward = 0, backward = 0 }   -- the layers must go through nn.dropout_add_norm
+  add_norm.forward = function(...) calls.forward = calls.forward + 1 return impl.forward(...) end
+  add_norm.backward = function(...) calls.backward = calls.backward + 1 return impl.backward(...) end
   local ok, res = pcall(function()
     local m = bert.BertModel.new(bert.config(shape, "test"), { seed = 1, pooler = false })
     if spec.lora then lora.apply(m, { r = 4, alpha = 8, dropout = 0.1, targets = { "query", "value", "dense" } }) end
@@ -76,7 +78,7 @@ local function step(spec, impl)
     local out = y:values()
     w:free(); y:free(); input.input_ids:free(); input.attention_mask:free()
     m:free()
-    return { out = out, grads = grads, saved = saved, peak = peak }
+    return { out = out, grads = grads, saved = saved, peak = peak, calls = calls }
   end)
   add_norm.forward, add_norm.backward = fused_forward, fused_backward
   if not ok then error(res, 0) end
@@ -102,6 +104,14 @@ end
 local function check(spec, tol)
   local f = step(spec, { forward = add_norm.forward, backward = add_norm.backward })
   local u = step(spec, unfused)
+  -- two block ends per layer, each run once forward (twice when checkpointed: the recompute)
+  -- and once backward
+  local L = shape.num_hidden_layers
+  for _, r in ipairs({ f, u }) do
+    assert(r.calls.forward == 2 * L * (spec.checkpoint and 2 or 1) and r.calls.backward == 2 * L,
+      ("%d forward and %d backward block ends, want %d and %d"):format(r.calls.forward, r.calls.backward,
+        2 * L * (spec.checkpoint and 2 or 1), 2 * L))
+  end
   close(f.out, u.out, tol, "output")
   local n = 0
   for name, g in pairs(u.grads) do
