@@ -55,6 +55,25 @@ int tr_op_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dweight, tr_
                              const tr_tensor *dout, const tr_tensor *x, const tr_tensor *weight,
                              const tr_tensor *mean, const tr_tensor *rstd);
 
+/* The end of a post-LN block fused (core/ops/dropout_add_layernorm.c):
+ *   sum = residual + dropout(x, p, key, offset),  out = layernorm(sum, weight, bias, eps).
+ * x, residual, out (=) and sum (=) are [..., C]; mean, rstd (=) f32 with one element per row;
+ * bias may be NULL. The dropout stream is tr_op_dropout's for the same key and offset (the
+ * same keep bits), and in half precision the dropped-out x and the sum are rounded to x's
+ * and sum's dtypes as the unfused ops round them; key may be NULL when p is 0. sum is what
+ * the backward reads (the layernorm input); nothing else is kept, the mask is regenerated.
+ * sum may be x (in place: x's storage becomes the sum); no other output may alias an input. */
+int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_tensor *mean, tr_tensor *rstd,
+                                const tr_tensor *x, const tr_tensor *residual, const tr_tensor *weight,
+                                const tr_tensor *bias, float p, float eps, const tr_rng_key *key, uint64_t offset);
+/* dresidual (=) = the layernorm's input gradient, dx (=) = dropout_backward(dresidual);
+ * either may be NULL; dweight, dbias (+=, f32) may be NULL (frozen). sum, mean, rstd, p, key
+ * and offset are the forward's. */
+int tr_op_dropout_add_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dresidual, tr_tensor *dweight,
+                                         tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *sum,
+                                         const tr_tensor *weight, const tr_tensor *mean, const tr_tensor *rstd,
+                                         float p, const tr_rng_key *key, uint64_t offset);
+
 /* ------------------------------------------------------------ activations */
 
 /* out (=) = gelu(x), any shape; kind is a tr_gelu_kind. out may be x. */
@@ -62,6 +81,14 @@ int tr_op_gelu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int kind);
 /* dx (=) = dout * gelu'(x). */
 int tr_op_gelu_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x,
                         int kind);
+
+/* The FFN's up-projection bias and GELU fused (core/ops/bias_gelu.c), after a GEMM run
+ * without its bias: h[..., I] (updated in place) = h + bias[I] (bias may be NULL), out (=) =
+ * gelu(h), kind a tr_gelu_kind. The backward: dx (=) = dout * gelu'(h) with the h the forward
+ * left, dbias (+=, f32, may be NULL) += the column sums of dx, in the same pass. */
+int tr_op_bias_gelu(tr_ctx *ctx, tr_tensor *out, tr_tensor *h, const tr_tensor *bias, int kind);
+int tr_op_bias_gelu_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *h,
+                             int kind);
 
 /* out (=) = softmax over the last dim of x. */
 int tr_op_softmax(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);

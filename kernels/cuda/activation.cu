@@ -4,24 +4,9 @@
  * allowed: each element is read before it is written by the same thread. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
+#include "cuda/gelu.cuh"
 
 enum { ACT_THREADS = 256 };
-
-__device__ __forceinline__ float gelu_f(float v, int approx)
-{
-    if (approx) return 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * (v + 0.044715f * v * v * v)));
-    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
-}
-
-__device__ __forceinline__ float gelu_grad(float v, int approx)
-{
-    if (approx) {
-        const float k = 0.79788456080286535588f, c = 0.044715f;
-        const float t = tanhf(k * (v + c * v * v * v));
-        return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * k * (1.0f + 3.0f * c * v * v);
-    }
-    return 0.5f * (1.0f + erff(v * 0.70710678118654752440f)) + v * 0.39894228040143267794f * expf(-0.5f * v * v);
-}
 
 __global__ void gelu_fwd_kernel(void *out, int out_dt, const void *x, int x_dt, int64_t n, int approx)
 {

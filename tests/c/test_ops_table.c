@@ -23,8 +23,10 @@
 
 #include "cpu/attention.h"
 #include "cpu/elementwise.h"
+#include "cpu/dropout_add_layernorm.h"
 #include "cpu/embedding.h"
 #include "cpu/pair_features.h"
+#include "cpu/bias_gelu.h"
 #include "cpu/gelu.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
@@ -49,7 +51,7 @@ enum { NT = TR_OP_MAX_TENSORS };
 /* ------------------------------------------------------------ case descriptions */
 
 /* How an argument's values are drawn. */
-enum { RND, POS, IDS, TGT, MASK };
+enum { RND, POS, IDS, TGT, MASK, PADROW };   /* PADROW: RND with the last row all zero */
 
 typedef struct arg_spec {
     int ndim;            /* < 0: the argument is NULL in this case */
@@ -80,6 +82,12 @@ typedef struct op_case {
     int64_t dims[4][6];
     double tol;                                         /* multiplies the per-dtype tolerance; 0 means 1 */
     void (*custom)(int dtype, int device);              /* ops over tensor lists (device: see there) */
+    ref_fn fd_ref;                                      /* the smooth reference finite differences
+                                                           differentiate (NULL: ref, when ref rounds
+                                                           intermediates as the op does) */
+    int rounds_inside;                                  /* 1: the op rounds intermediates to the half dtype
+                                                           under test (as the unfused ops it fuses do), so
+                                                           its f32 outputs are held to that dtype's tolerance */
 } op_case;
 
 #define A(n, ...) ((arg_spec){ n, { __VA_ARGS__ }, RND, 0, 0 })
@@ -477,6 +485,93 @@ static void sh_layernorm_bwd(const int64_t *d, arg_spec *a)
     a[7] = A(1, d[0]);
 }
 
+static void quantize(double *x, int64_t n, int dt);
+
+/* dropout_add_layernorm. d: N, C, bias, p in percent, padded (the last row of x and of
+ * the residual all zero, as a padded token's row: a constant row, var 0). */
+static void sh_dal(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = A(1, d[0]);
+    a[3] = A(1, d[0]);
+    a[4] = A(2, d[0], d[1]);
+    a[5] = A(2, d[0], d[1]);
+    a[6] = A(1, d[1]);
+    a[7] = d[2] ? A(1, d[1]) : ANULL;
+    if (d[4]) a[4].fill = a[5].fill = PADROW;
+}
+static void sc_dal(const int64_t *d, tr_op_call *c)
+{
+    c->f[0] = (float)d[3] / 100.0f;
+    c->f[1] = 1e-5f;
+    c->p = &drop_key;
+    c->u = 1000;
+}
+/* Without rounding: what finite differences differentiate. */
+static void ref_dal_smooth(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int64_t n = d[0] * d[1];
+    uint8_t *keep = malloc((size_t)n + 1);   /* the device-only cases are BERT-sized */
+    float p = c->f[0];
+    if (p > 0) tr_dropout_mask_bits(keep, (size_t)n, p, *(const tr_rng_key *)c->p, c->u);
+    tr_k_dropout_add_layernorm_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5], p > 0 ? keep : NULL,
+                                       p > 0 ? 1.0 / (1.0 - p) : 1.0, t[6], t[7], d[0], d[1], c->f[1]);
+    free(keep);
+}
+/* As the op computes it: in half, the dropped-out x rounded to x's dtype and the sum to sum's
+ * (so the saved sum, mean and rstd a backward case reads agree with each other). */
+static void ref_dal(double **t, const int64_t *d, const tr_op_call *c)
+{
+    int xdt = c->t[4]->dtype, sdt = c->t[1]->dtype;
+    if (xdt == TR_F32 && sdt == TR_F32) {
+        ref_dal_smooth(t, d, c);
+        return;
+    }
+    int64_t n = d[0] * d[1];
+    uint8_t *keep = malloc((size_t)n + 1);
+    float p = c->f[0];
+    if (p > 0) tr_dropout_mask_bits(keep, (size_t)n, p, *(const tr_rng_key *)c->p, c->u);
+    for (int64_t i = 0; i < n; i++) t[1][i] = p > 0 ? (keep[i] ? t[4][i] / (1.0 - p) : 0.0) : t[4][i];
+    free(keep);
+    if (xdt != TR_F32) quantize(t[1], n, xdt);
+    for (int64_t i = 0; i < n; i++) t[1][i] += t[5][i];
+    if (sdt != TR_F32) quantize(t[1], n, sdt);
+    tr_k_layernorm_fwd_f64(t[0], t[2], t[3], t[1], t[6], t[7], d[0], d[1], c->f[1]);
+}
+static void sh_dal_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = A(1, d[1]);
+    a[3] = d[2] ? A(1, d[1]) : ANULL;
+    a[4] = A(2, d[0], d[1]);
+    a[5] = A(2, d[0], d[1]);
+    a[6] = A(1, d[1]);
+    a[7] = A(1, d[0]);
+    a[8] = A(1, d[0]);
+}
+
+/* bias_gelu. d: N, I, bias, kind (0 erf, 1 tanh). */
+static void sh_bias_gelu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = d[2] ? A(1, d[1]) : ANULL;
+}
+static void sc_bias_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[3]; }
+static void ref_bias_gelu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_bias_gelu_fwd_f64(t[0], t[1], t[2], d[0], d[1], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+static void sh_bias_gelu_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = d[2] ? A(1, d[1]) : ANULL;
+    a[2] = A(2, d[0], d[1]);
+    a[3] = A(2, d[0], d[1]);
+}
+
 /* ------------------------------------------------------------ activations, attention */
 
 static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
@@ -604,6 +699,16 @@ static const op_case cases[] = {
     { "adamw_multi", .custom = custom_adamw_multi },
     { "loss_scale_update", .custom = custom_loss_scale_update },
     { "scale_by_scalar", .custom = custom_scale_by_scalar },
+    /* at the end, so that the random inputs of the cases above stay what they were */
+    { "bias_gelu", sh_bias_gelu, sc_bias_gelu, ref_bias_gelu, .nd = 4, .rounds_inside = 1,
+      .dims = { DIMS(3, 7, 1, 0), DIMS(1, 1, 1, 1), DIMS(5, 13, 0, 0), DIMS(70, 1000, 1, 0) } },
+    { "bias_gelu_backward", sh_bias_gelu_bwd, sc_bias_gelu, NULL, "bias_gelu", { G(1), G(2), D(0), S(1) }, .nd = 3,
+      .rounds_inside = 1, .dims = { DIMS(3, 7, 1, 0), DIMS(1, 1, 1, 1), DIMS(4, 5, 0, 1) } },
+    { "dropout_add_layernorm", sh_dal, sc_dal, ref_dal, .nd = 4, .fd_ref = ref_dal_smooth, .rounds_inside = 1,
+      .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(5, 13, 0, 50, 1), DIMS(4, 9, 1, 0, 1) } },
+    { "dropout_add_layernorm_backward", sh_dal_bwd, sc_dal, NULL, "dropout_add_layernorm",
+      { G(4), G(5), G(6), G(7), D(0), S(1), I(6), S(2), S(3) }, .nd = 3, .rounds_inside = 1,
+      .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(4, 5, 0, 50, 1) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -681,6 +786,7 @@ static void draw(double *h, const arg_spec *s, int64_t n)
         case IDS: h[i] = (double)((int64_t)(fabs(r) * (double)s->range) % s->range); break;
         case TGT: h[i] = i == 1 ? -100 : (double)((int64_t)(fabs(r) * (double)s->range) % s->range); break;
         case MASK: h[i] = i % last == 0 ? 1 : r > -0.3; break;
+        case PADROW: h[i] = i >= n - last ? 0 : r; break;
         default: h[i] = r;
         }
     }
@@ -759,7 +865,7 @@ static double *dup(const double *x, int64_t n)
 }
 
 /* Compares every OUT and ACC argument of k (its tensors) with want[i]. */
-static void compare_outputs(const inst *k, double **want, const char *what, double factor)
+static void compare_outputs(const inst *k, double **want, const char *what, double factor, int half_dt)
 {
     for (int i = 0; i < k->desc->nargs; i++) {
         if (!k->h[i] || k->desc->args[i].role == TR_ARG_IN) continue;
@@ -767,7 +873,7 @@ static void compare_outputs(const inst *k, double **want, const char *what, doub
         double *got = dup(NULL, n);
         tensor_to_host(got, &k->t[i]);
         double err = oc_norm_err(got, want[i], n, k->t[i].dtype == TR_F32 ? 1e-3 : 1e-2);
-        double tol = tol_of(k->t[i].dtype) * factor;
+        double tol = tol_of(k->t[i].dtype == TR_F32 && half_dt ? half_dt : k->t[i].dtype) * factor;
         CHECK(err <= tol, "%s: %s (%s, %lld elements) has normalised error %.3g > %.3g (first: %.9g vs %.9g)", what,
               k->desc->args[i].name, tr_dtype_name(k->t[i].dtype), (long long)n, err, tol, got[0], want[i][0]);
         free(got);
@@ -786,7 +892,7 @@ static void run_forward(const op_case *oc, const tr_op_desc *desc, const int64_t
     inst_snapshot_inputs(&k);
     int rc = tr_op_run(ctx, desc, &k.call);
     CHECK(rc == TR_OK, "%s: rc %d: %s", what, rc, tr_ctx_errmsg(ctx));
-    if (rc == TR_OK) compare_outputs(&k, want, what, oc->tol ? oc->tol : 1);
+    if (rc == TR_OK) compare_outputs(&k, want, what, oc->tol ? oc->tol : 1, oc->rounds_inside && dtype != TR_F32 ? dtype : 0);
     inst_check_memory(&k, what);
     for (int i = 0; i < NT; i++) free(want[i]);
     inst_free(&k);
@@ -812,7 +918,7 @@ static double fd_loss(void *user)
     double *t[NT] = { 0 };
     for (int i = 0; i < f->fdesc->nargs; i++)
         if (f->x[i]) t[i] = dup(f->x[i], f->n[i]);
-    f->fc->ref(t, f->d, &f->call);
+    (f->fc->fd_ref ? f->fc->fd_ref : f->fc->ref)(t, f->d, &f->call);
     double L = f->scalar_dout != 0 ? f->scalar_dout * t[0][0] : 0;
     for (int i = 0; i < f->fdesc->nargs; i++) {
         if (f->dout[i]) L += oc_dot(f->dout[i], t[i], f->n[i]);
@@ -865,7 +971,9 @@ static void run_backward(const op_case *oc, const tr_op_desc *desc, const int64_
     int rc = tr_op_run(ctx, desc, &k.call);
     CHECK(rc == TR_OK, "%s: rc %d: %s", what, rc, tr_ctx_errmsg(ctx));
     /* a backward's tolerance is looser in half: its saved inputs were rounded */
-    if (rc == TR_OK) compare_outputs(&k, want, what, (oc->tol ? oc->tol : 1) * (dtype == TR_F32 ? 10 : 2));
+    if (rc == TR_OK)
+        compare_outputs(&k, want, what, (oc->tol ? oc->tol : 1) * (dtype == TR_F32 ? 10 : 2),
+                        oc->rounds_inside && dtype != TR_F32 ? dtype : 0);
     inst_check_memory(&k, what);
     for (int i = 0; i < NT; i++) free(want[i]), free(saved[i]), free(fd.x[i]);
     inst_free(&k);
@@ -882,8 +990,9 @@ static int device_only;
 static int only_dtype = -1;   /* --cuda f32: that dtype only (the smaller pass under compute-sanitizer) */
 static int device_cases_passed, device_cases_failed;
 
-/* The dropout ops' masks must be the CPU's bit for bit: their outputs compare exactly. */
-static int exact_op(const char *op) { return strncmp(op, "dropout", 7) == 0; }
+/* The dropout ops' masks must be the CPU's bit for bit: their outputs compare exactly
+ * (dropout_add_layernorm's masks too, but its layernorm reduces in another order). */
+static int exact_op(const char *op) { return strcmp(op, "dropout") == 0 || strcmp(op, "dropout_backward") == 0; }
 
 /* max |a - b| / max(floor, max |b|), equal values (infinities too) counting 0. */
 static double max_err(const double *a, const double *b, int64_t n, double floor)
@@ -1688,6 +1797,10 @@ static const struct {
     { "attention_backward", { 1, 9, 2, 128, 0 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1 }, 0.2f },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
     { "linear", { 48, 64, 96, 1 }, 0 },               { "linear_backward", { 48, 64, 96, 1 }, 0 },
+    /* BERT-sized rows: more columns than a block's threads, an odd hidden size, a padded row */
+    { "dropout_add_layernorm", { 40, 384, 1, 10, 1 }, 0 }, { "dropout_add_layernorm", { 9, 1025, 0, 10, 0 }, 0 },
+    { "dropout_add_layernorm_backward", { 40, 385, 1, 10, 1 }, 0 },
+    { "bias_gelu", { 33, 1536, 1, 0 }, 0 }, { "bias_gelu_backward", { 33, 1537, 1, 1 }, 0 },
 };
 enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
 

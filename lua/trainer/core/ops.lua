@@ -114,6 +114,32 @@ function M.layernorm_backward(dout, x, weight, mean, rstd, dweight, dbias, want_
   return dx
 end
 
+-- The end of a post-LN block in one op: sum = residual + dropout(x, prob, key, offset), out =
+-- layernorm(sum). Returns out, sum (the layernorm input, what the backward reads; x's dtype,
+-- as the unfused add gives it), mean and rstd (f32). key may be nil when prob is 0.
+function M.dropout_add_layernorm(x, residual, weight, bias, eps, prob, key, offset, opts)
+  opts = opts or {}
+  local rows = x:numel() / x:shape()[#x:shape()]
+  local out = new(x:shape(), x, opts.dtype, opts.tag)
+  local sum = new(x:shape(), x, nil, opts.tag)
+  local mean = new({ rows }, x, "f32", opts.tag)
+  local rstd = new({ rows }, x, "f32", opts.tag)
+  fill({ out, sum, mean, rstd }, C.tr_op_dropout_add_layernorm(ctx, out:ptr(), sum:ptr(), mean:ptr(), rstd:ptr(),
+    x:ptr(), residual:ptr(), weight:ptr(), p(bias), prob or 0, eps or 1e-12, key, offset or 0), "dropout_add_layernorm")
+  return out, sum, mean, rstd
+end
+
+-- Returns dx (=, the gradient of the dropout's input) and dresidual (=, the layernorm input's
+-- gradient), both in dout's dtype; dweight, dbias accumulate (+=) when given. prob, key and
+-- offset are the forward's.
+function M.dropout_add_layernorm_backward(dout, sum, weight, mean, rstd, dweight, dbias, prob, key, offset)
+  local dx = new(sum:shape(), sum, dout:dtype())
+  local dres = new(sum:shape(), sum, dout:dtype())
+  fill({ dx, dres }, C.tr_op_dropout_add_layernorm_backward(ctx, dx:ptr(), dres:ptr(), p(dweight), p(dbias), dout:ptr(),
+    sum:ptr(), weight:ptr(), mean:ptr(), rstd:ptr(), prob or 0, key, offset or 0), "dropout_add_layernorm_backward")
+  return dx, dres
+end
+
 M.GELU_ERF, M.GELU_TANH = 0, 1
 local gelu_kinds = { gelu = 0, erf = 0, gelu_new = 1, gelu_pytorch_tanh = 1, tanh = 1, gelu_fast = 1 }
 function M.gelu_kind(name)
@@ -127,6 +153,23 @@ function M.gelu(x, kind, opts)
   local out = new(x:shape(), x, opts.dtype, opts.tag)
   fill({ out }, C.tr_op_gelu(ctx, out:ptr(), x:ptr(), kind or 0), "gelu")
   return out
+end
+
+-- The FFN's bias and GELU fused, after a Linear run without its bias: h gets its bias in place
+-- (h then holds the pre-activation the backward reads); returns out = gelu(h), a new tensor.
+function M.bias_gelu(h, bias, kind, opts)
+  opts = opts or {}
+  local out = new(h:shape(), h, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_bias_gelu(ctx, out:ptr(), h:ptr(), p(bias), kind or 0), "bias_gelu")
+  return out
+end
+
+-- dx (=, new) = dout * gelu'(h) with the h bias_gelu left; dbias accumulates (+=) the column
+-- sums of dx when given, in the same pass.
+function M.bias_gelu_backward(dout, h, kind, dbias)
+  local dx = new(h:shape(), h, dout:dtype())
+  fill({ dx }, C.tr_op_bias_gelu_backward(ctx, dx:ptr(), p(dbias), dout:ptr(), h:ptr(), kind or 0), "bias_gelu_backward")
+  return dx
 end
 
 function M.gelu_backward(dout, x, kind)

@@ -1,5 +1,6 @@
 -- trainer.nn.SelfAttention: BERT's attention block, post-LN:
 --   y = LayerNorm(x + Dropout(Dense(Attention(Q x, K x, V x, mask))))
+-- (the last three in one fused op over the Dropout and LayerNorm children: nn.dropout_add_norm)
 -- Children carry the Hugging Face names relative to the layer's "attention":
 -- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
 -- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
@@ -11,6 +12,7 @@ local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
+local add_norm = require("trainer.nn.dropout_add_norm")
 local ops = require("trainer.core.ops")
 
 local SelfAttention = Module:extend("SelfAttention")
@@ -69,20 +71,15 @@ function SelfAttention:forward(x, mask)
   a4:free()
   local o = self.dense:forward(a)
   a:free()
-  local od = self.dropout:forward(o)
+  local y = add_norm.forward(self.dropout, self.norm, o, x)   -- norm(x + dropout(o)), fused
   o:free()
-  local sum = ops.add(od, x)
-  od:free()
-  local y = self.norm:forward(sum)
-  sum:free()
   return y
 end
 
 function SelfAttention:backward(dy)
   local s = self.saved
   local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
-  local dsum = self.norm:backward(dy)                 -- also the residual's gradient
-  local dod = self.dropout:backward(dsum)
+  local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
   local da = self.dense:backward(dod)
   dod:free()
   local da4 = heads_view(da, self.heads, self.head_dim)

@@ -1,5 +1,6 @@
 -- trainer.nn.FeedForward: BERT's feed-forward block, post-LN:
 --   y = LayerNorm(x + Dropout(Dense2(act(Dense1(x)))))
+-- (the last three in one fused op over the Dropout and LayerNorm children: nn.dropout_add_norm)
 -- Children carry the Hugging Face names relative to the layer: intermediate.dense,
 -- output.dense, output.LayerNorm (the block is added to the layer under "", transparent).
 -- act is GELU (erf or tanh form, from hidden_act). Dropout site: (layer, rng_sites.dropout.feedforward_output).
@@ -8,6 +9,7 @@ local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
+local add_norm = require("trainer.nn.dropout_add_norm")
 local ops = require("trainer.core.ops")
 
 local FeedForward = Module:extend("FeedForward")
@@ -29,6 +31,10 @@ function FeedForward.new(cfg, rng, layer)
   return self
 end
 
+-- Dense1 keeps its bias in the GEMM and the GELU runs alone: the fused ops.bias_gelu (the bias
+-- in the GELU's pass, its gradient in the GELU derivative's pass) measured no faster on the
+-- CPU, where OpenBLAS clears a bias-less GEMM's output in a pass of its own and the bias
+-- gradient's GEMV is already cheap (README, CPU speed).
 function FeedForward:forward(x)
   local h = self.dense1:forward(x)
   local a = ops.gelu(h, self.act)
@@ -36,19 +42,14 @@ function FeedForward:forward(x)
   h:free()
   local o = self.dense2:forward(a)
   a:free()
-  local od = self.dropout:forward(o)
+  local y = add_norm.forward(self.dropout, self.norm, o, x)   -- norm(x + dropout(o)), fused
   o:free()
-  local sum = ops.add(od, x)
-  od:free()
-  local y = self.norm:forward(sum)
-  sum:free()
   return y
 end
 
 function FeedForward:backward(dy)
   local h = self:saved_tensor("h")
-  local dsum = self.norm:backward(dy)
-  local dod = self.dropout:backward(dsum)
+  local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)
   local da = self.dense2:backward(dod)
   dod:free()
   local dh = ops.gelu_backward(da, h, self.act)

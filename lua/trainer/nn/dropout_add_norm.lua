@@ -1,0 +1,55 @@
+-- trainer.nn.dropout_add_norm: the end of BERT's two post-LN blocks (attention output and
+-- feed-forward output), y = LayerNorm(residual + Dropout(x)), as one fused op
+-- (ops.dropout_add_layernorm: one pass over the rows instead of three ops and their
+-- temporaries) over the block's own Dropout and LayerNorm children, whose names, parameters
+-- and dropout site do not change. The mask is the Dropout's (same key, same stream, same
+-- bits), and what the backward needs is kept in the children's saved tables exactly as the
+-- unfused modules keep it (LayerNorm: its input sum, mean and rstd; Dropout: its key as
+-- numbers), so Checkpoint's clear_saved, a re-run forward and each module's release behave as
+-- before; with grad disabled nothing is kept.
+local Module = require("trainer.nn.module")
+local ops = require("trainer.core.ops")
+
+local M = {}
+
+-- The forward's dropout probability and key (nil when the dropout is the identity).
+local function forward_key(dropout)
+  if not dropout:active() then return 0, nil end
+  return dropout.p, dropout:key()
+end
+
+-- y (new) = norm(residual + dropout(x)); x and residual stay the caller's. The sum is a tensor
+-- of its own, not written over x (the op allows that): keeping x's block alive instead moved
+-- the caching allocator's segments so that the fp32 LoRA step reserved one more
+-- [tokens, intermediate] segment (575 -> 600 MiB), for one [tokens, hidden] activation less at
+-- a moment that is not the step's peak.
+function M.forward(dropout, norm, x, residual)
+  local p, key = forward_key(dropout)
+  local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key)
+  norm:keep_owned("x", sum)
+  norm:keep_owned("mean", mean)
+  norm:keep_owned("rstd", rstd)
+  -- numbers, not the live table: the backward must use the forward's step even if the loop
+  -- advanced it in between
+  if key and dropout.grad_enabled then dropout.saved.key = { seed = dropout.rng.seed, step = dropout.rng.step } end
+  return y
+end
+
+-- dx (new, the gradient of x) and dresidual (new, the gradient of the residual); the
+-- LayerNorm's weight and bias gradients accumulate. Releases both children's saved state.
+function M.backward(dropout, norm, dy)
+  local s = norm.saved
+  local sum = norm:saved_tensor("x")
+  local k, p, key = dropout.saved.key, 0, nil
+  if k then
+    p = dropout.p
+    key = ops.rng_key({ seed = k.seed, step = k.step, layer = dropout.layer, op = dropout.op })
+  end
+  local dx, dres = ops.dropout_add_layernorm_backward(dy, sum, norm.weight.value, s.mean, s.rstd,
+    Module.grad_of(norm.weight), Module.grad_of(norm.bias), p, key)
+  norm:release()
+  dropout:release()
+  return dx, dres
+end
+
+return M
