@@ -29,14 +29,16 @@ function FeedForward.new(cfg, rng, layer)
   return self
 end
 
-function FeedForward:forward(x)
+-- x: [.., C], or the packed real rows [N, C] with pk their packing (trainer.nn.packing),
+-- which the dropout needs for the padded layout's masks.
+function FeedForward:forward(x, pk)
   local h = self.dense1:forward(x)
   local a = ops.gelu(h, self.act)
   self:keep("h", h)
   h:free()
   local o = self.dense2:forward(a)
   a:free()
-  local od = self.dropout:forward(o)
+  local od = self.dropout:forward(o, pk)
   o:free()
   local sum = ops.add(od, x)
   od:free()
