@@ -136,7 +136,19 @@ return {
     local segs = ffi.new("int64_t[3]", 2, 3, 0)   -- rows 2..4 of 4
     local key = ops.rng_key({ seed = 1, step = 1, layer = 1, op = 1 })
     local ok, err = pcall(ops.dropout_segments, x, 0.5, key, segs, 1)
-    assert(not ok and tostring(err):find("segment 0 %(rows 2%.%.4"), "want the bad segment named: " .. tostring(err))
+    assert(not ok and tostring(err):find("segment 0 (packed rows 2..4 at padded row 0) lies outside the 4 packed rows", 1, true),
+      "want the bad segment named: " .. tostring(err))
+    -- runs out of padded order, and a run past the padded rows: refused before any row moves
+    local padded = T.full({ 6, 8 }, 7, { tag = "activations" })
+    for _, bad in ipairs({ { 0, 2, 3, 2, 2, 1 }, { 0, 4, 3 } }) do
+      local t = ffi.new("int64_t[?]", #bad, bad)
+      ok, err = pcall(function()
+        runtime.check(C.tr_op_scatter_segments(runtime.ctx, padded:ptr(), x:ptr(), t, #bad / 3), "scatter")
+      end)
+      assert(not ok and tostring(err):find("scatter_segments: segment", 1, true), "bad table accepted: " .. tostring(err))
+      for _, v in ipairs(padded:values()) do assert(v == 7, "a refused scatter changed the output") end
+    end
+    padded:free()
     x:free()
   end },
 

@@ -18,18 +18,26 @@
 --     them checkpoint replays and the LoRA dropout replay, are the padded run's;
 --   * padding rows of a scattered tensor are exactly 0 (finite keys and values for the
 --     masked attention; zero gradients, as the padded path's masked rows had);
---   * a packing owns a view of the mask and its row index, freed by close() (it has no
---     free(), so a module's release() never frees one it merely saved). The model that
---     made it closes it after its backward, or at the end of a forward without grad.
--- gather and scatter are the embedding lookup and its scatter-add (ops.embedding*), which
--- every backend has.
+--   * a packing owns a view of the mask (and its segment table, plain memory), freed by
+--     close() (it has no free(), so a module's release() never frees one it merely saved).
+--     The model that made it closes it after its backward, or at the end of a forward
+--     without grad.
+-- gather, scatter and dropout are one device-dispatched copy, fill or dropout per run of
+-- rows (core/ops/ops_row_segments.h).
 local ffi = require("ffi")
+local C = require("trainer.core.ffi")
 local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
+local runtime = require("trainer.core.runtime")
 
 local M = {}
 local Packing = {}
 Packing.__index = Packing
+
+-- out is freed and the runtime's error raised when status is not 0.
+local function fill(out, status, what)
+  if status ~= 0 then out:free(); runtime.raise(what) end
+end
 
 function M.is(x) return getmetatable(x) == Packing end
 
@@ -42,80 +50,50 @@ function M.from_mask(mask)
   if #shape ~= 2 then return nil end
   local B, Tn = shape[1], shape[2]
   local v = mask:values()
-  local rows, segs = {}, {}
-  local prev = -2
+  local runs = {}   -- { packed first row, rows, padded first row }
+  local N, prev = 0, -2
   for i = 1, B * Tn do
     if v[i] ~= 0 then
       local r = i - 1
-      rows[#rows + 1] = r
-      if r == prev + 1 then
-        segs[#segs].n = segs[#segs].n + 1
-      else
-        segs[#segs + 1] = { first = #rows - 1, n = 1, padded = r }
-      end
-      prev = r
+      if r == prev + 1 then runs[#runs][2] = runs[#runs][2] + 1
+      else runs[#runs + 1] = { N, 1, r } end
+      N, prev = N + 1, r
     end
   end
-  local N = #rows
   if N == 0 or N == B * Tn then return nil end
-  local self = setmetatable({ B = B, T = Tn, N = N, nseg = #segs }, Packing)
-  self.rows = T.from_table(rows, { dtype = "i64", tag = "activations" })
+  local self = setmetatable({ B = B, T = Tn, N = N, nseg = #runs }, Packing)
+  self.segs = ffi.new("int64_t[?]", 3 * #runs)
+  for s, g in ipairs(runs) do self.segs[3 * s - 3], self.segs[3 * s - 2], self.segs[3 * s - 1] = g[1], g[2], g[3] end
   self.mask = mask:reshape(shape)
-  -- the stream offsets need C; kept per width (one model has one, but a packing is cheap to share)
-  self.seg_rows = segs
-  self.segs_by_width = {}
   return self
 end
-
--- The segment table for rows of width C: int64_t[3 * nseg] (packed first row, rows, padded
--- element offset), made once per width.
-function Packing:segments(C)
-  local t = self.segs_by_width[C]
-  if not t then
-    t = ffi.new("int64_t[?]", 3 * self.nseg)
-    for s, g in ipairs(self.seg_rows) do
-      t[3 * s - 3], t[3 * s - 2], t[3 * s - 1] = g.first, g.n, g.padded * C
-    end
-    self.segs_by_width[C] = t
-  end
-  return t
-end
-
-local function width(x) local s = x:shape() return s[#s] end
 
 -- [B, T, ...] (any shape of B * T rows: [B * T, C], [B, T, H, D]) -> the real rows [N, C],
 -- C = the elements of one row; a new tensor.
 function Packing:gather(x)
-  local C = x:numel() / (self.B * self.T)
-  local x2 = x:reshape({ self.B * self.T, C })
-  local ok, out = pcall(ops.embedding, self.rows, x2)
-  x2:free()
-  if not ok then error(out, 0) end
+  local out = ops.new({ self.N, x:numel() / (self.B * self.T) }, x)
+  fill(out, C.tr_op_gather_segments(runtime.ctx, out:ptr(), x:ptr(), self.segs, self.nseg), "packing:gather")
   return out
 end
 
 -- [N, C] -> [B, T, C] with the padding rows 0, a new tensor.
 function Packing:scatter(x)
-  local C = width(x)
-  local out = T.zeros({ self.B * self.T, C }, { dtype = x:dtype(), device = x:device(), tag = "activations" })
-  local ok, err = pcall(ops.embedding_backward, out, x, self.rows, -1)
-  if not ok then out:free(); error(err, 0) end
-  local y = out:reshape({ self.B, self.T, C })
-  out:free()
-  return y
+  local s = x:shape()
+  local out = ops.new({ self.B, self.T, s[#s] }, x)
+  fill(out, C.tr_op_scatter_segments(runtime.ctx, out:ptr(), x:ptr(), self.segs, self.nseg), "packing:scatter")
+  return out
 end
 
 -- Dropout of packed x [N, C] with the padded layout's masks (a new tensor).
 function Packing:dropout(x, p, key)
-  return ops.dropout_segments(x, p, key, self:segments(width(x)), self.nseg)
+  return ops.dropout_segments(x, p, key, self.segs, self.nseg)
 end
 
 function Packing:dropout_backward(dy, p, key)
-  return ops.dropout_segments_backward(dy, p, key, self:segments(width(dy)), self.nseg)
+  return ops.dropout_segments_backward(dy, p, key, self.segs, self.nseg)
 end
 
 function Packing:close()
-  if self.rows then self.rows:free(); self.rows = nil end
   if self.mask then self.mask:free(); self.mask = nil end
 end
 
