@@ -30,7 +30,7 @@ int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, cons
 int tr_op_dropout_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float p, const tr_rng_key *key,
                            const int64_t *segs, int64_t nseg);
 /* dx = dout * keep / (1 - p) (=) with the forward's key and segments. */
-int tr_op_dropout_segments_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float p,
-                                    const tr_rng_key *key, const int64_t *segs, int64_t nseg);
+int tr_op_dropout_segments_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float p, const tr_rng_key *key,
+                                    const int64_t *segs, int64_t nseg);
 
 #endif

@@ -88,7 +88,7 @@ int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, cons
     int rc;
     if ((rc = widths(ctx, op, x, out, &C, &N, &R))) return rc;
     if ((rc = check_segments(ctx, op, segs, nseg, N, R))) return rc;
-    int64_t end = 0;   /* padded rows [end, next segment) are a gap: zeros */
+    int64_t end = 0; /* padded rows [end, next segment) are a gap: zeros */
     for (int64_t s = 0; s <= nseg; s++) {
         int64_t padded = s < nseg ? segs[3 * s + 2] : R;
         if (padded > end) {
@@ -129,8 +129,8 @@ int tr_op_dropout_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, floa
     return dropout_runs(ctx, "dropout_segments", 0, out, x, p, key, segs, nseg);
 }
 
-int tr_op_dropout_segments_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float p,
-                                    const tr_rng_key *key, const int64_t *segs, int64_t nseg)
+int tr_op_dropout_segments_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float p, const tr_rng_key *key,
+                                    const int64_t *segs, int64_t nseg)
 {
     return dropout_runs(ctx, "dropout_segments_backward", 1, dx, dout, p, key, segs, nseg);
 }
