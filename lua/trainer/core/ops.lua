@@ -249,7 +249,7 @@ function M.dropout_backward(dout, prob, key, offset)
 end
 
 -- Dropout of a packed [N, C] tensor, segment by segment (core/ops/ops_row_segments.h): segs is
--- an int64_t[3 * nseg] cdata of (packed first row, rows, stream offset); trainer.nn.packing makes it.
+-- an int64_t[3 * nseg] cdata of (packed first row, rows, padded first row); trainer.nn.packing makes it.
 function M.dropout_segments(x, prob, key, segs, nseg)
   local out = new(x:shape(), x)
   fill({ out }, C.tr_op_dropout_segments(ctx, out:ptr(), x:ptr(), prob, key, segs, nseg), "dropout_segments")
