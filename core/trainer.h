@@ -11,6 +11,7 @@
 #include "rng.h"
 #include "safetensors.h"
 #include "ops_elem.h"
+#include "ops_row_segments.h"
 #include "ops_sgd_adafactor.h"
 #include "op_query.h"
 #include "cuda_device.h"

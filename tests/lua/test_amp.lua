@@ -374,14 +374,19 @@ return {
     local one, acc = grads(1), grads(4)
     -- relative to each gradient's largest element; attention.self.key.bias has a zero
     -- gradient in exact arithmetic (softmax ignores a shift shared by all keys), so its
-    -- rounding noise is measured against the model's largest gradient instead
+    -- rounding noise is measured against the model's largest gradient instead, and so is
+    -- key.weight's, a sum over rows that mostly cancels for the same reason. The bound is
+    -- float32 rounding of sums over the batch's rows: the encoder runs on the real rows only
+    -- (trainer.nn.packing), so the 16-row and the 4-row batches' weight-gradient GEMMs sum
+    -- 150 and ~37 rows in different blocks (query.weight 1.8e-6 seen, key.weight 3e-6 of its
+    -- own largest element; the padded path had 4.3e-7, packed against padded at 16 rows 2e-7)
     local top = 0
     for _, g in pairs(one) do for i = 1, #g do top = math.max(top, math.abs(g[i])) end end
     local n, worst = 0, 0
     for name, g in pairs(one) do
       local rel = max_rel(acc[name], g)
-      if name:find("key.bias", 1, true) then rel = rel * math.max(math.max(unpack(g)), -math.min(unpack(g))) / top end
-      assert(rel <= 1e-6, ("%s: relative difference %g"):format(name, rel))
+      if name:find("attention.self.key.", 1, true) then rel = rel * math.max(math.max(unpack(g)), -math.min(unpack(g))) / top end
+      assert(rel <= 3e-6, ("%s: relative difference %g"):format(name, rel))
       worst = math.max(worst, rel)
       n = n + 1
     end

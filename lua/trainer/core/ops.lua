@@ -291,6 +291,21 @@ function M.dropout_backward(dout, prob, key, offset)
   return dx
 end
 
+-- Dropout of a packed [N, C] tensor, segment by segment (core/ops/ops_row_segments.h): segs is
+-- an int64_t[3 * nseg] cdata of (packed first row, rows, padded first row); trainer.nn.packing makes it.
+function M.dropout_segments(x, prob, key, segs, nseg)
+  local out = new(x:shape(), x)
+  fill({ out }, C.tr_op_dropout_segments(ctx, out:ptr(), x:ptr(), prob, key, segs, nseg), "dropout_segments")
+  return out
+end
+
+function M.dropout_segments_backward(dout, prob, key, segs, nseg)
+  local dx = new(dout:shape(), dout)
+  fill({ dx }, C.tr_op_dropout_segments_backward(ctx, dx:ptr(), dout:ptr(), prob, key, segs, nseg),
+    "dropout_segments_backward")
+  return dx
+end
+
 -- ---------------------------------------------------------------- losses, pooling, similarity
 -- Mean cross-entropy of logits [N, K] against integer targets [N]; returns loss [1] and lse [N].
 function M.cross_entropy(logits, targets, opts)

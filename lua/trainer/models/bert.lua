@@ -21,6 +21,7 @@ local Module = require("trainer.nn.module")
 local sites = require("trainer.core.rng_sites")
 local Embeddings = require("trainer.nn.embeddings")
 local Encoder = require("trainer.nn.encoder")
+local packing = require("trainer.nn.packing")
 local Pooler = require("trainer.nn.pooler")
 local Pooling = require("trainer.nn.pooling")
 local Normalize = require("trainer.nn.normalize")
@@ -228,24 +229,69 @@ function BertModel.new(cfg, opts)
   return self
 end
 
-function BertModel:forward(input)
+-- opts.pack_rows = true (what SentenceEncoder and SequenceClassifier pass: they read only
+-- real rows, or row 0): when the batch has padding the encoder runs on the real rows only
+-- (trainer.nn.packing): the embeddings' output is gathered, the last hidden state scattered
+-- back to [B, T, C] with 0 in the padding rows. Without it every row is computed, as
+-- transformers' last_hidden_state (padding rows included). The packing lives until the
+-- backward (the layers saved it), or until the end of a forward without grad.
+function BertModel:forward(input, opts)
   local x, owned = M.prepare_inputs(self.config, input, self.embeddings.word_embeddings.weight.value:device())
+  self:close_packing()
+  local pk = opts and opts.pack_rows and packing.from_mask(x.mask) or nil
   local ok, h = pcall(function()
     local e = self.embeddings:forward(x)
-    local y = self.encoder:forward(e, x.mask)
+    if not pk then
+      local y = self.encoder:forward(e, x.mask)
+      e:free()
+      return y
+    end
+    local ep = pk:gather(e)
     e:free()
-    return y
+    local y = self.encoder:forward(ep, pk)
+    ep:free()
+    local hs = pk:scatter(y)
+    y:free()
+    return hs
   end)
   for _, t in ipairs(owned) do t:free() end
+  if pk then
+    if ok and self.grad_enabled then self.packing = pk else pk:close() end
+  end
   if not ok then self:clear_saved(); error(h, 0) end
   return h
 end
 
+function BertModel:close_packing()
+  if self.packing then self.packing:close(); self.packing = nil end
+end
+
+-- Saved state of this module (the packing) and, through Module, its tensors.
+function BertModel:release()
+  self:close_packing()
+  Module.release(self)
+end
+
 -- dhidden [B, T, C]: parameter gradients accumulate; returns nil (ids have no gradient).
 function BertModel:backward(dhidden)
-  local de = self.encoder:backward(dhidden)
-  self.embeddings:backward(de)
-  de:free()
+  local pk = self.packing
+  local ok, err = pcall(function()
+    if not pk then
+      local de = self.encoder:backward(dhidden)
+      self.embeddings:backward(de)
+      de:free()
+      return
+    end
+    local dp = pk:gather(dhidden)
+    local dep = self.encoder:backward(dp)
+    dp:free()
+    local de = pk:scatter(dep)
+    dep:free()
+    self.embeddings:backward(de)
+    de:free()
+  end)
+  self:close_packing()
+  if not ok then error(err, 0) end
   return nil
 end
 
@@ -267,8 +313,9 @@ function SentenceEncoder.new(bert, opts)
 end
 
 -- -> embeddings [B, C] (normalised when the model has a Normalize module)
+-- self.pack_rows = false computes the padding rows too (the embeddings are the same).
 function SentenceEncoder:forward(input)
-  local h = self.bert:forward(input)
+  local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
   local ok, y = pcall(function()
     local pooled = self.pooling:forward(h, input.attention_mask)
     if not self.normalize then return pooled end
@@ -315,9 +362,10 @@ function SequenceClassifier.new(bert, num_labels, opts)
   return self
 end
 
--- -> logits [B, num_labels]
+-- -> logits [B, num_labels]; the pooler reads row 0 only, so padding rows are skipped
+-- (self.pack_rows = false computes them).
 function SequenceClassifier:forward(input)
-  local h = self.bert:forward(input)
+  local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
   local ok, logits = pcall(function()
     local pooled = self.bert.pooler:forward(h)
     local d = self.dropout:forward(pooled)

@@ -6,7 +6,10 @@
 -- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
 -- which never materialises T x T probabilities and saves only the row log-sum-exp.
 -- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
--- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept.
+-- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept. Or x is
+-- the packed real rows [N, C] and mask their packing (trainer.nn.packing): the linears and
+-- the output block run on the N rows; q, k, v are scattered to [B, T, C] (padding rows 0)
+-- for the attention op and its output gathered back, the same numbers as the padded path.
 local Module = require("trainer.nn.module")
 local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
@@ -14,6 +17,7 @@ local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
 local add_norm = require("trainer.nn.dropout_add_norm")
 local ops = require("trainer.core.ops")
+local packing = require("trainer.nn.packing")
 
 local SelfAttention = Module:extend("SelfAttention")
 
@@ -54,7 +58,14 @@ end
 
 function SelfAttention:forward(x, mask)
   local H, D = self.heads, self.head_dim
-  local q, k, v = self.query:forward(x), self.key:forward(x), self.value:forward(x)
+  local pk = packing.is(mask) and mask or nil
+  if pk then mask = pk.mask end
+  local q, k, v = self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk)
+  if pk then   -- to the padded layout the attention op reads
+    local qs, ks, vs = pk:scatter(q), pk:scatter(k), pk:scatter(v)
+    q:free(); k:free(); v:free()
+    q, k, v = qs, ks, vs
+  end
   local q4, k4, v4 = heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
   q:free(); k:free(); v:free()
   local aopts = self:attn_opts()
@@ -63,15 +74,17 @@ function SelfAttention:forward(x, mask)
     self.saved.q, self.saved.k, self.saved.v = q4, k4, v4
     self.saved.lse = lse
     self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
+    self.saved.pk = pk
     if mask then self:keep("mask", mask) end
   else
     q4:free(); k4:free(); v4:free(); lse:free()
   end
-  local a = a4:reshape(x:shape())
+  local a
+  if pk then a = pk:gather(a4) else a = a4:reshape(x:shape()) end
   a4:free()
   local o = self.dense:forward(a)
   a:free()
-  local y = add_norm.forward(self.dropout, self.norm, o, x)   -- norm(x + dropout(o)), fused
+  local y = add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
   o:free()
   return y
 end
@@ -79,9 +92,15 @@ end
 function SelfAttention:backward(dy)
   local s = self.saved
   local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
+  local pk = s.pk
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
   local da = self.dense:backward(dod)
   dod:free()
+  if pk then
+    local das = pk:scatter(da)
+    da:free()
+    da = das
+  end
   local da4 = heads_view(da, self.heads, self.head_dim)
   da:free()
   local a = s.attn
@@ -93,7 +112,7 @@ function SelfAttention:backward(dy)
   local xs = dsum:shape()
   local dx = dsum
   for _, pair in ipairs({ { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }) do
-    local d3 = pair[2]:reshape(xs)
+    local d3 = pk and pk:gather(pair[2]) or pair[2]:reshape(xs)
     pair[2]:free()
     local g = pair[1]:backward(d3)
     d3:free()

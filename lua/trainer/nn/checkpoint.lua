@@ -16,6 +16,7 @@
 --   * what the layers keep during the re-run is released by their own backward, so at most
 --     one segment's activations are alive at a time, plus every segment's input.
 local Module = require("trainer.nn.module")
+local packing = require("trainer.nn.packing")
 
 local Checkpoint = Module:extend("Checkpoint")
 
@@ -53,7 +54,8 @@ function Checkpoint:forward(x, mask)
   set_inner_grad(self, true)
   if not ok then error(y, 0) end
   self:keep("x", x)
-  if mask then self:keep("mask", mask) end
+  if packing.is(mask) then self.saved.mask = mask   -- the model owns (and closes) a packing
+  elseif mask then self:keep("mask", mask) end
   self.saved.rng = { seed = self.rng.seed, step = self.rng.step }   -- numbers: the loop may move on
   return y
 end

@@ -2,7 +2,9 @@
 -- has a fixed (layer, op) id; the model's shared rng table { seed, step } (set by the
 -- training loop) completes the key, so re-running forward (gradient checkpointing,
 -- cached MNRL) replays the same mask and the backward regenerates it instead of storing
--- it. Identity (a view) in eval mode or when p is 0.
+-- it. Identity (a view) in eval mode or when p is 0. forward(x, pk): with a packing
+-- (trainer.nn.packing) x holds only the real rows, and each element keeps its padded-layout
+-- mask; the packing is saved with the key, so replay and backward draw the same bits.
 local Module = require("trainer.nn.module")
 local ops = require("trainer.core.ops")
 
@@ -21,12 +23,21 @@ function Dropout:key()
   return ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = self.op })
 end
 
-function Dropout:forward(x)
+-- x with the mask made from key (a ops.rng_key), over the packed rows when pk is given.
+local function apply(x, p, key, pk)
+  if pk then return pk:dropout(x, p, key) end
+  return ops.dropout(x, p, key)
+end
+
+function Dropout:forward(x, pk)
   if not self:active() then return x:reshape(x:shape()) end
   -- The key is saved as plain numbers: the backward must use the forward's step even if
   -- the loop advanced it in between.
-  if self.grad_enabled then self.saved.key = { seed = self.rng.seed, step = self.rng.step } end
-  return ops.dropout(x, self.p, self:key())
+  if self.grad_enabled then
+    self.saved.key = { seed = self.rng.seed, step = self.rng.step }
+    self.saved.pk = pk
+  end
+  return apply(x, self.p, self:key(), pk)
 end
 
 -- The forward's output again, from the key the forward saved (a new tensor, or a view of x
@@ -35,13 +46,15 @@ end
 function Dropout:replay(x)
   local k = self.saved.key
   if not k then return x:reshape(x:shape()) end
-  return ops.dropout(x, self.p, ops.rng_key({ seed = k.seed, step = k.step, layer = self.layer, op = self.op }))
+  return apply(x, self.p, ops.rng_key({ seed = k.seed, step = k.step, layer = self.layer, op = self.op }), self.saved.pk)
 end
 
 function Dropout:backward(dy)
   local k = self.saved.key
   if not k then return dy:reshape(dy:shape()) end   -- the forward was the identity
-  local dx = ops.dropout_backward(dy, self.p, ops.rng_key({ seed = k.seed, step = k.step, layer = self.layer, op = self.op }))
+  local key = ops.rng_key({ seed = k.seed, step = k.step, layer = self.layer, op = self.op })
+  local pk = self.saved.pk
+  local dx = pk and pk:dropout_backward(dy, self.p, key) or ops.dropout_backward(dy, self.p, key)
   self:release()
   return dx
 end

@@ -23,7 +23,18 @@ end
 -- the caching allocator's segments so that the fp32 LoRA step reserved one more
 -- [tokens, intermediate] segment (575 -> 600 MiB), for one [tokens, hidden] activation less at
 -- a moment that is not the step's peak.
-function M.forward(dropout, norm, x, residual)
+-- pk: the packing of x's rows (trainer.nn.packing) when the encoder runs on the real rows only.
+-- The fused op draws each element's keep bit from its own row, the packed dropout from the
+-- row's padded position: with a packing and an active dropout the block end runs unfused.
+function M.forward(dropout, norm, x, residual, pk)
+  if pk and dropout:active() then
+    local od = dropout:forward(x, pk)
+    local sum = ops.add(od, residual)
+    od:free()
+    local y = norm:forward(sum)
+    sum:free()
+    return y
+  end
   local p, key = forward_key(dropout)
   local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key)
   norm:keep_owned("x", sum)
@@ -38,6 +49,11 @@ end
 -- dx (new, the gradient of x) and dresidual (new, the gradient of the residual); the
 -- LayerNorm's weight and bias gradients accumulate. Releases both children's saved state.
 function M.backward(dropout, norm, dy)
+  if dropout.saved.pk then   -- the forward ran unfused (packed rows, active dropout)
+    local dsum = norm:backward(dy)
+    local dod = dropout:backward(dsum)
+    return dod, dsum
+  end
   local s = norm.saved
   local sum = norm:saved_tensor("x")
   local k, p, key = dropout.saved.key, 0, nil

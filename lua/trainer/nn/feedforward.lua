@@ -35,14 +35,16 @@ end
 -- in the GELU's pass, its gradient in the GELU derivative's pass) measured no faster on the
 -- CPU, where OpenBLAS clears a bias-less GEMM's output in a pass of its own and the bias
 -- gradient's GEMV is already cheap (README, CPU speed).
-function FeedForward:forward(x)
+-- x: [.., C], or the packed real rows [N, C] with pk their packing (trainer.nn.packing),
+-- which the dropout needs for the padded layout's masks.
+function FeedForward:forward(x, pk)
   local h = self.dense1:forward(x)
   local a = ops.gelu(h, self.act)
   self:keep("h", h)
   h:free()
   local o = self.dense2:forward(a)
   a:free()
-  local y = add_norm.forward(self.dropout, self.norm, o, x)   -- norm(x + dropout(o)), fused
+  local y = add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
   o:free()
   return y
 end

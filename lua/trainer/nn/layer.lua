@@ -4,6 +4,7 @@
 local Module = require("trainer.nn.module")
 local SelfAttention = require("trainer.nn.attention")
 local FeedForward = require("trainer.nn.feedforward")
+local packing = require("trainer.nn.packing")
 
 local Layer = Module:extend("Layer")
 
@@ -25,9 +26,10 @@ function Layer.new(cfg, rng, layer)
   return self
 end
 
+-- mask: [B, T] or nil, or a packing (trainer.nn.packing) when x is the packed real rows.
 function Layer:forward(x, mask)
   local a = self.attention:forward(x, mask)
-  local y = self.ffn:forward(a)
+  local y = self.ffn:forward(a, packing.is(mask) and mask or nil)
   a:free()
   return y
 end

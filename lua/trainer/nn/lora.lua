@@ -55,10 +55,12 @@ function LoraLinear:add_param_as(name, value, field)
 end
 
 
-function LoraLinear:forward(x)
+-- pk: the packing x's rows come from (trainer.nn.packing), or nil; the LoRA dropout keeps
+-- the padded layout's masks through it.
+function LoraLinear:forward(x, pk)
   local base = self.base
   local y = ops.linear(x, base.weight.value, base.bias and base.bias.value or nil)
-  local xd = self.dropout:forward(x)
+  local xd = self.dropout:forward(x, pk)
   local a = ops.linear(xd, self.lora_A.value)
   local l = ops.linear(a, self.lora_B.value)
   ops.axpy_(y, l, self.scale)

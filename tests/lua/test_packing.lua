@@ -1,0 +1,211 @@
+-- Packed encoder rows (trainer.nn.packing): a batch with padding runs its encoder layers on
+-- the real rows only, with the same numbers as the padded path. With dropout ON (hidden,
+-- attention and LoRA dropout) the loss and every gradient match the padded run within
+-- float rounding (the masks are the padded layout's, bit for bit: the dropout test below);
+-- eval outputs match on real rows and are 0 on padding rows; nothing is left allocated; a
+-- batch without padding is not packed; a bad segment table is a clear error.
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local memory = require("trainer.core.memory")
+local bert = require("trainer.models.bert")
+local lora = require("trainer.train.lora")
+local checkpoint = require("trainer.train.grad_checkpoint")
+local packing = require("trainer.nn.packing")
+local ffi = require("ffi")
+local C = require("trainer.core.ffi")
+local runtime = require("trainer.core.runtime")
+
+local function int_tensor(values, shape)
+  local t = T.from_table(values, { dtype = "i32" })
+  local r = t:reshape(shape)
+  t:free()
+  return r
+end
+
+local function tiny_encoder(layers)
+  local cfg = bert.config({ hidden_size = 32, num_hidden_layers = layers, num_attention_heads = 4,
+    intermediate_size = 64, vocab_size = 60, max_position_embeddings = 64, hidden_dropout_prob = 0.1,
+    attention_probs_dropout_prob = 0.1 }, "tiny")
+  return bert.SentenceEncoder.new(bert.BertModel.new(cfg, { seed = 3, pooler = false }), { pooling = "mean" })
+end
+
+-- [B, Tn] ids with lengths from 1 to Tn (most rows are padding), and a loss weight [B, 32].
+local function batch(B, Tn)
+  local ids, mask = {}, {}
+  for b = 0, B - 1 do
+    local len = 1 + (b * 5) % Tn
+    for t = 1, Tn do
+      local i = b * Tn + t
+      ids[i] = t <= len and (((b * 7 + t * 13) % 55) + 5) or 0
+      mask[i] = t <= len and 1 or 0
+    end
+  end
+  local x = { input_ids = int_tensor(ids, { B, Tn }), attention_mask = int_tensor(mask, { B, Tn }) }
+  return x, T.randn({ B, 32 }, { seed = 9, stream = 1, tag = "activations" })
+end
+
+local function free_input(x, w) x.input_ids:free(); x.attention_mask:free(); w:free() end
+
+-- loss = sum(embedding * w) and its gradients (value lists by name), with dropout on, and
+-- the peak of `activations` above the start.
+local function run(model, x, w, pack)
+  model.pack_rows = pack
+  for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
+  model:train()
+  model.rng.step = 4
+  memory.reset_peak()
+  local a0 = memory.stats().by_tag.activations
+  local e = model:forward(x)
+  local ev, wv = e:values(), w:values()
+  local loss = 0
+  for i = 1, #ev do loss = loss + ev[i] * wv[i] end
+  model:backward(w)
+  e:free()
+  local st = memory.stats()
+  assert(st.by_tag.activations == a0, ("pack=%s: %d activation bytes left after backward"):format(
+    tostring(pack), st.by_tag.activations - a0))
+  assert(model.bert.packing == nil, "the packing must be closed by the backward")
+  local grads = {}
+  for name, p in model:parameters() do if p.grad then grads[name] = p.grad:values() end end
+  return loss, grads, st.peak_by_tag.activations - a0
+end
+
+local function close(a, b, tol, what)
+  assert(#a == #b, what .. ": sizes differ")
+  local scale = 0
+  for i = 1, #a do scale = math.max(scale, math.abs(a[i])) end
+  for i = 1, #a do
+    if math.abs(a[i] - b[i]) > tol * math.max(scale, 1e-3) then
+      error(("%s: element %d: %.9g vs %.9g (scale %.3g)"):format(what, i, a[i], b[i], scale), 0)
+    end
+  end
+end
+
+local function bytes(t)
+  local n = t:nbytes()
+  local buf = ffi.new("uint8_t[?]", math.max(n, 1))
+  runtime.check(C.tr_tensor_read(runtime.ctx, t:ptr(), buf, n), "bytes")
+  return ffi.string(buf, n)
+end
+
+local function same_as_padded(model, x, w)
+  local l0, g0, peak0 = run(model, x, w, false)
+  local l1, g1, peak1 = run(model, x, w, true)
+  assert(math.abs(l1 - l0) <= 1e-5 * math.max(1, math.abs(l0)), ("loss %.9g packed vs %.9g padded"):format(l1, l0))
+  local n = 0
+  for name, g in pairs(g0) do
+    assert(g1[name], name .. ": no gradient when packed")
+    close(g, g1[name], 1e-4, name)
+    n = n + 1
+  end
+  assert(n > 0, "no gradients compared")
+  assert(peak1 < peak0, ("packed peak activations %d not below the padded %d"):format(peak1, peak0))
+end
+
+return {
+  { "dropout_segments_draw_the_padded_masks", function()
+    local B, Tn, Cw = 3, 7, 24
+    local mask = int_tensor({ 1, 1, 1, 0, 0, 0, 0,  1, 1, 1, 1, 1, 1, 1,  1, 1, 0, 0, 0, 0, 0 }, { B, Tn })
+    local pk = assert(packing.from_mask(mask))
+    assert(pk.N == 12 and pk.nseg == 2, ("rows %d, segments %d (rows 0-2, then 7-16 run together)"):format(pk.N, pk.nseg))
+    local x = T.randn({ B, Tn, Cw }, { seed = 2, stream = 3, tag = "activations" })
+    local key = ops.rng_key({ seed = 11, step = 2, layer = 1, op = 2 })
+    local full = ops.dropout(x, 0.3, key)
+    local xp = pk:gather(x)
+    local dp = pk:dropout(xp, 0.3, key)
+    local want = pk:gather(full)
+    assert(bytes(dp) == bytes(want), "packed dropout differs from the padded dropout's real rows")
+    local bfull = ops.dropout_backward(x, 0.3, key)
+    local bp = pk:dropout_backward(xp, 0.3, key)
+    local bwant = pk:gather(bfull)
+    assert(bytes(bp) == bytes(bwant), "packed dropout backward differs from the padded one")
+    -- scatter puts the rows back, 0 elsewhere
+    local back = pk:scatter(xp)
+    local xv, bv, mv = x:values(), back:values(), mask:values()
+    for i = 1, #xv do
+      local want_v = mv[math.floor((i - 1) / Cw) + 1] ~= 0 and xv[i] or 0
+      assert(bv[i] == want_v, ("scatter element %d: %g, want %g"):format(i, bv[i], want_v))
+    end
+    for _, t in ipairs({ full, xp, dp, want, bfull, bp, bwant, back, x }) do t:free() end
+    pk:close()
+    mask:free()
+  end },
+
+  { "bad_segment_table_is_a_clear_error", function()
+    local x = T.zeros({ 4, 8 }, { tag = "activations" })
+    local segs = ffi.new("int64_t[3]", 2, 3, 0)   -- rows 2..4 of 4
+    local key = ops.rng_key({ seed = 1, step = 1, layer = 1, op = 1 })
+    local ok, err = pcall(ops.dropout_segments, x, 0.5, key, segs, 1)
+    assert(not ok and tostring(err):find("segment 0 (packed rows 2..4 at padded row 0) lies outside the 4 packed rows", 1, true),
+      "want the bad segment named: " .. tostring(err))
+    -- runs out of padded order, and a run past the padded rows: refused before any row moves
+    local padded = T.full({ 6, 8 }, 7, { tag = "activations" })
+    for _, bad in ipairs({ { 0, 2, 3, 2, 2, 1 }, { 0, 4, 3 } }) do
+      local t = ffi.new("int64_t[?]", #bad, bad)
+      ok, err = pcall(function()
+        runtime.check(C.tr_op_scatter_segments(runtime.ctx, padded:ptr(), x:ptr(), t, #bad / 3), "scatter")
+      end)
+      assert(not ok and tostring(err):find("scatter_segments: segment", 1, true), "bad table accepted: " .. tostring(err))
+      for _, v in ipairs(padded:values()) do assert(v == 7, "a refused scatter changed the output") end
+    end
+    padded:free()
+    x:free()
+  end },
+
+  { "no_padding_is_not_packed", function()
+    local mask = int_tensor({ 1, 1, 1, 1, 1, 1 }, { 2, 3 })
+    assert(packing.from_mask(mask) == nil, "a batch without padding has nothing to skip")
+    local empty = int_tensor({ 0, 0, 0, 0, 0, 0 }, { 2, 3 })
+    assert(packing.from_mask(empty) == nil, "no real token: nothing to pack")
+    assert(packing.from_mask(nil) == nil)
+    mask:free(); empty:free()
+  end },
+
+  { "packed_training_matches_padded_with_dropout", function()
+    local model = tiny_encoder(2)
+    local x, w = batch(6, 9)
+    same_as_padded(model, x, w)
+    free_input(x, w)
+    model:free()
+  end },
+
+  { "packed_lora_and_checkpointing_match_padded", function()
+    local model = tiny_encoder(3)
+    lora.apply(model, { r = 4, alpha = 8, dropout = 0.2, targets = { "query", "value" } })
+    local x, w = batch(5, 10)
+    same_as_padded(model, x, w)
+    checkpoint.apply(model, { every = 1 })
+    same_as_padded(model, x, w)
+    free_input(x, w)
+    model:free()
+  end },
+
+  { "packed_eval_rows_match_and_padding_rows_are_zero", function()
+    local model = tiny_encoder(2)
+    local x, w = batch(4, 8)
+    model:eval()
+    local bm = model.bert
+    local function hidden(pack)
+      local h = bm:forward(x, { pack_rows = pack })
+      local v = h:values()
+      h:free()
+      return v
+    end
+    local a0 = memory.stats().by_tag.activations
+    local h0, h1 = hidden(false), hidden(true)
+    assert(memory.stats().by_tag.activations == a0, "an eval forward left activations allocated")
+    assert(bm.packing == nil, "a forward without grad must close its packing")
+    local mv = x.attention_mask:values()
+    local real0, real1 = {}, {}
+    for i = 1, #h0 do
+      if mv[math.floor((i - 1) / 32) + 1] ~= 0 then
+        real0[#real0 + 1], real1[#real1 + 1] = h0[i], h1[i]
+      else
+        assert(h1[i] == 0, ("padding element %d is %g, want 0"):format(i, h1[i]))
+      end
+    end
+    close(real0, real1, 1e-5, "real rows")
+    free_input(x, w)
+    model:free()
+  end },
+}
