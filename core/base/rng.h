@@ -46,4 +46,12 @@ void tr_rng_normal(float *out, size_t n, tr_rng_key key, uint64_t offset);
 /* keep[i] = 1 when uniform(offset + i) >= p, else 0 (dropout keeps with probability 1-p). */
 void tr_dropout_mask_bits(uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset);
 
+/* The instruction sets the keep bytes are made with: tr_dropout_mask_bits takes the widest
+ * the CPU runs (AVX-512: 16 blocks a batch, AVX2: 8, else portable C); every path gives the
+ * same bytes. The _isa form runs one chosen path, for tests and benchmarks: it returns -1
+ * and writes nothing when the CPU (or this build) lacks that path, else 0. */
+typedef enum tr_rng_isa { TR_RNG_ISA_SCALAR = 0, TR_RNG_ISA_AVX2 = 1, TR_RNG_ISA_AVX512 = 2 } tr_rng_isa;
+tr_rng_isa tr_rng_cpu_isa(void);
+int tr_dropout_mask_bits_isa(tr_rng_isa isa, uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset);
+
 #endif
