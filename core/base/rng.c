@@ -329,35 +329,75 @@ static inline void keep_batch(tr_rng_isa isa, tr_rng_key key, uint64_t block0, u
     keep_batch_scalar(key, block0, thr, dst);
 }
 
-/* Keep bytes of elements [offset, offset + n) on one thread: whole batches are written in
- * place, the partial first and last through a small buffer. */
-static void keep_range(tr_rng_isa isa, uint8_t *out, size_t n, uint32_t thr, tr_rng_key key, uint64_t offset)
+/* mask[i] = 0 - bytes[i] (all ones for a kept element) for the n <= 64 bytes of one batch. */
+#ifdef RNG_HAVE_AVX2
+__attribute__((target("avx512f"))) static void widen_avx512(uint32_t *mask, const uint8_t *bytes)
+{
+    for (int q = 0; q < 4; q++) {
+        __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(bytes + 16 * q)));
+        _mm512_storeu_si512((void *)(mask + 16 * q), _mm512_sub_epi32(_mm512_setzero_si512(), w));
+    }
+}
+
+__attribute__((target("avx2"))) static void widen_avx2(uint32_t *mask, const uint8_t *bytes)
+{
+    for (int q = 0; q < 4; q++) {
+        __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bytes + 8 * q)));
+        _mm256_storeu_si256((__m256i *)(mask + 8 * q), _mm256_sub_epi32(_mm256_setzero_si256(), w));
+    }
+}
+#endif
+
+static inline void widen_batch(tr_rng_isa isa, uint32_t *mask, const uint8_t *bytes, size_t n)
+{
+#ifdef RNG_HAVE_AVX2
+    if (isa == TR_RNG_ISA_AVX512 && n == 64) {
+        widen_avx512(mask, bytes);
+        return;
+    }
+    if (isa == TR_RNG_ISA_AVX2 && n == 32) {
+        widen_avx2(mask, bytes);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) mask[i] = 0u - (uint32_t)bytes[i];
+}
+
+/* Elements [offset, offset + n) on one thread, as 0/1 bytes (words == 0) or 32-bit masks:
+ * whole batches of bytes are written in place, the partial first and last through a small
+ * buffer; masks are widened from a batch's bytes. */
+static void keep_range(tr_rng_isa isa, void *out, int words, size_t n, uint32_t thr, tr_rng_key key,
+                       uint64_t offset)
 {
     const uint64_t bw = (uint64_t)keep_batch_blocks(isa), per_batch = 4 * bw;
     const uint64_t end = offset + n;
+    uint8_t *bytes = out;
+    uint32_t *mask = out;
     for (uint64_t block0 = offset / 4; block0 * 4 < end; block0 += bw) {
         uint64_t e0 = block0 * 4;
-        if (e0 >= offset && e0 + per_batch <= end) {
-            keep_batch(isa, key, block0, thr, out + (e0 - offset));
+        if (!words && e0 >= offset && e0 + per_batch <= end) {
+            keep_batch(isa, key, block0, thr, bytes + (e0 - offset));
             continue;
         }
         uint8_t tmp[4 * KEEP_MAX_BLOCKS];
         keep_batch(isa, key, block0, thr, tmp);
         uint64_t lo = e0 > offset ? e0 : offset, hi = e0 + per_batch < end ? e0 + per_batch : end;
-        memcpy(out + (lo - offset), tmp + (lo - e0), (size_t)(hi - lo));
+        if (words) widen_batch(isa, mask + (lo - offset), tmp + (lo - e0), (size_t)(hi - lo));
+        else memcpy(bytes + (lo - offset), tmp + (lo - e0), (size_t)(hi - lo));
     }
 }
 
 /* Elements per thread's share of a parallel keep stream (a multiple of every batch). */
 enum { KEEP_PARALLEL_CHUNK = 4 * RNG_BATCH * RNG_PARALLEL_BATCHES };
 
-static void keep_stream(tr_rng_isa isa, uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset)
+static void keep_stream(tr_rng_isa isa, void *out, int words, size_t n, float p, tr_rng_key key, uint64_t offset)
 {
     if (n == 0) return;
     const uint32_t thr = keep_threshold(p);
+    const size_t esz = words ? 4 : 1;
     const int64_t nchunk = (int64_t)((n + KEEP_PARALLEL_CHUNK - 1) / KEEP_PARALLEL_CHUNK);
     if (nchunk < 2 || !stream_parallel((int64_t)(n / (4 * RNG_BATCH)))) {
-        keep_range(isa, keep, n, thr, key, offset);
+        keep_range(isa, out, words, n, thr, key, offset);
         return;
     }
 #ifdef _OPENMP
@@ -365,7 +405,7 @@ static void keep_stream(tr_rng_isa isa, uint8_t *keep, size_t n, float p, tr_rng
 #endif
     for (int64_t c = 0; c < nchunk; c++) {
         size_t start = (size_t)c * KEEP_PARALLEL_CHUNK, len = n - start < KEEP_PARALLEL_CHUNK ? n - start : KEEP_PARALLEL_CHUNK;
-        keep_range(isa, keep + start, len, thr, key, offset + start);
+        keep_range(isa, (char *)out + start * esz, words, len, thr, key, offset + start);
     }
 }
 
@@ -381,7 +421,14 @@ tr_rng_isa tr_rng_cpu_isa(void)
 int tr_dropout_mask_bits_isa(tr_rng_isa isa, uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset)
 {
     if ((int)isa < 0 || isa > tr_rng_cpu_isa()) return -1;
-    keep_stream(isa, keep, n, p, key, offset);
+    keep_stream(isa, keep, 0, n, p, key, offset);
+    return 0;
+}
+
+int tr_dropout_mask_words_isa(tr_rng_isa isa, uint32_t *mask, size_t n, float p, tr_rng_key key, uint64_t offset)
+{
+    if ((int)isa < 0 || isa > tr_rng_cpu_isa()) return -1;
+    keep_stream(isa, mask, 1, n, p, key, offset);
     return 0;
 }
 
@@ -399,5 +446,10 @@ void tr_rng_normal(float *out, size_t n, tr_rng_key key, uint64_t offset)
 
 void tr_dropout_mask_bits(uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset)
 {
-    keep_stream(tr_rng_cpu_isa(), keep, n, p, key, offset);
+    keep_stream(tr_rng_cpu_isa(), keep, 0, n, p, key, offset);
+}
+
+void tr_dropout_mask_words(uint32_t *mask, size_t n, float p, tr_rng_key key, uint64_t offset)
+{
+    keep_stream(tr_rng_cpu_isa(), mask, 1, n, p, key, offset);
 }

@@ -22,10 +22,10 @@ typedef struct attn_stream {
     uint64_t base;    /* stream index of the first element of this batch group */
 } attn_stream;
 
-static void attn_keep(uint8_t *keep, size_t n, float p, const void *key, uint64_t offset)
+static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
     const attn_stream *s = key;
-    tr_dropout_mask_bits(keep, n, p, s->key, s->base + offset);
+    tr_dropout_mask_words(mask, n, p, s->key, s->base + offset);
 }
 
 /* ------------------------------------------------------------ checks */

@@ -38,7 +38,7 @@ int tr_k_attention_threads(void)
 #endif
 }
 
-/* The keep bytes of a block are stored in the third buffer. */
+/* The 32-bit keep masks of a block are stored in the third buffer. */
 size_t tr_k_attention_scratch_elems(int64_t T, int nthreads)
 {
     return (size_t)(nthreads > 0 ? nthreads : 1) * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK *

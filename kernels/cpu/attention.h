@@ -12,8 +12,8 @@
  * backward recomputes the block's probabilities from q, k and lse.
  *
  * Dropout: element (b, h, i, j) has stream index ((b*H + h)*T + i)*T + j; it is kept when
- * its uniform >= p and then scaled by 1/(1-p). The keep bytes come from drop->keep (the
- * keyed counter RNG in the runtime, tr_dropout_mask_bits), a whole query block's rows in one
+ * its uniform >= p and then scaled by 1/(1-p). The keep masks come from drop->keep (the
+ * keyed counter RNG in the runtime, tr_dropout_mask_words), a whole query block's rows in one
  * call (they are consecutive in the stream), so the backward regenerates the forward's mask.
  *
  * A row whose keys are all masked has out = 0, zero gradients and lse = -inf (no NaN). */
@@ -25,8 +25,9 @@
 
 enum { TR_ATTN_BLOCK = 64, TR_ATTN_SCRATCH_BUFS = 3 };
 
-/* Fills keep[i] (=) with 1 when stream element offset + i is kept (its uniform >= p), else 0. */
-typedef void (*tr_keep_fn)(uint8_t *keep, size_t n, float p, const void *key, uint64_t offset);
+/* Fills mask[i] (=) with 0xFFFFFFFF when stream element offset + i is kept (its uniform >= p),
+ * else 0 (tr_dropout_mask_words). */
+typedef void (*tr_keep_fn)(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset);
 
 typedef struct tr_attn_dropout {
     float p;                  /* probability of dropping, in [0, 1) */

@@ -72,10 +72,11 @@ TR_SIMD_CLONES static void KFN(softmax_block)(REAL *S, REAL *lse_out, int64_t nb
     }
 }
 
-/* out[j] = in[j] * keep_scale where keep[j] is 1, else +0; out may be in. A bit select (the
- * product's bits AND all ones or zero): a ?: on the keep byte is control flow to GCC -O2 and
- * kept this loop scalar. KFN(attn_bits) is the unsigned integer as wide as REAL. */
-TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const uint8_t *keep, int64_t n,
+/* out[j] = in[j] * keep_scale where mask[j] is all ones (kept), else +0; out may be in. A
+ * bit select (the product's bits AND the mask): a ?: is control flow to GCC -O2 and kept
+ * this loop scalar, and a byte mask beside the floats made it 16-byte vectors only.
+ * KFN(attn_bits) is the unsigned integer as wide as REAL (the mask sign-extends to it). */
+TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const uint32_t *mask, int64_t n,
                                              REAL keep_scale)
 {
 #pragma omp simd
@@ -83,7 +84,7 @@ TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const ui
         REAL v = in[j] * keep_scale;
         KFN(attn_bits) bits;
         memcpy(&bits, &v, sizeof bits);
-        bits &= (KFN(attn_bits))0 - (KFN(attn_bits))keep[j];
+        bits &= (KFN(attn_bits))(int32_t)mask[j];
         memcpy(&out[j], &bits, sizeof bits);
     }
 }
@@ -118,7 +119,8 @@ void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
 #pragma omp parallel num_threads(nthreads)
     {
         REAL *S = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
-        uint8_t *keep = (uint8_t *)(S + (size_t)TR_ATTN_BLOCK * T);   /* the block's keep bytes */
+        /* cppcheck-suppress invalidPointerCast ; the third buffer holds the block's keep masks */
+        uint32_t *keep = (uint32_t *)(S + (size_t)TR_ATTN_BLOCK * T);
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < ntask; task++) {
             int64_t bh = task / nblk, b = bh / H, h = bh % H;
@@ -159,7 +161,8 @@ void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
     {
         REAL *P = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
         REAL *G = P + (size_t)TR_ATTN_BLOCK * T;
-        uint8_t *keep = (uint8_t *)(G + (size_t)TR_ATTN_BLOCK * T);   /* the block's keep bytes */
+        /* cppcheck-suppress invalidPointerCast ; the third buffer holds the block's keep masks */
+        uint32_t *keep = (uint32_t *)(G + (size_t)TR_ATTN_BLOCK * T);
 #pragma omp for schedule(dynamic)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;

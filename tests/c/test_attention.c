@@ -2,7 +2,7 @@
  * a naive f64 attention that materialises T x T (with i32/f32 padding masks, dropout,
  * several query blocks with a partial last one), f32 against f64 with an f32 mask, fully
  * masked rows, guard regions (backward against finite differences: test_ops_table.c), and
- * results that do not depend on the number of threads. The dropout keep bytes come from a
+ * results that do not depend on the number of threads. The dropout keep masks come from a
  * test hash here (uniform >= p); the tensor-level op feeds the keyed Philox stream. */
 #include "check.h"
 #include "op_check.h"
@@ -23,12 +23,13 @@ static void hash_uniform(float *out, size_t n, const void *key, uint64_t offset)
     }
 }
 
-/* keep[i] = hash uniform of element offset + i >= p, as tr_dropout_mask_bits defines it. */
-static void hash_keep(uint8_t *keep, size_t n, float p, const void *key, uint64_t offset)
+/* mask[i] = all ones when the hash uniform of element offset + i >= p, as
+ * tr_dropout_mask_words defines it. */
+static void hash_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
     float *u = malloc(n * sizeof *u);
     hash_uniform(u, n, key, offset);
-    for (size_t i = 0; i < n; i++) keep[i] = u[i] >= p;
+    for (size_t i = 0; i < n; i++) mask[i] = u[i] >= p ? 0xFFFFFFFFu : 0u;
     free(u);
 }
 
@@ -39,7 +40,7 @@ static void naive_attention(double *out, double *lse, const double *q, const dou
                             double scale, int64_t B, int64_t T, int64_t H, int64_t D)
 {
     double *P = malloc(8 * T);
-    uint8_t *K = malloc((size_t)T);
+    uint32_t *K = malloc(4 * (size_t)T);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = 0; i < T; i++) {

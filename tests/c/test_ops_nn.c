@@ -271,9 +271,9 @@ static void test_f16_against_f32(void) { half_vs_f32(TR_F16); }
 
 /* ------------------------------------------------------------ attention */
 
-static void philox_keep(uint8_t *keep, size_t n, float p, const void *key, uint64_t offset)
+static void philox_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
-    tr_dropout_mask_bits(keep, n, p, *(const tr_rng_key *)key, offset);
+    tr_dropout_mask_words(mask, n, p, *(const tr_rng_key *)key, offset);
 }
 
 /* f32 op against the f64 kernel fed by the same Philox stream; then `dtype` tensors

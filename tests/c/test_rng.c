@@ -212,6 +212,20 @@ static void keep_isa_case(tr_rng_isa isa, const char *name)
             }
     CHECK(bad == 0, "%s: %d keep bytes differ from the definition", name, bad);
 
+    /* the 32-bit masks are the bytes widened to all ones or zero */
+    static uint32_t mask[1000 + 2];
+    bad = 0;
+    for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            size_t n = lens[li];
+            mask[n] = mask[n + 1] = 0xA5A5A5A5u;
+            CHECK(tr_dropout_mask_words_isa(isa, mask, n, 0.3f, KEY, offsets[oi]) == 0, "%s words refused", name);
+            for (size_t i = 0; i < n; i++)
+                bad += mask[i] != (keep_by_definition(KEY, offsets[oi] + i, 0.3f) ? 0xFFFFFFFFu : 0u);
+            bad += mask[n] != 0xA5A5A5A5u || mask[n + 1] != 0xA5A5A5A5u;
+        }
+    CHECK(bad == 0, "%s: %d keep masks differ from the definition (or were written past the end)", name, bad);
+
     size_t n = 300001;
     uint8_t *got = malloc(n), *want = malloc(n);
     CHECK(got && want, "malloc");
@@ -219,6 +233,15 @@ static void keep_isa_case(tr_rng_isa isa, const char *name)
         tr_dropout_mask_bits_isa(isa, got, n, 0.1f, KEY, 13);
         tr_dropout_mask_bits_isa(TR_RNG_ISA_SCALAR, want, n, 0.1f, KEY, 13);
         CHECK(memcmp(got, want, n) == 0, "%s: the parallel stream differs from the portable one", name);
+        uint32_t *words = malloc(n * sizeof *words);
+        CHECK(words != NULL, "malloc");
+        if (words) {
+            tr_dropout_mask_words_isa(isa, words, n, 0.1f, KEY, 13);
+            size_t wbad = 0;
+            for (size_t i = 0; i < n; i++) wbad += words[i] != (want[i] ? 0xFFFFFFFFu : 0u);
+            CHECK(wbad == 0, "%s: %zu of the parallel stream's masks differ from its bytes", name, wbad);
+        }
+        free(words);
         size_t kept = 0;
         for (size_t i = 0; i < n; i++) kept += got[i];
         CHECK(kept > n * 85 / 100 && kept < n * 95 / 100, "%s: kept %zu of %zu at p = 0.1", name, kept, n);
@@ -244,6 +267,11 @@ static void test_keep_bits_isa_choice(void)
     tr_dropout_mask_bits(a, 100, 0.3f, KEY, 9);
     CHECK(tr_dropout_mask_bits_isa(best, b, 100, 0.3f, KEY, 9) == 0, "the CPU's own path runs");
     CHECK(memcmp(a, b, 100) == 0, "tr_dropout_mask_bits is the CPU's widest path");
+    uint32_t m[100];
+    tr_dropout_mask_words(m, 100, 0.3f, KEY, 9);
+    int bad = 0;
+    for (int i = 0; i < 100; i++) bad += m[i] != (a[i] ? 0xFFFFFFFFu : 0u);
+    CHECK(bad == 0, "tr_dropout_mask_words is the bytes widened: %d differ", bad);
 }
 
 /* ------------------------------------------------------------ distributions */

@@ -637,9 +637,9 @@ static void test_optimizers(void)
 
 static tr_rng_key attn_key = { 20261201, 5, 2, 1 };
 
-static void attn_keep(uint8_t *keep, size_t n, float p, const void *key, uint64_t offset)
+static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
-    tr_dropout_mask_bits(keep, n, p, *(const tr_rng_key *)key, offset);
+    tr_dropout_mask_words(mask, n, p, *(const tr_rng_key *)key, offset);
 }
 
 static void attention_case(int dt, int64_t B, int64_t T, int64_t H, int64_t D, float p, int masked)
