@@ -246,9 +246,9 @@ static uint32_t keep_threshold(float p)
  * 4 bytes a block in element order. The four bytes of block k are one little-endian 32-bit
  * word b0 | b1 << 8 | b2 << 16 | b3 << 24 of its four words' bits, so the SIMD paths store
  * lanes of words straight out, with no transpose. */
-enum { KEEP_MAX_BLOCKS = 16 };
+enum { KEEP_MAX_BLOCKS = 32 };
 
-static int keep_batch_blocks(tr_rng_isa isa) { return isa == TR_RNG_ISA_AVX512 ? 16 : RNG_BATCH; }
+static int keep_batch_blocks(tr_rng_isa isa) { return isa == TR_RNG_ISA_AVX512 ? 32 : RNG_BATCH; }
 
 static void keep_batch_scalar(tr_rng_key key, uint64_t block0, uint32_t thr, uint8_t *dst)
 {
@@ -282,35 +282,47 @@ __attribute__((target("avx512f"))) static inline void mul_hi_lo_512(__m512i x, _
     *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
 }
 
+/* Two sets of 16 blocks interleaved, so that one set's multiplies run in the other's
+ * latency (a round is a dependent chain of multiply, blend and xor). */
 __attribute__((target("avx512f"))) static void keep_batch_avx512(tr_rng_key key, uint64_t block0, uint32_t thr,
                                                                  uint8_t *dst)
 {
     const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
-    __m512i x0 = _mm512_set1_epi32((int)key.step), x1 = _mm512_set1_epi32((int)key.layer);
-    __m512i x2 = _mm512_set1_epi32((int)key.op);
-    __m512i x3 = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)block0),
-                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i x0[2], x1[2], x2[2], x3[2];
+    for (int s = 0; s < 2; s++) {
+        x0[s] = _mm512_set1_epi32((int)key.step);
+        x1[s] = _mm512_set1_epi32((int)key.layer);
+        x2[s] = _mm512_set1_epi32((int)key.op);
+        x3[s] = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)(block0 + 16u * (unsigned)s)), lanes);
+    }
     uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
     for (int r = 0; r < 10; r++) {
-        __m512i hi0, lo0, hi1, lo1;
-        mul_hi_lo_512(x0, m0, &hi0, &lo0);
-        mul_hi_lo_512(x2, m1, &hi1, &lo1);
-        x0 = _mm512_xor_si512(_mm512_xor_si512(hi1, x1), _mm512_set1_epi32((int)k0));
-        x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32((int)k1));
-        x1 = lo1;
-        x3 = lo0;
+        const __m512i kk0 = _mm512_set1_epi32((int)k0), kk1 = _mm512_set1_epi32((int)k1);
+        for (int s = 0; s < 2; s++) {
+            __m512i hi0, lo0, hi1, lo1;
+            mul_hi_lo_512(x0[s], m0, &hi0, &lo0);
+            mul_hi_lo_512(x2[s], m1, &hi1, &lo1);
+            x0[s] = _mm512_xor_si512(_mm512_xor_si512(hi1, x1[s]), kk0);
+            x2[s] = _mm512_xor_si512(_mm512_xor_si512(hi0, x3[s]), kk1);
+            x1[s] = lo1;
+            x3[s] = lo0;
+        }
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
     }
     const __m512i t = _mm512_set1_epi32((int)thr);
-    __m512i packed = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(_mm512_srli_epi32(x0, 8), t), _mm512_set1_epi32(1));
-    packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x1, 8), t), packed,
-                                  _mm512_set1_epi32(1 << 8));
-    packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x2, 8), t), packed,
-                                  _mm512_set1_epi32(1 << 16));
-    packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x3, 8), t), packed,
-                                  _mm512_set1_epi32(1 << 24));
-    _mm512_storeu_si512((void *)dst, packed);
+    for (int s = 0; s < 2; s++) {
+        __m512i packed = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(_mm512_srli_epi32(x0[s], 8), t),
+                                                _mm512_set1_epi32(1));
+        packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x1[s], 8), t), packed,
+                                      _mm512_set1_epi32(1 << 8));
+        packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x2[s], 8), t), packed,
+                                      _mm512_set1_epi32(1 << 16));
+        packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x3[s], 8), t), packed,
+                                      _mm512_set1_epi32(1 << 24));
+        _mm512_storeu_si512((void *)(dst + 64 * s), packed);
+    }
 }
 #endif
 
@@ -329,11 +341,11 @@ static inline void keep_batch(tr_rng_isa isa, tr_rng_key key, uint64_t block0, u
     keep_batch_scalar(key, block0, thr, dst);
 }
 
-/* mask[i] = 0 - bytes[i] (all ones for a kept element) for the n <= 64 bytes of one batch. */
+/* mask[i] = 0 - bytes[i] (all ones for a kept element) for the n <= 128 bytes of one batch. */
 #ifdef RNG_HAVE_AVX2
 __attribute__((target("avx512f"))) static void widen_avx512(uint32_t *mask, const uint8_t *bytes)
 {
-    for (int q = 0; q < 4; q++) {
+    for (int q = 0; q < 8; q++) {
         __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(bytes + 16 * q)));
         _mm512_storeu_si512((void *)(mask + 16 * q), _mm512_sub_epi32(_mm512_setzero_si512(), w));
     }
@@ -351,7 +363,7 @@ __attribute__((target("avx2"))) static void widen_avx2(uint32_t *mask, const uin
 static inline void widen_batch(tr_rng_isa isa, uint32_t *mask, const uint8_t *bytes, size_t n)
 {
 #ifdef RNG_HAVE_AVX2
-    if (isa == TR_RNG_ISA_AVX512 && n == 64) {
+    if (isa == TR_RNG_ISA_AVX512 && n == 128) {
         widen_avx512(mask, bytes);
         return;
     }
