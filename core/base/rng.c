@@ -282,47 +282,56 @@ __attribute__((target("avx512f"))) static inline void mul_hi_lo_512(__m512i x, _
     *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
 }
 
+/* One Philox round of one set of 16 blocks (x0..x3 are lvalues). */
+#define PHILOX_ROUND_512(x0, x1, x2, x3, kk0, kk1)                                  \
+    do {                                                                            \
+        __m512i hi0_, lo0_, hi1_, lo1_;                                             \
+        mul_hi_lo_512(x0, m0, &hi0_, &lo0_);                                        \
+        mul_hi_lo_512(x2, m1, &hi1_, &lo1_);                                        \
+        x0 = _mm512_xor_si512(_mm512_xor_si512(hi1_, x1), kk0);                     \
+        x2 = _mm512_xor_si512(_mm512_xor_si512(hi0_, x3), kk1);                     \
+        x1 = lo1_;                                                                  \
+        x3 = lo0_;                                                                  \
+    } while (0)
+
+/* The 64 keep bytes of one set, packed as in the AVX2 path (a word of 4 bytes per block). */
+__attribute__((target("avx512f"))) static inline void keep_store_512(__m512i x0, __m512i x1, __m512i x2, __m512i x3,
+                                                                     __m512i t, uint8_t *dst)
+{
+    __m512i packed = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(_mm512_srli_epi32(x0, 8), t), _mm512_set1_epi32(1));
+    packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x1, 8), t), packed,
+                                  _mm512_set1_epi32(1 << 8));
+    packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x2, 8), t), packed,
+                                  _mm512_set1_epi32(1 << 16));
+    packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x3, 8), t), packed,
+                                  _mm512_set1_epi32(1 << 24));
+    _mm512_storeu_si512((void *)dst, packed);
+}
+
 /* Two sets of 16 blocks interleaved, so that one set's multiplies run in the other's
- * latency (a round is a dependent chain of multiply, blend and xor). */
+ * latency (a round is a dependent chain of multiply, blend and xor); each set in its own
+ * registers (as arrays, GCC kept them on the stack). */
 __attribute__((target("avx512f"))) static void keep_batch_avx512(tr_rng_key key, uint64_t block0, uint32_t thr,
                                                                  uint8_t *dst)
 {
     const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512i x0[2], x1[2], x2[2], x3[2];
-    for (int s = 0; s < 2; s++) {
-        x0[s] = _mm512_set1_epi32((int)key.step);
-        x1[s] = _mm512_set1_epi32((int)key.layer);
-        x2[s] = _mm512_set1_epi32((int)key.op);
-        x3[s] = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)(block0 + 16u * (unsigned)s)), lanes);
-    }
+    __m512i a0 = _mm512_set1_epi32((int)key.step), a1 = _mm512_set1_epi32((int)key.layer);
+    __m512i a2 = _mm512_set1_epi32((int)key.op);
+    __m512i a3 = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)block0), lanes);
+    __m512i b0 = a0, b1 = a1, b2 = a2;
+    __m512i b3 = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)(block0 + 16)), lanes);
     uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
     for (int r = 0; r < 10; r++) {
         const __m512i kk0 = _mm512_set1_epi32((int)k0), kk1 = _mm512_set1_epi32((int)k1);
-        for (int s = 0; s < 2; s++) {
-            __m512i hi0, lo0, hi1, lo1;
-            mul_hi_lo_512(x0[s], m0, &hi0, &lo0);
-            mul_hi_lo_512(x2[s], m1, &hi1, &lo1);
-            x0[s] = _mm512_xor_si512(_mm512_xor_si512(hi1, x1[s]), kk0);
-            x2[s] = _mm512_xor_si512(_mm512_xor_si512(hi0, x3[s]), kk1);
-            x1[s] = lo1;
-            x3[s] = lo0;
-        }
+        PHILOX_ROUND_512(a0, a1, a2, a3, kk0, kk1);
+        PHILOX_ROUND_512(b0, b1, b2, b3, kk0, kk1);
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
     }
     const __m512i t = _mm512_set1_epi32((int)thr);
-    for (int s = 0; s < 2; s++) {
-        __m512i packed = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(_mm512_srli_epi32(x0[s], 8), t),
-                                                _mm512_set1_epi32(1));
-        packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x1[s], 8), t), packed,
-                                      _mm512_set1_epi32(1 << 8));
-        packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x2[s], 8), t), packed,
-                                      _mm512_set1_epi32(1 << 16));
-        packed = _mm512_mask_or_epi32(packed, _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x3[s], 8), t), packed,
-                                      _mm512_set1_epi32(1 << 24));
-        _mm512_storeu_si512((void *)(dst + 64 * s), packed);
-    }
+    keep_store_512(a0, a1, a2, a3, t, dst);
+    keep_store_512(b0, b1, b2, b3, t, dst + 64);
 }
 #endif
 
