@@ -248,7 +248,10 @@ static uint32_t keep_threshold(float p)
  * lanes of words straight out, with no transpose. */
 enum { KEEP_MAX_BLOCKS = 32 };
 
-static int keep_batch_blocks(tr_rng_isa isa) { return isa == TR_RNG_ISA_AVX512 ? 32 : RNG_BATCH; }
+static int keep_batch_blocks(tr_rng_isa isa)
+{
+    return isa == TR_RNG_ISA_AVX512 ? 32 : isa == TR_RNG_ISA_AVX2 ? 16 : RNG_BATCH;
+}
 
 static void keep_batch_scalar(tr_rng_key key, uint64_t block0, uint32_t thr, uint8_t *dst)
 {
@@ -259,18 +262,54 @@ static void keep_batch_scalar(tr_rng_key key, uint64_t block0, uint32_t thr, uin
 }
 
 #ifdef RNG_HAVE_AVX2
-/* (w >> 8) >= thr as a signed compare against thr - 1: both sides lie in [-1, 2^24]. */
-__attribute__((target("avx2"))) static void keep_batch_avx2(tr_rng_key key, uint64_t block0, uint32_t thr, uint8_t *dst)
+/* One Philox round of one set of 8 blocks on AVX2 (x0..x3 are lvalues). */
+#define PHILOX_ROUND_256(x0, x1, x2, x3, kk0, kk1)                                  \
+    do {                                                                            \
+        __m256i hi0_, lo0_, hi1_, lo1_;                                             \
+        mul_hi_lo(x0, m0, &hi0_, &lo0_);                                            \
+        mul_hi_lo(x2, m1, &hi1_, &lo1_);                                            \
+        x0 = _mm256_xor_si256(_mm256_xor_si256(hi1_, x1), kk0);                     \
+        x2 = _mm256_xor_si256(_mm256_xor_si256(hi0_, x3), kk1);                     \
+        x1 = lo1_;                                                                  \
+        x3 = lo0_;                                                                  \
+    } while (0)
+
+/* The 32 keep bytes of one set of 8 blocks, a word of 4 bytes per block. (w >> 8) >= thr
+ * is a signed compare against thr - 1: both sides lie in [-1, 2^24]. */
+__attribute__((target("avx2"))) static inline void keep_store_256(__m256i x0, __m256i x1, __m256i x2, __m256i x3,
+                                                                  uint32_t thr, uint8_t *dst)
 {
-    __m256i x[4];
-    philox8_avx2(key, block0, x);
     const __m256i below = _mm256_set1_epi32((int)thr - 1), one = _mm256_set1_epi32(1);
+    const __m256i x[4] = { x0, x1, x2, x3 };
     __m256i packed = _mm256_setzero_si256();
     for (int lane = 0; lane < 4; lane++) {
         __m256i bit = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_srli_epi32(x[lane], 8), below), one);
         packed = _mm256_or_si256(packed, _mm256_slli_epi32(bit, 8 * lane));
     }
     _mm256_storeu_si256((__m256i *)dst, packed);
+}
+
+/* Two sets of 8 blocks interleaved in named registers, as the AVX-512 path does, so that
+ * one set's multiplies run in the other's latency. */
+__attribute__((target("avx2"))) static void keep_batch_avx2(tr_rng_key key, uint64_t block0, uint32_t thr, uint8_t *dst)
+{
+    const __m256i m0 = _mm256_set1_epi32((int)PHILOX_M0), m1 = _mm256_set1_epi32((int)PHILOX_M1);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i a0 = _mm256_set1_epi32((int)key.step), a1 = _mm256_set1_epi32((int)key.layer);
+    __m256i a2 = _mm256_set1_epi32((int)key.op);
+    __m256i a3 = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)block0), lanes);
+    __m256i b0 = a0, b1 = a1, b2 = a2;
+    __m256i b3 = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)(block0 + 8)), lanes);
+    uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        const __m256i kk0 = _mm256_set1_epi32((int)k0), kk1 = _mm256_set1_epi32((int)k1);
+        PHILOX_ROUND_256(a0, a1, a2, a3, kk0, kk1);
+        PHILOX_ROUND_256(b0, b1, b2, b3, kk0, kk1);
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    keep_store_256(a0, a1, a2, a3, thr, dst);
+    keep_store_256(b0, b1, b2, b3, thr, dst + 32);
 }
 
 /* 16 blocks, one per 32-bit lane, as in the AVX2 path (even and odd lanes multiplied apart). */
@@ -362,7 +401,7 @@ __attribute__((target("avx512f"))) static void widen_avx512(uint32_t *mask, cons
 
 __attribute__((target("avx2"))) static void widen_avx2(uint32_t *mask, const uint8_t *bytes)
 {
-    for (int q = 0; q < 4; q++) {
+    for (int q = 0; q < 8; q++) {
         __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bytes + 8 * q)));
         _mm256_storeu_si256((__m256i *)(mask + 8 * q), _mm256_sub_epi32(_mm256_setzero_si256(), w));
     }
@@ -376,7 +415,7 @@ static inline void widen_batch(tr_rng_isa isa, uint32_t *mask, const uint8_t *by
         widen_avx512(mask, bytes);
         return;
     }
-    if (isa == TR_RNG_ISA_AVX2 && n == 32) {
+    if (isa == TR_RNG_ISA_AVX2 && n == 64) {
         widen_avx2(mask, bytes);
         return;
     }

@@ -51,7 +51,7 @@ void tr_dropout_mask_bits(uint8_t *keep, size_t n, float p, tr_rng_key key, uint
 void tr_dropout_mask_words(uint32_t *mask, size_t n, float p, tr_rng_key key, uint64_t offset);
 
 /* The instruction sets the keep bytes are made with: tr_dropout_mask_bits takes the widest
- * the CPU runs (AVX-512: 32 blocks a batch, AVX2: 8, else portable C); every path gives the
+ * the CPU runs (AVX-512: 32 blocks a batch, AVX2: 16, else portable C); every path gives the
  * same bytes (and masks). The _isa forms run one chosen path, for tests and benchmarks: they
  * return -1 and write nothing when the CPU (or this build) lacks that path, else 0. */
 typedef enum tr_rng_isa { TR_RNG_ISA_SCALAR = 0, TR_RNG_ISA_AVX2 = 1, TR_RNG_ISA_AVX512 = 2 } tr_rng_isa;
