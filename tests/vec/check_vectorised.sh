@@ -12,6 +12,10 @@ cd "$(dirname "$0")/../.."
 dir=${1:-build/vec}
 list=tests/vec/loops.txt
 status=0
+if ! ${CC:-cc} -v 2>&1 | grep -q '^gcc version'; then
+  echo "SKIP vectorised: the reports are GCC's (-fdump-tree-vect-details) and CC=${CC:-cc} is not GCC"
+  exit 0
+fi
 while read -r file fn want; do
   case "$file" in ''|'#'*) continue ;; esac
   dump="$dir/${file%.c}.vect"
