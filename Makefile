@@ -2,7 +2,8 @@
 #
 #   make            builds ./trainer (CPU always; the CUDA backend too when nvcc is found)
 #   make CUDA=0     skips the CUDA backend even when nvcc exists
-#   make test       C unit tests under ASan+UBSan, Lua tests inside ./trainer, CLI tests;
+#   make test       C unit tests under ASan+UBSan, the kernels' vectorisation check (tests/vec),
+#                   Lua tests inside ./trainer, CLI tests;
 #                   ends with one line "N passed, N failed"
 #   make install PREFIX=/usr/local   installs bin/trainer and share/trainer/{lua,recipes}
 #   make deps       apt-installs missing build dependencies (idempotent)
