@@ -2,7 +2,8 @@
 #
 #   make            builds ./trainer (CPU always; the CUDA backend too when nvcc is found)
 #   make CUDA=0     skips the CUDA backend even when nvcc exists
-#   make test       C unit tests under ASan+UBSan, Lua tests inside ./trainer, CLI tests;
+#   make test       C unit tests under ASan+UBSan, the kernels' vectorisation check (tests/vec),
+#                   Lua tests inside ./trainer, CLI tests;
 #                   ends with one line "N passed, N failed"
 #   make install PREFIX=/usr/local   installs bin/trainer and share/trainer/{lua,recipes}
 #   make deps       apt-installs missing build dependencies (idempotent)
@@ -131,6 +132,10 @@ REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %
 ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
 BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
+# GCC's vectoriser reports for tests/vec/check_vectorised.sh (another compiler has none: the
+# check then SKIPs)
+CC_IS_GCC := $(shell $(CC) -v 2>&1 | grep -q '^gcc version' && echo yes)
+VEC_DUMPS:= $(if $(CC_IS_GCC),$(patsubst kernels/cpu/%.c,build/vec/%.vect,$(KERNEL_SRC)),)
 
 .PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle lint format
 .SECONDARY:
@@ -139,20 +144,32 @@ all: trainer
 deps:
 	bash scripts/deps.sh
 
+# The CPU kernels never read errno: without it a sqrt in a loop is an instruction, not a
+# call with an errno branch that keeps the loop scalar (the same IEEE results).
+KERNEL_FLAGS := -fno-math-errno
+build/rel/kernels/cpu/%.o build/asan/kernels/cpu/%.o build/vec/%.vect: EXTRA_FLAGS := $(KERNEL_FLAGS)
+
 build/rel/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(CFLAGS_REL) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_REL) $(EXTRA_FLAGS) -c $< -o $@
 
 build/rel/%.o: %.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# GCC's vectoriser report of each CPU kernel file (tests/vec/check_vectorised.sh reads it):
+# compiled with the release flags, to a dump only.
+build/vec/%.vect: kernels/cpu/%.c $(HEADERS) Makefile
+	@mkdir -p $(dir $@)
+	$(call say,VEC,$<)
+	$(Q)$(CC) $(CFLAGS_REL) $(EXTRA_FLAGS) -fdump-tree-vect-details=$@ -c $< -o /dev/null
+
 build/asan/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,CC-SAN,$<)
-	$(Q)$(CC) $(CFLAGS_ASAN) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_ASAN) $(EXTRA_FLAGS) -c $< -o $@
 
 # The whole runtime is linked into the binary and its symbols exported, so that the
 # LuaJIT FFI finds every function that core/trainer.h declares.
@@ -181,7 +198,7 @@ fetch-models:
 demo:
 	@bash scripts/demo.sh
 
-test: trainer $(TEST_BIN) fetch-models
+test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models
 	@bash tests/run.sh $(TEST_BIN)
 
 bench: trainer $(BENCH_BIN)

@@ -27,6 +27,7 @@ run_suite() { # name, command...
 for bin in "$@"; do
   run_suite "$(basename "$bin")" "$bin"
 done
+run_suite "vectorised" bash tests/vec/check_vectorised.sh
 run_suite "lua" ./trainer run tests/lua/run.lua
 for t in tests/cli/test_*.sh; do
   [ -e "$t" ] || continue

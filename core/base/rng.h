@@ -45,5 +45,18 @@ void tr_rng_uniform(float *out, size_t n, tr_rng_key key, uint64_t offset);
 void tr_rng_normal(float *out, size_t n, tr_rng_key key, uint64_t offset);
 /* keep[i] = 1 when uniform(offset + i) >= p, else 0 (dropout keeps with probability 1-p). */
 void tr_dropout_mask_bits(uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset);
+/* The same decisions as 32-bit masks: mask[i] = 0xFFFFFFFF when kept, else 0, for a bit
+ * select in a loop of 32-bit lanes (GCC vectorises a loop that mixes byte and float
+ * elements at 16 bytes only, even under AVX-512). */
+void tr_dropout_mask_words(uint32_t *mask, size_t n, float p, tr_rng_key key, uint64_t offset);
+
+/* The instruction sets the keep bytes are made with: tr_dropout_mask_bits takes the widest
+ * the CPU runs (AVX-512: 32 blocks a batch, AVX2: 16, else portable C); every path gives the
+ * same bytes (and masks). The _isa forms run one chosen path, for tests and benchmarks: they
+ * return -1 and write nothing when the CPU (or this build) lacks that path, else 0. */
+typedef enum tr_rng_isa { TR_RNG_ISA_SCALAR = 0, TR_RNG_ISA_AVX2 = 1, TR_RNG_ISA_AVX512 = 2 } tr_rng_isa;
+tr_rng_isa tr_rng_cpu_isa(void);
+int tr_dropout_mask_bits_isa(tr_rng_isa isa, uint8_t *keep, size_t n, float p, tr_rng_key key, uint64_t offset);
+int tr_dropout_mask_words_isa(tr_rng_isa isa, uint32_t *mask, size_t n, float p, tr_rng_key key, uint64_t offset);
 
 #endif

@@ -5,7 +5,7 @@
  * in one kernel call over the whole batch; half tensors are staged to f32 a group of
  * batch elements at a time (attention is independent per batch element), with the
  * dropout stream offset by the group's first element so that element (b, h, i, j) always
- * draws uniform ((b*H + h)*T + i)*T + j of the key's stream. */
+ * draws element ((b*H + h)*T + i)*T + j of the key's stream. */
 #include "ops_nn.h"
 #include "op_stage.h"
 #include "op_cuda.h"
@@ -22,10 +22,10 @@ typedef struct attn_stream {
     uint64_t base;    /* stream index of the first element of this batch group */
 } attn_stream;
 
-static void attn_uniform(float *out, size_t n, const void *key, uint64_t offset)
+static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
     const attn_stream *s = key;
-    tr_rng_uniform(out, n, s->key, s->base + offset);
+    tr_dropout_mask_words(mask, n, p, s->key, s->base + offset);
 }
 
 /* ------------------------------------------------------------ checks */
@@ -109,7 +109,7 @@ static int attention_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_t
                       out->dtype == TR_F32;
         int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
         attn_stream stream = { key ? *key : (tr_rng_key){ 0, 0, 0, 0 }, 0 };
-        tr_attn_dropout drop = { dropout_p, attn_uniform, &stream };
+        tr_attn_dropout drop = { dropout_p, attn_keep, &stream };
         for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
             int64_t nb = d.B - b0 < g ? d.B - b0 : g;
             float *Q = NULL, *K = NULL, *V = NULL, *O = NULL;
@@ -162,7 +162,7 @@ static int attention_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dq, co
         for (int i = 0; i < 7; i++) all_f32 &= ts[i]->dtype == TR_F32;
         int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
         attn_stream stream = { key ? *key : (tr_rng_key){ 0, 0, 0, 0 }, 0 };
-        tr_attn_dropout drop = { dropout_p, attn_uniform, &stream };
+        tr_attn_dropout drop = { dropout_p, attn_keep, &stream };
         for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
             int64_t nb = d.B - b0 < g ? d.B - b0 : g, off = b0 * per, n = nb * per;
             float *Q = NULL, *K = NULL, *V = NULL, *DO = NULL, *DQ = NULL, *DK = NULL, *DV = NULL;

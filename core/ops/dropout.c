@@ -39,10 +39,10 @@ static int apply(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, con
 #pragma omp parallel for if (n > 65536)
         for (int64_t c = 0; c < nchunks; c++) {
             float buf[CHUNK];
-            uint8_t keep[CHUNK];
+            uint32_t keep[CHUNK];   /* 32-bit masks: the apply loop vectorises at full width */
             int64_t start = c * CHUNK, len = n - start < CHUNK ? n - start : CHUNK;
-            if (p < 1) tr_dropout_mask_bits(keep, (size_t)len, p, *key, offset + (uint64_t)start);
-            else memset(keep, 0, (size_t)len);
+            if (p < 1) tr_dropout_mask_words(keep, (size_t)len, p, *key, offset + (uint64_t)start);
+            else memset(keep, 0, (size_t)len * sizeof keep[0]);
             if (f32) {   /* f32 in and out: no staging copies through buf */
                 tr_k_dropout_fwd_f32((float *)out->data + start, (const float *)in->data + start, keep, scale, len);
                 continue;

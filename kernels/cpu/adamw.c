@@ -4,5 +4,7 @@
 
 #include <math.h>
 
+#include "cpu/fast_math.h"
+
 #define KERNEL_IMPL "cpu/adamw_impl.h"
 #include "cpu/instantiate.h"

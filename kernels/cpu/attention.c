@@ -14,6 +14,10 @@
 #include "cpu/fast_math.h"
 #include "tr_base.h"
 
+/* The unsigned integer as wide as each REAL, for attention_impl.h's dropout bit select. */
+typedef uint32_t attn_bits_f32;
+typedef uint64_t attn_bits_f64;
+
 /* ------------------------------------------------------------ helpers */
 
 static int omp_thread(void)
@@ -34,7 +38,7 @@ int tr_k_attention_threads(void)
 #endif
 }
 
-/* The float uniforms are stored in the third buffer; a buffer of doubles holds them too. */
+/* The 32-bit keep masks of a block are stored in the third buffer. */
 size_t tr_k_attention_scratch_elems(int64_t T, int nthreads)
 {
     return (size_t)(nthreads > 0 ? nthreads : 1) * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK *

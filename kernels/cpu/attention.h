@@ -12,8 +12,9 @@
  * backward recomputes the block's probabilities from q, k and lse.
  *
  * Dropout: element (b, h, i, j) has stream index ((b*H + h)*T + i)*T + j; it is kept when
- * its uniform >= p and then scaled by 1/(1-p). The uniforms come from drop->uniform (the
- * keyed counter RNG in the runtime), so the backward regenerates the forward's mask.
+ * its uniform >= p and then scaled by 1/(1-p). The keep masks come from drop->keep (the
+ * keyed counter RNG in the runtime, tr_dropout_mask_words), a whole query block's rows in one
+ * call (they are consecutive in the stream), so the backward regenerates the forward's mask.
  *
  * A row whose keys are all masked has out = 0, zero gradients and lse = -inf (no NaN). */
 #ifndef TR_KERNELS_CPU_ATTENTION_H
@@ -24,13 +25,14 @@
 
 enum { TR_ATTN_BLOCK = 64, TR_ATTN_SCRATCH_BUFS = 3 };
 
-/* Fills out[i] = uniform of stream element offset + i, in [0, 1). */
-typedef void (*tr_uniform_fn)(float *out, size_t n, const void *key, uint64_t offset);
+/* Fills mask[i] (=) with 0xFFFFFFFF when stream element offset + i is kept (its uniform >= p),
+ * else 0 (tr_dropout_mask_words). */
+typedef void (*tr_keep_fn)(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset);
 
 typedef struct tr_attn_dropout {
     float p;                  /* probability of dropping, in [0, 1) */
-    tr_uniform_fn uniform;
-    const void *key;          /* passed to uniform */
+    tr_keep_fn keep;
+    const void *key;          /* passed to keep */
 } tr_attn_dropout;
 
 /* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch

@@ -72,12 +72,21 @@ TR_SIMD_CLONES static void KFN(softmax_block)(REAL *S, REAL *lse_out, int64_t nb
     }
 }
 
-/* out[j] = in[j] * keep_scale where the uniform U[j] >= p (kept), else 0; out may be in. */
-TR_SIMD_CLONES static void KFN(dropout_row)(REAL *out, const REAL *in, const float *U, int64_t T, float p,
-                                            REAL keep_scale)
+/* out[j] = in[j] * keep_scale where mask[j] is all ones (kept), else +0; out may be in. A
+ * bit select (the product's bits AND the mask): a ?: is control flow to GCC -O2 and kept
+ * this loop scalar, and a byte mask beside the floats made it 16-byte vectors only.
+ * KFN(attn_bits) is the unsigned integer as wide as REAL (the mask sign-extends to it). */
+TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const uint32_t *mask, int64_t n,
+                                             REAL keep_scale)
 {
 #pragma omp simd
-    for (int64_t j = 0; j < T; j++) out[j] = U[j] >= p ? in[j] * keep_scale : 0;
+    for (int64_t j = 0; j < n; j++) {
+        REAL v = in[j] * keep_scale;
+        KFN(attn_bits) bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits &= (KFN(attn_bits))(int32_t)mask[j];
+        memcpy(&out[j], &bits, sizeof bits);
+    }
 }
 
 /* The softmax backward of rows [0, nb): P[r] = P[r] * (G[r] - <P[r], G[r]>), G = dP. */
@@ -110,8 +119,8 @@ void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
 #pragma omp parallel num_threads(nthreads)
     {
         REAL *S = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
-        /* cppcheck-suppress invalidPointerCast ; the scratch tail holds float uniforms (sized for it) */
-        float *U = (float *)(S + (size_t)TR_ATTN_BLOCK * T);
+        /* cppcheck-suppress invalidPointerCast ; the third buffer holds the block's keep masks */
+        uint32_t *keep = (uint32_t *)(S + (size_t)TR_ATTN_BLOCK * T);
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < ntask; task++) {
             int64_t bh = task / nblk, b = bh / H, h = bh % H;
@@ -122,12 +131,10 @@ void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, scale, qb,
                  (int)ld, kb, (int)ld, 0, S, (int)T);
             KFN(softmax_block)(S, lse + bh * T + i0, nb, T, mask, mask_dtype, b);
-            if (use_drop)
-                for (int64_t r = 0; r < nb; r++) {
-                    REAL *Sr = S + r * T;
-                    drop->uniform(U, (size_t)T, drop->key, (uint64_t)((bh * T + i0 + r) * T));
-                    KFN(dropout_row)(Sr, Sr, U, T, drop->p, keep_scale);
-                }
+            if (use_drop) {   /* the block's rows are consecutive in the stream: one draw */
+                drop->keep(keep, (size_t)(nb * T), drop->p, drop->key, (uint64_t)((bh * T + i0) * T));
+                KFN(dropout_rows)(S, S, keep, nb * T, keep_scale);
+            }
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)D, (int)T, 1, S,
                  (int)T, vb, (int)ld, 0, out + ((b * T + i0) * H + h) * D, (int)ld);
         }
@@ -154,8 +161,8 @@ void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
     {
         REAL *P = scratch + (size_t)omp_thread() * TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * T;
         REAL *G = P + (size_t)TR_ATTN_BLOCK * T;
-        /* cppcheck-suppress invalidPointerCast ; the scratch tail holds float uniforms (sized for it) */
-        float *U = (float *)(G + (size_t)TR_ATTN_BLOCK * T);
+        /* cppcheck-suppress invalidPointerCast ; the third buffer holds the block's keep masks */
+        uint32_t *keep = (uint32_t *)(G + (size_t)TR_ATTN_BLOCK * T);
 #pragma omp for schedule(dynamic)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
@@ -176,11 +183,8 @@ void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
                 /* dv += Pd^T dout, Pd the dropped-out probabilities (built in G) */
                 const REAL *Pd = P;
                 if (use_drop) {
-                    for (int64_t r = 0; r < nb; r++) {
-                        float *Ur = U + r * T;
-                        drop->uniform(Ur, (size_t)T, drop->key, (uint64_t)((bh * T + i0 + r) * T));
-                        KFN(dropout_row)(G + r * T, P + r * T, Ur, T, drop->p, keep_scale);
-                    }
+                    drop->keep(keep, (size_t)(nb * T), drop->p, drop->key, (uint64_t)((bh * T + i0) * T));
+                    KFN(dropout_rows)(G, P, keep, nb * T, keep_scale);
                     Pd = G;
                 }
                 GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)nb, 1, Pd,
@@ -188,9 +192,7 @@ void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
                 /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
                 GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, 1, dob,
                      (int)ld, vb, (int)ld, 0, G, (int)T);
-                if (use_drop)
-                    for (int64_t r = 0; r < nb; r++)
-                        KFN(dropout_row)(G + r * T, G + r * T, U + r * T, T, drop->p, keep_scale);
+                if (use_drop) KFN(dropout_rows)(G, G, keep, nb * T, keep_scale);
                 KFN(dsoftmax_block)(P, G, nb, T);
                 /* dq = scale dS k; dk += scale dS^T q */
                 GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)D, (int)T, scale, P,

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-void tr_k_dropout_fwd_f32(float *out, const float *x, const uint8_t *keep, float scale, int64_t n);
-void tr_k_dropout_fwd_f64(double *out, const double *x, const uint8_t *keep, double scale, int64_t n);
+void tr_k_dropout_fwd_f32(float *out, const float *x, const uint32_t *mask, float scale, int64_t n);
+void tr_k_dropout_fwd_f64(double *out, const double *x, const uint32_t *mask, double scale, int64_t n);
 
 #endif

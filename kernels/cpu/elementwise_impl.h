@@ -5,34 +5,87 @@
  * Shapes: a and out are [N, C]; b is [N, C] when b_rows == N, or a row vector [C]
  * broadcast over the N rows when b_rows == 1. */
 
+/* ------------------------------------------------------------ spans */
+
+/* The element loops as spans under `omp simd` in the AVX-512 / AVX2 clones (fast_math.h):
+ * GCC -O2 vectorises a plain loop whose output may alias an input only with `omp simd`
+ * (its cheap cost model refuses the runtime alias check), and a loop in a parallel region
+ * only at the baseline SSE2 width. Elementwise, so every path gives the same bits. b_step
+ * is 1 for a full b, 0 for a broadcast scalar. */
+TR_SIMD_CLONES static void KFN(add_span)(REAL *out, const REAL *a, const REAL *b, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+TR_SIMD_CLONES static void KFN(mul_span)(REAL *out, const REAL *a, const REAL *b, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+}
+
+TR_SIMD_CLONES static void KFN(scale_span)(REAL *out, const REAL *x, REAL alpha, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) out[i] = alpha * x[i];
+}
+
+TR_SIMD_CLONES static void KFN(axpy_span)(REAL *y, const REAL *x, REAL alpha, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+TR_SIMD_CLONES static void KFN(fill_span)(REAL *out, REAL value, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) out[i] = value;
+}
+
+static int64_t KFN(span_len)(int64_t n, int64_t s) { return n - s < ELEM_SPAN ? n - s : ELEM_SPAN; }
+
 /* ------------------------------------------------------------ add, mul */
 
 /* out = a + b (=). out may alias a or b. */
 void KFN(tr_k_add_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
 {
     int64_t n = N * C;
-    if (b_rows == N) {
-#pragma omp parallel for if (n > 65536)
-        for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+    if (b_rows == N && n <= ELEM_SERIAL) {
+        KFN(add_span)(out, a, b, n);
         return;
     }
-#pragma omp parallel for if (n > 65536)
-    for (int64_t r = 0; r < N; r++)
-        for (int64_t c = 0; c < C; c++) out[r * C + c] = a[r * C + c] + b[c];
+    if (b_rows == N) {
+#pragma omp parallel for schedule(static)
+        for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(add_span)(out + s, a + s, b + s, KFN(span_len)(n, s));
+        return;
+    }
+    if (n <= ELEM_SERIAL) {
+        for (int64_t r = 0; r < N; r++) KFN(add_span)(out + r * C, a + r * C, b, C);
+        return;
+    }
+#pragma omp parallel for
+    for (int64_t r = 0; r < N; r++) KFN(add_span)(out + r * C, a + r * C, b, C);
 }
 
 /* out = a * b (=). out may alias a or b. */
 void KFN(tr_k_mul_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
 {
     int64_t n = N * C;
-    if (b_rows == N) {
-#pragma omp parallel for if (n > 65536)
-        for (int64_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+    if (b_rows == N && n <= ELEM_SERIAL) {
+        KFN(mul_span)(out, a, b, n);
         return;
     }
-#pragma omp parallel for if (n > 65536)
-    for (int64_t r = 0; r < N; r++)
-        for (int64_t c = 0; c < C; c++) out[r * C + c] = a[r * C + c] * b[c];
+    if (b_rows == N) {
+#pragma omp parallel for schedule(static)
+        for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(mul_span)(out + s, a + s, b + s, KFN(span_len)(n, s));
+        return;
+    }
+    if (n <= ELEM_SERIAL) {
+        for (int64_t r = 0; r < N; r++) KFN(mul_span)(out + r * C, a + r * C, b, C);
+        return;
+    }
+#pragma omp parallel for
+    for (int64_t r = 0; r < N; r++) KFN(mul_span)(out + r * C, a + r * C, b, C);
 }
 
 /* da = dout * b (=), db = dout * a (=), summed over rows when b is broadcast.
@@ -43,18 +96,17 @@ void KFN(tr_k_mul_bwd)(REAL *da, REAL *db, const REAL *dout, const REAL *a, cons
     int64_t n = N * C;
     if (da) {
         if (b_rows == N) {
-#pragma omp parallel for if (n > 65536)
-            for (int64_t i = 0; i < n; i++) da[i] = dout[i] * b[i];
+#pragma omp parallel for if (n > 65536) schedule(static)
+            for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(mul_span)(da + s, dout + s, b + s, KFN(span_len)(n, s));
         } else {
 #pragma omp parallel for if (n > 65536)
-            for (int64_t r = 0; r < N; r++)
-                for (int64_t c = 0; c < C; c++) da[r * C + c] = dout[r * C + c] * b[c];
+            for (int64_t r = 0; r < N; r++) KFN(mul_span)(da + r * C, dout + r * C, b, C);
         }
     }
     if (!db) return;
     if (b_rows == N) {
-#pragma omp parallel for if (n > 65536)
-        for (int64_t i = 0; i < n; i++) db[i] = dout[i] * a[i];
+#pragma omp parallel for if (n > 65536) schedule(static)
+        for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(mul_span)(db + s, dout + s, a + s, KFN(span_len)(n, s));
         return;
     }
     /* one thread per column: the row order of the sum is fixed, so results are deterministic */
@@ -71,20 +123,32 @@ void KFN(tr_k_mul_bwd)(REAL *da, REAL *db, const REAL *dout, const REAL *a, cons
 /* out = alpha * x (=). out may alias x. */
 void KFN(tr_k_scale_fwd)(REAL *out, const REAL *x, REAL alpha, int64_t n)
 {
-#pragma omp parallel for if (n > 65536)
-    for (int64_t i = 0; i < n; i++) out[i] = alpha * x[i];
+    if (n <= ELEM_SERIAL) {
+        KFN(scale_span)(out, x, alpha, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(scale_span)(out + s, x + s, alpha, KFN(span_len)(n, s));
 }
 
 /* y += alpha * x (ACCUMULATES into y). */
 void KFN(tr_k_axpy_fwd)(REAL *y, const REAL *x, REAL alpha, int64_t n)
 {
-#pragma omp parallel for if (n > 65536)
-    for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+    if (n <= ELEM_SERIAL) {
+        KFN(axpy_span)(y, x, alpha, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(axpy_span)(y + s, x + s, alpha, KFN(span_len)(n, s));
 }
 
 /* out = value (=). */
 void KFN(tr_k_fill_fwd)(REAL *out, REAL value, int64_t n)
 {
-#pragma omp parallel for if (n > 65536)
-    for (int64_t i = 0; i < n; i++) out[i] = value;
+    if (n <= ELEM_SERIAL) {
+        KFN(fill_span)(out, value, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(fill_span)(out + s, value, KFN(span_len)(n, s));
 }

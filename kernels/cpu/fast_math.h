@@ -21,12 +21,18 @@
 #define TR_SIMD_CLONES
 #endif
 
+/* The helpers are always inlined: the AVX2 clone is compiled for arch=haswell, and GCC does
+ * not inline a plain static inline function (compiled for the baseline arch) into a
+ * function of another arch, so the call stayed and the AVX2 clones of GELU, the attention
+ * softmax and probs_from_lse were scalar (the AVX-512 clone, same arch, inlined them). */
+#define TR_FAST_INLINE static inline __attribute__((always_inline))
+
 /* e^x: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, with n rounded by the
  * 1.5 * 2^23 trick, then the Cephes degree-6 polynomial for e^r (about 1 ulp) and 2^n
  * assembled in the exponent bits. Arguments below -87 (including -inf, padded keys) give
  * exactly 0; callers pass arguments <= ~0 (scores minus their row maximum, -x^2/2), so no
  * overflow handling. Max relative error 8.3e-8 over [-87, 1]. */
-static inline float tr_fast_expf(float x)
+TR_FAST_INLINE float tr_fast_expf(float x)
 {
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
     const float round_magic = 12582912.0f, lo = -87.0f;
@@ -59,7 +65,7 @@ static inline float tr_fast_expf(float x)
 /* min(x, cap) for x not NaN, as a bit select: `x < cap ? x : cap` is control flow to GCC
  * -O2 (it does not if-convert a float compare without -ffinite-math-only), which keeps
  * the whole loop around it scalar. */
-static inline float tr_fast_capf(float x, float cap)
+TR_FAST_INLINE float tr_fast_capf(float x, float cap)
 {
     int32_t xi, ci, below = -(int32_t)(x < cap);
     memcpy(&xi, &x, sizeof xi);
@@ -73,7 +79,7 @@ static inline float tr_fast_capf(float x, float cap)
 /* erfc(a) for a >= 0: the Chebyshev fit of Numerical Recipes' erfcc, erfc = t e^{-a^2 +
  * P(t)} with t = 1 / (1 + a/2), fractional error below 1.2e-7 everywhere (so the far tail,
  * where 1 - erf cancels, stays accurate too). The exponent is at most ~0 (P(1) = 3e-8). */
-static inline float tr_fast_erfcf_nonneg(float a)
+TR_FAST_INLINE float tr_fast_erfcf_nonneg(float a)
 {
     float t = 1.0f / (1.0f + 0.5f * a);
     float p = 0.17087277f;
@@ -91,10 +97,18 @@ static inline float tr_fast_erfcf_nonneg(float a)
 
 /* 1 + erf(x), accurate relative to itself for negative x too (erfc(|x|) there, not 1 minus
  * a number close to 1): GELU's 2 Phi(x sqrt 2), whose left tail a plain 1 + erf loses. */
-static inline float tr_fast_one_plus_erff(float x)
+TR_FAST_INLINE float tr_fast_one_plus_erff(float x)
 {
-    float c = tr_fast_erfcf_nonneg(fabsf(x));
-    return x < 0 ? c : 2.0f - c;
+    float c = tr_fast_erfcf_nonneg(fabsf(x)), d = 2.0f - c;
+    /* x < 0 ? c : d as a bit select: the ?: was control flow that kept GELU's AVX2 and
+     * baseline loops scalar (AVX-512's mask registers if-converted it) */
+    int32_t ci, di, neg = -(int32_t)(x < 0);
+    memcpy(&ci, &c, sizeof ci);
+    memcpy(&di, &d, sizeof di);
+    int32_t oi = (ci & neg) | (di & ~neg);
+    float out;
+    memcpy(&out, &oi, sizeof out);
+    return out;
 }
 
 #endif

@@ -9,8 +9,8 @@
 
 enum { GELU_SPAN = 4096 };   /* elements per vectorised call; the unit threads share */
 
-static inline float gelu_one_plus_erf_f32(float x) { return tr_fast_one_plus_erff(x); }
-static inline float gelu_exp_f32(float x) { return tr_fast_expf(x); }
+TR_FAST_INLINE float gelu_one_plus_erf_f32(float x) { return tr_fast_one_plus_erff(x); }
+TR_FAST_INLINE float gelu_exp_f32(float x) { return tr_fast_expf(x); }
 static inline double gelu_one_plus_erf_f64(double x) { return 1 + erf(x); }
 static inline double gelu_exp_f64(double x) { return exp(x); }
 

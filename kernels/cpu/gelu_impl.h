@@ -53,7 +53,11 @@ TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const 
 
 void KFN(tr_k_gelu_fwd)(REAL *out, const REAL *x, int64_t n, int approx)
 {
-#pragma omp parallel for if (n > 65536) schedule(static)
+    if (n <= 65536) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+        KFN(gelu_fwd_span)(out, x, n, approx);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < n; b += GELU_SPAN)
         KFN(gelu_fwd_span)(out + b, x + b, n - b < GELU_SPAN ? n - b : GELU_SPAN, approx);
 }
@@ -62,7 +66,11 @@ void KFN(tr_k_gelu_fwd)(REAL *out, const REAL *x, int64_t n, int approx)
 
 void KFN(tr_k_gelu_bwd)(REAL *dx, const REAL *dout, const REAL *x, int64_t n, int approx)
 {
-#pragma omp parallel for if (n > 65536) schedule(static)
+    if (n <= 65536) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+        KFN(gelu_bwd_span)(dx, dout, x, n, approx);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < n; b += GELU_SPAN)
         KFN(gelu_bwd_span)(dx + b, dout + b, x + b, n - b < GELU_SPAN ? n - b : GELU_SPAN, approx);
 }

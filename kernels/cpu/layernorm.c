@@ -4,5 +4,7 @@
 
 #include <tgmath.h>
 
+#include "cpu/fast_math.h"
+
 #define KERNEL_IMPL "cpu/layernorm_impl.h"
 #include "cpu/instantiate.h"

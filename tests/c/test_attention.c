@@ -2,8 +2,8 @@
  * a naive f64 attention that materialises T x T (with i32/f32 padding masks, dropout,
  * several query blocks with a partial last one), f32 against f64 with an f32 mask, fully
  * masked rows, guard regions (backward against finite differences: test_ops_table.c), and
- * results that do not depend on the number of threads. The dropout uniforms come from a
- * test hash here; the tensor-level op feeds the keyed Philox stream. */
+ * results that do not depend on the number of threads. The dropout keep masks come from a
+ * test hash here (uniform >= p); the tensor-level op feeds the keyed Philox stream. */
 #include "check.h"
 #include "op_check.h"
 #include "tr_base.h"
@@ -23,6 +23,16 @@ static void hash_uniform(float *out, size_t n, const void *key, uint64_t offset)
     }
 }
 
+/* mask[i] = all ones when the hash uniform of element offset + i >= p, as
+ * tr_dropout_mask_words defines it. */
+static void hash_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
+{
+    float *u = malloc(n * sizeof *u);
+    hash_uniform(u, n, key, offset);
+    for (size_t i = 0; i < n; i++) mask[i] = u[i] >= p ? 0xFFFFFFFFu : 0u;
+    free(u);
+}
+
 /* ------------------------------------------------------------ naive reference */
 
 static void naive_attention(double *out, double *lse, const double *q, const double *k,
@@ -30,7 +40,7 @@ static void naive_attention(double *out, double *lse, const double *q, const dou
                             double scale, int64_t B, int64_t T, int64_t H, int64_t D)
 {
     double *P = malloc(8 * T);
-    float *U = malloc(4 * T);
+    uint32_t *K = malloc(4 * (size_t)T);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = 0; i < T; i++) {
@@ -47,8 +57,8 @@ static void naive_attention(double *out, double *lse, const double *q, const dou
                 lse[(b * H + h) * T + i] = mx == -INFINITY ? -INFINITY : mx + log(sum);
                 for (int64_t j = 0; j < T; j++) P[j] = mx == -INFINITY ? 0 : exp(P[j] - mx) / sum;
                 if (drop && drop->p > 0) {
-                    drop->uniform(U, (size_t)T, drop->key, (uint64_t)(((b * H + h) * T + i) * T));
-                    for (int64_t j = 0; j < T; j++) P[j] = U[j] >= drop->p ? P[j] / (1 - (double)drop->p) : 0;
+                    drop->keep(K, (size_t)T, drop->p, drop->key, (uint64_t)(((b * H + h) * T + i) * T));
+                    for (int64_t j = 0; j < T; j++) P[j] = K[j] ? P[j] / (1 - (double)drop->p) : 0;
                 }
                 for (int64_t d = 0; d < D; d++) {
                     double o = 0;
@@ -57,7 +67,7 @@ static void naive_attention(double *out, double *lse, const double *q, const dou
                 }
             }
     free(P);
-    free(U);
+    free(K);
 }
 
 /* ------------------------------------------------------------ a problem instance */
@@ -94,7 +104,7 @@ static void case_init(attn_case *c, int64_t B, int64_t T, int64_t H, int64_t D, 
     }
     c->seed = 12345;
     c->drop.p = p;
-    c->drop.uniform = hash_uniform;
+    c->drop.keep = hash_keep;
     c->drop.key = &c->seed;
     c->dropp = p > 0 ? &c->drop : NULL;
     c->scale = 1 / sqrt((double)D);

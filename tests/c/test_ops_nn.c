@@ -271,9 +271,9 @@ static void test_f16_against_f32(void) { half_vs_f32(TR_F16); }
 
 /* ------------------------------------------------------------ attention */
 
-static void philox_uniform(float *out, size_t n, const void *key, uint64_t offset)
+static void philox_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
-    tr_rng_uniform(out, n, *(const tr_rng_key *)key, offset);
+    tr_dropout_mask_words(mask, n, p, *(const tr_rng_key *)key, offset);
 }
 
 /* f32 op against the f64 kernel fed by the same Philox stream; then `dtype` tensors
@@ -296,7 +296,7 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
           "%s", tr_ctx_errmsg(ctx));
     if (dtype == TR_F32) {
         /* reference: the f64 kernel on the same values with the same stream */
-        tr_attn_dropout drop = { p, philox_uniform, &key };
+        tr_attn_dropout drop = { p, philox_keep, &key };
         int nt = tr_k_attention_threads();
         double *scr = malloc(8 * tr_k_attention_scratch_elems(T, nt)), *out = malloc(8 * n);
         double *lse = malloc(8 * B * H * T), *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);

@@ -170,6 +170,110 @@ static void test_large_stream_matches_slices(void)
     free(part);
 }
 
+/* ------------------------------------------------------------ every instruction set */
+
+/* keep bit of element e by rng.h's definition, from the scalar Philox bijection alone. */
+static int keep_by_definition(tr_rng_key k, uint64_t e, float p)
+{
+    const uint32_t key[2] = { (uint32_t)k.seed, (uint32_t)(k.seed >> 32) };
+    const uint32_t ctr[4] = { k.step, k.layer, k.op, (uint32_t)(e / 4) };
+    uint32_t w[4];
+    tr_philox4x32_10(ctr, key, w);
+    return (float)(w[e % 4] >> 8) / 16777216.0f >= p;
+}
+
+/* One path (portable C, AVX2 with 8 blocks a batch, AVX-512 with 16) against the
+ * definition: offsets at every phase of a block and of a 64-element batch, lengths below,
+ * at and across a batch, the 32-bit block counter wrapping inside a batch, thresholds at
+ * the edges (0, 1, NaN, a multiple of 2^-24 and its neighbours); then a stream big enough
+ * for the parallel split against the portable path. main() SKIPs a path the CPU lacks. */
+static void keep_isa_case(tr_rng_isa isa, const char *name)
+{
+    uint8_t probe;
+    CHECK(tr_dropout_mask_bits_isa(isa, &probe, 1, 0.5f, KEY, 0) == 0, "%s path refused", name);
+    const uint64_t offsets[] = { 0, 1, 2, 3, 5, 61, 63, 64, 4096 + 7, (1ull << 34) - 61, (1ull << 34) - 3 };
+    const size_t lens[] = { 1, 3, 4, 63, 64, 65, 129, 300, 1000 };
+    const float ps[] = { 0.0f, 0.1f, 0.5f, 0.9f, 1.0f, NAN, -0.5f, 0x1p-24f * 3000000.0f,
+                         nextafterf(0x1p-24f * 3000000.0f, 0.0f), nextafterf(1.0f, 0.0f) };
+    static uint8_t keep[1000 + 2];
+    int bad = 0;
+    for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+                size_t n = lens[li];
+                keep[n] = keep[n + 1] = 0xA5;   /* sentinels: nothing written past n */
+                tr_dropout_mask_bits_isa(isa, keep, n, ps[pi], KEY, offsets[oi]);
+                for (size_t i = 0; i < n; i++)
+                    if (keep[i] != keep_by_definition(KEY, offsets[oi] + i, ps[pi]) && bad++ < 3)
+                        CHECK(0, "%s: offset %llu n %zu p %.9g element %zu: keep %d", name,
+                              (unsigned long long)offsets[oi], n, (double)ps[pi], i, keep[i]);
+                if (keep[n] != 0xA5 || keep[n + 1] != 0xA5)
+                    CHECK(0, "%s: offset %llu n %zu wrote past the end", name, (unsigned long long)offsets[oi], n);
+            }
+    CHECK(bad == 0, "%s: %d keep bytes differ from the definition", name, bad);
+
+    /* the 32-bit masks are the bytes widened to all ones or zero */
+    static uint32_t mask[1000 + 2];
+    bad = 0;
+    for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            size_t n = lens[li];
+            mask[n] = mask[n + 1] = 0xA5A5A5A5u;
+            CHECK(tr_dropout_mask_words_isa(isa, mask, n, 0.3f, KEY, offsets[oi]) == 0, "%s words refused", name);
+            for (size_t i = 0; i < n; i++)
+                bad += mask[i] != (keep_by_definition(KEY, offsets[oi] + i, 0.3f) ? 0xFFFFFFFFu : 0u);
+            bad += mask[n] != 0xA5A5A5A5u || mask[n + 1] != 0xA5A5A5A5u;
+        }
+    CHECK(bad == 0, "%s: %d keep masks differ from the definition (or were written past the end)", name, bad);
+
+    size_t n = 300001;
+    uint8_t *got = malloc(n), *want = malloc(n);
+    CHECK(got && want, "malloc");
+    if (got && want) {
+        tr_dropout_mask_bits_isa(isa, got, n, 0.1f, KEY, 13);
+        tr_dropout_mask_bits_isa(TR_RNG_ISA_SCALAR, want, n, 0.1f, KEY, 13);
+        CHECK(memcmp(got, want, n) == 0, "%s: the parallel stream differs from the portable one", name);
+        uint32_t *words = malloc(n * sizeof *words);
+        CHECK(words != NULL, "malloc");
+        if (words) {
+            tr_dropout_mask_words_isa(isa, words, n, 0.1f, KEY, 13);
+            size_t wbad = 0;
+            for (size_t i = 0; i < n; i++) wbad += words[i] != (want[i] ? 0xFFFFFFFFu : 0u);
+            CHECK(wbad == 0, "%s: %zu of the parallel stream's masks differ from its bytes", name, wbad);
+        }
+        free(words);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) kept += got[i];
+        CHECK(kept > n * 85 / 100 && kept < n * 95 / 100, "%s: kept %zu of %zu at p = 0.1", name, kept, n);
+    }
+    free(got);
+    free(want);
+}
+
+static void test_keep_bits_portable_path(void) { keep_isa_case(TR_RNG_ISA_SCALAR, "portable"); }
+static void test_keep_bits_avx2_path(void) { keep_isa_case(TR_RNG_ISA_AVX2, "AVX2"); }
+static void test_keep_bits_avx512_path(void) { keep_isa_case(TR_RNG_ISA_AVX512, "AVX-512"); }
+
+/* A path beyond the CPU's is refused, and the default path is the widest the CPU has. */
+static void test_keep_bits_isa_choice(void)
+{
+    tr_rng_isa best = tr_rng_cpu_isa();
+    uint8_t k[8] = { 7, 7, 7, 7, 7, 7, 7, 7 };
+    if (best < TR_RNG_ISA_AVX512)
+        CHECK(tr_dropout_mask_bits_isa(TR_RNG_ISA_AVX512, k, 8, 0.5f, KEY, 0) == -1 && k[0] == 7,
+              "an absent path must be refused and write nothing");
+    CHECK(tr_dropout_mask_bits_isa((tr_rng_isa)7, k, 8, 0.5f, KEY, 0) == -1 && k[0] == 7, "unknown path refused");
+    uint8_t a[100], b[100];
+    tr_dropout_mask_bits(a, 100, 0.3f, KEY, 9);
+    CHECK(tr_dropout_mask_bits_isa(best, b, 100, 0.3f, KEY, 9) == 0, "the CPU's own path runs");
+    CHECK(memcmp(a, b, 100) == 0, "tr_dropout_mask_bits is the CPU's widest path");
+    uint32_t m[100];
+    tr_dropout_mask_words(m, 100, 0.3f, KEY, 9);
+    int bad = 0;
+    for (int i = 0; i < 100; i++) bad += m[i] != (a[i] ? 0xFFFFFFFFu : 0u);
+    CHECK(bad == 0, "tr_dropout_mask_words is the bytes widened: %d differ", bad);
+}
+
 /* ------------------------------------------------------------ distributions */
 
 static void test_dropout_keep_rate(void)
@@ -257,6 +361,12 @@ int main(void)
     RUN(test_same_key_same_bits);
     RUN(test_slices_match_whole);
     RUN(test_large_stream_matches_slices);
+    RUN(test_keep_bits_portable_path);
+    if (tr_rng_cpu_isa() >= TR_RNG_ISA_AVX2) RUN(test_keep_bits_avx2_path);
+    else printf("SKIP test_keep_bits_avx2_path: this CPU (or build) has no AVX2\n");
+    if (tr_rng_cpu_isa() >= TR_RNG_ISA_AVX512) RUN(test_keep_bits_avx512_path);
+    else printf("SKIP test_keep_bits_avx512_path: this CPU (or build) has no AVX-512\n");
+    RUN(test_keep_bits_isa_choice);
     RUN(test_dropout_keep_rate);
     RUN(test_normal_moments);
     RUN(test_uniform_moments);

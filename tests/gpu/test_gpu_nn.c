@@ -637,9 +637,9 @@ static void test_optimizers(void)
 
 static tr_rng_key attn_key = { 20261201, 5, 2, 1 };
 
-static void attn_uniform(float *out, size_t n, const void *key, uint64_t offset)
+static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
-    tr_rng_uniform(out, n, *(const tr_rng_key *)key, offset);
+    tr_dropout_mask_words(mask, n, p, *(const tr_rng_key *)key, offset);
 }
 
 static void attention_case(int dt, int64_t B, int64_t T, int64_t H, int64_t D, float p, int masked)
@@ -666,7 +666,7 @@ static void attention_case(int dt, int64_t B, int64_t T, int64_t H, int64_t D, f
     int nth = tr_k_attention_threads();
     double *scr = malloc(tr_k_attention_scratch_elems(T, nth) * sizeof *scr);
     double *ro = malloc(n * 8), *rl = malloc(nl * 8), *rq = malloc(n * 8), *rk = malloc(n * 8), *rv = malloc(n * 8);
-    tr_attn_dropout drop = { p, attn_uniform, &attn_key };
+    tr_attn_dropout drop = { p, attn_keep, &attn_key };
     tr_k_attention_fwd_f64(ro, rl, q64, k64, v64, mask, TR_I32, p > 0 ? &drop : NULL, scale, B, T, H, D, scr, nth);
     expect_close("attention.out", &dout, ro, nmse_bound(dt));
     {
