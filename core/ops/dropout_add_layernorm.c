@@ -18,7 +18,6 @@
  * every element and every staged block of rows is read before its place is written. */
 #include "ops_nn.h"
 
-#include "cpu/dropout.h"
 #include "cpu/dropout_add_layernorm.h"
 #include "cpu/layernorm.h"
 #include "op_cuda.h"
@@ -52,6 +51,21 @@ static void make_keep(uint8_t *keep, int64_t n, float p, const tr_rng_key *key, 
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t start = c * KEEP_CHUNK, len = n - start < KEEP_CHUNK ? n - start : KEEP_CHUNK;
         keep_bits(keep + start, len, p, key, offset + (uint64_t)start);
+    }
+}
+
+/* out[i] = keep[i] ? in[i] * scale : +0 over keep bytes, bit for bit the dropout kernel's
+ * result (tr_k_dropout_fwd_f32 takes 32-bit masks; this file's blocks draw bytes, which the
+ * fused kernels read). out may be in. */
+static void apply_keep(float *out, const float *in, const uint8_t *keep, float scale, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        float v = in[i] * scale;
+        uint32_t b, m = (uint32_t)0 - (uint32_t)(keep[i] != 0);
+        memcpy(&b, &v, sizeof b);
+        b &= m;
+        memcpy(&out[i], &b, sizeof b);
     }
 }
 
@@ -125,7 +139,7 @@ static int fwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, 
     if (rc == TR_OK) rc = tr_stage_buf(ctx, out, off, n, 0, &Y, &oy);
     if (rc == TR_OK) {
         if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
-            tr_k_dropout_fwd_f32(S, X, keep, keep_scale(p), n);
+            apply_keep(S, X, keep, keep_scale(p), n);
             round_through(S, n, x->dtype, tmp);
         } else if (S != X) {   /* S is X when sum is x, both f32 */
             memcpy(S, X, sizeof(float) * (size_t)n);
@@ -186,7 +200,7 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     tr_convert(R, TR_F32, elem_at(res, off), res->dtype, (size_t)n);
     if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
         keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
-        tr_k_dropout_fwd_f32(X, X, keep, keep_scale(p), n);
+        apply_keep(X, X, keep, keep_scale(p), n);
         if (x->dtype != TR_F32) {
             tr_convert(H, x->dtype, X, TR_F32, (size_t)n);
             tr_convert(X, TR_F32, H, x->dtype, (size_t)n);
@@ -305,7 +319,7 @@ static int bwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, 
         if (dres) tr_stage_put(dres, off, DR, n);
         if (dx) {
             round_through(DR, n, dres ? dres->dtype : dout->dtype, tmp);
-            if (p > 0) tr_k_dropout_fwd_f32(DX, DR, keep, keep_scale(p), n);
+            if (p > 0) apply_keep(DX, DR, keep, keep_scale(p), n);
             else memcpy(DX, DR, sizeof(float) * (size_t)n);
             tr_stage_put(dx, off, DX, n);
         }
@@ -360,7 +374,7 @@ static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     if (!dx) return;
     if (p > 0) {
         keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
-        tr_k_dropout_fwd_f32(DR, DR, keep, keep_scale(p), n);
+        apply_keep(DR, DR, keep, keep_scale(p), n);
     }
     tr_convert(elem_at(dx, off), dx->dtype, DR, TR_F32, (size_t)n);
 }
