@@ -143,7 +143,7 @@ return {
   { "lora", function() compare({ lora = lora_qv }) end },
   { "all_combined", function() compare({ lora = lora_qv, precision = "bf16", checkpoint = "auto", accumulate = 4 }) end },
   -- oneDNN's packed Linear weights are workspace (core/ops/cpu_gemm.h): two f32 copies of
-  -- every Linear weight with both sides >= 64, none on a GPU or on OpenBLAS
+  -- every Linear weight with both sides >= 32, none on a GPU or on OpenBLAS
   { "packed_weights_in_workspace", function()
     local over = with(preset, { "precision=fp32" })
     local blas, dnnl = plan_of(flagship, over, "openblas"), plan_of(flagship, over, "onednn")

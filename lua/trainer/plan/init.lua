@@ -18,7 +18,7 @@
 --                real batches pad to their longest)
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU; on the
 --                CPU with oneDNN (core/ops/cpu_gemm.h), every Linear weight with both sides
---                >= 64 packed twice in f32 (forward and input gradient), kept for the run
+--                >= 32 packed twice in f32 (forward and input gradient), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -72,10 +72,10 @@ M.cpu_gemm_library = cpu_gemm_library
 -- Bytes oneDNN's packed copies of one Linear weight [O, I] take: the forward's (B = W^T,
 -- N = O columns, K = I) and the input gradient's (B = W, N = I, K = O), f32, with N padded
 -- to 64 and K to 16 (oneDNN 2.6's AVX-512 blocking, measured; exact for BERT's sizes), each
--- a block of the CPU allocator (512-byte rounding); none for a side under 64 (those
+-- a block of the CPU allocator (512-byte rounding); none for a side under 32 (those
 -- products stay on OpenBLAS, cpu_gemm.c's route).
 function M.packed_weight_bytes(O, I)
-  if O < 64 or I < 64 then return 0 end
+  if O < 32 or I < 32 then return 0 end
   local function up(x, m) return math.ceil(x / m) * m end
   return up(4 * up(O, 64) * up(I, 16), 512) + up(4 * up(I, 64) * up(O, 16), 512)
 end
