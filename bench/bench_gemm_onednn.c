@@ -8,8 +8,8 @@
  * oneDNN with the weight packed once. Then the attention's per-head tiles (128 x 128 x 32,
  * 128 x 32 x 128, head dim 64 too) on one thread, as attention_impl.h runs them inside its
  * own OpenMP region. Every figure is the best of several timed batches (a shared machine
- * measures its neighbours); the thread count is OpenMP's (OMP_NUM_THREADS). Prints one table;
- * never a test. */
+ * measures its neighbours); the thread count is OpenMP's (OMP_NUM_THREADS); BENCH_CLOCK=cpu
+ * times CPU instead of wall time. Prints one table; never a test. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +22,15 @@
 #include "blas_core.h"
 #include "cpu/gemm_onednn.h"
 
+/* Wall time, or with BENCH_CLOCK=cpu the process's CPU time: on a loaded shared machine,
+ * with OMP_NUM_THREADS=1, that measures the kernels' work per FLOP whatever the neighbours
+ * do (with more threads it also counts the time spent waiting at barriers). */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(bench_clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -112,6 +117,8 @@ int main(void)
     tr_error err;
     tr_error_clear(&err);
     tr_blas_core_setup();   /* OpenBLAS on the kernels this CPU can run, as the runtime does */
+    const char *clk = getenv("BENCH_CLOCK");
+    if (clk && strcmp(clk, "cpu") == 0) bench_clock = CLOCK_PROCESS_CPUTIME_ID;
     if (tr_onednn_open(&dnnl, &err) != TR_OK) {
         printf("bench_gemm_onednn: no oneDNN here (%s); nothing to compare\n", err.msg);
         return 0;
@@ -121,8 +128,9 @@ int main(void)
 #else
     int threads = 1;
 #endif
-    printf("GFLOP/s, f32, %d threads (best of 7 alternated batches), OpenBLAS kernels %s; ratio = the better oneDNN column "
-           "over OpenBLAS\n", threads, tr_blas_core_name());
+    printf("GFLOP/s of %s time, f32, %d threads (best of 7 alternated batches), OpenBLAS kernels %s; ratio = the "
+           "better oneDNN column over OpenBLAS\n", bench_clock == CLOCK_MONOTONIC ? "wall" : "CPU", threads,
+           tr_blas_core_name());
     printf("%-26s %5s %5s %5s  %8s %8s %8s  %6s  %s\n", "product", "M", "N", "K", "OpenBLAS", "dnnl", "packed",
            "ratio", "oneDNN impl");
     static const int shapes[][2] = { { 384, 384 }, { 384, 1536 }, { 1536, 384 }, { 768, 768 }, { 768, 3072 },
