@@ -258,6 +258,34 @@ static void test_repeatable_bits(void)
     tr_tensor_free(w), tr_tensor_free(x), tr_tensor_free(d);
 }
 
+/* The general matmul on oneDNN (transposes, alpha as an output scale, beta as a sum, a
+ * batch of matrices or a batch sharing b) gives OpenBLAS's results. */
+static void test_matmul_matches_openblas(void)
+{
+    enum { NB = 3, M = 40, K = 64, N = 48 };
+    for (int v = 0; v < 8 && !check_case_failed; v++) {
+        int ta = v & 1, tb = (v >> 1) & 1, batched_b = (v >> 2) & 1;
+        float alpha = ta ? 0.75f : 1.0f, beta = tb ? 0.5f : 0.0f;
+        int64_t as[3] = { NB, ta ? K : M, ta ? M : K }, bs[3] = { NB, tb ? N : K, tb ? K : N }, cs[3] = { NB, M, N };
+        int64_t ns[1] = { N };
+        tr_tensor *t[2][4];
+        tr_ctx *c[2] = { dnnl_ctx, blas_ctx };
+        for (int k = 0; k < 2; k++) {
+            t[k][0] = filled(c[k], 3, cs, TR_F32, TR_TAG_ACTIVATIONS, 20 + (uint64_t)v, 1.0);
+            t[k][1] = filled(c[k], 3, as, TR_F32, TR_TAG_ACTIVATIONS, 30 + (uint64_t)v, 1.0);
+            t[k][2] = batched_b ? filled(c[k], 3, bs, TR_F32, TR_TAG_ACTIVATIONS, 40 + (uint64_t)v, 1.0)
+                                : filled(c[k], 2, bs + 1, TR_F32, TR_TAG_ACTIVATIONS, 40 + (uint64_t)v, 1.0);
+            t[k][3] = alpha == 1.0f ? filled(c[k], 1, ns, TR_F32, TR_TAG_WEIGHTS, 50, 1.0) : NULL;
+            CHECK(tr_op_matmul(c[k], t[k][0], t[k][1], t[k][2], t[k][3], ta, tb, alpha, beta) == TR_OK,
+                  "variant %d: %s", v, tr_ctx_errmsg(c[k]));
+        }
+        CHECK(rel(t[0][0], t[1][0]) < 1e-5, "variant %d (ta %d tb %d batched b %d): differs by %g", v, ta, tb,
+              batched_b, rel(t[0][0], t[1][0]));
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 4; i++) tr_tensor_free(t[k][i]);
+    }
+}
+
 /* An unknown library is a user error naming the variable and its values. */
 static void test_unknown_library_is_a_user_error(void)
 {
@@ -288,12 +316,14 @@ int main(void)
         printf("SKIP test_packs_are_workspace_and_made_once: %s\n", why);
         printf("SKIP test_half_weight: %s\n", why);
         printf("SKIP test_repeatable_bits: %s\n", why);
+        printf("SKIP test_matmul_matches_openblas: %s\n", why);
     } else {
         RUN(test_steps_repack_after_each_update);
         RUN(test_writes_of_the_weight_repack);
         RUN(test_packs_are_workspace_and_made_once);
         RUN(test_half_weight);
         RUN(test_repeatable_bits);
+        RUN(test_matmul_matches_openblas);
     }
     tr_ctx_free(dnnl_ctx);
     tr_ctx_free(blas_ctx);
