@@ -70,7 +70,8 @@ const char *tr_cpu_gemm_library(tr_ctx *ctx)
 
 /* Whether oneDNN runs an M x N x K product (op(A) M x K). Measured on the project's
  * machine with bench/bench_gemm_onednn.c: oneDNN is ahead on the Linear shapes of
- * MiniLM/BERT (forward and input gradient on packed weights by 35-45 %); a product with
+ * MiniLM/BERT (forward and input gradient on packed weights by 35-45 % with 2 threads on
+ * an idle machine, 0-17 % on one core); a product with
  * a side under 32 (LoRA's rank-r factors) stays on OpenBLAS. The bound is low enough that
  * the test suite's tiny models (hidden 32) run their Linears on oneDNN too, so that the
  * suite's bit-exact checks (resume, checkpointing) cover it. */

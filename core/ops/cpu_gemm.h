@@ -5,8 +5,8 @@
  * machine its library, else OpenBLAS (kernels/cpu/matmul.h). The environment variable
  * TRAINER_CPU_GEMM=openblas|onednn forces one (onednn where it is missing is an error);
  * it is read once, when the context first runs a product. Each product goes where it was
- * measured faster on this project's machine (bench/bench_gemm_onednn.c): see route() in
- * cpu_gemm.c.
+ * measured faster on this project's machine (bench/bench_gemm_onednn.c): see
+ * route_onednn() in cpu_gemm.c.
  *
  * Packed weights: the two products of a Linear that read its weight W [O, I] — the forward
  * X W^T and the input gradient dY W — run on copies of W in oneDNN's blocked layout, made

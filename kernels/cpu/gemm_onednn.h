@@ -1,7 +1,8 @@
 /* gemm_onednn.h — f32 matrix products on the CPU through oneDNN's matmul primitive, with
  * an optional right-hand matrix (a Linear's weight) packed once into oneDNN's own blocked
- * layout. On this project's machine (AVX-512, 2 cores) the packed products run 35-45 %
- * faster than OpenBLAS's sgemm on the MiniLM Linear shapes (bench/bench_gemm_onednn.c).
+ * layout. On this project's machine (AVX-512, 2 cores) the packed products ran 35-45 %
+ * faster than OpenBLAS's sgemm on the MiniLM Linear shapes with 2 threads on an idle machine
+ * (263-284 against 160-200 GFLOP/s), 0-17 % faster on one core (bench/bench_gemm_onednn.c).
  *
  * libdnnl is loaded at run time (dlopen of the soname this build's headers describe), as
  * the CUDA backend loads cuBLASLt: a build with the headers runs, on OpenBLAS, on a machine
