@@ -65,6 +65,14 @@ endif
 # NCCL for the GPU collectives: its header beside the CUDA toolkit's (libnccl itself is
 # loaded at run time by core/dist/dist_nccl.c, so the binary starts without it).
 HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),yes,),)
+# oneDNN 2.x (Debian: libdnnl-dev) for the CPU matrix products (kernels/cpu/gemm_onednn.c):
+# only its headers at build time; libdnnl itself is loaded at run time, so the binary runs
+# on OpenBLAS where it is missing. `make DNNL=0` builds without it.
+ifeq ($(DNNL),0)
+  HAVE_DNNL :=
+else
+  HAVE_DNNL := $(shell printf '#include <dnnl.h>\nstatic dnnl_matmul_desc_t d;\nint main(void){return (int)sizeof d;}\n' | $(CC) -x c -fsyntax-only - 2>/dev/null && echo yes)
+endif
 HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 
 ifeq ($(MAKELEVEL),0)
@@ -72,6 +80,7 @@ ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
   $(info build: luajit, libedit, zlib, jansson, utf8proc  found)
   $(info build: OpenBLAS  $(if $(shell pkg-config --exists openblas && echo y),found $(shell pkg-config --modversion openblas) ($(if $(OPENBLAS_OMP_DIR),OpenMP build,pthread build: install libopenblas-openmp-dev for speed)),missing))
   $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
+  $(info build: oneDNN    $(if $(HAVE_DNNL),found (CPU matrix products; libdnnl loaded at run time),$(if $(filter 0,$(DNNL)),skipped (DNNL=0),missing (CPU matrix products on OpenBLAS: apt-get install libdnnl-dev))))
   $(info build: nvcc      $(if $(NVCC),found $(NVCC),missing (CPU-only build)))
   $(info build: cuBLASLt  $(if $(HAVE_CUDA),found (CUDA backend on),$(if $(filter 0,$(CUDA)),skipped (CUDA=0),missing)))
   $(info build: Open MPI  $(if $(HAVE_MPI),found $(shell pkg-config --modversion ompi-c) (mpirun -np N trainer ...),$(if $(filter 0,$(MPI)),skipped (MPI=0),missing (one process only: apt-get install openmpi-bin libopenmpi-dev))))
@@ -91,6 +100,15 @@ CFLAGS_REL  := $(CSTD) $(WARN) -O2 -g -fPIC $(OMPFLAG) $(INCS) -DTR_VERSION='"$(
 CFLAGS_ASAN := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
 LIBS := $(PKG_LIBS) -lm -lpthread -ldl
+
+ifeq ($(HAVE_DNNL),yes)
+  CFLAGS_REL  += -DTR_HAVE_DNNL
+  CFLAGS_ASAN += -DTR_HAVE_DNNL
+  # The sanitizer test programs link libdnnl (when installed), so that the dlopen finds it
+  # loaded: LeakSanitizer's exit scan crashes on the dynamic TLS a dlopen'd libdnnl leaves
+  # in the OpenMP threads ("Tracer caught signal 11", glibc 2.36), never on static TLS.
+  ASAN_DNNL_LIBS := $(if $(wildcard /usr/lib/$(shell $(CC) -dumpmachine)/libdnnl.so),-ldnnl,)
+endif
 
 ifeq ($(HAVE_MPI),yes)
   MPI_CFLAGS := -DTR_HAVE_MPI $(shell pkg-config --cflags ompi-c)
@@ -180,7 +198,7 @@ trainer: build/rel/core/main.o $(REL_OBJ)
 build/asan/tests/%: tests/c/%.c $(ASAN_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
-	$(Q)$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS)
+	$(Q)$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS) $(ASAN_DNNL_LIBS)
 
 build/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)

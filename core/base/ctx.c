@@ -10,6 +10,7 @@
  * release binary links before the CUDA backend is merged. */
 #include "ctx.h"
 #include "blas_core.h"
+#include "cpu_gemm.h"
 #include "cuda_copy.h"
 #include "cuda_device.h"
 
@@ -29,6 +30,7 @@ struct tr_ctx {
     tr_alloc *cuda_alloc[CTX_MAX_CUDA_DEVICES];
     void *cuda_state[CTX_MAX_CUDA_DEVICES];
     tr_cuda_staging *cuda_staging;   /* pinned host buffers for transfers (core/device/cuda_copy.c) */
+    tr_cpu_gemm *cpu_gemm;           /* the CPU GEMM library and its caches (core/ops/cpu_gemm.c) */
     tr_error err;
 };
 
@@ -62,6 +64,7 @@ void tr_ctx_free(tr_ctx *ctx)
 #if CTX_CUDA
     tr_cuda_staging_free(ctx->cuda_staging);
 #endif
+    tr_cpu_gemm_free(ctx->cpu_gemm);
     tr_alloc_destroy(ctx->cpu_alloc);
     free(ctx);
 }
@@ -141,6 +144,12 @@ void *tr_ctx_cuda_state(tr_ctx *ctx, int device)
     if (device < 0 || device >= CTX_MAX_CUDA_DEVICES) return NULL;
     if (!ctx->cuda_state[device] && !tr_ctx_alloc(ctx, device)) return NULL;
     return ctx->cuda_state[device];
+}
+
+tr_cpu_gemm *tr_ctx_cpu_gemm(tr_ctx *ctx)
+{
+    if (!ctx->cpu_gemm && tr_cpu_gemm_create(&ctx->cpu_gemm, &ctx->err) != TR_OK) return NULL;
+    return ctx->cpu_gemm;
 }
 
 tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx)

@@ -11,6 +11,7 @@
  * Without TR_HAVE_MPI (a build without Open MPI) every world has one rank: the collectives
  * do nothing and a launch by mpirun with more than one rank is refused. */
 #include "dist_internal.h"
+#include "tensor_version.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -349,6 +350,7 @@ int tr_dist_broadcast(tr_dist *d, tr_ctx *ctx, tr_tensor *t, int root)
         host = stage;
     }
     int st = tr_dist_bcast_bytes(d, ctx, host, nb, root);
+    if (d->rank != root) tr_tensor_mark_written(t);   /* a packed copy must follow the received bytes */
     if (st == 0 && stage && d->rank != root && tr_tensor_write(ctx, t, stage, nb) != 0) st = tr_ctx_err(ctx)->status;
     free(stage);
     return st;

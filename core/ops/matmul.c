@@ -1,14 +1,18 @@
-/* matmul.c — tensor-level matmul and Linear (forward and backward) over the CBLAS
- * kernels of kernels/cpu/matmul.c. Half-precision operands are staged to f32 and the GEMM
- * runs in f32 with f32 accumulation: Linear converts its weight once and its activations
- * in chunks of rows; the general matmul converts whole operands. cblas_sbgemm is not an
- * option with Debian's OpenBLAS 0.3.21 (declared, not exported) and this CPU has no
- * AVX512-BF16 anyway, see bench/bench_gemm.c. */
+/* matmul.c — tensor-level matmul and Linear (forward and backward) on the CPU, over
+ * oneDNN or OpenBLAS as cpu_gemm.h routes each product. Half-precision operands are staged
+ * to f32 and the GEMM runs in f32 with f32 accumulation: Linear converts its activations in
+ * chunks of rows, and its weight once per pack (oneDNN: the packed copy is made from the
+ * f32 conversion and kept until the weight changes) or once per call (OpenBLAS); the
+ * general matmul converts whole operands. A bf16 x bf16 product in oneDNN is slower than
+ * f32 on a CPU without AMX (measured 130-167 against 263-284 GFLOP/s on the project's
+ * AVX512-BF16 machine), and cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see
+ * bench/bench_gemm.c. */
 #include "ops_nn.h"
 #include "op_stage.h"
 #include "op_cuda.h"
 #include "op_table.h"
 #include "cpu/matmul.h"
+#include "cpu_gemm.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -74,8 +78,15 @@ static int matmul_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tens
         if ((rc = tr_stage_load(ctx, b, 0, b->numel, &B, &ob))) goto cpu_done;
         if (bias && (rc = tr_stage_load(ctx, bias, 0, N, &Bi, &obi))) goto cpu_done;
         if ((rc = tr_stage_buf(ctx, out, 0, out->numel, beta != 0, &C, &oc))) goto cpu_done;
-        rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b,
-                           alpha, beta, M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
+        if (K == 0)   /* an empty product: the BLAS kernel's bias and beta handling */
+            rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b,
+                                     alpha, beta, M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
+        /* one matrix shared by the batch: the batch is one product of batch * M rows */
+        int64_t rows = b_shared && !trans_a ? batch * M : M, nmat = b_shared && !trans_a ? 1 : batch;
+        if (rows > INT_MAX) rows = M, nmat = batch;
+        for (int64_t bi = 0; K > 0 && bi < nmat && rc == TR_OK; bi++)
+            rc = tr_cpu_gemm_f32(ctx, C + bi * M * N, A + bi * M * K, B + (b_shared ? 0 : bi * K * N), Bi, (int)rows,
+                                 (int)N, (int)K, trans_a, trans_b, alpha, beta);
         if (rc == TR_OK) tr_stage_put(out, 0, C, out->numel);
     cpu_done:
         tr_stage_scratch_free(ctx, oa);
@@ -94,6 +105,16 @@ static int64_t rows_of(const tr_tensor *t)
     int64_t r = 1;
     for (int i = 0; i < t->ndim - 1; i++) r *= t->shape[i];
     return r;
+}
+
+/* Rows per GEMM for N rows of half activations staged in blocks of at most `most` rows:
+ * the blocks made equal (4096 rows of 1536 in 7 blocks of 586, not 6 of 682 and one of
+ * 4: a 4-row product ran at 6 GFLOP/s), so no block exceeds the staging bound. */
+static int64_t even_rows(int64_t N, int64_t most)
+{
+    if (N <= most) return N > 0 ? N : 1;
+    int64_t blocks = (N + most - 1) / most;
+    return (N + blocks - 1) / blocks;
 }
 
 /* y must be x's shape with the last dim replaced by last */
@@ -131,18 +152,22 @@ static int linear_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tens
     {
         float *W = NULL, *Bi = NULL;
         void *ow = NULL, *obi = NULL;
-        if ((rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) goto cpu_done;
+        const void *packed = NULL;
+        if ((rc = tr_cpu_weight_packed(ctx, w, TR_PACK_FORWARD, &packed))) goto cpu_done;
+        if (!packed && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) goto cpu_done;
         if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) goto cpu_done;
         /* f32 activations: one GEMM over every row; half: chunks of rows staged to f32 */
         int64_t step = (x->dtype == TR_F32 && out->dtype == TR_F32) ? (N > 0 ? N : 1)
-                                                                     : tr_stage_block_rows(I > O ? I : O);
+                                                                     : even_rows(N, tr_stage_block_rows(I > O ? I : O));
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
             int64_t nr = N - r0 < step ? N - r0 : step;
             float *X = NULL, *Y = NULL;
             void *ox = NULL, *oy = NULL;
             rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
             if (rc == TR_OK) rc = tr_stage_buf(ctx, out, r0 * O, nr * O, 0, &Y, &oy);
-            if (rc == TR_OK)
+            if (rc == TR_OK && packed)
+                rc = tr_cpu_linear_forward_packed(ctx, Y, X, packed, Bi, (int)nr, (int)O, (int)I);
+            else if (rc == TR_OK)
                 rc = tr_k_matmul_fwd_f32(Y, X, W, Bi, 1, (int)nr, (int)O, (int)I, 0, 1, 1, 0, 0, 0, 0,
                                    tr_ctx_err(ctx));
             if (rc == TR_OK) tr_stage_put(out, r0 * O, Y, nr * O);
@@ -198,10 +223,12 @@ static int linear_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const
     {
         float *W = NULL;
         void *ow = NULL;
-        if (dx && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) return rc;
+        const void *packed = NULL;
+        if (dx && (rc = tr_cpu_weight_packed(ctx, w, TR_PACK_INPUT_GRAD, &packed))) return rc;
+        if (dx && !packed && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) return rc;
         int all_f32 = dout->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) &&
                       (!dw || x->dtype == TR_F32);
-        int64_t step = all_f32 ? (N > 0 ? N : 1) : tr_stage_block_rows(I > O ? I : O);
+        int64_t step = all_f32 ? (N > 0 ? N : 1) : even_rows(N, tr_stage_block_rows(I > O ? I : O));
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
             int64_t nr = N - r0 < step ? N - r0 : step;
             float *D = NULL, *DX = NULL, *X = NULL;
@@ -209,7 +236,9 @@ static int linear_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const
             rc = tr_stage_load(ctx, dout, r0 * O, nr * O, &D, &od);
             if (rc == TR_OK && dx) {
                 rc = tr_stage_buf(ctx, dx, r0 * I, nr * I, 0, &DX, &odx);
-                if (rc == TR_OK)
+                if (rc == TR_OK && packed)
+                    rc = tr_cpu_linear_input_grad_packed(ctx, DX, D, packed, (int)nr, (int)O, (int)I);
+                else if (rc == TR_OK)
                     rc = tr_k_matmul_fwd_f32(DX, D, W, NULL, 1, (int)nr, (int)I, (int)O, 0, 0, 1, 0, 0,
                                        0, 0, tr_ctx_err(ctx));
                 if (rc == TR_OK) tr_stage_put(dx, r0 * I, DX, nr * I);
@@ -217,8 +246,7 @@ static int linear_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const
             if (rc == TR_OK && dw) {
                 rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
                 if (rc == TR_OK)
-                    rc = tr_k_matmul_fwd_f32(dw->data, D, X, NULL, 1, (int)O, (int)I, (int)nr, 1, 0, 1, 1,
-                                       0, 0, 0, tr_ctx_err(ctx));
+                    rc = tr_cpu_gemm_f32(ctx, dw->data, D, X, NULL, (int)O, (int)I, (int)nr, 1, 0, 1, 1);
             }
             if (rc == TR_OK && dbias) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
             tr_stage_scratch_free(ctx, od);

@@ -4,6 +4,7 @@
 #include "op_table.h"
 
 #include "cuda_device.h"
+#include "tensor_version.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -125,5 +126,13 @@ int tr_op_run(tr_ctx *ctx, const tr_op_desc *op, tr_op_call *call)
                        call->device, TR_CPU);
     tr_op_fn fn = op->slot[slot_of(call->device)];
     if (!fn) return tr_op_fail_not_built(ctx, op->name, call->device);
-    return fn(ctx, call);
+    rc = fn(ctx, call);
+    /* Every output and in-place argument may have changed (a failed slot may have written
+     * part of one): their versions move, so that a copy derived from them (a packed
+     * weight) is rebuilt. A list's tensors are updated in place by the multi-tensor ops. */
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].role != TR_ARG_IN && call->t[i]) tr_tensor_mark_written(call->t[i]);
+    for (int i = 0; call->list && i < call->nlist; i++)
+        if (call->list[i]) tr_tensor_mark_written(call->list[i]);
+    return rc;
 }

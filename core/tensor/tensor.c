@@ -13,6 +13,7 @@
  * checks the arguments, keeps the CPU path, and hands anything else over; in a build
  * without CUDA that is a clear TR_EUSER error, never a crash. */
 #include "tensor.h"
+#include "tensor_version.h"
 #include "cuda_copy.h"
 
 #include <stdio.h>
@@ -26,6 +27,11 @@ struct tr_storage {
     tr_alloc *alloc;
     int32_t device;
     int32_t tag;
+    /* tensor_version.h: bumped on every write of the bytes; a derived copy (a weight packed
+     * for oneDNN) remembers the version it was made from, and is freed with the storage */
+    uint64_t version;
+    void *derived;
+    void (*derived_free)(void *derived);
 };
 
 enum { TENSOR_MAX_DIMS = 8 };
@@ -244,6 +250,7 @@ void tr_tensor_free(tr_tensor *t)
     if (!t) return;
     tr_storage *st = t->storage;
     if (st && --st->refcount == 0) {
+        if (st->derived && st->derived_free) st->derived_free(st->derived);
         tr_alloc_free(st->alloc, st->base);
         free(st);
     }
@@ -253,6 +260,27 @@ void tr_tensor_free(tr_tensor *t)
 size_t tr_tensor_nbytes(const tr_tensor *t)
 {
     return t ? (size_t)t->numel * tr_dtype_size(t->dtype) : 0;
+}
+
+/* ------------------------------------------------------------ versions (tensor_version.h) */
+
+uint64_t tr_tensor_version(const tr_tensor *t) { return t && t->storage ? t->storage->version : 0; }
+
+void tr_tensor_mark_written(const tr_tensor *t)
+{
+    if (t && t->storage) t->storage->version++;
+}
+
+void *tr_tensor_derived(const tr_tensor *t) { return t && t->storage ? t->storage->derived : NULL; }
+
+int tr_tensor_set_derived(const tr_tensor *t, void *derived, void (*derived_free)(void *derived))
+{
+    if (!t || !t->storage) return -1;
+    tr_storage *st = t->storage;
+    if (st->derived && st->derived != derived && st->derived_free) st->derived_free(st->derived);
+    st->derived = derived;
+    st->derived_free = derived_free;
+    return 0;
 }
 
 /* ------------------------------------------------------------ data movement */
@@ -274,6 +302,7 @@ int tr_tensor_copy(tr_ctx *ctx, tr_tensor *dst, const tr_tensor *src)
                        shape_str(a, sizeof a, dst->ndim, dst->shape), (long long)dst->numel,
                        shape_str(b, sizeof b, src->ndim, src->shape), (long long)src->numel);
     size_t dn = tr_tensor_nbytes(dst), sn = tr_tensor_nbytes(src);
+    tr_tensor_mark_written(dst);
     if (dst->device != TR_CPU || src->device != TR_CPU) {
         /* On one GPU an overlap is refused whatever the dtypes: cudaMemcpyAsync has no
          * memmove semantics. Copying a tensor onto itself changes nothing. */
@@ -323,6 +352,7 @@ int tr_tensor_fill(tr_ctx *ctx, tr_tensor *t, double value)
     int rc = scalar_bytes(ctx, t->dtype, value, e);
     if (rc != TR_OK) return rc;
     size_t n = (size_t)t->numel;
+    tr_tensor_mark_written(t);
     if (t->device != TR_CPU) return tr_cuda_fill(ctx, "tr_tensor_fill", t->data, t->device, e, tr_dtype_size(t->dtype), n);
     switch (tr_dtype_size(t->dtype)) {
     case 2: { uint16_t x; memcpy(&x, e, 2); uint16_t *p = t->data; for (size_t i = 0; i < n; i++) p[i] = x; break; }
@@ -351,6 +381,7 @@ int tr_tensor_write(tr_ctx *ctx, tr_tensor *t, const void *host, size_t nbytes)
 {
     int rc = check_host_bytes(ctx, "tr_tensor_write", t, host, nbytes);
     if (rc != TR_OK) return rc;
+    tr_tensor_mark_written(t);
     if (t->device != TR_CPU)
         return tr_cuda_copy(ctx, "tr_tensor_write", t->data, t->device, t->dtype, host, TR_CPU, t->dtype,
                             (size_t)t->numel);
@@ -399,6 +430,7 @@ int tr_tensor_write_converted(tr_ctx *ctx, tr_tensor *t, const void *host, int h
                        (long long)numel, (long long)t->numel);
     if (!host && numel) return tr_fail(ctx_err(ctx), TR_EUSER, "%s: the host buffer is NULL", fn);
     if (numel == 0) return TR_OK;
+    tr_tensor_mark_written(t);
     if (t->device != TR_CPU)
         return tr_cuda_copy(ctx, "tr_tensor_write", t->data, t->device, t->dtype, host, TR_CPU, host_dtype,
                             (size_t)numel);

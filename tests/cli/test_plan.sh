@@ -6,6 +6,10 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 R=recipes/scandi_lora.lua
 PRESET="model.from=nil model.arch=bert model.config=bert-large"
+# The figures below are the OpenBLAS path's: with oneDNN a CPU plan adds the packed Linear
+# weights to workspace (checked at the end), which would move every total on a machine
+# that has it.
+export TRAINER_CPU_GEMM=openblas
 
 # runs a printed command line as a user would paste it into a shell, `trainer` on the PATH
 run_line() {
@@ -78,5 +82,17 @@ else
   expect_out plan_hint_quoted_json '"fits": true'
   expect_out plan_hint_quoted_batch '"micro_batch": 8'
 fi
+
+# ---- oneDNN (a build and machine that have it): the packed weights are in the plan's workspace
+TRAINER_CPU_GEMM=onednn run_trainer plan $R $PRESET memory=nil precision=fp32
+if grep -q "TRAINER_CPU_GEMM=onednn:" "$TMP/err"; then
+  echo "SKIP plan_onednn_packed: no oneDNN in this build or on this machine"
+else
+  expect_rc plan_onednn_rc 0
+  expect_out plan_onednn_packed "workspace holds 2.25 GiB of Linear weights packed for oneDNN"
+fi
+TRAINER_CPU_GEMM=blis run_trainer plan $R $PRESET memory=nil
+expect_rc plan_bad_cpu_gemm_rc 1
+expect_err plan_bad_cpu_gemm_says 'TRAINER_CPU_GEMM="blis" is not a CPU matrix library: set it to openblas or onednn'
 
 finish

@@ -82,7 +82,11 @@ end
 local function compare(spec)
   local got = measure(spec)
   local want = plan.estimate(recipe(spec)).by_tag
-  for _, tag in ipairs({ "weights", "grads", "optimizer", "activations" }) do
+  -- workspace too where oneDNN packs the weights (then it is mostly the packs); OpenBLAS's
+  -- workspace is transient staging the plan bounds from above
+  local tags = { "weights", "grads", "optimizer", "activations" }
+  if plan.cpu_gemm_library() == "onednn" then tags[#tags + 1] = "workspace" end
+  for _, tag in ipairs(tags) do
     local m, p = got[tag], want[tag]
     local tol = 0.15 * math.max(m, 64 * 1024)      -- tiny tags: a 64 KiB floor
     print(("# %-12s predicted %10d measured %10d (%+.1f%%)"):format(tag, p, m, 100 * (p - m) / math.max(m, 1)))
@@ -100,8 +104,10 @@ local function with(list, more)
   for _, v in ipairs(more or {}) do out[#out + 1] = v end
   return out
 end
-local function plan_of(path, overrides)
-  return plan.estimate(recipes.load(path, overrides).recipe, { cuda_available = false })
+-- (the OpenBLAS path's figures: oneDNN's packed weights would move the flagship's totals on
+-- a machine that has it; "packed_weights_in_workspace" checks those)
+local function plan_of(path, overrides, cpu_gemm)
+  return plan.estimate(recipes.load(path, overrides).recipe, { cuda_available = false, cpu_gemm = cpu_gemm or "openblas" })
 end
 
 -- Every alternative printed is planned: its overrides, given to the recipe loader as a user
@@ -136,6 +142,25 @@ return {
   { "bf16", function() compare({ precision = "bf16" }) end },
   { "lora", function() compare({ lora = lora_qv }) end },
   { "all_combined", function() compare({ lora = lora_qv, precision = "bf16", checkpoint = "auto", accumulate = 4 }) end },
+  -- oneDNN's packed Linear weights are workspace (core/ops/cpu_gemm.h): two f32 copies of
+  -- every Linear weight with both sides >= 32, none on a GPU or on OpenBLAS
+  { "packed_weights_in_workspace", function()
+    local over = with(preset, { "precision=fp32" })
+    local blas, dnnl = plan_of(flagship, over, "openblas"), plan_of(flagship, over, "onednn")
+    -- bert-large: per layer 4 x 1024^2 + 2 x 1024 x 4096 weights, 2 copies x 4 bytes each
+    local want = 24 * 2 * 4 * (4 * 1024 * 1024 + 2 * 1024 * 4096)
+    assert(dnnl.packed_weight_bytes == want, tostring(dnnl.packed_weight_bytes))
+    assert(dnnl.by_tag.workspace - blas.by_tag.workspace == want,
+      ("workspace %d with oneDNN, %d without"):format(dnnl.by_tag.workspace, blas.by_tag.workspace))
+    assert(dnnl.total_bytes - blas.total_bytes == want and blas.packed_weight_bytes == nil)
+    local text = plan.format(dnnl, nil, flagship)
+    assert(text:find("workspace holds 2.25 GiB of Linear weights packed for oneDNN", 1, true), text)
+    local gpu = plan.estimate(recipes.load(flagship, over).recipe, { cuda_available = true, cpu_gemm = "onednn" })
+    assert(gpu.packed_weight_bytes == nil, "packed weights planned on a GPU")
+    assert(plan.packed_weight_bytes(8, 384) == 0 and plan.packed_weight_bytes(384, 384) == 2 * 4 * 384 * 384)
+    -- tests/c/test_cpu_gemm.c measures this one: [96, 128] packs as 128 x 128 and 128 x 96
+    assert(plan.packed_weight_bytes(96, 128) == 65536 + 49152, tostring(plan.packed_weight_bytes(96, 128)))
+  end },
   { "json_contract", function()
     local p = plan.estimate(recipe({}))
     local j = plan.json(p, 2 ^ 30)

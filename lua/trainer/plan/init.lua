@@ -16,7 +16,9 @@
 --                batch.accumulate of them one after another, each freed before the next, so
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
 --                real batches pad to their longest)
---   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU
+--   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU; on the
+--                CPU with oneDNN (core/ops/cpu_gemm.h), every Linear weight with both sides
+--                >= 32 packed twice in f32 (forward and input gradient), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -54,6 +56,28 @@ end
 -- The Linear layers of one encoder layer: name suffix, in, out (the model's own list).
 local function layer_linears(H, I)
   return require("trainer.nn.layer").linears({ hidden_size = H, intermediate_size = I })
+end
+
+-- The library of the CPU matrix products in this process ("onednn" or "openblas"; see
+-- core/ops/cpu_gemm.h); a user error when TRAINER_CPU_GEMM asks for something unusable.
+local function cpu_gemm_library()
+  local runtime = require("trainer.core.runtime")
+  local C = require("trainer.core.ffi")
+  local name = C.tr_cpu_gemm_library(runtime.ctx)
+  if name == nil then errors.user("%s", require("ffi").string(C.tr_ctx_errmsg(runtime.ctx))) end
+  return require("ffi").string(name)
+end
+M.cpu_gemm_library = cpu_gemm_library
+
+-- Bytes oneDNN's packed copies of one Linear weight [O, I] take: the forward's (B = W^T,
+-- N = O columns, K = I) and the input gradient's (B = W, N = I, K = O), f32, with N padded
+-- to 64 and K to 16 (oneDNN 2.6's AVX-512 blocking, measured; exact for BERT's sizes), each
+-- a block of the CPU allocator (512-byte rounding); none for a side under 32 (those
+-- products stay on OpenBLAS, cpu_gemm.c's route).
+function M.packed_weight_bytes(O, I)
+  if O < 32 or I < 32 then return 0 end
+  local function up(x, m) return math.ceil(x / m) * m end
+  return up(4 * up(O, 64) * up(I, 16), 512) + up(4 * up(I, 64) * up(O, 16), 512)
 end
 
 -- Whether a Linear name is a LoRA target: trainer.lora's own suffix rule.
@@ -181,8 +205,24 @@ function M.estimate(recipe, opts)
   local device = recipe.device or "auto"
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local workspace = 0
-  if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
+  local onednn = not gpu and (opts.cpu_gemm or cpu_gemm_library()) == "onednn"
+  if half and not gpu and not onednn then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
   if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
+  -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
+  local packed = 0
+  if onednn then
+    for _, lin in ipairs(layer_linears(H, I)) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end
+    if classification then packed = packed + M.packed_weight_bytes(H, H) + M.packed_weight_bytes(K, H) end
+    workspace = workspace + packed
+    if half then
+      -- the f32 staging of half operands: a weight's conversion while it is packed, or
+      -- three blocks of rows (dout, dx, x in a Linear's backward) of at most 1 Mi elements
+      -- each (core/ops/op_stage.h), whichever is larger
+      local C = math.max(H, I)
+      local rows = math.min(N, math.max(1, math.floor(1048576 / C)))
+      workspace = workspace + math.max(4 * H * I, 3 * 4 * rows * C)
+    end
+  end
   -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
   local collective
@@ -223,6 +263,7 @@ function M.estimate(recipe, opts)
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
     layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices,
     cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
+    packed_weight_bytes = packed > 0 and packed or nil,
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
   }
@@ -362,6 +403,10 @@ function M.format(plan, budget, path, info)
   if plan.collective_bytes then
     lines[#lines + 1] = ("per rank under mpirun: workspace holds %s of all-reduce bucket buffers (distributed.bucket); "
       .. "every rank needs the total"):format(fs(plan.collective_bytes))
+  end
+  if plan.packed_weight_bytes then
+    lines[#lines + 1] = ("workspace holds %s of Linear weights packed for oneDNN (f32, forward and input gradient; "
+      .. "TRAINER_CPU_GEMM=openblas runs without them)"):format(fs(plan.packed_weight_bytes))
   end
   if plan.cuda_context_bytes then
     lines[#lines + 1] = ("%-12s %12s  (the CUDA context, outside the allocator: add it to compare with nvidia-smi; "

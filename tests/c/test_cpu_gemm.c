@@ -1,0 +1,366 @@
+/* test_cpu_gemm.c — the CPU GEMM router (core/ops/cpu_gemm.h): Linear on oneDNN with packed
+ * weights against the same Linear on OpenBLAS, in two contexts of one process
+ * (TRAINER_CPU_GEMM chooses each one's library when it first runs a product). A stale pack
+ * (a weight changed, its packed copy not) would give the previous step's results, far
+ * outside the 1e-5 these compare at. Also: the packs' bytes in the ledger (tag workspace),
+ * a frozen weight packed once, half weights, repeatable bits, and the variable's errors.
+ * Without oneDNN (build or machine) the oneDNN cases say SKIP. */
+#include "check.h"
+#include "op_check.h"
+#include "cpu_gemm.h"
+#include "ops_elem.h"
+#include "ops_nn.h"
+#include "op_query.h"
+#include "tensor_version.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { O = 96, I = 128, ROWS = 64 };
+
+/* A context whose CPU products run on `lib` ("onednn", "openblas"); NULL when that
+ * library cannot be had here. */
+static tr_ctx *ctx_on(const char *lib)
+{
+    tr_ctx *ctx = tr_ctx_new();
+    if (!ctx) return NULL;
+    setenv("TRAINER_CPU_GEMM", lib, 1);
+    const char *got = tr_cpu_gemm_library(ctx);
+    unsetenv("TRAINER_CPU_GEMM");
+    if (!got || strcmp(got, lib) != 0) {
+        tr_ctx_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static tr_tensor *filled(tr_ctx *ctx, int ndim, const int64_t *shape, int dtype, int tag, uint64_t seed, double scale)
+{
+    tr_tensor *t = tr_tensor_new(ctx, ndim, shape, TR_F32, TR_CPU, tag);
+    int64_t n = t ? t->numel : 0;
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    oc_seed(seed);
+    oc_fill(h, n, scale);
+    if (t) oc_to_f32(t->data, h, n);
+    free(h);
+    if (t && dtype != TR_F32) {
+        tr_tensor *c = tr_tensor_new(ctx, ndim, shape, dtype, TR_CPU, tag);
+        if (c) tr_tensor_copy(ctx, c, t);
+        tr_tensor_free(t);
+        t = c;
+    }
+    return t;
+}
+
+/* Relative error of a against b (f32 tensors of one numel), as a norm. */
+static double rel(const tr_tensor *a, const tr_tensor *b)
+{
+    double num = 0, den = 0;
+    const float *x = a->data, *y = b->data;
+    for (int64_t i = 0; i < a->numel; i++) {
+        double d = (double)x[i] - y[i];
+        num += d * d;
+        den += (double)y[i] * y[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static uint64_t workspace_bytes(tr_ctx *ctx)
+{
+    tr_alloc_stats s;
+    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &s);
+    return s.tag_allocated[TR_TAG_WORKSPACE];
+}
+
+/* One model, its data and state in one context: Linear(I -> O), loss 0.5 |Y|^2. */
+typedef struct run {
+    tr_ctx *ctx;
+    tr_tensor *w, *b, *x, *y, *dx, *dw, *db, *mw, *vw, *mb, *vb;
+} run;
+
+static int run_new(run *r, tr_ctx *ctx)
+{
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    int64_t ws[2] = { O, I }, bs[1] = { O }, xs[2] = { ROWS, I }, ys[2] = { ROWS, O };
+    r->w = filled(ctx, 2, ws, TR_F32, TR_TAG_WEIGHTS, 1, 0.2);
+    r->b = filled(ctx, 1, bs, TR_F32, TR_TAG_WEIGHTS, 2, 0.1);
+    r->x = filled(ctx, 2, xs, TR_F32, TR_TAG_ACTIVATIONS, 3, 1.0);
+    r->y = tr_tensor_new(ctx, 2, ys, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    r->dx = tr_tensor_new(ctx, 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    r->dw = tr_tensor_zeros(ctx, 2, ws, TR_F32, TR_CPU, TR_TAG_GRADS);
+    r->db = tr_tensor_zeros(ctx, 1, bs, TR_F32, TR_CPU, TR_TAG_GRADS);
+    r->mw = tr_tensor_zeros(ctx, 2, ws, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
+    r->vw = tr_tensor_zeros(ctx, 2, ws, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
+    r->mb = tr_tensor_zeros(ctx, 1, bs, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
+    r->vb = tr_tensor_zeros(ctx, 1, bs, TR_F32, TR_CPU, TR_TAG_OPTIMIZER);
+    return r->w && r->b && r->x && r->y && r->dx && r->dw && r->db && r->mw && r->vw && r->mb && r->vb;
+}
+
+static void run_free(run *r)
+{
+    tr_tensor *all[] = { r->w, r->b, r->x, r->y, r->dx, r->dw, r->db, r->mw, r->vw, r->mb, r->vb };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
+}
+
+/* forward, backward (dY = Y), one AdamW step; TR_OK or the first failure */
+static int run_step(run *r, int64_t step)
+{
+    tr_ctx *c = r->ctx;
+    int rc = tr_op_linear(c, r->y, r->x, r->w, r->b);
+    if (rc == TR_OK) rc = tr_tensor_fill(c, r->dw, 0) || tr_tensor_fill(c, r->db, 0);
+    if (rc == TR_OK) rc = tr_op_linear_backward(c, r->dx, r->dw, r->db, r->y, r->x, r->w);
+    if (rc == TR_OK) rc = tr_op_adamw(c, r->w, r->dw, r->mw, r->vw, NULL, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, step, 1);
+    if (rc == TR_OK) rc = tr_op_adamw(c, r->b, r->db, r->mb, r->vb, NULL, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, step, 1);
+    return rc;
+}
+
+/* ------------------------------------------------------------ cases */
+
+static tr_ctx *dnnl_ctx, *blas_ctx;
+
+/* Three optimizer steps on each library: every step's output and gradients agree to 1e-5,
+ * while consecutive steps' outputs differ by far more (a stale pack would be caught). */
+static void test_steps_repack_after_each_update(void)
+{
+    run a, b;
+    CHECK(run_new(&a, dnnl_ctx) && run_new(&b, blas_ctx), "setup: %s", tr_ctx_errmsg(dnnl_ctx));
+    int64_t ys[2] = { ROWS, O };
+    tr_tensor *prev = tr_tensor_new(blas_ctx, 2, ys, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    for (int64_t step = 1; step <= 3 && !check_case_failed; step++) {
+        uint64_t v0 = tr_tensor_version(a.w);
+        int ra = run_step(&a, step), rb = run_step(&b, step);
+        CHECK(ra == TR_OK, "onednn step %lld: %s", (long long)step, tr_ctx_errmsg(dnnl_ctx));
+        CHECK(rb == TR_OK, "openblas step %lld: %s", (long long)step, tr_ctx_errmsg(blas_ctx));
+        CHECK(tr_tensor_version(a.w) > v0, "the optimizer step did not move the weight's version");
+        CHECK(rel(a.y, b.y) < 1e-5, "step %lld: forward differs by %g", (long long)step, rel(a.y, b.y));
+        CHECK(rel(a.dx, b.dx) < 1e-5, "step %lld: dx differs by %g", (long long)step, rel(a.dx, b.dx));
+        CHECK(rel(a.dw, b.dw) < 1e-5, "step %lld: dw differs by %g", (long long)step, rel(a.dw, b.dw));
+        CHECK(rel(a.w, b.w) < 1e-5, "step %lld: updated weights differ by %g", (long long)step, rel(a.w, b.w));
+        if (step > 1) CHECK(rel(b.y, prev) > 1e-3, "steps %lld and %lld gave near-equal outputs: the test sees no update",
+                            (long long)step - 1, (long long)step);
+        tr_tensor_copy(blas_ctx, prev, b.y);
+    }
+    tr_tensor_free(prev);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* A load (write), a LoRA merge (copy) and a fill of the weight each re-pack it. */
+static void test_writes_of_the_weight_repack(void)
+{
+    run a, b;
+    CHECK(run_new(&a, dnnl_ctx) && run_new(&b, blas_ctx), "setup");
+    int64_t ws[2] = { O, I };
+    tr_tensor *src = filled(blas_ctx, 2, ws, TR_F32, TR_TAG_WEIGHTS, 9, 0.3);
+    for (int how = 0; how < 3 && !check_case_failed; how++) {
+        CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));   /* packs */
+        int rc = TR_OK;
+        if (how == 0) {
+            rc = tr_tensor_write(dnnl_ctx, a.w, src->data, tr_tensor_nbytes(src));
+            rc |= tr_tensor_write(blas_ctx, b.w, src->data, tr_tensor_nbytes(src));
+        } else if (how == 1) {
+            ((float *)src->data)[5] += 1.0f;
+            rc = tr_tensor_copy(dnnl_ctx, a.w, src) | tr_tensor_copy(blas_ctx, b.w, src);
+        } else {
+            rc = tr_tensor_fill(dnnl_ctx, a.w, 0.25) | tr_tensor_fill(blas_ctx, b.w, 0.25);
+        }
+        CHECK(rc == TR_OK, "write %d failed", how);
+        CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+        CHECK(tr_op_linear(blas_ctx, b.y, b.x, b.w, b.b) == TR_OK, "%s", tr_ctx_errmsg(blas_ctx));
+        CHECK(rel(a.y, b.y) < 1e-5, "after write %d the forward differs by %g (stale pack?)", how, rel(a.y, b.y));
+        CHECK(tr_op_linear_backward(dnnl_ctx, a.dx, NULL, NULL, a.y, NULL, a.w) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+        CHECK(tr_op_linear_backward(blas_ctx, b.dx, NULL, NULL, b.y, NULL, b.w) == TR_OK, "%s", tr_ctx_errmsg(blas_ctx));
+        CHECK(rel(a.dx, b.dx) < 1e-5, "after write %d dx differs by %g", how, rel(a.dx, b.dx));
+    }
+    tr_tensor_free(src);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* The two packs are workspace while the weight lives, and go with it; a frozen weight is
+ * packed once: more forwards allocate nothing. */
+static void test_packs_are_workspace_and_made_once(void)
+{
+    uint64_t before = workspace_bytes(dnnl_ctx);
+    run a;
+    CHECK(run_new(&a, dnnl_ctx), "setup");
+    /* oneDNN pads N to 64 and K to 16 here, as lua/trainer/plan's packed_weight_bytes says:
+     * forward B = W^T is 128 (O = 96 padded) x 128, input gradient B = W is 128 x 96 */
+    uint64_t fwd = 4 * 128 * 128, bwd = 4 * 128 * 96;
+    CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(workspace_bytes(dnnl_ctx) == before + fwd, "workspace %llu after the forward, want %llu",
+          (unsigned long long)workspace_bytes(dnnl_ctx), (unsigned long long)(before + fwd));
+    tr_alloc_stats s0, s1;
+    tr_alloc_get_stats(tr_ctx_alloc(dnnl_ctx, TR_CPU), &s0);
+    for (int i = 0; i < 3; i++) CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "forward %d", i);
+    tr_alloc_get_stats(tr_ctx_alloc(dnnl_ctx, TR_CPU), &s1);
+    CHECK(s1.n_alloc == s0.n_alloc, "%llu allocations in three forwards of a frozen weight (re-packed?)",
+          (unsigned long long)(s1.n_alloc - s0.n_alloc));
+    CHECK(tr_op_linear_backward(dnnl_ctx, a.dx, NULL, NULL, a.y, NULL, a.w) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(workspace_bytes(dnnl_ctx) == before + fwd + bwd, "workspace %llu with both packs, want %llu",
+          (unsigned long long)workspace_bytes(dnnl_ctx), (unsigned long long)(before + fwd + bwd));
+    run_free(&a);
+    CHECK(workspace_bytes(dnnl_ctx) == before, "workspace %llu after the weight was freed, want %llu",
+          (unsigned long long)workspace_bytes(dnnl_ctx), (unsigned long long)before);
+    /* OpenBLAS keeps no packs */
+    uint64_t b0 = workspace_bytes(blas_ctx);
+    run b;
+    CHECK(run_new(&b, blas_ctx) && tr_op_linear(blas_ctx, b.y, b.x, b.w, b.b) == TR_OK, "openblas forward");
+    CHECK(workspace_bytes(blas_ctx) == b0, "OpenBLAS left %llu workspace bytes",
+          (unsigned long long)(workspace_bytes(blas_ctx) - b0));
+    run_free(&b);
+}
+
+/* A bf16 weight is packed from its f32 conversion: the same products as OpenBLAS's. */
+static void test_half_weight(void)
+{
+    int64_t ws[2] = { O, I }, xs[2] = { ROWS, I }, ys[2] = { ROWS, O };
+    tr_tensor *wa = filled(dnnl_ctx, 2, ws, TR_BF16, TR_TAG_WEIGHTS, 4, 0.2);
+    tr_tensor *wb = filled(blas_ctx, 2, ws, TR_BF16, TR_TAG_WEIGHTS, 4, 0.2);
+    tr_tensor *xa = filled(dnnl_ctx, 2, xs, TR_F32, TR_TAG_ACTIVATIONS, 5, 1.0);
+    tr_tensor *xb = filled(blas_ctx, 2, xs, TR_F32, TR_TAG_ACTIVATIONS, 5, 1.0);
+    tr_tensor *ya = tr_tensor_new(dnnl_ctx, 2, ys, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    tr_tensor *yb = tr_tensor_new(blas_ctx, 2, ys, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    tr_tensor *da = tr_tensor_new(dnnl_ctx, 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    tr_tensor *db = tr_tensor_new(blas_ctx, 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    CHECK(wa && wb && xa && xb && ya && yb && da && db, "setup");
+    CHECK(tr_op_linear(dnnl_ctx, ya, xa, wa, NULL) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(tr_op_linear(blas_ctx, yb, xb, wb, NULL) == TR_OK, "%s", tr_ctx_errmsg(blas_ctx));
+    CHECK(rel(ya, yb) < 1e-5, "bf16 weight: forward differs by %g", rel(ya, yb));
+    CHECK(tr_op_linear_backward(dnnl_ctx, da, NULL, NULL, ya, NULL, wa) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(tr_op_linear_backward(blas_ctx, db, NULL, NULL, yb, NULL, wb) == TR_OK, "%s", tr_ctx_errmsg(blas_ctx));
+    CHECK(rel(da, db) < 1e-5, "bf16 weight: dx differs by %g", rel(da, db));
+    tr_tensor *all[] = { wa, wb, xa, xb, ya, yb, da, db };
+    for (size_t i = 0; i < 8; i++) tr_tensor_free(all[i]);
+}
+
+/* The same products twice give the same bits, the weight gradient's long reduction too. */
+static void test_repeatable_bits(void)
+{
+    enum { R = 1024 };
+    int64_t ws[2] = { O, I }, xs[2] = { R, I }, ys[2] = { R, O };
+    tr_tensor *w = filled(dnnl_ctx, 2, ws, TR_F32, TR_TAG_WEIGHTS, 6, 0.2);
+    tr_tensor *x = filled(dnnl_ctx, 2, xs, TR_F32, TR_TAG_ACTIVATIONS, 7, 1.0);
+    tr_tensor *d = filled(dnnl_ctx, 2, ys, TR_F32, TR_TAG_ACTIVATIONS, 8, 1.0);
+    tr_tensor *y[2], *dx[2], *dw[2];
+    for (int k = 0; k < 2; k++) {
+        y[k] = tr_tensor_new(dnnl_ctx, 2, ys, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+        dx[k] = tr_tensor_new(dnnl_ctx, 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+        dw[k] = tr_tensor_zeros(dnnl_ctx, 2, ws, TR_F32, TR_CPU, TR_TAG_GRADS);
+        CHECK(tr_op_linear(dnnl_ctx, y[k], x, w, NULL) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+        CHECK(tr_op_linear_backward(dnnl_ctx, dx[k], dw[k], NULL, d, x, w) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    }
+    CHECK(memcmp(y[0]->data, y[1]->data, tr_tensor_nbytes(y[0])) == 0, "forward bits differ between two runs");
+    CHECK(memcmp(dx[0]->data, dx[1]->data, tr_tensor_nbytes(dx[0])) == 0, "dx bits differ between two runs");
+    CHECK(memcmp(dw[0]->data, dw[1]->data, tr_tensor_nbytes(dw[0])) == 0, "dw bits differ between two runs");
+    for (int k = 0; k < 2; k++) tr_tensor_free(y[k]), tr_tensor_free(dx[k]), tr_tensor_free(dw[k]);
+    tr_tensor_free(w), tr_tensor_free(x), tr_tensor_free(d);
+}
+
+/* The general matmul on oneDNN (transposes, alpha as an output scale, beta as a sum, a
+ * batch of matrices or a batch sharing b) gives OpenBLAS's results. */
+static void test_matmul_matches_openblas(void)
+{
+    enum { NB = 3, M = 40, K = 64, N = 48 };
+    for (int v = 0; v < 8 && !check_case_failed; v++) {
+        int ta = v & 1, tb = (v >> 1) & 1, batched_b = (v >> 2) & 1;
+        float alpha = ta ? 0.75f : 1.0f, beta = tb ? 0.5f : 0.0f;
+        int64_t as[3] = { NB, ta ? K : M, ta ? M : K }, bs[3] = { NB, tb ? N : K, tb ? K : N }, cs[3] = { NB, M, N };
+        int64_t ns[1] = { N };
+        tr_tensor *t[2][4];
+        tr_ctx *c[2] = { dnnl_ctx, blas_ctx };
+        for (int k = 0; k < 2; k++) {
+            t[k][0] = filled(c[k], 3, cs, TR_F32, TR_TAG_ACTIVATIONS, 20 + (uint64_t)v, 1.0);
+            t[k][1] = filled(c[k], 3, as, TR_F32, TR_TAG_ACTIVATIONS, 30 + (uint64_t)v, 1.0);
+            t[k][2] = batched_b ? filled(c[k], 3, bs, TR_F32, TR_TAG_ACTIVATIONS, 40 + (uint64_t)v, 1.0)
+                                : filled(c[k], 2, bs + 1, TR_F32, TR_TAG_ACTIVATIONS, 40 + (uint64_t)v, 1.0);
+            t[k][3] = alpha == 1.0f ? filled(c[k], 1, ns, TR_F32, TR_TAG_WEIGHTS, 50, 1.0) : NULL;
+            CHECK(tr_op_matmul(c[k], t[k][0], t[k][1], t[k][2], t[k][3], ta, tb, alpha, beta) == TR_OK,
+                  "variant %d: %s", v, tr_ctx_errmsg(c[k]));
+        }
+        CHECK(rel(t[0][0], t[1][0]) < 1e-5, "variant %d (ta %d tb %d batched b %d): differs by %g", v, ta, tb,
+              batched_b, rel(t[0][0], t[1][0]));
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 4; i++) tr_tensor_free(t[k][i]);
+    }
+}
+
+/* bf16 activations go through the GEMM in blocks of rows (at most TR_STAGE_BLOCK elements
+ * each, made equal): 2049 rows of 512 are two blocks of 1025 and 1024 rows. Forward and
+ * input gradient agree with OpenBLAS's to bf16's rounding, every row written. */
+static void test_half_activations_in_blocks(void)
+{
+    enum { R = 2049, C = 512 };
+    int64_t ws[2] = { C, C }, xs[2] = { R, C };
+    tr_ctx *c[2] = { dnnl_ctx, blas_ctx };
+    tr_tensor *w[2], *x[2], *y[2], *dx[2], *y32[2], *dx32[2];
+    for (int k = 0; k < 2; k++) {
+        w[k] = filled(c[k], 2, ws, TR_F32, TR_TAG_WEIGHTS, 11, 0.05);
+        x[k] = filled(c[k], 2, xs, TR_BF16, TR_TAG_ACTIVATIONS, 12, 1.0);
+        y[k] = tr_tensor_new(c[k], 2, xs, TR_BF16, TR_CPU, TR_TAG_ACTIVATIONS);
+        dx[k] = tr_tensor_new(c[k], 2, xs, TR_BF16, TR_CPU, TR_TAG_ACTIVATIONS);
+        y32[k] = tr_tensor_new(c[k], 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+        dx32[k] = tr_tensor_new(c[k], 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+        CHECK(tr_tensor_fill(c[k], y[k], NAN) == TR_OK && tr_tensor_fill(c[k], dx[k], NAN) == TR_OK, "poison");
+        CHECK(tr_op_linear(c[k], y[k], x[k], w[k], NULL) == TR_OK, "%s", tr_ctx_errmsg(c[k]));
+        CHECK(tr_op_linear_backward(c[k], dx[k], NULL, NULL, y[k], NULL, w[k]) == TR_OK, "%s", tr_ctx_errmsg(c[k]));
+        CHECK(tr_tensor_copy(c[k], y32[k], y[k]) == TR_OK && tr_tensor_copy(c[k], dx32[k], dx[k]) == TR_OK, "copy");
+    }
+    int finite = 1;
+    for (int64_t i = 0; i < y32[0]->numel; i++)
+        finite &= isfinite(((float *)y32[0]->data)[i]) && isfinite(((float *)dx32[0]->data)[i]);
+    CHECK(finite, "a row of the output was not written");
+    CHECK(rel(y32[0], y32[1]) < 1e-2, "bf16 forward differs by %g", rel(y32[0], y32[1]));
+    CHECK(rel(dx32[0], dx32[1]) < 1e-2, "bf16 dx differs by %g", rel(dx32[0], dx32[1]));
+    for (int k = 0; k < 2; k++) {
+        tr_tensor *all[] = { w[k], x[k], y[k], dx[k], y32[k], dx32[k] };
+        for (int i = 0; i < 6; i++) tr_tensor_free(all[i]);
+    }
+}
+
+/* An unknown library is a user error naming the variable and its values. */
+static void test_unknown_library_is_a_user_error(void)
+{
+    tr_ctx *ctx = tr_ctx_new();
+    setenv("TRAINER_CPU_GEMM", "mkl", 1);
+    CHECK(tr_cpu_gemm_library(ctx) == NULL, "an unknown library was accepted");
+    CHECK(tr_ctx_err(ctx)->status == TR_EUSER, "status %d", tr_ctx_err(ctx)->status);
+    CHECK(strstr(tr_ctx_errmsg(ctx), "TRAINER_CPU_GEMM=\"mkl\"") && strstr(tr_ctx_errmsg(ctx), "openblas or onednn"),
+          "message: %s", tr_ctx_errmsg(ctx));
+    unsetenv("TRAINER_CPU_GEMM");
+    CHECK(tr_cpu_gemm_library(ctx) != NULL, "unset again, the default library is not had: %s", tr_ctx_errmsg(ctx));
+    tr_ctx_free(ctx);
+}
+
+int main(void)
+{
+    RUN(test_unknown_library_is_a_user_error);
+    blas_ctx = ctx_on("openblas");
+    dnnl_ctx = ctx_on("onednn");
+    if (!blas_ctx) {
+        printf("FAIL setup: no OpenBLAS context\n");
+        return 1;
+    }
+    if (!dnnl_ctx) {
+        const char *why = "no oneDNN in this build or on this machine";
+        printf("SKIP test_steps_repack_after_each_update: %s\n", why);
+        printf("SKIP test_writes_of_the_weight_repack: %s\n", why);
+        printf("SKIP test_packs_are_workspace_and_made_once: %s\n", why);
+        printf("SKIP test_half_weight: %s\n", why);
+        printf("SKIP test_repeatable_bits: %s\n", why);
+        printf("SKIP test_matmul_matches_openblas: %s\n", why);
+        printf("SKIP test_half_activations_in_blocks: %s\n", why);
+    } else {
+        RUN(test_steps_repack_after_each_update);
+        RUN(test_writes_of_the_weight_repack);
+        RUN(test_packs_are_workspace_and_made_once);
+        RUN(test_half_weight);
+        RUN(test_repeatable_bits);
+        RUN(test_matmul_matches_openblas);
+        RUN(test_half_activations_in_blocks);
+    }
+    tr_ctx_free(dnnl_ctx);
+    tr_ctx_free(blas_ctx);
+    return check_done();
+}
