@@ -12,8 +12,9 @@
  * X W^T and the input gradient dY W — run on copies of W in oneDNN's blocked layout, made
  * by tr_cpu_weight_packed and kept beside W's storage (tensor_version.h) with the version
  * of W they were made from: a frozen weight is packed once, a trained one again after each
- * optimizer step (every write of W moves its version). A half-precision weight is packed
- * from its f32 conversion. The copies are CPU allocator blocks of tag `workspace`, freed
+ * optimizer step (every write of W moves its version). Only f32 weights are packed: a
+ * half-precision weight runs its products unpacked (its packs would be f32, four times its
+ * bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator blocks of tag `workspace`, freed
  * with the weight; `trainer plan` counts them (lua/trainer/plan). */
 #ifndef TR_CPU_GEMM_H
 #define TR_CPU_GEMM_H

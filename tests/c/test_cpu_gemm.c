@@ -212,9 +212,11 @@ static void test_packs_are_workspace_and_made_once(void)
     run_free(&b);
 }
 
-/* A bf16 weight is packed from its f32 conversion: the same products as OpenBLAS's. */
+/* A bf16 weight is not packed (core/ops/cpu_gemm.c): the same products as OpenBLAS's, and
+ * no workspace kept after them. */
 static void test_half_weight(void)
 {
+    uint64_t before = workspace_bytes(dnnl_ctx);
     int64_t ws[2] = { O, I }, xs[2] = { ROWS, I }, ys[2] = { ROWS, O };
     tr_tensor *wa = filled(dnnl_ctx, 2, ws, TR_BF16, TR_TAG_WEIGHTS, 4, 0.2);
     tr_tensor *wb = filled(blas_ctx, 2, ws, TR_BF16, TR_TAG_WEIGHTS, 4, 0.2);
@@ -231,6 +233,8 @@ static void test_half_weight(void)
     CHECK(tr_op_linear_backward(dnnl_ctx, da, NULL, NULL, ya, NULL, wa) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
     CHECK(tr_op_linear_backward(blas_ctx, db, NULL, NULL, yb, NULL, wb) == TR_OK, "%s", tr_ctx_errmsg(blas_ctx));
     CHECK(rel(da, db) < 1e-5, "bf16 weight: dx differs by %g", rel(da, db));
+    CHECK(workspace_bytes(dnnl_ctx) == before, "a bf16 weight left %llu workspace bytes (packed?)",
+          (unsigned long long)(workspace_bytes(dnnl_ctx) - before));
     tr_tensor *all[] = { wa, wb, xa, xb, ya, yb, da, db };
     for (size_t i = 0; i < 8; i++) tr_tensor_free(all[i]);
 }

@@ -17,7 +17,7 @@
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
 --                real batches pad to their longest)
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU; on the
---                CPU with oneDNN (core/ops/cpu_gemm.h), every Linear weight with both sides
+--                CPU with oneDNN (core/ops/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed twice in f32 (forward and input gradient), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
@@ -206,22 +206,15 @@ function M.estimate(recipe, opts)
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local workspace = 0
   local onednn = not gpu and (opts.cpu_gemm or cpu_gemm_library()) == "onednn"
-  if half and not gpu and not onednn then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
+  if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
   if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
+  -- (f32 weights only: half ones run unpacked, core/ops/cpu_gemm.c)
   local packed = 0
-  if onednn then
+  if onednn and not half then
     for _, lin in ipairs(layer_linears(H, I)) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end
     if classification then packed = packed + M.packed_weight_bytes(H, H) + M.packed_weight_bytes(K, H) end
     workspace = workspace + packed
-    if half then
-      -- the f32 staging of half operands: a weight's conversion while it is packed, or
-      -- three blocks of rows (dout, dx, x in a Linear's backward) of at most 1 Mi elements
-      -- each (core/ops/op_stage.h), whichever is larger
-      local C = math.max(H, I)
-      local rows = math.min(N, math.max(1, math.floor(1048576 / C)))
-      workspace = workspace + math.max(4 * H * I, 3 * 4 * rows * C)
-    end
   end
   -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
