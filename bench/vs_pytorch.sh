@@ -111,7 +111,9 @@ progress() { printf '  [%4ss] %s\n' "$(( $(date +%s) - t_start ))" "$*" >&2; }
 echo "return 0" >"$work/empty.lua"
 measure base.A ./trainer run "$work/empty.lua"
 measure base.B "$PY" -c "import torch, transformers"
-cuda_note=$(if ldd ./trainer | grep -q cublas; then echo "a CUDA build, libcublasLt linked"; else echo "a CPU-only build"; fi)
+# (cuBLASLt is dlopened on a GPU's first product, so ldd cannot tell a CUDA build: ask the ops)
+echo 'print(require("trainer.core.ops").built("matmul", "cuda") and "cuda" or "cpu")' >"$work/built.lua"
+cuda_note=$(if [ "$(./trainer run "$work/built.lua" 2>/dev/null)" = cuda ]; then echo "a CUDA build; cuBLASLt is loaded on a GPU only"; else echo "a CPU-only build"; fi)
 
 # ---------------------------------------------------------------- 32 x 128 training steps
 for shape in $shapes; do
