@@ -9,6 +9,7 @@
  *   - bad shapes and kinds: TR_EUSER naming the op and the argument; no workspace left. */
 #include "check.h"
 #include "op_check.h"
+#include "tensor_check.h"
 
 #include "ops_nn.h"
 #include "trainer.h"
@@ -22,31 +23,12 @@ static tr_ctx *ctx;
 
 static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, const double *vals)
 {
-    tr_tensor *t = tr_tensor_new(ctx, ndim, shape, dtype, TR_CPU, TR_TAG_ACTIVATIONS);
-    if (!t) return NULL;
-    if (vals) {
-        float *f = malloc((size_t)t->numel * 4 + 4);
-        oc_to_f32(f, vals, t->numel);
-        tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
-        free(f);
-    }
-    return t;
+    return tc_tensor(ctx, ndim, shape, dtype, vals);
 }
 
-static float *get(const tr_tensor *t)
-{
-    float *f = malloc((size_t)t->numel * 4 + 4);
-    tr_convert(f, TR_F32, t->data, t->dtype, (size_t)t->numel);
-    return f;
-}
+static float *get(const tr_tensor *t) { return tc_values_f32(t); }
 
-static void no_workspace_left(const char *after)
-{
-    tr_alloc_stats s;
-    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &s);
-    CHECK(s.tag_allocated[TR_TAG_WORKSPACE] == 0, "%s left %llu workspace bytes allocated", after,
-          (unsigned long long)s.tag_allocated[TR_TAG_WORKSPACE]);
-}
+static void no_workspace_left(const char *after) { tc_no_workspace_left(ctx, after); }
 
 /* Elements of a and b equal (tol 0: bit for bit) or within tol * (1 + |b|). */
 static void same(const char *what, const float *a, const float *b, int64_t n, double tol)

@@ -15,6 +15,7 @@
  *     nothing; no workspace is left. */
 #include "check.h"
 #include "op_check.h"
+#include "tensor_check.h"
 
 #include "ops_elem.h"
 #include "ops_nn.h"
@@ -28,31 +29,12 @@ static tr_ctx *ctx;
 
 static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, const double *vals)
 {
-    tr_tensor *t = tr_tensor_new(ctx, ndim, shape, dtype, TR_CPU, TR_TAG_ACTIVATIONS);
-    if (!t) return NULL;
-    if (vals) {
-        float *f = malloc((size_t)t->numel * 4 + 4);
-        oc_to_f32(f, vals, t->numel);
-        tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
-        free(f);
-    }
-    return t;
+    return tc_tensor(ctx, ndim, shape, dtype, vals);
 }
 
-static float *get(const tr_tensor *t)
-{
-    float *f = malloc((size_t)t->numel * 4 + 4);
-    tr_convert(f, TR_F32, t->data, t->dtype, (size_t)t->numel);
-    return f;
-}
+static float *get(const tr_tensor *t) { return tc_values_f32(t); }
 
-static void no_workspace_left(const char *after)
-{
-    tr_alloc_stats s;
-    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &s);
-    CHECK(s.tag_allocated[TR_TAG_WORKSPACE] == 0, "%s left %llu workspace bytes allocated", after,
-          (unsigned long long)s.tag_allocated[TR_TAG_WORKSPACE]);
-}
+static void no_workspace_left(const char *after) { tc_no_workspace_left(ctx, after); }
 
 /* a and b equal bit for bit (tol 0) or within tol * (1 + |b|); reports the first miss. */
 static void same(const char *what, const tr_tensor *ta, const tr_tensor *tb, double tol)

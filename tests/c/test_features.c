@@ -3,6 +3,7 @@
  * backward against the float64 kernels and finite differences; half dtypes; argument
  * errors; every op returns its workspace. */
 #include "check.h"
+#include "tensor_check.h"
 
 #include "cpu/pair_features.h"
 #include "trainer.h"
@@ -23,13 +24,7 @@ static tr_tensor *mk(int64_t N, int64_t C, int dtype, const float *vals)
 
 static void get(float *out, const tr_tensor *t) { tr_convert(out, TR_F32, t->data, t->dtype, (size_t)t->numel); }
 
-static void no_workspace_left(const char *after)
-{
-    tr_alloc_stats s;
-    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &s);
-    CHECK(s.tag_allocated[TR_TAG_WORKSPACE] == 0, "%s left %llu workspace bytes", after,
-          (unsigned long long)s.tag_allocated[TR_TAG_WORKSPACE]);
-}
+static void no_workspace_left(const char *after) { tc_no_workspace_left(ctx, after); }
 
 /* ------------------------------------------------------------ column blocks */
 

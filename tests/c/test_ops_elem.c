@@ -5,6 +5,7 @@
  * workspace. */
 #include "check.h"
 #include "op_check.h"
+#include "tensor_check.h"
 
 #include "cpu/elementwise.h"
 #include "cpu/loss.h"
@@ -20,19 +21,9 @@ static tr_ctx *ctx;
 
 /* ------------------------------------------------------------ helpers */
 
-/* A CPU tensor of `dtype` holding vals (rounded through f32), or uninitialised when
- * vals is NULL. */
 static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, const double *vals)
 {
-    tr_tensor *t = tr_tensor_new(ctx, ndim, shape, dtype, TR_CPU, TR_TAG_ACTIVATIONS);
-    if (!t) return NULL;
-    if (vals) {
-        float *f = malloc((size_t)t->numel * 4 + 4);
-        oc_to_f32(f, vals, t->numel);
-        tr_convert(t->data, dtype, f, TR_F32, (size_t)t->numel);
-        free(f);
-    }
-    return t;
+    return tc_tensor(ctx, ndim, shape, dtype, vals);
 }
 
 static tr_tensor *mk_ids(int64_t n, int dtype, const int64_t *ids)
@@ -42,23 +33,11 @@ static tr_tensor *mk_ids(int64_t n, int dtype, const int64_t *ids)
     return t;
 }
 
-/* The tensor's values as f32 (caller frees). */
-static float *get(const tr_tensor *t)
-{
-    float *f = malloc((size_t)t->numel * 4 + 4);
-    tr_convert(f, TR_F32, t->data, t->dtype, (size_t)t->numel);
-    return f;
-}
+static float *get(const tr_tensor *t) { return tc_values_f32(t); }
 
 static double tol_of(int dtype) { return dtype == TR_BF16 ? 2e-2 : dtype == TR_F16 ? 2e-3 : 1e-5; }
 
-static void no_workspace_left(const char *after)
-{
-    tr_alloc_stats s;
-    tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &s);
-    CHECK(s.tag_allocated[TR_TAG_WORKSPACE] == 0, "%s left %llu workspace bytes allocated", after,
-          (unsigned long long)s.tag_allocated[TR_TAG_WORKSPACE]);
-}
+static void no_workspace_left(const char *after) { tc_no_workspace_left(ctx, after); }
 
 static const int dtypes[3] = { TR_F32, TR_BF16, TR_F16 };
 
