@@ -13,6 +13,7 @@
  * (dout, sum): the unfused op's bits. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
+#include "cuda/layernorm_row.cuh"
 #include "cuda/philox.cuh"
 
 /* v rounded through the storage dtype dt (identity for f32). */
@@ -47,23 +48,7 @@ __global__ void dal_fwd_kernel(void *out, int out_dt, void *sum, int sum_dt, flo
         tr_st_dt(sum, base + c, sum_dt, v);
         s += v;
     }
-    const float mu = tr_block_sum(s, red) / (float)C;
-    float q = 0;
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        const float d = tr_ld_dt(sum, base + c, sum_dt) - mu;
-        q += d * d;
-    }
-    const float var = tr_block_sum(q, red) / (float)C;
-    const float rs = 1.0f / sqrtf(var + eps);
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        float y = (tr_ld_dt(sum, base + c, sum_dt) - mu) * rs * tr_ld_dt(w, c, w_dt);
-        if (b) y += tr_ld_dt(b, c, w_dt);
-        tr_st_dt(out, base + c, out_dt, y);
-    }
-    if (threadIdx.x == 0) {
-        mean[row] = mu;
-        rstd[row] = rs;
-    }
+    tr_ln_row_normalise(s, red, sum, sum_dt, out, out_dt, w, b, w_dt, mean, rstd, row, C, eps);
 }
 
 /* d = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight: dres = d (rounded to

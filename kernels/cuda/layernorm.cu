@@ -8,6 +8,7 @@
  * chunks in order to the gradient. No float atomics: the same inputs give the same bits. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
+#include "cuda/layernorm_row.cuh"
 
 enum { LN_CHUNK = 256, LN_COL_THREADS = 256 };
 
@@ -19,23 +20,7 @@ __global__ void ln_fwd_kernel(void *out, int out_dt, float *mean, float *rstd, c
     const int64_t base = row * C;
     float s = 0;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += tr_ld_dt(x, base + c, x_dt);
-    const float mu = tr_block_sum(s, red) / (float)C;
-    float q = 0;
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        const float d = tr_ld_dt(x, base + c, x_dt) - mu;
-        q += d * d;
-    }
-    const float var = tr_block_sum(q, red) / (float)C;
-    const float rs = 1.0f / sqrtf(var + eps);
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        float y = (tr_ld_dt(x, base + c, x_dt) - mu) * rs * tr_ld_dt(w, c, w_dt);
-        if (b) y += tr_ld_dt(b, c, w_dt);
-        tr_st_dt(out, base + c, out_dt, y);
-    }
-    if (threadIdx.x == 0) {
-        mean[row] = mu;
-        rstd[row] = rs;
-    }
+    tr_ln_row_normalise(s, red, x, x_dt, out, out_dt, w, b, w_dt, mean, rstd, row, C, eps);
 }
 
 /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight. */
