@@ -8,6 +8,7 @@
 #include "cuda/cuda_check.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +218,40 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
             rc = tr_k_binary_bcast_cuda(c, c_dt, c, c_dt, bias, bias_dt, d.batch * d.m, d.n, 1, 0, s->stream, s->err);
     }
     return rc;
+}
+
+int tr_cslot_tensor_list(tr_cslot *s, tr_tensor *const *ts, int n, const tr_k_tensor_ref **out, int64_t *max_n)
+{
+    tr_k_tensor_ref *host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);
+    if (!host) return tr_fail(s->err, TR_EOOM, "%s: out of host memory for a list of %d tensors", s->op, n);
+    *max_n = 0;
+    for (int i = 0; i < n; i++) {
+        host[i] = (tr_k_tensor_ref){.data = ts[i]->data, .n = ts[i]->numel, .dtype = ts[i]->dtype, .flags = 0};
+        if (ts[i]->numel > *max_n) *max_n = ts[i]->numel;
+    }
+    const size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof *host;
+    void *dev = NULL;
+    int rc = tr_cslot_ws(s, (int64_t)((bytes + 7) / 8), TR_I64, &dev);
+    if (rc == TR_OK) rc = tr_cslot_to_device(s, dev, host, bytes);
+    free(host);
+    *out = dev;
+    return rc;
+}
+
+tr_k_adamw_args tr_cslot_adamw_args(const tr_op_call *c)
+{
+    const double step = (double)c->i[0];
+    return (tr_k_adamw_args){
+        .lr = c->f[0],
+        .beta1 = c->f[1],
+        .beta2 = c->f[2],
+        .eps = c->f[3],
+        .weight_decay = c->f[4],
+        .bias_c1 = (float)(1.0 - pow((double)c->f[1], step)),
+        .bias_c2_sqrt = (float)sqrt(1.0 - pow((double)c->f[2], step)),
+        .inv_grad_scale = 1.0f / c->f[5],
+        .step = c->i[0],
+    };
 }
 
 #endif

@@ -66,6 +66,15 @@ int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes);
 int tr_cslot_indices_to_host(tr_cslot *s, const tr_tensor *t, const char *what, int64_t **host);
 int tr_cslot_indices_to_device(tr_cslot *s, const tr_tensor *t, const int64_t *host, const int64_t **dev);
 
+/* A multi-tensor op's list as device records (tr_k_tensor_ref in workspace: one pageable
+ * copy); *max_n = the largest tensor's element count. */
+int tr_cslot_tensor_list(tr_cslot *s, tr_tensor *const *ts, int n, const tr_k_tensor_ref **out, int64_t *max_n);
+
+/* AdamW's kernel arguments from an adamw or adamw_multi call (both lay them out alike:
+ * f = lr, beta1, beta2, eps, weight decay, loss scale; i[0] = step), bias corrections in
+ * double as the CPU computes them; no skip flag or skip count (the caller adds them). */
+tr_k_adamw_args tr_cslot_adamw_args(const tr_op_call *c);
+
 /* c (c_dt) = alpha op(a) op(b) + beta c + bias through cuBLASLt (bias in the epilogue), for
  * any float dtypes: a and b go to one dtype (theirs when equal, else f32), c to f32 when
  * cuBLASLt cannot write its dtype from theirs, the bias to c's dtype, each through

@@ -13,27 +13,7 @@
 #include "cuda_slot.h"
 #include "multi_tensor_args.h"
 
-#include <math.h>
 #include <stdlib.h>
-
-/* The call's list as device records; *max_n = the largest tensor. */
-static int device_list(tr_cslot *s, tr_tensor **ts, int n, const tr_k_tensor_ref **out, int64_t *max_n)
-{
-    tr_k_tensor_ref *host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);
-    if (!host) return tr_fail(s->err, TR_EOOM, "%s: out of host memory for a list of %d tensors", s->op, n);
-    *max_n = 0;
-    for (int i = 0; i < n; i++) {
-        host[i] = (tr_k_tensor_ref){.data = ts[i]->data, .n = ts[i]->numel, .dtype = ts[i]->dtype, .flags = 0};
-        if (ts[i]->numel > *max_n) *max_n = ts[i]->numel;
-    }
-    const size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof *host;
-    void *dev = NULL;
-    int rc = tr_cslot_ws(s, (int64_t)((bytes + 7) / 8), TR_I64, &dev);
-    if (rc == TR_OK) rc = tr_cslot_to_device(s, dev, host, bytes);
-    free(host);
-    *out = dev;
-    return rc;
-}
 
 /* norm (device f32) = sqrt(sum of squares): reduce.cu's multi-tensor sumsq, then its
  * clip_coef kernel, which writes the norm (its coefficient goes to workspace unused). */
@@ -44,7 +24,7 @@ static int global_norm_into_body(tr_cslot *s, tr_op_call *c)
     int64_t max_n;
     void *acc, *scratch, *coef;
     int rc;
-    if ((rc = device_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &acc)) ||
+    if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &acc)) ||
         (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
         (rc = tr_cslot_ws(s, tr_k_global_sumsq_scratch_cuda(c->nlist, max_n), TR_F32, &scratch)) ||
         (rc = tr_k_global_sumsq_cuda(acc, list, c->nlist, max_n, scratch, s->stream, s->err)))
@@ -60,7 +40,7 @@ static int clip_by_norm_body(tr_cslot *s, tr_op_call *c)
     int64_t max_n;
     void *coef;
     int rc;
-    if ((rc = device_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
+    if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
         (rc = tr_k_clip_coef_from_norm_cuda(coef, c->t[0]->data, c->f[0], c->f[1], c->t[1] ? c->t[1]->data : NULL,
                                             s->stream, s->err)))
         return rc;
@@ -75,7 +55,7 @@ static int scale_check_finite_into_body(tr_cslot *s, tr_op_call *c)
     int64_t max_n;
     int rc;
     if (c->nlist == 0) return TR_OK;
-    if ((rc = device_list(s, c->list, c->nlist, &list, &max_n))) return rc;
+    if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n))) return rc;
     if (c->t[1]) /* 1 / the device loss scale, read where it lives */
         return tr_k_scale_by_device_check_cuda(list, c->nlist, max_n, c->t[1]->data, c->t[0]->data, s->stream,
                                                s->err);
@@ -91,21 +71,10 @@ static int adamw_multi_body(tr_cslot *s, tr_op_call *c)
     const tr_adamw_lists *L = c->p;
     const int n = c->nlist;
     if (n == 0) return TR_OK;
-    const double step = (double)c->i[0];
-    const tr_k_adamw_args a = {
-        .lr = c->f[0],
-        .beta1 = c->f[1],
-        .beta2 = c->f[2],
-        .eps = c->f[3],
-        .weight_decay = c->f[4],
-        .bias_c1 = (float)(1.0 - pow((double)c->f[1], step)),
-        .bias_c2_sqrt = (float)sqrt(1.0 - pow((double)c->f[2], step)),
-        .inv_grad_scale = 1.0f / c->f[5],
-        .skip = c->t[0] ? c->t[0]->data : NULL,
-        .skipped = c->t[1] ? c->t[1]->data : NULL,
-        .step = c->i[0],
-        .skipped_known = c->i[1],
-    };
+    tr_k_adamw_args a = tr_cslot_adamw_args(c);
+    a.skip = c->t[0] ? c->t[0]->data : NULL;
+    a.skipped = c->t[1] ? c->t[1]->data : NULL;
+    a.skipped_known = c->i[1];
     tr_k_param_ref *host = calloc((size_t)n, sizeof *host);
     if (!host) return tr_fail(s->err, TR_EOOM, "adamw_multi: out of host memory for a list of %d parameters", n);
     for (int k = 0; k < n; k++) {

@@ -44,18 +44,7 @@ static int adamw_body(tr_cslot *s, tr_op_call *c)
     if (param->numel == 0) return TR_OK;
     int rc = one_param(s, param, grad, m, v, half, &list);
     if (rc) return rc;
-    const double step = (double)c->i[0];
-    tr_k_adamw_args a = {
-        .lr = c->f[0],
-        .beta1 = c->f[1],
-        .beta2 = c->f[2],
-        .eps = c->f[3],
-        .weight_decay = c->f[4],
-        .bias_c1 = (float)(1.0 - pow((double)c->f[1], step)),
-        .bias_c2_sqrt = (float)sqrt(1.0 - pow((double)c->f[2], step)),
-        .inv_grad_scale = 1.0f / c->f[5],
-        .skip = NULL,
-    };
+    const tr_k_adamw_args a = tr_cslot_adamw_args(c);
     return tr_k_adamw_cuda(list, 1, param->numel, &a, s->stream, s->err);
 }
 

@@ -51,27 +51,6 @@ static int mean_body(tr_cslot *s, tr_op_call *c)
     return reduce(s, c, 1);
 }
 
-/* The call's list as device records; *max_n = the largest tensor. */
-static int device_list(tr_cslot *s, tr_op_call *c, const tr_k_tensor_ref **out, int64_t *max_n)
-{
-    const int n = c->nlist;
-    tr_k_tensor_ref *host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);
-    if (!host) return tr_fail(s->err, TR_EOOM, "%s: out of host memory for a list of %d tensors", s->op, n);
-    *max_n = 0;
-    for (int i = 0; i < n; i++) {
-        const tr_tensor *t = c->list[i];
-        host[i] = (tr_k_tensor_ref){.data = t->data, .n = t->numel, .dtype = t->dtype, .flags = 0};
-        if (t->numel > *max_n) *max_n = t->numel;
-    }
-    const size_t bytes = (size_t)n * sizeof *host;
-    void *dev;
-    int rc = tr_cslot_ws(s, (int64_t)((bytes + 7) / 8), TR_I64, &dev);
-    if (rc == TR_OK) rc = tr_cslot_to_device(s, dev, host, bytes);
-    free(host);
-    *out = dev;
-    return rc;
-}
-
 /* *res (float, host) = sqrt(sum of squares of every listed tensor): one launch, then a
  * synchronising read of the one float. */
 TR_CSLOT_DEFINE(global_norm)
@@ -82,7 +61,7 @@ static int global_norm_body(tr_cslot *s, tr_op_call *c)
     void *acc, *scratch;
     float ss = 0;
     int rc;
-    if ((rc = device_list(s, c, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &acc)) ||
+    if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &acc)) ||
         (rc = tr_cslot_ws(s, tr_k_global_sumsq_scratch_cuda(c->nlist, max_n), TR_F32, &scratch)) ||
         (rc = tr_k_global_sumsq_cuda(acc, list, c->nlist, max_n, scratch, s->stream, s->err)) ||
         (rc = tr_cslot_to_host(s, &ss, acc, sizeof ss)))
@@ -101,7 +80,7 @@ static int scale_check_finite_body(tr_cslot *s, tr_op_call *c)
     void *found;
     int32_t bad = 0;
     int rc;
-    if ((rc = device_list(s, c, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_I32, &found)) ||
+    if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_I32, &found)) ||
         (rc = tr_cslot_memset(s, found, 0, sizeof(int32_t))) ||
         (rc = tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], found, s->stream, s->err)) ||
         (rc = tr_cslot_to_host(s, &bad, found, sizeof bad)))

@@ -41,7 +41,10 @@ TR_SIMD_CLONES static void KFN(dal_row_fwd)(REAL *out, REAL *sum, REAL *mean, RE
         }
     }
     m /= (REAL)C;
-    /* two passes (mean, then centred squares), as layernorm: no cancellation for large means */
+    /* two passes (mean, then centred squares), as layernorm: no cancellation for large means.
+     * The normalisation repeats layernorm_row's, with the sums in SIMD lanes where that one
+     * keeps them scalar (its comment: test_keep_less's golden); sharing one would move the
+     * bits of the other. */
     REAL v = 0;
 #pragma omp simd reduction(+ : v)
     for (int64_t c = 0; c < C; c++) {

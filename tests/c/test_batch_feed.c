@@ -43,19 +43,7 @@ int tr_batch_feed_upload(tr_batch_feed *f, tr_tensor **dev32, tr_tensor **dev64)
 
 /* ------------------------------------------------------------ the fake context */
 
-static int states[FAKE_DEVICES];
-
-void *fake_ctx_cuda_state(tr_ctx *ctx, int device)
-{
-    if (device < 0 || device >= FAKE_DEVICES) {
-        tr_fail(tr_ctx_err(ctx), TR_EUSER, "cuda:%d does not exist (fake)", device);
-        return NULL;
-    }
-    fake_streams[device].device = device;
-    return &states[device];
-}
-
-void *fake_cuda_stream(void *state) { return &fake_streams[(int *)state - states]; }
+#include "fake_cuda_context.h"
 
 /* "Device" tensors: host memory that says it is on the device. */
 static long fake_tensors_made;

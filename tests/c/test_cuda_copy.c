@@ -29,19 +29,7 @@
 /* ------------------------------------------------------------ the fake context */
 
 static tr_cuda_staging *staging;
-static int states[FAKE_DEVICES];
-
-void *fake_ctx_cuda_state(tr_ctx *ctx, int device)
-{
-    if (device < 0 || device >= FAKE_DEVICES) {
-        tr_fail(tr_ctx_err(ctx), TR_EUSER, "cuda:%d does not exist (fake)", device);
-        return NULL;
-    }
-    fake_streams[device].device = device;
-    return &states[device];
-}
-
-void *fake_cuda_stream(void *state) { return &fake_streams[(int *)state - states]; }
+#include "fake_cuda_context.h"
 
 tr_cuda_staging *fake_ctx_cuda_staging(tr_ctx *ctx)
 {

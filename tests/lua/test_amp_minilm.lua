@@ -13,20 +13,10 @@ local step = require("trainer.train.step")
 local amp = require("trainer.train.amp")
 local native = require("trainer.native")
 
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad", "house", "bird",
-  "very", "this", "that", "with" }
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 
 -- n rows { text, text, score in [0, 1] }, deterministic, 3..8 words per text.
-local function rows_of(n)
-  local function text(i, salt)
-    local out, k = {}, 3 + (i * 5 + salt) % 6
-    for j = 1, k do out[j] = words[(i * 7 + j * (salt + 3) + salt) % #words + 1] end
-    return table.concat(out, " ")
-  end
-  local rows = {}
-  for i = 1, n do rows[i] = { text(i, 11), text(i, 22), ((i * 37) % 11) / 10 } end
-  return rows
-end
+local function rows_of(n) return lib.rows_of(n, 2, function(i) return ((i * 37) % 11) / 10 end) end
 
 local tiny_dir
 local function folders()

@@ -19,22 +19,7 @@ local batch_feed = require("trainer.train.batch_feed")
 local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 local case = dofile(native.root() .. "/tests/lua/step_reads_case.lua")
 
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad", "house", "bird" }
-local function text(i, salt)
-  local out, n = {}, 2 + (i * 5 + salt) % 7
-  for k = 1, n do out[k] = words[(i * 7 + k * (salt + 3) + salt) % #words + 1] end
-  return table.concat(out, " ")
-end
-local function rows_of(n, ntexts, target)
-  local rows = {}
-  for i = 1, n do
-    local r = {}
-    for c = 1, ntexts do r[c] = text(i, c * 11) end
-    if target then r[#r + 1] = target(i) end
-    rows[i] = r
-  end
-  return rows
-end
+local rows_of = lib.rows_of
 
 local fx
 local function setup()

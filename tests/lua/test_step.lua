@@ -12,26 +12,8 @@ local tokenizer = require("trainer.core.tokenizer")
 local step = require("trainer.train.step")
 local native = require("trainer.native")
 
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad", "house", "bird",
-  "very", "this", "that", "with" }
-
--- A deterministic text of 3..8 words (i-th of a family).
-local function text(i, salt)
-  local out, n = {}, 3 + (i * 5 + salt) % 6
-  for k = 1, n do out[k] = words[(i * 7 + k * (salt + 3) + salt) % #words + 1] end
-  return table.concat(out, " ")
-end
-
-local function rows_of(n, ntexts, target)
-  local rows = {}
-  for i = 1, n do
-    local r = {}
-    for c = 1, ntexts do r[c] = text(i, c * 11) end
-    if target then r[#r + 1] = target(i) end
-    rows[i] = r
-  end
-  return rows
-end
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
+local rows_of = lib.rows_of
 
 local fixtures
 local function setup()

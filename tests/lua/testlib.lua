@@ -48,6 +48,27 @@ function M.tiny_pairs(opts)
   return dir
 end
 
+-- n deterministic data rows for step and loss tests: row i holds ntexts texts of 3 to 8 words
+-- (text c drawn with salt 11 c), then target(i) when target is given. The same rows in every
+-- test that uses them, so their figures never depend on which test wrote the generator.
+local row_words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "a", "not", "good", "bad", "house", "bird",
+  "very", "this", "that", "with" }
+function M.text(i, salt)
+  local out, n = {}, 3 + (i * 5 + salt) % 6
+  for k = 1, n do out[k] = row_words[(i * 7 + k * (salt + 3) + salt) % #row_words + 1] end
+  return table.concat(out, " ")
+end
+function M.rows_of(n, ntexts, target)
+  local rows = {}
+  for i = 1, n do
+    local r = {}
+    for c = 1, ntexts do r[c] = M.text(i, c * 11) end
+    if target then r[#r + 1] = target(i) end
+    rows[i] = r
+  end
+  return rows
+end
+
 -- The test list with a last case, "cleanup", that runs fn (removing the suite's fixture).
 function M.with_cleanup(tests, fn)
   tests[#tests + 1] = { "cleanup", fn }
