@@ -117,7 +117,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
      * bytes that a user chose half precision to save (a frozen bf16 bert-large: 2.25 GiB of
      * packs for 640 MiB of weights), and on this project's machine they bought no speed
      * (bench/train_step.lua --config bf16-ckpt-lora, idle, 19:07 UTC: 2040 and 2059 tokens/s
-     * packed against 2044 and 1978 unpacked, for 90 MiB more). */
+     * packed against 2044 and 1978 on OpenBLAS, alternated, for 90 MiB more). */
     if (w->dtype != TR_F32) return TR_OK;
     int64_t O = w->shape[0], I = w->shape[1];
     /* forward: B = W^T, K = I, N = O, stored [N, K]; input gradient: B = W, K = O, N = I */
