@@ -88,17 +88,24 @@ static tr_tensor *filled(tr_ctx *ctx, const int64_t *shape, unsigned seed)
     return t;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     tr_ctx *ctx = tr_ctx_new();
-    const int64_t B = 8, H = 12, D = 64;
-    static const int64_t Ts[] = { 128, 256, 512 };
+    /* bench_attention [B H D T...]: another shape (MiniLM's: 32 12 32 128) */
+    int64_t B = 8, H = 12, D = 64, Ts[8] = { 128, 256, 512 };
+    int nT = 3;
+    if (argc >= 5) {
+        B = atoll(argv[1]); H = atoll(argv[2]); D = atoll(argv[3]);
+        nT = 0;
+        for (int i = 4; i < argc && nT < 8; i++) Ts[nT++] = atoll(argv[i]);
+    }
     printf("attention, B=%lld H=%lld D=%lld, f32, %d threads; ms best of 5; extra = memory beyond "
            "q/k/v/out and grads\n\n",
            (long long)B, (long long)H, (long long)D, tr_k_attention_threads());
-    printf("%5s | %9s %9s %11s | %9s %9s %11s | %9s %8s\n", "T", "tiled fwd", "tiled bwd",
-           "tiled extra", "naive fwd", "naive bwd", "naive extra", "mem ratio", "max diff");
-    for (int s = 0; s < 3; s++) {
+    printf("%5s | %9s %9s %11s | %9s %9s %11s | %9s %8s | %s\n", "T", "tiled fwd", "tiled bwd",
+           "tiled extra", "naive fwd", "naive bwd", "naive extra", "mem ratio", "max diff",
+           "tiled GFLOP/s fwd bwd");
+    for (int s = 0; s < nT; s++) {
         int64_t T = Ts[s], shape[4] = { B, T, H, D }, ls[3] = { B, H, T };
         tr_tensor *q = filled(ctx, shape, 1), *k = filled(ctx, shape, 2), *v = filled(ctx, shape, 3);
         tr_tensor *g = filled(ctx, shape, 4), *o = filled(ctx, shape, 5), *dq = filled(ctx, shape, 6);
@@ -152,9 +159,12 @@ int main(void)
             diff = d1 > diff ? d1 : diff;
             diff = d2 > diff ? d2 : diff;
         }
-        printf("%5lld | %9.1f %9.1f %8.2f MiB | %9.1f %9.1f %8.1f MiB | %8.1fx %8.1e\n",
+        /* products only: 2 of T x T x D forward, 5 backward (scores again, dV, dP, dQ, dK) */
+        double flop = 2.0 * B * H * T * T * D;
+        printf("%5lld | %9.1f %9.1f %8.2f MiB | %9.1f %9.1f %8.1f MiB | %8.1fx %8.1e | %6.1f %6.1f\n",
                (long long)T, 1e3 * tf, 1e3 * tb, tiled_extra / 1048576.0, 1e3 * nf, 1e3 * nb,
-               naive_extra / 1048576.0, naive_extra / tiled_extra, diff);
+               naive_extra / 1048576.0, naive_extra / tiled_extra, diff, 2 * flop / tf / 1e9,
+               5 * flop / tb / 1e9);
         free(nv.P); free(nv.dP); free(no); free(ndq); free(ndk); free(ndv);
         tr_tensor *all[] = { q, k, v, g, o, dq, dk, dv, lse };
         for (int i = 0; i < 9; i++) tr_tensor_free(all[i]);
