@@ -390,6 +390,61 @@ return {
     m:free()
   end },
 
+  -- Under frozen embeddings the first layer owes its input no gradient: its frozen key
+  -- projection is skipped whole and q, v skip their input products (BertModel -> Encoder ->
+  -- Layer -> SelfAttention want_dx = false). Every LoRA gradient is bit for bit the one of the
+  -- same model with trainable word embeddings (where the whole input gradient is computed), in
+  -- train mode (dropout on) and with checkpointing.
+  { "frozen_embeddings_skip_the_first_layers_input_products_same_grads", function()
+    local gck = require("trainer.train.grad_checkpoint")
+    local lg = st.load(data .. "/lora_golden.safetensors")
+    local g = st.load(data .. "/golden_tiny_bert.safetensors")
+    local function run(embeddings_train, checkpoint)
+      local m = trainer.load_model(tiny, quiet())
+      lora.apply(m, setups.a)
+      set_from_golden(m, lg, "a")
+      if embeddings_train then
+        for name, p in m:parameters() do
+          if name:match("word_embeddings%.weight$") then p.trainable = true end
+        end
+      end
+      if checkpoint then gck.apply(m, true) end
+      local calls = {}
+      for name, mod in m:named_modules() do
+        if name:match("layer%.[01]%.attention%.self%.key$") then
+          local inner = mod.backward
+          mod.backward = function(self, ...) calls[name] = (calls[name] or 0) + 1; return inner(self, ...) end
+        end
+      end
+      m:train()
+      m.rng.step = 3
+      forward_backward(m, g, true)
+      local grads = {}
+      for name, p in m:parameters() do
+        if name:match("lora_") then grads[name] = p.grad:values() end
+      end
+      m:free()
+      return grads, calls
+    end
+    for _, ck in ipairs({ false, true }) do
+      local skipped, c1 = run(false, ck)
+      local full, c2 = run(true, ck)
+      local layer0, layer1 = "encoder.layer.0.attention.self.key", "encoder.layer.1.attention.self.key"
+      assert(c1[layer0] == nil and c1[layer1] == 1, ("checkpoint %s: frozen run called key backward %s / %s times"):format(
+        tostring(ck), tostring(c1[layer0]), tostring(c1[layer1])))
+      assert(c2[layer0] == 1 and c2[layer1] == 1, "trainable-embeddings run skipped a key backward")
+      local n = 0
+      for name, v in pairs(full) do
+        n = n + 1
+        assert(skipped[name], "no gradient for " .. name)
+        assert(max_abs_diff(skipped[name], v) == 0, ("checkpoint %s: %s differs by %g"):format(tostring(ck), name,
+          max_abs_diff(skipped[name], v)))
+      end
+      assert(n == 8, "LoRA tensors compared: " .. n)
+    end
+    lg:close(); g:close()
+  end },
+
   { "user_errors_name_the_fix", function()
     local m = trainer.load_model(tiny, quiet())
     assert(#lora.apply(m, false) == 0 and not lora.is_applied(m) and m.lora == nil, "lora = false changed the model")

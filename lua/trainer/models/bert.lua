@@ -276,15 +276,21 @@ end
 function BertModel:backward(dhidden)
   local pk = self.packing
   local ok, err = pcall(function()
+    -- frozen embeddings (LoRA, a frozen stack) owe the encoder's input no gradient
+    local frozen = not self.embeddings:any_trainable()
+    if frozen then self.embeddings:clear_saved() end
     if not pk then
-      local de = self.encoder:backward(dhidden)
-      self.embeddings:backward(de)
-      de:free()
+      local de = self.encoder:backward(dhidden, not frozen)
+      if de then
+        self.embeddings:backward(de)
+        de:free()
+      end
       return
     end
     local dp = pk:gather(dhidden)
-    local dep = self.encoder:backward(dp)
+    local dep = self.encoder:backward(dp, not frozen)
     dp:free()
+    if not dep then return end
     local de = pk:scatter(dep)
     dep:free()
     self.embeddings:backward(de)

@@ -89,7 +89,10 @@ function SelfAttention:forward(x, mask)
   return y
 end
 
-function SelfAttention:backward(dy)
+-- want_dx = false: no gradient of x is owed. The projections still back-propagate into their
+-- own trainable parameters (LoRA's q, v) but skip their input products, a projection with
+-- nothing trainable (LoRA's frozen key) is skipped whole, and nil is returned.
+function SelfAttention:backward(dy, want_dx)
   local s = self.saved
   local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
   local pk = s.pk
@@ -111,13 +114,22 @@ function SelfAttention:backward(dy)
   self:release()
   local xs = dsum:shape()
   local dx = dsum
+  local skip_dx = want_dx == false
+  if skip_dx then dsum:free(); dx = nil end
   for _, pair in ipairs({ { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }) do
-    local d3 = pk and pk:gather(pair[2]) or pair[2]:reshape(xs)
-    pair[2]:free()
-    local g = pair[1]:backward(d3)
-    d3:free()
-    ops.add_(dx, g)
-    g:free()
+    if skip_dx and not pair[1]:any_trainable() then
+      pair[2]:free()
+      pair[1]:release()
+    else
+      local d3 = pk and pk:gather(pair[2]) or pair[2]:reshape(xs)
+      pair[2]:free()
+      local g = pair[1]:backward(d3, not skip_dx)
+      d3:free()
+      if g then
+        ops.add_(dx, g)
+        g:free()
+      end
+    end
   end
   return dx
 end

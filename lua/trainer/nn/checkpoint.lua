@@ -60,7 +60,8 @@ function Checkpoint:forward(x, mask)
   return y
 end
 
-function Checkpoint:backward(dy)
+-- want_dx = false: the segment's input gradient is not needed (see Encoder:backward); nil then.
+function Checkpoint:backward(dy, want_dx)
   local x = self:saved_tensor("x")
   local mask, key = self.saved.mask, self.saved.rng
   local seed, step = self.rng.seed, self.rng.step
@@ -72,7 +73,7 @@ function Checkpoint:backward(dy)
   y:free()
   local g = dy:reshape(dy:shape())
   for i = #self.layers, 1, -1 do
-    local ok2, ng = pcall(self.layers[i].backward, self.layers[i], g)
+    local ok2, ng = pcall(self.layers[i].backward, self.layers[i], g, i > 1 or want_dx)
     g:free()
     if not ok2 then self:clear_saved(); error(ng, 0) end
     g = ng

@@ -33,13 +33,6 @@ function Embeddings.new(cfg, rng)
   return self
 end
 
-function Embeddings:any_trainable()
-  for _, p in self:parameters() do
-    if p.trainable then return true end
-  end
-  return false
-end
-
 function Embeddings:forward(input)
   local e = self.word_embeddings:forward(input.input_ids)
   if self.token_type_embeddings and input.token_type_ids then

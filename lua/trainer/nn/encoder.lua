@@ -24,10 +24,12 @@ function Encoder:forward(x, mask)
   return h
 end
 
-function Encoder:backward(dy)
+-- want_dx = false: the caller needs no gradient of the encoder's input (frozen embeddings, as
+-- under LoRA), so the first layer skips the products that only feed it; returns nil then.
+function Encoder:backward(dy, want_dx)
   local g = dy:reshape(dy:shape())
   for i = #self.layers, 1, -1 do
-    local ng = self.layers[i]:backward(g)
+    local ng = self.layers[i]:backward(g, i > 1 or want_dx)
     g:free()
     g = ng
   end

@@ -34,9 +34,10 @@ function Layer:forward(x, mask)
   return y
 end
 
-function Layer:backward(dy)
+-- want_dx = false: no input gradient is owed (the first layer over frozen embeddings); nil then.
+function Layer:backward(dy, want_dx)
   local da = self.ffn:backward(dy)
-  local dx = self.attention:backward(da)
+  local dx = self.attention:backward(da, want_dx)
   da:free()
   -- under mpirun, on a step's last micro-batch: this layer's gradients are final, and
   -- trainer.dist starts the all-reduce of the buckets they complete (DDP's overlap)

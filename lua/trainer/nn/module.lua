@@ -182,6 +182,15 @@ function Module.grad_of(p)
   return p.grad
 end
 
+-- True when a parameter of this module or a descendant trains: a backward that owes no input
+-- gradient can skip a module without one (SelfAttention's frozen key under LoRA).
+function Module:any_trainable()
+  for _, p in self:parameters() do
+    if p.trainable then return true end
+  end
+  return false
+end
+
 function Module:zero_grad()
   for _, p in self:parameters() do if p.grad then p.grad:fill(0) end end
   return self
