@@ -1,8 +1,8 @@
 /* gelu_impl.h — the body of gelu.c over REAL, instantiated for float and double. The
  * element loops are spans of GELU_SPAN elements, each span one vectorised call (compiled
  * for AVX-512, AVX2 and the baseline, see fast_math.h), the spans shared among threads.
- * KFN(gelu_one_plus_erf) and KFN(gelu_exp) are gelu.c's per-type 1 + erf and exp (vectorisable for
- * float, libm for the double reference). */
+ * KFN(gelu_one_plus_erf) and KFN(gelu_deriv) are gelu.c's per-type 1 + erf and GELU derivative
+ * (vectorisable for float, libm for the double reference). */
 
 /* ------------------------------------------------------------ spans */
 
@@ -27,8 +27,6 @@ TR_SIMD_CLONES static void KFN(gelu_fwd_span)(REAL *out, const REAL *x, int64_t 
 
 TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const REAL *x, int64_t n, int approx)
 {
-    const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
-    const REAL inv_sqrt2pi = (REAL)0.39894228040143267794;
     const REAL k = (REAL)0.79788456080286535588;
     const REAL c = (REAL)0.044715;
     if (approx == TR_GELU_TANH) {
@@ -42,9 +40,7 @@ TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             REAL v = x[i];
-            REAL d = (REAL)0.5 * KFN(gelu_one_plus_erf)(v * inv_sqrt2) +
-                     v * inv_sqrt2pi * KFN(gelu_exp)(-(REAL)0.5 * v * v);
-            dx[i] = dout[i] * d;
+            dx[i] = dout[i] * KFN(gelu_deriv)(v);
         }
     }
 }
