@@ -40,8 +40,8 @@ static void test_fast_one_plus_erf_matches_libm(void)
         if (x >= -4) worst = fmax(worst, rel);
         else worst_tail = fmax(worst_tail, rel);
     }
-    CHECK(worst < 2e-6, "fast 1 + erf: max relative error %.3g over [-4, 6]", worst);
-    CHECK(worst_tail < 2e-5, "fast 1 + erf: max relative error %.3g over [-9, -4]", worst_tail);
+    CHECK(worst < 1e-6, "fast 1 + erf: max relative error %.3g over [-4, 6]", worst);   /* 7.5e-7 measured */
+    CHECK(worst_tail < 6e-6, "fast 1 + erf: max relative error %.3g over [-9, -4]", worst_tail);   /* 4.1e-6 measured */
     CHECK(tr_fast_one_plus_erff(INFINITY) == 2.0f && tr_fast_one_plus_erff(-INFINITY) == 0.0f, "1 + erf(+-inf)");
     CHECK(isnan(tr_fast_one_plus_erff(NAN)), "NaN stays NaN");
 }
