@@ -75,7 +75,7 @@ def encode(model_dir, texts_path):
     texts = open(texts_path, encoding="utf-8").read().split("\n")
     texts = [t for t in texts if t]
     model = SentenceTransformer(model_dir, device="cpu")
-    model.encode(texts[:32], batch_size=32)   # warm-up: first-call costs, as the trainer side has none to pay twice
+    model.encode(texts[:32], batch_size=32)   # warm-up, untimed: the same one bench/encode_throughput.lua does
     t0 = time.perf_counter()
     model.encode(texts, batch_size=32)
     print(f"sentences_s={len(texts) / (time.perf_counter() - t0):.1f}")

@@ -24,7 +24,8 @@
 #   SentenceTransformerTrainer with the same model folder, loss, batch, lr and steps
 #   (bench/st_compare.py finetune): samples (pairs)/s over steps 2..N.
 #   encode: 1000 SICK test premises (../shared/data) with the model folder, batch 32: in-process
-#   (load excluded: bench/encode_throughput.lua against model.encode) and whole-process
+#   (load and one untimed warm-up batch excluded on both sides: bench/encode_throughput.lua
+#   against model.encode) and whole-process
 #   (`trainer encode` against a Python process that loads sentence-transformers and encodes).
 # Figures of the two rounds: throughput is their mean, the ratio column the range of the two
 # per-round ratios, peak RSS the larger of the two. Ratios are trainer / PyTorch.
@@ -233,8 +234,8 @@ row "encode whole process, sent/s" "minilm" enc_proc sentences_s
 fi   # train_only
 echo
 [ "$train_only" = 1 ] || echo "texts for encode: $texts_note; whole process = sentences / wall time of \`trainer encode\` against a Python"
-[ "$train_only" = 1 ] || echo "process that imports sentence-transformers, loads the model and encodes (its in-process figure warms up on"
-[ "$train_only" = 1 ] || echo "one batch first)."
+[ "$train_only" = 1 ] || echo "process that imports sentence-transformers, loads the model and encodes (the in-process figures warm up on"
+[ "$train_only" = 1 ] || echo "one batch first, both sides)."
 echo "Throughput: mean of the two rounds; ratio: the two rounds' trainer/PyTorch; peak RSS: the"
 echo "larger round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "Fixed cost of a process before any work (peak RSS): \`trainer run\` of an empty script $(rss base.A) MiB ($cuda_note),"
