@@ -273,8 +273,10 @@ return {
     local dxl = ops.dropout_backward(dxd, 0.5, key)
     ops.add_(dx_ref, dxl)
     assert(max_abs_diff(dx:values(), dx_ref:values()) <= 1e-6, "dx differs")
-    assert(max_abs_diff(w.lora_A.grad:values(), dA:values()) <= 1e-6, "dA differs")
-    assert(max_abs_diff(w.lora_B.grad:values(), dB:values()) <= 1e-6, "dB differs")
+    -- relative to the largest entry: the products fold the scale into alpha, so the last
+    -- bit may round the other way (dA's entries reach 77)
+    assert(rel_err(w.lora_A.grad:values(), dA:values()) <= 1e-6, "dA differs")
+    assert(rel_err(w.lora_B.grad:values(), dB:values()) <= 1e-6, "dB differs")
     assert(lin.weight.grad == nil and lin.bias.grad == nil, "the frozen base got a gradient")
     for _, t in ipairs({ W, B, x, dy, y, dx, xd, a, l, y_ref, dl, dB, da, dA, dxd, dx_ref, dxl }) do t:free() end
     w:free()

@@ -62,9 +62,8 @@ function LoraLinear:forward(x, pk)
   local y = ops.linear(x, base.weight.value, base.bias and base.bias.value or nil)
   local xd = self.dropout:forward(x, pk)
   local a = ops.linear(xd, self.lora_A.value)
-  local l = ops.linear(a, self.lora_B.value)
-  ops.axpy_(y, l, self.scale)
-  l:free()
+  -- y += scale * a B^T in the product itself (beta = 1): no [.., out] temporary and no axpy pass
+  ops.matmul(a, self.lora_B.value, { out = y, trans_b = true, alpha = self.scale, beta = 1 })
   xd:free()                       -- a view of x, or the dropped-out copy: rebuilt in backward
   if self.grad_enabled then
     self:keep("x", x)
@@ -83,9 +82,13 @@ function LoraLinear:backward(dy, want_dx)
   local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
   local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
     base.bias and Module.grad_of(base.bias) or nil, want_dx)
-  local dl = ops.scale(dy, self.scale)
-  local da = ops.linear_backward(dl, a, self.lora_B.value, Module.grad_of(self.lora_B), nil, true)
-  dl:free()
+  -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
+  -- all rows, da = scale dy B
+  local out = base.out_features
+  local dy2, a2 = dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r })
+  ops.matmul(dy2, a2, { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
+  dy2:free(); a2:free()
+  local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
   local dxd = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
   da:free(); xd:free()
   self:release()
