@@ -27,8 +27,9 @@ static void KFN(col_keep)(REAL *ck, const void *mask, int mask_dtype, int64_t b,
     }
 }
 
-/* row[j] = fill where ck[j] is 0 (a padded key or a padding column), else unchanged. */
-TR_SIMD_CLONES static void KFN(mask_fill)(REAL *row, REAL fill, const REAL *ck, int64_t n)
+/* row[j] = fill where ck[j] is 0 (a padded key or a padding column), else unchanged. Inlined
+ * into each clone of its callers (a call per row was a call per 16 scores at T = 16). */
+TR_FAST_INLINE void KFN(mask_fill)(REAL *row, REAL fill, const REAL *ck, int64_t n)
 {
 #pragma omp simd
     for (int64_t j = 0; j < n; j++) row[j] = ck[j] != 0 ? row[j] : fill;
@@ -54,29 +55,58 @@ TR_SIMD_CLONES static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse,
     KFN(mask_fill)(P, 0, ck, n);
 }
 
+/* The row reductions: attn_tile.h's in registers for float, `omp simd` for the double
+ * reference. */
+static REAL KFN(row_max)(int isa, const REAL *x, int64_t n)
+{
+#if KTILE
+    return tr_attn_row_max(isa, x, n);
+#else
+    (void)isa;
+    REAL m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+#endif
+}
+
+/* sum of x[j] * y[j], or of x[j] when y is NULL */
+static REAL KFN(row_dot)(int isa, const REAL *x, const REAL *y, int64_t n)
+{
+#if KTILE
+    return y ? tr_attn_row_dot(isa, x, y, n) : tr_attn_row_sum(isa, x, n);
+#else
+    (void)isa;
+    REAL s = 0;
+    if (y) {
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < n; j++) s += x[j] * y[j];
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < n; j++) s += x[j];
+    }
+    return s;
+#endif
+}
+
 /* Rows [0, nb) of S (stride and length Tp) become exp(S - rowmax) in place, with one exp per
  * score, NOT normalised: inv_out[r] = 1 / the row's sum, which the caller applies to the
  * row's 1 x D output instead of its Tp probabilities; lse_out[r] = the row's log-sum-exp.
  * A row whose keys are all padded becomes zeros, with lse -inf and inv 0. */
 TR_SIMD_CLONES static void KFN(softmax_block)(REAL *S, REAL *lse_out, REAL *inv_out, int64_t nb,
-                                              int64_t Tp, const REAL *ck)
+                                              int64_t Tp, const REAL *ck, int isa)
 {
     for (int64_t r = 0; r < nb; r++) {
         REAL *Sr = S + r * Tp;
         KFN(mask_fill)(Sr, -INFINITY, ck, Tp);
-        REAL mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-        for (int64_t j = 0; j < Tp; j++) mx = Sr[j] > mx ? Sr[j] : mx;
+        REAL mx = KFN(row_max)(isa, Sr, Tp);
         REAL row_lse = -INFINITY, inv = 0;
         if (mx == -INFINITY) {
             for (int64_t j = 0; j < Tp; j++) Sr[j] = 0;
         } else {
-            REAL sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < Tp; j++) {
-                Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
-                sum += Sr[j];
-            }
+#pragma omp simd
+            for (int64_t j = 0; j < Tp; j++) Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
+            REAL sum = KFN(row_dot)(isa, Sr, NULL, Tp);
             inv = 1 / sum;
             /* cppcheck-suppress invalidFunctionArg ; sum >= 1: the row's maximum contributes exp(0) */
             row_lse = mx + log(sum);
@@ -105,14 +135,12 @@ TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const ui
 
 /* The softmax backward of rows [0, nb) (stride and length Tp): P[r] = P[r] * (G[r] -
  * <P[r], G[r]>), G = dP. Padding columns have P = 0 and G = 0 and stay 0. */
-TR_SIMD_CLONES static void KFN(dsoftmax_block)(REAL *P, const REAL *G, int64_t nb, int64_t Tp)
+TR_SIMD_CLONES static void KFN(dsoftmax_block)(REAL *P, const REAL *G, int64_t nb, int64_t Tp, int isa)
 {
     for (int64_t r = 0; r < nb; r++) {
         REAL *Pr = P + r * Tp;
         const REAL *Gr = G + r * Tp;
-        REAL dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t j = 0; j < Tp; j++) dot += Pr[j] * Gr[j];
+        REAL dot = KFN(row_dot)(isa, Pr, Gr, Tp);
 #pragma omp simd
         for (int64_t j = 0; j < Tp; j++) Pr[j] = Pr[j] * (Gr[j] - dot);
     }
@@ -234,7 +262,7 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
                 int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
                 const REAL *qb = q + ((b * T + i0) * H + h) * D;
                 KFN(scores)(isa, u.S, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
-                KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, Tp, u.ck);
+                KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, Tp, u.ck, isa);
                 if (use_drop) {   /* the block's rows are consecutive in the stream: one draw */
                     attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
                     KFN(dropout_rows)(u.S, u.S, u.keep, nb * Tp, 1);
@@ -297,7 +325,7 @@ void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const RE
                 /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
                 KFN(scores)(isa, G, Tp, dob, ld, vb, ld, u.vt, nb, T, D, 1);
                 if (use_drop) KFN(dropout_rows)(G, G, u.keep, nb * Tp, keep_scale);
-                KFN(dsoftmax_block)(P, G, nb, Tp);
+                KFN(dsoftmax_block)(P, G, nb, Tp, isa);
                 /* dq = scale dS k; dk (+)= scale dS^T q */
                 KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, Tp, kb, ld, nb, D, T,
                              scale, NULL, 0);

@@ -5,6 +5,8 @@
  * or clang) only the BLAS path exists. */
 #include "cpu/attn_tile.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -34,13 +36,46 @@ int tr_attn_tile_isa(void)
 
 /* ------------------------------------------------------------ packing */
 
-/* Row by row of src (contiguous reads), strided writes: T x D is at most a few hundred KiB
- * and is done once per (b, h), beside 2..5 products of T x T x D each. */
-void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
-                         int64_t cols)
+/* Row by row of src (contiguous reads), strided writes: the path of CPUs without gathers. */
+static void pack_t_scalar(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
+                          int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
+}
+
+#ifdef TR_ATTN_TILE_X86
+/* 16 rows of one column per gather, stored as one vector of dst's row: a scalar transpose
+ * (strided stores) cost as much as a head's score product at T = 128, D = 32. */
+__attribute__((target("avx512f"))) static void pack_t_avx512(float *dst, int64_t ldd, const float *src,
+                                                             int64_t lds, int64_t rows, int64_t cols)
+{
+    if (lds > INT32_MAX / 64) {   /* 15 * lds floats must fit a gather's 32-bit byte offset */
+        pack_t_scalar(dst, ldd, src, lds, rows, cols);
+        return;
+    }
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)lds));
+    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        int64_t n = rows - r0 < 16 ? rows - r0 : 16;
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        const float *s = src + r0 * lds;
+        for (int64_t c = 0; c < cols; c++)
+            _mm512_mask_storeu_ps(dst + c * ldd + r0, m,
+                                  _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, s + c, 4));
+    }
+}
+#endif
+
+void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
+                         int64_t cols)
+{
+#ifdef TR_ATTN_TILE_X86
+    if (tr_attn_tile_usable(TR_ATTN_ISA_AVX512))
+        pack_t_avx512(dst, ldd, src, lds, rows, cols);
+    else
+#endif
+        pack_t_scalar(dst, ldd, src, lds, rows, cols);
     if (ldd > rows)
         for (int64_t c = 0; c < cols; c++) memset(dst + c * ldd + rows, 0, (size_t)(ldd - rows) * sizeof *dst);
 }
@@ -131,6 +166,150 @@ static kern_fn_avx2 const table_avx2[2][TK_NVMAX][8] = {
 };
 
 #endif /* TR_ATTN_TILE_X86 */
+
+/* ------------------------------------------------------------ row reductions */
+
+static float row_max_portable(const float *x, int64_t n)
+{
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+static float row_sum_portable(const float *x, int64_t n)
+{
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < n; j++) s += x[j];
+    return s;
+}
+
+static float row_dot_portable(const float *x, const float *y, int64_t n)
+{
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < n; j++) s += x[j] * y[j];
+    return s;
+}
+
+#ifdef TR_ATTN_TILE_X86
+/* max(x, m) with x first: vmaxps returns its second operand where either is NaN, so a NaN
+ * x leaves m as it was. The tail is a masked load with -inf (0 for the sums) elsewhere. */
+__attribute__((target("avx512f"))) static float row_max_avx512(const float *x, int64_t n)
+{
+    __m512 a = _mm512_set1_ps(-INFINITY), b = a;
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a = _mm512_max_ps(_mm512_loadu_ps(x + j), a);
+        b = _mm512_max_ps(_mm512_loadu_ps(x + j + 16), b);
+    }
+    for (; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        a = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, x + j), a);
+    }
+    return _mm512_reduce_max_ps(_mm512_max_ps(a, b));
+}
+
+__attribute__((target("avx512f"))) static float row_dot_avx512(const float *x, const float *y, int64_t n)
+{
+    __m512 a = _mm512_setzero_ps(), b = a;
+    int64_t j = 0;
+    if (y) {
+        for (; j + 32 <= n; j += 32) {
+            a = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(y + j), a);
+            b = _mm512_fmadd_ps(_mm512_loadu_ps(x + j + 16), _mm512_loadu_ps(y + j + 16), b);
+        }
+        for (; j < n; j += 16) {
+            __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + j), _mm512_maskz_loadu_ps(m, y + j), a);
+        }
+    } else {   /* the sum */
+        for (; j + 32 <= n; j += 32) {
+            a = _mm512_add_ps(_mm512_loadu_ps(x + j), a);
+            b = _mm512_add_ps(_mm512_loadu_ps(x + j + 16), b);
+        }
+        for (; j < n; j += 16) {
+            __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+            a = _mm512_add_ps(_mm512_maskz_loadu_ps(m, x + j), a);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+}
+
+/* The 8 lanes folded in registers: 4 + 4, 2 + 2, 1 + 1. */
+__attribute__((target("avx2,fma"))) static inline float hsum_avx2(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) static float row_max_avx2(const float *x, int64_t n)
+{
+    __m256 a = _mm256_set1_ps(-INFINITY), b = a;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        a = _mm256_max_ps(_mm256_loadu_ps(x + j), a);
+        b = _mm256_max_ps(_mm256_loadu_ps(x + j + 8), b);
+    }
+    a = _mm256_max_ps(a, b);
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    float m = _mm_cvtss_f32(s);
+    for (; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+__attribute__((target("avx2,fma"))) static float row_dot_avx2(const float *x, const float *y, int64_t n)
+{
+    __m256 a = _mm256_setzero_ps(), b = a;
+    int64_t j = 0;
+    if (y) {
+        for (; j + 16 <= n; j += 16) {
+            a = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j), a);
+            b = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8), _mm256_loadu_ps(y + j + 8), b);
+        }
+    } else {
+        for (; j + 16 <= n; j += 16) {
+            a = _mm256_add_ps(_mm256_loadu_ps(x + j), a);
+            b = _mm256_add_ps(_mm256_loadu_ps(x + j + 8), b);
+        }
+    }
+    float s = hsum_avx2(_mm256_add_ps(a, b));
+    for (; j < n; j++) s += y ? x[j] * y[j] : x[j];
+    return s;
+}
+#endif
+
+float tr_attn_row_max(int isa, const float *x, int64_t n)
+{
+#ifdef TR_ATTN_TILE_X86
+    if (isa == TR_ATTN_ISA_AVX512) return row_max_avx512(x, n);
+    if (isa == TR_ATTN_ISA_AVX2) return row_max_avx2(x, n);
+#endif
+    return row_max_portable(x, n);
+}
+
+float tr_attn_row_sum(int isa, const float *x, int64_t n)
+{
+#ifdef TR_ATTN_TILE_X86
+    if (isa == TR_ATTN_ISA_AVX512) return row_dot_avx512(x, NULL, n);
+    if (isa == TR_ATTN_ISA_AVX2) return row_dot_avx2(x, NULL, n);
+#endif
+    return row_sum_portable(x, n);
+}
+
+float tr_attn_row_dot(int isa, const float *x, const float *y, int64_t n)
+{
+#ifdef TR_ATTN_TILE_X86
+    if (isa == TR_ATTN_ISA_AVX512) return row_dot_avx512(x, y, n);
+    if (isa == TR_ATTN_ISA_AVX2) return row_dot_avx2(x, y, n);
+#endif
+    return row_dot_portable(x, y, n);
+}
 
 /* ------------------------------------------------------------ dispatch */
 

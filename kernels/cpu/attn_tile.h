@@ -40,4 +40,13 @@ void tr_attn_tile_gemm(int isa, int trans_a, float *C, int64_t ldc, const float 
 void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
                          int64_t cols);
 
+/* The row reductions of the attention's softmax steps over x[0, n): max (NaN entries are
+ * skipped, as `x > m ? x : m` does), sum and dot product, on isa (any; BLAS runs portable
+ * code). GCC's `omp simd` reductions end in a scalar loop over the vector's lanes through
+ * the stack, a 16-deep dependency chain per 128-float score row (measured: a quarter of
+ * softmax_block); these keep two vector accumulators and reduce in registers. */
+float tr_attn_row_max(int isa, const float *x, int64_t n);
+float tr_attn_row_sum(int isa, const float *x, int64_t n);
+float tr_attn_row_dot(int isa, const float *x, const float *y, int64_t n);
+
 #endif
