@@ -116,19 +116,30 @@ static void test_attn_tile_isa_choice(void)
         CHECK(tr_attn_tile_isa() == TR_ATTN_ISA_AVX512, "AVX-512 present but %d chosen", tr_attn_tile_isa());
 }
 
+/* Rows and columns around the 16 x 16 blocks of the AVX-512 transpose, ldd at the next
+ * multiple of 16 and beyond it, and ldd = rows (the scalar path when rows is not a multiple
+ * of 16). */
 static void test_attn_tile_pack_t_pads_with_zeros(void)
 {
-    const int64_t T = 7, D = 5, ld = 12, Tp = 16;
-    float *src = rand_f32(T * ld), *dst = oc_guarded((size_t)(D * Tp) * sizeof(float));
-    for (int64_t i = 0; i < D * Tp; i++) dst[i] = 99;
-    tr_attn_tile_pack_t(dst, Tp, src, ld, T, D);
-    int ok = 1;
-    for (int64_t d = 0; d < D; d++)
-        for (int64_t t = 0; t < Tp; t++) ok &= dst[d * Tp + t] == (t < T ? src[t * ld + d] : 0.0f);
-    CHECK(ok, "dst[d][t] = src[t][d] for t < T, 0 after");
-    CHECK(oc_guard_ok(dst), "guards");
-    free(src);
-    oc_guarded_free(dst);
+    static const int64_t Rs[] = { 1, 7, 16, 17, 33 }, Cs[] = { 1, 5, 16, 20, 48 };
+    oc_seed(43);
+    for (size_t i = 0; i < sizeof Rs / sizeof Rs[0]; i++)
+        for (size_t j = 0; j < sizeof Cs / sizeof Cs[0]; j++)
+            for (int extra = -16; extra <= 16; extra += 16) {
+                const int64_t T = Rs[i], D = Cs[j], ld = D + 3;
+                const int64_t Tp = extra < 0 ? T : (T + 15) / 16 * 16 + extra;
+                float *src = rand_f32(T * ld), *dst = oc_guarded((size_t)(D * Tp) * sizeof(float));
+                for (int64_t k = 0; k < D * Tp; k++) dst[k] = 99;
+                tr_attn_tile_pack_t(dst, Tp, src, ld, T, D);
+                int ok = 1;
+                for (int64_t d = 0; d < D; d++)
+                    for (int64_t t = 0; t < Tp; t++) ok &= dst[d * Tp + t] == (t < T ? src[t * ld + d] : 0.0f);
+                CHECK(ok, "rows %lld cols %lld ldd %lld: dst[d][t] = src[t][d] for t < T, 0 after", (long long)T,
+                      (long long)D, (long long)Tp);
+                CHECK(oc_guard_ok(dst), "guards, rows %lld cols %lld ldd %lld", (long long)T, (long long)D, (long long)Tp);
+                free(src);
+                oc_guarded_free(dst);
+            }
 }
 
 int main(void)
