@@ -91,9 +91,11 @@ static tr_tensor *filled(tr_ctx *ctx, const int64_t *shape, unsigned seed)
 int main(int argc, char **argv)
 {
     tr_ctx *ctx = tr_ctx_new();
-    /* bench_attention [B H D T...]: another shape (MiniLM's: 32 12 32 128) */
+    /* bench_attention [--tiled-only] [B H D T...]: another shape (MiniLM's: 32 12 32 128);
+     * --tiled-only skips the naive attention, for a profile of the tiled one alone */
     int64_t B = 8, H = 12, D = 64, Ts[8] = { 128, 256, 512 };
-    int nT = 3;
+    int nT = 3, tiled_only = argc > 1 && strcmp(argv[1], "--tiled-only") == 0;
+    if (tiled_only) argc--, argv++;
     if (argc >= 5) {
         B = atoll(argv[1]); H = atoll(argv[2]); D = atoll(argv[3]);
         nT = 0;
@@ -141,7 +143,7 @@ int main(int argc, char **argv)
         int prev = openblas_get_num_threads();
         openblas_set_num_threads(1);
         double nf = 1e30, nb = 1e30;
-        for (int r = 0; r < 5; r++) {
+        for (int r = 0; r < (tiled_only ? 0 : 5); r++) {
             double t0 = now();
             naive_forward(&nv, no, q->data, k->data, v->data);
             double t1 = now();
@@ -151,10 +153,11 @@ int main(int argc, char **argv)
             nb = t2 - t1 < nb ? t2 - t1 : nb;
         }
         openblas_set_num_threads(prev);
+        if (tiled_only) nf = nb = NAN;
         double naive_extra = 2.0 * 4 * B * H * T * T;
-        double diff = 0;
+        double diff = tiled_only ? NAN : 0;
         const float *to = o->data, *tdq = dq->data;
-        for (int64_t i = 0; i < q->numel; i++) {
+        for (int64_t i = 0; i < (tiled_only ? 0 : q->numel); i++) {
             double d1 = fabs((double)to[i] - no[i]), d2 = fabs((double)tdq[i] - ndq[i]);
             diff = d1 > diff ? d1 : diff;
             diff = d2 > diff ? d2 : diff;

@@ -1,7 +1,9 @@
 /* attention.c — tensor-level scaled-dot-product attention (kernels/cpu/attention.c).
  *
- * The kernel's per-thread block scratch (threads x 3 x 64 x T floats) comes from the
- * allocator with tag workspace, so it is visible in the memory ledger. f32 tensors run
+ * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + Tp + 64) floats,
+ * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
+ * tr_k_attention_scratch_elems) comes from the allocator with tag workspace, so it is
+ * visible in the memory ledger. f32 tensors run
  * in one kernel call over the whole batch; half tensors are staged to f32 a group of
  * batch elements at a time (attention is independent per batch element), with the
  * dropout stream offset by the group's first element so that element (b, h, i, j) always
@@ -102,7 +104,7 @@ static int attention_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_t
     {
         int nthreads = tr_k_attention_threads();
         float *scratch = NULL;
-        if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, nthreads) * sizeof(float),
+        if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, d.D, nthreads) * sizeof(float),
                                 (void **)&scratch)))
             return rc;
         int all_f32 = q->dtype == TR_F32 && k->dtype == TR_F32 && v->dtype == TR_F32 &&
@@ -155,7 +157,7 @@ static int attention_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dq, co
     {
         int nthreads = tr_k_attention_threads();
         float *scratch = NULL;
-        if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, nthreads) * sizeof(float),
+        if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, d.D, nthreads) * sizeof(float),
                                 (void **)&scratch)))
             return rc;
         int all_f32 = 1;

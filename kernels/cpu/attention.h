@@ -6,10 +6,13 @@
  * attention-probability dropout, out = P v.
  *
  * Tiling: query rows are processed in blocks of TR_ATTN_BLOCK per (b, h); each thread owns
- * a scratch of TR_ATTN_SCRATCH_BUFS x TR_ATTN_BLOCK x T values, which the caller provides
- * (see tr_k_attention_scratch_elems) so that it shows in the allocator's workspace ledger.
- * Scores of a block are a GEMM, softmax is two-pass over the block's full key row, and the
- * backward recomputes the block's probabilities from q, k and lse.
+ * a scratch (block buffers of TR_ATTN_BLOCK x Tp values, Tp = T rounded up to
+ * TR_ATTN_ROW_ALIGN, and the head's packed k^T and v^T), which the caller provides (see
+ * tr_k_attention_scratch_elems) so that it shows in the allocator's workspace ledger.
+ * Scores of a block are a matrix product, softmax is two-pass over the block's full key
+ * row, and the backward recomputes the block's probabilities from q, k and lse. The float
+ * products run on attn_tile.h's micro-kernels where the CPU has AVX-512 or AVX2 (chosen at
+ * run time), else on cblas_sgemm; the double kernels, the tests' reference, on cblas_dgemm.
  *
  * Dropout: element (b, h, i, j) has stream index ((b*H + h)*T + i)*T + j; it is kept when
  * its uniform >= p and then scaled by 1/(1-p). The keep masks come from drop->keep (the
@@ -23,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TR_ATTN_BLOCK = 64, TR_ATTN_SCRATCH_BUFS = 3 };
+enum { TR_ATTN_BLOCK = 64, TR_ATTN_SCRATCH_BUFS = 3, TR_ATTN_ROW_ALIGN = 16 };
 
 /* Fills mask[i] (=) with 0xFFFFFFFF when stream element offset + i is kept (its uniform >= p),
  * else 0 (tr_dropout_mask_words). */
@@ -36,13 +39,15 @@ typedef struct tr_attn_dropout {
 } tr_attn_dropout;
 
 /* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch
- * they need for that many threads, in elements of the kernel's type. */
+ * they need for that many threads and heads of D values, in elements of the kernel's type. */
 int tr_k_attention_threads(void);
-size_t tr_k_attention_scratch_elems(int64_t T, int nthreads);
+size_t tr_k_attention_scratch_elems(int64_t T, int64_t D, int nthreads);
+/* The stride of a block's score rows: T rounded up to TR_ATTN_ROW_ALIGN. */
+int64_t tr_k_attention_row_stride(int64_t T);
 
 /* out[B,T,H,D] (=), lse[B,H,T] (=). mask_dtype is TR_I32 or TR_F32 (ignored when mask is
  * NULL); drop NULL or p == 0 means no dropout. scale is usually 1/sqrt(D). scratch has
- * tr_k_attention_scratch_elems(T, nthreads) elements. */
+ * tr_k_attention_scratch_elems(T, D, nthreads) elements. */
 void tr_k_attention_fwd_f32(float *out, float *lse, const float *q, const float *k,
                               const float *v, const void *mask, int mask_dtype,
                               const tr_attn_dropout *drop, float scale, int64_t B, int64_t T,
@@ -64,5 +69,28 @@ void tr_k_attention_bwd_f64(double *dq, double *dk, double *dv, const double *do
                                const double *lse, const void *mask, int mask_dtype,
                                const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,
                                int64_t H, int64_t D, double *scratch, int nthreads);
+
+/* The same kernels on a chosen product path (TR_ATTN_ISA_*, attn_tile.h), for the tests that
+ * run every path this CPU has; a path the CPU lacks runs the cblas one, and the double
+ * kernels always do. The entry points above pass tr_attn_tile_isa(). */
+void tr_k_attention_fwd_isa_f32(int isa, float *out, float *lse, const float *q, const float *k,
+                                const float *v, const void *mask, int mask_dtype,
+                                const tr_attn_dropout *drop, float scale, int64_t B, int64_t T,
+                                int64_t H, int64_t D, float *scratch, int nthreads);
+void tr_k_attention_bwd_isa_f32(int isa, float *dq, float *dk, float *dv, const float *dout,
+                                const float *q, const float *k, const float *v, const float *lse,
+                                const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                                float scale, int64_t B, int64_t T, int64_t H, int64_t D,
+                                float *scratch, int nthreads);
+void tr_k_attention_fwd_isa_f64(int isa, double *out, double *lse, const double *q,
+                                const double *k, const double *v, const void *mask,
+                                int mask_dtype, const tr_attn_dropout *drop, double scale,
+                                int64_t B, int64_t T, int64_t H, int64_t D, double *scratch,
+                                int nthreads);
+void tr_k_attention_bwd_isa_f64(int isa, double *dq, double *dk, double *dv, const double *dout,
+                                const double *q, const double *k, const double *v,
+                                const double *lse, const void *mask, int mask_dtype,
+                                const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,
+                                int64_t H, int64_t D, double *scratch, int nthreads);
 
 #endif

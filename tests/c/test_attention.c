@@ -1,13 +1,16 @@
 /* test_attention.c — the tiled attention kernels (kernels/cpu/attention.c): forward against
  * a naive f64 attention that materialises T x T (with i32/f32 padding masks, dropout,
  * several query blocks with a partial last one), f32 against f64 with an f32 mask, fully
- * masked rows, guard regions (backward against finite differences: test_ops_table.c), and
- * results that do not depend on the number of threads. The dropout keep masks come from a
+ * masked rows, guard regions (backward against finite differences: test_ops_table.c), the
+ * f32 kernels on every product path this CPU runs (cblas, AVX2, AVX-512 tiles) against f64
+ * for short rows (T < 16) and T not a multiple of the row stride, with padded keys and
+ * dropout, and results that do not depend on the number of threads. The dropout keep masks come from a
  * test hash here (uniform >= p); the tensor-level op feeds the keyed Philox stream. */
 #include "check.h"
 #include "op_check.h"
 #include "tr_base.h"
 #include "cpu/attention.h"
+#include "cpu/attn_tile.h"
 
 /* ------------------------------------------------------------ test uniforms */
 
@@ -109,7 +112,7 @@ static void case_init(attn_case *c, int64_t B, int64_t T, int64_t H, int64_t D, 
     c->dropp = p > 0 ? &c->drop : NULL;
     c->scale = 1 / sqrt((double)D);
     c->nthreads = tr_k_attention_threads();
-    c->scratch = malloc(8 * tr_k_attention_scratch_elems(T, c->nthreads));
+    c->scratch = malloc(8 * tr_k_attention_scratch_elems(T, D, c->nthreads));
 }
 
 static void case_free(attn_case *c)
@@ -187,7 +190,7 @@ static void test_attention_f32_matches_f64_and_f32_mask(void)
     float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n), *Rf = malloc(4 * n);
     float *of = oc_guarded(4 * n), *lf = oc_guarded(4 * nl), *dqf = oc_guarded(4 * n);
     float *dkf = oc_guarded(4 * n), *dvf = oc_guarded(4 * n), *maskf = malloc(4 * c.B * c.T);
-    float *scr = malloc(4 * tr_k_attention_scratch_elems(c.T, c.nthreads));
+    float *scr = malloc(4 * tr_k_attention_scratch_elems(c.T, c.D, c.nthreads));
     oc_to_f32(qf, c.q, n); oc_to_f32(kf, c.k, n); oc_to_f32(vf, c.v, n); oc_to_f32(Rf, c.R, n);
     for (int64_t i = 0; i < c.B * c.T; i++) maskf[i] = (float)c.mask[i];
     tr_k_attention_fwd_f32(of, lf, qf, kf, vf, maskf, TR_F32, c.dropp, (float)c.scale, c.B, c.T,
@@ -227,11 +230,98 @@ static void test_attention_independent_of_thread_count(void)
     case_free(&c);
 }
 
+/* The f32 forward and backward on product path isa against the f64 kernels (whose
+ * forward matches the naive attention above) on c; 0 and CHECK reports on a mismatch. */
+static int f32_path_matches_f64(int isa, const char *isa_name, attn_case *c, int nthreads)
+{
+    int64_t n = c->n, nl = c->B * c->H * c->T;
+    double *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);
+    attn_loss(c);
+    tr_k_attention_bwd_f64(dq, dk, dv, c->R, c->q, c->k, c->v, c->lse, c->mask, TR_I32, c->dropp,
+                           c->scale, c->B, c->T, c->H, c->D, c->scratch, c->nthreads);
+    float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n), *Rf = malloc(4 * n);
+    float *of = oc_guarded(4 * n), *lf = oc_guarded(4 * nl), *dqf = oc_guarded(4 * n);
+    float *dkf = oc_guarded(4 * n), *dvf = oc_guarded(4 * n);
+    float *scr = malloc(4 * tr_k_attention_scratch_elems(c->T, c->D, nthreads));
+    oc_to_f32(qf, c->q, n); oc_to_f32(kf, c->k, n); oc_to_f32(vf, c->v, n); oc_to_f32(Rf, c->R, n);
+    tr_k_attention_fwd_isa_f32(isa, of, lf, qf, kf, vf, c->mask, TR_I32, c->dropp, (float)c->scale, c->B, c->T,
+                               c->H, c->D, scr, nthreads);
+    tr_k_attention_bwd_isa_f32(isa, dqf, dkf, dvf, Rf, qf, kf, vf, lf, c->mask, TR_I32, c->dropp, (float)c->scale,
+                               c->B, c->T, c->H, c->D, scr, nthreads);
+    double e[5] = { oc_rel_err_f32(of, c->out, n), oc_rel_err_f32(lf, c->lse, nl), oc_rel_err_f32(dqf, dq, n),
+                    oc_rel_err_f32(dkf, dk, n), oc_rel_err_f32(dvf, dv, n) };
+    int guards = oc_guard_ok(of) && oc_guard_ok(lf) && oc_guard_ok(dqf) && oc_guard_ok(dkf) && oc_guard_ok(dvf);
+    int ok = e[0] < 1e-5 && e[1] < 1e-5 && e[2] < 1e-5 && e[3] < 1e-5 && e[4] < 1e-5 && guards;
+    CHECK(ok, "%s, %d threads, B=%lld T=%lld H=%lld D=%lld mask=%d p=%g: rel err out %g lse %g dq %g dk %g dv %g, guards %s",
+          isa_name, nthreads, (long long)c->B, (long long)c->T, (long long)c->H, (long long)c->D, c->mask != NULL,
+          (double)c->drop.p, e[0], e[1], e[2], e[3], e[4], guards ? "intact" : "WRITTEN");
+    free(dq); free(dk); free(dv); free(qf); free(kf); free(vf); free(Rf); free(scr);
+    oc_guarded_free(of); oc_guarded_free(lf); oc_guarded_free(dqf); oc_guarded_free(dkf); oc_guarded_free(dvf);
+    return ok;
+}
+
+static void test_attention_f32_every_path_matches_f64(void)
+{
+    static const int isas[] = { TR_ATTN_ISA_BLAS, TR_ATTN_ISA_AVX2, TR_ATTN_ISA_AVX512 };
+    static const char *names[] = { "cblas", "avx2", "avx512" };
+    static const int64_t shapes[][6] = {
+        /* B, T, H, D, mask, dropout percent: short rows, T around 16, several blocks */
+        { 1, 1, 1, 1, 0, 0 },   { 2, 7, 3, 8, 1, 30 },  { 3, 15, 2, 32, 1, 0 }, { 2, 16, 2, 64, 1, 20 },
+        { 2, 17, 2, 48, 1, 10 }, { 4, 23, 3, 80, 1, 0 }, { 2, 130, 2, 33, 1, 10 }, { 1, 129, 2, 128, 0, 20 },
+    };
+    oc_seed(35);
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (!tr_attn_tile_usable(isas[i])) {
+            printf("SKIP test_attention_f32_every_path_matches_f64.%s: this CPU lacks it\n", names[i]);
+            continue;
+        }
+        int bad = 0;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && !bad; s++) {
+            attn_case c;
+            case_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], (int)shapes[s][4],
+                      (float)shapes[s][5] / 100);
+            bad += !f32_path_matches_f64(isas[i], names[i], &c, c.nthreads);
+            case_free(&c);
+        }
+    }
+}
+
+/* The tile path gives the same bits on 1 thread as on all of them (a head's work does not
+ * depend on which thread runs it, nor on how the forward groups its blocks into tasks). */
+static void test_attention_f32_independent_of_thread_count(void)
+{
+    attn_case c;
+    oc_seed(36);
+    case_init(&c, 2, 100, 3, 24, 1, 0.2f);
+    int64_t n = c.n, nl = c.B * c.H * c.T;
+    int nt = c.nthreads > 1 ? c.nthreads : 2;
+    float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n), *Rf = malloc(4 * n);
+    float *o[2], *l[2], *g[2];
+    float *scr = malloc(4 * tr_k_attention_scratch_elems(c.T, c.D, nt));
+    oc_to_f32(qf, c.q, n); oc_to_f32(kf, c.k, n); oc_to_f32(vf, c.v, n); oc_to_f32(Rf, c.R, n);
+    for (int r = 0; r < 2; r++) {
+        int threads = r == 0 ? 1 : nt;
+        o[r] = malloc(4 * n); l[r] = malloc(4 * nl); g[r] = malloc(4 * 3 * n);
+        tr_k_attention_fwd_f32(o[r], l[r], qf, kf, vf, c.mask, TR_I32, c.dropp, (float)c.scale, c.B, c.T, c.H, c.D,
+                               scr, threads);
+        tr_k_attention_bwd_f32(g[r], g[r] + n, g[r] + 2 * n, Rf, qf, kf, vf, l[r], c.mask, TR_I32, c.dropp,
+                               (float)c.scale, c.B, c.T, c.H, c.D, scr, threads);
+    }
+    CHECK(memcmp(o[0], o[1], 4 * n) == 0 && memcmp(l[0], l[1], 4 * nl) == 0, "forward differs between 1 and %d threads",
+          nt);
+    CHECK(memcmp(g[0], g[1], 4 * 3 * n) == 0, "backward differs between 1 and %d threads", nt);
+    for (int r = 0; r < 2; r++) { free(o[r]); free(l[r]); free(g[r]); }
+    free(qf); free(kf); free(vf); free(Rf); free(scr);
+    case_free(&c);
+}
+
 int main(void)
 {
     RUN(test_attention_forward_matches_naive);
     RUN(test_attention_fully_masked_rows_are_zero_not_nan);
     RUN(test_attention_f32_matches_f64_and_f32_mask);
     RUN(test_attention_independent_of_thread_count);
+    RUN(test_attention_f32_every_path_matches_f64);
+    RUN(test_attention_f32_independent_of_thread_count);
     return check_done();
 }

@@ -298,7 +298,7 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
         /* reference: the f64 kernel on the same values with the same stream */
         tr_attn_dropout drop = { p, philox_keep, &key };
         int nt = tr_k_attention_threads();
-        double *scr = malloc(8 * tr_k_attention_scratch_elems(T, nt)), *out = malloc(8 * n);
+        double *scr = malloc(8 * tr_k_attention_scratch_elems(T, D, nt)), *out = malloc(8 * n);
         double *lse = malloc(8 * B * H * T), *dq = malloc(8 * n), *dk = malloc(8 * n), *dv = malloc(8 * n);
         double *qq = rd(fq), *kk = rd(fk), *vv = rd(fv), *gg = rd(fg);
         int32_t *mi = mask->data;

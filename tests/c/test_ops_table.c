@@ -599,7 +599,7 @@ static void sc_attention(const int64_t *d, tr_op_call *c)
 static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
 {
     int nt = tr_k_attention_threads();
-    double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], nt));
+    double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], d[3], nt));
     int32_t m[1024];   /* B * T of every case, the device-only ones included */
     mask32(m, t[5], d[0] * d[1]);
     tr_k_attention_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, 1 / sqrt((double)d[3]), d[0],

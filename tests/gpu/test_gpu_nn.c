@@ -664,7 +664,7 @@ static void attention_case(int dt, int64_t B, int64_t T, int64_t H, int64_t D, f
                                                attn_key.op, scale, B, T, H, D, dev_stream, ERR));
     sync_ok("attention");
     int nth = tr_k_attention_threads();
-    double *scr = malloc(tr_k_attention_scratch_elems(T, nth) * sizeof *scr);
+    double *scr = malloc(tr_k_attention_scratch_elems(T, D, nth) * sizeof *scr);
     double *ro = malloc(n * 8), *rl = malloc(nl * 8), *rq = malloc(n * 8), *rk = malloc(n * 8), *rv = malloc(n * 8);
     tr_attn_dropout drop = { p, attn_keep, &attn_key };
     tr_k_attention_fwd_f64(ro, rl, q64, k64, v64, mask, TR_I32, p > 0 ? &drop : NULL, scale, B, T, H, D, scr, nth);

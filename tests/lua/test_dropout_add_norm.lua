@@ -127,9 +127,14 @@ local function check(spec, tol)
   assert(f.peak <= u.peak, ("peak %d bytes fused, above %d unfused"):format(f.peak, u.peak))
 end
 
+-- fp32: the fused and unfused rounding differences add up in the position embeddings'
+-- gradient, a sum over every token: 0.8e-5 of it with the OpenBLAS attention tiles, 1.1e-5
+-- (cblas path) to 1.7e-5 (AVX-512/AVX2 tiles) with kernels/cpu/attn_tile.c, whose f32 error
+-- against f64 is the same (tests/c/test_attention.c); the other gradients stay below 1e-6.
+local FP32_TOL = 3e-5
 return {
-  { "fp32_same_as_unfused", function() check({ name = "fp32" }, 1e-5) end },
-  { "fp32_checkpointed_same_as_unfused", function() check({ name = "fp32 ckpt", checkpoint = true }, 1e-5) end },
+  { "fp32_same_as_unfused", function() check({ name = "fp32" }, FP32_TOL) end },
+  { "fp32_checkpointed_same_as_unfused", function() check({ name = "fp32 ckpt", checkpoint = true }, FP32_TOL) end },
   { "fp32_lora_same_as_unfused", function() check({ name = "fp32 lora", lora = true }, 1e-5) end },
   { "bf16_same_bits_as_unfused", function() check({ name = "bf16", precision = "bf16" }, 0) end },
   { "fp16_lora_checkpointed_same_bits_as_unfused", function()
