@@ -112,8 +112,10 @@ static void row(const char *what, const prod *p, int packed)
     fflush(stdout);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* bench_gemm_onednn [lora]: with "lora", only LoRA's rank-8 factor products */
+    int lora_only = argc > 1 && strcmp(argv[1], "lora") == 0;
     tr_error err;
     tr_error_clear(&err);
     tr_blas_core_setup();   /* OpenBLAS on the kernels this CPU can run, as the runtime does */
@@ -136,6 +138,21 @@ int main(void)
     static const int shapes[][2] = { { 384, 384 }, { 384, 1536 }, { 1536, 384 }, { 768, 768 }, { 768, 3072 },
                                      { 3072, 768 } };
     static const int tokens[] = { 4096, 1024 };
+    /* LoRA r 8 on a 384 -> 384 projection at 4096 rows: a = X A^T, y += a B^T (scale in alpha),
+     * dB += dy^T a, da = dy B, dA += da^T X, dX += da A */
+    static const struct { const char *name; prod p; } lora[] = {
+        { "lora down a = X A^T", { 4096, 8, 384, 0, 1, 0.0f } },
+        { "lora up y += a B^T", { 4096, 384, 8, 0, 1, 1.0f } },
+        { "lora dB += dy^T a", { 384, 8, 4096, 1, 0, 1.0f } },
+        { "lora da = dy B", { 4096, 8, 384, 0, 0, 0.0f } },
+        { "lora dA += da^T X", { 8, 384, 4096, 1, 0, 1.0f } },
+        { "lora dX += da A", { 4096, 384, 8, 0, 0, 1.0f } },
+    };
+    for (size_t i = 0; i < sizeof lora / sizeof lora[0]; i++) row(lora[i].name, &lora[i].p, 0);
+    if (lora_only) {
+        tr_onednn_close(dnnl);
+        return 0;
+    }
     for (int t = 0; t < 2; t++)
         for (int s = 0; s < 6; s++) {
             int in = shapes[s][0], out = shapes[s][1], R = tokens[t];

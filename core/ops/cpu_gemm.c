@@ -71,15 +71,28 @@ const char *tr_cpu_gemm_library(tr_ctx *ctx)
 /* Whether oneDNN runs an M x N x K product (op(A) M x K). Measured on the project's
  * machine with bench/bench_gemm_onednn.c: oneDNN is ahead on the Linear shapes of
  * MiniLM/BERT (forward and input gradient on packed weights by 35-45 % with 2 threads on
- * an idle machine, 0-17 % on one core); a product with
- * a side under 32 (LoRA's rank-r factors) stays on OpenBLAS. The bound is low enough that
- * the test suite's tiny models (hidden 32) run their Linears on oneDNN too, so that the
- * suite's bit-exact checks (resume, checkpointing) cover it. */
-enum { ONEDNN_MIN_SIDE = 32 };
+ * an idle machine, 0-17 % on one core). The bound is low enough that the test suite's tiny
+ * models (hidden 32) run their Linears on oneDNN too, so that the suite's bit-exact checks
+ * (resume, checkpointing) cover it. A skinny product, one side from 8 up but enough work
+ * (LoRA's rank-8 factors at 4096 rows), goes to oneDNN too: `bench_gemm_onednn lora`, 2
+ * threads, measured 1.2-2.8x OpenBLAS on all six of a LoRA layer's factor products (X A^T 96
+ * against 43 GFLOP/s, dy^T a 76 against 27); smaller ones (a classifier head's 2 labels)
+ * stay on OpenBLAS. */
+enum { ONEDNN_MIN_SIDE = 32, ONEDNN_MIN_SKINNY_SIDE = 8 };
+#define ONEDNN_MIN_SKINNY_MACS ((int64_t)1 << 22)
 
 static int route_onednn(const tr_cpu_gemm *g, int M, int N, int K)
 {
-    return g && g->lib == LIB_ONEDNN && M > 0 && N >= ONEDNN_MIN_SIDE && K >= ONEDNN_MIN_SIDE;
+    if (!g || g->lib != LIB_ONEDNN || M <= 0) return 0;
+    if (N >= ONEDNN_MIN_SIDE && K >= ONEDNN_MIN_SIDE) return 1;
+    return M >= ONEDNN_MIN_SKINNY_SIDE && N >= ONEDNN_MIN_SKINNY_SIDE && K >= ONEDNN_MIN_SKINNY_SIDE &&
+           (int64_t)M * N * K >= ONEDNN_MIN_SKINNY_MACS;
+}
+
+int tr_cpu_gemm_routes_onednn(tr_ctx *ctx, int M, int N, int K)
+{
+    tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
+    return route_onednn(g, M, N, K) && N < 2048;
 }
 
 /* ------------------------------------------------------------ packed weights */

@@ -49,6 +49,10 @@ int tr_cpu_linear_input_grad_packed(tr_ctx *ctx, float *dX, const float *dY, con
                                     int I);
 
 /* tr_k_matmul_fwd_f32's contract (one matrix, no batch), on the library route() picks. */
+/* Whether tr_cpu_gemm_f32 runs a plain M x N x K product (no bias) on oneDNN here (the
+ * router's rule; for tests). */
+int tr_cpu_gemm_routes_onednn(tr_ctx *ctx, int M, int N, int K);
+
 int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const float *bias, int M, int N, int K,
                     int transA, int transB, float alpha, float beta);
 
