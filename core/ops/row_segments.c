@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* A [rows, C] view of t from row `row` (t is [R, C] with any leading dims). */
 static tr_tensor row_view(const tr_tensor *t, int64_t C, int64_t row, int64_t rows)
@@ -66,6 +67,46 @@ static int check_segments(tr_ctx *ctx, const char *op, const int64_t *segs, int6
     return TR_OK;
 }
 
+/* Host tensors of one dtype: each run is a plain byte copy, the runs shared among threads
+ * when there is enough to copy (the scatters and gathers around `trainer encode`'s attention
+ * were one thread's memmove while the other waited). Below the bound no OpenMP region is
+ * opened (even an if(0) one makes a libgomp team). */
+enum { SEG_PARALLEL_BYTES = 1 << 20 };
+
+static int host_bytes(const tr_tensor *a, const tr_tensor *b)
+{
+    return a->device == TR_CPU && b->device == TR_CPU && a->dtype == b->dtype;
+}
+
+/* Run s of a gather (scatter = 0: packed rows -> out, out packed) or of a scatter (padded
+ * out; the zero rows between the previous run's end and this run's start are this run's to
+ * clear, and the last run clears the tail up to padded_rows too). */
+static void host_run(char *out, const char *x, size_t rb, const int64_t *segs, int64_t s, int64_t nseg, int scatter,
+                     int64_t padded_rows)
+{
+    const int64_t *g = segs + 3 * s;   /* packed row, rows, padded row */
+    if (!scatter) {
+        memcpy(out + (size_t)g[0] * rb, x + (size_t)g[2] * rb, (size_t)g[1] * rb);
+        return;
+    }
+    int64_t gap0 = s > 0 ? g[-1] + g[-2] : 0;   /* the previous run's padded end */
+    if (g[2] > gap0) memset(out + (size_t)gap0 * rb, 0, (size_t)(g[2] - gap0) * rb);
+    memcpy(out + (size_t)g[2] * rb, x + (size_t)g[0] * rb, (size_t)g[1] * rb);
+    if (s == nseg - 1 && padded_rows > g[2] + g[1])
+        memset(out + (size_t)(g[2] + g[1]) * rb, 0, (size_t)(padded_rows - g[2] - g[1]) * rb);
+}
+
+static void host_runs(char *out, const char *x, size_t rb, const int64_t *segs, int64_t nseg, int scatter,
+                      int64_t padded_rows)
+{
+    if ((size_t)padded_rows * rb < SEG_PARALLEL_BYTES || nseg < 2) {
+        for (int64_t s = 0; s < nseg; s++) host_run(out, x, rb, segs, s, nseg, scatter, padded_rows);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < nseg; s++) host_run(out, x, rb, segs, s, nseg, scatter, padded_rows);
+}
+
 int tr_op_gather_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg)
 {
     const char *op = "gather_segments";
@@ -73,6 +114,10 @@ int tr_op_gather_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const
     int rc;
     if ((rc = widths(ctx, op, out, x, &C, &N, &R))) return rc;
     if ((rc = check_segments(ctx, op, segs, nseg, N, R))) return rc;
+    if (host_bytes(out, x)) {
+        host_runs(out->data, x->data, (size_t)C * tr_dtype_size(x->dtype), segs, nseg, 0, R);
+        return TR_OK;
+    }
     for (int64_t s = 0; s < nseg; s++) {
         tr_tensor vo = row_view(out, C, segs[3 * s], segs[3 * s + 1]);
         tr_tensor vi = row_view(x, C, segs[3 * s + 2], segs[3 * s + 1]);
@@ -88,6 +133,10 @@ int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, cons
     int rc;
     if ((rc = widths(ctx, op, x, out, &C, &N, &R))) return rc;
     if ((rc = check_segments(ctx, op, segs, nseg, N, R))) return rc;
+    if (host_bytes(out, x) && nseg > 0) {
+        host_runs(out->data, x->data, (size_t)C * tr_dtype_size(x->dtype), segs, nseg, 1, R);
+        return TR_OK;
+    }
     int64_t end = 0; /* padded rows [end, next segment) are a gap: zeros */
     for (int64_t s = 0; s <= nseg; s++) {
         int64_t padded = s < nseg ? segs[3 * s + 2] : R;

@@ -1,6 +1,6 @@
 /* test_row_segments.c — packed <-> padded rows and packed dropout (core/ops/row_segments.c):
  * gather then scatter gives the padded tensor back with 0 in the gaps (f32, and gathering
- * into bf16); packed dropout and its backward equal the padded dropout's real rows bit for
+ * into bf16), on one thread and, above 1 MiB, shared among threads; packed dropout and its backward equal the padded dropout's real rows bit for
  * bit; a bad segment table is TR_EUSER naming the segment and writes nothing. */
 #include "check.h"
 #include "trainer.h"
@@ -63,6 +63,45 @@ static void test_gather_scatter_round_trip(void)
     tr_tensor_free(back);
 }
 
+/* Above 1 MiB the host runs are shared among threads, each scatter run clearing the gap
+ * before it (and the last one the tail): a gap before the first run, between every pair, and
+ * after the last, with the output full of 9s beforehand, all come back 0; the real rows equal
+ * the source's. */
+static void test_large_runs_threaded(void)
+{
+    enum { LC = 512, LR = 1200, NSEG = 4 };
+    /* (packed row, rows, padded row) */
+    static const int64_t segs[3 * NSEG] = { 0, 5, 2, 5, 290, 300, 295, 120, 600, 415, 1, 900 };
+    const int64_t LN = 416, xs[2] = { LR, LC }, ps[2] = { LN, LC };
+    tr_tensor *x = tr_tensor_new(ctx, 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    tr_tensor *p = tr_tensor_new(ctx, 2, ps, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    tr_tensor *back = tr_tensor_new(ctx, 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+    CHECK(x && p && back, "alloc");
+    float *xv = x->data, *bv = back->data, *pv = p->data;
+    for (int64_t i = 0; i < LR * LC; i++) {
+        xv[i] = (float)(i % 977) + 0.5f;
+        bv[i] = 9.0f;
+    }
+    CHECK(tr_op_gather_segments(ctx, p, x, segs, NSEG) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_scatter_segments(ctx, back, p, segs, NSEG) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    int64_t bad = 0, first_bad = -1;
+    for (int64_t r = 0; r < LR; r++) {
+        int64_t pr = -1;
+        for (int s = 0; s < NSEG; s++)
+            if (r >= segs[3 * s + 2] && r < segs[3 * s + 2] + segs[3 * s + 1]) pr = segs[3 * s] + r - segs[3 * s + 2];
+        for (int64_t c = 0; c < LC; c++) {
+            float want = pr >= 0 ? xv[r * LC + c] : 0.0f;
+            int ok = bv[r * LC + c] == want && (pr < 0 || pv[pr * LC + c] == want);
+            if (!ok && first_bad < 0) first_bad = r;
+            bad += !ok;
+        }
+    }
+    CHECK(bad == 0, "%lld wrong elements, first in padded row %lld", (long long)bad, (long long)first_bad);
+    tr_tensor_free(x);
+    tr_tensor_free(p);
+    tr_tensor_free(back);
+}
+
 static void test_packed_dropout_is_the_padded_mask(void)
 {
     tr_rng_key key = {.seed = 21, .step = 3, .layer = 2, .op = 1};
@@ -116,6 +155,7 @@ int main(void)
 {
     ctx = tr_ctx_new();
     RUN(test_gather_scatter_round_trip);
+    RUN(test_large_runs_threaded);
     RUN(test_packed_dropout_is_the_padded_mask);
     RUN(test_bad_table_is_user_error_and_writes_nothing);
     tr_ctx_free(ctx);
