@@ -18,24 +18,31 @@
  * The f32 <-> half loops are hot (activations are stored in bf16/f16): they are written
  * branch-free over fixed blocks of CONVERT_BLOCK elements, so that GCC's -O2 vectoriser
  * (cost model "very-cheap", which only vectorises loops whose trip count it knows)
- * turns each block into SIMD code; a scalar loop does the tail. */
+ * turns each block into SIMD code; a scalar loop does the tail. They are compiled for
+ * AVX-512 and AVX2 beside the baseline (TR_SIMD_CLONES, chosen by the CPU at load time: the
+ * baseline's SSE2 code was a fifth of a bf16 training step), the same integer arithmetic
+ * and so the same bits on every ISA, and a large conversion is shared among threads. */
 #include "tensor.h"
+#include "cpu/fast_math.h"
 
 #include <math.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 enum { CONVERT_BLOCK = 16 };
 
 /* ------------------------------------------------------------ bit casts */
 
-static inline uint32_t f32_bits(float f)
+TR_FAST_INLINE uint32_t f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static inline float f32_from_bits(uint32_t u)
+TR_FAST_INLINE float f32_from_bits(uint32_t u)
 {
     float f;
     memcpy(&f, &u, sizeof f);
@@ -48,7 +55,7 @@ static inline float f32_from_bits(uint32_t u)
  * part is odd (ties to even); a carry out of the mantissa bumps the exponent, which is
  * also how the largest finite values round up to inf. NaN is exempt from the add (it
  * could carry into inf) and gets the quiet bit instead. */
-static inline uint16_t bf16_from_bits(uint32_t u)
+TR_FAST_INLINE uint16_t bf16_from_bits(uint32_t u)
 {
     uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     uint32_t quiet_nan = (u >> 16) | 0x0040u;
@@ -69,7 +76,7 @@ float tr_bf16_to_f32(uint16_t x) { return f32_from_bits((uint32_t)x << 16); }
  *   otherwise               : rebias the exponent and round the 13 dropped bits to
  *                             nearest even with the same add-carry trick as bf16; a
  *                             carry past 65504 lands exactly on 0x7c00 (inf). */
-static inline uint16_t f16_from_bits(uint32_t u)
+TR_FAST_INLINE uint16_t f16_from_bits(uint32_t u)
 {
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
@@ -92,7 +99,7 @@ static inline uint16_t f16_from_bits(uint32_t u)
 /* f16 -> f32: shift exponent and mantissa into place and rebias; inf/NaN get the
  * maximal exponent; subnormals (exponent 0) are normalised by a float subtraction of
  * 2^-14, which is exact. */
-static inline float f16_to_f32_inline(uint16_t h)
+TR_FAST_INLINE float f16_to_f32_inline(uint16_t h)
 {
     const uint32_t exp_mask = 0x7c00u << 13;
     uint32_t o = ((uint32_t)h & 0x7fffu) << 13;
@@ -112,7 +119,7 @@ float tr_f16_to_f32(uint16_t x) { return f16_to_f32_inline(x); }
 
 /* ------------------------------------------------------------ hot bulk loops */
 
-static void f32_to_bf16_n(uint16_t *dst, const float *src, size_t n)
+TR_SIMD_CLONES static void f32_to_bf16_n(uint16_t *dst, const float *src, size_t n)
 {
     size_t i = 0;
     for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {
@@ -123,7 +130,7 @@ static void f32_to_bf16_n(uint16_t *dst, const float *src, size_t n)
     for (; i < n; i++) dst[i] = tr_f32_to_bf16(src[i]);
 }
 
-static void bf16_to_f32_n(float *dst, const uint16_t *src, size_t n)
+TR_SIMD_CLONES static void bf16_to_f32_n(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
     for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {
@@ -134,7 +141,7 @@ static void bf16_to_f32_n(float *dst, const uint16_t *src, size_t n)
     for (; i < n; i++) dst[i] = tr_bf16_to_f32(src[i]);
 }
 
-static void f32_to_f16_n(uint16_t *dst, const float *src, size_t n)
+TR_SIMD_CLONES static void f32_to_f16_n(uint16_t *dst, const float *src, size_t n)
 {
     size_t i = 0;
     for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {
@@ -145,7 +152,7 @@ static void f32_to_f16_n(uint16_t *dst, const float *src, size_t n)
     for (; i < n; i++) dst[i] = tr_f32_to_f16(src[i]);
 }
 
-static void f16_to_f32_n(float *dst, const uint16_t *src, size_t n)
+TR_SIMD_CLONES static void f16_to_f32_n(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
     for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {
@@ -205,6 +212,31 @@ static void store_from_double(void *dst, int dtype, size_t i, double v)
 
 /* ------------------------------------------------------------ tr_convert */
 
+/* One of the four hot float <-> half conversions, or -1. */
+static int hot_kind(int dst_dtype, int src_dtype)
+{
+    if (src_dtype == TR_F32 && dst_dtype == TR_BF16) return 0;
+    if (src_dtype == TR_BF16 && dst_dtype == TR_F32) return 1;
+    if (src_dtype == TR_F32 && dst_dtype == TR_F16) return 2;
+    if (src_dtype == TR_F16 && dst_dtype == TR_F32) return 3;
+    return -1;
+}
+
+static void hot_convert(int kind, void *dst, const void *src, size_t n)
+{
+    switch (kind) {
+    case 0: f32_to_bf16_n(dst, src, n); break;
+    case 1: bf16_to_f32_n(dst, src, n); break;
+    case 2: f32_to_f16_n(dst, src, n); break;
+    default: f16_to_f32_n(dst, src, n); break;
+    }
+}
+
+/* Elements from which a conversion is shared among threads (a staged block of activations,
+ * a weight), in chunks of a multiple of the clones' block; never from inside a parallel
+ * region (no nested teams), and below the bound no region at all. */
+enum { CONVERT_PARALLEL_MIN = 1 << 18, CONVERT_CHUNK = 1 << 15 };
+
 void tr_convert(void *dst, int dst_dtype, const void *src, int src_dtype, size_t n)
 {
     if (n == 0 || tr_dtype_size(dst_dtype) == 0 || tr_dtype_size(src_dtype) == 0) return;
@@ -212,10 +244,23 @@ void tr_convert(void *dst, int dst_dtype, const void *src, int src_dtype, size_t
         memmove(dst, src, n * tr_dtype_size(src_dtype));
         return;
     }
-    if (src_dtype == TR_F32 && dst_dtype == TR_BF16) { f32_to_bf16_n(dst, src, n); return; }
-    if (src_dtype == TR_BF16 && dst_dtype == TR_F32) { bf16_to_f32_n(dst, src, n); return; }
-    if (src_dtype == TR_F32 && dst_dtype == TR_F16) { f32_to_f16_n(dst, src, n); return; }
-    if (src_dtype == TR_F16 && dst_dtype == TR_F32) { f16_to_f32_n(dst, src, n); return; }
+    int kind = hot_kind(dst_dtype, src_dtype);
+    if (kind >= 0) {
+#ifdef _OPENMP
+        if (n >= CONVERT_PARALLEL_MIN && !omp_in_parallel() && omp_get_max_threads() > 1) {
+            const size_t ds = tr_dtype_size(dst_dtype), ss = tr_dtype_size(src_dtype);
+            const int64_t nchunk = (int64_t)((n + CONVERT_CHUNK - 1) / CONVERT_CHUNK);
+#pragma omp parallel for schedule(static)
+            for (int64_t c = 0; c < nchunk; c++) {
+                size_t start = (size_t)c * CONVERT_CHUNK, len = n - start < CONVERT_CHUNK ? n - start : CONVERT_CHUNK;
+                hot_convert(kind, (char *)dst + start * ds, (const char *)src + start * ss, len);
+            }
+            return;
+        }
+#endif
+        hot_convert(kind, dst, src, n);
+        return;
+    }
     /* i64 <-> i32 by value without the double's 53-bit limit */
     if (src_dtype == TR_I64 && dst_dtype == TR_I32) {
         const int64_t *s = src;
