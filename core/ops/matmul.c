@@ -2,8 +2,9 @@
  * oneDNN or OpenBLAS as cpu_gemm.h routes each product. Half-precision operands are staged
  * to f32 and the GEMM runs in f32 with f32 accumulation: Linear converts its activations in
  * chunks of rows, and its weight once per pack (oneDNN: the packed copy is made from the
- * f32 conversion and kept until the weight changes) or once per call (OpenBLAS); the
- * general matmul converts whole operands. A bf16 x bf16 product in oneDNN is slower than
+ * f32 conversion and kept until the weight changes) or once per call (a half weight, which
+ * is not packed: its staged f32 copy goes to the router's plain product, oneDNN or
+ * OpenBLAS); the general matmul converts whole operands. A bf16 x bf16 product in oneDNN is slower than
  * f32 on a CPU without AMX (measured 130-167 against 263-284 GFLOP/s on the project's
  * AVX512-BF16 machine), and cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see
  * bench/bench_gemm.c. */
@@ -167,9 +168,8 @@ static int linear_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tens
             if (rc == TR_OK) rc = tr_stage_buf(ctx, out, r0 * O, nr * O, 0, &Y, &oy);
             if (rc == TR_OK && packed)
                 rc = tr_cpu_linear_forward_packed(ctx, Y, X, packed, Bi, (int)nr, (int)O, (int)I);
-            else if (rc == TR_OK)
-                rc = tr_k_matmul_fwd_f32(Y, X, W, Bi, 1, (int)nr, (int)O, (int)I, 0, 1, 1, 0, 0, 0, 0,
-                                   tr_ctx_err(ctx));
+            else if (rc == TR_OK)   /* an unpacked (half) weight: the router's plain product */
+                rc = tr_cpu_gemm_f32(ctx, Y, X, W, Bi, (int)nr, (int)O, (int)I, 0, 1, 1.0f, 0.0f);
             if (rc == TR_OK) tr_stage_put(out, r0 * O, Y, nr * O);
             tr_stage_scratch_free(ctx, ox);
             tr_stage_scratch_free(ctx, oy);
@@ -239,8 +239,7 @@ static int linear_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const
                 if (rc == TR_OK && packed)
                     rc = tr_cpu_linear_input_grad_packed(ctx, DX, D, packed, (int)nr, (int)O, (int)I);
                 else if (rc == TR_OK)
-                    rc = tr_k_matmul_fwd_f32(DX, D, W, NULL, 1, (int)nr, (int)I, (int)O, 0, 0, 1, 0, 0,
-                                       0, 0, tr_ctx_err(ctx));
+                    rc = tr_cpu_gemm_f32(ctx, DX, D, W, NULL, (int)nr, (int)I, (int)O, 0, 0, 1.0f, 0.0f);
                 if (rc == TR_OK) tr_stage_put(dx, r0 * I, DX, nr * I);
             }
             if (rc == TR_OK && dw) {
