@@ -89,10 +89,17 @@ static int route_onednn(const tr_cpu_gemm *g, int M, int N, int K)
            (int64_t)M * N * K >= ONEDNN_MIN_SKINNY_MACS;
 }
 
+/* A plain (unpacked) product: oneDNN's with a wide plain B (N >= 2048, BERT-base's 3072) ran
+ * at 0.3-0.4x OpenBLAS's (weight gradient 768 x 3072 x 4096: 39 against 132 GFLOP/s on one
+ * core), the narrower ones at 0.9-1.2x */
+static int plain_onednn(const tr_cpu_gemm *g, int M, int N, int K)
+{
+    return route_onednn(g, M, N, K) && N < 2048;
+}
+
 int tr_cpu_gemm_routes_onednn(tr_ctx *ctx, int M, int N, int K)
 {
-    tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
-    return route_onednn(g, M, N, K) && N < 2048;
+    return plain_onednn(tr_ctx_cpu_gemm(ctx), M, N, K);
 }
 
 /* ------------------------------------------------------------ packed weights */
@@ -201,10 +208,7 @@ int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const
 {
     tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
     if (!g) return tr_ctx_err(ctx)->status;
-    /* plain layouts: oneDNN's products with a wide plain B (N >= 2048, BERT-base's 3072)
-     * ran at 0.3-0.4x OpenBLAS's (weight gradient 768 x 3072 x 4096: 39 against 132
-     * GFLOP/s on one core), the narrower ones at 0.9-1.2x */
-    if (route_onednn(g, M, N, K) && N < 2048 && (!bias || alpha == 1.0f))
+    if (plain_onednn(g, M, N, K) && (!bias || alpha == 1.0f))
         return tr_onednn_gemm(g->dnnl, C, A, B, 0, bias, M, N, K, transA, transB, alpha, beta, tr_ctx_err(ctx));
     return tr_k_matmul_fwd_f32(C, A, B, bias, 1, M, N, K, transA, transB, alpha, beta, 0, 0, 0, tr_ctx_err(ctx));
 }

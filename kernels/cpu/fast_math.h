@@ -100,12 +100,6 @@ TR_FAST_INLINE float tr_fast_erfcf_nonneg_e(float a, float e)
     return (t * q) * e;
 }
 
-/* erfc(a) for a >= 0 (e^{-a^2} computed here). */
-TR_FAST_INLINE float tr_fast_erfcf_nonneg(float a)
-{
-    return tr_fast_erfcf_nonneg_e(a, tr_fast_expf(-a * a));
-}
-
 /* 1 + erf(x) given e = e^{-x^2}, accurate relative to itself for negative x too (erfc(|x|)
  * there, not 1 minus a number close to 1): GELU's 2 Phi(x sqrt 2), whose left tail a plain
  * 1 + erf loses. */
