@@ -114,8 +114,12 @@ static void row(const char *what, const prod *p, int packed)
 
 int main(int argc, char **argv)
 {
-    /* bench_gemm_onednn [lora]: with "lora", only LoRA's rank-8 factor products */
+    /* bench_gemm_onednn [lora | encode [ROWS]]: with "lora", only LoRA's rank-8 factor
+     * products; with "encode", only the MiniLM forward products at ROWS tokens (default 416,
+     * a batch of 32 short sentences: what `trainer encode` runs), q, k and v apart and as
+     * one 384 -> 1152 product */
     int lora_only = argc > 1 && strcmp(argv[1], "lora") == 0;
+    int encode_rows = argc > 1 && strcmp(argv[1], "encode") == 0 ? (argc > 2 ? atoi(argv[2]) : 416) : 0;
     tr_error err;
     tr_error_clear(&err);
     tr_blas_core_setup();   /* OpenBLAS on the kernels this CPU can run, as the runtime does */
@@ -148,6 +152,17 @@ int main(int argc, char **argv)
         { "lora dA += da^T X", { 8, 384, 4096, 1, 0, 1.0f } },
         { "lora dX += da A", { 4096, 384, 8, 0, 0, 1.0f } },
     };
+    if (encode_rows > 0) {
+        static const int enc[][2] = { { 384, 384 }, { 384, 1152 }, { 384, 1536 }, { 1536, 384 } };
+        for (int s = 0; s < 4; s++) {
+            prod f = { encode_rows, enc[s][1], enc[s][0], 0, 1, 0.0f };
+            char name[64];
+            snprintf(name, sizeof name, "forward %d->%d", enc[s][0], enc[s][1]);
+            row(name, &f, 1);
+        }
+        tr_onednn_close(dnnl);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof lora / sizeof lora[0]; i++) row(lora[i].name, &lora[i].p, 0);
     if (lora_only) {
         tr_onednn_close(dnnl);

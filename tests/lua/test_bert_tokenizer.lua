@@ -41,6 +41,39 @@ return {
     tk.free_batch(p)
     tok:free()
   end },
+  { "by_length_orders_by_tokens_and_batches_like_batch", function()
+    local tok = tk.load(dir)
+    -- "xylophone" is shorter in characters than "cat sat on the mat" but longer in tokens
+    -- (11 against 7 in this vocabulary); texts 6 and 7 tie at 6 tokens
+    local texts = { "the cat", "cat sat on the mat", "", "xylophone", "dog", "the the the the", "a b c d" }
+    local s = tok:by_length(texts, { max_length = 12 })
+    assert(s.n == #texts)
+    local lens = {}
+    for i, t in ipairs(texts) do lens[i] = #tok:encode(t) end
+    for k = 2, s.n do
+      local a, b = s.order[k - 1], s.order[k]
+      assert(lens[a] > lens[b] or (lens[a] == lens[b] and a < b),
+        ("order %d: text %d (%d tokens) before text %d (%d tokens)"):format(k, a, lens[a], b, lens[b]))
+    end
+    assert(table.concat(s.order, ",") == "4,2,6,7,1,5,3", table.concat(s.order, ","))
+    -- every slice equals tok:batch of the same texts (ids, mask, types; padded to its longest)
+    for _, range in ipairs({ { 1, 2 }, { 2, 5 }, { 1, s.n }, { s.n, s.n } }) do
+      local sub = {}
+      for k = range[1], range[2] do sub[#sub + 1] = texts[s.order[k]] end
+      local got, want = s:batch(range[1], range[2]), tok:batch(sub, { max_length = 12 })
+      for _, name in ipairs({ "input_ids", "attention_mask", "token_type_ids" }) do
+        assert(table.concat(got[name]:shape(), "x") == table.concat(want[name]:shape(), "x"), name .. " shape")
+        assert(table.concat(got[name]:values(), ",") == table.concat(want[name]:values(), ","),
+          ("%s of %d..%d"):format(name, range[1], range[2]))
+      end
+      tk.free_batch(got); tk.free_batch(want)
+    end
+    s:free()
+    s:free()   -- twice is harmless
+    local ok, err = pcall(s.batch, s, 1, 1)
+    assert(not ok and errors.message(err):find("freed", 1, true), tostring(err))
+    tok:free()
+  end },
   { "errors_name_the_folder", function()
     local ok, err = pcall(tk.load, root .. "/tests")
     assert(not ok and errors.message(err):find(root .. "/tests", 1, true), errors.message(err))

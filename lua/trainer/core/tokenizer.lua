@@ -108,31 +108,92 @@ function Tokenizer:encode_host(texts, opts)
   return out
 end
 
--- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,
--- attention_mask, token_type_ids } (i32 tensors [B, T], tag activations, opts.device).
-function Tokenizer:batch(texts, opts)
-  opts = opts or {}
-  local out = self:encode_host(texts, opts)
-  local B, L = tonumber(out.batch), tonumber(out.seq_len)
+-- { input_ids, attention_mask, token_type_ids } tensors [B, L] from host i32 arrays of
+-- B x L (on device when given); on failure the tensors made so far are freed.
+local function batch_tensors(ids, mask, types, B, L, device)
   local result = {}
   local ok, e = pcall(function()
-    for name, src in pairs({ input_ids = out.ids, attention_mask = out.attention_mask, token_type_ids = out.type_ids }) do
+    for name, src in pairs({ input_ids = ids, attention_mask = mask, token_type_ids = types }) do
       local t = T.empty({ B, L }, { dtype = "i32", tag = "activations" })
       runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), src, B * L * 4), "tokenizer:batch")
-      if opts.device and opts.device ~= "cpu" then
-        local d = t:to({ device = opts.device })
+      if device and device ~= "cpu" then
+        local d = t:to({ device = device })
         t:free()
         t = d
       end
       result[name] = t
     end
   end)
-  C.tr_tok_batch_free(out)
   if not ok then
     for _, t in pairs(result) do t:free() end
     error(e, 0)
   end
   return result
+end
+
+-- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,
+-- attention_mask, token_type_ids } (i32 tensors [B, T], tag activations, opts.device).
+function Tokenizer:batch(texts, opts)
+  opts = opts or {}
+  local out = self:encode_host(texts, opts)
+  local ok, result = pcall(batch_tensors, out.ids, out.attention_mask, out.type_ids,
+    tonumber(out.batch), tonumber(out.seq_len), opts.device)
+  C.tr_tok_batch_free(out)
+  if not ok then error(result, 0) end
+  return result
+end
+
+-- Inference batching by token count, what `trainer encode` runs: every text is tokenized
+-- once, the texts are ordered longest first by their number of tokens (ties in input
+-- order), and batch(first, last) makes the tensors of order[first..last] padded to the
+-- longest of them. sentence-transformers orders by characters; ordering by tokens pads
+-- far less (1000 SICK premises, batches of 32: 3.8 % padding tokens against 22 %), and
+-- the padding is work every product of every layer does for nothing.
+--   local s = tok:by_length(texts, { max_length = 256, device = "cpu" })
+--   for first = 1, s.n, 32 do local b = s:batch(first, math.min(first + 31, s.n)) ... end
+--   s:free()
+-- s.order[k] is the input index (1-based) of the k-th text in that order.
+local Sorted = {}
+Sorted.__index = Sorted
+
+function Tokenizer:by_length(texts, opts)
+  opts = opts or {}
+  local host = ffi.gc(self:encode_host(texts, opts), C.tr_tok_batch_free)
+  local n, L = tonumber(host.batch), tonumber(host.seq_len)
+  local len, order = {}, {}
+  for i = 0, n - 1 do
+    local mask, l = host.attention_mask + i * L, 0
+    while l < L and mask[l] ~= 0 do l = l + 1 end  -- padding "longest" masks a row's tail only
+    len[i + 1], order[i + 1] = l, i + 1
+  end
+  table.sort(order, function(a, b)
+    if len[a] ~= len[b] then return len[a] > len[b] end
+    return a < b
+  end)
+  return setmetatable({ host = host, n = n, L = L, len = len, order = order, device = opts.device }, Sorted)
+end
+
+function Sorted:batch(first, last)
+  if self.host == nil then errors.user("tokenizer:by_length: this batching was freed") end
+  local B, L, W = last - first + 1, self.len[self.order[first]], self.L
+  if L == 0 then L = 1 end  -- add_special_tokens = false and only empty texts
+  local ids, mask, types = ffi.new("int32_t[?]", B * L), ffi.new("int32_t[?]", B * L), ffi.new("int32_t[?]", B * L)
+  for r = 0, B - 1 do
+    local src = (self.order[first + r] - 1) * W   -- rows after the first are no longer than it
+    ffi.copy(ids + r * L, self.host.ids + src, L * 4)
+    ffi.copy(mask + r * L, self.host.attention_mask + src, L * 4)
+    ffi.copy(types + r * L, self.host.type_ids + src, L * 4)
+  end
+  return batch_tensors(ids, mask, types, B, L, self.device)
+end
+
+function Sorted:free()
+  if self.host ~= nil then
+    local h = self.host
+    self.host = nil
+    ffi.gc(h, nil)
+    C.tr_tok_batch_free(h)
+  end
 end
 
 function Tokenizer:vocab_size() return tonumber(C.tr_tok_vocab_size(self:handle())) end

@@ -11,36 +11,32 @@ return {
     local flags, lines, model, tok = cl.load_for("encode", "embedding", args, usage)
     local bs = cl.int(flags, "batch", 32)
     -- Like sentence-transformers: within a window, encode texts sorted by length so a batch
-    -- pads little, then write the embeddings back in input order.
+    -- pads little (by tokens here, see tokenizer:by_length), then write the embeddings back
+    -- in input order.
     local window = math.max(bs, 2048)
     for wfirst = 1, #lines, window do
       local wlast = math.min(wfirst + window - 1, #lines)
-      local order = {}
-      for i = wfirst, wlast do order[#order + 1] = i end
-      table.sort(order, function(a, b)
-        if #lines[a] ~= #lines[b] then return #lines[a] > #lines[b] end
-        return a < b
-      end)
+      local wtexts = {}
+      for i = wfirst, wlast do wtexts[#wtexts + 1] = lines[i] end
+      local sorted = tok:by_length(wtexts, { max_length = model.max_length, device = flags.device })
       local out = {}
-      for first = 1, #order, bs do
-        local chunk, idx = {}, {}
-        for j = first, math.min(first + bs - 1, #order) do
-          chunk[#chunk + 1] = lines[order[j]]
-          idx[#idx + 1] = order[j]
-        end
-        local b = tok:batch(chunk, { max_length = model.max_length, device = flags.device })
-        local e = model:forward(b)
+      for first = 1, sorted.n, bs do
+        local last = math.min(first + bs - 1, sorted.n)
+        local b = sorted:batch(first, last)
+        local ok, e = pcall(model.forward, model, b)
         tk.free_batch(b)
+        if not ok then sorted:free() error(e, 0) end
         local C = e:shape()[2]
         local v = e:values()
         e:free()
-        for r = 0, #chunk - 1 do
+        for r = 0, last - first do
           local row = {}
           for c = 1, C do row[c] = v[r * C + c] end
-          out[idx[r + 1]] = cl.float_array(row)
+          out[sorted.order[first + r]] = cl.float_array(row)
         end
       end
-      for i = wfirst, wlast do io.write(out[i], "\n") end
+      sorted:free()
+      for i = 1, #wtexts do io.write(out[i], "\n") end
     end
     tok:free()
     model:free()
