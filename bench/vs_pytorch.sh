@@ -11,6 +11,9 @@
 #     --quick     all-MiniLM-L6-v2 shape only, fewer steps: a few minutes on 2 idle cores
 #     --shapes=LIST the 32 x 128 shapes to run, of "minilm bert-base" (default: both; --quick: minilm)
 #     --train-only  only the 32 x 128 rows (no STS-B fine-tune, no encode)
+#     --encode-only only the encode rows
+#     ROUNDS=N    alternations A B per row (default 2): on a VM whose speed swings between runs,
+#                 more rounds make the median ratio steadier
 #     VENV=DIR    the virtual environment (default build/bench-venv; build/ is ignored by git)
 #     THREADS=N   threads of both sides (default: nproc); OMP_NUM_THREADS and torch.set_num_threads
 #
@@ -27,8 +30,8 @@
 #   (load and one untimed warm-up batch excluded on both sides: bench/encode_throughput.lua
 #   against model.encode) and whole-process
 #   (`trainer encode` against a Python process that loads sentence-transformers and encodes).
-# Figures of the two rounds: throughput is their mean, the ratio column the range of the two
-# per-round ratios, peak RSS the larger of the two. Ratios are trainer / PyTorch.
+# Figures of the rounds: throughput is their mean, the ratio column the range of the per-round
+# ratios and their median, peak RSS the largest. Ratios are trainer / PyTorch.
 #
 # Setup: PyPI's `torch` for Linux x86-64 is the CUDA build (about 3.5 GB to download with its
 # nvidia-* wheels, 6 GB installed); it runs on the CPU, and PyPI has no CPU-only wheel.
@@ -36,8 +39,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-build/bench-venv}
 THREADS=${THREADS:-$(nproc)}
+ROUNDS=${ROUNDS:-2}
+case "$ROUNDS" in ''|*[!0-9]*|0) echo "bench/vs_pytorch.sh: ROUNDS must be a whole number from 1, got '$ROUNDS'" >&2; exit 1 ;; esac
 MODEL=models/all-MiniLM-L6-v2
-quick=0 setup=0 run=1 shapes_opt="" train_only=0
+quick=0 setup=0 run=1 shapes_opt="" train_only=0 encode_only=0
 for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
@@ -46,8 +51,9 @@ for a in "$@"; do
     --shapes=*) shapes_opt=${a#--shapes=}
       for s in $shapes_opt; do case "$s" in minilm|bert-base) ;; *) echo "bench/vs_pytorch.sh: --shapes: unknown shape $s (shapes: minilm, bert-base)" >&2; exit 1 ;; esac; done ;;
     --train-only) train_only=1 ;;
+    --encode-only) encode_only=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --train-only, --help)" >&2; exit 1 ;;
+    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --train-only, --encode-only, --help)" >&2; exit 1 ;;
   esac
 done
 
@@ -77,6 +83,11 @@ export PYTHONWARNINGS=ignore TRANSFORMERS_VERBOSITY=error HF_HUB_OFFLINE=1 TOKEN
 if [ "$quick" = 1 ]; then shapes="minilm"; warmup=1; steps=1; sts_steps=8
 else shapes="minilm bert-base"; warmup=1; steps=3; sts_steps=30; fi
 [ -z "$shapes_opt" ] || shapes=$shapes_opt
+if [ "$encode_only" = 1 ]; then
+  [ "$train_only" = 0 ] || { echo "bench/vs_pytorch.sh: --train-only and --encode-only leave nothing to run together" >&2; exit 1; }
+  shapes=""
+fi
+rounds=$(seq "$ROUNDS")
 configs="fp32-full fp32-lora bf16-ckpt-lora"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 t_start=$(date +%s)
@@ -119,7 +130,7 @@ cuda_note=$(if [ "$(./trainer run "$work/built.lua" 2>/dev/null)" = cuda ]; then
 # ---------------------------------------------------------------- 32 x 128 training steps
 for shape in $shapes; do
   for cfg in $configs; do
-    for round in 1 2; do
+    for round in $rounds; do
       progress "$shape $cfg round $round: trainer"
       # shellcheck disable=SC2046
       measure "train.$shape.$cfg.$round.A" ./trainer run bench/train_step.lua --config "$cfg" $(shape_flags "$shape") \
@@ -144,7 +155,7 @@ t = sum(r["tokens"] / r["tokens_per_s"] for r in rows)
 print(f"samples_s={16 * len(rows) / t:.1f}")
 PY
 }
-for round in 1 2; do
+[ "$encode_only" = 1 ] || for round in $rounds; do
   progress "STS-B fine-tune round $round: trainer"
   rm -rf "$work/sts_run"
   measure "sts.$round.A" ./trainer recipes/minilm_sts_lora.lua "steps=$sts_steps" data.eval=nil eval.at_start=false \
@@ -165,7 +176,7 @@ else   # without ../shared/data: STS-B's first sentences, shipped in this reposi
   texts_note="1000 STS-B dev sentences (../shared/data is missing)"
 fi
 ntexts=$(wc -l <"$work/texts.txt")
-for round in 1 2; do
+for round in $rounds; do
   progress "encode round $round: trainer"
   measure "enc_in.$round.A" ./trainer run bench/encode_throughput.lua "$MODEL" "$work/texts.txt" 32
   # encode_throughput.lua prints "tokenize_per_s encode_per_s"
@@ -180,35 +191,43 @@ done
 fi   # train_only
 
 # ---------------------------------------------------------------- table
-# row LABEL SHAPE PREFIX KEY UNIT: PREFIX.{1,2}.{A,B} hold KEY=value lines and their .time files
+# row LABEL SHAPE PREFIX KEY: PREFIX.ROUND.{A,B} hold KEY=value lines and their .time files
 row() {
-  local label=$1 shape=$2 p=$3 key=$4
-  local a1 a2 b1 b2 ra1 ra2 rb1 rb2
-  a1=$(field "$p.1.A" "$key"); a2=$(field "$p.2.A" "$key"); b1=$(field "$p.1.B" "$key"); b2=$(field "$p.2.B" "$key")
-  ra1=$(rss "$p.1.A"); ra2=$(rss "$p.2.A"); rb1=$(rss "$p.1.B"); rb2=$(rss "$p.2.B")
-  awk -v label="$label" -v shape="$shape" -v a1="$a1" -v a2="$a2" -v b1="$b1" -v b2="$b2" \
-      -v ra1="$ra1" -v ra2="$ra2" -v rb1="$rb1" -v rb2="$rb2" 'BEGIN {
-    mean = "-"; ta = "n/a"; tb = "n/a"; ratio = "n/a"; mem = "n/a"; mratio = "n/a"
-    if (a1 != "" && a2 != "") ta = sprintf((a1 + a2) / 2 < 100 ? "%.1f" : "%.0f", (a1 + a2) / 2)
-    if (b1 != "" && b2 != "") tb = sprintf((b1 + b2) / 2 < 100 ? "%.1f" : "%.0f", (b1 + b2) / 2)
-    if (a1 != "" && a2 != "" && b1 != "" && b2 != "" && b1 > 0 && b2 > 0) {
-      r1 = a1 / b1; r2 = a2 / b2
-      ratio = sprintf("%.2f-%.2fx", (r1 < r2 ? r1 : r2), (r1 < r2 ? r2 : r1))
+  local label=$1 shape=$2 p=$3 key=$4 a b ra rb r
+  a=""; b=""; ra=""; rb=""
+  for r in $rounds; do
+    a="$a $(field "$p.$r.A" "$key")"; b="$b $(field "$p.$r.B" "$key")"
+    ra="$ra $(rss "$p.$r.A")"; rb="$rb $(rss "$p.$r.B")"
+  done
+  awk -v label="$label" -v shape="$shape" -v a="$a" -v b="$b" -v ra="$ra" -v rb="$rb" -v want="$ROUNDS" 'BEGIN {
+    na = split(a, A, " "); nb = split(b, B, " "); split(ra, RA, " "); split(rb, RB, " ")
+    ta = "n/a"; tb = "n/a"; ratio = "n/a"; med = "n/a"; mem = "n/a"; mratio = "n/a"
+    if (na == want) { s = 0; for (i = 1; i <= na; i++) s += A[i]; ta = sprintf(s / na < 100 ? "%.1f" : "%.0f", s / na) }
+    if (nb == want) { s = 0; for (i = 1; i <= nb; i++) s += B[i]; tb = sprintf(s / nb < 100 ? "%.1f" : "%.0f", s / nb) }
+    ok = (na == want && nb == want)
+    for (i = 1; ok && i <= na; i++) if (B[i] <= 0) ok = 0
+    if (ok) {
+      for (i = 1; i <= na; i++) R[i] = A[i] / B[i]
+      for (i = 2; i <= na; i++) { v = R[i]; for (j = i - 1; j >= 1 && R[j] > v; j--) R[j + 1] = R[j]; R[j + 1] = v }
+      ratio = sprintf("%.2f-%.2fx", R[1], R[na])
+      med = sprintf("%.2fx", na % 2 ? R[(na + 1) / 2] : (R[na / 2] + R[na / 2 + 1]) / 2)
     }
-    ma = (ra1 > ra2 ? ra1 : ra2); mb = (rb1 > rb2 ? rb1 : rb2)
-    if (ma != "" && mb != "" && mb > 0) { mem = sprintf("%d / %d", ma, mb); mratio = sprintf("%.2fx", ma / mb) }
-    printf "| %-30s | %-9s | %10s | %10s | %12s | %13s | %6s |\n", label, shape, ta, tb, ratio, mem, mratio
+    ma = 0; mb = 0
+    for (i in RA) if (RA[i] + 0 > ma) ma = RA[i] + 0
+    for (i in RB) if (RB[i] + 0 > mb) mb = RB[i] + 0
+    if (ma > 0 && mb > 0) { mem = sprintf("%d / %d", ma, mb); mratio = sprintf("%.2fx", ma / mb) }
+    printf "| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n", label, shape, ta, tb, ratio, med, mem, mratio
   }'
 }
 
 echo
 echo "bench/vs_pytorch.sh$( [ "$quick" = 1 ] && echo " --quick"): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $THREADS threads each side, load average before: $load_before"
 "$PY" -c 'import torch, transformers, peft, sentence_transformers as s; print(f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), transformers {transformers.__version__}, peft {peft.__version__}, sentence-transformers {s.__version__}")' 2>/dev/null || true
-echo "32 x 128 rows: $warmup warm-up + $steps measured step(s) per process; STS-B: $sts_steps steps; two rounds A B A B"
+echo "32 x 128 rows: $warmup warm-up + $steps measured step(s) per process; STS-B: $sts_steps steps; $ROUNDS rounds A B A B..."
 echo
-printf '| %-30s | %-9s | %10s | %10s | %12s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "peak RSS MiB" "ratio"
-printf '| %-30s | %-9s | %10s | %10s | %12s | %13s | %6s |\n' "" "" "" "" "" "trainer / PT" ""
-echo "|---|---|---:|---:|---:|---:|---:|"
+printf '| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "median" "peak RSS MiB" "ratio"
+printf '| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "" "" "" "" "" "" "trainer / PT" ""
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for shape in $shapes; do
   for cfg in $configs; do
     case "$cfg" in
@@ -219,9 +238,9 @@ for shape in $shapes; do
   done
 done
 if [ "$train_only" = 0 ]; then
-row "STS-B LoRA fine-tune, pairs/s" "minilm" sts samples_s
+[ "$encode_only" = 1 ] || row "STS-B LoRA fine-tune, pairs/s" "minilm" sts samples_s
 row "encode in-process, sent/s" "minilm" enc_in sentences_s
-for round in 1 2; do   # whole-process encode: sentences / wall seconds, model load included
+for round in $rounds; do   # whole-process encode: sentences / wall seconds, model load included
   for side in "enc_cli.$round.A:enc_proc.$round.A" "enc_in.$round.B:enc_proc.$round.B"; do
     from=${side%%:*} to=${side#*:}
     if [ -f "$work/$from.time" ]; then
@@ -236,7 +255,7 @@ echo
 [ "$train_only" = 1 ] || echo "texts for encode: $texts_note; whole process = sentences / wall time of \`trainer encode\` against a Python"
 [ "$train_only" = 1 ] || echo "process that imports sentence-transformers, loads the model and encodes (the in-process figures warm up on"
 [ "$train_only" = 1 ] || echo "one batch first, both sides)."
-echo "Throughput: mean of the two rounds; ratio: the two rounds' trainer/PyTorch; peak RSS: the"
-echo "larger round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "Throughput: mean of the rounds; ratio: the range of the rounds' trainer/PyTorch, and their median; peak RSS:"
+echo "the largest round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "Fixed cost of a process before any work (peak RSS): \`trainer run\` of an empty script $(rss base.A) MiB ($cuda_note),"
 echo "python -c 'import torch, transformers' $(rss base.B) MiB; both are inside the RSS figures above."
