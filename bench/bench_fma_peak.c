@@ -4,9 +4,10 @@
  * has it, else AVX2 + FMA (chosen at run time). Prints GFLOP/s of wall time for 1 thread and
  * for OMP_NUM_THREADS threads, the best of 5 runs of about 0.3 s each. Never a test.
  *
- * On the project's 2-core AVX-512 VM: 276 GFLOP/s with 2 threads, while oneDNN's products of
- * a MiniLM forward (416 rows, six layers' weights in turn) ran at 222-239 GFLOP/s, so the
- * products sit at 80-87 % of what the cores can do (README, "The third round"). */
+ * On the project's 2-core AVX-512 VM: 276-347 GFLOP/s with 2 threads (174 with one),
+ * depending on the minute, while oneDNN's products of a MiniLM forward (416 rows, six
+ * layers' weights in turn) ran at 222-281 GFLOP/s, so the products sit at 70-85 % of what
+ * the cores can do (README, "The third round"). */
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
