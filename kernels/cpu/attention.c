@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "cpu/attn_short.h"
 #include "cpu/attn_tile.h"
 #include "cpu/fast_math.h"
 #include "tr_base.h"

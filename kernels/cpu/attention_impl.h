@@ -240,6 +240,13 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
     const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
     const int64_t nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
     const int use_drop = drop && drop->p > 0;
+#if KTILE
+    /* T <= 32 with head dim 32 or 64 and no dropout: a head in registers (attn_short.h) */
+    if (tr_attn_short_usable(isa, T, D, use_drop)) {
+        tr_attn_short_fwd_f32(out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
+        return;
+    }
+#endif
     const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
     /* A task is a run of query blocks of one head, so that k^T is packed once per run: the
      * whole head when there are heads enough for every thread, else single blocks. */

@@ -101,14 +101,16 @@ __attribute__((target("avx512f"))) static void pack_t_avx512(float *dst, int64_t
 void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
                          int64_t cols)
 {
+    int64_t written = rows;   /* columns of each dst row written so far */
 #ifdef TR_ATTN_TILE_X86
-    if (ldd >= (rows + 15) / 16 * 16 && tr_attn_tile_usable(TR_ATTN_ISA_AVX512))
+    if (ldd >= (rows + 15) / 16 * 16 && tr_attn_tile_usable(TR_ATTN_ISA_AVX512)) {
         pack_t_avx512(dst, ldd, src, lds, rows, cols);
-    else
+        written = (rows + 15) / 16 * 16;   /* the blocks' zero rows: no memset per row for them */
+    } else
 #endif
         pack_t_scalar(dst, ldd, src, lds, rows, cols);
-    if (ldd > rows)
-        for (int64_t c = 0; c < cols; c++) memset(dst + c * ldd + rows, 0, (size_t)(ldd - rows) * sizeof *dst);
+    if (ldd > written)
+        for (int64_t c = 0; c < cols; c++) memset(dst + c * ldd + written, 0, (size_t)(ldd - written) * sizeof *dst);
 }
 
 #ifdef TR_ATTN_TILE_X86

@@ -1,0 +1,36 @@
+/* attn_short.h — the attention forward for short sequences (T <= 32 keys, head dim 32 or 64,
+ * no attention dropout) in AVX-512 registers: one (b, h) at a time, its scores, softmax and
+ * P v never leave the registers and a 4 KiB stack block.
+ *
+ * Why: `trainer encode` and short-text fine-tunes run T of 5 to 30. There the tiled path of
+ * attention_impl.h paid per row (a mask fill, a max, an exp loop, a sum, a log: five calls
+ * per 16 scores) and per head (a zeroed scratch, a key-select row, two tile products of one
+ * or two vectors a row): 0.24-0.31 ms for the 384 heads of a 32-sentence MiniLM batch at
+ * T = 13, 6 % of an encode pass, for 10 MFLOP. A row of T <= 32 scores is one or two
+ * vectors, so the whole head fits the register file: 0.10-0.13 ms there, and 0.06 against
+ * 0.16 ms at T = 8, 0.41-0.54 against 0.63-0.67 ms at T = 30 (bench/attention_short.lua,
+ * old and new binaries alternated, 2 threads).
+ *
+ * Same contract as tr_k_attention_fwd_f32 (attention.h): out [B,T,H,D] (=), lse [B,H,T] (=),
+ * mask [B,T] i32 or f32 or NULL, a row whose keys are all masked gives out 0 and lse -inf.
+ * The scores are summed over d in order with fused multiply-adds, as the tile products do,
+ * and P v is normalised on the output row (1/rowsum), so results agree with the tiled path
+ * to rounding (the tests hold both to the double kernels). */
+#ifndef TR_KERNELS_CPU_ATTN_SHORT_H
+#define TR_KERNELS_CPU_ATTN_SHORT_H
+
+#include <stdint.h>
+
+enum { TR_ATTN_SHORT_MAX_T = 32 };
+
+/* 1 when tr_attn_short_fwd_f32 runs this call: product path isa (attn_tile.h) is AVX-512,
+ * 1 <= T <= TR_ATTN_SHORT_MAX_T, D is 32 or 64, and there is no dropout. */
+int tr_attn_short_usable(int isa, int64_t T, int64_t D, int use_dropout);
+
+/* The forward above over every (b, h), on nthreads OpenMP threads (a head's result does not
+ * depend on the thread that runs it). Only for calls tr_attn_short_usable accepts. */
+void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+                           const void *mask, int mask_dtype, float scale, int64_t B, int64_t T,
+                           int64_t H, int64_t D, int nthreads);
+
+#endif
