@@ -12,6 +12,7 @@
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
+#include "ops_nn.h"
 #include "rng.h"
 
 #include <math.h>
@@ -45,26 +46,39 @@ static tr_rng_key key_of(const tr_op_call *c)
     return c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){0, 0, 0, 0};
 }
 
+/* The forward's q, k, v (in) and out (out) in one dtype (*dt): theirs, or f32 workspace. */
+typedef struct fwd_operands {
+    int dt;
+    const void *Q, *K, *V;
+    void *O;
+} fwd_operands;
+
+static int stage_forward(tr_cslot *s, const tr_tensor *q, const tr_tensor *k, const tr_tensor *v,
+                         const tr_tensor *out, fwd_operands *f)
+{
+    const tr_tensor *all[] = {q, k, v, out};
+    f->dt = common_dtype(all, 4);
+    int rc;
+    if ((rc = tr_cslot_in(s, q, f->dt, &f->Q)) || (rc = tr_cslot_in(s, k, f->dt, &f->K)) ||
+        (rc = tr_cslot_in(s, v, f->dt, &f->V)) || (rc = tr_cslot_out(s, out, f->dt, 0, &f->O)))
+        return rc;
+    return TR_OK;
+}
+
 TR_CSLOT_DEFINE(attention)
 static int attention_body(tr_cslot *s, tr_op_call *c)
 {
     const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4], *mask = c->t[5];
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
-    if ((rc = want_head_dim(s, D))) return rc;
-    const tr_tensor *all[] = {q, k, v, out};
-    const int dt = common_dtype(all, 4);
-    const void *Q, *K, *V;
-    void *O;
-    if ((rc = tr_cslot_in(s, q, dt, &Q)) || (rc = tr_cslot_in(s, k, dt, &K)) || (rc = tr_cslot_in(s, v, dt, &V)) ||
-        (rc = tr_cslot_out(s, out, dt, 0, &O)))
-        return rc;
+    fwd_operands f;
+    if ((rc = want_head_dim(s, D)) || (rc = stage_forward(s, q, k, v, out, &f))) return rc;
     const tr_rng_key key = key_of(c);
-    if ((rc = tr_k_attention_fwd_cuda(O, lse->data, Q, K, V, dt, mask ? mask->data : NULL, mask ? mask->dtype : TR_I32,
-                                      c->f[1], key.seed, key.step, key.layer, key.op, scale_of(c->f[0], D), B, T, H, D,
-                                      s->stream, s->err)))
+    if ((rc = tr_k_attention_fwd_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
+                                      mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
+                                      scale_of(c->f[0], D), B, T, H, D, s->stream, s->err)))
         return rc;
-    return tr_cslot_store(s, out, dt, O);
+    return tr_cslot_store(s, out, f.dt, f.O);
 }
 
 /* dq, dk, dv (=) */
@@ -98,6 +112,34 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
         return rc;
     if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;
     return tr_cslot_store(s, dv, dt, DV);
+}
+
+/* attention_packed: sequence b is the padded kernel over one batch row of lengths[b] rows,
+ * no mask (its keys are its rows), launched on the sequence's rows in place; its lse lands
+ * at H*off_b as that kernel's [1, H, n_b] block. The CPU slot: core/ops/attention_packed.c. */
+TR_CSLOT_DEFINE(attention_packed)
+static int attention_packed_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
+    const tr_attn_lengths *L = c->p;
+    const int64_t H = q->shape[1], D = q->shape[2];
+    int rc;
+    fwd_operands f;
+    if ((rc = want_head_dim(s, D)) || (rc = stage_forward(s, q, k, v, out, &f))) return rc;
+    const size_t row_bytes = (size_t)(H * D) * tr_dtype_size(f.dt);
+    const float scale = scale_of(c->f[0], D);
+    int64_t off = 0;
+    for (int64_t b = 0; b < L->B && rc == TR_OK; b++) {
+        int64_t n = L->len[b];
+        if (n > 0)
+            rc = tr_k_attention_fwd_cuda((char *)f.O + off * row_bytes, (float *)lse->data + H * off,
+                                         (const char *)f.Q + off * row_bytes, (const char *)f.K + off * row_bytes,
+                                         (const char *)f.V + off * row_bytes, f.dt, NULL, TR_I32, 0, 0, 0, 0, 0, scale,
+                                         1, n, H, D, s->stream, s->err);
+        off += n;
+    }
+    if (rc != TR_OK) return rc;
+    return tr_cslot_store(s, out, f.dt, f.O);
 }
 
 #endif

@@ -202,7 +202,46 @@ void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *
     }
 }
 
-#else /* not x86-64 GCC or clang: tr_attn_short_usable is 0, so this is never called */
+int tr_attn_short_packed_usable(int isa, const int64_t *len, int64_t B, int64_t D)
+{
+    if (!tr_attn_short_usable(isa, 1, D, 0)) return 0;
+    for (int64_t b = 0; b < B; b++)
+        if (len[b] < 0 || len[b] > TR_ATTN_SHORT_MAX_T) return 0;
+    return 1;
+}
+
+void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+                                  const int64_t *off, int64_t B, int64_t H, int64_t D, float scale, int nthreads)
+{
+    if (B <= 0 || H <= 0) return;
+    const int64_t ld = H * D;
+    /* every head of a row costs the same; rows differ, so dynamic shares */
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 8)
+    for (int64_t bh = 0; bh < B * H; bh++) {
+        int64_t b = bh / H, h = bh % H, n = off[b + 1] - off[b];
+        if (n <= 0) continue;
+        void (*fn)(float *, float *, const float *, const float *, const float *, uint32_t, float, int64_t,
+                   int64_t) = D == 32 ? (n <= 16 ? head_t16_d32 : head_t32_d32) : (n <= 16 ? head_t16_d64 : head_t32_d64);
+        int64_t row0 = off[b] * ld + h * D;
+        uint32_t keep = n == 32 ? 0xffffffffu : (1u << n) - 1u;
+        fn(out + row0, lse + H * off[b] + h * n, q + row0, k + row0, v + row0, keep, scale, n, ld);
+    }
+}
+
+#else /* not x86-64 GCC or clang: the usable queries say 0, so these are never called */
+
+int tr_attn_short_packed_usable(int isa, const int64_t *len, int64_t B, int64_t D)
+{
+    (void)isa; (void)len; (void)B; (void)D;
+    return 0;
+}
+
+void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+                                  const int64_t *off, int64_t B, int64_t H, int64_t D, float scale, int nthreads)
+{
+    (void)out; (void)lse; (void)q; (void)k; (void)v; (void)off; (void)B; (void)H; (void)D; (void)scale;
+    (void)nthreads;
+}
 
 void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
                            const void *mask, int mask_dtype, float scale, int64_t B, int64_t T,

@@ -33,4 +33,14 @@ void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *
                            const void *mask, int mask_dtype, float scale, int64_t B, int64_t T,
                            int64_t H, int64_t D, int nthreads);
 
+/* The packed form (core/ops/attention_packed.c): B sequences stored back to back, row r of
+ * [N, H, D] with N = off[B], sequence b its rows off[b] .. off[b+1]-1, each attending over
+ * its own rows only (no mask); lse of sequence b, head h, query i at H*off[b] + h*n_b + i.
+ * Per head this is the padded kernel above with the sequence's keys kept, so a prefix-masked
+ * padded batch gives the same bits. Usable when isa is AVX-512, D is 32 or 64 and every
+ * len[b] (sequence lengths) is in 0 .. TR_ATTN_SHORT_MAX_T. */
+int tr_attn_short_packed_usable(int isa, const int64_t *len, int64_t B, int64_t D);
+void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+                                  const int64_t *off, int64_t B, int64_t H, int64_t D, float scale, int nthreads);
+
 #endif

@@ -613,6 +613,45 @@ static void sh_attention_bwd(const int64_t *d, arg_spec *a)
     a[8] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
 }
 
+/* attention_packed. d: variant (the lengths below), H, D. Variant 3 and up: the device-only
+ * lengths, longer than the CPU's register kernel takes (its padded fallback runs there). */
+static const int64_t packed_lens[][5] = {   /* B, then the lengths */
+    { 3, 3, 1, 5 }, { 1, 1 }, { 3, 2, 0, 4 }, { 3, 37, 5, 30 }, { 4, 19, 32, 1, 17 },
+};
+static tr_attn_lengths packed_L[sizeof packed_lens / sizeof packed_lens[0]];
+static int64_t packed_rows(int64_t v)
+{
+    int64_t n = 0;
+    for (int64_t b = 0; b < packed_lens[v][0]; b++) n += packed_lens[v][1 + b];
+    return n;
+}
+static void sh_attention_packed(const int64_t *d, arg_spec *a)
+{
+    int64_t N = packed_rows(d[0]);
+    for (int i = 0; i < 5; i++) a[i] = A(3, N, d[1], d[2]);
+    a[1] = A(1, d[1] * N);
+}
+static void sc_attention_packed(const int64_t *d, tr_op_call *c)
+{
+    packed_L[d[0]] = (tr_attn_lengths){ packed_lens[d[0]][0], &packed_lens[d[0]][1] };
+    c->f[0] = 0;   /* 1/sqrt(D) */
+    c->p = &packed_L[d[0]];
+}
+static void ref_attention_packed(double **t, const int64_t *d, const tr_op_call *c)
+{
+    const tr_attn_lengths *L = c->p;
+    const int64_t H = d[1], Dh = d[2];
+    int nt = tr_k_attention_threads();
+    double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(64, Dh, nt));
+    for (int64_t b = 0, off = 0; b < L->B; off += L->len[b], b++) {
+        int64_t r = off * H * Dh;
+        if (L->len[b] > 0)
+            tr_k_attention_fwd_f64(t[0] + r, t[1] + H * off, t[2] + r, t[3] + r, t[4] + r, NULL, TR_I32, NULL,
+                                   1 / sqrt((double)Dh), 1, L->len[b], H, Dh, scr, nt);
+    }
+    free(scr);
+}
+
 /* ------------------------------------------------------------ list ops */
 
 static void custom_global_norm(int dtype, int device);
@@ -654,6 +693,8 @@ static const op_case cases[] = {
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
       { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(1), I(5) }, .nd = 2,
       .dims = { DIMS(2, 3, 2, 3, 1), DIMS(1, 1, 1, 1, 0) } },
+    { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
+      .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
     { "mul", sh_binary, NULL, ref_mul, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 1) } },
     { "mul_backward", sh_mul_bwd, NULL, NULL, "mul", { G(1), G(2), D(0), I(1), I(2) }, .nd = 3,
@@ -1795,6 +1836,8 @@ static const struct {
     { "attention", { 1, 9, 2, 128, 0 }, 0 },          { "attention", { 2, 13, 2, 32, 1 }, 0.2f },
     { "attention_backward", { 2, 37, 2, 32, 1 }, 0 }, { "attention_backward", { 1, 19, 1, 64, 1 }, 0 },
     { "attention_backward", { 1, 9, 2, 128, 0 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1 }, 0.2f },
+    { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
+    { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
     { "linear", { 48, 64, 96, 1 }, 0 },               { "linear_backward", { 48, 64, 96, 1 }, 0 },
     /* BERT-sized rows: more columns than a block's threads, an odd hidden size, a padded row */

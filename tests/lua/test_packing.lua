@@ -152,6 +152,93 @@ return {
     x:free()
   end },
 
+  { "lengths_and_prefix_of_a_packing", function()
+    -- row 0 full and row 1's start form one run; lengths must still be per batch row
+    local mask = int_tensor({ 1, 1, 1, 1,  1, 1, 0, 0,  0, 0, 0, 0,  1, 0, 0, 0 }, { 4, 4 })
+    local pk = assert(packing.from_mask(mask))
+    local got = {}
+    for b = 0, pk.lengths.n - 1 do got[#got + 1] = tonumber(pk.lengths.ptr[b]) end
+    assert(table.concat(got, ",") == "4,2,0,1", "lengths " .. table.concat(got, ","))
+    assert(pk.prefix, "real tokens first in every row: a prefix packing")
+    pk:close(); mask:free()
+    local holes = int_tensor({ 1, 0, 1, 0,  1, 1, 1, 0 }, { 2, 4 })
+    pk = assert(packing.from_mask(holes))
+    assert(not pk.prefix and tonumber(pk.lengths.ptr[0]) == 2, "a row with a hole is not a prefix")
+    pk:close(); holes:free()
+  end },
+
+  { "attention_packed_gives_the_padded_bits", function()
+    -- short rows on the register kernel (T <= 32, D 32 or 64), longer rows and other head
+    -- sizes on the padded kernel inside the op: both must be the padded op's bits
+    for _, c in ipairs({ { 5, 20, 3, 32 }, { 3, 32, 2, 64 }, { 4, 9, 2, 32 }, { 3, 40, 2, 32 }, { 3, 13, 2, 48 } }) do
+      local B, Tn, H, D = c[1], c[2], c[3], c[4]
+      local m = {}
+      for b = 0, B - 1 do
+        local len = b == 1 and 0 or Tn - (b * 7) % Tn   -- a full row, an empty one, tails
+        for t = 1, Tn do m[b * Tn + t] = t <= len and 1 or 0 end
+      end
+      local mask = int_tensor(m, { B, Tn })
+      local pk = assert(packing.from_mask(mask))
+      local N = pk.N
+      local qp, kp, vp = T.randn({ N, H * D }, { seed = 4 }), T.randn({ N, H * D }, { seed = 5 }), T.randn({ N, H * D }, { seed = 6 })
+      local function padded(x)
+        local s = pk:scatter(x)
+        local r = s:reshape({ B, Tn, H, D })
+        s:free()
+        return r
+      end
+      local q4, k4, v4 = padded(qp), padded(kp), padded(vp)
+      local out4, lse4 = ops.attention(q4, k4, v4, mask)
+      local o3 = out4:reshape({ B, Tn, H * D })
+      local want = pk:gather(o3)
+      local q3, k3, v3 = qp:reshape({ N, H, D }), kp:reshape({ N, H, D }), vp:reshape({ N, H, D })
+      local out, lse = ops.attention_packed(q3, k3, v3, pk.lengths)
+      local what = ("B=%d T=%d H=%d D=%d"):format(B, Tn, H, D)
+      assert(bytes(out) == bytes(want), what .. ": packed attention differs from the padded op's real rows")
+      local lv, pv = lse:values(), lse4:values()
+      local off = 0
+      for b = 0, B - 1 do
+        local n = tonumber(pk.lengths.ptr[b])
+        for h = 0, H - 1 do
+          for i = 0, n - 1 do
+            local a, w2 = lv[H * off + h * n + i + 1], pv[(b * H + h) * Tn + i + 1]
+            assert(a == w2, ("%s: lse of row %d head %d query %d is %.9g, padded %.9g"):format(what, b, h, i, a, w2))
+          end
+        end
+        off = off + n
+      end
+      for _, t in ipairs({ qp, kp, vp, q4, k4, v4, out4, lse4, o3, want, q3, k3, v3, out, lse, mask }) do t:free() end
+      pk:close()
+    end
+  end },
+
+  { "attention_packed_rejects_lengths_that_do_not_sum_to_the_rows", function()
+    local q = T.randn({ 5, 2, 32 }, { seed = 1 })
+    local len = ffi.new("int64_t[2]", 2, 2)
+    local ok, err = pcall(ops.attention_packed, q, q, q, { ptr = len, n = 2 })
+    assert(not ok and tostring(err):find("the 2 sequence lengths sum to 4 but q has 5 rows", 1, true), tostring(err))
+    q:free()
+  end },
+
+  { "packed_eval_forward_has_the_bits_of_a_forward_with_gradients", function()
+    -- a forward without gradients runs attention_packed; one with gradients (what a
+    -- checkpoint or GradCache replay runs) the padded op: the same bits
+    -- heads of 32: the register kernel (on AVX-512) inside the op
+    local cfg = bert.config({ hidden_size = 64, num_hidden_layers = 2, num_attention_heads = 2,
+      intermediate_size = 64, vocab_size = 60, max_position_embeddings = 64 }, "tiny")
+    local model = bert.SentenceEncoder.new(bert.BertModel.new(cfg, { seed = 3, pooler = false }), { pooling = "mean" })
+    local x, w = batch(5, 12)
+    model:eval()
+    local e0 = model:forward(x)
+    model:set_grad_enabled(true)
+    local e1 = model:forward(x)
+    model:release()
+    assert(bytes(e0) == bytes(e1), "an eval forward without gradients differs from one with them")
+    e0:free(); e1:free()
+    free_input(x, w)
+    model:free()
+  end },
+
   { "no_padding_is_not_packed", function()
     local mask = int_tensor({ 1, 1, 1, 1, 1, 1 }, { 2, 3 })
     assert(packing.from_mask(mask) == nil, "a batch without padding has nothing to skip")

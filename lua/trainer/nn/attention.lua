@@ -9,7 +9,9 @@
 -- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept. Or x is
 -- the packed real rows [N, C] and mask their packing (trainer.nn.packing): the linears and
 -- the output block run on the N rows; q, k, v are scattered to [B, T, C] (padding rows 0)
--- for the attention op and its output gathered back, the same numbers as the padded path.
+-- for the attention op and its output gathered back, the same numbers as the padded path;
+-- a forward without gradients or attention dropout over prefix masks runs
+-- ops.attention_packed on the packed rows instead (the same bits, no copies).
 local Module = require("trainer.nn.module")
 local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
@@ -61,6 +63,25 @@ function SelfAttention:forward(x, mask)
   local pk = packing.is(mask) and mask or nil
   if pk then mask = pk.mask end
   local q, k, v = self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk)
+  local aopts = self:attn_opts()
+  if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 then
+    -- no backward to save for: attention on the packed rows, no scatter and gather (the
+    -- padded op's bits for prefix masks, so a replay with gradients matches)
+    local N = pk.N
+    local q3, k3, v3 = q:reshape({ N, H, D }), k:reshape({ N, H, D }), v:reshape({ N, H, D })
+    q:free(); k:free(); v:free()
+    local ok, a3, lse = pcall(ops.attention_packed, q3, k3, v3, pk.lengths)
+    q3:free(); k3:free(); v3:free()
+    if not ok then error(a3, 0) end
+    lse:free()
+    local a = a3:reshape(x:shape())
+    a3:free()
+    local o = self.dense:forward(a)
+    a:free()
+    local y = add_norm.forward(self.dropout, self.norm, o, x, pk)
+    o:free()
+    return y
+  end
   if pk then   -- to the padded layout the attention op reads
     local qs, ks, vs = pk:scatter(q), pk:scatter(k), pk:scatter(v)
     q:free(); k:free(); v:free()
@@ -68,7 +89,6 @@ function SelfAttention:forward(x, mask)
   end
   local q4, k4, v4 = heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
   q:free(); k:free(); v:free()
-  local aopts = self:attn_opts()
   local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
   if self.grad_enabled then
     self.saved.q, self.saved.k, self.saved.v = q4, k4, v4

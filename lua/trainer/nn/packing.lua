@@ -8,6 +8,8 @@
 --   local xp = pk:gather(x)                   -- [B, T, C] -> [N, C] (a new tensor)
 --   local y  = pk:scatter(xp)                 -- [N, C] -> [B, T, C], padding rows 0 (new)
 --   local d  = pk:dropout(xp, p, key)         -- the padded layout's masks (new)
+--   pk.lengths, pk.prefix                     -- real rows per batch row; true when each row's
+--                                             -- real tokens lead it (ops.attention_packed)
 --   pk:close()                                -- frees its index and mask view
 --
 -- Invariants:
@@ -63,7 +65,23 @@ function M.from_mask(mask)
   if N == 0 or N == B * Tn then return nil end
   local self = setmetatable({ B = B, T = Tn, N = N, nseg = #runs }, Packing)
   self.segs = ffi.new("int64_t[?]", 3 * #runs)
+  -- lengths: real rows per batch row, for ops.attention_packed; prefix: every row's real
+  -- tokens come first (one run from its start), the masks tokenizers make
+  -- (a run may span batch rows: a full row and the next one's start)
   for s, g in ipairs(runs) do self.segs[3 * s - 3], self.segs[3 * s - 2], self.segs[3 * s - 1] = g[1], g[2], g[3] end
+  local len = ffi.new("int64_t[?]", B)
+  self.lengths = { ptr = len, n = B }
+  self.prefix = true
+  for b = 0, B - 1 do
+    local n = 0
+    for j = 1, Tn do
+      if v[b * Tn + j] ~= 0 then
+        if n ~= j - 1 then self.prefix = false end
+        n = n + 1
+      end
+    end
+    len[b] = n
+  end
   self.mask = mask:reshape(shape)
   return self
 end
