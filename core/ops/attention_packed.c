@@ -7,14 +7,15 @@
  * off[b] .. off[b+1]-1 of q, k, v and out [N, H, D] and attends over its own rows; no mask,
  * no dropout (the padded op keeps both, and the backward).
  *
- * Bits: for a padded batch whose mask keeps a prefix of each row (what tokenizers give) the
- * result equals `attention` on the scattered layout, bit for bit, so a forward without
- * gradients (`trainer encode`, the first pass of checkpointing or GradCache) matches its
- * replay with gradients, which runs the padded op:
- *   - every length <= 32, head dim 32 or 64, AVX-512: the padded op's short-row kernel per
- *     head (kernels/cpu/attn_short.h) reads the packed rows in place;
- *   - otherwise the op scatters to a padded workspace with that prefix mask and runs the
- *     padded kernel itself.
+ * Bits: for a padded batch of length T whose mask keeps a prefix of each row (what
+ * tokenizers give) the result equals `attention` on the scattered layout, bit for bit, so a
+ * forward without gradients (`trainer encode`, the first pass of checkpointing or GradCache)
+ * matches its replay with gradients, which runs the padded op. The op makes the padded op's
+ * choice for that T:
+ *   - T <= 32 (8 on AVX2), head dim 32 or 64: the short-row kernel per head
+ *     (kernels/cpu/attn_short.h), reading the packed rows in place;
+ *   - otherwise the op scatters to a padded [B, T] workspace with that prefix mask and runs
+ *     the padded kernel itself.
  * lse (=) is f32 [H * N]: sequence b, head h, query i at H*off[b] + h*n_b + i (the padded
  * op's [1, H, n_b] block of each sequence, back to back). Half tensors are staged to f32. */
 #include "ops_nn.h"
@@ -29,8 +30,8 @@
 #include <math.h>
 #include <string.h>
 
-/* Checks the shapes against the lengths; *N, *H, *D, *maxlen out. */
-static int check_packed(tr_ctx *ctx, const tr_op_call *c, int64_t *H, int64_t *D, int64_t *maxlen)
+/* Checks the shapes against the lengths; *H, *D and *padded (the padded layout's T) out. */
+static int check_packed(tr_ctx *ctx, const tr_op_call *c, int64_t *H, int64_t *D, int64_t *padded)
 {
     static const char *op = "attention_packed";
     const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
@@ -60,6 +61,10 @@ static int check_packed(tr_ctx *ctx, const tr_op_call *c, int64_t *H, int64_t *D
     if ((rc = tr_op_want_shape(ctx, op, "k", k, 3, q->shape)) || (rc = tr_op_want_shape(ctx, op, "v", v, 3, q->shape)) ||
         (rc = tr_op_want_shape(ctx, op, "out", out, 3, q->shape)))
         return rc;
+    if (L->T > 0 && mx > L->T)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: a sequence has %lld rows but the padded length is %lld; each length must be at most it",
+                       op, (long long)mx, (long long)L->T);
     *H = q->shape[1];
     *D = q->shape[2];
     if ((rc = tr_op_want_numel(ctx, op, "lse", lse, *H * N, "H * N: each sequence's [H, n] block")) != TR_OK)
@@ -67,7 +72,7 @@ static int check_packed(tr_ctx *ctx, const tr_op_call *c, int64_t *H, int64_t *D
     if (mx > INT_MAX / 64 || *H * *D > INT_MAX)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: a sequence of %lld rows or %lld x %lld heads is beyond the "
                        "BLAS index limit", op, (long long)mx, (long long)*H, (long long)*D);
-    *maxlen = mx;
+    *padded = L->T > 0 ? L->T : mx;
     return TR_OK;
 }
 
@@ -124,8 +129,10 @@ static int attention_packed_cpu(tr_ctx *ctx, tr_op_call *c)
     if (rc == TR_OK) rc = tr_stage_load(ctx, k, 0, k->numel, &K, &ok);
     if (rc == TR_OK) rc = tr_stage_load(ctx, v, 0, v->numel, &V, &ov);
     if (rc == TR_OK) rc = tr_stage_buf(ctx, out, 0, out->numel, 0, &O, &oo);
-    if (rc == TR_OK && tr_attn_short_packed_usable(tr_attn_tile_isa(), L->len, B, D)) {
-        tr_attn_short_packed_fwd_f32(O, (float *)lse->data, Q, K, V, off, B, H, D, scale, nthreads);
+    /* the padded op's choice for its [B, T] layout, so that the bits are its bits */
+    const int isa = tr_attn_tile_isa();
+    if (rc == TR_OK && tr_attn_short_usable(isa, T, D, 0)) {
+        tr_attn_short_packed_fwd_f32(isa, O, (float *)lse->data, Q, K, V, off, B, H, D, scale, nthreads);
     } else if (rc == TR_OK) {
         size_t per = (size_t)(T * H * D), elems = 4 * (size_t)B * per + (size_t)(B * H * T);
         rc = tr_stage_scratch(ctx, elems * sizeof(float), (void **)&ws);
@@ -156,9 +163,9 @@ const tr_op_desc tr_opd_attention_packed = {
 };
 
 int tr_op_attention_packed(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
-                           const tr_tensor *v, const int64_t *lengths, int64_t nseq, float scale)
+                           const tr_tensor *v, const int64_t *lengths, int64_t nseq, int64_t padded_len, float scale)
 {
-    tr_attn_lengths L = { nseq, lengths };
+    tr_attn_lengths L = { nseq, lengths, padded_len };
     tr_op_call c = { .t = { out, lse, q, k, v }, .f = { scale }, .p = &L };
     return tr_op_run(ctx, &tr_opd_attention_packed, &c);
 }

@@ -121,16 +121,19 @@ int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tenso
 typedef struct tr_attn_lengths {
     int64_t B;              /* sequences */
     const int64_t *len;     /* B lengths, >= 0, on the host */
+    int64_t T;              /* the padded layout's length (each len <= T), or 0: the longest */
 } tr_attn_lengths;
 
 /* Attention over nseq sequences stored back to back, forward only, no mask, no dropout:
  * q, k, v, out [N, H, D], N = the sum of lengths (host, nseq of them); sequence b is the
  * next lengths[b] rows and attends over its own rows. lse (=) f32 [H * N]: sequence b, head
- * h, query i at H*off_b + h*lengths[b] + i (off_b = the rows before b). For a padded batch
- * whose mask keeps a prefix of each row, out equals tr_op_attention's on the real rows bit
- * for bit on the CPU (core/ops/attention_packed.c). scale <= 0 means 1/sqrt(D). */
+ * h, query i at H*off_b + h*lengths[b] + i (off_b = the rows before b). padded_len: the
+ * length T of the padded [nseq, T] layout these rows came from (every length <= T; 0 = the
+ * longest): out then equals tr_op_attention's over that layout with a mask keeping each
+ * row's prefix, on the real rows, bit for bit on the CPU (core/ops/attention_packed.c).
+ * scale <= 0 means 1/sqrt(D). */
 int tr_op_attention_packed(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,
                            const tr_tensor *k, const tr_tensor *v, const int64_t *lengths, int64_t nseq,
-                           float scale);
+                           int64_t padded_len, float scale);
 
 #endif

@@ -243,7 +243,7 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
 #if KTILE
     /* T <= 32 with head dim 32 or 64 and no dropout: a head in registers (attn_short.h) */
     if (tr_attn_short_usable(isa, T, D, use_drop)) {
-        tr_attn_short_fwd_f32(out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
+        tr_attn_short_fwd_f32(isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
         return;
     }
 #endif

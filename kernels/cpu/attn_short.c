@@ -1,7 +1,7 @@
-/* attn_short.c — the short-sequence attention forward of attn_short.h in AVX-512, behind a
- * target attribute (the file builds for baseline x86-64; the CPU is checked at run time).
- * Elsewhere, and on CPUs without AVX-512, tr_attn_short_usable says 0 and attention.c runs
- * its tiled path. */
+/* attn_short.c — the short-sequence attention forward of attn_short.h in AVX-512 (16 queries
+ * a vector) and AVX2 + FMA (8), each behind a target attribute (the file builds for baseline
+ * x86-64; the CPU is checked at run time). Elsewhere, and on CPUs with neither,
+ * tr_attn_short_usable says 0 and attention.c runs its tiled path. */
 #include "cpu/attn_short.h"
 
 #include <math.h>
@@ -18,8 +18,11 @@
 int tr_attn_short_usable(int isa, int64_t T, int64_t D, int use_dropout)
 {
 #ifdef TR_ATTN_SHORT_X86
-    return isa == TR_ATTN_ISA_AVX512 && tr_attn_tile_usable(isa) && T >= 1 && T <= TR_ATTN_SHORT_MAX_T &&
-           (D == 32 || D == 64) && !use_dropout;
+    /* AVX2 (16 registers, a scalar q transpose): 1.9x the tiled path at 8 keys, even at 13-16 and
+     * behind it at 30 (tr_k_attention_fwd_isa_f32 at B 32, H 12, both paths alternated) */
+    const int64_t most = isa == TR_ATTN_ISA_AVX512 ? TR_ATTN_SHORT_MAX_T : TR_ATTN_SHORT_MAX_T_AVX2;
+    return (isa == TR_ATTN_ISA_AVX512 || isa == TR_ATTN_ISA_AVX2) && tr_attn_tile_usable(isa) && T >= 1 &&
+           T <= most && (D == 32 || D == 64) && !use_dropout;
 #else
     (void)isa; (void)T; (void)D; (void)use_dropout;
     return 0;
@@ -173,6 +176,150 @@ AVX512 static void head_t16_d64(float *o, float *l, const float *q, const float 
 AVX512 static void head_t32_d64(float *o, float *l, const float *q, const float *k, const float *v, uint32_t keep,
                                 float s, int64_t T, int64_t ld) { head(2, 4, o, l, q, k, v, keep, s, T, ld); }
 
+/* ------------------------------------------------------------ AVX2 + FMA */
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
+
+/* exp16 on 8 floats (the same reduction and polynomial; blends for the masks). */
+AVX2_INLINE __m256 exp8(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.0f), magic = _mm256_set1_ps(12582912.0f);
+    __m256 keep = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
+    __m256 xc = _mm256_blendv_ps(lo, x, keep);
+    __m256 nf = _mm256_sub_ps(_mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic), magic);
+    __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 e = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(e, _mm256_castsi256_ps(bits)), keep);
+}
+
+/* log16 on 8 floats x >= 1: the exponent and mantissa from the bits (no getexp in AVX2). */
+AVX2_INLINE __m256 log8(__m256 x)
+{
+    __m256i xi = _mm256_castps_si256(x);
+    __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(xi, 23), _mm256_set1_epi32(127)));
+    __m256 m = _mm256_castsi256_ps(
+        _mm256_or_si256(_mm256_and_si256(xi, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f800000)));
+    __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356237f), _CMP_GT_OQ);
+    m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+    e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
+    __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f)), z = _mm256_mul_ps(f, f);
+    __m256 p = _mm256_set1_ps(7.0376836292e-2f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
+    y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440e-4f), y);
+    y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
+    return _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), _mm256_add_ps(f, y));
+}
+
+/* head() with 8 queries to a vector and 16 registers: groups of 8 queries (Tp = T rounded up
+ * to 8), DV = vectors of D (4 or 8), P v one or two rows at a time; q^T by a scalar transpose. */
+AVX2_INLINE void head8(const int DV, float *out, float *lse, const float *q, const float *k, const float *v,
+                       uint32_t keep, float scale, int64_t T, int64_t ld)
+{
+    enum { MAXP = 32, KEYS = 8 };
+    const int D = 8 * DV, NG = (int)((T + 7) / 8), Tp = 8 * NG, PROWS = DV == 4 ? 2 : 1;
+    float qt[64 * MAXP] __attribute__((aligned(32)));
+    float PT[MAXP * MAXP] __attribute__((aligned(32)));
+    float inv[MAXP] __attribute__((aligned(32)));
+    int idx[MAXP];
+    int nk = 0;
+    for (int j = 0; j < T; j++)
+        if (keep >> j & 1u) idx[nk++] = j;
+    if (nk == 0) {
+        for (int64_t i = 0; i < T; i++) {
+            lse[i] = -INFINITY;
+            for (int c = 0; c < DV; c++) _mm256_storeu_ps(out + i * ld + 8 * c, _mm256_setzero_ps());
+        }
+        return;
+    }
+    for (int d = 0; d < D; d++) {
+        for (int64_t i = 0; i < T; i++) qt[d * Tp + i] = q[i * ld + d];
+        for (int64_t i = T; i < Tp; i++) qt[d * Tp + i] = 0;
+    }
+    const __m256 vscale = _mm256_set1_ps(scale);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int g = 0; g < NG; g++) {
+        for (int u0 = 0; u0 < nk; u0 += KEYS) {
+            const float *kr[KEYS];
+            for (int u = 0; u < KEYS; u++) kr[u] = k + (int64_t)idx[u0 + u < nk ? u0 + u : nk - 1] * ld;
+            __m256 acc[KEYS];
+            _Pragma("GCC unroll 8") for (int u = 0; u < KEYS; u++) acc[u] = _mm256_setzero_ps();
+            for (int d = 0; d < D; d++) {
+                __m256 qv = _mm256_load_ps(qt + d * Tp + 8 * g);
+                _Pragma("GCC unroll 8") for (int u = 0; u < KEYS; u++)
+                    acc[u] = _mm256_fmadd_ps(_mm256_broadcast_ss(kr[u] + d), qv, acc[u]);
+            }
+            for (int u = 0; u < KEYS && u0 + u < nk; u++)
+                _mm256_store_ps(PT + (u0 + u) * Tp + 8 * g, _mm256_mul_ps(acc[u], vscale));
+        }
+        __m256 mx = _mm256_load_ps(PT + 8 * g);
+        for (int u = 1; u < nk; u++) mx = _mm256_max_ps(mx, _mm256_load_ps(PT + u * Tp + 8 * g));
+        __m256 sum = _mm256_setzero_ps();
+        for (int u = 0; u < nk; u++) {
+            __m256 p = exp8(_mm256_sub_ps(_mm256_load_ps(PT + u * Tp + 8 * g), mx));
+            _mm256_store_ps(PT + u * Tp + 8 * g, p);
+            sum = _mm256_add_ps(sum, p);
+        }
+        _mm256_store_ps(inv + 8 * g, _mm256_div_ps(_mm256_set1_ps(1.0f), sum));
+        int rows = (int)(T - 8 * g < 8 ? T - 8 * g : 8);
+        _mm256_maskstore_ps(lse + 8 * g, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), lane),
+                            _mm256_add_ps(mx, log8(sum)));
+    }
+    for (int64_t i = 0; i < T; i += PROWS) {
+        int64_t ir[2] = { i, i + 1 < T ? i + 1 : T - 1 };
+        __m256 acc[2][8];
+        for (int r = 0; r < PROWS; r++)
+            _Pragma("GCC unroll 8") for (int c = 0; c < DV; c++) acc[r][c] = _mm256_setzero_ps();
+        for (int u = 0; u < nk; u++) {
+            const float *vr = v + (int64_t)idx[u] * ld, *Pu = PT + u * Tp;
+            for (int r = 0; r < PROWS; r++) {
+                __m256 b = _mm256_broadcast_ss(Pu + ir[r]);
+                _Pragma("GCC unroll 8") for (int c = 0; c < DV; c++)
+                    acc[r][c] = _mm256_fmadd_ps(b, _mm256_loadu_ps(vr + 8 * c), acc[r][c]);
+            }
+        }
+        for (int r = 0; r < PROWS && i + r < T; r++) {
+            __m256 sc = _mm256_set1_ps(inv[i + r]);
+            _Pragma("GCC unroll 8") for (int c = 0; c < DV; c++)
+                _mm256_storeu_ps(out + (i + r) * ld + 8 * c, _mm256_mul_ps(acc[r][c], sc));
+        }
+    }
+}
+
+AVX2 static void head8_d32(float *o, float *l, const float *q, const float *k, const float *v, uint32_t keep,
+                           float s, int64_t T, int64_t ld) { head8(4, o, l, q, k, v, keep, s, T, ld); }
+AVX2 static void head8_d64(float *o, float *l, const float *q, const float *k, const float *v, uint32_t keep,
+                           float s, int64_t T, int64_t ld) { head8(8, o, l, q, k, v, keep, s, T, ld); }
+
+/* ------------------------------------------------------------ entry points */
+
+typedef void (*head_fn)(float *, float *, const float *, const float *, const float *, uint32_t, float, int64_t,
+                        int64_t);
+
+/* The head kernel for isa (AVX-512 or AVX2), a head of n keys and dim D (32 or 64). */
+static head_fn pick(int isa, int64_t n, int64_t D)
+{
+    if (isa == TR_ATTN_ISA_AVX512)
+        return D == 32 ? (n <= 16 ? head_t16_d32 : head_t32_d32) : (n <= 16 ? head_t16_d64 : head_t32_d64);
+    return D == 32 ? head8_d32 : head8_d64;
+}
+
 /* keep bit j = 1 where key j of batch row b is kept (mask nonzero, or no mask). */
 static uint32_t keep_bits(const void *mask, int mask_dtype, int64_t b, int64_t T)
 {
@@ -186,14 +333,13 @@ static uint32_t keep_bits(const void *mask, int mask_dtype, int64_t b, int64_t T
     return keep;
 }
 
-void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+void tr_attn_short_fwd_f32(int isa, float *out, float *lse, const float *q, const float *k, const float *v,
                            const void *mask, int mask_dtype, float scale, int64_t B, int64_t T,
                            int64_t H, int64_t D, int nthreads)
 {
     if (B <= 0 || T <= 0 || H <= 0) return;
     const int64_t ld = H * D;
-    void (*fn)(float *, float *, const float *, const float *, const float *, uint32_t, float, int64_t, int64_t) =
-        D == 32 ? (T <= 16 ? head_t16_d32 : head_t32_d32) : (T <= 16 ? head_t16_d64 : head_t32_d64);
+    const head_fn fn = pick(isa, T, D);
     /* every head costs the same: static shares, no atomic per task */
 #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (int64_t bh = 0; bh < B * H; bh++) {
@@ -202,15 +348,7 @@ void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *
     }
 }
 
-int tr_attn_short_packed_usable(int isa, const int64_t *len, int64_t B, int64_t D)
-{
-    if (!tr_attn_short_usable(isa, 1, D, 0)) return 0;
-    for (int64_t b = 0; b < B; b++)
-        if (len[b] < 0 || len[b] > TR_ATTN_SHORT_MAX_T) return 0;
-    return 1;
-}
-
-void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+void tr_attn_short_packed_fwd_f32(int isa, float *out, float *lse, const float *q, const float *k, const float *v,
                                   const int64_t *off, int64_t B, int64_t H, int64_t D, float scale, int nthreads)
 {
     if (B <= 0 || H <= 0) return;
@@ -220,8 +358,7 @@ void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const 
     for (int64_t bh = 0; bh < B * H; bh++) {
         int64_t b = bh / H, h = bh % H, n = off[b + 1] - off[b];
         if (n <= 0) continue;
-        void (*fn)(float *, float *, const float *, const float *, const float *, uint32_t, float, int64_t,
-                   int64_t) = D == 32 ? (n <= 16 ? head_t16_d32 : head_t32_d32) : (n <= 16 ? head_t16_d64 : head_t32_d64);
+        const head_fn fn = pick(isa, n, D);
         int64_t row0 = off[b] * ld + h * D;
         uint32_t keep = n == 32 ? 0xffffffffu : (1u << n) - 1u;
         fn(out + row0, lse + H * off[b] + h * n, q + row0, k + row0, v + row0, keep, scale, n, ld);
@@ -230,24 +367,18 @@ void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const 
 
 #else /* not x86-64 GCC or clang: the usable queries say 0, so these are never called */
 
-int tr_attn_short_packed_usable(int isa, const int64_t *len, int64_t B, int64_t D)
-{
-    (void)isa; (void)len; (void)B; (void)D;
-    return 0;
-}
-
-void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+void tr_attn_short_packed_fwd_f32(int isa, float *out, float *lse, const float *q, const float *k, const float *v,
                                   const int64_t *off, int64_t B, int64_t H, int64_t D, float scale, int nthreads)
 {
-    (void)out; (void)lse; (void)q; (void)k; (void)v; (void)off; (void)B; (void)H; (void)D; (void)scale;
+    (void)isa; (void)out; (void)lse; (void)q; (void)k; (void)v; (void)off; (void)B; (void)H; (void)D; (void)scale;
     (void)nthreads;
 }
 
-void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+void tr_attn_short_fwd_f32(int isa, float *out, float *lse, const float *q, const float *k, const float *v,
                            const void *mask, int mask_dtype, float scale, int64_t B, int64_t T,
                            int64_t H, int64_t D, int nthreads)
 {
-    (void)out; (void)lse; (void)q; (void)k; (void)v; (void)mask; (void)mask_dtype; (void)scale;
+    (void)isa; (void)out; (void)lse; (void)q; (void)k; (void)v; (void)mask; (void)mask_dtype; (void)scale;
     (void)B; (void)T; (void)H; (void)D; (void)nthreads;
 }
 

@@ -1,5 +1,5 @@
 /* attn_short.h — the attention forward for short sequences (T <= 32 keys, head dim 32 or 64,
- * no attention dropout) in AVX-512 registers: one (b, h) at a time, its scores, softmax and
+ * no attention dropout) in AVX-512 or AVX2 registers: one (b, h) at a time, its scores, softmax and
  * P v never leave the registers and a 4 KiB stack block.
  *
  * Why: `trainer encode` and short-text fine-tunes run T of 5 to 30. There the tiled path of
@@ -21,15 +21,16 @@
 
 #include <stdint.h>
 
-enum { TR_ATTN_SHORT_MAX_T = 32 };
+enum { TR_ATTN_SHORT_MAX_T = 32, TR_ATTN_SHORT_MAX_T_AVX2 = 8 };
 
-/* 1 when tr_attn_short_fwd_f32 runs this call: product path isa (attn_tile.h) is AVX-512,
- * 1 <= T <= TR_ATTN_SHORT_MAX_T, D is 32 or 64, and there is no dropout. */
+/* 1 when tr_attn_short_fwd_f32 runs this call: product path isa (attn_tile.h) is AVX-512 (and
+ * 1 <= T <= TR_ATTN_SHORT_MAX_T) or AVX2 (T <= TR_ATTN_SHORT_MAX_T_AVX2), the CPU has it, D is
+ * 32 or 64, and there is no dropout. */
 int tr_attn_short_usable(int isa, int64_t T, int64_t D, int use_dropout);
 
 /* The forward above over every (b, h), on nthreads OpenMP threads (a head's result does not
  * depend on the thread that runs it). Only for calls tr_attn_short_usable accepts. */
-void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+void tr_attn_short_fwd_f32(int isa, float *out, float *lse, const float *q, const float *k, const float *v,
                            const void *mask, int mask_dtype, float scale, int64_t B, int64_t T,
                            int64_t H, int64_t D, int nthreads);
 
@@ -37,10 +38,9 @@ void tr_attn_short_fwd_f32(float *out, float *lse, const float *q, const float *
  * [N, H, D] with N = off[B], sequence b its rows off[b] .. off[b+1]-1, each attending over
  * its own rows only (no mask); lse of sequence b, head h, query i at H*off[b] + h*n_b + i.
  * Per head this is the padded kernel above with the sequence's keys kept, so a prefix-masked
- * padded batch gives the same bits. Usable when isa is AVX-512, D is 32 or 64 and every
- * len[b] (sequence lengths) is in 0 .. TR_ATTN_SHORT_MAX_T. */
-int tr_attn_short_packed_usable(int isa, const int64_t *len, int64_t B, int64_t D);
-void tr_attn_short_packed_fwd_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+ * padded batch gives the same bits on the same isa. For calls tr_attn_short_usable accepts
+ * with T = the padded length (every sequence at most that long). */
+void tr_attn_short_packed_fwd_f32(int isa, float *out, float *lse, const float *q, const float *k, const float *v,
                                   const int64_t *off, int64_t B, int64_t H, int64_t D, float scale, int nthreads);
 
 #endif

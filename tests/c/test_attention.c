@@ -287,35 +287,33 @@ static void test_attention_f32_every_path_matches_f64(void)
     }
 }
 
-/* The short-row path (attn_short.h: T <= 32, D 32 or 64, no dropout, AVX-512) against the
- * f64 kernels, forward and the tiled backward on its lse, with padded tails, an f32 mask
- * and a batch row whose keys are all masked (out 0, lse -inf, on every head of it). */
-static void test_attention_short_rows_match_f64(void)
+/* The short-row path (attn_short.h: T <= 32, D 32 or 64, no dropout) on one ISA against the
+ * f64 kernels, forward and the tiled backward on its lse, with padded tails, an f32 mask and
+ * a batch row whose keys are all masked (out 0, lse -inf, on every head of it). */
+static void short_rows_match_f64(int isa, const char *name)
 {
-    CHECK(!tr_attn_short_usable(TR_ATTN_ISA_AVX512, 33, 32, 0) && !tr_attn_short_usable(TR_ATTN_ISA_AVX512, 16, 48, 0) &&
-              !tr_attn_short_usable(TR_ATTN_ISA_AVX512, 16, 32, 1) && !tr_attn_short_usable(TR_ATTN_ISA_AVX2, 16, 32, 0),
-          "the short path must refuse T > 32, D not 32 or 64, dropout and other product paths");
-    if (!tr_attn_tile_usable(TR_ATTN_ISA_AVX512)) {
-        printf("SKIP test_attention_short_rows_match_f64: this CPU lacks AVX-512\n");
-        return;
-    }
     static const int64_t shapes[][4] = {   /* B, T, H, D */
         { 1, 1, 1, 32 }, { 2, 5, 3, 32 }, { 3, 16, 2, 32 }, { 3, 17, 2, 32 }, { 4, 31, 3, 32 },
         { 2, 32, 2, 32 }, { 3, 3, 2, 64 }, { 2, 16, 2, 64 }, { 3, 20, 2, 64 }, { 2, 32, 3, 64 },
     };
-    oc_seed(37);
+    const int64_t most = isa == TR_ATTN_ISA_AVX512 ? TR_ATTN_SHORT_MAX_T : TR_ATTN_SHORT_MAX_T_AVX2;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        CHECK(tr_attn_short_usable(TR_ATTN_ISA_AVX512, shapes[s][1], shapes[s][3], 0), "T=%lld D=%lld not short",
+        if (shapes[s][1] > most) {   /* beyond this isa's short rows: the tiled path, tested elsewhere */
+            CHECK(!tr_attn_short_usable(isa, shapes[s][1], shapes[s][3], 0), "%s: T=%lld must not be short", name,
+                  (long long)shapes[s][1]);
+            continue;
+        }
+        CHECK(tr_attn_short_usable(isa, shapes[s][1], shapes[s][3], 0), "%s: T=%lld D=%lld not short", name,
               (long long)shapes[s][1], (long long)shapes[s][3]);
         attn_case c;
         case_init(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], 1, 0);
-        int ok = f32_path_matches_f64(TR_ATTN_ISA_AVX512, "avx512 short", &c, c.nthreads);
+        int ok = f32_path_matches_f64(isa, name, &c, c.nthreads);
         case_free(&c);
         if (!ok) return;
     }
-    /* f32 mask, batch row 1 fully masked */
+    /* f32 mask, batch row 1 fully masked (T = 7: short rows on both ISAs) */
     attn_case c;
-    case_init(&c, 3, 13, 4, 32, 1, 0);
+    case_init(&c, 3, 7, 4, 32, 1, 0);
     for (int64_t j = 0; j < c.T; j++) c.mask[1 * c.T + j] = 0;
     int64_t n = c.n, nl = c.B * c.H * c.T, per_b = c.T * c.H * c.D;
     attn_loss(&c);
@@ -324,29 +322,46 @@ static void test_attention_short_rows_match_f64(void)
     float *scr = malloc(4 * tr_k_attention_scratch_elems(c.T, c.D, c.nthreads));
     oc_to_f32(qf, c.q, n); oc_to_f32(kf, c.k, n); oc_to_f32(vf, c.v, n);
     for (int64_t i = 0; i < c.B * c.T; i++) maskf[i] = (float)c.mask[i];
-    tr_k_attention_fwd_isa_f32(TR_ATTN_ISA_AVX512, of, lf, qf, kf, vf, maskf, TR_F32, NULL, (float)c.scale, c.B, c.T,
-                               c.H, c.D, scr, c.nthreads);
+    tr_k_attention_fwd_isa_f32(isa, of, lf, qf, kf, vf, maskf, TR_F32, NULL, (float)c.scale, c.B, c.T, c.H, c.D, scr,
+                               c.nthreads);
     int zero = 1, neg_inf = 1;
     for (int64_t i = per_b; i < 2 * per_b; i++) zero &= of[i] == 0;
     for (int64_t i = c.H * c.T; i < 2 * c.H * c.T; i++) neg_inf &= lf[i] == -INFINITY;
-    CHECK(zero && neg_inf, "a fully masked batch row: out must be 0 (%d) and lse -inf (%d)", zero, neg_inf);
+    CHECK(zero && neg_inf, "%s: a fully masked batch row: out must be 0 (%d) and lse -inf (%d)", name, zero, neg_inf);
     double worst = 0;
     for (int64_t b = 0; b < c.B; b += 2) {   /* rows 0 and 2 against f64 */
         double e = oc_rel_err_f32(of + b * per_b, c.out + b * per_b, per_b);
         worst = e > worst ? e : worst;
     }
-    CHECK(worst < 1e-5 && oc_guard_ok(of) && oc_guard_ok(lf), "f32 mask: rel err %g, guards %s", worst,
+    CHECK(worst < 1e-5 && oc_guard_ok(of) && oc_guard_ok(lf), "%s, f32 mask: rel err %g, guards %s", name, worst,
           oc_guard_ok(of) && oc_guard_ok(lf) ? "intact" : "WRITTEN");
     /* the same bits on one thread */
     float *o1 = malloc(4 * n), *l1 = malloc(4 * nl);
-    tr_k_attention_fwd_isa_f32(TR_ATTN_ISA_AVX512, o1, l1, qf, kf, vf, maskf, TR_F32, NULL, (float)c.scale, c.B, c.T,
-                               c.H, c.D, scr, 1);
-    CHECK(memcmp(o1, of, 4 * n) == 0 && memcmp(l1, lf, 4 * nl) == 0, "short path: 1 thread differs from %d",
+    tr_k_attention_fwd_isa_f32(isa, o1, l1, qf, kf, vf, maskf, TR_F32, NULL, (float)c.scale, c.B, c.T, c.H, c.D, scr,
+                               1);
+    CHECK(memcmp(o1, of, 4 * n) == 0 && memcmp(l1, lf, 4 * nl) == 0, "%s short path: 1 thread differs from %d", name,
           c.nthreads);
     free(o1); free(l1);
     free(qf); free(kf); free(vf); free(maskf); free(scr);
     oc_guarded_free(of); oc_guarded_free(lf);
     case_free(&c);
+}
+
+static void test_attention_short_rows_match_f64(void)
+{
+    CHECK(!tr_attn_short_usable(TR_ATTN_ISA_AVX512, 33, 32, 0) && !tr_attn_short_usable(TR_ATTN_ISA_AVX512, 16, 48, 0) &&
+              !tr_attn_short_usable(TR_ATTN_ISA_AVX2, 16, 32, 1) && !tr_attn_short_usable(TR_ATTN_ISA_BLAS, 16, 32, 0),
+          "the short path must refuse T > 32, D not 32 or 64, dropout and the BLAS path");
+    static const int isas[] = { TR_ATTN_ISA_AVX2, TR_ATTN_ISA_AVX512 };
+    static const char *names[] = { "avx2 short", "avx512 short" };
+    oc_seed(37);
+    for (int i = 0; i < 2; i++) {
+        if (!tr_attn_tile_usable(isas[i])) {
+            printf("SKIP test_attention_short_rows_match_f64.%s: this CPU lacks it\n", names[i]);
+            continue;
+        }
+        short_rows_match_f64(isas[i], names[i]);
+    }
 }
 
 /* The tile path gives the same bits on 1 thread as on all of them (a head's work does not

@@ -633,7 +633,7 @@ static void sh_attention_packed(const int64_t *d, arg_spec *a)
 }
 static void sc_attention_packed(const int64_t *d, tr_op_call *c)
 {
-    packed_L[d[0]] = (tr_attn_lengths){ packed_lens[d[0]][0], &packed_lens[d[0]][1] };
+    packed_L[d[0]] = (tr_attn_lengths){ packed_lens[d[0]][0], &packed_lens[d[0]][1], 0 };
     c->f[0] = 0;   /* 1/sqrt(D) */
     c->p = &packed_L[d[0]];
 }

@@ -170,11 +170,15 @@ return {
   { "attention_packed_gives_the_padded_bits", function()
     -- short rows on the register kernel (T <= 32, D 32 or 64), longer rows and other head
     -- sizes on the padded kernel inside the op: both must be the padded op's bits
-    for _, c in ipairs({ { 5, 20, 3, 32 }, { 3, 32, 2, 64 }, { 4, 9, 2, 32 }, { 3, 40, 2, 32 }, { 3, 13, 2, 48 } }) do
+    -- { B, T, H, D, longest }: the last pads to a fixed 40 with no row past 20 (the padded op
+    -- takes its tiled path for T = 40, and so must the packed one)
+    for _, c in ipairs({ { 5, 20, 3, 32 }, { 3, 32, 2, 64 }, { 4, 9, 2, 32 }, { 3, 40, 2, 32 }, { 3, 13, 2, 48 },
+                         { 4, 40, 2, 32, 20 } }) do
       local B, Tn, H, D = c[1], c[2], c[3], c[4]
       local m = {}
       for b = 0, B - 1 do
         local len = b == 1 and 0 or Tn - (b * 7) % Tn   -- a full row, an empty one, tails
+        if c[5] then len = math.min(len, c[5]) end
         for t = 1, Tn do m[b * Tn + t] = t <= len and 1 or 0 end
       end
       local mask = int_tensor(m, { B, Tn })

@@ -219,16 +219,17 @@ function M.attention(q, k, v, mask, opts)
 end
 
 -- q, k, v: [N, H, D], the packed rows of `lengths.n` sequences back to back (lengths.ptr:
--- int64_t[n], host; trainer.nn.packing makes them); each sequence attends over its own rows.
--- Forward only, no mask, no dropout; opts: scale. Returns out [N, H, D] and lse [H * N] (f32).
--- For prefix masks the padded op's bits on the real rows (core/ops/attention_packed.c).
+-- int64_t[n], host; lengths.T: the padded layout's length, or nil; trainer.nn.packing makes
+-- them); each sequence attends over its own rows. Forward only, no mask, no dropout; opts:
+-- scale. Returns out [N, H, D] and lse [H * N] (f32). For prefix masks the padded op's bits
+-- on the real rows (core/ops/attention_packed.c).
 function M.attention_packed(q, k, v, lengths, opts)
   opts = opts or {}
   local s = q:shape()
   local out = new(s, q, opts.dtype, opts.tag)
   local lse = new({ s[1] * s[2] }, q, "f32", opts.tag)
   fill({ out, lse }, C.tr_op_attention_packed(ctx, out:ptr(), lse:ptr(), q:ptr(), k:ptr(), v:ptr(), lengths.ptr,
-    lengths.n, opts.scale or 0), "attention_packed")
+    lengths.n, lengths.T or 0, opts.scale or 0), "attention_packed")
   return out, lse
 end
 

@@ -70,7 +70,7 @@ function M.from_mask(mask)
   -- (a run may span batch rows: a full row and the next one's start)
   for s, g in ipairs(runs) do self.segs[3 * s - 3], self.segs[3 * s - 2], self.segs[3 * s - 1] = g[1], g[2], g[3] end
   local len = ffi.new("int64_t[?]", B)
-  self.lengths = { ptr = len, n = B }
+  self.lengths = { ptr = len, n = B, T = Tn }
   self.prefix = true
   for b = 0, B - 1 do
     local n = 0
