@@ -241,7 +241,8 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
     const int64_t nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
     const int use_drop = drop && drop->p > 0;
 #if KTILE
-    /* T <= 32 with head dim 32 or 64 and no dropout: a head in registers (attn_short.h) */
+    /* short rows (T <= 32 on AVX-512, 8 on AVX2), heads of 32 or 64, no dropout: a head in
+     * registers (attn_short.h) */
     if (tr_attn_short_usable(isa, T, D, use_drop)) {
         tr_attn_short_fwd_f32(isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
         return;

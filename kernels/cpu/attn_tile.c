@@ -7,7 +7,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TR_ATTN_TILE_X86 1
@@ -109,8 +108,10 @@ void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds,
     } else
 #endif
         pack_t_scalar(dst, ldd, src, lds, rows, cols);
-    if (ldd > written)
-        for (int64_t c = 0; c < cols; c++) memset(dst + c * ldd + written, 0, (size_t)(ldd - written) * sizeof *dst);
+    /* row by row of the padding (strided stores): a memset per dst row was a call per head
+     * dimension for the few padding columns of a short head */
+    for (int64_t r = written; r < ldd; r++)
+        for (int64_t c = 0; c < cols; c++) dst[c * ldd + r] = 0;
 }
 
 #ifdef TR_ATTN_TILE_X86

@@ -125,9 +125,9 @@ static void test_attn_tile_pack_t_pads_with_zeros(void)
     oc_seed(43);
     for (size_t i = 0; i < sizeof Rs / sizeof Rs[0]; i++)
         for (size_t j = 0; j < sizeof Cs / sizeof Cs[0]; j++)
-            for (int extra = -16; extra <= 16; extra += 16) {
+            for (int extra = -16; extra <= 32; extra += 16) {   /* 32: T + 3, short of 16-row blocks */
                 const int64_t T = Rs[i], D = Cs[j], ld = D + 3;
-                const int64_t Tp = extra < 0 ? T : (T + 15) / 16 * 16 + extra;
+                const int64_t Tp = extra < 0 ? T : extra == 32 ? T + 3 : (T + 15) / 16 * 16 + extra;
                 float *src = rand_f32(T * ld), *dst = oc_guarded((size_t)(D * Tp) * sizeof(float));
                 for (int64_t k = 0; k < D * Tp; k++) dst[k] = 99;
                 tr_attn_tile_pack_t(dst, Tp, src, ld, T, D);
