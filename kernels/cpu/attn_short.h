@@ -1,6 +1,7 @@
-/* attn_short.h — the attention forward for short sequences (T <= 32 keys, head dim 32 or 64,
- * no attention dropout) in AVX-512 or AVX2 registers: one (b, h) at a time, its scores, softmax and
- * P v never leave the registers and a 4 KiB stack block.
+/* attn_short.h — the attention forward for short sequences (T <= 32 keys on AVX-512, 8 on
+ * AVX2; head dim 32 or 64; no attention dropout) in registers: one (b, h) at a time, its
+ * scores, softmax and P v never leave the registers and a few KiB of stack (q^T, the
+ * probabilities).
  *
  * Why: `trainer encode` and short-text fine-tunes run T of 5 to 30. There the tiled path of
  * attention_impl.h paid per row (a mask fill, a max, an exp loop, a sum, a log: five calls
