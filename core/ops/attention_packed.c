@@ -30,8 +30,9 @@
 #include <math.h>
 #include <string.h>
 
-/* Checks the shapes against the lengths; *H, *D and *padded (the padded layout's T) out. */
-static int check_packed(tr_ctx *ctx, const tr_op_call *c, int64_t *H, int64_t *D, int64_t *padded)
+/* Checks the shapes against the lengths and records H, D and the padded layout's T in
+ * c->dim[0..2] for the slots. */
+static int attention_packed_check(tr_ctx *ctx, tr_op_call *c)
 {
     static const char *op = "attention_packed";
     const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
@@ -65,21 +66,16 @@ static int check_packed(tr_ctx *ctx, const tr_op_call *c, int64_t *H, int64_t *D
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "%s: a sequence has %lld rows but the padded length is %lld; each length must be at most it",
                        op, (long long)mx, (long long)L->T);
-    *H = q->shape[1];
-    *D = q->shape[2];
-    if ((rc = tr_op_want_numel(ctx, op, "lse", lse, *H * N, "H * N: each sequence's [H, n] block")) != TR_OK)
+    const int64_t H = q->shape[1], D = q->shape[2];
+    if ((rc = tr_op_want_numel(ctx, op, "lse", lse, H * N, "H * N: each sequence's [H, n] block")) != TR_OK)
         return rc;
-    if (mx > INT_MAX / 64 || *H * *D > INT_MAX)
+    if (mx > INT_MAX / 64 || H * D > INT_MAX)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: a sequence of %lld rows or %lld x %lld heads is beyond the "
-                       "BLAS index limit", op, (long long)mx, (long long)*H, (long long)*D);
-    *padded = L->T > 0 ? L->T : mx;
+                       "BLAS index limit", op, (long long)mx, (long long)H, (long long)D);
+    c->dim[0] = H;
+    c->dim[1] = D;
+    c->dim[2] = L->T > 0 ? L->T : mx;
     return TR_OK;
-}
-
-static int attention_packed_check(tr_ctx *ctx, tr_op_call *c)
-{
-    int64_t H, D, mx;
-    return check_packed(ctx, c, &H, &D, &mx);
 }
 
 /* The padded computation: rows to [B, T, H, D] with zero padding rows and a prefix mask,
@@ -109,9 +105,8 @@ static void run_padded(float *O, float *lse, const float *Q, const float *K, con
 
 static int attention_packed_cpu(tr_ctx *ctx, tr_op_call *c)
 {
-    int64_t H, D, T;
-    int rc = check_packed(ctx, c, &H, &D, &T);
-    if (rc != TR_OK) return rc;
+    const int64_t H = c->dim[0], D = c->dim[1], T = c->dim[2];   /* recorded by the check */
+    int rc = TR_OK;
     const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
     const tr_attn_lengths *L = c->p;
     const int64_t B = L->B, N = q->shape[0];

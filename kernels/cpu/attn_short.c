@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cpu/attn_tile.h"
+#include "cpu/fast_math.h"
 #include "tr_base.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -42,22 +43,25 @@ enum { ROWS = 4 };
  * polynomial, about 1 ulp), with x < -87 (including -inf: masked keys) giving exactly 0. */
 AVX512_INLINE __m512 exp16(__m512 x)
 {
-    const __m512 lo = _mm512_set1_ps(-87.0f), magic = _mm512_set1_ps(12582912.0f);
+    const float c[6] = TR_EXP_POLY;
+    const __m512 lo = _mm512_set1_ps(TR_EXP_LO), magic = _mm512_set1_ps(TR_EXP_MAGIC);
     __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
     __m512 xc = _mm512_mask_blend_ps(keep, lo, x);
-    __m512 nf = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), magic), magic);
-    __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 nf = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(TR_EXP_LOG2E), magic), magic);
+    __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(TR_EXP_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(TR_EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(c[0]);
+    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[i]));
     __m512 e = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127)), 23);
     return _mm512_maskz_mov_ps(keep, _mm512_mul_ps(e, _mm512_castsi512_ps(bits)));
 }
+
+/* Cephes' logf polynomial (ln m = f - f^2/2 + f^3 P(f), f = m - 1), highest power first, for
+ * log16 and log8. */
+static const float log_poly[9] = { 7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f,
+                                   -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
+                                   2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f };
 
 /* ln x for 16 floats x >= 1 (row sums): Cephes' logf, x = 2^e m with m in [sqrt(1/2), sqrt(2)),
  * ln m = f - f^2/2 + f^3 P(f), f = m - 1, and e ln2 in two parts (about 1 ulp). */
@@ -69,19 +73,12 @@ AVX512_INLINE __m512 log16(__m512 x)
     m = _mm512_mask_mul_ps(m, big, m, _mm512_set1_ps(0.5f));
     e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
     __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f)), z = _mm512_mul_ps(f, f);
-    __m512 p = _mm512_set1_ps(7.0376836292e-2f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.1514610310e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174e-1f));
+    __m512 p = _mm512_set1_ps(log_poly[0]);
+    for (int i = 1; i < 9; i++) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(log_poly[i]));
     __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
-    y = _mm512_fmadd_ps(e, _mm512_set1_ps(-2.12194440e-4f), y);
+    y = _mm512_fmadd_ps(e, _mm512_set1_ps(TR_EXP_LN2_LO), y);
     y = _mm512_fnmadd_ps(z, _mm512_set1_ps(0.5f), y);
-    return _mm512_fmadd_ps(e, _mm512_set1_ps(0.693359375f), _mm512_add_ps(f, y));
+    return _mm512_fmadd_ps(e, _mm512_set1_ps(TR_EXP_LN2_HI), _mm512_add_ps(f, y));
 }
 
 /* One head: q, k, v point at its row 0 (rows ld apart), out likewise, lse at its T values.
@@ -184,18 +181,15 @@ AVX512 static void head_t32_d64(float *o, float *l, const float *q, const float 
 /* exp16 on 8 floats (the same reduction and polynomial; blends for the masks). */
 AVX2_INLINE __m256 exp8(__m256 x)
 {
-    const __m256 lo = _mm256_set1_ps(-87.0f), magic = _mm256_set1_ps(12582912.0f);
+    const float c[6] = TR_EXP_POLY;
+    const __m256 lo = _mm256_set1_ps(TR_EXP_LO), magic = _mm256_set1_ps(TR_EXP_MAGIC);
     __m256 keep = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
     __m256 xc = _mm256_blendv_ps(lo, x, keep);
-    __m256 nf = _mm256_sub_ps(_mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic), magic);
-    __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 nf = _mm256_sub_ps(_mm256_fmadd_ps(xc, _mm256_set1_ps(TR_EXP_LOG2E), magic), magic);
+    __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(TR_EXP_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(TR_EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(c[0]);
+    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c[i]));
     __m256 e = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
     return _mm256_and_ps(_mm256_mul_ps(e, _mm256_castsi256_ps(bits)), keep);
@@ -212,19 +206,12 @@ AVX2_INLINE __m256 log8(__m256 x)
     m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
     e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
     __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f)), z = _mm256_mul_ps(f, f);
-    __m256 p = _mm256_set1_ps(7.0376836292e-2f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
+    __m256 p = _mm256_set1_ps(log_poly[0]);
+    for (int i = 1; i < 9; i++) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(log_poly[i]));
     __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
-    y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440e-4f), y);
+    y = _mm256_fmadd_ps(e, _mm256_set1_ps(TR_EXP_LN2_LO), y);
     y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
-    return _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), _mm256_add_ps(f, y));
+    return _mm256_fmadd_ps(e, _mm256_set1_ps(TR_EXP_LN2_HI), _mm256_add_ps(f, y));
 }
 
 /* head() with 8 queries to a vector and 16 registers: groups of 8 queries (Tp = T rounded up

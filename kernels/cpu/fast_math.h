@@ -32,10 +32,21 @@
  * assembled in the exponent bits. Arguments below -87 (including -inf, padded keys) give
  * exactly 0; callers pass arguments <= ~0 (scores minus their row maximum, -x^2/2), so no
  * overflow handling. Max relative error 8.3e-8 over [-87, 1]. */
+/* Its constants, shared with the vector twins (kernels/cpu/attn_short.c): e^r ~ 1 + r + r^2
+ * (P0 r^5 + P1 r^4 + ... + P5). */
+#define TR_EXP_LOG2E 1.44269504088896341f
+#define TR_EXP_LN2_HI 0.693359375f
+#define TR_EXP_LN2_LO -2.12194440e-4f
+#define TR_EXP_MAGIC 12582912.0f
+#define TR_EXP_LO -87.0f
+#define TR_EXP_POLY { 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, \
+                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f }
+
 TR_FAST_INLINE float tr_fast_expf(float x)
 {
-    const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-    const float round_magic = 12582912.0f, lo = -87.0f;
+    const float log2e = TR_EXP_LOG2E, ln2_hi = TR_EXP_LN2_HI, ln2_lo = TR_EXP_LN2_LO;
+    const float round_magic = TR_EXP_MAGIC, lo = TR_EXP_LO;
+    const float c[6] = TR_EXP_POLY;
     int32_t xi, loi, keep = -(int32_t)(x >= lo);    /* all ones when x >= -87, else 0 */
     memcpy(&xi, &x, sizeof xi);
     memcpy(&loi, &lo, sizeof loi);
@@ -44,12 +55,13 @@ TR_FAST_INLINE float tr_fast_expf(float x)
     memcpy(&xc, &ci, sizeof xc);
     float nf = (xc * log2e + round_magic) - round_magic;
     float r = xc - nf * ln2_hi - nf * ln2_lo;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    /* written out: a loop here is a nested loop to `omp simd`, which then stays scalar */
+    float p = c[0];
+    p = p * r + c[1];
+    p = p * r + c[2];
+    p = p * r + c[3];
+    p = p * r + c[4];
+    p = p * r + c[5];
     float e = p * r * r + r + 1.0f;
     int32_t bits = ((int32_t)nf + 127) << 23;
     float scale, out;

@@ -64,6 +64,7 @@ function SelfAttention:forward(x, mask)
   if pk then mask = pk.mask end
   local q, k, v = self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk)
   local aopts = self:attn_opts()
+  local a
   if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 then
     -- no backward to save for: attention on the packed rows, no scatter and gather (the
     -- padded op's bits for prefix masks, so a replay with gradients matches)
@@ -74,34 +75,29 @@ function SelfAttention:forward(x, mask)
     q3:free(); k3:free(); v3:free()
     if not ok then error(a3, 0) end
     lse:free()
-    local a = a3:reshape(x:shape())
+    a = a3:reshape(x:shape())
     a3:free()
-    local o = self.dense:forward(a)
-    a:free()
-    local y = add_norm.forward(self.dropout, self.norm, o, x, pk)
-    o:free()
-    return y
-  end
-  if pk then   -- to the padded layout the attention op reads
-    local qs, ks, vs = pk:scatter(q), pk:scatter(k), pk:scatter(v)
-    q:free(); k:free(); v:free()
-    q, k, v = qs, ks, vs
-  end
-  local q4, k4, v4 = heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
-  q:free(); k:free(); v:free()
-  local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
-  if self.grad_enabled then
-    self.saved.q, self.saved.k, self.saved.v = q4, k4, v4
-    self.saved.lse = lse
-    self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
-    self.saved.pk = pk
-    if mask then self:keep("mask", mask) end
   else
-    q4:free(); k4:free(); v4:free(); lse:free()
+    if pk then   -- to the padded layout the attention op reads
+      local qs, ks, vs = pk:scatter(q), pk:scatter(k), pk:scatter(v)
+      q:free(); k:free(); v:free()
+      q, k, v = qs, ks, vs
+    end
+    local q4, k4, v4 = heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
+    q:free(); k:free(); v:free()
+    local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
+    if self.grad_enabled then
+      self.saved.q, self.saved.k, self.saved.v = q4, k4, v4
+      self.saved.lse = lse
+      self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
+      self.saved.pk = pk
+      if mask then self:keep("mask", mask) end
+    else
+      q4:free(); k4:free(); v4:free(); lse:free()
+    end
+    if pk then a = pk:gather(a4) else a = a4:reshape(x:shape()) end
+    a4:free()
   end
-  local a
-  if pk then a = pk:gather(a4) else a = a4:reshape(x:shape()) end
-  a4:free()
   local o = self.dense:forward(a)
   a:free()
   local y = add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused

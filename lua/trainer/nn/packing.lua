@@ -53,6 +53,10 @@ function M.from_mask(mask)
   local B, Tn = shape[1], shape[2]
   local v = mask:values()
   local runs = {}   -- { packed first row, rows, padded first row }
+  -- lengths: real rows per batch row, for ops.attention_packed; prefix: every row's real
+  -- tokens come first, the masks tokenizers make (a run may span batch rows: a full row and
+  -- the next one's start, so the lengths are counted per row, not per run)
+  local len, prefix = ffi.new("int64_t[?]", B), true
   local N, prev = 0, -2
   for i = 1, B * Tn do
     if v[i] ~= 0 then
@@ -60,28 +64,16 @@ function M.from_mask(mask)
       if r == prev + 1 then runs[#runs][2] = runs[#runs][2] + 1
       else runs[#runs + 1] = { N, 1, r } end
       N, prev = N + 1, r
+      local b = math.floor(r / Tn)
+      if len[b] ~= r - b * Tn then prefix = false end
+      len[b] = len[b] + 1
     end
   end
   if N == 0 or N == B * Tn then return nil end
-  local self = setmetatable({ B = B, T = Tn, N = N, nseg = #runs }, Packing)
-  self.segs = ffi.new("int64_t[?]", 3 * #runs)
-  -- lengths: real rows per batch row, for ops.attention_packed; prefix: every row's real
-  -- tokens come first (one run from its start), the masks tokenizers make
-  -- (a run may span batch rows: a full row and the next one's start)
-  for s, g in ipairs(runs) do self.segs[3 * s - 3], self.segs[3 * s - 2], self.segs[3 * s - 1] = g[1], g[2], g[3] end
-  local len = ffi.new("int64_t[?]", B)
+  local self = setmetatable({ B = B, T = Tn, N = N, nseg = #runs, prefix = prefix }, Packing)
   self.lengths = { ptr = len, n = B, T = Tn }
-  self.prefix = true
-  for b = 0, B - 1 do
-    local n = 0
-    for j = 1, Tn do
-      if v[b * Tn + j] ~= 0 then
-        if n ~= j - 1 then self.prefix = false end
-        n = n + 1
-      end
-    end
-    len[b] = n
-  end
+  self.segs = ffi.new("int64_t[?]", 3 * #runs)
+  for s, g in ipairs(runs) do self.segs[3 * s - 3], self.segs[3 * s - 2], self.segs[3 * s - 1] = g[1], g[2], g[3] end
   self.mask = mask:reshape(shape)
   return self
 end
