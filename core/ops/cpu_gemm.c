@@ -11,6 +11,7 @@
 #include "tensor_version.h"
 #include "cpu/gemm_onednn.h"
 #include "cpu/matmul.h"
+#include "blas_core.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ enum { LIB_OPENBLAS = 0, LIB_ONEDNN = 1 };
 struct tr_cpu_gemm {
     int lib;               /* LIB_* */
     tr_onednn *dnnl;       /* set when lib is LIB_ONEDNN */
+    int blas_full_isa;     /* OpenBLAS runs kernels of the widest ISA this CPU has */
 };
 
 /* ------------------------------------------------------------ the library */
@@ -41,6 +43,9 @@ int tr_cpu_gemm_create(tr_cpu_gemm **out, tr_error *err)
     tr_cpu_gemm *g = calloc(1, sizeof *g);
     if (!g) return tr_fail(err, TR_EOOM, "out of host memory for the CPU GEMM router");
     g->lib = LIB_OPENBLAS;
+    /* (the context re-selected OpenBLAS's kernels before any product: blas_core.h; a
+     * user's OPENBLAS_CORETYPE can still hold it below the CPU) */
+    g->blas_full_isa = tr_blas_core_rank(tr_blas_core_name()) >= tr_blas_cpu_rank();
     if (want != LIB_OPENBLAS) {
         tr_error why;
         tr_error_clear(&why);
@@ -90,11 +95,14 @@ static int route_onednn(const tr_cpu_gemm *g, int M, int N, int K)
 }
 
 /* A plain (unpacked) product: oneDNN's with a wide plain B (N >= 2048, BERT-base's 3072) ran
- * at 0.3-0.4x OpenBLAS's (weight gradient 768 x 3072 x 4096: 39 against 132 GFLOP/s on one
- * core), the narrower ones at 0.9-1.2x */
+ * at 0.3-0.4x OpenBLAS's AVX-512 kernels (Intel Xeon: weight gradient 768 x 3072 x 4096, 39
+ * against 132 GFLOP/s on one core), the narrower ones at 0.9-1.2x. Where OpenBLAS runs
+ * below the CPU's ISA (an AMD EPYC with AVX-512 whose environment set
+ * OPENBLAS_CORETYPE=Haswell) oneDNN was ahead on every shape, the wide ones too: 370-440
+ * against 215-235 GFLOP/s with 2 threads (bench_gemm_onednn). */
 static int plain_onednn(const tr_cpu_gemm *g, int M, int N, int K)
 {
-    return route_onednn(g, M, N, K) && N < 2048;
+    return route_onednn(g, M, N, K) && (N < 2048 || !g->blas_full_isa);
 }
 
 int tr_cpu_gemm_routes_onednn(tr_ctx *ctx, int M, int N, int K)
@@ -211,4 +219,26 @@ int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const
     if (plain_onednn(g, M, N, K) && (!bias || alpha == 1.0f))
         return tr_onednn_gemm(g->dnnl, C, A, B, 0, bias, M, N, K, transA, transB, alpha, beta, tr_ctx_err(ctx));
     return tr_k_matmul_fwd_f32(C, A, B, bias, 1, M, N, K, transA, transB, alpha, beta, 0, 0, 0, tr_ctx_err(ctx));
+}
+
+/* ------------------------------------------------------------ bf16 products */
+
+int tr_cpu_gemm_bf16_native(tr_ctx *ctx)
+{
+    tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
+    return g && g->lib == LIB_ONEDNN && tr_onednn_bf16_native(g->dnnl);
+}
+
+int tr_cpu_gemm_bf16(tr_ctx *ctx, void *C, int c_dtype, const void *A, const void *B, const float *bias, int M,
+                     int N, int K, int transA, int transB, float alpha, float beta)
+{
+    tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
+    if (!g) return tr_ctx_err(ctx)->status;
+    if (g->lib != LIB_ONEDNN || (c_dtype != TR_BF16 && c_dtype != TR_F32))
+        return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL,
+                       "%s:%d: a bf16 product without oneDNN, or into dtype %d; this is a bug in the caller "
+                       "(tr_cpu_gemm_bf16_native says where it runs)",
+                       __FILE__, __LINE__, c_dtype);
+    return tr_onednn_gemm_bf16(g->dnnl, C, c_dtype == TR_BF16, A, B, bias, M, N, K, transA, transB, alpha, beta,
+                               tr_ctx_err(ctx));
 }

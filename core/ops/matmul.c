@@ -133,6 +133,26 @@ static int check_like(tr_ctx *ctx, const char *op, const char *what, const tr_te
     return TR_EUSER;
 }
 
+/* Whether a Linear's forward runs natively in bf16 (cpu_gemm.h): x and w bf16, out bf16 or
+ * f32, on a CPU and library that have it. Elsewhere half operands are staged to f32 in
+ * blocks of rows. */
+static int bf16_forward_native(tr_ctx *ctx, const tr_tensor *x, const tr_tensor *w, const tr_tensor *out)
+{
+    return x->dtype == TR_BF16 && w->dtype == TR_BF16 && (out->dtype == TR_BF16 || out->dtype == TR_F32) &&
+           tr_cpu_gemm_bf16_native(ctx);
+}
+
+/* The backward's twin: dout bf16; dx (if asked) from a bf16 w into bf16 or f32; dw (if
+ * asked) from a bf16 x into the f32 gradient. */
+static int bf16_backward_native(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dw, const tr_tensor *dout,
+                                const tr_tensor *x, const tr_tensor *w)
+{
+    if (dout->dtype != TR_BF16 || (!dx && !dw)) return 0;
+    if (dx && (w->dtype != TR_BF16 || (dx->dtype != TR_BF16 && dx->dtype != TR_F32))) return 0;
+    if (dw && (x->dtype != TR_BF16 || dw->dtype != TR_F32)) return 0;
+    return tr_cpu_gemm_bf16_native(ctx);
+}
+
 static int linear_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *x, const tr_tensor *w,
                  const tr_tensor *bias)
 {
@@ -150,6 +170,15 @@ static int linear_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tens
     if (N > INT_MAX || O > INT_MAX || I > INT_MAX) return too_big(ctx, op, N, "rows");
 
     if (!run) return TR_OK;
+    if (bf16_forward_native(ctx, x, w, out)) {
+        float *Bi = NULL;
+        void *obi = NULL;
+        if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) return rc;
+        if (N > 0) rc = tr_cpu_gemm_bf16(ctx, out->data, out->dtype, x->data, w->data, Bi, (int)N, (int)O, (int)I, 0, 1,
+                                         1.0f, 0.0f);
+        tr_stage_scratch_free(ctx, obi);
+        return rc;
+    }
     {
         float *W = NULL, *Bi = NULL;
         void *ow = NULL, *obi = NULL;
@@ -220,6 +249,26 @@ static int linear_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const
     if (!dx && !dw && !dbias) return TR_OK;
 
     if (!run) return TR_OK;
+    /* bf16 dout, w and x: the products native (dx = dout W, dw += dout^T x into the f32
+     * gradient), and dout staged only for the bias gradient's column sums */
+    if (bf16_backward_native(ctx, dx, dw, dout, x, w)) {
+        if (dx && N > 0)
+            rc = tr_cpu_gemm_bf16(ctx, dx->data, dx->dtype, dout->data, w->data, NULL, (int)N, (int)I, (int)O, 0, 0,
+                                  1.0f, 0.0f);
+        if (rc == TR_OK && dw && N > 0)
+            rc = tr_cpu_gemm_bf16(ctx, dw->data, TR_F32, dout->data, x->data, NULL, (int)O, (int)I, (int)N, 1, 0,
+                                  1.0f, 1.0f);
+        int64_t step = even_rows(N, tr_stage_block_rows(O));
+        for (int64_t r0 = 0; dbias && r0 < N && rc == TR_OK; r0 += step) {
+            int64_t nr = N - r0 < step ? N - r0 : step;
+            float *D = NULL;
+            void *od = NULL;
+            rc = tr_stage_load(ctx, dout, r0 * O, nr * O, &D, &od);
+            if (rc == TR_OK) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
+            tr_stage_scratch_free(ctx, od);
+        }
+        return rc;
+    }
     {
         float *W = NULL;
         void *ow = NULL;

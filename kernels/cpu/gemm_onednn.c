@@ -42,6 +42,7 @@ enum { GEMM_SLOTS = 96, LAYOUT_SLOTS = 48 };
 
 typedef struct gemm_key {
     int M, N, K, ta, tb, packed, bias;
+    int ab_bf16, c_bf16;           /* A and B bf16 (else f32); C bf16 (else f32) */
     float alpha, beta;
 } gemm_key;
 
@@ -69,6 +70,7 @@ struct tr_onednn {
 #undef X
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    int bf16_native;               /* 0 not asked yet, 1 bf16 products on bf16 instructions, 2 not */
     uint64_t tick;
     gemm_entry gemm[GEMM_SLOTS];
     layout_entry layout[LAYOUT_SLOTS];
@@ -161,11 +163,16 @@ void tr_onednn_close(tr_onednn *d)
 
 /* ------------------------------------------------------------ descriptors */
 
-/* A 2-D f32 descriptor of rows x cols stored row-major (ab) or transposed (ba). */
-static dnnl_status_t md2(tr_onednn *d, dnnl_memory_desc_t *md, int rows, int cols, int trans)
+/* A 2-D descriptor of rows x cols stored row-major (ab) or transposed (ba); f32 unless bf16. */
+static dnnl_status_t md2t(tr_onednn *d, dnnl_memory_desc_t *md, int rows, int cols, int trans, int bf16)
 {
     dnnl_dims_t dims = { rows, cols };
-    return d->dnnl_memory_desc_init_by_tag(md, 2, dims, dnnl_f32, trans ? dnnl_ba : dnnl_ab);
+    return d->dnnl_memory_desc_init_by_tag(md, 2, dims, bf16 ? dnnl_bf16 : dnnl_f32, trans ? dnnl_ba : dnnl_ab);
+}
+
+static dnnl_status_t md2(tr_onednn *d, dnnl_memory_desc_t *md, int rows, int cols, int trans)
+{
+    return md2t(d, md, rows, cols, trans, 0);
 }
 
 /* A primitive descriptor for src (M x K) x weights (K x N) -> dst with attr (may be NULL). */
@@ -256,7 +263,8 @@ int tr_onednn_pack(tr_onednn *d, void *dst, const float *B, int N, int K, int tr
 static int key_eq(const gemm_key *a, const gemm_key *b)
 {
     return a->M == b->M && a->N == b->N && a->K == b->K && a->ta == b->ta && a->tb == b->tb &&
-           a->packed == b->packed && a->bias == b->bias && a->alpha == b->alpha && a->beta == b->beta;
+           a->packed == b->packed && a->bias == b->bias && a->ab_bf16 == b->ab_bf16 && a->c_bf16 == b->c_bf16 &&
+           a->alpha == b->alpha && a->beta == b->beta;
 }
 
 /* Creates the primitive and memory objects of e for key k. */
@@ -266,12 +274,12 @@ static dnnl_status_t gemm_make(tr_onednn *d, gemm_entry *e, const gemm_key *k, c
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
-    dnnl_status_t st = md2(d, &src, k->M, k->K, k->ta);
+    dnnl_status_t st = md2t(d, &src, k->M, k->K, k->ta, k->ab_bf16);
     if (st == dnnl_success) {
         if (lay) wei = lay->packed;
-        else st = md2(d, &wei, k->K, k->N, k->tb);
+        else st = md2t(d, &wei, k->K, k->N, k->tb, k->ab_bf16);
     }
-    if (st == dnnl_success) st = md2(d, &dst, k->M, k->N, 0);
+    if (st == dnnl_success) st = md2t(d, &dst, k->M, k->N, 0, k->c_bf16);
     if (st == dnnl_success && k->bias) st = md2(d, &bia, 1, k->N, 0);
     if (st == dnnl_success) st = d->dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success && k->alpha != 1.0f) st = d->dnnl_primitive_attr_set_output_scales(attr, 1, 0, &k->alpha);
@@ -323,17 +331,18 @@ static gemm_entry *gemm_get(tr_onednn *d, const gemm_key *k, tr_error *err, int 
     return victim;
 }
 
-int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_packed, const float *bias,
-                   int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err)
+/* Runs the product of key k (its primitive made on first use) on these buffers. */
+static int gemm_run(tr_onednn *d, const gemm_key *k, void *C, const void *A, const void *B, const float *bias,
+                    tr_error *err)
 {
-    if (M <= 0 || N <= 0 || K <= 0 || (bias && alpha != 1.0f))
+    int M = k->M, N = k->N, K = k->K;
+    if (M <= 0 || N <= 0 || K <= 0 || (bias && k->alpha != 1.0f))
         return tr_fail(err, TR_EINTERNAL,
                        "%s:%d: a oneDNN product was given M=%d N=%d K=%d (all must be > 0) and alpha %g "
                        "with%s a bias (a bias needs alpha 1); this is a bug in the caller",
-                       __FILE__, __LINE__, M, N, K, (double)alpha, bias ? "" : "out");
-    gemm_key k = { M, N, K, transA != 0, transB != 0, b_packed != 0, bias != NULL, alpha, beta };
+                       __FILE__, __LINE__, M, N, K, (double)k->alpha, bias ? "" : "out");
     int rc;
-    gemm_entry *e = gemm_get(d, &k, err, &rc);
+    gemm_entry *e = gemm_get(d, k, err, &rc);
     if (!e) return rc;
     DNNL_CHECK(d, err, d->dnnl_memory_set_data_handle(e->src, (void *)A), "memory_set_data_handle", M, N, K);
     DNNL_CHECK(d, err, d->dnnl_memory_set_data_handle(e->wei, (void *)B), "memory_set_data_handle", M, N, K);
@@ -349,9 +358,41 @@ int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_
     return TR_OK;
 }
 
+int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_packed, const float *bias,
+                   int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err)
+{
+    gemm_key k = { M, N, K, transA != 0, transB != 0, b_packed != 0, bias != NULL, 0, 0, alpha, beta };
+    return gemm_run(d, &k, C, A, B, bias, err);
+}
+
+int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, const uint16_t *B, const float *bias,
+                        int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err)
+{
+    gemm_key k = { M, N, K, transA != 0, transB != 0, 0, bias != NULL, 1, c_bf16 != 0, alpha, beta };
+    return gemm_run(d, &k, C, A, B, bias, err);
+}
+
+int tr_onednn_bf16_native(tr_onednn *d)
+{
+    if (!d->bf16_native) {
+        /* What oneDNN picks for a small bf16 product: its kernels for the CPU's bf16
+         * instructions name them (brg:avx512_core_bf16, brg:avx512_core_amx); anything else
+         * (gemm:jit's conversion to f32 on plain AVX-512, ref:any) is no faster than
+         * staging to f32, so the caller does that. A failure to make the primitive reads
+         * as "not native": the staged path needs nothing of it. */
+        gemm_key k = { 64, 64, 64, 0, 1, 0, 0, 1, 1, 1.0f, 0.0f };
+        tr_error scratch;
+        tr_error_clear(&scratch);
+        int rc;
+        gemm_entry *e = gemm_get(d, &k, &scratch, &rc);
+        d->bf16_native = e && (strstr(e->impl, "bf16") || strstr(e->impl, "amx")) ? 1 : 2;
+    }
+    return d->bf16_native == 1;
+}
+
 const char *tr_onednn_impl(tr_onednn *d, int M, int N, int K, int transA, int transB, int b_packed, tr_error *err)
 {
-    gemm_key k = { M, N, K, transA != 0, transB != 0, b_packed != 0, 0, 1.0f, 0.0f };
+    gemm_key k = { M, N, K, transA != 0, transB != 0, b_packed != 0, 0, 0, 0, 1.0f, 0.0f };
     int rc;
     gemm_entry *e = gemm_get(d, &k, err, &rc);
     return e ? e->impl : NULL;
@@ -386,6 +427,16 @@ int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_
                    int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err)
 {
     return not_built(err);
+}
+int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, const uint16_t *B, const float *bias,
+                        int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err)
+{
+    return not_built(err);
+}
+int tr_onednn_bf16_native(tr_onednn *d)
+{
+    (void)d;
+    return 0;
 }
 const char *tr_onednn_impl(tr_onednn *d, int M, int N, int K, int transA, int transB, int b_packed, tr_error *err)
 {

@@ -20,6 +20,7 @@
 #define TR_KERNELS_CPU_GEMM_ONEDNN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "tr_base.h"
 
 typedef struct tr_onednn tr_onednn;
@@ -43,6 +44,20 @@ int tr_onednn_pack(tr_onednn *d, void *dst, const float *B, int N, int K, int tr
  * (accumulates when beta == 1). */
 int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_packed, const float *bias,
                    int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err);
+
+/* The same product over bf16 A and B (bf16 bits, uint16_t) with f32 accumulation inside
+ * oneDNN, into C of bf16 (c_bf16, rounded to nearest even once, after the bias and the
+ * sum) or f32; bias f32. B is plain (no packed bf16 layout: a pack would be a second copy
+ * of a frozen half weight, and plain bf16 products measured within 2-7 % of packed ones
+ * on an AMD EPYC with AVX512-BF16).
+ * Only where tr_onednn_bf16_native says so: elsewhere oneDNN may run it on reference
+ * code. */
+int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, const uint16_t *B, const float *bias,
+                        int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err);
+
+/* 1 when oneDNN runs bf16 products on this CPU's bf16 instructions (AVX512-BF16, AMX),
+ * which do twice the f32 FMA's work a cycle; 0 otherwise (asked once, then remembered). */
+int tr_onednn_bf16_native(tr_onednn *d);
 
 /* The implementation oneDNN chose for that product ("brg:avx512_core", ...), for the
  * benchmark; NULL on failure. */

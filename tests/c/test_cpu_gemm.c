@@ -3,10 +3,12 @@
  * (TRAINER_CPU_GEMM chooses each one's library when it first runs a product). A stale pack
  * (a weight changed, its packed copy not) would give the previous step's results, far
  * outside the 1e-5 these compare at. Also: the packs' bytes in the ledger (tag workspace),
- * a frozen weight packed once, half weights, repeatable bits, and the variable's errors.
+ * a frozen weight packed once, half weights, native bf16 products, repeatable bits, and the
+ * variable's errors.
  * Without oneDNN (build or machine) the oneDNN cases say SKIP. */
 #include "check.h"
 #include "op_check.h"
+#include "blas_core.h"
 #include "cpu_gemm.h"
 #include "ops_elem.h"
 #include "ops_nn.h"
@@ -301,6 +303,13 @@ static void test_skinny_products_route_to_onednn(void)
     CHECK(!tr_cpu_gemm_routes_onednn(dnnl_ctx, 4096, 2, 384), "a 2-label head went to oneDNN");
     CHECK(!tr_cpu_gemm_routes_onednn(dnnl_ctx, 64, 8, 64), "a small skinny product went to oneDNN");
     CHECK(!tr_cpu_gemm_routes_onednn(blas_ctx, 4096, 8, 384), "TRAINER_CPU_GEMM=openblas routed to oneDNN");
+    /* a wide plain product (BERT-base's FFN weight gradient) stays on OpenBLAS only where
+     * OpenBLAS runs the CPU's widest kernels (OPENBLAS_CORETYPE may hold it below) */
+    int blas_full = tr_blas_core_rank(tr_blas_core_name()) >= tr_blas_cpu_rank();
+    CHECK(tr_cpu_gemm_routes_onednn(dnnl_ctx, 768, 3072, 4096) == !blas_full,
+          "768 x 3072 x 4096 routed to %s with OpenBLAS on %s (CPU rank %d)",
+          tr_cpu_gemm_routes_onednn(dnnl_ctx, 768, 3072, 4096) ? "oneDNN" : "OpenBLAS", tr_blas_core_name(),
+          tr_blas_cpu_rank());
     /* { M, N, K, transA, transB, alpha, beta } of a LoRA layer 384 -> 384, r 8, 4096 rows */
     static const struct { int M, N, K, ta, tb; float alpha, beta; } p[] = {
         { 4096, 8, 384, 0, 1, 1.0f, 0.0f },  { 4096, 384, 8, 0, 1, 2.0f, 1.0f }, { 384, 8, 4096, 1, 0, 2.0f, 1.0f },
@@ -359,6 +368,64 @@ static void test_half_activations_in_blocks(void)
     }
 }
 
+/* bf16 x, w and dout on a CPU with bf16 instructions: the products run natively (oneDNN,
+ * no staging), into bf16 or f32 outputs, with a bias, the input gradient, the weight
+ * gradient ACCUMULATED into its f32 buffer and the bias gradient; every one agrees with the
+ * staged f32 products of TRAINER_CPU_GEMM=openblas to bf16's rounding. A non-square weight
+ * (O != I) catches a transposed operand. Where the CPU has no bf16 instructions this says
+ * SKIP after checking that nothing claims to be native. */
+static void test_bf16_products_native(void)
+{
+    int cpu_bf16 = 0;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    cpu_bf16 = __builtin_cpu_supports("avx512bf16") != 0;
+#endif
+    CHECK(!tr_cpu_gemm_bf16_native(blas_ctx), "TRAINER_CPU_GEMM=openblas claims native bf16 products");
+    if (!cpu_bf16) {
+        CHECK(!tr_cpu_gemm_bf16_native(dnnl_ctx), "native bf16 products on a CPU without AVX512-BF16");
+        printf("SKIP test_bf16_products_native: this CPU has no AVX512-BF16\n");
+        return;
+    }
+    CHECK(tr_cpu_gemm_bf16_native(dnnl_ctx), "a CPU with AVX512-BF16 whose oneDNN products are not native");
+    enum { R = 2049, IN = 320, OUT = 192 };
+    int64_t ws[2] = { OUT, IN }, xs[2] = { R, IN }, ys[2] = { R, OUT }, bs[1] = { OUT };
+    tr_ctx *c[2] = { dnnl_ctx, blas_ctx };
+    for (int out_f32 = 0; out_f32 < 2 && !check_case_failed; out_f32++) {
+        int odt = out_f32 ? TR_F32 : TR_BF16;
+        tr_tensor *w[2], *b[2], *x[2], *d[2], *y[2], *dx[2], *dw[2], *db[2], *y32[2], *dx32[2];
+        for (int k = 0; k < 2; k++) {
+            w[k] = filled(c[k], 2, ws, TR_BF16, TR_TAG_WEIGHTS, 91, 0.05);
+            b[k] = filled(c[k], 1, bs, TR_F32, TR_TAG_WEIGHTS, 92, 0.5);
+            x[k] = filled(c[k], 2, xs, TR_BF16, TR_TAG_ACTIVATIONS, 93, 1.0);
+            d[k] = filled(c[k], 2, ys, TR_BF16, TR_TAG_ACTIVATIONS, 94, 1.0);
+            y[k] = tr_tensor_new(c[k], 2, ys, odt, TR_CPU, TR_TAG_ACTIVATIONS);
+            dx[k] = tr_tensor_new(c[k], 2, xs, odt, TR_CPU, TR_TAG_ACTIVATIONS);
+            dw[k] = filled(c[k], 2, ws, TR_F32, TR_TAG_GRADS, 95, 30.0);   /* accumulated onto */
+            db[k] = filled(c[k], 1, bs, TR_F32, TR_TAG_GRADS, 96, 30.0);
+            y32[k] = tr_tensor_new(c[k], 2, ys, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+            dx32[k] = tr_tensor_new(c[k], 2, xs, TR_F32, TR_CPU, TR_TAG_ACTIVATIONS);
+            CHECK(tr_tensor_fill(c[k], y[k], NAN) == TR_OK && tr_tensor_fill(c[k], dx[k], NAN) == TR_OK, "poison");
+            CHECK(tr_op_linear(c[k], y[k], x[k], w[k], b[k]) == TR_OK, "%s", tr_ctx_errmsg(c[k]));
+            CHECK(tr_op_linear_backward(c[k], dx[k], dw[k], db[k], d[k], x[k], w[k]) == TR_OK, "%s",
+                  tr_ctx_errmsg(c[k]));
+            CHECK(tr_tensor_copy(c[k], y32[k], y[k]) == TR_OK && tr_tensor_copy(c[k], dx32[k], dx[k]) == TR_OK, "copy");
+        }
+        int finite = 1;
+        for (int64_t i = 0; i < y32[0]->numel; i++) finite &= isfinite(((float *)y32[0]->data)[i]);
+        for (int64_t i = 0; i < dx32[0]->numel; i++) finite &= isfinite(((float *)dx32[0]->data)[i]);
+        CHECK(finite, "out %s: a row of y or dx was not written", out_f32 ? "f32" : "bf16");
+        double tol = out_f32 ? 1e-5 : 1e-2;   /* f32 outputs: only the summation order differs */
+        CHECK(rel(y32[0], y32[1]) < tol, "out %s: forward differs by %g", out_f32 ? "f32" : "bf16", rel(y32[0], y32[1]));
+        CHECK(rel(dx32[0], dx32[1]) < tol, "out %s: dx differs by %g", out_f32 ? "f32" : "bf16", rel(dx32[0], dx32[1]));
+        CHECK(rel(dw[0], dw[1]) < 1e-5, "dw differs by %g", rel(dw[0], dw[1]));
+        CHECK(rel(db[0], db[1]) < 1e-5, "dbias differs by %g", rel(db[0], db[1]));
+        for (int k = 0; k < 2; k++) {
+            tr_tensor *all[] = { w[k], b[k], x[k], d[k], y[k], dx[k], dw[k], db[k], y32[k], dx32[k] };
+            for (int i = 0; i < 10; i++) tr_tensor_free(all[i]);
+        }
+    }
+}
+
 /* An unknown library is a user error naming the variable and its values. */
 static void test_unknown_library_is_a_user_error(void)
 {
@@ -392,6 +459,7 @@ int main(void)
         printf("SKIP test_matmul_matches_openblas: %s\n", why);
         printf("SKIP test_half_activations_in_blocks: %s\n", why);
         printf("SKIP test_skinny_products_route_to_onednn: %s\n", why);
+        printf("SKIP test_bf16_products_native: %s\n", why);
     } else {
         RUN(test_steps_repack_after_each_update);
         RUN(test_writes_of_the_weight_repack);
@@ -401,6 +469,7 @@ int main(void)
         RUN(test_matmul_matches_openblas);
         RUN(test_half_activations_in_blocks);
         RUN(test_skinny_products_route_to_onednn);
+        RUN(test_bf16_products_native);
     }
     tr_ctx_free(dnnl_ctx);
     tr_ctx_free(blas_ctx);
