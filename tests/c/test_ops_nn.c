@@ -367,6 +367,46 @@ static void test_attention_half_in_batch_groups(void)
 
 /* ------------------------------------------------------------ errors and workspace */
 
+/* Half GELU, GELU backward, tanh and tanh backward (converted span by span on each thread)
+ * give exactly the bits of their f32 kernels on the same values: the half input widened to
+ * f32, the f32 op, the result rounded back. Sizes: one short of a span, a partial last span
+ * on the calling thread, and many spans over the threads with a partial tail. */
+static void test_half_elementwise_bits_are_the_f32_kernels(void)
+{
+    static const int64_t sizes[] = { 2047, 5000, 1000003 };
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? TR_F16 : TR_BF16;
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0] && !check_case_failed; z++) {
+            int64_t n = sizes[z];
+            double *x = rnd(n, 3), *g = rnd(n, 1);
+            tr_tensor *hx = mk(1, &n, dtype, x), *hg = mk(1, &n, dtype, g), *ho = mk(1, &n, dtype, NULL);
+            tr_tensor *fx = mk(1, &n, TR_F32, NULL), *fg = mk(1, &n, TR_F32, NULL), *fo = mk(1, &n, TR_F32, NULL);
+            tr_tensor *want = mk(1, &n, dtype, NULL);
+            CHECK(tr_tensor_copy(ctx, fx, hx) == TR_OK && tr_tensor_copy(ctx, fg, hg) == TR_OK, "widen");
+            for (int op = 0; op < 6; op++) {
+                int rc1, rc2;
+                switch (op) {
+                case 0: case 1:
+                    rc1 = tr_op_gelu(ctx, ho, hx, op), rc2 = tr_op_gelu(ctx, fo, fx, op); break;
+                case 2: case 3:
+                    rc1 = tr_op_gelu_backward(ctx, ho, hg, hx, op - 2), rc2 = tr_op_gelu_backward(ctx, fo, fg, fx, op - 2);
+                    break;
+                case 4: rc1 = tr_op_tanh(ctx, ho, hx), rc2 = tr_op_tanh(ctx, fo, fx); break;
+                default: rc1 = tr_op_tanh_backward(ctx, ho, hg, hx), rc2 = tr_op_tanh_backward(ctx, fo, fg, fx); break;
+                }
+                CHECK(rc1 == TR_OK && rc2 == TR_OK, "op %d: %s", op, tr_ctx_errmsg(ctx));
+                CHECK(tr_tensor_copy(ctx, want, fo) == TR_OK, "round");
+                CHECK(memcmp(ho->data, want->data, tr_tensor_nbytes(ho)) == 0, "%s op %d (n %lld): bits differ from the f32 kernel's",
+                      tr_dtype_name(dtype), op, (long long)n);
+            }
+            tr_tensor *all[] = { hx, hg, ho, fx, fg, fo, want };
+            for (size_t i = 0; i < 7; i++) tr_tensor_free(all[i]);
+            free(x);
+            free(g);
+        }
+    }
+}
+
 static void test_errors_name_op_tensor_and_shape(void)
 {
     int64_t xs[2] = { 4, 7 }, ws[2] = { 3, 8 }, os[2] = { 4, 3 };
@@ -439,6 +479,7 @@ int main(void)
     RUN(test_f16_against_f32);
     RUN(test_attention_f32_against_f64_kernel_with_philox_dropout);
     RUN(test_attention_half_in_batch_groups);
+    RUN(test_half_elementwise_bits_are_the_f32_kernels);
     RUN(test_errors_name_op_tensor_and_shape);
     RUN(test_workspace_released);
     tr_ctx_free(ctx);
