@@ -22,6 +22,7 @@ struct tr_cpu_gemm {
     int lib;               /* LIB_* */
     tr_onednn *dnnl;       /* set when lib is LIB_ONEDNN */
     int blas_full_isa;     /* OpenBLAS runs kernels of the widest ISA this CPU has */
+    int bf16_native;       /* -1 not decided yet, else tr_cpu_gemm_bf16_native's answer */
 };
 
 /* ------------------------------------------------------------ the library */
@@ -43,6 +44,7 @@ int tr_cpu_gemm_create(tr_cpu_gemm **out, tr_error *err)
     tr_cpu_gemm *g = calloc(1, sizeof *g);
     if (!g) return tr_fail(err, TR_EOOM, "out of host memory for the CPU GEMM router");
     g->lib = LIB_OPENBLAS;
+    g->bf16_native = -1;
     /* (the context re-selected OpenBLAS's kernels before any product: blas_core.h; a
      * user's OPENBLAS_CORETYPE can still hold it below the CPU) */
     g->blas_full_isa = tr_blas_core_rank(tr_blas_core_name()) >= tr_blas_cpu_rank();
@@ -223,10 +225,30 @@ int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const
 
 /* ------------------------------------------------------------ bf16 products */
 
+/* Where bf16 kernels beat staging to f32: AMX tiles on any CPU; AVX512-BF16 dot products on
+ * AMD's cores, which issue them at twice the f32 FMA's work a cycle (EPYC, 2 threads:
+ * 880-960 against 440-470 GFLOP/s on BERT-base's Linear shapes); not on Intel's AVX512-BF16
+ * without AMX, where oneDNN's bf16 products ran at 130-167 against f32's 263-284 GFLOP/s
+ * (Xeon, 2 threads). A CPU property, not a timing taken at start: the choice must be the
+ * same in every process on a machine, or a resumed run would not repeat the bits. */
+static int bf16_beats_f32(int isa)
+{
+    if (isa == TR_ONEDNN_BF16_AMX) return 1;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == TR_ONEDNN_BF16_AVX512) {
+        __builtin_cpu_init();
+        return __builtin_cpu_is("amd") != 0;
+    }
+#endif
+    return 0;
+}
+
 int tr_cpu_gemm_bf16_native(tr_ctx *ctx)
 {
     tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
-    return g && g->lib == LIB_ONEDNN && tr_onednn_bf16_native(g->dnnl);
+    if (!g || g->lib != LIB_ONEDNN) return 0;
+    if (g->bf16_native < 0) g->bf16_native = bf16_beats_f32(tr_onednn_bf16_isa(g->dnnl));
+    return g->bf16_native;
 }
 
 int tr_cpu_gemm_bf16(tr_ctx *ctx, void *C, int c_dtype, const void *A, const void *B, const float *bias, int M,

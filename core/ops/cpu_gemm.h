@@ -15,7 +15,11 @@
  * optimizer step (every write of W moves its version). Only f32 weights are packed: a
  * half-precision weight runs its products unpacked (its packs would be f32, four times its
  * bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator blocks of tag `workspace`, freed
- * with the weight; `trainer plan` counts them (lua/trainer/plan). */
+ * with the weight; `trainer plan` counts them (lua/trainer/plan).
+ *
+ * bf16 products: where oneDNN runs them on the CPU's bf16 instructions
+ * (tr_cpu_gemm_bf16_native), matmul.c hands a Linear's bf16 operands to tr_cpu_gemm_bf16
+ * as they are; elsewhere they are staged to f32 in blocks of rows. */
 #ifndef TR_CPU_GEMM_H
 #define TR_CPU_GEMM_H
 
@@ -56,9 +60,10 @@ int tr_cpu_gemm_routes_onednn(tr_ctx *ctx, int M, int N, int K);
 int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const float *bias, int M, int N, int K,
                     int transA, int transB, float alpha, float beta);
 
-/* 1 when ctx runs bf16 products natively: oneDNN on the CPU's bf16 instructions
- * (AVX512-BF16, AMX), twice the f32 FMA rate; 0 elsewhere (OpenBLAS, TRAINER_CPU_GEMM=openblas,
- * a CPU without them), where half operands are staged to f32 as before. */
+/* 1 when ctx runs bf16 products natively: oneDNN on the CPU's bf16 instructions where they
+ * beat f32 (AMX; AVX512-BF16 on AMD, twice the f32 rate there); 0 elsewhere (OpenBLAS,
+ * TRAINER_CPU_GEMM=openblas, Intel's AVX512-BF16 without AMX, no bf16 instructions), where
+ * half operands are staged to f32. */
 int tr_cpu_gemm_bf16_native(tr_ctx *ctx);
 
 /* C (c_dtype TR_BF16 or TR_F32) = alpha * op(A) op(B) + beta * C + bias, A and B bf16 with

@@ -1,12 +1,16 @@
 /* matmul.c — tensor-level matmul and Linear (forward and backward) on the CPU, over
- * oneDNN or OpenBLAS as cpu_gemm.h routes each product. Half-precision operands are staged
- * to f32 and the GEMM runs in f32 with f32 accumulation: Linear converts its activations in
- * chunks of rows, and its weight once per pack (oneDNN: the packed copy is made from the
- * f32 conversion and kept until the weight changes) or once per call (a half weight, which
- * is not packed: its staged f32 copy goes to the router's plain product, oneDNN or
- * OpenBLAS); the general matmul converts whole operands. A bf16 x bf16 product in oneDNN is slower than
- * f32 on a CPU without AMX (measured 130-167 against 263-284 GFLOP/s on the project's
- * AVX512-BF16 machine), and cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see
+ * oneDNN or OpenBLAS as cpu_gemm.h routes each product.
+ *
+ * Half-precision operands: a Linear over bf16 activations and a bf16 weight runs natively
+ * where bf16 kernels beat f32 (tr_cpu_gemm_bf16_native: AMX, or AVX512-BF16 on AMD), f32
+ * accumulation inside oneDNN. Everywhere else half operands are staged to f32 and the GEMM
+ * runs in f32 with f32 accumulation: Linear converts its activations in chunks of rows, and
+ * its weight once per pack (oneDNN: the packed copy is made from the f32 conversion and kept
+ * until the weight changes) or once per call (a half weight, which is not packed: its
+ * staged f32 copy goes to the router's plain product, oneDNN or OpenBLAS); the general
+ * matmul converts whole operands. On Intel's AVX512-BF16 without AMX oneDNN's bf16 x bf16
+ * product is slower than f32 (measured 130-167 against 263-284 GFLOP/s on a Xeon with
+ * AVX512-BF16), and cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see
  * bench/bench_gemm.c. */
 #include "ops_nn.h"
 #include "op_stage.h"

@@ -70,7 +70,7 @@ struct tr_onednn {
 #undef X
     dnnl_engine_t engine;
     dnnl_stream_t stream;
-    int bf16_native;               /* 0 not asked yet, 1 bf16 products on bf16 instructions, 2 not */
+    int bf16_isa;                  /* 0 not asked yet, else 1 + TR_ONEDNN_BF16_* */
     uint64_t tick;
     gemm_entry gemm[GEMM_SLOTS];
     layout_entry layout[LAYOUT_SLOTS];
@@ -372,22 +372,24 @@ int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, co
     return gemm_run(d, &k, C, A, B, bias, err);
 }
 
-int tr_onednn_bf16_native(tr_onednn *d)
+int tr_onednn_bf16_isa(tr_onednn *d)
 {
-    if (!d->bf16_native) {
+    if (!d->bf16_isa) {
         /* What oneDNN picks for a small bf16 product: its kernels for the CPU's bf16
-         * instructions name them (brg:avx512_core_bf16, brg:avx512_core_amx); anything else
-         * (gemm:jit's conversion to f32 on plain AVX-512, ref:any) is no faster than
-         * staging to f32, so the caller does that. A failure to make the primitive reads
-         * as "not native": the staged path needs nothing of it. */
+         * instructions name them (brg:avx512_core_amx, brg:avx512_core_bf16); anything else
+         * (gemm:jit's conversion to f32 on plain AVX-512, ref:any) is none. A failure to
+         * make the primitive reads as none: the staged path needs nothing of it. */
         gemm_key k = { 64, 64, 64, 0, 1, 0, 0, 1, 1, 1.0f, 0.0f };
         tr_error scratch;
         tr_error_clear(&scratch);
         int rc;
         gemm_entry *e = gemm_get(d, &k, &scratch, &rc);
-        d->bf16_native = e && (strstr(e->impl, "bf16") || strstr(e->impl, "amx")) ? 1 : 2;
+        d->bf16_isa = !e                       ? TR_ONEDNN_BF16_NONE + 1
+                      : strstr(e->impl, "amx")  ? TR_ONEDNN_BF16_AMX + 1
+                      : strstr(e->impl, "bf16") ? TR_ONEDNN_BF16_AVX512 + 1
+                                                : TR_ONEDNN_BF16_NONE + 1;
     }
-    return d->bf16_native == 1;
+    return d->bf16_isa - 1;
 }
 
 const char *tr_onednn_impl(tr_onednn *d, int M, int N, int K, int transA, int transB, int b_packed, tr_error *err)
@@ -433,10 +435,10 @@ int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, co
 {
     return not_built(err);
 }
-int tr_onednn_bf16_native(tr_onednn *d)
+int tr_onednn_bf16_isa(tr_onednn *d)
 {
     (void)d;
-    return 0;
+    return TR_ONEDNN_BF16_NONE;
 }
 const char *tr_onednn_impl(tr_onednn *d, int M, int N, int K, int transA, int transB, int b_packed, tr_error *err)
 {

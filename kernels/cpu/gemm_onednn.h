@@ -50,14 +50,16 @@ int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_
  * sum) or f32; bias f32. B is plain (no packed bf16 layout: a pack would be a second copy
  * of a frozen half weight, and plain bf16 products measured within 2-7 % of packed ones
  * on an AMD EPYC with AVX512-BF16).
- * Only where tr_onednn_bf16_native says so: elsewhere oneDNN may run it on reference
- * code. */
+ * Only where tr_onednn_bf16_isa names bf16 instructions: elsewhere oneDNN may run it on
+ * reference code. */
 int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, const uint16_t *B, const float *bias,
                         int M, int N, int K, int transA, int transB, float alpha, float beta, tr_error *err);
 
-/* 1 when oneDNN runs bf16 products on this CPU's bf16 instructions (AVX512-BF16, AMX),
- * which do twice the f32 FMA's work a cycle; 0 otherwise (asked once, then remembered). */
-int tr_onednn_bf16_native(tr_onednn *d);
+/* The bf16 instructions oneDNN runs bf16 products on here: AMX tiles, AVX512-BF16 dot
+ * products, or none (it would convert, or run reference code); asked once, then
+ * remembered. Whether that beats f32 depends on the CPU too (cpu_gemm.c decides). */
+enum { TR_ONEDNN_BF16_NONE = 0, TR_ONEDNN_BF16_AVX512 = 1, TR_ONEDNN_BF16_AMX = 2 };
+int tr_onednn_bf16_isa(tr_onednn *d);
 
 /* The implementation oneDNN chose for that product ("brg:avx512_core", ...), for the
  * benchmark; NULL on failure. */

@@ -368,25 +368,31 @@ static void test_half_activations_in_blocks(void)
     }
 }
 
-/* bf16 x, w and dout on a CPU with bf16 instructions: the products run natively (oneDNN,
- * no staging), into bf16 or f32 outputs, with a bias, the input gradient, the weight
- * gradient ACCUMULATED into its f32 buffer and the bias gradient; every one agrees with the
- * staged f32 products of TRAINER_CPU_GEMM=openblas to bf16's rounding. A non-square weight
- * (O != I) catches a transposed operand. Where the CPU has no bf16 instructions this says
- * SKIP after checking that nothing claims to be native. */
+/* bf16 x, w and dout where bf16 kernels beat f32 (AMX; AVX512-BF16 on AMD): the products
+ * run natively (oneDNN, no staging), into bf16 or f32 outputs, with a bias, the input
+ * gradient, the weight gradient ACCUMULATED into its f32 buffer and the bias gradient; every
+ * one agrees with the staged f32 products of TRAINER_CPU_GEMM=openblas to bf16's rounding.
+ * A non-square weight (O != I) catches a transposed operand. Elsewhere this checks that
+ * nothing claims to be native (an AMD CPU with AVX512-BF16 must) and says SKIP. */
 static void test_bf16_products_native(void)
 {
-    int cpu_bf16 = 0;
+    int avx512_bf16 = 0, amx = 0, amd = 0;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    cpu_bf16 = __builtin_cpu_supports("avx512bf16") != 0;
+    __builtin_cpu_init();
+    avx512_bf16 = __builtin_cpu_supports("avx512bf16") != 0;
+    amx = __builtin_cpu_supports("amx-bf16") != 0;
+    amd = __builtin_cpu_is("amd") != 0;
 #endif
     CHECK(!tr_cpu_gemm_bf16_native(blas_ctx), "TRAINER_CPU_GEMM=openblas claims native bf16 products");
-    if (!cpu_bf16) {
-        CHECK(!tr_cpu_gemm_bf16_native(dnnl_ctx), "native bf16 products on a CPU without AVX512-BF16");
-        printf("SKIP test_bf16_products_native: this CPU has no AVX512-BF16\n");
+    int native = tr_cpu_gemm_bf16_native(dnnl_ctx);
+    if (amd && avx512_bf16) CHECK(native, "an AMD CPU with AVX512-BF16 whose bf16 products are not native");
+    if (!avx512_bf16 && !amx) CHECK(!native, "native bf16 products on a CPU without bf16 instructions");
+    if (!amx && !amd) CHECK(!native, "native bf16 products on an Intel CPU without AMX (slower than f32 there)");
+    if (!native) {
+        printf("SKIP test_bf16_products_native: bf16 products are staged to f32 on this CPU (%s%s%s)\n",
+               amd ? "AMD" : "not AMD", avx512_bf16 ? ", AVX512-BF16" : "", amx ? ", AMX" : "");
         return;
     }
-    CHECK(tr_cpu_gemm_bf16_native(dnnl_ctx), "a CPU with AVX512-BF16 whose oneDNN products are not native");
     enum { R = 2049, IN = 320, OUT = 192 };
     int64_t ws[2] = { OUT, IN }, xs[2] = { R, IN }, ys[2] = { R, OUT }, bs[1] = { OUT };
     tr_ctx *c[2] = { dnnl_ctx, blas_ctx };
