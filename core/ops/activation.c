@@ -26,8 +26,8 @@ static int same_shapes(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d)
     return TR_OK;
 }
 
-/* One span of an elementwise kind in f32 (n <= HALF_SPAN: the kernels then run it on the
- * calling thread, no OpenMP region of their own). */
+/* One span of an elementwise kind in f32 (n <= TR_STAGE_SPAN: the kernels then run it on
+ * the calling thread, no OpenMP region of their own). */
 static void elementwise_f32(int kind, int arg, float *Y, const float *A, const float *B, int64_t n)
 {
     switch (kind) {
@@ -38,32 +38,19 @@ static void elementwise_f32(int kind, int arg, float *Y, const float *A, const f
     }
 }
 
-/* Half operands of an elementwise kind, span by span on each thread: the span converted
- * into f32 buffers on the thread's stack, computed and converted back while it is in L1,
- * instead of staging blocks of a million elements through scratch memory (three passes over
- * 4 MB buffers, which BERT-base's [4096, 3072] GELU made 4 % of a bf16 step). The f32
- * values and the kernel are the staged path's, so the bits are too. */
-enum { HALF_SPAN = 2048, HALF_SERIAL_SPANS = 8 };
+/* Half operands of an elementwise kind go span by span on each thread (tr_stage_spans):
+ * converted, computed and converted back while in L1, instead of staging blocks of a million
+ * elements through scratch memory (three passes over 4 MB buffers, which BERT-base's [4096,
+ * 3072] GELU made 4 % of a bf16 step). The f32 values and the kernel are the staged path's,
+ * so the bits are too. */
+typedef struct span_kind {
+    int kind, arg;
+} span_kind;
 
-static void half_span(int kind, int arg, const tr_tensor *y, const tr_tensor *a, const tr_tensor *b, int64_t s)
+static void span_fn(const void *p, float *y, const float *a, const float *b, int64_t n)
 {
-    float A[HALF_SPAN], B[HALF_SPAN], Y[HALF_SPAN];
-    int64_t off = s * HALF_SPAN, n = a->numel - off < HALF_SPAN ? a->numel - off : HALF_SPAN;
-    tr_convert(A, TR_F32, (const char *)a->data + off * tr_dtype_size(a->dtype), a->dtype, (size_t)n);
-    if (b) tr_convert(B, TR_F32, (const char *)b->data + off * tr_dtype_size(b->dtype), b->dtype, (size_t)n);
-    elementwise_f32(kind, arg, Y, A, b ? B : NULL, n);
-    tr_convert((char *)y->data + off * tr_dtype_size(y->dtype), y->dtype, Y, TR_F32, (size_t)n);
-}
-
-static void elementwise_half(int kind, int arg, const tr_tensor *y, const tr_tensor *a, const tr_tensor *b)
-{
-    int64_t spans = (a->numel + HALF_SPAN - 1) / HALF_SPAN;
-    if (spans <= HALF_SERIAL_SPANS) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
-        for (int64_t s = 0; s < spans; s++) half_span(kind, arg, y, a, b, s);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < spans; s++) half_span(kind, arg, y, a, b, s);
+    const span_kind *k = p;
+    elementwise_f32(k->kind, k->arg, y, a, b, n);
 }
 
 /* y (=) = f(a [, b]) chunk by chunk; rows of width C (1 for elementwise). */
@@ -74,7 +61,8 @@ static int run(tr_ctx *ctx, const tr_op_call *c, int kind)
     int arg = c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF;
     int all_f32 = y->dtype == TR_F32 && a->dtype == TR_F32 && (!b || b->dtype == TR_F32);
     if (!rowwise && !all_f32) {
-        elementwise_half(kind, arg, y, a, b);
+        span_kind k = { kind, arg };
+        tr_stage_spans(y, a, b, span_fn, &k);
         return TR_OK;
     }
     int64_t C = rowwise ? (a->ndim ? a->shape[a->ndim - 1] : 1) : 1;

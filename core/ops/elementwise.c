@@ -38,6 +38,20 @@ static void release_all(tr_ctx *ctx, tr_stage *v, int n)
     for (int i = 0; i < n; i++) tr_stage_release(ctx, &v[i]);
 }
 
+/* One span of add and mul for tr_stage_spans (n <= TR_STAGE_SPAN: the kernels run it on
+ * the calling thread). */
+static void add_span(const void *arg, float *y, const float *a, const float *b, int64_t n)
+{
+    (void)arg;
+    tr_k_add_fwd_f32(y, a, b, 1, n, 1);
+}
+
+static void mul_span(const void *arg, float *y, const float *a, const float *b, int64_t n)
+{
+    (void)arg;
+    tr_k_mul_fwd_f32(y, a, b, 1, n, 1);
+}
+
 static int binary(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
                   int is_mul)
 {
@@ -46,6 +60,11 @@ static int binary(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, co
     if ((rc = binary_shapes(ctx, op, a, b, &N, &C, &b_rows))) return rc;
     if ((rc = tr_op_want_numel(ctx, op, "out", out, a->numel, "a's number of elements"))) return rc;
     if (!run) return TR_OK;
+    if (b_rows == N && !(out->dtype == TR_F32 && a->dtype == TR_F32 && b->dtype == TR_F32)) {
+        /* half operands of one shape: span by span on each thread, in L1 */
+        tr_stage_spans(out, a, b, is_mul ? mul_span : add_span, NULL);
+        return TR_OK;
+    }
     {
         /* blocks of rows; a broadcast b is converted once */
         int64_t rows = tr_stage_block_rows(C);

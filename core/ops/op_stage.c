@@ -115,3 +115,36 @@ void tr_stage_put(const tr_tensor *t, int64_t off, const float *src, int64_t n)
     if (t->dtype == TR_F32 && src == (const float *)t->data + off) return;
     tr_stage_convert(elem_ptr(t, off), t->dtype, src, TR_F32, (size_t)n);
 }
+
+/* ------------------------------------------------------------ spans */
+
+/* An operand's span as f32: its own memory when f32, else converted into buf. */
+static const float *span_in(const tr_tensor *t, int64_t off, int64_t n, float *buf)
+{
+    if (t->dtype == TR_F32) return (const float *)t->data + off;
+    tr_convert(buf, TR_F32, elem_ptr(t, off), t->dtype, (size_t)n);
+    return buf;
+}
+
+static void one_span(const tr_tensor *y, const tr_tensor *a, const tr_tensor *b, tr_stage_span_fn fn, const void *arg,
+                     int64_t s)
+{
+    float A[TR_STAGE_SPAN], B[TR_STAGE_SPAN], Y[TR_STAGE_SPAN];
+    int64_t off = s * TR_STAGE_SPAN, n = y->numel - off < TR_STAGE_SPAN ? y->numel - off : TR_STAGE_SPAN;
+    const float *pa = span_in(a, off, n, A), *pb = b ? span_in(b, off, n, B) : NULL;
+    float *py = y->dtype == TR_F32 ? (float *)y->data + off : Y;
+    fn(arg, py, pa, pb, n);
+    if (py == Y) tr_convert(elem_ptr(y, off), y->dtype, Y, TR_F32, (size_t)n);
+}
+
+void tr_stage_spans(const tr_tensor *y, const tr_tensor *a, const tr_tensor *b, tr_stage_span_fn fn, const void *arg)
+{
+    enum { SERIAL_SPANS = 8 };
+    int64_t spans = (y->numel + TR_STAGE_SPAN - 1) / TR_STAGE_SPAN;
+    if (spans <= SERIAL_SPANS) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+        for (int64_t s = 0; s < spans; s++) one_span(y, a, b, fn, arg, s);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < spans; s++) one_span(y, a, b, fn, arg, s);
+}

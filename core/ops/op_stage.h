@@ -55,6 +55,17 @@ void tr_stage_put(const tr_tensor *t, int64_t off, const float *src, int64_t n);
 int tr_stage_scratch(tr_ctx *ctx, size_t bytes, void **out);
 void tr_stage_scratch_free(tr_ctx *ctx, void *p);
 
+/* Elementwise work over operands of any float dtype, span by span on each thread: for each
+ * span of at most TR_STAGE_SPAN elements, a and b (NULL: none) are read as f32 (their own
+ * memory when f32, else converted into buffers on the thread's stack), fn(arg, Y, A, B, n)
+ * computes the span on the calling thread (no OpenMP region of its own), and Y goes back
+ * into y (written in place when y is f32). The span is in L1 from conversion to store,
+ * where blocks staged through workspace made three passes over 4 MiB buffers. a, b and y
+ * have one number of elements; y may alias a or b (a span is read before it is written). */
+enum { TR_STAGE_SPAN = 2048 };
+typedef void (*tr_stage_span_fn)(const void *arg, float *y, const float *a, const float *b, int64_t n);
+void tr_stage_spans(const tr_tensor *y, const tr_tensor *a, const tr_tensor *b, tr_stage_span_fn fn, const void *arg);
+
 /* tr_convert split into chunks converted by all cores. */
 void tr_stage_convert(void *dst, int dst_dtype, const void *src, int src_dtype, size_t n);
 

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "op_check.h"
 #include "trainer.h"
+#include "ops_elem.h"
 #include "cpu/attention.h"
 #include "cpu/layernorm.h"
 
@@ -367,9 +368,9 @@ static void test_attention_half_in_batch_groups(void)
 
 /* ------------------------------------------------------------ errors and workspace */
 
-/* Half GELU, GELU backward, tanh and tanh backward (converted span by span on each thread)
- * give exactly the bits of their f32 kernels on the same values: the half input widened to
- * f32, the f32 op, the result rounded back. Sizes: one short of a span, a partial last span
+/* Half GELU, GELU backward, tanh, tanh backward, add and mul (converted span by span on
+ * each thread) give exactly the bits of their f32 kernels on the same values: the half
+ * inputs widened to f32, the f32 op, the result rounded back; add also in place (out = a). Sizes: one short of a span, a partial last span
  * on the calling thread, and many spans over the threads with a partial tail. */
 static void test_half_elementwise_bits_are_the_f32_kernels(void)
 {
@@ -383,7 +384,7 @@ static void test_half_elementwise_bits_are_the_f32_kernels(void)
             tr_tensor *fx = mk(1, &n, TR_F32, NULL), *fg = mk(1, &n, TR_F32, NULL), *fo = mk(1, &n, TR_F32, NULL);
             tr_tensor *want = mk(1, &n, dtype, NULL);
             CHECK(tr_tensor_copy(ctx, fx, hx) == TR_OK && tr_tensor_copy(ctx, fg, hg) == TR_OK, "widen");
-            for (int op = 0; op < 6; op++) {
+            for (int op = 0; op < 9; op++) {
                 int rc1, rc2;
                 switch (op) {
                 case 0: case 1:
@@ -392,7 +393,14 @@ static void test_half_elementwise_bits_are_the_f32_kernels(void)
                     rc1 = tr_op_gelu_backward(ctx, ho, hg, hx, op - 2), rc2 = tr_op_gelu_backward(ctx, fo, fg, fx, op - 2);
                     break;
                 case 4: rc1 = tr_op_tanh(ctx, ho, hx), rc2 = tr_op_tanh(ctx, fo, fx); break;
-                default: rc1 = tr_op_tanh_backward(ctx, ho, hg, hx), rc2 = tr_op_tanh_backward(ctx, fo, fg, fx); break;
+                case 5: rc1 = tr_op_tanh_backward(ctx, ho, hg, hx), rc2 = tr_op_tanh_backward(ctx, fo, fg, fx); break;
+                case 6: rc1 = tr_op_add(ctx, ho, hx, hg), rc2 = tr_op_add(ctx, fo, fx, fg); break;
+                case 7: rc1 = tr_op_mul(ctx, ho, hx, hg), rc2 = tr_op_mul(ctx, fo, fx, fg); break;
+                default:   /* in place: ho = hx + hg into a copy of hx */
+                    rc1 = tr_tensor_copy(ctx, ho, hx);
+                    if (rc1 == TR_OK) rc1 = tr_op_add(ctx, ho, ho, hg);
+                    rc2 = tr_op_add(ctx, fo, fx, fg);
+                    break;
                 }
                 CHECK(rc1 == TR_OK && rc2 == TR_OK, "op %d: %s", op, tr_ctx_errmsg(ctx));
                 CHECK(tr_tensor_copy(ctx, want, fo) == TR_OK, "round");
