@@ -223,6 +223,14 @@ row() {
 echo
 echo "bench/vs_pytorch.sh$( [ "$quick" = 1 ] && echo " --quick"): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $THREADS threads each side, load average before: $load_before"
 "$PY" -c 'import torch, transformers, peft, sentence_transformers as s; print(f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), transformers {transformers.__version__}, peft {peft.__version__}, sentence-transformers {s.__version__}")' 2>/dev/null || true
+# what decides the CPU products on each side: the ISA, and trainer's library and bf16 path
+cat >"$work/cpu_products.lua" <<'LUA'
+local o = require("trainer.core.ops").cpu_products()
+print(("trainer: CPU products on %s, bf16 x bf16 products %s; OPENBLAS_CORETYPE=%s"):format(o.library,
+  o.bf16 == "native" and "in bf16" or "widened to f32", os.getenv("OPENBLAS_CORETYPE") or "unset"))
+LUA
+echo "CPU flags: $(grep -o -w -e avx2 -e avx512f -e avx512_bf16 -e amx_bf16 -e avx512_fp16 /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')"
+./trainer run "$work/cpu_products.lua" 2>/dev/null || true
 echo "32 x 128 rows: $warmup warm-up + $steps measured step(s) per process; STS-B: $sts_steps steps; $ROUNDS rounds A B A B..."
 echo
 printf '| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "median" "peak RSS MiB" "ratio"

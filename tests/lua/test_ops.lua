@@ -126,6 +126,22 @@ return {
     free(x, w)
     assert(memory.stats().allocated == before, "a failed op leaked its output")
   end },
+  { "cpu_products_says_library_and_bf16_path", function()
+    local info = ops.cpu_products()
+    assert(info.library == "onednn" or info.library == "openblas", "library " .. tostring(info.library))
+    assert(info.bf16 == "native" or info.bf16 == "f32", "bf16 " .. tostring(info.bf16))
+    -- native bf16 products are oneDNN's: OpenBLAS has none
+    if info.library == "openblas" then assert(info.bf16 == "f32", "OpenBLAS with native bf16 products") end
+    -- a bf16 Linear gives the f32 product of its rounded operands to bf16's precision on either path
+    local x = T.from_table({ { 1.5, -2, 0.25, 3 }, { 0.5, 1, -1, 2 } }):to({ dtype = "bf16" })
+    local w = T.from_table({ { 1, 0.5, -0.25, 2 }, { -1, 1, 1, 0.125 }, { 0.75, 0, 2, -2 } }):to({ dtype = "bf16" })
+    local yt = ops.linear(x, w)
+    local y = yt:tolist()
+    local want = { { 1.5 - 1 - 0.0625 + 6, -1.5 - 2 + 0.25 + 0.375, 1.125 + 0.5 - 6 },
+                   { 0.5 + 0.5 + 0.25 + 4, -0.5 + 1 - 1 + 0.25, 0.375 - 2 - 4 } }
+    for i = 1, 2 do for j = 1, 3 do near(y[i][j], want[i][j], 1e-2, ("y[%d][%d] on %s bf16"):format(i, j, info.bf16)) end end
+    free(x, w, yt)
+  end },
   { "op_table_supported", function()
     local names = ops.names()
     assert(#names >= 40, "op table has " .. #names .. " ops")
