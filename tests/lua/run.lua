@@ -4,6 +4,11 @@
 -- PASS/FAIL line per case and exits non-zero when any failed.
 local native = require("trainer.native")
 local root = native.root()
+-- One write per line: stdout into tests/run.sh's log is otherwise fully buffered, and the
+-- trainer processes some cases start write their stderr into the same file, which then
+-- landed inside a buffered PASS line ("ASS test_recipe..." after the child's message), and
+-- the runner's count lost that case.
+io.stdout:setvbuf("line")
 local pattern = arg and arg[1]
 
 local function list_tests()
