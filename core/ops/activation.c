@@ -2,8 +2,8 @@
  * and tanh (kernels/cpu/gelu.c, softmax.c, tanh.c): their op-table descriptions, shape
  * checks and CPU slots, and the public wrappers. Half tensors are converted to f32 span by
  * span on each thread for GELU and tanh, and staged in chunks of rows for softmax (whose
- * sums are always f32). tanh's
- * backward reads the forward's output y, so callers keep y rather than x. */
+ * sums are always f32). tanh's backward reads the forward's output y, so callers keep y
+ * rather than x. */
 #include "ops_nn.h"
 #include "op_stage.h"
 #include "op_cuda.h"
@@ -38,11 +38,8 @@ static void elementwise_f32(int kind, int arg, float *Y, const float *A, const f
     }
 }
 
-/* Half operands of an elementwise kind go span by span on each thread (tr_stage_spans):
- * converted, computed and converted back while in L1, instead of staging blocks of a million
- * elements through scratch memory (three passes over 4 MB buffers, which BERT-base's [4096,
- * 3072] GELU made 4 % of a bf16 step). The f32 values and the kernel are the staged path's,
- * so the bits are too. */
+/* Half operands of an elementwise kind go span by span on each thread (tr_stage_spans, which
+ * says why); the f32 values and the kernel are the staged path's, so the bits are too. */
 typedef struct span_kind {
     int kind, arg;
 } span_kind;

@@ -60,14 +60,12 @@ int tr_cpu_gemm_routes_onednn(tr_ctx *ctx, int M, int N, int K);
 int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const float *bias, int M, int N, int K,
                     int transA, int transB, float alpha, float beta);
 
-/* tr_cpu_gemm_bf16_native (op_query.h): 1 when ctx runs bf16 products natively, oneDNN on
- * the CPU's bf16 instructions where they beat f32 (AMX; AVX512-BF16 on AMD, twice the f32
- * rate there); 0 elsewhere (OpenBLAS, TRAINER_CPU_GEMM=openblas, Intel's AVX512-BF16
- * without AMX, no bf16 instructions), where half operands are staged to f32. */
-
 /* C (c_dtype TR_BF16 or TR_F32) = alpha * op(A) op(B) + beta * C + bias, A and B bf16 with
  * f32 accumulation, bias f32 or NULL (alpha 1 with a bias); tr_cpu_gemm_f32's layouts. Only
- * where tr_cpu_gemm_bf16_native is 1. */
+ * where tr_cpu_gemm_bf16_native (op_query.h) is 1: oneDNN on the CPU's bf16 instructions
+ * where they beat f32 (AMX; AVX512-BF16 on AMD, twice the f32 rate there). Elsewhere
+ * (OpenBLAS, Intel's AVX512-BF16 without AMX, no bf16 instructions) half operands are
+ * staged to f32. */
 int tr_cpu_gemm_bf16(tr_ctx *ctx, void *C, int c_dtype, const void *A, const void *B, const float *bias, int M,
                      int N, int K, int transA, int transB, float alpha, float beta);
 
