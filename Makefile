@@ -16,6 +16,10 @@
 #   bench/bench_*.c                -> one benchmark program each (make bench)
 
 PREFIX  ?= /usr/local
+# BUILD: the folder of objects and test programs; TRAINER_BIN: the binary. The CUDA-on-CPU
+# stage (below) builds a second tree with them set to build/cudacpu.
+BUILD   ?= build
+TRAINER_BIN ?= trainer
 CC      ?= cc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -146,18 +150,28 @@ TEST_SRC   := $(wildcard tests/c/test_*.c)
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 HEADERS    := $(wildcard core/*.h core/*/*.h kernels/*.h kernels/cpu/*.h kernels/cuda/*.h kernels/cuda/*.cuh tests/c/*.h)
 
-REL_OBJ  := $(patsubst %.c,build/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %.cu,build/rel/%.o,$(CUDA_SRC))
-ASAN_OBJ := $(patsubst %.c,build/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
-TEST_BIN := $(patsubst tests/c/%.c,build/asan/tests/%,$(TEST_SRC))
-BENCH_BIN:= $(patsubst bench/%.c,build/rel/bench/%,$(BENCH_SRC))
+REL_OBJ  := $(patsubst %.c,$(BUILD)/rel/%.o,$(CORE_SRC) $(KERNEL_SRC)) $(patsubst %.cu,$(BUILD)/rel/%.o,$(CUDA_SRC))
+ASAN_OBJ := $(patsubst %.c,$(BUILD)/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
+# The CUDA-on-CPU stage sets CUDA_ASAN=yes: its sanitizer objects have the CUDA backend too,
+# the .cu files compiled by the stand-in nvcc with the sanitizers, linked with the emulator's
+# sanitized runtime (libcudart_asan.a).
+ifeq ($(CUDA_ASAN)$(HAVE_CUDA),yesyes)
+  CFLAGS_ASAN += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
+  ASAN_OBJ += $(patsubst %.cu,$(BUILD)/asan/%.o,$(CUDA_SRC))
+  # DT_RPATH, not RUNPATH: ASan intercepts dlopen, and glibc searches a RUNPATH only of the
+  # calling object (then libasan), so libcublasLt would be found in the system cache instead.
+  ASAN_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,--disable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_asan -lrt -lstdc++
+endif
+TEST_BIN := $(patsubst tests/c/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
+BENCH_BIN:= $(patsubst bench/%.c,$(BUILD)/rel/bench/%,$(BENCH_SRC))
 # GCC's vectoriser reports for tests/vec/check_vectorised.sh (another compiler has none: the
 # check then SKIPs)
 CC_IS_GCC := $(shell $(CC) -v 2>&1 | grep -q '^gcc version' && echo yes)
-VEC_DUMPS:= $(if $(CC_IS_GCC),$(patsubst kernels/cpu/%.c,build/vec/%.vect,$(KERNEL_SRC)),)
+VEC_DUMPS:= $(if $(CC_IS_GCC),$(patsubst kernels/cpu/%.c,$(BUILD)/vec/%.vect,$(KERNEL_SRC)),)
 
 .PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle lint format
 .SECONDARY:
-all: trainer
+all: $(TRAINER_BIN)
 
 deps:
 	bash scripts/deps.sh
@@ -169,42 +183,48 @@ deps:
 # vectorised exp and erf a multiply and an add with two roundings and twice the latency
 # (GELU's forward was 10 % of `trainer encode`'s main thread).
 KERNEL_FLAGS := -fno-math-errno -ffp-contract=fast
-build/rel/kernels/cpu/%.o build/asan/kernels/cpu/%.o build/vec/%.vect: EXTRA_FLAGS := $(KERNEL_FLAGS)
+$(BUILD)/rel/kernels/cpu/%.o $(BUILD)/asan/kernels/cpu/%.o $(BUILD)/vec/%.vect: EXTRA_FLAGS := $(KERNEL_FLAGS)
 
-build/rel/%.o: %.c $(HEADERS)
+$(BUILD)/rel/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS_REL) $(EXTRA_FLAGS) -c $< -o $@
 
-build/rel/%.o: %.cu $(HEADERS)
+$(BUILD)/rel/%.o: %.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # GCC's vectoriser report of each CPU kernel file (tests/vec/check_vectorised.sh reads it):
 # compiled with the release flags, to a dump only.
-build/vec/%.vect: kernels/cpu/%.c $(HEADERS) Makefile
+$(BUILD)/vec/%.vect: kernels/cpu/%.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,VEC,$<)
 	$(Q)$(CC) $(CFLAGS_REL) $(EXTRA_FLAGS) -fdump-tree-vect-details=$@ -c $< -o /dev/null
 
-build/asan/%.o: %.c $(HEADERS)
+$(BUILD)/asan/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,CC-SAN,$<)
 	$(Q)$(CC) $(CFLAGS_ASAN) $(EXTRA_FLAGS) -c $< -o $@
 
+$(BUILD)/asan/%.o: %.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC-SAN,$<)
+	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -O1,-fno-omit-frame-pointer,-fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=undefined \
+	    -c $< -o $@
+
 # The whole runtime is linked into the binary and its symbols exported, so that the
 # LuaJIT FFI finds every function that core/trainer.h declares.
-trainer: build/rel/core/main.o $(REL_OBJ)
+$(TRAINER_BIN): $(BUILD)/rel/core/main.o $(REL_OBJ)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(LIBS) $(CUDA_LIBS)
 
-build/asan/tests/%: tests/c/%.c $(ASAN_OBJ) $(HEADERS)
+$(BUILD)/asan/tests/%: tests/c/%.c $(ASAN_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
 	$(Q)$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS) $(ASAN_DNNL_LIBS)
 
-build/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
+$(BUILD)/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS_REL) -O3 -march=native -o $@ $< $(REL_OBJ) $(LIBS) $(CUDA_LIBS)
@@ -220,8 +240,44 @@ fetch-models:
 demo:
 	@bash scripts/demo.sh
 
-test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models
+test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
 	@bash tests/run.sh $(TEST_BIN)
+
+# ---------------------------------------------------------------- CUDA on the CPU
+# `make cudacpu` (part of `make test`; `make test CUDACPU=0` leaves it out): the CUDA backend
+# built a second time, with tools/cudacpu's stand-in nvcc against its CPU runtime, into
+# build/cudacpu/: the binary (build/cudacpu/trainer, with links to lua/ and recipes/ so it
+# finds its tree), every GPU test program (tests/gpu/test_*.c and tests/c/test_ops_table.c)
+# once plain (build/cudacpu/rel/gpu-tests/) and once under ASan + UBSan
+# (build/cudacpu/asan/gpu-tests/). tests/run.sh runs them (tests/cudacpu/run.sh). No nvcc or
+# GPU is needed: g++ compiles the kernels. The real nvcc build stays what `make` builds.
+CUDACPU_DIR  := build/cudacpu
+CUDACPU_HOME := $(abspath $(CUDACPU_DIR)/home)
+GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c) tests/c/test_ops_table.c
+GPU_TEST_REL  := $(patsubst %.c,$(BUILD)/rel/gpu-tests/%,$(notdir $(GPU_TEST_SRC)))
+GPU_TEST_ASAN := $(patsubst %.c,$(BUILD)/asan/gpu-tests/%,$(notdir $(GPU_TEST_SRC)))
+GPU_TEST_FLAGS := -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT
+vpath test_%.c tests/gpu tests/c
+
+.PHONY: cudacpu cudacpu-programs
+cudacpu:
+	$(Q)$(MAKE) --no-print-directory -s -C tools/cudacpu OUT=$(CUDACPU_HOME)
+	$(Q)$(MAKE) --no-print-directory BUILD=$(CUDACPU_DIR) TRAINER_BIN=$(CUDACPU_DIR)/trainer CUDA_ASAN=yes \
+	    NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) cudacpu-programs
+
+cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
+	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi
+	$(Q)ln -sfn $(abspath lua) $(BUILD)/lua && ln -sfn $(abspath recipes) $(BUILD)/recipes
+
+$(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) $(GPU_TEST_FLAGS) -o $@ $< $(REL_OBJ) $(LIBS) $(CUDA_LIBS)
+
+$(BUILD)/asan/gpu-tests/%: %.c $(ASAN_OBJ) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,TEST,$@)
+	$(Q)$(CC) $(CFLAGS_ASAN) $(GPU_TEST_FLAGS) -o $@ $< $(ASAN_OBJ) $(LIBS) $(ASAN_DNNL_LIBS) $(ASAN_CUDA_LIBS)
 
 bench: trainer $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
@@ -251,7 +307,7 @@ BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,
 # world of one by itself); several GPUs are run with mpirun from a build on the machine.
 BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)% $(MPI_LIBS),$(LIBS))
 BUNDLE_NOMPI := dist_mpi dist_grads
-BUNDLE_OBJ   := $(filter-out $(patsubst %,build/rel/core/dist/%.o,$(BUNDLE_NOMPI)),$(REL_OBJ)) \
+BUNDLE_OBJ   := $(filter-out $(patsubst %,$(BUILD)/rel/core/dist/%.o,$(BUNDLE_NOMPI)),$(REL_OBJ)) \
                 $(patsubst %,build/bundle/obj/%.o,$(BUNDLE_NOMPI))
 BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c)) \
                 build/bundle/tests/test_ops_table
@@ -263,7 +319,7 @@ build/bundle/obj/%.o: core/dist/%.c $(HEADERS) Makefile
 	$(call say,CC,$@)
 	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS_REL)) -c $< -o $@
 
-build/bundle/trainer: build/rel/core/main.o $(BUNDLE_OBJ)
+build/bundle/trainer: $(BUILD)/rel/core/main.o $(BUNDLE_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(call BUNDLE_RPATH,) $(BUNDLE_LIBS) $(CUDA_LIBS)

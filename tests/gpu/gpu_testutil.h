@@ -127,6 +127,18 @@ static inline void set_f(void *p, int dtype, size_t i, float v)
     }
 }
 
+/* The bits of v rounded to dtype by the reference conversions (no type punning through a
+ * uint32_t buffer: that breaks strict aliasing, and at -O2 the compiler may keep the zero). */
+static inline uint32_t ref_bits(int dtype, float v)
+{
+    if (dtype == TR_F32) {
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        return u;
+    }
+    return dtype == TR_BF16 ? ref_f32_to_bf16(v) : ref_f32_to_f16(v);
+}
+
 /* The raw bits of element i (for bit-exact comparison), and whether it is a NaN. */
 static inline uint32_t get_bits(const void *p, int dtype, size_t i)
 {

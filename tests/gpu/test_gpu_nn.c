@@ -8,7 +8,10 @@
  * see the same numbers. Every output sits between guard bytes and is poisoned (all bits
  * set: NaN in every float dtype) before the kernel runs, so an element it fails to write
  * shows as NaN. Agreement is the normalised mean-square error
- *   nmse = sum (got - ref)^2 / max(sum ref^2, 1e-30)
+ *   nmse = sum (got - ref)^2 / max(sum ref^2, n * 1e-2)
+ * (the floor, a root-mean-square of a tenth of the unit-scale inputs, judges an output that
+ * is zero in exact arithmetic, such as attention's dq over one key or l2norm's dx over one
+ * column, by its absolute error: its own size is rounding noise)
  * against a bound per output dtype: f32 1e-9 (fp32 arithmetic), f16 1e-5, bf16 1e-4 (one
  * rounding of the output plus half inputs), as ggml's test-backend-ops; and no NaN where the
  * reference has none. Each case prints its worst nmse. */
@@ -124,7 +127,8 @@ static void expect_close(const char *what, const darr *d, const double *ref, dou
         num += e * e;
         den += ref[i] * ref[i];
     }
-    double nmse = num / (den > 1e-30 ? den : 1e-30);
+    const double floor = (double)d->n * 1e-2;
+    double nmse = d->n ? num / (den > floor ? den : floor) : 0;
     if (nmse > worst_nmse) worst_nmse = nmse;
     CHECK(nan_at == (size_t)-1, "%s: NaN at %zu of %zu (reference %g): an element not written?", what, nan_at, d->n,
           nan_at == (size_t)-1 ? 0.0 : ref[nan_at]);
