@@ -246,7 +246,7 @@ test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),
 # ---------------------------------------------------------------- CUDA on the CPU
 # `make cudacpu` (part of `make test`; `make test CUDACPU=0` leaves it out): the CUDA backend
 # built a second time, with tools/cudacpu's stand-in nvcc against its CPU runtime, into
-# build/cudacpu/: the binary (build/cudacpu/trainer, with links to lua/ and recipes/ so it
+# build/cudacpu/: the binary (build/cudacpu/trainer, with links to lua/, recipes/ and core/ so it
 # finds its tree), every GPU test program (tests/gpu/test_*.c and tests/c/test_ops_table.c)
 # once plain (build/cudacpu/rel/gpu-tests/) and once under ASan + UBSan
 # (build/cudacpu/asan/gpu-tests/). tests/run.sh runs them (tests/cudacpu/run.sh). No nvcc or
@@ -267,7 +267,7 @@ cudacpu:
 
 cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi
-	$(Q)ln -sfn $(abspath lua) $(BUILD)/lua && ln -sfn $(abspath recipes) $(BUILD)/recipes
+	$(Q)for d in lua recipes core; do ln -sfn $(abspath .)/$$d $(BUILD)/$$d; done
 
 $(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
