@@ -241,7 +241,7 @@ demo:
 	@bash scripts/demo.sh
 
 test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
-	@bash tests/run.sh $(TEST_BIN)
+	@CUDACPU=$(CUDACPU) bash tests/run.sh $(TEST_BIN)
 
 # ---------------------------------------------------------------- CUDA on the CPU
 # `make cudacpu` (part of `make test`; `make test CUDACPU=0` leaves it out): the CUDA backend
@@ -263,7 +263,7 @@ vpath test_%.c tests/gpu tests/c
 cudacpu:
 	$(Q)$(MAKE) --no-print-directory -s -C tools/cudacpu OUT=$(CUDACPU_HOME)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(CUDACPU_DIR) TRAINER_BIN=$(CUDACPU_DIR)/trainer CUDA_ASAN=yes \
-	    NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) cudacpu-programs
+	    CUDA=1 NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) cudacpu-programs
 
 cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi

@@ -9,19 +9,42 @@ cd "$(dirname "$0")/.."
 passed=0; failed=0; skipped=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 
-run_suite() { # name, command...
-  local name=$1; shift
+count_log() { # name, log file, exit status: prints the log and adds its lines to the totals
+  local name=$1 file=$2 rc=$3 p f s
   echo "== $name"
-  "$@" >"$log" 2>&1
-  local rc=$?
-  cat "$log"
-  local p f s
-  p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log"); s=$(grep -c '^SKIP ' "$log")
+  cat "$file"
+  p=$(grep -c '^PASS ' "$file"); f=$(grep -c '^FAIL ' "$file"); s=$(grep -c '^SKIP ' "$file")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "FAIL $name: exited with status $rc without a FAIL line (crash or sanitizer report above)"
     f=1
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+}
+
+run_suite() { # name, command...
+  local name=$1; shift
+  "$@" >"$log" 2>&1
+  count_log "$name" "$log" $?
+}
+
+# The CUDA-on-CPU suites (tests/cudacpu/suites.sh) are single-threaded emulation: they run
+# two at a time, each into its own log, and are printed and counted in their listed order.
+run_cudacpu_suites() {
+  local dir list n=0 i name cmd
+  dir=$(mktemp -d); list="$dir/list"
+  bash tests/cudacpu/suites.sh >"$list" || { echo "FAIL cudacpu: tests/cudacpu/suites.sh failed"; failed=$((failed + 1)); return; }
+  while IFS=$'\t' read -r name cmd; do
+    n=$((n + 1))
+    ( bash -c "$cmd" >"$dir/$n.log" 2>&1; echo $? >"$dir/$n.rc" ) &
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+  done <"$list"
+  wait
+  i=0
+  while IFS=$'\t' read -r name cmd; do
+    i=$((i + 1))
+    count_log "$name" "$dir/$i.log" "$(cat "$dir/$i.rc")"
+  done <"$list"
+  rm -rf "$dir"
 }
 
 for bin in "$@"; do
@@ -33,6 +56,12 @@ for t in tests/cli/test_*.sh; do
   [ -e "$t" ] || continue
   run_suite "$(basename "$t" .sh)" bash "$t"
 done
+if [ "${CUDACPU:-}" != 0 ] && [ -x build/cudacpu/trainer ]; then
+  run_cudacpu_suites
+else
+  echo "SKIP cudacpu: the CUDA-on-CPU stage is left out (make test CUDACPU=0, or build/cudacpu/trainer not built: make cudacpu)"
+  skipped=$((skipped + 1))
+fi
 
 if [ "$skipped" -gt 0 ]; then
   echo "$passed passed, $failed failed, $skipped skipped"

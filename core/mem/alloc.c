@@ -19,6 +19,10 @@
  *   - a block is reused only on the stream of the segment it came from;
  *   - a new segment that the backend refuses, or that would pass the limit, makes the
  *     allocator release every cached segment with no live block and try once more.
+ * With caching off (TRAINER_NO_MEMORY_CACHING=1, as PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING)
+ * every request is a segment of its own, asked of the backend at its exact size and returned
+ * at its free, so a memory checker behind the backend (ASan, compute-sanitizer) sees every
+ * overrun and every use after free; the ledger still counts the rounded sizes.
  * Not thread-safe: one allocator per device, used from one thread. */
 #include "alloc_internal.h"
 
@@ -314,7 +318,8 @@ static void mark_free(tr_alloc *a, tr_blk *b)
 /* A new segment from the backend, as one free block that is not yet in the treap.
  * NULL when it would pass the limit (*hit_limit = 1) or the backend (or the host, for
  * the records) refuses. */
-static tr_blk *segment_new(tr_alloc *a, int pool, uintptr_t stream, uint64_t size, int *hit_limit)
+static tr_blk *segment_new(tr_alloc *a, int pool, uintptr_t stream, uint64_t size, uint64_t raw_size,
+                           int *hit_limit)
 {
     if (a->limit && (a->st.reserved > a->limit || size > a->limit - a->st.reserved)) {
         *hit_limit = 1;
@@ -322,7 +327,7 @@ static tr_blk *segment_new(tr_alloc *a, int pool, uintptr_t stream, uint64_t siz
     }
     tr_seg *s = calloc(1, sizeof *s);
     tr_blk *b = blk_new(a);
-    void *p = s && b ? a->backend.raw_alloc(a->backend.user, (size_t)size) : NULL;
+    void *p = s && b ? a->backend.raw_alloc(a->backend.user, (size_t)raw_size) : NULL;
     if (!p) {
         free(s);
         if (b) blk_recycle(a, b);
@@ -330,6 +335,7 @@ static tr_blk *segment_new(tr_alloc *a, int pool, uintptr_t stream, uint64_t siz
     }
     s->base = (uintptr_t)p;
     s->size = size;
+    s->raw_size = raw_size;
     s->stream = stream;
     s->pool = pool;
     s->first = b;
@@ -365,7 +371,7 @@ static void segment_release(tr_alloc *a, tr_seg *s)
     if (s->prev) s->prev->next = s->next;
     else a->segs = s->next;
     if (s->next) s->next->prev = s->prev;
-    a->backend.raw_free(a->backend.user, (void *)s->base, (size_t)s->size);
+    a->backend.raw_free(a->backend.user, (void *)s->base, (size_t)s->raw_size);
     tr_alloc_stats *st = &a->st;
     st->reserved -= s->size;
     st->pool_reserved[s->pool] -= s->size;
@@ -403,6 +409,8 @@ tr_alloc *tr_alloc_new(const tr_raw_backend *backend)
     a->backend.device_name = a->device_name;
     a->rng = 0x5EED;
     a->max_split_size = UINT64_MAX;
+    const char *nc = getenv("TRAINER_NO_MEMORY_CACHING");
+    a->no_caching = nc && strcmp(nc, "1") == 0;
     return a;
 }
 
@@ -417,7 +425,7 @@ void tr_alloc_destroy(tr_alloc *a)
             free(b);
             b = next;
         }
-        a->backend.raw_free(a->backend.user, (void *)s->base, (size_t)s->size);
+        a->backend.raw_free(a->backend.user, (void *)s->base, (size_t)s->raw_size);
         free(s);
     }
     while (a->spare) {
@@ -474,16 +482,17 @@ int tr_alloc_malloc(tr_alloc *a, size_t size, int tag, uintptr_t stream, void **
                        tag);
     uint64_t rounded = round_size(size);
     int pool = pool_of(rounded);
-    uint64_t seg_size = rounded ? segment_size(rounded) : 0;
+    uint64_t seg_size = !rounded ? 0 : a->no_caching ? rounded : segment_size(rounded);
+    uint64_t raw_size = a->no_caching ? (size ? size : 1) : seg_size;
     int hit_limit = 0;
-    tr_blk *b = rounded ? take_cached(a, pool, stream, rounded) : NULL;
+    tr_blk *b = rounded && !a->no_caching ? take_cached(a, pool, stream, rounded) : NULL;
     if (!b && rounded) {
-        b = segment_new(a, pool, stream, seg_size, &hit_limit);
+        b = segment_new(a, pool, stream, seg_size, raw_size, &hit_limit);
         if (!b) {
             a->st.n_retries++;
             tr_alloc_empty_cache(a);
             hit_limit = 0;
-            b = segment_new(a, pool, stream, seg_size, &hit_limit);
+            b = segment_new(a, pool, stream, seg_size, raw_size, &hit_limit);
         }
     }
     if (!b) {
@@ -523,6 +532,7 @@ void tr_alloc_free(tr_alloc *a, void *ptr)
         blk_recycle(a, n);
     }
     free_insert(a, b);
+    if (a->no_caching && b->seg->n_live == 0) segment_release(a, b->seg);
 }
 
 size_t tr_alloc_block_size(const tr_alloc *a, const void *ptr)
@@ -536,6 +546,8 @@ size_t tr_alloc_block_size(const tr_alloc *a, const void *ptr)
 void tr_alloc_set_limit(tr_alloc *a, uint64_t bytes) { a->limit = bytes; }
 
 void tr_alloc_set_max_split_size(tr_alloc *a, uint64_t bytes) { a->max_split_size = bytes ? bytes : UINT64_MAX; }
+
+void tr_alloc_set_caching(tr_alloc *a, int on) { a->no_caching = !on; }
 
 void tr_alloc_reset_peak(tr_alloc *a)
 {

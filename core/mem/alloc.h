@@ -72,6 +72,11 @@ size_t tr_alloc_block_size(const tr_alloc *a, const void *ptr);
 void tr_alloc_set_limit(tr_alloc *a, uint64_t bytes);
 /* Large blocks at least this big are never split (default: no maximum). */
 void tr_alloc_set_max_split_size(tr_alloc *a, uint64_t bytes);
+/* on = 0: every request becomes a segment of its own at its exact size, returned to the
+ * backend at its free (what TRAINER_NO_MEMORY_CACHING=1 sets at creation), so that a memory
+ * checker behind the backend sees every overrun; blocks already cached stay until
+ * tr_alloc_empty_cache. on = 1: the caching policy above (the default). */
+void tr_alloc_set_caching(tr_alloc *a, int on);
 /* Releases every segment that holds no live block back to the backend. */
 void tr_alloc_empty_cache(tr_alloc *a);
 /* Peaks (overall, per tag, per pool) restart from the current values. */

@@ -55,6 +55,8 @@ typedef struct tr_blk {
 struct tr_seg {
     uintptr_t base;
     uint64_t size;
+    uint64_t raw_size;           /* bytes asked of the backend: size, or the exact request
+                                  * when caching is off */
     uintptr_t stream;
     int pool;
     uint32_t n_live;
@@ -83,6 +85,7 @@ struct tr_alloc {
     uint64_t rng;                /* treap priorities */
     uint64_t limit;              /* 0 = none */
     uint64_t max_split_size;     /* UINT64_MAX = none */
+    int no_caching;              /* 1: a segment per request, returned at its free */
     tr_alloc_stats st;           /* largest_free, limit, max_split_size filled on read */
     tr_alloc_event ring[TR_ALLOC_RING];
     uint64_t n_events;           /* events ever recorded; the next seq */

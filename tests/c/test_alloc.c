@@ -737,6 +737,45 @@ static void random_run(uint64_t seed, int n_ops, uint64_t max_split)
     tr_alloc_destroy(a);
 }
 
+/* ------------------------------------------------------------ caching off */
+
+/* Every request is its own segment of the exact size at the backend, returned at its free;
+ * the ledger keeps the rounded sizes; switching caching back on restores the policy. */
+static void test_no_caching(void)
+{
+    fake f;
+    tr_alloc *a = fake_new(&f);
+    tr_alloc_set_caching(a, 0);
+    void *p = must_alloc(a, 1000, TR_TAG_WEIGHTS, 0);
+    void *q = must_alloc(a, 3, TR_TAG_ACTIVATIONS, 0);
+    CHECK(f.n_alloc == 2 && f.n_live == 2, "two requests, two raw allocations: %llu, %d live",
+          (unsigned long long)f.n_alloc, f.n_live);
+    CHECK(f.live_bytes == 1003, "the backend holds exactly the requested bytes: %llu",
+          (unsigned long long)f.live_bytes);
+    CHECK(fake_holds(&f, (uintptr_t)p, 1000) && !fake_holds(&f, (uintptr_t)p, 1001),
+          "the raw allocation ends where the request does");
+    tr_alloc_stats s = stats(a);
+    CHECK(s.allocated == 1024 + 512 && s.reserved == 1024 + 512, "ledger in rounded sizes: %llu allocated, %llu reserved",
+          (unsigned long long)s.allocated, (unsigned long long)s.reserved);
+    check_ok(a);
+    tr_alloc_free(a, p);
+    CHECK(f.n_free == 1 && f.n_live == 1, "a free returns its segment at once: %llu frees", (unsigned long long)f.n_free);
+    void *r = must_alloc(a, 1000, TR_TAG_WEIGHTS, 0);
+    CHECK(f.n_alloc == 3, "no cached block serves the next request: %llu raw allocations", (unsigned long long)f.n_alloc);
+    tr_alloc_free(a, q);
+    tr_alloc_free(a, r);
+    CHECK(f.n_live == 0 && f.bad_frees == 0 && stats(a).reserved == 0, "all returned, each with its raw size: %d live, %llu bad",
+          f.n_live, (unsigned long long)f.bad_frees);
+    tr_alloc_set_caching(a, 1);
+    void *c1 = must_alloc(a, 1000, TR_TAG_WEIGHTS, 0), *c2 = must_alloc(a, 1000, TR_TAG_WEIGHTS, 0);
+    CHECK(f.n_alloc == 4, "caching on again: two requests share one 2 MiB segment (%llu raw)", (unsigned long long)f.n_alloc);
+    tr_alloc_free(a, c1);
+    tr_alloc_free(a, c2);
+    check_ok(a);
+    tr_alloc_destroy(a);
+    CHECK(f.n_live == 0 && f.bad_frees == 0, "destroy returned everything");
+}
+
 static void test_randomized(void) { random_run(0x9E3779B97F4A7C15ull, 100000, 0); }
 static void test_randomized_max_split(void) { random_run(12345, 30000, 24 * MiB); }
 
@@ -759,6 +798,7 @@ int main(void)
     RUN(test_snapshot);
     RUN(test_cpu_backend);
     RUN(test_odd_frees);
+    RUN(test_no_caching);
     RUN(test_randomized);
     RUN(test_randomized_max_split);
     rmdir(tmpdir);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# tests/cudacpu/suites.sh — the suites of the CUDA-on-CPU stage (make cudacpu), one line each:
+#   NAME<TAB>COMMAND
+# tests/run.sh runs them beside the CPU suites and counts their PASS/FAIL/SKIP lines in the one
+# total. What they cover:
+#   - the emulator's own tests (tools/cudacpu/tests: each kind of bug it claims to catch has a
+#     broken kernel it must flag);
+#   - every GPU test program (tests/gpu/test_*.c, tests/c/test_ops_table.c --cuda) and the Lua
+#     device test under two schedule orders: fwd with streams run at once, and warprev (one
+#     warp runs ahead to the next barrier) with streams deferred (CUDACPU_STREAMS=deferred:
+#     a stream's work runs only when a sync, an event wait or a copy to the host forces it, so
+#     a missing stream wait reads stale data). A result that changes with the order is a race;
+#   - the same programs under ASan + UBSan (kernels, runtime and core sanitized), streams
+#     deferred, with the caching allocator off (TRAINER_NO_MEMORY_CACHING=1: every tensor its
+#     own allocation, so an overrun past a tensor's end is an ASan report, not a write into a
+#     neighbour);
+#   - tests/cudacpu/*.sh and *.lua: whole training runs and host round trips on emulated CUDA.
+set -u
+cd "$(dirname "$0")/../.."
+E=build/cudacpu
+tab=$'\t'
+echo "cudacpu self-tests${tab}make -s --no-print-directory -C tools/cudacpu OUT=$PWD/$E/home test"
+args_of() { [ "$(basename "$1")" = test_ops_table ] && echo --cuda; }
+for mode in "fwd sync" "warprev deferred"; do
+  set -- $mode
+  env="env CUDACPU_SCHEDULE=$1 CUDACPU_STREAMS=$2"
+  for bin in "$E"/rel/gpu-tests/test_*; do
+    echo "$(basename "$bin") [cudacpu $1]${tab}$env $bin $(args_of "$bin")"
+  done
+  echo "test_device_lua [cudacpu $1]${tab}$env $E/trainer run tests/gpu/test_device_lua.lua"
+done
+for bin in "$E"/asan/gpu-tests/test_*; do
+  echo "$(basename "$bin") [cudacpu asan]${tab}env CUDACPU_SCHEDULE=fwd CUDACPU_STREAMS=deferred TRAINER_NO_MEMORY_CACHING=1 $bin $(args_of "$bin")"
+done
+for t in tests/cudacpu/*.sh tests/cudacpu/*.lua; do
+  [ -e "$t" ] || continue
+  case "$t" in */suites.sh) continue ;; esac
+  n=$(basename "$t")
+  case "$t" in
+    *.sh) echo "${n%.sh} [cudacpu]${tab}env TRAINER=$E/trainer bash $t" ;;
+    *.lua) echo "${n%.lua} [cudacpu]${tab}$E/trainer run $t" ;;
+  esac
+done
