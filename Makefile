@@ -357,7 +357,7 @@ lint:
 	$(Q)cppcheck -q --std=c11 --enable=warning,portability --inline-suppr --error-exitcode=1 -D_GNU_SOURCE \
 	    $(CORE_INCS) -Ikernels core kernels/cpu
 	$(call say,LINT,luacheck)
-	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua scripts/*.lua tests/cli/*.lua)
+	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua scripts/*.lua tests/cli/*.lua tests/cudacpu/*.lua tests/gpu/*.lua)
 
 format:
 	clang-format -i $(C_SOURCES)

@@ -127,6 +127,14 @@ static inline void set_f(void *p, int dtype, size_t i, float v)
     }
 }
 
+/* 1 unless TRAINER_NO_MEMORY_CACHING=1 (the sanitizer pass) turned the allocators' caching off
+ * at their creation. */
+static inline int env_caching(void)
+{
+    const char *v = getenv("TRAINER_NO_MEMORY_CACHING");
+    return !(v && strcmp(v, "1") == 0);
+}
+
 /* The bits of v rounded to dtype by the reference conversions (no type punning through a
  * uint32_t buffer: that breaks strict aliasing, and at -O2 the compiler may keep the zero). */
 static inline uint32_t ref_bits(int dtype, float v)

@@ -352,8 +352,7 @@ static void test_allocator_stress(void)
     /* a freed block of a size is reused for the same size, without a new segment; with
      * caching off (TRAINER_NO_MEMORY_CACHING=1, the sanitizer pass) every request is a
      * segment of its own */
-    const char *no_caching = getenv("TRAINER_NO_MEMORY_CACHING");
-    const int caching = !(no_caching && strcmp(no_caching, "1") == 0);
+    const int caching = env_caching();
     for (int i = 0; i < SLOTS; i++) tr_alloc_free(a, live[i]);
     void *p = NULL, *q = NULL;
     CHECK(tr_alloc_malloc(a, 5 * MiB, TR_TAG_GRADS, (uintptr_t)dev_stream, &p, &err) == TR_OK, "%s", err.msg);

@@ -142,10 +142,12 @@ static void test_alloc_oom_by_device(void)
     CHECK(tr_alloc_check(dev_alloc, &err) == TR_OK, "%s", err.msg);
 }
 
+/* The caching policy itself, so with caching on whatever the environment says. */
 static void test_alloc_stream_reuse(void)
 {
     tr_error err;
     cudaStream_t other;
+    tr_alloc_set_caching(dev_alloc, 1);
     TCUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
     void *p1 = NULL, *p2 = NULL, *p3 = NULL;
     size_t sz = 4u << 20;
@@ -160,6 +162,7 @@ static void test_alloc_stream_reuse(void)
     CHECK(p3 != p1, "a block cached for one stream was handed to another");
     tr_alloc_free(dev_alloc, p3);
     tr_alloc_empty_cache(dev_alloc);
+    tr_alloc_set_caching(dev_alloc, env_caching());
     TCUDA(cudaStreamDestroy(other));
     CHECK(tr_alloc_check(dev_alloc, &err) == TR_OK, "%s", err.msg);
 }
