@@ -675,6 +675,7 @@ static void refuse_misc(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, so the summary on stderr never splits one */
     products();
     rounding(CUDA_R_16BF, "rounding_bf16_nearest_even");
     rounding(CUDA_R_16F, "rounding_f16_nearest_even_overflow_subnormal");
@@ -687,6 +688,7 @@ int main(void)
     refuse_workspace();
     refuse_batches_and_shapes();
     refuse_misc();
+    fflush(stdout);
     fprintf(stderr, "test_cublaslt: %d passed, %d failed\n", passes, failures);
     return failures ? 1 : 0;
 }
