@@ -71,24 +71,6 @@ static uint16_t f32_to_f16(float f)
     return (uint16_t)(sign | q);
 }
 
-static float load(const void *p, int32_t type, int64_t i)
-{
-    switch (type) {
-    case CUDA_R_32F: return ((const float *)p)[i];
-    case CUDA_R_16BF: return bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return f16_to_f32(((const uint16_t *)p)[i]);
-    }
-}
-
-static void store(void *p, int32_t type, int64_t i, float v)
-{
-    switch (type) {
-    case CUDA_R_32F: ((float *)p)[i] = v; break;
-    case CUDA_R_16BF: ((uint16_t *)p)[i] = f32_to_bf16(v); break;
-    default: ((uint16_t *)p)[i] = f32_to_f16(v); break;
-    }
-}
-
 /* Widens rows x cols of a column-major 16-bit matrix (leading dimension ld) into dst (ld rows). */
 static void widen(float *dst, const uint16_t *src, int32_t type, int64_t rows, int64_t cols, int64_t ld)
 {
@@ -108,25 +90,44 @@ uint64_t lt_scratch_bytes(int32_t ab_type, int64_t m, int64_t n, int64_t k)
 {
     if (ab_type == CUDA_R_32F || m == 0 || n == 0) return 0;
     const uint64_t mb = (uint64_t)min64(m, TILE), nb = (uint64_t)min64(n, TILE), kb = (uint64_t)min64(k, TILE);
-    return 4u * (mb * kb + kb * nb + mb * nb);
+    return 4u * (mb * kb + kb * nb + mb * nb + 2 * mb); /* panels, the f32 tile, a C column, the bias */
 }
 
 /* ------------------------------------------------------------ the epilogue */
 
-/* D(i, j) = alpha * acc(i, j) + beta * C(i, j) + bias[i] over rows x cols, all in f32; acc is
- * column-major with leading dimension acc_ld and may be D itself (f32 D, in place). */
-static void epilogue(const lt_problem *p, int64_t bi, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                     const float *acc, int64_t acc_ld, float alpha, float beta)
+/* Widens n elements of any storage type (f32 is copied). */
+static void widen_any(float *dst, const void *src, int32_t type, int64_t n)
+{
+    if (type == CUDA_R_32F) memcpy(dst, src, (size_t)n * sizeof *dst);
+    else widen(dst, src, type, n, 1, n);
+}
+
+/* D(i0.., j0..) = alpha * acc + beta * C + bias[i] over a rows x cols tile, in f32, one column
+ * at a time (each step a plain loop the compiler vectorizes); acc is rows x cols, leading
+ * dimension rows, and is overwritten. cbuf and bbuf hold `rows` floats each. */
+static void epilogue(const lt_problem *p, int64_t bi, int64_t i0, int64_t j0, int64_t rows, int64_t cols, float *acc,
+                     float *cbuf, float *bbuf)
 {
     const int32_t ct = p->lc->type, dt = p->ld->type, bt = p->op->bias_type < 0 ? dt : p->op->bias_type;
-    const int64_t c_off = bi * p->lc->stride, d_off = bi * p->ld->stride, b_off = bi * p->op->bias_stride;
-    for (int64_t j = 0; j < cols; j++)
-        for (int64_t i = 0; i < rows; i++) {
-            float v = alpha * acc[i + j * acc_ld];
-            if (beta != 0.0f) v += beta * load(p->C, ct, c_off + (i0 + i) + (j0 + j) * p->lc->ld);
-            if (p->bias) v += load(p->bias, bt, b_off + i0 + i);
-            store(p->D, dt, d_off + (i0 + i) + (j0 + j) * p->ld->ld, v);
+    const float alpha = p->alpha, beta = p->beta;
+    const int ds = dt == CUDA_R_32F ? 4 : 2, cs = ct == CUDA_R_32F ? 4 : 2, bs = bt == CUDA_R_32F ? 4 : 2;
+    if (p->bias) widen_any(bbuf, (const char *)p->bias + (size_t)(bi * p->op->bias_stride + i0) * bs, bt, rows);
+    for (int64_t j = 0; j < cols; j++) {
+        float *v = acc + j * rows;
+        for (int64_t i = 0; i < rows; i++) v[i] *= alpha;
+        if (beta != 0.0f) {
+            widen_any(cbuf, (const char *)p->C + (size_t)(bi * p->lc->stride + i0 + (j0 + j) * p->lc->ld) * cs, ct, rows);
+            for (int64_t i = 0; i < rows; i++) v[i] += beta * cbuf[i];
         }
+        if (p->bias)
+            for (int64_t i = 0; i < rows; i++) v[i] += bbuf[i];
+        char *d = (char *)p->D + (size_t)(bi * p->ld->stride + i0 + (j0 + j) * p->ld->ld) * ds;
+        if (dt == CUDA_R_32F) memcpy(d, v, (size_t)rows * sizeof *v);
+        else if (dt == CUDA_R_16BF)
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)d)[i] = f32_to_bf16(v[i]);
+        else
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)d)[i] = f32_to_f16(v[i]);
+    }
 }
 
 /* ------------------------------------------------------------ f32 storage */
@@ -162,7 +163,8 @@ static void gemm_16(const lt_problem *p, int64_t bi)
     const int32_t t = p->la->type;
     const uint16_t *A = (const uint16_t *)p->A + bi * p->la->stride, *B = (const uint16_t *)p->B + bi * p->lb->stride;
     const int64_t mb_max = min64(p->m, TILE), nb_max = min64(p->n, TILE), kb_max = min64(p->k, TILE);
-    float *ap = p->scratch, *bp = ap + mb_max * kb_max, *acc = bp + kb_max * nb_max;
+    float *ap = p->scratch, *bp = ap + mb_max * kb_max, *acc = bp + kb_max * nb_max, *cbuf = acc + mb_max * nb_max;
+    float *bbuf = cbuf + mb_max;
     for (int64_t j0 = 0; j0 < p->n; j0 += TILE)
         for (int64_t i0 = 0; i0 < p->m; i0 += TILE) {
             const int64_t mb = min64(TILE, p->m - i0), nb = min64(TILE, p->n - j0);
@@ -179,7 +181,7 @@ static void gemm_16(const lt_problem *p, int64_t bi)
                             (int)(p->trans_a ? kb : mb), bp, (int)(p->trans_b ? nb : kb), p0 == 0 ? 0.0f : 1.0f, acc,
                             (int)mb);
             }
-            epilogue(p, bi, i0, j0, mb, nb, acc, mb, p->alpha, p->beta);
+            epilogue(p, bi, i0, j0, mb, nb, acc, cbuf, bbuf);
         }
 }
 
