@@ -1,0 +1,90 @@
+/* cublaslt_matmul.c (cudacpu) — the two calls that do the work in the cuBLASLt stand-in:
+ * cublasLtMatmulAlgoGetHeuristic (one algorithm, or none with the real library's status) and
+ * cublasLtMatmul (the checks of cublaslt_rules.c, then the product of cublaslt_gemm.c).
+ *
+ * Streams run synchronously in the emulator, so the product is complete when cublasLtMatmul
+ * returns; device memory is host memory, so the workspace serves directly as f32 scratch. */
+#include "cublaslt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int handle_ok(cublasLtHandle_t h) { return h && h->magic == LT_HANDLE_MAGIC; }
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
+                                              cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                              cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                              cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+                                              cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
+                                              int *returnAlgoCount)
+{
+    if (!handle_ok(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    /* header: INVALID_VALUE "if requestedAlgoCount is less or equal to zero". */
+    if (requestedAlgoCount <= 0 || !heuristicResultsArray || !returnAlgoCount || !preference)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *returnAlgoCount = 0;
+    lt_algo algo;
+    cublasStatus_t st = lt_choose_algo((const lt_desc *)(void *)operationDesc, (const lt_layout *)(void *)Adesc,
+                                       (const lt_layout *)(void *)Bdesc, (const lt_layout *)(void *)Cdesc,
+                                       (const lt_layout *)(void *)Ddesc, (const lt_pref *)(void *)preference, &algo);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    cublasLtMatmulHeuristicResult_t *r = &heuristicResultsArray[0];
+    memset(r, 0, sizeof *r);
+    _Static_assert(sizeof(lt_algo) <= sizeof(cublasLtMatmulAlgo_t), "algo outgrows cublasLtMatmulAlgo_t");
+    memcpy(&r->algo, &algo, sizeof algo);
+    r->workspaceSize = (size_t)algo.workspace;
+    r->state = CUBLAS_STATUS_SUCCESS;
+    r->wavesCount = 1.0f;
+    *returnAlgoCount = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
+                              const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace,
+                              size_t workspaceSizeInBytes, cudaStream_t stream)
+{
+    /* header: NOT_INITIALIZED "if cuBLASLt handle has not been initialized". */
+    if (!handle_ok(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    const lt_desc *op = (const lt_desc *)(void *)computeDesc;
+    const lt_layout *la = (const lt_layout *)(void *)Adesc, *lb = (const lt_layout *)(void *)Bdesc;
+    const lt_layout *lc = (const lt_layout *)(void *)Cdesc, *ld = (const lt_layout *)(void *)Ddesc;
+    if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
+    lt_problem p;
+    memset(&p, 0, sizeof p);
+    cublasStatus_t st = lt_check_problem(op, la, lb, lc, ld, &p.m, &p.n, &p.k);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+
+    lt_algo chosen;
+    if (algo) {
+        memcpy(&chosen, algo, sizeof chosen);
+    } else {
+        /* guide, cublasLtMatmul(): with algo NULL "an implicit heuristics query with default
+         * search preferences will be performed". */
+        lt_pref defaults = {0, 0, 256, 256, 256, 256};
+        if ((st = lt_choose_algo(op, la, lb, lc, ld, &defaults, &chosen)) != CUBLAS_STATUS_SUCCESS) return st;
+    }
+    p.alpha = *(const float *)alpha, p.beta = *(const float *)beta;
+    if (p.beta == 0.0f) C = NULL; /* not read, so its pointer is not checked either */
+    else if (!C) return CUBLAS_STATUS_INVALID_VALUE;
+    if ((st = lt_check_run(&chosen, op, la, lb, lc, ld, A, B, C, D, workspace, workspaceSizeInBytes)) !=
+        CUBLAS_STATUS_SUCCESS)
+        return st;
+
+    p.op = op, p.la = la, p.lb = lb, p.lc = lc, p.ld = ld, p.batch = ld->batch;
+    p.trans_a = op->transa != CUBLAS_OP_N, p.trans_b = op->transb != CUBLAS_OP_N;
+    p.A = A, p.B = B, p.C = C, p.D = D;
+    p.bias = op->epilogue == CUBLASLT_EPILOGUE_BIAS ? op->bias : NULL;
+    void *own = NULL;
+    const uint64_t need = lt_scratch_bytes(la->type, p.m, p.n, p.k);
+    if (need && chosen.workspace >= need) {
+        p.scratch = (float *)workspace;
+    } else if (need) { /* an algorithm without (enough) workspace keeps its scratch to itself */
+        if (!(own = malloc((size_t)need))) return CUBLAS_STATUS_ALLOC_FAILED;
+        p.scratch = (float *)own;
+    }
+    lt_gemm(&p);
+    free(own);
+    return CUBLAS_STATUS_SUCCESS;
+}
