@@ -4,7 +4,8 @@
 # tests/run.sh runs them beside the CPU suites and counts their PASS/FAIL/SKIP lines in the one
 # total. What they cover:
 #   - the emulator's own tests (tools/cudacpu/tests: each kind of bug it claims to catch has a
-#     broken kernel it must flag);
+#     broken kernel it must flag; the cuBLASLt stand-in against a double reference and its
+#     documented refusals);
 #   - every GPU test program (tests/gpu/test_*.c, tests/c/test_ops_table.c --cuda) and the Lua
 #     device test under two schedule orders: fwd with streams run at once, and warprev (one
 #     warp runs ahead to the next barrier) with streams deferred (CUDACPU_STREAMS=deferred:
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/../.."
 E=build/cudacpu
 tab=$'\t'
 echo "cudacpu self-tests${tab}make -s --no-print-directory -C tools/cudacpu OUT=$PWD/$E/home test"
+echo "cudacpu cuBLASLt${tab}bash tools/cudacpu/tests/run_cublaslt.sh $E/home"
 args_of() { [ "$(basename "$1")" = test_ops_table ] && echo --cuda; }
 for mode in "fwd sync" "warprev deferred"; do
   set -- $mode
