@@ -158,6 +158,7 @@ ASAN_OBJ := $(patsubst %.c,$(BUILD)/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 ifeq ($(CUDA_ASAN)$(HAVE_CUDA),yesyes)
   CFLAGS_ASAN += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
   ASAN_OBJ += $(patsubst %.cu,$(BUILD)/asan/%.o,$(CUDA_SRC))
+  HEADERS  += $(wildcard tools/cudacpu/include/*.h)
   # DT_RPATH, not RUNPATH: ASan intercepts dlopen, and glibc searches a RUNPATH only of the
   # calling object (then libasan), so libcublasLt would be found in the system cache instead.
   ASAN_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,--disable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_asan -lrt -lstdc++
