@@ -31,8 +31,10 @@ struct context {
 
 /* Gives c its own stack (once; aborts with a message when the system refuses memory). */
 void stack_alloc(context &c);
-/* Prepares c so that the next switch to it calls entry() on its own stack. entry never returns. */
-void context_start(context &c, void (*entry)());
+/* Prepares c so that the next switch to it calls entry() on its own stack. entry never returns.
+ * colour: a small number that differs between contexts used together (their index): it
+ * offsets the stack's top, so that the tops of many stacks do not fall in one cache set. */
+void context_start(context &c, void (*entry)(), unsigned colour);
 /* Saves the running code's state in from and resumes to; returns when something switches back
  * to from. from_finishes: from will never be resumed (its stack may be reused). */
 void context_switch(context &from, context &to, bool from_finishes);

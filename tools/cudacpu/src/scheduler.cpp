@@ -153,11 +153,13 @@ static bool same_site(const cuda_thread &a, const cuda_thread &b)
 /* ------------------------------------------------------------ warp collectives */
 
 /* Releases every complete collective of warp w; returns how many lanes it released, or -1
- * after a failure. */
+ * after a failure. Lane sets are bit masks (bit k: lane k); widths are powers of 2, so a
+ * segment and an index within it are masks too. */
 static int resolve_warp(int w)
 {
     int released = 0;
     const int base = w * 32, lanes = std::min(32, R.n - base);
+    const unsigned exist = lanes == 32 ? ~0u : (1u << lanes) - 1u;
     cuda_thread *const L = &R.t[base];
     for (int l = 0; l < lanes; l++) {
         cuda_thread &t = L[l];
@@ -172,21 +174,25 @@ static int resolve_warp(int w)
          * mask; lanes that exited (or do not exist) are ignored, as CUDA allows, but may not
          * be read */
         bool ready = true;
-        for (int k = 0; k < lanes; k++) {
-            if (!((m >> k) & 1u)) continue;
+        unsigned arrived = 0, ballot = 0;
+        for (unsigned left = m & exist; left; left &= left - 1) {
+            const int k = __builtin_ctz(left);
             const cuda_thread &o = L[k];
-            if (o.state == ST_DONE) continue;
-            if (o.state == ST_WARP && (o.mask != m || o.mode != t.mode || !same_site(o, t))) {
-                fail_block("warp %d diverged: lane %d waits at %s, lane %d at %s", w, l, where(t).c_str(), k,
-                           where(o).c_str());
-                return -1;
-            }
-            if (o.state == ST_BAR) {
+            if (o.state == ST_WARP) {
+                if (o.mask != m || o.mode != t.mode || !same_site(o, t)) {
+                    fail_block("warp %d diverged: lane %d waits at %s, lane %d at %s", w, l, where(t).c_str(), k,
+                               where(o).c_str());
+                    return -1;
+                }
+                arrived |= 1u << k;
+                ballot |= (unsigned)(o.value != 0) << k;
+            } else if (o.state == ST_BAR) {
                 fail_block("deadlock in warp %d: lane %d waits at %s but lane %d named in its mask waits at %s", w,
                            l, where(t).c_str(), k, where(o).c_str());
                 return -1;
+            } else if (o.state == ST_RUN) {
+                ready = false;
             }
-            if (o.state != ST_WARP) ready = false;
         }
         if (!ready) continue;
         const int wd = t.width;
@@ -194,41 +200,34 @@ static int resolve_warp(int w)
             fail_block("%s with width %d (must be a power of 2 up to 32)", where(t).c_str(), wd);
             return -1;
         }
-        uint64_t ballot = 0;
-        for (int k = 0; k < lanes; k++)
-            if (((m >> k) & 1u) && L[k].state == ST_WARP) ballot |= (uint64_t)(L[k].value != 0) << k;
-        for (int k = 0; k < lanes; k++) {
+        const int wmask = wd - 1;
+        for (unsigned left = arrived; left; left &= left - 1) {
+            const int k = __builtin_ctz(left);
             cuda_thread &o = L[k];
-            if (!((m >> k) & 1u) || o.state != ST_WARP) continue;
-            const int seg = (k / wd) * wd;
+            if (o.mode > SHFL_DOWN) {
+                if (o.mode == VOTE_BALLOT) o.result = ballot;
+                continue;
+            }
+            const int seg = k & ~wmask;
             int src = k;
             switch (o.mode) {
-            case SHFL_IDX: src = seg + (((o.arg % wd) + wd) % wd); break;
+            case SHFL_IDX: src = seg + (o.arg & wmask); break; /* arg mod wd, negative args included */
             case SHFL_XOR: src = k ^ o.arg; if (src >= seg + wd) src = k; break;
             case SHFL_UP: src = k - o.arg; if (src < seg) src = k; break;
             case SHFL_DOWN: src = k + o.arg; if (src >= seg + wd) src = k; break;
-            default: break;
             }
-            if (o.mode <= SHFL_DOWN) {
-                if (src < 0 || src >= lanes || !((m >> src) & 1u) || L[src].state != ST_WARP) {
-                    fail_block("thread %u %s reads lane %d, which %s: undefined value", base + k, where(o).c_str(),
-                               src,
-                               src < 0 || src >= lanes ? "does not exist"
-                               : !((m >> src) & 1u)     ? "is not in the mask"
-                                                        : "has exited");
-                    return -1;
-                }
-                o.result = L[src].value;
-            } else if (o.mode == VOTE_BALLOT) {
-                o.result = ballot;
+            if (src < 0 || src >= lanes || !((arrived >> src) & 1u)) {
+                fail_block("thread %u %s reads lane %d, which %s: undefined value", base + k, where(o).c_str(), src,
+                           src < 0 || src >= lanes ? "does not exist"
+                           : !((m >> src) & 1u)     ? "is not in the mask"
+                                                    : "has exited");
+                return -1;
             }
+            o.result = L[src].value;
         }
         counts.warp_collectives++;
-        for (int k = 0; k < lanes; k++)
-            if (((m >> k) & 1u) && L[k].state == ST_WARP) {
-                L[k].state = ST_RUN;
-                released++;
-            }
+        for (unsigned left = arrived; left; left &= left - 1) L[__builtin_ctz(left)].state = ST_RUN;
+        released += __builtin_popcount(arrived);
     }
     return released;
 }
@@ -321,7 +320,7 @@ static void prepare(int nthreads, void (*fn)(void *), void *ctx)
     for (int i = 0; i < nthreads; i++) {
         cuda_thread &t = R.t[i];
         stack_alloc(t.ctx);
-        context_start(t.ctx, &thread_entry);
+        context_start(t.ctx, &thread_entry, (unsigned)i);
         t.state = ST_RUN;
         t.tid = uint3{(unsigned)i % bx, ((unsigned)i / bx) % blockDim.y, (unsigned)i / bxy};
     }
