@@ -11,7 +11,20 @@ namespace cudacpu {
 
 std::mutex api_mutex;
 cudacpu_counters counts;
-unsigned long long kernels_run_total;
+static cudacpu_counters before_reset; /* the sum of what each reset cleared */
+
+/* the counters are all unsigned long long: they add up field by field */
+static const size_t NFIELDS = sizeof(cudacpu_counters) / sizeof(unsigned long long);
+static_assert(sizeof(cudacpu_counters) % sizeof(unsigned long long) == 0, "cudacpu_counters holds only counters");
+
+cudacpu_counters counts_since_start()
+{
+    cudacpu_counters t;
+    unsigned long long *d = (unsigned long long *)&t;
+    const unsigned long long *a = (const unsigned long long *)&counts, *b = (const unsigned long long *)&before_reset;
+    for (size_t i = 0; i < NFIELDS; i++) d[i] = a[i] + b[i];
+    return t;
+}
 
 static thread_local cudaError_t t_last = cudaSuccess;
 static thread_local int t_device = 0;
@@ -129,13 +142,14 @@ void cudacpu_counts(struct cudacpu_counters *out)
 void cudacpu_counts_reset(void)
 {
     api_lock lk(api_mutex);
+    before_reset = counts_since_start();
     memset(&counts, 0, sizeof counts);
 }
 
 unsigned long long cudacpu_kernels_run(void)
 {
     api_lock lk(api_mutex);
-    return kernels_run_total;
+    return counts_since_start().kernels_run;
 }
 
 const char *cudacpu_last_failure(void)

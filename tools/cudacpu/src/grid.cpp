@@ -35,12 +35,12 @@ static void print_stats()
 {
     if (cfg().stats > 1)
         for (const auto &n : names) fprintf(stderr, "cudacpu: ran %s\n", n.c_str());
+    const cudacpu_counters c = counts_since_start(); /* at exit: no lock, no thread runs CUDA */
     fprintf(stderr, "cudacpu: %zu distinct kernels\n", names.size());
     fprintf(stderr,
             "cudacpu: %llu kernels, %llu blocks, %llu threads, %llu barriers, %llu warp collectives, %llu fiber "
             "switches\n",
-            counts.kernels_run, counts.blocks, counts.threads, counts.barriers, counts.warp_collectives,
-            fiber_switches());
+            c.kernels_run, c.blocks, c.threads, c.barriers, c.warp_collectives, fiber_switches());
 }
 
 static void note_kernel_name(const char *name)
@@ -74,7 +74,6 @@ cudaError_t run_grid(const launch_config &c, void (*fn)(void *), void *ctx, cons
     unsigned long long seed = cfg().seed;
     std::string why;
     counts.kernels_run++;
-    kernels_run_total++;
     if (cfg().stats) note_kernel_name(name);
     for (unsigned z = 0; z < c.grid.z; z++)
         for (unsigned y = 0; y < c.grid.y; y++)

@@ -37,8 +37,9 @@ const config_t &cfg();
 
 /* ------------------------------------------------------------ counters and errors (device.cpp) */
 
-extern cudacpu_counters counts;     /* under api_mutex */
-extern unsigned long long kernels_run_total;
+extern cudacpu_counters counts;     /* since start or the last cudacpu_counts_reset; under api_mutex */
+/* The counters since start, resets ignored (CUDACPU_STATS, cudacpu_kernels_run). */
+cudacpu_counters counts_since_start();
 
 /* Records e as the calling thread's last error (cudaGetLastError) unless it is cudaSuccess;
  * returns e. */
