@@ -71,7 +71,8 @@ void queue_kernel(CUstream_st *s, const launch_config &c, const char *name, void
  * when wait is true (or in sync mode); returns the error of the work it ran. */
 cudaError_t queue_copy(CUstream_st *s, void *dst, const void *src, char *src_snapshot, size_t n, bool wait);
 cudaError_t queue_fill(CUstream_st *s, void *dst, int value, size_t n);
-/* Runs every queued piece of work of every stream; returns the first failure. */
+/* Runs every queued piece of work of every stream (failures are reported by the caller, from
+ * take_unreported). */
 cudaError_t run_all_streams();
 
 /* ------------------------------------------------------------ memory (memory.cpp) */

@@ -95,7 +95,7 @@ static void push_wait(CUstream_st *s, CUstream_st *on)
     push_raw(s, static_cast<work &&>(w));
 }
 
-static cudaError_t run_stream(CUstream_st *s, unsigned long long upto);
+static void run_stream(CUstream_st *s, unsigned long long upto);
 
 /* Queues w on s after the implicit waits of the legacy stream's rules; runs it at once in
  * sync mode. Returns the sequence number given to w. */
@@ -141,30 +141,23 @@ static void execute(work &w)
     }
 }
 
-/* Runs s's work up to and including sequence number upto. */
-static cudaError_t run_stream(CUstream_st *s, unsigned long long upto)
+/* Runs s's work up to and including sequence number upto. Kernel failures are noted as they
+ * happen (note_launch_failure); the synchronising call reports them. A wait may run another
+ * stream, and that stream's waits this one, but only positions already run. */
+static void run_stream(CUstream_st *s, unsigned long long upto)
 {
     while (!s->q.empty() && s->q.front().seq <= upto) {
         work w = static_cast<work &&>(s->q.front());
         s->q.pop_front();
         execute(w);
     }
-    return cudaSuccess;
 }
 
 cudaError_t run_all_streams()
 {
-    for (;;) {
-        bool any = false;
-        if (!legacy_stream.q.empty()) any = true, run_stream(&legacy_stream, ~0ull);
-        for (CUstream_st *s : live_streams)
-            if (!s->q.empty()) {
-                any = true;
-                run_stream(s, ~0ull);
-                break; /* running it may have changed nothing in the set, but iterate afresh */
-            }
-        if (!any) return cudaSuccess;
-    }
+    run_stream(&legacy_stream, ~0ull);
+    for (CUstream_st *s : live_streams) run_stream(s, ~0ull); /* running one never queues work */
+    return cudaSuccess;
 }
 
 void queue_kernel(CUstream_st *s, const launch_config &c, const char *name, void (*call)(void *),
