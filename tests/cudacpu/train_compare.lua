@@ -4,7 +4,8 @@
 -- the reference); 0 means the same value (bitwise for numbers: metrics.jsonl writes the
 -- shortest decimal that reads back exactly, so equal text is equal bits). Both runs must have
 -- the same steps in the same order, and a field absent from one row must be absent from the
--- other. Prints one line (the worst difference per field and where, or the first violation)
+-- other. Prints one line (the worst difference per field and where; for an exact field, the
+-- first step that differs)
 -- and exits 0 when every field of every step is within its tolerance, 1 otherwise.
 local outputs = require("trainer.train.outputs")
 
@@ -35,7 +36,7 @@ for _, f in ipairs(fields) do
     end
     if type(x) == "number" and x ~= y then
       local r = math.abs(x - y) / math.max(math.abs(y), 1e-30)
-      if r > worst then worst, at = r, i end
+      if r > worst and not (f.tol == 0 and at) then worst, at = r, i end   -- exact: the first difference
     elseif x ~= y then
       verdict(false, ("step %d: %s is %s against %s"):format(a[i].step, f.name, tostring(x), tostring(y)))
     end
