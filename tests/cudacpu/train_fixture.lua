@@ -3,9 +3,11 @@
 --   ./trainer run tests/cudacpu/train_fixture.lua DIR
 -- DIR/emb (a tiny sentence encoder: models.tiny_folder, dropout 0.1), DIR/cls (a tiny
 -- classifier with 3 labels), DIR/pairs.jsonl (48 rows: sentence1, sentence2, score in
--- [0, 1], label in 0..2), DIR/texts.txt (texts for `trainer encode`), DIR/pairs.tsv (TAB
--- pairs for `trainer classify`), and two recipes: DIR/mnrl.lua (the encoder, MNRL, AdamW,
--- grad_clip) and DIR/nli.lua (the classifier, cross_entropy). The recipes say device = "cpu"
+-- [0, 1], label in 0..2), DIR/long.jsonl (32 pairs of 40 words), DIR/texts.txt (texts for `trainer encode`), DIR/pairs.tsv (TAB
+-- pairs for `trainer classify`), and three recipes: DIR/mnrl.lua (the encoder, MNRL, AdamW,
+-- grad_clip), DIR/nli.lua (the classifier, cross_entropy) and DIR/plan.lua (nli.lua on a
+-- random classifier of tests/lua/test_plan.lua's shape, hidden 64, 4 layers, over long.jsonl
+-- at max_length 32: the shape on which that test holds the plan within 15 %). The recipes say device = "cpu"
 -- and no out: the scripts give device= and out= on the command line, so that both devices
 -- run the same file. The texts come from a linear congruential generator with a fixed seed:
 -- the fixture never changes between runs or machines.
@@ -36,6 +38,15 @@ for i = 1, 48 do
   if i <= 40 then texts[#texts + 1] = a .. "\n" tsv[#tsv + 1] = a .. "\t" .. b .. "\n" end
 end
 write("pairs.jsonl", table.concat(rows))
+-- long.jsonl: 32 pairs of 40 words, longer than any max_length the scripts set, so every
+-- batch pads to model.max_length: the shape `trainer plan` predicts (its worst case).
+local long = {}
+for i = 1, 32 do
+  local a, b = {}, {}
+  for k = 1, 40 do a[k] = words[rnd(#words)] b[k] = words[rnd(#words)] end
+  long[i] = ('{"sentence1": "%s", "sentence2": "%s", "label": %d}\n'):format(table.concat(a, " "), table.concat(b, " "), rnd(3) - 1)
+end
+write("long.jsonl", table.concat(long))
 write("texts.txt", table.concat(texts))
 write("pairs.tsv", table.concat(tsv))
 
@@ -58,3 +69,12 @@ return {
   device = "cpu", seed = 3,
 }
 ]]):format(dir .. "/cls", dir .. "/pairs.jsonl"))
+write("plan.lua", ([[
+return {
+  extends = "nli.lua", steps = 2,
+  model = { from = nil, arch = "bert", init = "random", tokenizer = %q, task = "classification", num_labels = 3,
+    max_length = 32, config = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4,
+    intermediate_size = 256, vocab_size = 500, max_position_embeddings = 512 } },
+  data = { train = %q, columns = { "sentence1", "sentence2", "label" } },
+}
+]]):format(dir .. "/cls", dir .. "/long.jsonl"))
