@@ -9,6 +9,7 @@
 # beside it):
 #   trainer  lua/  recipes/  core/ (headers)  lib/  bin/ (GPU tests, CUDA benchmarks)
 #   tests/gpu/ (run.sh, NOTES.md, *.lua, train_parity.sh)  bench/gpu/ (trainer against transformers + peft)
+#   tests/cudacpu/ (train_*.sh and their *.lua: the whole-run comparisons)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ cp -R lua recipes "$stage/"
 stage_abs=$(cd "$stage" && pwd)
 (cd core && for h in *.h */*.h; do mkdir -p "$stage_abs/core/$(dirname "$h")" && cp "$h" "$stage_abs/core/$h"; done)
 cp tests/gpu/run.sh tests/gpu/NOTES.md tests/gpu/*.lua tests/gpu/train_parity.sh "$stage/tests/gpu/"
+# the whole-run comparisons tests/gpu/run.sh runs after train_parity.sh (they also run on the emulator)
+mkdir -p "$stage/tests/cudacpu"
+cp tests/cudacpu/train_*.sh tests/cudacpu/*.lua "$stage/tests/cudacpu/"
 mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done

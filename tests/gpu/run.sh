@@ -245,12 +245,17 @@ fi
 
 # ---------------------------------------------------------------- training on the GPU
 # tests/gpu/train_parity.sh: a tiny BERT's 5 fp32 steps against the CPU, MiniLM bf16 + LoRA,
-# exact resume. Its SKIPs (no GPU, no ./trainer) are counted apart: they do not stop the
+# exact resume; then tests/cudacpu/train_*.sh with TRAINER=./trainer. Its SKIPs (no GPU, no ./trainer) are counted apart: they do not stop the
 # benchmarks below.
 stage "train_parity"
 train_skipped=0
 if [ "$(limit 240)" -ge 20 ]; then
-  timeout "$(limit 240)" bash tests/gpu/train_parity.sh >"$OUT/train_parity.txt" 2>&1
+  # then the whole-run comparisons that also run on the emulator (tests/cudacpu/train_*.sh,
+  # the same scripts with this binary: fp32, bf16 + LoRA, accumulation, the batch feed, fp16's
+  # loss scale, resume, encode/classify, the plan against the ledger)
+  timeout "$(limit 240)" bash -c 'bash tests/gpu/train_parity.sh; s=$?
+    for t in tests/cudacpu/train_*.sh; do [ -f "$t" ] || continue
+      TRAINER=./trainer OUT="$1/train_checks" bash "$t" || s=1; done; exit $s' _ "$OUT" >"$OUT/train_parity.txt" 2>&1
   rc=$?
 else
   echo "SKIP train_parity: out of the call's time (${DEADLINE} s)" >"$OUT/train_parity.txt"

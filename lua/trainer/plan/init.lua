@@ -15,7 +15,7 @@
 --                activation dtype; for one micro-batch of batch.size rows (training runs
 --                batch.accumulate of them one after another, each freed before the next, so
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
---                real batches pad to their longest)
+--                real batches pad to their longest); on a GPU also the batch feed's two slots
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU; on the
 --                CPU with oneDNN (core/ops/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed twice in f32 (forward and input gradient), kept for the run
@@ -34,6 +34,15 @@ M.CUBLASLT_WORKSPACE_BYTES = 32 * MiB
 -- 12/13 context with lazy module loading on a Hopper card, not measured here (no GPU yet);
 -- `trainer plan` prints it beside the total, never in it.
 M.CUDA_CONTEXT_BYTES = 500 * MiB
+
+-- The batch feed's device buffers on a GPU (core/device/batch_feed.c, tag activations, kept
+-- for the run): two slots, each the micro-batch's i32 token ids, mask, type ids and position
+-- ids (4 per token) and the loss's i64 targets (at most one per text row), each rounded up to
+-- a multiple of 4096 elements as the feed grows them.
+function M.batch_feed_bytes(tokens, rows)
+  local function round(n) return math.ceil(n / 4096) * 4096 end
+  return 2 * (4 * round(4 * tokens) + 8 * round(rows))
+end
 
 -- ---------------------------------------------------------------- the model's shape
 local function model_config(m)
@@ -197,13 +206,13 @@ function M.estimate(recipe, opts)
   -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
   local embeddings = full and 2 * N * H * e or 0
   local transient = (N * I + 2 * N * H) * e
-  local function activations_of(sz)
-    return (sz and gc.peak(sz, cost) or L * per_layer) + embeddings + transient
-  end
-  local activations = activations_of(sizes)
-
   local device = recipe.device or "auto"
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
+  local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
+  local function activations_of(sz)
+    return (sz and gc.peak(sz, cost) or L * per_layer) + embeddings + transient + feed
+  end
+  local activations = activations_of(sizes)
   local workspace = 0
   local onednn = not gpu and (opts.cpu_gemm or cpu_gemm_library()) == "onednn"
   if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tests/cudacpu/train_parity.sh — whole training runs (`trainer RECIPE`) on device = "cuda"
+# against the same recipe on the CPU, with one binary (TRAINER, default build/cudacpu/trainer;
+# tests/cudacpu/train_lib.sh). The tiny encoder of train_fixture.lua, MNRL, AdamW, dropout 0.1,
+# grad_clip 1, 6 steps: the weights, batches and dropout masks are the same on both devices
+# (the RNG is counter-based, core/base/rng.c), so the runs differ only by the order of float
+# sums (cuBLASLt's against OpenBLAS/oneDNN's, the kernels' reductions).
+#   train_fp32_full         every step's loss and clip norm within 1e-5 relative (fp32: a few
+#                           ulps per sum, measured about 3e-7);
+#   train_bf16_ckpt_lora    bf16 + checkpointing of every layer + LoRA (r 4 on query, value):
+#                           within 1e-2 (bf16 keeps 8 bits: one rounding of an activation
+#                           is 4e-3 relative, and the two devices round different sums);
+#   train_accumulate        batch.size 4, batch.accumulate 2 (two micro-batches a step, the
+#                           batch feed's two slots both in use within a step): within 1e-5;
+#   train_batch_feed        the cuda run's batches go through the pinned batch feed (run.lua
+#                           makes one for every device run): an on_step hook reads t.feed and
+#                           requires a feed with pinned slots whose slot alternates; its losses
+#                           within 1e-5 of the CPU's (the hook also makes every step read).
+set -u
+. "$(dirname "$0")/train_lib.sh"
+names "train_fp32_full train_bf16_ckpt_lora train_accumulate train_batch_feed"
+need_cuda
+fixture
+
+R="$FX/mnrl.lua"
+train fp32_cpu "$R" device=cpu; a=$?
+train fp32_cuda "$R" device=cuda; b=$?
+judge train_fp32_full fp32_cuda $b fp32_cpu $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
+
+LORA='lora={r=4,alpha=8,dropout=0.1,targets={"query","value"}}'
+train bf16_cpu "$R" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA"; a=$?
+train bf16_cuda "$R" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA"; b=$?
+judge train_bf16_ckpt_lora bf16_cuda $b bf16_cpu $a "loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
+
+train acc_cpu "$R" device=cpu batch.size=4 batch.accumulate=2; a=$?
+train acc_cuda "$R" device=cuda batch.size=4 batch.accumulate=2; b=$?
+judge train_accumulate acc_cuda $b acc_cpu $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0" "4 x 2 micro-batches"
+
+# The hook's record: one line a step, "step slot pinned" (the feed's slot after the step's batch).
+cat >"$FX/feed.lua" <<LUA
+return { extends = "mnrl.lua", hooks = { on_step = function(t)
+  local f = assert(io.open("$W/runs/feed_steps.txt", "a"))
+  f:write(t.step, " ", t.feed and t.feed:slot() or "none", " ", tostring(t.feed and t.feed:pinned()), "\n")
+  f:close()
+end } }
+LUA
+train feed_cuda "$FX/feed.lua" device=cuda; b=$?
+steps=$(cat "$W/runs/feed_steps.txt" 2>/dev/null | tr '\n' ';')
+if [ $b = 0 ] && ! awk 'BEGIN { bad = 0 } { if ($2 == "none" || $3 != "true" || (NR > 1 && $2 == last)) bad = 1; last = $2 }
+    END { exit (bad || NR != 6) }' "$W/runs/feed_steps.txt"; then
+  fail train_batch_feed "the feed was not in use every step (step slot pinned: $steps)"
+else
+  judge train_batch_feed feed_cuda $b fp32_cpu 0 "loss:1e-5,grad_norm:1e-5" "pinned slots alternating over 6 steps"
+fi
+finish
