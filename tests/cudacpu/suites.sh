@@ -15,7 +15,9 @@
 #     deferred, with the caching allocator off (TRAINER_NO_MEMORY_CACHING=1: every tensor its
 #     own allocation, so an overrun past a tensor's end is an ASan report, not a write into a
 #     neighbour);
-#   - tests/cudacpu/*.sh and *.lua: whole training runs and host round trips on emulated CUDA.
+#   - tests/cudacpu's test scripts (*.sh but this file and the *_lib.sh they source; test_*.lua):
+#     whole training runs on emulated CUDA against the CPU. Its other Lua files are the
+#     scripts' helpers (fixture, comparators, a runner).
 set -u
 cd "$(dirname "$0")/../.."
 E=build/cudacpu
@@ -34,9 +36,9 @@ done
 for bin in "$E"/asan/gpu-tests/test_*; do
   echo "$(basename "$bin") [cudacpu asan]${tab}env CUDACPU_SCHEDULE=fwd CUDACPU_STREAMS=deferred TRAINER_NO_MEMORY_CACHING=1 $bin $(args_of "$bin")"
 done
-for t in tests/cudacpu/*.sh tests/cudacpu/*.lua; do
+for t in tests/cudacpu/*.sh tests/cudacpu/test_*.lua; do
   [ -e "$t" ] || continue
-  case "$t" in */suites.sh) continue ;; esac
+  case "$t" in */suites.sh | *_lib.sh) continue ;; esac
   n=$(basename "$t")
   case "$t" in
     *.sh) echo "${n%.sh} [cudacpu]${tab}env TRAINER=$E/trainer bash $t" ;;
