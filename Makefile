@@ -162,6 +162,10 @@ ifeq ($(CUDA_ASAN)$(HAVE_CUDA),yesyes)
   # DT_RPATH, not RUNPATH: ASan intercepts dlopen, and glibc searches a RUNPATH only of the
   # calling object (then libasan), so libcublasLt would be found in the system cache instead.
   ASAN_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,--disable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_asan -lrt -lstdc++
+  # The stand-in cuBLASLt queues its products on the program's streams through the emulated
+  # runtime linked into the program, which it finds among the program's exported symbols
+  # (the trainer binary exports its symbols anyway, for LuaJIT's FFI).
+  GPU_TEST_LDFLAGS := -Wl,--export-dynamic
 endif
 TEST_BIN := $(patsubst tests/c/%.c,$(BUILD)/asan/tests/%,$(TEST_SRC))
 BENCH_BIN:= $(patsubst bench/%.c,$(BUILD)/rel/bench/%,$(BENCH_SRC))
@@ -273,12 +277,12 @@ cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
 $(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) $(GPU_TEST_FLAGS) -o $@ $< $(REL_OBJ) $(LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) $(GPU_TEST_FLAGS) -o $@ $< $(REL_OBJ) $(GPU_TEST_LDFLAGS) $(LIBS) $(CUDA_LIBS)
 
 $(BUILD)/asan/gpu-tests/%: %.c $(ASAN_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
-	$(Q)$(CC) $(CFLAGS_ASAN) $(GPU_TEST_FLAGS) -o $@ $< $(ASAN_OBJ) $(LIBS) $(ASAN_DNNL_LIBS) $(ASAN_CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_ASAN) $(GPU_TEST_FLAGS) -o $@ $< $(ASAN_OBJ) $(GPU_TEST_LDFLAGS) $(LIBS) $(ASAN_DNNL_LIBS) $(ASAN_CUDA_LIBS)
 
 bench: trainer $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done

@@ -2,12 +2,50 @@
  * cublasLtMatmulAlgoGetHeuristic (one algorithm, or none with the real library's status) and
  * cublasLtMatmul (the checks of cublaslt_rules.c, then the product of cublaslt_gemm.c).
  *
- * Streams run synchronously in the emulator, so the product is complete when cublasLtMatmul
- * returns; device memory is host memory, so the workspace serves directly as f32 scratch. */
+ * The checks run at the call, as the library's do; the product is queued on the stream
+ * (cudaLaunchHostFunc of the emulated runtime), so it runs in the stream's order, after the
+ * copies and kernels queued before it and, with CUDACPU_STREAMS=deferred, only when something
+ * forces the stream: a product read on another stream without a wait reads stale data, as on
+ * a GPU. The job carries copies of the descriptor and layouts (the caller may destroy or
+ * change them once the call returns). A program without the emulated runtime (this library's
+ * own tests) gets the product at once. Device memory is host memory, so the workspace serves
+ * directly as f32 scratch. */
 #include "cublaslt_internal.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+
+typedef struct {
+    lt_problem p;
+    lt_desc op;
+    lt_layout la, lb, lc, ld;
+    void *own; /* scratch of its own, or NULL */
+} lt_job;
+
+static void run_job(void *arg)
+{
+    lt_job *j = (lt_job *)arg;
+    lt_gemm(&j->p);
+    free(j->own);
+    free(j);
+}
+
+typedef int (*launch_host_fn)(cudaStream_t, void (*)(void *), void *);
+
+/* the emulated runtime's cudaLaunchHostFunc, from the program (which exports its symbols);
+ * NULL in a program without it */
+static launch_host_fn launcher(void)
+{
+    static launch_host_fn fn;
+    static int looked;
+    if (!looked) {
+        void *sym = dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc");
+        memcpy(&fn, &sym, sizeof fn);
+        looked = 1;
+    }
+    return fn;
+}
 
 static int handle_ok(cublasLtHandle_t h) { return h && h->magic == LT_HANDLE_MAGIC; }
 
@@ -72,19 +110,31 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
         CUBLAS_STATUS_SUCCESS)
         return st;
 
-    p.op = op, p.la = la, p.lb = lb, p.lc = lc, p.ld = ld, p.batch = ld->batch;
+    lt_job *j = (lt_job *)calloc(1, sizeof *j);
+    if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
+    j->op = *op, j->la = *la, j->lb = *lb, j->lc = *lc, j->ld = *ld;
+    p.op = &j->op, p.la = &j->la, p.lb = &j->lb, p.lc = &j->lc, p.ld = &j->ld, p.batch = ld->batch;
     p.trans_a = op->transa != CUBLAS_OP_N, p.trans_b = op->transb != CUBLAS_OP_N;
     p.A = A, p.B = B, p.C = C, p.D = D;
     p.bias = op->epilogue == CUBLASLT_EPILOGUE_BIAS ? op->bias : NULL;
-    void *own = NULL;
     const uint64_t need = lt_scratch_bytes(la->type, p.m, p.n, p.k);
     if (need && chosen.workspace >= need) {
         p.scratch = (float *)workspace;
     } else if (need) { /* an algorithm without (enough) workspace keeps its scratch to itself */
-        if (!(own = malloc((size_t)need))) return CUBLAS_STATUS_ALLOC_FAILED;
-        p.scratch = (float *)own;
+        if (!(j->own = malloc((size_t)need))) {
+            free(j);
+            return CUBLAS_STATUS_ALLOC_FAILED;
+        }
+        p.scratch = (float *)j->own;
     }
-    lt_gemm(&p);
-    free(own);
+    j->p = p;
+    launch_host_fn launch = launcher();
+    if (!launch) {
+        run_job(j);
+    } else if (launch(stream, run_job, j) != 0) { /* cudaSuccess is 0; a bad stream handle */
+        free(j->own);
+        free(j);
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -30,7 +30,7 @@ struct CUevent_st {
 
 namespace cudacpu {
 
-enum work_kind { W_KERNEL, W_COPY, W_FILL, W_RECORD, W_WAIT };
+enum work_kind { W_KERNEL, W_COPY, W_FILL, W_RECORD, W_WAIT, W_HOST };
 
 struct work {
     work_kind kind = W_KERNEL;
@@ -38,7 +38,7 @@ struct work {
     /* W_KERNEL */
     launch_config lc{};
     const char *name = nullptr;
-    void (*call)(void *) = nullptr;
+    void (*call)(void *) = nullptr; /* W_HOST too: the host function, called with ctx */
     void (*destroy)(void *) = nullptr;
     void *ctx = nullptr;
     /* W_COPY, W_FILL */
@@ -127,6 +127,7 @@ static void execute(work &w)
         delete[] w.snapshot;
         break;
     case W_FILL: memset(w.dst, w.value, w.n); break;
+    case W_HOST: w.call(w.ctx); break;
     case W_RECORD: {
         CUevent_st *e = w.event;
         if (w.seq > e->completed) e->completed = w.seq;
@@ -256,6 +257,22 @@ cudaError_t cudaStreamQuery(cudaStream_t s)
     if (st->q.empty()) return sync_result();
     run_stream(st, ~0ull); /* done by the next query, as a polling loop expects */
     return cudaErrorNotReady;
+}
+
+/* fn(user) runs in the stream's order, under the runtime's lock: as in CUDA, it must not
+ * call the runtime. The cuBLASLt stand-in queues its products this way. */
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
+{
+    api_lock lk(api_mutex);
+    CUstream_st *st = stream_of(s);
+    if (!st) return set_err(cudaErrorInvalidResourceHandle);
+    if (!fn) return set_err(cudaErrorInvalidValue);
+    work w;
+    w.kind = W_HOST;
+    w.call = fn;
+    w.ctx = user;
+    push(st, static_cast<work &&>(w));
+    return cudaSuccess;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)

@@ -107,6 +107,20 @@ if build streams asan; then
   done
 fi
 
+# ------------------------------------------------------------ cuBLASLt products in stream order
+# linked with the stand-in cuBLASLt, the runtime's symbols exported (the library queues its
+# products through them), as the project's programs are
+exe="$B/cublaslt_streams"; log="$exe.build.log"
+if "$NVCC" -O2 -std=c++17 -Xcompiler -Wall,-Wextra,-Werror -c "$HERE/cublaslt_streams.cu" -o "$exe.o" >"$log" 2>&1 &&
+  g++ -o "$exe" "$exe.o" -Wl,--export-dynamic "$OUT/lib64/libcudart_static.a" -L"$OUT/lib64" -Wl,-rpath,"$OUT/lib64" \
+    -lcublasLt -lpthread >>"$log" 2>&1; then
+  for m in deferred sync; do
+    for c in in_stream_order missing_wait missing_wait_twin; do expect_ok "cublaslt_$c[$m]" "$exe" $c CUDACPU_STREAMS=$m; done
+  done
+else
+  fail build_cublaslt_streams "$(grep -m1 -E 'error|undefined' "$log")"
+fi
+
 # ------------------------------------------------------------ counters, settings
 if build counters; then
   for m in deferred sync; do
