@@ -16,7 +16,8 @@
 #     own allocation, so an overrun past a tensor's end is an ASan report, not a write into a
 #     neighbour);
 #   - tests/cudacpu's test scripts (*.sh but this file and the *_lib.sh they source; test_*.lua):
-#     whole training runs on emulated CUDA against the CPU. Its other Lua files are the
+#     whole training runs on emulated CUDA against the CPU, streams deferred (the batch feed's
+#     copy stream against the compute stream). Its other Lua files are the
 #     scripts' helpers (fixture, comparators, a runner).
 set -u
 cd "$(dirname "$0")/../.."
@@ -41,7 +42,7 @@ for t in tests/cudacpu/*.sh tests/cudacpu/test_*.lua; do
   case "$t" in */suites.sh | *_lib.sh) continue ;; esac
   n=$(basename "$t")
   case "$t" in
-    *.sh) echo "${n%.sh} [cudacpu]${tab}env TRAINER=$E/trainer bash $t" ;;
-    *.lua) echo "${n%.lua} [cudacpu]${tab}$E/trainer run $t" ;;
+    *.sh) echo "${n%.sh} [cudacpu]${tab}env CUDACPU_STREAMS=deferred TRAINER=$E/trainer bash $t" ;;
+    *.lua) echo "${n%.lua} [cudacpu]${tab}env CUDACPU_STREAMS=deferred $E/trainer run $t" ;;
   esac
 done
