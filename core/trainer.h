@@ -16,6 +16,8 @@
 #include "op_query.h"
 #include "cuda_device.h"
 #include "batch_feed.h"
+#include "host_sync.h"
+#include "device_errors.h"
 #include "ops_nn.h"
 #include "tokenizer.h"
 #include "ops_pair_features.h"

@@ -54,6 +54,7 @@ function M.now()
 end
 
 local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
+local function runtime_of() return require("trainer.core.runtime") end
 
 -- ---------------------------------------------------------------- model
 local function download_hint(m)
@@ -497,6 +498,10 @@ end
 -- Reads the deferred losses of the steps since the last read (the one wait for the device),
 -- fills their metrics rows and checks them: a non-finite loss stops the run naming its step.
 function Run:read_scalars()
+  -- first what the device's checks found (a bad token id or label: it names the index),
+  -- before any value computed from it is judged
+  local ok_dev, dev_err = pcall(runtime_of().check_device_errors, self.device)
+  if not ok_dev then self:free_unread() error(dev_err, 0) end
   local list = self.unread
   if #list == 0 then return end
   self.unread = {}
@@ -611,6 +616,8 @@ function Run:evaluate()
   end)
   self.model:train()
   if not ok then error(err, 0) end
+  -- the evaluation's batches may have held a bad token id: their check, read now
+  runtime_of().check_device_errors(self.device)
   if not scores then return nil end
   self.last_eval = scores
   self.evals[#self.evals + 1] = { step = self.step, scores = scores }
@@ -840,14 +847,19 @@ function Run:finish()
   return s
 end
 
-function Run:free()
+-- Releases the deferred values not read yet (an error path: they will never be).
+function Run:free_unread()
   for _, rec in ipairs(self.unread or {}) do
     deferred.free(rec.value); deferred.free(rec.norm)
     if rec.seen then deferred.free(rec.seen.flag); deferred.free(rec.seen.scale) end
   end
+  self.unread = {}
+end
+
+function Run:free()
+  self:free_unread()
   if self.scaler and self.scaler.free then self.scaler:free() end
   if self.found_flag then self.found_flag:free() self.found_flag = nil end
-  self.unread = {}
   if self.metrics then self.metrics:close(true) end
   if self.loader then self.loader:close() end
   if self.train_ds then self.train_ds:close() end
