@@ -23,6 +23,7 @@
 #include "ops_pair_features.h"
 #include "ops_multi_tensor.h"
 #include "ops_loss_scale.h"
+#include "ops_score_loss.h"
 #include "reader.h"
 #include "dist.h"
 #endif

@@ -198,6 +198,13 @@ int tr_k_cross_entropy_bwd_cuda(void *dlogits, int dl_dt, const void *logits, in
 int tr_k_mean_by_count_cuda(void *out, int out_dt, const float *sum, const int64_t *count, void *stream,
                             tr_error *err);
 
+/* ------------------------------------------------------------ scored pairs (score_loss.cu) */
+
+/* *loss (=, f32) and dsim[B,B] (=, f32, zero off the diagonal) from sim[B,B]'s diagonal and the
+ * device scores y[B]: kind 0 CoSENT (k = scale), 1 the cosine MSE (k = score_scale). One block. */
+int tr_k_score_loss_cuda(float *loss, float *dsim, const void *sim, int sim_dt, const float *y, float k, int64_t B,
+                         int kind, void *stream, tr_error *err);
+
 /* ------------------------------------------------------------ reductions (reduce.cu) */
 
 /* One tensor of a multi-tensor launch: the list lives in device memory. */
