@@ -20,7 +20,6 @@ local ffi = require("ffi")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
 local errors = require("trainer.core.errors")
-local native = require("trainer.native")
 local outputs = require("trainer.train.outputs")
 local recipe_mod = require("trainer.recipe")
 local run = require("trainer.train.run")
@@ -165,6 +164,11 @@ local cases = {
   end },
   { "fp32_adafactor", function() assert_no_round_trips([[optim = { name = "adafactor" },]]) end },
   { "fp32_sgd_momentum", function() assert_no_round_trips([[optim = { name = "sgd", lr = 1e-2, momentum = 0.9 },]]) end },
+  { "bad_id_reported_at_the_logged_step", function()
+    local bad = dofile(here .. "/../lua/bad_ids_case.lua")
+    local msg = bad.check(bad.run("cuda", lib))
+    assert(msg:find("Found on cuda:0", 1, true), msg)
+  end },
   { "grad_clip", function()
     local rows = assert_no_round_trips([[grad_clip = 0.5,]])
     for i, r in ipairs(rows) do assert(type(r.grad_norm) == "number", ("row %d has no grad_norm"):format(i)) end
