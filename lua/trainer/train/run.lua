@@ -553,12 +553,25 @@ function Run:flush_metrics()
 end
 
 -- ---------------------------------------------------------------- evaluation
-local function embed_fn(self)
+-- An evaluation batch's tensors on the run's device: through the batch feed on a device
+-- (uploads that do not wait for the device, as a training batch's), else tok:batch. Returns
+-- the batch and the function that ends it (after the forward is queued).
+local function eval_batch(self, texts)
   local tk = require("trainer.core.tokenizer")
+  if self.feed then
+    local enc = require("trainer.train.step").encode({ feed = self.feed, model = self.model, tokenizer = self.tokenizer },
+      texts, { max_length = self.max_length })
+    return enc, function() tk.free_batch(enc) self.feed:release() end
+  end
+  local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+  return b, function() tk.free_batch(b) end
+end
+
+local function embed_fn(self)
   return function(texts)
-    local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+    local b, done = eval_batch(self, texts)
     local ok, e = pcall(self.model.forward, self.model, b)
-    tk.free_batch(b)
+    done()
     if not ok then error(e, 0) end
     return e
   end
@@ -600,11 +613,10 @@ function Run:evaluate()
       end
       local opts = { batch_size = recipe.eval.batch_size }
       if self.model.task == "classification" then
-        local tk = require("trainer.core.tokenizer")
         scores = evaluate.nli(function(batch)
-          local b = self.tokenizer:batch(batch, { max_length = self.max_length, device = self.device })
+          local b, done = eval_batch(self, batch)
           local ok2, logits = pcall(self.model.forward, self.model, b)
-          tk.free_batch(b)
+          done()
           if not ok2 then error(logits, 0) end
           return logits
         end, pairs_, gold, opts)
