@@ -361,6 +361,11 @@ lint:
 	$(call say,LINT,cppcheck)
 	$(Q)cppcheck -q --std=c11 --enable=warning,portability --inline-suppr --error-exitcode=1 -D_GNU_SOURCE \
 	    $(CORE_INCS) -Ikernels core kernels/cpu
+	$(call say,LINT,host-syncs)
+	$(Q)! grep -rnE 'cuda(Stream|Event|Device)Synchronize|cudaMemcpyDeviceToHost' core --include='*.c' --include='*.h' \
+	    | grep -v '^core/device/cuda_sync.h:' | grep -v '^core/device/host_sync.h:' \
+	    || { echo "lint: core/ waits for a device or copies to the host only through core/device/cuda_sync.h" \
+	         "(its wrappers count each call: host_sync.h)"; false; }
 	$(call say,LINT,luacheck)
 	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua scripts/*.lua tests/cli/*.lua tests/cudacpu/*.lua tests/gpu/*.lua)
 

@@ -6,6 +6,7 @@
 
 #include "cuda_device.h"
 #include "cuda/cuda_check.h"
+#include "cuda_sync.h"
 
 #include <stdio.h>
 #include <math.h>
@@ -102,8 +103,8 @@ int tr_cslot_store(tr_cslot *s, const tr_tensor *t, int dtype, const void *p)
 int tr_cslot_to_host(tr_cslot *s, void *host, const void *dev, size_t bytes)
 {
     if (bytes == 0) return TR_OK;
-    TR_CUDA_CHECK(s->err, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)s->stream));
-    TR_CUDA_CHECK(s->err, cudaStreamSynchronize((cudaStream_t)s->stream));
+    TR_CUDA_CHECK(s->err, tr_copy_to_host_async(host, dev, bytes, (cudaStream_t)s->stream));
+    TR_CUDA_CHECK(s->err, tr_sync_stream((cudaStream_t)s->stream));
     return TR_OK;
 }
 
@@ -120,36 +121,19 @@ int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes)
     return TR_OK;
 }
 
-int tr_cslot_indices_to_host(tr_cslot *s, const tr_tensor *t, const char *what, int64_t **host)
+int tr_cslot_indices_checked(tr_cslot *s, const tr_tensor *t, int64_t limit, int64_t ignore_index, int has_ignore,
+                             int op, const int64_t **dev, int64_t **count)
 {
-    const int64_t n = t->numel;
-    const size_t es = tr_dtype_size(t->dtype);
-    int64_t *h = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-    void *raw = malloc((size_t)(n > 0 ? n : 1) * es);
-    int rc = TR_OK;
-    if (!h || !raw) rc = tr_fail(s->err, TR_EOOM, "%s: out of host memory for %lld %s", s->op, (long long)n, what);
-    if (rc == TR_OK) rc = tr_cslot_to_host(s, raw, t->data, (size_t)n * es);
-    if (rc == TR_OK) tr_convert(h, TR_I64, raw, t->dtype, (size_t)n);
-    free(raw);
-    if (rc != TR_OK) {
-        free(h);
-        h = NULL;
-    }
-    *host = h;
-    return rc;
-}
-
-int tr_cslot_indices_to_device(tr_cslot *s, const tr_tensor *t, const int64_t *host, const int64_t **dev)
-{
-    if (t->dtype == TR_I64) {
-        *dev = t->data;
-        return TR_OK;
-    }
-    void *ws;
-    int rc = tr_cslot_ws(s, t->numel, TR_I64, &ws);
-    if (rc == TR_OK) rc = tr_cslot_to_device(s, ws, host, (size_t)t->numel * sizeof(int64_t));
-    if (rc == TR_OK) *dev = ws;
-    return rc;
+    void *out, *cnt = NULL;
+    int rc;
+    if ((rc = tr_cslot_ws(s, t->numel > 0 ? t->numel : 1, TR_I64, &out)) ||
+        (count && (rc = tr_cslot_ws(s, 1, TR_I64, &cnt))) ||
+        (rc = tr_k_check_indices_cuda(out, t->data, t->dtype, t->numel, limit, ignore_index, has_ignore, cnt,
+                                      tr_cuda_index_error(s->state), op, s->stream, s->err)))
+        return rc;
+    *dev = out;
+    if (count) *count = cnt;
+    return TR_OK;
 }
 
 int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes)

@@ -59,12 +59,14 @@ int tr_cslot_to_host(tr_cslot *s, void *host, const void *dev, size_t bytes);
 int tr_cslot_to_device(tr_cslot *s, void *dev, const void *host, size_t bytes);
 int tr_cslot_memset(tr_cslot *s, void *dev, int value, size_t bytes);
 
-/* An index tensor (ids, targets: i32 or i64) checked on the host, as the CPU slot does:
- * indices_to_host gives its values as int64 in *host (malloc'ed, n = t->numel, the caller
- * frees it; synchronises), indices_to_device the same values as int64 on the device (t's
- * own data when it is i64, else workspace). `what` names them in the out-of-memory error. */
-int tr_cslot_indices_to_host(tr_cslot *s, const tr_tensor *t, const char *what, int64_t **host);
-int tr_cslot_indices_to_device(tr_cslot *s, const tr_tensor *t, const int64_t *host, const int64_t **dev);
+/* An index tensor (ids, targets: i32 or i64) checked on the device, with no wait for the host
+ * (kernels/cuda/index_check.cu): *dev = its values as int64 in workspace, each bad one (outside
+ * [0, limit), not ignore_index when has_ignore) replaced by the ignore index or -1; *count
+ * (workspace, may be NULL) = the ones neither bad nor ignored. The first bad index goes into
+ * the device's error word under `op` (a tr_k_index_op); the host learns of it from
+ * tr_device_errors_check, where it synchronises anyway, with the CPU slot's message. */
+int tr_cslot_indices_checked(tr_cslot *s, const tr_tensor *t, int64_t limit, int64_t ignore_index, int has_ignore,
+                             int op, const int64_t **dev, int64_t **count);
 
 /* A multi-tensor op's list as device records (tr_k_tensor_ref in workspace: one pageable
  * copy); *max_n = the largest tensor's element count. */

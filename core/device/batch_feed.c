@@ -19,6 +19,7 @@
 #else
 #include <cuda_runtime.h>
 #endif
+#include "cuda_sync.h"
 #endif
 
 /* Buffers grow to the batch rounded up to a multiple of this many elements, so that the
@@ -212,7 +213,7 @@ void tr_batch_feed_free(tr_batch_feed *f)
     if (f->device != TR_CPU) {
         prev = enter_device(f);
         /* no queued copy may still read a host buffer freed below */
-        if (f->copy) (void)cudaStreamSynchronize(f->copy);
+        if (f->copy) (void)tr_sync_stream(f->copy);
     }
 #endif
     for (int b = 0; b < 2; b++) {
@@ -248,7 +249,7 @@ int tr_batch_feed_begin(tr_batch_feed *f, int64_t n32, int64_t n64, int32_t **ho
     if (f->device != TR_CPU) {
         /* the upload that last read this host buffer must be done before it is rewritten */
         if (s->upload_queued) {
-            rc = FEED_CALL(f, "tr_batch_feed_begin", cudaEventSynchronize(s->uploaded));
+            rc = FEED_CALL(f, "tr_batch_feed_begin", tr_sync_feed_slot(s->uploaded));
             if (rc == TR_OK) s->upload_queued = 0;
         }
         /* uploaded and never released (the step failed): after everything queued so far */
@@ -319,7 +320,7 @@ int tr_batch_feed_upload(tr_batch_feed *f, tr_tensor **dev32, tr_tensor **dev64)
         if (rc != TR_OK) {
             /* nothing queued may read the host buffer after a failure: drain the copy stream
              * (the slot is taken again by the next begin, which rewrites it) */
-            (void)cudaStreamSynchronize(f->copy);
+            (void)tr_sync_stream(f->copy);
             (void)cudaGetLastError();
             s->upload_queued = 0;
             s->state = SLOT_IDLE;

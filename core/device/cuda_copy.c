@@ -26,6 +26,7 @@
 #else
 #include <cuda_runtime.h>
 #endif
+#include "cuda_sync.h"
 
 struct tr_cuda_staging {
     void *buf[2];   /* TR_CUDA_STAGING_CHUNK bytes each */
@@ -162,7 +163,7 @@ static int host_to_device(xfer *x, void *dst, int device, int dst_dtype, const v
     if (!stream) return tr_ctx_err(x->ctx)->status;
     if (dst_dtype == src_dtype && n * dsize <= TR_CUDA_DIRECT_BYTES) {
         if ((rc = CALL(x, cudaMemcpyAsync(dst, src, n * dsize, cudaMemcpyHostToDevice, stream))) != TR_OK) return rc;
-        return CALL(x, cudaStreamSynchronize(stream));
+        return CALL(x, tr_sync_stream(stream));
     }
     tr_cuda_staging *stg = staging_of(x);
     if (!stg) return TR_EOOM;
@@ -175,15 +176,15 @@ static int host_to_device(xfer *x, void *dst, int device, int dst_dtype, const v
     for (size_t off = 0, k = 0; off < n && rc == TR_OK; off += chunk, k++) {
         size_t cnt = n - off < chunk ? n - off : chunk;
         int b = (int)(k & 1);
-        if (k >= 2 && (rc = CALL(x, cudaEventSynchronize(ev[b]))) != TR_OK) break;
+        if (k >= 2 && (rc = CALL(x, tr_sync_event(ev[b]))) != TR_OK) break;
         host_convert(stg->buf[b], dst_dtype, (const char *)src + off * ssize, src_dtype, cnt);
         rc = CALL(x, cudaMemcpyAsync((char *)dst + off * dsize, stg->buf[b], cnt * dsize, cudaMemcpyHostToDevice,
                                      stream));
         if (rc == TR_OK) rc = CALL(x, cudaEventRecord(ev[b], stream));
     }
     /* Done when the call returns, failed or not: no upload may still read the staging. */
-    if (rc == TR_OK) rc = CALL(x, cudaStreamSynchronize(stream));
-    else (void)cudaStreamSynchronize(stream);
+    if (rc == TR_OK) rc = CALL(x, tr_sync_stream(stream));
+    else (void)tr_sync_stream(stream);
     for (int b = 0; b < 2; b++)
         if (ev[b]) (void)cudaEventDestroy(ev[b]);
     return rc;
@@ -199,8 +200,8 @@ static int device_to_host(xfer *x, void *dst, int dst_dtype, const void *src, in
     cudaStream_t stream = stream_of(x, device);
     if (!stream) return tr_ctx_err(x->ctx)->status;
     if (dst_dtype == src_dtype && n * ssize <= TR_CUDA_DIRECT_BYTES) {
-        if ((rc = CALL(x, cudaMemcpyAsync(dst, src, n * ssize, cudaMemcpyDeviceToHost, stream))) != TR_OK) return rc;
-        return CALL(x, cudaStreamSynchronize(stream));
+        if ((rc = CALL(x, tr_copy_to_host_async(dst, src, n * ssize, stream))) != TR_OK) return rc;
+        return CALL(x, tr_sync_stream(stream));
     }
     tr_cuda_staging *stg = staging_of(x);
     if (!stg) return TR_EOOM;
@@ -214,18 +215,17 @@ static int device_to_host(xfer *x, void *dst, int dst_dtype, const void *src, in
         if (k < nchunks) {
             size_t off = k * chunk, cnt = n - off < chunk ? n - off : chunk;
             int b = (int)(k & 1);
-            rc = CALL(x, cudaMemcpyAsync(stg->buf[b], (const char *)src + off * ssize, cnt * ssize,
-                                         cudaMemcpyDeviceToHost, stream));
+            rc = CALL(x, tr_copy_to_host_async(stg->buf[b], (const char *)src + off * ssize, cnt * ssize, stream));
             if (rc == TR_OK) rc = CALL(x, cudaEventRecord(ev[b], stream));
         }
         if (k >= 1 && rc == TR_OK) {
             size_t j = k - 1, off = j * chunk, cnt = n - off < chunk ? n - off : chunk;
             int b = (int)(j & 1);
-            if ((rc = CALL(x, cudaEventSynchronize(ev[b]))) != TR_OK) break;
+            if ((rc = CALL(x, tr_sync_event(ev[b]))) != TR_OK) break;
             host_convert((char *)dst + off * dsize, dst_dtype, stg->buf[b], src_dtype, cnt);
         }
     }
-    if (rc != TR_OK) (void)cudaStreamSynchronize(stream);
+    if (rc != TR_OK) (void)tr_sync_stream(stream);
     for (int b = 0; b < 2; b++)
         if (ev[b]) (void)cudaEventDestroy(ev[b]);
     return rc;
@@ -276,20 +276,19 @@ static int device_convert(xfer *x, void *dst, int ddev, int dst_dtype, const voi
     for (size_t off = 0; off < n && rc == TR_OK; off += chunk) {
         size_t cnt = n - off < chunk ? n - off : chunk;
         if ((rc = use_device(x, sdev)) != TR_OK) break;
-        if ((rc = CALL(x, cudaMemcpyAsync(stg->buf[0], (const char *)src + off * ssize, cnt * ssize,
-                                          cudaMemcpyDeviceToHost, ss))) != TR_OK)
+        if ((rc = CALL(x, tr_copy_to_host_async(stg->buf[0], (const char *)src + off * ssize, cnt * ssize, ss))) != TR_OK)
             break;
-        if ((rc = CALL(x, cudaStreamSynchronize(ss))) != TR_OK) break;
+        if ((rc = CALL(x, tr_sync_stream(ss))) != TR_OK) break;
         tr_convert(stg->buf[1], dst_dtype, stg->buf[0], src_dtype, cnt);
         if ((rc = use_device(x, ddev)) != TR_OK) break;
         if ((rc = CALL(x, cudaMemcpyAsync((char *)dst + off * dsize, stg->buf[1], cnt * dsize,
                                           cudaMemcpyHostToDevice, ds))) != TR_OK)
             break;
-        rc = CALL(x, cudaStreamSynchronize(ds));
+        rc = CALL(x, tr_sync_stream(ds));
     }
     if (rc != TR_OK) {
-        (void)cudaStreamSynchronize(ss);
-        (void)cudaStreamSynchronize(ds);
+        (void)tr_sync_stream(ss);
+        (void)tr_sync_stream(ds);
     }
     return rc;
 }

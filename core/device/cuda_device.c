@@ -18,7 +18,9 @@
 #include "cuda_device.h"
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_nn.h"
 #include "cuda/cuda_ops.h"
+#include "cuda_sync.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@ struct tr_cuda_state {
     int lt_tried;        /* 1 once loading was attempted (success or the message below) */
     tr_cublaslt_api api;
     char lt_error[768];
+    tr_k_index_error *index_error;   /* the error word of the ops' index checks (cuda_device.h) */
 };
 
 static const char *const device_names[TR_CUDA_MAX_DEVICES] = {
@@ -138,10 +141,11 @@ static void state_destroy(struct tr_cuda_state *s)
     if (enter_device(s->device, &prev) == 0) {
         /* Teardown: failures have nowhere to go; the stream is drained first so that no
          * kernel still uses the workspace or the handle. */
-        if (s->stream) (void)cudaStreamSynchronize(s->stream);
+        if (s->stream) (void)tr_sync_stream(s->stream);
         tr_cuda_gemm_cache_free(s->blas.cache);
         if (s->lt) (void)s->api.cublasLtDestroy(s->lt);
         if (s->stream) (void)cudaStreamDestroy(s->stream);
+        if (s->index_error) (void)cudaFree(s->index_error);
         (void)cudaGetLastError();
         leave_device(s->device, prev);
     }
@@ -175,6 +179,9 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
     void *workspace = NULL;
     if ((rc = TR_CUDA_CALL(err, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking))) != TR_OK) goto fail;
     if ((rc = tr_cuda_gemm_cache_new(&s->blas.cache, err)) != TR_OK) goto fail;
+    if ((rc = TR_CUDA_CALL(err, cudaMalloc((void **)&s->index_error, sizeof *s->index_error))) != TR_OK ||
+        (rc = TR_CUDA_CALL(err, cudaMemsetAsync(s->index_error, 0, sizeof *s->index_error, s->stream))) != TR_OK)
+        goto fail;
 
     tr_raw_backend backend = {
         .raw_alloc = raw_cuda_alloc,
@@ -274,6 +281,8 @@ void *tr_cuda_blas_env(void *state)
     return &s->blas;
 }
 
+void *tr_cuda_index_error(void *state) { return state ? ((struct tr_cuda_state *)state)->index_error : NULL; }
+
 int tr_cuda_state_device(void *state) { return state ? ((struct tr_cuda_state *)state)->device : -1; }
 
 int tr_cuda_set_current(void *state, tr_error *err)
@@ -284,7 +293,7 @@ int tr_cuda_set_current(void *state, tr_error *err)
 
 int tr_cuda_synchronize(void *state, tr_error *err)
 {
-    TR_CUDA_CHECK(err, cudaStreamSynchronize(((struct tr_cuda_state *)state)->stream));
+    TR_CUDA_CHECK(err, tr_sync_stream(((struct tr_cuda_state *)state)->stream));
     return TR_OK;
 }
 

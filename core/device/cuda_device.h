@@ -47,6 +47,10 @@ void *tr_cuda_stream(void *state);
  * handle; when that fails, the environment's lt is NULL and its `unavailable` says why
  * (every product on the device then returns that message as TR_EUSER). */
 void *tr_cuda_blas_env(void *state);
+/* The device's error word (a tr_k_index_error in device memory, kernels/cuda/cuda_nn.h, zero
+ * at start): the ops that take indices check them on the device and record the first bad one
+ * there, so they never wait for the host; tr_device_errors_check (device_errors.h) reads it. */
+void *tr_cuda_index_error(void *state);
 /* The CUDA ordinal of the state. */
 int tr_cuda_state_device(void *state);
 /* Makes the state's device current on the calling thread; call before launching. */

@@ -24,6 +24,7 @@
 #include <nccl.h>
 
 #include "cuda_device.h"
+#include "cuda_sync.h"
 
 typedef struct nccl_api {
     void *lib;
@@ -217,6 +218,7 @@ int tr_dist_nccl_wait(tr_dist *d, tr_ctx *ctx)
     CUDA_TRY(ctx, cudaEventRecord(s->done, s->stream));
     CUDA_TRY(ctx, cudaStreamWaitEvent(compute, s->done, 0));
     double deadline = tr_dist_now() + d->timeout_s;
+    tr_host_sync_note(TR_HOST_SYNC_EVENT);   /* the poll below is one host wait */
     for (;;) {
         cudaError_t e = cudaEventQuery(s->done);
         if (e == cudaSuccess) return 0;

@@ -105,14 +105,44 @@ int tr_k_dropout_cuda(void *out, int out_dt, const void *x, int x_dt, int64_t n,
 int tr_k_dropout_mask_cuda(uint8_t *keep, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t layer,
                            uint32_t op, uint64_t offset, void *stream, tr_error *err);
 
+/* ------------------------------------------------------------ index checks (index_check.cu) */
+
+/* The device's error word (one per device, core/device/cuda_device.h): the first bad index an
+ * op's check found, 0 in op while there is none. The ops that check (tr_k_index_op) are named
+ * by the host when it reads the word (core/device/device_errors.c). */
+typedef struct tr_k_index_error {
+    int64_t op;            /* 0: no error; else a tr_k_index_op */
+    int64_t value;         /* the bad index */
+    int64_t position;      /* its position among the op's indices (flattened) */
+    int64_t limit;         /* the valid indices are [0, limit) */
+    int64_t ignore_index;  /* cross-entropy's: also valid */
+} tr_k_index_error;
+
+typedef enum tr_k_index_op {
+    TR_K_INDEX_EMBEDDING = 1,
+    TR_K_INDEX_EMBEDDING_BACKWARD = 2,
+    TR_K_INDEX_CROSS_ENTROPY = 3,
+    TR_K_INDEX_CROSS_ENTROPY_BACKWARD = 4
+} tr_k_index_op;
+
+/* out[n] (=, int64) = idx[n] (i32 or i64), each bad index (outside [0, limit) and not the
+ * ignore index when has_ignore) replaced by the ignore index (has_ignore) or -1; *count (=,
+ * may be NULL) = the indices neither bad nor ignored; the first bad one goes into *word
+ * (op, value, position, limit, ignore_index) unless word->op is set already. One block:
+ * nothing waits for the host. */
+int tr_k_check_indices_cuda(int64_t *out, const void *idx, int idx_dt, int64_t n, int64_t limit,
+                            int64_t ignore_index, int has_ignore, int64_t *count, tr_k_index_error *word,
+                            int64_t op, void *stream, tr_error *err);
+
 /* ------------------------------------------------------------ embedding (embedding.cu) */
 
-/* out[N,C] (=) = table[ids[n], :]; ids int64 in [0, V) (the op validated them). */
+/* out[N,C] (=) = table[ids[n], :]; ids int64 in [0, V) or -1 (a bad id the op's device check
+ * replaced: its row is 0). */
 int tr_k_embedding_fwd_cuda(void *out, int out_dt, const int64_t *ids, const void *table, int table_dt, int64_t N,
                             int64_t C, void *stream, tr_error *err);
 /* dtable[V,C] (+=, f32) += dout[n, :] at row ids[n], rows equal to padding_idx skipped
- * (padding_idx < 0: none). Deterministic: each thread owns one column and walks the tokens
- * in order. */
+ * (padding_idx < 0: none) and ids of -1 (bad ids, above) skipped. Deterministic: each thread
+ * owns one column and walks the tokens in order. */
 int tr_k_embedding_bwd_cuda(float *dtable, const void *dout, int dout_dt, const int64_t *ids, int64_t N, int64_t C,
                             int64_t padding_idx, void *stream, tr_error *err);
 
@@ -163,6 +193,17 @@ int tr_k_cross_entropy_fwd_cuda(float *losses, float *lse, int64_t *count, const
 int tr_k_cross_entropy_bwd_cuda(void *dlogits, int dl_dt, const void *logits, int logits_dt, const float *lse,
                                 const int64_t *targets, const int64_t *count, float g, int64_t N, int64_t K,
                                 int64_t ignore_index, float label_smoothing, void *stream, tr_error *err);
+/* *out (=, one element of out_dt) = *sum * (1 / *count) in f32, 0 when *count is 0: the mean
+ * over the rows not ignored, with the divisor read on the device. */
+int tr_k_mean_by_count_cuda(void *out, int out_dt, const float *sum, const int64_t *count, void *stream,
+                            tr_error *err);
+
+/* ------------------------------------------------------------ scored pairs (score_loss.cu) */
+
+/* *loss (=, f32) and dsim[B,B] (=, f32, zero off the diagonal) from sim[B,B]'s diagonal and the
+ * device scores y[B]: kind 0 CoSENT (k = scale), 1 the cosine MSE (k = score_scale). One block. */
+int tr_k_score_loss_cuda(float *loss, float *dsim, const void *sim, int sim_dt, const float *y, float k, int64_t B,
+                         int kind, void *stream, tr_error *err);
 
 /* ------------------------------------------------------------ reductions (reduce.cu) */
 

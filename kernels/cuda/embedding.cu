@@ -1,7 +1,9 @@
 /* embedding.cu — the embedding gather and its backward on the GPU, the twins of
  * kernels/cpu/embedding.c. The backward is deterministic without atomics: each thread
  * owns one column c of the table and walks the N tokens in order, adding dout[n, c] into
- * dtable[ids[n], c]; rows of one id are summed in token order, as on the CPU. */
+ * dtable[ids[n], c]; rows of one id are summed in token order, as on the CPU. An id of -1 is
+ * a bad id the op's device check replaced (index_check.cu): its output row is 0 and its
+ * gradient is dropped, so a bad id never reads or writes outside the table. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
 
@@ -13,8 +15,8 @@ __global__ void embedding_fwd_kernel(void *out, int out_dt, const int64_t *ids, 
     const int64_t total = N * C;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t n = i / C, c = i % C;
-        tr_st_dt(out, i, out_dt, tr_ld_dt(table, ids[n] * C + c, table_dt));
+        const int64_t n = i / C, c = i % C, id = ids[n];
+        tr_st_dt(out, i, out_dt, id < 0 ? 0.0f : tr_ld_dt(table, id * C + c, table_dt));
     }
 }
 
@@ -25,7 +27,7 @@ __global__ void embedding_bwd_kernel(float *dtable, const void *dout, int dout_d
     if (c >= C) return;
     for (int64_t n = 0; n < N; n++) {
         const int64_t id = ids[n];
-        if (id == padding_idx) continue;
+        if (id == padding_idx || id < 0) continue;
         dtable[id * C + c] += tr_ld_dt(dout, n * C + c, dout_dt);
     }
 }

@@ -98,6 +98,21 @@ extern "C" int tr_k_cross_entropy_fwd_cuda(float *losses, float *lse, int64_t *c
     return tr_cuda_launched("cross_entropy", err);
 }
 
+__global__ void mean_by_count_kernel(void *out, int out_dt, const float *sum, const int64_t *count)
+{
+    const int64_t c = *count;
+    tr_st_dt(out, 0, out_dt, c ? *sum * (1.0f / (float)c) : 0.0f);
+}
+
+extern "C" int tr_k_mean_by_count_cuda(void *out, int out_dt, const float *sum, const int64_t *count, void *stream,
+                                       tr_error *err)
+{
+    int rc = tr_cuda_want_float("cross_entropy", out_dt, err);
+    if (rc) return rc;
+    mean_by_count_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(out, out_dt, sum, count);
+    return tr_cuda_launched("cross_entropy", err);
+}
+
 extern "C" int tr_k_cross_entropy_bwd_cuda(void *dlogits, int dl_dt, const void *logits, int logits_dt,
                                            const float *lse, const int64_t *targets, const int64_t *count, float g,
                                            int64_t N, int64_t K, int64_t ignore_index, float label_smoothing,

@@ -35,6 +35,7 @@
 #include "cpu/sgd_adafactor.h"
 #include "cpu/pooling.h"
 #include "cpu/reduce.h"
+#include "cpu/score_loss.h"
 #include "cpu/similarity.h"
 #include "cpu/softmax.h"
 #include "cpu/tanh.h"
@@ -406,6 +407,46 @@ static void sh_abs_diff_bwd(const int64_t *d, arg_spec *a)
     for (int i = 0; i < 5; i++) a[i] = A(2, d[0], d[1]);
 }
 
+/* ------------------------------------------------------------ scored-pair losses */
+
+/* gold scores of up to 8 pairs, with a tie (pairs 1 and 4) */
+static const float pair_scores[8] = { 0.5f, 3.0f, 1.5f, 4.5f, 3.0f, 0.0f, 2.0f, 5.0f };
+
+static void sh_score_loss(const int64_t *d, arg_spec *a)   /* d: B */
+{
+    a[0] = A(1, 1);
+    a[1] = A(2, d[0], d[0]);
+    a[2] = A(2, d[0], d[0]);
+}
+static void sc_cosent(const int64_t *d, tr_op_call *c)
+{
+    (void)d;
+    c->p = pair_scores;
+    c->f[0] = 20.0f;
+}
+static void sc_cosine_mse(const int64_t *d, tr_op_call *c)
+{
+    (void)d;
+    c->p = pair_scores;
+    c->f[0] = 5.0f;
+}
+/* the op's definition on sim's diagonal: the _f64 kernel, dsim zero off the diagonal */
+static void ref_score_loss(double **t, const int64_t *d, const tr_op_call *c, int kind)
+{
+    const int64_t B = d[0];
+    double cos[8], y[8], dcos[8];
+    for (int64_t i = 0; i < B; i++) {
+        cos[i] = t[2][i * B + i];
+        y[i] = ((const float *)c->p)[i];
+    }
+    if (kind) tr_k_cosine_mse_loss_f64(t[0], dcos, cos, y, c->f[0], B);
+    else tr_k_cosent_loss_f64(t[0], dcos, cos, y, c->f[0], B);
+    for (int64_t i = 0; i < B * B; i++) t[1][i] = 0;
+    for (int64_t i = 0; i < B; i++) t[1][i * B + i] = dcos[i];
+}
+static void ref_cosent(double **t, const int64_t *d, const tr_op_call *c) { ref_score_loss(t, d, c, 0); }
+static void ref_cosine_mse(double **t, const int64_t *d, const tr_op_call *c) { ref_score_loss(t, d, c, 1); }
+
 /* ------------------------------------------------------------ matmul, linear, layernorm */
 
 static void sh_matmul(const int64_t *d, arg_spec *a)   /* d: batch (0: none), M, K, N, trans_a, trans_b */
@@ -750,6 +791,8 @@ static const op_case cases[] = {
     { "dropout_add_layernorm_backward", sh_dal_bwd, sc_dal, NULL, "dropout_add_layernorm",
       { G(4), G(5), G(6), G(7), D(0), S(1), I(6), S(2), S(3) }, .nd = 3, .rounds_inside = 1,
       .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(4, 5, 0, 50, 1) } },
+    { "cosent_loss", sh_score_loss, sc_cosent, ref_cosent, .nd = 3, .dims = { DIMS(8), DIMS(5), DIMS(1) } },
+    { "cosine_mse_loss", sh_score_loss, sc_cosine_mse, ref_cosine_mse, .nd = 2, .dims = { DIMS(8), DIMS(1) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 

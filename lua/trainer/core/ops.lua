@@ -389,6 +389,24 @@ function M.cosine_sim_backward(dsim, a, b)
   return da, db
 end
 
+-- Scored-pair losses over sim = cosine_sim(u, v) [B, B] and gold scores (a Lua array of B
+-- numbers): loss ({ 1 } f32) and dsim (the gradient w.r.t. sim, [B, B] f32), both on sim's
+-- device (core/ops/ops_score_loss.h). k: CoSENT's scale, or the cosine loss's score_scale.
+local function score_loss(fn, name, sim, scores, k)
+  local B = sim:shape()[1]
+  local y = ffi.new("float[?]", math.max(B, 1))
+  for i = 1, B do y[i - 1] = scores[i] end
+  local loss, dsim = new({ 1 }, sim, "f32"), new({ B, B }, sim, "f32")
+  fill({ loss, dsim }, fn(ctx, loss:ptr(), dsim:ptr(), sim:ptr(), y, k), name)
+  return loss, dsim
+end
+
+function M.cosent_loss(sim, scores, scale) return score_loss(C.tr_op_cosent_loss, "cosent_loss", sim, scores, scale) end
+
+function M.cosine_mse_loss(sim, scores, score_scale)
+  return score_loss(C.tr_op_cosine_mse_loss, "cosine_mse_loss", sim, scores, score_scale)
+end
+
 -- ---------------------------------------------------------------- reductions, optimizer helpers
 local function reduce(fn, name, x, lastdim, opts)
   opts = opts or {}

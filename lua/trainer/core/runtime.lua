@@ -51,6 +51,37 @@ function M.device_name(index)
   return "cuda:" .. index
 end
 
+-- The CUDA backend's host round trips since the process started (core/device/host_sync.h):
+-- { copies_d2h, stream_syncs, event_syncs, device_syncs, round_trips (their sum),
+-- feed_waits (the batch feed's slot waits, not round trips) }; all 0 on the CPU. Take it
+-- before and after some work and subtract (trainer.core.runtime.host_syncs_since).
+local counts = ffi.new("tr_host_syncs")
+local sync_fields = { "copies_d2h", "stream_syncs", "event_syncs", "device_syncs", "feed_waits", "round_trips" }
+
+function M.host_syncs()
+  C.tr_host_syncs_get(counts)
+  local t = {}
+  for _, k in ipairs(sync_fields) do t[k] = tonumber(counts[k]) end
+  return t
+end
+
+-- The counts made since `before` (a host_syncs() table), field by field.
+function M.host_syncs_since(before)
+  local now = M.host_syncs()
+  for _, k in ipairs(sync_fields) do now[k] = now[k] - before[k] end
+  return now
+end
+
+-- Raises the user error a device's kernels recorded since the last check (a token id outside
+-- the vocabulary, a label that is not a class: core/device/device_errors.h), if any. One read
+-- of the device's error word (a synchronisation): call it where the host waits anyway.
+-- Nothing to do on the CPU, whose ops fail at once.
+function M.check_device_errors(device)
+  local d = M.parse_device(device)
+  if d == C.TR_CPU then return end
+  M.check(C.tr_device_errors_check(M.ctx, d), "check_device_errors")
+end
+
 function M.allocator(device)
   local a = C.tr_ctx_alloc(M.ctx, M.parse_device(device))
   if a == nil then M.raise("device " .. tostring(device or "cpu")) end

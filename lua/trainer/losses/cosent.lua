@@ -5,9 +5,10 @@
 -- Tied scores add no term; the result is the same for any monotone rescaling of y.
 --
 -- The cosines come from one cosine_sim GEMM ([B, B], its diagonal used; B^2 C is small
--- next to the encoder) and the O(B^2) sum over scalar pairs runs on the host in double,
--- as the loss value must be read back anyway; the backward feeds a diagonal dsim to the
--- cosine_sim backward.
+-- next to the encoder). On the CPU the O(B^2) sum over scalar pairs runs on the host in
+-- double; built deferred (a run on a device) it is the op cosent_loss, which takes the
+-- diagonal, reduces the loss and writes the gradient on the device, so a step reads nothing
+-- back. The backward feeds the diagonal dsim to the cosine_sim backward.
 local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
@@ -25,6 +26,14 @@ function CoSENT:forward(embs, labels)
   B, _, embs = base.check_embeddings("cosent", embs, 2, 2)
   local y = base.host_labels("cosent", labels, B)
   local sim = ops.cosine_sim(embs[1], embs[2])
+  if self.deferred then
+    -- on a device: the diagonal, the loss and its gradient there (ops.cosent_loss)
+    local ok, loss, dsim = pcall(ops.cosent_loss, sim, y, self.scale)
+    sim:free()
+    if not ok then error(loss, 0) end
+    self:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
+    return self:value_of(loss)
+  end
   local cos = base.diagonal(sim, B)
   sim:free()
   local s = {}
@@ -56,12 +65,15 @@ function CoSENT:forward(embs, labels)
 end
 
 function CoSENT:backward()
-  local s = self:saved()
-  local dcos = {}
-  for i, g in ipairs(s.ds) do dcos[i] = self.scale * g end
-  local dsim = base.diag_tensor(dcos, s.u:device())
+  local s, o = self:saved(), self._owned
+  local dsim = o.dsim
+  if not dsim then
+    local dcos = {}
+    for i, g in ipairs(s.ds) do dcos[i] = self.scale * g end
+    dsim = base.diag_tensor(dcos, s.u:device())
+  end
   local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
-  dsim:free()
+  if not o.dsim then dsim:free() end
   self:release()
   return { du, dv }
 end

@@ -4,7 +4,10 @@
 -- sentence-transformers expects scores already in [0, 1] (its STS examples divide 0-5
 -- scores by 5 when reading the data). score_scale (default 1) does that division here:
 -- with the 0-5 STS data of the recipes, set loss = { name = "cosine", score_scale = 5 }.
--- The cosines come from one cosine_sim GEMM (diagonal used), as in cosent.lua.
+-- The cosines come from one cosine_sim GEMM (diagonal used), as in cosent.lua. On the CPU the
+-- loss is computed on the host in double; built deferred (a run on a device) it is the op
+-- cosine_mse_loss, which takes the diagonal, reduces the loss and writes the gradient on the
+-- device, so a step reads nothing back.
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
@@ -28,6 +31,14 @@ function Cosine:forward(embs, labels)
   B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
   local y = base.host_labels("cosine", labels, B)
   local sim = ops.cosine_sim(embs[1], embs[2])
+  if self.deferred then
+    -- on a device: the diagonal, the loss and its gradient there (ops.cosine_mse_loss)
+    local ok, loss, dsim = pcall(ops.cosine_mse_loss, sim, y, self.score_scale)
+    sim:free()
+    if not ok then error(loss, 0) end
+    self:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
+    return self:value_of(loss)
+  end
   local cos = base.diagonal(sim, B)
   sim:free()
   local loss, dcos = 0, {}
@@ -41,10 +52,10 @@ function Cosine:forward(embs, labels)
 end
 
 function Cosine:backward()
-  local s = self:saved()
-  local dsim = base.diag_tensor(s.dcos, s.u:device())
+  local s, o = self:saved(), self._owned
+  local dsim = o.dsim or base.diag_tensor(s.dcos, s.u:device())
   local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
-  dsim:free()
+  if not o.dsim then dsim:free() end
   self:release()
   return { du, dv }
 end

@@ -181,9 +181,10 @@ kinds.adafactor = {
     local c = hp.c
     if not hp.relative then c.lr = lr end
     c.weight_decay = wd
-    local used = ffi.new("float[1]")
+    -- no lr_used: on a device reading it back would wait for the step (Optimizer:step
+    -- returns the relative step size, computed here)
     runtime.check(C.tr_op_adafactor(runtime.ctx, e.param.value:ptr(), e.param.grad:ptr(), p(st.exp_avg),
-      p(st.exp_avg_sq_row), p(st.exp_avg_sq_col), p(st.exp_avg_sq), nil, c, st.step, scale, used),
+      p(st.exp_avg_sq_row), p(st.exp_avg_sq_col), p(st.exp_avg_sq), nil, c, st.step, scale, nil),
       "adafactor")
   end,
 }

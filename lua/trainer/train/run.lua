@@ -54,6 +54,7 @@ function M.now()
 end
 
 local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
+local function runtime_of() return require("trainer.core.runtime") end
 
 -- ---------------------------------------------------------------- model
 local function download_hint(m)
@@ -497,6 +498,10 @@ end
 -- Reads the deferred losses of the steps since the last read (the one wait for the device),
 -- fills their metrics rows and checks them: a non-finite loss stops the run naming its step.
 function Run:read_scalars()
+  -- first what the device's checks found (a bad token id or label: it names the index),
+  -- before any value computed from it is judged
+  local ok_dev, dev_err = pcall(runtime_of().check_device_errors, self.device)
+  if not ok_dev then self:free_unread() error(dev_err, 0) end
   local list = self.unread
   if #list == 0 then return end
   self.unread = {}
@@ -548,12 +553,25 @@ function Run:flush_metrics()
 end
 
 -- ---------------------------------------------------------------- evaluation
-local function embed_fn(self)
+-- An evaluation batch's tensors on the run's device: through the batch feed on a device
+-- (uploads that do not wait for the device, as a training batch's), else tok:batch. Returns
+-- the batch and the function that ends it (after the forward is queued).
+local function eval_batch(self, texts)
   local tk = require("trainer.core.tokenizer")
+  if self.feed then
+    local enc = require("trainer.train.step").encode({ feed = self.feed, model = self.model, tokenizer = self.tokenizer },
+      texts, { max_length = self.max_length })
+    return enc, function() tk.free_batch(enc) self.feed:release() end
+  end
+  local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+  return b, function() tk.free_batch(b) end
+end
+
+local function embed_fn(self)
   return function(texts)
-    local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+    local b, done = eval_batch(self, texts)
     local ok, e = pcall(self.model.forward, self.model, b)
-    tk.free_batch(b)
+    done()
     if not ok then error(e, 0) end
     return e
   end
@@ -595,11 +613,10 @@ function Run:evaluate()
       end
       local opts = { batch_size = recipe.eval.batch_size }
       if self.model.task == "classification" then
-        local tk = require("trainer.core.tokenizer")
         scores = evaluate.nli(function(batch)
-          local b = self.tokenizer:batch(batch, { max_length = self.max_length, device = self.device })
+          local b, done = eval_batch(self, batch)
           local ok2, logits = pcall(self.model.forward, self.model, b)
-          tk.free_batch(b)
+          done()
           if not ok2 then error(logits, 0) end
           return logits
         end, pairs_, gold, opts)
@@ -611,6 +628,8 @@ function Run:evaluate()
   end)
   self.model:train()
   if not ok then error(err, 0) end
+  -- the evaluation's batches may have held a bad token id: their check, read now
+  runtime_of().check_device_errors(self.device)
   if not scores then return nil end
   self.last_eval = scores
   self.evals[#self.evals + 1] = { step = self.step, scores = scores }
@@ -840,14 +859,19 @@ function Run:finish()
   return s
 end
 
-function Run:free()
+-- Releases the deferred values not read yet (an error path: they will never be).
+function Run:free_unread()
   for _, rec in ipairs(self.unread or {}) do
     deferred.free(rec.value); deferred.free(rec.norm)
     if rec.seen then deferred.free(rec.seen.flag); deferred.free(rec.seen.scale) end
   end
+  self.unread = {}
+end
+
+function Run:free()
+  self:free_unread()
   if self.scaler and self.scaler.free then self.scaler:free() end
   if self.found_flag then self.found_flag:free() self.found_flag = nil end
-  self.unread = {}
   if self.metrics then self.metrics:close(true) end
   if self.loader then self.loader:close() end
   if self.train_ds then self.train_ds:close() end

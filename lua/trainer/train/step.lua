@@ -120,6 +120,8 @@ local function encode(ctx, texts, opts, targets)
   return enc, count_tokens(enc)
 end
 
+M.encode = encode   -- also an evaluation's way to the device (trainer.train.run)
+
 -- The queued work that reads the last encoded batch: its feed slot may be refilled after it.
 local function release(ctx)
   if ctx.feed then ctx.feed:release() end

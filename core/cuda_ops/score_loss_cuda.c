@@ -1,0 +1,34 @@
+/* score_loss_cuda.c — the CUDA slots of cosent_loss and cosine_mse_loss (CPU slots:
+ * core/ops/score_loss.c). The scores travel as kernel arguments (tr_cslot_to_device: no wait
+ * up to 16 KiB, 4096 pairs), the loss and the gradient are written on the device. */
+#ifdef TR_HAVE_CUDA
+
+#include "cuda_slot.h"
+
+static int score_loss(tr_cslot *s, tr_op_call *c, int kind)
+{
+    const tr_tensor *loss = c->t[0], *dsim = c->t[1], *sim = c->t[2];
+    const int64_t B = sim->shape[0];
+    void *y;
+    int rc;
+    if ((rc = tr_cslot_ws(s, B > 0 ? B : 1, TR_F32, &y)) ||
+        (rc = tr_cslot_to_device(s, y, c->p, (size_t)B * sizeof(float))))
+        return rc;
+    return tr_k_score_loss_cuda(loss->data, dsim->data, sim->data, sim->dtype, y, c->f[0], B, kind, s->stream,
+                                s->err);
+}
+
+/* loss (=), dsim (=) */
+TR_CSLOT_DEFINE(cosent_loss)
+static int cosent_loss_body(tr_cslot *s, tr_op_call *c)
+{
+    return score_loss(s, c, 0);
+}
+
+TR_CSLOT_DEFINE(cosine_mse_loss)
+static int cosine_mse_loss_body(tr_cslot *s, tr_op_call *c)
+{
+    return score_loss(s, c, 1);
+}
+
+#endif

@@ -1,0 +1,96 @@
+/* score_loss.c — the scored-pair losses (core/ops/ops_score_loss.h) over the kernels in
+ * kernels/cpu/score_loss.c. The CPU slot takes sim's diagonal and the scores to double and
+ * runs the _f64 kernel (the host code of lua/trainer/losses computes in double too); the
+ * results are rounded once into the f32 loss and dsim. */
+#include "ops_score_loss.h"
+
+#include "cpu/score_loss.h"
+#include "op_stage.h"
+#include "op_cuda.h"
+#include "op_table.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* kind 0: CoSENT (k = scale), 1: cosine MSE (k = score_scale). */
+static int score_loss_impl(tr_ctx *ctx, int run, int kind, const tr_tensor *loss, const tr_tensor *dsim,
+                           const tr_tensor *sim, const float *scores, float k)
+{
+    const char *op = kind ? "cosine_mse_loss" : "cosent_loss";
+    char buf[160];
+    int rc;
+    if (sim->ndim != 2 || sim->shape[0] != sim->shape[1])
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: sim has shape %s but must be square [B, B] (cosine_sim(u, v))",
+                       op, tr_op_shape(sim, buf));
+    const int64_t B = sim->shape[0];
+    if ((rc = tr_op_want_numel(ctx, op, "loss", loss, 1, "one element")) ||
+        (rc = tr_op_want_shape(ctx, op, "dsim", dsim, 2, sim->shape)))
+        return rc;
+    if (!scores && B > 0) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: scores is NULL; pass B = %lld floats", op,
+                                         (long long)B);
+    if (!isfinite(k) || (kind == 1 && !(k > 0)))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s = %g must be finite%s", op, kind ? "score_scale" : "scale",
+                       (double)k, kind ? " and > 0" : "");
+    if (!run) return TR_OK;
+    double *cos = malloc((size_t)(B > 0 ? B : 1) * 3 * sizeof(double));
+    if (!cos) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "%s: out of host memory for %lld pairs", op, (long long)B);
+    double *y = cos + B, *dcos = y + B, l = 0;
+    tr_stage v = { 0 };
+    if ((rc = tr_stage_in_all(ctx, &v, sim))) {
+        free(cos);
+        return rc;
+    }
+    for (int64_t i = 0; i < B; i++) {
+        cos[i] = v.p[i * B + i];
+        y[i] = scores[i];
+    }
+    tr_stage_release(ctx, &v);
+    if (kind) tr_k_cosine_mse_loss_f64(&l, dcos, cos, y, k, B);
+    else tr_k_cosent_loss_f64(&l, dcos, cos, y, k, B);
+    float *d = dsim->data;
+    memset(d, 0, (size_t)(B * B) * sizeof(float));
+    for (int64_t i = 0; i < B; i++) d[i * B + i] = (float)dcos[i];
+    *(float *)loss->data = (float)l;
+    free(cos);
+    return TR_OK;
+}
+
+static int cosent_loss_impl(tr_ctx *ctx, int run, const tr_tensor *loss, const tr_tensor *dsim, const tr_tensor *sim,
+                            const float *scores, float scale)
+{
+    return score_loss_impl(ctx, run, 0, loss, dsim, sim, scores, scale);
+}
+
+static int cosine_mse_loss_impl(tr_ctx *ctx, int run, const tr_tensor *loss, const tr_tensor *dsim,
+                                const tr_tensor *sim, const float *scores, float score_scale)
+{
+    return score_loss_impl(ctx, run, 1, loss, dsim, sim, scores, score_scale);
+}
+
+/* ------------------------------------------------------------ the op table */
+
+TR_OP_IMPL_SLOTS(cosent_loss, c->t[0], c->t[1], c->t[2], c->p, c->f[0])
+TR_OP_IMPL_SLOTS(cosine_mse_loss, c->t[0], c->t[1], c->t[2], c->p, c->f[0])
+
+#define ARGS                                                                                                   \
+    { { "loss", TR_ARG_OUT, TR_DT_F32, 0 }, { "dsim", TR_ARG_OUT, TR_DT_F32, 0 }, { "sim", TR_ARG_IN, TR_DT_FLOAT, 0 } }
+
+const tr_op_desc tr_opd_cosent_loss = { "cosent_loss", 3, ARGS, cosent_loss_check,
+                                        { cosent_loss_cpu, TR_CUDA_SLOT(cosent_loss) } };
+const tr_op_desc tr_opd_cosine_mse_loss = { "cosine_mse_loss", 3, ARGS, cosine_mse_loss_check,
+                                            { cosine_mse_loss_cpu, TR_CUDA_SLOT(cosine_mse_loss) } };
+
+int tr_op_cosent_loss(tr_ctx *ctx, tr_tensor *loss, tr_tensor *dsim, const tr_tensor *sim, const float *scores,
+                      float scale)
+{
+    tr_op_call c = { .t = { loss, dsim, sim }, .f = { scale }, .p = scores };
+    return tr_op_run(ctx, &tr_opd_cosent_loss, &c);
+}
+
+int tr_op_cosine_mse_loss(tr_ctx *ctx, tr_tensor *loss, tr_tensor *dsim, const tr_tensor *sim, const float *scores,
+                          float score_scale)
+{
+    tr_op_call c = { .t = { loss, dsim, sim }, .f = { score_scale }, .p = scores };
+    return tr_op_run(ctx, &tr_opd_cosine_mse_loss, &c);
+}
