@@ -189,7 +189,7 @@ local M = S.record {
   doc = "a recipe",
   order = { "name", "description", "extends", "device", "seed", "model", "data", "loss", "optim", "schedule",
             "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save",
-            "log", "resume", "memory", "distributed", "out", "hooks", "loop" },
+            "log", "resume", "memory", "distributed", "out", "overwrite", "hooks", "loop" },
   fields = {
     name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
     description = S.string { doc = "what this recipe is for, for the people you share it with" },
@@ -264,6 +264,9 @@ local M = S.record {
       },
     },
     out = S.string { aliases = { "output_dir" }, doc = "output folder (default: runs/<recipe name>)", default_doc = "runs/<recipe name>" },
+    overwrite = S.boolean { default = false, aliases = { "overwrite_output_dir" },
+                            doc = "a new run into an out folder that holds an earlier run's outputs removes them first "
+                              .. "(without it such a run is refused); a resume never removes anything" },
     hooks = S.record {
       doc = "functions called by the default loop", order = { "on_step", "on_eval", "on_save" },
       fields = {

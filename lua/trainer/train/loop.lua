@@ -38,6 +38,12 @@ function M.default(t)
   if (r.save.final ~= false or t.stop_signal) and saved_at ~= t.step then t:save() end
 end
 
+-- This process's rank in an mpirun job, from the launcher's environment (before MPI starts);
+-- 0 for a plain process.
+local function launch_rank()
+  return tonumber(os.getenv("OMPI_COMM_WORLD_RANK") or os.getenv("PMI_RANK") or "0") or 0
+end
+
 local signal_names = { [2] = "SIGINT", [15] = "SIGTERM" }
 
 -- opts: quiet (bool), progress (a trainer.progress object, for tests).
@@ -46,7 +52,18 @@ function M.train(resolved, opts)
   local recipe = resolved.recipe
   local run = require("trainer.train.run")
   outputs.mkdir(recipe.out)
-  local t = run.build(resolved, opts)
+  -- the folder is this run's for its whole life (trainer.outputs.lock); under mpirun rank 0
+  -- alone takes the lock and checks the folder, as it alone writes there (ranks on other
+  -- machines may share the folder, and would take each other's lock)
+  local rank0 = launch_rank() == 0
+  local lock = rank0 and outputs.lock(recipe.out) or nil
+  local built, t = pcall(function()
+    if rank0 and not recipe.resume and resume.check_new(resolved) and not (opts.quiet or recipe.log.quiet) then
+      io.stderr:write(("trainer: overwrite = true: removed the earlier run's outputs in %s\n"):format(recipe.out))
+    end
+    return run.build(resolved, opts)
+  end)
+  if not built then outputs.unlock(lock) error(t, 0) end
   -- under mpirun only rank 0 prints progress and writes the run's files (trainer.dist)
   local root = t:writes_outputs()
   local ok, err = pcall(function()
@@ -55,15 +72,6 @@ function M.train(resolved, opts)
     -- the run's identity (trainer.resume): written when the run starts in its folder, kept
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
-    if not t.resume_dir and root then
-      local old = outputs.checkpoints(recipe.out)
-      if #old > 0 then
-        io.stderr:write(("warning: %s already holds %s from an earlier run; this run replaces metrics.jsonl and "
-          .. "summary.json, and a later `trainer resume %s` continues from the newest checkpoint, which may be the "
-          .. "earlier run's: give each run its own out folder"):format(recipe.out, old[#old].dir:match("[^/]+$"),
-          recipe.out), "\n")
-      end
-    end
     if root and (not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath)) then
       outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
     end
@@ -81,6 +89,7 @@ function M.train(resolved, opts)
     pcall(function() t:flush_metrics() end)
     if t.progress then t.progress:finish() end
     t:free()
+    outputs.unlock(lock)
     error(err, 0)
   end
   local status = 0
@@ -110,6 +119,7 @@ function M.train(resolved, opts)
       fmt(summary.eval_start), fmt(summary.eval), recipe.out, recipe.out))
   end
   t:free()
+  outputs.unlock(lock)
   return status, summary
 end
 

@@ -23,7 +23,7 @@ local pretty = require("trainer.cli.pretty")
 
 local M = {}
 
-M.ignored = { resume = true, out = true, log = true, device = true, memory = true }
+M.ignored = { resume = true, out = true, log = true, device = true, memory = true, overwrite = true }
 
 -- ---------------------------------------------------------------- command lines
 -- A word as the shell reads it back: bare when it is plain, else in single quotes.
@@ -159,6 +159,30 @@ function M.check_target(resolved, resume_dir)
       .. "overrides to change a setting on purpose, e.g. trainer resume %s optim.lr=1e-5). To start a new run, "
       .. "give it a new folder: out=runs/NEW_NAME.", out, table.concat(diffs, "; "), M.shell_word(out), M.shell_word(out))
   end
+end
+
+-- A new run (no resume) into out, when out holds a run's outputs: refused (a user error,
+-- before anything is written), as the two runs' metrics, summaries and checkpoints would mix
+-- and a later resume could continue the old run's checkpoint; with overwrite = true the old
+-- run's files are removed first (the Hugging Face Trainer's overwrite_output_dir). Returns
+-- true when it removed them.
+function M.check_new(resolved)
+  local recipe = resolved.recipe
+  local out = recipe.out
+  if not M.holds_outputs(out) then return false end
+  if recipe.overwrite then
+    for _, p in ipairs(outputs.run_files(out)) do outputs.remove_tree(p) end
+    outputs.sync(out)
+    return true
+  end
+  local what = outputs.exists(out .. "/summary.json") and "a finished run" or "an earlier run"
+  local cmd = {}
+  for _, a in ipairs(M.command_of(resolved)) do cmd[#cmd + 1] = a end
+  cmd[#cmd + 1] = "overwrite=true"
+  errors.user("%s already holds %s's outputs, and a new run there would mix the two runs' metrics and checkpoints; "
+    .. "nothing was written. To continue that run: trainer resume %s. To replace it with this run (its outputs are "
+    .. "removed first): %s. Or give this run its own folder: out=runs/NEW_NAME.", out, what, M.shell_word(out),
+    M.shell_line(cmd))
 end
 
 local function append(list, more)
