@@ -170,7 +170,7 @@ function M.build(resolved, opts)
   local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts,
     step = 0, micro = 0, tokens = 0, train_time = 0, epoch = 0, hooks = recipe.hooks or {},
     last_loss = nil, last_eval = nil, first_eval = nil, evals = {}, last_checkpoint = nil,
-    stop_signal = nil, pending = nil, held = {}, unread = {} }, Run)
+    stop_signal = nil, pending = nil, held = {}, unread = {}, started = M.now(), wall_before = 0 }, Run)
   local runtime = require("trainer.core.runtime")
   self.device = runtime.device_name(runtime.parse_device(recipe.device))
   if recipe.memory then
@@ -700,7 +700,10 @@ function Run:write_checkpoint(tmp)
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end
   if #loss_params > 0 then save_tensors(tmp .. "/loss.safetensors", loss_params) end
   local tensors, ometa = optim.flatten(self.optimizer:state())
+  -- the run's peaks and wall time so far, so that a resumed run's summary covers every part
+  self:merge_peaks(memory.stats(self.device))
   local meta = {
+    peaks = self.peaks, wall_time = self:wall_time(),
     step = self.step, micro = self.micro, epoch = self.epoch, tokens = self.tokens, train_time = self.train_time,
     data = self.loader:state(), scaler = self.scaler:state(), rng = { seed = self.model.rng.seed, step = self.micro },
     optimizer = ometa, total_steps = self.total_steps, last_loss = self.last_loss,
@@ -774,6 +777,8 @@ function Run:load_checkpoint(dir)
   if not ok then error(err, 0) end
   self.step, self.micro, self.epoch = meta.step, meta.micro, meta.epoch or 0
   self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
+  self.wall_before = meta.wall_time or 0
+  if meta.peaks then self.peaks = { allocated = 0, reserved = 0, by_tag = {} } self:merge_peaks(meta.peaks) end
   self.last_loss, self.first_eval, self.last_eval = meta.last_loss, meta.first_eval, meta.last_eval
   self.model.rng.step = meta.rng.step
   if self.scaler.load_state and meta.scaler and next(meta.scaler) then self.scaler:load_state(meta.scaler) end
@@ -801,13 +806,22 @@ function Run:stop_requested()
   return sig and true or false
 end
 
--- Folds an allocator snapshot's peaks into the run's peaks (self.peaks).
+-- Folds peaks into the run's peaks (self.peaks): an allocator snapshot's (peak_allocated,
+-- peak_reserved, peak_by_tag), or a checkpoint's record of the run's (allocated, reserved,
+-- by_tag).
 function Run:merge_peaks(s)
   local p = self.peaks or { allocated = 0, reserved = 0, by_tag = {} }
   self.peaks = p
-  p.allocated = math.max(p.allocated, s.peak_allocated)
-  p.reserved = math.max(p.reserved, s.peak_reserved)
-  for _, tag in ipairs(memory.tags) do p.by_tag[tag] = math.max(p.by_tag[tag] or 0, s.peak_by_tag[tag] or 0) end
+  p.allocated = math.max(p.allocated, s.peak_allocated or s.allocated)
+  p.reserved = math.max(p.reserved, s.peak_reserved or s.reserved)
+  local by_tag = s.peak_by_tag or s.by_tag
+  for _, tag in ipairs(memory.tags) do p.by_tag[tag] = math.max(p.by_tag[tag] or 0, by_tag[tag] or 0) end
+end
+
+-- Seconds of wall time of the whole run: this process's since it was built, plus those of
+-- the parts before it up to the checkpoint it resumed from.
+function Run:wall_time()
+  return self.wall_before + (M.now() - self.started)
 end
 
 -- summary.json: the final figures.
@@ -820,6 +834,7 @@ function Run:summary()
   return {
     steps = self.step, total_steps = self.total_steps, final_loss = self.last_loss or json.null,
     tokens_per_s = self.train_time > 0 and self.tokens / self.train_time or 0, tokens = self.tokens,
+    train_time_s = self.train_time, wall_time_s = self:wall_time(),
     peak_allocated = s.peak_allocated, peak_reserved = s.peak_reserved, peak_by_tag = peak_by_tag,
     eval = self.last_eval or {}, eval_start = self.first_eval, epoch = self:epochs_done(),
     skipped_steps = self.scaler.skipped or 0, precision = self.recipe.precision, device = self.device,
