@@ -2,7 +2,8 @@
 # A run folder belongs to one run:
 #   * a run holds out/.trainer.lock for its whole life: a second run into the folder while
 #     the first is running exits 1 naming the first's pid and command, and writes nothing;
-#   * kill -9 of the holder leaves no lock behind: the next run into the folder starts;
+#   * kill -9 of the holder leaves no lock behind: the next run into the folder starts (the
+#     killed run had saved nothing to continue, so its files are replaced);
 #   * a new run into a folder that holds a finished run's outputs is refused (exit 1) with
 #     both ways on (trainer resume DIR, overwrite=true), and changes nothing;
 #   * overwrite = true removes the earlier run's outputs first (no old checkpoint is left
@@ -58,7 +59,7 @@ victim=$!
 wait_started || fail victim_started "no start"
 kill -9 "$victim"; wait "$victim" 2>/dev/null
 if [ -e "$TMP/runs/killed/.trainer.lock" ]; then pass lock_file_left_as_is; else fail lock_file_left_as_is "no lock file"; fi
-run_trainer "$TMP/plain.lua" out="$TMP/runs/killed" steps=2 overwrite=true --quiet
+run_trainer "$TMP/plain.lua" out="$TMP/runs/killed" steps=2 --quiet
 expect_rc run_after_kill9_starts_rc 0
 if grep -q "is in use" "$TMP/err"; then fail no_stale_lock "$ERR"; else pass no_stale_lock; fi
 

@@ -161,21 +161,26 @@ function M.check_target(resolved, resume_dir)
   end
 end
 
--- A new run (no resume) into out, when out holds a run's outputs: refused (a user error,
--- before anything is written), as the two runs' metrics, summaries and checkpoints would mix
--- and a later resume could continue the old run's checkpoint; with overwrite = true the old
--- run's files are removed first (the Hugging Face Trainer's overwrite_output_dir). Returns
--- true when it removed them.
+-- A new run (no resume) into out, when out holds a run's checkpoints or summary: refused (a
+-- user error, before anything is written), as the two runs' metrics, summaries and
+-- checkpoints would mix and a later resume could continue the old run's checkpoint; with
+-- overwrite = true the old run's files are removed first (the Hugging Face Trainer's
+-- overwrite_output_dir). A folder whose run ended before its first checkpoint and summary
+-- (a crash at step 2) holds nothing to continue, and the new run replaces its files.
+-- Returns true when it removed an earlier run's outputs.
 function M.check_new(resolved)
   local recipe = resolved.recipe
   local out = recipe.out
-  if not M.holds_outputs(out) then return false end
+  local has_summary = outputs.exists(out .. "/summary.json")
+  if not has_summary and #outputs.checkpoints(out) == 0 then return false end
   if recipe.overwrite then
     for _, p in ipairs(outputs.run_files(out)) do outputs.remove_tree(p) end
     outputs.sync(out)
     return true
   end
-  local what = outputs.exists(out .. "/summary.json") and "a finished run" or "an earlier run"
+  local ok, summary = pcall(json.read, out .. "/summary.json")
+  local finished = has_summary and ok and type(summary) == "table" and not summary.stopped_by_signal
+  local what = finished and "a finished run" or "an earlier run"
   local cmd = {}
   for _, a in ipairs(M.command_of(resolved)) do cmd[#cmd + 1] = a end
   cmd[#cmd + 1] = "overwrite=true"

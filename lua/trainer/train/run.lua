@@ -116,10 +116,12 @@ local function build_model(recipe, device)
       local base = bert.BertModel.new(cfg, { device = device, seed = recipe.seed, pooler = true })
       model = bert.SequenceClassifier.new(base, n, { device = device, seed = recipe.seed,
         prefix = cfg.family == "roberta" and "roberta" or "bert" })
-      local skip = { ["classifier.weight"] = true, ["classifier.bias"] = true }
-      for name in model:parameters() do if name:match("pooler") then skip[name] = true end end
+      -- the head is new, and so is the pooler when the folder has none; every other weight
+      -- must be in the folder
+      local new = { ["classifier.weight"] = true, ["classifier.bias"] = true }
+      for name in model:parameters() do if name:match("pooler") then new[name] = true end end
       local r2 = st.load(m.from)
-      bert.load_weights(model, r2, { skip = skip, on_warning = function() end })
+      bert.load_weights(model, r2, { optional = function(name) return new[name] == true end, on_warning = function() end })
       r2:close()
       model.labels = {}
       for i = 0, n - 1 do model.labels[i] = (m.labels and m.labels[i + 1]) or ("LABEL_" .. i) end
