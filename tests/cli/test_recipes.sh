@@ -32,4 +32,32 @@ for r in recipes/*.lua; do
   rm -rf runs
 done
 if [ "$n" -ge 5 ]; then pass every_recipe_listed; else fail every_recipe_listed "only $n recipes"; fi
+
+# README's "The recipes here": a recipe's entry names its loss as the recipe sets it, and no other
+cd "$ROOT"
+cat >"$TMP/losses.lua" <<'LUA'
+local words = { cosent = "CoSENT", cosine = "cosine", mnrl = "MNRL", cross_entropy = "cross_entropy", softmax = "softmax" }
+local f = assert(io.open("README.md"))
+local section = f:read("*a"):match("\n### The recipes here\n(.-)\n#") or ""
+f:close()
+-- the entries: a line "- `recipes/NAME.lua`: ..." and the indented lines after it
+local entries = {}
+for line in (section .. "\n"):gmatch("([^\n]*)\n") do
+  local name = line:match("^%- `recipes/([%w_]+)%.lua`")
+  if name then entries[#entries + 1] = { name = name, text = line }
+  elseif entries[#entries] then entries[#entries].text = entries[#entries].text .. " " .. line end
+end
+local bad = {}
+for _, e in ipairs(entries) do
+  local loss = require("trainer.recipe").load("recipes/" .. e.name .. ".lua").recipe.loss.name
+  for l, w in pairs(words) do
+    if l ~= loss and e.text:find(w, 1, true) then
+      bad[#bad + 1] = ("%s: README says %s, the recipe's loss is %s"):format(e.name, w, loss)
+    end
+  end
+end
+io.write(#entries >= 5 and (#bad == 0 and "ok" or table.concat(bad, "; ")) or ("only " .. #entries .. " entries"))
+LUA
+said=$("$TRAINER" run "$TMP/losses.lua" 2>&1)
+if [ "$said" = ok ]; then pass readme_recipes_name_their_losses; else fail readme_recipes_name_their_losses "$said"; fi
 finish
