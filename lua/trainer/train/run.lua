@@ -61,14 +61,6 @@ local function download_hint(m)
   return ("huggingface-cli download %s --local-dir %s"):format(hub, m.from)
 end
 
--- Whether a safetensors reader holds a parameter whose name ends with suffix.
-local function holds(reader, suffix)
-  for _, n in ipairs(reader:names()) do
-    if n == suffix or n:sub(-#suffix - 1) == "." .. suffix then return true end
-  end
-  return false
-end
-
 -- A missing model folder is the most common first error: it names the download command.
 function M.check_model_folder(m)
   if m.from and not native.is_dir(m.from) then
@@ -106,7 +98,7 @@ local function build_model(recipe, device)
     tok_dir = m.tokenizer or m.from
     local st = require("trainer.core.safetensors")
     local reader = st.load(m.from)
-    local has_head = holds(reader, "classifier.weight")
+    local has_head = bert.has_head(reader)
     reader:close()
     if m.task == "classification" and not has_head then
       -- a new classification head on a pretrained encoder (transformers' behaviour)
