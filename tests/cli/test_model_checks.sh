@@ -33,6 +33,12 @@ if grep -qiE "traceback|internal error" "$TMP/err"; then fail config_type_no_tra
 else pass config_type_no_traceback; fi
 cp "$TMP/config.good" "$TMP/tiny/config.json"
 
+# ---- model.max_length above max_position_embeddings: one warning naming it, texts cut there
+run_trainer "$TMP/r.lua" model.max_length=1e7 log.quiet=false steps=1 out="$TMP/long"
+expect_rc long_max_length_rc 0
+expect_err long_max_length_warns "warning: model.max_length = 10000000 is above the model's max_position_embeddings (64, in $TMP/tiny/config.json); texts are cut at 64 tokens"
+if [ "$(grep -c max_position_embeddings "$TMP/err")" = 1 ]; then pass long_max_length_warns_once; else fail long_max_length_warns_once "$(cat "$TMP/err")"; fi
+
 # ---- a plan above memory.limit stops at once, with the ledger, exit 2
 sed -i 's/"vocab_size": [0-9]*/"vocab_size": 1048576/' "$TMP/tiny/config.json"
 run_trainer "$TMP/r.lua" memory.limit=32MiB

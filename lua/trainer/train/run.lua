@@ -202,7 +202,16 @@ function M.build(resolved, opts)
   local model, tok_dir = build_model(recipe, self.device)
   self.model = model
   self.tokenizer = require("trainer.core.tokenizer").load(tok_dir)
-  self.max_length = recipe.model.max_length or model.max_length
+  -- a longer model.max_length than the model has positions for is cut to them, and said once
+  local positions = require("trainer.models").bert.max_positions(model.config)
+  local want = recipe.model.max_length
+  if want and want > positions and not (opts.quiet or recipe.log.quiet) and (not self.dist or self.dist.rank == 0) then
+    io.stderr:write(("warning: model.max_length = %s is above the model's max_position_embeddings (%d, in %s); "
+      .. "texts are cut at %d tokens. Set model.max_length to at most %d to silence this.\n"):format(
+      require("trainer.cli.pretty").number(want), positions,
+      recipe.model.from and (recipe.model.from .. "/config.json") or "model.config", positions, positions))
+  end
+  self.max_length = want and math.min(want, positions) or model.max_length
 
   if recipe.lora then self.lora_names = require("trainer.train.lora").apply(model, recipe.lora) end
   if recipe.precision ~= "fp32" then require("trainer.train.amp").prepare(model, recipe.precision) end
