@@ -38,6 +38,8 @@ run_trainer "$TMP/r.lua" model.max_length=1e7 log.quiet=false steps=1 out="$TMP/
 expect_rc long_max_length_rc 0
 expect_err long_max_length_warns "warning: model.max_length = 10000000 is above the model's max_position_embeddings (64, in $TMP/tiny/config.json); texts are cut at 64 tokens"
 if [ "$(grep -c max_position_embeddings "$TMP/err")" = 1 ]; then pass long_max_length_warns_once; else fail long_max_length_warns_once "$(cat "$TMP/err")"; fi
+# (a run without evaluation: its last line names no evaluation)
+if grep -q '^trainer: done, 1 steps, final loss [0-9.]*$' "$TMP/err"; then pass done_line_without_eval; else fail done_line_without_eval "$(grep '^trainer: done' "$TMP/err")"; fi
 
 # ---- a plan above memory.limit stops at once, with the ledger, exit 2
 sed -i 's/"vocab_size": [0-9]*/"vocab_size": 1048576/' "$TMP/tiny/config.json"

@@ -38,6 +38,37 @@ function M.default(t)
   if (r.save.final ~= false or t.stop_signal) and saved_at ~= t.step then t:save() end
 end
 
+-- A score as it reads best: a whole number as one ("custom_steps 20"), else 4 decimals.
+local function score_text(v)
+  if type(v) ~= "number" then return tostring(v) end
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ("%d"):format(v) end
+  return ("%.4f"):format(v)
+end
+
+-- "name value, name value" of a table of scores in name order; nil when it has none.
+local function scores_text(s)
+  if type(s) ~= "table" then return nil end
+  local keys = {}
+  for k in pairs(s) do keys[#keys + 1] = k end
+  if #keys == 0 then return nil end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = ("%s %s"):format(k, score_text(s[k])) end
+  return table.concat(parts, ", ")
+end
+
+-- The line a finished run ends with: steps, final loss, and the evaluations that exist
+-- (before and after training, or only the one there was).
+function M.done_line(summary, out)
+  local loss = type(summary.final_loss) == "number" and ("%.4f"):format(summary.final_loss) or "-"
+  local text = ("trainer: done, %d steps, final loss %s"):format(summary.steps, loss)
+  local before, after = scores_text(summary.eval_start), scores_text(summary.eval)
+  if before and after then text = text .. ("; eval before: %s; after: %s"):format(before, after)
+  elseif after then text = text .. ("; eval: %s"):format(after)
+  elseif before then text = text .. ("; eval before training: %s"):format(before) end
+  return text .. ("\n  outputs in %s (`trainer report %s` draws them)"):format(out, out)
+end
+
 -- This process's rank in an mpirun job, from the launcher's environment (before MPI starts);
 -- 0 for a plain process.
 local function launch_rank()
@@ -105,18 +136,7 @@ function M.train(resolved, opts)
       tostring(ck), mpi, resume.shell_word(recipe.out), mpi, resume.long_form(resolved, ck or "latest")))
     status = 130
   elseif root and not (opts.quiet or recipe.log.quiet) then
-    local function fmt(s)
-      if not s then return "-" end
-      local keys = {}
-      for k in pairs(s) do keys[#keys + 1] = k end
-      table.sort(keys)
-      local parts = {}
-      for _, k in ipairs(keys) do parts[#parts + 1] = ("%s %.4f"):format(k, s[k]) end
-      return table.concat(parts, ", ")
-    end
-    io.stderr:write(("trainer: done, %d steps, final loss %s; eval before: %s; after: %s\n  outputs in %s "
-      .. "(`trainer report %s` draws them)\n"):format(summary.steps, tostring(summary.final_loss),
-      fmt(summary.eval_start), fmt(summary.eval), recipe.out, recipe.out))
+    io.stderr:write(M.done_line(summary, recipe.out), "\n")
   end
   t:free()
   outputs.unlock(lock)
