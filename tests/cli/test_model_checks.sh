@@ -41,6 +41,17 @@ if [ "$(grep -c max_position_embeddings "$TMP/err")" = 1 ]; then pass long_max_l
 # (a run without evaluation: its last line names no evaluation)
 if grep -q '^trainer: done, 1 steps, final loss [0-9.]*$' "$TMP/err"; then pass done_line_without_eval; else fail done_line_without_eval "$(grep '^trainer: done' "$TMP/err")"; fi
 
+# ---- data.skip_bad: the skipped lines are counted once at the start, with the first one
+{ head -3 "$TMP/train.jsonl"; echo '{"sentence1": "cut off'; sed -n 4,10p "$TMP/train.jsonl"; echo 'not json'; } >"$TMP/bad.jsonl"
+run_trainer "$TMP/r.lua" data.train="$TMP/bad.jsonl" data.skip_bad=true log.quiet=false steps=1 out="$TMP/skip"
+expect_rc skip_bad_rc 0
+expect_err skip_bad_counted "data.skip_bad: skipped 2 malformed lines of $TMP/bad.jsonl; the first: $TMP/bad.jsonl: line 4:"
+if [ "$(grep -c 'data.skip_bad: skipped' "$TMP/err")" = 1 ] && [ "$(grep -n 'data.skip_bad: skipped' "$TMP/err" | cut -d: -f1)" -lt "$(grep -n '^step 1/1' "$TMP/err" | cut -d: -f1)" ]; then
+  pass skip_bad_said_once_before_training
+else
+  fail skip_bad_said_once_before_training "$(cat "$TMP/err")"
+fi
+
 # ---- a plan above memory.limit stops at once, with the ledger, exit 2
 sed -i 's/"vocab_size": [0-9]*/"vocab_size": 1048576/' "$TMP/tiny/config.json"
 run_trainer "$TMP/r.lua" memory.limit=32MiB

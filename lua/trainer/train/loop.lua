@@ -108,6 +108,13 @@ function M.train(resolved, opts)
     end
     t.metrics = root and outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil) or nil
     if t.resume_dir then t.progress:message(("resumed from %s at step %d"):format(t.resume_dir, t.step)) end
+    -- data.skip_bad: what was skipped is said once, before the first step
+    for _, d in ipairs({ t.train_ds:summary(), t.eval_summary }) do
+      if d.skipped and d.skipped > 0 then
+        t.progress:message(("data.skip_bad: skipped %d malformed line%s of %s; the first: %s"):format(d.skipped,
+          d.skipped == 1 and "" or "s", d.path, tostring(d.first_bad)))
+      end
+    end
     if native.watch_stop then native.watch_stop() end
     if type(recipe.loop) == "function" then require("trainer.train.user_code").call("loop", recipe.loop, t)
     else M.default(t) end
