@@ -137,7 +137,7 @@ function M.train(resolved, opts)
   elseif t.stop_signal then
     local ck = t.last_checkpoint
     -- under mpirun the resume runs under mpirun with the same number of ranks
-    local mpi = t.dist and t.dist.size > 1 and ("mpirun -np %d "):format(t.dist.size) or ""
+    local mpi = t.dist and t.dist.size > 1 and (resume.launcher_line(t.dist.size) .. " ") or ""
     io.stderr:write(("trainer: stopped by %s after step %d; saved %s.\nResume with: %strainer resume %s\n"
       .. "  (the same as: %s%s)\n"):format(signal_names[t.stop_signal] or ("signal " .. t.stop_signal), t.step,
       tostring(ck), mpi, resume.shell_word(recipe.out), mpi, resume.long_form(resolved, ck or "latest")))

@@ -40,6 +40,55 @@ function M.shell_line(args)
   return table.concat(words, " ")
 end
 
+-- The words of a process's command line (/proc/PID/cmdline), or nil.
+local function cmdline(pid)
+  local f = io.open(("/proc/%s/cmdline"):format(pid), "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  local words = {}
+  for w in s:gmatch("([^%z]*)%z") do words[#words + 1] = w end
+  return #words > 0 and words or nil
+end
+
+-- The parent of a process (the 4th field of /proc/PID/stat, after the parenthesised name).
+local function parent(pid)
+  local f = io.open(("/proc/%s/stat"):format(pid), "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s:match("%) %S+ (%d+)")
+end
+
+local LAUNCHERS = { mpirun = true, mpiexec = true, orterun = true, prterun = true }
+
+-- Under mpirun: the launcher's own words before this program ("mpirun --allow-run-as-root
+-- -np 2"), found among this process's ancestors, so that a printed resume command runs as
+-- the run did; "mpirun -np N" when the launcher cannot be read (a rank on another machine).
+function M.launcher_line(size)
+  -- OMPI_COMMAND: the program as the launcher runs it (its file name; the launcher's word may
+  -- be a path to it)
+  local program = os.getenv("OMPI_COMMAND")
+  program = program and program:match("[^/]*$")
+  local pid = "self"
+  for _ = 1, 4 do
+    pid = parent(pid)
+    if not pid or pid == "0" or pid == "1" then break end
+    local words = cmdline(pid)
+    if words and LAUNCHERS[words[1]:match("[^/]*$")] then
+      local out = {}
+      for i = 1, #words do
+        if i > 1 and program and words[i]:match("[^/]*$") == program then
+          return table.concat(out, " ")
+        end
+        out[#out + 1] = M.shell_word(words[i])
+      end
+      break
+    end
+  end
+  return ("mpirun -np %d"):format(size)
+end
+
 -- The arguments that made a resolved recipe: { path, override, ... }.
 function M.command_of(resolved)
   if resolved.command then return resolved.command end
