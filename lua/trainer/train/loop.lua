@@ -82,6 +82,13 @@ function M.train(resolved, opts)
   opts = opts or {}
   local recipe = resolved.recipe
   local run = require("trainer.train.run")
+  -- the folders this run creates: removed again when it stops before writing anything
+  local created = {}
+  local dir = recipe.out
+  while dir and dir ~= "" and dir ~= "." and dir ~= "/" and not native.is_dir(dir) do
+    created[#created + 1] = dir
+    dir = dir:match("^(.*)/[^/]*$")
+  end
   outputs.mkdir(recipe.out)
   -- the folder is this run's for its whole life (trainer.outputs.lock); under mpirun rank 0
   -- alone takes the lock and checks the folder, as it alone writes there (ranks on other
@@ -94,7 +101,14 @@ function M.train(resolved, opts)
     end
     return run.build(resolved, opts)
   end)
-  if not built then outputs.unlock(lock) error(t, 0) end
+  if not built then
+    if #created > 0 then
+      os.remove(recipe.out .. "/" .. outputs.LOCK)
+      for _, d in ipairs(created) do os.remove(d) end   -- each only if empty
+    end
+    outputs.unlock(lock)
+    error(t, 0)
+  end
   -- under mpirun only rank 0 prints progress and writes the run's files (trainer.dist)
   local root = t:writes_outputs()
   local ok, err = pcall(function()
