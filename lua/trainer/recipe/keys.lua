@@ -49,7 +49,8 @@ local model = S.record {
     pooling = S.string { enum = { "mean", "cls", "max", "mean_sqrt_len" },
                          doc = "sentence pooling (default: the folder's 1_Pooling config, else mean)" },
     normalize = S.boolean { doc = "L2-normalise embeddings (default: the folder's 2_Normalize)" },
-    max_length = S.integer { gt = 0, aliases = { "max_seq_length" }, doc = "tokens per text; longer texts are truncated (default: the model's limit)" },
+    max_length = S.integer { gt = 0, aliases = { "max_seq_length" }, doc = "tokens per text; longer texts are truncated (default: the model's limit; a value above the model's "
+                             .. "max_position_embeddings is cut to it, with a warning)" },
     dropout = S.number { min = 0, lt = 1, doc = "overrides the config's hidden and attention dropout" },
   },
   check = function(m, err)
@@ -83,7 +84,8 @@ local data = S.record {
     shuffle = S.boolean { default = true, doc = "shuffle training rows each epoch (seeded)" },
     bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
     max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
-    skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping" },
+    skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping (the count and the first one are printed "
+                          .. "before training and kept in summary.json)" },
     hint = S.string { doc = "how to obtain the data files, shown when one is missing" },
   },
 }
