@@ -291,12 +291,18 @@ end
 -- and command line, for the message a second run gets.
 M.LOCK = ".trainer.lock"
 
+-- The text of /proc/PID/NAME (pid: a number or "self"), or nil where there is none.
+function M.proc_text(pid, name)
+  local f = io.open(("/proc/%s/%s"):format(pid, name), "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 -- This process's command line as ps shows it (the words joined by spaces).
 local function own_command()
-  local f = io.open("/proc/self/cmdline", "rb")
-  local s = f and f:read("*a") or ""
-  if f then f:close() end
-  s = s:gsub("%z$", ""):gsub("%z", " ")
+  local s = (M.proc_text("self", "cmdline") or ""):gsub("%z$", ""):gsub("%z", " ")
   return s ~= "" and s or "trainer"
 end
 

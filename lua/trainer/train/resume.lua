@@ -42,22 +42,16 @@ end
 
 -- The words of a process's command line (/proc/PID/cmdline), or nil.
 local function cmdline(pid)
-  local f = io.open(("/proc/%s/cmdline"):format(pid), "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
+  local s = outputs.proc_text(pid, "cmdline")
   local words = {}
-  for w in s:gmatch("([^%z]*)%z") do words[#words + 1] = w end
+  for w in (s or ""):gmatch("([^%z]*)%z") do words[#words + 1] = w end
   return #words > 0 and words or nil
 end
 
 -- The parent of a process (the 4th field of /proc/PID/stat, after the parenthesised name).
 local function parent(pid)
-  local f = io.open(("/proc/%s/stat"):format(pid), "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s:match("%) %S+ (%d+)")
+  local s = outputs.proc_text(pid, "stat")
+  return s and s:match("%) %S+ (%d+)")
 end
 
 local LAUNCHERS = { mpirun = true, mpiexec = true, orterun = true, prterun = true }
