@@ -7,7 +7,8 @@
 #   * a new run into a folder that holds a finished run's outputs is refused (exit 1) with
 #     both ways on (trainer resume DIR, overwrite=true), and changes nothing;
 #   * overwrite = true removes the earlier run's outputs first (no old checkpoint is left
-#     beside the new run's) and leaves the user's own files alone; a resume is unaffected.
+#     beside the new run's), once the new run has started (one that cannot start removes
+#     nothing), and leaves the user's own files alone; a resume is unaffected.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tiny_fixtures.sh"
 cd "$ROOT"
@@ -74,6 +75,11 @@ expect_err new_run_refused_says "$TMP/runs/done already holds a finished run's o
 expect_err new_run_refused_resume_hint "To continue that run: trainer resume $TMP/runs/done."
 expect_err new_run_refused_overwrite_hint "trainer $TMP/plain.lua steps=2 out=$TMP/runs/done overwrite=true."
 if [ "$(fingerprint "$TMP/runs/done")" = "$done_before" ]; then pass refused_run_changed_nothing; else fail refused_run_changed_nothing "changed"; fi
+
+# ---- overwrite = true on a run that cannot start (no such data file): nothing is removed
+run_trainer "$TMP/plain.lua" steps=2 out="$TMP/runs/done" overwrite=true data.train="$TMP/nope.jsonl" --quiet
+expect_rc overwrite_failed_start_rc 1
+if [ "$(fingerprint "$TMP/runs/done")" = "$done_before" ]; then pass overwrite_failed_start_removes_nothing; else fail overwrite_failed_start_removes_nothing "changed"; fi
 
 # ---- overwrite = true: the old outputs go first, the user's file stays
 run_trainer "$TMP/plain.lua" steps=2 out="$TMP/runs/done" overwrite=true --quiet

@@ -96,10 +96,16 @@ function M.train(resolved, opts)
   local rank0 = launch_rank() == 0
   local lock = rank0 and outputs.lock(recipe.out) or nil
   local built, t = pcall(function()
-    if rank0 and not recipe.resume and resume.check_new(resolved) and not (opts.quiet or recipe.log.quiet) then
-      io.stderr:write(("trainer: overwrite = true: removed the earlier run's outputs in %s\n"):format(recipe.out))
+    local old = rank0 and not recipe.resume and resume.check_new(resolved) or nil
+    local t = run.build(resolved, opts)
+    if old then
+      for _, p in ipairs(old) do outputs.remove_tree(p) end
+      outputs.sync(recipe.out)
+      if not (opts.quiet or recipe.log.quiet) then
+        io.stderr:write(("trainer: overwrite = true: removed the earlier run's outputs in %s\n"):format(recipe.out))
+      end
     end
-    return run.build(resolved, opts)
+    return t
   end)
   if not built then
     if #created > 0 then

@@ -210,17 +210,14 @@ end
 -- overwrite = true the old run's files are removed first (the Hugging Face Trainer's
 -- overwrite_output_dir). A folder whose run ended before its first checkpoint and summary
 -- (a crash at step 2) holds nothing to continue, and the new run replaces its files.
--- Returns true when it removed an earlier run's outputs.
+-- Returns the earlier run's files that overwrite = true removes (the caller removes them
+-- once the new run is built, so a run that cannot start loses nothing), or nil.
 function M.check_new(resolved)
   local recipe = resolved.recipe
   local out = recipe.out
   local has_summary = outputs.exists(out .. "/summary.json")
-  if not has_summary and #outputs.checkpoints(out) == 0 then return false end
-  if recipe.overwrite then
-    for _, p in ipairs(outputs.run_files(out)) do outputs.remove_tree(p) end
-    outputs.sync(out)
-    return true
-  end
+  if not has_summary and #outputs.checkpoints(out) == 0 then return nil end
+  if recipe.overwrite then return outputs.run_files(out) end
   local ok, summary = pcall(json.read, out .. "/summary.json")
   local finished = has_summary and ok and type(summary) == "table" and not summary.stopped_by_signal
   local what = finished and "a finished run" or "an earlier run"

@@ -781,7 +781,7 @@ function Run:load_checkpoint(dir)
   self.step, self.micro, self.epoch = meta.step, meta.micro, meta.epoch or 0
   self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
   self.wall_before = meta.wall_time or 0
-  if meta.peaks then self.peaks = { allocated = 0, reserved = 0, by_tag = {} } self:merge_peaks(meta.peaks) end
+  if meta.peaks then self:merge_peaks(meta.peaks) end
   self.last_loss, self.first_eval, self.last_eval = meta.last_loss, meta.first_eval, meta.last_eval
   self.model.rng.step = meta.rng.step
   if self.scaler.load_state and meta.scaler and next(meta.scaler) then self.scaler:load_state(meta.scaler) end
