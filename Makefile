@@ -227,7 +227,7 @@ $(TRAINER_BIN): $(BUILD)/rel/core/main.o $(REL_OBJ)
 $(BUILD)/asan/tests/%: tests/c/%.c $(ASAN_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
-	$(Q)$(CC) $(CFLAGS_ASAN) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS) $(ASAN_DNNL_LIBS)
+	$(Q)$(CC) $(CFLAGS_ASAN) $(if $(HAVE_CUDA),-DTR_BUILD_HAS_CUDA,) -Itests/c -o $@ $< $(ASAN_OBJ) $(LIBS) $(ASAN_DNNL_LIBS)
 
 $(BUILD)/rel/bench/%: bench/%.c $(REL_OBJ) $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -3,9 +3,12 @@
 -- evaluated by accuracy. The encoder is all-MiniLM-L6-v2 (a new, randomly initialised
 -- head goes on top, as transformers does for a model without one); any BERT folder works:
 --   trainer recipes/nli_classifier.lua model.from=models/scandi-nli-large data.train=...
--- The data paths are the shared collection's (SNLI dev for training, SICK dev for
--- evaluation); point data.train / data.eval at your own JSONL/TSV/CSV files with the
--- same fields.
+-- The data is the SweNLI dev file that ships in data/ (Swedish NLI pairs), split by
+-- premise into a training file and a held-out evaluation file by a script:
+--   bash scripts/prepare_nli_data.sh     # data/nli_train.jsonl.gz, data/nli_eval.jsonl.gz
+--   bash scripts/fetch_minilm.sh         # the encoder, into models/
+--   trainer recipes/nli_classifier.lua
+-- Point data.train / data.eval at your own JSONL/TSV/CSV files with the same fields.
 return {
   description = "NLI classifier: BERT + classification head + cross_entropy, accuracy on held-out pairs",
   model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2",
@@ -18,7 +21,8 @@ return {
     eval_columns = { "premise", "hypothesis", "label" },
     label_map = { entailment = 0, neutral = 1, contradiction = 2 },
     max_rows = 4000,
-    hint = "run scripts/prepare_nli_data.sh to put SNLI and SICK data there",
+    hint = "run `bash scripts/prepare_nli_data.sh`: it makes both files from data/swenli_dev.jsonl.gz, which ships "
+      .. "with the project",
   },
   loss = { name = "cross_entropy" },
   optim = { name = "adamw", lr = 5e-5 },

@@ -1,30 +1,32 @@
 #!/usr/bin/env bash
-# Puts the NLI data the classifier recipe names into data/, from the shared
-# data collection beside the project (../shared/data, or $TRAINER_SHARED_DATA):
-#   data/nli_train.jsonl.gz   <- SNLI 1.0 dev (CC BY-SA 4.0)       recipes/nli_classifier.lua
-#   data/nli_eval.jsonl.gz    <- SICK trial (CC BY-NC-SA 3.0)      recipes/nli_classifier.lua
-# These files are not committed (licences and size); the STS-B files the demo uses are, and
-# so is the flagship's SweNLI dev file (data/swenli_dev.jsonl.gz, CC BY 4.0).
+# Makes the NLI classifier's training and evaluation files (recipes/nli_classifier.lua)
+# from the SweNLI dev file that ships in data/ (SuperLim 2, CC BY 4.0; data/README.md):
+#   data/nli_train.jsonl.gz   nine premises in ten, with all their pairs (about 8,800 pairs)
+#   data/nli_eval.jsonl.gz    the tenth premise of every ten, held out (about 1,000 pairs)
+# A premise's pairs all go to one side, so no evaluation premise is seen in training.
 # Records: {"premise": ..., "hypothesis": ..., "label": "entailment"|"neutral"|"contradiction"}.
+#   scripts/prepare_nli_data.sh [OUT_DIR]      (default: data/ of this checkout)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-src=${TRAINER_SHARED_DATA:-../shared/data}
-if [ ! -d "$src" ]; then
-  cat >&2 <<MSG
-prepare_nli_data: no shared data collection at $src.
-Get NLI data as gzip JSON lines with premise, hypothesis and label fields, for example:
-  SNLI 1.0: https://nlp.stanford.edu/projects/snli/
-and save them as data/nli_train.jsonl.gz and data/nli_eval.jsonl.gz,
-or set TRAINER_SHARED_DATA to a folder holding snli_dev and sick_dev .jsonl.gz files.
-MSG
+root=$(cd "$(dirname "$0")/.." && pwd)
+dst=${1:-$root/data}
+src=$root/data/swenli_dev.jsonl.gz
+if [ ! -f "$src" ]; then
+  echo "prepare_nli_data: $src is missing; it ships with the project: git checkout data/swenli_dev.jsonl.gz" >&2
   exit 1
 fi
-mkdir -p data
-copy() { # source name, target
-  if [ -f "$2" ]; then echo "prepare_nli_data: $2 is there"; return; fi
-  if [ ! -f "$src/$1" ]; then echo "prepare_nli_data: $src/$1 not found" >&2; return 1; fi
-  cp "$src/$1" "$2.tmp" && mv "$2.tmp" "$2"
-  echo "prepare_nli_data: $2 <- $src/$1"
-}
-copy snli_dev.jsonl.gz data/nli_train.jsonl.gz
-copy sick_dev.jsonl.gz data/nli_eval.jsonl.gz
+mkdir -p "$dst"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# the premise's JSON string is the key; the n-th distinct premise goes to eval when n % 10 == 0
+gzip -dc "$src" | awk -v train="$tmp/train" -v eval="$tmp/eval" '
+  {
+    key = $0
+    if (match(key, /"premise": "([^"\\]|\\.)*"/)) key = substr(key, RSTART, RLENGTH)
+    if (!(key in side)) { n++; side[key] = (n % 10 == 0) ? eval : train }
+    print > side[key]
+  }'
+for f in train eval; do
+  gzip -n -9 -c "$tmp/$f" >"$dst/nli_$f.jsonl.gz.tmp"
+  mv "$dst/nli_$f.jsonl.gz.tmp" "$dst/nli_$f.jsonl.gz"
+  echo "prepare_nli_data: $dst/nli_$f.jsonl.gz: $(wc -l <"$tmp/$f") pairs from $src"
+done

@@ -13,7 +13,9 @@
  * trainer.outputs can check every write, flush and close and make a checkpoint durable
  * before its rename: Lua's io library can neither fsync nor truncate, and its checked
  * flush is not reliable under the JIT (see append_file). Each returns a value or nil, message.
- * The folder helpers (mkdir_p, remove_tree, list_dir, copy_tree) replace shell commands. */
+ * The folder helpers (mkdir_p, remove_tree, list_dir, copy_tree) replace shell commands.
+ * lock_file and unlock_file hold a run folder for one run (flock: the kernel drops the lock
+ * when the process dies, however it dies, so no stale lock is ever left behind). */
 #include "lua_native.h"
 #include "lua_json.h"
 
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -311,6 +314,12 @@ static int l_isatty(lua_State *L)
     return 1;
 }
 
+static int l_pid(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)getpid());
+    return 1;
+}
+
 static int l_root(lua_State *L)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, "trainer.root");
@@ -461,6 +470,67 @@ static int l_free_space(lua_State *L)
     struct statvfs sv;
     if (statvfs(luaL_checkstring(L, 1), &sv) != 0) return push_errno(L, errno);
     lua_pushnumber(L, (lua_Number)sv.f_bavail * (lua_Number)sv.f_frsize);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- locks */
+
+/* native.lock_file(path, text) -> fd | nil, "locked", holder_text | nil, strerror
+ * Opens (creating) path and takes an exclusive flock on it without waiting. Taken: the
+ * file's contents are replaced by text (who holds it) and the descriptor is returned; it
+ * stays open, and the lock held, until native.unlock_file(fd) or the process ends. Held by
+ * another open file (another process, or another lock_file call in this one): nil,
+ * "locked" and the holder's text as it wrote it ("" if it has not written it yet). The
+ * descriptor is close-on-exec, so a child that execs never holds the lock. */
+static int l_lock_file(lua_State *L)
+{
+    size_t n;
+    const char *path = luaL_checkstring(L, 1);
+    const char *text = luaL_checklstring(L, 2, &n);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return push_errno(L, errno);
+    int r;
+    do r = flock(fd, LOCK_EX | LOCK_NB);
+    while (r != 0 && errno == EINTR);
+    if (r != 0) {
+        int e = errno;
+        if (e != EWOULDBLOCK) {
+            close(fd);
+            return push_errno(L, e);
+        }
+        char buf[4096];
+        ssize_t got;
+        do got = pread(fd, buf, sizeof buf, 0);
+        while (got < 0 && errno == EINTR);
+        close(fd);
+        lua_pushnil(L);
+        lua_pushstring(L, "locked");
+        lua_pushlstring(L, buf, got > 0 ? (size_t)got : 0);
+        return 3;
+    }
+    size_t done = 0;
+    int e = ftruncate(fd, 0) == 0 ? 0 : errno;
+    while (!e && done < n) {
+        ssize_t w = pwrite(fd, text + done, n - done, (off_t)done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) e = w < 0 ? errno : ENOSPC;
+        else done += (size_t)w;
+    }
+    if (e) {
+        close(fd);
+        return push_errno(L, e);
+    }
+    lua_pushinteger(L, fd);
+    return 1;
+}
+
+/* native.unlock_file(fd) -> true | nil, strerror: releases a lock_file lock (closes fd). */
+static int l_unlock_file(lua_State *L)
+{
+    int fd = (int)luaL_checkinteger(L, 1);
+    if (fd < 0) return luaL_error(L, "unlock_file: bad descriptor %d", fd);
+    if (close(fd) != 0) return push_errno(L, errno);
+    lua_pushboolean(L, 1);
     return 1;
 }
 
@@ -784,6 +854,8 @@ int tr_lua_open_native(lua_State *L)
         { "mkdir_p", l_mkdir_p },         { "remove_tree", l_remove_tree },
         { "list_dir", l_list_dir },       { "copy_tree", l_copy_tree },
         { "clock_monotonic_id", l_clock_monotonic_id },
+        { "lock_file", l_lock_file },     { "unlock_file", l_unlock_file },
+        { "pid", l_pid },
         { NULL, NULL },
     };
     lua_newtable(L);

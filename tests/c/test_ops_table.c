@@ -1742,6 +1742,23 @@ static void custom_loss_scale_update(int dtype, int device)
     tr_tensor_free(bad);
 }
 
+/* Why an op's CUDA cases do not run here, in words for the SKIP line. */
+static const char *skip_cuda_reason(const tr_op_desc *desc, int ndev)
+{
+#ifdef TR_BUILD_HAS_CUDA
+    const int build_has_cuda = 1;
+#else
+    const int build_has_cuda = 0;
+#endif
+    if (!desc->slot[TR_SLOT_CUDA] && !build_has_cuda) return "no CUDA slot in this build (no nvcc)";
+    if (ndev == 0)
+        return desc->slot[TR_SLOT_CUDA] ? "no GPU visible"
+                                        : "no GPU visible (this sanitizer test program leaves the CUDA slots out; "
+                                          "make test's CUDA-on-CPU stage runs them on the emulator)";
+    if (!desc->slot[TR_SLOT_CUDA]) return "this sanitizer test program leaves the CUDA slots out (build/rel has them)";
+    return "the CUDA cases run with --cuda (tests/gpu/run.sh)";
+}
+
 /* x *= s[0] * factor is tr_op_scale by the f32 product, bit for bit in every dtype (the seed
  * scaled by the device loss scale / accumulate is the eager scale_(seed, S / k)); a device
  * gives the CPU's bits; s must be one element. */
@@ -1804,11 +1821,10 @@ static void test_every_op_of_the_table(void)
             covered++;
         }
         /* the CUDA cases run in the --cuda mode (tests/gpu/run.sh), on a GPU: here, one SKIP
-         * line per op, never a pass */
-        printf("SKIP %s.cuda: %s\n", check_case_name,
-               !desc->slot[TR_SLOT_CUDA] ? "no CUDA slot in this build (no nvcc)"
-               : ndev == 0                ? "no CUDA device present"
-                                          : "the CUDA cases run with --cuda (tests/gpu/run.sh)");
+         * line per op, never a pass, with the reason that holds: the sanitizer program of
+         * make test leaves the CUDA slots out even where the build has them (TR_BUILD_HAS_CUDA:
+         * the Makefile found nvcc), and then what keeps the cases from running is the GPU */
+        printf("SKIP %s.cuda: %s\n", check_case_name, skip_cuda_reason(desc, ndev));
         skipped++;
         fflush(stdout);
     }

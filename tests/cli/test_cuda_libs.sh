@@ -17,4 +17,15 @@ if ldd "$TRAINER" | grep -q 'libcublasLt'; then
 else
   pass cuda_libs_cublaslt_not_linked
 fi
+# make test's sanitizer op-table program skips the CUDA cases of a build that has the CUDA
+# backend for the reason that holds there (no GPU visible), never "no nvcc"
+T=build/asan/tests/test_ops_table
+if [ -x "$T" ] && [ "$(printf 'print(require("trainer.core.ffi").tr_cuda_device_count())\n' | "$TRAINER" repl 2>/dev/null)" = 0 ]; then
+  "$T" >"$TMP/ops" 2>&1
+  if grep -q '^SKIP .*no nvcc' "$TMP/ops"; then fail ops_table_skip_reason "$(grep -m1 '^SKIP .*no nvcc' "$TMP/ops")"
+  elif grep -q '^SKIP .*\.cuda: no GPU visible' "$TMP/ops"; then pass ops_table_skip_reason
+  else fail ops_table_skip_reason "no SKIP line for the CUDA cases: $(tail -2 "$TMP/ops")"; fi
+else
+  echo "SKIP ops_table_skip_reason: $T is not built (make test builds it), or a GPU is visible"
+fi
 finish

@@ -206,11 +206,13 @@ expect_err hung_rank_named "rank 1 did not reach the gradient all-reduce within 
 # ---- Ctrl-C on mpirun (SIGINT to it at step 2): Open MPI sends the ranks SIGCONT, then
 # SIGTERM odls_base_sigkill_timeout seconds later, then SIGKILL as long again; the ranks
 # agree on the step to stop after, and rank 0 saves one checkpoint in that window
+# (started with --allow-run-as-root, which the printed resume line must repeat)
+MPIRUN=(timeout 60 mpirun --allow-run-as-root -np 2 --oversubscribe)
 FAULT=ctrl-c OMPI_MCA_odls_base_sigkill_timeout=3 run_mpi "$TMP/dist.lua" out="$TMP/runs/ctrlc" steps=100000 \
   save.every=100000 --quiet
 expect_err ctrl_c_stops "trainer: stopped by SIGTERM after step"
 expect_err ctrl_c_saves "saved $TMP/runs/ctrlc/checkpoint-"
-expect_err ctrl_c_resume_line "Resume with: mpirun -np 2 trainer resume $TMP/runs/ctrlc"
+expect_err ctrl_c_resume_line "Resume with: mpirun --allow-run-as-root -np 2 --oversubscribe trainer resume $TMP/runs/ctrlc"
 n=$(ls -d "$TMP/runs/ctrlc"/checkpoint-* 2>/dev/null | wc -l)
 if [ "$n" = 1 ]; then pass ctrl_c_one_checkpoint; else fail ctrl_c_one_checkpoint "$n checkpoints"; fi
 finish

@@ -28,9 +28,13 @@ if [ -e models/scandi-nli-large/config.json ]; then
 else
   expect_err check_download_hint "huggingface-cli download alexandrainst/scandi-nli-large --local-dir models/scandi-nli-large"
   if grep -q "data.train" "$TMP/err"; then fail check_no_data_warning "$(cat "$TMP/err")"; else pass check_no_data_warning; fi
-  run_trainer $R
+  # (run in a scratch folder: a run that stops before writing anything leaves no out folder)
+  mkdir -p "$TMP/cwd" && ln -s "$ROOT/recipes" "$ROOT/data" "$TMP/cwd/"
+  (cd "$TMP/cwd" && run_trainer $R; echo "$RC" >"$TMP/rc")
+  RC=$(cat "$TMP/rc")
   expect_rc run_without_model_rc 1
   expect_err run_without_model_says "huggingface-cli download alexandrainst/scandi-nli-large --local-dir models/scandi-nli-large"
+  if [ -e "$TMP/cwd/runs" ]; then fail run_without_model_leaves_no_folder "$(find "$TMP/cwd/runs")"; else pass run_without_model_leaves_no_folder; fi
 fi
 
 # the recipe as written on a tiny random model: 2 steps of 4 triplets, 32 tokens

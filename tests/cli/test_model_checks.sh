@@ -33,6 +33,25 @@ if grep -qiE "traceback|internal error" "$TMP/err"; then fail config_type_no_tra
 else pass config_type_no_traceback; fi
 cp "$TMP/config.good" "$TMP/tiny/config.json"
 
+# ---- model.max_length above max_position_embeddings: one warning naming it, texts cut there
+run_trainer "$TMP/r.lua" model.max_length=1e7 log.quiet=false steps=1 out="$TMP/long"
+expect_rc long_max_length_rc 0
+expect_err long_max_length_warns "warning: model.max_length = 10000000 is above the model's max_position_embeddings (64, in $TMP/tiny/config.json); texts are cut at 64 tokens"
+if [ "$(grep -c max_position_embeddings "$TMP/err")" = 1 ]; then pass long_max_length_warns_once; else fail long_max_length_warns_once "$(cat "$TMP/err")"; fi
+# (a run without evaluation: its last line names no evaluation)
+if grep -q '^trainer: done, 1 steps, final loss [0-9.]*$' "$TMP/err"; then pass done_line_without_eval; else fail done_line_without_eval "$(grep '^trainer: done' "$TMP/err")"; fi
+
+# ---- data.skip_bad: the skipped lines are counted once at the start, with the first one
+{ head -3 "$TMP/train.jsonl"; echo '{"sentence1": "cut off'; sed -n 4,10p "$TMP/train.jsonl"; echo 'not json'; } >"$TMP/bad.jsonl"
+run_trainer "$TMP/r.lua" data.train="$TMP/bad.jsonl" data.skip_bad=true log.quiet=false steps=1 out="$TMP/skip"
+expect_rc skip_bad_rc 0
+expect_err skip_bad_counted "data.skip_bad: skipped 2 malformed lines of $TMP/bad.jsonl; the first: $TMP/bad.jsonl: line 4:"
+if [ "$(grep -c 'data.skip_bad: skipped' "$TMP/err")" = 1 ] && [ "$(grep -n 'data.skip_bad: skipped' "$TMP/err" | cut -d: -f1)" -lt "$(grep -n '^step 1/1' "$TMP/err" | cut -d: -f1)" ]; then
+  pass skip_bad_said_once_before_training
+else
+  fail skip_bad_said_once_before_training "$(cat "$TMP/err")"
+fi
+
 # ---- a plan above memory.limit stops at once, with the ledger, exit 2
 sed -i 's/"vocab_size": [0-9]*/"vocab_size": 1048576/' "$TMP/tiny/config.json"
 run_trainer "$TMP/r.lua" memory.limit=32MiB

@@ -46,6 +46,11 @@ printf 'the cat\ta dog\nthe bird is good\n' >"$TMP/pairs.tsv"
 run_trainer classify "$TMP/tiny_cls" "$TMP/pairs.tsv"
 expect_rc classify_generated_rc 0
 expect_out classify_prints_label '"label":'
+# a folder without a trained head: refused, never random labels
+run_trainer classify "$TMP/tiny" "$TMP/pairs.tsv"
+expect_rc classify_no_head_rc 1
+expect_err classify_no_head_says "$TMP/tiny: this folder has no classification head; train one with recipes/nli_classifier.lua"
+if [ -z "$OUT" ]; then pass classify_no_head_prints_nothing; else fail classify_no_head_prints_nothing "$OUT"; fi
 
 # ---------------------------------------------------------------- errors
 run_trainer encode "$TMP/nowhere" "$TMP/in.txt"

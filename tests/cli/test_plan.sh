@@ -51,8 +51,19 @@ done <"$TMP/alts"
 if [ "$n" -ge 2 ]; then pass plan_alt_count; else fail plan_alt_count "expected at least 2 alternatives, got $n"; fi
 
 # ---- where the budget came from when it is not --budget
-run_trainer plan $R $PRESET
-expect_out plan_budget_source "the budget is memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in recipes/base/sizes.lua"
+# (on the CPU the budget is what a run there may use: memory.limit or this machine's RAM,
+# whichever is smaller; a plan for a GPU keeps the recipe's gpu_budget)
+run_trainer plan $R $PRESET device=cuda
+expect_out plan_budget_source "the budget is memory.limit in recipes/base/lora_bf16.lua, from gpu_budget in recipes/base/sizes.lua, for a run on cuda"
+run_trainer plan $R $PRESET device=cpu
+expect_out plan_cpu_budget_names_cpu ", for a run on cpu"
+expect_no_out plan_cpu_budget_not_gpu_budget "gpu_budget"
+run_trainer plan $R $PRESET device=cpu memory.limit=1GiB
+expect_out plan_cpu_budget_limit "the budget is memory.limit on the command line, for a run on cpu"
+# ---- the header: texts per micro-batch, as planned (MNRL on triplets: 3 texts a row)
+expect_out plan_header_texts "(micro-batch: 16 rows x 3 texts = 48 texts of up to 512 tokens;"
+run_trainer plan recipes/nli_classifier.lua model.from=nil model.arch=bert model.config=minilm-l6 model.tokenizer=x
+expect_out plan_header_one_text_a_row "(micro-batch: 16 texts of up to 128 tokens;"
 run_trainer plan $R $PRESET memory.limit=1GiB
 expect_rc plan_budget_override_rc 2
 expect_out plan_budget_override_source "the budget is memory.limit on the command line"

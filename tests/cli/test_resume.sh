@@ -9,8 +9,9 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tiny_fixtures.sh"
 cd "$ROOT"
 
-# A fingerprint of every file under a folder (names and contents), to prove it untouched.
-fingerprint() { (cd "$1" && find . -type f | sort | xargs md5sum) 2>/dev/null | md5sum; }
+# A fingerprint of every file under a folder (names and contents), to prove it untouched; the
+# run lock a refused command took on the folder (out/.trainer.lock, no output) is left out.
+fingerprint() { (cd "$1" && find . -type f ! -name .trainer.lock | sort | xargs md5sum) 2>/dev/null | md5sum; }
 # The step -> loss table of a metrics.jsonl, one "step loss" line each, in file order.
 steps_losses() {
   cat >"$TMP/sl.lua" <<EOF
@@ -37,6 +38,7 @@ expect_err long_form_keeps_overrides "(the same as: trainer $TMP/sts.lua steps=8
 line=$(sed -n 's/^Resume with: //p' "$TMP/err")
 long=$(sed -n 's/^  (the same as: \(.*\))$/\1/p' "$TMP/err")
 cp -r "$TMP/runs/try8" "$TMP/try8_copy"     # for the long form below
+cp "$TMP/runs/try8/summary.json" "$TMP/stopped_summary.json"
 
 # ---- the printed line, verbatim
 ls "$TMP/runs" >"$TMP/folders_before"
@@ -55,6 +57,25 @@ if [ "$(steps_losses "$TMP/runs/try8/metrics.jsonl")" = "$(steps_losses "$TMP/ru
 else
   fail verbatim_same_losses_as_unbroken "$(steps_losses "$TMP/runs/try8/metrics.jsonl" | tr '\n' ' ')"
 fi
+# the resumed run's summary covers the whole run: its peaks are at least the stopped part's
+# (which alone evaluated before training), its tokens and times add both parts'
+cat >"$TMP/whole.lua" <<EOF
+local json = require("trainer.core.json")
+local a, b = json.read("$TMP/stopped_summary.json"), json.read("$TMP/runs/try8/summary.json")
+local u = json.read("$TMP/runs/unbroken/summary.json")
+local bad = {}
+for _, tag in ipairs({ "weights", "grads", "optimizer", "activations", "workspace" }) do
+  if b.peak_by_tag[tag] < a.peak_by_tag[tag] then bad[#bad + 1] = ("%s %d < %d"):format(tag, b.peak_by_tag[tag], a.peak_by_tag[tag]) end
+end
+if b.peak_allocated < a.peak_allocated then bad[#bad + 1] = "peak_allocated" end
+if b.peak_reserved < a.peak_reserved then bad[#bad + 1] = "peak_reserved" end
+if b.tokens ~= u.tokens then bad[#bad + 1] = ("tokens %d, unbroken %d"):format(b.tokens, u.tokens) end
+if not (type(b.wall_time_s) == "number" and b.wall_time_s > a.wall_time_s) then bad[#bad + 1] = "wall_time_s" end
+if not (type(b.train_time_s) == "number" and b.train_time_s > a.train_time_s) then bad[#bad + 1] = "train_time_s" end
+io.write(#bad == 0 and "ok" or table.concat(bad, "; "))
+EOF
+whole=$("$TRAINER" run "$TMP/whole.lua" 2>&1)
+if [ "$whole" = ok ]; then pass resumed_summary_covers_whole_run; else fail resumed_summary_covers_whole_run "$whole"; fi
 if [ "$(fingerprint "$TMP/runs/sts")" = "$default_before" ]; then pass default_folder_untouched; else fail default_folder_untouched "runs/sts changed"; fi
 ls "$TMP/runs" >"$TMP/folders_after"
 if cmp -s "$TMP/folders_before" "$TMP/folders_after"; then pass no_other_folder_created; else fail no_other_folder_created "$(cat "$TMP/folders_after")"; fi

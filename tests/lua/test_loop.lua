@@ -173,6 +173,22 @@ tests[#tests + 1] = { "accumulated_resume_exact", function()
   resume_case("accres", [[batch = { size = 4, accumulate = 2 }, optim = { name = "sgd", lr = 0.05, momentum = 0.9 },]])
 end }
 
+-- The line a finished run ends with names only the evaluations that exist, and whole-number
+-- scores (a custom loop's counts) as integers.
+tests[#tests + 1] = { "done_line_prints_what_exists", function()
+  local function first(s) return (loop.done_line(s, "runs/x"):match("^[^\n]*")) end
+  local none = first({ steps = 20, final_loss = 0.123456, eval = {} })
+  assert(none == "trainer: done, 20 steps, final loss 0.1235", none)
+  local custom = first({ steps = 20, final_loss = 1, eval = { custom_evaluations = 3, custom_steps = 20, spearman = 0.86771 } })
+  assert(custom == "trainer: done, 20 steps, final loss 1.0000; eval: custom_evaluations 3, custom_steps 20, spearman 0.8677",
+    custom)
+  local both = first({ steps = 4, final_loss = 2, eval_start = { pearson = 0.5 }, eval = { pearson = 0.61 } })
+  assert(both == "trainer: done, 4 steps, final loss 2.0000; eval before: pearson 0.5000; after: pearson 0.6100", both)
+  local no_loss = first({ steps = 0, eval = {} })
+  assert(no_loss == "trainer: done, 0 steps, final loss -", no_loss)
+  assert(loop.done_line({ steps = 1, final_loss = 1 }, "runs/x"):find("\n  outputs in runs/x (`trainer report runs/x` draws them)", 1, true))
+end }
+
 tests[#tests + 1] = { "cleanup", function()
   if fx then os.execute("rm -rf " .. outputs.quote(fx.dir)) fx = nil end
 end }

@@ -2,7 +2,8 @@
 -- y-axis label (the memory one with its unit), the memory panel has one series per tag and
 -- draws the small tags (grads, optimizer, workspace) away from the zero line and from each
 -- other, evaluation points are markers, legend samples carry their series' dash and marker,
--- and the page's per-tag peaks are the figures the chart prints.
+-- and the page's per-tag peaks are the figures the chart prints; its table gives evaluation
+-- scores to 4 significant digits and the run's wall time.
 local report = require("trainer.cli.commands.report")
 local json = require("trainer.core.json")
 local MIB = 1048576
@@ -30,7 +31,8 @@ local function fixture()
   f:close()
   -- the run's weights peak (loading and saving included) exceeds what the steps show
   local summary = { steps = 40, final_loss = 0.9, tokens_per_s = 900, peak_allocated = 310 * MIB,
-    peak_reserved = 400 * MIB, eval_start = { spearman = 0.5, pearson = 0.55 }, eval = { spearman = 0.8, pearson = 0.79 },
+    peak_reserved = 400 * MIB, eval_start = { spearman = 0.5, pearson = 0.55 }, eval = { spearman = 0.86772, pearson = 0.79 },
+    wall_time_s = 63.25,
     peak_by_tag = { weights = 130 * MIB, grads = 0.6 * MIB, optimizer = 1.2 * MIB, activations = 200 * MIB,
                     workspace = 0.05 * MIB } }
   f = assert(io.open(dir .. "/summary.json", "w"))
@@ -147,6 +149,18 @@ return {
     local grads = require("trainer.train.progress").bytes(0.6 * MIB)
     assert(mem:find("grads: " .. grads, 1, true), "chart legend lacks the grads peak")
     assert(html:find("<tr><th>peak grads</th><td>" .. grads .. "</td></tr>", 1, true), "grads row differs from the chart")
+  end },
+
+  { "table_gives_eval_to_4_digits_and_wall_time", function()
+    local dir = fixture()
+    local svg, summary, rows = report.svg(dir)
+    local html = report.html(dir, svg, summary, rows)
+    local row = html:match("<tr><th>eval %(end%) spearman</th><td>([^<]*)</td></tr>")
+    assert(row == "0.8677", "eval (end) spearman row: " .. tostring(row))
+    row = html:match("<tr><th>eval %(start%) pearson</th><td>([^<]*)</td></tr>")
+    assert(row == "0.55", "eval (start) pearson row: " .. tostring(row))
+    row = html:match("<tr><th>wall time</th><td>([^<]*)</td></tr>")
+    assert(row == "63.2 s" or row == "63.3 s", "wall time row: " .. tostring(row))
   end },
 
   { "cleanup", function()

@@ -179,6 +179,13 @@ function M.plan(args)
   end
   local C = require("trainer.core.ffi")
   local p = plan.estimate(r.recipe, { cuda_available = C.tr_cuda_device_count() > 0 })
+  if not flags.budget then
+    -- what a run on the planned device may use, as the run itself checks it: memory.limit or
+    -- the device's own memory (this machine's RAM on the CPU), whichever is smaller
+    local cap, what = require("trainer.plan.check").capacity(r.recipe, p.device)
+    if cap and (not budget or cap < budget) then budget, source = cap, what end
+    if source then source = ("%s, for a run on %s"):format(source, p.device) end
+  end
   local fits = plan.fits(p, budget)
   local info = { budget_source = source, alternatives = fits == false and plan.alternatives(p, budget) or nil }
   if flags.json then

@@ -131,6 +131,23 @@ function M.load_for(command, task, args, usage)
   if #pos ~= 2 then errors.user("%s needs a model folder and an input file\nusage: %s", command, usage) end
   M.check_model_folder(pos[1], ("trainer %s BASE %s --adapter ADAPTER"):format(command, pos[2]), true)
   local lines = M.read_lines(pos[2])
+  -- a prediction from a random head is never what the user wanted: a head must come from
+  -- the folder or from the adapter (PEFT's modules_to_save)
+  if task == "classification" then
+    local reader = require("trainer.core.safetensors").load(pos[1])
+    local has_head = require("trainer.models").bert.has_head(reader)
+    reader:close()
+    local acfg = flags.adapter and adapter_config(flags.adapter:gsub("/+$", "")) or {}
+    for _, m in ipairs(type(acfg.modules_to_save) == "table" and acfg.modules_to_save or {}) do
+      if m == "classifier" then has_head = true end
+    end
+    if not has_head then
+      errors.user("%s: this folder has no classification head; train one with recipes/nli_classifier.lua "
+        .. "(model.from=%s) and classify with the checkpoint it saves (runs/nli_classifier/checkpoint-STEP). Its "
+        .. "weights hold no classifier.weight%s, and a prediction from a random head means nothing.", pos[1], pos[1],
+        flags.adapter and ", nor does the adapter's modules_to_save name the classifier" or "")
+    end
+  end
   local model = require("trainer.models").load_model(pos[1], { task = task, device = flags.device,
     max_length = M.int(flags, "max-length", nil) })
   if flags.adapter then M.apply_adapter(model, flags.adapter, command) end

@@ -524,6 +524,15 @@ function M.has_pooler(reader)
   return false
 end
 
+-- Whether a safetensors reader holds a trained classification head (classifier.weight, as
+-- BertForSequenceClassification saves it, under any prefix).
+function M.has_head(reader)
+  for _, n in ipairs(reader:names()) do
+    if n == "classifier.weight" or n:sub(-#"classifier.weight" - 1) == ".classifier.weight" then return true end
+  end
+  return false
+end
+
 -- All parameters as an ordered { { name, tensor }, ... } list for safetensors.save.
 function M.state_list(model)
   local out = {}

@@ -385,6 +385,16 @@ function M.format_choices(plan)
   return lines
 end
 
+-- What one micro-batch runs through the model: "micro-batch: 16 rows x 3 texts = 48 texts of
+-- up to 512 tokens", or "micro-batch: 16 texts of up to 512 tokens" when each row is one
+-- text (a classifier's pair is one text).
+function M.micro_batch_text(plan)
+  local per = plan.texts or 1
+  if per == 1 then return ("micro-batch: %d texts of up to %d tokens"):format(plan.micro_batch, plan.seq_len) end
+  return ("micro-batch: %d rows x %d texts = %d texts of up to %d tokens"):format(plan.micro_batch, per,
+    plan.micro_batch * per, plan.seq_len)
+end
+
 -- A table for people: per tag, bytes and share, then the total against the budget and,
 -- over budget, the planned alternatives as overrides to add after the recipe.
 -- info (optional): { budget_source = "memory.limit in ...", alternatives = list } (the
@@ -393,8 +403,8 @@ function M.format(plan, budget, path, info)
   info = info or {}
   local fs = schema.format_size
   local lines = {
-    ("memory plan for %s on %s (micro-batch %d x %d tokens; %d parameters, %d trainable)")
-      :format(path, plan.device, plan.micro_batch, plan.seq_len, plan.parameters, plan.trainable_parameters),
+    ("memory plan for %s on %s (%s; %d parameters, %d trainable)")
+      :format(path, plan.device, M.micro_batch_text(plan), plan.parameters, plan.trainable_parameters),
     ("%-12s %12s %7s"):format("tag", "bytes", "share"),
   }
   for _, tag in ipairs({ "weights", "grads", "optimizer", "activations", "workspace" }) do

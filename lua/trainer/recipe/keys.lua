@@ -49,7 +49,8 @@ local model = S.record {
     pooling = S.string { enum = { "mean", "cls", "max", "mean_sqrt_len" },
                          doc = "sentence pooling (default: the folder's 1_Pooling config, else mean)" },
     normalize = S.boolean { doc = "L2-normalise embeddings (default: the folder's 2_Normalize)" },
-    max_length = S.integer { gt = 0, aliases = { "max_seq_length" }, doc = "tokens per text; longer texts are truncated (default: the model's limit)" },
+    max_length = S.integer { gt = 0, aliases = { "max_seq_length" }, doc = "tokens per text; longer texts are truncated (default: the model's limit; a value above the model's "
+                             .. "max_position_embeddings is cut to it, with a warning)" },
     dropout = S.number { min = 0, lt = 1, doc = "overrides the config's hidden and attention dropout" },
   },
   check = function(m, err)
@@ -83,7 +84,8 @@ local data = S.record {
     shuffle = S.boolean { default = true, doc = "shuffle training rows each epoch (seeded)" },
     bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
     max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
-    skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping" },
+    skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping (the count and the first one are printed "
+                          .. "before training and kept in summary.json)" },
     hint = S.string { doc = "how to obtain the data files, shown when one is missing" },
   },
 }
@@ -189,7 +191,7 @@ local M = S.record {
   doc = "a recipe",
   order = { "name", "description", "extends", "device", "seed", "model", "data", "loss", "optim", "schedule",
             "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save",
-            "log", "resume", "memory", "distributed", "out", "hooks", "loop" },
+            "log", "resume", "memory", "distributed", "out", "overwrite", "hooks", "loop" },
   fields = {
     name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
     description = S.string { doc = "what this recipe is for, for the people you share it with" },
@@ -264,6 +266,9 @@ local M = S.record {
       },
     },
     out = S.string { aliases = { "output_dir" }, doc = "output folder (default: runs/<recipe name>)", default_doc = "runs/<recipe name>" },
+    overwrite = S.boolean { default = false, aliases = { "overwrite_output_dir" },
+                            doc = "a new run into an out folder that holds an earlier run's outputs removes them first "
+                              .. "(without it such a run is refused); a resume never removes anything" },
     hooks = S.record {
       doc = "functions called by the default loop", order = { "on_step", "on_eval", "on_save" },
       fields = {

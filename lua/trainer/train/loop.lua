@@ -38,6 +38,43 @@ function M.default(t)
   if (r.save.final ~= false or t.stop_signal) and saved_at ~= t.step then t:save() end
 end
 
+-- A score as it reads best: a whole number as one ("custom_steps 20"), else 4 decimals.
+local function score_text(v)
+  if type(v) ~= "number" then return tostring(v) end
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ("%d"):format(v) end
+  return ("%.4f"):format(v)
+end
+
+-- "name value, name value" of a table of scores in name order; nil when it has none.
+local function scores_text(s)
+  if type(s) ~= "table" then return nil end
+  local keys = {}
+  for k in pairs(s) do keys[#keys + 1] = k end
+  if #keys == 0 then return nil end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = ("%s %s"):format(k, score_text(s[k])) end
+  return table.concat(parts, ", ")
+end
+
+-- The line a finished run ends with: steps, final loss, and the evaluations that exist
+-- (before and after training, or only the one there was).
+function M.done_line(summary, out)
+  local loss = type(summary.final_loss) == "number" and ("%.4f"):format(summary.final_loss) or "-"
+  local text = ("trainer: done, %d steps, final loss %s"):format(summary.steps, loss)
+  local before, after = scores_text(summary.eval_start), scores_text(summary.eval)
+  if before and after then text = text .. ("; eval before: %s; after: %s"):format(before, after)
+  elseif after then text = text .. ("; eval: %s"):format(after)
+  elseif before then text = text .. ("; eval before training: %s"):format(before) end
+  return text .. ("\n  outputs in %s (`trainer report %s` draws them)"):format(out, out)
+end
+
+-- This process's rank in an mpirun job, from the launcher's environment (before MPI starts);
+-- 0 for a plain process.
+local function launch_rank()
+  return tonumber(os.getenv("OMPI_COMM_WORLD_RANK") or os.getenv("PMI_RANK") or "0") or 0
+end
+
 local signal_names = { [2] = "SIGINT", [15] = "SIGTERM" }
 
 -- opts: quiet (bool), progress (a trainer.progress object, for tests).
@@ -45,8 +82,39 @@ function M.train(resolved, opts)
   opts = opts or {}
   local recipe = resolved.recipe
   local run = require("trainer.train.run")
+  -- the folders this run creates: removed again when it stops before writing anything
+  local created = {}
+  local dir = recipe.out
+  while dir and dir ~= "" and dir ~= "." and dir ~= "/" and not native.is_dir(dir) do
+    created[#created + 1] = dir
+    dir = dir:match("^(.*)/[^/]*$")
+  end
   outputs.mkdir(recipe.out)
-  local t = run.build(resolved, opts)
+  -- the folder is this run's for its whole life (trainer.outputs.lock); under mpirun rank 0
+  -- alone takes the lock and checks the folder, as it alone writes there (ranks on other
+  -- machines may share the folder, and would take each other's lock)
+  local rank0 = launch_rank() == 0
+  local lock = rank0 and outputs.lock(recipe.out) or nil
+  local built, t = pcall(function()
+    local old = rank0 and not recipe.resume and resume.check_new(resolved) or nil
+    local t = run.build(resolved, opts)
+    if old then
+      for _, p in ipairs(old) do outputs.remove_tree(p) end
+      outputs.sync(recipe.out)
+      if not (opts.quiet or recipe.log.quiet) then
+        io.stderr:write(("trainer: overwrite = true: removed the earlier run's outputs in %s\n"):format(recipe.out))
+      end
+    end
+    return t
+  end)
+  if not built then
+    if #created > 0 then
+      os.remove(recipe.out .. "/" .. outputs.LOCK)
+      for _, d in ipairs(created) do os.remove(d) end   -- each only if empty
+    end
+    outputs.unlock(lock)
+    error(t, 0)
+  end
   -- under mpirun only rank 0 prints progress and writes the run's files (trainer.dist)
   local root = t:writes_outputs()
   local ok, err = pcall(function()
@@ -55,20 +123,18 @@ function M.train(resolved, opts)
     -- the run's identity (trainer.resume): written when the run starts in its folder, kept
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
-    if not t.resume_dir and root then
-      local old = outputs.checkpoints(recipe.out)
-      if #old > 0 then
-        io.stderr:write(("warning: %s already holds %s from an earlier run; this run replaces metrics.jsonl and "
-          .. "summary.json, and a later `trainer resume %s` continues from the newest checkpoint, which may be the "
-          .. "earlier run's: give each run its own out folder"):format(recipe.out, old[#old].dir:match("[^/]+$"),
-          recipe.out), "\n")
-      end
-    end
     if root and (not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath)) then
       outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
     end
     t.metrics = root and outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil) or nil
     if t.resume_dir then t.progress:message(("resumed from %s at step %d"):format(t.resume_dir, t.step)) end
+    -- data.skip_bad: what was skipped is said once, before the first step
+    for _, d in ipairs({ t.train_ds:summary(), t.eval_summary }) do
+      if d.skipped and d.skipped > 0 then
+        t.progress:message(("data.skip_bad: skipped %d malformed line%s of %s; the first: %s"):format(d.skipped,
+          d.skipped == 1 and "" or "s", d.path, tostring(d.first_bad)))
+      end
+    end
     if native.watch_stop then native.watch_stop() end
     if type(recipe.loop) == "function" then require("trainer.train.user_code").call("loop", recipe.loop, t)
     else M.default(t) end
@@ -81,6 +147,7 @@ function M.train(resolved, opts)
     pcall(function() t:flush_metrics() end)
     if t.progress then t.progress:finish() end
     t:free()
+    outputs.unlock(lock)
     error(err, 0)
   end
   local status = 0
@@ -90,26 +157,16 @@ function M.train(resolved, opts)
   elseif t.stop_signal then
     local ck = t.last_checkpoint
     -- under mpirun the resume runs under mpirun with the same number of ranks
-    local mpi = t.dist and t.dist.size > 1 and ("mpirun -np %d "):format(t.dist.size) or ""
+    local mpi = t.dist and t.dist.size > 1 and (resume.launcher_line(t.dist.size) .. " ") or ""
     io.stderr:write(("trainer: stopped by %s after step %d; saved %s.\nResume with: %strainer resume %s\n"
       .. "  (the same as: %s%s)\n"):format(signal_names[t.stop_signal] or ("signal " .. t.stop_signal), t.step,
       tostring(ck), mpi, resume.shell_word(recipe.out), mpi, resume.long_form(resolved, ck or "latest")))
     status = 130
   elseif root and not (opts.quiet or recipe.log.quiet) then
-    local function fmt(s)
-      if not s then return "-" end
-      local keys = {}
-      for k in pairs(s) do keys[#keys + 1] = k end
-      table.sort(keys)
-      local parts = {}
-      for _, k in ipairs(keys) do parts[#parts + 1] = ("%s %.4f"):format(k, s[k]) end
-      return table.concat(parts, ", ")
-    end
-    io.stderr:write(("trainer: done, %d steps, final loss %s; eval before: %s; after: %s\n  outputs in %s "
-      .. "(`trainer report %s` draws them)\n"):format(summary.steps, tostring(summary.final_loss),
-      fmt(summary.eval_start), fmt(summary.eval), recipe.out, recipe.out))
+    io.stderr:write(M.done_line(summary, recipe.out), "\n")
   end
   t:free()
+  outputs.unlock(lock)
   return status, summary
 end
 

@@ -283,6 +283,51 @@ function M.recipe_text(recipe, source, command)
     "-- command: %s\nreturn %s\n"):format(source, json.encode(command or { source }), body)
 end
 
+-- ---------------------------------------------------------------- the run's lock
+-- A run holds out/.trainer.lock, flock'ed, for its whole life, so that two runs never write
+-- into one folder at once. The kernel drops the lock when the process ends, however it ends
+-- (kill -9 included), so a lock is never stale; the file itself stays (removing it would let
+-- a run that opened it just before lock a file no one else sees). It holds the holder's pid
+-- and command line, for the message a second run gets.
+M.LOCK = ".trainer.lock"
+
+-- The text of /proc/PID/NAME (pid: a number or "self"), or nil where there is none.
+function M.proc_text(pid, name)
+  local f = io.open(("/proc/%s/%s"):format(pid, name), "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- This process's command line as ps shows it (the words joined by spaces).
+local function own_command()
+  local s = (M.proc_text("self", "cmdline") or ""):gsub("%z$", ""):gsub("%z", " ")
+  return s ~= "" and s or "trainer"
+end
+
+-- Takes out's lock (out exists); returns the descriptor for M.unlock. A folder locked by
+-- another run is a user error naming that run's pid and command.
+function M.lock(out)
+  local path = out .. "/" .. M.LOCK
+  local fd, why, holder = native.lock_file(path, ("pid %d\ncommand %s\n"):format(native.pid(), own_command()))
+  if fd then return fd end
+  if why ~= "locked" then
+    errors.user("%s: cannot create the run's lock file (%s); check the folder's permissions, or set out = ... to "
+      .. "another folder", path, tostring(why))
+  end
+  local pid = holder:match("pid (%d+)")
+  local cmd = holder:match("command ([^\n]*)")
+  errors.user("%s is in use by another run: process %s (%s) holds its lock %s, and two runs in one folder would mix "
+    .. "their metrics and checkpoints; nothing was written. Wait for that run to end (or stop it: kill %s), or give "
+    .. "this run its own folder: out=runs/NEW_NAME.", out, pid or "(pid not written yet)", cmd or "command unknown",
+    path, pid or "PID")
+end
+
+function M.unlock(fd)
+  if fd then native.unlock_file(fd) end
+end
+
 -- ---------------------------------------------------------------- checkpoints
 -- checkpoint-STEP folders of out, sorted by step: { { step = n, dir = path }, ... }
 function M.checkpoints(out)
@@ -292,6 +337,20 @@ function M.checkpoints(out)
     if n then list[#list + 1] = { step = tonumber(n), dir = out .. "/" .. name } end
   end
   table.sort(list, function(a, b) return a.step < b.step end)
+  return list
+end
+
+-- The files and folders a run writes into out (for overwrite = true): its recipe, metrics,
+-- summary, report and checkpoints, finished or half-built. Anything else in out is the
+-- user's and is left alone.
+local RUN_FILES = { ["resolved_recipe.lua"] = true, ["metrics.jsonl"] = true, ["summary.json"] = true,
+  ["report.svg"] = true, ["report.html"] = true }
+function M.run_files(out)
+  local list = {}
+  for _, name in ipairs(native.list_dir(out) or {}) do
+    local base = name:gsub("%.tmp$", "")
+    if RUN_FILES[base] or base:match("^checkpoint%-%d+$") then list[#list + 1] = out .. "/" .. name end
+  end
   return list
 end
 

@@ -23,7 +23,7 @@ local pretty = require("trainer.cli.pretty")
 
 local M = {}
 
-M.ignored = { resume = true, out = true, log = true, device = true, memory = true }
+M.ignored = { resume = true, out = true, log = true, device = true, memory = true, overwrite = true }
 
 -- ---------------------------------------------------------------- command lines
 -- A word as the shell reads it back: bare when it is plain, else in single quotes.
@@ -38,6 +38,49 @@ function M.shell_line(args)
   local words = { "trainer" }
   for _, a in ipairs(args) do words[#words + 1] = M.shell_word(a) end
   return table.concat(words, " ")
+end
+
+-- The words of a process's command line (/proc/PID/cmdline), or nil.
+local function cmdline(pid)
+  local s = outputs.proc_text(pid, "cmdline")
+  local words = {}
+  for w in (s or ""):gmatch("([^%z]*)%z") do words[#words + 1] = w end
+  return #words > 0 and words or nil
+end
+
+-- The parent of a process (the 4th field of /proc/PID/stat, after the parenthesised name).
+local function parent(pid)
+  local s = outputs.proc_text(pid, "stat")
+  return s and s:match("%) %S+ (%d+)")
+end
+
+local LAUNCHERS = { mpirun = true, mpiexec = true, orterun = true, prterun = true }
+
+-- Under mpirun: the launcher's own words before this program ("mpirun --allow-run-as-root
+-- -np 2"), found among this process's ancestors, so that a printed resume command runs as
+-- the run did; "mpirun -np N" when the launcher cannot be read (a rank on another machine).
+function M.launcher_line(size)
+  -- OMPI_COMMAND: the program as the launcher runs it (its file name; the launcher's word may
+  -- be a path to it)
+  local program = os.getenv("OMPI_COMMAND")
+  program = program and program:match("[^/]*$")
+  local pid = "self"
+  for _ = 1, 4 do
+    pid = parent(pid)
+    if not pid or pid == "0" or pid == "1" then break end
+    local words = cmdline(pid)
+    if words and LAUNCHERS[words[1]:match("[^/]*$")] then
+      local out = {}
+      for i = 1, #words do
+        if i > 1 and program and words[i]:match("[^/]*$") == program then
+          return table.concat(out, " ")
+        end
+        out[#out + 1] = M.shell_word(words[i])
+      end
+      break
+    end
+  end
+  return ("mpirun -np %d"):format(size)
 end
 
 -- The arguments that made a resolved recipe: { path, override, ... }.
@@ -159,6 +202,32 @@ function M.check_target(resolved, resume_dir)
       .. "overrides to change a setting on purpose, e.g. trainer resume %s optim.lr=1e-5). To start a new run, "
       .. "give it a new folder: out=runs/NEW_NAME.", out, table.concat(diffs, "; "), M.shell_word(out), M.shell_word(out))
   end
+end
+
+-- A new run (no resume) into out, when out holds a run's checkpoints or summary: refused (a
+-- user error, before anything is written), as the two runs' metrics, summaries and
+-- checkpoints would mix and a later resume could continue the old run's checkpoint; with
+-- overwrite = true the old run's files are removed first (the Hugging Face Trainer's
+-- overwrite_output_dir). A folder whose run ended before its first checkpoint and summary
+-- (a crash at step 2) holds nothing to continue, and the new run replaces its files.
+-- Returns the earlier run's files that overwrite = true removes (the caller removes them
+-- once the new run is built, so a run that cannot start loses nothing), or nil.
+function M.check_new(resolved)
+  local recipe = resolved.recipe
+  local out = recipe.out
+  local has_summary = outputs.exists(out .. "/summary.json")
+  if not has_summary and #outputs.checkpoints(out) == 0 then return nil end
+  if recipe.overwrite then return outputs.run_files(out) end
+  local ok, summary = pcall(json.read, out .. "/summary.json")
+  local finished = has_summary and ok and type(summary) == "table" and not summary.stopped_by_signal
+  local what = finished and "a finished run" or "an earlier run"
+  local cmd = {}
+  for _, a in ipairs(M.command_of(resolved)) do cmd[#cmd + 1] = a end
+  cmd[#cmd + 1] = "overwrite=true"
+  errors.user("%s already holds %s's outputs, and a new run there would mix the two runs' metrics and checkpoints; "
+    .. "nothing was written. To continue that run: trainer resume %s. To replace it with this run (its outputs are "
+    .. "removed first): %s. Or give this run its own folder: out=runs/NEW_NAME.", out, what, M.shell_word(out),
+    M.shell_line(cmd))
 end
 
 local function append(list, more)

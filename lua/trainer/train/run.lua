@@ -62,14 +62,6 @@ local function download_hint(m)
   return ("huggingface-cli download %s --local-dir %s"):format(hub, m.from)
 end
 
--- Whether a safetensors reader holds a parameter whose name ends with suffix.
-local function holds(reader, suffix)
-  for _, n in ipairs(reader:names()) do
-    if n == suffix or n:sub(-#suffix - 1) == "." .. suffix then return true end
-  end
-  return false
-end
-
 -- A missing model folder is the most common first error: it names the download command.
 function M.check_model_folder(m)
   if m.from and not native.is_dir(m.from) then
@@ -107,7 +99,7 @@ local function build_model(recipe, device)
     tok_dir = m.tokenizer or m.from
     local st = require("trainer.core.safetensors")
     local reader = st.load(m.from)
-    local has_head = holds(reader, "classifier.weight")
+    local has_head = bert.has_head(reader)
     reader:close()
     if m.task == "classification" and not has_head then
       -- a new classification head on a pretrained encoder (transformers' behaviour)
@@ -117,10 +109,12 @@ local function build_model(recipe, device)
       local base = bert.BertModel.new(cfg, { device = device, seed = recipe.seed, pooler = true })
       model = bert.SequenceClassifier.new(base, n, { device = device, seed = recipe.seed,
         prefix = cfg.family == "roberta" and "roberta" or "bert" })
-      local skip = { ["classifier.weight"] = true, ["classifier.bias"] = true }
-      for name in model:parameters() do if name:match("pooler") then skip[name] = true end end
+      -- the head is new, and so is the pooler when the folder has none; every other weight
+      -- must be in the folder
+      local new = { ["classifier.weight"] = true, ["classifier.bias"] = true }
+      for name in model:parameters() do if name:match("pooler") then new[name] = true end end
       local r2 = st.load(m.from)
-      bert.load_weights(model, r2, { skip = skip, on_warning = function() end })
+      bert.load_weights(model, r2, { optional = function(name) return new[name] == true end, on_warning = function() end })
       r2:close()
       model.labels = {}
       for i = 0, n - 1 do model.labels[i] = (m.labels and m.labels[i + 1]) or ("LABEL_" .. i) end
@@ -171,7 +165,7 @@ function M.build(resolved, opts)
   local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts,
     step = 0, micro = 0, tokens = 0, train_time = 0, epoch = 0, hooks = recipe.hooks or {},
     last_loss = nil, last_eval = nil, first_eval = nil, evals = {}, last_checkpoint = nil,
-    stop_signal = nil, pending = nil, held = {}, unread = {} }, Run)
+    stop_signal = nil, pending = nil, held = {}, unread = {}, started = M.now(), wall_before = 0 }, Run)
   local runtime = require("trainer.core.runtime")
   self.device = runtime.device_name(runtime.parse_device(recipe.device))
   if recipe.memory then
@@ -209,7 +203,16 @@ function M.build(resolved, opts)
   local model, tok_dir = build_model(recipe, self.device)
   self.model = model
   self.tokenizer = require("trainer.core.tokenizer").load(tok_dir)
-  self.max_length = recipe.model.max_length or model.max_length
+  -- a longer model.max_length than the model has positions for is cut to them, and said once
+  local positions = require("trainer.models").bert.max_positions(model.config)
+  local want = recipe.model.max_length
+  if want and want > positions and not (opts.quiet or recipe.log.quiet) and (not self.dist or self.dist.rank == 0) then
+    io.stderr:write(("warning: model.max_length = %s is above the model's max_position_embeddings (%d, in %s); "
+      .. "texts are cut at %d tokens. Set model.max_length to at most %d to silence this.\n"):format(
+      require("trainer.cli.pretty").number(want), positions,
+      recipe.model.from and (recipe.model.from .. "/config.json") or "model.config", positions, positions))
+  end
+  self.max_length = want and math.min(want, positions) or model.max_length
 
   if recipe.lora then self.lora_names = require("trainer.train.lora").apply(model, recipe.lora) end
   if recipe.precision ~= "fp32" then require("trainer.train.amp").prepare(model, recipe.precision) end
@@ -719,7 +722,10 @@ function Run:write_checkpoint(tmp)
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end
   if #loss_params > 0 then save_tensors(tmp .. "/loss.safetensors", loss_params) end
   local tensors, ometa = optim.flatten(self.optimizer:state())
+  -- the run's peaks and wall time so far, so that a resumed run's summary covers every part
+  self:merge_peaks(memory.stats(self.device))
   local meta = {
+    peaks = self.peaks, wall_time = self:wall_time(),
     step = self.step, micro = self.micro, epoch = self.epoch, tokens = self.tokens, train_time = self.train_time,
     data = self.loader:state(), scaler = self.scaler:state(), rng = { seed = self.model.rng.seed, step = self.micro },
     optimizer = ometa, total_steps = self.total_steps, last_loss = self.last_loss,
@@ -793,6 +799,8 @@ function Run:load_checkpoint(dir)
   if not ok then error(err, 0) end
   self.step, self.micro, self.epoch = meta.step, meta.micro, meta.epoch or 0
   self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
+  self.wall_before = meta.wall_time or 0
+  if meta.peaks then self:merge_peaks(meta.peaks) end
   self.last_loss, self.first_eval, self.last_eval = meta.last_loss, meta.first_eval, meta.last_eval
   self.model.rng.step = meta.rng.step
   if self.scaler.load_state and meta.scaler and next(meta.scaler) then self.scaler:load_state(meta.scaler) end
@@ -820,13 +828,22 @@ function Run:stop_requested()
   return sig and true or false
 end
 
--- Folds an allocator snapshot's peaks into the run's peaks (self.peaks).
+-- Folds peaks into the run's peaks (self.peaks): an allocator snapshot's (peak_allocated,
+-- peak_reserved, peak_by_tag), or a checkpoint's record of the run's (allocated, reserved,
+-- by_tag).
 function Run:merge_peaks(s)
   local p = self.peaks or { allocated = 0, reserved = 0, by_tag = {} }
   self.peaks = p
-  p.allocated = math.max(p.allocated, s.peak_allocated)
-  p.reserved = math.max(p.reserved, s.peak_reserved)
-  for _, tag in ipairs(memory.tags) do p.by_tag[tag] = math.max(p.by_tag[tag] or 0, s.peak_by_tag[tag] or 0) end
+  p.allocated = math.max(p.allocated, s.peak_allocated or s.allocated)
+  p.reserved = math.max(p.reserved, s.peak_reserved or s.reserved)
+  local by_tag = s.peak_by_tag or s.by_tag
+  for _, tag in ipairs(memory.tags) do p.by_tag[tag] = math.max(p.by_tag[tag] or 0, by_tag[tag] or 0) end
+end
+
+-- Seconds of wall time of the whole run: this process's since it was built, plus those of
+-- the parts before it up to the checkpoint it resumed from.
+function Run:wall_time()
+  return self.wall_before + (M.now() - self.started)
 end
 
 -- summary.json: the final figures.
@@ -839,6 +856,7 @@ function Run:summary()
   return {
     steps = self.step, total_steps = self.total_steps, final_loss = self.last_loss or json.null,
     tokens_per_s = self.train_time > 0 and self.tokens / self.train_time or 0, tokens = self.tokens,
+    train_time_s = self.train_time, wall_time_s = self:wall_time(),
     peak_allocated = s.peak_allocated, peak_reserved = s.peak_reserved, peak_by_tag = peak_by_tag,
     eval = self.last_eval or {}, eval_start = self.first_eval, epoch = self:epochs_done(),
     skipped_steps = self.scaler.skipped or 0, precision = self.recipe.precision, device = self.device,

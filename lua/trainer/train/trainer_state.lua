@@ -6,7 +6,7 @@
 -- trainer_state is a gzip stream of a safetensors file (see trainer.outputs): optimizer
 -- tensors "optimizer.<param>.<slot>" and, in __metadata__.trainer_state, JSON with step,
 -- micro, epoch, tokens, train_time, data, scaler, rng, optimizer, total_steps, last_loss,
--- first_eval, last_eval. The file is treated as untrusted input, as the safetensors
+-- first_eval, last_eval, and the run's peaks and wall_time up to the checkpoint. The file is treated as untrusted input, as the safetensors
 -- reader treats a header:
 --   * the decompressed size is bounded (what an optimizer's state of this model can take
 --     plus 16 MiB for the header) while it is read, so a gzip bomb ends early;
@@ -152,6 +152,18 @@ local function check_meta(meta, dir, opts)
   count(meta, "epoch", "", 0, micro + 1)
   number(meta, "tokens", "")
   number(meta, "train_time", "")
+  number(meta, "wall_time", "", true)
+  local peaks = object(meta, "peaks", "", true)
+  if peaks then
+    number(peaks, "allocated", "peaks.")
+    number(peaks, "reserved", "peaks.")
+    local by_tag = object(peaks, "by_tag", "peaks.")
+    for tag, v in pairs(by_tag) do
+      if type(tag) ~= "string" or not is_finite(v) or v < 0 then
+        damaged("peaks.by_tag.%s is %s where a number of bytes belongs", tostring(tag), show(v))
+      end
+    end
+  end
   if meta.total_steps ~= nil then count(meta, "total_steps", "", 1) end
   if meta.last_loss == json.null then meta.last_loss = nil end
   if meta.last_loss ~= nil and type(meta.last_loss) ~= "number" then

@@ -29,6 +29,11 @@ local function num(x)
   return (("%.3f"):format(x):gsub("0+$", ""):gsub("%.$", ""))
 end
 
+-- An evaluation score to 4 significant digits (0.8672 and 0.8677 read apart).
+local function score(x)
+  return ("%.4g"):format(x)
+end
+
 local function bytes(n)
   return require("trainer.train.progress").bytes(n)
 end
@@ -315,6 +320,7 @@ function M.html(dir, svg, summary, rows)
     add("steps", summary.steps)
     add("final loss", type(summary.final_loss) == "number" and num(summary.final_loss) or "-")
     add("tokens/s", type(summary.tokens_per_s) == "number" and ("%.0f"):format(summary.tokens_per_s) or "-")
+    if type(summary.wall_time_s) == "number" then add("wall time", ("%.1f s"):format(summary.wall_time_s)) end
     add("peak allocated", bytes(summary.peak_allocated))
     add("peak reserved", bytes(summary.peak_reserved))
     for _, which in ipairs({ "eval_start", "eval" }) do
@@ -322,7 +328,7 @@ function M.html(dir, svg, summary, rows)
         local keys = {}
         for k in pairs(summary[which]) do keys[#keys + 1] = k end
         table.sort(keys)
-        for _, k in ipairs(keys) do add((which == "eval" and "eval (end) " or "eval (start) ") .. k, num(summary[which][k])) end
+        for _, k in ipairs(keys) do add((which == "eval" and "eval (end) " or "eval (start) ") .. k, score(summary[which][k])) end
       end
     end
     if type(summary.peak_by_tag) == "table" then
