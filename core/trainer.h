@@ -22,5 +22,7 @@
 #include "ops_multi_tensor.h"
 #include "ops_loss_scale.h"
 #include "reader.h"
+#include "crc32c.h"
+#include "tfrecord.h"
 #include "dist.h"
 #endif
