@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const uint32_t CRC32C_POLY = 0x82F63B78u;   /* 0x1EDC6F41 bit-reversed */
+static const uint32_t CRC32C_POLY = 0x82F63B78u; /* 0x1EDC6F41 bit-reversed */
 static uint32_t crc32c_table[256];
 static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
 

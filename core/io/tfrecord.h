@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TR_TFRECORD_OVERHEAD = 16 };   /* length, its CRC, the data's CRC */
+enum { TR_TFRECORD_OVERHEAD = 16 }; /* length, its CRC, the data's CRC */
 
 /* Writes the record of n bytes at data into out, which holds at least
  * n + TR_TFRECORD_OVERHEAD bytes and does not overlap data. Returns the bytes written,
