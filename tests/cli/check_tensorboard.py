@@ -11,7 +11,7 @@ exits 1 when any failed. Used by tests/cli/test_tensorboard.sh.
   check_tensorboard.py structure RUN_DIR NAME START...
       each file opens with file_version "brain.Event:2"; the first has no SessionLog, and
       file k + 1 has a SessionLog START right after it, at step START[k] (the first step
-      it trains).
+      it trains); file k holds no train/loss point at or after START[k] (cut back).
   check_tensorboard.py corrupt FILE NAME
       a copy with one data byte flipped, and one with a length byte flipped: TensorBoard's
       record reader raises DataLossError naming the failed CRC check, and its event file
@@ -163,6 +163,10 @@ def structure(run, name, starts_want):
                                                                  starts_want[i - 1]))
         elif starts:
             bad.append("the first file has a SessionLog")
+        steps = [e.step for e in evs if e.HasField("summary") and any(v.tag == "train/loss" for v in e.summary.value)]
+        if i < len(starts_want) and steps and max(steps) != starts_want[i] - 1:
+            bad.append("%s: train/loss up to step %d, the next file starts at %d" % (os.path.basename(path),
+                                                                                    max(steps), starts_want[i]))
     check(name, len(files) > 0 and not bad, "; ".join(bad) or "no event files")
 
 

@@ -64,6 +64,21 @@ return {
     -- session_log is field 7 of Event; SessionLog{ status 1 = START 1 }
     assert(hex(ev) == WALL .. "1005" .. "3a02" .. "0801", hex(ev))
   end },
+  { "records_and_steps", function()
+    local text = proto.file_version(0.5) .. proto.scalars(0.5, 1, { { "a", 1 } }) .. proto.session_start(0.5, 2)
+      .. proto.text(0.5, 300, "recipe", "x")
+    local list = proto.records(text)
+    assert(#list == 4, #list .. " records")
+    local steps = {}
+    for i, r in ipairs(list) do steps[i] = proto.step_of(r.event) end
+    assert(table.concat(steps, ",") == "0,1,2,300", table.concat(steps, ","))
+    assert(list[4].last == #text and list[2].first == list[1].last + 1, "record bounds")
+    -- a torn last record, and a damaged byte, end the list before them
+    assert(#proto.records(text:sub(1, -3)) == 3, "torn tail kept")
+    local k = list[3].first + 13
+    local bad = text:sub(1, k - 1) .. string.char((text:byte(k) + 1) % 256) .. text:sub(k + 1)
+    assert(#proto.records(bad) == 2, "damaged record kept")
+  end },
   { "bad_step", function()
     assert(not pcall(proto.scalars, 0.5, -1, {}), "a negative step is refused")
     assert(not pcall(proto.scalars, 0.5, 1.5, {}), "a fractional step is refused")

@@ -7,7 +7,11 @@
 --   event_proto.text(wall_time, step, tag, text)     Event{ summary = { value = { a text
 --                                                    plugin tensor (DT_STRING, shape []) } } }
 --   event_proto.session_start(wall_time, step)       Event{ session_log = { status = START } }
--- Each returns the framed record as a Lua string.
+-- Each returns the framed record as a Lua string. Reading back (for a resume's cut-back):
+--   event_proto.records(text)   -> list of { event = bytes, first = i, last = j }: the
+--                                  whole records of an event file whose CRCs check, up to
+--                                  the first that is cut off or damaged
+--   event_proto.step_of(event)  -> the Event's step (0 when it has none)
 --
 -- Why no protobuf runtime: only these few messages are written, never read, and they use
 -- two encodings, varints (field keys, lengths, step, enums) and length-delimited bytes
@@ -106,6 +110,62 @@ end
 
 function M.session_start(wall_time, step)
   return event(wall_time, step, bytes_field(7, varint_field(1, SESSION_START)))
+end
+
+-- ---------------------------------------------------------------- reading back
+local function u32le(s, i)
+  local a, b, c, d = s:byte(i, i + 3)
+  return a + b * 2 ^ 8 + c * 2 ^ 16 + d * 2 ^ 24
+end
+
+local function masked_crc(s, i, n)
+  return tonumber(C.tr_crc32c_mask(C.tr_crc32c(0, ffi.cast("const uint8_t *", s) + (i - 1), n)))
+end
+
+function M.records(text)
+  local list, pos, size = {}, 1, #text
+  while pos + 11 <= size do
+    local n = 0
+    for i = pos + 7, pos, -1 do n = n * 256 + text:byte(i) end
+    if u32le(text, pos + 8) ~= masked_crc(text, pos, 8) or pos + 15 + n > size then break end
+    if u32le(text, pos + 12 + n) ~= masked_crc(text, pos + 12, n) then break end
+    list[#list + 1] = { event = text:sub(pos + 12, pos + 11 + n), first = pos, last = pos + 15 + n }
+    pos = pos + 16 + n
+  end
+  return list
+end
+
+-- A varint at i of s: its value and the index after it (nil past the end).
+local function read_varint(s, i)
+  local v, mul = 0, 1
+  while i <= #s do
+    local b = s:byte(i)
+    v, i, mul = v + (b % 128) * mul, i + 1, mul * 128
+    if b < 128 then return v, i end
+  end
+  return nil
+end
+
+function M.step_of(msg)
+  local i = 1
+  while i <= #msg do
+    local k, j = read_varint(msg, i)
+    if not k then break end
+    local field, wire = floor(k / 8), k % 8
+    if wire == WIRE_VARINT then
+      local v, after = read_varint(msg, j)
+      if not v then break end
+      if field == 2 then return v end
+      i = after
+    elseif wire == WIRE_FIXED64 then i = j + 8
+    elseif wire == WIRE_FIXED32 then i = j + 4
+    elseif wire == WIRE_BYTES then
+      local n, after = read_varint(msg, j)
+      if not n then break end
+      i = after + n
+    else break end
+  end
+  return 0
 end
 
 M.varint = varint   -- for tests

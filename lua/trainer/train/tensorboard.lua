@@ -11,10 +11,12 @@
 -- field is the start time, or one past the newest event file's there when that is not
 -- earlier (two runs within one second), and names sort in the order the files were
 -- begun. A run that starts from step 0 removes the folder's earlier event files (it
--- replaces metrics.jsonl too); a resumed run keeps them and adds its own file, which
--- opens with SessionLog START at the first step it trains: TensorBoard then drops any
--- point the earlier files hold from that step on (a run that died after its last
--- checkpoint), and the curve continues unbroken from the checkpoint's step.
+-- replaces metrics.jsonl too). A resumed run from step N keeps them, cut back as
+-- metrics.jsonl is to the events of steps <= N (a run that died after its last
+-- checkpoint, or a resume from an earlier one, left later points; a torn last record is
+-- dropped too), and adds its own file, which opens with SessionLog START at step N + 1
+-- (TensorBoard's own marker of a restart, on which its reader drops any later point it
+-- still holds), so the curve continues unbroken from the checkpoint's step.
 --
 -- Each file opens with the file_version event, then the resolved recipe as a text
 -- summary (tag "recipe", at the step the file starts from). Tags (TRAIN_TAGS below) follow
@@ -92,14 +94,39 @@ local function recipe_markdown(text)
   return "```lua\n" .. text:gsub("\n$", "") .. "\n```\n"
 end
 
+-- Writes text to path through path.tmp, fsync and rename; a failure is write_failed.
+local function write_whole(path, text)
+  local tmp = path .. ".tmp"
+  local ok, err = nil, outputs.injected(path)
+  if not err then ok, err = native.write_file(tmp, text, true) end
+  if not ok then os.remove(tmp) write_failed(path, err) end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then os.remove(tmp) write_failed(path, "rename: " .. tostring(rerr)) end
+end
+
+-- Cuts an earlier event file back to its whole records of steps <= step (rewritten whole,
+-- and only when it holds anything else).
+local function cut_back(path, step)
+  local text = outputs.read(path)
+  local list, keep = proto.records(text), {}
+  for _, r in ipairs(list) do
+    if proto.step_of(r.event) <= step then keep[#keep + 1] = text:sub(r.first, r.last) end
+  end
+  local kept = table.concat(keep)
+  if kept ~= text then write_whole(path, kept) end
+end
+
 local Writer = {}
 Writer.__index = Writer
 
 function M.open(out, opts)
   local dir = out .. "/" .. M.DIR
   outputs.mkdir(dir)
-  if not opts.resumed then
-    for _, name in ipairs(event_files(dir)) do
+  local step = opts.step or 0
+  for _, name in ipairs(event_files(dir)) do
+    if opts.resumed then
+      cut_back(dir .. "/" .. name, step)
+    else
       local ok, err = os.remove(dir .. "/" .. name)
       if not ok then
         errors.user("%s/%s: cannot remove this earlier run's event file (%s); remove it by hand, or give this run "
@@ -108,18 +135,12 @@ function M.open(out, opts)
     end
   end
   local path = dir .. "/" .. file_name(dir)
-  local step, t = opts.step or 0, now()
+  local t = now()
   local head = { proto.file_version(t) }
   if opts.resumed then head[#head + 1] = proto.session_start(t, step + 1) end
   if opts.recipe_text then head[#head + 1] = proto.text(t, step, "recipe", recipe_markdown(opts.recipe_text)) end
   local text = table.concat(head)
-  -- created whole under a temporary name, as every file of the run
-  local tmp = path .. ".tmp"
-  local ok, err = nil, outputs.injected(path)
-  if not err then ok, err = native.write_file(tmp, text, true) end
-  if not ok then os.remove(tmp) write_failed(path, err) end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then os.remove(tmp) write_failed(path, "rename: " .. tostring(rerr)) end
+  write_whole(path, text)   -- created whole under a temporary name, as every file of the run
   outputs.sync(dir)
   return setmetatable({ path = path, size = #text, is_open = true, append_fn = native.append_file }, Writer)
 end
