@@ -68,8 +68,9 @@ end
 
 -- The event files in dir, sorted by name (the order TensorBoard reads them).
 local function event_files(dir)
-  local list = {}
-  for _, name in ipairs(native.list_dir(dir) or {}) do
+  local list, names, err = {}, native.list_dir(dir)
+  if not names then errors.user("%s: cannot list the folder (%s); check its permissions, or set out = ...", dir, err) end
+  for _, name in ipairs(names) do
     if name:sub(1, #M.PREFIX) == M.PREFIX and not name:find("%.tmp$") then list[#list + 1] = name end
   end
   table.sort(list)
