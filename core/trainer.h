@@ -25,5 +25,7 @@
 #include "ops_loss_scale.h"
 #include "ops_score_loss.h"
 #include "reader.h"
+#include "crc32c.h"
+#include "tfrecord.h"
 #include "dist.h"
 #endif

@@ -15,7 +15,8 @@
  * flush is not reliable under the JIT (see append_file). Each returns a value or nil, message.
  * The folder helpers (mkdir_p, remove_tree, list_dir, copy_tree) replace shell commands.
  * lock_file and unlock_file hold a run folder for one run (flock: the kernel drops the lock
- * when the process dies, however it dies, so no stale lock is ever left behind). */
+ * when the process dies, however it dies, so no stale lock is ever left behind).
+ * wall_time, hostname and pid name and stamp TensorBoard event files (trainer.tensorboard). */
 #include "lua_native.h"
 #include "lua_json.h"
 
@@ -314,6 +315,7 @@ static int l_isatty(lua_State *L)
     return 1;
 }
 
+/* native.pid() -> this process's id (getpid cannot fail). */
 static int l_pid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
@@ -837,6 +839,26 @@ static int l_clock_monotonic_id(lua_State *L)
     return 1;
 }
 
+/* native.wall_time() -> seconds since the Unix epoch (CLOCK_REALTIME, with its fraction)
+ * | nil, strerror: the time stamps of TensorBoard event files. */
+static int l_wall_time(lua_State *L)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return push_errno(L, errno);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* native.hostname() -> this machine's name | nil, strerror (event file names carry it). */
+static int l_hostname(lua_State *L)
+{
+    char name[256];
+    if (gethostname(name, sizeof name) != 0) return push_errno(L, errno);
+    name[sizeof name - 1] = '\0';   /* POSIX leaves a truncated name unterminated */
+    lua_pushstring(L, name);
+    return 1;
+}
+
 int tr_lua_open_native(lua_State *L)
 {
     static const luaL_Reg fns[] = {
@@ -855,6 +877,7 @@ int tr_lua_open_native(lua_State *L)
         { "list_dir", l_list_dir },       { "copy_tree", l_copy_tree },
         { "clock_monotonic_id", l_clock_monotonic_id },
         { "lock_file", l_lock_file },     { "unlock_file", l_unlock_file },
+        { "wall_time", l_wall_time },     { "hostname", l_hostname },
         { "pid", l_pid },
         { NULL, NULL },
     };

@@ -238,10 +238,12 @@ local M = S.record {
       },
     },
     log = S.record {
-      default_table = true, doc = "progress output", order = { "every", "quiet" },
+      default_table = true, doc = "progress output and TensorBoard event files", order = { "every", "quiet", "tensorboard" },
       fields = {
         every = S.integer { gt = 0, default = 10, aliases = { "logging_steps" }, doc = "write a progress line every N steps (when not a terminal)" },
         quiet = S.boolean { default = false, doc = "no progress output" },
+        tensorboard = S.boolean { default = true, aliases = { "report_to" },
+                                  doc = "write TensorBoard event files into out/tb/ (`tensorboard --logdir runs`)" },
       },
     },
     resume = S.string { doc = "\"latest\" or a checkpoint folder such as runs/x/checkpoint-200" },

@@ -127,6 +127,11 @@ function M.train(resolved, opts)
       outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
     end
     t.metrics = root and outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil) or nil
+    -- TensorBoard event files beside it (log.tensorboard), rank 0 only, as metrics.jsonl
+    if root and recipe.log.tensorboard ~= false then
+      t.tb = require("trainer.train.tensorboard").open(recipe.out, { step = t.step, resumed = t.resume_dir ~= nil,
+        recipe_text = outputs.read(rpath) })
+    end
     if t.resume_dir then t.progress:message(("resumed from %s at step %d"):format(t.resume_dir, t.step)) end
     -- data.skip_bad: what was skipped is said once, before the first step
     for _, d in ipairs({ t.train_ds:summary(), t.eval_summary }) do

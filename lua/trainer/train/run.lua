@@ -552,6 +552,7 @@ function Run:flush_metrics()
   while self.held[1] and self.held[1].loss ~= nil do
     local row = table.remove(self.held, 1)
     if self.metrics then self.metrics:write(row) end
+    if self.tb then self.tb:row(row) end
   end
 end
 
@@ -637,6 +638,7 @@ function Run:evaluate()
   self.last_eval = scores
   self.evals[#self.evals + 1] = { step = self.step, scores = scores }
   if self.step == 0 then self.first_eval = scores end
+  if self.tb then self.tb:eval(self.step, scores) end
   if self.pending and self.pending.step == self.step then self.pending.eval = scores end
   if self.progress then self.progress:eval(self, scores) end
   if self.hooks.on_eval then self:call_hook("on_eval", scores) end
@@ -871,6 +873,7 @@ function Run:finish()
   self:read_scalars()
   self:flush_metrics()
   if self.metrics then self.metrics:close() end   -- checked: a failed close is a failed write
+  if self.tb then self.tb:close() end
   local s = self:summary()
   if not self:writes_outputs() then return s end
   outputs.write_atomic(self.out .. "/summary.json", json.encode(s, 2) .. "\n")
@@ -891,6 +894,7 @@ function Run:free()
   if self.scaler and self.scaler.free then self.scaler:free() end
   if self.found_flag then self.found_flag:free() self.found_flag = nil end
   if self.metrics then self.metrics:close(true) end
+  if self.tb then self.tb:close() end
   if self.loader then self.loader:close() end
   if self.train_ds then self.train_ds:close() end
   if self.optimizer then self.optimizer:free() end
