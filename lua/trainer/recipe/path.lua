@@ -53,7 +53,8 @@ end
 
 -- ---------------------------------------------------------------- the folders
 -- The folders after the naming file's own: { { dir = "...", from = "TRAINER_RECIPE_PATH" |
--- "built-in" }, ... }, each folder once (the first time it appears).
+-- "built-in" }, ... }, each folder once (the first time it appears); the working
+-- directory's recipes/ only when there is one.
 function M.folders()
   local list, seen = {}, {}
   local function add(dir, from)
@@ -64,7 +65,7 @@ function M.folders()
     list[#list + 1] = { dir = dir, from = from }
   end
   for entry in (os.getenv(M.variable) or ""):gmatch("[^:]+") do add(entry, M.variable) end
-  add("recipes", "built-in")
+  if native.is_dir("recipes") then add("recipes", "built-in") end
   local root = native.root()
   if root then add(root .. "/recipes", "built-in") end
   return list
@@ -173,12 +174,12 @@ function M.first_comment(file)
   return found
 end
 
--- Every recipe on the path (TRAINER_RECIPE_PATH, then the built-in folders):
--- { { name, file, folder = { dir, from }, about, shadowed_by = folder entry or nil }, ... }
--- in search order, folder by folder.
-function M.list()
+-- Every recipe in the folders (default: M.folders(), TRAINER_RECIPE_PATH then the built-in
+-- ones): { { name, file, folder = { dir, from }, about, shadowed_by = folder entry or nil },
+-- ... } in search order, folder by folder.
+function M.list(folders)
   local out, first = {}, {}
-  for _, folder in ipairs(M.folders()) do
+  for _, folder in ipairs(folders or M.folders()) do
     for _, name in ipairs(M.files_under(folder.dir)) do
       local file = M.join(folder.dir, name)
       local entry = { name = name, file = file, folder = folder, about = M.first_comment(file),
