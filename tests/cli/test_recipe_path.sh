@@ -179,7 +179,7 @@ return { model = { arch = "bert", config = "tiny", init = "random" } }
 EOF
 run_trainer check acme/bad_require.lua
 expect_rc missing_require_rc 1
-expect_err missing_require_names "require(\"acme.nosuch\"): no file acme/nosuch.lua or acme/nosuch/init.lua"
+expect_err missing_require_names "require(\"acme.nosuch\"): no such file acme/nosuch.lua or acme/nosuch/init.lua in the folders searched"
 expect_err missing_require_lists "  $OTHER (TRAINER_RECIPE_PATH)"
 run_trainer acme/nosuch_recipe.lua
 expect_rc missing_recipe_rc 1

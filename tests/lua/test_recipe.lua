@@ -116,7 +116,7 @@ return {
     local d = tmpdir()
     write(d .. "/r.lua", 'local b = require("nowhere_module")\nreturn {}')
     local msg = expect_user_error(function() recipe.load(d .. "/r.lua") end,
-      "require(\"nowhere_module\"): no file nowhere_module.lua or nowhere_module/init.lua")
+      "require(\"nowhere_module\"): no such file nowhere_module.lua or nowhere_module/init.lua in the folders searched")
     assert(msg:find("  " .. d .. " (the recipe's folder)", 1, true), msg)
   end },
   { "hooks_type_checked", function()

@@ -93,8 +93,8 @@ function Loader:require(from_file, name)
     self:note("require", from_file, name, nil, nil)
     return mod
   end
-  errors.user("%s: require(%q): no file %s.lua or %s/init.lua in the folders searched, in order:\n%s\n%s",
-    from_file, name, rel, rel, rpath.searched(folder), rpath.fix)
+  errors.user("%s: require(%q): %s\n%s", from_file, name,
+    rpath.not_found(folder, ("file %s.lua or %s/init.lua"):format(rel, rel)), rpath.fix)
 end
 
 -- ---------------------------------------------------------------- one file
@@ -201,8 +201,7 @@ function Loader:load_chain(path, chain)
     end
     local found, folder = rpath.find(path, t.extends)
     if not found then
-      errors.user("%s: extends = %q: no such file in the folders searched, in order:\n%s\n%s", path, t.extends,
-        rpath.searched(folder), rpath.fix)
+      errors.user("%s: extends = %q: %s\n%s", path, t.extends, rpath.not_found(folder), rpath.fix)
     end
     self:note("extends", path, t.extends, found, folder)
     parent_table, parent_origins = self:load_chain(found, chain)
@@ -287,9 +286,8 @@ function M.locate(name)
   if readable(name) then return name end
   local found, folders = rpath.find(nil, name)
   if found then return found end
-  errors.user("%s: no such recipe file in the folders searched, in order:\n%s\nGive the path of a .lua recipe "
-    .. "(e.g. recipes/scandi_lora.lua) or its name on %s (`trainer recipes` lists them).", name,
-    rpath.searched(folders), rpath.variable)
+  errors.user("%s: %s\nGive the path of a .lua recipe (e.g. recipes/scandi_lora.lua) or its name on %s "
+    .. "(`trainer recipes` lists them).", name, rpath.not_found(folders, "recipe file"), rpath.variable)
 end
 
 -- Resolves a recipe without raising for validation problems:

@@ -106,10 +106,13 @@ function M.find(from_file, name)
   return nil, folders
 end
 
--- "  DIR (FROM)" lines for an error's list of the folders searched; a folder that does not
--- exist says so.
-function M.searched(folders)
-  local lines = {}
+-- What an error says after the name that was not found: "no such file" (what: "recipe
+-- file", ...) and the folders searched (from M.find), one "  DIR (FROM)" line each, marking
+-- those that do not exist.
+function M.not_found(folders, what)
+  what = what or "file"
+  if #folders == 0 then return ("no such %s (an absolute path names only that file)"):format(what) end
+  local lines = { ("no such %s in the folders searched, in order:"):format(what) }
   for _, f in ipairs(folders) do
     lines[#lines + 1] = ("  %s (%s%s)"):format(f.dir, f.from, native.is_dir(f.dir) and "" or "; no such folder")
   end
@@ -126,7 +129,7 @@ function M.describe(resolved)
   local lines = {}
   for _, r in ipairs(resolved or {}) do
     local what = r.kind == "extends" and ("extends %q"):format(r.name) or ("require(%q)"):format(r.name)
-    local where = r.file and ("%s (%s)"):format(r.file, r.folder.from) or "trainer's own module"
+    local where = r.file and ("%s (%s)"):format(r.file, r.folder.from) or "package.path (trainer's own modules)"
     lines[#lines + 1] = ("%s in %s: %s"):format(what, r.from, where)
   end
   return lines

@@ -30,7 +30,7 @@ return {
       io.write((("%-" .. width[1] .. "s  %-" .. width[2] .. "s  %s"):format(r[1], r[2], r[3]):gsub("%s+$", "")), "\n")
     end
     if #rows == 0 then
-      io.stderr:write(("no .lua files in the folders searched:\n%s\n"):format(rpath.searched(rpath.folders())))
+      io.stderr:write(("%s\n"):format(rpath.not_found(rpath.folders(), ".lua file")))
     end
     return 0
   end,
