@@ -126,6 +126,11 @@ run_trainer check "$TMP/pin_new.lua"
 expect_rc pin_refuses_rc 1
 expect_err pin_refuses_says "$TMP/pin_new.lua: this recipe needs trainer >= 99.1; this is $VERSION."
 if grep -q "unknown key" "$TMP/err"; then fail pin_before_unknown_key "$ERR"; else pass pin_before_unknown_key; fi
+# a recipe that fails while it is read, on an API of the newer trainer, still gets the pin
+printf 'local x = trainer.api_of_trainer_99()\nreturn { requires = ">= 99.1", model = {} }\n' >"$TMP/pin_api.lua"
+run_trainer check "$TMP/pin_api.lua"
+expect_rc pin_before_failing_code_rc 1
+expect_err pin_before_failing_code "$TMP/pin_api.lua: this recipe needs trainer >= 99.1; this is $VERSION."
 pin "$TMP/pin_old.lua" '"< 0.0.1"' ''
 run_trainer check "$TMP/pin_old.lua"
 expect_rc pin_refuses_upper_rc 1

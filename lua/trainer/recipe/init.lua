@@ -103,6 +103,35 @@ local function describe_type(v)
   return type(v) == "table" and "a table" or ("a " .. type(v))
 end
 
+-- A recipe's `requires` pin against this binary's version, checked as each file of the
+-- chain is read, before its parent is looked for and before any key is checked: a recipe
+-- written for a newer trainer may use keys this one does not know.
+local function check_pin(path, pin)
+  if pin == nil then return end
+  local have = version.current()
+  local ok, why = version.satisfies(have, pin)
+  if ok == nil then
+    errors.user("%s: requires = %s: %s. The pin names the trainer versions the recipe works with "
+      .. "(`trainer --version` prints this one's, %s).", path, schema.show_value(pin), why, have)
+  end
+  if not ok then
+    errors.user("%s: this recipe needs trainer %s; this is %s. Install a trainer that satisfies the pin, or "
+      .. "use a version of the recipe written for %s.", path, pin, have, have)
+  end
+end
+
+-- A file that fails while it is read may be failing because it was written for a newer
+-- trainer: when its text holds a `requires = "..."` literal that this version does not
+-- satisfy, that is the error to give.
+local function check_written_pin(path)
+  local f = io.open(path, "r")
+  if not f then return end
+  local text = f:read("*a")
+  f:close()
+  local _, pin = text:match("%f[%w_]requires%s*=%s*([\"'])(.-)%1")
+  if pin and version.satisfies(version.current(), pin) == false then check_pin(path, pin) end
+end
+
 -- Runs one recipe file; returns its table.
 function Loader:run_file(path)
   if not readable(path) then
@@ -110,6 +139,7 @@ function Loader:run_file(path)
   end
   local chunk, err = loadfile(path)
   if not chunk then
+    check_written_pin(path)
     errors.user("%s\nThat is a Lua syntax error in the recipe: fix the line it names.", err)
   end
   setfenv(chunk, self:env(path))
@@ -118,6 +148,7 @@ function Loader:run_file(path)
     return tostring(e)
   end)
   if not ok then
+    check_written_pin(path)
     if errors.is_user_error(result) then error(result, 0) end
     errors.user("%s\nThe recipe raised this error while it was being read.", result)
   end
@@ -157,23 +188,6 @@ local function mark_origins(t, prefix, file, origins)
     local p = schema.join(prefix, k)
     origins[p] = file
     if type(v) == "table" then mark_origins(v, p, file, origins) end
-  end
-end
-
--- A recipe's `requires` pin against this binary's version, checked as each file of the
--- chain is read, before its parent is looked for and before any key is checked: a recipe
--- written for a newer trainer may use keys this one does not know.
-local function check_pin(path, pin)
-  if pin == nil then return end
-  local have = version.current()
-  local ok, why = version.satisfies(have, pin)
-  if ok == nil then
-    errors.user("%s: requires = %s: %s. The pin names the trainer versions the recipe works with "
-      .. "(`trainer --version` prints this one's, %s).", path, schema.show_value(pin), why, have)
-  end
-  if not ok then
-    errors.user("%s: this recipe needs trainer %s; this is %s. Install a trainer that satisfies the pin, or "
-      .. "use a version of the recipe written for %s.", path, pin, have, have)
   end
 end
 
