@@ -69,6 +69,10 @@ run_trainer check acme/scandi_lora_big.lua
 expect_out path_own_folder_first "-- extends \"scandi_lora.lua\" in $TEAM/acme/scandi_lora_big.lua: $TEAM/acme/scandi_lora.lua (the recipe's folder)"
 run_trainer plan acme/scandi_lora.lua
 expect_rc path_plan_by_name_rc 0
+# the train command finds it too: it gets as far as the missing data (nothing trains)
+run_trainer acme/scandi_lora.lua out="$TMP/runs/by_name"
+expect_rc path_train_by_name_rc 1
+expect_err path_train_by_name_reaches_data "data.train: no training file given"
 # relative entries are relative to the working folder
 TRAINER_RECIPE_PATH=../team run_trainer check --quiet acme/scandi_lora.lua
 expect_rc path_relative_entry_rc 0
