@@ -110,7 +110,8 @@ expect_err cycle_chain "extends cycle: $R/cycle_a.lua -> $R/cycle_b.lua -> $R/cy
 
 run_trainer check $R/bad_parent.lua
 expect_rc parent_rc 1
-expect_err parent_named "extends = \"base/does_not_exist.lua\": no such file (tried $R/base/does_not_exist.lua"
+expect_err parent_named "extends = \"base/does_not_exist.lua\": no such file in the folders searched"
+expect_err parent_searched_own_folder "  $R (the recipe's folder)"
 
 run_trainer check $R/nope.lua
 expect_rc missing_recipe_rc 1

@@ -98,7 +98,7 @@ expect_err other_folder_refused_says "out = $TMP/runs/sts holds another run's ou
 expect_err other_folder_refused_hint "trainer resume $TMP/runs/try8"
 run_trainer "$TMP/sts.lua" out="$TMP/runs/try8" resume=latest
 expect_rc other_settings_refused_rc 1
-expect_err other_settings_refused_names_key "steps = 8 there, 12 here"
+expect_err other_settings_refused_names_key "steps: 8 -> 12"
 if [ "$(fingerprint "$TMP/runs/sts")" = "$default_before" ] && [ "$(fingerprint "$TMP/runs/try8")" = "$try8_before" ]; then
   pass refusals_change_nothing
 else

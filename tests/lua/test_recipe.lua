@@ -115,7 +115,9 @@ return {
   { "require_missing_names_paths", function()
     local d = tmpdir()
     write(d .. "/r.lua", 'local b = require("nowhere_module")\nreturn {}')
-    expect_user_error(function() recipe.load(d .. "/r.lua") end, "require(\"nowhere_module\"): no such file")
+    local msg = expect_user_error(function() recipe.load(d .. "/r.lua") end,
+      "require(\"nowhere_module\"): no such file nowhere_module.lua or nowhere_module/init.lua in the folders searched")
+    assert(msg:find("  " .. d .. " (the recipe's folder)", 1, true), msg)
   end },
   { "hooks_type_checked", function()
     local d = tmpdir()

@@ -13,6 +13,7 @@ M.usage = [[
 usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the recipe first)
        trainer resume RUN_DIR [key=value ...]              continue a stopped run from its folder alone
        trainer check RECIPE.lua [key=value ...]            validate a recipe, print it resolved
+       trainer check --diff A.lua B.lua [key=value ...]    the keys whose resolved values differ
        trainer check --keys                                the recipe key reference
        trainer plan RECIPE.lua [--budget SIZE] [--json]    memory plan without training
                                                            (exit 2 when it does not fit the budget)
@@ -22,6 +23,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the 
        trainer classify MODEL_DIR FILE [--adapter DIR]     labels of texts or TAB-separated pairs
        trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR         fold a LoRA adapter into a copy of its model
        trainer keys                                        the recipe key reference (Markdown)
+       trainer recipes                                     the recipes on TRAINER_RECIPE_PATH and recipes/
        trainer repl [RECIPE.lua]                           interactive Lua with the trainer API
        trainer                                             same as `trainer repl`
        trainer run SCRIPT.lua [args ...]                   run a Lua script with the trainer API
@@ -89,6 +91,9 @@ end
 
 -- ---------------------------------------------------------------- commands
 function M.check(args)
+  for i = 2, #args do
+    if args[i] == "--diff" then return require("trainer.cli.check_diff").run(args) end
+  end
   local path, overrides, flags = split_args(args, 2, { keys = "bool", quiet = "bool" })
   if flags.keys then
     io.write(require("trainer.recipe.keys_doc").markdown())
@@ -98,7 +103,8 @@ function M.check(args)
   local recipe = require("trainer.recipe")
   local r = recipe.load(path, overrides)
   if not flags.quiet then
-    io.write("-- ", path, " resolved", #r.files > 1 and (" (extends " .. table.concat(r.files, " <- ", 2) .. ")") or "", "\n")
+    io.write("-- ", r.path, " resolved", #r.files > 1 and (" (extends " .. table.concat(r.files, " <- ", 2) .. ")") or "", "\n")
+    for _, line in ipairs(require("trainer.recipe.path").describe(r.resolved)) do io.write("-- ", line, "\n") end
     io.write("return ", require("trainer.cli.pretty").literal(r.recipe), "\n")
   end
   print_warnings(r)

@@ -1,11 +1,12 @@
 -- trainer.recipe: loading a recipe file into one resolved, validated table.
 --
 --   1. the file runs in its own environment: the standard library, `trainer`, and a
---      `require` that finds Lua files next to the recipe or under recipes/; reading an
---      undefined global is an error that names it;
---   2. `extends = "parent.lua"` (relative to the recipe, else to recipes/) loads the
---      parent first; the child merges over it: tables key by key, lists and values
---      replace; a cycle is an error that prints the chain;
+--      `require` that finds Lua files on the recipe path (next to the recipe, then
+--      TRAINER_RECIPE_PATH, then recipes/: trainer.recipe.path); reading an undefined
+--      global is an error that names it; its `requires` pin is checked (trainer.recipe.version);
+--   2. `extends = "parent.lua"` (found on the same path) loads the parent first; the
+--      child merges over it: tables key by key, lists and values replace; a cycle is an
+--      error that prints the chain;
 --   3. command-line overrides `a.b.c=value` apply (values read as Lua literals, else as
 --      plain strings; `key=nil` deletes); each must name a key the schema knows;
 --   4. the result is checked against trainer.recipe_schema, every error in one pass,
@@ -16,63 +17,16 @@ local schema = require("trainer.recipe.schema")
 local spec = require("trainer.recipe.keys")
 local suggest = require("trainer.recipe.suggest")
 local native = require("trainer.native")
+local rpath = require("trainer.recipe.path")
+local version = require("trainer.recipe.version")
 
 local M = {}
 
 -- ---------------------------------------------------------------- paths
-local function dirname(p)
-  return p:match("^(.*)/[^/]*$") or "."
-end
-
--- Collapses "a/./b" and "a/x/../b"; keeps relative paths relative.
-local function normalize(p)
-  local absolute = p:sub(1, 1) == "/"
-  local parts = {}
-  for part in p:gmatch("[^/]+") do
-    if part == ".." and #parts > 0 and parts[#parts] ~= ".." then
-      parts[#parts] = nil
-    elseif part ~= "." then
-      parts[#parts + 1] = part
-    end
-  end
-  local s = table.concat(parts, "/")
-  if absolute then return "/" .. s end
-  return s == "" and "." or s
-end
-M.normalize = normalize
-
-local function join(dir, p)
-  if p:sub(1, 1) == "/" then return normalize(p) end
-  if dir == "." or dir == "" then return normalize(p) end
-  return normalize(dir .. "/" .. p)
-end
-
-local function readable(p)
-  local f = io.open(p, "r")
-  if f then f:close() return true end
-  return false
-end
-
--- Where recipes/ lives: the working directory's, then the installation's.
-local function recipe_dirs()
-  local dirs = { "recipes" }
-  local root = native.root()
-  if root then dirs[#dirs + 1] = root .. "/recipes" end
-  return dirs
-end
-
--- Candidate files for a path named inside `from_file` (extends or require).
-local function candidates(from_file, p)
-  if p:sub(1, 1) == "/" then return { p } end
-  local list, seen = {}, {}
-  local function add(c)
-    c = normalize(c)
-    if not seen[c] then seen[c] = true; list[#list + 1] = c end
-  end
-  add(join(dirname(from_file), p))
-  for _, d in ipairs(recipe_dirs()) do add(join(d, p)) end
-  return list
-end
+-- Where names are found: the naming file's folder, TRAINER_RECIPE_PATH, recipes/
+-- (trainer.recipe.path).
+local readable = rpath.readable
+M.normalize = rpath.normalize
 
 -- ---------------------------------------------------------------- environment
 local std_names = {
@@ -87,7 +41,8 @@ Loader.__index = Loader
 function Loader.new()
   -- module_files: { path, value } of each module a recipe required, for `trainer plan`'s
   -- "where the budget came from"
-  return setmetatable({ modules = {}, module_files = {} }, Loader)
+  -- resolved: where each extends and require resolved (Loader:note)
+  return setmetatable({ modules = {}, module_files = {}, resolved = {} }, Loader)
 end
 
 -- A fresh environment for a recipe or a module it requires.
@@ -106,37 +61,75 @@ function Loader:env(file)
   })
 end
 
--- require() inside recipes: files next to the requiring file, then under recipes/,
--- then trainer's own modules.
+-- Notes where a name given in from_file resolved, for `trainer check`: kind "extends" or
+-- "require", and the folder entry it was found in (nil: trainer's own module).
+function Loader:note(kind, from_file, name, file, folder)
+  for _, r in ipairs(self.resolved) do
+    if r.kind == kind and r.from == from_file and r.name == name then return end
+  end
+  self.resolved[#self.resolved + 1] = { kind = kind, from = from_file, name = name, file = file, folder = folder }
+end
+
+-- require() inside recipes: NAME.lua or NAME/init.lua (dots are folders) on the recipe
+-- path (trainer.recipe.path), else one of trainer's own modules.
 function Loader:require(from_file, name)
   local rel = name:gsub("%.lua$", ""):gsub("%.", "/")
-  local tried = {}
-  for _, suffix in ipairs({ ".lua", "/init.lua" }) do
-    for _, c in ipairs(candidates(from_file, rel .. suffix)) do
-      tried[#tried + 1] = c
-      if readable(c) then
-        local key = native.realpath(c) or c
-        if self.modules[key] == nil then
-          local chunk, err = loadfile(c)
-          if not chunk then errors.user("%s (required by %s)", err, from_file) end
-          setfenv(chunk, self:env(c))
-          local value = chunk(name)
-          self.modules[key] = value == nil and true or value
-          self.module_files[#self.module_files + 1] = { path = c, value = value }
-        end
-        return self.modules[key]
-      end
+  local c, folder = rpath.find(from_file, { rel .. ".lua", rel .. "/init.lua" })
+  if c then
+    self:note("require", from_file, name, c, folder)
+    local key = native.realpath(c) or c
+    if self.modules[key] == nil then
+      local chunk, err = loadfile(c)
+      if not chunk then errors.user("%s (required by %s)", err, from_file) end
+      setfenv(chunk, self:env(c))
+      local value = chunk(name)
+      self.modules[key] = value == nil and true or value
+      self.module_files[#self.module_files + 1] = { path = c, value = value }
     end
+    return self.modules[key]
   end
   local ok, mod = pcall(require, name)
-  if ok then return mod end
-  errors.user("%s: require(%q): no such file (tried %s)", from_file, name, table.concat(tried, ", "))
+  if ok then
+    self:note("require", from_file, name, nil, nil)
+    return mod
+  end
+  errors.user("%s: require(%q): %s\n%s", from_file, name,
+    rpath.not_found(folder, ("file %s.lua or %s/init.lua"):format(rel, rel)), rpath.fix)
 end
 
 -- ---------------------------------------------------------------- one file
 local function describe_type(v)
   if v == nil then return "nothing" end
   return type(v) == "table" and "a table" or ("a " .. type(v))
+end
+
+-- A recipe's `requires` pin against this binary's version, checked as each file of the
+-- chain is read, before its parent is looked for and before any key is checked: a recipe
+-- written for a newer trainer may use keys this one does not know.
+local function check_pin(path, pin)
+  if pin == nil then return end
+  local have = version.current()
+  local ok, why = version.satisfies(have, pin)
+  if ok == nil then
+    errors.user("%s: requires = %s: %s. The pin names the trainer versions the recipe works with "
+      .. "(`trainer --version` prints this one's, %s).", path, schema.show_value(pin), why, have)
+  end
+  if not ok then
+    errors.user("%s: this recipe needs trainer %s; this is %s. Install a trainer that satisfies the pin, or "
+      .. "use a version of the recipe written for %s.", path, pin, have, have)
+  end
+end
+
+-- A file that fails while it is read may be failing because it was written for a newer
+-- trainer: when its text holds a `requires = "..."` literal that this version does not
+-- satisfy, that is the error to give.
+local function check_written_pin(path)
+  local f = io.open(path, "r")
+  if not f then return end
+  local text = f:read("*a")
+  f:close()
+  local _, pin = text:match("%f[%w_]requires%s*=%s*([\"'])(.-)%1")
+  if pin and version.satisfies(version.current(), pin) == false then check_pin(path, pin) end
 end
 
 -- Runs one recipe file; returns its table.
@@ -146,6 +139,7 @@ function Loader:run_file(path)
   end
   local chunk, err = loadfile(path)
   if not chunk then
+    check_written_pin(path)
     errors.user("%s\nThat is a Lua syntax error in the recipe: fix the line it names.", err)
   end
   setfenv(chunk, self:env(path))
@@ -154,6 +148,7 @@ function Loader:run_file(path)
     return tostring(e)
   end)
   if not ok then
+    check_written_pin(path)
     if errors.is_user_error(result) then error(result, 0) end
     errors.user("%s\nThe recipe raised this error while it was being read.", result)
   end
@@ -211,18 +206,18 @@ function Loader:load_chain(path, chain)
   end
   chain[#chain + 1] = { path = path, real = real }
   local t = self:run_file(path)
+  check_pin(path, t.requires)
   local origins = {}
   local parent_table, parent_origins = {}, {}
   if t.extends ~= nil then
     if type(t.extends) ~= "string" then
       errors.user("%s: extends: expected a path (string) to a parent recipe, got %s", path, schema.show_value(t.extends))
     end
-    local tried = candidates(path, t.extends)
-    local found
-    for _, c in ipairs(tried) do if readable(c) then found = c break end end
+    local found, folder = rpath.find(path, t.extends)
     if not found then
-      errors.user("%s: extends = %q: no such file (tried %s)", path, t.extends, table.concat(tried, ", "))
+      errors.user("%s: extends = %q: %s\n%s", path, t.extends, rpath.not_found(folder), rpath.fix)
     end
+    self:note("extends", path, t.extends, found, folder)
     parent_table, parent_origins = self:load_chain(found, chain)
   end
   local own = schema.copy(t)
@@ -299,18 +294,30 @@ local function basename_noext(p)
   return (p:match("([^/]+)$") or p):gsub("%.lua$", "")
 end
 
+-- The file of a recipe named on the command line: the path itself when it is a file, else
+-- the name looked for on TRAINER_RECIPE_PATH and in the built-in recipes/.
+function M.locate(name)
+  if readable(name) then return name end
+  local found, folders = rpath.find(nil, name)
+  if found then return found end
+  errors.user("%s: %s\nGive the path of a .lua recipe (e.g. recipes/scandi_lora.lua) or its name on %s "
+    .. "(`trainer recipes` lists them).", name, rpath.not_found(folders, "recipe file"), rpath.variable)
+end
+
 -- Resolves a recipe without raising for validation problems:
 -- returns { recipe, files, errors = { "..." }, warnings = { "..." }, origins = { key path ->
--- the file (or "command line (...)") that set it }, modules = { { path, value } required } }.
+-- the file (or "command line (...)") that set it }, modules = { { path, value } required },
+-- resolved = where each extends and require resolved (Loader:note) }.
 -- Loading problems (missing file, syntax error, cycle) still raise.
 function M.resolve(path, overrides)
+  path = M.locate(path)
   local loader = Loader.new()
   local t, origins, chain = loader:load_chain(path)
   local report = schema.new_report()
   apply_overrides(t, overrides, origins, report)
   schema.check(spec, t, "", report)
   local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path,
-                   origins = origins, modules = loader.module_files }
+                   origins = origins, modules = loader.module_files, resolved = loader.resolved }
   result.overrides = overrides or {}   -- the command line, for resume (trainer.resume)
   for i, c in ipairs(chain) do result.files[i] = c.path end
   table.sort(report.errors, function(a, b) return a.at < b.at end)

@@ -189,13 +189,14 @@ local lora = S.oneof {
 
 local M = S.record {
   doc = "a recipe",
-  order = { "name", "description", "extends", "device", "seed", "model", "data", "loss", "optim", "schedule",
+  order = { "name", "description", "extends", "requires", "device", "seed", "model", "data", "loss", "optim", "schedule",
             "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save",
             "log", "resume", "memory", "distributed", "out", "overwrite", "hooks", "loop" },
   fields = {
     name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
     description = S.string { doc = "what this recipe is for, for the people you share it with" },
-    extends = S.string { doc = "parent recipe (relative to this file, else to recipes/): tables merge key by key, lists and values replace" },
+    extends = S.string { doc = "parent recipe, found next to this file, then on TRAINER_RECIPE_PATH, then in recipes/: tables merge key by key, lists and values replace" },
+    requires = S.string { doc = "the trainer versions the recipe works with, e.g. \">= 0.4\" or \">= 0.4, < 0.6\" (>=, >, <=, <, =); checked before any key" },
     device = S.string { patterns = { "^auto$", "^cpu$", "^cuda$", "^cuda:%d+$" }, default = "auto", hint = device_hint,
                         pattern_doc = "\"auto\", \"cpu\", \"cuda\" or \"cuda:N\"", doc = "where to train (auto: cuda when a GPU is visible)" },
     seed = S.integer { min = 0, default = 42, doc = "seed of shuffling, initialisation and dropout" },

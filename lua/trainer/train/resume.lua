@@ -19,7 +19,6 @@ local errors = require("trainer.core.errors")
 local json = require("trainer.core.json")
 local native = require("trainer.native")
 local outputs = require("trainer.train.outputs")
-local pretty = require("trainer.cli.pretty")
 
 local M = {}
 
@@ -134,36 +133,15 @@ function M.identity(recipe)
   return out
 end
 
-local function same(a, b)
-  if type(a) ~= type(b) then return false end
-  if type(a) ~= "table" then return a == b end
-  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
-  for k in pairs(b) do if a[k] == nil then return false end end
-  return true
+-- "key: A -> B" for each key where a (the folder's) and b (the command's) differ: the
+-- same lines as `trainer check --diff` (trainer.recipe.diff).
+function M.differences(a, b)
+  return require("trainer.recipe.diff").lines(a, b)
 end
 
-local function show(v)
-  if v == nil then return "unset" end
-  return (pretty.literal(v):gsub("%s+", " "))
-end
-
--- "key: A there, B here" for each key where a (the folder's) and b (the command's) differ.
-function M.differences(a, b, prefix, out)
-  out = out or {}
-  prefix = prefix or ""
-  local keys = {}
-  for k in pairs(a) do keys[#keys + 1] = k end
-  for k in pairs(b) do if a[k] == nil then keys[#keys + 1] = k end end
-  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
-  for _, k in ipairs(keys) do
-    local x, y, name = a[k], b[k], prefix .. tostring(k)
-    if type(x) == "table" and type(y) == "table" and not (x[1] ~= nil or y[1] ~= nil) then
-      M.differences(x, y, name .. ".", out)
-    elseif not same(x, y) then
-      out[#out + 1] = ("%s = %s there, %s here"):format(name, show(x), show(y))
-    end
-  end
-  return out
+-- The differences as the indented block that ends a refusal.
+local function diff_block(diffs)
+  return "\nWhat differs (the folder's run -> this command):\n  " .. table.concat(diffs, "\n  ")
 end
 
 -- Whether a folder holds any output of a run.
@@ -197,10 +175,10 @@ function M.check_target(resolved, resume_dir)
   end
   local diffs = M.differences(M.identity(stored), M.identity(resolved.recipe))
   if #diffs > 0 then
-    errors.user("%s holds a run made with other settings than this command (%s), so resuming there would mix two "
+    errors.user("%s holds a run made with other settings than this command, so resuming there would mix two "
       .. "runs' outputs; nothing was written. To continue that run as it was: trainer resume %s (add key=value "
       .. "overrides to change a setting on purpose, e.g. trainer resume %s optim.lr=1e-5). To start a new run, "
-      .. "give it a new folder: out=runs/NEW_NAME.", out, table.concat(diffs, "; "), M.shell_word(out), M.shell_word(out))
+      .. "give it a new folder: out=runs/NEW_NAME.%s", out, M.shell_word(out), M.shell_word(out), diff_block(diffs))
   end
 end
 
@@ -269,8 +247,8 @@ function M.load(run_dir, overrides)
     local diffs = src and M.differences(M.identity(stored), M.identity(src.recipe))
     if not src or #diffs > 0 then
       errors.user("resume: the run in %s has functions (hooks or loop) that resolved_recipe.lua cannot hold, so they "
-        .. "are taken from %s; but that recipe no longer gives this run (%s). Restore it as it was, or start a new run.",
-        run_dir, tostring(command[1]), src and table.concat(diffs, "; ") or "it is not recorded")
+        .. "are taken from %s; but that recipe no longer gives this run%s. Restore it as it was, or start a new run.%s",
+        run_dir, tostring(command[1]), src and "" or " (it is not recorded)", src and diff_block(diffs) or "")
     end
     resolved = recipe.load(command[1], append({ unpack(command, 2) }, overrides))
   else
