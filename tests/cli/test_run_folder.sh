@@ -85,7 +85,7 @@ if [ "$(fingerprint "$TMP/runs/done")" = "$done_before" ]; then pass overwrite_f
 run_trainer "$TMP/plain.lua" steps=2 out="$TMP/runs/done" overwrite=true --quiet
 expect_rc overwrite_rc 0
 ls "$TMP/runs/done" >"$TMP/after_overwrite"
-if [ "$(tr '\n' ' ' <"$TMP/after_overwrite")" = "checkpoint-2 metrics.jsonl notes.txt resolved_recipe.lua summary.json " ]; then
+if [ "$(tr '\n' ' ' <"$TMP/after_overwrite")" = "checkpoint-2 metrics.jsonl notes.txt resolved_recipe.lua summary.json tb " ]; then
   pass overwrite_removed_old_outputs
 else
   fail overwrite_removed_old_outputs "$(tr '\n' ' ' <"$TMP/after_overwrite")"

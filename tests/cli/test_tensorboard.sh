@@ -58,8 +58,10 @@ reader corrupt "$(first_file "$run")" damaged
 run_trainer "$TMP/plain.lua" steps=2 out="$TMP/runs/off" log.tensorboard=false --quiet
 expect_rc off_rc 0
 [ "$(nfiles "$TMP/runs/off")" = 0 ] && pass off_no_event_file || fail off_no_event_file "$(ls "$TMP/runs/off/tb")"
-# a fresh run into a folder replaces its earlier run's event files, as it replaces metrics.jsonl
-run_trainer "$TMP/plain.lua" steps=2 out="$run2" save.every=1000 --quiet
+# a fresh run into a finished run's folder (overwrite = true) replaces its event files, as it
+# replaces metrics.jsonl
+run_trainer "$TMP/plain.lua" steps=2 out="$run2" save.every=1000 overwrite=true --quiet
+expect_rc fresh_run_rc 0
 [ "$(nfiles "$run2")" = 1 ] && pass fresh_run_replaces_files || fail fresh_run_replaces_files "$(ls "$run2/tb")"
 
 # ---- 5. write failures

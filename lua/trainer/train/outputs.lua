@@ -341,10 +341,10 @@ function M.checkpoints(out)
 end
 
 -- The files and folders a run writes into out (for overwrite = true): its recipe, metrics,
--- summary, report and checkpoints, finished or half-built. Anything else in out is the
+-- summary, report, TensorBoard event files (tb/) and checkpoints, finished or half-built. Anything else in out is the
 -- user's and is left alone.
 local RUN_FILES = { ["resolved_recipe.lua"] = true, ["metrics.jsonl"] = true, ["summary.json"] = true,
-  ["report.svg"] = true, ["report.html"] = true }
+  ["report.svg"] = true, ["report.html"] = true, tb = true }
 function M.run_files(out)
   local list = {}
   for _, name in ipairs(native.list_dir(out) or {}) do
