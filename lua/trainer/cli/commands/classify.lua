@@ -10,6 +10,7 @@ return {
     local json = require("trainer.core.json")
     local ops = require("trainer.core.ops")
     local tk = require("trainer.core.tokenizer")
+    local runtime = require("trainer.core.runtime")
     local flags, lines, model, tok = cl.load_for("classify", "classification", args, usage)
     local bs = cl.int(flags, "batch", 32)
     for first = 1, #lines, bs do
@@ -26,6 +27,9 @@ return {
       local K = probs:shape()[2]
       local v = probs:values()
       probs:free()
+      -- on a device the ids are checked by a kernel: its verdict is read here, where the host
+      -- waits for the probabilities anyway, before this batch's lines are written
+      runtime.check_device_errors(flags.device)
       for r = 0, #chunk - 1 do
         local best, p = 0, {}
         for k = 0, K - 1 do

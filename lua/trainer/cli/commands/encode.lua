@@ -8,6 +8,7 @@ return {
   run = function(args)
     local cl = require("trainer.cli.model_args")
     local tk = require("trainer.core.tokenizer")
+    local runtime = require("trainer.core.runtime")
     local flags, lines, model, tok = cl.load_for("encode", "embedding", args, usage)
     local bs = cl.int(flags, "batch", 32)
     -- Like sentence-transformers: within a window, encode texts sorted by length so a batch
@@ -29,6 +30,9 @@ return {
         local C = e:shape()[2]
         local v = e:values()
         e:free()
+        -- on a device the ids are checked by a kernel: its verdict is read here, where the
+        -- host waits for the embeddings anyway, before any of them is written
+        runtime.check_device_errors(flags.device)
         for r = 0, last - first do
           local row = {}
           for c = 1, C do row[c] = v[r * C + c] end
