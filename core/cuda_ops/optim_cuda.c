@@ -5,7 +5,9 @@
  * one parameter, so the list holds one record here, and a fused step over all parameters
  * calls the same kernel with the full list. A half gradient is converted to f32 workspace
  * first (the kernels read f32 gradients). Adafactor: kernels/cuda/adafactor.cu, its
- * learning rate and clip computed on the device. */
+ * learning rate and clip computed on the device. SGD and Adafactor take the found-inf flag
+ * and the loss scale's skip count as device pointers (skipped, and the step from the count,
+ * on the device), as AdamW's multi-tensor step does. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -65,12 +67,16 @@ static int sgd_body(tr_cslot *s, tr_op_call *c)
         .inv_grad_scale = 1.0f / c->f[4],
         .nesterov = c->i[0] != 0,
         .first_step = c->i[1] == 1,
-        .skip = NULL,
+        .skip = c->t[4] ? c->t[4]->data : NULL,
+        .skipped = c->t[5] ? c->t[5]->data : NULL,
+        .step = c->i[1],
+        .skipped_known = c->i[2],
     };
     return tr_k_sgd_cuda(list, 1, param->numel, &a, s->stream, s->err);
 }
 
-/* *res (float, host; may be NULL) = the learning rate used: reading it back synchronises. */
+/* *res (float, host; may be NULL) = the learning rate used: reading it back synchronises
+ * (a training step passes NULL). skip_if and the skip count are read by the kernels. */
 TR_CSLOT_DEFINE(adafactor)
 static int adafactor_body(tr_cslot *s, tr_op_call *c)
 {
@@ -95,6 +101,13 @@ static int adafactor_body(tr_cslot *s, tr_op_call *c)
         .beta2t = (float)(1 - pow(t, cfg->decay_rate)),
         .grad_scale = c->f[0],
         .scale_parameter = cfg->scale_parameter != 0,
+        .skip = c->t[7] ? c->t[7]->data : NULL,
+        .skipped = c->t[8] ? c->t[8]->data : NULL,
+        .step = c->i[0],
+        .skipped_known = c->i[1],
+        .decay_rate = cfg->decay_rate,
+        .relative_step = cfg->relative_step != 0,
+        .warmup_init = cfg->warmup_init != 0,
     };
     const void *g;
     void *scratch, *lr_dev;
@@ -103,11 +116,8 @@ static int adafactor_body(tr_cslot *s, tr_op_call *c)
         (rc = tr_cslot_ws(s, tr_k_adafactor_scratch_cuda(B, R, C), TR_F32, &scratch)) ||
         (rc = tr_cslot_ws(s, 1, TR_F32, &lr_dev)) ||
         (rc = tr_k_adafactor_cuda(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
-                                  factored ? col->data : NULL, factored ? NULL : v->data, g, B, R, C, &a, scratch,
-                                  lr_dev, s->stream, s->err)))
-        return rc;
-    if (half &&
-        (rc = tr_k_cast_any_cuda(half->data, half->dtype, param->data, TR_F32, param->numel, s->stream, s->err)))
+                                  factored ? col->data : NULL, factored ? NULL : v->data, half ? half->data : NULL,
+                                  half ? half->dtype : TR_F32, g, B, R, C, &a, scratch, lr_dev, s->stream, s->err)))
         return rc;
     if (c->res) {
         float lr = 0;

@@ -5,8 +5,18 @@
  * tensors of a call are on one device, errors are TR_EUSER naming the op and argument.
  * The master parameter is f32 and updated in place (=); the gradient may be f32, bf16
  * or f16 and is read only; half_copy (bf16 or f16, optional) receives the new parameter
- * (=), the half weight a mixed-precision forward reads. grad_scale divides the gradient
- * (the loss scale it still carries; 1 when none). step counts from 1. */
+ * (the half weight a mixed-precision forward reads; a skipped step leaves it alone). grad_scale divides the gradient
+ * (the loss scale it still carries; 1 when none). step counts from 1.
+ *
+ * Both steps can be skipped and their step number corrected where the fp16 loss scale
+ * lives, so that a step on a GPU reads nothing back (as tr_op_adamw_multi_steps,
+ * ops_multi_tensor.h): skip_if (1-element i32, may be NULL) nonzero leaves every tensor
+ * as it was (param, the state, half_copy); skipped (1-element i32, may be NULL: the step
+ * is `step`) is the device loss scale's skip count, and the step the update uses is
+ * step - (skipped[0] - skipped_known), skipped_known being the count the host last read
+ * (its step counts leave those skips out and still count the later ones). On the CPU both
+ * are read directly; on CUDA the kernels read them (an effective step below 1, which the
+ * CPU refuses, counts as 1 there: a device cannot report it without a read). */
 #ifndef TR_OPS_SGD_ADAFACTOR_H
 #define TR_OPS_SGD_ADAFACTOR_H
 
@@ -15,13 +25,13 @@
 /* ------------------------------------------------------------ sgd */
 
 /* One torch.optim.SGD step: d = g + weight_decay * param (coupled L2); with momentum != 0,
- * buf = d at step 1 and momentum * buf + (1 - dampening) * d after, then d = buf, or
- * d + momentum * buf with nesterov (which needs dampening 0, as torch checks);
+ * buf = d at (effective) step 1 and momentum * buf + (1 - dampening) * d after, then
+ * d = buf, or d + momentum * buf with nesterov (which needs dampening 0, as torch checks);
  * param -= lr * d. momentum_buf (f32, param's numel) is required when momentum != 0 and
  * ignored (may be NULL) otherwise. */
 int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
               float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
-              float grad_scale);
+              float grad_scale, const tr_tensor *skip_if, const tr_tensor *skipped, int64_t skipped_known);
 
 /* ------------------------------------------------------------ adafactor */
 
@@ -45,10 +55,13 @@ typedef struct tr_adafactor_config {
 /* One Adafactor step. A parameter of 2 or more dims [..., R, C] is factored: row holds
  * numel / C elements (shape[:-1]), col numel / R (shape[:-2] + [C]), v is NULL. Otherwise
  * v has param's numel and row, col are NULL. exp_avg (param's numel) is given exactly when
- * cfg->beta1 >= 0. *lr_used (may be NULL) receives the learning rate the step applied
- * (relative step times the parameter-RMS scale, or cfg->lr). */
+ * cfg->beta1 >= 0. The relative step size and beta2 come from the effective step. *lr_used
+ * (host, may be NULL) receives the learning rate the step applied (relative step times the
+ * parameter-RMS scale, or cfg->lr; 0 when skip_if skipped the step); on a device asking for
+ * it waits for the step, so a training step passes NULL. */
 int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
                     tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
-                    int64_t step, float grad_scale, float *lr_used);
+                    int64_t step, float grad_scale, float *lr_used, const tr_tensor *skip_if,
+                    const tr_tensor *skipped, int64_t skipped_known);
 
 #endif

@@ -44,6 +44,39 @@ static int no_extra(tr_ctx *ctx, const char *op, const char *name, const tr_tens
     return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s was given but %s; pass NULL", op, name, why);
 }
 
+/* skip_if and skipped: one i32 element each when given (a found-inf flag, the device loss
+ * scale's skip count). */
+static int want_skip_args(tr_ctx *ctx, const char *op, const tr_tensor *skip_if, const tr_tensor *skipped)
+{
+    if (skip_if && (skip_if->dtype != TR_I32 || skip_if->numel != 1))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: skip_if has dtype %s and %lld elements but must be one i32 element (a found-inf flag, "
+                       "zeroed by the caller once per step)",
+                       op, tr_dtype_name(skip_if->dtype), (long long)skip_if->numel);
+    if (skipped && (skipped->dtype != TR_I32 || skipped->numel != 1))
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: skipped has dtype %s and %lld elements but must be one i32 element (the device loss "
+                       "scale's skip count)",
+                       op, tr_dtype_name(skipped->dtype), (long long)skipped->numel);
+    return TR_OK;
+}
+
+/* On the CPU slot (run): *skip = whether skip_if is set, *eff = the step the update uses
+ * (step less the skips the host has not read yet), refused below 1. */
+static int effective_step(tr_ctx *ctx, const char *op, const tr_tensor *skip_if, const tr_tensor *skipped,
+                          int64_t step, int64_t skipped_known, int *skip, int64_t *eff)
+{
+    *skip = skip_if && ((const int32_t *)skip_if->data)[0] != 0;
+    *eff = skipped ? step - ((int64_t)((const int32_t *)skipped->data)[0] - skipped_known) : step;
+    if (!*skip && *eff < 1)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: step %lld less the %lld skips not yet known (skipped %d, skipped_known %lld) is %lld; "
+                       "the effective step counts from 1",
+                       op, (long long)step, (long long)(step - *eff), ((const int32_t *)skipped->data)[0],
+                       (long long)skipped_known, (long long)*eff);
+    return TR_OK;
+}
+
 /* Writes the f32 master param into the half copy the forward reads. */
 static void refresh_half(const tr_tensor *half_copy, const tr_tensor *param)
 {
@@ -52,13 +85,16 @@ static void refresh_half(const tr_tensor *half_copy, const tr_tensor *param)
 
 /* ------------------------------------------------------------ sgd */
 
-static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf, const tr_tensor *half_copy,
-              float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
-              float grad_scale)
+static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf,
+                    const tr_tensor *half_copy, const tr_tensor *skip_if, const tr_tensor *skipped, float lr,
+                    float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+                    int64_t skipped_known, float grad_scale)
 {
     const char *op = "sgd";
     int rc;
-    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale))) return rc;
+    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale)) ||
+        (rc = want_skip_args(ctx, op, skip_if, skipped)))
+        return rc;
     if (!(lr >= 0 && momentum >= 0 && momentum < 1 && dampening >= 0 && dampening <= 1 && weight_decay >= 0))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "sgd: lr %g, momentum %g, dampening %g, weight_decay %g: momentum must be in [0, 1), "
@@ -77,10 +113,14 @@ static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tenso
             return rc;
     }
     if (!run) return TR_OK;
+    int skip;
+    int64_t eff;
+    if ((rc = effective_step(ctx, op, skip_if, skipped, step, skipped_known, &skip, &eff))) return rc;
+    if (skip) return TR_OK;
     tr_stage g = { 0 };
     if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
     tr_k_sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
-                 weight_decay, nesterov != 0, step == 1, grad_scale);
+                 weight_decay, nesterov != 0, eff == 1, grad_scale);
     tr_stage_release(ctx, &g);
     refresh_half(half_copy, param);
     return TR_OK;
@@ -111,13 +151,15 @@ static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
     return TR_OK;
 }
 
-static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg, const tr_tensor *row,
-                    const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy, const tr_adafactor_config *cfg,
-                    int64_t step, float grad_scale, float *lr_used)
+static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg,
+                          const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
+                          const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
+                          int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
 {
     const char *op = "adafactor";
     int rc;
-    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale)) || (rc = check_config(ctx, cfg)))
+    if ((rc = want_common(ctx, op, param, grad, half_copy, step, grad_scale)) || (rc = check_config(ctx, cfg)) ||
+        (rc = want_skip_args(ctx, op, skip_if, skipped)))
         return rc;
     const int factored = param->ndim >= 2;
     int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
@@ -143,6 +185,13 @@ static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr
         return rc;
     }
     if (!run) return TR_OK;
+    int skip;
+    int64_t eff;
+    if ((rc = effective_step(ctx, op, skip_if, skipped, step, skipped_known, &skip, &eff))) return rc;
+    if (skip) {
+        if (lr_used) *lr_used = 0;
+        return TR_OK;
+    }
     if (param->numel == 0) return TR_OK;
 
     tr_stage g = { 0 };
@@ -156,7 +205,7 @@ static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr
         .lr = cfg->lr, .eps1 = cfg->eps1, .eps2 = cfg->eps2, .clip_threshold = cfg->clip_threshold,
         .decay_rate = cfg->decay_rate, .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0, .weight_decay = cfg->weight_decay,
         .relative_step = cfg->relative_step != 0, .scale_parameter = cfg->scale_parameter != 0,
-        .warmup_init = cfg->warmup_init != 0, .step = step, .grad_scale = grad_scale,
+        .warmup_init = cfg->warmup_init != 0, .step = eff, .grad_scale = grad_scale,
     };
     double lr = tr_k_adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
                                    factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
@@ -169,40 +218,48 @@ static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_IMPL_SLOTS(sgd, c->t[0], c->t[1], c->t[2], c->t[3], c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0],
-                 c->i[1], c->f[4])
-TR_OP_IMPL_SLOTS(adafactor, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->t[6], c->p, c->i[0], c->f[0],
-                 c->res)
+/* sgd: i = nesterov, step, skipped_known; adafactor: i = step, skipped_known. */
+TR_OP_IMPL_SLOTS(sgd, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->f[0], c->f[1], c->f[2], c->f[3],
+                 (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
+TR_OP_IMPL_SLOTS(adafactor, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->t[6], c->t[7], c->t[8], c->p,
+                 c->i[0], c->i[1], c->f[0], c->res)
 
 /* State tensors may be NULL in the description: which ones a step needs depends on its
- * settings (momentum, beta1, the param's rank), checked with the shapes. */
+ * settings (momentum, beta1, the param's rank), checked with the shapes. skip_if and
+ * skipped (optional, one i32 element each, checked there too) are read where they live.
+ * half_copy is updated in place (ACC): a skipped step leaves it as it was. */
 const tr_op_desc tr_opd_sgd = {
-    "sgd", 4,
+    "sgd", 6,
     { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
-      { "momentum_buf", TR_ARG_ACC, TR_DT_F32, 1 }, { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+      { "momentum_buf", TR_ARG_ACC, TR_DT_F32, 1 }, { "half_copy", TR_ARG_ACC, TR_DT_FLOAT, 1 },
+      { "skip_if", TR_ARG_IN, TR_DT_ANY, 1 }, { "skipped", TR_ARG_IN, TR_DT_ANY, 1 } },
     sgd_check, { sgd_cpu, TR_CUDA_SLOT(sgd) } };
 const tr_op_desc tr_opd_adafactor = {
-    "adafactor", 7,
+    "adafactor", 9,
     { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
       { "exp_avg", TR_ARG_ACC, TR_DT_F32, 1 }, { "row", TR_ARG_ACC, TR_DT_F32, 1 },
       { "col", TR_ARG_ACC, TR_DT_F32, 1 }, { "v", TR_ARG_ACC, TR_DT_F32, 1 },
-      { "half_copy", TR_ARG_OUT, TR_DT_FLOAT, 1 } },
+      { "half_copy", TR_ARG_ACC, TR_DT_FLOAT, 1 }, { "skip_if", TR_ARG_IN, TR_DT_ANY, 1 },
+      { "skipped", TR_ARG_IN, TR_DT_ANY, 1 } },
     adafactor_check, { adafactor_cpu, TR_CUDA_SLOT(adafactor) } };
 
 int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
               float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
-              float grad_scale)
+              float grad_scale, const tr_tensor *skip_if, const tr_tensor *skipped, int64_t skipped_known)
 {
-    tr_op_call c = { .t = { param, grad, momentum_buf, half_copy },
-                     .f = { lr, momentum, dampening, weight_decay, grad_scale }, .i = { nesterov, step } };
+    tr_op_call c = { .t = { param, grad, momentum_buf, half_copy, skip_if, skipped },
+                     .f = { lr, momentum, dampening, weight_decay, grad_scale },
+                     .i = { nesterov, step, skipped_known } };
     return tr_op_run(ctx, &tr_opd_sgd, &c);
 }
 
 int tr_op_adafactor(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *exp_avg, tr_tensor *row,
                     tr_tensor *col, tr_tensor *v, tr_tensor *half_copy, const tr_adafactor_config *cfg,
-                    int64_t step, float grad_scale, float *lr_used)
+                    int64_t step, float grad_scale, float *lr_used, const tr_tensor *skip_if,
+                    const tr_tensor *skipped, int64_t skipped_known)
 {
-    tr_op_call c = { .t = { param, grad, exp_avg, row, col, v, half_copy }, .p = cfg, .i = { step },
+    tr_op_call c = { .t = { param, grad, exp_avg, row, col, v, half_copy, skip_if, skipped }, .p = cfg,
+                     .i = { step, skipped_known },
                      .f = { grad_scale }, .res = lr_used };
     return tr_op_run(ctx, &tr_opd_adafactor, &c);
 }

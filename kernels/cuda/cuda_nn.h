@@ -286,11 +286,16 @@ typedef struct tr_k_sgd_args {
     float inv_grad_scale;
     int32_t nesterov;
     int32_t first_step;         /* 1: the momentum buffer starts as the gradient (torch) */
-    const int32_t *skip;
+    const int32_t *skip;        /* device flag: nonzero skips the step (fp16 overflow); NULL = never */
+    /* the device loss scale's skip count (NULL: first_step as given): the step is
+     * step - (*skipped - skipped_known) (at least 1), first_step is whether it is 1 */
+    const int32_t *skipped;
+    int64_t step, skipped_known;
 } tr_k_sgd_args;
 
 /* torch.optim.SGD (coupled weight decay, momentum, dampening, Nesterov); m is the
- * momentum buffer (NULL when momentum is 0). */
+ * momentum buffer (NULL when momentum is 0). A set skip flag leaves every listed tensor
+ * as it was. */
 int tr_k_sgd_cuda(const tr_k_param_ref *list, int64_t nparams, int64_t max_n, const tr_k_sgd_args *args,
                   void *stream, tr_error *err);
 
@@ -326,17 +331,27 @@ typedef struct tr_k_adafactor_args {
     float beta2t;               /* 1 - t^decay_rate, computed by the host in double as the CPU */
     float grad_scale;           /* the loss scale the gradients still carry (1: none) */
     int32_t scale_parameter;
+    const int32_t *skip;        /* device flag: nonzero skips the step (fp16 overflow); NULL = never */
+    /* the device loss scale's skip count (NULL: rel and beta2t as given): t = step -
+     * (*skipped - skipped_known) (at least 1), and beta2t = 1 - t^decay_rate and, with
+     * relative_step, rel = min(warmup_init ? 1e-6 t : 1e-2, 1 / sqrt(t)) come from t on the
+     * device, in double as the host computes them */
+    const int32_t *skipped;
+    int64_t step, skipped_known;
+    double decay_rate;
+    int32_t relative_step, warmup_init;
 } tr_k_adafactor_args;
 
 /* Scratch (f32 elements) of an Adafactor step over B matrices [R, C] (a vector: B = R = 1). */
 int64_t tr_k_adafactor_scratch_cuda(int64_t B, int64_t R, int64_t C);
 /* One transformers Adafactor step in place (kernels/cpu/sgd_adafactor_impl.h's formula):
  * param, exp_avg (NULL: beta1 None), row [B*R] and col [B*C] (factored) or v [n] (row and
- * col NULL), all f32 (+= / updated), grad f32. *lr_out (device f32, may be NULL) receives
- * the learning rate used. */
-int tr_k_adafactor_cuda(float *param, float *exp_avg, float *row, float *col, float *v, const float *grad, int64_t B,
-                        int64_t R, int64_t C, const tr_k_adafactor_args *args, float *scratch, float *lr_out,
-                        void *stream, tr_error *err);
+ * col NULL), all f32 (+= / updated), grad f32; half (NULL, or n elements of half_dt)
+ * receives the new param. *lr_out (device f32, may be NULL) receives the learning rate
+ * used (0 on a skipped step). A set skip flag leaves every tensor as it was. */
+int tr_k_adafactor_cuda(float *param, float *exp_avg, float *row, float *col, float *v, void *half, int half_dt,
+                        const float *grad, int64_t B, int64_t R, int64_t C, const tr_k_adafactor_args *args,
+                        float *scratch, float *lr_out, void *stream, tr_error *err);
 
 /* ------------------------------------------------------------ op support (op_support.cu) */
 /* The small kernels the op table's CUDA slots (core/cuda_ops/) need besides the above. */

@@ -3,6 +3,8 @@
  * fp32 gradient, updating the fp32 master and its moments in place, and refreshing the
  * half copy the forward reads when there is one. A device flag can skip the step (the
  * fp16 loss scaler found an inf), so no host round trip decides it.
+ * The step number can come from the device loss scale's skip count too (AdamW's bias
+ * corrections, SGD's first step), for the same reason.
  * Formulas: kernels/cpu/adamw.c (AdamW) and sgd_adafactor.c (SGD), i.e. torch's. */
 #include "cuda/cuda_nn.h"
 #include "cuda/dtype.cuh"
@@ -43,11 +45,17 @@ __global__ void sgd_kernel(const tr_k_param_ref *list, tr_k_sgd_args a)
     const int64_t lo = (int64_t)blockIdx.x * OPT_CHUNK;
     const int64_t hi = lo + OPT_CHUNK < r.n ? lo + OPT_CHUNK : r.n;
     const float wd = r.decay ? a.weight_decay : 0.0f;
+    int first = a.first_step;
+    if (a.skipped) {
+        /* the true step: the host's count less the skips it has not read yet */
+        const int64_t st = a.step - ((int64_t)*a.skipped - a.skipped_known);
+        first = st <= 1;
+    }
     for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         const float p = r.param[i];
         float g = r.grad[i] * a.inv_grad_scale + wd * p;
         if (a.momentum != 0.0f && r.m) {
-            const float buf = a.first_step ? g : a.momentum * r.m[i] + (1.0f - a.dampening) * g;
+            const float buf = first ? g : a.momentum * r.m[i] + (1.0f - a.dampening) * g;
             r.m[i] = buf;
             g = a.nesterov ? g + a.momentum * buf : buf;
         }

@@ -52,13 +52,13 @@ enum { NT = TR_OP_MAX_TENSORS };
 /* ------------------------------------------------------------ case descriptions */
 
 /* How an argument's values are drawn. */
-enum { RND, POS, IDS, TGT, MASK, PADROW };   /* PADROW: RND with the last row all zero */
+enum { RND, POS, IDS, TGT, MASK, PADROW, VAL };   /* PADROW: RND with the last row all zero; VAL: range */
 
 typedef struct arg_spec {
     int ndim;            /* < 0: the argument is NULL in this case */
     int64_t shape[4];
     int fill;
-    int64_t range;       /* IDS, TGT: values in [0, range) */
+    int64_t range;       /* IDS, TGT: values in [0, range); VAL: every value */
     int dtype;           /* 0: by the description's rule; else the tr_dtype + 1 */
 } arg_spec;
 
@@ -80,7 +80,7 @@ typedef struct op_case {
     int map[NT];
     int scalar_dout;                                    /* the incoming gradient is c->f[1] on output 0 */
     int nd;
-    int64_t dims[4][6];
+    int64_t dims[8][8];
     double tol;                                         /* multiplies the per-dtype tolerance; 0 means 1 */
     void (*custom)(int dtype, int device);              /* ops over tensor lists (device: see there) */
     ref_fn fd_ref;                                      /* the smooth reference finite differences
@@ -326,12 +326,35 @@ static void ref_adamw(double **t, const int64_t *d, const tr_op_call *c)
 {
     tr_k_adamw_step_f64(t[0], t[2], t[3], t[1], d[0], c->f[0], c->f[1], c->f[2], c->f[3], c->f[4], c->i[0], c->f[5]);
 }
+/* The optimizer steps' skip arguments from a case's dims: flag < 0 no skip_if, else an i32
+ * flag of that value; count < 0 no skip count, else an i32 skip count of that value. */
+static void sh_skip_args(int64_t flag, int64_t count, arg_spec *skip_if, arg_spec *skipped)
+{
+    *skip_if = flag < 0 ? ANULL : (arg_spec){ 1, { 1 }, VAL, flag, TR_I32 + 1 };
+    *skipped = count < 0 ? ANULL : (arg_spec){ 1, { 1 }, VAL, count, TR_I32 + 1 };
+}
+/* Whether the reference skips (the flag's host value is set), and the step it uses: the
+ * host's step less the skips it has not read (count - known). */
+static int ref_skip(const double *flag, const double *count, int64_t step, int64_t known, int64_t *eff)
+{
+    *eff = count ? step - ((int64_t)count[0] - known) : step;
+    return flag && flag[0] != 0;
+}
+
+/* The half copy's reference: the new param, unless the step was skipped. */
+static void ref_half(double *half, const double *param, int64_t n)
+{
+    if (half) memcpy(half, param, sizeof(double) * (size_t)n);
+}
+
+/* d: n, nesterov, flag, skip count, known skips, step (see sh_skip_args), half copy */
 static void sh_sgd(const int64_t *d, arg_spec *a)
 {
     a[0] = A(1, d[0]);
     a[1] = A(1, d[0]);
     a[2] = A(1, d[0]);
-    a[3] = ANULL;
+    a[3] = d[6] ? A(1, d[0]) : ANULL;
+    sh_skip_args(d[2], d[3], &a[4], &a[5]);
 }
 static void sc_sgd(const int64_t *d, tr_op_call *c)
 {
@@ -339,15 +362,21 @@ static void sc_sgd(const int64_t *d, tr_op_call *c)
     memcpy(c->f, f, sizeof f);
     c->i[0] = d[1];   /* nesterov, which torch allows only without dampening */
     if (d[1]) c->f[2] = 0;
-    c->i[1] = 2;
+    c->i[1] = d[5];
+    c->i[2] = d[4];
 }
 static void ref_sgd(double **t, const int64_t *d, const tr_op_call *c)
 {
-    tr_k_sgd_step_f64(t[0], t[2], t[1], d[0], c->f[0], c->f[1], c->f[2], c->f[3], (int)c->i[0], c->i[1] == 1,
-                      c->f[4]);
+    int64_t step;
+    if (ref_skip(t[4], t[5], c->i[1], c->i[2], &step)) return;
+    tr_k_sgd_step_f64(t[0], t[2], t[1], d[0], c->f[0], c->f[1], c->f[2], c->f[3], (int)c->i[0], step == 1, c->f[4]);
+    ref_half(t[3], t[0], d[0]);
 }
 static const tr_adafactor_config ada_cfg = { 0, 1e-30f, 1e-3f, 1.0f, -0.8f, 0.9f, 0.01f, 1, 1, 0 };
-static void sh_adafactor(const int64_t *d, arg_spec *a)   /* d: R, C (C = 0: a vector of R) */
+/* warmup_init: the relative step size grows with the step (1e-6 t), so a wrong step shows */
+static const tr_adafactor_config ada_cfg_warmup = { 0, 1e-30f, 1e-3f, 1.0f, -0.8f, 0.9f, 0.01f, 1, 1, 1 };
+/* d: R, C (C = 0: a vector of R), flag, skip count, known skips, step, warmup_init, half copy */
+static void sh_adafactor(const int64_t *d, arg_spec *a)
 {
     int fac = d[1] > 0;
     a[0] = fac ? A(2, d[0], d[1]) : A(1, d[0]);
@@ -356,28 +385,33 @@ static void sh_adafactor(const int64_t *d, arg_spec *a)   /* d: R, C (C = 0: a v
     a[3] = fac ? (arg_spec){ 1, { d[0] }, POS, 0, 0 } : ANULL;
     a[4] = fac ? (arg_spec){ 1, { d[1] }, POS, 0, 0 } : ANULL;
     a[5] = fac ? ANULL : (arg_spec){ 1, { d[0] }, POS, 0, 0 };
-    a[6] = ANULL;
+    a[6] = d[7] ? a[0] : ANULL;
+    sh_skip_args(d[2], d[3], &a[7], &a[8]);
 }
 static float ada_lr;
 static void sc_adafactor(const int64_t *d, tr_op_call *c)
 {
-    c->p = &ada_cfg;
-    c->i[0] = 4;
+    c->p = d[6] ? &ada_cfg_warmup : &ada_cfg;
+    c->i[0] = d[5];
+    c->i[1] = d[4];
     c->f[0] = 1.0f;
     c->res = &ada_lr;
 }
 static void ref_adafactor(double **t, const int64_t *d, const tr_op_call *c)
 {
     const tr_adafactor_config *g = c->p;
+    int64_t step;
+    if (ref_skip(t[7], t[8], c->i[0], c->i[1], &step)) return;
     adafactor_hparams hp = { .lr = g->lr, .eps1 = g->eps1, .eps2 = g->eps2, .clip_threshold = g->clip_threshold,
                              .decay_rate = g->decay_rate, .beta1 = g->beta1, .weight_decay = g->weight_decay,
                              .relative_step = g->relative_step, .scale_parameter = g->scale_parameter,
-                             .warmup_init = g->warmup_init, .step = c->i[0], .grad_scale = c->f[0] };
+                             .warmup_init = g->warmup_init, .step = step, .grad_scale = c->f[0] };
     int fac = d[1] > 0;
     int64_t R = fac ? d[0] : 1, C = fac ? d[1] : d[0];
     double work[256];
     tr_k_adafactor_step_f64(t[0], t[2], fac ? t[3] : NULL, fac ? t[4] : NULL, fac ? NULL : t[5], work, t[1], 1, R, C,
                             &hp);
+    ref_half(t[6], t[0], R * C);
 }
 
 /* ------------------------------------------------------------ feature columns */
@@ -768,8 +802,18 @@ static const op_case cases[] = {
     { "scale_check_finite", .custom = custom_scale_check_finite },
     { "cast", sh_cast, NULL, ref_copy, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
     { "adamw", sh_adamw, sc_adamw, ref_adamw, .nd = 2, .dims = { DIMS(13), DIMS(1) } },
-    { "sgd", sh_sgd, sc_sgd, ref_sgd, .nd = 2, .dims = { DIMS(13, 0), DIMS(1, 1) } },
-    { "adafactor", sh_adafactor, sc_adafactor, ref_adafactor, .nd = 3, .dims = { DIMS(3, 5), DIMS(7, 0), DIMS(1, 1) } },
+    /* the optimizer steps without skip arguments, with a clear and a set flag (a set one
+     * leaves param, state and half copy as they were), and with a skip count above the
+     * known one (the step they use is the host's less the difference: SGD's first step from
+     * it, Adafactor's beta2 and, with warmup_init, its relative step) */
+    { "sgd", sh_sgd, sc_sgd, ref_sgd, .nd = 7,
+      .dims = { DIMS(13, 0, -1, -1, 0, 2, 0), DIMS(1, 1, -1, -1, 0, 2, 0), DIMS(13, 0, 0, -1, 0, 2, 1),
+                DIMS(13, 0, 1, -1, 0, 2, 1), DIMS(13, 1, 0, 3, 1, 3, 0), DIMS(7, 0, 0, 4, 1, 5, 1),
+                DIMS(13, 0, 1, 3, 1, 3, 0) } },
+    { "adafactor", sh_adafactor, sc_adafactor, ref_adafactor, .nd = 8,
+      .dims = { DIMS(3, 5, -1, -1, 0, 4, 0, 0), DIMS(7, 0, -1, -1, 0, 4, 0, 0), DIMS(1, 1, -1, -1, 0, 4, 0, 0),
+                DIMS(3, 5, 0, -1, 0, 4, 0, 1), DIMS(3, 5, 1, -1, 0, 4, 0, 1), DIMS(3, 5, 0, 5, 2, 7, 0, 1),
+                DIMS(7, 0, 0, 5, 2, 7, 1, 0), DIMS(3, 5, 1, 5, 2, 7, 0, 0) } },
     { "copy_cols", sh_copy_cols, sc_copy_cols, ref_copy_cols, .nd = 2,
       .dims = { DIMS(3, 7, 4, 3, 2, 1), DIMS(2, 1, 1, 1, 0, 0) } },
     { "abs_diff", sh_abs_diff_bwd, NULL, ref_abs_diff, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
@@ -871,6 +915,7 @@ static void draw(double *h, const arg_spec *s, int64_t n)
         case TGT: h[i] = i == 1 ? -100 : (double)((int64_t)(fabs(r) * (double)s->range) % s->range); break;
         case MASK: h[i] = i % last == 0 ? 1 : r > -0.3; break;
         case PADROW: h[i] = i >= n - last ? 0 : r; break;
+        case VAL: h[i] = (double)s->range; break;
         default: h[i] = r;
         }
     }

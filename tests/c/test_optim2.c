@@ -255,7 +255,8 @@ static void test_op_sgd(void)
     memcpy(pf, tp->data, n * 4);
     tr_convert(gf, TR_F32, tg->data, TR_BF16, n);
     for (int step = 1; step <= 3; step++) {
-        CHECK(tr_op_sgd(ctx, tp, tg, tb, th, 0.1f, 0.9f, 0, 0.01f, 1, step, 4) == TR_OK, "sgd: %s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_sgd(ctx, tp, tg, tb, th, 0.1f, 0.9f, 0, 0.01f, 1, step, 4, NULL, NULL, 0) == TR_OK,
+              "sgd: %s", tr_ctx_errmsg(ctx));
         tr_k_sgd_step_f32(pf, bf, gf, n, 0.1f, 0.9f, 0, 0.01f, 1, step == 1, 4);
     }
     CHECK(memcmp(pf, tp->data, n * 4) == 0, "op and kernel differ");
@@ -263,18 +264,35 @@ static void test_op_sgd(void)
     tr_convert(hf, TR_F32, th->data, TR_F16, n);
     for (int i = 0; i < n; i++) CHECK_CLOSE(hf[i], pf[i], 1e-4, 1e-3);
     /* errors */
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1) == TR_EUSER &&
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "momentum_buf"),
           "missing buffer accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_sgd(ctx, tp, tg, tb, NULL, 0.1f, 0.9f, 0.1f, 0, 1, 1, 1) == TR_EUSER &&
+    CHECK(tr_op_sgd(ctx, tp, tg, tb, NULL, 0.1f, 0.9f, 0.1f, 0, 1, 1, 1, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "nesterov"),
           "nesterov with dampening accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_sgd(ctx, tp, tg, th, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1) == TR_EUSER &&
+    CHECK(tr_op_sgd(ctx, tp, tg, th, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "must be f32"),
           "f16 buffer accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 0, 1) == TR_EUSER, "step 0 accepted");
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 0) == TR_EUSER, "grad_scale 0 accepted");
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1) == TR_OK, "plain sgd: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 0, 1, NULL, NULL, 0) == TR_EUSER, "step 0 accepted");
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 0, NULL, NULL, 0) == TR_EUSER,
+          "grad_scale 0 accepted");
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, NULL, NULL, 0) == TR_OK, "plain sgd: %s",
+          tr_ctx_errmsg(ctx));
+    /* the skip arguments: one i32 element each, and an effective step from 1 */
+    int64_t one = 1;
+    tr_tensor *f32flag = mk(1, &one, TR_F32, TR_TAG_OPTIMIZER, NULL);
+    tr_tensor *count = mk(1, &one, TR_I32, TR_TAG_OPTIMIZER, NULL);
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, f32flag, NULL, 0) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "sgd: skip_if has dtype f32"),
+          "an f32 skip flag accepted: %s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, NULL, f32flag, 0) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "sgd: skipped has dtype f32"),
+          "an f32 skip count accepted: %s", tr_ctx_errmsg(ctx));
+    ((int32_t *)count->data)[0] = 3;
+    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 2, 1, NULL, count, 1) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "sgd: step 2 less the 2 skips"),
+          "an effective step of 0 accepted: %s", tr_ctx_errmsg(ctx));
+    tr_tensor_free(f32flag), tr_tensor_free(count);
     free(p), free(g), free(pf), free(gf), free(bf), free(hf);
     tr_tensor_free(tp), tr_tensor_free(tg), tr_tensor_free(tb), tr_tensor_free(th);
 }
@@ -300,8 +318,8 @@ static void test_op_adafactor(void)
     tr_alloc_get_stats(tr_ctx_alloc(ctx, TR_CPU), &before);
     float used = 0;
     for (int step = 1; step <= 3; step++) {
-        CHECK(tr_op_adafactor(ctx, tp, tg, te, tr, tc, NULL, NULL, &cfg, step, 2, &used) == TR_OK, "adafactor: %s",
-              tr_ctx_errmsg(ctx));
+        CHECK(tr_op_adafactor(ctx, tp, tg, te, tr, tc, NULL, NULL, &cfg, step, 2, &used, NULL, NULL, 0) == TR_OK,
+              "adafactor: %s", tr_ctx_errmsg(ctx));
         adafactor_hparams h = hparams(&rc, step);
         h.grad_scale = 2;
         double lr = tr_k_adafactor_step_f32(pf, ef, rf, cf, NULL, work, gf, 2, 30, 40, &h);
@@ -313,30 +331,33 @@ static void test_op_adafactor(void)
     CHECK(memcmp(pf, tp->data, 2400 * 4) == 0, "op and kernel differ");
     CHECK(memcmp(rf, tr->data, 60 * 4) == 0 && memcmp(cf, tc->data, 80 * 4) == 0, "factors differ");
     /* errors: a v for a matrix, a wrong row size, a missing exp_avg, lr with relative_step */
-    CHECK(tr_op_adafactor(ctx, tp, tg, te, tr, tc, tv, NULL, &cfg, 4, 1, NULL) == TR_EUSER &&
+    CHECK(tr_op_adafactor(ctx, tp, tg, te, tr, tc, tv, NULL, &cfg, 4, 1, NULL, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "factored"),
           "v accepted for a matrix: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_adafactor(ctx, tp, tg, te, tc, tc, NULL, NULL, &cfg, 4, 1, NULL) == TR_EUSER &&
+    CHECK(tr_op_adafactor(ctx, tp, tg, te, tc, tc, NULL, NULL, &cfg, 4, 1, NULL, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "row"),
           "wrong row size accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_adafactor(ctx, tp, tg, NULL, tr, tc, NULL, NULL, &cfg, 4, 1, NULL) == TR_EUSER &&
+    CHECK(tr_op_adafactor(ctx, tp, tg, NULL, tr, tc, NULL, NULL, &cfg, 4, 1, NULL, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "exp_avg"),
           "missing exp_avg accepted: %s", tr_ctx_errmsg(ctx));
     cfg.lr = 1e-3f;
-    CHECK(tr_op_adafactor(ctx, tp, tg, te, tr, tc, NULL, NULL, &cfg, 4, 1, NULL) == TR_EUSER &&
+    CHECK(tr_op_adafactor(ctx, tp, tg, te, tr, tc, NULL, NULL, &cfg, 4, 1, NULL, NULL, NULL, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "relative_step"),
           "lr with relative_step accepted: %s", tr_ctx_errmsg(ctx));
     /* a vector takes v and refuses row/col */
     tr_tensor *vp = mk(1, &nn, TR_F32, TR_TAG_WEIGHTS, p), *vg = mk(1, &nn, TR_F32, TR_TAG_GRADS, g);
     cfg.lr = 0, cfg.beta1 = -1;
-    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, NULL, NULL, tv, NULL, &cfg, 1, 1, NULL) == TR_OK, "vector: %s",
+    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, NULL, NULL, tv, NULL, &cfg, 1, 1, NULL, NULL, NULL, 0) == TR_OK,
+          "vector: %s",
           tr_ctx_errmsg(ctx));
-    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, tr, NULL, tv, NULL, &cfg, 2, 1, NULL) == TR_EUSER, "row for a vector");
+    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, tr, NULL, tv, NULL, &cfg, 2, 1, NULL, NULL, NULL, 0) == TR_EUSER,
+          "row for a vector");
     /* an explicit lr of 0 (a schedule's first warm-up step) leaves the parameter as it is */
     float *vbefore = malloc(2400 * 4);
     memcpy(vbefore, vp->data, 2400 * 4);
     cfg.relative_step = 0, cfg.scale_parameter = 0, cfg.lr = 0;
-    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, NULL, NULL, tv, NULL, &cfg, 2, 1, &used) == TR_OK && used == 0,
+    CHECK(tr_op_adafactor(ctx, vp, vg, NULL, NULL, NULL, tv, NULL, &cfg, 2, 1, &used, NULL, NULL, 0) == TR_OK &&
+          used == 0,
           "lr 0: %s", tr_ctx_errmsg(ctx));
     CHECK(memcmp(vbefore, vp->data, 2400 * 4) == 0, "lr 0 moved the parameter");
     free(vbefore);

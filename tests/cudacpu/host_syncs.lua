@@ -10,7 +10,9 @@
 -- device-to-host copy, no stream or device synchronisation, and no event synchronisation but
 -- the batch feed's slot waits, which the project counts apart (feed_waits). The cases:
 -- fp32 MNRL, fp32 cross-entropy (a classifier), CoSENT and cosine losses, bf16 + LoRA, fp16
--- with its loss scale, Adafactor and SGD with momentum, gradient clipping. Also: an
+-- with its loss scale (AdamW; and SGD with momentum and Adafactor from an overflowing initial
+-- scale, so that steps are skipped on the device and at least one is), Adafactor and SGD with
+-- momentum, gradient clipping. Also: an
 -- evaluation's round trips do not grow with its number of batches, and a token id outside
 -- the embedding's vocabulary, checked on the device, still stops the run (exit 1's user
 -- error) naming the id, its position and the fix, at the next logged step. The metrics rows
@@ -93,12 +95,12 @@ end
 
 local function logged(step) return step == 1 or step % EVERY == 0 or step >= STEPS end
 
--- Trains `body`'s recipe; returns, per unlogged step, the project's counts during it (and the
--- emulator's), and the metrics rows.
-local function train(body)
+-- Trains `body`'s recipe (opts: run.build's, e.g. the fp16 scaler's test options); returns,
+-- per unlogged step, the project's counts during it (and the emulator's), and the metrics rows.
+local function train(body, opts)
   local res, out = resolved(body)
   outputs.mkdir(out)
-  local t = run.build(res)
+  local t = run.build(res, opts)
   local per_step = {}
   local ok, err = pcall(function()
     t.metrics = outputs.open_metrics(out)
@@ -122,8 +124,8 @@ local function show(d)
     :format(d.round_trips, d.copies_d2h, d.stream_syncs, d.event_syncs, d.device_syncs, d.feed_waits)
 end
 
-local function assert_no_round_trips(body)
-  local per_step, rows = train(body)
+local function assert_no_round_trips(body, opts)
+  local per_step, rows = train(body, opts)
   assert(#per_step == 3, ("%d unlogged steps measured, expected 3"):format(#per_step))
   for _, s in ipairs(per_step) do
     assert(s.ours.round_trips == 0, ("step %d (not logged) made %s"):format(s.step, show(s.ours)))
@@ -139,6 +141,27 @@ local function assert_no_round_trips(body)
       tostring(r.step), tostring(r.loss)))
   end
   return rows
+end
+
+-- fp16 with `optim` (recipe fields) on the classifier, with the scaler's test options that
+-- force skipped steps (2^20 overflows its fp16 gradients, growth_interval 2 grows the scale
+-- back): no round trip between logged steps, a loss scale on every row, and at least one
+-- skipped step that is not logged, so that the device skip is what the count measured.
+local function assert_fp16_skips(optim)
+  local rows = assert_no_round_trips([[precision = "fp16",
+      model = { from = CLS, task = "classification", num_labels = 3 },
+      data = { train = TRAIN, columns = { "sentence1", "sentence2", "label" } }, loss = { name = "cross_entropy" },]]
+    .. optim, { scaler = { init_scale = 2 ^ 20, growth_interval = 2 } })
+  local skipped, unlogged = {}, 0
+  for i, r in ipairs(rows) do
+    assert(type(r.loss_scale) == "number", ("row %d has no loss_scale"):format(i))
+    if r.skipped then
+      skipped[#skipped + 1] = r.step
+      if not logged(r.step) then unlogged = unlogged + 1 end
+    end
+  end
+  assert(unlogged > 0, ("no unlogged step was skipped (skipped: %s): the initial loss scale no longer overflows "
+    .. "long enough, the check is dead"):format(#skipped > 0 and table.concat(skipped, ", ") or "none"))
 end
 
 local cases = {
@@ -162,6 +185,13 @@ local cases = {
     local rows = assert_no_round_trips([[precision = "fp16",]])
     for i, r in ipairs(rows) do assert(type(r.loss_scale) == "number", ("row %d has no loss_scale"):format(i)) end
   end },
+  -- fp16 with SGD and Adafactor from an overflowing initial loss scale: steps are skipped on
+  -- the device (between logged steps too) and the step number is corrected there from the
+  -- skip count
+  { "fp16_loss_scale_sgd_momentum", function()
+    assert_fp16_skips([[optim = { name = "sgd", lr = 1e-2, momentum = 0.9 },]])
+  end },
+  { "fp16_loss_scale_adafactor", function() assert_fp16_skips([[optim = { name = "adafactor" },]]) end },
   { "fp32_adafactor", function() assert_no_round_trips([[optim = { name = "adafactor" },]]) end },
   { "fp32_sgd_momentum", function() assert_no_round_trips([[optim = { name = "sgd", lr = 1e-2, momentum = 0.9 },]]) end },
   { "bad_id_reported_at_the_logged_step", function()

@@ -9,20 +9,33 @@
 #                           a power of two, the same decision on both), the losses and clip
 #                           norms within 1e-2 relative (fp16 activations: 11 bits, rounded
 #                           from different sums), and at least one skip, so the check is live.
+#   train_fp16_loss_scale_sgd, train_fp16_loss_scale_adafactor
+#                           the same with SGD (momentum 0.9) and Adafactor (its relative step):
+#                           on cuda they skip on the device flag and take their step number
+#                           (SGD's first step, Adafactor's beta2 and step size) from the device
+#                           skip count, so the CPU's host-decided steps must come out the same.
 set -u
 . "$(dirname "$0")/train_lib.sh"
-names "train_fp16_loss_scale"
+names "train_fp16_loss_scale train_fp16_loss_scale_sgd train_fp16_loss_scale_adafactor"
 need_cuda
 fixture
 
 S="--init-scale 1048576 --growth-interval 2"
-drive f16_cpu $S "$FX/nli.lua" device=cpu precision=fp16 steps=10; a=$?
-drive f16_cuda $S "$FX/nli.lua" device=cuda precision=fp16 steps=10; b=$?
-skips=$(grep -c '"skipped":true' "$W/runs/f16_cpu/metrics.jsonl" 2>/dev/null)
-if [ $a = 0 ] && [ "${skips:-0}" = 0 ]; then
-  fail train_fp16_loss_scale "no step skipped on the CPU: the initial scale no longer overflows, the check is dead"
-else
-  judge train_fp16_loss_scale f16_cuda $b f16_cpu $a "skipped:0,loss_scale:0,loss:1e-2,grad_norm:1e-2,lr:0" \
-    "${skips} skipped steps"
-fi
+# check NAME RUN [key=value ...]: RUN on the CPU and on cuda, fp16 for 10 steps, compared
+check() {
+  local name=$1 run=$2 a b skips
+  shift 2
+  drive "${run}_cpu" $S "$FX/nli.lua" device=cpu precision=fp16 steps=10 "$@"; a=$?
+  drive "${run}_cuda" $S "$FX/nli.lua" device=cuda precision=fp16 steps=10 "$@"; b=$?
+  skips=$(grep -c '"skipped":true' "$W/runs/${run}_cpu/metrics.jsonl" 2>/dev/null)
+  if [ $a = 0 ] && [ "${skips:-0}" = 0 ]; then
+    fail "$name" "no step skipped on the CPU: the initial scale no longer overflows, the check is dead"
+  else
+    judge "$name" "${run}_cuda" $b "${run}_cpu" $a "skipped:0,loss_scale:0,loss:1e-2,grad_norm:1e-2,lr:0" \
+      "${skips} skipped steps"
+  fi
+}
+check train_fp16_loss_scale f16
+check train_fp16_loss_scale_sgd f16_sgd optim.name=sgd optim.lr=1e-2 optim.momentum=0.9
+check train_fp16_loss_scale_adafactor f16_adafactor optim.name=adafactor optim.relative_step=true
 finish

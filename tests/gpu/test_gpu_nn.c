@@ -622,7 +622,7 @@ static void test_optimizers(void)
                                   (float)sqrt(1 - pow(0.999, 3)), 0.5f, NULL, NULL, 3, 0 };
             KCALL("adamw", tr_k_adamw_cuda(dlist.g.data, 3, max_n, &a, dev_stream, ERR));
         } else {
-            tr_k_sgd_args a = { 1e-2f, 0.9f, 0.1f, 0.01f, 0.5f, 1, 0, NULL };
+            tr_k_sgd_args a = { 1e-2f, 0.9f, 0.1f, 0.01f, 0.5f, 1, 0, NULL, NULL, 0, 0 };
             KCALL("sgd", tr_k_sgd_cuda(dlist.g.data, 3, max_n, &a, dev_stream, ERR));
         }
         for (int i = 0; i < 3; i++) {

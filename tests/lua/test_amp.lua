@@ -83,14 +83,16 @@ end
 -- which steps the scaler skipped, its step count, the weights and the scale after each step.
 -- device_path: the update a device run takes (trainer.train.run's device_update): the scale
 -- on the device (Scaler:to_device) multiplying the seed there, unscale into a found-inf flag
--- tensor, AdamW skipping on it (adamw_multi) with its step count corrected on the device,
+-- tensor, the optimizer skipping on it (AdamW's adamw_multi, the sgd and adafactor ops) with
+-- its step count corrected on the device,
 -- the scale updated there from the flag; the flag and scale of each step are kept in
 -- tensors and read only every read_every steps (then the optimizer's counts are fixed up,
--- as Run:sync_scaler does) and at the end.
-local function train(precision, steps, accumulate, batch, scaler_opts, device_path, read_every)
+-- as Run:sync_scaler does) and at the end. optim_cfg: the optimizer (default AdamW, lr 1e-3,
+-- weight decay 0.01).
+local function train(precision, steps, accumulate, batch, scaler_opts, device_path, read_every, optim_cfg)
   local m = new_model()
   amp.prepare(m, precision)
-  local opt = optim.new(m, { name = "adamw", lr = 1e-3, weight_decay = 0.01 })
+  local opt = optim.new(m, optim_cfg or { name = "adamw", lr = 1e-3, weight_decay = 0.01 })
   local scaler = amp.new_scaler(precision, nil, scaler_opts)
   local loss = losses.new({ name = "cross_entropy" })
   local per = math.floor(batch.n / accumulate)
@@ -325,31 +327,37 @@ return {
   end },
 
   { "fp16_device_path_is_the_eager_path_bit_for_bit", function()
-    -- issue 12: the loss scale living in a device tensor (seed scaled by it, unscale by its
-    -- inverse, updated from the found-inf flag there, AdamW skipping on the flag and taking
-    -- its step from the device skip count), read only every 4 steps, gives the eager loop's
-    -- losses, skips, scale after each step, step count and weights exactly, over a run that
-    -- skips (scale 2^24 overflows fp16's gradients) and grows (growth_interval 2)
+    -- the loss scale living in a device tensor (seed scaled by it, unscale by its
+    -- inverse, updated from the found-inf flag there, the optimizer skipping on the flag and
+    -- taking its step from the device skip count), read only every 4 steps, gives the eager
+    -- loop's losses, skips, scale after each step, step count and weights exactly, over a run
+    -- that skips (scale 2^24 overflows fp16's gradients) and grows (growth_interval 2); for
+    -- AdamW, SGD with momentum (its first step) and Adafactor (its relative step and beta2)
     local b = fixed_batch(8, 12)
     local opts = { init_scale = 2 ^ 24, growth_interval = 2 }
-    local fp, scaler, skips, n, w, sc = train("fp16", 10, 2, b, opts)
-    local fd, scaler_d, skips_d, n_d, w_d, sc_d = train("fp16", 10, 2, b, opts, true, 4)
-    local grew = false
-    for i = 2, 10 do grew = grew or sc[i] > sc[i - 1] end
-    assert(scaler.skipped >= 1 and grew, ("the case must skip and grow: %d skipped"):format(scaler.skipped))
-    for i = 1, 10 do
-      assert(fd[i] == fp[i] and skips_d[i] == skips[i] and sc_d[i] == sc[i],
-        ("step %d: loss %.17g vs %.17g, skip %s vs %s, scale %g vs %g"):format(i, fd[i], fp[i], tostring(skips_d[i]),
-          tostring(skips[i]), sc_d[i], sc[i]))
+    for _, cfg in ipairs({ { name = "adamw", lr = 1e-3, weight_decay = 0.01 },
+                           { name = "sgd", lr = 1e-2, momentum = 0.9, weight_decay = 0.01 },
+                           { name = "adafactor", weight_decay = 0.01 } }) do
+      local fp, scaler, skips, n, w, sc = train("fp16", 10, 2, b, opts, nil, nil, cfg)
+      local fd, scaler_d, skips_d, n_d, w_d, sc_d = train("fp16", 10, 2, b, opts, true, 4, cfg)
+      local grew = false
+      for i = 2, 10 do grew = grew or sc[i] > sc[i - 1] end
+      assert(scaler.skipped >= 1 and grew, ("%s: the case must skip and grow: %d skipped"):format(cfg.name,
+        scaler.skipped))
+      for i = 1, 10 do
+        assert(fd[i] == fp[i] and skips_d[i] == skips[i] and sc_d[i] == sc[i],
+          ("%s step %d: loss %.17g vs %.17g, skip %s vs %s, scale %g vs %g"):format(cfg.name, i, fd[i], fp[i],
+            tostring(skips_d[i]), tostring(skips[i]), sc_d[i], sc[i]))
+      end
+      assert(scaler_d.scale == scaler.scale and scaler_d.skipped == scaler.skipped and n_d == n
+        and scaler_d.growth_tracker == scaler.growth_tracker,
+        ("%s: scale %g vs %g, steps %d vs %d"):format(cfg.name, scaler_d.scale, scaler.scale, n_d, n))
+      local function same(a, c, path)
+        if type(a) == "table" then for k, v in pairs(a) do same(v, c[k], path .. "." .. k) end
+        else assert(a == c, path .. (": %.17g vs %.17g"):format(a, c)) end
+      end
+      same(w_d, w, cfg.name .. " weights")
     end
-    assert(scaler_d.scale == scaler.scale and scaler_d.skipped == scaler.skipped and n_d == n
-      and scaler_d.growth_tracker == scaler.growth_tracker,
-      ("scale %g vs %g, steps %d vs %d"):format(scaler_d.scale, scaler.scale, n_d, n))
-    local function same(a, c, path)
-      if type(a) == "table" then for k, v in pairs(a) do same(v, c[k], path .. "." .. k) end
-      else assert(a == c, path .. (": %.17g vs %.17g"):format(a, c)) end
-    end
-    same(w_d, w, "weights")
     free_batch(b)
   end },
 

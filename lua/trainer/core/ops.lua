@@ -452,6 +452,26 @@ function M.adamw_(param, grad, m, v, o)
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 
+-- One torch.optim.SGD step in place (core/ops/ops_sgd_adafactor.h). buf: the momentum buffer
+-- (nil when o.momentum is 0). o: lr, momentum, dampening, weight_decay, nesterov (bool), step
+-- (1-based), grad_scale; skip_if (a found-inf flag, nil: never skip), skipped / skipped_known
+-- (the device loss scale's skip count and the value of it the host last read: the step
+-- applied is o.step less the skips since; nil: o.step), all read where they live. No half copy.
+function M.sgd_(param, grad, buf, o)
+  check(C.tr_op_sgd(ctx, param:ptr(), grad:ptr(), p(buf), nil, o.lr, o.momentum or 0, o.dampening or 0,
+    o.weight_decay or 0, o.nesterov and 1 or 0, o.step, o.grad_scale or 1, p(o.skip_if), p(o.skipped),
+    o.skipped_known or 0), "sgd")
+end
+
+-- One Adafactor step in place: st = { exp_avg, row, col, v } (what the parameter's rank and
+-- beta1 ask for), cfg a tr_adafactor_config, o = { step, grad_scale, skip_if, skipped,
+-- skipped_known } as sgd_. The learning rate used is not read back (on a device that would
+-- wait for the step).
+function M.adafactor_(param, grad, st, cfg, o)
+  check(C.tr_op_adafactor(ctx, param:ptr(), grad:ptr(), p(st.exp_avg), p(st.row), p(st.col), p(st.v), nil, cfg,
+    o.step, o.grad_scale or 1, nil, p(o.skip_if), p(o.skipped), o.skipped_known or 0), "adafactor")
+end
+
 -- ---------------------------------------------------------------- device-resident list ops (core/ops/ops_multi_tensor.h)
 -- Their results stay in tensors (on a GPU: device memory), so an optimizer step never waits
 -- for the host. A found-inf flag is a { 1 } i32 tensor the ops only set to 1.

@@ -175,7 +175,7 @@ end
 
 -- unscale without a host read (a device run, issue 12): the gradients are divided by the
 -- scale and found_inf (a { 1 } i32 tensor the caller zeroed for this step) is set on the
--- device when one holds an inf or NaN; the optimizer's AdamW skips on it there. The caller
+-- device when one holds an inf or NaN; the optimizer (AdamW, SGD, Adafactor) skips on it there. The caller
 -- reads the flag when it needs the decision (update takes it). Disabled scaler: nothing.
 function Scaler:unscale_into(params, found_inf)
   if not self.enabled then return end
@@ -200,7 +200,7 @@ end
 -- between reads self.scale, growth_tracker and skipped are those of the last read. In f32,
 -- as torch's GradScaler: with the default factors (powers of two) every value is the
 -- double update() computes, bit for bit. skipped_known: the skip count the optimizer's step
--- counts already account for (trainer.train.optim: AdamW takes the rest from dev.skipped).
+-- counts already account for (trainer.train.optim: the optimizer's ops take the rest from dev.skipped).
 function Scaler:to_device(device)
   if not self.enabled or self.dev then return end
   local function scalar(dtype, v)

@@ -27,8 +27,6 @@ local M = {}
 local Optimizer = {}
 Optimizer.__index = Optimizer
 
-local function p(t) return t and t:ptr() or nil end
-
 -- ---------------------------------------------------------------- parameters and groups
 
 -- Whether weight decay applies to the parameter of this name: not to biases nor to
@@ -133,10 +131,13 @@ kinds.sgd = {
     if hp.momentum == 0 then return {} end
     return { momentum_buffer = value:shape() }
   end,
-  update = function(hp, e, st, lr, wd, scale)
-    runtime.check(C.tr_op_sgd(runtime.ctx, e.param.value:ptr(), e.param.grad:ptr(), p(st.momentum_buffer),
-      nil, lr, hp.momentum, hp.dampening, wd, hp.nesterov and 1 or 0, st.step, scale), "sgd")
+  -- skip_if, skipped, skipped_known: read by the op where they live (a device skips there)
+  update = function(hp, e, st, lr, wd, scale, skip_if, skipped, skipped_known)
+    ops.sgd_(e.param.value, e.param.grad, st.momentum_buffer, { lr = lr, momentum = hp.momentum,
+      dampening = hp.dampening, weight_decay = wd, nesterov = hp.nesterov, step = st.step, grad_scale = scale,
+      skip_if = skip_if, skipped = skipped, skipped_known = skipped_known })
   end,
+  skips_on_device = true,
 }
 
 -- Adafactor: with no lr (or relative_step = true) transformers' defaults (relative step,
@@ -177,16 +178,17 @@ kinds.adafactor = {
     end
     return slots
   end,
-  update = function(hp, e, st, lr, wd, scale)
+  update = function(hp, e, st, lr, wd, scale, skip_if, skipped, skipped_known)
     local c = hp.c
     if not hp.relative then c.lr = lr end
     c.weight_decay = wd
     -- no lr_used: on a device reading it back would wait for the step (Optimizer:step
     -- returns the relative step size, computed here)
-    runtime.check(C.tr_op_adafactor(runtime.ctx, e.param.value:ptr(), e.param.grad:ptr(), p(st.exp_avg),
-      p(st.exp_avg_sq_row), p(st.exp_avg_sq_col), p(st.exp_avg_sq), nil, c, st.step, scale, nil),
-      "adafactor")
+    ops.adafactor_(e.param.value, e.param.grad, { exp_avg = st.exp_avg, row = st.exp_avg_sq_row,
+      col = st.exp_avg_sq_col, v = st.exp_avg_sq }, c, { step = st.step, grad_scale = scale, skip_if = skip_if,
+      skipped = skipped, skipped_known = skipped_known })
   end,
+  skips_on_device = true,
 }
 
 M.names = { "adamw", "sgd", "adafactor" }
@@ -256,13 +258,16 @@ end
 -- One update of every trainable parameter that has a gradient. opts.lr: this step's
 -- learning rate (default the configured lr; ignored by Adafactor's relative step);
 -- opts.grad_scale: the loss scale the gradients still carry (default 1); opts.skip_if: a
--- found-inf flag tensor ({ 1 } i32): AdamW skips on the device when it is set (nothing read
--- here; the caller that learns of the skip later calls undo_step), the other optimizers
--- read it first (one wait on a device). opts.skipped, opts.skipped_known: the device loss
--- scale's skip count and the part of it the step counts already account for (AdamW's step
--- is its count less the rest; the caller undoes those steps later, undo_steps). Returns the lr applied (Adafactor's relative step:
--- the relative step size, before the RMS scale) and true when the step was skipped on a
--- flag read here.
+-- found-inf flag tensor ({ 1 } i32): every optimizer skips where the flag lives when it is
+-- set (nothing read here on a device; the caller that learns of the skip later calls
+-- undo_step), but AdamW over a non-f32 gradient (the per-parameter op), which reads it
+-- first (one wait on a device). opts.skipped, opts.skipped_known: the device loss scale's
+-- skip count and the part of it the step counts already account for (the step each update
+-- uses, SGD's first step and Adafactor's relative step and beta2 included, is its count
+-- less the rest; the caller undoes those steps later, undo_steps). Returns the lr applied
+-- (Adafactor's relative step: the relative step size, before the RMS scale, from the host's
+-- count, which still holds the skips it has not read) and true when the step was skipped
+-- on a flag read here.
 function Optimizer:step(opts)
   opts = opts or {}
   local hp = self.hp
@@ -274,13 +279,15 @@ function Optimizer:step(opts)
   if type(scale) ~= "number" or not (scale > 0) then
     errors.user("optimizer:step: grad_scale must be a number > 0, got %s", tostring(scale))
   end
-  -- adamw_multi reads f32 gradients; another dtype goes through the per-parameter op, which
-  -- cannot skip on the device: then the flag is read here, as for the other optimizers
+  -- adamw_multi reads f32 gradients; another dtype goes through the per-parameter AdamW op,
+  -- which cannot skip on the device: then the flag is read here. SGD's and Adafactor's ops
+  -- take the flag (skips_on_device).
   local all = self.kind.update_all
   for _, e in ipairs(self.params) do
     if all and trainable(e.param) and e.param.grad and e.param.grad:dtype() ~= "f32" then all = nil end
   end
-  if opts.skip_if and not all and opts.skip_if:item() ~= 0 then return lr, true end
+  local device_skip = all or self.kind.skips_on_device
+  if opts.skip_if and not device_skip and opts.skip_if:item() ~= 0 then return lr, true end
   self.steps = self.steps + 1
   local max_step, stepped = 0, {}
   for _, e in ipairs(self.params) do
@@ -299,8 +306,10 @@ function Optimizer:step(opts)
   if all then
     all(hp, stepped, lr, scale, opts.skip_if, opts.skipped, opts.skipped_known)
   else
+    local skip_if = device_skip and opts.skip_if or nil
     for _, x in ipairs(stepped) do
-      self.kind.update(hp, x.e, x.st, lr, x.e.decay and hp.weight_decay or 0, scale)
+      self.kind.update(hp, x.e, x.st, lr, x.e.decay and hp.weight_decay or 0, scale, skip_if, opts.skipped,
+        opts.skipped_known)
     end
   end
   if hp.relative then

@@ -24,8 +24,8 @@
 -- runs there, naming the step it happened at. metrics.jsonl gets the same rows (written once
 -- their loss is known). On the CPU the losses return numbers and every step reads at once.
 -- The optimizer update on a device reads nothing either (device_update: the clip norm is a
--- deferred value checked at the same reads, the found-inf flag stays on the device and AdamW
--- skips on it); only fp16 reads its flag once per step, for its next loss scale.
+-- deferred value checked at the same reads, the found-inf flag stays on the device and the
+-- optimizer skips on it; under fp16 the loss scale's update reads it there too).
 -- The batches go to a device through trainer.train.batch_feed (pinned slots, a copy stream,
 -- the compute stream waiting on an event: tokenising batch n + 1 overlaps the GPU's batch
 -- n); on the CPU only with opts.batch_feed (its stand-in, for tests), which changes no value.
@@ -391,13 +391,14 @@ function Run:train_step()
   return m
 end
 
--- The optimizer update on a device (self.deferred; issue 12): unscale, clip and AdamW are
--- enqueued with no host read. The found-inf flag (a { 1 } i32 device tensor, zeroed here)
--- is set by the unscale (fp16) or by a non-finite clip norm, and AdamW skips on it on the
--- device. The norm is a deferred value, read with the loss at the logged steps (a
--- non-finite one stops the run there, naming its step). Under fp16 the loss scale lives on
--- the device too (amp Scaler:to_device): the unscale divides by it there, its update reads
--- the flag there, and AdamW's step count leaves out the skips the host has not read yet; the
+-- The optimizer update on a device (self.deferred): unscale, clip and the
+-- optimizer are enqueued with no host read. The found-inf flag (a { 1 } i32 device tensor,
+-- zeroed here) is set by the unscale (fp16) or by a non-finite clip norm, and AdamW, SGD and
+-- Adafactor skip on it on the device. The norm is a deferred value, read with the loss at
+-- the logged steps (a non-finite one stops the run there, naming its step). Under fp16 the
+-- loss scale lives on the device too (amp Scaler:to_device): the unscale divides by it there,
+-- its update reads the flag there, and the optimizer's step count leaves out the skips the
+-- host has not read yet (on the device, from the scale's skip count); the
 -- step's flag and new scale are copied (deferred leaves) and read with the loss (read_scalars),
 -- so fp16 reads nothing per step either. Returns skipped (as far as known), the norm and,
 -- under fp16, the step's deferred { flag, scale } (nil otherwise: the caller updates the
@@ -415,20 +416,20 @@ function Run:device_update(lr)
   if recipe.grad_clip then
     norm = require("trainer.train.clip").clip_grad_norm_into(self.param_iter(), recipe.grad_clip, flag)
   end
-  -- SGD and Adafactor read a flag they are given (one wait): only fp16 gives it to them; a
-  -- non-finite clip norm under them stops the run at its read, before any save
+  -- every optimizer skips on the flag on the device (AdamW over a non-f32 gradient reads it
+  -- first: optim's step); a non-finite clip norm without fp16 stops the run at its read
   local opt, dev = self.optimizer, scaler.dev
-  local _, skipped = opt:step({ lr = lr, skip_if = (opt.kind.update_all or scaler.enabled) and flag or nil,
-    skipped = dev and dev.skipped, skipped_known = dev and scaler.skipped_known })
+  local _, skipped = opt:step({ lr = lr, skip_if = flag, skipped = dev and dev.skipped,
+    skipped_known = dev and scaler.skipped_known })
   skipped = skipped or false
   if not dev then return skipped, norm end
-  -- a skip read here (not AdamW's device skip) is in the step counts already
+  -- a skip read here (not a device skip) is in the step counts already
   if skipped then scaler.skipped_known = scaler.skipped_known + 1 end
   scaler:update_into(flag)
   return skipped, norm, { flag = deferred.leaf(flag), scale = deferred.leaf(dev.scale) }
 end
 
--- Reads the device loss scale (fp16 on a device) and takes the skips AdamW made on the
+-- Reads the device loss scale (fp16 on a device) and takes the skips the optimizer made on the
 -- device out of the optimizer's step counts: before a checkpoint, the summary, a log line.
 function Run:sync_scaler()
   local sc = self.scaler
@@ -527,7 +528,7 @@ function Run:read_scalars()
       free_from(i + 1)
       self:failure(("the loss is %s"):format(tostring(v)), rec.step)
     end
-    -- the clip's norm on a device: its non-finite check, deferred to here (AdamW skipped the step)
+    -- the clip's norm on a device: its non-finite check, deferred to here (the optimizer skipped the step)
     if nv ~= nil and not finite(nv) and self.recipe.precision ~= "fp16" then
       free_from(i + 1)
       self:failure(("the gradient norm is %s"):format(tostring(nv)), rec.step)
