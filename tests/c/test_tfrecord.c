@@ -1,7 +1,7 @@
 /* test_tfrecord.c — CRC-32C against its published check values (RFC 3720 B.4 and the
  * "123456789" check), the continuation and masking contracts, and TFRecord frames
- * against bytes made by TensorBoard's own writer-side code (the PyPI tensorboard
- * package's tensorflow_stub masked_crc32c, packed as its PyRecordReader reads them). */
+ * against bytes made by TensorBoard's own code: masked_crc32c of the PyPI tensorboard
+ * package (its compat.tensorflow_stub module), framed as its PyRecordReader reads them. */
 #include "check.h"
 #include "trainer.h"
 

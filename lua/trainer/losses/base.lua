@@ -175,6 +175,17 @@ function M.split_rows(t, n, k)
 end
 
 -- The diagonal of a square [B, B] tensor as a Lua array.
+-- The device path of the losses over sim's diagonal (cosent, cosine): op(sim, y, param) gives
+-- the loss and d loss / d sim on the device, so nothing is read back; sim is freed, the
+-- gradient kept for backward. Returns the loss as the loss object returns it (value_of).
+function M.score_loss_on_device(loss_obj, op, sim, y, param, embs)
+  local ok, loss, dsim = pcall(op, sim, y, param)
+  sim:free()
+  if not ok then error(loss, 0) end
+  loss_obj:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
+  return loss_obj:value_of(loss)
+end
+
 function M.diagonal(sim, B)
   local v, d = sim:values(), {}
   for i = 1, B do d[i] = v[(i - 1) * B + i] end

@@ -26,14 +26,8 @@ function CoSENT:forward(embs, labels)
   B, _, embs = base.check_embeddings("cosent", embs, 2, 2)
   local y = base.host_labels("cosent", labels, B)
   local sim = ops.cosine_sim(embs[1], embs[2])
-  if self.deferred then
-    -- on a device: the diagonal, the loss and its gradient there (ops.cosent_loss)
-    local ok, loss, dsim = pcall(ops.cosent_loss, sim, y, self.scale)
-    sim:free()
-    if not ok then error(loss, 0) end
-    self:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
-    return self:value_of(loss)
-  end
+  -- on a device: the diagonal, the loss and its gradient there (ops.cosent_loss)
+  if self.deferred then return base.score_loss_on_device(self, ops.cosent_loss, sim, y, self.scale, embs) end
   local cos = base.diagonal(sim, B)
   sim:free()
   local s = {}

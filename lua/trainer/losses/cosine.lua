@@ -31,14 +31,8 @@ function Cosine:forward(embs, labels)
   B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
   local y = base.host_labels("cosine", labels, B)
   local sim = ops.cosine_sim(embs[1], embs[2])
-  if self.deferred then
-    -- on a device: the diagonal, the loss and its gradient there (ops.cosine_mse_loss)
-    local ok, loss, dsim = pcall(ops.cosine_mse_loss, sim, y, self.score_scale)
-    sim:free()
-    if not ok then error(loss, 0) end
-    self:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
-    return self:value_of(loss)
-  end
+  -- on a device: the diagonal, the loss and its gradient there (ops.cosine_mse_loss)
+  if self.deferred then return base.score_loss_on_device(self, ops.cosine_mse_loss, sim, y, self.score_scale, embs) end
   local cos = base.diagonal(sim, B)
   sim:free()
   local loss, dcos = 0, {}
