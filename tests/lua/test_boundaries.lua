@@ -1,10 +1,10 @@
--- Issue 10, items 4 and 5: one place for each piece of knowledge and the FFI boundary.
+-- One place for each piece of knowledge, and the FFI boundary:
 --   * trainer.native's folder helpers (mkdir_p, list_dir, copy_tree, remove_tree) handle a
 --     name with a space and a single quote, and report failures as nil, "PATH: reason";
---   * no module of lua/trainer but trainer.ffi declares C (ffi.cdef) or shells out
+--   * no module of lua/trainer but trainer.core.ffi declares C (ffi.cdef) or shells out
 --     (os.execute, io.popen), and none reads the never-set param.half;
---   * the RNG site ids of trainer.rng_sites are the numbers resumed runs were drawn with;
---   * the planner segments as training does (trainer.checkpoint.segments) and counts the
+--   * the RNG site ids of trainer.core.rng_sites are the numbers resumed runs were drawn with;
+--   * the planner segments as training does (trainer.train.grad_checkpoint.segments) and counts the
 --     Linear layers the model builds; tensor.random is the old uniform init, bit for bit.
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local tmpdir, write, read = lib.tmpdir, lib.write, lib.read
@@ -97,7 +97,7 @@ return {
       if text:find("not part of this build", 1, true) then bad[#bad + 1] = rel .. ": not part of this build" end
     end
     assert(#bad == 0, table.concat(bad, "; "))
-    -- the system block of trainer.ffi declares what outputs, trainer_state and run call
+    -- the system block of trainer.core.ffi declares what outputs, trainer_state and run call
     assert(C.gzopen ~= nil and C.gzread ~= nil and C.gzwrite ~= nil and C.gzclose ~= nil)
     local run = require("trainer.train.run")
     local t0 = run.now()
@@ -165,22 +165,18 @@ return {
     assert(#built == 6 and same_list(built, listed), table.concat(built, ", ") .. " vs " .. table.concat(listed, ", "))
     layer:free()
   end },
-  { "old_module_names_load_the_new_modules_and_the_tree_uses_only_new_ones", function()
-    local compat = require("trainer.compat")
-    assert(require("trainer.tensor") == require("trainer.core.tensor"), "trainer.tensor")
-    assert(require("trainer.recipe_schema") == require("trainer.recipe.keys"), "trainer.recipe_schema")
-    assert(require("trainer.checkpoint") == require("trainer.train.grad_checkpoint"), "trainer.checkpoint")
-    assert(require("trainer.commands.merge") == require("trainer.cli.commands.merge"), "trainer.commands.merge")
+  { "every_trainer_module_the_tree_requires_is_a_file_or_built_in", function()
     local root = native.root() .. "/lua/trainer"
     local bad = {}
     for _, path in ipairs(lua_files(root)) do
       local rel = path:sub(#root + 2)
-      if rel ~= "compat.lua" then
-        for name in read(path):gmatch('require%(%s*"(trainer%.[%w_.]+)"') do
-          if compat.renamed[name] or name:match("^trainer%.commands%.") then bad[#bad + 1] = rel .. ": " .. name end
+      for name in read(path):gmatch('require%(%s*"(trainer[%w_.]*)"%s*%)') do
+        if not package.preload[name] and not package.loaded[name] and not package.searchpath(name, package.path) then
+          bad[#bad + 1] = rel .. ": " .. name
         end
       end
     end
-    assert(#bad == 0, "old module names in the tree: " .. table.concat(bad, ", "))
+    assert(#bad == 0, "required modules with no file: " .. table.concat(bad, ", "))
+    assert(not pcall(require, "trainer.tensor"), "trainer.tensor is not a module name (trainer.core.tensor is)")
   end },
 }

@@ -2,7 +2,6 @@
 -- 0 success, 1 a user error (the message names the file, key or line, and the fix),
 -- 2 out of memory (the message carries the ledger). Nothing escapes as a bare traceback:
 -- user errors print their message; anything else is a bug and prints a traceback.
-require("trainer.compat").install()   -- old module names stay loadable (trainer.compat)
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")
 local suggest = require("trainer.recipe.suggest")
