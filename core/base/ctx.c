@@ -5,9 +5,7 @@
  * destroys a device's allocator before releasing its CUDA state (cudaFree needs the
  * device), and the CPU allocator last. Tensors must be freed before their context.
  *
- * The CUDA calls are compiled only with TR_HAVE_CUDA (nvcc found) AND
- * TR_CUDA_DEVICE_READY (the CUDA backend's core/cuda_device.* exists), so that the
- * release binary links before the CUDA backend is merged. */
+ * The CUDA calls are compiled only with TR_HAVE_CUDA (the CUDA backend is built). */
 #include "ctx.h"
 #include "blas_core.h"
 #include "cpu_gemm.h"
@@ -17,7 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#if defined(TR_HAVE_CUDA) && defined(TR_CUDA_DEVICE_READY)
+#ifdef TR_HAVE_CUDA
 #define CTX_CUDA 1
 #else
 #define CTX_CUDA 0

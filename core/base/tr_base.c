@@ -5,10 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef TR_VERSION
-#define TR_VERSION "0.0.0"
-#endif
-
 int tr_fail(tr_error *err, int status, const char *fmt, ...)
 {
     if (err) {
@@ -63,4 +59,3 @@ int tr_tag_from_name(const char *name)
     return -1;
 }
 
-const char *tr_version(void) { return TR_VERSION; }

@@ -59,6 +59,4 @@ const char *tr_tag_name(int tag);
 int tr_dtype_from_name(const char *name);
 int tr_tag_from_name(const char *name);
 
-const char *tr_version(void);
-
 #endif

@@ -17,9 +17,6 @@
 
 #include "ctx.h"
 
-/* Tells core/base/ctx.c that this implementation exists (it then calls the functions below). */
-#define TR_CUDA_DEVICE_READY 1
-
 /* Devices this build can address: cuda:0 .. cuda:15. */
 enum { TR_CUDA_MAX_DEVICES = 16 };
 

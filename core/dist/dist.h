@@ -93,8 +93,6 @@ int tr_dist_grads_finish(tr_dist *d, tr_ctx *ctx);
  * rank 0's unique id is broadcast over MPI (a world of one makes its own). TR_EUSER when
  * the build has no CUDA backend or libnccl cannot be loaded. */
 int tr_dist_use_nccl(tr_dist *d, tr_ctx *ctx, int device);
-/* 1 when tr_dist_use_nccl succeeded. */
-int tr_dist_nccl_on(const tr_dist *d);
 
 /* Bytes the bucket buffers of tr_dist_allreduce_grads take for gradients of total_bytes
  * in buckets of bucket_bytes (MPI: two buffers of one bucket; NCCL: none, in place). */

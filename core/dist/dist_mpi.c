@@ -68,10 +68,6 @@ int tr_dist_local_rank(const tr_dist *d)
 {
     return d ? d->local_rank : 0;
 }
-int tr_dist_nccl_on(const tr_dist *d)
-{
-    return d && d->nccl != NULL;
-}
 
 void tr_dist_set_timeout(tr_dist *d, double timeout_s)
 {

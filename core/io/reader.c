@@ -435,7 +435,6 @@ void tr_reader_close(tr_reader *r)
 }
 
 int32_t tr_reader_is_gzip(const tr_reader *r) { return r->gzip; }
-const char *tr_reader_path(const tr_reader *r) { return r->path; }
 int32_t tr_reader_ncolumns(const tr_reader *r) { return r->ncols; }
 
 const char *tr_reader_column(const tr_reader *r, int32_t i)

@@ -61,7 +61,6 @@ void tr_reader_close(tr_reader *r);
 
 /* 1 when the file is gzip-compressed (seek refused), 0 when plain. */
 int32_t tr_reader_is_gzip(const tr_reader *r);
-const char *tr_reader_path(const tr_reader *r);
 /* TSV/CSV: the header's column count and names (0 and NULL for JSONL). */
 int32_t tr_reader_ncolumns(const tr_reader *r);
 const char *tr_reader_column(const tr_reader *r, int32_t i);

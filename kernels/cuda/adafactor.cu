@@ -42,7 +42,7 @@ __device__ __forceinline__ void af_step_terms(const tr_k_adafactor_args &a, floa
 }
 
 /* Block sum of a double (blockDim.x == AF_THREADS), result in thread 0. */
-__device__ double af_block_sum(double v, double *sh)
+static __device__ double af_block_sum(double v, double *sh)
 {
     sh[threadIdx.x] = v;
     __syncthreads();
