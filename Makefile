@@ -6,7 +6,8 @@
 #                   Lua tests inside ./trainer, CLI tests;
 #                   ends with one line "N passed, N failed"
 #   make install PREFIX=/usr/local   installs bin/trainer and share/trainer/{lua,recipes}
-#   make deps       apt-installs missing build dependencies (idempotent)
+#   make deps       apt-installs missing build dependencies (idempotent; `make` never installs:
+#                   it names what is missing and stops)
 #
 # Sources are found by wildcard, so a new op is a new file and no Makefile edit:
 #   core/*/*.c kernels/cpu/*.c     -> the runtime (linked whole into the binary, for the FFI);
@@ -30,11 +31,7 @@ PKGS := luajit libedit zlib openblas jansson libutf8proc
 DEPS_OK := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
 ifneq ($(DEPS_OK),yes)
   ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
-    $(info deps: some build dependencies are missing; running scripts/deps.sh)
-    DEPS_RUN := $(shell bash scripts/deps.sh >&2; echo $$?)
-    ifneq ($(DEPS_RUN),0)
-      $(error scripts/deps.sh failed: install the packages it names and run make again)
-    endif
+    $(error build dependencies missing (Debian packages): $(shell bash scripts/deps.sh --check). Install them with: make deps)
   endif
 endif
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs, with apt, every Debian package the build and the tests need that is not there yet.
 # Idempotent: when everything is present it prints one line and changes nothing.
-# `make`, `make test` and `.ci/run` call it; a person can run it too (needs root or sudo).
+# `make deps` and `.ci/run` call it; a person can run it too (needs root or sudo).
+#   bash scripts/deps.sh            installs what is missing
+#   bash scripts/deps.sh --check    prints the missing packages the build itself needs (none:
+#                                   an empty line), installs nothing; exit 1 when some are missing
+#                                   (`make` calls it to say what to install)
 set -euo pipefail
 
 # pkg-config name -> Debian package
@@ -17,6 +21,14 @@ missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+for pc in "${!PKG[@]}"; do
+  if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
+done
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && { echo; exit 0; }
+  printf '%s\n' "${missing[@]}" | sort | paste -sd ' '
+  exit 1
+fi
 # tmux: tests/cli/test_repl_terminal.sh types into the REPL in a real terminal (a SKIP without it)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 # make lint: cppcheck on the C, luacheck on the Lua; make format: clang-format
@@ -30,9 +42,6 @@ pkg-config --exists ompi-c 2>/dev/null || missing+=(libopenmpi-dev)
 # oneDNN: the CPU matrix products (kernels/cpu/gemm_onednn.c; headers at build time, libdnnl2
 # loaded at run time); optional, the build runs on OpenBLAS without it
 [ -f /usr/include/dnnl.h ] || missing+=(libdnnl-dev)
-for pc in "${!PKG[@]}"; do
-  if ! pkg-config --exists "$pc" 2>/dev/null; then missing+=("${PKG[$pc]}"); fi
-done
 # The OpenMP build of OpenBLAS shares the kernels' thread pool (the Makefile prefers it).
 arch=$(cc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
 [ -d "/usr/lib/$arch/openblas-openmp" ] || missing+=(libopenblas-openmp-dev)
