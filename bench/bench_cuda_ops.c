@@ -3,7 +3,7 @@
  * product, then our casts and elementwise kernels (GB/s, share of the copy ceiling) and
  * the GEMM shapes of BERT-large training at 16 x 512 tokens (TFLOP/s per dtype).
  *
- * METHOD.md's rules: random data (never zeros), warm-up first, CUDA events around each
+ * Measured as a GPU benchmark must be: random data (never zeros), warm-up first, CUDA events around each
  * region, the median of many repetitions, buffers far larger than the L2. Prints a
  * table; without a GPU (or in a build without CUDA) prints one line and exits 0. */
 #include <stdio.h>

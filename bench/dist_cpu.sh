@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel training on the CPU (issue 14): examples/s of one process and of 2 ranks
+# Data-parallel training on the CPU: examples/s of one process and of 2 ranks
 # under mpirun, and the gradient all-reduce's time per step. A benchmark: it prints a
 # table and asserts nothing.
 #

@@ -1,4 +1,4 @@
--- bench/fused_ops.lua: the fused ops of issue 13 against the ops they replace, in one process,
+-- bench/fused_ops.lua: the fused ops against the ops they replace, in one process,
 -- alternating fused and unfused calls (A B A B ...) so that the load of a shared machine falls
 -- on both alike; prints the best and the median of each and the ratio of the medians.
 --   block end  ops.dropout_add_layernorm + its backward, against dropout -> add -> layernorm

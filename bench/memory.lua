@@ -1,5 +1,5 @@
--- bench/memory.lua: what each memory technique costs and saves, measured (issue 5's
--- benchmark). A BERT-shaped sequence classifier (random init, transformers' init) trains
+-- bench/memory.lua: what each memory technique costs and saves, measured.
+-- A BERT-shaped sequence classifier (random init, transformers' init) trains
 -- with AdamW on random token ids under each configuration:
 --   fp32 baseline; + accumulation (4 x batch/4); + checkpointing ("auto" segments);
 --   + bf16; + LoRA (r 8 on query and value); all combined.
@@ -55,7 +55,7 @@ local configs = {
 }
 
 -- ---------------------------------------------------------------- wall clock
-local now = require("trainer.train.run").now -- the monotonic clock (trainer.ffi's system block)
+local now = require("trainer.train.run").now -- the monotonic clock (trainer.core.ffi's system block)
 
 -- ---------------------------------------------------------------- data
 local function int_matrix(values, rows, cols)

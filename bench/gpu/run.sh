@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh — trainer against transformers + peft on the same card, side by side (issue
-# 12 item 5). Writes one random BERT (bench/gpu/trainer_side.lua --write: safetensors with
+# bench/gpu/run.sh — trainer against transformers + peft on the same card, side by side.
+# Writes one random BERT (bench/gpu/trainer_side.lua --write: safetensors with
 # Hugging Face names, and one fixed batch of token ids) that both sides load, then trains it
 # for a few steps with each side, one process per measurement, for
 #   fp32 full, bf16 full, bf16 + checkpointing, bf16 + checkpointing + LoRA (the flagship)
@@ -112,7 +112,7 @@ table="$out/bench_gpu.txt"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } | tee "$table"
 
-# The flagship first (issue 12's goals are about it), at both shapes, then the rest: when the
+# The flagship first (the recipe a GPU run is tuned for), at both shapes, then the rest: when the
 # budget runs out it is the least important rows that say "not run".
 for pair in bf16-ckpt-lora:16 bf16-ckpt-lora:48 bf16-ckpt:16 bf16-full:16 fp32-full:16 bf16-ckpt:48 bf16-full:48 \
             fp32-full:48; do

@@ -832,7 +832,7 @@ static int l_copy_tree(lua_State *L)
 }
 
 /* native.clock_monotonic_id() -> CLOCK_MONOTONIC of this C library, for the
- * clock_gettime declared in trainer.ffi's system block (the id differs between systems). */
+ * clock_gettime declared in trainer.core.ffi's system block (the id differs between systems). */
 static int l_clock_monotonic_id(lua_State *L)
 {
     lua_pushinteger(L, CLOCK_MONOTONIC);

@@ -6,7 +6,7 @@
  * (the list goes to the device as tr_k_tensor_ref records). Their contracts return a host
  * value (the norm's float, found_inf's int), so these two slots SYNCHRONISE the stream
  * to read it back; the device-resident path (the clip coefficient and the loss scaler's
- * flag kept on the device, tr_k_clip_coef_cuda / tr_k_scale_by_device_cuda) is issue 12's. */
+ * flag kept on the device, tr_k_clip_coef_cuda / tr_k_scale_by_device_cuda) is in the files of those ops. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"

@@ -1,4 +1,4 @@
-/* batch_feed.h — the training batches' way to the device (issue 12 item 1): the host
+/* batch_feed.h — the training batches' way to the device: the host
  * collates a micro-batch (token ids, attention mask, token type ids as i32; targets as i64)
  * into a pinned host slot, and the slot is uploaded on a copy stream of its own, so that
  * preparing batch n + 1 overlaps the GPU's work on batch n and no step waits for the device.

@@ -262,7 +262,7 @@ static int device_to_device(xfer *x, void *dst, int ddev, const void *src, int s
 }
 
 /* A dtype change between device buffers: down, converted on the host, up again, a chunk at a
- * time (synchronous), until the op table's CUDA cast is used here. */
+ * time (synchronous; the op table's CUDA cast is not used here). */
 static int device_convert(xfer *x, void *dst, int ddev, int dst_dtype, const void *src, int sdev, int src_dtype,
                           size_t n)
 {

@@ -229,7 +229,7 @@ int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const
  * AMD's cores, which issue them at twice the f32 FMA's work a cycle (EPYC, 2 threads:
  * 880-960 against 440-470 GFLOP/s on BERT-base's Linear shapes); not on Intel's AVX512-BF16
  * without AMX, where oneDNN's bf16 products ran at 130-167 against f32's 263-284 GFLOP/s
- * (an earlier session's Xeon). A CPU property, not a timing taken at start: the choice must be the
+ * (measured on a Xeon without AMX). A CPU property, not a timing taken at start: the choice must be the
  * same in every process on a machine, or a resumed run would not repeat the bits. */
 static int bf16_beats_f32(int isa)
 {

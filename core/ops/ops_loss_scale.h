@@ -1,4 +1,4 @@
-/* ops_loss_scale.h — the fp16 dynamic loss scale kept on the device (issue 12), so that a
+/* ops_loss_scale.h — the fp16 dynamic loss scale kept on the device, so that a
  * training step under fp16 never reads the found-inf flag back to choose the next scale:
  *
  *   loss_scale_update   the scaler's update rule (trainer.train.amp Scaler:update) on device

@@ -1,5 +1,5 @@
 /* ops_multi_tensor.h — the optimizer step's ops over a whole list of tensors whose results
- * stay in device tensors (issue 12): a step on a GPU then never waits for the host.
+ * stay in device tensors: a step on a GPU then never waits for the host.
  *   global_norm_into          norm (a 1-element f32 tensor) = the L2 norm of the list
  *   clip_by_norm              every tensor of the list *= min(1, max_norm / (norm + eps)),
  *                             reading norm where it lives

@@ -269,7 +269,7 @@ typedef struct tr_k_adamw_args {
     const int32_t *skip;        /* device flag: nonzero skips the step (fp16 overflow); NULL = never */
     /* the device loss scale's skip count (NULL: bias_c1/bias_c2_sqrt as given): the step is
      * step - (*skipped - skipped_known) and the corrections come from it on the device, so
-     * steps skipped since the host last read the count need no read (issue 12) */
+     * steps skipped since the host last read the count need no read */
     const int32_t *skipped;
     int64_t step, skipped_known;
 } tr_k_adamw_args;

@@ -1701,7 +1701,7 @@ static void custom_adamw_multi(int dtype, int device)
 /* ------------------------------------------------------------ the test */
 
 /* One PASS/FAIL line per op of the table ("ops_table.<op>"), then the coverage count. */
-/* The device loss scale (issue 12): from 2^16 with growth 2, backoff 0.5 and interval 2, the
+/* The device loss scale: from 2^16 with growth 2, backoff 0.5 and interval 2, the
  * flags 0, 0, 1, 0 give the eager Scaler:update's numbers (131072 after two clean steps,
  * 65536 and one skip on the inf, tracker 1 after), inv = 1 / scale each time; the unscale
  * by that device inverse is scale_check_finite_into's bits; AdamW with the device skip count

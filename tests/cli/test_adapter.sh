@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LoRA adapters without merging (issue 9, item 14): `trainer encode|classify MODEL FILE
+# LoRA adapters without merging: `trainer encode|classify MODEL FILE
 # --adapter DIR` gives the outputs of the model `trainer merge` writes (within 1e-5), for
 # PEFT's own adapter (tests/data/tiny_lora_adapter, which also matches PEFT's golden
 # embeddings) and for one trainer saved (a classifier with modules_to_save); an adapter given

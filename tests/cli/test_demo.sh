@@ -28,7 +28,7 @@ expect_out demo_prints_change "change:            +0.0823   +0.0855"
 expect_out demo_prints_loss "mean of the first and of the last 2 steps: 4.9000 -> 3.1000"
 expect_out demo_prints_time "20 steps in 123 s"
 
-# the run the issue saw: Spearman up, Pearson down
+# a run whose Spearman rose while its Pearson fell
 mkrun "$TMP/pearson_fell" 0.8672 0.8727 0.8696 0.8674 -0.1
 run_trainer run scripts/demo_result.lua "$TMP/pearson_fell" 99
 expect_rc demo_pearson_fell_rc 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel training under mpirun (issue 14), on the CPU with 2 ranks and a tiny model:
+# Data-parallel training under mpirun, on the CPU with 2 ranks and a tiny model:
 #   * the 2-rank losses equal, step by step, one process's with the doubled batch (printed
 #     side by side; within the rounding of the all-reduce), for a full fine-tune and LoRA;
 #   * only rank 0 writes: one metrics line per step, checkpoints once;

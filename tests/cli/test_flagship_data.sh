@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The flagship's data ships with the project (issue 12 item 4): data/swenli_dev.jsonl.gz is
+# The flagship's data ships with the project: data/swenli_dev.jsonl.gz is
 # the shared collection's SweNLI dev file unchanged, with its licence sheet and attribution;
 # `trainer check recipes/scandi_lora.lua` then warns only about the model and says how to
 # download it; a run without the model exits 1 with that command; and the recipe as written

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# User-facing messages (issue 9, items 12 and 13): a bad device or a key at the wrong level
+# User-facing messages: a bad device or a key at the wrong level
 # in `trainer check`, an invalid UTF-8 line in the model commands' input, a cut-off
 # metrics.jsonl in `trainer report`: each exits 1 naming the key, or the file and its line,
 # never a trainer function name or a position inside a one-line text.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end exit codes of the checks made before a run allocates (issue 9, items 5-6):
+# End-to-end exit codes of the checks made before a run allocates:
 # a mistyped config.json field exits 1 naming the file and the field; a run whose memory
 # plan is above memory.limit exits 2 at once with the predicted ledger; a damaged
 # trainer_state exits 1 naming itself and the previous checkpoint, leaving no .tmp file.

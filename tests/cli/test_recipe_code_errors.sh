@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A recipe's own code failing (issue 9, item 7): an error() or a runtime error inside a
+# A recipe's own code failing: an error() or a runtime error inside a
 # recipe's hook, loop or eval.fn is the recipe's error — exit 1, the message names the
 # recipe file and line and which function trainer was calling — never "internal error".
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resume (issue 9, item 1): a run started with overrides, stopped by SIGINT, continues from
+# Resume: a run started with overrides, stopped by SIGINT, continues from
 # the printed "Resume with:" line run verbatim — in its own folder, to its own planned steps,
 # with the unbroken run's losses — and touches no other folder; the long form printed
 # beside it does the same; `trainer resume RUN_DIR` works from the folder alone (with or

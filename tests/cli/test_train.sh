@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of `trainer RECIPE.lua` on a tiny random BERT folder (fast on a CPU):
-# the outputs DESIGN.md names, a run stopped by SIGTERM after its step-3 checkpoint and
+# the outputs a run writes (README.md, "Training"), a run stopped by SIGTERM after its step-3 checkpoint and
 # resumed giving the unbroken run's losses for steps 4-6, a malformed JSONL line 3, a
 # missing model folder, an evaluation file outside the repository, a NaN loss, the
 # report, a recipe's own loop, and the flagship recipe without its model.

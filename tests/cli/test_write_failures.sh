@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Write failures (issue 9, item 4): a run whose output folder cannot take a write exits 1
+# Write failures: a run whose output folder cannot take a write exits 1
 # with a message naming the file and the free space, and no file or checkpoint folder
 # under its final name is ever half-written (no *.tmp left behind either).
 #   1. injected: TRAINER_FAIL_WRITE=TEXT makes every write to a path containing TEXT fail

@@ -1,5 +1,5 @@
 -- tests/cudacpu/host_syncs.lua — a training step on device = "cuda" makes no host round trip
--- between two logged steps (issue 27 item 6), run on the emulator by tests/cudacpu/suites.sh
+-- between two logged steps, run on the emulator by tests/cudacpu/suites.sh
 -- as `build/cudacpu/trainer run tests/cudacpu/host_syncs.lua`.
 --
 -- Each case trains a tiny BERT for 7 steps with log.every = 3 (logged: 1, 3, 6, 7) and counts,

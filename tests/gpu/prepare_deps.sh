@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/gpu/prepare_deps.sh — run on the build machine BEFORE a GPU call: copies what the
-# GPU test's minimal build needs and a bare CUDA image may lack (jansson's headers and
-# static library, used by core/mem/alloc_report.c) into build/gpu_deps/, which .gitignore
-# already ignores. Then name "build/gpu_deps" in the device call's `carry`.
+# tests/gpu/prepare_deps.sh — run on the build machine before the GPU checks: copies what
+# tests/gpu/run.sh's minimal build needs and a bare CUDA image may lack (jansson's headers and
+# static library, used by core/mem/alloc_report.c) into build/gpu_deps/ (ignored by git),
+# to be copied to the GPU machine with the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dst=build/gpu_deps

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh — the one prepared script a session with a lent GPU runs (METHOD.md:
-# one call that builds, checks and times). Ends within DEADLINE seconds (default 450: the
-# call's 8 minutes less a margin for the transfers): each stage has a time limit of its own
+# tests/gpu/run.sh — the GPU checks in one script that builds, checks and times (how to run
+# it: tests/gpu/NOTES.md). Ends within DEADLINE seconds (default 450): each stage has a time limit of its own
 # (the op table's CUDA pass 90 s, its memcheck pass 120 s, ...), cut to what is left of the
 # deadline, and a stage with under 20 s left is skipped and says so. The stages run in
 # dependency order: the device itself (allocator, GEMM, kernels, transfers), the ops, the
@@ -27,8 +26,9 @@
 #    make mode, only the CUDA ones in minimal mode), each under a time limit, while time
 #    is left; their output goes to $OUT/bench.txt; then bench/gpu/run.sh (trainer against
 #    transformers + peft) in what is left of the deadline, into $OUT/bench_gpu/.
-# Before the call (bare image): bash tests/gpu/prepare_deps.sh, and carry build/gpu_deps;
-# or run it from the bundle (make gpu-bundle), where everything is prebuilt:
+# On a bare CUDA image: bash tests/gpu/prepare_deps.sh on the build machine, and copy
+# build/gpu_deps along with the checkout; or run it from the bundle (make gpu-bundle), where
+# everything is prebuilt:
 #   tar xzf build/gpu-bundle/trainer-gpu.tar.gz -C /tmp && OUT=$OUT bash /tmp/trainer-gpu/tests/gpu/run.sh
 # Writes $OUT/gpu_run.log (everything), $OUT/build.log and $OUT/bench.txt. Without a GPU
 # the test prints SKIP and the script exits 0. Exit status: non-zero when a build or a
@@ -91,7 +91,7 @@ build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
 
 build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same three
   rm -rf build/gpu/obj && mkdir -p build/gpu/obj
-  # jansson (core/mem/alloc_report.c): carried in build/gpu_deps (tests/gpu/prepare_deps.sh),
+  # jansson (core/mem/alloc_report.c): copied into build/gpu_deps (tests/gpu/prepare_deps.sh),
   # or installed.
   local dep_cflags="" dep_libs="" f o pids=""
   if [ -f build/gpu_deps/lib/libjansson.a ]; then
@@ -99,7 +99,7 @@ build_minimal() { # just what the GPU test needs, same nvcc flags; sets the same
   elif pkg-config --exists jansson 2>/dev/null; then
     dep_cflags=$(pkg-config --cflags jansson); dep_libs=$(pkg-config --libs jansson)
   else
-    echo "build: jansson missing: run tests/gpu/prepare_deps.sh before the call and carry build/gpu_deps"
+    echo "build: jansson missing: run tests/gpu/prepare_deps.sh on the build machine and copy build/gpu_deps here"
   fi
   # C sources: the runtime (core/) and the CPU kernels (the GPU tests' float64 references);
   # objects are named after their paths, so equal basenames in two folders cannot collide.
@@ -206,7 +206,7 @@ for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_tab
     # memcheck's own findings fail the run (--error-exitcode); its PASS lines are not
     # counted a second time, only a FAIL or a sanitizer error
     lim=$(limit 120)
-    if [ "$lim" -lt 20 ]; then echo "SKIP $t: out of the call's time (${DEADLINE} s)"; skipped=$((skipped + 1)); continue; fi
+    if [ "$lim" -lt 20 ]; then echo "SKIP $t: past the deadline (DEADLINE=${DEADLINE} s)"; skipped=$((skipped + 1)); continue; fi
     timeout "$lim" "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 20 $testbin/$base --cuda f32 \
       >"$OUT/$t.txt" 2>&1
     rc=$?
@@ -217,7 +217,7 @@ for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_tab
   fi
   want=150; [ "$base" = test_ops_table ] && want=90
   lim=$(limit $want)
-  if [ "$lim" -lt 20 ]; then echo "SKIP $t: out of the call's time (${DEADLINE} s)"; skipped=$((skipped + 1)); continue; fi
+  if [ "$lim" -lt 20 ]; then echo "SKIP $t: past the deadline (DEADLINE=${DEADLINE} s)"; skipped=$((skipped + 1)); continue; fi
   timeout "$lim" $testbin/$base $args >"$OUT/$t.txt" 2>&1
   rc=$?
   cat "$OUT/$t.txt"
@@ -258,7 +258,7 @@ if [ "$(limit 240)" -ge 20 ]; then
       TRAINER=./trainer OUT="$1/train_checks" bash "$t" || s=1; done; exit $s' _ "$OUT" >"$OUT/train_parity.txt" 2>&1
   rc=$?
 else
-  echo "SKIP train_parity: out of the call's time (${DEADLINE} s)" >"$OUT/train_parity.txt"
+  echo "SKIP train_parity: past the deadline (DEADLINE=${DEADLINE} s)" >"$OUT/train_parity.txt"
   rc=0
 fi
 cat "$OUT/train_parity.txt"
@@ -277,7 +277,7 @@ passed=$((passed + p)); failed=$((failed + f))
 # the same run without `distributed`, bitwise (the mean over one rank is the gradient).
 stage "distributed (NCCL, one rank)"
 if [ "$(limit 60)" -lt 20 ]; then
-  echo "SKIP dist_nccl_one_rank: out of the call's time (${DEADLINE} s)"; dist_skipped=$((dist_skipped + 1))
+  echo "SKIP dist_nccl_one_rank: past the deadline (DEADLINE=${DEADLINE} s)"; dist_skipped=$((dist_skipped + 1))
 elif [ "$mode" != minimal ] && [ -x ./trainer ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   d=$OUT/dist_nccl && rm -rf "$d" && mkdir -p "$d"
   cat >"$d/mk.lua" <<EOF

@@ -1,4 +1,4 @@
-/* test_gpu_dist.c — the NCCL path of core/dist on one rank and one GPU (issue 14): a world
+/* test_gpu_dist.c — the NCCL path of core/dist on one rank and one GPU: a world
  * of one (no mpirun) loads libnccl, makes its own unique id and communicator, and reduces
  * CUDA gradients in several buckets on its own stream, ordered with the compute stream.
  * The mean over one rank is the tensor itself, bitwise; the bucket count shows that the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/train_parity.sh — training on the GPU against the CPU (issue 12 item 5), called by
+# tests/gpu/train_parity.sh — training on the GPU against the CPU, called by
 # tests/gpu/run.sh after the op checks; runs from the bundle (make gpu-bundle: trainer, lua/,
 # recipes/, bench/gpu/ beside it) or from a built checkout.
 #   1. a tiny BERT, fp32, 5 steps (MNRL, AdamW, dropout 0.1): every loss on the GPU within 1e-4

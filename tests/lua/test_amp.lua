@@ -1,4 +1,4 @@
--- Mixed precision, the fp16 loss scaler and gradient accumulation (issue 5 items 2 and 3)
+-- Mixed precision, the fp16 loss scaler and gradient accumulation
 -- on the tiny classifier (tests/data/tiny_bert_cls, 2 layers, hidden 32) with fixed token
 -- ids: bf16 / fp16 losses follow fp32 over 20 AdamW steps; the scaler halves and skips on
 -- an injected inf and doubles after N clean steps; bf16 cuts peak activations; frozen

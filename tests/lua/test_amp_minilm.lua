@@ -1,4 +1,4 @@
--- Issue 5's "must show" for mixed precision and accumulation, through the training step
+-- Mixed precision and accumulation on all-MiniLM-L6-v2, through the training step
 -- the loop uses (trainer.step.micro: tokenize, one forward for both text columns, cosine
 -- loss, backward scaled by ctx.scale): bf16 cuts peak activations, and 2 x 4 accumulation
 -- gives the losses of one batch of 8 over AdamW steps (dropout off). Run on a tiny

@@ -1,4 +1,4 @@
--- The batch feed (trainer.train.batch_feed, issue 12 item 1) through its CPU stand-in, the
+-- The batch feed (trainer.train.batch_feed) through its CPU stand-in, the
 -- path a GPU run takes with the device replaced by the CPU: feed:encode gives tok:batch's
 -- tensors (views of the slot's buffers, slots alternating) and the count of non-padding
 -- tokens; step.micro through the feed gives bitwise the loss and gradients of the plain path

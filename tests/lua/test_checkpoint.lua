@@ -1,4 +1,4 @@
--- Gradient checkpointing (trainer.checkpoint, trainer.nn.Checkpoint): with dropout ON and
+-- Gradient checkpointing (trainer.train.grad_checkpoint, trainer.nn.Checkpoint): with dropout ON and
 -- in fp32 on the CPU, every segmentation gives the same loss and every parameter gradient
 -- BITWISE as the plain model, with a lower peak of `activations` (reset before each run);
 -- names and parameters are unchanged; the segmentation arithmetic; frozen layers still

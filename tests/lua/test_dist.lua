@@ -1,4 +1,4 @@
--- trainer.dist without mpirun (issue 14): the sharding of a global batch (every row on
+-- trainer.dist without mpirun: the sharding of a global batch (every row on
 -- exactly one rank, in order; shares weighted so that the mean over ranks is the global
 -- batch's gradient, even for a short last batch), the refusal of another world size on
 -- resume, the bucket buffers the plan counts, and a world of one whose collectives change

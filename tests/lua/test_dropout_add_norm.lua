@@ -1,4 +1,4 @@
--- The BERT layer's fused block end (issue 13: nn.dropout_add_norm over
+-- The BERT layer's fused block end (nn.dropout_add_norm over
 -- ops.dropout_add_layernorm, in the attention and feed-forward blocks of every layer): a small
 -- random BERT with dropout 0.1 on every site gives, fused, the output and every parameter
 -- gradient of the three unfused ops it replaced (dropout -> add -> layernorm, run here by

@@ -1,5 +1,5 @@
 -- model.dropout = 0 turns off every dropout site, the attention probabilities' included
--- (issue 9, item 2): two seeds then give the same losses (rows in file order, a loss
+-- two seeds then give the same losses (rows in file order, a loss
 -- without parameters: the seed reaches only dropout), and batch = { size = 4,
 -- accumulate = 2 } gives the losses of size = 8 (CosineSimilarityLoss is a mean over
 -- rows, so two half-batches average to the whole batch's loss and gradient).

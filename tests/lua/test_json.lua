@@ -15,7 +15,7 @@ return {
     assert(back.e == 0.1 and back.c.d == "é")
   end },
   { "reals_shortest_that_read_back", function()
-    -- issue 9 item 14: adapter_config.json said "lora_dropout": 0.10000000000000001
+    -- the shortest text that reads back: "lora_dropout": 0.1, not 0.10000000000000001
     local vals = { 0.1, 0.2, 1 / 3, 2e-5, 5e-4, 1.5e16, 1e300, -2.5e-300, 7.564012289047241, 0.30000000000000004,
                    123.456, 1e21, 1.7976931348623157e308, -0.1, 3.0000000000000004, 2 ^ 60, 1e-7 }
     local s = json.encode(vals)

@@ -1,4 +1,4 @@
--- Keeping less under LoRA + checkpointing (issue 12 item 1): on all-MiniLM-L6-v2 with LoRA
+-- Keeping less under LoRA + checkpointing: on all-MiniLM-L6-v2 with LoRA
 -- (r 8, dropout 0.1, query and value) the step of tests/lua/keep_less_case.lua gives the
 -- loss and every LoRA gradient of the golden file written before the change
 -- (tests/ref/make_keep_less_golden.lua) to 1e-5, with fewer activation bytes kept after the

@@ -1,4 +1,4 @@
--- The training run (trainer.run, trainer.loop, trainer.outputs, trainer.progress) on a tiny
+-- The training run (trainer.train.run, trainer.loop, trainer.outputs, trainer.progress) on a tiny
 -- random BERT: resolved_recipe.lua stays loadable with functions as comments; atomic
 -- writes and checkpoint pruning; progress lines every log.every steps and nothing when
 -- quiet; hooks and a recipe's own loop; gradient accumulation's step count; LoRA and

@@ -1,4 +1,4 @@
--- LoRA's memory claim on all-MiniLM-L6-v2 (issue 5, "must show"): after one AdamW step, the
+-- LoRA's memory claim on all-MiniLM-L6-v2: after one AdamW step, the
 -- allocator's grads + optimizer bytes (trainer.memory by_tag) with LoRA r 8 on query,value are
 -- under 5 % of full fine-tuning's, and the optimizer's own ledger agrees. Frozen weights get
 -- no gradient buffer and no optimizer state. Prints "SKIP ..." when models/all-MiniLM-L6-v2 is

@@ -1,4 +1,4 @@
--- What users read when something goes wrong (issue 9, item 13): no trainer function names
+-- What users read when something goes wrong: no trainer function names
 -- in user errors ("tensor.full: ..."), invalid UTF-8 found by the UTF-8 checker, and a
 -- class label out of range named by the data file and line it came from, not its
 -- position in the batch.

@@ -1,5 +1,5 @@
 -- config.json is validated field by field, and a run is checked against its memory plan
--- before it allocates (issue 9, item 6): each case of a table of damaged configs (wrong
+-- before it allocates: each case of a table of damaged configs (wrong
 -- value types, absurd sizes, nulls where a number belongs) makes run.build raise a user
 -- error naming config.json and the field, with nothing allocated; valid nulls (HF's
 -- "classifier_dropout": null) and the presets still load; a model whose plan is above

@@ -1,4 +1,4 @@
--- Run outputs (trainer.outputs, trainer.resume, trainer.user_code), without a full run:
+-- Run outputs (trainer.outputs, trainer.train.resume, trainer.train.user_code), without a full run:
 -- a metrics.jsonl append that fails half-way is cut back to its last whole line and
 -- raises a user error naming the file and the free space (and says so when the cut-back
 -- fails too); write_atomic to a folder that

@@ -1,4 +1,4 @@
--- checkpoint = "auto" and the plan's table of checkpoint choices (issue 12 item 2): the peak
+-- checkpoint = "auto" and the plan's table of checkpoint choices: the peak
 -- arithmetic of a segmentation, "auto" as the least peak of every even segmentation (and,
 -- for BERT-large at 512 under the flagship's bf16 + LoRA, below the recipe's 4 segments and
 -- no worse than one per layer), the plan's sizes applied to the model, the choices in the

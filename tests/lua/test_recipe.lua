@@ -146,7 +146,7 @@ return {
     assert(schema.lookup(spec, "optim.nope") == nil)
   end },
   { "device_pattern_checked", function()
-    -- issue 9 item 12: "gpu" and "cuda:x" passed `trainer check` and failed the run
+    -- "gpu" and "cuda:x" fail `trainer check`, not only the run
     local d = tmpdir()
     write(d .. "/r.lua", "return { " .. minimal .. " }")
     for _, good in ipairs({ "auto", "cpu", "cuda", "cuda:0", "cuda:12" }) do

@@ -1,4 +1,4 @@
--- Exact resume on the deferred path (issue 12): fp16 with the loss scale living on the device
+-- Exact resume on the deferred path: fp16 with the loss scale living on the device
 -- (amp Scaler:to_device: the seed scaled there, the unscale by its inverse, the update from
 -- the found-inf flag there, AdamW skipping on the flag with the device skip count), the
 -- batches through the batch feed, the losses read once per logged step: the path a GPU run

@@ -1,10 +1,10 @@
--- The loss read once per logged step (issue 12 item 3). On the CPU the run's metrics.jsonl
+-- The loss read once per logged step. On the CPU the run's metrics.jsonl
 -- is the one written before the change (tests/data/step_reads_golden.json, tokens_per_s
 -- aside; to 1e-5 relative, the golden being another build's float32) with log.every 1 and 5; with the device's deferred values (lazy_scalars, as a run
 -- on a GPU has) the losses, grad norms and every other non-memory field are the same bits,
 -- and the values are read only at the logged steps (1, 5, 10 and the last); a non-finite
 -- deferred loss stops the run naming the step it happened at; trainer.train.deferred's
--- arithmetic is the eager arithmetic. Issue 12's optimizer update: a deferred run calls
+-- arithmetic is the eager arithmetic. The optimizer update: a deferred run calls
 -- no host-result op and reads nothing between logged steps, bf16 and fp16 deferred runs
 -- give the eager rows, and a non-finite deferred clip norm stops the run naming its step.
 -- Under fp16 a deferred train step reads nothing either (the loss scale on the device).
@@ -84,7 +84,7 @@ return {
     assert(#reads == 12, #reads .. " reads")
   end },
   { "deferred_steps_call_no_host_result_op", function()
-    -- issue 12: between logged steps a device run reads nothing: no tensor:item() outside
+    -- between logged steps a device run reads nothing: no tensor:item() outside
     -- read_scalars, no host-result norm or finite check (the clip, the flag and AdamW stay
     -- in tensors); the eager CPU run still takes its host path
     local ops = require("trainer.core.ops")
@@ -119,7 +119,7 @@ return {
     end
   end },
   { "deferred_fp16_step_reads_nothing_between_logged_steps", function()
-    -- issue 12: under fp16 the found-inf flag is no longer read after each step (the loss
+    -- under fp16 the found-inf flag is not read after each step (the loss
     -- scale lives on the device); a train step reads no tensor outside read_scalars, and the
     -- rows still carry the eager run's loss_scale (the deferred_bf16_and_fp16 case: all bits)
     local Tensor = getmetatable(T.full({ 1 }, 0)).__index

@@ -11,7 +11,7 @@ local function cdef_header(name)
   ffi.cdef(text)
 end
 
--- another module (trainer.ffi) may have declared these already
+-- another module (trainer.core.ffi) may have declared these already
 if not pcall(ffi.typeof, "tr_tok_options") then
   if not pcall(ffi.typeof, "tr_error") then cdef_header("tr_base.h") end
   cdef_header("tokenizer.h")

@@ -1,4 +1,4 @@
--- A damaged trainer_state is named as such, never an internal error (issue 9, item 5):
+-- A damaged trainer_state is named as such, never an internal error:
 -- a run on a tiny random BERT saves checkpoint-3 and checkpoint-6; then each case of a
 -- table of damages replaces checkpoint-6/trainer_state, a resume from it must raise a
 -- user error "…/checkpoint-6/trainer_state is damaged (WHAT); resume from checkpoint-3,

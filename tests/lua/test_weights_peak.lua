@@ -1,4 +1,4 @@
--- The weights ledger of a full fine-tune is the parameters' bytes (issue 9, item 3):
+-- The weights ledger of a full fine-tune is the parameters' bytes:
 -- loading reads each tensor into the parameter's own memory and saving writes safetensors
 -- from it, so no moment holds a second copy of a tensor tagged "weights". On a tiny
 -- random BERT (always) and on a short fp32 full fine-tune of all-MiniLM-L6-v2 with a
@@ -76,7 +76,7 @@ tests[#tests + 1] = { "minilm_full_finetune_weights_peak_is_parameters", functio
   end
   local s, bytes, base = full_finetune("minilm", minilm)
   local w = s.peak_by_tag.weights - base
-  -- the issue's figure: 4 bytes x 22.57 M parameters, within 5 %
+  -- all-MiniLM-L6-v2's weights: 4 bytes x 22.57 M parameters, within 5 %
   local want = 4 * 22.57e6
   assert(math.abs(w - want) <= 0.05 * want, ("peak weights %.1f MB, expected %.1f MB +- 5 %%"):format(w / 1e6, want / 1e6))
   assert(w == bytes, ("peak weights %d bytes, the parameters hold %d"):format(w, bytes))

@@ -1,6 +1,6 @@
 -- tests/ref/make_keep_less_golden.lua — writes tests/data/keep_less_golden.json: the loss,
 -- LoRA gradient digests and activation bytes of tests/lua/keep_less_case.lua, as the runtime
--- computed them BEFORE the modules kept less (issue 12 item 1; run once on commit d601cd5):
+-- computed them BEFORE the modules kept less (run once on commit d601cd5):
 --   ./trainer run tests/ref/make_keep_less_golden.lua
 -- test_keep_less.lua holds the new code to the same losses and gradients (1e-6) with fewer
 -- activation bytes.

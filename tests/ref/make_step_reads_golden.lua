@@ -1,10 +1,10 @@
 -- tests/ref/make_step_reads_golden.lua — writes tests/data/step_reads_golden.json: the
 -- metrics.jsonl objects (without tokens_per_s) of tests/lua/step_reads_case.lua as the run
--- wrote them BEFORE the loss and grad norm were read once per logged step (issue 12 item 3;
--- run once on commit d3e90b4):
+-- wrote them BEFORE the loss and grad norm were read once per logged step
+-- (run once on commit d3e90b4):
 --   ./trainer run tests/ref/make_step_reads_golden.lua
 -- With --memory-only it refreshes just the mem_* fields from this build and keeps every
--- other value of the file (issue 13: the encoder skips padding rows, trainer.nn.packing, so
+-- other value of the file (the encoder skips padding rows, trainer.nn.packing, so
 -- the activations' peak fell while losses and grad norms stayed within the test's 1e-5).
 local native = require("trainer.native")
 local json = require("trainer.core.json")

@@ -39,8 +39,8 @@ ffi.cdef(header_text())
 -- The second block: the few functions of the system libraries the Lua layer calls
 -- directly, declared here once so that no other module needs a private ffi.cdef.
 --   zlib (linked into the binary): trainer_state files are gzip streams (trainer.outputs
---     writes and copies them, trainer.trainer_state reads them).
---   clock_gettime: the monotonic clock behind trainer.run's tokens/s and ETA; its clock id
+--     writes and copies them, trainer.train.trainer_state reads them).
+--   clock_gettime: the monotonic clock behind trainer.train.run's tokens/s and ETA; its clock id
 --     comes from native.clock_monotonic_id(), never a hard-coded number.
 -- The struct is named for this project so that it cannot clash with another declaration.
 ffi.cdef([[

@@ -1,4 +1,4 @@
--- trainer.core.memory: the memory ledger, as DESIGN.md names it. Every figure comes from the
+-- trainer.core.memory: the memory ledger (README.md, "The memory ledger"). Every figure comes from the
 -- caching allocator of a device (default "cpu"; pass "cuda:0" for a GPU).
 --   stats()        { allocated, reserved, peak_allocated, peak_reserved,
 --                    by_tag = { weights, grads, optimizer, activations, workspace },

@@ -148,7 +148,7 @@ end
 
 -- Random values from the keyed RNG, the one initialiser every random weight goes through
 -- (randn, the LoRA A matrices, the SoftmaxLoss classifier): key { seed = opts.seed
--- (default 0), op = opts.stream (default 0; the streams are in trainer.rng_sites) }.
+-- (default 0), op = opts.stream (default 0; the streams are in trainer.core.rng_sites) }.
 -- opts.dist: "normal" (default; mean 0, variance 1) or "uniform" (U(-opts.bound, opts.bound),
 -- bound default 1: (2u - 1) * bound of the RNG's u in [0, 1)). Drawn in f32 on the CPU, then
 -- converted to opts.dtype / opts.device; opts.tag for both. `what` names the caller in errors.

@@ -45,7 +45,7 @@ M.defaults = {
 -- The fields this runtime reads, with their types and ranges. The bounds are far beyond
 -- any released encoder and keep a mistyped or absurd config.json (num_hidden_layers =
 -- 1e9) from reaching the allocator; whether a valid shape fits in memory is `trainer
--- plan`'s question, asked before a run allocates (trainer.plan_check).
+-- plan`'s question, asked before a run allocates (trainer.plan.check).
 local fields = {
   { "hidden_size", "integer", 1, 65536, required = true },
   { "num_hidden_layers", "integer", 1, 1024, required = true },

@@ -277,7 +277,7 @@ function M.fits(plan, budget)
   return plan.total_bytes <= budget
 end
 
--- The recipe changes that would make `plan` fit `budget` (trainer.plan_alternatives): a
+-- The recipe changes that would make `plan` fit `budget` (trainer.plan.alternatives): a
 -- list of { text = "batch.size=4 batch.accumulate=4", note, total_bytes, fits, combined },
 -- empty when it fits already.
 function M.alternatives(plan, budget)
@@ -320,7 +320,7 @@ function M.budget(resolved)
   return n, source
 end
 
--- The plan as DESIGN.md's JSON: { device, total_bytes, by_tag, budget_bytes, fits }, plus
+-- The plan as `trainer plan --json` prints it: { device, total_bytes, by_tag, budget_bytes, fits }, plus
 -- the figures behind it, where the budget came from and, over budget, the alternatives.
 -- info (optional): { budget_source = "...", alternatives = list } (computed when absent).
 function M.json(plan, budget, info)

@@ -9,7 +9,7 @@
 --      error that prints the chain;
 --   3. command-line overrides `a.b.c=value` apply (values read as Lua literals, else as
 --      plain strings; `key=nil` deletes); each must name a key the schema knows;
---   4. the result is checked against trainer.recipe_schema, every error in one pass,
+--   4. the result is checked against trainer.recipe.keys, every error in one pass,
 --      each naming the file that set the key; then defaults are filled in.
 -- Every failure raises a trainer.errors user error (exit 1 at the CLI).
 local errors = require("trainer.core.errors")
@@ -318,7 +318,7 @@ function M.resolve(path, overrides)
   schema.check(spec, t, "", report)
   local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path,
                    origins = origins, modules = loader.module_files, resolved = loader.resolved }
-  result.overrides = overrides or {}   -- the command line, for resume (trainer.resume)
+  result.overrides = overrides or {}   -- the command line, for resume (trainer.train.resume)
   for i, c in ipairs(chain) do result.files[i] = c.path end
   table.sort(report.errors, function(a, b) return a.at < b.at end)
   table.sort(report.warnings, function(a, b) return a.at < b.at end)

@@ -1,5 +1,5 @@
 -- trainer.recipe.keys: the one source of truth for recipe keys — type, range, allowed
--- values, default and a one-line doc for every key of the DESIGN.md contract.
+-- values, default and a one-line doc for every recipe key.
 -- `trainer check --keys` prints it and the README's key reference is generated from it
 -- (tests/cli/test_readme_keys.sh fails when they differ). `aliases` are the names the
 -- Hugging Face Trainer, PEFT and sentence-transformers give a key, suggested when a

@@ -1,5 +1,5 @@
 -- trainer.recipe.keys_doc: the recipe key reference as a Markdown table, generated from
--- trainer.recipe_schema. `trainer check --keys` prints it; the README embeds it between
+-- trainer.recipe.keys. `trainer check --keys` prints it; the README embeds it between
 -- <!-- keys:begin --> and <!-- keys:end --> (scripts/update_readme_keys.sh rewrites it,
 -- tests/cli/test_readme_keys.sh fails when they differ).
 local schema = require("trainer.recipe.schema")

@@ -1,4 +1,4 @@
--- trainer.train.amp: mixed precision (DESIGN.md, "Mixed precision") and the fp16 loss scaler.
+-- trainer.train.amp: mixed precision (the recipe's `precision`) and the fp16 loss scaler.
 --
 --   local amp = require("trainer.train.amp")
 --   local info = amp.prepare(model, "bf16")       -- after lora.apply, before optim.new
@@ -173,7 +173,7 @@ function Scaler:unscale(params)
   return self.found_inf
 end
 
--- unscale without a host read (a device run, issue 12): the gradients are divided by the
+-- unscale without a host read (a device run): the gradients are divided by the
 -- scale and found_inf (a { 1 } i32 tensor the caller zeroed for this step) is set on the
 -- device when one holds an inf or NaN; the optimizer (AdamW, SGD, Adafactor) skips on it there. The caller
 -- reads the flag when it needs the decision (update takes it). Disabled scaler: nothing.
@@ -192,7 +192,7 @@ function Scaler:unscale_into(params, found_inf)
 end
 
 -- ---------------------------------------------------------------- the scale on the device
--- A device run (issue 12) keeps the scale, 1/scale, the growth tracker and the skip count in
+-- A device run keeps the scale, 1/scale, the growth tracker and the skip count in
 -- { 1 } tensors on the device (tag workspace): update_into applies update()'s rule there from
 -- the step's found-inf flag (loss_scale_update), the backward's seed is multiplied by
 -- dev.scale there (ops.scale_by_scalar_) and the unscale divides by dev.inv, so no step reads

@@ -12,7 +12,7 @@
 --
 --   local norm = clip.clip_grad_norm_into(params, max_norm, found_inf)   -- on a device
 --
--- The same clip without a host read (issue 12): the norm goes into a device tensor, the
+-- The same clip without a host read: the norm goes into a device tensor, the
 -- coefficient is computed and applied on the device (ops.clip_by_norm_), and the norm comes
 -- back as a trainer.train.deferred value, read when the step is logged. A non-finite norm
 -- leaves the gradients alone and sets found_inf (a { 1 } i32 tensor, may be nil), which

@@ -93,7 +93,7 @@ local function raise(status, err)
   local msg = ffi.string(err.msg)
   if status == 2 then errors.oom(msg) end
   if status == 1 then errors.user("%s", msg) end
-  error("trainer.data: " .. msg, 0)
+  error("data: " .. msg, 0)
 end
 
 -- Uniform integer in [0, n): a pure function of its arguments (core/io/reader.h).

@@ -4,7 +4,7 @@
 --                               optimizer steps until the planned steps are done, evaluating
 --                               every eval.every and saving every save.every steps; at the end
 --                               (or on SIGINT/SIGTERM) an evaluation and a final checkpoint
---   loop.train(resolved, opts)  builds the run (trainer.run), writes resolved_recipe.lua,
+--   loop.train(resolved, opts)  builds the run (trainer.train.run), writes resolved_recipe.lua,
 --                               runs recipe.loop(t) or loop.default(t), writes summary.json;
 --                               returns the exit status: 0 done, 130 stopped by a signal
 --                               (after saving and printing how to resume)
@@ -120,7 +120,7 @@ function M.train(resolved, opts)
   local ok, err = pcall(function()
     t.progress = opts.progress or require("trainer.train.progress").new({ every = recipe.log.every,
       quiet = opts.quiet or recipe.log.quiet or not root })
-    -- the run's identity (trainer.resume): written when the run starts in its folder, kept
+    -- the run's identity (trainer.train.resume): written when the run starts in its folder, kept
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
     if root and (not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath)) then

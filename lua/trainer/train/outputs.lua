@@ -1,4 +1,4 @@
--- trainer.train.outputs: the files a run writes into its `out` folder, as DESIGN.md names them:
+-- trainer.train.outputs: the files a run writes into its `out` folder (README.md, "Training"):
 -- metrics.jsonl, summary.json, resolved_recipe.lua and checkpoint-STEP/ folders.
 --
 -- Invariant: no reader ever sees a half-written file. Every whole file is written to

@@ -17,7 +17,7 @@
 -- The dropout RNG counter (model.rng.step) is the number of micro-batches done: a resumed
 -- run draws the same masks as an unbroken one. Failures raise trainer.errors user errors;
 -- a non-finite loss raises one naming the step and the last good checkpoint.
--- Host reads (issue 12): on a device (or with opts.lazy_scalars) the losses return
+-- Host reads: on a device (or with opts.lazy_scalars) the losses return
 -- trainer.train.deferred values and a step never waits for the device to know its loss: the
 -- values are read once per logged step (log.every, the first and the last step), before an
 -- evaluation, a save, an on_step hook and the summary (read_scalars), and the non-finite check
@@ -321,7 +321,7 @@ function Run:train_step()
   self.optimizer:zero_grad()
   local scale = self.scaler.scale / acc
   if self.deferred and self.scaler.enabled then
-    -- fp16 on a device: the scale lives there and multiplies the seed there (issue 12)
+    -- fp16 on a device: the scale lives there and multiplies the seed there
     self.scaler:to_device(self.device)
     scale, self.scale_by = 1 / acc, self.scaler.dev.scale
   end
@@ -813,7 +813,7 @@ function Run:load_checkpoint(dir)
 end
 
 -- ---------------------------------------------------------------- hooks
--- Calls hooks[name](self, ...): an error inside it is the recipe's (trainer.user_code).
+-- Calls hooks[name](self, ...): an error inside it is the recipe's (trainer.train.user_code).
 function Run:call_hook(name, ...)
   return require("trainer.train.user_code").call("hooks." .. name, self.hooks[name], self, ...)
 end

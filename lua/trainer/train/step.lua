@@ -155,7 +155,7 @@ end
 
 -- The loss gradients (one per embeddings tensor) as one [N, C] tensor scaled by ctx.scale
 -- (and by the device scalar ctx.scale_by when given: the fp16 loss scale living on the
--- device, issue 12; then ctx.scale is only 1 / accumulate); the list is freed.
+-- device; then ctx.scale is only 1 / accumulate); the list is freed.
 local function joined_grad(grads, ctx)
   local d, new = base.cat_rows(grads)
   if new then free_list(grads) end

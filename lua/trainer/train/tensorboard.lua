@@ -164,7 +164,7 @@ end
 
 local function number(v) return type(v) == "number" end
 
--- The scalars of one metrics.jsonl row (trainer.run's step metrics), at row.step.
+-- The scalars of one metrics.jsonl row (trainer.train.run's step metrics), at row.step.
 function Writer:row(row)
   local list = {}
   for _, kt in ipairs(M.TRAIN_TAGS) do
