@@ -7,7 +7,7 @@
  * On the project's 2-core AVX-512 VM: 276-347 GFLOP/s with 2 threads (174 with one),
  * depending on the minute, while oneDNN's products of a MiniLM forward (416 rows, six
  * layers' weights in turn) ran at 222-281 GFLOP/s, so the products sit at 70-85 % of what
- * the cores can do (README, "The third round"). */
+ * the cores can do. */
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-# bench/torch_train_ref.py — the PyTorch side of the training-speed comparison in README.md:
+# bench/torch_train_ref.py — the PyTorch side of a training-speed comparison with bench/memory.lua:
 # an all-MiniLM-L6-v2-shaped BertModel (random init), 32 x 128 tokens a step, AdamW, fp32 then
 # bf16 autocast; prints tokens/s and the peak RSS. Needs torch and transformers (not the build).
 #   python3 bench/torch_train_ref.py

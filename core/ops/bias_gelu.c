@@ -6,7 +6,7 @@
  * makes dx instead of a second pass over it. The BERT layer does not use it on the CPU: with
  * OpenBLAS, a GEMM without its bias clears its output in a pass of its own (the pass the
  * fusion saves), and the bias gradient's GEMV is cheap; the 4096 x 384 -> 1536 up-projection,
- * forward and backward, measured 0.86-0.98x of the unfused ops (README, CPU speed). Half tensors are staged to f32 in blocks of rows; then out is the
+ * forward and backward, measured 0.86-0.98x of the unfused ops (bench/fused_ops.lua). Half tensors are staged to f32 in blocks of rows; then out is the
  * GELU of the f32 pre-activation before it is rounded into h, and dbias sums the f32 dx
  * before it is rounded into dx (the unfused ops rounded first: about an ulp of the half
  * dtype apart). */

@@ -2,7 +2,7 @@
 # test_cuda_libs.sh — the binary does not link cuBLASLt (core/device/cuda_device.c dlopens
 # it on a device's first matrix product; linked, it cost ~150 MiB of resident memory at
 # start, GPU or not), and a build with the CUDA backend still starts and runs a script on
-# a machine without a GPU. The RSS figure itself is measured, not asserted (README).
+# a machine without a GPU.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 printf 'local ops = require("trainer.core.ops")\nprint("cuda_built", ops.cuda_built())\n' >"$TMP/q.lua"

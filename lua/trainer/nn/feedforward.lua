@@ -34,7 +34,7 @@ end
 -- Dense1 keeps its bias in the GEMM and the GELU runs alone: the fused ops.bias_gelu (the bias
 -- in the GELU's pass, its gradient in the GELU derivative's pass) measured no faster on the
 -- CPU, where OpenBLAS clears a bias-less GEMM's output in a pass of its own and the bias
--- gradient's GEMV is already cheap (README, CPU speed).
+-- gradient's GEMV is already cheap (bench/fused_ops.lua).
 -- x: [.., C], or the packed real rows [N, C] with pk their packing (trainer.nn.packing),
 -- which the dropout needs for the padded layout's masks.
 function FeedForward:forward(x, pk)
