@@ -1,4 +1,4 @@
--- trainer.data: datasets over the real STS-B / SNLI files and the fixtures in
+-- trainer.train.data: datasets over the real STS-B / SNLI files and the fixtures in
 -- tests/data/data/, malformed lines, label maps, NLI triplets, seeded shuffling, exact
 -- resume, bucketing, no-duplicate batches and bounded memory over a 200k-line gzip file.
 -- The shared collection is looked for at ../shared/data (from the project root) or

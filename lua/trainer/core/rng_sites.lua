@@ -28,7 +28,7 @@ function M.lora_A(index) return 5000 + 2 * (index or 0) end
 M.softmax_weight = 0x50f7 -- the SoftmaxLoss classifier's weight
 M.softmax_bias = 0x50f8   -- and its bias
 
--- Purposes of tr_shuffle_below / the row-index order (trainer.data).
+-- Purposes of tr_shuffle_below / the row-index order (trainer.train.data).
 M.shuffle = { rows = 1, batches = 2, nli = 3 }
 
 return M

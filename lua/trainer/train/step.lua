@@ -4,7 +4,7 @@
 --
 --   local step = require("trainer.train.step")
 --   local loss_value, n_tokens = step.micro {
---     model = m, loss = l, tokenizer = tok, batch = rows,   -- rows from trainer.data
+--     model = m, loss = l, tokenizer = tok, batch = rows,   -- rows from trainer.train.data
 --     max_length = 128,      -- default model.max_length
 --     scale = 1 / accumulate * scaler.scale,   -- multiplies the loss gradient (default 1)
 --     scale_by = tensor,                        -- optional: a { 1 } f32 device scalar it also multiplies by
@@ -14,7 +14,7 @@
 --                            -- through pinned slots and a copy stream (a run on a GPU)
 --   }
 --
--- A row is what trainer.data yields: the text columns in order, then the score or label
+-- A row is what trainer.train.data yields: the text columns in order, then the score or label
 -- when there is one (the labels handed to the loss).
 --   * classification models (model.task == "classification", a SequenceClassifier): the
 --     1 or 2 text columns are one input (a text pair), the logits go to the loss;
