@@ -14,17 +14,8 @@ local native = require("trainer.native")
 
 local root = native.root()
 local data = root .. "/tests/data"
-
--- max |a - b| / max |b| (relative to the reference's scale) and max |a - b|
-local function rel_err(a, b)
-  local num, den = 0, 1e-30
-  for i = 1, #b do
-    local d = math.abs((a[i] or 0) - b[i])
-    if d > num or d ~= d then num = d end
-    den = math.max(den, math.abs(b[i]))
-  end
-  return num / den, num
-end
+local lib = dofile(root .. "/tests/lua/testlib.lua")
+local rel_err, golden_input, free_input = lib.rel_err, lib.golden_input, lib.free_input
 
 local function values_or_zeros(t, n)
   if t then return t:values() end
@@ -32,14 +23,6 @@ local function values_or_zeros(t, n)
   for i = 1, n do z[i] = 0 end
   return z
 end
-
-local function golden_input(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
-           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
-end
-
-local function free_input(x) for _, t in pairs(x) do t:free() end end
 
 -- Every parameter's gradient against the golden's grad.<name>: relative error <= 1e-3,
 -- or |g| <= 1e-5 for the attention key biases (zero in exact arithmetic).

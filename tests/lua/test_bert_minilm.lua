@@ -9,20 +9,11 @@ local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local root = native.root()
+local lib = dofile(root .. "/tests/lua/testlib.lua")
 local dir = root .. "/models/all-MiniLM-L6-v2"
+local golden_input = lib.golden_input
 
-local function present()
-  local f = io.open(dir .. "/model.safetensors", "rb")
-  if f then f:close() return true end
-  print("SKIP test_bert_minilm: " .. dir .. " is absent (run `make fetch-models`)")
-  return false
-end
-
-local function golden_input(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
-           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
-end
+local function present() return lib.model_present(dir, "test_bert_minilm") end
 
 return {
   { "minilm_embeddings_and_every_gradient", function()

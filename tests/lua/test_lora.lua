@@ -17,6 +17,7 @@ local lora = require("trainer.train.lora")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
 local native = require("trainer.native")
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 
 local root = native.root()
 local data = root .. "/tests/data"
@@ -43,23 +44,7 @@ local function max_abs_diff(a, b)
   return m
 end
 
-local function rel_err(a, b)
-  local num, den = 0, 1e-30
-  for i = 1, #b do
-    local d = math.abs(a[i] - b[i])
-    if d > num or d ~= d then num = d end
-    den = math.max(den, math.abs(b[i]))
-  end
-  return num / den, num
-end
-
-local function golden_input(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
-           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
-end
-
-local function free_input(x) for _, t in pairs(x) do t:free() end end
+local rel_err, golden_input, free_input = lib.rel_err, lib.golden_input, lib.free_input
 
 local function copy_into(dst, src)
   runtime.check(C.tr_tensor_copy(runtime.ctx, dst:ptr(), src:ptr()), "copy")
