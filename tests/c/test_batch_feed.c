@@ -40,6 +40,7 @@ int tr_batch_feed_begin(tr_batch_feed *f, int64_t n32, int64_t n64, int32_t **ho
 int tr_batch_feed_upload(tr_batch_feed *f, tr_tensor **dev32, tr_tensor **dev64);
 
 #include "check.h"
+#include "ctx_check.h"
 
 /* ------------------------------------------------------------ the fake context */
 
@@ -347,14 +348,10 @@ static void test_build_without_cuda(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_one_batch_call_order);
-    RUN(test_double_buffering_overlaps_and_protects);
-    RUN(test_growth_keeps_views);
-    RUN(test_unreleased_slot_released_at_begin);
-    RUN(test_errors_name_call_and_device);
-    RUN(test_cpu_stand_in);
-    RUN(test_build_without_cuda);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_one_batch_call_order), CASE(test_double_buffering_overlaps_and_protects),
+        CASE(test_growth_keeps_views), CASE(test_unreleased_slot_released_at_begin),
+        CASE(test_errors_name_call_and_device), CASE(test_cpu_stand_in), CASE(test_build_without_cuda)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

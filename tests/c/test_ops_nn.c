@@ -5,6 +5,7 @@
  * batch groups), accumulate/overwrite/NULL gradient semantics, error messages for shapes,
  * dtypes and devices, and workspace scratch returned to the allocator. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 #include "trainer.h"
 #include "ops_elem.h"
@@ -480,16 +481,12 @@ static void test_workspace_released(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_linear_forward_backward_f32);
-    RUN(test_matmul_batched_shared_and_transposed);
-    RUN(test_bf16_against_f32);
-    RUN(test_f16_against_f32);
-    RUN(test_attention_f32_against_f64_kernel_with_philox_dropout);
-    RUN(test_attention_half_in_batch_groups);
-    RUN(test_half_elementwise_bits_are_the_f32_kernels);
-    RUN(test_errors_name_op_tensor_and_shape);
-    RUN(test_workspace_released);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_linear_forward_backward_f32), CASE(test_matmul_batched_shared_and_transposed),
+        CASE(test_bf16_against_f32), CASE(test_f16_against_f32),
+        CASE(test_attention_f32_against_f64_kernel_with_philox_dropout), CASE(test_attention_half_in_batch_groups),
+        CASE(test_half_elementwise_bits_are_the_f32_kernels), CASE(test_errors_name_op_tensor_and_shape),
+        CASE(test_workspace_released)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -5,6 +5,7 @@
  * the half weight copy, state-shape and argument errors, and no workspace left behind.
  * Finite differences do not apply to optimizer steps. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 
 #include "cpu/sgd_adafactor.h"
@@ -368,21 +369,12 @@ static void test_op_adafactor(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_sgd_momentum);
-    RUN(test_sgd_nesterov);
-    RUN(test_sgd_dampening);
-    RUN(test_sgd_plain);
-    RUN(test_sgd_first_step_closed_form);
-    RUN(test_adafactor_defaults_matrix);
-    RUN(test_adafactor_defaults_vector);
-    RUN(test_adafactor_defaults_batched);
-    RUN(test_adafactor_explicit_lr);
-    RUN(test_adafactor_beta1_decay_warmup);
-    RUN(test_adafactor_first_step_closed_form);
-    RUN(test_op_sgd);
-    RUN(test_op_adafactor);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_sgd_momentum), CASE(test_sgd_nesterov), CASE(test_sgd_dampening), CASE(test_sgd_plain),
+        CASE(test_sgd_first_step_closed_form), CASE(test_adafactor_defaults_matrix),
+        CASE(test_adafactor_defaults_vector), CASE(test_adafactor_defaults_batched), CASE(test_adafactor_explicit_lr),
+        CASE(test_adafactor_beta1_decay_warmup), CASE(test_adafactor_first_step_closed_form), CASE(test_op_sgd),
+        CASE(test_op_adafactor)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }
