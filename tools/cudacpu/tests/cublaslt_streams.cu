@@ -65,11 +65,8 @@ static float product_read_on(bool same_stream, bool wait)
     CUDA_OK(cudaStreamSynchronize(compute));
     LT_OK(cublasLtDestroy(lt));
     CUDA_OK(cudaEventDestroy(done));
-    CUDA_OK(cudaStreamDestroy(compute));
-    CUDA_OK(cudaStreamDestroy(reader));
-    CUDA_OK(cudaFree(da));
-    CUDA_OK(cudaFree(db));
-    CUDA_OK(cudaFree(dd));
+    destroy_streams({ compute, reader });
+    free_device({ da, db, dd });
     return got;
 }
 
