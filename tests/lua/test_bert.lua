@@ -49,6 +49,16 @@ local function tiny_embedder()
   return m
 end
 
+-- The tiny embedder in train mode, its dropout keyed by (seed, step); the tiny golden file
+-- and its input.
+local function training_on_golden(seed, step)
+  local m = tiny_embedder()
+  m:train()
+  m.rng.seed, m.rng.step = seed, step
+  local g = st.load(data .. "/golden_tiny_bert.safetensors")
+  return m, g, golden_input(g)
+end
+
 return {
   { "tiny_hidden_embedding_and_every_gradient", function()
     local m = tiny_embedder()
@@ -184,11 +194,7 @@ return {
   end },
 
   { "dropout_replays_from_the_keyed_rng", function()
-    local m = tiny_embedder()
-    m:train()
-    m.rng.seed, m.rng.step = 7, 3
-    local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local x = golden_input(g)
+    local m, g, x = training_on_golden(7, 3)
     local e1 = m:forward(x)
     m:clear_saved()
     local e2 = m:forward(x)
@@ -214,11 +220,7 @@ return {
   { "dropout_on_gradients_match_finite_differences", function()
     -- With dropout active (train mode), the backward must regenerate the forward's masks:
     -- <grad, d> against the central difference of the loss along a random direction d.
-    local m = tiny_embedder()
-    m:train()
-    m.rng.seed, m.rng.step = 5, 1
-    local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local x = golden_input(g)
+    local m, g, x = training_on_golden(5, 1)
     local w = g:tensor("loss_weight", { tag = "activations" })
     local function loss()
       m:set_grad_enabled(false)              -- still training: dropout on, same keys

@@ -11,25 +11,18 @@ local recipe = require("trainer.recipe")
 local loop = require("trainer.train.loop")
 
 local tests = {}
-local setup, release = lib.once(function()
-  return { dir = lib.tiny_pairs({ model_seed = 3, text_seed = 11, max_extra = 4, rows = 40, score_format = "%.1f",
-                                  score = function(rnd) return rnd(50) / 10 end }) }
-end)
+local setup, cleanup = lib.tiny_pairs_once({ model_seed = 3, text_seed = 11, max_extra = 4, rows = 40,
+  score_format = "%.1f", score = function(rnd) return rnd(50) / 10 end })
 
 -- Writes a recipe file whose body is `extra` merged over the tiny defaults; returns its path.
 local function recipe_file(name, extra)
-  local d = setup().dir
-  local path = ("%s/%s.lua"):format(d, name)
-  lib.write(path, ([[
+  return lib.tiny_recipe(setup().dir, name, [[
 return {
-  model = { from = %q },
-  data = { train = %q, eval = %q, columns = { "sentence1", "sentence2", "score" } },
+  model = { from = MODEL },
+  data = { train = TRAIN, eval = TRAIN, columns = { "sentence1", "sentence2", "score" } },
   loss = { name = "cosent" }, optim = { lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  log = { quiet = true }, device = "cpu", out = %q,
-  %s
-}
-]]):format(d .. "/tiny", d .. "/train.jsonl", d .. "/train.jsonl", d .. "/" .. name, extra or ""))
-  return path
+  log = { quiet = true }, device = "cpu", out = OUT,
+]] .. "  " .. (extra or "") .. "\n}\n")
 end
 
 local function train(path, overrides)
@@ -182,4 +175,4 @@ tests[#tests + 1] = { "done_line_prints_what_exists", function()
   assert(loop.done_line({ steps = 1, final_loss = 1 }, "runs/x"):find("\n  outputs in runs/x (`trainer report runs/x` draws them)", 1, true))
 end }
 
-return lib.with_cleanup(tests, function() release(function(f) os.execute("rm -rf " .. outputs.quote(f.dir)) end) end)
+return lib.with_cleanup(tests, cleanup)

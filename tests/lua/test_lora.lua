@@ -71,6 +71,14 @@ local function set_from_golden(model, lg, tag)
   assert(n > 0, "no set-up values for " .. tag)
 end
 
+-- The tiny model with set-up `tag` applied and its values from the LoRA golden lg.
+local function adapted(lg, tag)
+  local m = trainer.load_model(tiny, quiet())
+  lora.apply(m, setups[tag])
+  set_from_golden(m, lg, tag)
+  return m
+end
+
 -- Embedding and loss gradient on the golden inputs: returns the embedding values (backward
 -- done with d loss / d embedding = loss_weight).
 local function forward_backward(model, g, backward)
@@ -173,9 +181,7 @@ return {
   { "save_load_round_trip_with_peft_keys_and_shapes", function()
     local lg = st.load(data .. "/lora_golden.safetensors")
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local m = trainer.load_model(tiny, quiet())
-    lora.apply(m, setups.b)
-    set_from_golden(m, lg, "b")
+    local m = adapted(lg, "b")
     local dir = tmpdir()
     lora.save(m, dir .. "/adapter", nil, "tests/data/tiny_bert")
     local emb = forward_backward(m, g, false)
@@ -317,9 +323,7 @@ return {
   { "merge_equals_unmerged_and_trainer_merge_writes_a_plain_folder", function()
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
     local lg = st.load(data .. "/lora_golden.safetensors")
-    local m = trainer.load_model(tiny, quiet())
-    lora.apply(m, setups.b)
-    set_from_golden(m, lg, "b")
+    local m = adapted(lg, "b")
     m:eval()
     local unmerged = forward_backward(m, g, false)
     local merged_names = lora.merge(m)
@@ -387,9 +391,7 @@ return {
     local lg = st.load(data .. "/lora_golden.safetensors")
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
     local function run(embeddings_train, checkpoint)
-      local m = trainer.load_model(tiny, quiet())
-      lora.apply(m, setups.a)
-      set_from_golden(m, lg, "a")
+      local m = adapted(lg, "a")
       if embeddings_train then
         for name, p in m:parameters() do
           if name:match("word_embeddings%.weight$") then p.trainable = true end

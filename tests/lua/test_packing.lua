@@ -57,9 +57,7 @@ local function run(model, x, w, pack)
   memory.reset_peak()
   local a0 = memory.stats().by_tag.activations
   local e = model:forward(x)
-  local ev, wv = e:values(), w:values()
-  local loss = 0
-  for i = 1, #ev do loss = loss + ev[i] * wv[i] end
+  local loss = lib.dot(e:values(), w:values())
   model:backward(w)
   e:free()
   local st = memory.stats()

@@ -89,6 +89,23 @@ function M.free_tiny_models(f)
   os.execute("rm -rf '" .. f.dir .. "'")
 end
 
+-- get, cleanup for a suite's tiny_pairs(opts) folder: get() returns { dir = the folder },
+-- made on the first call; cleanup() removes the folder when it was made.
+function M.tiny_pairs_once(opts)
+  local get, release = M.once(function() return { dir = M.tiny_pairs(opts) } end)
+  return get, function() release(function(f) require("trainer.train.outputs").remove_tree(f.dir) end) end
+end
+
+-- Writes dir/name.lua, a recipe over a tiny_pairs folder dir: body with the words MODEL,
+-- TRAIN and OUT standing for the quoted paths dir/tiny, dir/train.jsonl and dir/name (the
+-- run's folder). Returns its path.
+function M.tiny_recipe(dir, name, body)
+  local paths = { MODEL = dir .. "/tiny", TRAIN = dir .. "/train.jsonl", OUT = dir .. "/" .. name }
+  local path = ("%s/%s.lua"):format(dir, name)
+  M.write(path, (body:gsub("%f[%w_](%u+)%f[^%w_]", function(w) return paths[w] and ("%q"):format(paths[w]) end)))
+  return path
+end
+
 -- n deterministic data rows for step and loss tests: row i holds ntexts texts of 3 to 8 words
 -- (text c drawn with salt 11 c), then target(i) when target is given. The same rows in every
 -- test that uses them, so their figures never depend on which test wrote the generator.
@@ -120,6 +137,13 @@ function M.rel_err(a, b)
     den = math.max(den, math.abs(b[i]))
   end
   return num / den, num
+end
+
+-- sum of a[i] * b[i] over a (a loss = sum(output * weight) from their value lists).
+function M.dot(a, b)
+  local s = 0
+  for i = 1, #a do s = s + a[i] * b[i] end
+  return s
 end
 
 -- name -> the values of model's gradient, for each parameter that has one.
