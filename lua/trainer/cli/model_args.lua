@@ -118,7 +118,8 @@ end
 
 -- What `encode` and `classify` share: their flags parsed, the model folder checked (an
 -- adapter given in its place is named), the input lines read, the model loaded for `task`
--- with --adapter applied, and its tokenizer. Returns flags, lines, model, tokenizer.
+-- with --adapter applied, and its tokenizer. Returns flags, lines, model, tokenizer and the
+-- --batch size (32 when it is not given).
 function M.load_for(command, task, args, usage)
   local pos, flags = M.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
     device = "value" }, usage)
@@ -145,7 +146,8 @@ function M.load_for(command, task, args, usage)
   local model = require("trainer.models").load_model(pos[1], { task = task, device = flags.device,
     max_length = M.int(flags, "max-length", nil) })
   if flags.adapter then M.apply_adapter(model, flags.adapter, command) end
-  return flags, lines, model, require("trainer.core.tokenizer").load(pos[1])
+  local tok = require("trainer.core.tokenizer").load(pos[1])
+  return flags, lines, model, tok, M.int(flags, "batch", 32)
 end
 
 -- "%.9g" numbers joined as a JSON array (floats keep float32 precision).
