@@ -98,10 +98,7 @@ return {
     local m = trainer.load_model(data .. "/tiny_bert_cls", { on_warning = function(w) error("unexpected warning: " .. w) end })
     assert(m.task == "classification" and m.labels[0] == "entailment" and m.labels[2] == "contradiction")
     local g = st.load(data .. "/golden_tiny_bert_cls.safetensors")
-    local x = golden_input(g)
-    m:eval():set_grad_enabled(true)
-    local a0 = memory.stats().by_tag.activations
-    local logits = m:forward(x)
+    local logits, x, a0 = lib.golden_forward(m, g)
     local lref = g:tensor("logits")
     local _, abs = rel_err(logits:values(), lref:values())
     assert(abs <= 1e-5, ("logits max abs error %g"):format(abs))
@@ -329,11 +326,8 @@ return {
 
   { "bf16_activations_flow_through_f32_weights", function()
     local m = trainer.load_model(data .. "/tiny_bert", { activation_dtype = "bf16" })
-    m:eval():set_grad_enabled(true)
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local x = golden_input(g)
-    local a0 = memory.stats().by_tag.activations
-    local e = m:forward(x)
+    local e, x, a0 = lib.golden_forward(m, g)
     assert(e:dtype() == "bf16", "the embedding is bf16, got " .. e:dtype())
     local ref = g:tensor("embedding")
     local _, abs = rel_err(e:values(), ref:values())

@@ -11,7 +11,6 @@ local native = require("trainer.native")
 local root = native.root()
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 local dir = root .. "/models/all-MiniLM-L6-v2"
-local golden_input = lib.golden_input
 
 local function present() return lib.model_present(dir, "test_bert_minilm") end
 
@@ -21,10 +20,7 @@ return {
     local m = trainer.load_model(dir, { on_warning = function(w) error("unexpected warning: " .. w) end })
     assert(m.normalize and m.pooling.mode == "mean", "Pooling mean + Normalize from modules.json")
     local g = st.load(root .. "/tests/data/golden_minilm.safetensors")
-    local x = golden_input(g)
-    m:eval():set_grad_enabled(true)
-    local a0 = memory.stats().by_tag.activations
-    local e = m:forward(x)
+    local e, x, a0 = lib.golden_forward(m, g)
     local ref = g:tensor("embedding")
     local ev, rv = e:values(), ref:values()
     local B, C = 8, 384

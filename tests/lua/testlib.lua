@@ -186,6 +186,15 @@ function M.golden_input(g)
 end
 function M.free_input(x) for _, t in pairs(x) do t:free() end end
 
+-- The golden file g's input through model m in eval mode with gradients on: the output, the
+-- input (free it with free_input) and the activation bytes allocated before the forward.
+function M.golden_forward(m, g)
+  local x = M.golden_input(g)
+  m:eval():set_grad_enabled(true)
+  local a0 = require("trainer.core.memory").stats().by_tag.activations
+  return m:forward(x), x, a0
+end
+
 -- A new list: list's items, then more's (more may be nil).
 function M.concat(list, more)
   local out = { unpack(list) }
