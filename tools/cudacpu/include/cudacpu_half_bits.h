@@ -59,4 +59,24 @@ static inline uint16_t cudacpu_f32_to_f16(float f)
     return (uint16_t)(sign | q);
 }
 
+#ifdef __cplusplus
+/* A 16-bit float type of the shims, as CUDA's headers name its parts: TYPE holding the bits,
+ * AS_USHORT and FROM_USHORT its bit views, TO_FLOAT its widening (WIDEN on the bits), and
+ * FROM_FLOAT_RN and FROM_FLOAT its round-to-nearest-even narrowing (NARROW on the bits). */
+#define CUDACPU_HALF_TYPE(TYPE, AS_USHORT, FROM_USHORT, TO_FLOAT, FROM_FLOAT_RN, FROM_FLOAT, WIDEN, NARROW)     \
+    struct TYPE {                                                                                           \
+        unsigned short __x;                                                                                 \
+    };                                                                                                      \
+    inline unsigned short AS_USHORT(TYPE h) { return h.__x; }                                              \
+    inline TYPE FROM_USHORT(unsigned short u)                                                               \
+    {                                                                                                       \
+        TYPE h;                                                                                             \
+        h.__x = u;                                                                                          \
+        return h;                                                                                           \
+    }                                                                                                       \
+    inline float TO_FLOAT(TYPE h) { return WIDEN(h.__x); }                                                  \
+    inline TYPE FROM_FLOAT_RN(float f) { return FROM_USHORT(NARROW(f)); }                                   \
+    inline TYPE FROM_FLOAT(float f) { return FROM_FLOAT_RN(f); }
+#endif
+
 #endif

@@ -29,6 +29,12 @@
         CHECK(e_ == cudaSuccess, "%s returned %s", #call, cudaGetErrorName(e_));                            \
     } while (0)
 
+/* Non-blocking streams made into each of out, in the order given (CUDA_OK). */
+inline void new_streams(std::initializer_list<cudaStream_t *> out)
+{
+    for (cudaStream_t *s : out) CUDA_OK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+}
+
 /* A case's clean-up, in the order given: cudaFree, cudaStreamDestroy or cudaEventDestroy of
  * each (CUDA_OK: a failure ends the program). */
 inline void free_device(std::initializer_list<void *> ptrs)

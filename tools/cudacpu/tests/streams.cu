@@ -48,8 +48,7 @@ static float copy_then_compute(bool wait)
     float *a = dev_zeros(), *b = dev_zeros(), h[N];
     cudaStream_t copy, compute;
     cudaEvent_t uploaded;
-    CUDA_OK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
-    CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    new_streams({ &copy, &compute });
     CUDA_OK(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming));
     CUDA_OK(cudaMemcpyAsync(a, ones, sizeof ones, cudaMemcpyHostToDevice, copy));
     CUDA_OK(cudaEventRecord(uploaded, copy));
