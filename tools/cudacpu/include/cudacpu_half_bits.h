@@ -8,19 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float cudacpu_f32_of_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint32_t cudacpu_bits_of_f32(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+/* A float's bits and back (memcpy: no aliasing rule broken in C or C++). */
+static inline float cudacpu_f32_of_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t cudacpu_bits_of_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
 static inline float cudacpu_bf16_to_f32(uint16_t h) { return cudacpu_f32_of_bits((uint32_t)h << 16); }
 
