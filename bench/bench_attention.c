@@ -14,13 +14,7 @@
 
 #include "trainer.h"
 #include "cpu/attention.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
 
 /* ------------------------------------------------------------ naive attention */
 
@@ -117,17 +111,17 @@ int main(int argc, char **argv)
         tr_alloc_reset_peak(a);
         double tf = 1e30, tb = 1e30;
         for (int r = 0; r < 5; r++) {
-            double t0 = now();
+            double t0 = bench_now();
             if (tr_op_attention(ctx, o, lse, q, k, v, NULL, 0, 0, NULL)) {
                 printf("attention: %s\n", tr_ctx_errmsg(ctx));
                 return 1;
             }
-            double t1 = now();
+            double t1 = bench_now();
             if (tr_op_attention_backward(ctx, dq, dk, dv, g, q, k, v, lse, NULL, 0, 0, NULL)) {
                 printf("attention_backward: %s\n", tr_ctx_errmsg(ctx));
                 return 1;
             }
-            double t2 = now();
+            double t2 = bench_now();
             tf = t1 - t0 < tf ? t1 - t0 : tf;
             tb = t2 - t1 < tb ? t2 - t1 : tb;
         }
@@ -144,11 +138,11 @@ int main(int argc, char **argv)
         openblas_set_num_threads(1);
         double nf = 1e30, nb = 1e30;
         for (int r = 0; r < (tiled_only ? 0 : 5); r++) {
-            double t0 = now();
+            double t0 = bench_now();
             naive_forward(&nv, no, q->data, k->data, v->data);
-            double t1 = now();
+            double t1 = bench_now();
             naive_backward(&nv, ndq, ndk, ndv, g->data, q->data, k->data, v->data);
-            double t2 = now();
+            double t2 = bench_now();
             nf = t1 - t0 < nf ? t1 - t0 : nf;
             nb = t2 - t1 < nb ? t2 - t1 : nb;
         }

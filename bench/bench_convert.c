@@ -5,13 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench_clock.h"
 
 int main(void)
 {
@@ -31,7 +25,7 @@ int main(void)
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         double best = 1e30;
         for (int rep = 0; rep < 5; rep++) {
-            double t0 = now();
+            double t0 = bench_now();
             switch (rows[r].which) {
             case 0: tr_convert(h, TR_BF16, f, TR_F32, n); break;
             case 1: tr_convert(g, TR_F32, h, TR_BF16, n); break;
@@ -41,7 +35,7 @@ int main(void)
             case 5: tr_rng_normal(g, n, key, 0); break;
             case 6: tr_dropout_mask_bits(keep, n, 0.1f, key, 0); break;
             }
-            double dt = now() - t0;
+            double dt = bench_now() - t0;
             if (dt < best) best = dt;
         }
         printf("%-22s %12.2f\n", rows[r].name, n / best * 1e-9);

@@ -14,41 +14,33 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "bench_clock.h"
 
-static double now(void)
+__attribute__((target("avx2,fma"))) static inline float sum_m256(__m256 t)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* iters rounds of 12 FMAs over 16 lanes; returns a value that depends on every chain (so the
- * compiler keeps them all). */
-__attribute__((target("avx512f"))) static float chains_avx512(long iters)
-{
-    __m512 a[12];
-    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps(0.1f * (float)i);
-    const __m512 b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
-    for (long r = 0; r < iters; r++)
-        for (int j = 0; j < 12; j++) a[j] = _mm512_fmadd_ps(a[j], b, c);
-    __m512 t = a[0];
-    for (int i = 1; i < 12; i++) t = _mm512_add_ps(t, a[i]);
-    return _mm512_reduce_add_ps(t);
-}
-
-__attribute__((target("avx2,fma"))) static float chains_avx2(long iters)
-{
-    __m256 a[12];
-    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps(0.1f * (float)i);
-    const __m256 b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
-    for (long r = 0; r < iters; r++)
-        for (int j = 0; j < 12; j++) a[j] = _mm256_fmadd_ps(a[j], b, c);
-    __m256 t = a[0];
-    for (int i = 1; i < 12; i++) t = _mm256_add_ps(t, a[i]);
     float v[8];
     _mm256_storeu_ps(v, t);
     return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 }
+
+/* NAME(iters): iters rounds of 12 FMAs over the lanes of VEC, compiled for ISA with its
+ * intrinsics (SET1, FMADD, ADD, and SUM for the lanes' total); returns a value that depends
+ * on every chain (so the compiler keeps them all). */
+#define FMA_CHAINS(NAME, ISA, VEC, SET1, FMADD, ADD, SUM)                                    \
+    __attribute__((target(ISA))) static float NAME(long iters)                               \
+    {                                                                                        \
+        VEC a[12];                                                                           \
+        for (int i = 0; i < 12; i++) a[i] = SET1(0.1f * (float)i);                           \
+        const VEC b = SET1(0.999f), c = SET1(0.001f);                                        \
+        for (long r = 0; r < iters; r++)                                                     \
+            for (int j = 0; j < 12; j++) a[j] = FMADD(a[j], b, c);                           \
+        VEC t = a[0];                                                                        \
+        for (int i = 1; i < 12; i++) t = ADD(t, a[i]);                                       \
+        return SUM(t);                                                                       \
+    }
+
+FMA_CHAINS(chains_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_reduce_add_ps)
+FMA_CHAINS(chains_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, sum_m256)
 
 /* Best GFLOP/s of 5 runs on `threads` threads; *sink collects the chains' values. */
 static double peak(int threads, int wide, long iters, float *sink)
@@ -56,10 +48,10 @@ static double peak(int threads, int wide, long iters, float *sink)
     double best = 0;
     for (int run = 0; run < 5; run++) {
         float s = 0;
-        double t0 = now();
+        double t0 = bench_now();
 #pragma omp parallel num_threads(threads) reduction(+ : s)
         s += wide ? chains_avx512(iters) : chains_avx2(iters);
-        double g = 2.0 * 12 * (wide ? 16 : 8) * (double)iters * threads / (now() - t0) / 1e9;
+        double g = 2.0 * 12 * (wide ? 16 : 8) * (double)iters * threads / (bench_now() - t0) / 1e9;
         if (g > best) best = g;
         *sink += s;
     }
@@ -74,11 +66,7 @@ int main(void)
         printf("bench_fma_peak: this CPU has neither AVX-512 nor AVX2 + FMA; nothing to measure\n");
         return 0;
     }
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-#else
-    int threads = 1;
-#endif
+    int threads = bench_threads();
     float sink = 0;
     long iters = 20000000;   /* ~0.3 s a run on one core at ~3 GHz */
     double one = peak(1, wide, iters, &sink), all = peak(threads, wide, iters, &sink);

@@ -19,15 +19,7 @@
 #endif
 
 #include "trainer.h"
-
-/* ------------------------------------------------------------ timing */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
 
 /* ------------------------------------------------------------ peak */
 
@@ -69,7 +61,7 @@ static double fma_gflops(int threads)
     for (int rep = 0; rep < 30; rep++) {
         double flops = 0;
         float sink = 0;
-        double t0 = now();
+        double t0 = bench_now();
 #pragma omp parallel num_threads(threads) reduction(+ : flops)
         {
             float s;
@@ -77,7 +69,7 @@ static double fma_gflops(int threads)
 #pragma omp critical
             sink += s;
         }
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (sink == 12345.0f) printf(" ");
         if (flops / dt > best) best = flops / dt;
     }
@@ -90,9 +82,9 @@ static double best_time(int reps, void (*fn)(void *), void *arg)
 {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         fn(arg);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (dt < best) best = dt;
     }
     return best;
@@ -137,10 +129,7 @@ static void run_convert_sgemm(void *p)
 
 int main(void)
 {
-    int threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
+    int threads = bench_threads();
     /* The per-core loop x cores is the textbook peak; the loop on every core at once is
      * what the cores deliver together. They differ when the "cores" are SMT siblings of
      * one physical core (one FMA unit pair shared) or neighbours load the host; %peak

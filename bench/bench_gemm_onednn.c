@@ -21,18 +21,14 @@
 
 #include "blas_core.h"
 #include "cpu/gemm_onednn.h"
+#include "bench_clock.h"
 
 /* Wall time, or with BENCH_CLOCK=cpu the process's CPU time: on a loaded shared machine,
  * with OMP_NUM_THREADS=1, that measures the kernels' work per FLOP whatever the neighbours
  * do (with more threads it also counts the time spent waiting at barriers). */
 static clockid_t bench_clock = CLOCK_MONOTONIC;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(bench_clock, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now(void) { return bench_seconds(bench_clock); }
 
 static void die(const char *what, const tr_error *err)
 {
@@ -129,11 +125,7 @@ int main(int argc, char **argv)
         printf("bench_gemm_onednn: no oneDNN here (%s); nothing to compare\n", err.msg);
         return 0;
     }
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-#else
-    int threads = 1;
-#endif
+    int threads = bench_threads();
     printf("GFLOP/s of %s time, f32, %d threads (best of 7 alternated batches), OpenBLAS kernels %s; ratio = the "
            "better oneDNN column over OpenBLAS\n", bench_clock == CLOCK_MONOTONIC ? "wall" : "CPU", threads,
            tr_blas_core_name());

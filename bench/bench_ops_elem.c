@@ -7,15 +7,7 @@
 #include <time.h>
 
 #include "trainer.h"
-
-/* ------------------------------------------------------------ timing */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
 
 static tr_ctx *ctx;
 
@@ -38,12 +30,12 @@ static tr_tensor *make(int ndim, const int64_t *shape, int dtype, double fill)
         double best = 1e30;                                                                          \
         tr_alloc_reset_peak(tr_ctx_alloc(ctx, TR_CPU));                                              \
         for (int rep = 0; rep < 5; rep++) {                                                          \
-            double t0 = now();                                                                       \
+            double t0 = bench_now();                                                                       \
             if ((call) != TR_OK) {                                                                   \
                 fprintf(stderr, "bench %s: %s\n", name, tr_ctx_errmsg(ctx));                         \
                 exit(1);                                                                             \
             }                                                                                        \
-            double dt = now() - t0;                                                                  \
+            double dt = bench_now() - t0;                                                                  \
             if (dt < best) best = dt;                                                                \
         }                                                                                            \
         tr_alloc_stats st;                                                                           \

@@ -12,13 +12,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "bench_clock.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double now(void) { return bench_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 enum { BLOCK = 64 * 128, TOTAL = 32 * 12 * 128 * 128 };   /* one layer's attention probabilities */
 

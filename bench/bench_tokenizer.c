@@ -14,13 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <zlib.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
 
 /* Reads sentence1 and sentence2 of every line; returns the count, or -1. */
 static int read_sentences(const char *path, char ***out)
@@ -61,19 +55,19 @@ static void run(const char *name, const char *dir, char **sent, int n)
     }
     const int reps = 3;
     long tokens = 0;
-    double t0 = now();
+    double t0 = bench_now();
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < n; i++) {
             tr_tok_encoding e;
             if (tr_tok_encode(tok, sent[i], NULL, NULL, &e, &err) == TR_OK) tokens += e.n;
             tr_tok_encoding_free(&e);
         }
-    double single = (double)reps * n / (now() - t0);
+    double single = (double)reps * n / (bench_now() - t0);
     tr_tok_options opt = { 1, 128, 0 };
     double batched[2];
     const int sizes[2] = { 64, 1024 };
     for (int s = 0; s < 2; s++) {
-        t0 = now();
+        t0 = bench_now();
         for (int r = 0; r < reps; r++)
             for (int i = 0; i < n; i += sizes[s]) {
                 tr_tok_batch b;
@@ -81,7 +75,7 @@ static void run(const char *name, const char *dir, char **sent, int n)
                 if (tr_tok_encode_batch(tok, (const char *const *)sent + i, NULL, m, &opt, &b, &err) == TR_OK)
                     tr_tok_batch_free(&b);
             }
-        batched[s] = (double)reps * n / (now() - t0);
+        batched[s] = (double)reps * n / (bench_now() - t0);
     }
     printf("%-10s %8d %12.0f %14.0f %16.0f %10.1f\n", name, n, single, batched[0], batched[1],
            (double)tokens / reps / n);

@@ -10,6 +10,7 @@
 #   trainer  lua/  recipes/  core/ (headers)  lib/  bin/ (GPU tests, CUDA benchmarks)
 #   tests/gpu/ (run.sh, NOTES.md, *.lua, train_parity.sh)  bench/gpu/ (trainer against transformers + peft)
 #   tests/cudacpu/ (train_*.sh and their *.lua: the whole-run comparisons)
+#   tests/lua/testlib.lua (the helpers those Lua files load)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,8 @@ cp tests/gpu/run.sh tests/gpu/NOTES.md tests/gpu/*.lua tests/gpu/train_parity.sh
 # the whole-run comparisons tests/gpu/run.sh runs after train_parity.sh (they also run on the emulator)
 mkdir -p "$stage/tests/cudacpu"
 cp tests/cudacpu/train_*.sh tests/cudacpu/*.lua "$stage/tests/cudacpu/"
+mkdir -p "$stage/tests/lua"
+cp tests/lua/testlib.lua "$stage/tests/lua/"
 mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done

@@ -7,6 +7,7 @@
  * `sorted` holds the listed tensors ordered by name for binary search; `index` (the
  * parsed JSON) owns the names. A folder without an index is one shard, model.safetensors. */
 #include "safetensors.h"
+#include "path_join.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -97,17 +98,6 @@ int tr_st_sharded_lookup(const tr_st_sharded *s, const char *name, tr_st_info *o
 
 /* ------------------------------------------------------------ open */
 
-static char *join_path(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
 static int cmp_ref_name(const void *a, const void *b)
 {
     return strcmp(((const st_ref *)a)->name, ((const st_ref *)b)->name);
@@ -181,7 +171,7 @@ static int open_index(tr_st_sharded *s, const char *index_path, const char *dir,
         while (k < s->nshards && strcmp(tr_st_path(s->shards[k]) + strlen(dir) + 1, file) != 0)
             k++;
         if (k == s->nshards) {
-            char *path = join_path(dir, file);
+            char *path = tr_path_join(dir, file);
             if (!path) return tr_fail(err, TR_EOOM, "%s: out of host memory", index_path);
             tr_error inner;
             tr_error_clear(&inner);
@@ -217,8 +207,8 @@ int tr_st_sharded_open(tr_st_sharded **out, const char *path, tr_error *err)
         rc = tr_fail(err, TR_EUSER, "%s: cannot open: %s; give a model folder, an "
                      "index.json or a .safetensors file", path, strerror(errno));
     } else if (S_ISDIR(st.st_mode)) {
-        char *index = join_path(path, "model.safetensors.index.json");
-        char *single = join_path(path, "model.safetensors");
+        char *index = tr_path_join(path, "model.safetensors.index.json");
+        char *single = tr_path_join(path, "model.safetensors");
         struct stat ist;
         if (!index || !single) rc = tr_fail(err, TR_EOOM, "%s: out of host memory", path);
         else if (stat(index, &ist) == 0) rc = open_index(s, index, path, err);

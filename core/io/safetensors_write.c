@@ -14,6 +14,7 @@
  * PATH; any failure removes PATH.tmp, so PATH is either the old file or the complete new
  * one. */
 #include "safetensors.h"
+#include "path_join.h"
 #include "tensor.h"
 
 #include <dirent.h>
@@ -372,17 +373,6 @@ int tr_st_write_tensors(struct tr_ctx *ctx, const char *path, const tr_st_entry 
 
 /* ------------------------------------------------------------ sharded write */
 
-static char *join_path(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *s = malloc(a + b + 2);
-    if (!s) return NULL;
-    memcpy(s, dir, a);
-    s[a] = '/';
-    memcpy(s + a + 1, name, b + 1);
-    return s;
-}
-
 /* After a save into DIR, removes what a previous save left there and a reader could mix
  * in: with NSHARDS == 0 (a single model.safetensors) the index and every shard; otherwise
  * model.safetensors and the shards not of the form model-*-of-NSHARDS (as transformers'
@@ -407,7 +397,7 @@ static int remove_stale(const char *dir, size_t nshards, tr_error *err)
                                        (shard && (len < strlen(keep) ||
                                                   strcmp(name + len - strlen(keep), keep) != 0));
         if (!stale) continue;
-        char *path = join_path(dir, name);
+        char *path = tr_path_join(dir, name);
         if (!path) rc = tr_fail(err, TR_EOOM, "%s: out of host memory", dir);
         else if (unlink(path) != 0 && errno != ENOENT)
             rc = tr_fail(err, TR_EINTERNAL, "%s: removing the stale %s failed: %s (%s:%d)", dir,
@@ -431,7 +421,7 @@ int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += entry_nbytes(&entries[i]);
     if (total <= max_shard_bytes) {
-        char *path = join_path(dir, "model.safetensors");
+        char *path = tr_path_join(dir, "model.safetensors");
         if (!path) return tr_fail(err, TR_EOOM, "%s: out of host memory", dir);
         int rc = tr_st_write(path, entries, n, metadata, n_metadata, err);
         free(path);
@@ -476,7 +466,7 @@ int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
                 rc = tr_fail(err, TR_EUSER, "%s: tensor name '%s' is not valid UTF-8", dir,
                              entries[i].name);
         }
-        char *path = join_path(dir, name);
+        char *path = tr_path_join(dir, name);
         if (!path) rc = tr_fail(err, TR_EOOM, "%s: out of host memory", dir);
         if (rc == TR_OK) rc = tr_st_write(path, buf, m, metadata, n_metadata, err);
         free(path);
@@ -489,7 +479,7 @@ int tr_st_write_sharded(const char *dir, const tr_st_entry *entries, size_t n,
         goto done;
     }
     char *text = json_dumps(index, JSON_INDENT(2) | JSON_SORT_KEYS);
-    char *path = join_path(dir, "model.safetensors.index.json");
+    char *path = tr_path_join(dir, "model.safetensors.index.json");
     if (!text || !path) {
         rc = tr_fail(err, TR_EOOM, "%s: out of host memory writing the index", dir);
     } else {

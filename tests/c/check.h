@@ -5,6 +5,9 @@
  *
  *   static void test_rounding(void) { CHECK(x == 512, "got %zu", x); }
  *   int main(void) { RUN(test_rounding); return check_done(); }
+ *
+ * A program can also list its cases in a table, { CASE(test_rounding), ... }, and run them
+ * in order with check_run_all (the same lines as RUN).
  */
 #ifndef TR_CHECK_H
 #define TR_CHECK_H
@@ -35,15 +38,31 @@ static const char *check_case_name = "?";
     CHECK(fabs((double)(a) - (double)(b)) <= (atol) + (rtol) * fabs((double)(b)),            \
           "%.9g vs %.9g", (double)(a), (double)(b))
 
-#define RUN(fn)                                                                              \
-    do {                                                                                     \
-        check_case_name = #fn;                                                               \
-        check_case_failed = 0;                                                               \
-        fn();                                                                                \
-        if (check_case_failed) check_cases_failed++;                                         \
-        else printf("PASS %s\n", #fn);                                                       \
-        fflush(stdout);                                                                      \
-    } while (0)
+/* Runs one case: its failures mark it failed; a case without one prints its PASS line. */
+static inline void check_run(const char *name, void (*fn)(void))
+{
+    check_case_name = name;
+    check_case_failed = 0;
+    fn();
+    if (check_case_failed) check_cases_failed++;
+    else printf("PASS %s\n", name);
+    fflush(stdout);
+}
+
+#define RUN(fn) check_run(#fn, fn)
+
+/* A case of a table: the function and its name. */
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} check_case;
+
+#define CASE(fn) { #fn, fn }
+
+static inline void check_run_all(const check_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) check_run(cases[i].name, cases[i].fn);
+}
 
 static inline int check_done(void) { return check_cases_failed ? 1 : 0; }
 

@@ -118,6 +118,13 @@ static void check_ok(const tr_alloc *a)
     CHECK(tr_alloc_check(a, &e) == TR_OK, "%s", e.msg);
 }
 
+/* The end of a case: the allocator's invariants hold, then it is destroyed. */
+static void check_ok_and_destroy(tr_alloc *a)
+{
+    check_ok(a);
+    tr_alloc_destroy(a);
+}
+
 /* ------------------------------------------------------------ rounding and pools */
 
 static void test_rounding_and_pools(void)
@@ -177,8 +184,7 @@ static void test_rounding_and_pools(void)
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CHECK((uintptr_t)ptrs[i] % 256 == 0, "pointer %zu not 256-aligned", i);
     CHECK(tr_alloc_block_size(a, (char *)m1 + 512) == 0, "interior pointer is not a live block");
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
     CHECK(f.n_live == 0 && f.bad_frees == 0, "destroy returns every segment: %d left, %llu bad",
           f.n_live, (unsigned long long)f.bad_frees);
 }
@@ -231,8 +237,7 @@ static void test_split_coalesce(void)
     char *l2 = must_alloc(a, rest - 1 * MiB, TR_TAG_ACTIVATIONS, 0); /* rest exactly 1 MiB: not split */
     CHECK(l2 == l + 2 * MiB + 512 && tr_alloc_block_size(a, l2) == rest, "rest of 1 MiB stays whole: %zu",
           tr_alloc_block_size(a, l2));
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
 }
 
 /* ------------------------------------------------------------ max_split_size */
@@ -260,8 +265,7 @@ static void test_max_split(void)
     void *nine = must_alloc(a, 9 * MiB, TR_TAG_ACTIVATIONS, 0); /* 30 >= 9 + 20: too wasteful */
     CHECK(nine != big && tr_alloc_block_size(a, nine) == 20 * MiB && stats(a).reserved == 70 * MiB,
           "block >= request + 20 MiB not used; new 20 MiB segment not split: %zu", tr_alloc_block_size(a, nine));
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
 
     /* the same sequence without max_split_size reuses and splits the big block */
     a = fake_new(&f);
@@ -271,8 +275,7 @@ static void test_max_split(void)
     CHECK(small == big && tr_alloc_block_size(a, small) == 2 * MiB && stats(a).reserved == 30 * MiB,
           "without max_split_size the cached block is split");
     CHECK(stats(a).max_split_size == UINT64_MAX, "default is none");
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
 }
 
 /* ------------------------------------------------------------ streams */
@@ -293,8 +296,7 @@ static void test_streams(void)
     tr_alloc_free(a, t2);
     tr_alloc_free(a, s2);
     tr_alloc_free(a, s1b);
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
 }
 
 /* ------------------------------------------------------------ limit and OOM */
@@ -344,8 +346,7 @@ static void test_limit_oom(void)
     tr_alloc_free(a, ok);
     tr_alloc_free(a, w);
     tr_alloc_free(a, g);
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
 }
 
 /* ------------------------------------------------------------ retry on raw failure */
@@ -379,8 +380,7 @@ static void test_retry(void)
     p = must_alloc(a, 100 * MiB, TR_TAG_GRADS, 0);
     tr_alloc_free(a, p);
     tr_alloc_free(a, keep);
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
     CHECK(f.n_live == 0 && f.bad_frees == 0, "clean destroy");
 }
 
@@ -564,8 +564,7 @@ static void test_odd_frees(void)
     tr_error e;
     CHECK(tr_alloc_malloc(a, SIZE_MAX, TR_TAG_WORKSPACE, 0, &q, &e) == TR_EOOM && q == NULL &&
           strstr(e.msg, "out of memory"), "an impossible size is out of memory: %s", e.msg);
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
 }
 
 /* ------------------------------------------------------------ randomized */
@@ -771,8 +770,7 @@ static void test_no_caching(void)
     CHECK(f.n_alloc == 4, "caching on again: two requests share one 2 MiB segment (%llu raw)", (unsigned long long)f.n_alloc);
     tr_alloc_free(a, c1);
     tr_alloc_free(a, c2);
-    check_ok(a);
-    tr_alloc_destroy(a);
+    check_ok_and_destroy(a);
     CHECK(f.n_live == 0 && f.bad_frees == 0, "destroy returned everything");
 }
 

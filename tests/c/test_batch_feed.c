@@ -40,6 +40,7 @@ int tr_batch_feed_begin(tr_batch_feed *f, int64_t n32, int64_t n64, int32_t **ho
 int tr_batch_feed_upload(tr_batch_feed *f, tr_tensor **dev32, tr_tensor **dev64);
 
 #include "check.h"
+#include "ctx_check.h"
 
 /* ------------------------------------------------------------ the fake context */
 
@@ -94,6 +95,15 @@ static void number_streams(tr_batch_feed *f)
     (void)fake_stream_id(f->copy);
 }
 
+/* A new feed on cuda:0 with its streams numbered; NULL (a failed CHECK) when it cannot be made. */
+static tr_batch_feed *new_feed(void)
+{
+    tr_batch_feed *f = fake_tr_batch_feed_new(ctx, 0);
+    CHECK(f != NULL, "%s", tr_ctx_errmsg(ctx));
+    if (f) number_streams(f);
+    return f;
+}
+
 static int pending(cudaStream_t s) { return s->head != s->tail; }
 
 static void drain(tr_batch_feed *f)
@@ -141,9 +151,8 @@ static void test_one_batch_call_order(void)
 
 static void test_double_buffering_overlaps_and_protects(void)
 {
-    tr_batch_feed *f = fake_tr_batch_feed_new(ctx, 0);
-    if (!f) { CHECK(0, "%s", tr_ctx_errmsg(ctx)); return; }
-    number_streams(f);
+    tr_batch_feed *f = new_feed();
+    if (!f) return;
     enum { N32 = 3000, N64 = 16, BATCHES = 6 };
     static int32_t seen32[BATCHES][N32];
     static int64_t seen64[BATCHES][N64];
@@ -189,9 +198,8 @@ static void test_double_buffering_overlaps_and_protects(void)
 
 static void test_growth_keeps_views(void)
 {
-    tr_batch_feed *f = fake_tr_batch_feed_new(ctx, 0);
-    if (!f) { CHECK(0, "%s", tr_ctx_errmsg(ctx)); return; }
-    number_streams(f);
+    tr_batch_feed *f = new_feed();
+    if (!f) return;
     int32_t *h32;
     int64_t *h64;
     tr_tensor *d32, *d64;
@@ -222,9 +230,8 @@ static void test_growth_keeps_views(void)
 
 static void test_unreleased_slot_released_at_begin(void)
 {
-    tr_batch_feed *f = fake_tr_batch_feed_new(ctx, 0);
-    if (!f) { CHECK(0, "%s", tr_ctx_errmsg(ctx)); return; }
-    number_streams(f);
+    tr_batch_feed *f = new_feed();
+    if (!f) return;
     int32_t *h32;
     int64_t *h64;
     tr_tensor *d32, *d64;
@@ -260,9 +267,8 @@ static void test_errors_name_call_and_device(void)
     }
     CHECK(fake_live_streams == 0, "a failed creation left %ld streams", fake_live_streams);
     /* upload: every queueing call failing in turn; nothing left queued, the next batch works */
-    tr_batch_feed *f = fake_tr_batch_feed_new(ctx, 0);
-    if (!f) { CHECK(0, "%s", tr_ctx_errmsg(ctx)); return; }
-    number_streams(f);
+    tr_batch_feed *f = new_feed();
+    if (!f) return;
     for (long at = 1; at <= 6; at++) {
         CHECK(fake_tr_batch_feed_begin(f, 50, 2, &h32, &h64) == TR_OK, "%s", tr_ctx_errmsg(ctx));
         fill(h32, 50, h64, 2, 3);
@@ -347,14 +353,10 @@ static void test_build_without_cuda(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_one_batch_call_order);
-    RUN(test_double_buffering_overlaps_and_protects);
-    RUN(test_growth_keeps_views);
-    RUN(test_unreleased_slot_released_at_begin);
-    RUN(test_errors_name_call_and_device);
-    RUN(test_cpu_stand_in);
-    RUN(test_build_without_cuda);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_one_batch_call_order), CASE(test_double_buffering_overlaps_and_protects),
+        CASE(test_growth_keeps_views), CASE(test_unreleased_slot_released_at_begin),
+        CASE(test_errors_name_call_and_device), CASE(test_cpu_stand_in), CASE(test_build_without_cuda)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

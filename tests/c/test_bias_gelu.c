@@ -8,6 +8,7 @@
  *   - bf16: out and dx within the dtype's tolerance of the unfused ops';
  *   - bad shapes and kinds: TR_EUSER naming the op and the argument; no workspace left. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 #include "tensor_check.h"
 
@@ -147,11 +148,8 @@ static void test_errors(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_f32_matches_unfused);
-    RUN(test_bf16_close_to_unfused);
-    RUN(test_errors);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_f32_matches_unfused), CASE(test_bf16_close_to_unfused), CASE(test_errors)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -23,6 +23,7 @@
 #include "../../core/device/cuda_copy.c"
 
 #include "check.h"
+#include "ctx_check.h"
 
 #include <stdint.h>
 
@@ -267,13 +268,10 @@ static void test_staging_freed(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_host_device_round_trips);
-    RUN(test_converting_copies);
-    RUN(test_device_to_device_is_queued_and_ordered);
-    RUN(test_fill_every_dtype);
-    RUN(test_errors_name_call_and_device);
-    RUN(test_staging_freed);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_host_device_round_trips), CASE(test_converting_copies),
+        CASE(test_device_to_device_is_queued_and_ordered), CASE(test_fill_every_dtype),
+        CASE(test_errors_name_call_and_device), CASE(test_staging_freed)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -14,6 +14,7 @@
  *   - p = 1 gives sum = residual; argument errors name the op and the argument and write
  *     nothing; no workspace is left. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 #include "tensor_check.h"
 
@@ -216,12 +217,9 @@ static void test_errors_write_nothing(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_f32_matches_unfused);
-    RUN(test_half_matches_unfused_bit_for_bit);
-    RUN(test_p_one_keeps_the_residual);
-    RUN(test_errors_write_nothing);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_f32_matches_unfused), CASE(test_half_matches_unfused_bit_for_bit),
+        CASE(test_p_one_keeps_the_residual), CASE(test_errors_write_nothing)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

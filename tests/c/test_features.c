@@ -3,6 +3,7 @@
  * backward against the float64 kernels and finite differences; half dtypes; argument
  * errors; every op returns its workspace. */
 #include "check.h"
+#include "ctx_check.h"
 #include "tensor_check.h"
 
 #include "cpu/pair_features.h"
@@ -115,12 +116,8 @@ static void test_abs_diff_sign_zero(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_concat_and_split);
-    RUN(test_copy_cols_errors);
-    RUN(test_abs_diff);
-    RUN(test_abs_diff_sign_zero);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_concat_and_split), CASE(test_copy_cols_errors), CASE(test_abs_diff), CASE(test_abs_diff_sign_zero)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -2,6 +2,7 @@
  * (core/ops/ops_multi_tensor.h): each a TR_EUSER naming the op, the argument and the fix,
  * with nothing written. Their values are test_ops_table.c's cases. */
 #include "check.h"
+#include "ctx_check.h"
 
 #include "trainer.h"
 
@@ -82,11 +83,9 @@ static void test_adamw_multi_checks_every_list(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_flag_must_be_one_i32);
-    RUN(test_clip_checks_norm_and_max_norm);
-    RUN(test_adamw_multi_checks_every_list);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_flag_must_be_one_i32), CASE(test_clip_checks_norm_and_max_norm),
+        CASE(test_adamw_multi_checks_every_list)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

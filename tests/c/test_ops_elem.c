@@ -4,6 +4,7 @@
  * AdamW with half gradients and a half weight copy, and that every op returns its
  * workspace. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 #include "tensor_check.h"
 
@@ -537,20 +538,10 @@ static void test_devices(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_elementwise);
-    RUN(test_embedding);
-    RUN(test_dropout);
-    RUN(test_dropout_f32_exact);
-    RUN(test_cross_entropy);
-    RUN(test_pooling);
-    RUN(test_similarity);
-    RUN(test_reductions);
-    RUN(test_cast);
-    RUN(test_adamw);
-    RUN(test_blocks);
-    RUN(test_devices);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_elementwise), CASE(test_embedding), CASE(test_dropout), CASE(test_dropout_f32_exact),
+        CASE(test_cross_entropy), CASE(test_pooling), CASE(test_similarity), CASE(test_reductions), CASE(test_cast),
+        CASE(test_adamw), CASE(test_blocks), CASE(test_devices)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

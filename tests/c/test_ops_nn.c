@@ -5,6 +5,7 @@
  * batch groups), accumulate/overwrite/NULL gradient semantics, error messages for shapes,
  * dtypes and devices, and workspace scratch returned to the allocator. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 #include "trainer.h"
 #include "ops_elem.h"
@@ -51,6 +52,16 @@ static double err_t(const tr_tensor *a, const double *ref)
     free(x);
     return e;
 }
+
+/* half (a result in dtype) against f32 (the same op's f32 result): relative error below tol,
+ * or a failure naming the dtype and what. */
+#define CLOSE_TO_F32(half, f32, tol, what)                                                   \
+    do {                                                                                     \
+        double *r_ = rd(f32);                                                                \
+        double e_ = err_t(half, r_);                                                         \
+        CHECK(e_ < (tol), "%s %s %g", tr_dtype_name(dtype), what, e_);                       \
+        free(r_);                                                                            \
+    } while (0)
 
 static double *rnd(int64_t n, double scale)
 {
@@ -176,21 +187,13 @@ static void half_vs_f32(int dtype)
         tr_tensor *fdb = mk(1, bs, TR_F32, NULL), *hdb = mk(1, bs, TR_F32, NULL);
         CHECK(tr_op_linear(ctx, fo, fx, tw, tb) == TR_OK && tr_op_linear(ctx, ho, hx, tw, tb) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        double *r = rd(fo);
-        CHECK(err_t(ho, r) < tol, "%s linear %g", tr_dtype_name(dtype), err_t(ho, r));
-        free(r);
+        CLOSE_TO_F32(ho, fo, tol, "linear");
         CHECK(tr_op_linear_backward(ctx, fdx, fdw, fdb, fg, fx, tw) == TR_OK &&
                   tr_op_linear_backward(ctx, hdx, hdw, hdb, hg, hx, tw) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        r = rd(fdx);
-        CHECK(err_t(hdx, r) < tol, "%s linear dx %g", tr_dtype_name(dtype), err_t(hdx, r));
-        free(r);
-        r = rd(fdw);
-        CHECK(err_t(hdw, r) < tol, "%s linear dw %g", tr_dtype_name(dtype), err_t(hdw, r));
-        free(r);
-        r = rd(fdb);
-        CHECK(err_t(hdb, r) < tol, "%s linear dbias %g", tr_dtype_name(dtype), err_t(hdb, r));
-        free(r);
+        CLOSE_TO_F32(hdx, fdx, tol, "linear dx");
+        CLOSE_TO_F32(hdw, fdw, tol, "linear dw");
+        CLOSE_TO_F32(hdb, fdb, tol, "linear dbias");
         free(x); free(w); free(b); free(g);
         tr_tensor *all[] = { fx, hx, tw, tb, fo, ho, fg, hg, fdx, hdx, fdw, hdw, fdb, hdb };
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
@@ -210,21 +213,13 @@ static void half_vs_f32(int dtype)
         CHECK(tr_op_layernorm(ctx, fo, fm, fr, fx, tw, tb, 1e-12f) == TR_OK &&
                   tr_op_layernorm(ctx, ho, hm, hr, hx, tw, tb, 1e-12f) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        double *r = rd(fo);
-        CHECK(err_t(ho, r) < tol, "%s layernorm %g", tr_dtype_name(dtype), err_t(ho, r));
-        free(r);
+        CLOSE_TO_F32(ho, fo, tol, "layernorm");
         CHECK(tr_op_layernorm_backward(ctx, fdx, fdw, fdb, fg, fx, tw, fm, fr) == TR_OK &&
                   tr_op_layernorm_backward(ctx, hdx, hdw, hdb, hg, hx, tw, hm, hr) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        r = rd(fdx);
-        CHECK(err_t(hdx, r) < tol, "%s layernorm dx %g", tr_dtype_name(dtype), err_t(hdx, r));
-        free(r);
-        r = rd(fdw);
-        CHECK(err_t(hdw, r) < tol, "%s layernorm dweight %g", tr_dtype_name(dtype), err_t(hdw, r));
-        free(r);
-        r = rd(fdb);
-        CHECK(err_t(hdb, r) < tol, "%s layernorm dbias %g", tr_dtype_name(dtype), err_t(hdb, r));
-        free(r);
+        CLOSE_TO_F32(hdx, fdx, tol, "layernorm dx");
+        CLOSE_TO_F32(hdw, fdw, tol, "layernorm dweight");
+        CLOSE_TO_F32(hdb, fdb, tol, "layernorm dbias");
         free(x); free(w); free(b); free(g);
         tr_tensor *all[] = { fx, hx, tw, tb, fo, ho, fm, fr, hm, hr, fg, hg, fdx, hdx, fdw, hdw, fdb, hdb };
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
@@ -252,15 +247,11 @@ static void half_vs_f32(int dtype)
         tr_tensor *fy = mk(2, xs, TR_F32, NULL), *hy = mk(2, xs, dtype, NULL);
         CHECK(tr_op_softmax(ctx, fy, fx) == TR_OK && tr_op_softmax(ctx, hy, hx) == TR_OK, "%s",
               tr_ctx_errmsg(ctx));
-        double *r = rd(fy);
-        CHECK(err_t(hy, r) < tol, "%s softmax %g", tr_dtype_name(dtype), err_t(hy, r));
-        free(r);
+        CLOSE_TO_F32(hy, fy, tol, "softmax");
         CHECK(tr_op_softmax_backward(ctx, fo, fg, fy) == TR_OK &&
                   tr_op_softmax_backward(ctx, ho, hg, hy) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        r = rd(fo);
-        CHECK(err_t(ho, r) < tol, "%s softmax_backward %g", tr_dtype_name(dtype), err_t(ho, r));
-        free(r);
+        CLOSE_TO_F32(ho, fo, tol, "softmax_backward");
         free(x); free(g);
         tr_tensor *all[] = { fx, hx, fg, hg, fo, ho, fy, hy };
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
@@ -330,21 +321,11 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
         CHECK(tr_op_attention(ctx, ho, hl, hq, hk, hv, mask, 0, p, &key) == TR_OK, "%s", tr_ctx_errmsg(ctx));
         CHECK(tr_op_attention_backward(ctx, hdq, hdk, hdv, hg, hq, hk, hv, hl, mask, 0, p, &key) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        double *r = rd(fo);
-        CHECK(err_t(ho, r) < tol, "%s out %g", tr_dtype_name(dtype), err_t(ho, r));
-        free(r);
-        r = rd(fl);
-        CHECK(err_t(hl, r) < 1e-6, "%s lse %g", tr_dtype_name(dtype), err_t(hl, r));
-        free(r);
-        r = rd(fdq);
-        CHECK(err_t(hdq, r) < tol, "%s dq %g", tr_dtype_name(dtype), err_t(hdq, r));
-        free(r);
-        r = rd(fdk);
-        CHECK(err_t(hdk, r) < tol, "%s dk %g", tr_dtype_name(dtype), err_t(hdk, r));
-        free(r);
-        r = rd(fdv);
-        CHECK(err_t(hdv, r) < tol, "%s dv %g", tr_dtype_name(dtype), err_t(hdv, r));
-        free(r);
+        CLOSE_TO_F32(ho, fo, tol, "out");
+        CLOSE_TO_F32(hl, fl, 1e-6, "lse");
+        CLOSE_TO_F32(hdq, fdq, tol, "dq");
+        CLOSE_TO_F32(hdk, fdk, tol, "dk");
+        CLOSE_TO_F32(hdv, fdv, tol, "dv");
         tr_tensor *all[] = { hq, hk, hv, hg, ho, hl, hdq, hdk, hdv, rq, rk, rv, rg };
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
     }
@@ -480,16 +461,12 @@ static void test_workspace_released(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_linear_forward_backward_f32);
-    RUN(test_matmul_batched_shared_and_transposed);
-    RUN(test_bf16_against_f32);
-    RUN(test_f16_against_f32);
-    RUN(test_attention_f32_against_f64_kernel_with_philox_dropout);
-    RUN(test_attention_half_in_batch_groups);
-    RUN(test_half_elementwise_bits_are_the_f32_kernels);
-    RUN(test_errors_name_op_tensor_and_shape);
-    RUN(test_workspace_released);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_linear_forward_backward_f32), CASE(test_matmul_batched_shared_and_transposed),
+        CASE(test_bf16_against_f32), CASE(test_f16_against_f32),
+        CASE(test_attention_f32_against_f64_kernel_with_philox_dropout), CASE(test_attention_half_in_batch_groups),
+        CASE(test_half_elementwise_bits_are_the_f32_kernels), CASE(test_errors_name_op_tensor_and_shape),
+        CASE(test_workspace_released)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

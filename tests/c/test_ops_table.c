@@ -614,17 +614,11 @@ static void ref_dal(double **t, const int64_t *d, const tr_op_call *c)
     if (sdt != TR_F32) quantize(t[1], n, sdt);
     tr_k_layernorm_fwd_f64(t[0], t[2], t[3], t[1], t[6], t[7], d[0], d[1], c->f[1]);
 }
+/* dx, then the arguments of layernorm_backward, in its order and shapes. */
 static void sh_dal_bwd(const int64_t *d, arg_spec *a)
 {
     a[0] = A(2, d[0], d[1]);
-    a[1] = A(2, d[0], d[1]);
-    a[2] = A(1, d[1]);
-    a[3] = d[2] ? A(1, d[1]) : ANULL;
-    a[4] = A(2, d[0], d[1]);
-    a[5] = A(2, d[0], d[1]);
-    a[6] = A(1, d[1]);
-    a[7] = A(1, d[0]);
-    a[8] = A(1, d[0]);
+    sh_layernorm_bwd(d, a + 1);
 }
 
 /* bias_gelu. d: N, I, bias, kind (0 erf, 1 tanh). */
@@ -1056,18 +1050,30 @@ static double fd_loss(void *user)
     return L;
 }
 
-static void run_backward(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, const char *what)
+/* The forward of backward case oc on d in dtype: its instance *f (inputs rounded to dtype)
+ * and, in saved, its outputs from the f64 reference (the caller frees both). Returns the
+ * forward's case, or NULL (a failed CHECK naming what) when it has none. */
+static const op_case *forward_saved(const op_case *oc, const int64_t *d, int dtype, const char *what, inst *f,
+                                    double **saved)
 {
     const op_case *fc = find_case(oc->fwd);
     const tr_op_desc *fdesc = tr_op_find(oc->fwd);
     CHECK(fc && fdesc, "%s: forward %s has no case", what, oc->fwd);
-    if (!fc || !fdesc) return;
+    if (!fc || !fdesc) return NULL;
+    inst_make(f, fc, fdesc, d, dtype);
+    for (int i = 0; i < fdesc->nargs; i++) saved[i] = f->h[i] ? dup(f->h[i], f->t[i].numel) : NULL;
+    fc->ref(saved, d, &f->call);
+    return fc;
+}
+
+static void run_backward(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, const char *what)
+{
     /* the forward's inputs (rounded to the dtype under test) and its saved outputs */
     inst f;
-    inst_make(&f, fc, fdesc, d, dtype);
     double *saved[NT] = { 0 };
-    for (int i = 0; i < fdesc->nargs; i++) saved[i] = f.h[i] ? dup(f.h[i], f.t[i].numel) : NULL;
-    fc->ref(saved, d, &f.call);
+    const op_case *fc = forward_saved(oc, d, dtype, what, &f, saved);
+    if (!fc) return;
+    const tr_op_desc *fdesc = f.desc;
 
     inst k;
     inst_make(&k, oc, desc, d, dtype);
@@ -1186,15 +1192,9 @@ static void device_case_end(const char *figures)
  * each tensor's dtype. */
 static void backward_inputs(const op_case *oc, const int64_t *d, int dtype, inst *k)
 {
-    const op_case *fc = find_case(oc->fwd);
-    const tr_op_desc *fdesc = tr_op_find(oc->fwd);
-    CHECK(fc && fdesc, "forward %s has no case", oc->fwd);
-    if (!fc || !fdesc) return;
     inst f;
-    inst_make(&f, fc, fdesc, d, dtype);
     double *saved[NT] = { 0 };
-    for (int i = 0; i < fdesc->nargs; i++) saved[i] = f.h[i] ? dup(f.h[i], f.t[i].numel) : NULL;
-    fc->ref(saved, d, &f.call);
+    if (!forward_saved(oc, d, dtype, device_case, &f, saved)) return;
     for (int i = 0; i < k->desc->nargs; i++) {
         int m = oc->map[i], j = m % 100;
         if (!k->h[i] || m < 300) continue;

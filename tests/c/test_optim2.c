@@ -5,6 +5,7 @@
  * the half weight copy, state-shape and argument errors, and no workspace left behind.
  * Finite differences do not apply to optimizer steps. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 
 #include "cpu/sgd_adafactor.h"
@@ -240,6 +241,12 @@ static tr_tensor *mk(int ndim, const int64_t *shape, int dtype, int tag, const d
     return t;
 }
 
+/* tr_op_sgd(ctx, ...) must refuse its arguments: a user error whose message holds want
+ * (a failure says what was accepted). */
+#define SGD_REFUSED(want, what, ...)                                                                              \
+    CHECK(tr_op_sgd(ctx, __VA_ARGS__) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), want), what ": %s",             \
+          tr_ctx_errmsg(ctx))
+
 /* A bf16 gradient through the op equals the kernel on the rounded gradient; the half
  * copy holds the rounded new param. */
 static void test_op_sgd(void)
@@ -264,15 +271,11 @@ static void test_op_sgd(void)
     tr_convert(hf, TR_F32, th->data, TR_F16, n);
     for (int i = 0; i < n; i++) CHECK_CLOSE(hf[i], pf[i], 1e-4, 1e-3);
     /* errors */
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1, NULL, NULL, 0) == TR_EUSER &&
-              strstr(tr_ctx_errmsg(ctx), "momentum_buf"),
-          "missing buffer accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_sgd(ctx, tp, tg, tb, NULL, 0.1f, 0.9f, 0.1f, 0, 1, 1, 1, NULL, NULL, 0) == TR_EUSER &&
-              strstr(tr_ctx_errmsg(ctx), "nesterov"),
-          "nesterov with dampening accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_sgd(ctx, tp, tg, th, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1, NULL, NULL, 0) == TR_EUSER &&
-              strstr(tr_ctx_errmsg(ctx), "must be f32"),
-          "f16 buffer accepted: %s", tr_ctx_errmsg(ctx));
+    SGD_REFUSED("momentum_buf", "missing buffer accepted",
+                tp, tg, NULL, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1, NULL, NULL, 0);
+    SGD_REFUSED("nesterov", "nesterov with dampening accepted",
+                tp, tg, tb, NULL, 0.1f, 0.9f, 0.1f, 0, 1, 1, 1, NULL, NULL, 0);
+    SGD_REFUSED("must be f32", "f16 buffer accepted", tp, tg, th, NULL, 0.1f, 0.9f, 0, 0, 0, 1, 1, NULL, NULL, 0);
     CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 0, 1, NULL, NULL, 0) == TR_EUSER, "step 0 accepted");
     CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 0, NULL, NULL, 0) == TR_EUSER,
           "grad_scale 0 accepted");
@@ -282,16 +285,13 @@ static void test_op_sgd(void)
     int64_t one = 1;
     tr_tensor *f32flag = mk(1, &one, TR_F32, TR_TAG_OPTIMIZER, NULL);
     tr_tensor *count = mk(1, &one, TR_I32, TR_TAG_OPTIMIZER, NULL);
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, f32flag, NULL, 0) == TR_EUSER &&
-              strstr(tr_ctx_errmsg(ctx), "sgd: skip_if has dtype f32"),
-          "an f32 skip flag accepted: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, NULL, f32flag, 0) == TR_EUSER &&
-              strstr(tr_ctx_errmsg(ctx), "sgd: skipped has dtype f32"),
-          "an f32 skip count accepted: %s", tr_ctx_errmsg(ctx));
+    SGD_REFUSED("sgd: skip_if has dtype f32", "an f32 skip flag accepted",
+                tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, f32flag, NULL, 0);
+    SGD_REFUSED("sgd: skipped has dtype f32", "an f32 skip count accepted",
+                tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 1, 1, NULL, f32flag, 0);
     ((int32_t *)count->data)[0] = 3;
-    CHECK(tr_op_sgd(ctx, tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 2, 1, NULL, count, 1) == TR_EUSER &&
-              strstr(tr_ctx_errmsg(ctx), "sgd: step 2 less the 2 skips"),
-          "an effective step of 0 accepted: %s", tr_ctx_errmsg(ctx));
+    SGD_REFUSED("sgd: step 2 less the 2 skips", "an effective step of 0 accepted",
+                tp, tg, NULL, NULL, 0.1f, 0, 0, 0, 0, 2, 1, NULL, count, 1);
     tr_tensor_free(f32flag), tr_tensor_free(count);
     free(p), free(g), free(pf), free(gf), free(bf), free(hf);
     tr_tensor_free(tp), tr_tensor_free(tg), tr_tensor_free(tb), tr_tensor_free(th);
@@ -368,21 +368,12 @@ static void test_op_adafactor(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    if (!ctx) return 1;
-    RUN(test_sgd_momentum);
-    RUN(test_sgd_nesterov);
-    RUN(test_sgd_dampening);
-    RUN(test_sgd_plain);
-    RUN(test_sgd_first_step_closed_form);
-    RUN(test_adafactor_defaults_matrix);
-    RUN(test_adafactor_defaults_vector);
-    RUN(test_adafactor_defaults_batched);
-    RUN(test_adafactor_explicit_lr);
-    RUN(test_adafactor_beta1_decay_warmup);
-    RUN(test_adafactor_first_step_closed_form);
-    RUN(test_op_sgd);
-    RUN(test_op_adafactor);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_sgd_momentum), CASE(test_sgd_nesterov), CASE(test_sgd_dampening), CASE(test_sgd_plain),
+        CASE(test_sgd_first_step_closed_form), CASE(test_adafactor_defaults_matrix),
+        CASE(test_adafactor_defaults_vector), CASE(test_adafactor_defaults_batched), CASE(test_adafactor_explicit_lr),
+        CASE(test_adafactor_beta1_decay_warmup), CASE(test_adafactor_first_step_closed_form), CASE(test_op_sgd),
+        CASE(test_op_adafactor)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -302,11 +302,18 @@ static void test_dropout_keep_rate(void)
     free(keep);
 }
 
+/* n floats (the caller frees); NULL after a failed CHECK when out of memory. */
+static float *floats(size_t n)
+{
+    float *f = malloc(n * sizeof *f);
+    CHECK(f != NULL, "malloc");
+    return f;
+}
+
 static void test_normal_moments(void)
 {
     size_t n = 1000000;
-    float *z = malloc(n * sizeof *z);
-    CHECK(z != NULL, "malloc");
+    float *z = floats(n);
     if (!z) return;
     tr_rng_normal(z, n, KEY, 11);
     double s = 0, s2 = 0, s4 = 0;
@@ -334,8 +341,7 @@ static void test_normal_moments(void)
 static void test_uniform_moments(void)
 {
     size_t n = 1000000;
-    float *u = malloc(n * sizeof *u);
-    CHECK(u != NULL, "malloc");
+    float *u = floats(n);
     if (!u) return;
     tr_rng_uniform(u, n, KEY, 0);
     double s = 0, s2 = 0;

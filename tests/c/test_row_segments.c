@@ -3,6 +3,7 @@
  * into bf16), on one thread and, above 1 MiB, shared among threads; packed dropout and its backward equal the padded dropout's real rows bit for
  * bit; a bad segment table is TR_EUSER naming the segment and writes nothing. */
 #include "check.h"
+#include "ctx_check.h"
 #include "trainer.h"
 
 #include <string.h>
@@ -153,11 +154,9 @@ static void test_bad_table_is_user_error_and_writes_nothing(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_gather_scatter_round_trip);
-    RUN(test_large_runs_threaded);
-    RUN(test_packed_dropout_is_the_padded_mask);
-    RUN(test_bad_table_is_user_error_and_writes_nothing);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = {
+        CASE(test_gather_scatter_round_trip), CASE(test_large_runs_threaded),
+        CASE(test_packed_dropout_is_the_padded_mask), CASE(test_bad_table_is_user_error_and_writes_nothing)
+    };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -3,6 +3,7 @@
  * rewritten byte for byte, round trips, every validation failure with its message,
  * sharded folders read and written. Run from the repository root. */
 #include "check.h"
+#include "file_check.h"
 #include "trainer.h"
 
 #include <fcntl.h>
@@ -43,31 +44,6 @@ static const char *tmp_path(const char *name)
     return buf[k];
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
-static void spit(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return;
-    if (n) fwrite(p, 1, n, f);
-    fclose(f);
-}
-
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
 /* A raw file: length field HLEN (or the header's length when HLEN is UINT64_MAX), the
@@ -80,7 +56,7 @@ static void raw_file(const char *path, const char *header, uint64_t hlen, size_t
     for (int i = 0; i < 8; i++) b[i] = (uint8_t)(hlen >> (8 * i));
     memcpy(b + 8, header, h);
     for (size_t i = 0; i < data_len; i++) b[8 + h + i] = (uint8_t)i;
-    spit(path, b, 8 + h + data_len);
+    fc_spit(path, b, 8 + h + data_len);
     free(b);
 }
 
@@ -134,7 +110,7 @@ static void test_golden_read(void)
     CHECK(tr_st_get(f, 12, &t) == TR_EUSER, "out of range");
 
     size_t flen;
-    uint8_t *bytes = slurp(GOLDEN, &flen);
+    uint8_t *bytes = fc_slurp(GOLDEN, &flen);
     for (size_t i = 0; i < tr_st_count(f); i++) {
         tr_st_get(f, i, &t);
         CHECK(t.offset + t.nbytes <= flen, "tensor %s past the end", t.name);
@@ -231,7 +207,7 @@ static void test_golden_rewrite_identical(void)
     int rc = tr_st_write(out, e, n, NULL, 0, &err);
     CHECK(rc == TR_OK, "write: %s", err.msg);
     size_t a_len = 0, b_len = 0;
-    uint8_t *a = slurp(GOLDEN, &a_len), *b = slurp(out, &b_len);
+    uint8_t *a = fc_slurp(GOLDEN, &a_len), *b = fc_slurp(out, &b_len);
     CHECK(a && b && a_len == b_len, "sizes %zu vs %zu", a_len, b_len);
     if (a && b && a_len == b_len) {
         size_t k = 0;
@@ -277,7 +253,7 @@ static void test_roundtrip(void)
     int rc = tr_st_write(path, e, 5, meta, 2, &err);
     CHECK(rc == TR_OK, "write: %s", err.msg);
     size_t len;
-    uint8_t *raw = slurp(path, &len);
+    uint8_t *raw = fc_slurp(path, &len);
     uint64_t hlen = 0;
     for (int i = 7; raw && i >= 0; i--) hlen = (hlen << 8) | raw[i];
     CHECK(raw && hlen % 8 == 0, "header length %llu not a multiple of 8", (unsigned long long)hlen);
@@ -335,7 +311,7 @@ static void test_write_errors(void)
     tmp_begin();
     float x[4] = { 0 };
     const char *path = tmp_path("bad.safetensors");
-    spit(path, "old", 3);
+    fc_spit(path, "old", 3);
     struct {
         tr_st_entry e[2];
         size_t n;
@@ -363,7 +339,7 @@ static void test_write_errors(void)
     CHECK(tr_st_write(path, &ok, 1, meta, 1, &err) == TR_EUSER && strstr(err.msg, "metadata"),
           "bad metadata: %s", err.msg);
     size_t len;
-    uint8_t *old = slurp(path, &len);
+    uint8_t *old = fc_slurp(path, &len);
     CHECK(old && len == 3 && memcmp(old, "old", 3) == 0, "existing file untouched");
     free(old);
     CHECK(!exists(tmp_path("bad.safetensors.tmp")), "tmp file left");
@@ -384,7 +360,7 @@ static void test_write_errors(void)
         signal(SIGXFSZ, old_handler);
         CHECK(rc == TR_EINTERNAL && strstr(err.msg, path) && strstr(err.msg, "disk space"),
               "rc %d: %s", rc, err.msg);
-        old = slurp(path, &len);
+        old = fc_slurp(path, &len);
         CHECK(old && len == 3 && memcmp(old, "old", 3) == 0, "existing file untouched");
         free(old);
         CHECK(!exists(tmp_path("bad.safetensors.tmp")), "tmp file left after a failed write");
@@ -418,87 +394,63 @@ static void test_validation_errors(void)
     const char *p = tmp_path("v.safetensors");
 #define T(json) "{\"t\":{\"dtype\":\"F32\",\"shape\":" json "}}"
 
-    spit(p, "\x08\0\0", 3);
+    fc_spit(p, "\x08\0\0", 3);
     expect_fail(p, "shorter than the 8-byte");
-    spit(p, "", 0);
+    fc_spit(p, "", 0);
     expect_fail(p, "is 0 bytes");
-    raw_file(p, "{}", 100000001ull, 0);
-    expect_fail(p, "above the format's limit");
-    raw_file(p, "{}", UINT64_MAX - 3, 0);
-    expect_fail(p, "above the format's limit");
-    raw_file(p, "{}      ", 4096, 0);
-    expect_fail(p, "truncated download?");
-    raw_file(p, "{\"\xc3\x28\":1}", UINT64_MAX, 0);
-    expect_fail(p, "not valid UTF-8");
-    raw_file(p, "{\"\xed\xa0\x80\":1}", UINT64_MAX, 0);   /* a UTF-16 surrogate */
-    expect_fail(p, "not valid UTF-8");
-    raw_file(p, "[]", UINT64_MAX, 0);
-    expect_fail(p, "does not start with '{'");
-    raw_file(p, "        ", UINT64_MAX, 0);
-    expect_fail(p, "does not start with '{'");
-    raw_file(p, "{\"t\":", UINT64_MAX, 0);
-    expect_fail(p, "not valid JSON");
-    raw_file(p, "{} {}", UINT64_MAX, 0);
-    expect_fail(p, "not valid JSON");
-    raw_file(p, "{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                "\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", UINT64_MAX, 8);
-    expect_fail(p, "duplicate");
-    raw_file(p, "{\"t\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8);
-    expect_fail(p, "unknown dtype 'F33'");
-    raw_file(p, "{\"t\":{\"dtype\":7,\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8);
-    expect_fail(p, "dtype is not a string");
-    raw_file(p, "{\"t\":{\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8);
-    expect_fail(p, "lacks 'dtype'");
-    raw_file(p, "{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", UINT64_MAX, 8);
-    expect_fail(p, "lacks 'shape'");
-    raw_file(p, "{\"t\":{\"dtype\":\"F32\",\"shape\":[2]}}", UINT64_MAX, 8);
-    expect_fail(p, "lacks 'data_offsets'");
-    raw_file(p, "{\"t\":[1,2]}", UINT64_MAX, 8);
-    expect_fail(p, "not an object");
-    raw_file(p, T("[2],\"data_offsets\":[0,16]"), UINT64_MAX, 16);
-    expect_fail(p, "make 8 bytes but data_offsets [0, 16] hold 16");
-    raw_file(p, T("[-2],\"data_offsets\":[0,8]"), UINT64_MAX, 8);
-    expect_fail(p, "shape[0] is not a non-negative integer");
-    raw_file(p, T("[2.0],\"data_offsets\":[0,8]"), UINT64_MAX, 8);
-    expect_fail(p, "shape[0] is not a non-negative integer");
-    raw_file(p, T("\"2\",\"data_offsets\":[0,8]"), UINT64_MAX, 8);
-    expect_fail(p, "shape is not an array");
-    raw_file(p, T("[1,1,1,1,1,1,1,1,2],\"data_offsets\":[0,8]"), UINT64_MAX, 8);
-    expect_fail(p, "at most 8");
-    raw_file(p, T("[4294967296,4294967296,16],\"data_offsets\":[0,8]"), UINT64_MAX, 8);
-    expect_fail(p, "overflows 64 bits");
-    raw_file(p, T("[99999999999999999999],\"data_offsets\":[0,8]"), UINT64_MAX, 8);
-    expect_fail(p, "not valid JSON");
-    raw_file(p, T("[2],\"data_offsets\":[8,0]"), UINT64_MAX, 8);
-    expect_fail(p, "end before they begin");
-    raw_file(p, T("[2],\"data_offsets\":[0]"), UINT64_MAX, 8);
-    expect_fail(p, "not a pair");
-    raw_file(p, T("[2],\"data_offsets\":[0,-8]"), UINT64_MAX, 8);
-    expect_fail(p, "not a pair");
-    raw_file(p, T("[2],\"data_offsets\":[8,16]"), UINT64_MAX, 16);
-    expect_fail(p, "do not start at 0");
-    raw_file(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                "\"encoder.layer.3.output.dense.weight\":{\"dtype\":\"F32\",\"shape\":[2],"
-                "\"data_offsets\":[12,20]}}", UINT64_MAX, 20);
-    expect_fail(p, "tensor 'encoder.layer.3.output.dense.weight': data_offsets [12, 20] do not "
-                   "follow the previous tensor's end 8");
-    raw_file(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", UINT64_MAX, 12);
-    expect_fail(p, "tensors overlap");
-    raw_file(p, T("[2],\"data_offsets\":[0,8]"), UINT64_MAX, 4);
-    expect_fail(p, "but the header says the data ends at");
-    expect_fail(p, "(truncated download?)");
-    raw_file(p, T("[2],\"data_offsets\":[0,8]"), UINT64_MAX, 9);
-    expect_fail(p, "bytes follow the last tensor");
-    raw_file(p, "{\"__metadata__\":{\"format\":1}}", UINT64_MAX, 0);
-    expect_fail(p, "__metadata__ value for 'format' is not a string");
-    raw_file(p, "{\"__metadata__\":[1]}", UINT64_MAX, 0);
-    expect_fail(p, "__metadata__ is not an object");
-    raw_file(p, "{\"t\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", UINT64_MAX, 2);
-    expect_fail(p, "not a whole number of bytes");
-    raw_file(p, "{\"t\\u0000x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-             UINT64_MAX, 8);
-    expect_fail(p, "not valid JSON");
+    /* Each header, length field and data length, and what the error names. */
+    static const struct {
+        const char *header;
+        uint64_t hlen;
+        size_t data_len;
+        const char *want;
+    } bad[] = {
+        { "{}", 100000001ull, 0, "above the format's limit" },
+        { "{}", UINT64_MAX - 3, 0, "above the format's limit" },
+        { "{}      ", 4096, 0, "truncated download?" },
+        { "{\"\xc3\x28\":1}", UINT64_MAX, 0, "not valid UTF-8" },
+        { "{\"\xed\xa0\x80\":1}", UINT64_MAX, 0, "not valid UTF-8" }, /* a UTF-16 surrogate */
+        { "[]", UINT64_MAX, 0, "does not start with '{'" },
+        { "        ", UINT64_MAX, 0, "does not start with '{'" },
+        { "{\"t\":", UINT64_MAX, 0, "not valid JSON" },
+        { "{} {}", UINT64_MAX, 0, "not valid JSON" },
+        { "{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+          "\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", UINT64_MAX, 8, "duplicate" },
+        { "{\"t\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8, "unknown dtype 'F33'" },
+        { "{\"t\":{\"dtype\":7,\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8, "dtype is not a string" },
+        { "{\"t\":{\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8, "lacks 'dtype'" },
+        { "{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", UINT64_MAX, 8, "lacks 'shape'" },
+        { "{\"t\":{\"dtype\":\"F32\",\"shape\":[2]}}", UINT64_MAX, 8, "lacks 'data_offsets'" },
+        { "{\"t\":[1,2]}", UINT64_MAX, 8, "not an object" },
+        { T("[2],\"data_offsets\":[0,16]"), UINT64_MAX, 16, "make 8 bytes but data_offsets [0, 16] hold 16" },
+        { T("[-2],\"data_offsets\":[0,8]"), UINT64_MAX, 8, "shape[0] is not a non-negative integer" },
+        { T("[2.0],\"data_offsets\":[0,8]"), UINT64_MAX, 8, "shape[0] is not a non-negative integer" },
+        { T("\"2\",\"data_offsets\":[0,8]"), UINT64_MAX, 8, "shape is not an array" },
+        { T("[1,1,1,1,1,1,1,1,2],\"data_offsets\":[0,8]"), UINT64_MAX, 8, "at most 8" },
+        { T("[4294967296,4294967296,16],\"data_offsets\":[0,8]"), UINT64_MAX, 8, "overflows 64 bits" },
+        { T("[99999999999999999999],\"data_offsets\":[0,8]"), UINT64_MAX, 8, "not valid JSON" },
+        { T("[2],\"data_offsets\":[8,0]"), UINT64_MAX, 8, "end before they begin" },
+        { T("[2],\"data_offsets\":[0]"), UINT64_MAX, 8, "not a pair" },
+        { T("[2],\"data_offsets\":[0,-8]"), UINT64_MAX, 8, "not a pair" },
+        { T("[2],\"data_offsets\":[8,16]"), UINT64_MAX, 16, "do not start at 0" },
+        { "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+          "\"encoder.layer.3.output.dense.weight\":{\"dtype\":\"F32\",\"shape\":[2],"
+          "\"data_offsets\":[12,20]}}", UINT64_MAX, 20,
+          "tensor 'encoder.layer.3.output.dense.weight': data_offsets [12, 20] do not follow the previous tensor's end 8" },
+        { "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", UINT64_MAX, 12, "tensors overlap" },
+        { T("[2],\"data_offsets\":[0,8]"), UINT64_MAX, 4, "but the header says the data ends at" },
+        { T("[2],\"data_offsets\":[0,8]"), UINT64_MAX, 4, "(truncated download?)" },
+        { T("[2],\"data_offsets\":[0,8]"), UINT64_MAX, 9, "bytes follow the last tensor" },
+        { "{\"__metadata__\":{\"format\":1}}", UINT64_MAX, 0, "__metadata__ value for 'format' is not a string" },
+        { "{\"__metadata__\":[1]}", UINT64_MAX, 0, "__metadata__ is not an object" },
+        { "{\"t\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", UINT64_MAX, 2, "not a whole number of bytes" },
+        { "{\"t\\u0000x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", UINT64_MAX, 8, "not valid JSON" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        raw_file(p, bad[i].header, bad[i].hlen, bad[i].data_len);
+        expect_fail(p, bad[i].want);
+    }
     {   /* 100,000 nested arrays: jansson's depth limit, not the stack, stops it */
         size_t depth = 100000;
         char *deep = malloc(depth + 8);
@@ -574,8 +526,8 @@ static void test_sharded_golden(void)
 static void copy_file(const char *from, const char *to)
 {
     size_t n;
-    uint8_t *b = slurp(from, &n);
-    if (b) spit(to, b, n);
+    uint8_t *b = fc_slurp(from, &n);
+    if (b) fc_spit(to, b, n);
     free(b);
 }
 
@@ -599,23 +551,23 @@ static void test_sharded_errors(void)
 
     const char *idx = tmp_path("model.safetensors.index.json");
     const char *wrong = "{\"weight_map\":{\"layer.1.w\":\"model-00001-of-00002.safetensors\"}}";
-    spit(idx, wrong, strlen(wrong));
+    fc_spit(idx, wrong, strlen(wrong));
     expect_sharded_fail(tmpdir, "puts tensor 'layer.1.w' in shard", "no such tensor");
     const char *up = "{\"weight_map\":{\"x\":\"../model-00001-of-00002.safetensors\"}}";
-    spit(idx, up, strlen(up));
+    fc_spit(idx, up, strlen(up));
     expect_sharded_fail(tmpdir, "not a shard file name", "'x'");
     const char *nomap = "{\"metadata\":{}}";
-    spit(idx, nomap, strlen(nomap));
+    fc_spit(idx, nomap, strlen(nomap));
     expect_sharded_fail(tmpdir, "weight_map", idx);
-    spit(idx, "{", 1);
+    fc_spit(idx, "{", 1);
     expect_sharded_fail(tmpdir, "not a valid index", idx);
     const char *dup = "{\"weight_map\":{\"a\":\"x\",\"a\":\"y\"}}";
-    spit(idx, dup, strlen(dup));
+    fc_spit(idx, dup, strlen(dup));
     expect_sharded_fail(tmpdir, "duplicate", idx);
     /* A shard that exists but is corrupt: the message names the shard and the reason. */
     const char *bad = "{\"weight_map\":{\"a\":\"broken.safetensors\"}}";
-    spit(idx, bad, strlen(bad));
-    spit(tmp_path("broken.safetensors"), "\x01\0\0\0\0\0\0\0", 8);
+    fc_spit(idx, bad, strlen(bad));
+    fc_spit(tmp_path("broken.safetensors"), "\x01\0\0\0\0\0\0\0", 8);
     expect_sharded_fail(tmpdir, "shard 'broken.safetensors'", "truncated");
     remove(idx);
     remove(tmp_path(s1));
@@ -646,7 +598,7 @@ static void test_sharded_write(void)
               exists(tmp_path("model.safetensors.index.json")) &&
               !exists(tmp_path("model.safetensors")), "shard files");
     size_t n;
-    char *text = (char *)slurp(tmp_path("model.safetensors.index.json"), &n);
+    char *text = (char *)fc_slurp(tmp_path("model.safetensors.index.json"), &n);
     CHECK(text && strstr(text, "\"total_size\": 560"), "total_size in %s", text ? text : "");
     free(text);
     tr_st_sharded *s = NULL;
@@ -689,7 +641,7 @@ static void test_sharded_write(void)
 
     /* Saving again into the same folder leaves nothing of the previous save behind. */
     tmp_begin();
-    spit(tmp_path("model-other.txt"), "keep", 4);
+    fc_spit(tmp_path("model-other.txt"), "keep", 4);
     CHECK(tr_st_write_sharded(tmpdir, e, 3, NULL, 0, 150, &err) == TR_OK, "%s", err.msg);
     CHECK(tr_st_write_sharded(tmpdir, e, 3, NULL, 0, 1 << 20, &err) == TR_OK, "%s", err.msg);
     CHECK(exists(tmp_path("model.safetensors")) &&
@@ -732,7 +684,7 @@ static void test_sharded_write(void)
         char want[256];
         snprintf(want, sizeof want, "%s/%s", SHARDED, files[i]);
         size_t a_len = 0, b_len = 0;
-        uint8_t *a = slurp(want, &a_len), *b = slurp(tmp_path(files[i]), &b_len);
+        uint8_t *a = fc_slurp(want, &a_len), *b = fc_slurp(tmp_path(files[i]), &b_len);
         CHECK(a && b && a_len == b_len && memcmp(a, b, a_len) == 0, "%s differs", files[i]);
         free(a);
         free(b);

@@ -7,6 +7,7 @@
  * bytes lie inside the file and agree with it, or fails with TR_EUSER, a NULL file and a
  * message that starts with the path. Never a crash or a leak (ASan/UBSan/LSan watch). */
 #include "check.h"
+#include "file_check.h"
 #include "trainer.h"
 
 #include <stdarg.h>
@@ -90,23 +91,6 @@ static int run_case(const uint8_t *bytes, size_t len, const char *what)
     return 1;
 }
 
-static uint8_t *slurp(const char *p, size_t *len)
-{
-    FILE *fp = fopen(p, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *len = (size_t)n;
-    return b;
-}
-
 /* A small valid file written by tr_st_write. */
 static uint8_t *small_file(size_t *len)
 {
@@ -120,7 +104,7 @@ static uint8_t *small_file(size_t *len)
     };
     tr_error err;
     if (tr_st_write(path, e, 3, NULL, 0, &err) != TR_OK) return NULL;
-    return slurp(path, len);
+    return fc_slurp(path, len);
 }
 
 /* ------------------------------------------------------------ mutations of valid files */
@@ -136,7 +120,7 @@ static void test_truncations(void)
     CHECK(n_loaded - before == 1, "only the whole file loads (%zu loaded)", n_loaded - before);
     free(b);
     size_t glen;
-    uint8_t *g = slurp(GOLDEN, &glen);
+    uint8_t *g = fc_slurp(GOLDEN, &glen);
     CHECK(g != NULL, "golden");
     if (!g) return;
     before = n_loaded;
@@ -155,7 +139,7 @@ static void test_truncations(void)
 static void test_bit_flips(void)
 {
     size_t glen, slen;
-    uint8_t *g = slurp(GOLDEN, &glen), *s = small_file(&slen);
+    uint8_t *g = fc_slurp(GOLDEN, &glen), *s = small_file(&slen);
     CHECK(g && s, "seeds");
     if (!g || !s) {
         free(g);

@@ -6,25 +6,13 @@
  * TR_EUSER; a tensor that cannot be read (a header claiming cuda:0 in this build without
  * CUDA) is an error naming the file and the tensor, and leaves neither the file nor PATH.tmp. */
 #include "check.h"
+#include "file_check.h"
 #include "trainer.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc((size_t)n + 1);
-    *len = p ? fread(p, 1, (size_t)n, f) : 0;
-    fclose(f);
-    return p;
-}
 
 static int exists(const char *path)
 {
@@ -58,7 +46,7 @@ static void test_same_bytes_as_plain_write(void)
     CHECK(tr_st_write(a, e, 3, meta, 1, &err) == TR_OK, "plain: %s", err.msg);
     CHECK(tr_st_write_tensors(ctx, b, e, src, 3, meta, 1, &err) == TR_OK, "tensors: %s", err.msg);
     size_t la = 0, lb = 0;
-    unsigned char *pa = slurp(a, &la), *pb = slurp(b, &lb);
+    unsigned char *pa = fc_slurp(a, &la), *pb = fc_slurp(b, &lb);
     CHECK(pa && pb && la == lb && la > 12000000 && memcmp(pa, pb, la) == 0, "files differ (%zu vs %zu bytes)", la, lb);
     free(pa);
     free(pb);

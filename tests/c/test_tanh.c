@@ -1,6 +1,7 @@
 /* test_tanh.c — the tanh kernel's known values and the op's shape check. Gradients, f32
  * and bf16 through the op: tests/c/test_ops_table.c. */
 #include "check.h"
+#include "ctx_check.h"
 #include "op_check.h"
 #include "cpu/tanh.h"
 #include "trainer.h"
@@ -46,9 +47,6 @@ static void test_tanh_op_shape_mismatch_is_user_error(void)
 
 int main(void)
 {
-    ctx = tr_ctx_new();
-    RUN(test_tanh_known_values);
-    RUN(test_tanh_op_shape_mismatch_is_user_error);
-    tr_ctx_free(ctx);
-    return check_done();
+    static const check_case cases[] = { CASE(test_tanh_known_values), CASE(test_tanh_op_shape_mismatch_is_user_error) };
+    return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }

@@ -13,6 +13,13 @@ static tr_alloc_stats cpu_stats(tr_ctx *ctx)
     return s;
 }
 
+/* The end of a case with its own context: everything it allocated on the CPU was freed. */
+static void ctx_end(tr_ctx *ctx)
+{
+    CHECK(cpu_stats(ctx).allocated == 0, "all freed");
+    tr_ctx_free(ctx);
+}
+
 static int msg_has(tr_ctx *ctx, const char *needle) { return strstr(tr_ctx_errmsg(ctx), needle) != NULL; }
 
 /* ------------------------------------------------------------ context */
@@ -118,8 +125,7 @@ static void test_views_keep_storage_alive(void)
     tr_tensor_free(all);
     tr_tensor_free(none);
     tr_tensor_free(t);
-    CHECK(cpu_stats(ctx).allocated == 0, "all freed");
-    tr_ctx_free(ctx);
+    ctx_end(ctx);
 }
 
 /* ------------------------------------------------------------ errors */
@@ -251,8 +257,7 @@ done:
     tr_tensor_free(i);
     tr_tensor_free(back);
     tr_tensor_free(five);
-    CHECK(cpu_stats(ctx).allocated == 0, "all freed");
-    tr_ctx_free(ctx);
+    ctx_end(ctx);
 }
 
 static void test_fill_and_zeros(void)
@@ -301,8 +306,7 @@ static void test_fill_and_zeros(void)
     tr_tensor_free(b);
     tr_tensor_free(i);
     tr_tensor_free(l);
-    CHECK(cpu_stats(ctx).allocated == 0, "all freed");
-    tr_ctx_free(ctx);
+    ctx_end(ctx);
 }
 
 int main(void)

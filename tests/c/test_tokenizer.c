@@ -78,47 +78,29 @@ static const char *minilm_dir(void)
                                                                      : "tests/data/tok_minilm";
 }
 
-static void test_minilm_golden(void)
+/* A golden case: the lines of golden_file all give the golden ids, and there are more than 100. */
+static void golden(const char *dir, const char *golden_file)
 {
-    int n = check_golden(minilm_dir(), "tests/data/tokenizer_golden_minilm.jsonl");
+    int n = check_golden(dir, golden_file);
     CHECK(n > 100, "only %d cases", n);
 }
 
-static void test_unigram_golden(void)
+/* The golden case of tests/data/tok_NAME, against tests/data/tokenizer_golden_NAME.jsonl. */
+static void golden_of(const char *name)
 {
-    int n = check_golden("tests/data/tok_unigram", "tests/data/tokenizer_golden_unigram.jsonl");
-    CHECK(n > 100, "only %d cases", n);
+    char dir[256], file[256];
+    snprintf(dir, sizeof dir, "tests/data/tok_%s", name);
+    snprintf(file, sizeof file, "tests/data/tokenizer_golden_%s.jsonl", name);
+    golden(dir, file);
 }
 
-static void test_scandi_golden(void)
-{
-    int n = check_golden("tests/data/tok_scandi", "tests/data/tokenizer_golden_scandi.jsonl");
-    CHECK(n > 100, "only %d cases", n);
-}
-
-static void test_scandi_config_override(void)
-{
-    int n = check_golden("tests/data/tok_scandi_config", "tests/data/tokenizer_golden_scandi_config.jsonl");
-    CHECK(n > 100, "only %d cases", n);
-}
-
-static void test_vocab_txt_golden(void)
-{
-    int n = check_golden("tests/data/tok_vocab_txt", "tests/data/tokenizer_golden_vocab_txt.jsonl");
-    CHECK(n > 100, "only %d cases", n);
-}
-
-static void test_unigram_variant_golden(void)
-{
-    int n = check_golden("tests/data/tok_unigram_variant", "tests/data/tokenizer_golden_unigram_variant.jsonl");
-    CHECK(n > 100, "only %d cases", n);
-}
-
-static void test_wordpiece_variant_golden(void)
-{
-    int n = check_golden("tests/data/tok_wordpiece_variant", "tests/data/tokenizer_golden_wordpiece_variant.jsonl");
-    CHECK(n > 100, "only %d cases", n);
-}
+static void test_minilm_golden(void) { golden(minilm_dir(), "tests/data/tokenizer_golden_minilm.jsonl"); }
+static void test_unigram_golden(void) { golden_of("unigram"); }
+static void test_scandi_golden(void) { golden_of("scandi"); }
+static void test_scandi_config_override(void) { golden_of("scandi_config"); }
+static void test_vocab_txt_golden(void) { golden_of("vocab_txt"); }
+static void test_unigram_variant_golden(void) { golden_of("unigram_variant"); }
+static void test_wordpiece_variant_golden(void) { golden_of("wordpiece_variant"); }
 
 /* ------------------------------------------------------------ behaviour */
 static void test_scandi_letters_survive(void)

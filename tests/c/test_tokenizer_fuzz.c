@@ -6,39 +6,13 @@
  * and a batch without a sanitizer report) or fail with TR_EUSER and a message naming the
  * file. Deterministic seed; run under ASan+UBSan by `make test`. */
 #include "check.h"
+#include "file_check.h"
 #include "trainer.h"
 
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
-static int write_file(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(data, 1, len, f);
-    fclose(f);
-    return w == len ? 0 : -1;
-}
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t next_rand(void)
@@ -97,7 +71,7 @@ static void fuzz_one(const char *source_dir, const char *work)
     snprintf(src, sizeof src, "%s/tokenizer.json", source_dir);
     snprintf(dst, sizeof dst, "%s/tokenizer.json", work);
     size_t len = 0;
-    char *orig = read_file(src, &len);
+    char *orig = fc_slurp(src, &len);
     CHECK(orig != NULL, "cannot read %s", src);
     if (!orig) return;
     char *buf = malloc(len + 64);
@@ -105,7 +79,7 @@ static void fuzz_one(const char *source_dir, const char *work)
     /* 1. truncation at ~400 lengths, including every length of the first 64 bytes */
     size_t step = len / 400 + 1;
     for (size_t cut = 0; cut < len; cut += (cut < 64 ? 1 : step)) {
-        write_file(dst, orig, cut);
+        fc_spit(dst, orig, cut);
         try_load(work);
     }
     /* 2. random single-byte changes */
@@ -113,7 +87,7 @@ static void fuzz_one(const char *source_dir, const char *work)
         memcpy(buf, orig, len);
         size_t at = next_rand() % len;
         buf[at] = (char)(next_rand() & 0xff);
-        write_file(dst, buf, len);
+        fc_spit(dst, buf, len);
         try_load(work);
     }
     /* 3. JSON-significant characters swapped in, and numbers made extreme */
@@ -140,7 +114,7 @@ static void fuzz_one(const char *source_dir, const char *work)
             memcpy(buf + at, rep, rl);
             n = n - (end - at) + rl;
         }
-        write_file(dst, buf, n);
+        fc_spit(dst, buf, n);
         try_load(work);
     }
     free(buf);

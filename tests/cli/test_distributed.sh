@@ -81,17 +81,23 @@ EOF
   "$TRAINER" run "$TMP/sl.lua"
 }
 
+# 2 ranks x batch 4 against 1 process x batch 8 on a recipe: runs/PREFIXone and runs/PREFIXtwo,
+# checked as PREFIXone_process_rc, PREFIXtwo_ranks_rc and PREFIXtwo_ranks_equal_doubled_batch.
+two_ranks_against_one() { # recipe, prefix ("" or lora_), what the side-by-side losses are of
+  run_trainer "$1" batch.size=8 out="$TMP/runs/${2}one" --quiet
+  expect_rc "${2}one_process_rc" 0
+  run_mpi "$1" out="$TMP/runs/${2}two" --quiet
+  expect_rc "${2}two_ranks_rc" 0
+  echo "$3, losses side by side:"
+  if "$TRAINER" run "$TMP/side.lua" "$TMP/runs/${2}one/metrics.jsonl" "$TMP/runs/${2}two/metrics.jsonl"; then
+    pass "${2}two_ranks_equal_doubled_batch"
+  else
+    fail "${2}two_ranks_equal_doubled_batch" "the losses differ beyond the all-reduce's rounding"
+  fi
+}
+
 # ---- full fine-tune: 2 ranks x batch 4 against 1 process x batch 8
-run_trainer "$TMP/dist.lua" batch.size=8 out="$TMP/runs/one" --quiet
-expect_rc one_process_rc 0
-run_mpi "$TMP/dist.lua" out="$TMP/runs/two" --quiet
-expect_rc two_ranks_rc 0
-echo "full fine-tune, losses side by side:"
-if "$TRAINER" run "$TMP/side.lua" "$TMP/runs/one/metrics.jsonl" "$TMP/runs/two/metrics.jsonl"; then
-  pass two_ranks_equal_doubled_batch
-else
-  fail two_ranks_equal_doubled_batch "the losses differ beyond the all-reduce's rounding"
-fi
+two_ranks_against_one "$TMP/dist.lua" "" "full fine-tune"
 if [ "$(wc -l <"$TMP/runs/two/metrics.jsonl")" = 6 ]; then pass only_rank0_writes_metrics
 else fail only_rank0_writes_metrics "$(wc -l <"$TMP/runs/two/metrics.jsonl") lines for 6 steps"; fi
 if [ -d "$TMP/runs/two/checkpoint-3" ] && [ -d "$TMP/runs/two/checkpoint-6" ] && [ -f "$TMP/runs/two/summary.json" ] \
@@ -116,16 +122,7 @@ expect_out plan_counts_collective_buffers '"collective_bytes":'
 expect_out plan_is_per_rank '"per_rank": true'
 
 # ---- LoRA
-run_trainer "$TMP/lora.lua" batch.size=8 out="$TMP/runs/lora_one" --quiet
-expect_rc lora_one_process_rc 0
-run_mpi "$TMP/lora.lua" out="$TMP/runs/lora_two" --quiet
-expect_rc lora_two_ranks_rc 0
-echo "LoRA, losses side by side:"
-if "$TRAINER" run "$TMP/side.lua" "$TMP/runs/lora_one/metrics.jsonl" "$TMP/runs/lora_two/metrics.jsonl"; then
-  pass lora_two_ranks_equal_doubled_batch
-else
-  fail lora_two_ranks_equal_doubled_batch "the losses differ beyond the all-reduce's rounding"
-fi
+two_ranks_against_one "$TMP/lora.lua" lora_ "LoRA"
 
 # ---- DDP's overlap: with buckets smaller than the gradients, buckets start while backward
 # still runs (after encoder layers' backward, on the last micro-batch only), and the run is

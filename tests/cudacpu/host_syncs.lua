@@ -21,7 +21,6 @@
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
-local errors = require("trainer.core.errors")
 local outputs = require("trainer.train.outputs")
 local recipe_mod = require("trainer.recipe")
 local run = require("trainer.train.run")
@@ -54,14 +53,7 @@ local dir = lib.tmpdir()
 local models = require("trainer.models")
 models.tiny_folder(dir .. "/tiny", { seed = 3 })
 models.tiny_folder(dir .. "/tiny_cls", { seed = 4, task = "classification" })
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird" }
-local seed = 17
-local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-local function sent()
-  local t = {}
-  for i = 1, 2 + rnd(5) do t[i] = words[rnd(#words)] end
-  return table.concat(t, " ")
-end
+local rnd, sent = lib.sentences(17, lib.words, 2, 5)
 local lines = {}
 for i = 1, 64 do
   lines[i] = ('{"sentence1": "%s", "sentence2": "%s", "score": %.1f, "label": %d}\n'):format(sent(), sent(),
@@ -205,28 +197,13 @@ local cases = {
   end },
 }
 
-
-local passed, failed = 0, 0
 if C.tr_cuda_device_count() < 1 then
   print("SKIP host_syncs: no CUDA device is visible (build/cudacpu/trainer runs it on the emulator)")
   print("0 passed, 0 failed, 1 skipped")
   os.execute("rm -rf '" .. dir .. "'")
   return 0
 end
-local only = arg and arg[1]
-for _, case in ipairs(cases) do
-  if not only or case[1]:find(only, 1, true) then
-    require("trainer.core.memory").empty_cache()
-    local ok, err = xpcall(case[2], debug.traceback)
-    if ok then
-      passed = passed + 1
-      print("PASS host_syncs." .. case[1])
-    else
-      failed = failed + 1
-      print(("FAIL host_syncs.%s: %s"):format(case[1], tostring(errors.message(err)):gsub("\n", "\n    ")))
-    end
-  end
-end
-os.execute("rm -rf '" .. dir .. "'")
-print(("%d passed, %d failed"):format(passed, failed))
-return failed == 0 and 0 or 1
+return lib.run_cases("host_syncs", cases, arg and arg[1], {
+  before = function() require("trainer.core.memory").empty_cache() end,
+  after = function() os.execute("rm -rf '" .. dir .. "'") end,
+})

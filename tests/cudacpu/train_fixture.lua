@@ -15,18 +15,15 @@ local dir = arg and arg[1]
 if not dir then error("usage: trainer run tests/cudacpu/train_fixture.lua DIR", 0) end
 local native = require("trainer.native")
 local models = require("trainer.models")
+-- the tests' helpers, beside this file's folder (the GPU bundle carries them too)
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
+local lib = dofile(here .. "/../lua/testlib.lua")
 assert(native.mkdir_p(dir))
 models.tiny_folder(dir .. "/emb", { seed = 1 })
 models.tiny_folder(dir .. "/cls", { seed = 6, task = "classification" })
 
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird", "very" }
-local seed = 7
-local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-local function sent()
-  local t = {}
-  for i = 1, 3 + rnd(6) do t[i] = words[rnd(#words)] end
-  return table.concat(t, " ")
-end
+local words = lib.concat(lib.words, { "very" })
+local rnd, sent = lib.sentences(7, words, 3, 6)
 
 local function write(name, text) assert(native.write_file(dir .. "/" .. name, text)) end
 

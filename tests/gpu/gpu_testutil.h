@@ -30,6 +30,38 @@ static int cases_run;
         cases_run++;                                                                         \
     } while (0)
 
+/* cuda:0 as the tests' device (dev_alloc, dev_state, dev_stream): 0, or 1 after printing
+ * the FAIL line and the count. */
+static inline int gt_init_device(void)
+{
+    tr_error err;
+    if (tr_cuda_init_device(NULL, 0, &dev_alloc, &dev_state, &err) != TR_OK) {
+        printf("FAIL init_device: %s\n0 passed, 1 failed\n", err.msg);
+        return 1;
+    }
+    dev_stream = (cudaStream_t)tr_cuda_stream(dev_state);
+    return 0;
+}
+
+/* After the last case: an error a kernel left on the device fails one more case,
+ * device_state_at_exit. */
+static inline void gt_check_device_at_exit(void)
+{
+    cudaError_t last = cudaDeviceSynchronize();
+    if (last != cudaSuccess) {
+        printf("FAIL device_state_at_exit: %s\n", cudaGetErrorString(last));
+        check_cases_failed++;
+        cases_run++;
+    }
+}
+
+/* The closing "N passed, N failed" line; returns the exit status. */
+static inline int gt_done(void)
+{
+    printf("%d passed, %d failed\n", cases_run - check_cases_failed, check_cases_failed);
+    return check_done();
+}
+
 /* A CUDA call inside a test: a failure fails the case with the statement. */
 #define TCUDA(call)                                                                          \
     do {                                                                                     \

@@ -187,7 +187,7 @@ count() { # file, exit status, name: adds the file's PASS/FAIL/SKIP lines to the
     f=$((f + 1))
   fi
   # a skipped NCCL check (no libnccl here) must not hold back the benchmarks below
-  if [ "$t" = test_gpu_dist ]; then dist_skipped=$s; s=0; fi
+  if [ "$3" = test_gpu_dist ]; then dist_skipped=$s; s=0; fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
 for t in test_gpu_parity test_gpu_nn test_gpu_memory test_ops_table test_ops_table_memcheck test_gpu_dist; do
@@ -230,13 +230,7 @@ if [ -x ./trainer ] && [ "$mode" != minimal ] && [ "$(limit 120)" -ge 20 ]; then
   timeout "$(limit 120)" ./trainer run tests/gpu/test_device_lua.lua >"$OUT/test_device_lua.txt" 2>&1
   rc=$?
   cat "$OUT/test_device_lua.txt"
-  p=$(grep -c '^PASS ' "$OUT/test_device_lua.txt"); f=$(grep -c '^FAIL ' "$OUT/test_device_lua.txt")
-  s=$(grep -c '^SKIP ' "$OUT/test_device_lua.txt")
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    echo "FAIL test_device_lua: exited with status $rc without a FAIL line (crash, or 124 = timeout)"
-    f=$((f + 1))
-  fi
-  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+  count "$OUT/test_device_lua.txt" "$rc" test_device_lua
 else
   echo "SKIP test_device_lua: no ./trainer in $mode mode (run from the bundle: make gpu-bundle), or out of time"
   skipped=$((skipped + 1))

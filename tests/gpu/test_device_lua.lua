@@ -15,6 +15,9 @@ local memory = require("trainer.core.memory")
 local st = require("trainer.core.safetensors")
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")
+-- the tests' helpers (tests/lua/testlib.lua, which the GPU bundle carries too)
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/gpu"
+local lib = dofile(here .. "/../lua/testlib.lua")
 
 local function same(a, b, what)
   assert(#a == #b, what .. ": lengths " .. #a .. " vs " .. #b)
@@ -24,16 +27,7 @@ local function same(a, b, what)
   end
 end
 
--- The raw bytes of a tensor on any device (tr_tensor_read: a device read waits for the
--- stream), for tensors too big for :values().
-local ffi = require("ffi")
-local runtime = require("trainer.core.runtime")
-local function bytes_of(t)
-  local n = t:nbytes()
-  local buf = ffi.new("uint8_t[?]", math.max(n, 1))
-  runtime.check(C.tr_tensor_read(runtime.ctx, t:ptr(), buf, n), "bytes_of")
-  return ffi.string(buf, n)
-end
+local bytes_of = lib.bytes
 
 local function same_bytes(a, b, what)
   assert(a:dtype() == b:dtype() and a:numel() == b:numel(), what .. ": dtype or size differ")
@@ -201,21 +195,9 @@ local cases = {
   end },
 }
 
-local passed, failed = 0, 0
 if C.tr_cuda_device_count() < 1 then
   print("SKIP test_device_lua: no CUDA device is visible")
   print("0 passed, 0 failed, 1 skipped")
   return 0
 end
-for _, case in ipairs(cases) do
-  local ok, err = xpcall(case[2], debug.traceback)
-  if ok then
-    passed = passed + 1
-    print("PASS test_device_lua." .. case[1])
-  else
-    failed = failed + 1
-    print(("FAIL test_device_lua.%s: %s"):format(case[1], tostring(errors.message(err)):gsub("\n", "\n    ")))
-  end
-end
-print(("%d passed, %d failed"):format(passed, failed))
-return failed == 0 and 0 or 1
+return lib.run_cases("test_device_lua", cases)

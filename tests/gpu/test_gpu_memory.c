@@ -508,8 +508,7 @@ int main(void)
     TEST(test_allocator_stress);
     TEST(test_safetensors_to_device);
     tr_ctx_free(ctx);
-    printf("%d passed, %d failed\n", cases_run - check_cases_failed, check_cases_failed);
-    return check_done();
+    return gt_done();
 #endif
     if (tr_cuda_device_count() < 1) {
         printf("SKIP test_gpu_memory: no CUDA device is visible (tr_cuda_device_count() = 0)\n");
@@ -533,13 +532,7 @@ int main(void)
     TEST(test_allocator_stress);
     TEST(test_oom_and_recovery);
     TEST(test_safetensors_to_device);
-    cudaError_t last = cudaDeviceSynchronize();
-    if (last != cudaSuccess) {
-        printf("FAIL device_state_at_exit: %s\n", cudaGetErrorString(last));
-        check_cases_failed++;
-        cases_run++;
-    }
+    gt_check_device_at_exit();
     tr_ctx_free(ctx);
-    printf("%d passed, %d failed\n", cases_run - check_cases_failed, check_cases_failed);
-    return check_done();
+    return gt_done();
 }

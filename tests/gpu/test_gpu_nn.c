@@ -736,12 +736,7 @@ int main(void)
         printf("SKIP test_gpu_nn: no CUDA device is visible\n");
         return 0;
     }
-    tr_error err;
-    if (tr_cuda_init_device(NULL, 0, &dev_alloc, &dev_state, &err) != TR_OK) {
-        printf("FAIL init_device: %s\n", err.msg);
-        return 1;
-    }
-    dev_stream = (cudaStream_t)tr_cuda_stream(dev_state);
+    if (gt_init_device()) return 1;
     NN_CASE(test_layernorm);
     NN_CASE(test_gelu_tanh);
     NN_CASE(test_softmax_l2norm);
@@ -754,13 +749,8 @@ int main(void)
     NN_CASE(test_multi_tensor);
     NN_CASE(test_optimizers);
     NN_CASE(test_attention);
-    cudaError_t last = cudaDeviceSynchronize();
-    if (last != cudaSuccess) {
-        printf("FAIL device_state_at_exit: %s\n", cudaGetErrorString(last));
-        check_cases_failed++;
-    }
+    gt_check_device_at_exit();
     tr_cuda_release_device(dev_state);
     tr_alloc_destroy(dev_alloc);
-    printf("%d passed, %d failed\n", cases_run - check_cases_failed, check_cases_failed);
-    return check_done();
+    return gt_done();
 }

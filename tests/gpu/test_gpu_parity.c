@@ -656,12 +656,7 @@ int main(void)
     if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
         printf("  device: %s, sm_%d%d, %d SMs, %.1f GiB\n", prop.name, prop.major, prop.minor,
                prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0);
-    tr_error err;
-    if (tr_cuda_init_device(NULL, 0, &dev_alloc, &dev_state, &err) != TR_OK) {
-        printf("FAIL init_device: %s\n0 passed, 1 failed\n", err.msg);
-        return 1;
-    }
-    dev_stream = (cudaStream_t)tr_cuda_stream(dev_state);
+    if (gt_init_device()) return 1;
     TEST(test_device_lookup);
     TEST(test_workspace_in_ledger);
     TEST(test_alloc_roundtrip);
@@ -689,14 +684,8 @@ int main(void)
     printf("SKIP test_reference_matches_cpu: this build has no tr_f32_to_bf16 (core/tensor/convert.c)\n");
 #endif
     TEST(test_casts);
-    cudaError_t last = cudaDeviceSynchronize();
-    if (last != cudaSuccess) {
-        printf("FAIL device_state_at_exit: %s\n", cudaGetErrorString(last));
-        check_cases_failed++;
-        cases_run++;
-    }
+    gt_check_device_at_exit();
     tr_cuda_release_device(dev_state);
     tr_alloc_destroy(dev_alloc);
-    printf("%d passed, %d failed\n", cases_run - check_cases_failed, check_cases_failed);
-    return check_done();
+    return gt_done();
 }

@@ -12,6 +12,7 @@ local optim = require("trainer.train.optim")
 local losses = require("trainer.losses")
 local amp = require("trainer.train.amp")
 local native = require("trainer.native")
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 
 local data = native.root() .. "/tests/data"
 
@@ -145,16 +146,6 @@ local function train(precision, steps, accumulate, batch, scaler_opts, device_pa
   end
   opt:free(); loss:free(); m:free()
   return out, scaler, skips, steps_done, params, scales
-end
-
-local function max_rel(a, b)
-  local num, den = 0, 1e-30
-  for i = 1, #b do
-    local d = math.abs(a[i] - b[i])
-    if d > num or d ~= d then num = d end
-    den = math.max(den, math.abs(b[i]))
-  end
-  return num / den
 end
 
 -- ---------------------------------------------------------------- cases
@@ -392,7 +383,7 @@ return {
     for _, g in pairs(one) do for i = 1, #g do top = math.max(top, math.abs(g[i])) end end
     local n, worst = 0, 0
     for name, g in pairs(one) do
-      local rel = max_rel(acc[name], g)
+      local rel = lib.rel_err(acc[name], g)
       if name:find("attention.self.key.", 1, true) then rel = rel * math.max(math.max(unpack(g)), -math.min(unpack(g))) / top end
       assert(rel <= 3e-6, ("%s: relative difference %g"):format(name, rel))
       worst = math.max(worst, rel)

@@ -21,25 +21,8 @@ local case = dofile(native.root() .. "/tests/lua/step_reads_case.lua")
 
 local rows_of = lib.rows_of
 
-local fx
-local function setup()
-  if fx then return fx end
-  local dir = lib.tmpdir()
-  models.tiny_folder(dir .. "/emb", { seed = 3 })
-  models.tiny_folder(dir .. "/cls", { seed = 4, task = "classification" })
-  fx = { dir = dir, tok = tokenizer.load(dir .. "/emb") }
-  return fx
-end
-
-local function grads_of(model)
-  local out = {}
-  for name, p in model:parameters() do if p.grad then out[name] = p.grad:values() end end
-  return out
-end
-
-local function clear_grads(model)
-  for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
-end
+local setup, release = lib.once(lib.tiny_models)
+local grads_of, clear_grads = lib.grads_of, lib.clear_grads
 
 local function same_grads(a, b, what)
   local n = 0
@@ -211,6 +194,4 @@ tests[#tests + 1] = { "run_through_feed_writes_the_same_rows", function()
   if not ok then error(err, 0) end
 end }
 
-return lib.with_cleanup(tests, function()
-  if fx then fx.tok:free() os.execute("rm -rf '" .. fx.dir .. "'") fx = nil end
-end)
+return lib.with_cleanup(tests, function() release(lib.free_tiny_models) end)

@@ -14,17 +14,8 @@ local native = require("trainer.native")
 
 local root = native.root()
 local data = root .. "/tests/data"
-
--- max |a - b| / max |b| (relative to the reference's scale) and max |a - b|
-local function rel_err(a, b)
-  local num, den = 0, 1e-30
-  for i = 1, #b do
-    local d = math.abs((a[i] or 0) - b[i])
-    if d > num or d ~= d then num = d end
-    den = math.max(den, math.abs(b[i]))
-  end
-  return num / den, num
-end
+local lib = dofile(root .. "/tests/lua/testlib.lua")
+local rel_err, golden_input, free_input = lib.rel_err, lib.golden_input, lib.free_input
 
 local function values_or_zeros(t, n)
   if t then return t:values() end
@@ -32,14 +23,6 @@ local function values_or_zeros(t, n)
   for i = 1, n do z[i] = 0 end
   return z
 end
-
-local function golden_input(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
-           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
-end
-
-local function free_input(x) for _, t in pairs(x) do t:free() end end
 
 -- Every parameter's gradient against the golden's grad.<name>: relative error <= 1e-3,
 -- or |g| <= 1e-5 for the attention key biases (zero in exact arithmetic).
@@ -64,6 +47,16 @@ end
 local function tiny_embedder()
   local m = trainer.load_model(data .. "/tiny_bert", { on_warning = function(w) error("unexpected warning: " .. w) end })
   return m
+end
+
+-- The tiny embedder in train mode, its dropout keyed by (seed, step); the tiny golden file
+-- and its input.
+local function training_on_golden(seed, step)
+  local m = tiny_embedder()
+  m:train()
+  m.rng.seed, m.rng.step = seed, step
+  local g = st.load(data .. "/golden_tiny_bert.safetensors")
+  return m, g, golden_input(g)
 end
 
 return {
@@ -105,10 +98,7 @@ return {
     local m = trainer.load_model(data .. "/tiny_bert_cls", { on_warning = function(w) error("unexpected warning: " .. w) end })
     assert(m.task == "classification" and m.labels[0] == "entailment" and m.labels[2] == "contradiction")
     local g = st.load(data .. "/golden_tiny_bert_cls.safetensors")
-    local x = golden_input(g)
-    m:eval():set_grad_enabled(true)
-    local a0 = memory.stats().by_tag.activations
-    local logits = m:forward(x)
+    local logits, x, a0 = lib.golden_forward(m, g)
     local lref = g:tensor("logits")
     local _, abs = rel_err(logits:values(), lref:values())
     assert(abs <= 1e-5, ("logits max abs error %g"):format(abs))
@@ -201,11 +191,7 @@ return {
   end },
 
   { "dropout_replays_from_the_keyed_rng", function()
-    local m = tiny_embedder()
-    m:train()
-    m.rng.seed, m.rng.step = 7, 3
-    local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local x = golden_input(g)
+    local m, g, x = training_on_golden(7, 3)
     local e1 = m:forward(x)
     m:clear_saved()
     local e2 = m:forward(x)
@@ -231,11 +217,7 @@ return {
   { "dropout_on_gradients_match_finite_differences", function()
     -- With dropout active (train mode), the backward must regenerate the forward's masks:
     -- <grad, d> against the central difference of the loss along a random direction d.
-    local m = tiny_embedder()
-    m:train()
-    m.rng.seed, m.rng.step = 5, 1
-    local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local x = golden_input(g)
+    local m, g, x = training_on_golden(5, 1)
     local w = g:tensor("loss_weight", { tag = "activations" })
     local function loss()
       m:set_grad_enabled(false)              -- still training: dropout on, same keys
@@ -344,11 +326,8 @@ return {
 
   { "bf16_activations_flow_through_f32_weights", function()
     local m = trainer.load_model(data .. "/tiny_bert", { activation_dtype = "bf16" })
-    m:eval():set_grad_enabled(true)
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local x = golden_input(g)
-    local a0 = memory.stats().by_tag.activations
-    local e = m:forward(x)
+    local e, x, a0 = lib.golden_forward(m, g)
     assert(e:dtype() == "bf16", "the embedding is bf16, got " .. e:dtype())
     local ref = g:tensor("embedding")
     local _, abs = rel_err(e:values(), ref:values())

@@ -9,20 +9,10 @@ local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local root = native.root()
+local lib = dofile(root .. "/tests/lua/testlib.lua")
 local dir = root .. "/models/all-MiniLM-L6-v2"
 
-local function present()
-  local f = io.open(dir .. "/model.safetensors", "rb")
-  if f then f:close() return true end
-  print("SKIP test_bert_minilm: " .. dir .. " is absent (run `make fetch-models`)")
-  return false
-end
-
-local function golden_input(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
-           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
-end
+local function present() return lib.model_present(dir, "test_bert_minilm") end
 
 return {
   { "minilm_embeddings_and_every_gradient", function()
@@ -30,10 +20,7 @@ return {
     local m = trainer.load_model(dir, { on_warning = function(w) error("unexpected warning: " .. w) end })
     assert(m.normalize and m.pooling.mode == "mean", "Pooling mean + Normalize from modules.json")
     local g = st.load(root .. "/tests/data/golden_minilm.safetensors")
-    local x = golden_input(g)
-    m:eval():set_grad_enabled(true)
-    local a0 = memory.stats().by_tag.activations
-    local e = m:forward(x)
+    local e, x, a0 = lib.golden_forward(m, g)
     local ref = g:tensor("embedding")
     local ev, rv = e:values(), ref:values()
     local B, C = 8, 384

@@ -10,11 +10,8 @@ local bert = require("trainer.models.bert")
 local models = require("trainer.models")
 local checkpoint = require("trainer.train.grad_checkpoint")
 local native = require("trainer.native")
-local ffi = require("ffi")
-local C = require("trainer.core.ffi")
-local runtime = require("trainer.core.runtime")
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 
--- The raw bytes of a CPU tensor (bitwise comparison of tensors of any size).
 -- An i32 [rows, cols] tensor from a flat list of integers.
 local function int_tensor(values, shape)
   local rows = {}
@@ -26,12 +23,7 @@ local function int_tensor(values, shape)
   return T.from_table(rows, { dtype = "i32" })
 end
 
-local function bytes(t)
-  local n = t:nbytes()
-  local buf = ffi.new("uint8_t[?]", math.max(n, 1))
-  runtime.check(C.tr_tensor_read(runtime.ctx, t:ptr(), buf, n), "bytes")
-  return ffi.string(buf, n)
-end
+local bytes = lib.bytes
 
 local function tiny_encoder(layers, seed)
   local cfg = bert.config({ hidden_size = 32, num_hidden_layers = layers, num_attention_heads = 4,
@@ -63,15 +55,13 @@ end
 -- One forward + backward of loss = sum(embedding * w) with dropout on; returns the loss,
 -- the gradients by name (value lists) and the peak activation bytes above the start.
 local function run(model, x, w, step)
-  for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
+  lib.clear_grads(model)
   model:train()
   model.rng.step = step or 5
   memory.reset_peak()
   local a0 = memory.stats().by_tag.activations
   local e = model:forward(x)
-  local ev, wv = e:values(), w:values()
-  local loss = 0
-  for i = 1, #ev do loss = loss + ev[i] * wv[i] end
+  local loss = lib.dot(e:values(), w:values())
   model.rng.step = 999   -- the loop moving on must not change what backward replays
   model:backward(w)
   e:free()

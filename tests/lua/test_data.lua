@@ -4,19 +4,14 @@
 -- The shared collection is looked for at ../shared/data (from the project root) or
 -- $TRAINER_SHARED_DATA; cases that need it print SKIP when it is absent.
 local data = require("trainer.train.data")
-local errors = require("trainer.core.errors")
 local native = require("trainer.native")
 local C = require("trainer.core.ffi")
 local ffi = require("ffi")
 
 local root = native.root()
 local FIX = root .. "/tests/data/data/"
-
-local function exists(p)
-  local f = io.open(p, "rb")
-  if f then f:close() return true end
-  return false
-end
+local lib = dofile(root .. "/tests/lua/testlib.lua")
+local exists, user_error = lib.exists, lib.user_error
 
 local function shared(name)
   for _, dir in ipairs({ root .. "/../shared/data", os.getenv("TRAINER_SHARED_DATA") or "" }) do
@@ -32,12 +27,6 @@ local function stsb_train()
   return shared("stsb_train.jsonl.gz")
 end
 
-local function user_error(fn)
-  local ok, e = pcall(fn)
-  assert(not ok, "expected an error")
-  assert(errors.is_user_error(e), "expected a user error, got: " .. tostring(e))
-  return e.msg
-end
 
 local function has(s, sub) assert(s:find(sub, 1, true), ("%q not in: %s"):format(sub, s)) end
 

@@ -16,6 +16,7 @@ local amp = require("trainer.train.amp")
 local lora = require("trainer.train.lora")
 local checkpoint = require("trainer.train.grad_checkpoint")
 local add_norm = require("trainer.nn.dropout_add_norm")
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 
 local shape = { hidden_size = 48, num_hidden_layers = 3, num_attention_heads = 4, intermediate_size = 96,
                 vocab_size = 200, max_position_embeddings = 64, hidden_dropout_prob = 0.1,
@@ -38,12 +39,7 @@ function unfused.backward(dropout, norm, dy)
   return dod, dsum
 end
 
-local function int_matrix(values, rows, cols)
-  local flat = T.from_table(values, { dtype = "i32" })
-  local t = flat:reshape({ rows, cols })
-  flat:free()
-  return t
-end
+local int_matrix = lib.int_matrix
 
 -- One forward + backward; returns { out = values, grads = { name -> values }, saved, peak }.
 local function step(spec, impl)

@@ -9,30 +9,20 @@ local recipe = require("trainer.recipe")
 local loop = require("trainer.train.loop")
 
 local tests = {}
-local fx
-
-local function setup()
-  if fx then return fx end
-  local dir = lib.tiny_pairs({ model_seed = 5, text_seed = 17, max_extra = 5, rows = 48, score_format = "%.2f",
-                              score = function(rnd) return rnd(100) / 100 end })
-  fx = { dir = dir }
-  return fx
-end
+local setup, cleanup = lib.tiny_pairs_once({ model_seed = 5, text_seed = 17, max_extra = 5, rows = 48,
+  score_format = "%.2f", score = function(rnd) return rnd(100) / 100 end })
 
 -- The per-step losses of a 4-step run with the given overrides.
 local function losses(name, overrides)
   local d = setup().dir
-  local path = ("%s/%s.lua"):format(d, name)
-  local f = assert(io.open(path, "w"))
-  f:write(([[
+  local path = lib.tiny_recipe(d, name, [[
 return {
-  model = { from = %q, dropout = 0 },
-  data = { train = %q, columns = { "sentence1", "sentence2", "score" }, shuffle = false },
+  model = { from = MODEL, dropout = 0 },
+  data = { train = TRAIN, columns = { "sentence1", "sentence2", "score" }, shuffle = false },
   loss = { name = "cosine" }, optim = { lr = 1e-2 }, batch = { size = 8 }, steps = 4,
-  save = { final = false }, eval = { at_start = false }, log = { quiet = true }, device = "cpu", out = %q,
+  save = { final = false }, eval = { at_start = false }, log = { quiet = true }, device = "cpu", out = OUT,
 }
-]]):format(d .. "/tiny", d .. "/train.jsonl", d .. "/" .. name))
-  f:close()
+]])
   local rc = loop.train(recipe.load(path, overrides), { quiet = true })
   assert(rc == 0, "run " .. name .. " exited " .. tostring(rc))
   local t = {}
@@ -73,7 +63,4 @@ tests[#tests + 1] = { "dropout_override_reaches_attention", function()
   assert(n == 2, "expected 2 attention modules, got " .. n)
 end }
 
-return lib.with_cleanup(tests, function()
-  if fx then outputs.remove_tree(fx.dir) end
-  fx = nil
-end)
+return lib.with_cleanup(tests, cleanup)

@@ -11,32 +11,18 @@ local recipe = require("trainer.recipe")
 local loop = require("trainer.train.loop")
 
 local tests = {}
-local fx
-
-local function setup()
-  if fx then return fx end
-  local dir = lib.tiny_pairs({ model_seed = 3, text_seed = 11, max_extra = 4, rows = 40, score_format = "%.1f",
-                              score = function(rnd) return rnd(50) / 10 end })
-  fx = { dir = dir }
-  return fx
-end
+local setup, cleanup = lib.tiny_pairs_once({ model_seed = 3, text_seed = 11, max_extra = 4, rows = 40,
+  score_format = "%.1f", score = function(rnd) return rnd(50) / 10 end })
 
 -- Writes a recipe file whose body is `extra` merged over the tiny defaults; returns its path.
 local function recipe_file(name, extra)
-  local d = setup().dir
-  local path = ("%s/%s.lua"):format(d, name)
-  local f = assert(io.open(path, "w"))
-  f:write(([[
+  return lib.tiny_recipe(setup().dir, name, [[
 return {
-  model = { from = %q },
-  data = { train = %q, eval = %q, columns = { "sentence1", "sentence2", "score" } },
+  model = { from = MODEL },
+  data = { train = TRAIN, eval = TRAIN, columns = { "sentence1", "sentence2", "score" } },
   loss = { name = "cosent" }, optim = { lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  log = { quiet = true }, device = "cpu", out = %q,
-  %s
-}
-]]):format(d .. "/tiny", d .. "/train.jsonl", d .. "/train.jsonl", d .. "/" .. name, extra or ""))
-  f:close()
-  return path
+  log = { quiet = true }, device = "cpu", out = OUT,
+]] .. "  " .. (extra or "") .. "\n}\n")
 end
 
 local function train(path, overrides)
@@ -189,8 +175,4 @@ tests[#tests + 1] = { "done_line_prints_what_exists", function()
   assert(loop.done_line({ steps = 1, final_loss = 1 }, "runs/x"):find("\n  outputs in runs/x (`trainer report runs/x` draws them)", 1, true))
 end }
 
-tests[#tests + 1] = { "cleanup", function()
-  if fx then os.execute("rm -rf " .. outputs.quote(fx.dir)) fx = nil end
-end }
-
-return tests
+return lib.with_cleanup(tests, cleanup)

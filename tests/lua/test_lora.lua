@@ -17,6 +17,7 @@ local lora = require("trainer.train.lora")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
 local native = require("trainer.native")
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 
 local root = native.root()
 local data = root .. "/tests/data"
@@ -43,23 +44,7 @@ local function max_abs_diff(a, b)
   return m
 end
 
-local function rel_err(a, b)
-  local num, den = 0, 1e-30
-  for i = 1, #b do
-    local d = math.abs(a[i] - b[i])
-    if d > num or d ~= d then num = d end
-    den = math.max(den, math.abs(b[i]))
-  end
-  return num / den, num
-end
-
-local function golden_input(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
-           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
-end
-
-local function free_input(x) for _, t in pairs(x) do t:free() end end
+local rel_err, golden_input, free_input = lib.rel_err, lib.golden_input, lib.free_input
 
 local function copy_into(dst, src)
   runtime.check(C.tr_tensor_copy(runtime.ctx, dst:ptr(), src:ptr()), "copy")
@@ -84,6 +69,14 @@ local function set_from_golden(model, lg, tag)
     end
   end
   assert(n > 0, "no set-up values for " .. tag)
+end
+
+-- The tiny model with set-up `tag` applied and its values from the LoRA golden lg.
+local function adapted(lg, tag)
+  local m = trainer.load_model(tiny, quiet())
+  lora.apply(m, setups[tag])
+  set_from_golden(m, lg, tag)
+  return m
 end
 
 -- Embedding and loss gradient on the golden inputs: returns the embedding values (backward
@@ -188,9 +181,7 @@ return {
   { "save_load_round_trip_with_peft_keys_and_shapes", function()
     local lg = st.load(data .. "/lora_golden.safetensors")
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
-    local m = trainer.load_model(tiny, quiet())
-    lora.apply(m, setups.b)
-    set_from_golden(m, lg, "b")
+    local m = adapted(lg, "b")
     local dir = tmpdir()
     lora.save(m, dir .. "/adapter", nil, "tests/data/tiny_bert")
     local emb = forward_backward(m, g, false)
@@ -332,9 +323,7 @@ return {
   { "merge_equals_unmerged_and_trainer_merge_writes_a_plain_folder", function()
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
     local lg = st.load(data .. "/lora_golden.safetensors")
-    local m = trainer.load_model(tiny, quiet())
-    lora.apply(m, setups.b)
-    set_from_golden(m, lg, "b")
+    local m = adapted(lg, "b")
     m:eval()
     local unmerged = forward_backward(m, g, false)
     local merged_names = lora.merge(m)
@@ -402,9 +391,7 @@ return {
     local lg = st.load(data .. "/lora_golden.safetensors")
     local g = st.load(data .. "/golden_tiny_bert.safetensors")
     local function run(embeddings_train, checkpoint)
-      local m = trainer.load_model(tiny, quiet())
-      lora.apply(m, setups.a)
-      set_from_golden(m, lg, "a")
+      local m = adapted(lg, "a")
       if embeddings_train then
         for name, p in m:parameters() do
           if name:match("word_embeddings%.weight$") then p.trainable = true end

@@ -9,14 +9,10 @@ local optim = require("trainer.train.optim")
 local lora = require("trainer.train.lora")
 local native = require("trainer.native")
 
+local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 local dir = native.root() .. "/models/all-MiniLM-L6-v2"
 
-local function present()
-  local f = io.open(dir .. "/model.safetensors", "rb")
-  if f then f:close() return true end
-  print("SKIP test_lora_minilm: " .. dir .. " is absent (run `make fetch-models`)")
-  return false
-end
+local function present() return lib.model_present(dir, "test_lora_minilm") end
 
 local function tagged(s) return s.by_tag.grads + s.by_tag.optimizer end
 

@@ -9,14 +9,7 @@ local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
 local utf8 = require("trainer.core.utf8")
 
-local function user_error_of(fn, ...)
-  local ok, e = pcall(fn, ...)
-  assert(not ok, "expected an error")
-  assert(errors.is_user_error(e), "expected a user error, got " .. tostring(e))
-  return e.msg
-end
-
-
+local user_error_of = lib.user_error
 
 return {
   { "no_internal_names_in_device_errors", function()

@@ -11,15 +11,7 @@ local outputs = require("trainer.train.outputs")
 local resume = require("trainer.train.resume")
 local user_code = require("trainer.train.user_code")
 local errors = require("trainer.core.errors")
-
-
-
-local function user_error_of(fn)
-  local ok, e = pcall(fn)
-  assert(not ok, "expected an error")
-  assert(errors.is_user_error(e), "expected a user error, got: " .. tostring(e))
-  return e.msg
-end
+local user_error_of = lib.user_error
 
 return {
   { "metrics_failed_append_is_cut_back", function()

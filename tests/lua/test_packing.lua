@@ -14,6 +14,7 @@ local packing = require("trainer.nn.packing")
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 
 local function int_tensor(values, shape)
   local t = T.from_table(values, { dtype = "i32" })
@@ -50,24 +51,20 @@ local function free_input(x, w) x.input_ids:free(); x.attention_mask:free(); w:f
 -- the peak of `activations` above the start.
 local function run(model, x, w, pack)
   model.pack_rows = pack
-  for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
+  lib.clear_grads(model)
   model:train()
   model.rng.step = 4
   memory.reset_peak()
   local a0 = memory.stats().by_tag.activations
   local e = model:forward(x)
-  local ev, wv = e:values(), w:values()
-  local loss = 0
-  for i = 1, #ev do loss = loss + ev[i] * wv[i] end
+  local loss = lib.dot(e:values(), w:values())
   model:backward(w)
   e:free()
   local st = memory.stats()
   assert(st.by_tag.activations == a0, ("pack=%s: %d activation bytes left after backward"):format(
     tostring(pack), st.by_tag.activations - a0))
   assert(model.bert.packing == nil, "the packing must be closed by the backward")
-  local grads = {}
-  for name, p in model:parameters() do if p.grad then grads[name] = p.grad:values() end end
-  return loss, grads, st.peak_by_tag.activations - a0
+  return loss, lib.grads_of(model), st.peak_by_tag.activations - a0
 end
 
 local function close(a, b, tol, what)
@@ -81,12 +78,7 @@ local function close(a, b, tol, what)
   end
 end
 
-local function bytes(t)
-  local n = t:nbytes()
-  local buf = ffi.new("uint8_t[?]", math.max(n, 1))
-  runtime.check(C.tr_tensor_read(runtime.ctx, t:ptr(), buf, n), "bytes")
-  return ffi.string(buf, n)
-end
+local bytes = lib.bytes
 
 local function same_as_padded(model, x, w)
   local l0, g0, peak0 = run(model, x, w, false)

@@ -1,7 +1,6 @@
 -- trainer.plan against measurement: for a small BERT-shaped classifier, the predicted bytes
 -- per tag must be within 15 % of the allocator's measured peaks of a real training step,
 -- under each memory technique (the same step bench/memory.lua times).
-local T = require("trainer.core.tensor")
 local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
 local optim = require("trainer.train.optim")
@@ -12,17 +11,13 @@ local lora = require("trainer.train.lora")
 local checkpoint = require("trainer.train.grad_checkpoint")
 local plan = require("trainer.plan")
 local recipes = require("trainer.recipe")
+local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 
 local shape = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 256,
                 vocab_size = 500, max_position_embeddings = 512 }
 local B, S = 8, 32
 
-local function int_matrix(values, rows, cols)
-  local flat = T.from_table(values, { dtype = "i32" })
-  local t = flat:reshape({ rows, cols })
-  flat:free()
-  return t
-end
+local int_matrix = lib.int_matrix
 
 local function recipe(spec)
   return {
@@ -99,12 +94,7 @@ end
 -- The flagship recipe with a preset shape (the model folder is not downloaded in tests).
 local flagship = "recipes/scandi_lora.lua"
 local preset = { "model.from=nil", "model.arch=bert", "model.config=bert-large" }
-local function with(list, more)
-  local out = {}
-  for _, v in ipairs(list) do out[#out + 1] = v end
-  for _, v in ipairs(more or {}) do out[#out + 1] = v end
-  return out
-end
+local with = lib.concat
 -- (the OpenBLAS path's figures: oneDNN's packed weights would move the flagship's totals on
 -- a machine that has it; "packed_weights_in_workspace" checks those)
 local function plan_of(path, overrides, cpu_gemm)

@@ -15,31 +15,14 @@ local native = require("trainer.native")
 local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
 local rows_of = lib.rows_of
 
-local fixtures
-local function setup()
-  if fixtures then return fixtures end
-  local dir = os.tmpname()
-  os.remove(dir)
-  models.tiny_folder(dir .. "/emb", { seed = 3 })
-  models.tiny_folder(dir .. "/cls", { seed = 4, task = "classification" })
-  fixtures = { dir = dir, tok = tokenizer.load(dir .. "/emb") }
-  return fixtures
-end
+local setup, release = lib.once(lib.tiny_models)
 
 local function load(kind)
   local f = setup()
   return models.load_model(f.dir .. "/" .. kind, { on_warning = function() end })
 end
 
-local function grads_of(model)
-  local out = {}
-  for name, p in model:parameters() do if p.grad then out[name] = p.grad:values() end end
-  return out
-end
-
-local function clear_grads(model)
-  for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
-end
+local grads_of, clear_grads = lib.grads_of, lib.clear_grads
 
 -- max over parameters of max|a - b| / max|b|. The attention key bias is skipped: its true
 -- gradient is zero (softmax ignores a constant added to a row), so it holds only rounding.
@@ -50,13 +33,8 @@ local function compare(ref, got, tol, what)
     local a = got[name]
     assert(a, what .. ": " .. name .. " has no gradient")
     if name:match("attention%.self%.key%.bias$") then b = {} end
-    local num, den = 0, 1e-30
-    for i = 1, #b do
-      local d = math.abs(a[i] - b[i])
-      if d > num or d ~= d then num = d end
-      den = math.max(den, math.abs(b[i]))
-    end
-    assert(num / den <= tol, ("%s: %s relative error %.3g > %g"):format(what, name, num / den, tol))
+    local rel = lib.rel_err(a, b)
+    assert(rel <= tol, ("%s: %s relative error %.3g > %g"):format(what, name, rel, tol))
   end
   for name in pairs(got) do assert(ref[name], what .. ": unexpected gradient " .. name) end
   assert(n > 0, what .. ": no gradients at all")
@@ -272,12 +250,4 @@ tests[#tests + 1] = { "bad_rows_are_user_errors", function()
   loss:free(); model:free(); cls:free()
 end }
 
-tests[#tests + 1] = { "cleanup", function()
-  if fixtures then
-    fixtures.tok:free()
-    os.execute("rm -rf '" .. fixtures.dir .. "'")
-    fixtures = nil
-  end
-end }
-
-return tests
+return lib.with_cleanup(tests, function() release(lib.free_tiny_models) end)

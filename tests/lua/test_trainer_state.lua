@@ -117,6 +117,16 @@ local function matrix_moment(h)
   error("no 2-D moment in the state")
 end
 
+-- A copy of the fixture's header, for a case to damage.
+local function header_copy() return json.decode(json.encode(setup().header)) end
+
+-- A header copy, the name of its first matrix moment and that moment's entry.
+local function moment_copy()
+  local h = header_copy()
+  local name = matrix_moment(h)
+  return h, name, h[name]
+end
+
 -- { name, writes the damaged file at path, pattern WHAT must contain }
 local cases = {
   { "not_gzip", function(p) write_file(p, "this is not a gzip stream at all") end, "gzip" },
@@ -131,17 +141,17 @@ local cases = {
       ffi.C.gzclose(gz)
     end, "decompresses to more than" },
   { "metadata_not_object", function(p)
-      local h = json.decode(json.encode(setup().header))
+      local h = header_copy()
       h.__metadata__ = 5
       gzip_bytes(p, join(h, setup().data))
     end, "metadata" },
   { "no_trainer_state_key", function(p)
-      local h = json.decode(json.encode(setup().header))
+      local h = header_copy()
       h.__metadata__ = { other = "x" }
       gzip_bytes(p, join(h, setup().data))
     end, "no trainer_state metadata" },
   { "trainer_state_not_json", function(p)
-      local h = json.decode(json.encode(setup().header))
+      local h = header_copy()
       h.__metadata__.trainer_state = "{step: six"
       gzip_bytes(p, join(h, setup().data))
     end, "not valid JSON" },
@@ -157,23 +167,18 @@ local cases = {
       gzip_bytes(p, with_meta(function(m) m.optimizer.step = 3 end))
     end, "optimizer.step" },
   { "transposed_moment", function(p)
-      local h = json.decode(json.encode(setup().header))
-      local name = matrix_moment(h)
+      local h, name = moment_copy()
       h[name].shape = { h[name].shape[2], h[name].shape[1] }
       gzip_bytes(p, join(h, setup().data))
     end, "where the parameter needs" },
   { "moment_of_unknown_parameter", function(p)
-      local h = json.decode(json.encode(setup().header))
-      local name = matrix_moment(h)
-      local e = h[name]
+      local h, name, e = moment_copy()
       h[name] = nil
       h["optimizer.no.such.param.m"] = e
       gzip_bytes(p, join(h, setup().data))
     end, "optimizer.step does not list" },
   { "missing_moment", function(p)
-      local h = json.decode(json.encode(setup().header))
-      local name = matrix_moment(h)
-      local e = h[name]
+      local h, name, e = moment_copy()
       -- drop the tensor: its bytes go, the tensors after it move down
       local a, b = e.data_offsets[1], e.data_offsets[2]
       local data = setup().data:sub(1, a) .. setup().data:sub(b + 1)

@@ -1,6 +1,9 @@
 -- tests/lua/testlib.lua — what the Lua test files share (not a test: run.lua loads only
--- test_*.lua): a fresh temporary folder, whole-file write and read, and the tiny training
--- fixture (a random BERT folder and a JSONL file of sentence pairs with scores).
+-- test_*.lua): a fresh temporary folder, whole-file write and read, a seeded sentence
+-- source and the tiny training fixture (a random BERT folder and a JSONL file of sentence
+-- pairs with scores), comparisons of value lists, gradients and raw tensor bytes, the
+-- golden files' model input, the user-error check, and the case runner of the suites that
+-- run as their own script (tests/gpu, tests/cudacpu).
 --   local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local native = require("trainer.native")
 
@@ -25,20 +28,44 @@ function M.read(path)
   return s
 end
 
+-- The words of the fixtures' random sentences.
+M.words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird" }
+
+-- A seeded source of fixture text: rnd(n), a number in 1..n from a linear congruential
+-- generator started at seed, and sent(), a sentence of min + rnd(extra) words drawn from
+-- words with it (one stream: the same seed and calls give the same text on every machine).
+function M.sentences(seed, words, min, extra)
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
+  local function sent()
+    local t = {}
+    for i = 1, min + rnd(extra) do t[i] = words[rnd(#words)] end
+    return table.concat(t, " ")
+  end
+  return rnd, sent
+end
+
+-- get, release for a suite's fixture: get() returns make()'s value, made on the first call
+-- only; release(free) calls free(value) when it was made, and forgets it.
+function M.once(make)
+  local value
+  local function get()
+    if value == nil then value = make() end
+    return value
+  end
+  local function release(free)
+    if value ~= nil then free(value) end
+    value = nil
+  end
+  return get, release
+end
+
 -- A folder holding tiny/ (models.tiny_folder with model_seed) and train.jsonl: `rows`
 -- pairs of 3 to 2 + max_extra random words and a score from score(rnd), all drawn from a
 -- linear congruential generator seeded with text_seed (so a test's data never changes).
 function M.tiny_pairs(opts)
   local dir = M.tmpdir()
   require("trainer.models").tiny_folder(dir .. "/tiny", { seed = opts.model_seed })
-  local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird" }
-  local seed = opts.text_seed
-  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-  local function sent()
-    local t = {}
-    for i = 1, 2 + rnd(opts.max_extra) do t[i] = words[rnd(#words)] end
-    return table.concat(t, " ")
-  end
+  local rnd, sent = M.sentences(opts.text_seed, M.words, 2, opts.max_extra)
   local lines = {}
   for i = 1, opts.rows do
     lines[i] = ('{"sentence1": "%s", "sentence2": "%s", "score": ' .. opts.score_format .. '}\n'):format(sent(), sent(),
@@ -46,6 +73,37 @@ function M.tiny_pairs(opts)
   end
   M.write(dir .. "/train.jsonl", table.concat(lines))
   return dir
+end
+
+-- { dir, tok }: a new folder holding emb/ (a tiny random sentence encoder, seed 3) and cls/
+-- (a tiny classifier, seed 4), and emb's tokenizer: the step and batch-feed tests' models.
+function M.tiny_models()
+  local models = require("trainer.models")
+  local dir = M.tmpdir()
+  models.tiny_folder(dir .. "/emb", { seed = 3 })
+  models.tiny_folder(dir .. "/cls", { seed = 4, task = "classification" })
+  return { dir = dir, tok = require("trainer.core.tokenizer").load(dir .. "/emb") }
+end
+function M.free_tiny_models(f)
+  f.tok:free()
+  os.execute("rm -rf '" .. f.dir .. "'")
+end
+
+-- get, cleanup for a suite's tiny_pairs(opts) folder: get() returns { dir = the folder },
+-- made on the first call; cleanup() removes the folder when it was made.
+function M.tiny_pairs_once(opts)
+  local get, release = M.once(function() return { dir = M.tiny_pairs(opts) } end)
+  return get, function() release(function(f) require("trainer.train.outputs").remove_tree(f.dir) end) end
+end
+
+-- Writes dir/name.lua, a recipe over a tiny_pairs folder dir: body with the words MODEL,
+-- TRAIN and OUT standing for the quoted paths dir/tiny, dir/train.jsonl and dir/name (the
+-- run's folder). Returns its path.
+function M.tiny_recipe(dir, name, body)
+  local paths = { MODEL = dir .. "/tiny", TRAIN = dir .. "/train.jsonl", OUT = dir .. "/" .. name }
+  local path = ("%s/%s.lua"):format(dir, name)
+  M.write(path, (body:gsub("%f[%w_](%u+)%f[^%w_]", function(w) return paths[w] and ("%q"):format(paths[w]) end)))
+  return path
 end
 
 -- n deterministic data rows for step and loss tests: row i holds ntexts texts of 3 to 8 words
@@ -67,6 +125,129 @@ function M.rows_of(n, ntexts, target)
     rows[i] = r
   end
   return rows
+end
+
+-- max |a[i] - b[i]| / max |b[i]| (the error relative to the reference b's scale; NaN gives
+-- NaN, a missing a[i] counts as 0), and max |a[i] - b[i]|.
+function M.rel_err(a, b)
+  local num, den = 0, 1e-30
+  for i = 1, #b do
+    local d = math.abs((a[i] or 0) - b[i])
+    if d > num or d ~= d then num = d end
+    den = math.max(den, math.abs(b[i]))
+  end
+  return num / den, num
+end
+
+-- sum of a[i] * b[i] over a (a loss = sum(output * weight) from their value lists).
+function M.dot(a, b)
+  local s = 0
+  for i = 1, #a do s = s + a[i] * b[i] end
+  return s
+end
+
+-- name -> the values of model's gradient, for each parameter that has one.
+function M.grads_of(model)
+  local out = {}
+  for name, p in model:parameters() do if p.grad then out[name] = p.grad:values() end end
+  return out
+end
+
+-- Frees and drops every parameter's gradient.
+function M.clear_grads(model)
+  for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
+end
+
+-- The raw bytes of a tensor on any device (tr_tensor_read: a device read waits for the
+-- stream), for bitwise comparison of tensors too big for :values().
+function M.bytes(t)
+  local ffi = require("ffi")
+  local runtime = require("trainer.core.runtime")
+  local n = t:nbytes()
+  local buf = ffi.new("uint8_t[?]", math.max(n, 1))
+  runtime.check(require("trainer.core.ffi").tr_tensor_read(runtime.ctx, t:ptr(), buf, n), "bytes")
+  return ffi.string(buf, n)
+end
+
+-- An i32 [rows, cols] tensor from a flat list of integers.
+function M.int_matrix(values, rows, cols)
+  local flat = require("trainer.core.tensor").from_table(values, { dtype = "i32" })
+  local t = flat:reshape({ rows, cols })
+  flat:free()
+  return t
+end
+
+-- The model input of a golden file (tests/ref): its input_ids, attention_mask and
+-- token_type_ids as tensors tagged "activations"; free_input frees such a table.
+function M.golden_input(g)
+  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
+           attention_mask = g:tensor("attention_mask", { tag = "activations" }),
+           token_type_ids = g:tensor("token_type_ids", { tag = "activations" }) }
+end
+function M.free_input(x) for _, t in pairs(x) do t:free() end end
+
+-- The golden file g's input through model m in eval mode with gradients on: the output, the
+-- input (free it with free_input) and the activation bytes allocated before the forward.
+function M.golden_forward(m, g)
+  local x = M.golden_input(g)
+  m:eval():set_grad_enabled(true)
+  local a0 = require("trainer.core.memory").stats().by_tag.activations
+  return m:forward(x), x, a0
+end
+
+-- A new list: list's items, then more's (more may be nil).
+function M.concat(list, more)
+  local out = { unpack(list) }
+  for _, v in ipairs(more or {}) do out[#out + 1] = v end
+  return out
+end
+
+-- Whether a file can be opened for reading.
+function M.exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+-- Whether the model folder dir holds its weights; prints suite's SKIP line when it does not.
+function M.model_present(dir, suite)
+  if M.exists(dir .. "/model.safetensors") then return true end
+  print("SKIP " .. suite .. ": " .. dir .. " is absent (run `make fetch-models`)")
+  return false
+end
+
+-- The message of the user error that fn(...) raises; fails when it raises none or another kind.
+function M.user_error(fn, ...)
+  local errors = require("trainer.core.errors")
+  local ok, e = pcall(fn, ...)
+  assert(not ok, "expected an error")
+  assert(errors.is_user_error(e), "expected a user error, got: " .. tostring(e))
+  return e.msg
+end
+
+-- Runs a suite that is its own script (`trainer run FILE`): each { name, fn } case of cases
+-- whose name holds `only` (all when only is nil), with opts.before(case) first when given;
+-- prints "PASS suite.name" or "FAIL suite.name: message", then "N passed, N failed".
+-- Returns the script's exit status: 0 when every case passed.
+function M.run_cases(suite, cases, only, opts)
+  local errors = require("trainer.core.errors")
+  local passed, failed = 0, 0
+  for _, case in ipairs(cases) do
+    if not only or case[1]:find(only, 1, true) then
+      if opts and opts.before then opts.before(case) end
+      local ok, err = xpcall(case[2], debug.traceback)
+      if ok then
+        passed = passed + 1
+        print("PASS " .. suite .. "." .. case[1])
+      else
+        failed = failed + 1
+        print(("FAIL %s.%s: %s"):format(suite, case[1], tostring(errors.message(err)):gsub("\n", "\n    ")))
+      end
+    end
+  end
+  if opts and opts.after then opts.after() end
+  print(("%d passed, %d failed"):format(passed, failed))
+  return failed == 0 and 0 or 1
 end
 
 -- The test list with a last case, "cleanup", that runs fn (removing the suite's fixture).

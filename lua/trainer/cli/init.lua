@@ -5,6 +5,7 @@
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")
 local suggest = require("trainer.recipe.suggest")
+local cli_flags = require("trainer.cli.flags")
 
 local M = {}
 
@@ -54,32 +55,28 @@ end
 -- Splits "RECIPE k=v k=v --flag" into the recipe path, overrides and flags.
 local function split_args(args, first, known_flags)
   local path, overrides, flags = nil, {}, {}
+  local function unknown(name)
+    local names = {}
+    for k in pairs(known_flags) do names[#names + 1] = k end
+    errors.user("unknown option --%s%s\n%s", name, suggest.hint(name, names):gsub("'(%w+)'", "'--%1'"), M.usage)
+  end
   local i = first
   while i <= #args do
     local a = args[i]
     if a:sub(1, 2) == "--" then
-      local name, value = a:match("^%-%-([%w%-]+)=(.*)$")
-      name = name or a:sub(3)
-      local kind = known_flags[name]
-      if not kind then
-        local names = {}
-        for k in pairs(known_flags) do names[#names + 1] = k end
-        errors.user("unknown option --%s%s\n%s", name, suggest.hint(name, names):gsub("'(%w+)'", "'--%1'"), M.usage)
-      end
-      if kind == "value" and value == nil then
-        i = i + 1
-        value = args[i]
-        if value == nil then errors.user("option --%s needs a value\n%s", name, M.usage) end
-      end
-      flags[name] = value or true
-    elseif a:find("=", 1, true) and path then
-      overrides[#overrides + 1] = a
-    elseif not path then
-      path = a
+      local name, value
+      name, value, i = cli_flags.take(args, i, known_flags, unknown, M.usage)
+      flags[name] = value
     else
-      errors.user("unexpected argument %q: after the recipe come only key=value overrides\n%s", a, M.usage)
+      if a:find("=", 1, true) and path then
+        overrides[#overrides + 1] = a
+      elseif not path then
+        path = a
+      else
+        errors.user("unexpected argument %q: after the recipe come only key=value overrides\n%s", a, M.usage)
+      end
+      i = i + 1
     end
-    i = i + 1
   end
   return path, overrides, flags
 end

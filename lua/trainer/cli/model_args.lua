@@ -2,6 +2,7 @@
 -- parsing "MODEL_DIR FILE [--flag value ...]" and reading the input lines of FILE ("-"
 -- is standard input). Errors are user errors that name the argument or the file.
 local errors = require("trainer.core.errors")
+local cli_flags = require("trainer.cli.flags")
 
 local M = {}
 
@@ -9,24 +10,17 @@ local M = {}
 -- Returns positional arguments (a list) and flags (name -> value).
 function M.parse(args, flags, usage)
   local pos, out = {}, {}
+  local function unknown(name) errors.user("unknown option --%s\nusage: %s", name, usage) end
   local i = 2
   while i <= #args do
-    local a = args[i]
-    if a:sub(1, 2) == "--" then
-      local name, value = a:match("^%-%-([%w%-]+)=(.*)$")
-      name = name or a:sub(3)
-      local kind = flags[name]
-      if not kind then errors.user("unknown option --%s\nusage: %s", name, usage) end
-      if kind == "value" and value == nil then
-        i = i + 1
-        value = args[i]
-        if value == nil then errors.user("option --%s needs a value\nusage: %s", name, usage) end
-      end
-      out[name] = value or true
+    if args[i]:sub(1, 2) == "--" then
+      local name, value
+      name, value, i = cli_flags.take(args, i, flags, unknown, "usage: " .. usage)
+      out[name] = value
     else
-      pos[#pos + 1] = a
+      pos[#pos + 1] = args[i]
+      i = i + 1
     end
-    i = i + 1
   end
   return pos, out
 end
@@ -124,7 +118,8 @@ end
 
 -- What `encode` and `classify` share: their flags parsed, the model folder checked (an
 -- adapter given in its place is named), the input lines read, the model loaded for `task`
--- with --adapter applied, and its tokenizer. Returns flags, lines, model, tokenizer.
+-- with --adapter applied, and its tokenizer. Returns flags, lines, model, tokenizer and the
+-- --batch size (32 when it is not given).
 function M.load_for(command, task, args, usage)
   local pos, flags = M.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
     device = "value" }, usage)
@@ -151,7 +146,8 @@ function M.load_for(command, task, args, usage)
   local model = require("trainer.models").load_model(pos[1], { task = task, device = flags.device,
     max_length = M.int(flags, "max-length", nil) })
   if flags.adapter then M.apply_adapter(model, flags.adapter, command) end
-  return flags, lines, model, require("trainer.core.tokenizer").load(pos[1])
+  local tok = require("trainer.core.tokenizer").load(pos[1])
+  return flags, lines, model, tok, M.int(flags, "batch", 32)
 end
 
 -- "%.9g" numbers joined as a JSON array (floats keep float32 precision).

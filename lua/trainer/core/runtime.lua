@@ -12,6 +12,17 @@ if M.ctx == nil then error("trainer: cannot create the runtime context (out of h
 -- lua_close() runs finalizers in no particular order, and a tensor finalized after its
 -- allocator was destroyed would free into freed memory. The OS reclaims it at exit.
 
+-- Frees the C object obj[field] once with free: its finalizer is dropped first and the
+-- field cleared, so neither the GC nor a second call frees it again (nothing when it is nil).
+function M.release(obj, field, free)
+  local h = obj[field]
+  if h ~= nil then
+    ffi.gc(h, nil)
+    free(h)
+    obj[field] = nil
+  end
+end
+
 -- The last error of the context as a Lua error: "oom" errors exit 2 at the CLI.
 -- `what` names the Lua function that made the call ("tensor.full"): it prefixes only
 -- internal errors, where it helps a bug report. A user error or out of memory shows the C

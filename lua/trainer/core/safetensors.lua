@@ -67,13 +67,7 @@ function Reader:_handle()
   return self._h
 end
 
-function Reader:close()
-  if self._h ~= nil then
-    ffi.gc(self._h, nil)
-    if self._sharded then C.tr_st_sharded_close(self._h) else C.tr_st_close(self._h) end
-    self._h = nil
-  end
-end
+function Reader:close() runtime.release(self, "_h", self._sharded and C.tr_st_sharded_close or C.tr_st_close) end
 
 function Reader:count()
   local h = self:_handle()

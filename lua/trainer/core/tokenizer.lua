@@ -36,13 +36,7 @@ function Tokenizer:handle()
   return self._h
 end
 
-function Tokenizer:free()
-  if self._h ~= nil then
-    ffi.gc(self._h, nil)
-    C.tr_tok_free(self._h)
-    self._h = nil
-  end
-end
+function Tokenizer:free() runtime.release(self, "_h", C.tr_tok_free) end
 
 local function options(opts)
   opts = opts or {}

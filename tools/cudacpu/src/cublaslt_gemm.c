@@ -13,63 +13,13 @@
  * the BLAS sees it, sizes fit an int), so cblas_sgemm, which reports bad arguments only through
  * xerbla and has no status to check, is never called with one. */
 #include "cublaslt_internal.h"
+#include "cudacpu_half_bits.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 enum { TILE = 512 };
-
-/* ------------------------------------------------------------ element conversions */
-
-static float bf16_to_f32(uint16_t h)
-{
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    const uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0) { /* zero or subnormal: m * 2^-24 is exact in f32 */
-        const float f = ldexpf((float)m, -24);
-        return s ? -f : f;
-    }
-    const uint32_t u = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112u) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Round to nearest even; a NaN becomes 0x7fff, the canonical NaN NVIDIA GPUs' conversions produce. */
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return 0x7fffu;
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to infinity */
-    if (ax >= 0x38800000u) {                                   /* normal in f16 */
-        const uint32_t v = ax - 0x38000000u;
-        return (uint16_t)(sign | ((v + 0x0fffu + ((v >> 13) & 1u)) >> 13));
-    }
-    const int shift = 126 - (int)(ax >> 23); /* subnormal in f16: mantissa with its leading 1, shifted */
-    if (shift >= 25) return (uint16_t)sign;
-    const uint32_t mant = (ax & 0x7fffffu) | 0x800000u, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-    uint32_t q = mant >> shift;
-    if (rem > half || (rem == half && (q & 1u))) q++;
-    return (uint16_t)(sign | q);
-}
 
 /* Widens rows x cols of a column-major 16-bit matrix (leading dimension ld) into dst (ld rows). */
 static void widen(float *dst, const uint16_t *src, int32_t type, int64_t rows, int64_t cols, int64_t ld)
@@ -78,9 +28,9 @@ static void widen(float *dst, const uint16_t *src, int32_t type, int64_t rows, i
         const uint16_t *s = src + j * ld;
         float *o = dst + j * rows;
         if (type == CUDA_R_16BF)
-            for (int64_t i = 0; i < rows; i++) o[i] = bf16_to_f32(s[i]);
+            for (int64_t i = 0; i < rows; i++) o[i] = cudacpu_bf16_to_f32(s[i]);
         else
-            for (int64_t i = 0; i < rows; i++) o[i] = f16_to_f32(s[i]);
+            for (int64_t i = 0; i < rows; i++) o[i] = cudacpu_f16_to_f32(s[i]);
     }
 }
 
@@ -124,9 +74,9 @@ static void epilogue(const lt_problem *p, int64_t bi, int64_t i0, int64_t j0, in
         char *d = (char *)p->D + (size_t)(bi * p->ld->stride + i0 + (j0 + j) * p->ld->ld) * ds;
         if (dt == CUDA_R_32F) memcpy(d, v, (size_t)rows * sizeof *v);
         else if (dt == CUDA_R_16BF)
-            for (int64_t i = 0; i < rows; i++) ((uint16_t *)d)[i] = f32_to_bf16(v[i]);
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)d)[i] = cudacpu_f32_to_bf16(v[i]);
         else
-            for (int64_t i = 0; i < rows; i++) ((uint16_t *)d)[i] = f32_to_f16(v[i]);
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)d)[i] = cudacpu_f32_to_f16(v[i]);
     }
 }
 

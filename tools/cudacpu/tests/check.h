@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #define CHECK(cond, ...)                                                                                     \
     do {                                                                                                     \
@@ -27,6 +28,27 @@
         cudaError_t e_ = (call);                                                                             \
         CHECK(e_ == cudaSuccess, "%s returned %s", #call, cudaGetErrorName(e_));                            \
     } while (0)
+
+/* Non-blocking streams made into each of out, in the order given (CUDA_OK). */
+inline void new_streams(std::initializer_list<cudaStream_t *> out)
+{
+    for (cudaStream_t *s : out) CUDA_OK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+}
+
+/* A case's clean-up, in the order given: cudaFree, cudaStreamDestroy or cudaEventDestroy of
+ * each (CUDA_OK: a failure ends the program). */
+inline void free_device(std::initializer_list<void *> ptrs)
+{
+    for (void *p : ptrs) CUDA_OK(cudaFree(p));
+}
+inline void destroy_streams(std::initializer_list<cudaStream_t> streams)
+{
+    for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
+}
+inline void destroy_events(std::initializer_list<cudaEvent_t> events)
+{
+    for (cudaEvent_t e : events) CUDA_OK(cudaEventDestroy(e));
+}
 
 /* the schedule order or stream mode this run was started with ("" when unset) */
 inline const char *env_or(const char *name, const char *def)

@@ -50,9 +50,7 @@ static void exact_counts()
     CHECK(host[0] == 4.0f && host[1] == 4.0f && host[2] == 4.0f, "sums %g %g %g", host[0], host[1], host[2]);
     CUDA_OK(cudaEventDestroy(e));
     CUDA_OK(cudaStreamDestroy(s));
-    CUDA_OK(cudaFree(a));
-    CUDA_OK(cudaFree(b));
-    CUDA_OK(cudaFree(nullptr));
+    free_device({ a, b, nullptr });
     CUDA_OK(cudaFreeHost(pin));
     cudacpu_counters c;
     cudacpu_counts(&c);

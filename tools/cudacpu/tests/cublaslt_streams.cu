@@ -50,8 +50,7 @@ static float product_read_on(bool same_stream, bool wait)
     LT_OK(cublasLtCreate(&lt));
     cudaStream_t compute, reader;
     cudaEvent_t done;
-    CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    CUDA_OK(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking));
+    new_streams({ &compute, &reader });
     CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     CUDA_OK(cudaMemcpyAsync(da, a, sizeof a, cudaMemcpyHostToDevice, compute));
     CUDA_OK(cudaMemcpyAsync(db, b, sizeof b, cudaMemcpyHostToDevice, compute));
@@ -65,11 +64,8 @@ static float product_read_on(bool same_stream, bool wait)
     CUDA_OK(cudaStreamSynchronize(compute));
     LT_OK(cublasLtDestroy(lt));
     CUDA_OK(cudaEventDestroy(done));
-    CUDA_OK(cudaStreamDestroy(compute));
-    CUDA_OK(cudaStreamDestroy(reader));
-    CUDA_OK(cudaFree(da));
-    CUDA_OK(cudaFree(db));
-    CUDA_OK(cudaFree(dd));
+    destroy_streams({ compute, reader });
+    free_device({ da, db, dd });
     return got;
 }
 

@@ -73,8 +73,7 @@ static void in_bounds_twin()
         want += (float)(t + 63 - t % 64);
         CHECK(h[t] == want, "thread %d: %g, want %g", t, h[t], want);
     }
-    CUDA_OK(cudaFree(d));
-    CUDA_OK(cudaFree(s));
+    free_device({ d, s });
 }
 
 int main(int argc, char **argv)

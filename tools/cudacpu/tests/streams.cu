@@ -48,8 +48,7 @@ static float copy_then_compute(bool wait)
     float *a = dev_zeros(), *b = dev_zeros(), h[N];
     cudaStream_t copy, compute;
     cudaEvent_t uploaded;
-    CUDA_OK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
-    CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    new_streams({ &copy, &compute });
     CUDA_OK(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming));
     CUDA_OK(cudaMemcpyAsync(a, ones, sizeof ones, cudaMemcpyHostToDevice, copy));
     CUDA_OK(cudaEventRecord(uploaded, copy));
@@ -61,10 +60,8 @@ static float copy_then_compute(bool wait)
     const float got = h[N - 1];
     CUDA_OK(cudaStreamSynchronize(copy));
     CUDA_OK(cudaEventDestroy(uploaded));
-    CUDA_OK(cudaStreamDestroy(copy));
-    CUDA_OK(cudaStreamDestroy(compute));
-    CUDA_OK(cudaFree(a));
-    CUDA_OK(cudaFree(b));
+    destroy_streams({ copy, compute });
+    free_device({ a, b });
     return got;
 }
 
@@ -142,8 +139,7 @@ static float legacy_after(unsigned flags)
     scale_kernel<<<N / 256, 256, 0, s>>>(b, a, 3.0f, N);
     CUDA_OK(cudaMemcpy(h, b, sizeof h, cudaMemcpyDeviceToHost));
     CUDA_OK(cudaStreamDestroy(s));
-    CUDA_OK(cudaFree(a));
-    CUDA_OK(cudaFree(b));
+    free_device({ a, b });
     return h[0];
 }
 
@@ -193,8 +189,7 @@ static void event_query()
     while (cudaEventQuery(e) == cudaErrorNotReady) CHECK(++polls < 3, "the event never completes");
     float ms = -1;
     CUDA_OK(cudaEventElapsedTime(&ms, e, e));
-    CUDA_OK(cudaEventDestroy(e));
-    CUDA_OK(cudaEventDestroy(never));
+    destroy_events({ e, never });
     CUDA_OK(cudaStreamDestroy(s));
     CUDA_OK(cudaFree(d));
 }
@@ -228,8 +223,7 @@ static void launch_outlives_caller()
     CUDA_OK(cudaMemcpyAsync(h, b, sizeof h, cudaMemcpyDeviceToHost, s));
     for (int i = 0; i < N; i++) CHECK(h[i] == 4.0f, "b[%d] = %g", i, h[i]);
     CUDA_OK(cudaStreamDestroy(s));
-    CUDA_OK(cudaFree(a));
-    CUDA_OK(cudaFree(b));
+    free_device({ a, b });
 }
 
 static void host_threads()

@@ -62,8 +62,7 @@ template <bool SYNC> static void run_moments(bool expect_right)
     }
     CHECK(right == expect_right, "block sums %s under %s (block 0: %g %g)", right ? "right" : "wrong",
           env_or("CUDACPU_SCHEDULE", "fwd"), hout[0], hout[1]);
-    CUDA_OK(cudaFree(x));
-    CUDA_OK(cudaFree(out));
+    free_device({ x, out });
 }
 
 /* flagged under warprev (a wrong sum); fwd runs warps in lockstep rounds and hides it */

@@ -11,8 +11,7 @@ return {
     local ops = require("trainer.core.ops")
     local tk = require("trainer.core.tokenizer")
     local runtime = require("trainer.core.runtime")
-    local flags, lines, model, tok = cl.load_for("classify", "classification", args, usage)
-    local bs = cl.int(flags, "batch", 32)
+    local flags, lines, model, tok, bs = cl.load_for("classify", "classification", args, usage)
     for first = 1, #lines, bs do
       local chunk = {}
       for i = first, math.min(first + bs - 1, #lines) do

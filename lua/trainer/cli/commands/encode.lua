@@ -9,8 +9,7 @@ return {
     local cl = require("trainer.cli.model_args")
     local tk = require("trainer.core.tokenizer")
     local runtime = require("trainer.core.runtime")
-    local flags, lines, model, tok = cl.load_for("encode", "embedding", args, usage)
-    local bs = cl.int(flags, "batch", 32)
+    local flags, lines, model, tok, bs = cl.load_for("encode", "embedding", args, usage)
     -- Like sentence-transformers: within a window, encode texts sorted by length so a batch
     -- pads little (by tokens here, see tokenizer:by_length), then write the embeddings back
     -- in input order.
