@@ -24,12 +24,11 @@ local ops = require("trainer.core.ops")
 local LoraLinear = Module:extend("LoraLinear")
 
 -- base: the Linear to adapt (kept, its parameters untouched); spec: r, alpha, dropout,
--- rslora; index: this adapter's number (dropout site and init stream); rng: the model's
+-- rslora, resolved (trainer.train.lora.normalize: the recipe key lora's defaults); index: this adapter's number (dropout site and init stream); rng: the model's
 -- shared { seed, step } table; seed: init seed.
 function LoraLinear.new(base, spec, index, rng, seed)
   local self = LoraLinear:create()
-  local r = spec.r or 8
-  local alpha = spec.alpha or 16
+  local r, alpha = spec.r, spec.alpha
   self.r, self.alpha = r, alpha
   self.scale = spec.rslora and alpha / math.sqrt(r) or alpha / r
   self.in_features, self.out_features = base.in_features, base.out_features
@@ -42,7 +41,7 @@ function LoraLinear.new(base, spec, index, rng, seed)
     tag = "weights" }, "lora init"), "lora_A")
   self:add_param_as("lora_B.weight", T.zeros({ base.out_features, r }, { dtype = "f32", device = device,
     tag = "weights" }), "lora_B")
-  self:add_module("lora_dropout", Dropout.new(spec.dropout or 0, rng, sites.lora_layer(index), sites.dropout.lora), "dropout")
+  self:add_module("lora_dropout", Dropout.new(spec.dropout, rng, sites.lora_layer(index), sites.dropout.lora), "dropout")
   return self
 end
 
@@ -67,7 +66,7 @@ function LoraLinear:forward(x, pk)
   xd:free()                       -- a view of x, or the dropped-out copy: rebuilt in backward
   if self.grad_enabled then
     self:keep("x", x)
-    self.saved.a = a
+    self.saved.a = T.keep(a)
   else
     a:free()
   end
