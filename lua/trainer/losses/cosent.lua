@@ -17,7 +17,7 @@ local CoSENT = base.class()
 local M = {}
 
 function M.new(spec)
-  return setmetatable({ kind = "cosent", scale = spec.scale or 20 }, CoSENT)
+  return setmetatable({ kind = "cosent", scale = spec.scale }, CoSENT)
 end
 
 function CoSENT:forward(embs, labels)

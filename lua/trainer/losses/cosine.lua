@@ -9,7 +9,6 @@
 -- cosine_mse_loss, which takes the diagonal, reduces the loss and writes the gradient on the
 -- device, so a step reads nothing back.
 local ops = require("trainer.core.ops")
-local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
 local Cosine = base.class()
@@ -17,12 +16,7 @@ local Cosine = base.class()
 local M = {}
 
 function M.new(spec)
-  local score_scale = spec.score_scale or 1
-  if type(score_scale) ~= "number" or score_scale <= 0 then
-    errors.user("loss.score_scale must be a number > 0 (the top of the score range, e.g. 5 for 0-5 STS scores), got %s",
-      tostring(score_scale))
-  end
-  return setmetatable({ kind = "cosine", score_scale = score_scale }, Cosine)
+  return setmetatable({ kind = "cosine", score_scale = spec.score_scale }, Cosine)
 end
 
 function Cosine:forward(embs, labels)

@@ -10,11 +10,7 @@ local CE = base.class()
 local M = {}
 
 function M.new(spec)
-  local ls = spec.label_smoothing or 0
-  if type(ls) ~= "number" or ls < 0 or ls >= 1 then
-    errors.user("loss.label_smoothing must be in [0, 1), got %s", tostring(ls))
-  end
-  return setmetatable({ kind = "cross_entropy", label_smoothing = ls }, CE)
+  return setmetatable({ kind = "cross_entropy", label_smoothing = spec.label_smoothing }, CE)
 end
 
 function CE:forward(embs, labels)

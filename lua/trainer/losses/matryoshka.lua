@@ -17,31 +17,12 @@ local Matryoshka = base.class()
 
 local M = {}
 
-local inner_names = { mnrl = true, cosent = true, cosine = true }
-
 -- make_inner(spec, opts) builds an inner loss (trainer.losses.new, passed in to avoid a
 -- require cycle).
 function M.new(spec, opts, make_inner)
-  local dims, weights = spec.dims, spec.weights
-  if type(dims) ~= "table" or #dims == 0 then
-    errors.user("loss.dims is required with name = \"matryoshka\": the embedding sizes to train, "
-      .. "e.g. { 768, 512, 256 }")
-  end
-  if weights ~= nil and (type(weights) ~= "table" or #weights ~= #dims) then
-    errors.user("loss.weights must list one number per entry of loss.dims (%d), got %s", #dims,
-      type(weights) == "table" and tostring(#weights) or type(weights))
-  end
-  local inner = spec.inner or "mnrl"
-  if not inner_names[inner] then
-    errors.user("loss.inner = %q is not supported with matryoshka; use mnrl, cosent or cosine", tostring(inner))
-  end
+  local dims, weights, inner = spec.dims, spec.weights, spec.inner
   local order = {}
-  for i, d in ipairs(dims) do
-    if type(d) ~= "number" or d < 1 or d ~= math.floor(d) then
-      errors.user("loss.dims[%d] must be a positive integer, got %s", i, tostring(d))
-    end
-    order[i] = { dim = d, weight = weights and weights[i] or 1 }
-  end
+  for i, d in ipairs(dims) do order[i] = { dim = d, weight = weights and weights[i] or 1 } end
   table.sort(order, function(x, y) return x.dim > y.dim end)
   local inner_spec = {}
   for k, v in pairs(spec) do inner_spec[k] = v end

@@ -17,7 +17,8 @@ local MNRL = base.class()
 local M = {}
 
 function M.new(spec)
-  return setmetatable({ kind = "mnrl", scale = spec.scale or 20, symmetric = spec.symmetric == true }, MNRL)
+  return setmetatable({ kind = "mnrl", scale = spec.scale, symmetric = spec.symmetric,
+    mini_batch = spec.mini_batch }, MNRL)
 end
 
 function MNRL:forward(embs, labels)

@@ -19,10 +19,6 @@ local M = {}
 function M.new(spec, opts)
   opts = opts or {}
   local K, dim = spec.num_labels, opts.dim
-  if type(K) ~= "number" or K < 2 or K ~= math.floor(K) then
-    errors.user("loss.num_labels is required with name = \"softmax\": the number of classes (e.g. 3 for NLI), got %s",
-      tostring(K))
-  end
   if type(dim) ~= "number" or dim < 1 then
     errors.user("softmax loss: the embedding width is unknown (opts.dim = %s); pass the model's hidden size",
       tostring(dim))

@@ -331,7 +331,7 @@ function Run:train_step()
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
     local v, k = (self.dist and self.dist_micro_step or self.micro_step)(self, batch, scale, i == acc)
-    if not deferred.is(v) and not finite(v) and recipe.precision ~= "fp16" then
+    if not deferred.is(v) and not finite(v) and not self.scaler.enabled then
       self:failure(("the loss is %s"):format(tostring(v)))
     end
     sum, n, ntok = deferred.add(sum, v), n + 1, ntok + k
@@ -352,7 +352,7 @@ function Run:train_step()
       if recipe.grad_clip then
         norm = require("trainer.train.clip").clip_grad_norm(self.param_iter(), recipe.grad_clip)
         if not finite(norm) then
-          if recipe.precision == "fp16" then skipped = true
+          if self.scaler.enabled then skipped = true
           else self:failure(("the gradient norm is %s"):format(tostring(norm))) end
         end
       end
@@ -374,7 +374,7 @@ function Run:train_step()
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = not deferred.is(norm) and norm or nil,
     skipped = skipped or nil,
-    loss_scale = recipe.precision == "fp16" and not seen and self.scaler.scale or nil,
+    loss_scale = self.scaler.enabled and not seen and self.scaler.scale or nil,
     allreduce_s = self.last_allreduce_s,   -- under mpirun: this step's gradient all-reduce
   }
   self.pending = m
@@ -459,7 +459,7 @@ function Run:dist_micro_step(batch, scale, last)
   if last then dist:unhook() end
   if not ok then error(v, 0) end
   v = deferred.value(v)   -- the ranks agree on every step's loss: read it here (on a device, one wait)
-  if not finite(v) and self.recipe.precision ~= "fp16" then
+  if not finite(v) and not self.scaler.enabled then
     self.dist_bad = self.dist_bad or tostring(v)
     return 0, k
   end
@@ -524,12 +524,12 @@ function Run:read_scalars()
       free_from(i + 1)
       error(ok and nv or v, 0)
     end
-    if not finite(v) and self.recipe.precision ~= "fp16" then
+    if not finite(v) and not self.scaler.enabled then
       free_from(i + 1)
       self:failure(("the loss is %s"):format(tostring(v)), rec.step)
     end
     -- the clip's norm on a device: its non-finite check, deferred to here (the optimizer skipped the step)
-    if nv ~= nil and not finite(nv) and self.recipe.precision ~= "fp16" then
+    if nv ~= nil and not finite(nv) and not self.scaler.enabled then
       free_from(i + 1)
       self:failure(("the gradient norm is %s"):format(tostring(nv)), rec.step)
     end

@@ -8,7 +8,8 @@
 --     max_length = 128,      -- default model.max_length
 --     scale = 1 / accumulate * scaler.scale,   -- multiplies the loss gradient (default 1)
 --     scale_by = tensor,                        -- optional: a { 1 } f32 device scalar it also multiplies by
---     cached = false, mini_batch = 32,          -- GradCache (loss = { cached = true })
+--     cached = false, mini_batch = 32,          -- GradCache (default: the loss's own, from its recipe
+--                                               -- table: loss = { cached = true, mini_batch = 32 })
 --     ntexts = ds.ntexts,    -- text columns per row (default: the row's leading strings)
 --     feed = f,              -- optional trainer.train.batch_feed: the batch goes to the device
 --                            -- through pinned slots and a copy stream (a run on a GPU)
@@ -39,6 +40,7 @@ local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
+local keys = require("trainer.recipe.keys")
 
 local M = {}
 
@@ -237,10 +239,7 @@ end
 -- ---------------------------------------------------------------- cached path
 local function cached_embedding(ctx, cols, labels, opts)
   local model, loss = ctx.model, ctx.loss
-  local mb = ctx.mini_batch or 32
-  if type(mb) ~= "number" or mb < 1 or mb ~= math.floor(mb) then
-    errors.user("loss.mini_batch must be a positive integer, got %s", tostring(mb))
-  end
+  local mb = keys.value("loss.mini_batch", ctx.mini_batch or loss.mini_batch)
   local B = #cols[1]
   local texts = flatten(cols)
   local N = #texts
