@@ -8,6 +8,7 @@
 -- loss is computed on the host in double; built deferred (a run on a device) it is the op
 -- cosine_mse_loss, which takes the diagonal, reduces the loss and writes the gradient on the
 -- device, so a step reads nothing back.
+local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
@@ -24,11 +25,9 @@ function Cosine:forward(embs, labels)
   local _
   B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
   local y = base.host_labels("cosine", labels, B)
-  local sim = ops.cosine_sim(embs[1], embs[2])
   -- on a device: the diagonal, the loss and its gradient there (ops.cosine_mse_loss)
-  if self.deferred then return base.score_loss_on_device(self, ops.cosine_mse_loss, sim, y, self.score_scale, embs) end
-  local cos = base.diagonal(sim, B)
-  sim:free()
+  if self.deferred then return base.score_loss_on_device(self, ops.cosine_mse_loss, y, self.score_scale, embs) end
+  local cos = T.scope(function() return base.diagonal(ops.cosine_sim(embs[1], embs[2]), B) end)
   local loss, dcos = 0, {}
   for i = 1, B do
     local r = cos[i] - y[i] / self.score_scale
@@ -41,11 +40,11 @@ end
 
 function Cosine:backward()
   local s, o = self:saved(), self._owned
-  local dsim = o.dsim or base.diag_tensor(s.dcos, s.u:device())
-  local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
-  if not o.dsim then dsim:free() end
+  local grads = T.scope(function()
+    return { ops.cosine_sim_backward(o.dsim or base.diag_tensor(s.dcos, s.u:device()), s.u, s.v) }
+  end)
   self:release()
-  return { du, dv }
+  return grads
 end
 
 return M

@@ -39,44 +39,48 @@ function Matryoshka:forward(embs, labels)
       width)
   end
   self:release()
-  local owned, value = {}, 0
-  local ok, err = pcall(function()
+  local value = 0
+  -- the truncated, normalised embeddings the inner losses saved are this loss's (save)
+  local ok, err = pcall(T.scope, function()
+    local owned = {}
     for _, level in ipairs(self.levels) do
       local cut = {}
       for k, e in ipairs(embs) do
         local narrow = ops.narrow_cols(e, 0, level.dim, { dtype = "f32" })
-        owned[#owned + 1] = narrow
         level["narrow" .. k] = narrow
         cut[k] = ops.l2norm(narrow)
-        owned[#owned + 1] = cut[k]
+        owned[#owned + 1], owned[#owned + 2] = narrow, cut[k]
       end
       value = deferred.add(value, deferred.mul(level.weight, level.loss:forward(cut, labels)))
     end
+    self:save(owned, { embs = embs, B = B, width = width })
   end)
   if not ok then
     deferred.free(value)
-    for _, t in ipairs(owned) do t:free() end
     for _, level in ipairs(self.levels) do level.loss:release() end
     error(err, 0)
   end
-  self:save(owned, { embs = embs, B = B, width = width })
   return value
 end
 
 function Matryoshka:backward()
   local s = self:saved()
-  local grads = {}
-  for k = 1, #s.embs do grads[k] = T.zeros({ s.B, s.width }, { device = s.embs[k]:device() }) end
-  for _, level in ipairs(self.levels) do
-    local g = level.loss:backward()
-    for k, gk in ipairs(g) do
-      local dn = ops.l2norm_backward(gk, level["narrow" .. k])
-      if level.weight ~= 1 then ops.scale_(dn, level.weight) end
-      ops.copy_cols_(grads[k], 0, dn, 0, level.dim, true)
-      dn:free()
-      gk:free()
+  local grads = T.scope(function()
+    local grads = {}
+    for k = 1, #s.embs do grads[k] = T.zeros({ s.B, s.width }, { device = s.embs[k]:device() }) end
+    for _, level in ipairs(self.levels) do
+      for k, gk in ipairs(level.loss:backward()) do
+        -- grads[k][:, :dim] += weight * d normalize(narrow) / d narrow
+        T.scope(function()
+          local dn = ops.l2norm_backward(gk, level["narrow" .. k])
+          if level.weight ~= 1 then ops.scale_(dn, level.weight) end
+          ops.copy_cols_(grads[k], 0, dn, 0, level.dim, true)
+        end)
+        gk:free()   -- each level's gradients one by one, as they are folded in
+      end
     end
-  end
+    return grads
+  end)
   for _, level in ipairs(self.levels) do
     for k = 1, #s.embs do level["narrow" .. k] = nil end
   end
