@@ -176,23 +176,20 @@ local function plain_classifier(ctx, cols, labels, opts)
     texts = {}
     for i = 1, #cols[1] do texts[i] = { cols[1][i], cols[2][i] } end
   end
-  local enc, n_tokens = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, #texts, labels))
-  give_targets(loss, enc)
-  local okf, logits = pcall(model.forward, model, enc)
-  free_enc(enc)
-  if not okf then take_back_targets(loss) release(ctx) error(logits, 0) end
-  local ok, value = pcall(function()
+  local n_tokens
+  local ok, value = pcall(T.scope, function()
+    local enc, k = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, #texts, labels))
+    n_tokens = k
+    give_targets(loss, enc)
+    local logits = model:forward(enc)
+    free_enc(enc)   -- now: the ids are not needed after the forward
     local v = loss:forward({ logits }, labels)
     take_back_targets(loss)
-    local grads = loss:backward()
-    local d = joined_grad(grads, ctx)
-    model:backward(d)
-    d:free()
+    model:backward(joined_grad(loss:backward(), ctx))
     return v
   end)
   take_back_targets(loss)
   release(ctx)
-  logits:free()
   if not ok then error(value, 0) end
   return value, n_tokens
 end
@@ -213,25 +210,20 @@ end
 local function plain_embedding(ctx, cols, labels, opts)
   local model, loss = ctx.model, ctx.loss
   local B = #cols[1]
-  local enc, n_tokens = encode(ctx, flatten(cols), opts, ctx.feed and feed_targets(loss, B, labels))
-  give_targets(loss, enc)
-  local okf, e = pcall(model.forward, model, enc)
-  free_enc(enc)
-  if not okf then take_back_targets(loss) release(ctx) error(e, 0) end
-  local embs = column_views(e, #cols, B)
-  local ok, value = pcall(function()
-    local v = loss:forward(embs, labels)
+  local n_tokens
+  local ok, value = pcall(T.scope, function()
+    local enc, k = encode(ctx, flatten(cols), opts, ctx.feed and feed_targets(loss, B, labels))
+    n_tokens = k
+    give_targets(loss, enc)
+    local e = model:forward(enc)
+    free_enc(enc)   -- now: the ids are not needed after the forward
+    local v = loss:forward(column_views(e, #cols, B), labels)
     take_back_targets(loss)
-    local d = joined_grad(loss:backward(), ctx)
-    free_list(embs)
-    model:backward(d)
-    d:free()
+    model:backward(joined_grad(loss:backward(), ctx))
     return v
   end)
   take_back_targets(loss)
   release(ctx)
-  free_list(embs)
-  e:free()
   if not ok then error(value, 0) end
   return value, n_tokens
 end
