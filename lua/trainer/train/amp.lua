@@ -60,7 +60,7 @@ local function convert(p, dtype)
   local t = v:to({ dtype = dtype, device = v:device(), tag = "weights" })
   local saved = v:nbytes() - t:nbytes()
   v:free()
-  p.value = t
+  p.value = T.keep(t)
   return saved
 end
 
@@ -202,7 +202,7 @@ end
 function Scaler:to_device(device)
   if not self.enabled or self.dev then return end
   local function scalar(dtype, v)
-    local t = T.zeros({ 1 }, { dtype = dtype, device = device, tag = "workspace" })
+    local t = T.keep(T.zeros({ 1 }, { dtype = dtype, device = device, tag = "workspace" }))
     if v ~= 0 then t:fill(v) end
     return t
   end

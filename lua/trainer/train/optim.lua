@@ -239,7 +239,7 @@ function Optimizer:zero_grad()
       if prm.grad then
         prm.grad:fill(0)
       else
-        prm.grad = T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" })
+        prm.grad = T.keep(T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" }))
       end
     end
   end
@@ -250,7 +250,7 @@ end
 local function new_state(self, e)
   local st = { step = 0 }
   for slot, shape in pairs(self.kind.slots(e.param.value, self.hp)) do
-    st[slot] = T.zeros(shape, { dtype = "f32", device = e.param.value:device(), tag = "optimizer" })
+    st[slot] = T.keep(T.zeros(shape, { dtype = "f32", device = e.param.value:device(), tag = "optimizer" }))
   end
   return st
 end

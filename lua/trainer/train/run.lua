@@ -408,7 +408,7 @@ function Run:device_update(lr)
   local flag = self.found_flag
   if flag then flag:fill(0)
   else
-    flag = T.zeros({ 1 }, { dtype = "i32", device = self.device, tag = "workspace" })
+    flag = T.keep(T.zeros({ 1 }, { dtype = "i32", device = self.device, tag = "workspace" }))
     self.found_flag = flag
   end
   scaler:unscale_into(self.param_iter(), flag)
