@@ -103,7 +103,7 @@ end
 -- defaults (trainer.recipe.keys) fill what it leaves out, so the estimate reads values.
 function M.estimate(recipe, opts)
   opts = opts or {}
-  recipe = schema.apply_defaults(require("trainer.recipe.keys"), schema.copy(recipe))
+  recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local m = recipe.model
   local c = opts.model_config or model_config(m)
   local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size

@@ -152,7 +152,7 @@ local schedule = S.record {
     name = S.string { enum = { "constant", "linear", "cosine", "polynomial" }, default = "linear", aliases = { "lr_scheduler_type" }, doc = "schedule after warm-up" },
     warmup_ratio = S.number { min = 0, max = 1, doc = "warm-up as a fraction of all steps" },
     warmup_steps = S.integer { min = 0, doc = "warm-up in optimizer steps" },
-    num_cycles = S.number { gt = 0, doc = "cosine: number of half-waves after warm-up (default 0.5)" },
+    num_cycles = S.number { gt = 0, default = 0.5, doc = "cosine: number of half-waves after warm-up" },
     power = S.number { gt = 0, default = 1, doc = "polynomial: exponent" },
     lr_end = S.number { min = 0, default = 1e-7, doc = "polynomial: final learning rate" },
   },
@@ -313,6 +313,12 @@ function M.resolve(name, v, where)
   local resolved, problems = S.resolve(M.fields[name], v, name, { root = M })
   if problems then raise(where, name, problems) end
   return resolved
+end
+
+-- A copy of a recipe (whole, or the parts a test or script gives) with every default the
+-- schema has filled in, unchecked: trainer.recipe's result already has them.
+function M.with_defaults(recipe)
+  return S.apply_defaults(M, S.copy(recipe))
 end
 
 -- One key's value by its dotted path ("loss.mini_batch", "precision"), checked, or the
