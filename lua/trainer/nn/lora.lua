@@ -78,24 +78,22 @@ end
 function LoraLinear:backward(dy, want_dx)
   local base = self.base
   local x, a = self:saved_tensor("x"), self.saved.a
-  local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
-  local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-    base.bias and Module.grad_of(base.bias) or nil, want_dx)
-  -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
-  -- all rows, da = scale dy B
-  local out = base.out_features
-  local dy2, a2 = dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r })
-  ops.matmul(dy2, a2, { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
-  dy2:free(); a2:free()
-  local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
-  local dxd = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
-  da:free(); xd:free()
+  local dx, dxd = T.scope(function()
+    local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
+    local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
+      base.bias and Module.grad_of(base.bias) or nil, want_dx)
+    -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
+    -- all rows, da = scale dy B
+    local out = base.out_features
+    ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
+      { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
+    local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
+    return dx, ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
+  end)
   self:release()
   if dxd then
-    local dxl = self.dropout:backward(dxd)
+    T.scope(function() ops.add_(dx, self.dropout:backward(dxd)) end)   -- dx += the LoRA path's
     dxd:free()
-    ops.add_(dx, dxl)
-    dxl:free()
   end
   return dx
 end

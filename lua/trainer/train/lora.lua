@@ -18,6 +18,7 @@
 -- with keys "base_model.model.<Hugging Face name>" (…lora_A.weight, …lora_B.weight, plus any
 -- trainable bias or module_to_save parameter), as PEFT's save_pretrained writes them.
 local C = require("trainer.core.ffi")
+local T = require("trainer.core.tensor")
 local runtime = require("trainer.core.runtime")
 local ops = require("trainer.core.ops")
 local json = require("trainer.core.json")
@@ -199,19 +200,16 @@ function M.save(model, dir, spec, base_model_name_or_path)
   spec = spec and M.normalize(spec) or model.lora.spec
   mkdir_p(dir)
   local st = require("trainer.core.safetensors")
-  local list, tmp = {}, {}
-  for _, e in ipairs(M.state_list(model)) do
-    local t = e[2]
-    if t:dtype() ~= "f32" or t:device() ~= "cpu" then
-      t = t:to({ dtype = "f32", device = "cpu", tag = "workspace" })
-      tmp[#tmp + 1] = t
-    end
-    list[#list + 1] = { e[1], t }
-  end
   local path = dir .. "/" .. M.weights_file
-  local ok, err = pcall(st.save, path .. ".tmp", list, { format = "pt" })
-  for _, t in ipairs(tmp) do t:free() end
-  if not ok then error(err, 0) end
+  T.scope(function()   -- the f32 host copies are freed once written
+    local list = {}
+    for _, e in ipairs(M.state_list(model)) do
+      local t = e[2]
+      if t:dtype() ~= "f32" or t:device() ~= "cpu" then t = t:to({ dtype = "f32", device = "cpu", tag = "workspace" }) end
+      list[#list + 1] = { e[1], t }
+    end
+    st.save(path .. ".tmp", list, { format = "pt" })
+  end)
   local rok, rerr = os.rename(path .. ".tmp", path)
   if not rok then os.remove(path .. ".tmp") errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
   write_atomic(dir .. "/" .. M.config_file,
@@ -281,10 +279,7 @@ function M.load(model, dir)
         errors.user("%s: %s has shape [%s] but the model expects [%s] (r = %d in %s)", path, key,
           table.concat(info.shape, ", "), table.concat(want, ", "), spec.r, M.config_file)
       end
-      local t = reader:tensor(key, { dtype = "f32", tag = "workspace" })
-      local cok, cerr = pcall(copy_into, p, t)
-      t:free()
-      if not cok then error(cerr, 0) end
+      T.scope(function() copy_into(p, reader:tensor(key, { dtype = "f32", tag = "workspace" })) end)
       loaded[name] = true
     end
     for _, n in ipairs(model.lora.names) do
@@ -313,17 +308,17 @@ function M.merge(model)
   for i, e in ipairs(list) do
     local w, parent = e[2], e[3]
     local base = w.base
-    local delta = w:delta()
     local W = base.weight.value
-    if W:dtype() == "f32" then
-      ops.axpy_(W, delta, 1)
-    else
-      local w32 = W:to({ dtype = "f32", tag = "workspace" })
-      ops.axpy_(w32, delta, 1)
-      runtime.check(C.tr_tensor_copy(runtime.ctx, W:ptr(), w32:ptr()), "lora.merge")
-      w32:free()
-    end
-    delta:free()
+    T.scope(function()   -- W += scale * B A, in f32
+      local delta = w:delta()
+      if W:dtype() == "f32" then
+        ops.axpy_(W, delta, 1)
+      else
+        local w32 = W:to({ dtype = "f32", tag = "workspace" })
+        ops.axpy_(w32, delta, 1)
+        runtime.check(C.tr_tensor_copy(runtime.ctx, W:ptr(), w32:ptr()), "lora.merge")
+      end
+    end)
     w:release()
     w.dropout:release()
     for _, p in ipairs({ w.lora_A, w.lora_B }) do

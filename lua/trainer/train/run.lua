@@ -572,14 +572,14 @@ local function eval_batch(self, texts)
   return b, function() tk.free_batch(b) end
 end
 
-local function embed_fn(self)
-  return function(texts)
-    local b, done = eval_batch(self, texts)
-    local ok, e = pcall(self.model.forward, self.model, b)
-    done()
-    if not ok then error(e, 0) end
-    return e
-  end
+-- The model's output for evaluation texts; the batch ends (tensors freed, feed slot
+-- released) once the forward is queued, also when it fails.
+local function eval_forward(self, texts)
+  local b, done = eval_batch(self, texts)
+  local ok, out = pcall(self.model.forward, self.model, b)
+  done()
+  if not ok then error(out, 0) end
+  return out
 end
 
 -- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
@@ -618,15 +618,9 @@ function Run:evaluate()
       end
       local opts = { batch_size = recipe.eval.batch_size }
       if self.model.task == "classification" then
-        scores = evaluate.nli(function(batch)
-          local b, done = eval_batch(self, batch)
-          local ok2, logits = pcall(self.model.forward, self.model, b)
-          done()
-          if not ok2 then error(logits, 0) end
-          return logits
-        end, pairs_, gold, opts)
+        scores = evaluate.nli(function(batch) return eval_forward(self, batch) end, pairs_, gold, opts)
       else
-        scores = evaluate.sts(embed_fn(self), pairs_, gold, opts)
+        scores = evaluate.sts(function(texts) return eval_forward(self, texts) end, pairs_, gold, opts)
       end
       scores.n = nil
     end
@@ -741,10 +735,7 @@ function Run:write_checkpoint(tmp)
   local raw = tmp .. "/trainer_state.safetensors"
   if #list == 0 then
     -- safetensors needs a tensor: a 1-element marker keeps the format uniform
-    local z = T.zeros({ 1 })
-    local ok, err = pcall(save_tensors, raw, { { "marker", z } }, { trainer_state = json.encode(meta) })
-    z:free()
-    if not ok then error(err, 0) end
+    T.scope(function() save_tensors(raw, { { "marker", T.zeros({ 1 }) } }, { trainer_state = json.encode(meta) }) end)
   else
     save_tensors(raw, list, { trainer_state = json.encode(meta) })
   end
@@ -784,22 +775,25 @@ function Run:load_checkpoint(dir)
   end
   if outputs.exists(dir .. "/loss.safetensors") then
     local r = st.load(dir .. "/loss.safetensors")
+    local runtime = require("trainer.core.runtime")
     for name, p in self.loss:parameters() do
-      local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
-      local runtime = require("trainer.core.runtime")
-      local status = require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr())
-      t:free()
-      runtime.check(status, "resume: " .. dir .. "/loss.safetensors")
+      T.scope(function()
+        local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
+        runtime.check(require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr()),
+          "resume: " .. dir .. "/loss.safetensors")
+      end)
     end
     r:close()
   end
   -- bounded, typed and checked against the model before any of it is used
-  local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
-    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
-    rank = self.dist and self.dist.rank, world = self.dist and self.dist.size or 1 })
-  local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
-  for _, t in pairs(tensors) do t:free() end
-  if not ok then error(err, 0) end
+  -- (the state's tensors are copied into the optimizer's and freed with the scope)
+  local meta = T.scope(function()
+    local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
+      batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
+      rank = self.dist and self.dist.rank, world = self.dist and self.dist.size or 1 })
+    self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer))
+    return meta
+  end)
   self.step, self.micro, self.epoch = meta.step, meta.micro, meta.epoch or 0
   self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
   self.wall_before = meta.wall_time or 0
