@@ -209,7 +209,7 @@ function M.estimate(recipe, opts)
   -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
   local embeddings = full and 2 * N * H * e or 0
   local transient = (N * I + 2 * N * H) * e
-  local device = recipe.device or "auto"
+  local device = recipe.device
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
   local function activations_of(sz)
@@ -232,7 +232,7 @@ function M.estimate(recipe, opts)
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
   local collective
   if recipe.distributed then
-    local nccl = gpu and (recipe.distributed.backend or "auto") ~= "mpi"
+    local nccl = gpu and recipe.distributed.backend ~= "mpi"
     collective = require("trainer.dist").buffer_bytes(grads, recipe.distributed, nccl)
     workspace = workspace + collective
   end
