@@ -121,7 +121,7 @@ local more = {
   end },
   { "errors_name_the_problem", function()
     local a, b = T.randn({ 4, 8 }, { seed = 1 }), T.randn({ 3, 8 }, { seed = 2 })
-    raises(function() losses.new({ name = "triplet" }) end, "unknown")
+    raises(function() losses.new({ name = "triplet" }) end, "loss.name: expected one of")
     raises(function() losses.new({ name = "mnrl", scael = 20 }) end, "scael")
     raises(function() losses.new({ name = "softmax" }, { dim = 8 }) end, "num_labels")
     raises(function() losses.new({ name = "softmax", num_labels = 3 }) end, "width")

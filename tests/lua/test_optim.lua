@@ -69,7 +69,8 @@ local function run_case(key, mul)
   local case = golden.optimizers[key]
   local list = make_params(case)
   local opt = optim.new(list, case.config)
-  local sched = case.schedule and schedule.new(case.schedule, case.config.lr, case.schedule.total_steps)
+  local sched = case.schedule and schedule.new({ name = case.schedule.name, warmup_steps = case.schedule.warmup_steps },
+    case.config.lr, case.schedule.total_steps)
   for k = 1, #case.grads do
     set_grads(opt, list, case, k, mul)
     local lr = sched and sched:lr(k - 1) or nil

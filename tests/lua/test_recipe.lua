@@ -203,4 +203,24 @@ return {
       assert(row.doc ~= "", "no doc for " .. row.path)
     end
   end },
+  -- a module handed part of a recipe by a script (losses.new, lora.apply, amp, step) gets the
+  -- schema's defaults and the schema's messages: the keys are written in one place
+  { "parts_resolve_through_the_schema", function()
+    local l = spec.resolve("loss", { name = "cosent" })
+    assert(l.scale == 20 and l.mini_batch == 32 and l.symmetric == false, "loss defaults")
+    assert(spec.resolve("loss", {}).name == "mnrl")
+    local lr = require("trainer.train.lora").normalize({ targets = "query" })
+    assert(lr.r == 8 and lr.alpha == 16 and lr.dropout == 0 and lr.bias == "none" and lr.targets[1] == "query")
+    assert(spec.value("precision", nil) == "fp32" and spec.value("loss.mini_batch", nil) == 32)
+    expect_user_error(function() spec.resolve("lora", { r = 0, targets = { "query" } }) end,
+      "lora.r: expected a positive integer, got 0")
+    expect_user_error(function() spec.resolve("loss", { scael = 20 }) end, "unknown key 'scael' (did you mean 'scale'?)")
+    expect_user_error(function() spec.value("precision", "fp8", "amp.prepare") end, 'amp.prepare: precision: expected one of')
+    local msg = expect_user_error(function() spec.resolve("loss", { name = "softmax", scale = -1 }) end, "loss has 2 problems")
+    assert(msg:find("num_labels: is required", 1, true) and msg:find("loss.scale:", 1, true), msg)
+    -- a resolved part is a copy: the caller's table is unchanged
+    local mine = { name = "mnrl" }
+    spec.resolve("loss", mine)
+    assert(mine.scale == nil)
+  end },
 }

@@ -140,7 +140,8 @@ return {
     local fake = setmetatable({ unread = { { row = {}, value = deferred.leaf(T.full({ 1 }, 1.5)), step = 2 },
       { row = {}, value = deferred.leaf(T.full({ 1 }, 0 / 0)), step = 3 },
       { row = {}, value = deferred.leaf(T.full({ 1 }, 2)), step = 4 } },
-      recipe = { precision = "fp32", optim = { lr = 1e-3 } }, step = 4, out = "runs/x" }, Run)
+      recipe = { precision = "fp32", optim = { lr = 1e-3 } }, scaler = require("trainer.train.amp").new_scaler("fp32"),
+      step = 4, out = "runs/x" }, Run)
     local ok, err = pcall(Run.read_scalars, fake)
     assert(not ok and tostring(err):find("step 3: the loss is nan", 1, true), tostring(err))
     assert(fake.last_loss == 1.5 and #fake.unread == 0)
@@ -151,7 +152,8 @@ return {
         norm = deferred.own(T.full({ 1 }, 0.25)) },
       { row = {}, value = deferred.leaf(T.full({ 1 }, 2)), step = 3, norm = norm },
       { row = {}, value = deferred.leaf(T.full({ 1 }, 2)), step = 4, norm = deferred.own(T.full({ 1 }, 1)) } },
-      recipe = { precision = "bf16", optim = { lr = 1e-3 } }, step = 4, out = "runs/x" }, Run)
+      recipe = { precision = "bf16", optim = { lr = 1e-3 } }, scaler = require("trainer.train.amp").new_scaler("bf16"),
+      step = 4, out = "runs/x" }, Run)
     local rows = { fake.unread[1].row }
     local ok, err = pcall(Run.read_scalars, fake)
     assert(not ok and tostring(err):find("step 3: the gradient norm is inf", 1, true), tostring(err))

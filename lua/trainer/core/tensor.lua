@@ -51,13 +51,95 @@ local function shape_of(shape, what)
   return #shape, dims
 end
 
--- ---------------------------------------------------------------- wrapping
+-- ---------------------------------------------------------------- scopes
+-- T.scope(fn, ...) runs fn(...) and frees every tensor made while it ran (by any
+-- constructor, op or view: they all pass through wrap below) except
+--   * the tensors fn returns, found among its return values and inside plain tables
+--     (no metatable) among them: they pass to the enclosing scope, or to the caller when
+--     there is none;
+--   * the tensors marked with T.keep(t): they are owned by a longer-lived object (a
+--     parameter, a gradient, optimizer state, a module's saved activations, a cache) and
+--     leave every scope; whoever keeps them frees them.
+-- When fn raises, everything it made (kept tensors aside) is freed and the error raised
+-- again, unchanged. Scopes nest; the frees happen when fn returns, in the reverse order
+-- of creation, so a scope frees no later than the hand-written frees it replaces only when
+-- it is as narrow as they were: wrap each step whose temporaries die early in its own scope.
+-- Freeing is the allocator's host-side bookkeeping: a scope adds no device round trip.
+-- fn must not yield a coroutine across the scope.
+--
+-- Each tensor made inside a scope carries the scope's list in its _scope field; a tensor
+-- that leaves a scope (returned, kept) gets its new owner's list or nil, so an exit frees
+-- exactly the tensors whose _scope is still its own list.
+local scopes, open_scopes = {}, 0
+
 local function wrap(ptr, what)
   if ptr == nil then runtime.raise(what) end
   ffi.gc(ptr, C.tr_tensor_free)
-  return setmetatable({ _t = ptr }, Tensor)
+  local t = setmetatable({ _t = ptr }, Tensor)
+  if open_scopes > 0 then
+    local s = scopes[open_scopes]
+    s[#s + 1] = t
+    t._scope = s
+  end
+  return t
 end
 M.wrap = wrap
+
+-- Marks tensors as owned by a longer-lived object: no scope frees them. Returns its
+-- arguments, so `self.cache = T.keep(ops.foo(x))` reads as one statement.
+function M.keep(...)
+  for i = 1, select("#", ...) do
+    local t = select(i, ...)
+    if type(t) == "table" and rawget(t, "_scope") ~= nil then t._scope = nil end
+  end
+  return ...
+end
+
+-- Moves v (a returned value) out of scope s: a tensor of s to the enclosing scope (or to
+-- no scope), a plain table's tensors likewise, recursively.
+local function hand_up(s, v, seen)
+  if type(v) ~= "table" then return end
+  if getmetatable(v) == Tensor then
+    if rawget(v, "_scope") == s then
+      local parent = scopes[open_scopes]
+      if parent then parent[#parent + 1] = v end
+      v._scope = parent
+    end
+    return
+  end
+  if getmetatable(v) ~= nil then return end
+  seen = seen or {}
+  if seen[v] then return end
+  seen[v] = true
+  for _, item in pairs(v) do hand_up(s, item, seen) end
+end
+
+local function close_scope(s, ok, ...)
+  scopes[open_scopes] = nil
+  open_scopes = open_scopes - 1
+  if ok then
+    for i = 1, select("#", ...) do hand_up(s, (select(i, ...))) end
+  end
+  for i = #s, 1, -1 do
+    local t = s[i]
+    if rawget(t, "_scope") == s then
+      t._scope = nil
+      t:free()
+    end
+  end
+  if not ok then error((...), 0) end
+  return ...
+end
+
+function M.scope(fn, ...)
+  open_scopes = open_scopes + 1
+  local s = {}
+  scopes[open_scopes] = s
+  return close_scope(s, pcall(fn, ...))
+end
+
+-- How many scopes are open (tests).
+function M.scope_depth() return open_scopes end
 
 -- The live C tensor, or an error if it was freed.
 function Tensor:ptr()

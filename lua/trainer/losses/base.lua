@@ -9,10 +9,13 @@
 --   loss:free()                      -- releases saved state and owned weights
 --
 -- Invariants: forward saves what backward needs and nothing else; backward (or the next
--- forward, or release()) frees it, so a loss never holds memory across steps. The
+-- forward, or release()) frees it, so a loss never holds memory across steps. A forward
+-- or backward runs its temporaries in a T.scope: what it saves is marked kept (save), what
+-- it returns leaves the scope, everything else is freed when the scope ends, also on an error. The
 -- embeddings and labels are the caller's: a loss reads them, never frees them. Owned
 -- parameter gradients ACCUMULATE (+=) like the model's; the loop zeroes them.
 local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
 local errors = require("trainer.core.errors")
@@ -35,6 +38,7 @@ end
 -- caller's tensors (never freed).
 function Loss:save(owned, refs)
   Loss.release(self)   -- this loss's own state only (a wrapper's inner losses keep theirs)
+  for _, t in pairs(owned) do T.keep(t) end
   self._owned = owned
   self._saved = refs
 end
@@ -150,19 +154,18 @@ end
 -- it is new (a single tensor is returned as it is).
 function M.cat_rows(list)
   if #list == 1 then return list[1], false end
-  local rows, width = 0, list[1]:shape()[2]
-  for _, t in ipairs(list) do rows = rows + t:shape()[1] end
-  local out = T.empty({ rows, width }, { dtype = list[1]:dtype(), device = list[1]:device() })
-  local r = 0
-  for _, t in ipairs(list) do
-    local n = t:shape()[1]
-    local view = out:narrow(r, n)
-    local status = C.tr_tensor_copy(runtime.ctx, view:ptr(), t:ptr())
-    view:free()
-    if status ~= 0 then out:free() runtime.raise("cat_rows") end
-    r = r + n
-  end
-  return out, true
+  return T.scope(function()
+    local rows, width = 0, list[1]:shape()[2]
+    for _, t in ipairs(list) do rows = rows + t:shape()[1] end
+    local out = T.empty({ rows, width }, { dtype = list[1]:dtype(), device = list[1]:device() })
+    local r = 0
+    for _, t in ipairs(list) do
+      local n = t:shape()[1]
+      runtime.check(C.tr_tensor_copy(runtime.ctx, out:narrow(r, n):ptr(), t:ptr()), "cat_rows")
+      r = r + n
+    end
+    return out, true
+  end)
 end
 
 -- Splits t [k * n, C] into k row blocks of n rows (views that keep the storage alive; the
@@ -174,18 +177,19 @@ function M.split_rows(t, n, k)
   return parts
 end
 
--- The diagonal of a square [B, B] tensor as a Lua array.
--- The device path of the losses over sim's diagonal (cosent, cosine): op(sim, y, param) gives
--- the loss and d loss / d sim on the device, so nothing is read back; sim is freed, the
--- gradient kept for backward. Returns the loss as the loss object returns it (value_of).
-function M.score_loss_on_device(loss_obj, op, sim, y, param, embs)
-  local ok, loss, dsim = pcall(op, sim, y, param)
-  sim:free()
-  if not ok then error(loss, 0) end
-  loss_obj:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
-  return loss_obj:value_of(loss)
+-- The device path of the losses over the diagonal of sim = cosine_sim(u, v) (cosent,
+-- cosine): op(sim, y, param) gives the loss and d loss / d sim on the device, so nothing is
+-- read back; sim is a temporary, the gradient kept for backward. Returns the loss as the loss
+-- object returns it (value_of).
+function M.score_loss_on_device(loss_obj, op, y, param, embs)
+  T.scope(function()
+    local loss, dsim = op(ops.cosine_sim(embs[1], embs[2]), y, param)
+    loss_obj:save({ dsim = dsim, loss = loss }, { u = embs[1], v = embs[2] })
+  end)
+  return loss_obj:value_of(loss_obj._owned.loss)
 end
 
+-- The diagonal of a square [B, B] tensor as a Lua array.
 function M.diagonal(sim, B)
   local v, d = sim:values(), {}
   for i = 1, B do d[i] = v[(i - 1) * B + i] end
@@ -202,16 +206,6 @@ function M.diag_tensor(values, device)
     rows[i] = r
   end
   return T.from_table(rows, { device = device })
-end
-
--- Runs fn(); when it raises, frees every tensor in `owned` (what the loss had allocated so
--- far) and raises the same error, so a failed forward leaks no activation.
-function M.free_on_error(owned, fn)
-  local ok, err = pcall(fn)
-  if not ok then
-    for _, t in pairs(owned) do t:free() end
-    error(err, 0)
-  end
 end
 
 return M

@@ -9,6 +9,7 @@
 -- double; built deferred (a run on a device) it is the op cosent_loss, which takes the
 -- diagonal, reduces the loss and writes the gradient on the device, so a step reads nothing
 -- back. The backward feeds the diagonal dsim to the cosine_sim backward.
+local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
@@ -17,7 +18,7 @@ local CoSENT = base.class()
 local M = {}
 
 function M.new(spec)
-  return setmetatable({ kind = "cosent", scale = spec.scale or 20 }, CoSENT)
+  return setmetatable({ kind = "cosent", scale = spec.scale }, CoSENT)
 end
 
 function CoSENT:forward(embs, labels)
@@ -25,11 +26,9 @@ function CoSENT:forward(embs, labels)
   local _
   B, _, embs = base.check_embeddings("cosent", embs, 2, 2)
   local y = base.host_labels("cosent", labels, B)
-  local sim = ops.cosine_sim(embs[1], embs[2])
   -- on a device: the diagonal, the loss and its gradient there (ops.cosent_loss)
-  if self.deferred then return base.score_loss_on_device(self, ops.cosent_loss, sim, y, self.scale, embs) end
-  local cos = base.diagonal(sim, B)
-  sim:free()
+  if self.deferred then return base.score_loss_on_device(self, ops.cosent_loss, y, self.scale, embs) end
+  local cos = T.scope(function() return base.diagonal(ops.cosine_sim(embs[1], embs[2]), B) end)
   local s = {}
   for i = 1, B do s[i] = self.scale * cos[i] end
   -- terms: 0 (the "1 +") and s_j - s_i for y_i > y_j; log-sum-exp shifted by the max
@@ -60,16 +59,17 @@ end
 
 function CoSENT:backward()
   local s, o = self:saved(), self._owned
-  local dsim = o.dsim
-  if not dsim then
-    local dcos = {}
-    for i, g in ipairs(s.ds) do dcos[i] = self.scale * g end
-    dsim = base.diag_tensor(dcos, s.u:device())
-  end
-  local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
-  if not o.dsim then dsim:free() end
+  local grads = T.scope(function()
+    local dsim = o.dsim
+    if not dsim then
+      local dcos = {}
+      for i, g in ipairs(s.ds) do dcos[i] = self.scale * g end
+      dsim = base.diag_tensor(dcos, s.u:device())
+    end
+    return { ops.cosine_sim_backward(dsim, s.u, s.v) }
+  end)
   self:release()
-  return { du, dv }
+  return grads
 end
 
 return M

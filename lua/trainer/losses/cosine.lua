@@ -8,8 +8,8 @@
 -- loss is computed on the host in double; built deferred (a run on a device) it is the op
 -- cosine_mse_loss, which takes the diagonal, reduces the loss and writes the gradient on the
 -- device, so a step reads nothing back.
+local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
-local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
 local Cosine = base.class()
@@ -17,12 +17,7 @@ local Cosine = base.class()
 local M = {}
 
 function M.new(spec)
-  local score_scale = spec.score_scale or 1
-  if type(score_scale) ~= "number" or score_scale <= 0 then
-    errors.user("loss.score_scale must be a number > 0 (the top of the score range, e.g. 5 for 0-5 STS scores), got %s",
-      tostring(score_scale))
-  end
-  return setmetatable({ kind = "cosine", score_scale = score_scale }, Cosine)
+  return setmetatable({ kind = "cosine", score_scale = spec.score_scale }, Cosine)
 end
 
 function Cosine:forward(embs, labels)
@@ -30,11 +25,9 @@ function Cosine:forward(embs, labels)
   local _
   B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
   local y = base.host_labels("cosine", labels, B)
-  local sim = ops.cosine_sim(embs[1], embs[2])
   -- on a device: the diagonal, the loss and its gradient there (ops.cosine_mse_loss)
-  if self.deferred then return base.score_loss_on_device(self, ops.cosine_mse_loss, sim, y, self.score_scale, embs) end
-  local cos = base.diagonal(sim, B)
-  sim:free()
+  if self.deferred then return base.score_loss_on_device(self, ops.cosine_mse_loss, y, self.score_scale, embs) end
+  local cos = T.scope(function() return base.diagonal(ops.cosine_sim(embs[1], embs[2]), B) end)
   local loss, dcos = 0, {}
   for i = 1, B do
     local r = cos[i] - y[i] / self.score_scale
@@ -47,11 +40,11 @@ end
 
 function Cosine:backward()
   local s, o = self:saved(), self._owned
-  local dsim = o.dsim or base.diag_tensor(s.dcos, s.u:device())
-  local du, dv = ops.cosine_sim_backward(dsim, s.u, s.v)
-  if not o.dsim then dsim:free() end
+  local grads = T.scope(function()
+    return { ops.cosine_sim_backward(o.dsim or base.diag_tensor(s.dcos, s.u:device()), s.u, s.v) }
+  end)
   self:release()
-  return { du, dv }
+  return grads
 end
 
 return M

@@ -1,6 +1,7 @@
 -- trainer.losses.cross_entropy: the sequence-classification head's loss: mean cross-entropy
 -- of logits [B, K] (the head's output, the one "embeddings" input) against integer labels,
 -- with optional label_smoothing (torch.nn.functional.cross_entropy).
+local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
@@ -10,11 +11,7 @@ local CE = base.class()
 local M = {}
 
 function M.new(spec)
-  local ls = spec.label_smoothing or 0
-  if type(ls) ~= "number" or ls < 0 or ls >= 1 then
-    errors.user("loss.label_smoothing must be in [0, 1), got %s", tostring(ls))
-  end
-  return setmetatable({ kind = "cross_entropy", label_smoothing = ls }, CE)
+  return setmetatable({ kind = "cross_entropy", label_smoothing = spec.label_smoothing }, CE)
 end
 
 function CE:forward(embs, labels)
@@ -28,13 +25,12 @@ function CE:forward(embs, labels)
     end
   end
   local logits = embs[1]
-  local owned = { targets = self:targets(y, logits:device()) }
-  base.free_on_error(owned, function()
-    owned.loss, owned.lse = ops.cross_entropy(logits, owned.targets, { label_smoothing = self.label_smoothing })
+  T.scope(function()
+    local o = { targets = self:targets(y, logits:device()) }
+    o.loss, o.lse = ops.cross_entropy(logits, o.targets, { label_smoothing = self.label_smoothing })
+    self:save(o, { logits = logits })
   end)
-  local value = self:value_of(owned.loss)
-  self:save(owned, { logits = logits })
-  return value
+  return self:value_of(self._owned.loss)
 end
 
 function CE:backward()

@@ -13,8 +13,6 @@
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
 -- deferred (forward returns a trainer.train.deferred value, read once per logged step).
-local errors = require("trainer.core.errors")
-
 local M = {}
 
 local modules = {
@@ -26,12 +24,6 @@ local modules = {
   matryoshka = "trainer.losses.matryoshka",
 }
 
--- Keys of a recipe's loss table (recipe_schema.lua) and the extra ones losses.new reads.
-local known = {
-  name = true, scale = true, symmetric = true, cached = true, mini_batch = true, dims = true, inner = true,
-  num_labels = true, label_smoothing = true, score_scale = true, weights = true,
-}
-
 function M.names()
   local out = {}
   for name in pairs(modules) do out[#out + 1] = name end
@@ -39,24 +31,12 @@ function M.names()
   return out
 end
 
+-- spec: a recipe's loss table, resolved here by the recipe schema (trainer.recipe.keys: the
+-- checks and defaults of every loss key), so each loss reads complete, checked values.
 function M.new(spec, opts)
-  spec = spec or {}
   if type(spec) == "string" then spec = { name = spec } end
-  if type(spec) ~= "table" then errors.user("loss must be a table such as { name = \"mnrl\" }, got %s", type(spec)) end
-  for k in pairs(spec) do
-    if not known[k] then
-      local list = {}
-      for name in pairs(known) do list[#list + 1] = name end
-      table.sort(list)
-      errors.user("loss.%s is not a loss option; the options are %s", tostring(k), table.concat(list, ", "))
-    end
-  end
-  local name = spec.name or "mnrl"
-  local mod = modules[name]
-  if not mod then
-    errors.user("loss.name = %q is unknown; use one of %s", tostring(name), table.concat(M.names(), ", "))
-  end
-  local loss = require(mod).new(spec, opts or {}, M.new)
+  spec = require("trainer.recipe.keys").resolve("loss", spec or {})
+  local loss = require(modules[spec.name]).new(spec, opts or {}, M.new)
   -- opts.deferred (a run on a device): forward returns trainer.train.deferred values
   if opts and opts.deferred then loss.deferred = true end
   return loss

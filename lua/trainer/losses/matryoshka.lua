@@ -17,31 +17,12 @@ local Matryoshka = base.class()
 
 local M = {}
 
-local inner_names = { mnrl = true, cosent = true, cosine = true }
-
 -- make_inner(spec, opts) builds an inner loss (trainer.losses.new, passed in to avoid a
 -- require cycle).
 function M.new(spec, opts, make_inner)
-  local dims, weights = spec.dims, spec.weights
-  if type(dims) ~= "table" or #dims == 0 then
-    errors.user("loss.dims is required with name = \"matryoshka\": the embedding sizes to train, "
-      .. "e.g. { 768, 512, 256 }")
-  end
-  if weights ~= nil and (type(weights) ~= "table" or #weights ~= #dims) then
-    errors.user("loss.weights must list one number per entry of loss.dims (%d), got %s", #dims,
-      type(weights) == "table" and tostring(#weights) or type(weights))
-  end
-  local inner = spec.inner or "mnrl"
-  if not inner_names[inner] then
-    errors.user("loss.inner = %q is not supported with matryoshka; use mnrl, cosent or cosine", tostring(inner))
-  end
+  local dims, weights, inner = spec.dims, spec.weights, spec.inner
   local order = {}
-  for i, d in ipairs(dims) do
-    if type(d) ~= "number" or d < 1 or d ~= math.floor(d) then
-      errors.user("loss.dims[%d] must be a positive integer, got %s", i, tostring(d))
-    end
-    order[i] = { dim = d, weight = weights and weights[i] or 1 }
-  end
+  for i, d in ipairs(dims) do order[i] = { dim = d, weight = weights and weights[i] or 1 } end
   table.sort(order, function(x, y) return x.dim > y.dim end)
   local inner_spec = {}
   for k, v in pairs(spec) do inner_spec[k] = v end
@@ -58,44 +39,48 @@ function Matryoshka:forward(embs, labels)
       width)
   end
   self:release()
-  local owned, value = {}, 0
-  local ok, err = pcall(function()
+  local value = 0
+  -- the truncated, normalised embeddings the inner losses saved are this loss's (save)
+  local ok, err = pcall(T.scope, function()
+    local owned = {}
     for _, level in ipairs(self.levels) do
       local cut = {}
       for k, e in ipairs(embs) do
         local narrow = ops.narrow_cols(e, 0, level.dim, { dtype = "f32" })
-        owned[#owned + 1] = narrow
         level["narrow" .. k] = narrow
         cut[k] = ops.l2norm(narrow)
-        owned[#owned + 1] = cut[k]
+        owned[#owned + 1], owned[#owned + 2] = narrow, cut[k]
       end
       value = deferred.add(value, deferred.mul(level.weight, level.loss:forward(cut, labels)))
     end
+    self:save(owned, { embs = embs, B = B, width = width })
   end)
   if not ok then
     deferred.free(value)
-    for _, t in ipairs(owned) do t:free() end
     for _, level in ipairs(self.levels) do level.loss:release() end
     error(err, 0)
   end
-  self:save(owned, { embs = embs, B = B, width = width })
   return value
 end
 
 function Matryoshka:backward()
   local s = self:saved()
-  local grads = {}
-  for k = 1, #s.embs do grads[k] = T.zeros({ s.B, s.width }, { device = s.embs[k]:device() }) end
-  for _, level in ipairs(self.levels) do
-    local g = level.loss:backward()
-    for k, gk in ipairs(g) do
-      local dn = ops.l2norm_backward(gk, level["narrow" .. k])
-      if level.weight ~= 1 then ops.scale_(dn, level.weight) end
-      ops.copy_cols_(grads[k], 0, dn, 0, level.dim, true)
-      dn:free()
-      gk:free()
+  local grads = T.scope(function()
+    local grads = {}
+    for k = 1, #s.embs do grads[k] = T.zeros({ s.B, s.width }, { device = s.embs[k]:device() }) end
+    for _, level in ipairs(self.levels) do
+      for k, gk in ipairs(level.loss:backward()) do
+        -- grads[k][:, :dim] += weight * d normalize(narrow) / d narrow
+        T.scope(function()
+          local dn = ops.l2norm_backward(gk, level["narrow" .. k])
+          if level.weight ~= 1 then ops.scale_(dn, level.weight) end
+          ops.copy_cols_(grads[k], 0, dn, 0, level.dim, true)
+        end)
+        gk:free()   -- each level's gradients one by one, as they are folded in
+      end
     end
-  end
+    return grads
+  end)
   for _, level in ipairs(self.levels) do
     for k = 1, #s.embs do level["narrow" .. k] = nil end
   end

@@ -19,10 +19,6 @@ local M = {}
 function M.new(spec, opts)
   opts = opts or {}
   local K, dim = spec.num_labels, opts.dim
-  if type(K) ~= "number" or K < 2 or K ~= math.floor(K) then
-    errors.user("loss.num_labels is required with name = \"softmax\": the number of classes (e.g. 3 for NLI), got %s",
-      tostring(K))
-  end
   if type(dim) ~= "number" or dim < 1 then
     errors.user("softmax loss: the embedding width is unknown (opts.dim = %s); pass the model's hidden size",
       tostring(dim))
@@ -56,33 +52,38 @@ function Softmax:forward(embs, labels)
   end
   local u, v = embs[1], embs[2]
   local w, b = self._params[1][2], self._params[2][2]
-  local owned = {}
-  base.free_on_error(owned, function()
-    owned.diff = ops.abs_diff(u, v)
-    owned.features = ops.cat_cols({ u, v, owned.diff }, { dtype = "f32" })
-    owned.logits = ops.linear(owned.features, w.value, b.value)
-    owned.targets = self:targets(y, u:device())
-    owned.loss, owned.lse = ops.cross_entropy(owned.logits, owned.targets)
+  T.scope(function()
+    local o = {}
+    o.diff = ops.abs_diff(u, v)
+    o.features = ops.cat_cols({ u, v, o.diff }, { dtype = "f32" })
+    o.logits = ops.linear(o.features, w.value, b.value)
+    o.targets = self:targets(y, u:device())
+    o.loss, o.lse = ops.cross_entropy(o.logits, o.targets)
+    self:save(o, { u = u, v = v, w = w, b = b })
   end)
-  local value = self:value_of(owned.loss)
-  self:save(owned, { u = u, v = v, w = w, b = b })
-  return value
+  return self:value_of(self._owned.loss)
 end
 
 function Softmax:backward()
   local s, o = self:saved(), self._owned
-  local dlogits = ops.cross_entropy_backward(o.logits, o.lse, o.targets, 1)
-  local dfeat = ops.linear_backward(dlogits, o.features, s.w.value, s.w.grad, s.b.grad)
-  dlogits:free()
   local D = self.dim
-  local du, dv, dd = ops.narrow_cols(dfeat, 0, D), ops.narrow_cols(dfeat, D, D), ops.narrow_cols(dfeat, 2 * D, D)
-  dfeat:free()
-  local dau, dav = ops.abs_diff_backward(dd, s.u, s.v)
-  ops.add_(du, dau)
-  ops.add_(dv, dav)
-  dd:free() dau:free() dav:free()
+  local grads = T.scope(function()
+    local dfeat = T.scope(function()
+      return ops.linear_backward(ops.cross_entropy_backward(o.logits, o.lse, o.targets, 1), o.features, s.w.value,
+        s.w.grad, s.b.grad)
+    end)
+    -- d features = [du, dv, d|u - v|]
+    local du, dv, dd = T.scope(function()
+      return ops.narrow_cols(dfeat, 0, D), ops.narrow_cols(dfeat, D, D), ops.narrow_cols(dfeat, 2 * D, D)
+    end)
+    dfeat:free()   -- before abs_diff_backward's outputs: the peak stays that of one of them
+    local dau, dav = ops.abs_diff_backward(dd, s.u, s.v)
+    ops.add_(du, dau)
+    ops.add_(dv, dav)
+    return { du, dv }
+  end)
   self:release()
-  return { du, dv }
+  return grads
 end
 
 return M

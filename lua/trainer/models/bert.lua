@@ -421,7 +421,7 @@ function M.init_weights(model, cfg, seed, prefix)
         v = r:to({ dtype = dtype, device = device, tag = "weights" })
         r:free()
       end
-      p.value = v
+      p.value = T.keep(v)
       local pad
       if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
       if full:match("position_embeddings%.weight$") then pad = cfg.position_padding_idx end

@@ -163,11 +163,11 @@ function M.load_model(dir, opts)
           -- not initialised (load_weights fills them): reallocate rather than hold two copies
           local shape, device = p.value:shape(), p.value:device()
           p.value:free()
-          p.value = T.empty(shape, { dtype = opts.dtype, device = device, tag = "weights" })
+          p.value = T.keep(T.empty(shape, { dtype = opts.dtype, device = device, tag = "weights" }))
         else
           local t = p.value:to({ dtype = opts.dtype, tag = "weights" })
           p.value:free()
-          p.value = t
+          p.value = T.keep(t)
         end
       end
     end

@@ -13,6 +13,7 @@
 -- a forward without gradients or attention dropout over prefix masks runs
 -- ops.attention_packed on the packed rows instead (the same bits, no copies).
 local Module = require("trainer.nn.module")
+local T = require("trainer.core.tensor")
 local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
 local LayerNorm = require("trainer.nn.layernorm")
@@ -87,8 +88,8 @@ function SelfAttention:forward(x, mask)
     q:free(); k:free(); v:free()
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
     if self.grad_enabled then
-      self.saved.q, self.saved.k, self.saved.v = q4, k4, v4
-      self.saved.lse = lse
+      self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
+      self.saved.lse = T.keep(lse)
       self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
       self.saved.pk = pk
       if mask then self:keep("mask", mask) end

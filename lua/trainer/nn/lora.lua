@@ -24,12 +24,11 @@ local ops = require("trainer.core.ops")
 local LoraLinear = Module:extend("LoraLinear")
 
 -- base: the Linear to adapt (kept, its parameters untouched); spec: r, alpha, dropout,
--- rslora; index: this adapter's number (dropout site and init stream); rng: the model's
+-- rslora, resolved (trainer.train.lora.normalize: the recipe key lora's defaults); index: this adapter's number (dropout site and init stream); rng: the model's
 -- shared { seed, step } table; seed: init seed.
 function LoraLinear.new(base, spec, index, rng, seed)
   local self = LoraLinear:create()
-  local r = spec.r or 8
-  local alpha = spec.alpha or 16
+  local r, alpha = spec.r, spec.alpha
   self.r, self.alpha = r, alpha
   self.scale = spec.rslora and alpha / math.sqrt(r) or alpha / r
   self.in_features, self.out_features = base.in_features, base.out_features
@@ -42,7 +41,7 @@ function LoraLinear.new(base, spec, index, rng, seed)
     tag = "weights" }, "lora init"), "lora_A")
   self:add_param_as("lora_B.weight", T.zeros({ base.out_features, r }, { dtype = "f32", device = device,
     tag = "weights" }), "lora_B")
-  self:add_module("lora_dropout", Dropout.new(spec.dropout or 0, rng, sites.lora_layer(index), sites.dropout.lora), "dropout")
+  self:add_module("lora_dropout", Dropout.new(spec.dropout, rng, sites.lora_layer(index), sites.dropout.lora), "dropout")
   return self
 end
 
@@ -67,7 +66,7 @@ function LoraLinear:forward(x, pk)
   xd:free()                       -- a view of x, or the dropped-out copy: rebuilt in backward
   if self.grad_enabled then
     self:keep("x", x)
-    self.saved.a = a
+    self.saved.a = T.keep(a)
   else
     a:free()
   end
@@ -79,24 +78,22 @@ end
 function LoraLinear:backward(dy, want_dx)
   local base = self.base
   local x, a = self:saved_tensor("x"), self.saved.a
-  local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
-  local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-    base.bias and Module.grad_of(base.bias) or nil, want_dx)
-  -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
-  -- all rows, da = scale dy B
-  local out = base.out_features
-  local dy2, a2 = dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r })
-  ops.matmul(dy2, a2, { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
-  dy2:free(); a2:free()
-  local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
-  local dxd = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
-  da:free(); xd:free()
+  local dx, dxd = T.scope(function()
+    local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
+    local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
+      base.bias and Module.grad_of(base.bias) or nil, want_dx)
+    -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
+    -- all rows, da = scale dy B
+    local out = base.out_features
+    ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
+      { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
+    local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
+    return dx, ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
+  end)
   self:release()
   if dxd then
-    local dxl = self.dropout:backward(dxd)
+    T.scope(function() ops.add_(dx, self.dropout:backward(dxd)) end)   -- dx += the LoRA path's
     dxd:free()
-    ops.add_(dx, dxl)
-    dxl:free()
   end
   return dx
 end

@@ -13,7 +13,9 @@
 --     set_grad_enabled(false)) forward keeps nothing at all;
 --   * parameters are { value = tensor, grad = tensor or nil, trainable = bool }; a grad
 --     buffer (f32, tag "grads") exists only for trainable parameters and is allocated on
---     the first backward that reaches it; frozen parameters never get one.
+--     the first backward that reaches it; frozen parameters never get one;
+--   * parameters, grad buffers and saved tensors are marked T.keep: a T.scope around a
+--     forward or a training step never frees them (the module does).
 --
 -- Modes: train() (dropout on, grad on), eval() (dropout off, grad off);
 -- set_grad_enabled(b) switches the keeping of activations alone, so eval():set_grad_enabled(true)
@@ -51,7 +53,7 @@ function Module:type() return self.__name end
 -- ---------------------------------------------------------------- structure
 -- Registers a parameter; also reachable as self[name] (the param table).
 function Module:add_param(name, value, trainable)
-  local p = { value = value, grad = nil, trainable = trainable ~= false }
+  local p = { value = T.keep(value), grad = nil, trainable = trainable ~= false }
   self._params[#self._params + 1] = { name, p }
   self[name] = p
   return p
@@ -177,7 +179,7 @@ end
 function Module.grad_of(p)
   if not p.trainable then return nil end
   if not p.grad then
-    p.grad = T.zeros(p.value:shape(), { dtype = "f32", device = p.value:device(), tag = "grads" })
+    p.grad = T.keep(T.zeros(p.value:shape(), { dtype = "f32", device = p.value:device(), tag = "grads" }))
   end
   return p.grad
 end
@@ -203,7 +205,7 @@ function Module:keep(name, t)
   if self.grad_enabled and t ~= nil then
     local old = self.saved[name]
     if old then old:free() end
-    self.saved[name] = t:reshape(t:shape())
+    self.saved[name] = T.keep(t:reshape(t:shape()))
   end
   return t
 end
@@ -214,7 +216,7 @@ function Module:keep_owned(name, t)
   if self.grad_enabled then
     local old = self.saved[name]
     if old then old:free() end
-    self.saved[name] = t
+    self.saved[name] = T.keep(t)
   else
     t:free()
   end

@@ -74,7 +74,7 @@ function M.from_mask(mask)
   self.lengths = { ptr = len, n = B, T = Tn }
   self.segs = ffi.new("int64_t[?]", 3 * #runs)
   for s, g in ipairs(runs) do self.segs[3 * s - 3], self.segs[3 * s - 2], self.segs[3 * s - 1] = g[1], g[2], g[3] end
-  self.mask = mask:reshape(shape)
+  self.mask = T.keep(mask:reshape(shape))   -- the packing's own view, freed by close()
   return self
 end
 

@@ -93,7 +93,7 @@ local function moves(recipe, base, estimate)
     return { sets = sets, args = args, note = note }
   end
 
-  if (recipe.precision or "fp32") == "fp32" then
+  if recipe.precision == "fp32" then
     list[#list + 1] = { name = "precision", rank = 2, variants = {
       variant({ { "precision", "bf16" } }, "half-precision activations and frozen weights; fp16 plans the same") } }
   end
@@ -114,12 +114,12 @@ local function moves(recipe, base, estimate)
             select(2, segments_of({ segments = best }, L)), have, have_largest)) } }
   end
 
-  local loss = recipe.loss or {}
-  local model = recipe.model or {}
+  local loss = recipe.loss
+  local model = recipe.model or {}   -- a test's partial recipe may have none
   if loss.name == "mnrl" and model.task ~= "classification" then
     local texts = base.micro_batch * base.texts
     local v = {}
-    local current = loss.mini_batch or 32
+    local current = loss.mini_batch
     local m = loss.cached and math.floor(current / 2) or current
     while m >= 1 do
       if m < texts then
@@ -133,8 +133,7 @@ local function moves(recipe, base, estimate)
     if #v > 0 then list[#list + 1] = { name = "loss", rank = 1, variants = v } end
   end
 
-  local size = recipe.batch and recipe.batch.size or 16
-  local acc = recipe.batch and recipe.batch.accumulate or 1
+  local size, acc = recipe.batch.size, recipe.batch.accumulate
   local bv = {}
   local changes_loss = in_batch[loss.name] and not (loss.name == "mnrl" and loss.cached)
   for s = size - 1, 1, -1 do
@@ -151,7 +150,7 @@ local function moves(recipe, base, estimate)
   end
   if #bv > 0 then list[#list + 1] = { name = "batch", rank = changes_loss and 3 or 1, variants = bv } end
 
-  local oname = recipe.optim and recipe.optim.name or "adamw"
+  local oname = recipe.optim.name
   if oname ~= "adafactor" and base.by_tag.optimizer > 0 then
     list[#list + 1] = { name = "optimizer", rank = 3, variants = {
       variant({ { "optim.name", "adafactor" } }, "factored second moments, no first moment (as transformers' Adafactor)") } }
@@ -174,6 +173,7 @@ end
 -- `estimate(recipe)` is trainer.plan's estimate with the run's options.
 function M.search(recipe, budget, estimate)
   local base = estimate(recipe)
+  recipe = base.recipe or recipe   -- with the schema's defaults filled in
   if not budget or base.total_bytes <= budget then return {} end
   local list = moves(recipe, base, estimate)
   local function total(variants) return estimate(apply(recipe, variants)).total_bytes end

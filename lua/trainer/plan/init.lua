@@ -99,8 +99,11 @@ local function matches(name, targets)
 end
 
 -- ---------------------------------------------------------------- the estimate
+-- recipe: as trainer.recipe resolves it, or a part of one (tests, scripts): the schema's
+-- defaults (trainer.recipe.keys) fill what it leaves out, so the estimate reads values.
 function M.estimate(recipe, opts)
   opts = opts or {}
+  recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local m = recipe.model
   local c = opts.model_config or model_config(m)
   local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
@@ -141,7 +144,7 @@ function M.estimate(recipe, opts)
 
   local half = recipe.precision == "bf16" or recipe.precision == "fp16"
   local n_all, n_train, weights, optimizer = 0, 0, 0, 0
-  local oname = recipe.optim and recipe.optim.name or "adamw"
+  local oname = recipe.optim.name
   for _, p in ipairs(params) do
     n_all = n_all + p.n
     if p.trainable then
@@ -149,7 +152,7 @@ function M.estimate(recipe, opts)
       weights = weights + 4 * p.n
       if oname == "adamw" then optimizer = optimizer + 8 * p.n
       elseif oname == "sgd" then
-        if (recipe.optim.momentum or 0) > 0 then optimizer = optimizer + 4 * p.n end
+        if recipe.optim.momentum > 0 then optimizer = optimizer + 4 * p.n end
       else
         optimizer = optimizer + (p.cols > 1 and 4 * (p.rows + p.cols) or 4 * p.n)
         if recipe.optim.beta1 then optimizer = optimizer + 4 * p.n end
@@ -161,7 +164,7 @@ function M.estimate(recipe, opts)
   local grads = 4 * n_train
 
   -- activations of one micro-batch: batch.size rows (batch.accumulate does not divide it)
-  local b = recipe.batch and recipe.batch.size or 16
+  local b = recipe.batch.size
   local T = math.min(m.max_length or P, P)
   local N = b * T
   -- embedding models run every text column of a row through the model at once
@@ -206,7 +209,7 @@ function M.estimate(recipe, opts)
   -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
   local embeddings = full and 2 * N * H * e or 0
   local transient = (N * I + 2 * N * H) * e
-  local device = recipe.device or "auto"
+  local device = recipe.device
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
   local function activations_of(sz)
@@ -229,7 +232,7 @@ function M.estimate(recipe, opts)
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
   local collective
   if recipe.distributed then
-    local nccl = gpu and (recipe.distributed.backend or "auto") ~= "mpi"
+    local nccl = gpu and recipe.distributed.backend ~= "mpi"
     collective = require("trainer.dist").buffer_bytes(grads, recipe.distributed, nccl)
     workspace = workspace + collective
   end

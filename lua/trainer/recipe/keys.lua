@@ -101,16 +101,22 @@ local loss = S.record {
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
     mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
-    score_scale = S.number { gt = 0, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
+    score_scale = S.number { gt = 0, default = 1, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
     weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
-    inner = S.string { enum = { "mnrl", "cosent", "cosine" }, doc = "matryoshka: the loss applied at each size" },
+    inner = S.string { enum = { "mnrl", "cosent", "cosine" }, default = "mnrl", doc = "matryoshka: the loss applied at each size" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
-    label_smoothing = S.number { min = 0, lt = 1, doc = "cross_entropy: label smoothing" },
+    label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
     if l.name == "matryoshka" and not l.dims then err("dims", "is required with name = \"matryoshka\", e.g. { 768, 512, 256 }") end
+    if l.weights and l.dims and #l.weights ~= #l.dims then
+      err("weights", ("must list one number per entry of loss.dims (%d), got %d"):format(#l.dims, #l.weights))
+    end
+    if l.name == "softmax" and not l.num_labels then
+      err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")
+    end
   end,
 }
 
@@ -146,7 +152,7 @@ local schedule = S.record {
     name = S.string { enum = { "constant", "linear", "cosine", "polynomial" }, default = "linear", aliases = { "lr_scheduler_type" }, doc = "schedule after warm-up" },
     warmup_ratio = S.number { min = 0, max = 1, doc = "warm-up as a fraction of all steps" },
     warmup_steps = S.integer { min = 0, doc = "warm-up in optimizer steps" },
-    num_cycles = S.number { gt = 0, doc = "cosine: number of half-waves after warm-up (default 0.5)" },
+    num_cycles = S.number { gt = 0, default = 0.5, doc = "cosine: number of half-waves after warm-up" },
     power = S.number { gt = 0, default = 1, doc = "polynomial: exponent" },
     lr_end = S.number { min = 0, default = 1e-7, doc = "polynomial: final learning rate" },
   },
@@ -177,12 +183,17 @@ local lora = S.oneof {
         r = S.integer { gt = 0, default = 8, doc = "adapter rank" },
         alpha = S.number { gt = 0, default = 16, aliases = { "lora_alpha" }, doc = "scale numerator: scale = alpha / r (alpha / sqrt(r) with rslora)" },
         dropout = S.number { min = 0, lt = 1, default = 0, aliases = { "lora_dropout" }, doc = "dropout on the LoRA input" },
-        targets = S.list { of = S.string {}, min_items = 1, required = true, aliases = { "target_modules" },
+        targets = S.list { of = S.string {}, required = true, aliases = { "target_modules" },
                            doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value)" },
         rslora = S.boolean { default = false, aliases = { "use_rslora" }, doc = "rank-stabilised scale alpha / sqrt(r)" },
         bias = S.string { enum = { "none", "all", "lora_only" }, default = "none", doc = "which biases train" },
         modules_to_save = S.list { of = S.string {}, doc = "modules trained fully and saved with the adapter (e.g. classifier)" },
       },
+      check = function(l, err)
+        if type(l.targets) == "table" and #l.targets == 0 then
+          err("targets", "is required: the module-name suffixes to adapt, e.g. { \"query\", \"value\" }")
+        end
+      end,
     },
   },
 }
@@ -283,5 +294,40 @@ local M = S.record {
     loop = S.func { doc = "function(t) replacing the default training loop" },
   },
 }
+
+-- ---------------------------------------------------------------- resolving
+-- One user error listing problems (one or several).
+local function raise(where, name, problems)
+  local errors = require("trainer.core.errors")
+  local prefix = where and (where .. ": ") or ""
+  if #problems == 1 then errors.user("%s%s", prefix, problems[1]) end
+  errors.user("%s%s has %d problems:\n  %s", prefix, name, #problems, table.concat(problems, "\n  "))
+end
+
+-- The recipe key `name` ("loss", "lora", "precision", ...) of value v, checked and with its
+-- defaults filled in (a copy): what a module handed that part of a recipe by a script
+-- (losses.new, lora.apply, amp.prepare) works from, so that the defaults and the checks of a
+-- key are this file's alone. A value that does not check is one user error naming each key
+-- as a recipe's would, after `where` (a file, as "x/adapter_config.json: ") when given.
+function M.resolve(name, v, where)
+  local resolved, problems = S.resolve(M.fields[name], v, name, { root = M })
+  if problems then raise(where, name, problems) end
+  return resolved
+end
+
+-- A copy of a recipe (whole, or the parts a test or script gives) with every default the
+-- schema has filled in, unchecked: trainer.recipe's result already has them.
+function M.with_defaults(recipe)
+  return S.apply_defaults(M, S.copy(recipe))
+end
+
+-- One key's value by its dotted path ("loss.mini_batch", "precision"), checked, or the
+-- key's default when v is nil: what a function given that one value reads.
+function M.value(key, v, where)
+  if v == nil then return S.copy(S.lookup(M, key).default) end
+  local _, problems = S.resolve(S.lookup(M, key), v, key, { root = M })
+  if problems then raise(where, key, problems) end
+  return v
+end
 
 return M

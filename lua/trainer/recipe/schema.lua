@@ -416,6 +416,21 @@ function M.apply_defaults(spec, v)
   return v
 end
 
+-- A checked copy of v (the part of a recipe at path, described by spec) with its defaults
+-- filled in; nil and the problems ({ "loss.scale: expected a positive number, got 0", ...})
+-- when it does not check. opts.root: the whole recipe's spec, for key suggestions.
+function M.resolve(spec, v, path, opts)
+  local r = M.new_report()
+  M.check(spec, v, path, r, { quiet_paths = true, root = opts and opts.root })
+  if #r.errors > 0 then
+    table.sort(r.errors, function(a, b) return a.at < b.at end)
+    local problems = {}
+    for i, e in ipairs(r.errors) do problems[i] = ("%s: %s"):format(e.path, e.msg) end
+    return nil, problems
+  end
+  return M.apply_defaults(spec, M.copy(v))
+end
+
 function M.copy(t)
   if type(t) ~= "table" then return t end
   local c = {}

@@ -20,7 +20,9 @@
 -- x0.5 and the optimizer step skipped when an unscaled gradient holds an inf or NaN, x2
 -- after growth_interval (2000) consecutive clean steps; unscale once per optimizer step,
 -- after accumulation and before clipping. fp32 and bf16 get a disabled scaler (scale 1,
--- unscale and update do nothing), so a loop is written once for all three.
+-- unscale and update do nothing), so a loop is written once for all three: it asks the
+-- scaler (scaler.enabled: whether it scales, so that an inf or NaN is a skipped step rather
+-- than a failure), never the precision.
 local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
@@ -32,13 +34,9 @@ M.precisions = { "fp32", "bf16", "fp16" }
 
 -- ---------------------------------------------------------------- precision
 
+-- The recipe key's value (trainer.recipe.keys: its allowed values and its default, fp32).
 local function check(precision, where)
-  if precision == nil then return "fp32" end
-  if not activation[precision] then
-    errors.user("%s: precision = %s is not a precision; use \"fp32\", \"bf16\" or \"fp16\"", where or "precision",
-      type(precision) == "string" and ("%q"):format(precision) or tostring(precision))
-  end
-  return precision
+  return require("trainer.recipe.keys").value("precision", precision, where)
 end
 M.check = check
 
@@ -62,7 +60,7 @@ local function convert(p, dtype)
   local t = v:to({ dtype = dtype, device = v:device(), tag = "weights" })
   local saved = v:nbytes() - t:nbytes()
   v:free()
-  p.value = t
+  p.value = T.keep(t)
   return saved
 end
 
@@ -204,7 +202,7 @@ end
 function Scaler:to_device(device)
   if not self.enabled or self.dev then return end
   local function scalar(dtype, v)
-    local t = T.zeros({ 1 }, { dtype = dtype, device = device, tag = "workspace" })
+    local t = T.keep(T.zeros({ 1 }, { dtype = dtype, device = device, tag = "workspace" }))
     if v ~= 0 then t:fill(v) end
     return t
   end

@@ -102,18 +102,11 @@ function Feed:encode(tokenizer, texts, opts, targets, positions)
   if not ok then error(err, 0) end
   runtime.check(C.tr_batch_feed_upload(f, d32p, d64p), "batch_feed.encode")
   local d32, d64 = d32p[0], d64p[0]
-  local enc = {}
-  ok, err = pcall(function()
-    enc.input_ids = view(d32, 0, B, L)
-    enc.attention_mask = view(d32, stride, B, L)
-    enc.token_type_ids = view(d32, 2 * stride, B, L)
-    if nt > 0 then enc.targets = view(d64, 0, nt) end
-    if positions then enc.position_ids = view(d32, 3 * stride, B, L) end
+  local enc = T.scope(function()
+    return { input_ids = view(d32, 0, B, L), attention_mask = view(d32, stride, B, L),
+             token_type_ids = view(d32, 2 * stride, B, L), targets = nt > 0 and view(d64, 0, nt) or nil,
+             position_ids = positions and view(d32, 3 * stride, B, L) or nil }
   end)
-  if not ok then
-    for _, t in pairs(enc) do t:free() end
-    error(err, 0)
-  end
   return enc, n_tokens
 end
 

@@ -737,21 +737,22 @@ end
 
 local IN_BATCH_NEGATIVES = { mnrl = true }
 
--- The training dataset and loader of a resolved recipe (recipe.data.train required);
+-- The training dataset and loader of a recipe (recipe.data.train required; the schema's
+-- defaults fill what a partial one leaves out);
 -- opts { label_map, length, shuffle_buffer, world } (length: tokens of a row, for bucketing;
 -- world: ranks under mpirun, whose global batches of batch.size x world rows trainer.dist
 -- shards, every rank reading the same ones).
 function M.train(recipe, opts)
   opts = opts or {}
+  recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local d = recipe.data or {}
   if not d.train then errors.user("data.train: no training file given; set data.train = \"data/x.jsonl.gz\"") end
   local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })
-  local loss = recipe.loss or {}
-  local nodup = IN_BATCH_NEGATIVES[loss.name or "mnrl"] or
-    (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner or "mnrl"]) or false
+  local loss = recipe.loss
+  local nodup = IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
   local ld = ds:loader {
-    batch_size = ((recipe.batch or {}).size or 16) * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle ~= false,
-    bucket = d.bucket == true, no_duplicates = nodup, length = opts.length,
+    batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
+    bucket = d.bucket, no_duplicates = nodup, length = opts.length,
   }
   return ds, ld
 end

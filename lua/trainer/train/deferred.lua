@@ -22,13 +22,13 @@ Node.__index = Node
 function M.is(x) return getmetatable(x) == Node end
 
 function M.leaf(t)
-  return setmetatable({ op = "leaf", t = t:to({ tag = "workspace" }) }, Node)
+  return setmetatable({ op = "leaf", t = T.keep(t:to({ tag = "workspace" })) }, Node)   -- the tree frees it
 end
 
 -- A leaf that takes t itself (a 1-element tensor the caller made for it and no longer uses):
 -- no copy; the tree frees it.
 function M.own(t)
-  return setmetatable({ op = "leaf", t = t }, Node)
+  return setmetatable({ op = "leaf", t = T.keep(t) }, Node)
 end
 
 local function node(op, a, b) return setmetatable({ op = op, a = a, b = b }, Node) end

@@ -5,7 +5,7 @@
 --       sentence-transformers' EmbeddingSimilarityEvaluator (cosine): the correlations
 --       between cos(embed(a_i), embed(b_i)) and the gold scores. pairs: { { a, b }, ... }
 --       (or records with sentence1 / sentence2); embed_fn(texts) -> a NEW tensor [#texts, C]
---       that the evaluator frees.
+--       (each call runs in a T.scope: what it makes is freed when the batch's cosines are read).
 --   evaluate.nli(classify_fn, pairs, labels [, opts]) -> { accuracy =, n = }
 --       classify_fn(pairs) -> a NEW logits tensor [#pairs, K] (freed here; the prediction is
 --       the argmax) or a Lua array of predicted class ids.
@@ -61,17 +61,13 @@ function M.sts(embed_fn, pairs, scores, opts)
   for s = 1, #pairs, bs do
     local ta, tb = {}, {}
     for i = s, math.min(s + bs - 1, #pairs) do ta[#ta + 1], tb[#tb + 1] = pair_texts(pairs[i], i, "sts") end
-    local e1 = embed_fn(ta)
-    local ok, err = pcall(function()
+    T.scope(function()
+      local e1 = embed_fn(ta)
       want_tensor(e1, #ta, "sts")
       local e2 = embed_fn(tb)
       want_tensor(e2, #tb, "sts")
-      local ok2, err2 = pcall(row_cosines, e1, e2, cos)
-      e2:free()
-      if not ok2 then error(err2, 0) end
+      row_cosines(e1, e2, cos)
     end)
-    if T.is_tensor(e1) then e1:free() end
-    if not ok then error(err, 0) end
   end
   return { spearman = metrics.spearman(cos, scores), pearson = metrics.pearson(cos, scores), n = #pairs }
 end
@@ -102,20 +98,17 @@ function M.nli(classify_fn, pairs, labels, opts)
       pair_texts(pairs[i], i, "nli")
       batch[#batch + 1] = pairs[i]
     end
-    local out = classify_fn(batch)
-    if T.is_tensor(out) then
-      local ok, err = pcall(function()
+    T.scope(function()
+      local out = classify_fn(batch)
+      if T.is_tensor(out) then
         want_tensor(out, #batch, "nli")
-        for _, p in ipairs(argmax_rows(out)) do pred[#pred + 1] = p end
-      end)
-      out:free()
-      if not ok then error(err, 0) end
-    elseif type(out) == "table" and #out == #batch then
+        out = argmax_rows(out)
+      elseif type(out) ~= "table" or #out ~= #batch then
+        errors.user("evaluate.nli: the classify function must return a logits tensor [%d, K] or %d class ids, got %s",
+          #batch, #batch, type(out))
+      end
       for _, p in ipairs(out) do pred[#pred + 1] = p end
-    else
-      errors.user("evaluate.nli: the classify function must return a logits tensor [%d, K] or %d class ids, got %s",
-        #batch, #batch, type(out))
-    end
+    end)
   end
   return { accuracy = metrics.accuracy(pred, labels), n = #pairs }
 end

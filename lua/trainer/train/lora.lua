@@ -7,16 +7,18 @@
 --   lora.load(other_model, "runs/x/adapter")    -- applies the adapter's config, then its weights
 --   lora.merge(model)                           -- W += scale * B A; the Linears come back plain
 --
--- Spec (the recipe's lora table): r (8), alpha (16), dropout (0), targets (module-name
--- suffixes, like PEFT's target_modules: "query" matches "...attention.self.query"), rslora
--- (false: scale alpha / r; true: alpha / sqrt(r)), bias ("none" | "all" | "lora_only"),
--- modules_to_save (module-name suffixes trained fully and saved with the adapter).
+-- Spec: the recipe's lora table (its keys, defaults and checks are trainer.recipe.keys'):
+-- r, alpha, dropout, targets (module-name suffixes, like PEFT's target_modules: "query"
+-- matches "...attention.self.query"), rslora (false: scale alpha / r; true: alpha / sqrt(r)),
+-- bias ("none" | "all" | "lora_only"), modules_to_save (module-name suffixes trained fully
+-- and saved with the adapter).
 -- Invariants: every base parameter is frozen (no grad buffer, no optimizer state) except the
 -- biases the bias mode names and the parameters of modules_to_save; the base weights are
 -- never written before merge. Saved files: adapter_config.json and adapter_model.safetensors
 -- with keys "base_model.model.<Hugging Face name>" (…lora_A.weight, …lora_B.weight, plus any
 -- trainable bias or module_to_save parameter), as PEFT's save_pretrained writes them.
 local C = require("trainer.core.ffi")
+local T = require("trainer.core.tensor")
 local runtime = require("trainer.core.runtime")
 local ops = require("trainer.core.ops")
 local json = require("trainer.core.json")
@@ -30,47 +32,23 @@ M.config_file = "adapter_config.json"
 M.weights_file = "adapter_model.safetensors"
 
 -- ---------------------------------------------------------------- spec
-local bias_modes = { none = true, all = true, lora_only = true }
-
-local function list_of_strings(v, what)
-  if v == nil or v == json.null then return nil end
-  if type(v) == "string" then v = { v } end
-  if type(v) ~= "table" then errors.user("%s must be a list of module-name suffixes, got %s", what, type(v)) end
-  local out = {}
-  for i, s in ipairs(v) do
-    if type(s) ~= "string" or s == "" then
-      errors.user("%s[%d] must be a non-empty module-name suffix (e.g. \"query\"), got %s", what, i, tostring(s))
-    end
-    out[i] = s
+-- The spec with the recipe key lora's checks and defaults (trainer.recipe.keys, the one place
+-- they are written); where names the file it came from in errors (an adapter_config.json).
+-- A single target may be given as a string; spec.seed (not a recipe key: the run seeds from
+-- the recipe's seed) seeds the A matrices.
+function M.normalize(spec, where)
+  local seed = type(spec) == "table" and spec.seed or nil
+  if type(spec) == "table" and (type(spec.targets) == "string" or seed ~= nil) then
+    spec = require("trainer.recipe.schema").copy(spec)
+    if type(spec.targets) == "string" then spec.targets = { spec.targets } end
+    spec.seed = nil
   end
-  return out
-end
-
--- A checked copy of spec with defaults filled in.
-function M.normalize(spec, source)
-  source = source or "lora"
-  if type(spec) ~= "table" then errors.user("%s must be a table such as { r = 8, targets = { \"query\", \"value\" } }", source) end
-  local s = {
-    r = spec.r or 8, alpha = spec.alpha or 16, dropout = spec.dropout or 0, rslora = spec.rslora and true or false,
-    bias = spec.bias or "none", seed = spec.seed,
-  }
-  if type(s.r) ~= "number" or s.r < 1 or s.r ~= math.floor(s.r) then
-    errors.user("%s.r must be a positive integer (the adapter rank), got %s", source, tostring(s.r))
+  if spec == false then
+    errors.user("%slora = false has no adapter spec; give a table such as { r = 8, targets = { \"query\", \"value\" } }",
+      where and (where .. ": ") or "")
   end
-  if type(s.alpha) ~= "number" or not (s.alpha > 0) then
-    errors.user("%s.alpha must be a number > 0, got %s", source, tostring(s.alpha))
-  end
-  if type(s.dropout) ~= "number" or s.dropout < 0 or s.dropout >= 1 then
-    errors.user("%s.dropout must be in [0, 1), got %s", source, tostring(s.dropout))
-  end
-  if not bias_modes[s.bias] then
-    errors.user("%s.bias must be \"none\", \"all\" or \"lora_only\", got %s", source, tostring(s.bias))
-  end
-  s.targets = list_of_strings(spec.targets, source .. ".targets")
-  if not s.targets or #s.targets == 0 then
-    errors.user("%s.targets is required: the module-name suffixes to adapt, e.g. { \"query\", \"value\" }", source)
-  end
-  s.modules_to_save = list_of_strings(spec.modules_to_save, source .. ".modules_to_save")
+  local s = require("trainer.recipe.keys").resolve("lora", spec, where)
+  s.seed = seed
   return s
 end
 
@@ -222,19 +200,16 @@ function M.save(model, dir, spec, base_model_name_or_path)
   spec = spec and M.normalize(spec) or model.lora.spec
   mkdir_p(dir)
   local st = require("trainer.core.safetensors")
-  local list, tmp = {}, {}
-  for _, e in ipairs(M.state_list(model)) do
-    local t = e[2]
-    if t:dtype() ~= "f32" or t:device() ~= "cpu" then
-      t = t:to({ dtype = "f32", device = "cpu", tag = "workspace" })
-      tmp[#tmp + 1] = t
-    end
-    list[#list + 1] = { e[1], t }
-  end
   local path = dir .. "/" .. M.weights_file
-  local ok, err = pcall(st.save, path .. ".tmp", list, { format = "pt" })
-  for _, t in ipairs(tmp) do t:free() end
-  if not ok then error(err, 0) end
+  T.scope(function()   -- the f32 host copies are freed once written
+    local list = {}
+    for _, e in ipairs(M.state_list(model)) do
+      local t = e[2]
+      if t:dtype() ~= "f32" or t:device() ~= "cpu" then t = t:to({ dtype = "f32", device = "cpu", tag = "workspace" }) end
+      list[#list + 1] = { e[1], t }
+    end
+    st.save(path .. ".tmp", list, { format = "pt" })
+  end)
   local rok, rerr = os.rename(path .. ".tmp", path)
   if not rok then os.remove(path .. ".tmp") errors.user("%s: cannot rename into place (%s)", path, tostring(rerr)) end
   write_atomic(dir .. "/" .. M.config_file,
@@ -261,10 +236,10 @@ function M.spec_of_config(cfg, path)
   end
   if cfg.lora_bias == true then errors.user("%s: lora_bias = true (a bias on lora_B) is not supported", path) end
   if cfg.fan_in_fan_out == true then errors.user("%s: fan_in_fan_out = true (Conv1D layers) is not supported", path) end
+  local function given(v) if v ~= json.null then return v end end
   return M.normalize({
-    r = cfg.r, alpha = cfg.lora_alpha, dropout = cfg.lora_dropout, targets = cfg.target_modules,
-    rslora = cfg.use_rslora == true, bias = cfg.bias ~= json.null and cfg.bias or nil,
-    modules_to_save = cfg.modules_to_save,
+    r = given(cfg.r), alpha = given(cfg.lora_alpha), dropout = given(cfg.lora_dropout), targets = given(cfg.target_modules),
+    rslora = cfg.use_rslora == true, bias = given(cfg.bias), modules_to_save = given(cfg.modules_to_save),
   }, path)
 end
 
@@ -304,10 +279,7 @@ function M.load(model, dir)
         errors.user("%s: %s has shape [%s] but the model expects [%s] (r = %d in %s)", path, key,
           table.concat(info.shape, ", "), table.concat(want, ", "), spec.r, M.config_file)
       end
-      local t = reader:tensor(key, { dtype = "f32", tag = "workspace" })
-      local cok, cerr = pcall(copy_into, p, t)
-      t:free()
-      if not cok then error(cerr, 0) end
+      T.scope(function() copy_into(p, reader:tensor(key, { dtype = "f32", tag = "workspace" })) end)
       loaded[name] = true
     end
     for _, n in ipairs(model.lora.names) do
@@ -336,17 +308,17 @@ function M.merge(model)
   for i, e in ipairs(list) do
     local w, parent = e[2], e[3]
     local base = w.base
-    local delta = w:delta()
     local W = base.weight.value
-    if W:dtype() == "f32" then
-      ops.axpy_(W, delta, 1)
-    else
-      local w32 = W:to({ dtype = "f32", tag = "workspace" })
-      ops.axpy_(w32, delta, 1)
-      runtime.check(C.tr_tensor_copy(runtime.ctx, W:ptr(), w32:ptr()), "lora.merge")
-      w32:free()
-    end
-    delta:free()
+    T.scope(function()   -- W += scale * B A, in f32
+      local delta = w:delta()
+      if W:dtype() == "f32" then
+        ops.axpy_(W, delta, 1)
+      else
+        local w32 = W:to({ dtype = "f32", tag = "workspace" })
+        ops.axpy_(w32, delta, 1)
+        runtime.check(C.tr_tensor_copy(runtime.ctx, W:ptr(), w32:ptr()), "lora.merge")
+      end
+    end)
     w:release()
     w.dropout:release()
     for _, p in ipairs({ w.lora_A, w.lora_B }) do

@@ -87,11 +87,13 @@ local function bool(v, default)
   return v and true or false
 end
 
+-- AdamW's defaults are the recipe keys' (trainer.recipe.keys: optim.lr, betas, eps,
+-- weight_decay); SGD and Adafactor, given only some keys by a script, have their own
+-- (PyTorch's and transformers'), which a recipe never reaches: its optim table has every key.
 kinds.adamw = {
   config = function(cfg)
-    local betas = cfg.betas or { 0.9, 0.999 }
-    return { lr = cfg.lr or 2e-5, beta1 = betas[1], beta2 = betas[2], eps = cfg.eps or 1e-8,
-             weight_decay = cfg.weight_decay or 0.01 }
+    cfg = require("trainer.recipe.keys").resolve("optim", cfg)
+    return { lr = cfg.lr, beta1 = cfg.betas[1], beta2 = cfg.betas[2], eps = cfg.eps, weight_decay = cfg.weight_decay }
   end,
   slots = function(value) return { m = value:shape(), v = value:shape() } end,
   update = function(hp, e, st, lr, wd, scale)
@@ -200,11 +202,8 @@ M.names = { "adamw", "sgd", "adafactor" }
 -- clip_threshold, decay_rate, relative_step, scale_parameter, warmup_init).
 function M.new(params, cfg)
   cfg = cfg or {}
-  local name = cfg.name or "adamw"
+  local name = require("trainer.recipe.keys").value("optim.name", cfg.name)
   local kind = kinds[name]
-  if not kind then
-    errors.user("optim.name = %q is not an optimizer: use one of %s", tostring(name), table.concat(M.names, ", "))
-  end
   local hp = kind.config(cfg)
   local self = setmetatable({ name = name, kind = kind, hp = hp, params = collect(params), state_ = {}, steps = 0 },
     Optimizer)
@@ -239,7 +238,7 @@ function Optimizer:zero_grad()
       if prm.grad then
         prm.grad:fill(0)
       else
-        prm.grad = T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" })
+        prm.grad = T.keep(T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" }))
       end
     end
   end
@@ -250,7 +249,7 @@ end
 local function new_state(self, e)
   local st = { step = 0 }
   for slot, shape in pairs(self.kind.slots(e.param.value, self.hp)) do
-    st[slot] = T.zeros(shape, { dtype = "f32", device = e.param.value:device(), tag = "optimizer" })
+    st[slot] = T.keep(T.zeros(shape, { dtype = "f32", device = e.param.value:device(), tag = "optimizer" }))
   end
   return st
 end

@@ -331,7 +331,7 @@ function Run:train_step()
     if not batch then break end
     if i == 1 then self.step_epoch = self.epoch end
     local v, k = (self.dist and self.dist_micro_step or self.micro_step)(self, batch, scale, i == acc)
-    if not deferred.is(v) and not finite(v) and recipe.precision ~= "fp16" then
+    if not deferred.is(v) and not finite(v) and not self.scaler.enabled then
       self:failure(("the loss is %s"):format(tostring(v)))
     end
     sum, n, ntok = deferred.add(sum, v), n + 1, ntok + k
@@ -352,7 +352,7 @@ function Run:train_step()
       if recipe.grad_clip then
         norm = require("trainer.train.clip").clip_grad_norm(self.param_iter(), recipe.grad_clip)
         if not finite(norm) then
-          if recipe.precision == "fp16" then skipped = true
+          if self.scaler.enabled then skipped = true
           else self:failure(("the gradient norm is %s"):format(tostring(norm))) end
         end
       end
@@ -374,7 +374,7 @@ function Run:train_step()
     mem_allocated = s.allocated, mem_reserved = s.reserved, mem_peak = s.peak_allocated,
     mem_by_tag = s.by_tag, mem_peak_by_tag = s.peak_by_tag, grad_norm = not deferred.is(norm) and norm or nil,
     skipped = skipped or nil,
-    loss_scale = recipe.precision == "fp16" and not seen and self.scaler.scale or nil,
+    loss_scale = self.scaler.enabled and not seen and self.scaler.scale or nil,
     allreduce_s = self.last_allreduce_s,   -- under mpirun: this step's gradient all-reduce
   }
   self.pending = m
@@ -408,7 +408,7 @@ function Run:device_update(lr)
   local flag = self.found_flag
   if flag then flag:fill(0)
   else
-    flag = T.zeros({ 1 }, { dtype = "i32", device = self.device, tag = "workspace" })
+    flag = T.keep(T.zeros({ 1 }, { dtype = "i32", device = self.device, tag = "workspace" }))
     self.found_flag = flag
   end
   scaler:unscale_into(self.param_iter(), flag)
@@ -459,7 +459,7 @@ function Run:dist_micro_step(batch, scale, last)
   if last then dist:unhook() end
   if not ok then error(v, 0) end
   v = deferred.value(v)   -- the ranks agree on every step's loss: read it here (on a device, one wait)
-  if not finite(v) and self.recipe.precision ~= "fp16" then
+  if not finite(v) and not self.scaler.enabled then
     self.dist_bad = self.dist_bad or tostring(v)
     return 0, k
   end
@@ -524,12 +524,12 @@ function Run:read_scalars()
       free_from(i + 1)
       error(ok and nv or v, 0)
     end
-    if not finite(v) and self.recipe.precision ~= "fp16" then
+    if not finite(v) and not self.scaler.enabled then
       free_from(i + 1)
       self:failure(("the loss is %s"):format(tostring(v)), rec.step)
     end
     -- the clip's norm on a device: its non-finite check, deferred to here (the optimizer skipped the step)
-    if nv ~= nil and not finite(nv) and self.recipe.precision ~= "fp16" then
+    if nv ~= nil and not finite(nv) and not self.scaler.enabled then
       free_from(i + 1)
       self:failure(("the gradient norm is %s"):format(tostring(nv)), rec.step)
     end
@@ -572,14 +572,14 @@ local function eval_batch(self, texts)
   return b, function() tk.free_batch(b) end
 end
 
-local function embed_fn(self)
-  return function(texts)
-    local b, done = eval_batch(self, texts)
-    local ok, e = pcall(self.model.forward, self.model, b)
-    done()
-    if not ok then error(e, 0) end
-    return e
-  end
+-- The model's output for evaluation texts; the batch ends (tensors freed, feed slot
+-- released) once the forward is queued, also when it fails.
+local function eval_forward(self, texts)
+  local b, done = eval_batch(self, texts)
+  local ok, out = pcall(self.model.forward, self.model, b)
+  done()
+  if not ok then error(out, 0) end
+  return out
 end
 
 -- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
@@ -618,15 +618,9 @@ function Run:evaluate()
       end
       local opts = { batch_size = recipe.eval.batch_size }
       if self.model.task == "classification" then
-        scores = evaluate.nli(function(batch)
-          local b, done = eval_batch(self, batch)
-          local ok2, logits = pcall(self.model.forward, self.model, b)
-          done()
-          if not ok2 then error(logits, 0) end
-          return logits
-        end, pairs_, gold, opts)
+        scores = evaluate.nli(function(batch) return eval_forward(self, batch) end, pairs_, gold, opts)
       else
-        scores = evaluate.sts(embed_fn(self), pairs_, gold, opts)
+        scores = evaluate.sts(function(texts) return eval_forward(self, texts) end, pairs_, gold, opts)
       end
       scores.n = nil
     end
@@ -741,10 +735,7 @@ function Run:write_checkpoint(tmp)
   local raw = tmp .. "/trainer_state.safetensors"
   if #list == 0 then
     -- safetensors needs a tensor: a 1-element marker keeps the format uniform
-    local z = T.zeros({ 1 })
-    local ok, err = pcall(save_tensors, raw, { { "marker", z } }, { trainer_state = json.encode(meta) })
-    z:free()
-    if not ok then error(err, 0) end
+    T.scope(function() save_tensors(raw, { { "marker", T.zeros({ 1 }) } }, { trainer_state = json.encode(meta) }) end)
   else
     save_tensors(raw, list, { trainer_state = json.encode(meta) })
   end
@@ -784,22 +775,25 @@ function Run:load_checkpoint(dir)
   end
   if outputs.exists(dir .. "/loss.safetensors") then
     local r = st.load(dir .. "/loss.safetensors")
+    local runtime = require("trainer.core.runtime")
     for name, p in self.loss:parameters() do
-      local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
-      local runtime = require("trainer.core.runtime")
-      local status = require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr())
-      t:free()
-      runtime.check(status, "resume: " .. dir .. "/loss.safetensors")
+      T.scope(function()
+        local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
+        runtime.check(require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr()),
+          "resume: " .. dir .. "/loss.safetensors")
+      end)
     end
     r:close()
   end
   -- bounded, typed and checked against the model before any of it is used
-  local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
-    batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
-    rank = self.dist and self.dist.rank, world = self.dist and self.dist.size or 1 })
-  local ok, err = pcall(function() self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer)) end)
-  for _, t in pairs(tensors) do t:free() end
-  if not ok then error(err, 0) end
+  -- (the state's tensors are copied into the optimizer's and freed with the scope)
+  local meta = T.scope(function()
+    local meta, tensors = require("trainer.train.trainer_state").read(dir, { optimizer = self.optimizer,
+      batches_per_epoch = self.batches_per_epoch, device = self.device, scratch = self.out,
+      rank = self.dist and self.dist.rank, world = self.dist and self.dist.size or 1 })
+    self.optimizer:load_state(optim.unflatten(tensors, meta.optimizer))
+    return meta
+  end)
   self.step, self.micro, self.epoch = meta.step, meta.micro, meta.epoch or 0
   self.tokens, self.train_time = meta.tokens or 0, meta.train_time or 0
   self.wall_before = meta.wall_time or 0

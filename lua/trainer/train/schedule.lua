@@ -56,13 +56,11 @@ function M.warmup_steps(cfg, total_steps)
 end
 
 -- cfg: the recipe's schedule table (name, warmup_steps | warmup_ratio, power, lr_end,
--- num_cycles); base_lr: the optimizer's lr; total_steps: optimizer steps of the run.
+-- num_cycles), resolved by the recipe schema (trainer.recipe.keys: its checks and defaults);
+-- base_lr: the optimizer's lr; total_steps: optimizer steps of the run.
 function M.new(cfg, base_lr, total_steps)
-  cfg = cfg or {}
-  local name = cfg.name or "linear"
-  if not factors[name] then
-    errors.user("schedule.name = %q is not a schedule: use one of %s", tostring(name), table.concat(M.names, ", "))
-  end
+  cfg = require("trainer.recipe.keys").resolve("schedule", cfg or {})
+  local name = cfg.name
   if type(base_lr) ~= "number" or base_lr <= 0 then
     errors.user("schedule: the base learning rate must be a number > 0 (optim.lr), got %s", tostring(base_lr))
   end
@@ -70,13 +68,10 @@ function M.new(cfg, base_lr, total_steps)
     errors.user("schedule: total_steps must be a positive integer (the run's optimizer steps), got %s",
       tostring(total_steps))
   end
-  if cfg.warmup_steps and cfg.warmup_ratio and cfg.warmup_steps > 0 then
-    errors.user("schedule: give warmup_steps or warmup_ratio, not both")
-  end
   local s = setmetatable({
     name = name, base_lr = base_lr, total_steps = total_steps,
     warmup_steps = M.warmup_steps(cfg, total_steps),
-    power = cfg.power or 1.0, lr_end = cfg.lr_end or 1e-7, num_cycles = cfg.num_cycles or 0.5,
+    power = cfg.power, lr_end = cfg.lr_end, num_cycles = cfg.num_cycles,
   }, Schedule)
   if name == "polynomial" then
     if s.lr_end > base_lr then

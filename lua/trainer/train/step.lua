@@ -8,7 +8,8 @@
 --     max_length = 128,      -- default model.max_length
 --     scale = 1 / accumulate * scaler.scale,   -- multiplies the loss gradient (default 1)
 --     scale_by = tensor,                        -- optional: a { 1 } f32 device scalar it also multiplies by
---     cached = false, mini_batch = 32,          -- GradCache (loss = { cached = true })
+--     cached = false, mini_batch = 32,          -- GradCache (default: the loss's own, from its recipe
+--                                               -- table: loss = { cached = true, mini_batch = 32 })
 --     ntexts = ds.ntexts,    -- text columns per row (default: the row's leading strings)
 --     feed = f,              -- optional trainer.train.batch_feed: the batch goes to the device
 --                            -- through pinned slots and a copy stream (a run on a GPU)
@@ -39,6 +40,7 @@ local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
+local keys = require("trainer.recipe.keys")
 
 local M = {}
 
@@ -174,23 +176,20 @@ local function plain_classifier(ctx, cols, labels, opts)
     texts = {}
     for i = 1, #cols[1] do texts[i] = { cols[1][i], cols[2][i] } end
   end
-  local enc, n_tokens = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, #texts, labels))
-  give_targets(loss, enc)
-  local okf, logits = pcall(model.forward, model, enc)
-  free_enc(enc)
-  if not okf then take_back_targets(loss) release(ctx) error(logits, 0) end
-  local ok, value = pcall(function()
+  local n_tokens
+  local ok, value = pcall(T.scope, function()
+    local enc, k = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, #texts, labels))
+    n_tokens = k
+    give_targets(loss, enc)
+    local logits = model:forward(enc)
+    free_enc(enc)   -- now: the ids are not needed after the forward
     local v = loss:forward({ logits }, labels)
     take_back_targets(loss)
-    local grads = loss:backward()
-    local d = joined_grad(grads, ctx)
-    model:backward(d)
-    d:free()
+    model:backward(joined_grad(loss:backward(), ctx))
     return v
   end)
   take_back_targets(loss)
   release(ctx)
-  logits:free()
   if not ok then error(value, 0) end
   return value, n_tokens
 end
@@ -211,25 +210,20 @@ end
 local function plain_embedding(ctx, cols, labels, opts)
   local model, loss = ctx.model, ctx.loss
   local B = #cols[1]
-  local enc, n_tokens = encode(ctx, flatten(cols), opts, ctx.feed and feed_targets(loss, B, labels))
-  give_targets(loss, enc)
-  local okf, e = pcall(model.forward, model, enc)
-  free_enc(enc)
-  if not okf then take_back_targets(loss) release(ctx) error(e, 0) end
-  local embs = column_views(e, #cols, B)
-  local ok, value = pcall(function()
-    local v = loss:forward(embs, labels)
+  local n_tokens
+  local ok, value = pcall(T.scope, function()
+    local enc, k = encode(ctx, flatten(cols), opts, ctx.feed and feed_targets(loss, B, labels))
+    n_tokens = k
+    give_targets(loss, enc)
+    local e = model:forward(enc)
+    free_enc(enc)   -- now: the ids are not needed after the forward
+    local v = loss:forward(column_views(e, #cols, B), labels)
     take_back_targets(loss)
-    local d = joined_grad(loss:backward(), ctx)
-    free_list(embs)
-    model:backward(d)
-    d:free()
+    model:backward(joined_grad(loss:backward(), ctx))
     return v
   end)
   take_back_targets(loss)
   release(ctx)
-  free_list(embs)
-  e:free()
   if not ok then error(value, 0) end
   return value, n_tokens
 end
@@ -237,10 +231,7 @@ end
 -- ---------------------------------------------------------------- cached path
 local function cached_embedding(ctx, cols, labels, opts)
   local model, loss = ctx.model, ctx.loss
-  local mb = ctx.mini_batch or 32
-  if type(mb) ~= "number" or mb < 1 or mb ~= math.floor(mb) then
-    errors.user("loss.mini_batch must be a positive integer, got %s", tostring(mb))
-  end
+  local mb = keys.value("loss.mini_batch", ctx.mini_batch or loss.mini_batch)
   local B = #cols[1]
   local texts = flatten(cols)
   local N = #texts
