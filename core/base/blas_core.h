@@ -15,8 +15,8 @@
 #ifndef TR_BLAS_CORE_H
 #define TR_BLAS_CORE_H
 
-/* Runs the check once per process (pthread_once; tr_ctx_new calls it, before any GEMM can
- * run). Thread-safe; later calls do nothing. */
+/* Runs the check once per process (pthread_once; the host backend's setup, which tr_ctx_new
+ * runs before any GEMM can run). Thread-safe; later calls do nothing. */
 void tr_blas_core_setup(void);
 
 /* The kernel set OpenBLAS uses now ("SkylakeX", "Haswell", ...), or "unknown" for a BLAS

@@ -1,7 +1,8 @@
 /* cuda_device.h — one CUDA device as the runtime sees it: its caching allocator (over
  * cudaMalloc/cudaFree), its compute stream, its cuBLASLt handle and cached workspace.
- * The context (core/base/ctx.c) creates a device's state on first use and releases it with
- * the context; kernels receive the stream and the cuBLASLt environment from here.
+ * The context (core/ctx/ctx.c) creates a device's state on first use through the device
+ * backend (core/device/cuda_backend.c) and releases it with the context; kernels receive the
+ * stream and the cuBLASLt environment from here.
  *
  * Ownership: tr_cuda_init_device gives the caller two things. The allocator belongs to
  * the caller, who destroys it with tr_alloc_destroy (before or after releasing the state:
@@ -9,16 +10,13 @@
  * (loaded on first use) and the GEMM plan cache; its workspace is a block of the allocator (tag workspace) that goes
  * back with the allocator, so it shows in the workspace ledger for the device's life.
  *
- * Functions exist only in builds with the CUDA backend (TR_HAVE_CUDA), except
- * tr_cuda_device_count, which ctx.c provides (returning 0) in builds without it.
+ * Functions exist only in builds with the CUDA backend (TR_HAVE_CUDA); the rest of core/
+ * asks the context (tr_cuda_device_count, tr_ctx_cuda_state), which answers for every build.
  * No CUDA type appears here: streams and handles are void *. */
 #ifndef TR_CUDA_DEVICE_H
 #define TR_CUDA_DEVICE_H
 
 #include "ctx.h"
-
-/* Tells core/base/ctx.c that this implementation exists (it then calls the functions below). */
-#define TR_CUDA_DEVICE_READY 1
 
 /* Devices this build can address: cuda:0 .. cuda:15. */
 enum { TR_CUDA_MAX_DEVICES = 16 };
@@ -27,7 +25,9 @@ enum { TR_CUDA_MAX_DEVICES = 16 };
 enum { TR_CUDA_WORKSPACE_BYTES = 33554432 };
 
 /* Visible CUDA devices; 0 when there is no driver or no GPU (never an error). */
-int tr_cuda_device_count(void);
+int tr_cuda_count_devices(void);
+/* Total memory of `device` in bytes; 0 when it does not exist or the query fails. */
+uint64_t tr_cuda_memory_bytes(int device);
 
 /* Creates device `device`'s allocator and state. ctx may be NULL (it is not used yet).
  * TR_EUSER when the device does not exist, TR_EOOM when the workspace does not fit,

@@ -45,7 +45,7 @@ int tr_cpu_gemm_create(tr_cpu_gemm **out, tr_error *err)
     if (!g) return tr_fail(err, TR_EOOM, "out of host memory for the CPU GEMM router");
     g->lib = LIB_OPENBLAS;
     g->bf16_native = -1;
-    /* (the context re-selected OpenBLAS's kernels before any product: blas_core.h; a
+    /* (the host backend re-selected OpenBLAS's kernels before any product: blas_core.h; a
      * user's OPENBLAS_CORETYPE can still hold it below the CPU) */
     g->blas_full_isa = tr_blas_core_rank(tr_blas_core_name()) >= tr_blas_cpu_rank();
     if (want != LIB_OPENBLAS) {
