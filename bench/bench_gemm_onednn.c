@@ -1,5 +1,5 @@
 /* bench_gemm_onednn.c — the CPU products of a training step, OpenBLAS against oneDNN, in
- * GFLOP/s: what core/ops/cpu_gemm.c's routing is decided from.
+ * GFLOP/s: what core/gemm/cpu_gemm.c's routing is decided from.
  *
  * For each Linear shape of all-MiniLM-L6-v2 (384 <-> 384, 384 <-> 1536) and BERT-base
  * (768 <-> 768, 768 <-> 3072) at 4096 tokens (32 x 128) and 1024, the three products of a
@@ -20,7 +20,7 @@
 #endif
 
 #include "blas_core.h"
-#include "cpu/gemm_onednn.h"
+#include "gemm_onednn.h"
 
 /* Wall time, or with BENCH_CLOCK=cpu the process's CPU time: on a loaded shared machine,
  * with OMP_NUM_THREADS=1, that measures the kernels' work per FLOP whatever the neighbours

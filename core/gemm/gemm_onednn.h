@@ -16,8 +16,8 @@
  * (Debian's libdnnl is built on libgomp). Every oneDNN call's status is checked: a
  * failure is TR_EINTERNAL (TR_EOOM when oneDNN ran out of memory) naming the call, the
  * shape, and the switch back to OpenBLAS. */
-#ifndef TR_KERNELS_CPU_GEMM_ONEDNN_H
-#define TR_KERNELS_CPU_GEMM_ONEDNN_H
+#ifndef TR_GEMM_ONEDNN_H
+#define TR_GEMM_ONEDNN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,8 @@
 /* cpu_gemm.h — which library runs a CPU matrix product, and Linear weights packed for it.
- * Internal to core/ (not part of trainer.h, except tr_cpu_gemm_library in op_query.h).
+ * Internal to core/ (not part of trainer.h; what the router tells outside callers is in
+ * gemm_query.h).
  *
- * The library: oneDNN (kernels/cpu/gemm_onednn.h) when this build has its headers and the
+ * The library: oneDNN (gemm_onednn.h) when this build has its headers and the
  * machine its library, else OpenBLAS (kernels/cpu/matmul.h). The environment variable
  * TRAINER_CPU_GEMM=openblas|onednn forces one (onednn where it is missing is an error);
  * it is read once, when the context first runs a product. Each product goes where it was
@@ -23,6 +24,7 @@
 #ifndef TR_CPU_GEMM_H
 #define TR_CPU_GEMM_H
 
+#include "gemm_query.h"
 #include "tensor.h"
 
 typedef struct tr_cpu_gemm tr_cpu_gemm;
@@ -62,7 +64,7 @@ int tr_cpu_gemm_f32(tr_ctx *ctx, float *C, const float *A, const float *B, const
 
 /* C (c_dtype TR_BF16 or TR_F32) = alpha * op(A) op(B) + beta * C + bias, A and B bf16 with
  * f32 accumulation, bias f32 or NULL (alpha 1 with a bias); tr_cpu_gemm_f32's layouts. Only
- * where tr_cpu_gemm_bf16_native (op_query.h) is 1: oneDNN on the CPU's bf16 instructions
+ * where tr_cpu_gemm_bf16_native (gemm_query.h) is 1: oneDNN on the CPU's bf16 instructions
  * where they beat f32 (AMX; AVX512-BF16 on AMD, twice the f32 rate there). Elsewhere
  * (OpenBLAS, Intel's AVX512-BF16 without AMX, no bf16 instructions) half operands are
  * staged to f32. */

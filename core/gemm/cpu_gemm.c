@@ -6,10 +6,9 @@
  * the same bytes (data pointer, shape, storage version) as the weight has now; otherwise
  * it is refilled in place (its block reused when the size matches). */
 #include "cpu_gemm.h"
-#include "op_query.h"
-#include "op_stage.h"
+#include "gemm_query.h"
 #include "tensor_version.h"
-#include "cpu/gemm_onednn.h"
+#include "gemm_onednn.h"
 #include "cpu/matmul.h"
 #include "blas_core.h"
 
@@ -182,12 +181,8 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     if (!s->data && (rc = tr_alloc_malloc(wp->alloc, bytes, TR_TAG_WORKSPACE, 0, &s->data, tr_ctx_err(ctx))) != TR_OK)
         return rc;
     s->bytes = bytes;
-    float *W = NULL;
-    void *owned = NULL;
-    if ((rc = tr_stage_load(ctx, w, 0, w->numel, &W, &owned)) != TR_OK) return rc;
-    rc = tr_onednn_pack(g->dnnl, s->data, W, N, K, transB, tr_ctx_err(ctx));
-    tr_stage_scratch_free(ctx, owned);
-    if (rc != TR_OK) return rc;
+    /* f32 only (above): the pack reads the weight's own memory */
+    if ((rc = tr_onednn_pack(g->dnnl, s->data, w->data, N, K, transB, tr_ctx_err(ctx))) != TR_OK) return rc;
     *s = (pack_slot){ s->data, bytes, w->data, O, I, version, 1 };
     *packed = s->data;
     return TR_OK;

@@ -9,7 +9,7 @@
  * of B depends on N, K and the CPU, not on M (checked on this machine for M = 1..4096),
  * and a product on packed B is created for exactly the pack's layout, so a pack made for
  * one M serves every M. */
-#include "cpu/gemm_onednn.h"
+#include "gemm_onednn.h"
 
 #include <stdint.h>
 #include <stdio.h>
