@@ -18,8 +18,8 @@
 #include "cuda_device.h"
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
-#include "cuda/cuda_nn.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/gemm.h"
+#include "cuda/index_check.h"
 #include "cuda_sync.h"
 
 #include <dlfcn.h>

@@ -42,12 +42,12 @@ void tr_cuda_release_device(void *state);
  * for the legacy default stream, so copies and memsets for it must be the Async forms
  * on this stream (plain cudaMemcpy/cudaMemset do not order with its kernels). */
 void *tr_cuda_stream(void *state);
-/* The tr_cuda_blas (kernels/cuda/cuda_ops.h) to pass to tr_k_matmul_fwd_cuda. The first
+/* The tr_cuda_blas (kernels/cuda/gemm.h) to pass to tr_k_matmul_fwd_cuda. The first
  * call loads cuBLASLt (dlopen of libcublasLt.so.13, then libcublasLt.so) and creates the
  * handle; when that fails, the environment's lt is NULL and its `unavailable` says why
  * (every product on the device then returns that message as TR_EUSER). */
 void *tr_cuda_blas_env(void *state);
-/* The device's error word (a tr_k_index_error in device memory, kernels/cuda/cuda_nn.h, zero
+/* The device's error word (a tr_k_index_error in device memory, kernels/cuda/index_check.h, zero
  * at start): the ops that take indices check them on the device and record the first bad one
  * there, so they never wait for the host; tr_device_errors_check (device_errors.h) reads it. */
 void *tr_cuda_index_error(void *state);

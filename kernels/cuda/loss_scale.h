@@ -1,13 +1,12 @@
-/* cuda_loss_scale.h — the kernels of the device loss scale (loss_scale.cu): the scaler's
- * update rule on device scalars and a tensor scaled by a device scalar. Same contract as
- * cuda_nn.h: asynchronous on `stream`, device pointers, C linkage. */
-#ifndef TR_CUDA_LOSS_SCALE_H
-#define TR_CUDA_LOSS_SCALE_H
+/* loss_scale.h — the kernels of the device loss scale (loss_scale.cu): the fp16 scaler's update
+ * rule on device scalars and a tensor scaled by a device scalar; host launchers with C linkage
+ * and no CUDA types, under launcher.h's contract. */
+#ifndef TR_KERNELS_CUDA_LOSS_SCALE_H
+#define TR_KERNELS_CUDA_LOSS_SCALE_H
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-#include "tr_base.h"
+#include "cuda/launcher.h"
+
+TR_K_BEGIN_DECLS
 
 /* The rule of ops_loss_scale.h's tr_op_loss_scale_update, in f32, one thread. */
 int tr_k_loss_scale_update_cuda(float *scale, float *inv_scale, int32_t *tracker, int32_t *skipped,
@@ -17,8 +16,6 @@ int tr_k_loss_scale_update_cuda(float *scale, float *inv_scale, int32_t *tracker
 /* x (n elements of dtype, in place) *= (*s * factor), the coefficient rounded to f32 once. */
 int tr_k_scale_by_scalar_cuda(void *x, int dtype, int64_t n, const float *s, float factor, void *stream, tr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+TR_K_END_DECLS
 
 #endif
