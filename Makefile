@@ -66,7 +66,7 @@ endif
 # NCCL for the GPU collectives: its header beside the CUDA toolkit's (libnccl itself is
 # loaded at run time by core/dist/dist_nccl.c, so the binary starts without it).
 HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),yes,),)
-# oneDNN 2.x (Debian: libdnnl-dev) for the CPU matrix products (kernels/cpu/gemm_onednn.c):
+# oneDNN 2.x (Debian: libdnnl-dev) for the CPU matrix products (core/gemm/gemm_onednn.c):
 # only its headers at build time; libdnnl itself is loaded at run time, so the binary runs
 # on OpenBLAS where it is missing. `make DNNL=0` builds without it.
 ifeq ($(DNNL),0)

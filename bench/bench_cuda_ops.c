@@ -17,7 +17,8 @@ int main(void)
 #else
 
 #include "trainer.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/elementwise.h"
+#include "cuda/gemm.h"
 
 #include <cuda_runtime.h>
 

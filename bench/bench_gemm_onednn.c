@@ -1,12 +1,12 @@
 /* bench_gemm_onednn.c — the CPU products of a training step, OpenBLAS against oneDNN, in
- * GFLOP/s: what core/ops/cpu_gemm.c's routing is decided from.
+ * GFLOP/s: what core/gemm/cpu_gemm.c's routing is decided from.
  *
  * For each Linear shape of all-MiniLM-L6-v2 (384 <-> 384, 384 <-> 1536) and BERT-base
  * (768 <-> 768, 768 <-> 3072) at 4096 tokens (32 x 128) and 1024, the three products of a
  * Linear: forward Y = X W^T, input gradient dX = dY W, weight gradient dW += dY^T X; each on
  * cblas_sgemm, on oneDNN with plain row-major operands, and (forward, input gradient) on
  * oneDNN with the weight packed once. Then the attention's per-head tiles (128 x 128 x 32,
- * 128 x 32 x 128, head dim 64 too) on one thread, as attention_impl.h runs them inside its
+ * 128 x 32 x 128, head dim 64 too) on one thread, as the CPU attention kernel (kernels/cpu/attention.c) runs them inside its
  * own OpenMP region. Every figure is the best of several timed batches (a shared machine
  * measures its neighbours); the thread count is OpenMP's (OMP_NUM_THREADS); BENCH_CLOCK=cpu
  * times CPU instead of wall time. Prints one table; never a test. */
@@ -20,7 +20,7 @@
 #endif
 
 #include "blas_core.h"
-#include "cpu/gemm_onednn.h"
+#include "gemm_onednn.h"
 #include "bench_clock.h"
 
 /* Wall time, or with BENCH_CLOCK=cpu the process's CPU time: on a loaded shared machine,

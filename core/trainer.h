@@ -14,6 +14,7 @@
 #include "ops_row_segments.h"
 #include "ops_sgd_adafactor.h"
 #include "op_query.h"
+#include "gemm_query.h"
 #include "cuda_device.h"
 #include "batch_feed.h"
 #include "host_sync.h"

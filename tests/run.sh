@@ -51,6 +51,7 @@ for bin in "$@"; do
   run_suite "$(basename "$bin")" "$bin"
 done
 run_suite "vectorised" bash tests/vec/check_vectorised.sh
+run_suite "include_layers" bash tests/layers/check_include_cycles.sh
 run_suite "lua" ./trainer run tests/lua/run.lua
 for t in tests/cli/test_*.sh; do
   [ -e "$t" ] || continue

@@ -18,8 +18,26 @@
 #define TR_CUDA_SLOT_H
 
 #include "op_cuda.h"
-#include "cuda/cuda_nn.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/activation.h"
+#include "cuda/adafactor.h"
+#include "cuda/attention.h"
+#include "cuda/bias_gelu.h"
+#include "cuda/dropout.h"
+#include "cuda/dropout_add_layernorm.h"
+#include "cuda/elementwise.h"
+#include "cuda/embedding.h"
+#include "cuda/features.h"
+#include "cuda/gemm.h"
+#include "cuda/index_check.h"
+#include "cuda/layernorm.h"
+#include "cuda/loss.h"
+#include "cuda/op_support.h"
+#include "cuda/optim.h"
+#include "cuda/pooling.h"
+#include "cuda/reduce.h"
+#include "cuda/score_loss.h"
+#include "cuda/similarity.h"
+#include "cuda/softmax.h"
 
 enum { TR_CSLOT_MAX_WS = 16 };
 

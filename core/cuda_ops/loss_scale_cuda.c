@@ -4,7 +4,7 @@
  * Kernels: loss_scale.cu. */
 #ifdef TR_HAVE_CUDA
 
-#include "cuda/cuda_loss_scale.h"
+#include "cuda/loss_scale.h"
 #include "cuda_slot.h"
 
 TR_CSLOT_DEFINE(loss_scale_update)

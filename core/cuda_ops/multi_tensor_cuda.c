@@ -9,7 +9,7 @@
  * norm), optim.cu (multi-tensor AdamW, skipped on a device flag). */
 #ifdef TR_HAVE_CUDA
 
-#include "cuda/cuda_multi_tensor.h"
+#include "cuda/multi_tensor.h"
 #include "cuda_slot.h"
 #include "multi_tensor_args.h"
 

@@ -7,14 +7,15 @@
  * reads a staging buffer the next transfer refills. The calling thread's current device is
  * restored on every path.
  *
- * Without TR_HAVE_CUDA only the stubs at the end are compiled. */
+ * The whole file is compiled only with TR_HAVE_CUDA; without it no device backend is
+ * registered and core/ctx/ctx.c answers a copy or fill that names a device. */
+#ifdef TR_HAVE_CUDA
+
 #include "cuda_copy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef TR_HAVE_CUDA
 
 #include "cuda_device.h"
 #include "tensor.h"
@@ -346,34 +347,5 @@ int tr_cuda_fill(tr_ctx *ctx, const char *fn, void *dst, int device, const void 
     xfer_end(&x);
     return rc;
 }
-
-#else /* !TR_HAVE_CUDA */
-
-/* A device tensor cannot be made in such a build (tr_ctx_alloc refuses), so these are only
- * reached through a tensor header that claims a device: say what the build lacks. */
-static int no_cuda(tr_ctx *ctx, const char *fn, const char *dir, int device)
-{
-    return tr_fail(ctx ? tr_ctx_err(ctx) : NULL, TR_EUSER,
-                   "%s %s cuda:%d: this build of trainer has no CUDA backend (nvcc was not found at build "
-                   "time, or it was built with CUDA=0); keep the tensors on device \"cpu\", or rebuild with "
-                   "the CUDA toolkit installed",
-                   fn, dir, device);
-}
-
-int tr_cuda_copy(tr_ctx *ctx, const char *fn, void *dst, int dst_device, int dst_dtype, const void *src,
-                 int src_device, int src_dtype, size_t n)
-{
-    (void)dst, (void)dst_dtype, (void)src, (void)src_dtype, (void)n;
-    return no_cuda(ctx, fn, dst_device != TR_CPU ? "to" : "from", dst_device != TR_CPU ? dst_device : src_device);
-}
-
-int tr_cuda_fill(tr_ctx *ctx, const char *fn, void *dst, int device, const void *elem, size_t esize, size_t n)
-{
-    (void)dst, (void)elem, (void)esize, (void)n;
-    return no_cuda(ctx, fn, "on", device);
-}
-
-tr_cuda_staging *tr_cuda_staging_new(void) { return NULL; }
-void tr_cuda_staging_free(tr_cuda_staging *s) { (void)s; }
 
 #endif

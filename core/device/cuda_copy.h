@@ -25,9 +25,10 @@
  * Errors name the function, the direction and the device, then the CUDA message:
  * "tr_tensor_copy to cuda:0: out of memory (cudaErrorMemoryAllocation; `...` at file:line)".
  *
- * The functions exist in every build. Without the CUDA backend (TR_HAVE_CUDA unset: CUDA=0,
- * the ASan test build) they fail with TR_EUSER and a message that says so. Not part of
- * core/trainer.h (Lua reaches them through tr_tensor_copy and friends). */
+ * The functions exist only in builds with the CUDA backend (TR_HAVE_CUDA); they are the
+ * copy and fill of the device backend (core/device/cuda_backend.c), which core/tensor/
+ * reaches through core/ctx/backend.h. Not part of core/trainer.h (Lua reaches them through
+ * tr_tensor_copy and friends). */
 #ifndef TR_CUDA_COPY_H
 #define TR_CUDA_COPY_H
 
@@ -50,12 +51,12 @@ int tr_cuda_copy(tr_ctx *ctx, const char *fn, void *dst, int dst_device, int dst
  * the filled prefix); nothing waits. */
 int tr_cuda_fill(tr_ctx *ctx, const char *fn, void *dst, int device, const void *elem, size_t esize, size_t n);
 
-/* The context's staging buffers (ctx.c owns them and frees them with the context). NULL
- * when host memory is short. */
+/* The staging buffers: the device backend's private state in a context (backend.h), freed
+ * with the context. NULL when host memory is short. */
 typedef struct tr_cuda_staging tr_cuda_staging;
 tr_cuda_staging *tr_cuda_staging_new(void);
 void tr_cuda_staging_free(tr_cuda_staging *s);
-/* The staging of ctx, made on first use (core/base/ctx.c); NULL without CUDA or when host
+/* The staging of ctx, made on first use (core/device/cuda_backend.c); NULL when host
  * memory is short. */
 tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx);
 

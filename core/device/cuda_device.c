@@ -18,8 +18,8 @@
 #include "cuda_device.h"
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
-#include "cuda/cuda_nn.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/gemm.h"
+#include "cuda/index_check.h"
 #include "cuda_sync.h"
 
 #include <dlfcn.h>
@@ -45,7 +45,7 @@ static const char *const device_names[TR_CUDA_MAX_DEVICES] = {
 
 /* ------------------------------------------------------------ device count */
 
-int tr_cuda_device_count(void)
+int tr_cuda_count_devices(void)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -56,9 +56,9 @@ int tr_cuda_device_count(void)
     return n < 0 ? 0 : n;
 }
 
-uint64_t tr_cuda_device_memory_bytes(int device)
+uint64_t tr_cuda_memory_bytes(int device)
 {
-    if (device < 0 || device >= tr_cuda_device_count()) return 0;
+    if (device < 0 || device >= tr_cuda_count_devices()) return 0;
     struct cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
         (void)cudaGetLastError();   /* a failed query is "unknown", not an error */
@@ -157,7 +157,7 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
 {
     *out_alloc = NULL;
     *out_state = NULL;
-    int count = tr_cuda_device_count();
+    int count = tr_cuda_count_devices();
     if (device < 0 || device >= count || device >= TR_CUDA_MAX_DEVICES)
         return tr_fail(err, TR_EUSER,
                        "cuda:%d does not exist: %d CUDA device(s) are visible to this process%s. Use "

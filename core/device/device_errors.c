@@ -7,7 +7,7 @@
 
 #include "cuda_device.h"
 #include "cuda/cuda_check.h"
-#include "cuda/cuda_nn.h"
+#include "cuda/index_check.h"
 
 #include <cuda_runtime.h>
 #include "cuda_sync.h"

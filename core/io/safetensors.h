@@ -119,7 +119,7 @@ typedef struct tr_st_entry {
 int tr_st_write(const char *path, const tr_st_entry *entries, size_t n,
                 const char *const *metadata, size_t n_metadata, tr_error *err);
 
-struct tr_ctx;      /* core/base/ctx.h */
+struct tr_ctx;      /* core/ctx/ctx.h */
 struct tr_tensor;   /* core/tensor/tensor.h */
 
 /* As tr_st_write, but entry i's bytes come from tensors[i] when that is non-NULL: a tensor

@@ -9,12 +9,12 @@
  * single-threaded (ops may run in parallel; ownership changes do not).
  *
  * Every failure leaves the inputs unchanged and sets the context's error. Data movement
- * that involves a GPU (copy, fill, write, read) is core/device/cuda_copy.c's: this file
- * checks the arguments, keeps the CPU path, and hands anything else over; in a build
- * without CUDA that is a clear TR_EUSER error, never a crash. */
+ * that involves a GPU (copy, fill, write, read) is the device backend's (core/ctx/backend.h):
+ * this file checks the arguments, keeps the CPU path, and hands anything else over; in a
+ * build without a device backend that is a clear TR_EUSER error, never a crash. */
 #include "tensor.h"
 #include "tensor_version.h"
-#include "cuda_copy.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,7 +312,7 @@ int tr_tensor_copy(tr_ctx *ctx, tr_tensor *dst, const tr_tensor *src)
                            "tr_tensor_copy: source and destination overlap in the memory of cuda:%d; copy "
                            "into a new tensor instead",
                            dst->device);
-        return tr_cuda_copy(ctx, "tr_tensor_copy", dst->data, dst->device, dst->dtype, src->data, src->device,
+        return tr_device_copy(ctx, "tr_tensor_copy", dst->data, dst->device, dst->dtype, src->data, src->device,
                             src->dtype, (size_t)src->numel);
     }
     if (dst->dtype != src->dtype && ranges_overlap(dst->data, dn, src->data, sn))
@@ -353,7 +353,7 @@ int tr_tensor_fill(tr_ctx *ctx, tr_tensor *t, double value)
     if (rc != TR_OK) return rc;
     size_t n = (size_t)t->numel;
     tr_tensor_mark_written(t);
-    if (t->device != TR_CPU) return tr_cuda_fill(ctx, "tr_tensor_fill", t->data, t->device, e, tr_dtype_size(t->dtype), n);
+    if (t->device != TR_CPU) return tr_device_fill(ctx, "tr_tensor_fill", t->data, t->device, e, tr_dtype_size(t->dtype), n);
     switch (tr_dtype_size(t->dtype)) {
     case 2: { uint16_t x; memcpy(&x, e, 2); uint16_t *p = t->data; for (size_t i = 0; i < n; i++) p[i] = x; break; }
     case 4: { uint32_t x; memcpy(&x, e, 4); uint32_t *p = t->data; for (size_t i = 0; i < n; i++) p[i] = x; break; }
@@ -383,7 +383,7 @@ int tr_tensor_write(tr_ctx *ctx, tr_tensor *t, const void *host, size_t nbytes)
     if (rc != TR_OK) return rc;
     tr_tensor_mark_written(t);
     if (t->device != TR_CPU)
-        return tr_cuda_copy(ctx, "tr_tensor_write", t->data, t->device, t->dtype, host, TR_CPU, t->dtype,
+        return tr_device_copy(ctx, "tr_tensor_write", t->data, t->device, t->dtype, host, TR_CPU, t->dtype,
                             (size_t)t->numel);
     if (nbytes) memmove(t->data, host, nbytes);
     return TR_OK;
@@ -395,7 +395,7 @@ int tr_tensor_read(tr_ctx *ctx, const tr_tensor *t, void *host, size_t nbytes)
     int rc = check_host_bytes(ctx, "tr_tensor_read", t, host, nbytes);
     if (rc != TR_OK) return rc;
     if (t->device != TR_CPU)
-        return tr_cuda_copy(ctx, "tr_tensor_read", host, TR_CPU, t->dtype, t->data, t->device, t->dtype,
+        return tr_device_copy(ctx, "tr_tensor_read", host, TR_CPU, t->dtype, t->data, t->device, t->dtype,
                             (size_t)t->numel);
     if (nbytes) memmove(host, t->data, nbytes);
     return TR_OK;
@@ -414,7 +414,7 @@ int tr_tensor_read_range(tr_ctx *ctx, const tr_tensor *t, size_t offset, void *h
     if (nbytes == 0) return TR_OK;
     const char *src = (const char *)t->data + offset;
     if (t->device != TR_CPU)
-        return tr_cuda_copy(ctx, "tr_tensor_read", host, TR_CPU, t->dtype, src, t->device, t->dtype, nbytes / esize);
+        return tr_device_copy(ctx, "tr_tensor_read", host, TR_CPU, t->dtype, src, t->device, t->dtype, nbytes / esize);
     memmove(host, src, nbytes);
     return TR_OK;
 }
@@ -432,7 +432,7 @@ int tr_tensor_write_converted(tr_ctx *ctx, tr_tensor *t, const void *host, int h
     if (numel == 0) return TR_OK;
     tr_tensor_mark_written(t);
     if (t->device != TR_CPU)
-        return tr_cuda_copy(ctx, "tr_tensor_write", t->data, t->device, t->dtype, host, TR_CPU, host_dtype,
+        return tr_device_copy(ctx, "tr_tensor_write", t->data, t->device, t->dtype, host, TR_CPU, host_dtype,
                             (size_t)numel);
     if (host_dtype == t->dtype) memmove(t->data, host, (size_t)numel * tr_dtype_size(host_dtype));
     else tr_convert_unaligned(t->data, t->dtype, host, host_dtype, (size_t)numel);

@@ -1,8 +1,9 @@
-/* attention.c — instantiates attention_impl.h for float (attn_tile.h's micro-kernels on
- * AVX-512 or AVX2, cblas_sgemm on other CPUs) and double (cblas_dgemm: the tests' reference),
- * and the thread/scratch helpers. GEMM arguments here are derived from
- * positive shape ints checked at entry (every ld >= 1), so BLAS never rejects them; the
- * tensor-level op checks that B*T*H*D fits before calling. */
+/* attention.c — the attention kernels (attention.h), written once over REAL and instantiated
+ * here for float (attn_tile.h's micro-kernels on AVX-512 or AVX2, cblas_sgemm on other CPUs)
+ * and double (cblas_dgemm: the tests' reference), and the thread/scratch helpers. GEMM
+ * arguments here are derived from positive shape ints checked at entry (every ld >= 1), so BLAS
+ * never rejects them; the tensor-level op checks that B*T*H*D fits before calling. */
+#ifndef KFN
 #include "cpu/attention.h"
 
 #include <cblas.h>
@@ -17,7 +18,7 @@
 #include "cpu/fast_math.h"
 #include "tr_base.h"
 
-/* The unsigned integer as wide as each REAL, for attention_impl.h's dropout bit select. */
+/* The unsigned integer as wide as each REAL, for the body's dropout bit select (below). */
 typedef uint32_t attn_bits_f32;
 typedef uint64_t attn_bits_f64;
 
@@ -46,7 +47,7 @@ int64_t tr_k_attention_row_stride(int64_t T)
     return T > 0 ? (T + TR_ATTN_ROW_ALIGN - 1) / TR_ATTN_ROW_ALIGN * TR_ATTN_ROW_ALIGN : 0;
 }
 
-/* Per thread (attention_impl.h, attn_bufs_of): the block buffers S, G and the 32-bit keep
+/* Per thread (the body below, attn_bufs_of): the block buffers S, G and the 32-bit keep
  * masks, TR_ATTN_BLOCK x Tp each; the packed k^T and v^T, D x Tp each; the key selects (Tp)
  * and the output row scales (TR_ATTN_BLOCK). */
 size_t tr_k_attention_scratch_elems(int64_t T, int64_t D, int nthreads)
@@ -99,7 +100,7 @@ static void blas_single_end(int prev)
 #define KEXP tr_fast_expf
 #define KCAP tr_fast_capf
 #define KTILE 1
-#include "cpu/attention_impl.h"
+#include "cpu/attention.c"
 #undef REAL
 #undef KFN
 #undef GEMM
@@ -113,10 +114,381 @@ static void blas_single_end(int prev)
 #define KEXP exp
 #define KCAP(x, c) ((x) < (c) ? (x) : (c))
 #define KTILE 0
-#include "cpu/attention_impl.h"
+#include "cpu/attention.c"
 #undef REAL
 #undef KFN
 #undef GEMM
 #undef KEXP
 #undef KCAP
 #undef KTILE
+
+#else /* KFN defined: this file included again, once per REAL (the instantiation above) */
+
+/* The body over REAL, instantiated for float and double.
+ * Expects REAL, KFN(name), GEMM (cblas_sgemm or cblas_dgemm), KEXP (exp for the type), KCAP
+ * (min(x, cap), branch-free for float) and KTILE (1: the products may run on attn_tile.h's
+ * micro-kernels, float only; 0: always GEMM, the double reference). Leading dimension of
+ * every q/k/v/out row is H*D: row t of head h in batch b starts at ((b*T + t)*H + h)*D.
+ *
+ * Score rows have a stride Tp = T rounded up to TR_ATTN_ROW_ALIGN: the key columns T..Tp-1
+ * are padding, -inf before the softmax and 0 after (as padded keys are), so every row loop
+ * runs whole vectors even for T < 16; the products that read P or dS as A run over the T
+ * real columns only. */
+
+/* ------------------------------------------------------------ shared row steps */
+
+/* ck[j] = 1 where key j of batch row b is kept, 0 where it is padded (mask 0) and for the
+ * padding columns T <= j < Tp: the select row of the row steps, once per (b, h). */
+static void KFN(col_keep)(REAL *ck, const void *mask, int mask_dtype, int64_t b, int64_t T,
+                          int64_t Tp)
+{
+    for (int64_t j = 0; j < Tp; j++) ck[j] = j < T ? 1 : 0;
+    if (!mask) return;
+    if (mask_dtype == TR_F32) {
+        const float *m = (const float *)mask + b * T;
+        for (int64_t j = 0; j < T; j++) ck[j] = m[j] != 0 ? 1 : 0;
+    } else {
+        const int32_t *m = (const int32_t *)mask + b * T;
+        for (int64_t j = 0; j < T; j++) ck[j] = m[j] != 0 ? 1 : 0;
+    }
+}
+
+/* row[j] = fill where ck[j] is 0 (a padded key or a padding column), else unchanged. Inlined
+ * into each clone of its callers (a call per row was a call per 16 scores at T = 16). */
+TR_FAST_INLINE void KFN(mask_fill)(REAL *row, REAL fill, const REAL *ck, int64_t n)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) row[j] = ck[j] != 0 ? row[j] : fill;
+}
+
+/* P[j] = exp(S[j] - lse) for kept keys, 0 for padded keys and padding columns (n = Tp), or
+ * when lse is -inf. The exp of a padded key is computed and then replaced (branch-free, so
+ * the loop vectorises); its argument is capped at 80 because a padded key's score may exceed
+ * the row's lse, which only kept keys made (for kept keys the argument is <= ~0, so the cap
+ * never acts). */
+TR_SIMD_CLONES static void KFN(probs_from_lse)(REAL *P, const REAL *S, REAL lse, const REAL *ck,
+                                               int64_t n)
+{
+    if (lse == -INFINITY) {
+        for (int64_t j = 0; j < n; j++) P[j] = 0;
+        return;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) {
+        REAL x = S[j] - lse;
+        P[j] = KEXP(KCAP(x, 80));
+    }
+    KFN(mask_fill)(P, 0, ck, n);
+}
+
+/* The row reductions: attn_tile.h's in registers for float, `omp simd` for the double
+ * reference. */
+static REAL KFN(row_max)(int isa, const REAL *x, int64_t n)
+{
+#if KTILE
+    return tr_attn_row_max(isa, x, n);
+#else
+    (void)isa;
+    REAL m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+#endif
+}
+
+/* sum of x[j] * y[j], or of x[j] when y is NULL */
+static REAL KFN(row_dot)(int isa, const REAL *x, const REAL *y, int64_t n)
+{
+#if KTILE
+    return y ? tr_attn_row_dot(isa, x, y, n) : tr_attn_row_sum(isa, x, n);
+#else
+    (void)isa;
+    REAL s = 0;
+    if (y) {
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < n; j++) s += x[j] * y[j];
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < n; j++) s += x[j];
+    }
+    return s;
+#endif
+}
+
+/* Rows [0, nb) of S (stride and length Tp) become exp(S - rowmax) in place, with one exp per
+ * score, NOT normalised: inv_out[r] = 1 / the row's sum, which the caller applies to the
+ * row's 1 x D output instead of its Tp probabilities; lse_out[r] = the row's log-sum-exp.
+ * A row whose keys are all padded becomes zeros, with lse -inf and inv 0. */
+TR_SIMD_CLONES static void KFN(softmax_block)(REAL *S, REAL *lse_out, REAL *inv_out, int64_t nb,
+                                              int64_t Tp, const REAL *ck, int isa)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        REAL *Sr = S + r * Tp;
+        KFN(mask_fill)(Sr, -INFINITY, ck, Tp);
+        REAL mx = KFN(row_max)(isa, Sr, Tp);
+        REAL row_lse = -INFINITY, inv = 0;
+        if (mx == -INFINITY) {
+            for (int64_t j = 0; j < Tp; j++) Sr[j] = 0;
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < Tp; j++) Sr[j] = KEXP(Sr[j] - mx);    /* exp(-inf) = 0 for padded keys */
+            REAL sum = KFN(row_dot)(isa, Sr, NULL, Tp);
+            inv = 1 / sum;
+            /* cppcheck-suppress invalidFunctionArg ; sum >= 1: the row's maximum contributes exp(0) */
+            row_lse = mx + log(sum);
+        }
+        lse_out[r] = row_lse;
+        inv_out[r] = inv;
+    }
+}
+
+/* out[j] = in[j] * keep_scale where mask[j] is all ones (kept), else +0; out may be in. A
+ * bit select (the product's bits AND the mask): a ?: is control flow to GCC -O2 and kept
+ * this loop scalar, and a byte mask beside the floats made it 16-byte vectors only.
+ * KFN(attn_bits) is the unsigned integer as wide as REAL (the mask sign-extends to it). */
+TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const uint32_t *mask, int64_t n,
+                                             REAL keep_scale)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) {
+        REAL v = in[j] * keep_scale;
+        KFN(attn_bits) bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits &= (KFN(attn_bits))(int32_t)mask[j];
+        memcpy(&out[j], &bits, sizeof bits);
+    }
+}
+
+/* The softmax backward of rows [0, nb) (stride and length Tp): P[r] = P[r] * (G[r] -
+ * <P[r], G[r]>), G = dP. Padding columns have P = 0 and G = 0 and stay 0. */
+TR_SIMD_CLONES static void KFN(dsoftmax_block)(REAL *P, const REAL *G, int64_t nb, int64_t Tp, int isa)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        REAL *Pr = P + r * Tp;
+        const REAL *Gr = G + r * Tp;
+        REAL dot = KFN(row_dot)(isa, Pr, Gr, Tp);
+#pragma omp simd
+        for (int64_t j = 0; j < Tp; j++) Pr[j] = Pr[j] * (Gr[j] - dot);
+    }
+}
+
+/* ------------------------------------------------------------ the products */
+
+/* S[nb, Tp] (=) alpha * A B^T over D: A is q's or dout's block (stride lda), B the head's k
+ * or v ([T, D], stride ldb) and Bt its packed transpose [D, Tp] with zero padding columns
+ * (tile paths only). The GEMM path writes the T real columns; the padding columns are then
+ * whatever the row steps left there (the callers select them away or keep them 0). */
+static void KFN(scores)(int isa, REAL *S, int64_t Tp, const REAL *A, int64_t lda, const REAL *B,
+                        int64_t ldb, const REAL *Bt, int64_t nb, int64_t T, int64_t D, REAL alpha)
+{
+#if KTILE
+    if (isa != TR_ATTN_ISA_BLAS) {
+        tr_attn_tile_gemm(isa, 0, S, Tp, A, lda, Bt, Tp, nb, Tp, D, alpha, NULL, 0);
+        return;
+    }
+#endif
+    (void)isa; (void)Bt;
+    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, alpha, A, (int)lda, B,
+         (int)ldb, 0, S, (int)Tp);
+}
+
+/* C[M, N] (=, or += when accumulate) alpha * rs[i] * op(A) B, op(A)(i, k) = A[i*lda + k] or
+ * (trans_a) A[k*lda + i]; rs NULL = 1, and rs only with accumulate 0. */
+static void KFN(product)(int isa, int trans_a, REAL *C, int64_t ldc, const REAL *A, int64_t lda,
+                         const REAL *B, int64_t ldb, int64_t M, int64_t N, int64_t K, REAL alpha,
+                         const REAL *rs, int accumulate)
+{
+#if KTILE
+    if (isa != TR_ATTN_ISA_BLAS) {
+        tr_attn_tile_gemm(isa, trans_a, C, ldc, A, lda, B, ldb, M, N, K, alpha, rs, accumulate);
+        return;
+    }
+#endif
+    (void)isa;
+    GEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K,
+         alpha, A, (int)lda, B, (int)ldb, accumulate ? 1 : 0, C, (int)ldc);
+    if (rs)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C[i * ldc + j] *= rs[i];
+}
+
+/* The packed transpose of a head's k or v, for the tile paths' score products. */
+static void KFN(pack_t)(int isa, REAL *dst, const REAL *src, int64_t ld, int64_t T, int64_t D,
+                        int64_t Tp)
+{
+#if KTILE
+    if (isa != TR_ATTN_ISA_BLAS) tr_attn_tile_pack_t(dst, Tp, src, ld, T, D);
+#else
+    (void)dst; (void)src; (void)ld; (void)T; (void)D; (void)Tp;
+#endif
+    (void)isa;
+}
+
+/* ------------------------------------------------------------ per-thread scratch */
+
+typedef struct KFN(attn_bufs) {
+    REAL *S, *G;        /* [BLOCK, Tp] scores / probabilities and dP / dropped P */
+    uint32_t *keep;     /* [BLOCK, Tp] the block's keep masks, 0 in the padding columns */
+    REAL *kt, *vt;      /* [D, Tp] packed k^T and v^T of the current head (tile paths) */
+    REAL *ck;           /* [Tp] the current batch row's key selects (col_keep) */
+    REAL *rs;           /* [BLOCK] output row scales (forward) */
+} KFN(attn_bufs);
+
+/* The thread's part of the scratch, zeroed once per call: the GEMM path never writes the
+ * padding columns of G, which the row steps read (as 0). */
+static KFN(attn_bufs) KFN(attn_bufs_of)(REAL *scratch, int64_t T, int64_t D)
+{
+    int64_t Tp = tr_k_attention_row_stride(T);
+    size_t per = tr_k_attention_scratch_elems(T, D, 1);
+    REAL *base = scratch + (size_t)omp_thread() * per;
+    memset(base, 0, per * sizeof *base);
+    KFN(attn_bufs) u;
+    u.S = base;
+    u.G = u.S + TR_ATTN_BLOCK * Tp;
+    /* cppcheck-suppress invalidPointerCast ; the third buffer holds the block's keep masks */
+    u.keep = (uint32_t *)(u.G + TR_ATTN_BLOCK * Tp);
+    u.kt = u.G + 2 * TR_ATTN_BLOCK * Tp;
+    u.vt = u.kt + D * Tp;
+    u.ck = u.vt + D * Tp;
+    u.rs = u.ck + Tp;
+    return u;
+}
+
+/* ------------------------------------------------------------ forward */
+
+void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, const REAL *k,
+                            const REAL *v, const void *mask, int mask_dtype,
+                            const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
+                            int64_t H, int64_t D, REAL *scratch, int nthreads)
+{
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
+    const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
+    const int64_t nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int use_drop = drop && drop->p > 0;
+#if KTILE
+    /* short rows (T <= 32 on AVX-512, 8 on AVX2), heads of 32 or 64, no dropout: a head in
+     * registers (attn_short.h) */
+    if (tr_attn_short_usable(isa, T, D, use_drop)) {
+        tr_attn_short_fwd_f32(isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
+        return;
+    }
+#endif
+    const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
+    /* A task is a run of query blocks of one head, so that k^T is packed once per run: the
+     * whole head when there are heads enough for every thread, else single blocks. */
+    const int64_t per_task = B * H >= 4 * (int64_t)(nthreads > 0 ? nthreads : 1) ? nblk : 1;
+    const int64_t runs = (nblk + per_task - 1) / per_task, ntask = B * H * runs;
+    int blas_prev = blas_single_begin();
+#pragma omp parallel num_threads(nthreads)
+    {
+        KFN(attn_bufs) u = KFN(attn_bufs_of)(scratch, T, D);
+#pragma omp for schedule(dynamic)
+        for (int64_t task = 0; task < ntask; task++) {
+            int64_t bh = task / runs, b = bh / H, h = bh % H;
+            int64_t blk0 = (task % runs) * per_task;
+            int64_t blk1 = blk0 + per_task < nblk ? blk0 + per_task : nblk;
+            const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
+            KFN(pack_t)(isa, u.kt, kb, ld, T, D, Tp);
+            KFN(col_keep)(u.ck, mask, mask_dtype, b, T, Tp);
+            for (int64_t blk = blk0; blk < blk1; blk++) {
+                int64_t i0 = blk * TR_ATTN_BLOCK;
+                int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+                const REAL *qb = q + ((b * T + i0) * H + h) * D;
+                KFN(scores)(isa, u.S, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
+                KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, Tp, u.ck, isa);
+                if (use_drop) {   /* the block's rows are consecutive in the stream: one draw */
+                    attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+                    KFN(dropout_rows)(u.S, u.S, u.keep, nb * Tp, 1);
+                    for (int64_t r = 0; r < nb; r++) u.rs[r] *= keep_scale;
+                }
+                /* out = diag(1/rowsum) (P v): the normalisation on 1 x D rows, not on P */
+                KFN(product)(isa, 0, out + ((b * T + i0) * H + h) * D, ld, u.S, Tp, vb, ld, nb, D,
+                             T, 1, u.rs, 0);
+            }
+        }
+    }
+    blas_single_end(blas_prev);
+}
+
+/* ------------------------------------------------------------ backward */
+
+void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
+                            const REAL *q, const REAL *k, const REAL *v, const REAL *lse,
+                            const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                            REAL scale, int64_t B, int64_t T, int64_t H, int64_t D,
+                            REAL *scratch, int nthreads)
+{
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
+    const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
+    const int use_drop = drop && drop->p > 0;
+    const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
+    /* One task per (b, h): dk and dv of a head are sums over all its query blocks, and
+     * only this task writes them (the first block overwrites, the others add). */
+    int blas_prev = blas_single_begin();
+#pragma omp parallel num_threads(nthreads)
+    {
+        KFN(attn_bufs) u = KFN(attn_bufs_of)(scratch, T, D);
+        REAL *P = u.S, *G = u.G;
+#pragma omp for schedule(dynamic)
+        for (int64_t bh = 0; bh < B * H; bh++) {
+            int64_t b = bh / H, h = bh % H;
+            const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
+            REAL *dkb = dk + (b * T * H + h) * D, *dvb = dv + (b * T * H + h) * D;
+            KFN(pack_t)(isa, u.kt, kb, ld, T, D, Tp);
+            KFN(pack_t)(isa, u.vt, vb, ld, T, D, Tp);
+            KFN(col_keep)(u.ck, mask, mask_dtype, b, T, Tp);
+            for (int64_t i0 = 0; i0 < T; i0 += TR_ATTN_BLOCK) {
+                int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+                int acc = i0 > 0;
+                const REAL *qb = q + ((b * T + i0) * H + h) * D;
+                const REAL *dob = dout + ((b * T + i0) * H + h) * D;
+                /* P = softmax probabilities (before dropout) of the block, from lse */
+                KFN(scores)(isa, P, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
+                for (int64_t r = 0; r < nb; r++)
+                    KFN(probs_from_lse)(P + r * Tp, P + r * Tp, lse[bh * T + i0 + r], u.ck, Tp);
+                /* dv (+)= Pd^T dout, Pd the dropped-out probabilities (built in G) */
+                const REAL *Pd = P;
+                if (use_drop) {
+                    attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+                    KFN(dropout_rows)(G, P, u.keep, nb * Tp, keep_scale);
+                    Pd = G;
+                }
+                KFN(product)(isa, 1, dvb, ld, Pd, Tp, dob, ld, T, D, nb, 1, NULL, acc);
+                /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
+                KFN(scores)(isa, G, Tp, dob, ld, vb, ld, u.vt, nb, T, D, 1);
+                if (use_drop) KFN(dropout_rows)(G, G, u.keep, nb * Tp, keep_scale);
+                KFN(dsoftmax_block)(P, G, nb, Tp, isa);
+                /* dq = scale dS k; dk (+)= scale dS^T q */
+                KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, Tp, kb, ld, nb, D, T,
+                             scale, NULL, 0);
+                KFN(product)(isa, 1, dkb, ld, P, Tp, qb, ld, T, D, nb, scale, NULL, acc);
+            }
+        }
+    }
+    blas_single_end(blas_prev);
+}
+
+/* ------------------------------------------------------------ entry points */
+
+void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
+                               const REAL *v, const void *mask, int mask_dtype,
+                               const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
+                               int64_t H, int64_t D, REAL *scratch, int nthreads)
+{
+    KFN(tr_k_attention_fwd_isa)(KTILE ? tr_attn_tile_isa() : TR_ATTN_ISA_BLAS, out, lse, q, k, v, mask,
+                           mask_dtype, drop, scale, B, T, H, D, scratch, nthreads);
+}
+
+void KFN(tr_k_attention_bwd)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
+                                const REAL *q, const REAL *k, const REAL *v,
+                                const REAL *lse, const void *mask, int mask_dtype,
+                                const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
+                                int64_t H, int64_t D, REAL *scratch, int nthreads)
+{
+    KFN(tr_k_attention_bwd_isa)(KTILE ? tr_attn_tile_isa() : TR_ATTN_ISA_BLAS, dq, dk, dv, dout, q, k,
+                           v, lse, mask, mask_dtype, drop, scale, B, T, H, D, scratch, nthreads);
+}
+
+#endif

@@ -4,7 +4,7 @@
  * probabilities).
  *
  * Why: `trainer encode` and short-text fine-tunes run T of 5 to 30. There the tiled path of
- * attention_impl.h paid per row (a mask fill, a max, an exp loop, a sum, a log: five calls
+ * attention.c paid per row (a mask fill, a max, an exp loop, a sum, a log: five calls
  * per 16 scores) and per head (a zeroed scratch, a key-select row, two tile products of one
  * or two vectors a row): 0.24-0.31 ms for the 384 heads of a 32-sentence MiniLM batch at
  * T = 13, 6 % of an encode pass, for 10 MFLOP. A row of T <= 32 scores is one or two

@@ -1,5 +1,5 @@
 /* attn_tile.h — register-blocked f32 matrix products for the attention's per-block tiles
- * (kernels/cpu/attention_impl.h), with f32 accumulation, in AVX-512 and AVX2 + FMA, chosen
+ * (kernels/cpu/attention.c), with f32 accumulation, in AVX-512 and AVX2 + FMA, chosen
  * at run time by the CPU (the binary never assumes the build machine's ISA).
  *
  * Why not BLAS: the tiles are small (64 query rows x T keys x D = 32..64) and OpenBLAS sends

@@ -1,16 +1,23 @@
 /* instantiate.h — compiles a kernel family's body twice: for float (names ending in _f32,
  * the runtime's kernels) and for double (_f64, the tests' finite-difference and precision
- * reference). A family's .c file defines KERNEL_IMPL as its *_impl.h and includes this file:
+ * reference). A family is one file, kernels/cpu/NAME.c beside its NAME.h: its includes and
+ * helpers under `#ifndef KFN`, which end by naming the file itself as KERNEL_IMPL and including
+ * this header; its body after the `#else`, compiled once per type when this header includes
+ * the file again with KFN defined:
  *
+ *   #ifndef KFN
  *   #include "cpu/dropout.h"
  *   #include <math.h>
- *   #define KERNEL_IMPL "cpu/dropout_impl.h"
+ *   #define KERNEL_IMPL "cpu/dropout.c"
  *   #include "cpu/instantiate.h"
+ *   #else
+ *   ... the body, over REAL and KFN(name) ...
+ *   #endif
  *
  * The body sees REAL (the scalar type), KFN(name) (the suffixed function name), and the
  * type's math functions KEXP, KLOG, KSQRT and GEMM KGEMM (include <cblas.h> to use it). */
 #ifndef KERNEL_IMPL
-#error "define KERNEL_IMPL as the family's *_impl.h before including cpu/instantiate.h"
+#error "define KERNEL_IMPL as the family's own NAME.c before including cpu/instantiate.h"
 #endif
 
 #define REAL float

@@ -1,10 +1,145 @@
-/* layernorm.c — instantiates layernorm_impl.h for float and double. Math functions come
- * from <tgmath.h>, so sqrt is sqrtf in the float instance. */
+/* layernorm.c — the layernorm kernels (layernorm.h), written once over REAL and instantiated
+ * here for float and double. Math functions come from <tgmath.h>, so sqrt is sqrtf in the float
+ * instance. */
+#ifndef KFN
 #include "cpu/layernorm.h"
 
 #include <tgmath.h>
 
 #include "cpu/fast_math.h"
 
-#define KERNEL_IMPL "cpu/layernorm_impl.h"
+#define KERNEL_IMPL "cpu/layernorm.c"
 #include "cpu/instantiate.h"
+
+#else /* KFN defined: this file included again, once per REAL (the instantiation above) */
+
+/* The body over REAL, instantiated for float and double.
+ * The per-row loops are functions in the AVX-512 / AVX2 clones (fast_math.h), the
+ * elementwise ones under `omp simd` (`bias ? bias[c] : 0` in the loop was control flow
+ * that kept it scalar). The row sums stay sequential and scalar: summed in SIMD lanes they
+ * move the LoRA gradients of tests/lua/test_keep_less.lua past its golden's 1e-5. */
+
+/* ------------------------------------------------------------ rows */
+
+/* One row: o = (x - mean) * rstd * weight (+ bias), and its mean and rstd. */
+TR_SIMD_CLONES static void KFN(layernorm_row)(REAL *o, REAL *mean, REAL *rstd, const REAL *xr,
+                                              const REAL *weight, const REAL *bias, int64_t C, REAL eps)
+{
+    /* two passes (mean, then centred squares): no cancellation for large means */
+    REAL m = 0;
+    for (int64_t c = 0; c < C; c++) m += xr[c];
+    m /= (REAL)C;
+    REAL v = 0;
+    for (int64_t c = 0; c < C; c++) {
+        REAL d = xr[c] - m;
+        v += d * d;
+    }
+    v /= (REAL)C;
+    REAL s = 1 / sqrt(v + eps);
+    if (bias) {
+#pragma omp simd
+        for (int64_t c = 0; c < C; c++) o[c] = (xr[c] - m) * s * weight[c] + bias[c];
+    } else {
+#pragma omp simd
+        for (int64_t c = 0; c < C; c++) o[c] = (xr[c] - m) * s * weight[c] + 0;
+    }
+    *mean = m;
+    *rstd = s;
+}
+
+/* One row of dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight. */
+TR_SIMD_CLONES static void KFN(layernorm_dx_row)(REAL *o, const REAL *dr, const REAL *xr, const REAL *weight,
+                                                 REAL m, REAL s, int64_t C)
+{
+    REAL gsum = 0, gxsum = 0;
+    for (int64_t c = 0; c < C; c++) {
+        REAL g = dr[c] * weight[c];
+        gsum += g;
+        gxsum += g * (xr[c] - m) * s;
+    }
+    gsum /= (REAL)C;
+    gxsum /= (REAL)C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; c++) {
+        REAL xhat = (xr[c] - m) * s;
+        o[c] = s * (dr[c] * weight[c] - gsum - xhat * gxsum);
+    }
+}
+
+/* aw += dout * xhat, ab += dout over one row's columns [0, n) (n <= 64). */
+TR_SIMD_CLONES static void KFN(layernorm_dwb_row)(REAL *aw, REAL *ab, const REAL *dr, const REAL *xr, REAL m,
+                                                  REAL s, int64_t n)
+{
+#pragma omp simd
+    for (int64_t c = 0; c < n; c++) {
+        aw[c] += dr[c] * (xr[c] - m) * s;
+        ab[c] += dr[c];
+    }
+}
+
+/* ------------------------------------------------------------ forward */
+
+void KFN(tr_k_layernorm_fwd)(REAL *out, REAL *mean, REAL *rstd, const REAL *x,
+                               const REAL *weight, const REAL *bias, int64_t N, int64_t C,
+                               REAL eps)
+{
+    if (N * C <= 16384) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+        for (int64_t n = 0; n < N; n++)
+            KFN(layernorm_row)(out + n * C, mean + n, rstd + n, x + n * C, weight, bias, C, eps);
+        return;
+    }
+#pragma omp parallel for
+    for (int64_t n = 0; n < N; n++)
+        KFN(layernorm_row)(out + n * C, mean + n, rstd + n, x + n * C, weight, bias, C, eps);
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Columns [c0, c1) of dweight and dbias (c1 - c0 <= 64): the rows summed in order. */
+static void KFN(layernorm_dwb_chunk)(REAL *dweight, REAL *dbias, const REAL *dout, const REAL *x, const REAL *mean,
+                                     const REAL *rstd, int64_t N, int64_t C, int64_t c0, int64_t c1)
+{
+    REAL aw[64], ab[64];
+    for (int64_t c = c0; c < c1; c++) aw[c - c0] = ab[c - c0] = 0;
+    for (int64_t n = 0; n < N; n++)
+        KFN(layernorm_dwb_row)(aw, ab, dout + n * C + c0, x + n * C + c0, mean[n], rstd[n], c1 - c0);
+    for (int64_t c = c0; c < c1; c++) {
+        if (dweight) dweight[c] += aw[c - c0];
+        if (dbias) dbias[c] += ab[c - c0];
+    }
+}
+
+void KFN(tr_k_layernorm_bwd)(REAL *dx, REAL *dweight, REAL *dbias, const REAL *dout,
+                                const REAL *x, const REAL *weight, const REAL *mean,
+                                const REAL *rstd, int64_t N, int64_t C)
+{
+    /* dx by rows, dweight and dbias by column chunks of 64 (each thread sums its columns'
+     * rows in order: deterministic, no races). One parallel region for both: they read
+     * the same inputs and write different outputs, so no barrier between them. */
+    const int64_t chunk = 64, nchunks = (C + chunk - 1) / chunk;
+    const int want_dwb = dweight || dbias;
+    if (N * C <= 16384) {
+        for (int64_t n = 0; dx && n < N; n++)
+            KFN(layernorm_dx_row)(dx + n * C, dout + n * C, x + n * C, weight, mean[n], rstd[n], C);
+        for (int64_t k = 0; want_dwb && k < nchunks; k++)
+            KFN(layernorm_dwb_chunk)(dweight, dbias, dout, x, mean, rstd, N, C, k * chunk,
+                                     (k + 1) * chunk < C ? (k + 1) * chunk : C);
+        return;
+    }
+#pragma omp parallel
+    {
+        if (dx) {
+#pragma omp for nowait
+            for (int64_t n = 0; n < N; n++)
+                KFN(layernorm_dx_row)(dx + n * C, dout + n * C, x + n * C, weight, mean[n], rstd[n], C);
+        }
+        if (want_dwb) {
+#pragma omp for nowait
+            for (int64_t k = 0; k < nchunks; k++)
+                KFN(layernorm_dwb_chunk)(dweight, dbias, dout, x, mean, rstd, N, C, k * chunk,
+                                         (k + 1) * chunk < C ? (k + 1) * chunk : C);
+        }
+    }
+}
+
+#endif

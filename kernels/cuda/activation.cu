@@ -2,7 +2,7 @@
  * the twins of kernels/cpu/gelu.c and tanh.c. One thread per element in a grid-stride
  * loop; fp32 math, one rounding to the output dtype. In-place (out == x, dx == dout) is
  * allowed: each element is read before it is written by the same thread. */
-#include "cuda/cuda_nn.h"
+#include "cuda/activation.h"
 #include "cuda/dtype.cuh"
 #include "cuda/gelu.cuh"
 

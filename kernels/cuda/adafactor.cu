@@ -1,5 +1,5 @@
 /* adafactor.cu — transformers' Adafactor step on the GPU, the formula of
- * kernels/cpu/sgd_adafactor_impl.h (tr_k_adafactor_step) in the same order of operations:
+ * kernels/cpu/sgd_adafactor.c (tr_k_adafactor_step) in the same order of operations:
  *   1. with scale_parameter, the RMS of the parameter before the update;
  *   2. the second moments: factored (row and column means of g^2 + eps1 over B matrices
  *      [R, C]) or a full v;
@@ -13,7 +13,7 @@
  * kernel reads it and returns, so nothing changes and no host round trip decides it; the
  * step number, on which beta2 and the relative step size depend, can likewise come from the
  * device loss scale's skip count. */
-#include "cuda/cuda_nn.h"
+#include "cuda/adafactor.h"
 #include "cuda/dtype.cuh"
 
 enum { AF_THREADS = 256, AF_PARTS = 256 };
@@ -29,7 +29,7 @@ __device__ __forceinline__ bool af_skip(const tr_k_adafactor_args &a) { return a
 
 /* The step's beta2t and relative step size: as the host computed them, or, with the skip
  * count, from the step less the skips the host has not read yet, in the host's double
- * arithmetic (core/cuda_ops/optim_cuda.c; kernels/cpu/sgd_adafactor_impl.h). */
+ * arithmetic (core/cuda_ops/optim_cuda.c; kernels/cpu/sgd_adafactor.c). */
 __device__ __forceinline__ void af_step_terms(const tr_k_adafactor_args &a, float *beta2t, double *rel)
 {
     *beta2t = a.beta2t;

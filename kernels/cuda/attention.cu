@@ -17,7 +17,7 @@
  *   dK_j = scale sum_i dS_ij q_i,   dQ_i = scale sum_j dS_ij k_j.
  * dK/dV run with one warp per key row, dQ with one warp per query row, so every gradient
  * row is summed by one warp in index order: no atomics, bit-for-bit repeatable. */
-#include "cuda/cuda_nn.h"
+#include "cuda/attention.h"
 #include "cuda/dtype.cuh"
 #include "cuda/philox.cuh"
 

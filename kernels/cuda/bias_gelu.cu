@@ -5,7 +5,7 @@
  * rounding, as the CPU sums them (one thread per column walking the rows in order:
  * deterministic). One thread per element in a grid-stride loop, fp32 math.
  * GELU itself is gelu.cuh's, activation.cu's. */
-#include "cuda/cuda_nn.h"
+#include "cuda/bias_gelu.h"
 #include "cuda/dtype.cuh"
 #include "cuda/gelu.cuh"
 

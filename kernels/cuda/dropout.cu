@@ -3,7 +3,7 @@
  * its uniform >= p and then scaled by 1 / (1 - p). No mask is stored: the backward is the
  * same call on dout, and a checkpoint recomputation regenerates the same bits.
  * One thread per Philox block (four stream elements). */
-#include "cuda/cuda_nn.h"
+#include "cuda/dropout.h"
 #include "cuda/dtype.cuh"
 #include "cuda/philox.cuh"
 

@@ -11,7 +11,8 @@
  * every pass), so no barrier is needed between the write and the read beyond the
  * reductions'. The backward's parameter gradients are layernorm.cu's column partials over
  * (dout, sum): the unfused op's bits. */
-#include "cuda/cuda_nn.h"
+#include "cuda/dropout_add_layernorm.h"
+#include "cuda/layernorm.h"
 #include "cuda/dtype.cuh"
 #include "cuda/layernorm_row.cuh"
 #include "cuda/philox.cuh"

@@ -10,7 +10,7 @@
  * type), threads move whole packs and a tail loop finishes the last n % V elements;
  * otherwise the V = 1 instantiation runs. Grid-stride loops, so any n fits any grid. */
 #include "cuda/cuda_check.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/elementwise.h"
 #include "cuda/dtype.cuh"
 
 #include <cuda_bf16.h>

@@ -4,7 +4,7 @@
  * dtable[ids[n], c]; rows of one id are summed in token order, as on the CPU. An id of -1 is
  * a bad id the op's device check replaced (index_check.cu): its output row is 0 and its
  * gradient is dropped, so a bad id never reads or writes outside the table. */
-#include "cuda/cuda_nn.h"
+#include "cuda/embedding.h"
 #include "cuda/dtype.cuh"
 
 enum { EMB_THREADS = 256 };

@@ -14,7 +14,7 @@
  * form the key. The bias pointer itself is set on the descriptor at each call. */
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>

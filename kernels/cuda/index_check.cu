@@ -5,7 +5,7 @@
  * and records the first bad index (its value and position) in the device's error word, unless
  * the word holds an earlier error already. The host reads the word where it synchronises
  * anyway (core/device/device_errors.c) and then fails with the CPU's user error. */
-#include "cuda/cuda_nn.h"
+#include "cuda/index_check.h"
 #include "cuda/dtype.cuh"
 
 enum { CHECK_THREADS = 1024 };

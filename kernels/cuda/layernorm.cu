@@ -6,7 +6,7 @@
  * dweight/dbias: rows are cut into chunks of LN_CHUNK; a thread owns one column of one
  * chunk and sums it in row order into the scratch, then one thread per column adds the
  * chunks in order to the gradient. No float atomics: the same inputs give the same bits. */
-#include "cuda/cuda_nn.h"
+#include "cuda/layernorm.h"
 #include "cuda/dtype.cuh"
 #include "cuda/layernorm_row.cuh"
 

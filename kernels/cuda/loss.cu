@@ -2,7 +2,7 @@
  * kernels/cpu/loss.c (torch's label smoothing and ignore_index). One block per row.
  * The count of rows not ignored stays on the device (a final one-block kernel counts the
  * targets in order), so the mean's divisor never makes the host wait. */
-#include "cuda/cuda_nn.h"
+#include "cuda/loss.h"
 #include "cuda/dtype.cuh"
 
 enum { CE_COUNT_THREADS = 1024 };

@@ -1,8 +1,8 @@
-/* loss_scale.cu — the device loss scale (cuda_loss_scale.h): the fp16 scaler's update from
+/* loss_scale.cu — the device loss scale (loss_scale.h): the fp16 scaler's update from
  * a device found-inf flag, and the loss gradient scaled by the device scale, so that fp16
  * training never reads the flag back per step. The f32 arithmetic is the CPU slots'
  * (core/ops/loss_scale.c): __fmul_rn / __fdiv_rn keep each rounding where the CPU has it. */
-#include "cuda/cuda_loss_scale.h"
+#include "cuda/loss_scale.h"
 #include "cuda/dtype.cuh"
 
 __global__ void loss_scale_update_kernel(float *scale, float *inv, int32_t *tracker, int32_t *skipped,

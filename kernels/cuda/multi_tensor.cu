@@ -1,7 +1,7 @@
-/* multi_tensor.cu — the clip coefficient read from a device norm (cuda_multi_tensor.h), so
+/* multi_tensor.cu — the clip coefficient read from a device norm (multi_tensor.h), so
  * that clipping after global_norm_into never brings the norm to the host. The f32
  * arithmetic is the CPU's (core/ops/multi_tensor.c): norm + eps, then max_norm / that. */
-#include "cuda/cuda_multi_tensor.h"
+#include "cuda/multi_tensor.h"
 #include "cuda/dtype.cuh"
 
 __global__ void clip_coef_from_norm_kernel(float *coef, const float *norm, float max_norm, float eps,

@@ -4,13 +4,13 @@
  * dtypes, bias-gradient column sums, casts that involve the integer dtypes, and the
  * conversion of a mask to the i32 the pooling kernels read.
  *
- * Same contract as cuda_nn.h: asynchronous on `stream`, fp32 arithmetic rounded once to
+ * Same contract as launcher.h: asynchronous on `stream`, fp32 arithmetic rounded once to
  * the output's dtype (RNE), deterministic (a column sum is one thread walking its rows in
  * order, never atomics), TR_EUSER for a bad argument before any launch, the launch checked
  * with the op's name. Integer conversions follow core/tensor/convert.c: by value,
  * float -> integer truncates toward zero, saturates and maps NaN to 0. */
-#include "cuda/cuda_nn.h"
-#include "cuda/cuda_ops.h"
+#include "cuda/elementwise.h"
+#include "cuda/op_support.h"
 #include "cuda/dtype.cuh"
 
 #include <string.h>

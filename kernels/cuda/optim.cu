@@ -6,7 +6,7 @@
  * The step number can come from the device loss scale's skip count too (AdamW's bias
  * corrections, SGD's first step), for the same reason.
  * Formulas: kernels/cpu/adamw.c (AdamW) and sgd_adafactor.c (SGD), i.e. torch's. */
-#include "cuda/cuda_nn.h"
+#include "cuda/optim.h"
 #include "cuda/dtype.cuh"
 
 enum { OPT_THREADS = 256, OPT_CHUNK = 65536 };

@@ -3,7 +3,7 @@
  * to 0 and gets no gradient, max ties go to the first maximal token, cls takes token 0
  * whatever the mask says. Grid (B, column tiles); a thread owns one (b, c) and walks the
  * T tokens in order, so sums are in the CPU's order. */
-#include "cuda/cuda_nn.h"
+#include "cuda/pooling.h"
 #include "cuda/dtype.cuh"
 
 enum { POOL_THREADS = 128 };

@@ -5,7 +5,7 @@
  *
  * Determinism: partial sums are written per block to a scratch in a fixed layout, then
  * one block adds them in index order; the launch shape depends only on the sizes. */
-#include "cuda/cuda_nn.h"
+#include "cuda/reduce.h"
 #include "cuda/dtype.cuh"
 
 enum { RED_THREADS = 256, RED_MAX_BLOCKS = 1024, RED_FINAL_THREADS = 1024, MT_CHUNK = 65536 };

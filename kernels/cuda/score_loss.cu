@@ -1,8 +1,8 @@
 /* score_loss.cu — the scored-pair losses (CoSENT, cosine MSE) on the GPU, the twins of
- * kernels/cpu/score_loss_impl.h, computed in f32 from sim's diagonal and the scores: one block
+ * kernels/cpu/score_loss.c, computed in f32 from sim's diagonal and the scores: one block
  * reduces the loss in a fixed tree (tr_block_max, tr_block_sum) and writes the whole gradient
  * dsim [B, B] (zero off the diagonal), so nothing goes to the host. */
-#include "cuda/cuda_nn.h"
+#include "cuda/score_loss.h"
 #include "cuda/dtype.cuh"
 
 enum { SCORE_THREADS = 256 };

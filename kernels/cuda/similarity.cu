@@ -1,7 +1,7 @@
 /* similarity.cu — row L2 normalisation on the GPU (torch.nn.functional.normalize:
  * y = x / max(||x||, eps)), the twin of kernels/cpu/similarity.c. One block per row.
  * The cosine-similarity matrix itself is a GEMM of normalised rows (tr_cuda_gemm). */
-#include "cuda/cuda_nn.h"
+#include "cuda/similarity.h"
 #include "cuda/dtype.cuh"
 
 __global__ void l2norm_fwd_kernel(void *out, int out_dt, const void *x, int x_dt, int64_t C, float eps)

@@ -2,7 +2,7 @@
  * one block per row, max-subtracted, deterministic fp32 block reductions. out may be x
  * and dx may be dout: every read of a row happens before the barrier that precedes its
  * writes. */
-#include "cuda/cuda_nn.h"
+#include "cuda/softmax.h"
 #include "cuda/dtype.cuh"
 
 __global__ void softmax_fwd_kernel(void *out, int out_dt, const void *x, int x_dt, int64_t C)

@@ -11,7 +11,7 @@
  * device restored. It shows nothing about the real runtime's behaviour: tests/gpu does. */
 #define TR_HAVE_CUDA 1
 #define TR_CUDA_COPY_TEST_RUNTIME "fake_cuda_runtime.h"
-/* The ASan runtime links cuda_copy.c's stubs and ctx.c's CUDA-less context: the code under
+/* The runtime this links may hold cuda_copy.c and the device backend too (a CUDA build): the code under
  * test and the context calls it makes get names of their own here. */
 #define tr_cuda_copy fake_tr_cuda_copy
 #define tr_cuda_fill fake_tr_cuda_fill

@@ -13,7 +13,7 @@
 #    fails, (a bare CUDA image without LuaJIT/OpenBLAS/...) a minimal build of just what
 #    the GPU test needs, with the same nvcc flags, in parallel;
 # 2. builds tests/gpu/test_gpu_parity.c (allocator, GEMM, elementwise, casts) and
-#    tests/gpu/test_gpu_nn.c (every kernel of kernels/cuda/cuda_nn.h against the CPU's
+#    tests/gpu/test_gpu_nn.c (every kernel of the kernels/cuda/ families against the CPU's
 #    float64 kernels, dropout masks bit for bit) and tests/gpu/test_gpu_memory.c (tensor
 #    transfers, fills, views, staging, the device allocator under stress, OOM and recovery,
 #    safetensors to the device) with gcc -DTR_HAVE_CUDA against a static archive of those

@@ -1,4 +1,4 @@
-/* test_gpu_nn.c — every CUDA kernel of kernels/cuda/cuda_nn.h against the CPU kernels'
+/* test_gpu_nn.c — every CUDA kernel of the kernels/cuda/ families against the CPU kernels'
  * float64 reference (the _f64 kernels of kernels/cpu) on the same inputs, on a real GPU, for f32, bf16
  * and f16 storage, odd sizes, size 1 and masks; the dropout masks bit for bit against
  * core/base/rng.c. Built and run by tests/gpu/run.sh like test_gpu_parity.c; without a GPU it
@@ -15,7 +15,18 @@
  * against a bound per output dtype: f32 1e-9 (fp32 arithmetic), f16 1e-5, bf16 1e-4 (one
  * rounding of the output plus half inputs), as ggml's test-backend-ops; and no NaN where the
  * reference has none. Each case prints its worst nmse. */
-#include "cuda/cuda_nn.h"
+#include "cuda/activation.h"
+#include "cuda/attention.h"
+#include "cuda/dropout.h"
+#include "cuda/embedding.h"
+#include "cuda/features.h"
+#include "cuda/layernorm.h"
+#include "cuda/loss.h"
+#include "cuda/optim.h"
+#include "cuda/pooling.h"
+#include "cuda/reduce.h"
+#include "cuda/similarity.h"
+#include "cuda/softmax.h"
 #include "gpu_testutil.h"
 
 #include "cpu/attention.h"

@@ -17,7 +17,8 @@
  * Casts must match the reference bits exactly, NaN payloads included (the reference is
  * core/tensor/convert.c's rule: quiet, sign and top payload bits kept); elementwise results too,
  * on finite random inputs. */
-#include "cuda/cuda_ops.h"
+#include "cuda/elementwise.h"
+#include "cuda/gemm.h"
 #include "gpu_testutil.h"
 
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
--- trainer.core.runtime: the process's runtime context (core/base/ctx.h) and helpers to turn C
+-- trainer.core.runtime: the process's runtime context (core/ctx/ctx.h) and helpers to turn C
 -- statuses into Lua errors. Everything that allocates goes through runtime.ctx.
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")

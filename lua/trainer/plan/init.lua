@@ -17,7 +17,7 @@
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
 --                real batches pad to their longest); on a GPU also the batch feed's two slots
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU; on the
---                CPU with oneDNN (core/ops/cpu_gemm.h), every f32 Linear weight with both sides
+--                CPU with oneDNN (core/gemm/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed twice in f32 (forward and input gradient), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
@@ -68,7 +68,7 @@ local function layer_linears(H, I)
 end
 
 -- The library of the CPU matrix products in this process ("onednn" or "openblas"; see
--- core/ops/cpu_gemm.h); a user error when TRAINER_CPU_GEMM asks for something unusable.
+-- core/gemm/cpu_gemm.h); a user error when TRAINER_CPU_GEMM asks for something unusable.
 local function cpu_gemm_library()
   local runtime = require("trainer.core.runtime")
   local C = require("trainer.core.ffi")
@@ -221,7 +221,7 @@ function M.estimate(recipe, opts)
   if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
   if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
-  -- (f32 weights only: half ones run unpacked, core/ops/cpu_gemm.c)
+  -- (f32 weights only: half ones run unpacked, core/gemm/cpu_gemm.c)
   local packed = 0
   if onednn and not half then
     for _, lin in ipairs(layer_linears(H, I)) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end

@@ -1,0 +1,35 @@
+/* attention.h — the attention kernels (attention.cu), the device twin of
+ * kernels/cpu/attention.h; host launchers with C linkage and no CUDA types, under launcher.h's
+ * contract. */
+#ifndef TR_KERNELS_CUDA_ATTENTION_H
+#define TR_KERNELS_CUDA_ATTENTION_H
+
+#include "cuda/launcher.h"
+
+TR_K_BEGIN_DECLS
+
+/* q, k, v, out [B,T,H,D] of dtype dt; lse [B,H,T] (=, f32, -inf for a row whose keys are
+ * all padded: its out is 0); mask [B,T] of mask_dt (TR_I32 or TR_F32, nonzero = keep) or
+ * NULL; dropout p on the probabilities with the key (seed, step, layer, op) and stream
+ * index ((b*H + h)*T + i)*T + j, as kernels/cpu/attention.h, so the masks are the CPU's.
+ * Any D <= 128 (kernels for 32, 64 and 128 lanes of registers).
+ * Flash-style: one warp per query row, keys streamed through shared memory in tiles of
+ * 32 with an online softmax in fp32; nothing of size T x T is ever stored. */
+int tr_k_attention_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
+                            const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step, uint32_t layer,
+                            uint32_t op, float scale, int64_t B, int64_t T, int64_t H, int64_t D, void *stream,
+                            tr_error *err);
+/* Scratch (f32 elements) of the backward: the row terms delta = dout . out, [B,H,T]. */
+int64_t tr_k_attention_bwd_scratch_cuda(int64_t B, int64_t T, int64_t H);
+/* dq, dk, dv [B,T,H,D] (=), dtype dt; out and lse are the forward's (the op recomputes out
+ * into workspace when it was not kept). dK and dV: one warp per key row; dQ: one warp per
+ * query row; no atomics, so the gradients repeat bit for bit. */
+int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const void *q,
+                            const void *k, const void *v, int dt, const float *lse, const void *mask, int mask_dt,
+                            float p, uint64_t seed, uint32_t step, uint32_t layer, uint32_t op, float scale,
+                            int64_t B, int64_t T, int64_t H, int64_t D, float *scratch, void *stream,
+                            tr_error *err);
+
+TR_K_END_DECLS
+
+#endif
