@@ -7,8 +7,8 @@
  * cblas_sgemm, on oneDNN with plain row-major operands, and (forward, input gradient) on
  * oneDNN with the weight packed once. Then the attention's per-head tiles (128 x 128 x 32,
  * 128 x 32 x 128, head dim 64 too) on one thread, as the CPU attention kernel
- * (kernels/cpu/attention.c) runs them inside its own OpenMP region. Every figure is the best of several timed batches (a shared machine
- * measures its neighbours); the thread count is OpenMP's (OMP_NUM_THREADS); BENCH_CLOCK=cpu
+ * (kernels/cpu/attention.c) runs them inside its own OpenMP region. Every figure is the best
+ * of several timed batches (a shared machine measures its neighbours); the thread count is OpenMP's (OMP_NUM_THREADS); BENCH_CLOCK=cpu
  * times CPU instead of wall time. Prints one table; never a test. */
 #include <cblas.h>
 #include <stdio.h>
