@@ -8,8 +8,8 @@
  * oneDNN with the weight packed once. Then the attention's per-head tiles (128 x 128 x 32,
  * 128 x 32 x 128, head dim 64 too) on one thread, as the CPU attention kernel
  * (kernels/cpu/attention.c) runs them inside its own OpenMP region. Every figure is the best
- * of several timed batches (a shared machine measures its neighbours); the thread count is OpenMP's (OMP_NUM_THREADS); BENCH_CLOCK=cpu
- * times CPU instead of wall time. Prints one table; never a test. */
+ * of several timed batches (a shared machine measures its neighbours); the thread count is
+ * OpenMP's (OMP_NUM_THREADS); BENCH_CLOCK=cpu times CPU instead of wall time. Prints one table; never a test. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
