@@ -3,6 +3,7 @@
  * GELU and tanh, and staged in chunks of rows for softmax (whose sums are always f32). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
+#include "stage_rows.h"
 #include "cpu/gelu.h"
 #include "cpu/softmax.h"
 #include "cpu/tanh.h"
@@ -14,10 +15,18 @@ enum { ACT_GELU_FWD, ACT_GELU_BWD, ACT_SOFTMAX_FWD, ACT_SOFTMAX_BWD, ACT_TANH_FW
 static void elementwise_f32(int kind, int arg, float *Y, const float *A, const float *B, int64_t n)
 {
     switch (kind) {
-    case ACT_GELU_FWD: tr_k_gelu_fwd_f32(Y, A, n, arg); break;
-    case ACT_GELU_BWD: tr_k_gelu_bwd_f32(Y, A, B, n, arg); break;
-    case ACT_TANH_FWD: tr_k_tanh_fwd_f32(Y, A, n); break;
-    default: tr_k_tanh_bwd_f32(Y, A, B, n); break;
+    case ACT_GELU_FWD:
+        tr_k_gelu_fwd_f32(Y, A, n, arg);
+        break;
+    case ACT_GELU_BWD:
+        tr_k_gelu_bwd_f32(Y, A, B, n, arg);
+        break;
+    case ACT_TANH_FWD:
+        tr_k_tanh_fwd_f32(Y, A, n);
+        break;
+    default:
+        tr_k_tanh_bwd_f32(Y, A, B, n);
+        break;
     }
 }
 
@@ -33,47 +42,49 @@ static void span_fn(const void *p, float *y, const float *a, const float *b, int
     elementwise_f32(k->kind, k->arg, y, a, b, n);
 }
 
-/* y (=) = f(a [, b]) chunk by chunk; rows of width C (1 for elementwise). */
-static int run(tr_ctx *ctx, const tr_op_call *c, int kind)
+/* The six ops lay out their arguments alike: y (out or dx, written), a (x or dout), b (x, y
+ * or none), all in blocks of rows for the staging loop. */
+static const unsigned char layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK, TR_ROWS_BLOCK};
+
+typedef struct rows_kind {
+    int kind, arg;
+} rows_kind;
+
+static void rows_fn(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
 {
-    /* the six ops lay out their arguments alike: y (out or dx), a (x or dout), b (x, y or none) */
+    const rows_kind *k = work;
+    if (k->kind == ACT_SOFTMAX_FWD)
+        tr_k_softmax_fwd_f32(p[0], p[1], nr, C);
+    else if (k->kind == ACT_SOFTMAX_BWD)
+        tr_k_softmax_bwd_f32(p[0], p[1], p[2], nr, C);
+    else
+        elementwise_f32(k->kind, k->arg, p[0], p[1], p[2], nr * C);
+}
+
+/* y (=) = f(a [, b]): half elementwise operands span by span, else blocks of rows of width C
+ * (1 for elementwise). */
+static int run(tr_ctx *ctx, const tr_op_call *c, const tr_op_desc *d, int kind)
+{
     const tr_tensor *y = c->gelu_backward.dx, *a = c->gelu_backward.dout, *b = c->gelu_backward.x;
-    int rowwise = kind == ACT_SOFTMAX_FWD || kind == ACT_SOFTMAX_BWD, rc = TR_OK;
+    int rowwise = kind == ACT_SOFTMAX_FWD || kind == ACT_SOFTMAX_BWD;
     int arg = c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF;
     int all_f32 = y->dtype == TR_F32 && a->dtype == TR_F32 && (!b || b->dtype == TR_F32);
     if (!rowwise && !all_f32) {
-        span_kind k = { kind, arg };
+        span_kind k = {kind, arg};
         tr_stage_spans(y, a, b, span_fn, &k);
         return TR_OK;
     }
     int64_t C = rowwise ? (a->ndim ? a->shape[a->ndim - 1] : 1) : 1;
     int64_t N = C > 0 ? a->numel / C : 0;
-    int64_t step = all_f32 ? (N > 0 ? N : 1) : tr_stage_block_rows(C);
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step, off = r0 * C, n = nr * C;
-        float *A = NULL, *B = NULL, *Y = NULL;
-        void *oa = NULL, *ob = NULL, *oy = NULL;
-        rc = tr_stage_load(ctx, a, off, n, &A, &oa);
-        if (rc == TR_OK && b) rc = tr_stage_load(ctx, b, off, n, &B, &ob);
-        if (rc == TR_OK) rc = tr_stage_buf(ctx, y, off, n, 0, &Y, &oy);
-        if (rc == TR_OK) {
-            if (kind == ACT_SOFTMAX_FWD) tr_k_softmax_fwd_f32(Y, A, nr, C);
-            else if (kind == ACT_SOFTMAX_BWD) tr_k_softmax_bwd_f32(Y, A, B, nr, C);
-            else elementwise_f32(kind, arg, Y, A, B, n);
-            tr_stage_put(y, off, Y, n);
-        }
-        tr_stage_scratch_free(ctx, oa);
-        tr_stage_scratch_free(ctx, ob);
-        tr_stage_scratch_free(ctx, oy);
-    }
-    return rc;
+    rows_kind k = {kind, arg};
+    return tr_stage_rows(ctx, d, c, layout, N, C, rows_fn, &k);
 }
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(gelu, run, c, ACT_GELU_FWD)
-TR_CPU_SLOT_BY(gelu_backward, run, c, ACT_GELU_BWD)
-TR_CPU_SLOT_BY(softmax, run, c, ACT_SOFTMAX_FWD)
-TR_CPU_SLOT_BY(softmax_backward, run, c, ACT_SOFTMAX_BWD)
-TR_CPU_SLOT_BY(tanh, run, c, ACT_TANH_FWD)
-TR_CPU_SLOT_BY(tanh_backward, run, c, ACT_TANH_BWD)
+TR_CPU_SLOT_BY(gelu, run, c, &tr_opd_gelu, ACT_GELU_FWD)
+TR_CPU_SLOT_BY(gelu_backward, run, c, &tr_opd_gelu_backward, ACT_GELU_BWD)
+TR_CPU_SLOT_BY(softmax, run, c, &tr_opd_softmax, ACT_SOFTMAX_FWD)
+TR_CPU_SLOT_BY(softmax_backward, run, c, &tr_opd_softmax_backward, ACT_SOFTMAX_BWD)
+TR_CPU_SLOT_BY(tanh, run, c, &tr_opd_tanh, ACT_TANH_FWD)
+TR_CPU_SLOT_BY(tanh_backward, run, c, &tr_opd_tanh_backward, ACT_TANH_BWD)

@@ -1,4 +1,5 @@
-/* attention_cpu.c — the CPU slots (checks and wrappers: core/ops/attention.c): tensor-level scaled-dot-product attention (kernels/cpu/attention.c).
+/* attention_cpu.c — the CPU slots (checks and wrappers: core/ops/attention.c): tensor-level scaled-dot-product
+ * attention (kernels/cpu/attention.c).
  *
  * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + Tp + 64) floats,
  * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
@@ -17,14 +18,17 @@
 
 typedef struct attn_stream {
     tr_rng_key key;
-    uint64_t base;    /* stream index of the first element of this batch group */
+    uint64_t base; /* stream index of the first element of this batch group */
 } attn_stream;
 
 typedef struct attn_dims {
     int64_t B, T, H, D;
 } attn_dims;
 
-static float default_scale(float scale, int64_t D) { return scale > 0 ? scale : 1.0f / sqrtf((float)D); }
+static float default_scale(float scale, int64_t D)
+{
+    return scale > 0 ? scale : 1.0f / sqrtf((float)D);
+}
 
 /* Batch elements per group when staging half tensors: about 1 Mi elements per tensor. */
 static int64_t group_size(const attn_dims *d, int all_f32)
@@ -44,23 +48,22 @@ static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64
 /* ------------------------------------------------------------ forward */
 
 static int attention_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *lse, const tr_tensor *q,
-                    const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
-                    float dropout_p, const tr_rng_key *key)
+                         const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p,
+                         const tr_rng_key *key)
 {
-    const attn_dims d = { q->shape[0], q->shape[1], q->shape[2], q->shape[3] };
+    const attn_dims d = {q->shape[0], q->shape[1], q->shape[2], q->shape[3]};
     int rc = TR_OK;
     scale = default_scale(scale, d.D);
     {
         int nthreads = tr_k_attention_threads();
         float *scratch = NULL;
         if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, d.D, nthreads) * sizeof(float),
-                                (void **)&scratch)))
+                                   (void **)&scratch)))
             return rc;
-        int all_f32 = q->dtype == TR_F32 && k->dtype == TR_F32 && v->dtype == TR_F32 &&
-                      out->dtype == TR_F32;
+        int all_f32 = q->dtype == TR_F32 && k->dtype == TR_F32 && v->dtype == TR_F32 && out->dtype == TR_F32;
         int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
-        attn_stream stream = { key ? *key : (tr_rng_key){ 0, 0, 0, 0 }, 0 };
-        tr_attn_dropout drop = { dropout_p, attn_keep, &stream };
+        attn_stream stream = {key ? *key : (tr_rng_key){0, 0, 0, 0}, 0};
+        tr_attn_dropout drop = {dropout_p, attn_keep, &stream};
         for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
             int64_t nb = d.B - b0 < g ? d.B - b0 : g;
             float *Q = NULL, *K = NULL, *V = NULL, *O = NULL;
@@ -72,9 +75,9 @@ static int attention_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *lse
             if (rc == TR_OK) {
                 stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
                 tr_k_attention_fwd_f32(O, (float *)lse->data + b0 * d.H * d.T, Q, K, V,
-                                         mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
-                                         mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL,
-                                         scale, nb, d.T, d.H, d.D, scratch, nthreads);
+                                       mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
+                                       mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL, scale, nb, d.T, d.H,
+                                       d.D, scratch, nthreads);
                 tr_stage_put(out, b0 * per, O, nb * per);
             }
             tr_stage_scratch_free(ctx, oq);
@@ -90,29 +93,29 @@ static int attention_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *lse
 /* ------------------------------------------------------------ backward */
 
 static int attention_backward_run(tr_ctx *ctx, const tr_tensor *dq, const tr_tensor *dk, const tr_tensor *dv,
-                             const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
-                             const tr_tensor *v, const tr_tensor *lse, const tr_tensor *mask,
-                             float scale, float dropout_p, const tr_rng_key *key)
+                                  const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k, const tr_tensor *v,
+                                  const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
+                                  const tr_rng_key *key)
 {
-    const attn_dims d = { q->shape[0], q->shape[1], q->shape[2], q->shape[3] };
+    const attn_dims d = {q->shape[0], q->shape[1], q->shape[2], q->shape[3]};
     int rc = TR_OK;
     scale = default_scale(scale, d.D);
     {
         int nthreads = tr_k_attention_threads();
         float *scratch = NULL;
         if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, d.D, nthreads) * sizeof(float),
-                                (void **)&scratch)))
+                                   (void **)&scratch)))
             return rc;
-        const tr_tensor *ts[] = { q, k, v, dout, dq, dk, dv };
+        const tr_tensor *ts[] = {q, k, v, dout, dq, dk, dv};
         int all_f32 = 1;
         for (int i = 0; i < 7; i++) all_f32 &= ts[i]->dtype == TR_F32;
         int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
-        attn_stream stream = { key ? *key : (tr_rng_key){ 0, 0, 0, 0 }, 0 };
-        tr_attn_dropout drop = { dropout_p, attn_keep, &stream };
+        attn_stream stream = {key ? *key : (tr_rng_key){0, 0, 0, 0}, 0};
+        tr_attn_dropout drop = {dropout_p, attn_keep, &stream};
         for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
             int64_t nb = d.B - b0 < g ? d.B - b0 : g, off = b0 * per, n = nb * per;
             float *Q = NULL, *K = NULL, *V = NULL, *DO = NULL, *DQ = NULL, *DK = NULL, *DV = NULL;
-            void *o[7] = { NULL };
+            void *o[7] = {NULL};
             rc = tr_stage_load(ctx, q, off, n, &Q, &o[0]);
             if (rc == TR_OK) rc = tr_stage_load(ctx, k, off, n, &K, &o[1]);
             if (rc == TR_OK) rc = tr_stage_load(ctx, v, off, n, &V, &o[2]);
@@ -122,12 +125,10 @@ static int attention_backward_run(tr_ctx *ctx, const tr_tensor *dq, const tr_ten
             if (rc == TR_OK) rc = tr_stage_buf(ctx, dv, off, n, 0, &DV, &o[6]);
             if (rc == TR_OK) {
                 stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
-                tr_k_attention_bwd_f32(DQ, DK, DV, DO, Q, K, V,
-                                          (const float *)lse->data + b0 * d.H * d.T,
-                                          mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
-                                          mask ? mask->dtype : TR_I32,
-                                          dropout_p > 0 ? &drop : NULL, scale, nb, d.T, d.H, d.D,
-                                          scratch, nthreads);
+                tr_k_attention_bwd_f32(DQ, DK, DV, DO, Q, K, V, (const float *)lse->data + b0 * d.H * d.T,
+                                       mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
+                                       mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL, scale, nb, d.T, d.H,
+                                       d.D, scratch, nthreads);
                 tr_stage_put(dq, off, DQ, n);
                 tr_stage_put(dk, off, DK, n);
                 tr_stage_put(dv, off, DV, n);
@@ -141,11 +142,14 @@ static int attention_backward_run(tr_ctx *ctx, const tr_tensor *dq, const tr_ten
 
 int tr_cpu_attention(tr_ctx *ctx, tr_op_call *c)
 {
-    return attention_run(ctx, c->attention.out, c->attention.lse, c->attention.q, c->attention.k, c->attention.v, c->attention.mask, c->f[0], c->f[1], c->p);
+    return attention_run(ctx, c->attention.out, c->attention.lse, c->attention.q, c->attention.k, c->attention.v,
+                         c->attention.mask, c->f[0], c->f[1], c->p);
 }
 
 int tr_cpu_attention_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    return attention_backward_run(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv, c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k, c->attention_backward.v, c->attention_backward.lse,
-                                   c->attention_backward.mask, c->f[0], c->f[1], c->p);
+    return attention_backward_run(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv,
+                                  c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k,
+                                  c->attention_backward.v, c->attention_backward.lse, c->attention_backward.mask,
+                                  c->f[0], c->f[1], c->p);
 }

@@ -1,5 +1,5 @@
-/* attention_packed_cpu.c — the CPU slots (checks and wrappers: core/ops/attention_packed.c): attention over sequences stored back to back (the packed rows of
- * trainer.nn.packing), forward only: `attention_packed`.
+/* attention_packed_cpu.c — the CPU slots (checks and wrappers: core/ops/attention_packed.c): attention over sequences
+ * stored back to back (the packed rows of trainer.nn.packing), forward only: `attention_packed`.
  *
  * Why: the encoder skips padding in every per-row op, but `attention` reads the padded
  * [B, T, H, D] layout, so a forward without gradients scattered q, k and v to it and gathered
@@ -46,16 +46,16 @@ static void run_padded(float *O, float *lse, const float *Q, const float *K, con
     for (int64_t b = 0; b < B; b++) {
         int64_t n = off[b + 1] - off[b];
         memcpy(O + off[b] * row, po + b * per, (size_t)(n * row) * sizeof *O);
-        for (int64_t h = 0; h < H; h++)
-            memcpy(lse + H * off[b] + h * n, pl + (b * H + h) * T, (size_t)n * sizeof *lse);
+        for (int64_t h = 0; h < H; h++) memcpy(lse + H * off[b] + h * n, pl + (b * H + h) * T, (size_t)n * sizeof *lse);
     }
 }
 
 int tr_cpu_attention_packed(tr_ctx *ctx, tr_op_call *c)
 {
-    const int64_t H = c->dim[0], D = c->dim[1], T = c->dim[2];   /* recorded by the check */
+    const int64_t H = c->dim[0], D = c->dim[1], T = c->dim[2]; /* recorded by the check */
     int rc = TR_OK;
-    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q, *k = c->attention_packed.k, *v = c->attention_packed.v;
+    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q,
+                    *k = c->attention_packed.k, *v = c->attention_packed.v;
     const tr_attn_lengths *L = c->p;
     const int64_t B = L->B, N = q->shape[0];
     const float scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)D);

@@ -1,5 +1,6 @@
-/* cast_cpu.c — the CPU slots (checks and wrappers: core/ops/cast.c): tensor-level dtype casts between any two of the five dtypes, through
- * tr_convert (core/tensor/tensor.h: round-to-nearest-even, integers by value) in parallel chunks. */
+/* cast_cpu.c — the CPU slots (checks and wrappers: core/ops/cast.c): tensor-level dtype casts between any two of the
+ * five dtypes, through tr_convert (core/tensor/tensor.h: round-to-nearest-even, integers by value) in parallel chunks.
+ */
 #include "ops_elem.h"
 #include "cpu_slot.h"
 

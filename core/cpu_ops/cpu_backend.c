@@ -3,14 +3,17 @@
  * checks accept. */
 #include "cpu_slot.h"
 
-static int owns(int device) { return device == TR_CPU; }
+static int owns(int device)
+{
+    return device == TR_CPU;
+}
 
 const tr_op_backend tr_cpu_backend = {
     "cpu",
     owns,
     owns,
     {
-#define TR_OP(n, args, scalars) [TR_OPID_##n] = { tr_cpu_##n, NULL },
+#define TR_OP(n, args, scalars) [TR_OPID_##n] = {tr_cpu_##n, NULL},
 #include "op_list.h"
 #undef TR_OP
     },

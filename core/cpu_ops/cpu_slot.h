@@ -16,7 +16,10 @@
 
 /* Defines the slot tr_cpu_<name> as a call of fn(ctx, ...), the macro's tail being
  * expressions over the call `c`. */
-#define TR_CPU_SLOT_BY(name, fn, ...) \
-    int tr_cpu_##name(tr_ctx *ctx, tr_op_call *c) { return fn(ctx, __VA_ARGS__); }
+#define TR_CPU_SLOT_BY(name, fn, ...)                                                                                  \
+    int tr_cpu_##name(tr_ctx *ctx, tr_op_call *c)                                                                      \
+    {                                                                                                                  \
+        return fn(ctx, __VA_ARGS__);                                                                                   \
+    }
 
 #endif

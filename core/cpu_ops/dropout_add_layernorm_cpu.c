@@ -1,6 +1,7 @@
-/* dropout_add_layernorm_cpu.c — the CPU slots (checks and wrappers: core/ops/dropout_add_layernorm.c): the fused end of a post-LN block, sum = residual + dropout(x),
- * out = layernorm(sum), and its backward (kernels/cpu/dropout_add_layernorm.c): the op
- * table's descriptions, shape checks and CPU slots, and the public wrappers.
+/* dropout_add_layernorm_cpu.c — the CPU slots (checks and wrappers: core/ops/dropout_add_layernorm.c): the fused end of
+ * a post-LN block, sum = residual + dropout(x), out = layernorm(sum), and its backward
+ * (kernels/cpu/dropout_add_layernorm.c): the op table's descriptions, shape checks and CPU slots, and the public
+ * wrappers.
  *
  * The keep bits are tr_op_dropout's: element i of x is kept when uniform(offset + i) >= p
  * under the same key (core/base/rng.h), drawn per block of rows on the stack of the thread
@@ -29,15 +30,20 @@
  * path's copies. */
 enum { HALF_BLOCK = 8192 };
 
-static char *elem_at(const tr_tensor *t, int64_t e) { return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype); }
+static char *elem_at(const tr_tensor *t, int64_t e)
+{
+    return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype);
+}
 
 enum { KEEP_CHUNK = 4096 };
 
 /* keep[i] for stream elements offset + i, i < n, on the calling thread. */
 static void keep_bits(uint8_t *keep, int64_t n, float p, const tr_rng_key *key, uint64_t offset)
 {
-    if (p < 1) tr_dropout_mask_bits(keep, (size_t)n, p, *key, offset);
-    else memset(keep, 0, (size_t)n);
+    if (p < 1)
+        tr_dropout_mask_bits(keep, (size_t)n, p, *key, offset);
+    else
+        memset(keep, 0, (size_t)n);
 }
 
 /* out[i] = keep[i] ? in[i] * scale : +0 over keep bytes, bit for bit the dropout kernel's
@@ -56,7 +62,10 @@ static void apply_keep(float *out, const float *in, const uint8_t *keep, float s
 }
 
 /* tr_op_dropout's scale: 1 / (1 - p), 0 when everything is dropped. */
-static float keep_scale(float p) { return p < 1 ? 1 / (1 - p) : 0; }
+static float keep_scale(float p)
+{
+    return p < 1 ? 1 / (1 - p) : 0;
+}
 
 /* buf = buf rounded through dtype (a no-op for f32); tmp holds n half elements. */
 static void round_through(float *buf, int64_t n, int dtype, void *tmp)
@@ -68,15 +77,16 @@ static void round_through(float *buf, int64_t n, int dtype, void *tmp)
 
 static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi)
 {
-    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum, *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
+    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
+                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
     const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
     const float p = c->f[0];
     float X[HALF_BLOCK], R[HALF_BLOCK], Y[HALF_BLOCK];
     uint16_t H[HALF_BLOCK];
     uint8_t keep[HALF_BLOCK];
-    tr_convert(X, TR_F32, elem_at(x, off), x->dtype, (size_t)n);   /* before sum (maybe x) is written */
+    tr_convert(X, TR_F32, elem_at(x, off), x->dtype, (size_t)n); /* before sum (maybe x) is written */
     tr_convert(R, TR_F32, elem_at(res, off), res->dtype, (size_t)n);
-    if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
+    if (p > 0) { /* tr_op_dropout's output, in x's dtype */
         keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
         apply_keep(X, X, keep, keep_scale(p), n);
         if (x->dtype != TR_F32) {
@@ -86,9 +96,9 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     }
     for (int64_t i = 0; i < n; i++) X[i] += R[i];
     tr_convert(elem_at(sum, off), sum->dtype, X, TR_F32, (size_t)n);
-    if (sum->dtype != TR_F32) tr_convert(X, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);   /* as stored */
-    tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0, (float *)c->dropout_add_layernorm.rstd->data + r0, X, W, Bi, nr, C,
-                           c->f[1]);
+    if (sum->dtype != TR_F32) tr_convert(X, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n); /* as stored */
+    tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0,
+                           (float *)c->dropout_add_layernorm.rstd->data + r0, X, W, Bi, nr, C, c->f[1]);
     tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
 }
 
@@ -96,10 +106,11 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
  * the thread's stack buffers, rounded as layernorm_backward and dropout_backward round them. */
 static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W)
 {
-    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual, *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
+    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
+                    *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
     const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
     const float p = c->f[0];
-    const int rdt = dres ? dres->dtype : dout->dtype;   /* the unfused residual gradient's dtype */
+    const int rdt = dres ? dres->dtype : dout->dtype; /* the unfused residual gradient's dtype */
     float D[HALF_BLOCK], S[HALF_BLOCK], DR[HALF_BLOCK];
     uint16_t H[HALF_BLOCK];
     uint8_t keep[HALF_BLOCK];
@@ -140,7 +151,8 @@ static void make_keep(uint8_t *keep, int64_t n, float p, const tr_rng_key *key, 
 static int fwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, const uint8_t *keep, void *tmp,
                             const float *W, const float *Bi)
 {
-    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum, *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
+    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
+                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
     const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
     const float p = c->f[0];
     float *X = NULL, *R = NULL, *S = NULL, *Y = NULL;
@@ -150,20 +162,20 @@ static int fwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, 
     if (rc == TR_OK) rc = tr_stage_buf(ctx, sum, off, n, 0, &S, &os);
     if (rc == TR_OK) rc = tr_stage_buf(ctx, out, off, n, 0, &Y, &oy);
     if (rc == TR_OK) {
-        if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
+        if (p > 0) { /* tr_op_dropout's output, in x's dtype */
             apply_keep(S, X, keep, keep_scale(p), n);
             round_through(S, n, x->dtype, tmp);
-        } else if (S != X) {   /* S is X when sum is x, both f32 */
+        } else if (S != X) { /* S is X when sum is x, both f32 */
             memcpy(S, X, sizeof(float) * (size_t)n);
         }
 #pragma omp parallel for if (n > 65536)
         for (int64_t i = 0; i < n; i++) S[i] += R[i];
         tr_stage_put(sum, off, S, n);
-        if (sum->dtype != TR_F32)   /* the sum as stored: what the unfused layernorm reads */
+        if (sum->dtype != TR_F32) /* the sum as stored: what the unfused layernorm reads */
             tr_stage_convert(S, TR_F32, (const char *)sum->data + (size_t)off * tr_dtype_size(sum->dtype), sum->dtype,
                              (size_t)n);
-        tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0, (float *)c->dropout_add_layernorm.rstd->data + r0, S, W, Bi, nr, C,
-                               c->f[1]);
+        tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0,
+                               (float *)c->dropout_add_layernorm.rstd->data + r0, S, W, Bi, nr, C, c->f[1]);
         tr_stage_put(out, off, Y, n);
     }
     tr_stage_scratch_free(ctx, ox);
@@ -179,7 +191,8 @@ static void fwd_f32_blocks(tr_op_call *c, const float *W, const float *Bi)
 {
     const int64_t N = c->dim[0], C = c->dim[1], rows = KEEP_STACK / C, nblk = (N + rows - 1) / rows;
     const float p = c->f[0], scale = keep_scale(p);
-    float *out = c->dropout_add_layernorm.out->data, *sum = c->dropout_add_layernorm.sum->data, *mean = c->dropout_add_layernorm.mean->data, *rstd = c->dropout_add_layernorm.rstd->data;
+    float *out = c->dropout_add_layernorm.out->data, *sum = c->dropout_add_layernorm.sum->data,
+          *mean = c->dropout_add_layernorm.mean->data, *rstd = c->dropout_add_layernorm.rstd->data;
     const float *x = c->dropout_add_layernorm.x->data, *res = c->dropout_add_layernorm.residual->data;
 #pragma omp parallel for if (N * C > 16384)
     for (int64_t k = 0; k < nblk; k++) {
@@ -203,7 +216,8 @@ static void fwd_half_blocks(const tr_op_call *c, const float *W, const float *Bi
 static int bwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, const uint8_t *keep, void *tmp,
                             float *dres_buf, const float *W)
 {
-    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual, *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
+    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
+                    *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
     const tr_tensor *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias;
     const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
     const float p = c->f[0];
@@ -216,12 +230,15 @@ static int bwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, 
     if (rc == TR_OK && dx) rc = tr_stage_buf(ctx, dx, off, n, 0, &DX, &odx);
     if (rc == TR_OK) {
         tr_k_layernorm_bwd_f32(DR, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
-                               (const float *)c->dropout_add_layernorm_backward.mean->data + r0, (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
+                               (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
+                               (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
         if (dres) tr_stage_put(dres, off, DR, n);
         if (dx) {
             round_through(DR, n, dres ? dres->dtype : dout->dtype, tmp);
-            if (p > 0) apply_keep(DX, DR, keep, keep_scale(p), n);
-            else memcpy(DX, DR, sizeof(float) * (size_t)n);
+            if (p > 0)
+                apply_keep(DX, DR, keep, keep_scale(p), n);
+            else
+                memcpy(DX, DR, sizeof(float) * (size_t)n);
             tr_stage_put(dx, off, DX, n);
         }
     }
@@ -237,8 +254,13 @@ static void bwd_f32_blocks(tr_op_call *c, const float *W)
 {
     const int64_t N = c->dim[0], C = c->dim[1], rows = KEEP_STACK / C, nblk = (N + rows - 1) / rows;
     const float p = c->f[0], scale = keep_scale(p);
-    float *dx = c->dropout_add_layernorm_backward.dx->data, *dres = c->dropout_add_layernorm_backward.dresidual ? (float *)c->dropout_add_layernorm_backward.dresidual->data : NULL;
-    const float *dout = c->dropout_add_layernorm_backward.dout->data, *sum = c->dropout_add_layernorm_backward.sum->data, *mean = c->dropout_add_layernorm_backward.mean->data,
+    float *dx = c->dropout_add_layernorm_backward.dx->data,
+          *dres = c->dropout_add_layernorm_backward.dresidual
+                      ? (float *)c->dropout_add_layernorm_backward.dresidual->data
+                      : NULL;
+    const float *dout = c->dropout_add_layernorm_backward.dout->data,
+                *sum = c->dropout_add_layernorm_backward.sum->data,
+                *mean = c->dropout_add_layernorm_backward.mean->data,
                 *rstd = c->dropout_add_layernorm_backward.rstd->data;
 #pragma omp parallel for if (N * C > 16384)
     for (int64_t k = 0; k < nblk; k++) {
@@ -271,8 +293,8 @@ static int dwb_staged(tr_ctx *ctx, const tr_op_call *c, const float *W)
         if (rc == TR_OK) rc = tr_stage_load(ctx, c->dropout_add_layernorm_backward.sum, r0 * C, nr * C, &S, &os);
         if (rc == TR_OK)
             tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
-                                   (const float *)c->dropout_add_layernorm_backward.mean->data + r0, (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr,
-                                   C);
+                                   (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
+                                   (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
         tr_stage_scratch_free(ctx, od);
         tr_stage_scratch_free(ctx, os);
     }
@@ -281,7 +303,8 @@ static int dwb_staged(tr_ctx *ctx, const tr_op_call *c, const float *W)
 
 int tr_cpu_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
 {
-    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum, *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
+    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
+                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
     const int64_t N = c->dim[0], C = c->dim[1];
     const float p = c->f[0];
     const int all_f32 = out->dtype == TR_F32 && sum->dtype == TR_F32 && x->dtype == TR_F32 && res->dtype == TR_F32;
@@ -291,7 +314,8 @@ int tr_cpu_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
     int rc;
     if (N == 0 || C == 0) return TR_OK;
     if ((rc = tr_stage_load(ctx, c->dropout_add_layernorm.weight, 0, C, &W, &ow))) goto done;
-    if (c->dropout_add_layernorm.bias && (rc = tr_stage_load(ctx, c->dropout_add_layernorm.bias, 0, C, &Bi, &obi))) goto done;
+    if (c->dropout_add_layernorm.bias && (rc = tr_stage_load(ctx, c->dropout_add_layernorm.bias, 0, C, &Bi, &obi)))
+        goto done;
     if (all_f32 && p > 0 && C <= KEEP_STACK) {
         fwd_f32_blocks(c, W, Bi);
         goto done;
@@ -306,9 +330,9 @@ int tr_cpu_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
         int64_t nr = N - r0 < step ? N - r0 : step;
         if (p > 0) make_keep(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
         if (all_f32)
-            tr_k_dropout_add_layernorm_fwd_f32(out->data, sum->data, c->dropout_add_layernorm.mean->data, c->dropout_add_layernorm.rstd->data, x->data,
-                                               res->data, p > 0 ? keep : NULL, p > 0 ? keep_scale(p) : 1, W, Bi, N, C,
-                                               c->f[1]);
+            tr_k_dropout_add_layernorm_fwd_f32(out->data, sum->data, c->dropout_add_layernorm.mean->data,
+                                               c->dropout_add_layernorm.rstd->data, x->data, res->data,
+                                               p > 0 ? keep : NULL, p > 0 ? keep_scale(p) : 1, W, Bi, N, C, c->f[1]);
         else
             rc = fwd_block_staged(ctx, c, r0, nr, keep, tmp, W, Bi);
     }
@@ -322,7 +346,8 @@ done:
 
 int tr_cpu_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual, *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias;
+    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
+                    *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias;
     const tr_tensor *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
     const int64_t N = c->dim[0], C = c->dim[1];
     const float p = c->f[0];
@@ -338,9 +363,10 @@ int tr_cpu_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
     if ((rc = tr_stage_load(ctx, c->dropout_add_layernorm_backward.weight, 0, C, &W, &ow))) goto done;
     if (all_f32 && want_keep && C <= KEEP_STACK) {
         bwd_f32_blocks(c, W);
-        if (dw || db)   /* layernorm's deterministic column pass, as the fused kernel runs it */
+        if (dw || db) /* layernorm's deterministic column pass, as the fused kernel runs it */
             tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, dout->data, sum->data, W,
-                                   c->dropout_add_layernorm_backward.mean->data, c->dropout_add_layernorm_backward.rstd->data, N, C);
+                                   c->dropout_add_layernorm_backward.mean->data,
+                                   c->dropout_add_layernorm_backward.rstd->data, N, C);
         goto done;
     }
     if (!all_f32 && C <= HALF_BLOCK) {
@@ -356,7 +382,8 @@ int tr_cpu_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
         if (want_keep) make_keep(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
         if (all_f32)
             tr_k_dropout_add_layernorm_bwd_f32(dx ? dx->data : NULL, dres ? dres->data : NULL, dw ? dw->data : NULL,
-                                               db ? db->data : NULL, dout->data, sum->data, W, c->dropout_add_layernorm_backward.mean->data,
+                                               db ? db->data : NULL, dout->data, sum->data, W,
+                                               c->dropout_add_layernorm_backward.mean->data,
                                                c->dropout_add_layernorm_backward.rstd->data, want_keep ? keep : NULL,
                                                want_keep ? keep_scale(p) : 1, N, C);
         else

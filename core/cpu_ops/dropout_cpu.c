@@ -1,8 +1,8 @@
-/* dropout_cpu.c — the CPU slots (checks and wrappers: core/ops/dropout.c): tensor-level dropout from the keyed counter-based RNG (core/base/rng.h).
- * Nothing is stored between forward and backward: each chunk of elements regenerates its
- * keep bits from (key, offset + index), so the forward, the backward and a checkpoint
- * recomputation see the same mask, on any number of threads. Works in chunks with
- * stack buffers: no workspace, any float dtype in and out. */
+/* dropout_cpu.c — the CPU slots (checks and wrappers: core/ops/dropout.c): tensor-level dropout from the keyed
+ * counter-based RNG (core/base/rng.h). Nothing is stored between forward and backward: each chunk of elements
+ * regenerates its keep bits from (key, offset + index), so the forward, the backward and a checkpoint recomputation see
+ * the same mask, on any number of threads. Works in chunks with stack buffers: no workspace, any float dtype in and
+ * out. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
 #include "cpu/dropout.h"
@@ -11,8 +11,8 @@
 enum { CHUNK = 4096 };
 
 /* out = in * keep / (1 - p), chunk by chunk (the forward and the backward). */
-static int apply_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *in, const char *in_name, float p,
-                 const tr_rng_key *key, uint64_t offset)
+static int apply_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *in, const char *in_name,
+                     float p, const tr_rng_key *key, uint64_t offset)
 {
     {
         int64_t n = in->numel, nchunks = (n + CHUNK - 1) / CHUNK;
@@ -26,11 +26,13 @@ static int apply_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr
 #pragma omp parallel for if (n > 65536)
         for (int64_t c = 0; c < nchunks; c++) {
             float buf[CHUNK];
-            uint32_t keep[CHUNK];   /* 32-bit masks: the apply loop vectorises at full width */
+            uint32_t keep[CHUNK]; /* 32-bit masks: the apply loop vectorises at full width */
             int64_t start = c * CHUNK, len = n - start < CHUNK ? n - start : CHUNK;
-            if (p < 1) tr_dropout_mask_words(keep, (size_t)len, p, *key, offset + (uint64_t)start);
-            else memset(keep, 0, (size_t)len * sizeof keep[0]);
-            if (f32) {   /* f32 in and out: no staging copies through buf */
+            if (p < 1)
+                tr_dropout_mask_words(keep, (size_t)len, p, *key, offset + (uint64_t)start);
+            else
+                memset(keep, 0, (size_t)len * sizeof keep[0]);
+            if (f32) { /* f32 in and out: no staging copies through buf */
                 tr_k_dropout_fwd_f32((float *)out->data + start, (const float *)in->data + start, keep, scale, len);
                 continue;
             }
@@ -42,18 +44,8 @@ static int apply_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr
     }
 }
 
-static int dropout_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, float p, const tr_rng_key *key, uint64_t offset)
-{
-    return apply_run(ctx, "dropout", out, x, "x", p, key, offset);
-}
-
-static int dropout_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dout, float p, const tr_rng_key *key,
-                           uint64_t offset)
-{
-    return apply_run(ctx, "dropout_backward", dx, dout, "dout", p, key, offset);
-}
-
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(dropout, dropout_run, c->dropout.out, c->dropout.x, c->f[0], c->p, c->u)
-TR_CPU_SLOT_BY(dropout_backward, dropout_backward_run, c->dropout_backward.dx, c->dropout_backward.dout, c->f[0], c->p, c->u)
+TR_CPU_SLOT_BY(dropout, apply_run, "dropout", c->dropout.out, c->dropout.x, "x", c->f[0], c->p, c->u)
+TR_CPU_SLOT_BY(dropout_backward, apply_run, "dropout_backward", c->dropout_backward.dx, c->dropout_backward.dout,
+               "dout", c->f[0], c->p, c->u)

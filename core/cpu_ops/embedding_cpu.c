@@ -1,5 +1,5 @@
-/* embedding_cpu.c — the CPU slots (checks and wrappers: core/ops/embedding.c): tensor-level embedding lookup and its deterministic scatter-add
- * backward over kernels/cpu/embedding.c. ids (i32 or i64) are validated against the
+/* embedding_cpu.c — the CPU slots (checks and wrappers: core/ops/embedding.c): tensor-level embedding lookup and its
+ * deterministic scatter-add backward over kernels/cpu/embedding.c. ids (i32 or i64) are validated against the
  * vocabulary before any kernel runs, so a bad id never reads or writes out of bounds. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
@@ -64,7 +64,7 @@ static int embedding_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *ids
 }
 
 static int embedding_backward_run(tr_ctx *ctx, const tr_tensor *dtable, const tr_tensor *dout, const tr_tensor *ids,
-                             int64_t padding_idx)
+                                  int64_t padding_idx)
 {
     const char *op = "embedding_backward";
     int rc;
@@ -96,4 +96,5 @@ static int embedding_backward_run(tr_ctx *ctx, const tr_tensor *dtable, const tr
 /* ------------------------------------------------------------ the slots */
 
 TR_CPU_SLOT_BY(embedding, embedding_run, c->embedding.out, c->embedding.ids, c->embedding.table)
-TR_CPU_SLOT_BY(embedding_backward, embedding_backward_run, c->embedding_backward.dtable, c->embedding_backward.dout, c->embedding_backward.ids, c->i[0])
+TR_CPU_SLOT_BY(embedding_backward, embedding_backward_run, c->embedding_backward.dtable, c->embedding_backward.dout,
+               c->embedding_backward.ids, c->i[0])

@@ -1,6 +1,6 @@
-/* loss_cpu.c — the CPU slots (checks and wrappers: core/ops/loss.c): tensor-level cross-entropy over kernels/cpu/loss.c. The forward keeps
- * only the row log-sum-exp (f32 [N]); the backward recomputes the softmax from it and
- * recounts the rows that are not ignored. Targets are validated before any kernel runs. */
+/* loss_cpu.c — the CPU slots (checks and wrappers: core/ops/loss.c): tensor-level cross-entropy over
+ * kernels/cpu/loss.c. The forward keeps only the row log-sum-exp (f32 [N]); the backward recomputes the softmax from it
+ * and recounts the rows that are not ignored. Targets are validated before any kernel runs. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
 #include "cpu/loss.h"
@@ -40,7 +40,7 @@ static int load_targets(tr_ctx *ctx, const char *op, const tr_tensor *targets, i
 /* ------------------------------------------------------------ ops */
 
 static int cross_entropy_run(tr_ctx *ctx, const tr_tensor *loss, const tr_tensor *lse, const tr_tensor *logits,
-                        const tr_tensor *targets, int64_t ignore_index, float label_smoothing)
+                             const tr_tensor *targets, int64_t ignore_index, float label_smoothing)
 {
     const char *op = "cross_entropy";
     int64_t N, K;
@@ -57,7 +57,7 @@ static int cross_entropy_run(tr_ctx *ctx, const tr_tensor *loss, const tr_tensor
                 tr_stage vz;
                 if ((rc = tr_stage_in(ctx, &vz, logits, r0 * K, nr * K))) break;
                 tr_k_cross_entropy_fwd_f32((float *)losses + r0, (float *)lse->data + r0, vz.p, t64 + r0, nr, K,
-                                          ignore_index, label_smoothing);
+                                           ignore_index, label_smoothing);
                 tr_stage_release(ctx, &vz);
             }
             float mean = count ? tr_k_sum_all_fwd_f32(losses, N) / (float)count : 0.0f;
@@ -70,8 +70,8 @@ static int cross_entropy_run(tr_ctx *ctx, const tr_tensor *loss, const tr_tensor
 }
 
 static int cross_entropy_backward_run(tr_ctx *ctx, const tr_tensor *dlogits, float dloss, const tr_tensor *logits,
-                                 const tr_tensor *lse, const tr_tensor *targets, int64_t ignore_index,
-                                 float label_smoothing)
+                                      const tr_tensor *lse, const tr_tensor *targets, int64_t ignore_index,
+                                      float label_smoothing)
 {
     const char *op = "cross_entropy_backward";
     int64_t N, K;
@@ -81,12 +81,12 @@ static int cross_entropy_backward_run(tr_ctx *ctx, const tr_tensor *dlogits, flo
         const int64_t *t64;
         void *tws;
         int64_t count, rows = tr_stage_block_rows(K);
-        int inplace = dlogits->data == logits->data;   /* same numel, so the same tensor */
+        int inplace = dlogits->data == logits->data; /* same numel, so the same tensor */
         if ((rc = load_targets(ctx, op, targets, K, ignore_index, &t64, &tws, &count))) return rc;
         float g = count ? dloss / (float)count : 0.0f;
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
             int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * K;
-            tr_stage vz, vd = { 0 };
+            tr_stage vz, vd = {0};
             if ((rc = tr_stage_in(ctx, &vz, logits, s, nr * K))) break;
             /* in place, the block's f32 view of the logits receives the gradient */
             if (!inplace && (rc = tr_stage_out(ctx, &vd, dlogits, s, nr * K, 0))) {
@@ -107,5 +107,8 @@ static int cross_entropy_backward_run(tr_ctx *ctx, const tr_tensor *dlogits, flo
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(cross_entropy, cross_entropy_run, c->cross_entropy.loss, c->cross_entropy.lse, c->cross_entropy.logits, c->cross_entropy.targets, c->i[0], c->f[0])
-TR_CPU_SLOT_BY(cross_entropy_backward, cross_entropy_backward_run, c->cross_entropy_backward.dlogits, c->f[1], c->cross_entropy_backward.logits, c->cross_entropy_backward.lse, c->cross_entropy_backward.targets, c->i[0], c->f[0])
+TR_CPU_SLOT_BY(cross_entropy, cross_entropy_run, c->cross_entropy.loss, c->cross_entropy.lse, c->cross_entropy.logits,
+               c->cross_entropy.targets, c->i[0], c->f[0])
+TR_CPU_SLOT_BY(cross_entropy_backward, cross_entropy_backward_run, c->cross_entropy_backward.dlogits, c->f[1],
+               c->cross_entropy_backward.logits, c->cross_entropy_backward.lse, c->cross_entropy_backward.targets,
+               c->i[0], c->f[0])

@@ -1,8 +1,8 @@
-/* loss_scale_cpu.c — the CPU slots (checks and wrappers: core/ops/loss_scale.c): the CPU slots and table entries of the device loss scale
- * (ops_loss_scale.h): loss_scale_update and scale_by_scalar. On the CPU they are the eager
- * scaler's arithmetic with its state in tensors, so a CPU run through them is bitwise the
- * eager one for the default factors (powers of two: the f32 scale then holds exactly the
- * double the host rule computes). The CUDA slots are in core/cuda_ops/loss_scale_cuda.c. */
+/* loss_scale_cpu.c — the CPU slots (checks and wrappers: core/ops/loss_scale.c): the CPU slots and table entries of the
+ * device loss scale (ops_loss_scale.h): loss_scale_update and scale_by_scalar. On the CPU they are the eager scaler's
+ * arithmetic with its state in tensors, so a CPU run through them is bitwise the eager one for the default factors
+ * (powers of two: the f32 scale then holds exactly the double the host rule computes). The CUDA slots are in
+ * core/cuda_ops/loss_scale_cuda.c. */
 #include "ops_loss_scale.h"
 #include "ops_elem.h"
 #include "cpu_slot.h"

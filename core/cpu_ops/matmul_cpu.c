@@ -1,5 +1,5 @@
-/* matmul_cpu.c — the CPU slots (checks and wrappers: core/ops/matmul.c): tensor-level matmul and Linear (forward and backward) on the CPU, over
- * oneDNN or OpenBLAS as cpu_gemm.h routes each product.
+/* matmul_cpu.c — the CPU slots (checks and wrappers: core/ops/matmul.c): tensor-level matmul and Linear (forward and
+ * backward) on the CPU, over oneDNN or OpenBLAS as cpu_gemm.h routes each product.
  *
  * Half-precision operands: a Linear over bf16 activations and a bf16 weight runs natively
  * where bf16 kernels beat f32 (tr_cpu_gemm_bf16_native: AMX, or AVX512-BF16 on AMD), f32
@@ -53,8 +53,8 @@ static int64_t even_rows(int64_t N, int64_t most)
 
 /* ------------------------------------------------------------ matmul */
 
-static int matmul_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
-                 const tr_tensor *bias, int trans_a, int trans_b, float alpha, float beta, const int64_t *dim)
+static int matmul_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b, const tr_tensor *bias,
+                      int trans_a, int trans_b, float alpha, float beta, const int64_t *dim)
 {
     const int64_t M = dim[0], K = dim[1], N = dim[2], batch = dim[3];
     const int b_shared = (int)dim[4];
@@ -66,9 +66,9 @@ static int matmul_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, con
         if ((rc = tr_stage_load(ctx, b, 0, b->numel, &B, &ob))) goto cpu_done;
         if (bias && (rc = tr_stage_load(ctx, bias, 0, N, &Bi, &obi))) goto cpu_done;
         if ((rc = tr_stage_buf(ctx, out, 0, out->numel, beta != 0, &C, &oc))) goto cpu_done;
-        if (K == 0)   /* an empty product: the BLAS kernel's bias and beta handling */
-            rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b,
-                                     alpha, beta, M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
+        if (K == 0) /* an empty product: the BLAS kernel's bias and beta handling */
+            rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b, alpha, beta,
+                                     M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
         /* one matrix shared by the batch: the batch is one product of batch * M rows */
         int64_t rows = b_shared && !trans_a ? batch * M : M, nmat = b_shared && !trans_a ? 1 : batch;
         if (rows > INT_MAX) rows = M, nmat = batch;
@@ -85,8 +85,8 @@ static int matmul_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, con
     }
 }
 
-static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, const tr_tensor *w,
-                 const tr_tensor *bias, const int64_t *dim)
+static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, const tr_tensor *w, const tr_tensor *bias,
+                      const int64_t *dim)
 {
     const int64_t O = dim[0], I = dim[1], N = dim[2];
     int rc = TR_OK;
@@ -94,8 +94,9 @@ static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, con
         float *Bi = NULL;
         void *obi = NULL;
         if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) return rc;
-        if (N > 0) rc = tr_cpu_gemm_bf16(ctx, out->data, out->dtype, x->data, w->data, Bi, (int)N, (int)O, (int)I, 0, 1,
-                                         1.0f, 0.0f);
+        if (N > 0)
+            rc = tr_cpu_gemm_bf16(ctx, out->data, out->dtype, x->data, w->data, Bi, (int)N, (int)O, (int)I, 0, 1, 1.0f,
+                                  0.0f);
         tr_stage_scratch_free(ctx, obi);
         return rc;
     }
@@ -108,7 +109,7 @@ static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, con
         if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) goto cpu_done;
         /* f32 activations: one GEMM over every row; half: chunks of rows staged to f32 */
         int64_t step = (x->dtype == TR_F32 && out->dtype == TR_F32) ? (N > 0 ? N : 1)
-                                                                     : even_rows(N, tr_stage_block_rows(I > O ? I : O));
+                                                                    : even_rows(N, tr_stage_block_rows(I > O ? I : O));
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
             int64_t nr = N - r0 < step ? N - r0 : step;
             float *X = NULL, *Y = NULL;
@@ -117,7 +118,7 @@ static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, con
             if (rc == TR_OK) rc = tr_stage_buf(ctx, out, r0 * O, nr * O, 0, &Y, &oy);
             if (rc == TR_OK && packed)
                 rc = tr_cpu_linear_forward_packed(ctx, Y, X, packed, Bi, (int)nr, (int)O, (int)I);
-            else if (rc == TR_OK)   /* an unpacked (half) weight: the router's plain product */
+            else if (rc == TR_OK) /* an unpacked (half) weight: the router's plain product */
                 rc = tr_cpu_gemm_f32(ctx, Y, X, W, Bi, (int)nr, (int)O, (int)I, 0, 1, 1.0f, 0.0f);
             if (rc == TR_OK) tr_stage_put(out, r0 * O, Y, nr * O);
             tr_stage_scratch_free(ctx, ox);
@@ -131,7 +132,7 @@ static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, con
 }
 
 static int linear_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dw, const tr_tensor *dbias,
-                          const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w, const int64_t *dim)
+                               const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w, const int64_t *dim)
 {
     const int64_t O = dim[0], I = dim[1], N = dim[2];
     int rc = TR_OK;
@@ -143,8 +144,8 @@ static int linear_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor
             rc = tr_cpu_gemm_bf16(ctx, dx->data, dx->dtype, dout->data, w->data, NULL, (int)N, (int)I, (int)O, 0, 0,
                                   1.0f, 0.0f);
         if (rc == TR_OK && dw && N > 0)
-            rc = tr_cpu_gemm_bf16(ctx, dw->data, TR_F32, dout->data, x->data, NULL, (int)O, (int)I, (int)N, 1, 0,
-                                  1.0f, 1.0f);
+            rc = tr_cpu_gemm_bf16(ctx, dw->data, TR_F32, dout->data, x->data, NULL, (int)O, (int)I, (int)N, 1, 0, 1.0f,
+                                  1.0f);
         int64_t step = even_rows(N, tr_stage_block_rows(O));
         for (int64_t r0 = 0; dbias && r0 < N && rc == TR_OK; r0 += step) {
             int64_t nr = N - r0 < step ? N - r0 : step;
@@ -162,8 +163,7 @@ static int linear_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor
         const void *packed = NULL;
         if (dx && (rc = tr_cpu_weight_packed(ctx, w, TR_PACK_INPUT_GRAD, &packed))) return rc;
         if (dx && !packed && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) return rc;
-        int all_f32 = dout->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) &&
-                      (!dw || x->dtype == TR_F32);
+        int all_f32 = dout->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) && (!dw || x->dtype == TR_F32);
         int64_t step = all_f32 ? (N > 0 ? N : 1) : even_rows(N, tr_stage_block_rows(I > O ? I : O));
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
             int64_t nr = N - r0 < step ? N - r0 : step;
@@ -180,8 +180,7 @@ static int linear_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor
             }
             if (rc == TR_OK && dw) {
                 rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
-                if (rc == TR_OK)
-                    rc = tr_cpu_gemm_f32(ctx, dw->data, D, X, NULL, (int)O, (int)I, (int)nr, 1, 0, 1, 1);
+                if (rc == TR_OK) rc = tr_cpu_gemm_f32(ctx, dw->data, D, X, NULL, (int)O, (int)I, (int)nr, 1, 0, 1, 1);
             }
             if (rc == TR_OK && dbias) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
             tr_stage_scratch_free(ctx, od);
@@ -195,12 +194,17 @@ static int linear_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor
 
 int tr_cpu_matmul(tr_ctx *ctx, tr_op_call *c)
 {
-    return matmul_run(ctx, c->matmul.out, c->matmul.a, c->matmul.b, c->matmul.bias, (int)c->i[0], (int)c->i[1], c->f[0], c->f[1], c->dim);
+    return matmul_run(ctx, c->matmul.out, c->matmul.a, c->matmul.b, c->matmul.bias, (int)c->i[0], (int)c->i[1], c->f[0],
+                      c->f[1], c->dim);
 }
 
-int tr_cpu_linear(tr_ctx *ctx, tr_op_call *c) { return linear_run(ctx, c->linear.out, c->linear.x, c->linear.w, c->linear.bias, c->dim); }
+int tr_cpu_linear(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_run(ctx, c->linear.out, c->linear.x, c->linear.w, c->linear.bias, c->dim);
+}
 
 int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    return linear_backward_run(ctx, c->linear_backward.dx, c->linear_backward.dw, c->linear_backward.dbias, c->linear_backward.dout, c->linear_backward.x, c->linear_backward.w, c->dim);
+    return linear_backward_run(ctx, c->linear_backward.dx, c->linear_backward.dw, c->linear_backward.dbias,
+                               c->linear_backward.dout, c->linear_backward.x, c->linear_backward.w, c->dim);
 }

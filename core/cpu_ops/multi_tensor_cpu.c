@@ -1,6 +1,6 @@
-/* multi_tensor_cpu.c — the CPU slots (checks and wrappers: core/ops/multi_tensor.c): the CPU slots and table entries of the list ops whose results stay in
- * tensors (ops_multi_tensor.h): global_norm_into, clip_by_norm, scale_check_finite_into,
- * adamw_multi. On the CPU nothing waits for anything, so each is the host-result op it
+/* multi_tensor_cpu.c — the CPU slots (checks and wrappers: core/ops/multi_tensor.c): the CPU slots and table entries of
+ * the list ops whose results stay in tensors (ops_multi_tensor.h): global_norm_into, clip_by_norm,
+ * scale_check_finite_into, adamw_multi. On the CPU nothing waits for anything, so each is the host-result op it
  * replaces on a device (global_norm, scale, scale_check_finite, adamw per parameter) with
  * its result stored in a tensor: the same bits as the eager path, which is what lets the
  * training loop use one code path on every device. The CUDA slots are in
@@ -44,7 +44,8 @@ int tr_cpu_clip_by_norm(tr_ctx *ctx, tr_op_call *c)
 int tr_cpu_scale_check_finite_into(tr_ctx *ctx, tr_op_call *c)
 {
     int bad = 0;
-    const float scale = c->scale_check_finite_into.scale ? ((const float *)c->scale_check_finite_into.scale->data)[0] : c->f[0];
+    const float scale =
+        c->scale_check_finite_into.scale ? ((const float *)c->scale_check_finite_into.scale->data)[0] : c->f[0];
     int rc = tr_op_scale_check_finite(ctx, &bad, c->list, c->nlist, scale);
     if (rc == TR_OK && bad) flag_set(c->scale_check_finite_into.found_inf);
     return rc;
@@ -56,7 +57,9 @@ int tr_cpu_adamw_multi(tr_ctx *ctx, tr_op_call *c)
     const tr_adamw_lists *L = c->p;
     if (c->adamw_multi.skip_if && ((const int32_t *)c->adamw_multi.skip_if->data)[0] != 0) return TR_OK;
     /* the true step: the host's count less the skips it has not read yet */
-    const int64_t step = c->adamw_multi.skipped ? c->i[0] - ((int64_t)((const int32_t *)c->adamw_multi.skipped->data)[0] - c->i[1]) : c->i[0];
+    const int64_t step = c->adamw_multi.skipped
+                             ? c->i[0] - ((int64_t)((const int32_t *)c->adamw_multi.skipped->data)[0] - c->i[1])
+                             : c->i[0];
     int rc = TR_OK;
     for (int i = 0; i < c->nlist && rc == TR_OK; i++) {
         const float wd = !L->decay || L->decay[i] ? c->f[4] : 0.0f;

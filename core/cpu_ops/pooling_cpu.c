@@ -1,7 +1,6 @@
-/* pooling_cpu.c — the CPU slots (checks and wrappers: core/ops/pooling.c): tensor-level masked pooling [B, T, C] -> [B, C] over
- * kernels/cpu/pooling.c. The mask (i32, i64 or float, or NULL for "all real") becomes
- * an int32 workspace copy; hidden and the outputs may be any float dtype and are
- * processed in blocks of whole sequences. */
+/* pooling_cpu.c — the CPU slots (checks and wrappers: core/ops/pooling.c): tensor-level masked pooling [B, T, C] -> [B,
+ * C] over kernels/cpu/pooling.c. The mask (i32, i64 or float, or NULL for "all real") becomes an int32 workspace copy;
+ * hidden and the outputs may be any float dtype and are processed in blocks of whole sequences. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
 #include "cpu/pooling.h"
@@ -36,10 +35,10 @@ static int pool_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *hidden, 
         int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
         int32_t *m32;
         if ((rc = load_mask(ctx, mask, B * T, &m32))) return rc;
-        int64_t bs = tr_stage_block_rows(T * C);   /* sequences per block */
+        int64_t bs = tr_stage_block_rows(T * C); /* sequences per block */
         for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
             int64_t nb = B - b0 < bs ? B - b0 : bs;
-            tr_stage vh, vo = { 0 };
+            tr_stage vh, vo = {0};
             if (!(rc = tr_stage_in(ctx, &vh, hidden, b0 * T * C, nb * T * C)) &&
                 !(rc = tr_stage_out(ctx, &vo, out, b0 * C, nb * C, 0))) {
                 tr_k_pool_fwd_f32(vo.p, vh.p, m32 + b0 * T, nb, T, C, mode);
@@ -54,17 +53,17 @@ static int pool_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *hidden, 
 }
 
 static int pool_backward_run(tr_ctx *ctx, const tr_tensor *dhidden, const tr_tensor *dout, const tr_tensor *hidden,
-                        const tr_tensor *mask, int mode)
+                             const tr_tensor *mask, int mode)
 {
     int rc;
     {
         int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
         int32_t *m32;
         if ((rc = load_mask(ctx, mask, B * T, &m32))) return rc;
-        int64_t bs = tr_stage_block_rows(T * C);   /* sequences per block */
+        int64_t bs = tr_stage_block_rows(T * C); /* sequences per block */
         for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
             int64_t nb = B - b0 < bs ? B - b0 : bs;
-            tr_stage v[3] = { { 0 } };   /* hidden (max only reads it), dout, dhidden */
+            tr_stage v[3] = {{0}}; /* hidden (max only reads it), dout, dhidden */
             int64_t s = b0 * T * C, len = nb * T * C;
             if (!(rc = mode == TR_POOL_MAX ? tr_stage_in(ctx, &v[0], hidden, s, len) : TR_OK) &&
                 !(rc = tr_stage_in(ctx, &v[1], dout, b0 * C, nb * C)) &&
@@ -82,4 +81,5 @@ static int pool_backward_run(tr_ctx *ctx, const tr_tensor *dhidden, const tr_ten
 /* ------------------------------------------------------------ the slots */
 
 TR_CPU_SLOT_BY(pool, pool_run, c->pool.out, c->pool.hidden, c->pool.mask, (int)c->i[0])
-TR_CPU_SLOT_BY(pool_backward, pool_backward_run, c->pool_backward.dhidden, c->pool_backward.dout, c->pool_backward.hidden, c->pool_backward.mask, (int)c->i[0])
+TR_CPU_SLOT_BY(pool_backward, pool_backward_run, c->pool_backward.dhidden, c->pool_backward.dout,
+               c->pool_backward.hidden, c->pool_backward.mask, (int)c->i[0])

@@ -1,5 +1,5 @@
-/* reduce_cpu.c — the CPU slots (checks and wrappers: core/ops/reduce.c): tensor-level sums and means, the global L2 norm over a list of tensors
- * (gradient clipping) and scale-and-check-finite over a list (the loss scaler's unscale).
+/* reduce_cpu.c — the CPU slots (checks and wrappers: core/ops/reduce.c): tensor-level sums and means, the global L2
+ * norm over a list of tensors (gradient clipping) and scale-and-check-finite over a list (the loss scaler's unscale).
  * Inputs of any float dtype are read in chunks converted to f32 on the stack; each chunk
  * is summed pairwise in f32 and chunk totals are added in order in f64, so results do not
  * depend on the thread count and 1e6 bf16 elements sum to f32 accuracy. */
@@ -39,8 +39,7 @@ static double chunked_sum(const tr_tensor *t, int squares)
     return total;
 }
 
-static int reduce_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim,
-                  int mean)
+static int reduce_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim, int mean)
 {
     int rc = TR_OK;
     int64_t N, C;
@@ -55,9 +54,8 @@ static int reduce_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const t
         int64_t rows = tr_stage_block_rows(C);
         for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
             int64_t nr = N - r0 < rows ? N - r0 : rows;
-            tr_stage vx, vo = { 0 };
-            if (!(rc = tr_stage_in(ctx, &vx, x, r0 * C, nr * C)) &&
-                !(rc = tr_stage_out(ctx, &vo, out, r0, nr, 0))) {
+            tr_stage vx, vo = {0};
+            if (!(rc = tr_stage_in(ctx, &vx, x, r0 * C, nr * C)) && !(rc = tr_stage_out(ctx, &vo, out, r0, nr, 0))) {
                 tr_k_sum_lastdim_fwd_f32(vo.p, vx.p, nr, C);
                 if (mean) tr_k_scale_fwd_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
                 tr_stage_store(&vo, out, r0);
@@ -67,16 +65,6 @@ static int reduce_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const t
         }
         return rc;
     }
-}
-
-static int sum_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, int lastdim)
-{
-    return reduce_run(ctx, "sum", out, x, lastdim, 0);
-}
-
-static int mean_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, int lastdim)
-{
-    return reduce_run(ctx, "mean", out, x, lastdim, 1);
 }
 
 static int global_norm_run(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
@@ -121,7 +109,7 @@ static int scale_check_finite_run(tr_ctx *ctx, int *found_inf, tr_tensor **ts, i
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(sum, sum_run, c->sum.out, c->sum.x, (int)c->i[0])
-TR_CPU_SLOT_BY(mean, mean_run, c->mean.out, c->mean.x, (int)c->i[0])
+TR_CPU_SLOT_BY(sum, reduce_run, "sum", c->sum.out, c->sum.x, (int)c->i[0], 0)
+TR_CPU_SLOT_BY(mean, reduce_run, "mean", c->mean.out, c->mean.x, (int)c->i[0], 1)
 TR_CPU_SLOT_BY(global_norm, global_norm_run, c->res, c->list, c->nlist)
 TR_CPU_SLOT_BY(scale_check_finite, scale_check_finite_run, c->res, c->list, c->nlist, c->f[0])

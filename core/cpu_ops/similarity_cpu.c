@@ -1,11 +1,11 @@
-/* similarity_cpu.c — the CPU slots (checks and wrappers: core/ops/similarity.c): tensor-level row L2 normalisation and the cosine-similarity matrix
- * over kernels/cpu/similarity.c. The cosine backward recomputes the normalised rows in
+/* similarity_cpu.c — the CPU slots (checks and wrappers: core/ops/similarity.c): tensor-level row L2 normalisation and
+ * the cosine-similarity matrix over kernels/cpu/similarity.c. The cosine backward recomputes the normalised rows in
  * workspace instead of keeping them from the forward. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
 #include "cpu/similarity.h"
 
-static const float cos_eps = 1e-12f;   /* torch.nn.functional.normalize's default */
+static const float cos_eps = 1e-12f; /* torch.nn.functional.normalize's default */
 
 /* dx = l2norm_backward(dout, x) (dout non-NULL) or out = l2norm(x), in blocks of rows. */
 static int l2norm_blocks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *dout, const tr_tensor *x, float eps)
@@ -16,12 +16,14 @@ static int l2norm_blocks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *dou
     int64_t rows = tr_stage_block_rows(C);
     for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
         int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-        tr_stage v[3] = { { 0 } };   /* x, dout, out */
+        tr_stage v[3] = {{0}}; /* x, dout, out */
         if (!(rc = tr_stage_in(ctx, &v[0], x, s, len)) &&
             !(rc = dout ? tr_stage_in(ctx, &v[1], dout, s, len) : TR_OK) &&
             !(rc = tr_stage_out(ctx, &v[2], out, s, len, 0))) {
-            if (dout) tr_k_l2norm_bwd_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
-            else tr_k_l2norm_fwd_f32(v[2].p, v[0].p, nr, C, eps);
+            if (dout)
+                tr_k_l2norm_bwd_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
+            else
+                tr_k_l2norm_fwd_f32(v[2].p, v[0].p, nr, C, eps);
             tr_stage_store(&v[2], out, s);
         }
         for (int i = 0; i < 3; i++) tr_stage_release(ctx, &v[i]);
@@ -51,16 +53,6 @@ fail:
     return rc;
 }
 
-static int l2norm_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, float eps)
-{
-    return l2norm_blocks(ctx, out, NULL, x, eps);
-}
-
-static int l2norm_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x, float eps)
-{
-    return l2norm_blocks(ctx, dx, dout, x, eps);
-}
-
 static int cosine_sim_run(tr_ctx *ctx, const tr_tensor *sim, const tr_tensor *a, const tr_tensor *b)
 {
     int rc;
@@ -79,8 +71,8 @@ static int cosine_sim_run(tr_ctx *ctx, const tr_tensor *sim, const tr_tensor *a,
     }
 }
 
-static int cosine_sim_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dsim, const tr_tensor *a,
-                              const tr_tensor *b)
+static int cosine_sim_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dsim,
+                                   const tr_tensor *a, const tr_tensor *b)
 {
     int rc;
     {
@@ -119,7 +111,9 @@ static int cosine_sim_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_te
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(l2norm, l2norm_run, c->l2norm.out, c->l2norm.x, c->f[0])
-TR_CPU_SLOT_BY(l2norm_backward, l2norm_backward_run, c->l2norm_backward.dx, c->l2norm_backward.dout, c->l2norm_backward.x, c->f[0])
+TR_CPU_SLOT_BY(l2norm, l2norm_blocks, c->l2norm.out, NULL, c->l2norm.x, c->f[0])
+TR_CPU_SLOT_BY(l2norm_backward, l2norm_blocks, c->l2norm_backward.dx, c->l2norm_backward.dout, c->l2norm_backward.x,
+               c->f[0])
 TR_CPU_SLOT_BY(cosine_sim, cosine_sim_run, c->cosine_sim.sim, c->cosine_sim.a, c->cosine_sim.b)
-TR_CPU_SLOT_BY(cosine_sim_backward, cosine_sim_backward_run, c->cosine_sim_backward.da, c->cosine_sim_backward.db, c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)
+TR_CPU_SLOT_BY(cosine_sim_backward, cosine_sim_backward_run, c->cosine_sim_backward.da, c->cosine_sim_backward.db,
+               c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)

@@ -68,7 +68,8 @@ static int stage_forward(tr_cslot *s, const tr_tensor *q, const tr_tensor *k, co
 TR_CSLOT_DEFINE(attention)
 static int attention_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->attention.out, *lse = c->attention.lse, *q = c->attention.q, *k = c->attention.k, *v = c->attention.v, *mask = c->attention.mask;
+    const tr_tensor *out = c->attention.out, *lse = c->attention.lse, *q = c->attention.q, *k = c->attention.k,
+                    *v = c->attention.v, *mask = c->attention.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     fwd_operands f;
@@ -85,7 +86,8 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(attention_backward)
 static int attention_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dq = c->attention_backward.dq, *dk = c->attention_backward.dk, *dv = c->attention_backward.dv, *dout = c->attention_backward.dout, *q = c->attention_backward.q, *k = c->attention_backward.k,
+    const tr_tensor *dq = c->attention_backward.dq, *dk = c->attention_backward.dk, *dv = c->attention_backward.dv,
+                    *dout = c->attention_backward.dout, *q = c->attention_backward.q, *k = c->attention_backward.k,
                     *v = c->attention_backward.v, *lse = c->attention_backward.lse, *mask = c->attention_backward.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
@@ -120,7 +122,8 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(attention_packed)
 static int attention_packed_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q, *k = c->attention_packed.k, *v = c->attention_packed.v;
+    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q,
+                    *k = c->attention_packed.k, *v = c->attention_packed.v;
     const tr_attn_lengths *L = c->p;
     const int64_t H = q->shape[1], D = q->shape[2];
     int rc;

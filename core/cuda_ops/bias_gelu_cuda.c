@@ -18,7 +18,8 @@ static int bias_gelu_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(bias_gelu_backward)
 static int bias_gelu_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->bias_gelu_backward.dx, *db = c->bias_gelu_backward.dbias, *dout = c->bias_gelu_backward.dout, *h = c->bias_gelu_backward.h;
+    const tr_tensor *dx = c->bias_gelu_backward.dx, *db = c->bias_gelu_backward.dbias,
+                    *dout = c->bias_gelu_backward.dout, *h = c->bias_gelu_backward.h;
     return tr_k_bias_gelu_bwd_cuda(dx->data, dx->dtype, db ? db->data : NULL, dout->data, dout->dtype, h->data,
                                    h->dtype, c->dim[0], c->dim[1], c->i[0] == TR_OP_GELU_TANH, s->stream, s->err);
 }

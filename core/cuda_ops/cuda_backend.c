@@ -7,16 +7,22 @@
 #include "cuda_slot.h"
 #include "cuda_device.h"
 
-static int owns(int device) { return device >= 0; }
+static int owns(int device)
+{
+    return device >= 0;
+}
 
-static int present(int device) { return device >= 0 && device < tr_cuda_device_count(); }
+static int present(int device)
+{
+    return device >= 0 && device < tr_cuda_device_count();
+}
 
 const tr_op_backend tr_cuda_backend = {
     "cuda",
     owns,
     present,
     {
-#define TR_OP(n, args, scalars) [TR_OPID_##n] = { tr_opc_##n, NULL },
+#define TR_OP(n, args, scalars) [TR_OPID_##n] = {tr_opc_##n, NULL},
 #include "op_list.h"
 #undef TR_OP
     },

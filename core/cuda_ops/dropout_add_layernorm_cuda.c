@@ -16,7 +16,9 @@ static tr_rng_key key_of(const tr_op_call *c)
 TR_CSLOT_DEFINE(dropout_add_layernorm)
 static int dropout_add_layernorm_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum, *mean = c->dropout_add_layernorm.mean, *rstd = c->dropout_add_layernorm.rstd, *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual,
+    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
+                    *mean = c->dropout_add_layernorm.mean, *rstd = c->dropout_add_layernorm.rstd,
+                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual,
                     *w = c->dropout_add_layernorm.weight, *b = c->dropout_add_layernorm.bias;
     const tr_rng_key k = key_of(c);
     const void *bias = NULL;
@@ -33,8 +35,11 @@ static int dropout_add_layernorm_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(dropout_add_layernorm_backward)
 static int dropout_add_layernorm_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual, *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias, *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum,
-                    *w = c->dropout_add_layernorm_backward.weight, *mean = c->dropout_add_layernorm_backward.mean, *rstd = c->dropout_add_layernorm_backward.rstd;
+    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
+                    *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias,
+                    *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum,
+                    *w = c->dropout_add_layernorm_backward.weight, *mean = c->dropout_add_layernorm_backward.mean,
+                    *rstd = c->dropout_add_layernorm_backward.rstd;
     const int64_t N = c->dim[0], C = c->dim[1];
     const tr_rng_key k = key_of(c);
     if (!dx && !dres && !dw && !db) return TR_OK;

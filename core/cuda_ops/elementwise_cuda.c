@@ -14,7 +14,7 @@ static int broadcast_of(const tr_tensor *a, const tr_tensor *b, int64_t *N, int6
 
 static int binary(tr_cslot *s, tr_op_call *c, int is_mul)
 {
-    const tr_tensor *out = c->add.out, *a = c->add.a, *b = c->add.b;   /* mul: the same arguments */
+    const tr_tensor *out = c->add.out, *a = c->add.a, *b = c->add.b; /* mul: the same arguments */
     int64_t N, C;
     int bc = broadcast_of(a, b, &N, &C);
     return tr_k_binary_bcast_cuda(out->data, out->dtype, a->data, a->dtype, b->data, b->dtype, N, C, bc, is_mul,
@@ -37,7 +37,8 @@ static int mul_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(mul_backward)
 static int mul_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *da = c->mul_backward.da, *db = c->mul_backward.db, *dout = c->mul_backward.dout, *a = c->mul_backward.a, *b = c->mul_backward.b;
+    const tr_tensor *da = c->mul_backward.da, *db = c->mul_backward.db, *dout = c->mul_backward.dout,
+                    *a = c->mul_backward.a, *b = c->mul_backward.b;
     int64_t N, C;
     int bc = broadcast_of(a, b, &N, &C);
     return tr_k_mul_bwd_cuda(da ? da->data : NULL, da ? da->dtype : TR_F32, db ? db->data : NULL,

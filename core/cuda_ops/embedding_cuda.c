@@ -2,8 +2,8 @@
  * core/cpu_ops/embedding_cpu.c). The ids are checked against the vocabulary on the device
  * (tr_cslot_indices_checked), so no step waits for the host: a bad id gives a zero row and no
  * gradient, and the CPU's user error naming the id and its position comes from
- * tr_device_errors_check at the next point where the host synchronises. The backward's scatter-add is deterministic: one thread per column walks
- * the tokens in order, no atomics. */
+ * tr_device_errors_check at the next point where the host synchronises. The backward's scatter-add is deterministic:
+ * one thread per column walks the tokens in order, no atomics. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -31,7 +31,8 @@ static int embedding_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(embedding_backward)
 static int embedding_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dtable = c->embedding_backward.dtable, *dout = c->embedding_backward.dout, *ids = c->embedding_backward.ids;
+    const tr_tensor *dtable = c->embedding_backward.dtable, *dout = c->embedding_backward.dout,
+                    *ids = c->embedding_backward.ids;
     const int64_t V = dtable->shape[0], C = dtable->shape[1];
     const int64_t *id64 = NULL;
     void *acc;

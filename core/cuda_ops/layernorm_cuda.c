@@ -8,7 +8,8 @@
 TR_CSLOT_DEFINE(layernorm)
 static int layernorm_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->layernorm.out, *mean = c->layernorm.mean, *rstd = c->layernorm.rstd, *x = c->layernorm.x, *w = c->layernorm.weight, *b = c->layernorm.bias;
+    const tr_tensor *out = c->layernorm.out, *mean = c->layernorm.mean, *rstd = c->layernorm.rstd, *x = c->layernorm.x,
+                    *w = c->layernorm.weight, *b = c->layernorm.bias;
     const void *bias = NULL;
     /* the kernel reads weight and bias in one dtype: the weight's */
     int rc = tr_cslot_in(s, b, w->dtype, &bias);
@@ -21,8 +22,10 @@ static int layernorm_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(layernorm_backward)
 static int layernorm_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->layernorm_backward.dx, *dw = c->layernorm_backward.dweight, *db = c->layernorm_backward.dbias, *dout = c->layernorm_backward.dout, *x = c->layernorm_backward.x, *w = c->layernorm_backward.weight,
-                    *mean = c->layernorm_backward.mean, *rstd = c->layernorm_backward.rstd;
+    const tr_tensor *dx = c->layernorm_backward.dx, *dw = c->layernorm_backward.dweight,
+                    *db = c->layernorm_backward.dbias, *dout = c->layernorm_backward.dout, *x = c->layernorm_backward.x,
+                    *w = c->layernorm_backward.weight, *mean = c->layernorm_backward.mean,
+                    *rstd = c->layernorm_backward.rstd;
     const int64_t N = c->dim[0], C = c->dim[1];
     if (!dx && !dw && !db) return TR_OK;
     void *scratch = NULL;

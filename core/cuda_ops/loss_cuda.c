@@ -22,7 +22,8 @@ static int device_targets(tr_cslot *s, const tr_tensor *targets, int64_t K, int6
 TR_CSLOT_DEFINE(cross_entropy)
 static int cross_entropy_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *loss = c->cross_entropy.loss, *lse = c->cross_entropy.lse, *logits = c->cross_entropy.logits, *targets = c->cross_entropy.targets;
+    const tr_tensor *loss = c->cross_entropy.loss, *lse = c->cross_entropy.lse, *logits = c->cross_entropy.logits,
+                    *targets = c->cross_entropy.targets;
     int64_t N, K;
     tr_op_rows(logits, &N, &K);
     const int64_t *t64 = NULL;
@@ -47,7 +48,8 @@ static int cross_entropy_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(cross_entropy_backward)
 static int cross_entropy_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dlogits = c->cross_entropy_backward.dlogits, *logits = c->cross_entropy_backward.logits, *lse = c->cross_entropy_backward.lse, *targets = c->cross_entropy_backward.targets;
+    const tr_tensor *dlogits = c->cross_entropy_backward.dlogits, *logits = c->cross_entropy_backward.logits,
+                    *lse = c->cross_entropy_backward.lse, *targets = c->cross_entropy_backward.targets;
     int64_t N, K;
     tr_op_rows(logits, &N, &K);
     const int64_t *t64 = NULL;

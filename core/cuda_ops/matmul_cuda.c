@@ -60,7 +60,8 @@ static int linear_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(linear_backward)
 static int linear_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->linear_backward.dx, *dw = c->linear_backward.dw, *dbias = c->linear_backward.dbias, *dout = c->linear_backward.dout, *x = c->linear_backward.x, *w = c->linear_backward.w;
+    const tr_tensor *dx = c->linear_backward.dx, *dw = c->linear_backward.dw, *dbias = c->linear_backward.dbias,
+                    *dout = c->linear_backward.dout, *x = c->linear_backward.x, *w = c->linear_backward.w;
     const int64_t O = dout->shape[dout->ndim - 1], N = O > 0 ? dout->numel / O : 0;
     /* in_features from w or x: either may be NULL when only the gradients that need the other are asked for */
     const int64_t I = w ? w->shape[1] : x ? x->shape[x->ndim - 1] : 0;

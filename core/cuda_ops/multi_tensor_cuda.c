@@ -41,7 +41,8 @@ static int clip_by_norm_body(tr_cslot *s, tr_op_call *c)
     void *coef;
     int rc;
     if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
-        (rc = tr_k_clip_coef_from_norm_cuda(coef, c->clip_by_norm.norm->data, c->f[0], c->f[1], c->clip_by_norm.found_inf ? c->clip_by_norm.found_inf->data : NULL,
+        (rc = tr_k_clip_coef_from_norm_cuda(coef, c->clip_by_norm.norm->data, c->f[0], c->f[1],
+                                            c->clip_by_norm.found_inf ? c->clip_by_norm.found_inf->data : NULL,
                                             s->stream, s->err)))
         return rc;
     return tr_k_scale_by_device_cuda(list, c->nlist, max_n, coef, s->stream, s->err);
@@ -57,9 +58,10 @@ static int scale_check_finite_into_body(tr_cslot *s, tr_op_call *c)
     if (c->nlist == 0) return TR_OK;
     if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n))) return rc;
     if (c->scale_check_finite_into.scale) /* 1 / the device loss scale, read where it lives */
-        return tr_k_scale_by_device_check_cuda(list, c->nlist, max_n, c->scale_check_finite_into.scale->data, c->scale_check_finite_into.found_inf->data, s->stream,
-                                               s->err);
-    return tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], c->scale_check_finite_into.found_inf->data, s->stream, s->err);
+        return tr_k_scale_by_device_check_cuda(list, c->nlist, max_n, c->scale_check_finite_into.scale->data,
+                                               c->scale_check_finite_into.found_inf->data, s->stream, s->err);
+    return tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], c->scale_check_finite_into.found_inf->data, s->stream,
+                                 s->err);
 }
 
 /* optim.cu's AdamW over every parameter: one launch per 292 parameters (the records that

@@ -41,7 +41,8 @@ static int one_param(tr_cslot *s, const tr_tensor *param, const tr_tensor *grad,
 TR_CSLOT_DEFINE(adamw)
 static int adamw_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *param = c->adamw.param, *grad = c->adamw.grad, *m = c->adamw.m, *v = c->adamw.v, *half = c->adamw.half_copy;
+    const tr_tensor *param = c->adamw.param, *grad = c->adamw.grad, *m = c->adamw.m, *v = c->adamw.v,
+                    *half = c->adamw.half_copy;
     const tr_k_param_ref *list = NULL;
     if (param->numel == 0) return TR_OK;
     int rc = one_param(s, param, grad, m, v, half, &list);
@@ -80,7 +81,8 @@ static int sgd_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(adafactor)
 static int adafactor_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *param = c->adafactor.param, *grad = c->adafactor.grad, *exp_avg = c->adafactor.exp_avg, *row = c->adafactor.row, *col = c->adafactor.col, *v = c->adafactor.v,
+    const tr_tensor *param = c->adafactor.param, *grad = c->adafactor.grad, *exp_avg = c->adafactor.exp_avg,
+                    *row = c->adafactor.row, *col = c->adafactor.col, *v = c->adafactor.v,
                     *half = c->adafactor.half_copy;
     const tr_adafactor_config *cfg = c->p;
     const int factored = param->ndim >= 2;

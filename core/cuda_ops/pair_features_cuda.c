@@ -30,7 +30,8 @@ static int abs_diff_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(abs_diff_backward)
 static int abs_diff_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *da = c->abs_diff_backward.da, *db = c->abs_diff_backward.db, *dout = c->abs_diff_backward.dout, *a = c->abs_diff_backward.a, *b = c->abs_diff_backward.b;
+    const tr_tensor *da = c->abs_diff_backward.da, *db = c->abs_diff_backward.db, *dout = c->abs_diff_backward.dout,
+                    *a = c->abs_diff_backward.a, *b = c->abs_diff_backward.b;
     if (!da && !db) return TR_OK;
     return tr_k_abs_diff_bwd_cuda(da ? da->data : NULL, da ? da->dtype : TR_F32, db ? db->data : NULL,
                                   db ? db->dtype : TR_F32, dout->data, dout->dtype, a->data, a->dtype, b->data,

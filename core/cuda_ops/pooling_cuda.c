@@ -36,7 +36,8 @@ static int pool_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(pool_backward)
 static int pool_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dh = c->pool_backward.dhidden, *dout = c->pool_backward.dout, *hidden = c->pool_backward.hidden, *mask = c->pool_backward.mask;
+    const tr_tensor *dh = c->pool_backward.dhidden, *dout = c->pool_backward.dout, *hidden = c->pool_backward.hidden,
+                    *mask = c->pool_backward.mask;
     const int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
     const int32_t *m = NULL;
     int rc = mask_i32(s, mask, B * T, &m);

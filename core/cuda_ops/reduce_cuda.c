@@ -16,7 +16,7 @@
 
 static int reduce(tr_cslot *s, tr_op_call *c, int mean)
 {
-    const tr_tensor *out = c->sum.out, *x = c->sum.x;   /* mean: the same arguments */
+    const tr_tensor *out = c->sum.out, *x = c->sum.x; /* mean: the same arguments */
     int64_t N, C;
     tr_op_rows(x, &N, &C);
     void *acc, *scratch;

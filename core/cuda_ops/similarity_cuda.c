@@ -62,7 +62,8 @@ static int cosine_sim_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(cosine_sim_backward)
 static int cosine_sim_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *da = c->cosine_sim_backward.da, *db = c->cosine_sim_backward.db, *dsim = c->cosine_sim_backward.dsim, *a = c->cosine_sim_backward.a, *b = c->cosine_sim_backward.b;
+    const tr_tensor *da = c->cosine_sim_backward.da, *db = c->cosine_sim_backward.db,
+                    *dsim = c->cosine_sim_backward.dsim, *a = c->cosine_sim_backward.a, *b = c->cosine_sim_backward.b;
     const int64_t N = a->shape[0], M = b->shape[0], C = a->shape[1];
     void *an, *bn, *dn;
     int rc;

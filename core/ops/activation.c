@@ -29,8 +29,11 @@ static int gelu_kind_check(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d)
 
 /* ------------------------------------------------------------ the op table */
 
-#define ACT_CHECK(name, check_fn) \
-    int tr_check_##name(tr_ctx *ctx, tr_op_call *c) { return check_fn(ctx, c, &tr_opd_##name); }
+#define ACT_CHECK(name, check_fn)                                                                                      \
+    int tr_check_##name(tr_ctx *ctx, tr_op_call *c)                                                                    \
+    {                                                                                                                  \
+        return check_fn(ctx, c, &tr_opd_##name);                                                                       \
+    }
 
 ACT_CHECK(gelu, gelu_kind_check)
 ACT_CHECK(gelu_backward, gelu_kind_check)
@@ -55,8 +58,11 @@ static int infer_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], 
     return TR_OK;
 }
 
-#define ACT_INFER(name, fn) \
-    int tr_infer_##name(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype) { return fn(ctx, c, shape, ndim, dtype); }
+#define ACT_INFER(name, fn)                                                                                            \
+    int tr_infer_##name(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)                   \
+    {                                                                                                                  \
+        return fn(ctx, c, shape, ndim, dtype);                                                                         \
+    }
 
 ACT_INFER(gelu, infer_forward)
 ACT_INFER(gelu_backward, infer_backward)

@@ -17,9 +17,9 @@ static int want_f32(tr_ctx *ctx, const char *name, const tr_tensor *t, const tr_
     return tr_op_want_numel(ctx, "adamw", name, t, param->numel, "param's number of elements");
 }
 
-static int adamw_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *m, const tr_tensor *v,
-                const tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,
-                int64_t step, float grad_scale)
+static int adamw_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *m,
+                        const tr_tensor *v, const tr_tensor *half_copy, float lr, float beta1, float beta2, float eps,
+                        float weight_decay, int64_t step, float grad_scale)
 {
     const char *op = "adamw";
     int rc;
@@ -43,9 +43,8 @@ static int adamw_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *gr
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_CHECK_BY(adamw, adamw_checks, c->adamw.param, c->adamw.grad, c->adamw.m, c->adamw.v, c->adamw.half_copy, c->f[0], c->f[1], c->f[2], c->f[3], c->f[4],
-                 c->i[0], c->f[5])
-
+TR_OP_CHECK_BY(adamw, adamw_checks, c->adamw.param, c->adamw.grad, c->adamw.m, c->adamw.v, c->adamw.half_copy, c->f[0],
+               c->f[1], c->f[2], c->f[3], c->f[4], c->i[0], c->f[5])
 
 int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m, tr_tensor *v,
                 tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,

@@ -63,8 +63,8 @@ static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *const *bthd,
 /* ------------------------------------------------------------ forward */
 
 static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *lse, const tr_tensor *q,
-                    const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
-                    float dropout_p, const tr_rng_key *key)
+                            const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p,
+                            const tr_rng_key *key)
 {
     static const char *op = "attention";
     const tr_tensor *ts[] = { q, k, v, out, lse, mask };
@@ -78,9 +78,9 @@ static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *
 /* ------------------------------------------------------------ backward */
 
 static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_tensor *dk, const tr_tensor *dv,
-                             const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
-                             const tr_tensor *v, const tr_tensor *lse, const tr_tensor *mask,
-                             float scale, float dropout_p, const tr_rng_key *key)
+                                     const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k, const tr_tensor *v,
+                                     const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
+                                     const tr_rng_key *key)
 {
     static const char *op = "attention_backward";
     const tr_tensor *ts[] = { q, k, v, dout, dq, dk, dv, lse, mask };
@@ -95,16 +95,17 @@ static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_
 
 int tr_check_attention(tr_ctx *ctx, tr_op_call *c)
 {
-    return attention_checks(ctx, c->attention.out, c->attention.lse, c->attention.q, c->attention.k, c->attention.v, c->attention.mask, c->f[0], c->f[1], c->p);
+    return attention_checks(ctx, c->attention.out, c->attention.lse, c->attention.q, c->attention.k, c->attention.v,
+                            c->attention.mask, c->f[0], c->f[1], c->p);
 }
 
 int tr_check_attention_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    return attention_backward_checks(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv, c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k, c->attention_backward.v, c->attention_backward.lse,
-                                   c->attention_backward.mask, c->f[0], c->f[1], c->p);
+    return attention_backward_checks(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv,
+                                     c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k,
+                                     c->attention_backward.v, c->attention_backward.lse, c->attention_backward.mask,
+                                     c->f[0], c->f[1], c->p);
 }
-
-
 
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
                     const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p, const tr_rng_key *key)

@@ -36,7 +36,8 @@
 int tr_check_attention_packed(tr_ctx *ctx, tr_op_call *c)
 {
     static const char *op = "attention_packed";
-    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q, *k = c->attention_packed.k, *v = c->attention_packed.v;
+    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q,
+                    *k = c->attention_packed.k, *v = c->attention_packed.v;
     const tr_attn_lengths *L = c->p;
     char s1[160];
     int rc;
@@ -78,11 +79,6 @@ int tr_check_attention_packed(tr_ctx *ctx, tr_op_call *c)
     c->dim[2] = L->T > 0 ? L->T : mx;
     return TR_OK;
 }
-
-
-
-
-
 
 int tr_op_attention_packed(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
                            const tr_tensor *v, const int64_t *lengths, int64_t nseq, int64_t padded_len, float scale)

@@ -39,7 +39,10 @@ static int check_rows(tr_ctx *ctx, tr_op_call *c, const char *op, const tr_tenso
 
 /* ------------------------------------------------------------ forward */
 
-int tr_check_bias_gelu(tr_ctx *ctx, tr_op_call *c) { return check_rows(ctx, c, "bias_gelu", c->bias_gelu.h, c->bias_gelu.out, c->bias_gelu.bias); }
+int tr_check_bias_gelu(tr_ctx *ctx, tr_op_call *c)
+{
+    return check_rows(ctx, c, "bias_gelu", c->bias_gelu.h, c->bias_gelu.out, c->bias_gelu.bias);
+}
 
 /* out: h's shape and dtype. */
 int tr_infer_bias_gelu(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)

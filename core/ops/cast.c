@@ -22,7 +22,6 @@ static int cast_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *in)
 
 TR_OP_CHECK_BY(cast, cast_checks, c->cast.out, c->cast.in)
 
-
 int tr_op_cast(tr_ctx *ctx, tr_tensor *out, const tr_tensor *in)
 {
     tr_op_call c = { .t = { out, in } };

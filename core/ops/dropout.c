@@ -14,8 +14,8 @@
 #include <string.h>
 
 /* out = in * keep / (1 - p), chunk by chunk (the forward and the backward). */
-static int apply_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *in, const char *in_name, float p,
-                 const tr_rng_key *key, uint64_t offset)
+static int apply_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *in, const char *in_name,
+                        float p, const tr_rng_key *key, uint64_t offset)
 {
     int rc;
     if ((rc = tr_op_want_numel(ctx, op, in_name[0] == 'x' ? "out" : "dx", out, in->numel,
@@ -28,22 +28,11 @@ static int apply_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const
     return TR_OK;
 }
 
-static int dropout_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, float p, const tr_rng_key *key, uint64_t offset)
-{
-    return apply_checks(ctx, "dropout", out, x, "x", p, key, offset);
-}
-
-static int dropout_backward_checks(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dout, float p, const tr_rng_key *key,
-                           uint64_t offset)
-{
-    return apply_checks(ctx, "dropout_backward", dx, dout, "dout", p, key, offset);
-}
-
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_CHECK_BY(dropout, dropout_checks, c->dropout.out, c->dropout.x, c->f[0], c->p, c->u)
-TR_OP_CHECK_BY(dropout_backward, dropout_backward_checks, c->dropout_backward.dx, c->dropout_backward.dout, c->f[0], c->p, c->u)
-
+TR_OP_CHECK_BY(dropout, apply_checks, "dropout", c->dropout.out, c->dropout.x, "x", c->f[0], c->p, c->u)
+TR_OP_CHECK_BY(dropout_backward, apply_checks, "dropout_backward", c->dropout_backward.dx, c->dropout_backward.dout,
+               "dout", c->f[0], c->p, c->u)
 
 int tr_op_dropout(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float p, const tr_rng_key *key, uint64_t offset)
 {

@@ -22,21 +22,11 @@
 
 #include "op_table.h"
 
-
 /* ------------------------------------------------------------ shared */
 
 /* Keep bytes of one thread's block of rows on its stack (the f32 path): no workspace, and
  * each block's bits are drawn and consumed while they are in the core's cache. Rows longer
  * than this take a workspace mask. */
-
-
-
-
-
-
-
-
-
 
 /* p in [0, 1], a key when p > 0; N, C of t into dim[0], dim[1]; weight [C]; mean, rstd N. */
 static int check_common(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_tensor *t, const tr_tensor *weight,
@@ -72,25 +62,17 @@ int tr_check_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
     const char *op = "dropout_add_layernorm";
     const tr_tensor *x = c->dropout_add_layernorm.x;
     int rc;
-    if ((rc = check_common(ctx, op, c, x, c->dropout_add_layernorm.weight, c->dropout_add_layernorm.mean, c->dropout_add_layernorm.rstd))) return rc;
+    if ((rc = check_common(ctx, op, c, x, c->dropout_add_layernorm.weight, c->dropout_add_layernorm.mean,
+                           c->dropout_add_layernorm.rstd)))
+        return rc;
     if ((rc = tr_op_want_shape(ctx, op, "residual", c->dropout_add_layernorm.residual, x->ndim, x->shape))) return rc;
     if ((rc = tr_op_want_shape(ctx, op, "out", c->dropout_add_layernorm.out, x->ndim, x->shape))) return rc;
     if ((rc = tr_op_want_shape(ctx, op, "sum", c->dropout_add_layernorm.sum, x->ndim, x->shape))) return rc;
-    if (c->dropout_add_layernorm.bias && (rc = tr_op_want_shape(ctx, op, "bias", c->dropout_add_layernorm.bias, 1, &c->dim[1]))) return rc;
+    if (c->dropout_add_layernorm.bias &&
+        (rc = tr_op_want_shape(ctx, op, "bias", c->dropout_add_layernorm.bias, 1, &c->dim[1])))
+        return rc;
     return TR_OK;
 }
-
-
-
-
-
-
-
-
-
-
-
-
 
 int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_tensor *mean, tr_tensor *rstd,
                                 const tr_tensor *x, const tr_tensor *residual, const tr_tensor *weight,
@@ -107,27 +89,24 @@ int tr_check_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
     const char *op = "dropout_add_layernorm_backward";
     const tr_tensor *s = c->dropout_add_layernorm_backward.sum;
     int rc;
-    if ((rc = check_common(ctx, op, c, s, c->dropout_add_layernorm_backward.weight, c->dropout_add_layernorm_backward.mean, c->dropout_add_layernorm_backward.rstd))) return rc;
+    if ((rc = check_common(ctx, op, c, s, c->dropout_add_layernorm_backward.weight,
+                           c->dropout_add_layernorm_backward.mean, c->dropout_add_layernorm_backward.rstd)))
+        return rc;
     if ((rc = tr_op_want_shape(ctx, op, "dout", c->dropout_add_layernorm_backward.dout, s->ndim, s->shape))) return rc;
-    if (c->dropout_add_layernorm_backward.dx && (rc = tr_op_want_shape(ctx, op, "dx", c->dropout_add_layernorm_backward.dx, s->ndim, s->shape))) return rc;
-    if (c->dropout_add_layernorm_backward.dresidual && (rc = tr_op_want_shape(ctx, op, "dresidual", c->dropout_add_layernorm_backward.dresidual, s->ndim, s->shape))) return rc;
-    if (c->dropout_add_layernorm_backward.dweight && (rc = tr_op_want_shape(ctx, op, "dweight", c->dropout_add_layernorm_backward.dweight, 1, &c->dim[1]))) return rc;
-    if (c->dropout_add_layernorm_backward.dbias && (rc = tr_op_want_shape(ctx, op, "dbias", c->dropout_add_layernorm_backward.dbias, 1, &c->dim[1]))) return rc;
+    if (c->dropout_add_layernorm_backward.dx &&
+        (rc = tr_op_want_shape(ctx, op, "dx", c->dropout_add_layernorm_backward.dx, s->ndim, s->shape)))
+        return rc;
+    if (c->dropout_add_layernorm_backward.dresidual &&
+        (rc = tr_op_want_shape(ctx, op, "dresidual", c->dropout_add_layernorm_backward.dresidual, s->ndim, s->shape)))
+        return rc;
+    if (c->dropout_add_layernorm_backward.dweight &&
+        (rc = tr_op_want_shape(ctx, op, "dweight", c->dropout_add_layernorm_backward.dweight, 1, &c->dim[1])))
+        return rc;
+    if (c->dropout_add_layernorm_backward.dbias &&
+        (rc = tr_op_want_shape(ctx, op, "dbias", c->dropout_add_layernorm_backward.dbias, 1, &c->dim[1])))
+        return rc;
     return TR_OK;
 }
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 int tr_op_dropout_add_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dresidual, tr_tensor *dweight,
                                          tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *sum,

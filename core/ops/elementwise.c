@@ -32,14 +32,8 @@ static int binary_shapes(tr_ctx *ctx, const char *op, const tr_tensor *a, const 
                    op, tr_op_describe(sb, sizeof sb, b), tr_op_describe(sa, sizeof sa, a), (long long)*C);
 }
 
-
-
-
-
-
-
 static int binary_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
-                  int is_mul)
+                         int is_mul)
 {
     int rc;
     int64_t N, C, b_rows;
@@ -48,18 +42,8 @@ static int binary_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, cons
     return TR_OK;
 }
 
-static int add_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
-{
-    return binary_checks(ctx, "add", out, a, b, 0);
-}
-
-static int mul_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
-{
-    return binary_checks(ctx, "mul", out, a, b, 1);
-}
-
-static int mul_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
-                       const tr_tensor *b)
+static int mul_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
+                               const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "mul_backward";
     int rc;
@@ -74,25 +58,13 @@ static int mul_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor
 
 /* ------------------------------------------------------------ scale, axpy, fill */
 
-
-
 static int scaled_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, float alpha,
-                  int accumulate)
+                         int accumulate)
 {
     int rc;
     if ((rc = tr_op_want_numel(ctx, op, accumulate ? "y" : "out", out, x->numel, "x's number of elements")))
         return rc;
     return TR_OK;
-}
-
-static int scale_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, float alpha)
-{
-    return scaled_checks(ctx, "scale", out, x, alpha, 0);
-}
-
-static int axpy_checks(tr_ctx *ctx, const tr_tensor *y, const tr_tensor *x, float alpha)
-{
-    return scaled_checks(ctx, "axpy", y, x, alpha, 1);
 }
 
 static int fill_checks(tr_ctx *ctx, const tr_tensor *out, float value)
@@ -105,13 +77,13 @@ static int fill_checks(tr_ctx *ctx, const tr_tensor *out, float value)
 #define F(n, r) { n, r, TR_DT_FLOAT, 0 }
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
 
-TR_OP_CHECK_BY(add, add_checks, c->add.out, c->add.a, c->add.b)
-TR_OP_CHECK_BY(mul, mul_checks, c->mul.out, c->mul.a, c->mul.b)
-TR_OP_CHECK_BY(mul_backward, mul_backward_checks, c->mul_backward.da, c->mul_backward.db, c->mul_backward.dout, c->mul_backward.a, c->mul_backward.b)
-TR_OP_CHECK_BY(scale, scale_checks, c->scale.out, c->scale.x, c->f[0])
-TR_OP_CHECK_BY(axpy, axpy_checks, c->axpy.y, c->axpy.x, c->f[0])
+TR_OP_CHECK_BY(add, binary_checks, "add", c->add.out, c->add.a, c->add.b, 0)
+TR_OP_CHECK_BY(mul, binary_checks, "mul", c->mul.out, c->mul.a, c->mul.b, 1)
+TR_OP_CHECK_BY(mul_backward, mul_backward_checks, c->mul_backward.da, c->mul_backward.db, c->mul_backward.dout,
+               c->mul_backward.a, c->mul_backward.b)
+TR_OP_CHECK_BY(scale, scaled_checks, "scale", c->scale.out, c->scale.x, c->f[0], 0)
+TR_OP_CHECK_BY(axpy, scaled_checks, "axpy", c->axpy.y, c->axpy.x, c->f[0], 1)
 TR_OP_CHECK_BY(fill, fill_checks, c->fill.out, c->f[0])
-
 
 /* add, mul: out has a's shape and dtype; scale: x's. */
 int tr_infer_add(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
@@ -120,7 +92,10 @@ int tr_infer_add(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim
     return TR_OK;
 }
 
-int tr_infer_mul(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype) { return tr_infer_add(ctx, c, shape, ndim, dtype); }
+int tr_infer_mul(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    return tr_infer_add(ctx, c, shape, ndim, dtype);
+}
 
 int tr_infer_scale(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {

@@ -13,8 +13,6 @@
 
 /* ------------------------------------------------------------ ids */
 
-
-
 /* Checks table [V, C] and out/dout (N*C elements, last dim C). */
 static int shapes(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *rows, const tr_tensor *ids,
                   const tr_tensor *table)
@@ -45,7 +43,7 @@ static int embedding_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *
 }
 
 static int embedding_backward_checks(tr_ctx *ctx, const tr_tensor *dtable, const tr_tensor *dout, const tr_tensor *ids,
-                             int64_t padding_idx)
+                                     int64_t padding_idx)
 {
     const char *op = "embedding_backward";
     int rc;
@@ -57,8 +55,8 @@ static int embedding_backward_checks(tr_ctx *ctx, const tr_tensor *dtable, const
 /* ------------------------------------------------------------ the op table */
 
 TR_OP_CHECK_BY(embedding, embedding_checks, c->embedding.out, c->embedding.ids, c->embedding.table)
-TR_OP_CHECK_BY(embedding_backward, embedding_backward_checks, c->embedding_backward.dtable, c->embedding_backward.dout, c->embedding_backward.ids, c->i[0])
-
+TR_OP_CHECK_BY(embedding_backward, embedding_backward_checks, c->embedding_backward.dtable, c->embedding_backward.dout,
+               c->embedding_backward.ids, c->i[0])
 
 /* out: ids' shape and the table's row width, in the table's dtype. */
 int tr_infer_embedding(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)

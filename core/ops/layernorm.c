@@ -68,11 +68,18 @@ int tr_check_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
     const char *op = "layernorm_backward";
     const tr_tensor *x = c->layernorm_backward.x;
     int rc;
-    if ((rc = check_common(ctx, op, c, x, c->layernorm_backward.weight, c->layernorm_backward.mean, c->layernorm_backward.rstd))) return rc;
+    if ((rc = check_common(ctx, op, c, x, c->layernorm_backward.weight, c->layernorm_backward.mean,
+                           c->layernorm_backward.rstd)))
+        return rc;
     if ((rc = tr_op_want_shape(ctx, op, "dout", c->layernorm_backward.dout, x->ndim, x->shape))) return rc;
-    if (c->layernorm_backward.dx && (rc = tr_op_want_shape(ctx, op, "dx", c->layernorm_backward.dx, x->ndim, x->shape))) return rc;
-    if (c->layernorm_backward.dweight && (rc = tr_op_want_shape(ctx, op, "dweight", c->layernorm_backward.dweight, 1, &c->dim[1]))) return rc;
-    if (c->layernorm_backward.dbias && (rc = tr_op_want_shape(ctx, op, "dbias", c->layernorm_backward.dbias, 1, &c->dim[1]))) return rc;
+    if (c->layernorm_backward.dx && (rc = tr_op_want_shape(ctx, op, "dx", c->layernorm_backward.dx, x->ndim, x->shape)))
+        return rc;
+    if (c->layernorm_backward.dweight &&
+        (rc = tr_op_want_shape(ctx, op, "dweight", c->layernorm_backward.dweight, 1, &c->dim[1])))
+        return rc;
+    if (c->layernorm_backward.dbias &&
+        (rc = tr_op_want_shape(ctx, op, "dbias", c->layernorm_backward.dbias, 1, &c->dim[1])))
+        return rc;
     return TR_OK;
 }
 

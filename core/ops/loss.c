@@ -31,12 +31,10 @@ static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *logits, cons
     return TR_OK;
 }
 
-
-
 /* ------------------------------------------------------------ ops */
 
 static int cross_entropy_checks(tr_ctx *ctx, const tr_tensor *loss, const tr_tensor *lse, const tr_tensor *logits,
-                        const tr_tensor *targets, int64_t ignore_index, float label_smoothing)
+                                const tr_tensor *targets, int64_t ignore_index, float label_smoothing)
 {
     const char *op = "cross_entropy";
     int64_t N, K;
@@ -48,8 +46,8 @@ static int cross_entropy_checks(tr_ctx *ctx, const tr_tensor *loss, const tr_ten
 }
 
 static int cross_entropy_backward_checks(tr_ctx *ctx, const tr_tensor *dlogits, float dloss, const tr_tensor *logits,
-                                 const tr_tensor *lse, const tr_tensor *targets, int64_t ignore_index,
-                                 float label_smoothing)
+                                         const tr_tensor *lse, const tr_tensor *targets, int64_t ignore_index,
+                                         float label_smoothing)
 {
     const char *op = "cross_entropy_backward";
     int64_t N, K;
@@ -62,9 +60,11 @@ static int cross_entropy_backward_checks(tr_ctx *ctx, const tr_tensor *dlogits, 
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_CHECK_BY(cross_entropy, cross_entropy_checks, c->cross_entropy.loss, c->cross_entropy.lse, c->cross_entropy.logits, c->cross_entropy.targets, c->i[0], c->f[0])
-TR_OP_CHECK_BY(cross_entropy_backward, cross_entropy_backward_checks, c->cross_entropy_backward.dlogits, c->f[1], c->cross_entropy_backward.logits, c->cross_entropy_backward.lse, c->cross_entropy_backward.targets, c->i[0], c->f[0])
-
+TR_OP_CHECK_BY(cross_entropy, cross_entropy_checks, c->cross_entropy.loss, c->cross_entropy.lse,
+               c->cross_entropy.logits, c->cross_entropy.targets, c->i[0], c->f[0])
+TR_OP_CHECK_BY(cross_entropy_backward, cross_entropy_backward_checks, c->cross_entropy_backward.dlogits, c->f[1],
+               c->cross_entropy_backward.logits, c->cross_entropy_backward.lse, c->cross_entropy_backward.targets,
+               c->i[0], c->f[0])
 
 int tr_op_cross_entropy(tr_ctx *ctx, tr_tensor *loss, tr_tensor *lse, const tr_tensor *logits,
                         const tr_tensor *targets, int64_t ignore_index, float label_smoothing)

@@ -27,7 +27,8 @@ int tr_check_loss_scale_update(tr_ctx *ctx, tr_op_call *c)
 {
     int rc;
     if ((rc = tr_op_want_numel(ctx, "loss_scale_update", "scale", c->loss_scale_update.scale, 1, "the loss scale")) ||
-        (rc = tr_op_want_numel(ctx, "loss_scale_update", "inv_scale", c->loss_scale_update.inv_scale, 1, "1 / the loss scale")) ||
+        (rc = tr_op_want_numel(ctx, "loss_scale_update", "inv_scale", c->loss_scale_update.inv_scale, 1,
+                               "1 / the loss scale")) ||
         (rc = want_i32_scalar(ctx, "tracker", c->loss_scale_update.tracker, "clean steps since the last change")) ||
         (rc = want_i32_scalar(ctx, "skipped", c->loss_scale_update.skipped, "skipped steps")) ||
         (rc = want_i32_scalar(ctx, "found_inf", c->loss_scale_update.found_inf, "this step's found-inf flag")))
@@ -40,24 +41,19 @@ int tr_check_loss_scale_update(tr_ctx *ctx, tr_op_call *c)
     return TR_OK;
 }
 
-
-
 /* ------------------------------------------------------------ scale_by_scalar */
 
 int tr_check_scale_by_scalar(tr_ctx *ctx, tr_op_call *c)
 {
-    int rc = tr_op_want_numel(ctx, "scale_by_scalar", "s", c->scale_by_scalar.s, 1, "a device scalar such as the loss scale");
+    int rc = tr_op_want_numel(ctx, "scale_by_scalar", "s", c->scale_by_scalar.s, 1,
+                              "a device scalar such as the loss scale");
     if (rc) return rc;
     if (!isfinite(c->f[0]))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "scale_by_scalar: factor = %g must be finite", (double)c->f[0]);
     return TR_OK;
 }
 
-
-
 /* ------------------------------------------------------------ the op table */
-
-
 
 int tr_op_loss_scale_update(tr_ctx *ctx, tr_tensor *scale, tr_tensor *inv_scale, tr_tensor *tracker, tr_tensor *skipped,
                             const tr_tensor *found_inf, float growth_factor, float backoff_factor,

@@ -34,7 +34,7 @@ static int too_big(tr_ctx *ctx, const char *op, int64_t v, const char *what)
 /* ------------------------------------------------------------ matmul */
 
 static int matmul_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
-                 const tr_tensor *bias, int trans_a, int trans_b, float alpha, float beta, int64_t *dim)
+                         const tr_tensor *bias, int trans_a, int trans_b, float alpha, float beta, int64_t *dim)
 {
     static const char *op = "matmul";
     char s1[160], s2[160];
@@ -89,7 +89,6 @@ static int64_t rows_of(const tr_tensor *t)
     return r;
 }
 
-
 /* y must be x's shape with the last dim replaced by last */
 static int check_like(tr_ctx *ctx, const char *op, const char *what, const tr_tensor *y,
                       const char *xname, const tr_tensor *x, int64_t last)
@@ -105,12 +104,8 @@ static int check_like(tr_ctx *ctx, const char *op, const char *what, const tr_te
     return TR_EUSER;
 }
 
-
-
-
-
 static int linear_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, const tr_tensor *w,
-                 const tr_tensor *bias, int64_t *dim)
+                         const tr_tensor *bias, int64_t *dim)
 {
     static const char *op = "linear";
     char s1[160], s2[160];
@@ -129,7 +124,7 @@ static int linear_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, 
 }
 
 static int linear_backward_checks(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dw, const tr_tensor *dbias,
-                          const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w, int64_t *dim)
+                                  const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w, int64_t *dim)
 {
     static const char *op = "linear_backward";
     char s1[160], s2[160];
@@ -185,17 +180,20 @@ int tr_infer_linear(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *n
 
 int tr_check_matmul(tr_ctx *ctx, tr_op_call *c)
 {
-    return matmul_checks(ctx, c->matmul.out, c->matmul.a, c->matmul.b, c->matmul.bias, (int)c->i[0], (int)c->i[1], c->f[0], c->f[1], c->dim);
+    return matmul_checks(ctx, c->matmul.out, c->matmul.a, c->matmul.b, c->matmul.bias, (int)c->i[0], (int)c->i[1],
+                         c->f[0], c->f[1], c->dim);
 }
 
-int tr_check_linear(tr_ctx *ctx, tr_op_call *c) { return linear_checks(ctx, c->linear.out, c->linear.x, c->linear.w, c->linear.bias, c->dim); }
+int tr_check_linear(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_checks(ctx, c->linear.out, c->linear.x, c->linear.w, c->linear.bias, c->dim);
+}
 
 int tr_check_linear_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    return linear_backward_checks(ctx, c->linear_backward.dx, c->linear_backward.dw, c->linear_backward.dbias, c->linear_backward.dout, c->linear_backward.x, c->linear_backward.w, c->dim);
+    return linear_backward_checks(ctx, c->linear_backward.dx, c->linear_backward.dw, c->linear_backward.dbias,
+                                  c->linear_backward.dout, c->linear_backward.x, c->linear_backward.w, c->dim);
 }
-
-
 
 int tr_op_matmul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b, const tr_tensor *bias,
                  int trans_a, int trans_b, float alpha, float beta)

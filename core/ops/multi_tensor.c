@@ -49,8 +49,6 @@ static int check_flag(tr_ctx *ctx, const char *op, const char *name, const tr_te
     return TR_OK;
 }
 
-
-
 /* ------------------------------------------------------------ global_norm_into */
 
 int tr_check_global_norm_into(tr_ctx *ctx, tr_op_call *c)
@@ -59,8 +57,6 @@ int tr_check_global_norm_into(tr_ctx *ctx, tr_op_call *c)
     if ((rc = tr_op_want_numel(ctx, "global_norm_into", "norm", c->global_norm_into.norm, 1, "a scalar"))) return rc;
     return check_list(ctx, "global_norm_into", "tensor", c->list, c->nlist, c->device, 0);
 }
-
-
 
 /* ------------------------------------------------------------ clip_by_norm */
 
@@ -79,8 +75,6 @@ int tr_check_clip_by_norm(tr_ctx *ctx, tr_op_call *c)
     return TR_OK;
 }
 
-
-
 /* ------------------------------------------------------------ scale_check_finite_into */
 
 int tr_check_scale_check_finite_into(tr_ctx *ctx, tr_op_call *c)
@@ -89,11 +83,11 @@ int tr_check_scale_check_finite_into(tr_ctx *ctx, tr_op_call *c)
     if ((rc = check_flag(ctx, "scale_check_finite_into", "found_inf", c->scale_check_finite_into.found_inf)) ||
         (rc = check_list(ctx, "scale_check_finite_into", "tensor", c->list, c->nlist, c->device, 0)))
         return rc;
-    if (c->scale_check_finite_into.scale) return tr_op_want_numel(ctx, "scale_check_finite_into", "scale", c->scale_check_finite_into.scale, 1, "1 / the loss scale");
+    if (c->scale_check_finite_into.scale)
+        return tr_op_want_numel(ctx, "scale_check_finite_into", "scale", c->scale_check_finite_into.scale, 1,
+                                "1 / the loss scale");
     return TR_OK;
 }
-
-
 
 /* ------------------------------------------------------------ adamw_multi */
 
@@ -142,8 +136,6 @@ int tr_check_adamw_multi(tr_ctx *ctx, tr_op_call *c)
                        "adamw_multi: grad_scale = %g must be finite and > 0 (1 when unscaled)", (double)gs);
     return TR_OK;
 }
-
-
 
 /* ------------------------------------------------------------ the op table */
 

@@ -14,8 +14,9 @@
 
 /* An op has an infer step when its family's file defines tr_infer_<op> (a weak reference:
  * NULL otherwise). */
-#define TR_OP(n, args, scalars) \
-    int tr_infer_##n(tr_ctx *ctx, const tr_op_call *call, int64_t shape[][8], int *ndim, int *dtype) __attribute__((weak));
+#define TR_OP(n, args, scalars)                                                                                        \
+    int tr_infer_##n(tr_ctx *ctx, const tr_op_call *call, int64_t shape[][8], int *ndim, int *dtype)                   \
+        __attribute__((weak));
 #include "op_list.h"
 #undef TR_OP
 
@@ -23,21 +24,21 @@
  * then one that writes them out. */
 enum {
 #define TR_A(n, role, rule, nullable) +1
-#define TR_S(n, slot, index, dflt) +1
-#define TR_OP(n, args, scalars) TR_NARGS_##n = 0 args, TR_NSCALARS_##n = 0 scalars,
+#define TR_S(n, slot, index, dflt)    +1
+#define TR_OP(n, args, scalars)       TR_NARGS_##n = 0 args, TR_NSCALARS_##n = 0 scalars,
 #include "op_list.h"
 #undef TR_OP
 #undef TR_S
 #undef TR_A
 };
 
-#define TR_A(n, role, rule, nullable) { #n, TR_ARG_##role, TR_DT_##rule, nullable },
-#define TR_SLOT_f 'f'
-#define TR_SLOT_i 'i'
-#define TR_S(n, slot, index, dflt) { #n, TR_SLOT_##slot, index, dflt },
-#define TR_OP(n, args, scalars)                                                                                 \
-    const tr_op_desc tr_opd_##n = { #n,          TR_NARGS_##n, { args }, tr_check_##n, tr_infer_##n, TR_OPID_##n, \
-                                    TR_NSCALARS_##n, { scalars } };
+#define TR_A(n, role, rule, nullable) {#n, TR_ARG_##role, TR_DT_##rule, nullable},
+#define TR_SLOT_f                     'f'
+#define TR_SLOT_i                     'i'
+#define TR_S(n, slot, index, dflt)    {#n, TR_SLOT_##slot, index, dflt},
+#define TR_OP(n, args, scalars)                                                                                        \
+    const tr_op_desc tr_opd_##n = {#n,           TR_NARGS_##n, {args},          tr_check_##n,                          \
+                                   tr_infer_##n, TR_OPID_##n,  TR_NSCALARS_##n, {scalars}};
 #include "op_list.h"
 #undef TR_OP
 #undef TR_S
@@ -101,7 +102,10 @@ int tr_cuda_built(void)
 #endif
 }
 
-int tr_op_built(const char *op, int device) { return tr_op_slot_of(tr_op_find(op), device) != NULL; }
+int tr_op_built(const char *op, int device)
+{
+    return tr_op_slot_of(tr_op_find(op), device) != NULL;
+}
 
 int tr_op_supported(const char *op, int device)
 {
@@ -141,7 +145,7 @@ int tr_op_has_infer(int i)
 /* A call of op d from a binding's arrays: d->nargs tensors, every scalar slot. */
 static tr_op_call call_of(const tr_op_desc *d, tr_tensor *const *t, const float *f, const int64_t *ints)
 {
-    tr_op_call c = { .t = { 0 } };
+    tr_op_call c = {.t = {0}};
     for (int a = 0; a < d->nargs; a++) c.t[a] = t[a];
     for (int k = 0; k < TR_OP_MAX_SCALARS; k++) c.f[k] = f[k];
     for (int k = 0; k < TR_OP_MAX_INTS; k++) c.i[k] = ints[k];

@@ -24,6 +24,8 @@
 #include "tensor.h"
 #include "op_query.h"
 
+#include <stddef.h>
+
 /* What an argument is to the op. */
 typedef enum tr_op_role {
     TR_ARG_IN = 0,   /* read only */
@@ -62,7 +64,10 @@ enum tr_op_id {
  * members out, mean, rstd, x, weight, bias. A call holds them as call->t[i] and, for the
  * op being run, as call->layernorm.x (one union, so both name the same pointers). */
 #define TR_A(n, role, rule, nullable) const tr_tensor *n;
-#define TR_OP(n, args, scalars) typedef struct tr_args_##n { args } tr_args_##n;
+#define TR_OP(n, args, scalars)                                                                                        \
+    typedef struct tr_args_##n {                                                                                       \
+        args                                                                                                           \
+    } tr_args_##n;
 #include "op_list.h"
 #undef TR_OP
 #undef TR_A
@@ -109,16 +114,19 @@ typedef struct tr_op_desc {
     const char *name;
     int nargs;
     tr_op_arg args[TR_OP_MAX_TENSORS];
-    tr_op_fn check;                 /* shapes and scalars: tr_check_<op>, in its family's file */
-    tr_op_infer_fn infer;           /* tr_infer_<op> where the family defines it, else NULL */
-    int id;                         /* TR_OPID_<name> */
+    tr_op_fn check;       /* shapes and scalars: tr_check_<op>, in its family's file */
+    tr_op_infer_fn infer; /* tr_infer_<op> where the family defines it, else NULL */
+    int id;               /* TR_OPID_<name> */
     int nscalars;
-    tr_op_scalar scalars[TR_OP_MAX_SCALARS + TR_OP_MAX_INTS];   /* in the C wrapper's order */
+    tr_op_scalar scalars[TR_OP_MAX_SCALARS + TR_OP_MAX_INTS]; /* in the C wrapper's order */
 } tr_op_desc;
 
+/* The index in call->t of op's argument `name` (a constant: TR_ARGI(layernorm, x) is 3). */
+#define TR_ARGI(op, name) ((int)(offsetof(tr_args_##op, name) / sizeof(const tr_tensor *)))
+
 /* Every op's description (op_table.c, from op_list.h) and check (its family's file). */
-#define TR_OP(n, args, scalars)                                     \
-    extern const tr_op_desc tr_opd_##n;                    \
+#define TR_OP(n, args, scalars)                                                                                        \
+    extern const tr_op_desc tr_opd_##n;                                                                                \
     int tr_check_##n(tr_ctx *ctx, tr_op_call *call);
 #include "op_list.h"
 #undef TR_OP
@@ -130,15 +138,15 @@ typedef struct tr_op_desc {
 typedef int (*tr_op_supports_fn)(const tr_op_call *call);
 
 typedef struct tr_op_slot {
-    tr_op_fn run;                   /* NULL: this backend has no implementation of the op */
-    tr_op_supports_fn supports;     /* NULL: every call the op's checks accept */
+    tr_op_fn run;               /* NULL: this backend has no implementation of the op */
+    tr_op_supports_fn supports; /* NULL: every call the op's checks accept */
 } tr_op_slot;
 
 typedef struct tr_op_backend {
-    const char *name;               /* "cpu", "cuda" */
-    int (*owns)(int device);        /* 1 for the device numbers that are this backend's */
-    int (*present)(int device);     /* 1 when such a device exists in this process */
-    tr_op_slot slots[TR_OP_COUNT];  /* by op id */
+    const char *name;              /* "cpu", "cuda" */
+    int (*owns)(int device);       /* 1 for the device numbers that are this backend's */
+    int (*present)(int device);    /* 1 when such a device exists in this process */
+    tr_op_slot slots[TR_OP_COUNT]; /* by op id */
 } tr_op_backend;
 
 /* The backend that owns `device` (NULL: none in this build), and op's slot there (NULL:
@@ -153,8 +161,11 @@ int tr_op_run(tr_ctx *ctx, const tr_op_desc *op, tr_op_call *call);
 /* Defines tr_check_NAME as a call of fn(ctx, ...), the macro's tail being expressions over
  * the call `c` (a backend's slot over a function of the same arguments is defined alike: for
  * the CPU, TR_CPU_SLOT_BY in core/cpu_ops/cpu_slot.h). */
-#define TR_OP_CHECK_BY(name, fn, ...) \
-    int tr_check_##name(tr_ctx *ctx, tr_op_call *c) { return fn(ctx, __VA_ARGS__); }
+#define TR_OP_CHECK_BY(name, fn, ...)                                                                                  \
+    int tr_check_##name(tr_ctx *ctx, tr_op_call *c)                                                                    \
+    {                                                                                                                  \
+        return fn(ctx, __VA_ARGS__);                                                                                   \
+    }
 
 /* The table, in op_list.h's order. */
 const tr_op_desc *tr_op_at(int i);

@@ -10,12 +10,10 @@
 #include "op_stage.h"
 #include "op_table.h"
 
-
-
 /* ------------------------------------------------------------ column blocks */
 
 static int copy_cols_checks(tr_ctx *ctx, const tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
-                    int64_t ncols, int accumulate)
+                            int64_t ncols, int accumulate)
 {
     const char *op = "copy_cols";
     char sd[160], ss[160];
@@ -49,8 +47,8 @@ static int abs_diff_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a
     return TR_OK;
 }
 
-static int abs_diff_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
-                            const tr_tensor *b)
+static int abs_diff_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
+                                    const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "abs_diff_backward";
     int rc;
@@ -66,11 +64,11 @@ static int abs_diff_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_t
 
 TR_OP_CHECK_BY(copy_cols, copy_cols_checks, c->copy_cols.dst, c->i[0], c->copy_cols.src, c->i[1], c->i[2], (int)c->i[3])
 TR_OP_CHECK_BY(abs_diff, abs_diff_checks, c->abs_diff.out, c->abs_diff.a, c->abs_diff.b)
-TR_OP_CHECK_BY(abs_diff_backward, abs_diff_backward_checks, c->abs_diff_backward.da, c->abs_diff_backward.db, c->abs_diff_backward.dout, c->abs_diff_backward.a, c->abs_diff_backward.b)
+TR_OP_CHECK_BY(abs_diff_backward, abs_diff_backward_checks, c->abs_diff_backward.da, c->abs_diff_backward.db,
+               c->abs_diff_backward.dout, c->abs_diff_backward.a, c->abs_diff_backward.b)
 
 #define F(n, r) { n, r, TR_DT_FLOAT, 0 }
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
-
 
 /* abs_diff: a's shape and dtype; its backward: a's and b's shapes, dout's dtype. */
 int tr_infer_abs_diff(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)

@@ -31,8 +31,6 @@ static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *hidden, cons
     return tr_op_want_numel(ctx, op, pooled_name, pooled, B * C, "batch * dim");
 }
 
-
-
 /* ------------------------------------------------------------ ops */
 
 static int pool_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *hidden, const tr_tensor *mask, int mode)
@@ -44,7 +42,7 @@ static int pool_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *hidde
 }
 
 static int pool_backward_checks(tr_ctx *ctx, const tr_tensor *dhidden, const tr_tensor *dout, const tr_tensor *hidden,
-                        const tr_tensor *mask, int mode)
+                                const tr_tensor *mask, int mode)
 {
     const char *op = "pool_backward";
     int rc;
@@ -57,14 +55,14 @@ static int pool_backward_checks(tr_ctx *ctx, const tr_tensor *dhidden, const tr_
 /* ------------------------------------------------------------ the op table */
 
 TR_OP_CHECK_BY(pool, pool_checks, c->pool.out, c->pool.hidden, c->pool.mask, (int)c->i[0])
-TR_OP_CHECK_BY(pool_backward, pool_backward_checks, c->pool_backward.dhidden, c->pool_backward.dout, c->pool_backward.hidden, c->pool_backward.mask, (int)c->i[0])
-
+TR_OP_CHECK_BY(pool_backward, pool_backward_checks, c->pool_backward.dhidden, c->pool_backward.dout,
+               c->pool_backward.hidden, c->pool_backward.mask, (int)c->i[0])
 
 /* pool: [B, C] of hidden [B, T, C], hidden's dtype; its backward: hidden's shape, dout's dtype. */
 int tr_infer_pool(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
     const tr_tensor *h = c->pool.hidden;
-    int64_t dims[2] = { h->ndim == 3 ? h->shape[0] : 0, h->ndim == 3 ? h->shape[2] : 0 };
+    int64_t dims[2] = {h->ndim == 3 ? h->shape[0] : 0, h->ndim == 3 ? h->shape[2] : 0};
     tr_op_infer_dims(shape, ndim, dtype, 0, 2, dims, h->dtype | TR_INFER_CHOOSE);
     return TR_OK;
 }

@@ -17,10 +17,7 @@
 
 /* ------------------------------------------------------------ whole-tensor sums */
 
-
-
-static int reduce_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim,
-                  int mean)
+static int reduce_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim, int mean)
 {
     int rc;
     int64_t N, C;
@@ -29,16 +26,6 @@ static int reduce_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, cons
                                  lastdim ? "x's elements / its last dimension" : "a scalar")))
         return rc;
     return TR_OK;
-}
-
-static int sum_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, int lastdim)
-{
-    return reduce_checks(ctx, "sum", out, x, lastdim, 0);
-}
-
-static int mean_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, int lastdim)
-{
-    return reduce_checks(ctx, "mean", out, x, lastdim, 1);
 }
 
 /* ------------------------------------------------------------ lists of tensors */
@@ -78,11 +65,10 @@ static int scale_check_finite_checks(tr_ctx *ctx, int *found_inf, tr_tensor **ts
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_CHECK_BY(sum, sum_checks, c->sum.out, c->sum.x, (int)c->i[0])
-TR_OP_CHECK_BY(mean, mean_checks, c->mean.out, c->mean.x, (int)c->i[0])
+TR_OP_CHECK_BY(sum, reduce_checks, "sum", c->sum.out, c->sum.x, (int)c->i[0], 0)
+TR_OP_CHECK_BY(mean, reduce_checks, "mean", c->mean.out, c->mean.x, (int)c->i[0], 1)
 TR_OP_CHECK_BY(global_norm, global_norm_checks, c->res, c->list, c->nlist)
 TR_OP_CHECK_BY(scale_check_finite, scale_check_finite_checks, c->res, c->list, c->nlist, c->f[0])
-
 
 int tr_op_sum(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
 {

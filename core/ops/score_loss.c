@@ -15,8 +15,8 @@
 #include <string.h>
 
 /* kind 0: CoSENT (k = scale), 1: cosine MSE (k = score_scale). */
-static int score_loss_checks(tr_ctx *ctx, int kind, const tr_tensor *loss, const tr_tensor *dsim,
-                           const tr_tensor *sim, const float *scores, float k)
+static int score_loss_checks(tr_ctx *ctx, int kind, const tr_tensor *loss, const tr_tensor *dsim, const tr_tensor *sim,
+                             const float *scores, float k)
 {
     const char *op = kind ? "cosine_mse_loss" : "cosent_loss";
     char buf[160];
@@ -36,26 +36,15 @@ static int score_loss_checks(tr_ctx *ctx, int kind, const tr_tensor *loss, const
     return TR_OK;
 }
 
-static int cosent_loss_checks(tr_ctx *ctx, const tr_tensor *loss, const tr_tensor *dsim, const tr_tensor *sim,
-                            const float *scores, float scale)
-{
-    return score_loss_checks(ctx, 0, loss, dsim, sim, scores, scale);
-}
-
-static int cosine_mse_loss_checks(tr_ctx *ctx, const tr_tensor *loss, const tr_tensor *dsim,
-                                const tr_tensor *sim, const float *scores, float score_scale)
-{
-    return score_loss_checks(ctx, 1, loss, dsim, sim, scores, score_scale);
-}
-
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_CHECK_BY(cosent_loss, cosent_loss_checks, c->cosent_loss.loss, c->cosent_loss.dsim, c->cosent_loss.sim, c->p, c->f[0])
-TR_OP_CHECK_BY(cosine_mse_loss, cosine_mse_loss_checks, c->cosine_mse_loss.loss, c->cosine_mse_loss.dsim, c->cosine_mse_loss.sim, c->p, c->f[0])
+TR_OP_CHECK_BY(cosent_loss, score_loss_checks, 0, c->cosent_loss.loss, c->cosent_loss.dsim, c->cosent_loss.sim, c->p,
+               c->f[0])
+TR_OP_CHECK_BY(cosine_mse_loss, score_loss_checks, 1, c->cosine_mse_loss.loss, c->cosine_mse_loss.dsim,
+               c->cosine_mse_loss.sim, c->p, c->f[0])
 
 #define ARGS                                                                                                   \
     { { "loss", TR_ARG_OUT, TR_DT_F32, 0 }, { "dsim", TR_ARG_OUT, TR_DT_F32, 0 }, { "sim", TR_ARG_IN, TR_DT_FLOAT, 0 } }
-
 
 int tr_op_cosent_loss(tr_ctx *ctx, tr_tensor *loss, tr_tensor *dsim, const tr_tensor *sim, const float *scores,
                       float scale)

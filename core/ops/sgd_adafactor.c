@@ -62,16 +62,12 @@ static int want_skip_args(tr_ctx *ctx, const char *op, const tr_tensor *skip_if,
     return TR_OK;
 }
 
-
-
-
-
 /* ------------------------------------------------------------ sgd */
 
 static int sgd_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf,
-                    const tr_tensor *half_copy, const tr_tensor *skip_if, const tr_tensor *skipped, float lr,
-                    float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
-                    int64_t skipped_known, float grad_scale)
+                      const tr_tensor *half_copy, const tr_tensor *skip_if, const tr_tensor *skipped, float lr,
+                      float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+                      int64_t skipped_known, float grad_scale)
 {
     const char *op = "sgd";
     int rc;
@@ -124,9 +120,9 @@ static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
 }
 
 static int adafactor_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg,
-                          const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
-                          const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
-                          int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
+                            const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
+                            const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
+                            int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
 {
     const char *op = "adafactor";
     int rc;
@@ -162,10 +158,11 @@ static int adafactor_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor
 /* ------------------------------------------------------------ the op table */
 
 /* sgd: i = nesterov, step, skipped_known; adafactor: i = step, skipped_known. */
-TR_OP_CHECK_BY(sgd, sgd_checks, c->sgd.param, c->sgd.grad, c->sgd.momentum_buf, c->sgd.half_copy, c->sgd.skip_if, c->sgd.skipped, c->f[0], c->f[1], c->f[2], c->f[3],
-                 (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
-TR_OP_CHECK_BY(adafactor, adafactor_checks, c->adafactor.param, c->adafactor.grad, c->adafactor.exp_avg, c->adafactor.row, c->adafactor.col, c->adafactor.v, c->adafactor.half_copy, c->adafactor.skip_if, c->adafactor.skipped, c->p,
-                 c->i[0], c->i[1], c->f[0], c->res)
+TR_OP_CHECK_BY(sgd, sgd_checks, c->sgd.param, c->sgd.grad, c->sgd.momentum_buf, c->sgd.half_copy, c->sgd.skip_if,
+               c->sgd.skipped, c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
+TR_OP_CHECK_BY(adafactor, adafactor_checks, c->adafactor.param, c->adafactor.grad, c->adafactor.exp_avg,
+               c->adafactor.row, c->adafactor.col, c->adafactor.v, c->adafactor.half_copy, c->adafactor.skip_if,
+               c->adafactor.skipped, c->p, c->i[0], c->i[1], c->f[0], c->res)
 
 /* State tensors may be NULL in the description: which ones a step needs depends on its
  * settings (momentum, beta1, the param's rank), checked with the shapes. skip_if and

@@ -9,7 +9,6 @@
 #include "op_stage.h"
 #include "op_table.h"
 
-
 /* ------------------------------------------------------------ l2 normalisation */
 
 static int norm_args(tr_ctx *ctx, const char *op, const tr_tensor *out, const char *out_name, const tr_tensor *x,
@@ -23,8 +22,6 @@ static int norm_args(tr_ctx *ctx, const char *op, const tr_tensor *out, const ch
     return TR_OK;
 }
 
-
-
 static int l2norm_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, float eps)
 {
     int rc;
@@ -32,7 +29,8 @@ static int l2norm_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, 
     return TR_OK;
 }
 
-static int l2norm_backward_checks(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x, float eps)
+static int l2norm_backward_checks(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x,
+                                  float eps)
 {
     int rc;
     if ((rc = norm_args(ctx, "l2norm_backward", dx, "dx", x, dout, eps))) return rc;
@@ -51,8 +49,6 @@ static int sim_args(tr_ctx *ctx, const char *op, const tr_tensor *sim, const cha
     return tr_op_want_numel(ctx, op, sim_name, sim, a->shape[0] * b->shape[0], "rows of a * rows of b");
 }
 
-
-
 static int cosine_sim_checks(tr_ctx *ctx, const tr_tensor *sim, const tr_tensor *a, const tr_tensor *b)
 {
     int rc;
@@ -60,8 +56,8 @@ static int cosine_sim_checks(tr_ctx *ctx, const tr_tensor *sim, const tr_tensor 
     return TR_OK;
 }
 
-static int cosine_sim_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dsim, const tr_tensor *a,
-                              const tr_tensor *b)
+static int cosine_sim_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dsim,
+                                      const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "cosine_sim_backward";
     int rc;
@@ -75,13 +71,14 @@ static int cosine_sim_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr
 /* ------------------------------------------------------------ the op table */
 
 TR_OP_CHECK_BY(l2norm, l2norm_checks, c->l2norm.out, c->l2norm.x, c->f[0])
-TR_OP_CHECK_BY(l2norm_backward, l2norm_backward_checks, c->l2norm_backward.dx, c->l2norm_backward.dout, c->l2norm_backward.x, c->f[0])
+TR_OP_CHECK_BY(l2norm_backward, l2norm_backward_checks, c->l2norm_backward.dx, c->l2norm_backward.dout,
+               c->l2norm_backward.x, c->f[0])
 TR_OP_CHECK_BY(cosine_sim, cosine_sim_checks, c->cosine_sim.sim, c->cosine_sim.a, c->cosine_sim.b)
-TR_OP_CHECK_BY(cosine_sim_backward, cosine_sim_backward_checks, c->cosine_sim_backward.da, c->cosine_sim_backward.db, c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)
+TR_OP_CHECK_BY(cosine_sim_backward, cosine_sim_backward_checks, c->cosine_sim_backward.da, c->cosine_sim_backward.db,
+               c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)
 
 #define F(n, r) { n, r, TR_DT_FLOAT, 0 }
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
-
 
 /* l2norm: x's shape and dtype; its backward: x's shape, dout's dtype; cosine_sim: [N, M]
  * f32; its backward: a's and b's shapes, f32. */
@@ -100,7 +97,7 @@ int tr_infer_l2norm_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8
 int tr_infer_cosine_sim(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
     const tr_tensor *a = c->cosine_sim.a, *b = c->cosine_sim.b;
-    int64_t dims[2] = { a->ndim ? a->shape[0] : 1, b->ndim ? b->shape[0] : 1 };
+    int64_t dims[2] = {a->ndim ? a->shape[0] : 1, b->ndim ? b->shape[0] : 1};
     tr_op_infer_dims(shape, ndim, dtype, 0, 2, dims, TR_F32);
     return TR_OK;
 }
