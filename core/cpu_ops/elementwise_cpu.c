@@ -4,6 +4,7 @@
  * half tensors need only a few MiB of workspace). */
 #include "ops_elem.h"
 #include "cpu_slot.h"
+#include "stage_rows.h"
 #include "cpu/elementwise.h"
 
 /* ------------------------------------------------------------ add, mul */
@@ -27,34 +28,43 @@ static void mul_span(const void *arg, float *y, const float *a, const float *b, 
     tr_k_mul_fwd_f32(y, a, b, 1, n, 1);
 }
 
-/* out = alpha * x (mode 0), out += alpha * x (mode 1) or out = alpha (mode 2, x unused),
- * in blocks of TR_STAGE_BLOCK elements. */
-static int blockwise(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, float alpha, int mode)
+/* scale, axpy, fill: rows of one element for the staging loop; out (or y) then x. */
+static const unsigned char scaled_layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK};
+
+static void scale_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
 {
-    int rc = TR_OK;
-    int64_t n = out->numel;
-    for (int64_t s = 0; s < n && rc == TR_OK; s += TR_STAGE_BLOCK) {
-        int64_t len = n - s < TR_STAGE_BLOCK ? n - s : TR_STAGE_BLOCK;
-        tr_stage v[2] = {{0}}; /* x, out */
-        if (!(rc = mode == 2 ? TR_OK : tr_stage_in(ctx, &v[0], x, s, len)) &&
-            !(rc = tr_stage_out(ctx, &v[1], out, s, len, mode == 1))) {
-            if (mode == 0)
-                tr_k_scale_fwd_f32(v[1].p, v[0].p, alpha, len);
-            else if (mode == 1)
-                tr_k_axpy_fwd_f32(v[1].p, v[0].p, alpha, len);
-            else
-                tr_k_fill_fwd_f32(v[1].p, alpha, len);
-            tr_stage_store(&v[1], out, s);
-        }
-        release_all(ctx, v, 2);
-    }
-    return rc;
+    tr_k_scale_fwd_f32(p[0], p[1], c->f[0], n);
 }
 
-static int binary_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
-                      int is_mul)
+static void axpy_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
 {
-    int rc = TR_OK;
+    tr_k_axpy_fwd_f32(p[0], p[1], c->f[0], n);
+}
+
+static void fill_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+{
+    tr_k_fill_fwd_f32(p[0], c->f[0], n);
+}
+
+static int scaled_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_fn fn)
+{
+    return tr_stage_rows(ctx, d, c, scaled_layout, c->t[0]->numel, 1, fn, NULL);
+}
+
+/* add and mul over a block of rows for the staging loop; work: whether b broadcasts. */
+static void add_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+{
+    tr_k_add_fwd_f32(p[0], p[1], p[2], nr, C, *(const int *)work ? 1 : nr);
+}
+
+static void mul_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+{
+    tr_k_mul_fwd_f32(p[0], p[1], p[2], nr, C, *(const int *)work ? 1 : nr);
+}
+
+static int binary_run(tr_ctx *ctx, tr_op_call *c, int is_mul)
+{
+    const tr_tensor *out = c->add.out, *a = c->add.a, *b = c->add.b; /* mul: the same arguments */
     int64_t N, C;
     tr_op_rows(a, &N, &C);
     int64_t b_rows = b->numel == a->numel ? N : 1; /* the check allowed a's shape or one row */
@@ -63,29 +73,12 @@ static int binary_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const t
         tr_stage_spans(out, a, b, is_mul ? mul_span : add_span, NULL);
         return TR_OK;
     }
-    {
-        /* blocks of rows; a broadcast b is converted once */
-        int64_t rows = tr_stage_block_rows(C);
-        tr_stage vbc = {0};
-        if (b_rows == 1 && (rc = tr_stage_in_all(ctx, &vbc, b))) return rc;
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-            tr_stage v[3] = {{0}}; /* a, b, out */
-            if (!(rc = tr_stage_in(ctx, &v[0], a, s, len)) &&
-                !(rc = b_rows == 1 ? TR_OK : tr_stage_in(ctx, &v[1], b, s, len)) &&
-                !(rc = tr_stage_out(ctx, &v[2], out, s, len, 0))) {
-                const float *bp = b_rows == 1 ? vbc.p : v[1].p;
-                if (is_mul)
-                    tr_k_mul_fwd_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
-                else
-                    tr_k_add_fwd_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
-                tr_stage_store(&v[2], out, s);
-            }
-            release_all(ctx, v, 3);
-        }
-        tr_stage_release(ctx, &vbc);
-        return rc;
-    }
+    /* blocks of rows; a broadcast b is converted once */
+    const unsigned char layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK,
+                                                     b_rows == 1 ? TR_ROWS_WHOLE : TR_ROWS_BLOCK};
+    int broadcast = b_rows == 1;
+    return tr_stage_rows(ctx, is_mul ? &tr_opd_mul : &tr_opd_add, c, layout, N, C, is_mul ? mul_rows : add_rows,
+                         &broadcast);
 }
 
 static int mul_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
@@ -135,18 +128,12 @@ static int mul_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *d
     }
 }
 
-static int scaled_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, float alpha,
-                      int accumulate)
-{
-    return blockwise(ctx, op, out, x, alpha, accumulate);
-}
-
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(add, binary_run, "add", c->add.out, c->add.a, c->add.b, 0)
-TR_CPU_SLOT_BY(mul, binary_run, "mul", c->mul.out, c->mul.a, c->mul.b, 1)
+TR_CPU_SLOT_BY(add, binary_run, c, 0)
+TR_CPU_SLOT_BY(mul, binary_run, c, 1)
 TR_CPU_SLOT_BY(mul_backward, mul_backward_run, c->mul_backward.da, c->mul_backward.db, c->mul_backward.dout,
                c->mul_backward.a, c->mul_backward.b)
-TR_CPU_SLOT_BY(scale, scaled_run, "scale", c->scale.out, c->scale.x, c->f[0], 0)
-TR_CPU_SLOT_BY(axpy, scaled_run, "axpy", c->axpy.y, c->axpy.x, c->f[0], 1)
-TR_CPU_SLOT_BY(fill, blockwise, "fill", c->fill.out, NULL, c->f[0], 2)
+TR_CPU_SLOT_BY(scale, scaled_run, &tr_opd_scale, c, scale_rows)
+TR_CPU_SLOT_BY(axpy, scaled_run, &tr_opd_axpy, c, axpy_rows)
+TR_CPU_SLOT_BY(fill, scaled_run, &tr_opd_fill, c, fill_rows)

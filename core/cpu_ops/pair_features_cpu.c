@@ -4,71 +4,47 @@
  * before the op returns). */
 #include "ops_pair_features.h"
 #include "cpu_slot.h"
+#include "stage_rows.h"
 #include "cpu/pair_features.h"
 
-static void release_all(tr_ctx *ctx, tr_stage *v, int n)
-{
-    for (int i = 0; i < n; i++) tr_stage_release(ctx, &v[i]);
-}
+/* Each operand whole (one row for the staging loop). */
+static const unsigned char whole[TR_OP_MAX_TENSORS] = {TR_ROWS_WHOLE, TR_ROWS_WHOLE, TR_ROWS_WHOLE, TR_ROWS_WHOLE,
+                                                       TR_ROWS_WHOLE};
 
 /* ------------------------------------------------------------ column blocks */
 
-static int copy_cols_run(tr_ctx *ctx, const tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
-                         int64_t ncols, int accumulate)
+/* dst (dst_col, src_col, ncols, accumulate: call->i) from src. */
+static void copy_cols_whole(const tr_op_call *c, float *const *p, int64_t one, int64_t unused, void *work)
 {
-    int rc;
     int64_t dN, dC, sN, sC;
-    tr_op_rows(dst, &dN, &dC);
-    tr_op_rows(src, &sN, &sC);
-    {
-        tr_stage v[2] = {{0}}; /* src, dst */
-        if (!(rc = tr_stage_in_all(ctx, &v[0], src)) && !(rc = tr_stage_out_all(ctx, &v[1], dst, 1))) {
-            tr_k_copy_cols_fwd_f32(v[1].p, v[0].p, dN, dC, dst_col, sC, src_col, ncols, accumulate);
-            tr_stage_store_all(&v[1], dst);
-        }
-        release_all(ctx, v, 2);
-        return rc;
-    }
+    tr_op_rows(c->copy_cols.dst, &dN, &dC);
+    tr_op_rows(c->copy_cols.src, &sN, &sC);
+    tr_k_copy_cols_fwd_f32(p[TR_ARGI(copy_cols, dst)], p[TR_ARGI(copy_cols, src)], dN, dC, c->i[0], sC, c->i[1],
+                           c->i[2], (int)c->i[3]);
 }
 
 /* ------------------------------------------------------------ |a - b| */
 
-static int abs_diff_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
+static void abs_diff_whole(const tr_op_call *c, float *const *p, int64_t one, int64_t unused, void *work)
 {
-    int rc;
-    {
-        tr_stage v[3] = {{0}}; /* a, b, out */
-        if (!(rc = tr_stage_in_all(ctx, &v[0], a)) && !(rc = tr_stage_in_all(ctx, &v[1], b)) &&
-            !(rc = tr_stage_out_all(ctx, &v[2], out, 0))) {
-            tr_k_abs_diff_fwd_f32(v[2].p, v[0].p, v[1].p, a->numel);
-            tr_stage_store_all(&v[2], out);
-        }
-        release_all(ctx, v, 3);
-        return rc;
-    }
+    tr_k_abs_diff_fwd_f32(p[TR_ARGI(abs_diff, out)], p[TR_ARGI(abs_diff, a)], p[TR_ARGI(abs_diff, b)],
+                          c->abs_diff.a->numel);
 }
 
-static int abs_diff_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
-                                 const tr_tensor *a, const tr_tensor *b)
+static void abs_diff_backward_whole(const tr_op_call *c, float *const *p, int64_t one, int64_t unused, void *work)
 {
-    int rc;
-    {
-        tr_stage v[5] = {{0}}; /* dout, a, b, da, db */
-        if (!(rc = tr_stage_in_all(ctx, &v[0], dout)) && !(rc = tr_stage_in_all(ctx, &v[1], a)) &&
-            !(rc = tr_stage_in_all(ctx, &v[2], b)) && !(rc = da ? tr_stage_out_all(ctx, &v[3], da, 0) : TR_OK) &&
-            !(rc = db ? tr_stage_out_all(ctx, &v[4], db, 0) : TR_OK)) {
-            tr_k_abs_diff_bwd_f32(v[3].p, v[4].p, v[0].p, v[1].p, v[2].p, dout->numel);
-            if (da) tr_stage_store_all(&v[3], da);
-            if (db) tr_stage_store_all(&v[4], db);
-        }
-        release_all(ctx, v, 5);
-        return rc;
-    }
+#define B(name) p[TR_ARGI(abs_diff_backward, name)]
+    tr_k_abs_diff_bwd_f32(B(da), B(db), B(dout), B(a), B(b), c->abs_diff_backward.dout->numel);
+#undef B
+}
+
+static int whole_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_fn fn)
+{
+    return tr_stage_rows(ctx, d, c, whole, 1, 1, fn, NULL);
 }
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(copy_cols, copy_cols_run, c->copy_cols.dst, c->i[0], c->copy_cols.src, c->i[1], c->i[2], (int)c->i[3])
-TR_CPU_SLOT_BY(abs_diff, abs_diff_run, c->abs_diff.out, c->abs_diff.a, c->abs_diff.b)
-TR_CPU_SLOT_BY(abs_diff_backward, abs_diff_backward_run, c->abs_diff_backward.da, c->abs_diff_backward.db,
-               c->abs_diff_backward.dout, c->abs_diff_backward.a, c->abs_diff_backward.b)
+TR_CPU_SLOT_BY(copy_cols, whole_run, &tr_opd_copy_cols, c, copy_cols_whole)
+TR_CPU_SLOT_BY(abs_diff, whole_run, &tr_opd_abs_diff, c, abs_diff_whole)
+TR_CPU_SLOT_BY(abs_diff_backward, whole_run, &tr_opd_abs_diff_backward, c, abs_diff_backward_whole)

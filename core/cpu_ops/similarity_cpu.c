@@ -3,32 +3,30 @@
  * workspace instead of keeping them from the forward. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
+#include "stage_rows.h"
 #include "cpu/similarity.h"
 
 static const float cos_eps = 1e-12f; /* torch.nn.functional.normalize's default */
 
-/* dx = l2norm_backward(dout, x) (dout non-NULL) or out = l2norm(x), in blocks of rows. */
-static int l2norm_blocks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *dout, const tr_tensor *x, float eps)
+/* out = l2norm(x) and dx = l2norm_backward(dout, x) over blocks of rows of x's last dim:
+ * l2norm's (out, x) and its backward's (dx, dout, x) in the staging loop's places. */
+static const unsigned char l2norm_layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK, TR_ROWS_BLOCK};
+
+static void l2norm_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
 {
-    int rc = TR_OK;
+    tr_k_l2norm_fwd_f32(p[0], p[1], nr, C, c->f[0]);
+}
+
+static void l2norm_backward_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+{
+    tr_k_l2norm_bwd_f32(p[0], p[1], p[2], nr, C, c->f[0]);
+}
+
+static int l2norm_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_tensor *x, tr_rows_fn fn)
+{
     int64_t N, C;
     tr_op_rows(x, &N, &C);
-    int64_t rows = tr_stage_block_rows(C);
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-        int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-        tr_stage v[3] = {{0}}; /* x, dout, out */
-        if (!(rc = tr_stage_in(ctx, &v[0], x, s, len)) &&
-            !(rc = dout ? tr_stage_in(ctx, &v[1], dout, s, len) : TR_OK) &&
-            !(rc = tr_stage_out(ctx, &v[2], out, s, len, 0))) {
-            if (dout)
-                tr_k_l2norm_bwd_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
-            else
-                tr_k_l2norm_fwd_f32(v[2].p, v[0].p, nr, C, eps);
-            tr_stage_store(&v[2], out, s);
-        }
-        for (int i = 0; i < 3; i++) tr_stage_release(ctx, &v[i]);
-    }
-    return rc;
+    return tr_stage_rows(ctx, d, c, l2norm_layout, N, C, fn, NULL);
 }
 
 /* an, bn = normalised rows of a and b in one workspace block (*ws). */
@@ -111,9 +109,8 @@ static int cosine_sim_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_te
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(l2norm, l2norm_blocks, c->l2norm.out, NULL, c->l2norm.x, c->f[0])
-TR_CPU_SLOT_BY(l2norm_backward, l2norm_blocks, c->l2norm_backward.dx, c->l2norm_backward.dout, c->l2norm_backward.x,
-               c->f[0])
+TR_CPU_SLOT_BY(l2norm, l2norm_run, &tr_opd_l2norm, c, c->l2norm.x, l2norm_rows)
+TR_CPU_SLOT_BY(l2norm_backward, l2norm_run, &tr_opd_l2norm_backward, c, c->l2norm_backward.x, l2norm_backward_rows)
 TR_CPU_SLOT_BY(cosine_sim, cosine_sim_run, c->cosine_sim.sim, c->cosine_sim.a, c->cosine_sim.b)
 TR_CPU_SLOT_BY(cosine_sim_backward, cosine_sim_backward_run, c->cosine_sim_backward.da, c->cosine_sim_backward.db,
                c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)

@@ -21,7 +21,7 @@ int tr_stage_rows(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, const u
         const tr_tensor *t = c->t[i];
         if (!t) continue;
         if (layout[i] == TR_ROWS_WHOLE)
-            rc = tr_stage_load(ctx, t, 0, t->numel, &p[i], &whole[i]);
+            rc = tr_stage_buf(ctx, t, 0, t->numel, d->args[i].role != TR_ARG_OUT, &p[i], &whole[i]);
         else if (layout[i] == TR_ROWS_DIRECT)
             p[i] = t->data;
     }
@@ -48,6 +48,10 @@ int tr_stage_rows(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, const u
         }
         for (int i = 0; i < d->nargs; i++) tr_stage_scratch_free(ctx, block[i]);
     }
-    for (int i = 0; i < d->nargs; i++) tr_stage_scratch_free(ctx, whole[i]);
+    for (int i = 0; i < d->nargs; i++) {
+        if (rc == TR_OK && layout[i] == TR_ROWS_WHOLE && c->t[i] && d->args[i].role != TR_ARG_IN)
+            tr_stage_put(c->t[i], 0, p[i], c->t[i]->numel);
+        tr_stage_scratch_free(ctx, whole[i]);
+    }
     return rc;
 }

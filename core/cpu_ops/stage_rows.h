@@ -7,12 +7,14 @@
  *   TR_ROWS_BLOCK   [N, C]: rows r0 .. r0 + nr of each block, f32 in place or converted
  *                   into workspace (op_stage.h) and converted back after the kernel;
  *   TR_ROWS_ONE     [N], f32 (saved statistics): a pointer at row r0;
- *   TR_ROWS_WHOLE   any float dtype, read once before the loop (weights, biases);
+ *   TR_ROWS_WHOLE   any float dtype, staged once before the loop (weights, biases; a tensor
+ *                   the op writes goes back after it);
  *   TR_ROWS_DIRECT  f32, the tensor's own data whole (a parameter gradient the kernel +=).
  *
  * Blocks are the whole tensor when every BLOCK argument is f32 (no copies), else
- * tr_stage_block_rows(C) rows (a few MiB of workspace per operand whatever N is). A NULL
- * tensor gives a NULL pointer. Every block is released before the call returns, on error
+ * tr_stage_block_rows(C) rows (a few MiB of workspace per operand whatever N is); an
+ * elementwise op runs rows of one element, an op over whole tensors one row. A NULL tensor
+ * gives a NULL pointer. Every block is released before the call returns, on error
  * too. */
 #ifndef TR_STAGE_ROWS_H
 #define TR_STAGE_ROWS_H

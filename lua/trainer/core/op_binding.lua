@@ -31,14 +31,18 @@ local shapes = ffi.new("int64_t[?]", MAX_TENSORS * MAX_DIMS)
 local ndims = ffi.new("int[?]", MAX_TENSORS)
 local dtypes = ffi.new("int[?]", MAX_TENSORS)
 
+local CHOOSE = C.TR_INFER_CHOOSE
+local dtype_names = {}
+for dt = 0, C.TR_NDTYPES - 1 do dtype_names[dt] = ffi.string(C.tr_dtype_name(dt)) end
+
 -- A new output: argument a's inferred shape and dtype, like's device.
 local function output(a, like, opts)
   local shape = {}
   for d = 0, ndims[a] - 1 do shape[d + 1] = tonumber(shapes[a * MAX_DIMS + d]) end
   local dt = dtypes[a]
   local dtype
-  if dt >= C.TR_INFER_CHOOSE and opts.dtype then dtype = opts.dtype
-  else dtype = ffi.string(C.tr_dtype_name(dt % C.TR_INFER_CHOOSE)) end
+  if dt >= CHOOSE and opts.dtype then dtype = opts.dtype
+  else dtype = dtype_names[dt % CHOOSE] end
   return T.empty(shape, { dtype = dtype, device = like:device(), tag = opts.tag or "activations" })
 end
 
@@ -85,6 +89,7 @@ local function source(i, name, args, scalars)
   for k, a in ipairs(outs) do names[k] = "o" .. k end
   for k = 1, #outs do frees[k] = ("o%d:free()"):format(k) end
   local body = {
+    "local C, ctx, check, raise, output, empty, t_args, f_args, i_args, shapes, ndims, dtypes = ...",
     ("return function(%s)"):format(table.concat(params, ", ")),
     "  opts = opts or empty",
     "  " .. table.concat(lines, "\n  "),
@@ -103,10 +108,6 @@ local function source(i, name, args, scalars)
   return table.concat(body, "\n")
 end
 
-local env = {
-  C = C, ctx = runtime.ctx, check = runtime.check, raise = runtime.raise, output = output, empty = {},
-  t_args = t_args, f_args = f_args, i_args = i_args, shapes = shapes, ndims = ndims, dtypes = dtypes,
-}
 
 -- name -> function, for every op of the table with an infer step.
 function M.functions()
@@ -115,8 +116,9 @@ function M.functions()
     if C.tr_op_has_infer(i) == 1 then
       local name = ffi.string(C.tr_op_name(i))
       local args, scalars = describe(i)
-      local chunk = assert(load(source(i, name, args, scalars), "=op_binding:" .. name, "t", env))
-      fns[name] = chunk()
+      local chunk = assert(load(source(i, name, args, scalars), "=op_binding:" .. name, "t", {}))
+      fns[name] = chunk(C, runtime.ctx, runtime.check, runtime.raise, output, {}, t_args, f_args, i_args, shapes,
+        ndims, dtypes)
     end
   end
   return fns
