@@ -1,5 +1,5 @@
 /* activation_cuda.c — the CUDA slots of gelu, softmax and tanh, forward and backward (CPU
- * slots: core/ops/activation.c). Each tensor keeps its own dtype; softmax is over the last
+ * slots: core/cpu_ops/activation_cpu.c). Each tensor keeps its own dtype; softmax is over the last
  * dimension. */
 #ifdef TR_HAVE_CUDA
 
@@ -14,7 +14,7 @@ static int gelu_approx(const tr_op_call *c)
 TR_CSLOT_DEFINE(gelu)
 static int gelu_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1];
+    const tr_tensor *out = c->gelu.out, *x = c->gelu.x;
     return tr_k_gelu_fwd_cuda(out->data, out->dtype, x->data, x->dtype, x->numel, gelu_approx(c), s->stream, s->err);
 }
 
@@ -22,7 +22,7 @@ static int gelu_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(gelu_backward)
 static int gelu_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dout = c->t[1], *x = c->t[2];
+    const tr_tensor *dx = c->gelu_backward.dx, *dout = c->gelu_backward.dout, *x = c->gelu_backward.x;
     return tr_k_gelu_bwd_cuda(dx->data, dx->dtype, dout->data, dout->dtype, x->data, x->dtype, x->numel, gelu_approx(c),
                               s->stream, s->err);
 }
@@ -30,7 +30,7 @@ static int gelu_backward_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(softmax)
 static int softmax_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1];
+    const tr_tensor *out = c->softmax.out, *x = c->softmax.x;
     int64_t N, C;
     tr_op_rows(x, &N, &C);
     if (x->numel == 0) return TR_OK;
@@ -41,7 +41,7 @@ static int softmax_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(softmax_backward)
 static int softmax_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dout = c->t[1], *y = c->t[2];
+    const tr_tensor *dx = c->softmax_backward.dx, *dout = c->softmax_backward.dout, *y = c->softmax_backward.y;
     int64_t N, C;
     tr_op_rows(y, &N, &C);
     if (y->numel == 0) return TR_OK;
@@ -52,7 +52,7 @@ static int softmax_backward_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(tanh)
 static int tanh_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1];
+    const tr_tensor *out = c->tanh.out, *x = c->tanh.x;
     return tr_k_tanh_fwd_cuda(out->data, out->dtype, x->data, x->dtype, x->numel, s->stream, s->err);
 }
 
@@ -60,7 +60,7 @@ static int tanh_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(tanh_backward)
 static int tanh_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dout = c->t[1], *y = c->t[2];
+    const tr_tensor *dx = c->tanh_backward.dx, *dout = c->tanh_backward.dout, *y = c->tanh_backward.y;
     return tr_k_tanh_bwd_cuda(dx->data, dx->dtype, dout->data, dout->dtype, y->data, y->dtype, y->numel, s->stream,
                               s->err);
 }

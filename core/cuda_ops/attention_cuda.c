@@ -1,5 +1,5 @@
 /* attention_cuda.c — the CUDA slots of attention and attention_backward (CPU slots:
- * core/ops/attention.c) over the flash-style kernels of kernels/cuda/attention.cu: one warp
+ * core/cpu_ops/attention_cpu.c) over the flash-style kernels of kernels/cuda/attention.cu: one warp
  * per row, keys streamed in tiles with an online softmax, the row log-sum-exp saved, and
  * nothing of size T x T ever stored, forward or backward. The padding mask (i32 or f32)
  * goes to the kernels as it is; dropout on the probabilities draws the CPU's stream
@@ -68,7 +68,8 @@ static int stage_forward(tr_cslot *s, const tr_tensor *q, const tr_tensor *k, co
 TR_CSLOT_DEFINE(attention)
 static int attention_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4], *mask = c->t[5];
+    const tr_tensor *out = c->attention.out, *lse = c->attention.lse, *q = c->attention.q, *k = c->attention.k,
+                    *v = c->attention.v, *mask = c->attention.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     fwd_operands f;
@@ -85,8 +86,9 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(attention_backward)
 static int attention_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dq = c->t[0], *dk = c->t[1], *dv = c->t[2], *dout = c->t[3], *q = c->t[4], *k = c->t[5],
-                    *v = c->t[6], *lse = c->t[7], *mask = c->t[8];
+    const tr_tensor *dq = c->attention_backward.dq, *dk = c->attention_backward.dk, *dv = c->attention_backward.dv,
+                    *dout = c->attention_backward.dout, *q = c->attention_backward.q, *k = c->attention_backward.k,
+                    *v = c->attention_backward.v, *lse = c->attention_backward.lse, *mask = c->attention_backward.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     if ((rc = want_head_dim(s, D))) return rc;
@@ -116,11 +118,12 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
 
 /* attention_packed: sequence b is the padded kernel over one batch row of lengths[b] rows,
  * no mask (its keys are its rows), launched on the sequence's rows in place; its lse lands
- * at H*off_b as that kernel's [1, H, n_b] block. The CPU slot: core/ops/attention_packed.c. */
+ * at H*off_b as that kernel's [1, H, n_b] block. The CPU slot: core/cpu_ops/attention_packed_cpu.c. */
 TR_CSLOT_DEFINE(attention_packed)
 static int attention_packed_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
+    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q,
+                    *k = c->attention_packed.k, *v = c->attention_packed.v;
     const tr_attn_lengths *L = c->p;
     const int64_t H = q->shape[1], D = q->shape[2];
     int rc;

@@ -17,7 +17,7 @@
 #ifndef TR_CUDA_SLOT_H
 #define TR_CUDA_SLOT_H
 
-#include "op_cuda.h"
+#include "op_table.h"
 #include "cuda/activation.h"
 #include "cuda/adafactor.h"
 #include "cuda/attention.h"
@@ -38,6 +38,12 @@
 #include "cuda/score_loss.h"
 #include "cuda/similarity.h"
 #include "cuda/softmax.h"
+
+/* The CUDA slots, tr_opc_<op>: one per op of op_list.h, gathered into the CUDA backend's
+ * table by cuda_backend.c. */
+#define TR_OP(n, args, scalars) int tr_opc_##n(tr_ctx *ctx, tr_op_call *call);
+#include "op_list.h"
+#undef TR_OP
 
 enum { TR_CSLOT_MAX_WS = 16 };
 

@@ -1,5 +1,5 @@
 /* dropout_add_layernorm_cuda.c — the CUDA slots of dropout_add_layernorm and its backward
- * (CPU slots: core/ops/dropout_add_layernorm.c). The keep bits are core/base/rng.h's for
+ * (CPU slots: core/cpu_ops/dropout_add_layernorm_cpu.c). The keep bits are core/base/rng.h's for
  * the same key and offset (kernels/cuda/dropout_add_layernorm.cu draws the same Philox
  * words as dropout.cu); nothing is stored, the backward regenerates them. The shape check
  * left N and C in call->dim. */
@@ -16,8 +16,10 @@ static tr_rng_key key_of(const tr_op_call *c)
 TR_CSLOT_DEFINE(dropout_add_layernorm)
 static int dropout_add_layernorm_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *sum = c->t[1], *mean = c->t[2], *rstd = c->t[3], *x = c->t[4], *res = c->t[5],
-                    *w = c->t[6], *b = c->t[7];
+    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
+                    *mean = c->dropout_add_layernorm.mean, *rstd = c->dropout_add_layernorm.rstd,
+                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual,
+                    *w = c->dropout_add_layernorm.weight, *b = c->dropout_add_layernorm.bias;
     const tr_rng_key k = key_of(c);
     const void *bias = NULL;
     /* the kernel reads weight and bias in one dtype: the weight's */
@@ -33,8 +35,11 @@ static int dropout_add_layernorm_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(dropout_add_layernorm_backward)
 static int dropout_add_layernorm_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dres = c->t[1], *dw = c->t[2], *db = c->t[3], *dout = c->t[4], *sum = c->t[5],
-                    *w = c->t[6], *mean = c->t[7], *rstd = c->t[8];
+    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
+                    *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias,
+                    *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum,
+                    *w = c->dropout_add_layernorm_backward.weight, *mean = c->dropout_add_layernorm_backward.mean,
+                    *rstd = c->dropout_add_layernorm_backward.rstd;
     const int64_t N = c->dim[0], C = c->dim[1];
     const tr_rng_key k = key_of(c);
     if (!dx && !dres && !dw && !db) return TR_OK;

@@ -1,5 +1,5 @@
 /* elementwise_cuda.c — the CUDA slots of add, mul, mul_backward, scale, axpy and fill
- * (CPU slots: core/ops/elementwise.c). Every tensor keeps its own dtype; b broadcasts
+ * (CPU slots: core/cpu_ops/elementwise_cpu.c). Every tensor keeps its own dtype; b broadcasts
  * over a's rows when it is a vector of a's last dimension (the check allowed nothing else). */
 #ifdef TR_HAVE_CUDA
 
@@ -14,7 +14,7 @@ static int broadcast_of(const tr_tensor *a, const tr_tensor *b, int64_t *N, int6
 
 static int binary(tr_cslot *s, tr_op_call *c, int is_mul)
 {
-    const tr_tensor *out = c->t[0], *a = c->t[1], *b = c->t[2];
+    const tr_tensor *out = c->add.out, *a = c->add.a, *b = c->add.b; /* mul: the same arguments */
     int64_t N, C;
     int bc = broadcast_of(a, b, &N, &C);
     return tr_k_binary_bcast_cuda(out->data, out->dtype, a->data, a->dtype, b->data, b->dtype, N, C, bc, is_mul,
@@ -37,7 +37,8 @@ static int mul_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(mul_backward)
 static int mul_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *da = c->t[0], *db = c->t[1], *dout = c->t[2], *a = c->t[3], *b = c->t[4];
+    const tr_tensor *da = c->mul_backward.da, *db = c->mul_backward.db, *dout = c->mul_backward.dout,
+                    *a = c->mul_backward.a, *b = c->mul_backward.b;
     int64_t N, C;
     int bc = broadcast_of(a, b, &N, &C);
     return tr_k_mul_bwd_cuda(da ? da->data : NULL, da ? da->dtype : TR_F32, db ? db->data : NULL,
@@ -48,7 +49,7 @@ static int mul_backward_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(scale)
 static int scale_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1];
+    const tr_tensor *out = c->scale.out, *x = c->scale.x;
     return tr_k_scale_mixed_cuda(out->data, out->dtype, x->data, x->dtype, c->f[0], x->numel, 0, s->stream, s->err);
 }
 
@@ -56,14 +57,14 @@ static int scale_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(axpy)
 static int axpy_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *y = c->t[0], *x = c->t[1];
+    const tr_tensor *y = c->axpy.y, *x = c->axpy.x;
     return tr_k_scale_mixed_cuda(y->data, y->dtype, x->data, x->dtype, c->f[0], x->numel, 1, s->stream, s->err);
 }
 
 TR_CSLOT_DEFINE(fill)
 static int fill_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0];
+    const tr_tensor *out = c->fill.out;
     return tr_k_fill_fwd_cuda(out->data, c->f[0], out->dtype, out->numel, s->stream, s->err);
 }
 

@@ -1,9 +1,9 @@
 /* embedding_cuda.c — the CUDA slots of embedding and embedding_backward (CPU slots:
- * core/ops/embedding.c). The ids are checked against the vocabulary on the device
+ * core/cpu_ops/embedding_cpu.c). The ids are checked against the vocabulary on the device
  * (tr_cslot_indices_checked), so no step waits for the host: a bad id gives a zero row and no
  * gradient, and the CPU's user error naming the id and its position comes from
- * tr_device_errors_check at the next point where the host synchronises. The backward's scatter-add is deterministic: one thread per column walks
- * the tokens in order, no atomics. */
+ * tr_device_errors_check at the next point where the host synchronises. The backward's scatter-add is deterministic:
+ * one thread per column walks the tokens in order, no atomics. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -18,7 +18,7 @@ static int device_ids(tr_cslot *s, const tr_tensor *ids, int64_t V, int op, cons
 TR_CSLOT_DEFINE(embedding)
 static int embedding_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *ids = c->t[1], *table = c->t[2];
+    const tr_tensor *out = c->embedding.out, *ids = c->embedding.ids, *table = c->embedding.table;
     const int64_t V = table->shape[0], C = table->shape[1];
     const int64_t *id64 = NULL;
     int rc = device_ids(s, ids, V, TR_K_INDEX_EMBEDDING, &id64);
@@ -31,7 +31,8 @@ static int embedding_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(embedding_backward)
 static int embedding_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dtable = c->t[0], *dout = c->t[1], *ids = c->t[2];
+    const tr_tensor *dtable = c->embedding_backward.dtable, *dout = c->embedding_backward.dout,
+                    *ids = c->embedding_backward.ids;
     const int64_t V = dtable->shape[0], C = dtable->shape[1];
     const int64_t *id64 = NULL;
     void *acc;

@@ -1,5 +1,5 @@
 /* layernorm_cuda.c — the CUDA slots of layernorm and layernorm_backward (CPU slots:
- * core/ops/layernorm.c): mean and rstd in f32, the parameter gradients (+=, f32) through
+ * core/cpu_ops/layernorm_cpu.c): mean and rstd in f32, the parameter gradients (+=, f32) through
  * per-chunk column partials (no atomics). The shape check left N and C in call->dim. */
 #ifdef TR_HAVE_CUDA
 
@@ -8,7 +8,8 @@
 TR_CSLOT_DEFINE(layernorm)
 static int layernorm_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *mean = c->t[1], *rstd = c->t[2], *x = c->t[3], *w = c->t[4], *b = c->t[5];
+    const tr_tensor *out = c->layernorm.out, *mean = c->layernorm.mean, *rstd = c->layernorm.rstd, *x = c->layernorm.x,
+                    *w = c->layernorm.weight, *b = c->layernorm.bias;
     const void *bias = NULL;
     /* the kernel reads weight and bias in one dtype: the weight's */
     int rc = tr_cslot_in(s, b, w->dtype, &bias);
@@ -21,8 +22,10 @@ static int layernorm_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(layernorm_backward)
 static int layernorm_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dw = c->t[1], *db = c->t[2], *dout = c->t[3], *x = c->t[4], *w = c->t[5],
-                    *mean = c->t[6], *rstd = c->t[7];
+    const tr_tensor *dx = c->layernorm_backward.dx, *dw = c->layernorm_backward.dweight,
+                    *db = c->layernorm_backward.dbias, *dout = c->layernorm_backward.dout, *x = c->layernorm_backward.x,
+                    *w = c->layernorm_backward.weight, *mean = c->layernorm_backward.mean,
+                    *rstd = c->layernorm_backward.rstd;
     const int64_t N = c->dim[0], C = c->dim[1];
     if (!dx && !dw && !db) return TR_OK;
     void *scratch = NULL;

@@ -1,5 +1,5 @@
 /* loss_cuda.c — the CUDA slots of cross_entropy and cross_entropy_backward (CPU slots:
- * core/ops/loss.c). The targets are checked on the device (each a class in [0, K) or
+ * core/cpu_ops/loss_cpu.c). The targets are checked on the device (each a class in [0, K) or
  * ignore_index; tr_cslot_indices_checked), so no step waits for the host: a bad label's row
  * counts as ignored, and the CPU's user error naming it and its row comes from
  * tr_device_errors_check at the next point where the host synchronises. The mean's divisor,
@@ -22,7 +22,8 @@ static int device_targets(tr_cslot *s, const tr_tensor *targets, int64_t K, int6
 TR_CSLOT_DEFINE(cross_entropy)
 static int cross_entropy_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *loss = c->t[0], *lse = c->t[1], *logits = c->t[2], *targets = c->t[3];
+    const tr_tensor *loss = c->cross_entropy.loss, *lse = c->cross_entropy.lse, *logits = c->cross_entropy.logits,
+                    *targets = c->cross_entropy.targets;
     int64_t N, K;
     tr_op_rows(logits, &N, &K);
     const int64_t *t64 = NULL;
@@ -47,7 +48,8 @@ static int cross_entropy_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(cross_entropy_backward)
 static int cross_entropy_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dlogits = c->t[0], *logits = c->t[1], *lse = c->t[2], *targets = c->t[3];
+    const tr_tensor *dlogits = c->cross_entropy_backward.dlogits, *logits = c->cross_entropy_backward.logits,
+                    *lse = c->cross_entropy_backward.lse, *targets = c->cross_entropy_backward.targets;
     int64_t N, K;
     tr_op_rows(logits, &N, &K);
     const int64_t *t64 = NULL;

@@ -1,5 +1,5 @@
 /* loss_scale_cuda.c — the CUDA slots of loss_scale_update and scale_by_scalar (CPU slots:
- * core/ops/loss_scale.c). Neither reads anything back: the scale, its inverse, the tracker
+ * core/cpu_ops/loss_scale_cpu.c). Neither reads anything back: the scale, its inverse, the tracker
  * and the skip count stay in device memory, updated from the device found-inf flag.
  * Kernels: loss_scale.cu. */
 #ifdef TR_HAVE_CUDA
@@ -10,14 +10,17 @@
 TR_CSLOT_DEFINE(loss_scale_update)
 static int loss_scale_update_body(tr_cslot *s, tr_op_call *c)
 {
-    return tr_k_loss_scale_update_cuda(c->t[0]->data, c->t[1]->data, c->t[2]->data, c->t[3]->data, c->t[4]->data,
-                                       c->f[0], c->f[1], c->i[0], s->stream, s->err);
+    return tr_k_loss_scale_update_cuda(c->loss_scale_update.scale->data, c->loss_scale_update.inv_scale->data,
+                                       c->loss_scale_update.tracker->data, c->loss_scale_update.skipped->data,
+                                       c->loss_scale_update.found_inf->data, c->f[0], c->f[1], c->i[0], s->stream,
+                                       s->err);
 }
 
 TR_CSLOT_DEFINE(scale_by_scalar)
 static int scale_by_scalar_body(tr_cslot *s, tr_op_call *c)
 {
-    return tr_k_scale_by_scalar_cuda(c->t[0]->data, c->t[0]->dtype, c->t[0]->numel, c->t[1]->data, c->f[0], s->stream,
+    return tr_k_scale_by_scalar_cuda(c->scale_by_scalar.x->data, c->scale_by_scalar.x->dtype,
+                                     c->scale_by_scalar.x->numel, c->scale_by_scalar.s->data, c->f[0], s->stream,
                                      s->err);
 }
 

@@ -1,5 +1,5 @@
 /* matmul_cuda.c — the CUDA slots of matmul, linear and linear_backward (CPU slots:
- * core/ops/matmul.c) through cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
+ * core/cpu_ops/matmul_cpu.c) through cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
  * epilogue; its backward's bias gradient is a deterministic column sum. The GELU epilogues
  * (GELU_AUX forward, DGELU_BGRAD backward) need a fused linear+GELU op, which the table
  * does not have yet: linear and gelu are separate ops. */
@@ -11,7 +11,7 @@
 TR_CSLOT_DEFINE(matmul)
 static int matmul_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *a = c->t[1], *b = c->t[2], *bias = c->t[3];
+    const tr_tensor *out = c->matmul.out, *a = c->matmul.a, *b = c->matmul.b, *bias = c->matmul.bias;
     const int trans_a = (int)c->i[0], trans_b = (int)c->i[1], na = a->ndim, nbd = b->ndim;
     const int64_t M = trans_a ? a->shape[na - 1] : a->shape[na - 2];
     const int64_t K = trans_a ? a->shape[na - 2] : a->shape[na - 1];
@@ -48,7 +48,7 @@ static int matmul_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(linear)
 static int linear_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1], *w = c->t[2], *bias = c->t[3];
+    const tr_tensor *out = c->linear.out, *x = c->linear.x, *w = c->linear.w, *bias = c->linear.bias;
     const int64_t O = w->shape[0], I = w->shape[1], N = O > 0 ? out->numel / O : 0;
     if (I == 0) return tr_fail(s->err, TR_EUSER, "linear: in_features is 0; cuBLASLt needs k >= 1");
     tr_cuda_gemm_desc d = {.m = N, .n = O, .k = I, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0};
@@ -60,7 +60,8 @@ static int linear_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(linear_backward)
 static int linear_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dw = c->t[1], *dbias = c->t[2], *dout = c->t[3], *x = c->t[4], *w = c->t[5];
+    const tr_tensor *dx = c->linear_backward.dx, *dw = c->linear_backward.dw, *dbias = c->linear_backward.dbias,
+                    *dout = c->linear_backward.dout, *x = c->linear_backward.x, *w = c->linear_backward.w;
     const int64_t O = dout->shape[dout->ndim - 1], N = O > 0 ? dout->numel / O : 0;
     /* in_features from w or x: either may be NULL when only the gradients that need the other are asked for */
     const int64_t I = w ? w->shape[1] : x ? x->shape[x->ndim - 1] : 0;

@@ -1,5 +1,5 @@
 /* multi_tensor_cuda.c — the CUDA slots of global_norm_into, clip_by_norm,
- * scale_check_finite_into and adamw_multi (CPU slots: core/ops/multi_tensor.c). None reads
+ * scale_check_finite_into and adamw_multi (CPU slots: core/cpu_ops/multi_tensor_cpu.c). None reads
  * anything back: the norm, the clip coefficient and the found-inf flag stay in device
  * memory, so an optimizer step (unscale, clip, AdamW over every parameter) is a handful of
  * launches and no synchronisation. The lists travel as kernel arguments (tr_cslot_to_device,
@@ -29,7 +29,7 @@ static int global_norm_into_body(tr_cslot *s, tr_op_call *c)
         (rc = tr_cslot_ws(s, tr_k_global_sumsq_scratch_cuda(c->nlist, max_n), TR_F32, &scratch)) ||
         (rc = tr_k_global_sumsq_cuda(acc, list, c->nlist, max_n, scratch, s->stream, s->err)))
         return rc;
-    return tr_k_clip_coef_cuda(coef, c->t[0]->data, acc, 1.0f, s->stream, s->err);
+    return tr_k_clip_coef_cuda(coef, c->global_norm_into.norm->data, acc, 1.0f, s->stream, s->err);
 }
 
 /* coef on the device from the device norm, then every listed tensor *= coef. */
@@ -41,7 +41,8 @@ static int clip_by_norm_body(tr_cslot *s, tr_op_call *c)
     void *coef;
     int rc;
     if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n)) || (rc = tr_cslot_ws(s, 1, TR_F32, &coef)) ||
-        (rc = tr_k_clip_coef_from_norm_cuda(coef, c->t[0]->data, c->f[0], c->f[1], c->t[1] ? c->t[1]->data : NULL,
+        (rc = tr_k_clip_coef_from_norm_cuda(coef, c->clip_by_norm.norm->data, c->f[0], c->f[1],
+                                            c->clip_by_norm.found_inf ? c->clip_by_norm.found_inf->data : NULL,
                                             s->stream, s->err)))
         return rc;
     return tr_k_scale_by_device_cuda(list, c->nlist, max_n, coef, s->stream, s->err);
@@ -56,10 +57,11 @@ static int scale_check_finite_into_body(tr_cslot *s, tr_op_call *c)
     int rc;
     if (c->nlist == 0) return TR_OK;
     if ((rc = tr_cslot_tensor_list(s, c->list, c->nlist, &list, &max_n))) return rc;
-    if (c->t[1]) /* 1 / the device loss scale, read where it lives */
-        return tr_k_scale_by_device_check_cuda(list, c->nlist, max_n, c->t[1]->data, c->t[0]->data, s->stream,
-                                               s->err);
-    return tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], c->t[0]->data, s->stream, s->err);
+    if (c->scale_check_finite_into.scale) /* 1 / the device loss scale, read where it lives */
+        return tr_k_scale_by_device_check_cuda(list, c->nlist, max_n, c->scale_check_finite_into.scale->data,
+                                               c->scale_check_finite_into.found_inf->data, s->stream, s->err);
+    return tr_k_scale_check_cuda(list, c->nlist, max_n, c->f[0], c->scale_check_finite_into.found_inf->data, s->stream,
+                                 s->err);
 }
 
 /* optim.cu's AdamW over every parameter: one launch per 292 parameters (the records that
@@ -72,8 +74,8 @@ static int adamw_multi_body(tr_cslot *s, tr_op_call *c)
     const int n = c->nlist;
     if (n == 0) return TR_OK;
     tr_k_adamw_args a = tr_cslot_adamw_args(c);
-    a.skip = c->t[0] ? c->t[0]->data : NULL;
-    a.skipped = c->t[1] ? c->t[1]->data : NULL;
+    a.skip = c->adamw_multi.skip_if ? c->adamw_multi.skip_if->data : NULL;
+    a.skipped = c->adamw_multi.skipped ? c->adamw_multi.skipped->data : NULL;
     a.skipped_known = c->i[1];
     tr_k_param_ref *host = calloc((size_t)n, sizeof *host);
     if (!host) return tr_fail(s->err, TR_EOOM, "adamw_multi: out of host memory for a list of %d parameters", n);

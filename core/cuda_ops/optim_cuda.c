@@ -1,5 +1,5 @@
-/* optim_cuda.c — the CUDA slots of adamw, sgd and adafactor (CPU slots: core/ops/adamw.c,
- * core/ops/sgd_adafactor.c). AdamW and SGD run the multi-tensor kernels of
+/* optim_cuda.c — the CUDA slots of adamw, sgd and adafactor (CPU slots: core/cpu_ops/adamw_cpu.c,
+ * core/cpu_ops/sgd_adafactor_cpu.c). AdamW and SGD run the multi-tensor kernels of
  * kernels/cuda/optim.cu (one launch for a whole list of parameters: the fp32 master, its
  * moments and the optional half copy refreshed in the same pass); the op table's ops name
  * one parameter, so the list holds one record here, and a fused step over all parameters
@@ -41,7 +41,8 @@ static int one_param(tr_cslot *s, const tr_tensor *param, const tr_tensor *grad,
 TR_CSLOT_DEFINE(adamw)
 static int adamw_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *param = c->t[0], *grad = c->t[1], *m = c->t[2], *v = c->t[3], *half = c->t[4];
+    const tr_tensor *param = c->adamw.param, *grad = c->adamw.grad, *m = c->adamw.m, *v = c->adamw.v,
+                    *half = c->adamw.half_copy;
     const tr_k_param_ref *list = NULL;
     if (param->numel == 0) return TR_OK;
     int rc = one_param(s, param, grad, m, v, half, &list);
@@ -53,7 +54,7 @@ static int adamw_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(sgd)
 static int sgd_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *param = c->t[0], *grad = c->t[1], *buf = c->t[2], *half = c->t[3];
+    const tr_tensor *param = c->sgd.param, *grad = c->sgd.grad, *buf = c->sgd.momentum_buf, *half = c->sgd.half_copy;
     const float momentum = c->f[1];
     const tr_k_param_ref *list = NULL;
     if (param->numel == 0) return TR_OK;
@@ -67,8 +68,8 @@ static int sgd_body(tr_cslot *s, tr_op_call *c)
         .inv_grad_scale = 1.0f / c->f[4],
         .nesterov = c->i[0] != 0,
         .first_step = c->i[1] == 1,
-        .skip = c->t[4] ? c->t[4]->data : NULL,
-        .skipped = c->t[5] ? c->t[5]->data : NULL,
+        .skip = c->sgd.skip_if ? c->sgd.skip_if->data : NULL,
+        .skipped = c->sgd.skipped ? c->sgd.skipped->data : NULL,
         .step = c->i[1],
         .skipped_known = c->i[2],
     };
@@ -80,8 +81,9 @@ static int sgd_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(adafactor)
 static int adafactor_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *param = c->t[0], *grad = c->t[1], *exp_avg = c->t[2], *row = c->t[3], *col = c->t[4], *v = c->t[5],
-                    *half = c->t[6];
+    const tr_tensor *param = c->adafactor.param, *grad = c->adafactor.grad, *exp_avg = c->adafactor.exp_avg,
+                    *row = c->adafactor.row, *col = c->adafactor.col, *v = c->adafactor.v,
+                    *half = c->adafactor.half_copy;
     const tr_adafactor_config *cfg = c->p;
     const int factored = param->ndim >= 2;
     const int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
@@ -101,8 +103,8 @@ static int adafactor_body(tr_cslot *s, tr_op_call *c)
         .beta2t = (float)(1 - pow(t, cfg->decay_rate)),
         .grad_scale = c->f[0],
         .scale_parameter = cfg->scale_parameter != 0,
-        .skip = c->t[7] ? c->t[7]->data : NULL,
-        .skipped = c->t[8] ? c->t[8]->data : NULL,
+        .skip = c->adafactor.skip_if ? c->adafactor.skip_if->data : NULL,
+        .skipped = c->adafactor.skipped ? c->adafactor.skipped->data : NULL,
         .step = c->i[0],
         .skipped_known = c->i[1],
         .decay_rate = cfg->decay_rate,

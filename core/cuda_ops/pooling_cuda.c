@@ -1,4 +1,4 @@
-/* pooling_cuda.c — the CUDA slots of pool and pool_backward (CPU slots: core/ops/pooling.c):
+/* pooling_cuda.c — the CUDA slots of pool and pool_backward (CPU slots: core/cpu_ops/pooling_cpu.c):
  * mean, CLS, max and mean_sqrt_len over [B, T, C] with the attention mask. The kernels read
  * the mask as i32; any other mask (i64, a float dtype, or none) is converted on the device
  * first, a float's nonzero meaning a kept token as on the CPU. */
@@ -23,7 +23,7 @@ static int mask_i32(tr_cslot *s, const tr_tensor *mask, int64_t BT, const int32_
 TR_CSLOT_DEFINE(pool)
 static int pool_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *hidden = c->t[1], *mask = c->t[2];
+    const tr_tensor *out = c->pool.out, *hidden = c->pool.hidden, *mask = c->pool.mask;
     const int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
     const int32_t *m = NULL;
     int rc = mask_i32(s, mask, B * T, &m);
@@ -36,7 +36,8 @@ static int pool_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(pool_backward)
 static int pool_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dh = c->t[0], *dout = c->t[1], *hidden = c->t[2], *mask = c->t[3];
+    const tr_tensor *dh = c->pool_backward.dhidden, *dout = c->pool_backward.dout, *hidden = c->pool_backward.hidden,
+                    *mask = c->pool_backward.mask;
     const int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
     const int32_t *m = NULL;
     int rc = mask_i32(s, mask, B * T, &m);

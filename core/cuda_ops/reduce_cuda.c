@@ -1,5 +1,5 @@
 /* reduce_cuda.c — the CUDA slots of sum, mean, global_norm and scale_check_finite (CPU
- * slots: core/ops/reduce.c). Sums run in fp32 in a fixed tree per launch shape (the CPU
+ * slots: core/cpu_ops/reduce_cpu.c). Sums run in fp32 in a fixed tree per launch shape (the CPU
  * combines its chunks in f64: the two agree to f32 rounding, not bit for bit).
  *
  * global_norm and scale_check_finite work on a list of tensors in one multi-tensor launch
@@ -16,7 +16,7 @@
 
 static int reduce(tr_cslot *s, tr_op_call *c, int mean)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1];
+    const tr_tensor *out = c->sum.out, *x = c->sum.x; /* mean: the same arguments */
     int64_t N, C;
     tr_op_rows(x, &N, &C);
     void *acc, *scratch;

@@ -1,5 +1,5 @@
 /* score_loss_cuda.c — the CUDA slots of cosent_loss and cosine_mse_loss (CPU slots:
- * core/ops/score_loss.c). The scores travel as kernel arguments (tr_cslot_to_device: no wait
+ * core/cpu_ops/score_loss_cpu.c). The scores travel as kernel arguments (tr_cslot_to_device: no wait
  * up to 16 KiB, 4096 pairs), the loss and the gradient are written on the device. */
 #ifdef TR_HAVE_CUDA
 
@@ -7,7 +7,8 @@
 
 static int score_loss(tr_cslot *s, tr_op_call *c, int kind)
 {
-    const tr_tensor *loss = c->t[0], *dsim = c->t[1], *sim = c->t[2];
+    /* cosine_mse_loss: the same arguments */
+    const tr_tensor *loss = c->cosent_loss.loss, *dsim = c->cosent_loss.dsim, *sim = c->cosent_loss.sim;
     const int64_t B = sim->shape[0];
     void *y;
     int rc;

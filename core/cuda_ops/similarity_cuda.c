@@ -1,5 +1,5 @@
 /* similarity_cuda.c — the CUDA slots of l2norm, cosine_sim and their backwards (CPU slots:
- * core/ops/similarity.c). The cosine-similarity matrix is a product of normalised rows
+ * core/cpu_ops/similarity_cpu.c). The cosine-similarity matrix is a product of normalised rows
  * through cuBLASLt: sim = an bn^T; its backward dan = dsim bn, dbn = dsim^T an, then back
  * through the normalisation. The normalised rows live in f32 workspace for the op's
  * length. */
@@ -12,7 +12,7 @@ static const float cos_eps = 1e-12f; /* torch.nn.functional.normalize's default,
 TR_CSLOT_DEFINE(l2norm)
 static int l2norm_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *out = c->t[0], *x = c->t[1];
+    const tr_tensor *out = c->l2norm.out, *x = c->l2norm.x;
     int64_t N, C;
     tr_op_rows(x, &N, &C);
     if (x->numel == 0) return TR_OK;
@@ -23,7 +23,7 @@ static int l2norm_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(l2norm_backward)
 static int l2norm_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *dx = c->t[0], *dout = c->t[1], *x = c->t[2];
+    const tr_tensor *dx = c->l2norm_backward.dx, *dout = c->l2norm_backward.dout, *x = c->l2norm_backward.x;
     int64_t N, C;
     tr_op_rows(x, &N, &C);
     if (x->numel == 0) return TR_OK;
@@ -48,7 +48,7 @@ static int normalise_both(tr_cslot *s, const tr_tensor *a, const tr_tensor *b, v
 TR_CSLOT_DEFINE(cosine_sim)
 static int cosine_sim_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *sim = c->t[0], *a = c->t[1], *b = c->t[2];
+    const tr_tensor *sim = c->cosine_sim.sim, *a = c->cosine_sim.a, *b = c->cosine_sim.b;
     const int64_t N = a->shape[0], M = b->shape[0], C = a->shape[1];
     void *an, *bn;
     int rc;
@@ -62,7 +62,8 @@ static int cosine_sim_body(tr_cslot *s, tr_op_call *c)
 TR_CSLOT_DEFINE(cosine_sim_backward)
 static int cosine_sim_backward_body(tr_cslot *s, tr_op_call *c)
 {
-    const tr_tensor *da = c->t[0], *db = c->t[1], *dsim = c->t[2], *a = c->t[3], *b = c->t[4];
+    const tr_tensor *da = c->cosine_sim_backward.da, *db = c->cosine_sim_backward.db,
+                    *dsim = c->cosine_sim_backward.dsim, *a = c->cosine_sim_backward.a, *b = c->cosine_sim_backward.b;
     const int64_t N = a->shape[0], M = b->shape[0], C = a->shape[1];
     void *an, *bn, *dn;
     int rc;

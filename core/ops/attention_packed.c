@@ -17,10 +17,11 @@
  *   - otherwise the op scatters to a padded [B, T] workspace with that prefix mask and runs
  *     the padded kernel itself.
  * lse (=) is f32 [H * N]: sequence b, head h, query i at H*off[b] + h*n_b + i (the padded
- * op's [1, H, n_b] block of each sequence, back to back). Half tensors are staged to f32. */
+ * op's [1, H, n_b] block of each sequence, back to back). Half tensors are staged to f32.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/attention_packed_cpu.c. */
 #include "ops_nn.h"
 #include "op_stage.h"
-#include "op_cuda.h"
 #include "op_table.h"
 #include "cpu/attention.h"
 #include "cpu/attn_short.h"
@@ -32,10 +33,11 @@
 
 /* Checks the shapes against the lengths and records H, D and the padded layout's T in
  * c->dim[0..2] for the slots. */
-static int attention_packed_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_attention_packed(tr_ctx *ctx, tr_op_call *c)
 {
     static const char *op = "attention_packed";
-    const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
+    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q,
+                    *k = c->attention_packed.k, *v = c->attention_packed.v;
     const tr_attn_lengths *L = c->p;
     char s1[160];
     int rc;
@@ -77,85 +79,6 @@ static int attention_packed_check(tr_ctx *ctx, tr_op_call *c)
     c->dim[2] = L->T > 0 ? L->T : mx;
     return TR_OK;
 }
-
-/* The padded computation: rows to [B, T, H, D] with zero padding rows and a prefix mask,
- * the padded kernel, the real rows and their lse back. */
-static void run_padded(float *O, float *lse, const float *Q, const float *K, const float *V, const int64_t *off,
-                       int64_t B, int64_t T, int64_t H, int64_t D, float scale, float *ws, int32_t *mask,
-                       float *scratch, int nthreads)
-{
-    const int64_t row = H * D, per = T * row;
-    float *pq = ws, *pk = pq + B * per, *pv = pk + B * per, *po = pv + B * per, *pl = po + B * per;
-    memset(ws, 0, (size_t)(3 * B * per) * sizeof *ws);
-    for (int64_t b = 0; b < B; b++) {
-        int64_t n = off[b + 1] - off[b];
-        memcpy(pq + b * per, Q + off[b] * row, (size_t)(n * row) * sizeof *Q);
-        memcpy(pk + b * per, K + off[b] * row, (size_t)(n * row) * sizeof *K);
-        memcpy(pv + b * per, V + off[b] * row, (size_t)(n * row) * sizeof *V);
-        for (int64_t j = 0; j < T; j++) mask[b * T + j] = j < n;
-    }
-    tr_k_attention_fwd_f32(po, pl, pq, pk, pv, mask, TR_I32, NULL, scale, B, T, H, D, scratch, nthreads);
-    for (int64_t b = 0; b < B; b++) {
-        int64_t n = off[b + 1] - off[b];
-        memcpy(O + off[b] * row, po + b * per, (size_t)(n * row) * sizeof *O);
-        for (int64_t h = 0; h < H; h++)
-            memcpy(lse + H * off[b] + h * n, pl + (b * H + h) * T, (size_t)n * sizeof *lse);
-    }
-}
-
-static int attention_packed_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    const int64_t H = c->dim[0], D = c->dim[1], T = c->dim[2];   /* recorded by the check */
-    int rc = TR_OK;
-    const tr_tensor *out = c->t[0], *lse = c->t[1], *q = c->t[2], *k = c->t[3], *v = c->t[4];
-    const tr_attn_lengths *L = c->p;
-    const int64_t B = L->B, N = q->shape[0];
-    const float scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)D);
-    if (N == 0 || B == 0) return TR_OK;
-    const int nthreads = tr_k_attention_threads();
-    int64_t *off = NULL;
-    float *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *ws = NULL, *scratch = NULL;
-    int32_t *mask = NULL;
-    void *oq = NULL, *ok = NULL, *ov = NULL, *oo = NULL;
-    if ((rc = tr_stage_scratch(ctx, (size_t)(B + 1) * sizeof *off, (void **)&off))) return rc;
-    off[0] = 0;
-    for (int64_t b = 0; b < B; b++) off[b + 1] = off[b] + L->len[b];
-    rc = tr_stage_load(ctx, q, 0, q->numel, &Q, &oq);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, k, 0, k->numel, &K, &ok);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, v, 0, v->numel, &V, &ov);
-    if (rc == TR_OK) rc = tr_stage_buf(ctx, out, 0, out->numel, 0, &O, &oo);
-    /* the padded op's choice for its [B, T] layout, so that the bits are its bits */
-    const int isa = tr_attn_tile_isa();
-    if (rc == TR_OK && tr_attn_short_usable(isa, T, D, 0)) {
-        tr_attn_short_packed_fwd_f32(isa, O, (float *)lse->data, Q, K, V, off, B, H, D, scale, nthreads);
-    } else if (rc == TR_OK) {
-        size_t per = (size_t)(T * H * D), elems = 4 * (size_t)B * per + (size_t)(B * H * T);
-        rc = tr_stage_scratch(ctx, elems * sizeof(float), (void **)&ws);
-        if (rc == TR_OK) rc = tr_stage_scratch(ctx, (size_t)(B * T) * sizeof *mask, (void **)&mask);
-        if (rc == TR_OK)
-            rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(T, D, nthreads) * sizeof(float), (void **)&scratch);
-        if (rc == TR_OK)
-            run_padded(O, (float *)lse->data, Q, K, V, off, B, T, H, D, scale, ws, mask, scratch, nthreads);
-    }
-    if (rc == TR_OK) tr_stage_put(out, 0, O, out->numel);
-    tr_stage_scratch_free(ctx, scratch);
-    tr_stage_scratch_free(ctx, mask);
-    tr_stage_scratch_free(ctx, ws);
-    tr_stage_scratch_free(ctx, oq);
-    tr_stage_scratch_free(ctx, ok);
-    tr_stage_scratch_free(ctx, ov);
-    tr_stage_scratch_free(ctx, oo);
-    tr_stage_scratch_free(ctx, off);
-    return rc;
-}
-
-const tr_op_desc tr_opd_attention_packed = {
-    "attention_packed", 5,
-    { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "lse", TR_ARG_OUT, TR_DT_F32, 0 },
-      { "q", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "k", TR_ARG_IN, TR_DT_FLOAT, 0 },
-      { "v", TR_ARG_IN, TR_DT_FLOAT, 0 } },
-    attention_packed_check, { attention_packed_cpu, TR_CUDA_SLOT(attention_packed) },
-};
 
 int tr_op_attention_packed(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
                            const tr_tensor *v, const int64_t *lengths, int64_t nseq, int64_t padded_len, float scale)

@@ -15,70 +15,18 @@
  *     round (the dropped-out x to x's dtype, the sum to sum's dtype, the residual gradient
  *     to dresidual's dtype), then layernorm's own kernel: the unfused ops' bits.
  * sum may be x itself (x's storage becomes the sum, for a caller done with x):
- * every element and every staged block of rows is read before its place is written. */
+ * every element and every staged block of rows is read before its place is written.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/dropout_add_layernorm_cpu.c, core/cuda_ops/dropout_add_layernorm_cuda.c. */
 #include "ops_nn.h"
 
-#include "cpu/dropout_add_layernorm.h"
-#include "cpu/layernorm.h"
-#include "op_cuda.h"
-#include "op_stage.h"
 #include "op_table.h"
 
-#include <string.h>
-
 /* ------------------------------------------------------------ shared */
-
-enum { KEEP_CHUNK = 4096 };
 
 /* Keep bytes of one thread's block of rows on its stack (the f32 path): no workspace, and
  * each block's bits are drawn and consumed while they are in the core's cache. Rows longer
  * than this take a workspace mask. */
-enum { KEEP_STACK = 16384 };
-
-/* keep[i] for stream elements offset + i, i < n, on the calling thread. */
-static void keep_bits(uint8_t *keep, int64_t n, float p, const tr_rng_key *key, uint64_t offset)
-{
-    if (p < 1) tr_dropout_mask_bits(keep, (size_t)n, p, *key, offset);
-    else memset(keep, 0, (size_t)n);
-}
-
-/* keep[i] = 1 when uniform(offset + i) >= p (tr_dropout_mask_bits), in chunks on all cores;
- * p >= 1 drops everything (as tr_op_dropout). */
-static void make_keep(uint8_t *keep, int64_t n, float p, const tr_rng_key *key, uint64_t offset)
-{
-    int64_t nchunks = (n + KEEP_CHUNK - 1) / KEEP_CHUNK;
-#pragma omp parallel for if (n > 65536)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t start = c * KEEP_CHUNK, len = n - start < KEEP_CHUNK ? n - start : KEEP_CHUNK;
-        keep_bits(keep + start, len, p, key, offset + (uint64_t)start);
-    }
-}
-
-/* out[i] = keep[i] ? in[i] * scale : +0 over keep bytes, bit for bit the dropout kernel's
- * result (tr_k_dropout_fwd_f32 takes 32-bit masks; this file's blocks draw bytes, which the
- * fused kernels read). out may be in. */
-static void apply_keep(float *out, const float *in, const uint8_t *keep, float scale, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        float v = in[i] * scale;
-        uint32_t b, m = (uint32_t)0 - (uint32_t)(keep[i] != 0);
-        memcpy(&b, &v, sizeof b);
-        b &= m;
-        memcpy(&out[i], &b, sizeof b);
-    }
-}
-
-/* tr_op_dropout's scale: 1 / (1 - p), 0 when everything is dropped. */
-static float keep_scale(float p) { return p < 1 ? 1 / (1 - p) : 0; }
-
-/* buf = buf rounded through dtype (a no-op for f32); tmp holds n half elements. */
-static void round_through(float *buf, int64_t n, int dtype, void *tmp)
-{
-    if (dtype == TR_F32) return;
-    tr_stage_convert(tmp, dtype, buf, TR_F32, (size_t)n);
-    tr_stage_convert(buf, TR_F32, tmp, dtype, (size_t)n);
-}
 
 /* p in [0, 1], a key when p > 0; N, C of t into dim[0], dim[1]; weight [C]; mean, rstd N. */
 static int check_common(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_tensor *t, const tr_tensor *weight,
@@ -109,167 +57,22 @@ static int check_common(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_ten
 
 /* ------------------------------------------------------------ forward */
 
-enum { F_OUT, F_SUM, F_MEAN, F_RSTD, F_X, F_RES, F_W, F_B };
-
-static int fwd_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
 {
     const char *op = "dropout_add_layernorm";
-    const tr_tensor *x = c->t[F_X];
+    const tr_tensor *x = c->dropout_add_layernorm.x;
     int rc;
-    if ((rc = check_common(ctx, op, c, x, c->t[F_W], c->t[F_MEAN], c->t[F_RSTD]))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "residual", c->t[F_RES], x->ndim, x->shape))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "out", c->t[F_OUT], x->ndim, x->shape))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "sum", c->t[F_SUM], x->ndim, x->shape))) return rc;
-    if (c->t[F_B] && (rc = tr_op_want_shape(ctx, op, "bias", c->t[F_B], 1, &c->dim[1]))) return rc;
+    if ((rc = check_common(ctx, op, c, x, c->dropout_add_layernorm.weight, c->dropout_add_layernorm.mean,
+                           c->dropout_add_layernorm.rstd)))
+        return rc;
+    if ((rc = tr_op_want_shape(ctx, op, "residual", c->dropout_add_layernorm.residual, x->ndim, x->shape))) return rc;
+    if ((rc = tr_op_want_shape(ctx, op, "out", c->dropout_add_layernorm.out, x->ndim, x->shape))) return rc;
+    if ((rc = tr_op_want_shape(ctx, op, "sum", c->dropout_add_layernorm.sum, x->ndim, x->shape))) return rc;
+    if (c->dropout_add_layernorm.bias &&
+        (rc = tr_op_want_shape(ctx, op, "bias", c->dropout_add_layernorm.bias, 1, &c->dim[1])))
+        return rc;
     return TR_OK;
 }
-
-/* Rows [r0, r0 + nr) through f32 staging, rounded as the unfused dropout, add and layernorm. */
-static int fwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, const uint8_t *keep, void *tmp,
-                            const float *W, const float *Bi)
-{
-    const tr_tensor *out = c->t[F_OUT], *sum = c->t[F_SUM], *x = c->t[F_X], *res = c->t[F_RES];
-    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
-    const float p = c->f[0];
-    float *X = NULL, *R = NULL, *S = NULL, *Y = NULL;
-    void *ox = NULL, *orr = NULL, *os = NULL, *oy = NULL;
-    int rc = tr_stage_load(ctx, x, off, n, &X, &ox);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, res, off, n, &R, &orr);
-    if (rc == TR_OK) rc = tr_stage_buf(ctx, sum, off, n, 0, &S, &os);
-    if (rc == TR_OK) rc = tr_stage_buf(ctx, out, off, n, 0, &Y, &oy);
-    if (rc == TR_OK) {
-        if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
-            apply_keep(S, X, keep, keep_scale(p), n);
-            round_through(S, n, x->dtype, tmp);
-        } else if (S != X) {   /* S is X when sum is x, both f32 */
-            memcpy(S, X, sizeof(float) * (size_t)n);
-        }
-#pragma omp parallel for if (n > 65536)
-        for (int64_t i = 0; i < n; i++) S[i] += R[i];
-        tr_stage_put(sum, off, S, n);
-        if (sum->dtype != TR_F32)   /* the sum as stored: what the unfused layernorm reads */
-            tr_stage_convert(S, TR_F32, (const char *)sum->data + (size_t)off * tr_dtype_size(sum->dtype), sum->dtype,
-                             (size_t)n);
-        tr_k_layernorm_fwd_f32(Y, (float *)c->t[F_MEAN]->data + r0, (float *)c->t[F_RSTD]->data + r0, S, W, Bi, nr, C,
-                               c->f[1]);
-        tr_stage_put(out, off, Y, n);
-    }
-    tr_stage_scratch_free(ctx, ox);
-    tr_stage_scratch_free(ctx, orr);
-    tr_stage_scratch_free(ctx, os);
-    tr_stage_scratch_free(ctx, oy);
-    return rc;
-}
-
-/* Every activation f32, rows of at most KEEP_STACK: blocks of rows in parallel, each thread
- * drawing its block's keep bits on its stack before the fused kernel runs over the block. */
-static void fwd_f32_blocks(tr_op_call *c, const float *W, const float *Bi)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = KEEP_STACK / C, nblk = (N + rows - 1) / rows;
-    const float p = c->f[0], scale = keep_scale(p);
-    float *out = c->t[F_OUT]->data, *sum = c->t[F_SUM]->data, *mean = c->t[F_MEAN]->data, *rstd = c->t[F_RSTD]->data;
-    const float *x = c->t[F_X]->data, *res = c->t[F_RES]->data;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) {
-        uint8_t keep[KEEP_STACK];
-        const int64_t r0 = k * rows, nr = N - r0 < rows ? N - r0 : rows;
-        keep_bits(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        tr_k_dropout_add_layernorm_fwd_f32(out + r0 * C, sum + r0 * C, mean + r0, rstd + r0, x + r0 * C, res + r0 * C,
-                                           keep, scale, W, Bi, nr, C, c->f[1]);
-    }
-}
-
-/* Half activations, rows of at most HALF_BLOCK: blocks of rows in parallel, each converted
- * into its thread's stack buffers and written back from them, with the unfused ops'
- * roundings and layernorm's own kernel over the block (its reductions are serial there:
- * blocks stay under its parallel threshold). One pass over memory instead of the staged
- * path's copies. */
-enum { HALF_BLOCK = 8192 };
-
-static char *elem_at(const tr_tensor *t, int64_t e) { return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype); }
-
-static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi)
-{
-    const tr_tensor *out = c->t[F_OUT], *sum = c->t[F_SUM], *x = c->t[F_X], *res = c->t[F_RES];
-    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
-    const float p = c->f[0];
-    float X[HALF_BLOCK], R[HALF_BLOCK], Y[HALF_BLOCK];
-    uint16_t H[HALF_BLOCK];
-    uint8_t keep[HALF_BLOCK];
-    tr_convert(X, TR_F32, elem_at(x, off), x->dtype, (size_t)n);   /* before sum (maybe x) is written */
-    tr_convert(R, TR_F32, elem_at(res, off), res->dtype, (size_t)n);
-    if (p > 0) {   /* tr_op_dropout's output, in x's dtype */
-        keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
-        apply_keep(X, X, keep, keep_scale(p), n);
-        if (x->dtype != TR_F32) {
-            tr_convert(H, x->dtype, X, TR_F32, (size_t)n);
-            tr_convert(X, TR_F32, H, x->dtype, (size_t)n);
-        }
-    }
-    for (int64_t i = 0; i < n; i++) X[i] += R[i];
-    tr_convert(elem_at(sum, off), sum->dtype, X, TR_F32, (size_t)n);
-    if (sum->dtype != TR_F32) tr_convert(X, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);   /* as stored */
-    tr_k_layernorm_fwd_f32(Y, (float *)c->t[F_MEAN]->data + r0, (float *)c->t[F_RSTD]->data + r0, X, W, Bi, nr, C,
-                           c->f[1]);
-    tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
-}
-
-static void fwd_half_blocks(const tr_op_call *c, const float *W, const float *Bi)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) fwd_half_block(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
-}
-
-static int fwd_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    const tr_tensor *out = c->t[F_OUT], *sum = c->t[F_SUM], *x = c->t[F_X], *res = c->t[F_RES];
-    const int64_t N = c->dim[0], C = c->dim[1];
-    const float p = c->f[0];
-    const int all_f32 = out->dtype == TR_F32 && sum->dtype == TR_F32 && x->dtype == TR_F32 && res->dtype == TR_F32;
-    const int64_t step = all_f32 ? (N > 0 ? N : 1) : tr_stage_block_rows(C);
-    float *W = NULL, *Bi = NULL;
-    void *ow = NULL, *obi = NULL, *keep = NULL, *tmp = NULL;
-    int rc;
-    if (N == 0 || C == 0) return TR_OK;
-    if ((rc = tr_stage_load(ctx, c->t[F_W], 0, C, &W, &ow))) goto done;
-    if (c->t[F_B] && (rc = tr_stage_load(ctx, c->t[F_B], 0, C, &Bi, &obi))) goto done;
-    if (all_f32 && p > 0 && C <= KEEP_STACK) {
-        fwd_f32_blocks(c, W, Bi);
-        goto done;
-    }
-    if (!all_f32 && C <= HALF_BLOCK) {
-        fwd_half_blocks(c, W, Bi);
-        goto done;
-    }
-    if (p > 0 && (rc = tr_stage_scratch(ctx, (size_t)(step * C), &keep))) goto done;
-    if (!all_f32 && (rc = tr_stage_scratch(ctx, (size_t)(step * C) * 2, &tmp))) goto done;
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step;
-        if (p > 0) make_keep(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        if (all_f32)
-            tr_k_dropout_add_layernorm_fwd_f32(out->data, sum->data, c->t[F_MEAN]->data, c->t[F_RSTD]->data, x->data,
-                                               res->data, p > 0 ? keep : NULL, p > 0 ? keep_scale(p) : 1, W, Bi, N, C,
-                                               c->f[1]);
-        else
-            rc = fwd_block_staged(ctx, c, r0, nr, keep, tmp, W, Bi);
-    }
-done:
-    tr_stage_scratch_free(ctx, ow);
-    tr_stage_scratch_free(ctx, obi);
-    tr_stage_scratch_free(ctx, keep);
-    tr_stage_scratch_free(ctx, tmp);
-    return rc;
-}
-
-const tr_op_desc tr_opd_dropout_add_layernorm = {
-    "dropout_add_layernorm", 8,
-    { { "out", TR_ARG_OUT, TR_DT_FLOAT, 0 }, { "sum", TR_ARG_OUT, TR_DT_FLOAT, 0 },
-      { "mean", TR_ARG_OUT, TR_DT_F32, 0 }, { "rstd", TR_ARG_OUT, TR_DT_F32, 0 },
-      { "x", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "residual", TR_ARG_IN, TR_DT_FLOAT, 0 },
-      { "weight", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "bias", TR_ARG_IN, TR_DT_FLOAT, 1 } },
-    fwd_check, { fwd_cpu, TR_CUDA_SLOT(dropout_add_layernorm) },
-};
 
 int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_tensor *mean, tr_tensor *rstd,
                                 const tr_tensor *x, const tr_tensor *residual, const tr_tensor *weight,
@@ -281,192 +84,29 @@ int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_
 
 /* ------------------------------------------------------------ backward */
 
-enum { B_DX, B_DRES, B_DW, B_DB, B_DOUT, B_SUM, B_W, B_MEAN, B_RSTD };
-
-static int bwd_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
 {
     const char *op = "dropout_add_layernorm_backward";
-    const tr_tensor *s = c->t[B_SUM];
+    const tr_tensor *s = c->dropout_add_layernorm_backward.sum;
     int rc;
-    if ((rc = check_common(ctx, op, c, s, c->t[B_W], c->t[B_MEAN], c->t[B_RSTD]))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "dout", c->t[B_DOUT], s->ndim, s->shape))) return rc;
-    if (c->t[B_DX] && (rc = tr_op_want_shape(ctx, op, "dx", c->t[B_DX], s->ndim, s->shape))) return rc;
-    if (c->t[B_DRES] && (rc = tr_op_want_shape(ctx, op, "dresidual", c->t[B_DRES], s->ndim, s->shape))) return rc;
-    if (c->t[B_DW] && (rc = tr_op_want_shape(ctx, op, "dweight", c->t[B_DW], 1, &c->dim[1]))) return rc;
-    if (c->t[B_DB] && (rc = tr_op_want_shape(ctx, op, "dbias", c->t[B_DB], 1, &c->dim[1]))) return rc;
+    if ((rc = check_common(ctx, op, c, s, c->dropout_add_layernorm_backward.weight,
+                           c->dropout_add_layernorm_backward.mean, c->dropout_add_layernorm_backward.rstd)))
+        return rc;
+    if ((rc = tr_op_want_shape(ctx, op, "dout", c->dropout_add_layernorm_backward.dout, s->ndim, s->shape))) return rc;
+    if (c->dropout_add_layernorm_backward.dx &&
+        (rc = tr_op_want_shape(ctx, op, "dx", c->dropout_add_layernorm_backward.dx, s->ndim, s->shape)))
+        return rc;
+    if (c->dropout_add_layernorm_backward.dresidual &&
+        (rc = tr_op_want_shape(ctx, op, "dresidual", c->dropout_add_layernorm_backward.dresidual, s->ndim, s->shape)))
+        return rc;
+    if (c->dropout_add_layernorm_backward.dweight &&
+        (rc = tr_op_want_shape(ctx, op, "dweight", c->dropout_add_layernorm_backward.dweight, 1, &c->dim[1])))
+        return rc;
+    if (c->dropout_add_layernorm_backward.dbias &&
+        (rc = tr_op_want_shape(ctx, op, "dbias", c->dropout_add_layernorm_backward.dbias, 1, &c->dim[1])))
+        return rc;
     return TR_OK;
 }
-
-/* Rows [r0, r0 + nr) through f32 staging, rounded as the unfused layernorm_backward and
- * dropout_backward: the residual gradient in dresidual's dtype (dout's when it is NULL). */
-static int bwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, const uint8_t *keep, void *tmp,
-                            float *dres_buf, const float *W)
-{
-    const tr_tensor *dx = c->t[B_DX], *dres = c->t[B_DRES], *dout = c->t[B_DOUT], *sum = c->t[B_SUM];
-    const tr_tensor *dw = c->t[B_DW], *db = c->t[B_DB];
-    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
-    const float p = c->f[0];
-    float *D = NULL, *S = NULL, *DR = NULL, *DX = NULL;
-    void *od = NULL, *os = NULL, *odr = NULL, *odx = NULL;
-    int rc = tr_stage_load(ctx, dout, off, n, &D, &od);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, sum, off, n, &S, &os);
-    if (rc == TR_OK && dres) rc = tr_stage_buf(ctx, dres, off, n, 0, &DR, &odr);
-    if (rc == TR_OK && !dres && dx) DR = dres_buf;
-    if (rc == TR_OK && dx) rc = tr_stage_buf(ctx, dx, off, n, 0, &DX, &odx);
-    if (rc == TR_OK) {
-        tr_k_layernorm_bwd_f32(DR, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
-                               (const float *)c->t[B_MEAN]->data + r0, (const float *)c->t[B_RSTD]->data + r0, nr, C);
-        if (dres) tr_stage_put(dres, off, DR, n);
-        if (dx) {
-            round_through(DR, n, dres ? dres->dtype : dout->dtype, tmp);
-            if (p > 0) apply_keep(DX, DR, keep, keep_scale(p), n);
-            else memcpy(DX, DR, sizeof(float) * (size_t)n);
-            tr_stage_put(dx, off, DX, n);
-        }
-    }
-    tr_stage_scratch_free(ctx, od);
-    tr_stage_scratch_free(ctx, os);
-    tr_stage_scratch_free(ctx, odr);
-    tr_stage_scratch_free(ctx, odx);
-    return rc;
-}
-
-/* As fwd_f32_blocks, for dx and dresidual (the parameter gradients are summed afterwards). */
-static void bwd_f32_blocks(tr_op_call *c, const float *W)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = KEEP_STACK / C, nblk = (N + rows - 1) / rows;
-    const float p = c->f[0], scale = keep_scale(p);
-    float *dx = c->t[B_DX]->data, *dres = c->t[B_DRES] ? (float *)c->t[B_DRES]->data : NULL;
-    const float *dout = c->t[B_DOUT]->data, *sum = c->t[B_SUM]->data, *mean = c->t[B_MEAN]->data,
-                *rstd = c->t[B_RSTD]->data;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) {
-        uint8_t keep[KEEP_STACK];
-        const int64_t r0 = k * rows, nr = N - r0 < rows ? N - r0 : rows;
-        keep_bits(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        tr_k_dropout_add_layernorm_bwd_f32(dx + r0 * C, dres ? dres + r0 * C : NULL, NULL, NULL, dout + r0 * C,
-                                           sum + r0 * C, W, mean + r0, rstd + r0, keep, scale, nr, C);
-    }
-}
-
-/* Half activations, rows of at most HALF_BLOCK: dresidual and dx per block of rows through
- * the thread's stack buffers, rounded as layernorm_backward and dropout_backward round them. */
-static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W)
-{
-    const tr_tensor *dx = c->t[B_DX], *dres = c->t[B_DRES], *dout = c->t[B_DOUT], *sum = c->t[B_SUM];
-    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
-    const float p = c->f[0];
-    const int rdt = dres ? dres->dtype : dout->dtype;   /* the unfused residual gradient's dtype */
-    float D[HALF_BLOCK], S[HALF_BLOCK], DR[HALF_BLOCK];
-    uint16_t H[HALF_BLOCK];
-    uint8_t keep[HALF_BLOCK];
-    tr_convert(D, TR_F32, elem_at(dout, off), dout->dtype, (size_t)n);
-    tr_convert(S, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);
-    tr_k_layernorm_bwd_f32(DR, NULL, NULL, D, S, W, (const float *)c->t[B_MEAN]->data + r0,
-                           (const float *)c->t[B_RSTD]->data + r0, nr, C);
-    if (dres) {
-        tr_convert(elem_at(dres, off), rdt, DR, TR_F32, (size_t)n);
-        if (rdt != TR_F32 && dx) tr_convert(DR, TR_F32, elem_at(dres, off), rdt, (size_t)n);
-    } else if (rdt != TR_F32) {
-        tr_convert(H, rdt, DR, TR_F32, (size_t)n);
-        tr_convert(DR, TR_F32, H, rdt, (size_t)n);
-    }
-    if (!dx) return;
-    if (p > 0) {
-        keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
-        apply_keep(DR, DR, keep, keep_scale(p), n);
-    }
-    tr_convert(elem_at(dx, off), dx->dtype, DR, TR_F32, (size_t)n);
-}
-
-static void bwd_half_blocks(const tr_op_call *c, const float *W)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) bwd_half_block(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W);
-}
-
-/* dweight, dbias (+=) over staged blocks of rows of layernorm_backward's size: its bits. */
-static int dwb_staged(tr_ctx *ctx, const tr_op_call *c, const float *W)
-{
-    const tr_tensor *dw = c->t[B_DW], *db = c->t[B_DB];
-    const int64_t N = c->dim[0], C = c->dim[1], step = tr_stage_block_rows(C);
-    int rc = TR_OK;
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step;
-        float *D = NULL, *S = NULL;
-        void *od = NULL, *os = NULL;
-        rc = tr_stage_load(ctx, c->t[B_DOUT], r0 * C, nr * C, &D, &od);
-        if (rc == TR_OK) rc = tr_stage_load(ctx, c->t[B_SUM], r0 * C, nr * C, &S, &os);
-        if (rc == TR_OK)
-            tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
-                                   (const float *)c->t[B_MEAN]->data + r0, (const float *)c->t[B_RSTD]->data + r0, nr,
-                                   C);
-        tr_stage_scratch_free(ctx, od);
-        tr_stage_scratch_free(ctx, os);
-    }
-    return rc;
-}
-
-static int bwd_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    const tr_tensor *dx = c->t[B_DX], *dres = c->t[B_DRES], *dw = c->t[B_DW], *db = c->t[B_DB];
-    const tr_tensor *dout = c->t[B_DOUT], *sum = c->t[B_SUM];
-    const int64_t N = c->dim[0], C = c->dim[1];
-    const float p = c->f[0];
-    if (!dx && !dres && !dw && !db) return TR_OK;
-    if (N == 0 || C == 0) return TR_OK;
-    const int all_f32 = dout->dtype == TR_F32 && sum->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) &&
-                        (!dres || dres->dtype == TR_F32);
-    const int64_t step = all_f32 ? N : tr_stage_block_rows(C);
-    const int want_keep = dx && p > 0;
-    float *W = NULL;
-    void *ow = NULL, *keep = NULL, *tmp = NULL, *drb = NULL;
-    int rc;
-    if ((rc = tr_stage_load(ctx, c->t[B_W], 0, C, &W, &ow))) goto done;
-    if (all_f32 && want_keep && C <= KEEP_STACK) {
-        bwd_f32_blocks(c, W);
-        if (dw || db)   /* layernorm's deterministic column pass, as the fused kernel runs it */
-            tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, dout->data, sum->data, W,
-                                   c->t[B_MEAN]->data, c->t[B_RSTD]->data, N, C);
-        goto done;
-    }
-    if (!all_f32 && C <= HALF_BLOCK) {
-        if (dx || dres) bwd_half_blocks(c, W);
-        if (dw || db) rc = dwb_staged(ctx, c, W);
-        goto done;
-    }
-    if (want_keep && (rc = tr_stage_scratch(ctx, (size_t)(step * C), &keep))) goto done;
-    if (!all_f32 && dx && (rc = tr_stage_scratch(ctx, (size_t)(step * C) * 2, &tmp))) goto done;
-    if (!all_f32 && dx && !dres && (rc = tr_stage_scratch(ctx, sizeof(float) * (size_t)(step * C), &drb))) goto done;
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step;
-        if (want_keep) make_keep(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        if (all_f32)
-            tr_k_dropout_add_layernorm_bwd_f32(dx ? dx->data : NULL, dres ? dres->data : NULL, dw ? dw->data : NULL,
-                                               db ? db->data : NULL, dout->data, sum->data, W, c->t[B_MEAN]->data,
-                                               c->t[B_RSTD]->data, want_keep ? keep : NULL,
-                                               want_keep ? keep_scale(p) : 1, N, C);
-        else
-            rc = bwd_block_staged(ctx, c, r0, nr, keep, tmp, drb, W);
-    }
-done:
-    tr_stage_scratch_free(ctx, ow);
-    tr_stage_scratch_free(ctx, keep);
-    tr_stage_scratch_free(ctx, tmp);
-    tr_stage_scratch_free(ctx, drb);
-    return rc;
-}
-
-const tr_op_desc tr_opd_dropout_add_layernorm_backward = {
-    "dropout_add_layernorm_backward", 9,
-    { { "dx", TR_ARG_OUT, TR_DT_FLOAT, 1 }, { "dresidual", TR_ARG_OUT, TR_DT_FLOAT, 1 },
-      { "dweight", TR_ARG_ACC, TR_DT_F32, 1 }, { "dbias", TR_ARG_ACC, TR_DT_F32, 1 },
-      { "dout", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "sum", TR_ARG_IN, TR_DT_FLOAT, 0 },
-      { "weight", TR_ARG_IN, TR_DT_FLOAT, 0 }, { "mean", TR_ARG_IN, TR_DT_F32, 0 },
-      { "rstd", TR_ARG_IN, TR_DT_F32, 0 } },
-    bwd_check, { bwd_cpu, TR_CUDA_SLOT(dropout_add_layernorm_backward) },
-};
 
 int tr_op_dropout_add_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dresidual, tr_tensor *dweight,
                                          tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *sum,

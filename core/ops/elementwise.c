@@ -1,12 +1,13 @@
 /* elementwise.c — tensor-level add, mul (+ backward), scale, axpy, fill over the
  * kernels in kernels/cpu/elementwise.c. b broadcasts when it is a vector of a's last
  * dimension; every tensor may be f32, bf16 or f16 (computed in f32, block by block, so
- * half tensors need only a few MiB of workspace). */
+ * half tensors need only a few MiB of workspace).
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/elementwise_cpu.c, core/cuda_ops/elementwise_cuda.c. */
 #include "ops_elem.h"
 
 #include "cpu/elementwise.h"
 #include "op_stage.h"
-#include "op_cuda.h"
 #include "op_table.h"
 
 /* ------------------------------------------------------------ shape checks */
@@ -31,75 +32,18 @@ static int binary_shapes(tr_ctx *ctx, const char *op, const tr_tensor *a, const 
                    op, tr_op_describe(sb, sizeof sb, b), tr_op_describe(sa, sizeof sa, a), (long long)*C);
 }
 
-/* ------------------------------------------------------------ add, mul */
-
-static void release_all(tr_ctx *ctx, tr_stage *v, int n)
-{
-    for (int i = 0; i < n; i++) tr_stage_release(ctx, &v[i]);
-}
-
-/* One span of add and mul for tr_stage_spans (n <= TR_STAGE_SPAN: the kernels run it on
- * the calling thread). */
-static void add_span(const void *arg, float *y, const float *a, const float *b, int64_t n)
-{
-    (void)arg;
-    tr_k_add_fwd_f32(y, a, b, 1, n, 1);
-}
-
-static void mul_span(const void *arg, float *y, const float *a, const float *b, int64_t n)
-{
-    (void)arg;
-    tr_k_mul_fwd_f32(y, a, b, 1, n, 1);
-}
-
-static int binary(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
-                  int is_mul)
+static int binary_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b,
+                         int is_mul)
 {
     int rc;
     int64_t N, C, b_rows;
     if ((rc = binary_shapes(ctx, op, a, b, &N, &C, &b_rows))) return rc;
     if ((rc = tr_op_want_numel(ctx, op, "out", out, a->numel, "a's number of elements"))) return rc;
-    if (!run) return TR_OK;
-    if (b_rows == N && !(out->dtype == TR_F32 && a->dtype == TR_F32 && b->dtype == TR_F32)) {
-        /* half operands of one shape: span by span on each thread, in L1 */
-        tr_stage_spans(out, a, b, is_mul ? mul_span : add_span, NULL);
-        return TR_OK;
-    }
-    {
-        /* blocks of rows; a broadcast b is converted once */
-        int64_t rows = tr_stage_block_rows(C);
-        tr_stage vbc = { 0 };
-        if (b_rows == 1 && (rc = tr_stage_in_all(ctx, &vbc, b))) return rc;
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-            tr_stage v[3] = { { 0 } };   /* a, b, out */
-            if (!(rc = tr_stage_in(ctx, &v[0], a, s, len)) &&
-                !(rc = b_rows == 1 ? TR_OK : tr_stage_in(ctx, &v[1], b, s, len)) &&
-                !(rc = tr_stage_out(ctx, &v[2], out, s, len, 0))) {
-                const float *bp = b_rows == 1 ? vbc.p : v[1].p;
-                if (is_mul) tr_k_mul_fwd_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
-                else tr_k_add_fwd_f32(v[2].p, v[0].p, bp, nr, C, b_rows == 1 ? 1 : nr);
-                tr_stage_store(&v[2], out, s);
-            }
-            release_all(ctx, v, 3);
-        }
-        tr_stage_release(ctx, &vbc);
-        return rc;
-    }
+    return TR_OK;
 }
 
-static int add_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
-{
-    return binary(ctx, run, "add", out, a, b, 0);
-}
-
-static int mul_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
-{
-    return binary(ctx, run, "mul", out, a, b, 1);
-}
-
-static int mul_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
-                       const tr_tensor *b)
+static int mul_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
+                               const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "mul_backward";
     int rc;
@@ -109,92 +53,23 @@ static int mul_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, const tr
         (da && (rc = tr_op_want_numel(ctx, op, "da", da, a->numel, "a's number of elements"))) ||
         (db && (rc = tr_op_want_numel(ctx, op, "db", db, b->numel, "b's number of elements"))))
         return rc;
-    if (!run) return TR_OK;
-    {
-        /* blocks of rows; with a broadcast b, db is the sum of the blocks' column sums, added
-         * in block order (deterministic) into an f32 accumulator */
-        int64_t rows = tr_stage_block_rows(C), bc = b_rows == 1;
-        tr_stage vbc = { 0 }, vacc = { 0 };
-        float *tmp = NULL;
-        if (bc && ((rc = tr_stage_in_all(ctx, &vbc, b)) ||
-                   (db && ((rc = tr_stage_out_all(ctx, &vacc, db, 0)) ||
-                           (rc = tr_stage_scratch(ctx, (size_t)C * sizeof(float), (void **)&tmp)))))) {
-            tr_stage_release(ctx, &vbc), tr_stage_release(ctx, &vacc);
-            return rc;
-        }
-        if (bc && db) tr_k_fill_fwd_f32(vacc.p, 0, C);
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-            tr_stage v[5] = { { 0 } };   /* dout, a, b, da, db */
-            if (!(rc = tr_stage_in(ctx, &v[0], dout, s, len)) &&
-                !(rc = db ? tr_stage_in(ctx, &v[1], a, s, len) : TR_OK) &&
-                !(rc = bc ? TR_OK : tr_stage_in(ctx, &v[2], b, s, len)) &&
-                !(rc = tr_stage_out(ctx, &v[3], da, s, len, 0)) &&
-                !(rc = bc ? TR_OK : tr_stage_out(ctx, &v[4], db, s, len, 0))) {
-                const float *bp = bc ? vbc.p : v[2].p;
-                float *dbp = db ? (bc ? tmp : v[4].p) : NULL;
-                tr_k_mul_bwd_f32(v[3].p, dbp, v[0].p, v[1].p, bp, nr, C, bc ? 1 : nr);
-                tr_stage_store(&v[3], da, s);
-                if (db && bc) tr_k_axpy_fwd_f32(vacc.p, tmp, 1.0f, C);
-                else if (db) tr_stage_store(&v[4], db, s);
-            }
-            release_all(ctx, v, 5);
-        }
-        if (rc == TR_OK && bc && db) tr_stage_store_all(&vacc, db);
-        tr_stage_scratch_free(ctx, tmp);
-        tr_stage_release(ctx, &vacc);
-        tr_stage_release(ctx, &vbc);
-        return rc;
-    }
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ scale, axpy, fill */
 
-/* out = alpha * x (mode 0), out += alpha * x (mode 1) or out = alpha (mode 2, x unused),
- * in blocks of TR_STAGE_BLOCK elements. */
-static int blockwise(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, float alpha, int mode)
-{
-    int rc = TR_OK;
-    int64_t n = out->numel;
-    for (int64_t s = 0; s < n && rc == TR_OK; s += TR_STAGE_BLOCK) {
-        int64_t len = n - s < TR_STAGE_BLOCK ? n - s : TR_STAGE_BLOCK;
-        tr_stage v[2] = { { 0 } };   /* x, out */
-        if (!(rc = mode == 2 ? TR_OK : tr_stage_in(ctx, &v[0], x, s, len)) &&
-            !(rc = tr_stage_out(ctx, &v[1], out, s, len, mode == 1))) {
-            if (mode == 0) tr_k_scale_fwd_f32(v[1].p, v[0].p, alpha, len);
-            else if (mode == 1) tr_k_axpy_fwd_f32(v[1].p, v[0].p, alpha, len);
-            else tr_k_fill_fwd_f32(v[1].p, alpha, len);
-            tr_stage_store(&v[1], out, s);
-        }
-        release_all(ctx, v, 2);
-    }
-    return rc;
-}
-
-static int scaled(tr_ctx *ctx, int run, const char *op, const tr_tensor *out, const tr_tensor *x, float alpha,
-                  int accumulate)
+static int scaled_checks(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, float alpha,
+                         int accumulate)
 {
     int rc;
     if ((rc = tr_op_want_numel(ctx, op, accumulate ? "y" : "out", out, x->numel, "x's number of elements")))
         return rc;
-    if (!run) return TR_OK;
-    return blockwise(ctx, op, out, x, alpha, accumulate);
+    return TR_OK;
 }
 
-static int scale_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *x, float alpha)
+static int fill_checks(tr_ctx *ctx, const tr_tensor *out, float value)
 {
-    return scaled(ctx, run, "scale", out, x, alpha, 0);
-}
-
-static int axpy_impl(tr_ctx *ctx, int run, const tr_tensor *y, const tr_tensor *x, float alpha)
-{
-    return scaled(ctx, run, "axpy", y, x, alpha, 1);
-}
-
-static int fill_impl(tr_ctx *ctx, int run, const tr_tensor *out, float value)
-{
-    if (!run) return TR_OK;
-    return blockwise(ctx, "fill", out, NULL, value, 2);
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ the op table */
@@ -202,25 +77,31 @@ static int fill_impl(tr_ctx *ctx, int run, const tr_tensor *out, float value)
 #define F(n, r) { n, r, TR_DT_FLOAT, 0 }
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
 
-TR_OP_IMPL_SLOTS(add, c->t[0], c->t[1], c->t[2])
-TR_OP_IMPL_SLOTS(mul, c->t[0], c->t[1], c->t[2])
-TR_OP_IMPL_SLOTS(mul_backward, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4])
-TR_OP_IMPL_SLOTS(scale, c->t[0], c->t[1], c->f[0])
-TR_OP_IMPL_SLOTS(axpy, c->t[0], c->t[1], c->f[0])
-TR_OP_IMPL_SLOTS(fill, c->t[0], c->f[0])
+TR_OP_CHECK_BY(add, binary_checks, "add", c->add.out, c->add.a, c->add.b, 0)
+TR_OP_CHECK_BY(mul, binary_checks, "mul", c->mul.out, c->mul.a, c->mul.b, 1)
+TR_OP_CHECK_BY(mul_backward, mul_backward_checks, c->mul_backward.da, c->mul_backward.db, c->mul_backward.dout,
+               c->mul_backward.a, c->mul_backward.b)
+TR_OP_CHECK_BY(scale, scaled_checks, "scale", c->scale.out, c->scale.x, c->f[0], 0)
+TR_OP_CHECK_BY(axpy, scaled_checks, "axpy", c->axpy.y, c->axpy.x, c->f[0], 1)
+TR_OP_CHECK_BY(fill, fill_checks, c->fill.out, c->f[0])
 
-const tr_op_desc tr_opd_add = { "add", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                add_check, { add_cpu, TR_CUDA_SLOT(add) } };
-const tr_op_desc tr_opd_mul = { "mul", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                mul_check, { mul_cpu, TR_CUDA_SLOT(mul) } };
-const tr_op_desc tr_opd_mul_backward = {
-    "mul_backward", 5,
-    { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dout", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-    mul_backward_check, { mul_backward_cpu, TR_CUDA_SLOT(mul_backward) } };
-const tr_op_desc tr_opd_scale = { "scale", 2, { F("out", TR_ARG_OUT), F("x", TR_ARG_IN) },
-                                  scale_check, { scale_cpu, TR_CUDA_SLOT(scale) } };
-const tr_op_desc tr_opd_axpy = { "axpy", 2, { F("y", TR_ARG_ACC), F("x", TR_ARG_IN) }, axpy_check, { axpy_cpu, TR_CUDA_SLOT(axpy) } };
-const tr_op_desc tr_opd_fill = { "fill", 1, { F("out", TR_ARG_OUT) }, fill_check, { fill_cpu, TR_CUDA_SLOT(fill) } };
+/* add, mul: out has a's shape and dtype; scale: x's. */
+int tr_infer_add(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    tr_op_infer_like(shape, ndim, dtype, 0, c->add.a, c->add.a->dtype | TR_INFER_CHOOSE);
+    return TR_OK;
+}
+
+int tr_infer_mul(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    return tr_infer_add(ctx, c, shape, ndim, dtype);
+}
+
+int tr_infer_scale(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    tr_op_infer_like(shape, ndim, dtype, 0, c->scale.x, c->scale.x->dtype | TR_INFER_CHOOSE);
+    return TR_OK;
+}
 
 int tr_op_add(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {

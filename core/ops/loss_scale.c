@@ -1,11 +1,12 @@
-/* loss_scale.c — the CPU slots and table entries of the device loss scale
+/* loss_scale.c — the table entries of the device loss scale
  * (ops_loss_scale.h): loss_scale_update and scale_by_scalar. On the CPU they are the eager
  * scaler's arithmetic with its state in tensors, so a CPU run through them is bitwise the
  * eager one for the default factors (powers of two: the f32 scale then holds exactly the
- * double the host rule computes). The CUDA slots are in core/cuda_ops/loss_scale_cuda.c. */
+ * double the host rule computes). The CUDA slots are in core/cuda_ops/loss_scale_cuda.c.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/loss_scale_cpu.c, core/cuda_ops/loss_scale_cuda.c. */
 #include "ops_loss_scale.h"
 
-#include "op_cuda.h"
 #include "op_table.h"
 #include "ops_elem.h"
 
@@ -22,14 +23,15 @@ static int want_i32_scalar(tr_ctx *ctx, const char *name, const tr_tensor *t, co
     return TR_OK;
 }
 
-static int loss_scale_update_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_loss_scale_update(tr_ctx *ctx, tr_op_call *c)
 {
     int rc;
-    if ((rc = tr_op_want_numel(ctx, "loss_scale_update", "scale", c->t[0], 1, "the loss scale")) ||
-        (rc = tr_op_want_numel(ctx, "loss_scale_update", "inv_scale", c->t[1], 1, "1 / the loss scale")) ||
-        (rc = want_i32_scalar(ctx, "tracker", c->t[2], "clean steps since the last change")) ||
-        (rc = want_i32_scalar(ctx, "skipped", c->t[3], "skipped steps")) ||
-        (rc = want_i32_scalar(ctx, "found_inf", c->t[4], "this step's found-inf flag")))
+    if ((rc = tr_op_want_numel(ctx, "loss_scale_update", "scale", c->loss_scale_update.scale, 1, "the loss scale")) ||
+        (rc = tr_op_want_numel(ctx, "loss_scale_update", "inv_scale", c->loss_scale_update.inv_scale, 1,
+                               "1 / the loss scale")) ||
+        (rc = want_i32_scalar(ctx, "tracker", c->loss_scale_update.tracker, "clean steps since the last change")) ||
+        (rc = want_i32_scalar(ctx, "skipped", c->loss_scale_update.skipped, "skipped steps")) ||
+        (rc = want_i32_scalar(ctx, "found_inf", c->loss_scale_update.found_inf, "this step's found-inf flag")))
         return rc;
     if (!(c->f[0] > 0 && isfinite(c->f[0])) || !(c->f[1] > 0 && isfinite(c->f[1])) || c->i[0] < 1)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
@@ -39,61 +41,19 @@ static int loss_scale_update_check(tr_ctx *ctx, tr_op_call *c)
     return TR_OK;
 }
 
-static int loss_scale_update_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    (void)ctx;
-    float *scale = c->t[0]->data, *inv = c->t[1]->data;
-    int32_t *tracker = c->t[2]->data, *skipped = c->t[3]->data;
-    const int32_t found = ((const int32_t *)c->t[4]->data)[0];
-    if (found) {
-        scale[0] *= c->f[1];
-        tracker[0] = 0;
-        skipped[0] += 1;
-    } else {
-        tracker[0] += 1;
-        if (tracker[0] >= c->i[0]) {
-            scale[0] *= c->f[0];
-            tracker[0] = 0;
-        }
-    }
-    inv[0] = 1.0f / scale[0];
-    return TR_OK;
-}
-
 /* ------------------------------------------------------------ scale_by_scalar */
 
-static int scale_by_scalar_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_scale_by_scalar(tr_ctx *ctx, tr_op_call *c)
 {
-    int rc = tr_op_want_numel(ctx, "scale_by_scalar", "s", c->t[1], 1, "a device scalar such as the loss scale");
+    int rc = tr_op_want_numel(ctx, "scale_by_scalar", "s", c->scale_by_scalar.s, 1,
+                              "a device scalar such as the loss scale");
     if (rc) return rc;
     if (!isfinite(c->f[0]))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "scale_by_scalar: factor = %g must be finite", (double)c->f[0]);
     return TR_OK;
 }
 
-static int scale_by_scalar_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    const float coef = ((const float *)c->t[1]->data)[0] * c->f[0];
-    return tr_op_scale(ctx, (tr_tensor *)c->t[0], c->t[0], coef);
-}
-
 /* ------------------------------------------------------------ the op table */
-
-const tr_op_desc tr_opd_loss_scale_update = {"loss_scale_update",
-                                             5,
-                                             {{"scale", TR_ARG_ACC, TR_DT_F32, 0},
-                                              {"inv_scale", TR_ARG_OUT, TR_DT_F32, 0},
-                                              {"tracker", TR_ARG_ACC, TR_DT_ANY, 0},
-                                              {"skipped", TR_ARG_ACC, TR_DT_ANY, 0},
-                                              {"found_inf", TR_ARG_IN, TR_DT_ANY, 0}},
-                                             loss_scale_update_check,
-                                             {loss_scale_update_cpu, TR_CUDA_SLOT(loss_scale_update)}};
-
-const tr_op_desc tr_opd_scale_by_scalar = {"scale_by_scalar",
-                                           2,
-                                           {{"x", TR_ARG_ACC, TR_DT_FLOAT, 0}, {"s", TR_ARG_IN, TR_DT_F32, 0}},
-                                           scale_by_scalar_check,
-                                           {scale_by_scalar_cpu, TR_CUDA_SLOT(scale_by_scalar)}};
 
 int tr_op_loss_scale_update(tr_ctx *ctx, tr_tensor *scale, tr_tensor *inv_scale, tr_tensor *tracker, tr_tensor *skipped,
                             const tr_tensor *found_inf, float growth_factor, float backoff_factor,

@@ -1,14 +1,15 @@
-/* multi_tensor.c — the CPU slots and table entries of the list ops whose results stay in
+/* multi_tensor.c — the table entries of the list ops whose results stay in
  * tensors (ops_multi_tensor.h): global_norm_into, clip_by_norm, scale_check_finite_into,
  * adamw_multi. On the CPU nothing waits for anything, so each is the host-result op it
  * replaces on a device (global_norm, scale, scale_check_finite, adamw per parameter) with
  * its result stored in a tensor: the same bits as the eager path, which is what lets the
  * training loop use one code path on every device. The CUDA slots are in
- * core/cuda_ops/multi_tensor_cuda.c. */
+ * core/cuda_ops/multi_tensor_cuda.c.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/multi_tensor_cpu.c, core/cuda_ops/multi_tensor_cuda.c. */
 #include "ops_multi_tensor.h"
 
 #include "multi_tensor_args.h"
-#include "op_cuda.h"
 #include "op_stage.h"
 #include "op_table.h"
 #include "ops_elem.h"
@@ -48,35 +49,22 @@ static int check_flag(tr_ctx *ctx, const char *op, const char *name, const tr_te
     return TR_OK;
 }
 
-static void flag_set(const tr_tensor *f)
-{
-    if (f) ((int32_t *)f->data)[0] = 1;
-}
-
 /* ------------------------------------------------------------ global_norm_into */
 
-static int global_norm_into_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_global_norm_into(tr_ctx *ctx, tr_op_call *c)
 {
     int rc;
-    if ((rc = tr_op_want_numel(ctx, "global_norm_into", "norm", c->t[0], 1, "a scalar"))) return rc;
+    if ((rc = tr_op_want_numel(ctx, "global_norm_into", "norm", c->global_norm_into.norm, 1, "a scalar"))) return rc;
     return check_list(ctx, "global_norm_into", "tensor", c->list, c->nlist, c->device, 0);
-}
-
-static int global_norm_into_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    float norm = 0;
-    int rc = tr_op_global_norm(ctx, &norm, c->list, c->nlist);
-    if (rc == TR_OK) ((float *)c->t[0]->data)[0] = norm;
-    return rc;
 }
 
 /* ------------------------------------------------------------ clip_by_norm */
 
-static int clip_by_norm_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_clip_by_norm(tr_ctx *ctx, tr_op_call *c)
 {
     int rc;
-    if ((rc = tr_op_want_numel(ctx, "clip_by_norm", "norm", c->t[0], 1, "a scalar")) ||
-        (rc = check_flag(ctx, "clip_by_norm", "found_inf", c->t[1])) ||
+    if ((rc = tr_op_want_numel(ctx, "clip_by_norm", "norm", c->clip_by_norm.norm, 1, "a scalar")) ||
+        (rc = check_flag(ctx, "clip_by_norm", "found_inf", c->clip_by_norm.found_inf)) ||
         (rc = check_list(ctx, "clip_by_norm", "tensor", c->list, c->nlist, c->device, 0)))
         return rc;
     if (!(c->f[0] > 0 && isfinite(c->f[0])) || !(c->f[1] >= 0 && isfinite(c->f[1])))
@@ -87,57 +75,34 @@ static int clip_by_norm_check(tr_ctx *ctx, tr_op_call *c)
     return TR_OK;
 }
 
-static int clip_by_norm_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    const float norm = ((const float *)c->t[0]->data)[0];
-    if (!isfinite(norm)) {
-        flag_set(c->t[1]);
-        return TR_OK;
-    }
-    /* in f32 as torch (and trainer.train.clip's eager path): max_norm / (norm + eps) */
-    const float denom = norm + c->f[1];
-    const float coef = c->f[0] / denom;
-    int rc = TR_OK;
-    if (coef < 1.0f)
-        for (int i = 0; i < c->nlist && rc == TR_OK; i++) rc = tr_op_scale(ctx, c->list[i], c->list[i], coef);
-    return rc;
-}
-
 /* ------------------------------------------------------------ scale_check_finite_into */
 
-static int scale_check_finite_into_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_scale_check_finite_into(tr_ctx *ctx, tr_op_call *c)
 {
     int rc;
-    if ((rc = check_flag(ctx, "scale_check_finite_into", "found_inf", c->t[0])) ||
+    if ((rc = check_flag(ctx, "scale_check_finite_into", "found_inf", c->scale_check_finite_into.found_inf)) ||
         (rc = check_list(ctx, "scale_check_finite_into", "tensor", c->list, c->nlist, c->device, 0)))
         return rc;
-    if (c->t[1]) return tr_op_want_numel(ctx, "scale_check_finite_into", "scale", c->t[1], 1, "1 / the loss scale");
+    if (c->scale_check_finite_into.scale)
+        return tr_op_want_numel(ctx, "scale_check_finite_into", "scale", c->scale_check_finite_into.scale, 1,
+                                "1 / the loss scale");
     return TR_OK;
-}
-
-static int scale_check_finite_into_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    int bad = 0;
-    const float scale = c->t[1] ? ((const float *)c->t[1]->data)[0] : c->f[0];
-    int rc = tr_op_scale_check_finite(ctx, &bad, c->list, c->nlist, scale);
-    if (rc == TR_OK && bad) flag_set(c->t[0]);
-    return rc;
 }
 
 /* ------------------------------------------------------------ adamw_multi */
 
-static int adamw_multi_check(tr_ctx *ctx, tr_op_call *c)
+int tr_check_adamw_multi(tr_ctx *ctx, tr_op_call *c)
 {
     const char *op = "adamw_multi";
     const tr_adamw_lists *L = c->p;
     const int n = c->nlist;
     int rc;
-    if ((rc = check_flag(ctx, op, "skip_if", c->t[0]))) return rc;
-    if (c->t[1] && (c->t[1]->dtype != TR_I32 || c->t[1]->numel != 1))
+    if ((rc = check_flag(ctx, op, "skip_if", c->adamw_multi.skip_if))) return rc;
+    if (c->adamw_multi.skipped && (c->adamw_multi.skipped->dtype != TR_I32 || c->adamw_multi.skipped->numel != 1))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "adamw_multi: skipped has dtype %s and %lld elements but must be one i32 element (the device "
                        "loss scale's skip count)",
-                       tr_dtype_name(c->t[1]->dtype), (long long)c->t[1]->numel);
+                       tr_dtype_name(c->adamw_multi.skipped->dtype), (long long)c->adamw_multi.skipped->numel);
     if (n > 0 && (!L || !L->params || !L->grads || !L->m || !L->v))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw_multi: the params, grads, m and v lists must all be given");
     if ((rc = check_list(ctx, op, "param", L ? L->params : NULL, n, c->device, 1)) ||
@@ -172,47 +137,10 @@ static int adamw_multi_check(tr_ctx *ctx, tr_op_call *c)
     return TR_OK;
 }
 
-/* Each parameter through tr_op_adamw: the per-parameter op's bits exactly. */
-static int adamw_multi_cpu(tr_ctx *ctx, tr_op_call *c)
-{
-    const tr_adamw_lists *L = c->p;
-    if (c->t[0] && ((const int32_t *)c->t[0]->data)[0] != 0) return TR_OK;
-    /* the true step: the host's count less the skips it has not read yet */
-    const int64_t step = c->t[1] ? c->i[0] - ((int64_t)((const int32_t *)c->t[1]->data)[0] - c->i[1]) : c->i[0];
-    int rc = TR_OK;
-    for (int i = 0; i < c->nlist && rc == TR_OK; i++) {
-        const float wd = !L->decay || L->decay[i] ? c->f[4] : 0.0f;
-        rc = tr_op_adamw(ctx, L->params[i], L->grads[i], L->m[i], L->v[i], L->half ? L->half[i] : NULL, c->f[0],
-                         c->f[1], c->f[2], c->f[3], wd, step, c->f[5]);
-    }
-    return rc;
-}
-
 /* ------------------------------------------------------------ the op table */
 
 /* The list ops take their tensors as call->list; the device comes from their tensor
  * arguments (checked against every listed tensor). */
-const tr_op_desc tr_opd_global_norm_into = {"global_norm_into",
-                                            1,
-                                            {{"norm", TR_ARG_OUT, TR_DT_F32, 0}},
-                                            global_norm_into_check,
-                                            {global_norm_into_cpu, TR_CUDA_SLOT(global_norm_into)}};
-const tr_op_desc tr_opd_clip_by_norm = {"clip_by_norm",
-                                        2,
-                                        {{"norm", TR_ARG_IN, TR_DT_F32, 0}, {"found_inf", TR_ARG_ACC, TR_DT_ANY, 1}},
-                                        clip_by_norm_check,
-                                        {clip_by_norm_cpu, TR_CUDA_SLOT(clip_by_norm)}};
-const tr_op_desc tr_opd_scale_check_finite_into = {
-    "scale_check_finite_into",
-    2,
-    {{"found_inf", TR_ARG_ACC, TR_DT_ANY, 0}, {"scale", TR_ARG_IN, TR_DT_F32, 1}},
-    scale_check_finite_into_check,
-    {scale_check_finite_into_cpu, TR_CUDA_SLOT(scale_check_finite_into)}};
-const tr_op_desc tr_opd_adamw_multi = {"adamw_multi",
-                                       2,
-                                       {{"skip_if", TR_ARG_IN, TR_DT_ANY, 1}, {"skipped", TR_ARG_IN, TR_DT_ANY, 1}},
-                                       adamw_multi_check,
-                                       {adamw_multi_cpu, TR_CUDA_SLOT(adamw_multi)}};
 
 int tr_op_global_norm_into(tr_ctx *ctx, tr_tensor *norm, tr_tensor **ts, int n)
 {

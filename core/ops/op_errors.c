@@ -25,6 +25,23 @@ int tr_op_fail_not_built(tr_ctx *ctx, const char *what, int device)
                    what, device == TR_CPU ? "CPU" : "CUDA", dev, device == TR_CPU ? "cpu" : "cuda");
 }
 
+int tr_op_fail_unsupported(tr_ctx *ctx, const tr_op_desc *op, const tr_op_call *call)
+{
+    char dev[32], arg[200] = "";
+    size_t len = 0;
+    tr_op_device_name(dev, sizeof dev, call->device);
+    for (int i = 0; i < op->nargs && len < sizeof arg - 1; i++) {
+        char b[160];
+        if (!call->t[i]) continue;
+        len += (size_t)snprintf(arg + len, sizeof arg - len, "%s%s %s", len ? ", " : "", op->args[i].name,
+                                tr_op_describe(b, sizeof b, call->t[i]));
+    }
+    return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                   "%s: the %s backend cannot run these arguments (%s); run this call on device \"cpu\" (move its "
+                   "tensors there first)",
+                   op->name, dev, arg);
+}
+
 const char *tr_op_shape(const tr_tensor *t, char *buf)
 {
     if (!t) {
@@ -58,6 +75,18 @@ void tr_op_rows(const tr_tensor *t, int64_t *N, int64_t *C)
 {
     *C = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
     *N = *C > 0 ? t->numel / *C : 0;
+}
+
+void tr_op_infer_like(int64_t shape[][8], int *ndim, int *dtype, int a, const tr_tensor *t, int dt)
+{
+    tr_op_infer_dims(shape, ndim, dtype, a, t->ndim, t->shape, dt);
+}
+
+void tr_op_infer_dims(int64_t shape[][8], int *ndim, int *dtype, int a, int n, const int64_t *dims, int dt)
+{
+    ndim[a] = n < 8 ? n : 8;
+    for (int i = 0; i < ndim[a]; i++) shape[a][i] = dims[i];
+    dtype[a] = dt;
 }
 
 int tr_op_want_numel(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, int64_t numel,

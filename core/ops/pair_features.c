@@ -1,27 +1,22 @@
 /* pair_features.c — tensor-level column-block copies and |a - b| (core/ops/ops_pair_features.h) over
  * the kernels in kernels/cpu/pair_features.c. Feature matrices are small (a batch of
  * embeddings), so each operand is viewed whole as f32 (one workspace copy for a half
- * tensor, returned before the op returns). */
+ * tensor, returned before the op returns).
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/pair_features_cpu.c, core/cuda_ops/pair_features_cuda.c. */
 #include "ops_pair_features.h"
 
 #include "cpu/pair_features.h"
 #include "op_stage.h"
-#include "op_cuda.h"
 #include "op_table.h"
-
-static void release_all(tr_ctx *ctx, tr_stage *v, int n)
-{
-    for (int i = 0; i < n; i++) tr_stage_release(ctx, &v[i]);
-}
 
 /* ------------------------------------------------------------ column blocks */
 
-static int copy_cols_impl(tr_ctx *ctx, int run, const tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
-                    int64_t ncols, int accumulate)
+static int copy_cols_checks(tr_ctx *ctx, const tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
+                            int64_t ncols, int accumulate)
 {
     const char *op = "copy_cols";
     char sd[160], ss[160];
-    int rc;
     int64_t dN, dC, sN, sC;
     if (dst == src)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: dst and src are the same tensor; copy into a new one", op);
@@ -37,42 +32,23 @@ static int copy_cols_impl(tr_ctx *ctx, int run, const tr_tensor *dst, int64_t ds
                        "%s: %lld columns from column %lld of src %s into column %lld of dst %s do not fit; "
                        "each block must lie inside its tensor's last dimension",
                        op, (long long)ncols, (long long)src_col, ss, (long long)dst_col, sd);
-    if (!run) return TR_OK;
-    {
-        tr_stage v[2] = { { 0 } };   /* src, dst */
-        if (!(rc = tr_stage_in_all(ctx, &v[0], src)) && !(rc = tr_stage_out_all(ctx, &v[1], dst, 1))) {
-            tr_k_copy_cols_fwd_f32(v[1].p, v[0].p, dN, dC, dst_col, sC, src_col, ncols, accumulate);
-            tr_stage_store_all(&v[1], dst);
-        }
-        release_all(ctx, v, 2);
-        return rc;
-    }
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ |a - b| */
 
-static int abs_diff_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
+static int abs_diff_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "abs_diff";
     int rc;
     if ((rc = tr_op_want_numel(ctx, op, "b", b, a->numel, "a's number of elements")) ||
         (rc = tr_op_want_numel(ctx, op, "out", out, a->numel, "a's number of elements")))
         return rc;
-    if (!run) return TR_OK;
-    {
-        tr_stage v[3] = { { 0 } };   /* a, b, out */
-        if (!(rc = tr_stage_in_all(ctx, &v[0], a)) && !(rc = tr_stage_in_all(ctx, &v[1], b)) &&
-            !(rc = tr_stage_out_all(ctx, &v[2], out, 0))) {
-            tr_k_abs_diff_fwd_f32(v[2].p, v[0].p, v[1].p, a->numel);
-            tr_stage_store_all(&v[2], out);
-        }
-        release_all(ctx, v, 3);
-        return rc;
-    }
+    return TR_OK;
 }
 
-static int abs_diff_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
-                            const tr_tensor *b)
+static int abs_diff_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
+                                    const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "abs_diff_backward";
     int rc;
@@ -81,38 +57,33 @@ static int abs_diff_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, con
         (da && (rc = tr_op_want_numel(ctx, op, "da", da, dout->numel, "dout's number of elements"))) ||
         (db && (rc = tr_op_want_numel(ctx, op, "db", db, dout->numel, "dout's number of elements"))))
         return rc;
-    if (!run) return TR_OK;
-    {
-        tr_stage v[5] = { { 0 } };   /* dout, a, b, da, db */
-        if (!(rc = tr_stage_in_all(ctx, &v[0], dout)) && !(rc = tr_stage_in_all(ctx, &v[1], a)) &&
-            !(rc = tr_stage_in_all(ctx, &v[2], b)) && !(rc = da ? tr_stage_out_all(ctx, &v[3], da, 0) : TR_OK) &&
-            !(rc = db ? tr_stage_out_all(ctx, &v[4], db, 0) : TR_OK)) {
-            tr_k_abs_diff_bwd_f32(v[3].p, v[4].p, v[0].p, v[1].p, v[2].p, dout->numel);
-            if (da) tr_stage_store_all(&v[3], da);
-            if (db) tr_stage_store_all(&v[4], db);
-        }
-        release_all(ctx, v, 5);
-        return rc;
-    }
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_IMPL_SLOTS(copy_cols, c->t[0], c->i[0], c->t[1], c->i[1], c->i[2], (int)c->i[3])
-TR_OP_IMPL_SLOTS(abs_diff, c->t[0], c->t[1], c->t[2])
-TR_OP_IMPL_SLOTS(abs_diff_backward, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4])
+TR_OP_CHECK_BY(copy_cols, copy_cols_checks, c->copy_cols.dst, c->i[0], c->copy_cols.src, c->i[1], c->i[2], (int)c->i[3])
+TR_OP_CHECK_BY(abs_diff, abs_diff_checks, c->abs_diff.out, c->abs_diff.a, c->abs_diff.b)
+TR_OP_CHECK_BY(abs_diff_backward, abs_diff_backward_checks, c->abs_diff_backward.da, c->abs_diff_backward.db,
+               c->abs_diff_backward.dout, c->abs_diff_backward.a, c->abs_diff_backward.b)
 
 #define F(n, r) { n, r, TR_DT_FLOAT, 0 }
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
 
-const tr_op_desc tr_opd_copy_cols = { "copy_cols", 2, { F("dst", TR_ARG_ACC), F("src", TR_ARG_IN) },
-                                      copy_cols_check, { copy_cols_cpu, TR_CUDA_SLOT(copy_cols) } };
-const tr_op_desc tr_opd_abs_diff = { "abs_diff", 3, { F("out", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                     abs_diff_check, { abs_diff_cpu, TR_CUDA_SLOT(abs_diff) } };
-const tr_op_desc tr_opd_abs_diff_backward = {
-    "abs_diff_backward", 5,
-    { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dout", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-    abs_diff_backward_check, { abs_diff_backward_cpu, TR_CUDA_SLOT(abs_diff_backward) } };
+/* abs_diff: a's shape and dtype; its backward: a's and b's shapes, dout's dtype. */
+int tr_infer_abs_diff(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    tr_op_infer_like(shape, ndim, dtype, 0, c->abs_diff.a, c->abs_diff.a->dtype | TR_INFER_CHOOSE);
+    return TR_OK;
+}
+
+int tr_infer_abs_diff_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    const int dt = c->abs_diff_backward.dout->dtype;
+    tr_op_infer_like(shape, ndim, dtype, 0, c->abs_diff_backward.a, dt);
+    tr_op_infer_like(shape, ndim, dtype, 1, c->abs_diff_backward.b, dt);
+    return TR_OK;
+}
 
 int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
                     int64_t ncols, int accumulate)

@@ -1,12 +1,13 @@
 /* score_loss.c — the scored-pair losses (core/ops/ops_score_loss.h) over the kernels in
  * kernels/cpu/score_loss.c. The CPU slot takes sim's diagonal and the scores to double and
  * runs the _f64 kernel (the host code of lua/trainer/losses computes in double too); the
- * results are rounded once into the f32 loss and dsim. */
+ * results are rounded once into the f32 loss and dsim.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/score_loss_cpu.c, core/cuda_ops/score_loss_cuda.c. */
 #include "ops_score_loss.h"
 
 #include "cpu/score_loss.h"
 #include "op_stage.h"
-#include "op_cuda.h"
 #include "op_table.h"
 
 #include <math.h>
@@ -14,8 +15,8 @@
 #include <string.h>
 
 /* kind 0: CoSENT (k = scale), 1: cosine MSE (k = score_scale). */
-static int score_loss_impl(tr_ctx *ctx, int run, int kind, const tr_tensor *loss, const tr_tensor *dsim,
-                           const tr_tensor *sim, const float *scores, float k)
+static int score_loss_checks(tr_ctx *ctx, int kind, const tr_tensor *loss, const tr_tensor *dsim, const tr_tensor *sim,
+                             const float *scores, float k)
 {
     const char *op = kind ? "cosine_mse_loss" : "cosent_loss";
     char buf[160];
@@ -32,54 +33,18 @@ static int score_loss_impl(tr_ctx *ctx, int run, int kind, const tr_tensor *loss
     if (!isfinite(k) || (kind == 1 && !(k > 0)))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s = %g must be finite%s", op, kind ? "score_scale" : "scale",
                        (double)k, kind ? " and > 0" : "");
-    if (!run) return TR_OK;
-    double *cos = malloc((size_t)(B > 0 ? B : 1) * 3 * sizeof(double));
-    if (!cos) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "%s: out of host memory for %lld pairs", op, (long long)B);
-    double *y = cos + B, *dcos = y + B, l = 0;
-    tr_stage v = { 0 };
-    if ((rc = tr_stage_in_all(ctx, &v, sim))) {
-        free(cos);
-        return rc;
-    }
-    for (int64_t i = 0; i < B; i++) {
-        cos[i] = v.p[i * B + i];
-        y[i] = scores[i];
-    }
-    tr_stage_release(ctx, &v);
-    if (kind) tr_k_cosine_mse_loss_f64(&l, dcos, cos, y, k, B);
-    else tr_k_cosent_loss_f64(&l, dcos, cos, y, k, B);
-    float *d = dsim->data;
-    memset(d, 0, (size_t)(B * B) * sizeof(float));
-    for (int64_t i = 0; i < B; i++) d[i * B + i] = (float)dcos[i];
-    *(float *)loss->data = (float)l;
-    free(cos);
     return TR_OK;
-}
-
-static int cosent_loss_impl(tr_ctx *ctx, int run, const tr_tensor *loss, const tr_tensor *dsim, const tr_tensor *sim,
-                            const float *scores, float scale)
-{
-    return score_loss_impl(ctx, run, 0, loss, dsim, sim, scores, scale);
-}
-
-static int cosine_mse_loss_impl(tr_ctx *ctx, int run, const tr_tensor *loss, const tr_tensor *dsim,
-                                const tr_tensor *sim, const float *scores, float score_scale)
-{
-    return score_loss_impl(ctx, run, 1, loss, dsim, sim, scores, score_scale);
 }
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_IMPL_SLOTS(cosent_loss, c->t[0], c->t[1], c->t[2], c->p, c->f[0])
-TR_OP_IMPL_SLOTS(cosine_mse_loss, c->t[0], c->t[1], c->t[2], c->p, c->f[0])
+TR_OP_CHECK_BY(cosent_loss, score_loss_checks, 0, c->cosent_loss.loss, c->cosent_loss.dsim, c->cosent_loss.sim, c->p,
+               c->f[0])
+TR_OP_CHECK_BY(cosine_mse_loss, score_loss_checks, 1, c->cosine_mse_loss.loss, c->cosine_mse_loss.dsim,
+               c->cosine_mse_loss.sim, c->p, c->f[0])
 
 #define ARGS                                                                                                   \
     { { "loss", TR_ARG_OUT, TR_DT_F32, 0 }, { "dsim", TR_ARG_OUT, TR_DT_F32, 0 }, { "sim", TR_ARG_IN, TR_DT_FLOAT, 0 } }
-
-const tr_op_desc tr_opd_cosent_loss = { "cosent_loss", 3, ARGS, cosent_loss_check,
-                                        { cosent_loss_cpu, TR_CUDA_SLOT(cosent_loss) } };
-const tr_op_desc tr_opd_cosine_mse_loss = { "cosine_mse_loss", 3, ARGS, cosine_mse_loss_check,
-                                            { cosine_mse_loss_cpu, TR_CUDA_SLOT(cosine_mse_loss) } };
 
 int tr_op_cosent_loss(tr_ctx *ctx, tr_tensor *loss, tr_tensor *dsim, const tr_tensor *sim, const float *scores,
                       float scale)

@@ -1,12 +1,13 @@
 /* sgd_adafactor.c — the SGD and Adafactor steps over kernels/cpu/sgd_adafactor.c. A half gradient
  * is converted to f32 through a workspace view (returned before the call returns); the
  * Adafactor factors take a workspace of (rows + cols) doubles. Nothing is allocated that
- * outlives the call. */
+ * outlives the call.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/sgd_adafactor_cpu.c. */
 #include "ops_sgd_adafactor.h"
 
 #include "cpu/sgd_adafactor.h"
 #include "op_stage.h"
-#include "op_cuda.h"
 #include "op_table.h"
 
 #include <math.h>
@@ -61,34 +62,12 @@ static int want_skip_args(tr_ctx *ctx, const char *op, const tr_tensor *skip_if,
     return TR_OK;
 }
 
-/* On the CPU slot (run): *skip = whether skip_if is set, *eff = the step the update uses
- * (step less the skips the host has not read yet), refused below 1. */
-static int effective_step(tr_ctx *ctx, const char *op, const tr_tensor *skip_if, const tr_tensor *skipped,
-                          int64_t step, int64_t skipped_known, int *skip, int64_t *eff)
-{
-    *skip = skip_if && ((const int32_t *)skip_if->data)[0] != 0;
-    *eff = skipped ? step - ((int64_t)((const int32_t *)skipped->data)[0] - skipped_known) : step;
-    if (!*skip && *eff < 1)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "%s: step %lld less the %lld skips not yet known (skipped %d, skipped_known %lld) is %lld; "
-                       "the effective step counts from 1",
-                       op, (long long)step, (long long)(step - *eff), ((const int32_t *)skipped->data)[0],
-                       (long long)skipped_known, (long long)*eff);
-    return TR_OK;
-}
-
-/* Writes the f32 master param into the half copy the forward reads. */
-static void refresh_half(const tr_tensor *half_copy, const tr_tensor *param)
-{
-    if (half_copy) tr_stage_convert(half_copy->data, half_copy->dtype, param->data, TR_F32, (size_t)param->numel);
-}
-
 /* ------------------------------------------------------------ sgd */
 
-static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf,
-                    const tr_tensor *half_copy, const tr_tensor *skip_if, const tr_tensor *skipped, float lr,
-                    float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
-                    int64_t skipped_known, float grad_scale)
+static int sgd_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf,
+                      const tr_tensor *half_copy, const tr_tensor *skip_if, const tr_tensor *skipped, float lr,
+                      float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
+                      int64_t skipped_known, float grad_scale)
 {
     const char *op = "sgd";
     int rc;
@@ -112,17 +91,6 @@ static int sgd_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tenso
         if ((rc = want_state(ctx, op, "momentum_buf", momentum_buf, param, param->numel, "param's number of elements")))
             return rc;
     }
-    if (!run) return TR_OK;
-    int skip;
-    int64_t eff;
-    if ((rc = effective_step(ctx, op, skip_if, skipped, step, skipped_known, &skip, &eff))) return rc;
-    if (skip) return TR_OK;
-    tr_stage g = { 0 };
-    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
-    tr_k_sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum, dampening,
-                 weight_decay, nesterov != 0, eff == 1, grad_scale);
-    tr_stage_release(ctx, &g);
-    refresh_half(half_copy, param);
     return TR_OK;
 }
 
@@ -151,10 +119,10 @@ static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
     return TR_OK;
 }
 
-static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg,
-                          const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
-                          const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
-                          int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
+static int adafactor_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg,
+                            const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
+                            const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
+                            int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
 {
     const char *op = "adafactor";
     int rc;
@@ -184,64 +152,22 @@ static int adafactor_impl(tr_ctx *ctx, int run, const tr_tensor *param, const tr
                (rc = no_extra(ctx, op, "col", col, "a vector keeps an unfactored v"))) {
         return rc;
     }
-    if (!run) return TR_OK;
-    int skip;
-    int64_t eff;
-    if ((rc = effective_step(ctx, op, skip_if, skipped, step, skipped_known, &skip, &eff))) return rc;
-    if (skip) {
-        if (lr_used) *lr_used = 0;
-        return TR_OK;
-    }
-    if (param->numel == 0) return TR_OK;
-
-    tr_stage g = { 0 };
-    void *work = NULL;
-    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
-    if (factored && (rc = tr_stage_scratch(ctx, (size_t)(B * (R + C)) * sizeof(double), &work))) {
-        tr_stage_release(ctx, &g);
-        return rc;
-    }
-    adafactor_hparams hp = {
-        .lr = cfg->lr, .eps1 = cfg->eps1, .eps2 = cfg->eps2, .clip_threshold = cfg->clip_threshold,
-        .decay_rate = cfg->decay_rate, .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0, .weight_decay = cfg->weight_decay,
-        .relative_step = cfg->relative_step != 0, .scale_parameter = cfg->scale_parameter != 0,
-        .warmup_init = cfg->warmup_init != 0, .step = eff, .grad_scale = grad_scale,
-    };
-    double lr = tr_k_adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
-                                   factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
-    tr_stage_scratch_free(ctx, work);
-    tr_stage_release(ctx, &g);
-    refresh_half(half_copy, param);
-    if (lr_used) *lr_used = (float)lr;
     return TR_OK;
 }
 
 /* ------------------------------------------------------------ the op table */
 
 /* sgd: i = nesterov, step, skipped_known; adafactor: i = step, skipped_known. */
-TR_OP_IMPL_SLOTS(sgd, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->f[0], c->f[1], c->f[2], c->f[3],
-                 (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
-TR_OP_IMPL_SLOTS(adafactor, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4], c->t[5], c->t[6], c->t[7], c->t[8], c->p,
-                 c->i[0], c->i[1], c->f[0], c->res)
+TR_OP_CHECK_BY(sgd, sgd_checks, c->sgd.param, c->sgd.grad, c->sgd.momentum_buf, c->sgd.half_copy, c->sgd.skip_if,
+               c->sgd.skipped, c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
+TR_OP_CHECK_BY(adafactor, adafactor_checks, c->adafactor.param, c->adafactor.grad, c->adafactor.exp_avg,
+               c->adafactor.row, c->adafactor.col, c->adafactor.v, c->adafactor.half_copy, c->adafactor.skip_if,
+               c->adafactor.skipped, c->p, c->i[0], c->i[1], c->f[0], c->res)
 
 /* State tensors may be NULL in the description: which ones a step needs depends on its
  * settings (momentum, beta1, the param's rank), checked with the shapes. skip_if and
  * skipped (optional, one i32 element each, checked there too) are read where they live.
  * half_copy is updated in place (ACC): a skipped step leaves it as it was. */
-const tr_op_desc tr_opd_sgd = {
-    "sgd", 6,
-    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
-      { "momentum_buf", TR_ARG_ACC, TR_DT_F32, 1 }, { "half_copy", TR_ARG_ACC, TR_DT_FLOAT, 1 },
-      { "skip_if", TR_ARG_IN, TR_DT_ANY, 1 }, { "skipped", TR_ARG_IN, TR_DT_ANY, 1 } },
-    sgd_check, { sgd_cpu, TR_CUDA_SLOT(sgd) } };
-const tr_op_desc tr_opd_adafactor = {
-    "adafactor", 9,
-    { { "param", TR_ARG_ACC, TR_DT_F32, 0 }, { "grad", TR_ARG_IN, TR_DT_FLOAT, 0 },
-      { "exp_avg", TR_ARG_ACC, TR_DT_F32, 1 }, { "row", TR_ARG_ACC, TR_DT_F32, 1 },
-      { "col", TR_ARG_ACC, TR_DT_F32, 1 }, { "v", TR_ARG_ACC, TR_DT_F32, 1 },
-      { "half_copy", TR_ARG_ACC, TR_DT_FLOAT, 1 }, { "skip_if", TR_ARG_IN, TR_DT_ANY, 1 },
-      { "skipped", TR_ARG_IN, TR_DT_ANY, 1 } },
-    adafactor_check, { adafactor_cpu, TR_CUDA_SLOT(adafactor) } };
 
 int tr_op_sgd(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *momentum_buf, tr_tensor *half_copy,
               float lr, float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,

@@ -1,14 +1,13 @@
 /* similarity.c — tensor-level row L2 normalisation and the cosine-similarity matrix
  * over kernels/cpu/similarity.c. The cosine backward recomputes the normalised rows in
- * workspace instead of keeping them from the forward. */
+ * workspace instead of keeping them from the forward.
+ * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
+ * wrappers; slots: core/cpu_ops/similarity_cpu.c, core/cuda_ops/similarity_cuda.c. */
 #include "ops_elem.h"
 
 #include "cpu/similarity.h"
 #include "op_stage.h"
-#include "op_cuda.h"
 #include "op_table.h"
-
-static const float cos_eps = 1e-12f;   /* torch.nn.functional.normalize's default */
 
 /* ------------------------------------------------------------ l2 normalisation */
 
@@ -23,42 +22,19 @@ static int norm_args(tr_ctx *ctx, const char *op, const tr_tensor *out, const ch
     return TR_OK;
 }
 
-/* dx = l2norm_backward(dout, x) (dout non-NULL) or out = l2norm(x), in blocks of rows. */
-static int l2norm_blocks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *dout, const tr_tensor *x, float eps)
-{
-    int rc = TR_OK;
-    int64_t N, C;
-    tr_op_rows(x, &N, &C);
-    int64_t rows = tr_stage_block_rows(C);
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-        int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-        tr_stage v[3] = { { 0 } };   /* x, dout, out */
-        if (!(rc = tr_stage_in(ctx, &v[0], x, s, len)) &&
-            !(rc = dout ? tr_stage_in(ctx, &v[1], dout, s, len) : TR_OK) &&
-            !(rc = tr_stage_out(ctx, &v[2], out, s, len, 0))) {
-            if (dout) tr_k_l2norm_bwd_f32(v[2].p, v[1].p, v[0].p, nr, C, eps);
-            else tr_k_l2norm_fwd_f32(v[2].p, v[0].p, nr, C, eps);
-            tr_stage_store(&v[2], out, s);
-        }
-        for (int i = 0; i < 3; i++) tr_stage_release(ctx, &v[i]);
-    }
-    return rc;
-}
-
-static int l2norm_impl(tr_ctx *ctx, int run, const tr_tensor *out, const tr_tensor *x, float eps)
+static int l2norm_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, float eps)
 {
     int rc;
     if ((rc = norm_args(ctx, "l2norm", out, "out", x, NULL, eps))) return rc;
-    if (!run) return TR_OK;
-    return l2norm_blocks(ctx, out, NULL, x, eps);
+    return TR_OK;
 }
 
-static int l2norm_backward_impl(tr_ctx *ctx, int run, const tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x, float eps)
+static int l2norm_backward_checks(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x,
+                                  float eps)
 {
     int rc;
     if ((rc = norm_args(ctx, "l2norm_backward", dx, "dx", x, dout, eps))) return rc;
-    if (!run) return TR_OK;
-    return l2norm_blocks(ctx, dx, dout, x, eps);
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ cosine similarity */
@@ -73,50 +49,15 @@ static int sim_args(tr_ctx *ctx, const char *op, const tr_tensor *sim, const cha
     return tr_op_want_numel(ctx, op, sim_name, sim, a->shape[0] * b->shape[0], "rows of a * rows of b");
 }
 
-/* an, bn = normalised rows of a and b in one workspace block (*ws). */
-static int normalise_both(tr_ctx *ctx, const tr_tensor *a, const tr_tensor *b, float **an, float **bn, void **ws)
-{
-    int64_t N = a->shape[0], M = b->shape[0], C = a->shape[1];
-    tr_stage va, vb;
-    int rc = tr_stage_scratch(ctx, (size_t)(N + M) * (size_t)C * sizeof(float), ws);
-    if (rc) return rc;
-    *an = *ws;
-    *bn = *an + N * C;
-    if ((rc = tr_stage_in_all(ctx, &va, a))) goto fail;
-    tr_k_l2norm_fwd_f32(*an, va.p, N, C, cos_eps);
-    tr_stage_release(ctx, &va);
-    if ((rc = tr_stage_in_all(ctx, &vb, b))) goto fail;
-    tr_k_l2norm_fwd_f32(*bn, vb.p, M, C, cos_eps);
-    tr_stage_release(ctx, &vb);
-    return TR_OK;
-fail:
-    tr_stage_scratch_free(ctx, *ws);
-    *ws = NULL;
-    return rc;
-}
-
-static int cosine_sim_impl(tr_ctx *ctx, int run, const tr_tensor *sim, const tr_tensor *a, const tr_tensor *b)
+static int cosine_sim_checks(tr_ctx *ctx, const tr_tensor *sim, const tr_tensor *a, const tr_tensor *b)
 {
     int rc;
     if ((rc = sim_args(ctx, "cosine_sim", sim, "sim", a, b))) return rc;
-    if (!run) return TR_OK;
-    {
-        float *an, *bn;
-        void *ws;
-        tr_stage vs;
-        if ((rc = normalise_both(ctx, a, b, &an, &bn, &ws))) return rc;
-        if ((rc = tr_stage_out_all(ctx, &vs, sim, 0)) == TR_OK) {
-            tr_k_cosine_sim_fwd_f32(vs.p, an, bn, a->shape[0], b->shape[0], a->shape[1]);
-            tr_stage_store_all(&vs, sim);
-            tr_stage_release(ctx, &vs);
-        }
-        tr_stage_scratch_free(ctx, ws);
-        return rc;
-    }
+    return TR_OK;
 }
 
-static int cosine_sim_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dsim, const tr_tensor *a,
-                              const tr_tensor *b)
+static int cosine_sim_backward_checks(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dsim,
+                                      const tr_tensor *a, const tr_tensor *b)
 {
     const char *op = "cosine_sim_backward";
     int rc;
@@ -124,62 +65,49 @@ static int cosine_sim_backward_impl(tr_ctx *ctx, int run, const tr_tensor *da, c
         (da && ((rc = tr_op_want_numel(ctx, op, "da", da, a->numel, "a's number of elements")))) ||
         (db && ((rc = tr_op_want_numel(ctx, op, "db", db, b->numel, "b's number of elements")))))
         return rc;
-    if (!run) return TR_OK;
-    {
-        int64_t N = a->shape[0], M = b->shape[0], C = a->shape[1];
-        float *an, *bn;
-        void *ws, *dws = NULL;
-        tr_stage vs, vx, vg;
-        if ((rc = normalise_both(ctx, a, b, &an, &bn, &ws))) return rc;
-        if ((rc = tr_stage_in_all(ctx, &vs, dsim))) goto free_ws;
-        if ((rc = tr_stage_scratch(ctx, (size_t)(N + M) * (size_t)C * sizeof(float), &dws))) goto free_s;
-        float *dan = dws, *dbn = dan + N * C;
-        tr_k_cosine_sim_bwd_f32(da ? dan : NULL, db ? dbn : NULL, vs.p, an, bn, N, M, C);
-        /* through the normalisation: d(x / ||x||) */
-        for (int side = 0; side < 2; side++) {
-            const tr_tensor *g = side ? db : da;
-            const tr_tensor *x = side ? b : a;
-            if (!g) continue;
-            if ((rc = tr_stage_in_all(ctx, &vx, x))) goto free_d;
-            if ((rc = tr_stage_out_all(ctx, &vg, g, 0)) == TR_OK) {
-                tr_k_l2norm_bwd_f32(vg.p, side ? dbn : dan, vx.p, side ? M : N, C, cos_eps);
-                tr_stage_store_all(&vg, g);
-                tr_stage_release(ctx, &vg);
-            }
-            tr_stage_release(ctx, &vx);
-            if (rc) goto free_d;
-        }
-    free_d:
-        tr_stage_scratch_free(ctx, dws);
-    free_s:
-        tr_stage_release(ctx, &vs);
-    free_ws:
-        tr_stage_scratch_free(ctx, ws);
-        return rc;
-    }
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ the op table */
 
-TR_OP_IMPL_SLOTS(l2norm, c->t[0], c->t[1], c->f[0])
-TR_OP_IMPL_SLOTS(l2norm_backward, c->t[0], c->t[1], c->t[2], c->f[0])
-TR_OP_IMPL_SLOTS(cosine_sim, c->t[0], c->t[1], c->t[2])
-TR_OP_IMPL_SLOTS(cosine_sim_backward, c->t[0], c->t[1], c->t[2], c->t[3], c->t[4])
+TR_OP_CHECK_BY(l2norm, l2norm_checks, c->l2norm.out, c->l2norm.x, c->f[0])
+TR_OP_CHECK_BY(l2norm_backward, l2norm_backward_checks, c->l2norm_backward.dx, c->l2norm_backward.dout,
+               c->l2norm_backward.x, c->f[0])
+TR_OP_CHECK_BY(cosine_sim, cosine_sim_checks, c->cosine_sim.sim, c->cosine_sim.a, c->cosine_sim.b)
+TR_OP_CHECK_BY(cosine_sim_backward, cosine_sim_backward_checks, c->cosine_sim_backward.da, c->cosine_sim_backward.db,
+               c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)
 
 #define F(n, r) { n, r, TR_DT_FLOAT, 0 }
 #define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
 
-const tr_op_desc tr_opd_l2norm = { "l2norm", 2, { F("out", TR_ARG_OUT), F("x", TR_ARG_IN) },
-                                   l2norm_check, { l2norm_cpu, TR_CUDA_SLOT(l2norm) } };
-const tr_op_desc tr_opd_l2norm_backward = {
-    "l2norm_backward", 3, { F("dx", TR_ARG_OUT), F("dout", TR_ARG_IN), F("x", TR_ARG_IN) },
-    l2norm_backward_check, { l2norm_backward_cpu, TR_CUDA_SLOT(l2norm_backward) } };
-const tr_op_desc tr_opd_cosine_sim = { "cosine_sim", 3, { F("sim", TR_ARG_OUT), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-                                       cosine_sim_check, { cosine_sim_cpu, TR_CUDA_SLOT(cosine_sim) } };
-const tr_op_desc tr_opd_cosine_sim_backward = {
-    "cosine_sim_backward", 5,
-    { F_OPT("da", TR_ARG_OUT), F_OPT("db", TR_ARG_OUT), F("dsim", TR_ARG_IN), F("a", TR_ARG_IN), F("b", TR_ARG_IN) },
-    cosine_sim_backward_check, { cosine_sim_backward_cpu, TR_CUDA_SLOT(cosine_sim_backward) } };
+/* l2norm: x's shape and dtype; its backward: x's shape, dout's dtype; cosine_sim: [N, M]
+ * f32; its backward: a's and b's shapes, f32. */
+int tr_infer_l2norm(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    tr_op_infer_like(shape, ndim, dtype, 0, c->l2norm.x, c->l2norm.x->dtype | TR_INFER_CHOOSE);
+    return TR_OK;
+}
+
+int tr_infer_l2norm_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    tr_op_infer_like(shape, ndim, dtype, 0, c->l2norm_backward.x, c->l2norm_backward.dout->dtype);
+    return TR_OK;
+}
+
+int tr_infer_cosine_sim(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    const tr_tensor *a = c->cosine_sim.a, *b = c->cosine_sim.b;
+    int64_t dims[2] = {a->ndim ? a->shape[0] : 1, b->ndim ? b->shape[0] : 1};
+    tr_op_infer_dims(shape, ndim, dtype, 0, 2, dims, TR_F32);
+    return TR_OK;
+}
+
+int tr_infer_cosine_sim_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
+{
+    tr_op_infer_like(shape, ndim, dtype, 0, c->cosine_sim_backward.a, TR_F32);
+    tr_op_infer_like(shape, ndim, dtype, 1, c->cosine_sim_backward.b, TR_F32);
+    return TR_OK;
+}
 
 int tr_op_l2norm(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float eps)
 {

@@ -1795,12 +1795,12 @@ static const char *skip_cuda_reason(const tr_op_desc *desc, int ndev)
 #else
     const int build_has_cuda = 0;
 #endif
-    if (!desc->slot[TR_SLOT_CUDA] && !build_has_cuda) return "no CUDA slot in this build (no nvcc)";
+    if (!tr_op_slot_of(desc, 0) && !build_has_cuda) return "no CUDA slot in this build (no nvcc)";
     if (ndev == 0)
-        return desc->slot[TR_SLOT_CUDA] ? "no GPU visible"
+        return tr_op_slot_of(desc, 0) ? "no GPU visible"
                                         : "no GPU visible (this sanitizer test program leaves the CUDA slots out; "
                                           "make test's CUDA-on-CPU stage runs them on the emulator)";
-    if (!desc->slot[TR_SLOT_CUDA]) return "this sanitizer test program leaves the CUDA slots out (build/rel has them)";
+    if (!tr_op_slot_of(desc, 0)) return "this sanitizer test program leaves the CUDA slots out (build/rel has them)";
     return "the CUDA cases run with --cuda (tests/gpu/run.sh)";
 }
 
@@ -1919,7 +1919,7 @@ static void test_dispatch_rules(void)
     CHECK(tr_op_tanh(ctx, &y, &i32) == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "x has dtype i32"), "%s",
           tr_ctx_errmsg(ctx));
     tr_tensor gy = g;
-    if (!tr_op_find("tanh")->slot[TR_SLOT_CUDA]) {
+    if (!tr_op_slot_of(tr_op_find("tanh"), 0)) {
         int rc = tr_op_tanh(ctx, &gy, &g);
         CHECK(rc == TR_EUSER && strstr(tr_ctx_errmsg(ctx), "tanh: the CUDA path of this op is not built yet") &&
                   strstr(tr_ctx_errmsg(ctx), "cuda:0") && strstr(tr_ctx_errmsg(ctx), "device \"cpu\""),
@@ -1987,7 +1987,7 @@ static void test_every_op_on_cuda(void)
         const op_case *oc = find_case(desc->name);
         if (ndev == 0 || !oc) {
             printf("SKIP ops_table.%s.cuda: %s\n", desc->name,
-                   !oc ? "no case in test_ops_table.c" : !desc->slot[TR_SLOT_CUDA] ? "no CUDA slot in this build"
+                   !oc ? "no case in test_ops_table.c" : !tr_op_slot_of(desc, 0) ? "no CUDA slot in this build"
                                                                                     : "no CUDA device present");
             skipped++;
             continue;

@@ -34,6 +34,23 @@ local function shape_with_last(x, last)
   return s
 end
 
+-- ---------------------------------------------------------------- the plain ops
+-- The ops whose outputs the op table infers are made from it (trainer.core.op_binding): each
+-- takes the op's input tensors in C order, then its scalars (defaults from the table), then
+-- opts (tag; dtype for a forward's activation), and returns its new outputs:
+--   linear(x, w, bias, opts)             layernorm(x, weight, bias, eps, opts) -> out, mean, rstd
+--   gelu(x, kind, opts)                  gelu_backward(dout, x, kind)
+--   bias_gelu(h, bias, kind, opts)       (h gets its bias in place, the pre-activation the
+--                                        backward reads; out = gelu(h))
+--   tanh(x, opts), softmax(x, opts)      tanh_backward(dout, y), softmax_backward(dout, y)
+--                                        (from the forward's OUTPUT y)
+--   add(a, b, opts), mul(a, b, opts)     scale(x, alpha, opts)
+--   embedding(ids, table, opts)          l2norm(x, eps, opts), l2norm_backward(dout, x, eps)
+--   cosine_sim(a, b) -> sim [N, M] f32   cosine_sim_backward(dsim, a, b) -> da, db (f32)
+--   abs_diff(a, b, opts) = |a - b|       abs_diff_backward(dout, a, b) -> da, db = -da
+--   pool (below: it takes the mode by name)
+for name, fn in pairs(require("trainer.core.op_binding").functions()) do M[name] = fn end
+
 -- An RNG key for dropout and attention dropout: { seed, step, layer, op }.
 function M.rng_key(k)
   local key = ffi.new("tr_rng_key")
@@ -77,13 +94,6 @@ local function fill(outs, status, what)
   end
 end
 
-function M.linear(x, w, bias, opts)
-  opts = opts or {}
-  local out = new(shape_with_last(x, w:shape()[1]), x, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_linear(ctx, out:ptr(), x:ptr(), w:ptr(), p(bias)), "linear")
-  return out
-end
-
 -- dw, dbias accumulate (+=) when given; returns dx (=) unless want_dx == false.
 -- x may be nil when dw is (a frozen weight's backward needs only w).
 function M.linear_backward(dout, x, w, dw, dbias, want_dx)
@@ -95,18 +105,7 @@ function M.linear_backward(dout, x, w, dw, dbias, want_dx)
   return dx
 end
 
--- ---------------------------------------------------------------- normalisation, activations
-function M.layernorm(x, weight, bias, eps, opts)
-  opts = opts or {}
-  local rows = x:numel() / x:shape()[#x:shape()]
-  local out = new(x:shape(), x, opts.dtype, opts.tag)
-  local mean = new({ rows }, x, "f32", opts.tag)
-  local rstd = new({ rows }, x, "f32", opts.tag)
-  fill({ out, mean, rstd }, C.tr_op_layernorm(ctx, out:ptr(), mean:ptr(), rstd:ptr(), x:ptr(), weight:ptr(),
-    p(bias), eps or 1e-12), "layernorm")
-  return out, mean, rstd
-end
-
+-- ---------------------------------------------------------------- normalisation, activations (backward)
 function M.layernorm_backward(dout, x, weight, mean, rstd, dweight, dbias, want_dx)
   local dx = want_dx ~= false and new(x:shape(), x, dout:dtype()) or nil
   fill({ dx }, C.tr_op_layernorm_backward(ctx, p(dx), p(dweight), p(dbias), dout:ptr(), x:ptr(), weight:ptr(),
@@ -148,60 +147,11 @@ function M.gelu_kind(name)
   return k
 end
 
-function M.gelu(x, kind, opts)
-  opts = opts or {}
-  local out = new(x:shape(), x, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_gelu(ctx, out:ptr(), x:ptr(), kind or 0), "gelu")
-  return out
-end
-
--- The FFN's bias and GELU fused, after a Linear run without its bias: h gets its bias in place
--- (h then holds the pre-activation the backward reads); returns out = gelu(h), a new tensor.
-function M.bias_gelu(h, bias, kind, opts)
-  opts = opts or {}
-  local out = new(h:shape(), h, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_bias_gelu(ctx, out:ptr(), h:ptr(), p(bias), kind or 0), "bias_gelu")
-  return out
-end
-
 -- dx (=, new) = dout * gelu'(h) with the h bias_gelu left; dbias accumulates (+=) the column
 -- sums of dx when given, in the same pass.
 function M.bias_gelu_backward(dout, h, kind, dbias)
   local dx = new(h:shape(), h, dout:dtype())
   fill({ dx }, C.tr_op_bias_gelu_backward(ctx, dx:ptr(), p(dbias), dout:ptr(), h:ptr(), kind or 0), "bias_gelu_backward")
-  return dx
-end
-
-function M.gelu_backward(dout, x, kind)
-  local dx = new(x:shape(), x, dout:dtype())
-  fill({ dx }, C.tr_op_gelu_backward(ctx, dx:ptr(), dout:ptr(), x:ptr(), kind or 0), "gelu_backward")
-  return dx
-end
-
-function M.tanh(x, opts)
-  opts = opts or {}
-  local out = new(x:shape(), x, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_tanh(ctx, out:ptr(), x:ptr()), "tanh")
-  return out
-end
-
--- From the forward's OUTPUT y: dx = dout * (1 - y^2).
-function M.tanh_backward(dout, y)
-  local dx = new(y:shape(), y, dout:dtype())
-  fill({ dx }, C.tr_op_tanh_backward(ctx, dx:ptr(), dout:ptr(), y:ptr()), "tanh_backward")
-  return dx
-end
-
-function M.softmax(x, opts)
-  opts = opts or {}
-  local out = new(x:shape(), x, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_softmax(ctx, out:ptr(), x:ptr()), "softmax")
-  return out
-end
-
-function M.softmax_backward(dout, y)
-  local dx = new(y:shape(), y, dout:dtype())
-  fill({ dx }, C.tr_op_softmax_backward(ctx, dx:ptr(), dout:ptr(), y:ptr()), "softmax_backward")
   return dx
 end
 
@@ -241,30 +191,9 @@ function M.attention_backward(dout, q, k, v, lse, mask, opts)
   return dq, dk, dv
 end
 
--- ---------------------------------------------------------------- elementwise
-function M.add(a, b, opts)
-  opts = opts or {}
-  local out = new(a:shape(), a, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_add(ctx, out:ptr(), a:ptr(), b:ptr()), "add")
-  return out
-end
-
--- In place: a = a + b.
+-- ---------------------------------------------------------------- elementwise, in place
+-- a = a + b.
 function M.add_(a, b) check(C.tr_op_add(ctx, a:ptr(), a:ptr(), b:ptr()), "add_") return a end
-
-function M.mul(a, b, opts)
-  opts = opts or {}
-  local out = new(a:shape(), a, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_mul(ctx, out:ptr(), a:ptr(), b:ptr()), "mul")
-  return out
-end
-
-function M.scale(x, alpha, opts)
-  opts = opts or {}
-  local out = new(x:shape(), x, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_scale(ctx, out:ptr(), x:ptr(), alpha), "scale")
-  return out
-end
 
 function M.scale_(x, alpha) check(C.tr_op_scale(ctx, x:ptr(), x:ptr(), alpha), "scale_") return x end
 
@@ -275,16 +204,6 @@ function M.cast(x, dtype, opts)
   opts = opts or {}
   local out = new(x:shape(), x, dtype, opts.tag or x:tag())
   fill({ out }, C.tr_op_cast(ctx, out:ptr(), x:ptr()), "cast")
-  return out
-end
-
--- ---------------------------------------------------------------- embeddings, dropout
-function M.embedding(ids, table_, opts)
-  opts = opts or {}
-  local shape = ids:shape()
-  shape[#shape + 1] = table_:shape()[2]
-  local out = new(shape, table_, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_embedding(ctx, out:ptr(), ids:ptr(), table_:ptr()), "embedding")
   return out
 end
 
@@ -347,47 +266,10 @@ local function pool_mode(name)
   return m
 end
 
--- hidden [B, T, C], mask [B, T] -> [B, C]
-function M.pool(hidden, mask, mode, opts)
-  opts = opts or {}
-  local s = hidden:shape()
-  local out = new({ s[1], s[3] }, hidden, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_pool(ctx, out:ptr(), hidden:ptr(), p(mask), pool_mode(mode)), "pool")
-  return out
-end
-
-function M.pool_backward(dout, hidden, mask, mode)
-  local dh = new(hidden:shape(), hidden, dout:dtype())
-  fill({ dh }, C.tr_op_pool_backward(ctx, dh:ptr(), dout:ptr(), hidden:ptr(), p(mask), pool_mode(mode)), "pool_backward")
-  return dh
-end
-
-function M.l2norm(x, eps, opts)
-  opts = opts or {}
-  local out = new(x:shape(), x, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_l2norm(ctx, out:ptr(), x:ptr(), eps or 1e-12), "l2norm")
-  return out
-end
-
-function M.l2norm_backward(dout, x, eps)
-  local dx = new(x:shape(), x, dout:dtype())
-  fill({ dx }, C.tr_op_l2norm_backward(ctx, dx:ptr(), dout:ptr(), x:ptr(), eps or 1e-12), "l2norm_backward")
-  return dx
-end
-
--- sim [N, M] = normalize(a) normalize(b)^T
-function M.cosine_sim(a, b, opts)
-  opts = opts or {}
-  local out = new({ a:shape()[1], b:shape()[1] }, a, "f32", opts.tag)
-  fill({ out }, C.tr_op_cosine_sim(ctx, out:ptr(), a:ptr(), b:ptr()), "cosine_sim")
-  return out
-end
-
-function M.cosine_sim_backward(dsim, a, b)
-  local da, db = new(a:shape(), a, "f32"), new(b:shape(), b, "f32")
-  fill({ da, db }, C.tr_op_cosine_sim_backward(ctx, da:ptr(), db:ptr(), dsim:ptr(), a:ptr(), b:ptr()), "cosine_sim_backward")
-  return da, db
-end
+-- hidden [B, T, C], mask [B, T] -> [B, C]; mode: a name of M.pool_modes.
+local pool, pool_backward = M.pool, M.pool_backward
+function M.pool(hidden, mask, mode, opts) return pool(hidden, mask, pool_mode(mode), opts) end
+function M.pool_backward(dout, hidden, mask, mode) return pool_backward(dout, hidden, mask, pool_mode(mode)) end
 
 -- Scored-pair losses over sim = cosine_sim(u, v) [B, B] and gold scores (a Lua array of B
 -- numbers): loss ({ 1 } f32) and dsim (the gradient w.r.t. sim, [B, B] f32), both on sim's
@@ -562,21 +444,6 @@ function M.cat_cols(list, opts)
     col = col + c
   end
   return out
-end
-
--- out = |a - b|
-function M.abs_diff(a, b, opts)
-  opts = opts or {}
-  local out = new(a:shape(), a, opts.dtype, opts.tag)
-  fill({ out }, C.tr_op_abs_diff(ctx, out:ptr(), a:ptr(), b:ptr()), "abs_diff")
-  return out
-end
-
--- Returns da (=) and db (=) = -da.
-function M.abs_diff_backward(dout, a, b)
-  local da, db = new(a:shape(), a, dout:dtype()), new(b:shape(), b, dout:dtype())
-  fill({ da, db }, C.tr_op_abs_diff_backward(ctx, da:ptr(), db:ptr(), dout:ptr(), a:ptr(), b:ptr()), "abs_diff_backward")
-  return da, db
 end
 
 -- ---------------------------------------------------------------- the op table

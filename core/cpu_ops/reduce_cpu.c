@@ -1,0 +1,115 @@
+/* reduce_cpu.c — the CPU slots (checks and wrappers: core/ops/reduce.c): tensor-level sums and means, the global L2
+ * norm over a list of tensors (gradient clipping) and scale-and-check-finite over a list (the loss scaler's unscale).
+ * Inputs of any float dtype are read in chunks converted to f32 on the stack; each chunk
+ * is summed pairwise in f32 and chunk totals are added in order in f64, so results do not
+ * depend on the thread count and 1e6 bf16 elements sum to f32 accuracy. */
+#include "ops_elem.h"
+#include "cpu_slot.h"
+#include "cpu/elementwise.h"
+#include "cpu/reduce.h"
+#include <math.h>
+#include <stdio.h>
+
+enum { CHUNK = 4096 };
+
+/* Sum (squares = 0) or sum of squares (squares = 1) of every element of t. */
+static double chunked_sum(const tr_tensor *t, int squares)
+{
+    int64_t n = t->numel, nchunks = (n + CHUNK - 1) / CHUNK;
+    size_t es = tr_dtype_size(t->dtype);
+    double total = 0;
+    /* groups of 1024 chunks (4 Mi elements): parallel inside a group, chunk totals
+     * summed in order after it */
+    for (int64_t b0 = 0; b0 < nchunks; b0 += 1024) {
+        double part[1024];
+        int64_t nb = nchunks - b0 < 1024 ? nchunks - b0 : 1024;
+#pragma omp parallel for if (n > 65536)
+        for (int64_t c = 0; c < nb; c++) {
+            float buf[CHUNK];
+            int64_t start = (b0 + c) * CHUNK, len = n - start < CHUNK ? n - start : CHUNK;
+            const float *p = (const float *)t->data + start;
+            if (t->dtype != TR_F32) {
+                tr_convert(buf, TR_F32, (const char *)t->data + start * (int64_t)es, t->dtype, (size_t)len);
+                p = buf;
+            }
+            part[c] = squares ? tr_k_sumsq_all_fwd_f32(p, len) : tr_k_sum_all_fwd_f32(p, len);
+        }
+        for (int64_t c = 0; c < nb; c++) total += part[c];
+    }
+    return total;
+}
+
+static int reduce_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim, int mean)
+{
+    int rc = TR_OK;
+    int64_t N, C;
+    tr_op_rows(x, &N, &C);
+    {
+        if (!lastdim) {
+            double s = chunked_sum(x, 0);
+            float v = (float)(mean ? (x->numel ? s / (double)x->numel : NAN) : s);
+            tr_convert(out->data, out->dtype, &v, TR_F32, 1);
+            return TR_OK;
+        }
+        int64_t rows = tr_stage_block_rows(C);
+        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
+            int64_t nr = N - r0 < rows ? N - r0 : rows;
+            tr_stage vx, vo = {0};
+            if (!(rc = tr_stage_in(ctx, &vx, x, r0 * C, nr * C)) && !(rc = tr_stage_out(ctx, &vo, out, r0, nr, 0))) {
+                tr_k_sum_lastdim_fwd_f32(vo.p, vx.p, nr, C);
+                if (mean) tr_k_scale_fwd_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
+                tr_stage_store(&vo, out, r0);
+            }
+            tr_stage_release(ctx, &vo);
+            tr_stage_release(ctx, &vx);
+        }
+        return rc;
+    }
+}
+
+static int global_norm_run(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
+{
+    {
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += chunked_sum(ts[i], 1);
+        *out = (float)sqrt(ss);
+        return TR_OK;
+    }
+}
+
+static int scale_check_finite_run(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n, float scale)
+{
+    {
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            tr_tensor *t = ts[i];
+            if (t->dtype == TR_F32) {
+                bad |= tr_k_scale_check_finite_fwd_f32(t->data, t->numel, scale);
+                continue;
+            }
+            int64_t nchunks = (t->numel + CHUNK - 1) / CHUNK;
+            size_t es = tr_dtype_size(t->dtype);
+#pragma omp parallel for reduction(| : bad) if (t->numel > 65536)
+            for (int64_t c = 0; c < nchunks; c++) {
+                float buf[CHUNK];
+                int64_t start = c * CHUNK, len = t->numel - start < CHUNK ? t->numel - start : CHUNK;
+                char *p = (char *)t->data + start * (int64_t)es;
+                tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
+                bad |= tr_k_scale_check_finite_fwd_f32(buf, len, scale);
+                tr_convert(p, t->dtype, buf, TR_F32, (size_t)len);
+                /* a finite f32 may still overflow the half dtype: check what was stored */
+                tr_convert(buf, TR_F32, p, t->dtype, (size_t)len);
+                for (int64_t k = 0; k < len; k++) bad |= !isfinite(buf[k]);
+            }
+        }
+        *found_inf = bad;
+        return TR_OK;
+    }
+}
+
+/* ------------------------------------------------------------ the slots */
+
+TR_CPU_SLOT_BY(sum, reduce_run, "sum", c->sum.out, c->sum.x, (int)c->i[0], 0)
+TR_CPU_SLOT_BY(mean, reduce_run, "mean", c->mean.out, c->mean.x, (int)c->i[0], 1)
+TR_CPU_SLOT_BY(global_norm, global_norm_run, c->res, c->list, c->nlist)
+TR_CPU_SLOT_BY(scale_check_finite, scale_check_finite_run, c->res, c->list, c->nlist, c->f[0])

@@ -1,0 +1,57 @@
+/* stage_rows.c — the CPU slots' row-block staging loop (see stage_rows.h). */
+#include "stage_rows.h"
+
+#include "op_stage.h"
+
+int64_t tr_stage_rows_step(const tr_op_desc *d, const tr_op_call *c, const unsigned char *layout, int64_t N, int64_t C)
+{
+    for (int i = 0; i < d->nargs; i++)
+        if (layout[i] == TR_ROWS_BLOCK && c->t[i] && c->t[i]->dtype != TR_F32) return tr_stage_block_rows(C);
+    return N > 0 ? N : 1;
+}
+
+int tr_stage_rows(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, const unsigned char *layout, int64_t N,
+                  int64_t C, tr_rows_fn fn, void *work)
+{
+    float *p[TR_OP_MAX_TENSORS] = {0};
+    void *whole[TR_OP_MAX_TENSORS] = {0};
+    const int64_t step = tr_stage_rows_step(d, c, layout, N, C);
+    int rc = TR_OK;
+    for (int i = 0; i < d->nargs && rc == TR_OK; i++) {
+        const tr_tensor *t = c->t[i];
+        if (!t) continue;
+        if (layout[i] == TR_ROWS_WHOLE)
+            rc = tr_stage_buf(ctx, t, 0, t->numel, d->args[i].role != TR_ARG_OUT, &p[i], &whole[i]);
+        else if (layout[i] == TR_ROWS_DIRECT)
+            p[i] = t->data;
+    }
+    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
+        const int64_t nr = N - r0 < step ? N - r0 : step, off = r0 * C, n = nr * C;
+        void *block[TR_OP_MAX_TENSORS] = {0};
+        for (int i = 0; i < d->nargs && rc == TR_OK; i++) {
+            const tr_tensor *t = c->t[i];
+            if (!t) continue;
+            if (layout[i] == TR_ROWS_ONE)
+                p[i] = (float *)t->data + r0;
+            else if (layout[i] != TR_ROWS_BLOCK)
+                continue;
+            else if (d->args[i].role == TR_ARG_IN)
+                rc = tr_stage_load(ctx, t, off, n, &p[i], &block[i]);
+            else
+                rc = tr_stage_buf(ctx, t, off, n, d->args[i].role == TR_ARG_ACC, &p[i], &block[i]);
+        }
+        if (rc == TR_OK) {
+            fn(c, p, nr, C, work);
+            for (int i = 0; i < d->nargs; i++)
+                if (layout[i] == TR_ROWS_BLOCK && c->t[i] && d->args[i].role != TR_ARG_IN)
+                    tr_stage_put(c->t[i], off, p[i], n);
+        }
+        for (int i = 0; i < d->nargs; i++) tr_stage_scratch_free(ctx, block[i]);
+    }
+    for (int i = 0; i < d->nargs; i++) {
+        if (rc == TR_OK && layout[i] == TR_ROWS_WHOLE && c->t[i] && d->args[i].role != TR_ARG_IN)
+            tr_stage_put(c->t[i], 0, p[i], c->t[i]->numel);
+        tr_stage_scratch_free(ctx, whole[i]);
+    }
+    return rc;
+}
