@@ -29,14 +29,14 @@
 
 typedef struct tr_cpu_gemm tr_cpu_gemm;
 
-/* The router is the host backend's private state in a context (cpu_backend.c): made by
+/* The router is the host backend's private state in a context (host_context_backend.c): made by
  * tr_cpu_gemm_create on first use, freed with the context. Creation fails (TR_EUSER, *out NULL) only when TRAINER_CPU_GEMM asks for
  * something that cannot be had: an unknown name, or onednn without oneDNN. */
 int tr_cpu_gemm_create(tr_cpu_gemm **out, tr_error *err);
 void tr_cpu_gemm_free(tr_cpu_gemm *g);   /* NULL is a no-op */
 
 /* The router of ctx; NULL with ctx's error set when tr_cpu_gemm_create fails (defined in
- * cpu_backend.c). */
+ * host_context_backend.c). */
 tr_cpu_gemm *tr_ctx_cpu_gemm(tr_ctx *ctx);
 
 /* Which of W's products a pack is for. */

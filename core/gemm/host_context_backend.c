@@ -1,4 +1,4 @@
-/* cpu_backend.c — the host backend as the context sees it (core/ctx/backend.h): OpenBLAS
+/* host_context_backend.c — the host backend as the context sees it (core/ctx/backend.h): OpenBLAS
  * set to the kernels this CPU can run before a context's first op (blas_core.h), and the
  * CPU GEMM router (cpu_gemm.h) as the backend's private state in each context, made on the
  * first product and freed with the context. The host's allocator is the context's own and

@@ -1,4 +1,4 @@
-/* cuda_backend.c — the CUDA backend as the context sees it (core/ctx/backend.h): the
+/* cuda_context_backend.c — the CUDA backend as the context sees it (core/ctx/backend.h): the
  * devices and their allocators and states (cuda_device.c), transfers and fills
  * (cuda_copy.c), and the pinned staging buffers as the backend's private state in each
  * context. Registered before main by a constructor, so that the context and tensors reach
