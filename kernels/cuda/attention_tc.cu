@@ -445,15 +445,13 @@ static void tc_bwd_launch(void *dq, void *dk, void *dv, const void *dout, const 
         }                                                                                            \
     } while (0)
 
-static int tc_check(const char *op, int dt, const void *mask, int mask_dt, float p, int64_t B, int64_t T, int64_t H,
-                    int64_t D, tr_error *err)
+/* The launchers below are called by tr_k_attention_fwd_cuda / tr_k_attention_bwd_cuda after
+ * their argument checks, for launches tr_k_attention_tc_fits takes, with B and T above 0. */
+static int tc_refused(const char *op, int dt, int64_t D, tr_error *err)
 {
-    int rc = attn_check(op, dt, mask, mask_dt, p, B, T, H, D, err);
-    if (rc == TR_OK && !tr_k_attention_tc_fits(dt, D))
-        rc = tr_fail(err, TR_EINTERNAL, "%s on CUDA: the tensor-core kernels take bf16 or f16 and head sizes that are "
-                                        "a multiple of 16 in 32..128, not %s and D=%lld.", op, tr_dtype_name(dt),
-                     (long long)D);
-    return rc;
+    return tr_fail(err, TR_EINTERNAL, "%s on CUDA: the tensor-core kernels take bf16 or f16 and head sizes that are "
+                                      "a multiple of 16 in 32..128, not %s and D=%lld.", op, tr_dtype_name(dt),
+                   (long long)D);
 }
 
 extern "C" int tr_k_attention_tc_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
@@ -461,8 +459,7 @@ extern "C" int tr_k_attention_tc_fwd_cuda(void *out, float *lse, const void *q, 
                                           uint32_t layer, uint32_t op, float scale, int64_t B, int64_t T, int64_t H,
                                           int64_t D, void *stream, tr_error *err)
 {
-    int rc = tc_check("attention", dt, mask, mask_dt, p, B, T, H, D, err);
-    if (rc || B == 0 || T == 0) return rc;
+    if (!tr_k_attention_tc_fits(dt, D)) return tc_refused("attention", dt, D, err);
     const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
     TC_DISPATCH(dt, D, (tc_fwd_launch<T, DMAX>(out, lse, q, k, v, mask, mask_dt, s, (cudaStream_t)stream)));
     return tr_cuda_launched("attention", err);
@@ -475,11 +472,8 @@ extern "C" int tr_k_attention_tc_bwd_cuda(void *dq, void *dk, void *dv, const vo
                                           int64_t D, float *scratch, void *stream, tr_error *err)
 {
     const char *name = "attention_backward";
-    int rc = tc_check(name, dt, mask, mask_dt, p, B, T, H, D, err);
-    if (rc || B == 0 || T == 0) return rc;
-    if (!scratch || !out)
-        return tr_fail(err, TR_EUSER, "%s on CUDA: needs the forward's out and a scratch of "
-                                      "tr_k_attention_bwd_scratch_cuda(B, T, H) floats.", name);
+    if (!tr_k_attention_tc_fits(dt, D)) return tc_refused(name, dt, D, err);
+    int rc;
     if ((rc = tr_k_attention_delta_cuda(scratch, dout, out, dt, B, T, H, D, stream, err))) return rc;
     const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
     TC_DISPATCH(dt, D, (tc_bwd_launch<T, DMAX>(dq, dk, dv, dout, q, k, v, lse, scratch, mask, mask_dt, s,

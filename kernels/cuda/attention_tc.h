@@ -17,12 +17,14 @@ extern "C" {
  * of 16 in 32..128), else 0 (the fp32-register kernels of attention.cu run). */
 int tr_k_attention_tc_fits(int dt, int64_t D);
 
-/* As tr_k_attention_fwd_cuda, for a launch tr_k_attention_tc_fits takes. */
+/* As tr_k_attention_fwd_cuda, for a launch tr_k_attention_tc_fits takes, after that
+ * launcher's argument checks (B, T > 0). */
 int tr_k_attention_tc_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
                                const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step, uint32_t layer,
                                uint32_t op, float scale, int64_t B, int64_t T, int64_t H, int64_t D, void *stream,
                                tr_error *err);
-/* As tr_k_attention_bwd_cuda (its scratch: delta, tr_k_attention_bwd_scratch_cuda floats). */
+/* As tr_k_attention_bwd_cuda, after its checks (scratch: delta, tr_k_attention_bwd_scratch_cuda
+ * floats). */
 int tr_k_attention_tc_bwd_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const void *q,
                                const void *k, const void *v, int dt, const float *lse, const void *mask, int mask_dt,
                                float p, uint64_t seed, uint32_t step, uint32_t layer, uint32_t op, float scale,

@@ -70,8 +70,13 @@ wmma_exchange &wmma_buffer(int parity) { return buffers[linear_tid() / 32][parit
 
 void wmma_fail(const char *msg, const char *file, int line) { fail_thread(msg, file, line); }
 
+static unsigned long long products;
+
+unsigned long long wmma_products() { return products; }
+
 void wmma_collective(int op, const char *file, int line)
 {
+    if (op == WMMA_MMA && linear_tid() % 32 == 0) products++;
     if ((blockDim.x * blockDim.y * blockDim.z) % 32 != 0)
         wmma_fail("a WMMA call in a block that is not whole warps (every lane of a full warp must take part)", file,
                   line);

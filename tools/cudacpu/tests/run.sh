@@ -88,6 +88,7 @@ if build wmma; then
     done
   done
   for seed in 2 3; do expect_ok "wmma_assumed_layout[seed=$seed]" "$B/wmma" assumed_layout CUDACPU_SEED=$seed; done
+  for m in sync deferred; do expect_ok "launch_log[$m]" "$B/wmma" launch_log CUDACPU_STREAMS=$m; done
 fi
 if build wmma asan; then
   for c in products learned_rows_twin nonuniform_write; do expect_ok "wmma_$c[asan]" "$B/wmma.asan" $c; done

@@ -3,7 +3,8 @@
  * lane holds which element (wrong result under the scrambled mapping), one that writes
  * operand elements non-uniformly (mma_sync fails), a misaligned pointer, a WMMA call half a
  * warp reaches. Their twins: uniform element operations and the legal way to learn an
- * accumulator element's row (load a matrix whose values are their row numbers). */
+ * accumulator element's row (load a matrix whose values are their row numbers). Also the
+ * launch log (cudacpu_launch_log), which counts each launch's WMMA products. */
 #include "check.h"
 
 #include <cuda_bf16.h>
@@ -137,34 +138,40 @@ template <bool ASSUME> static bool row_scale_right()
 static void assumed_layout() { CHECK(!row_scale_right<true>(), "a kernel assuming lane l holds row l / 2 was right"); }
 static void learned_rows_twin() { CHECK(row_scale_right<false>(), "scaling by rows learned from a loaded matrix failed"); }
 
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> tile_a;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> tile_b;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile_acc;
+
+/* out = a' b + c0, one 16 x 16 tile; touch(a) changes the loaded a (to a') first. */
+template <class TOUCH> __device__ void one_tile(float *out, const __half *a, const __half *b, float c0, TOUCH touch)
+{
+    tile_a fa;
+    tile_b fb;
+    tile_acc acc;
+    wmma::fill_fragment(acc, c0);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    touch(fa);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+
 /* Zeroes the first half of lane 0's matrix_a elements (as if they were known to be one row's)
  * before the product: the two copies of those elements differ. */
 __global__ void nonuniform_kernel(float *out, const __half *a, const __half *b)
 {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    wmma::load_matrix_sync(fa, a, 16);
-    wmma::load_matrix_sync(fb, b, 16);
-    if (threadIdx.x == 0)
-        for (int i = 0; i < 8; i++) fa.x[i] = __float2half_rn(0.0f);
-    wmma::mma_sync(acc, fa, fb, acc);
-    wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+    one_tile(out, a, b, 0.0f, [](tile_a &fa) {
+        if (threadIdx.x == 0)
+            for (int i = 0; i < 8; i++) fa.x[i] = __float2half_rn(0.0f);
+    });
 }
 
 /* Every element of the operands written alike (scaled by 0.5): the copies agree. */
 __global__ void uniform_kernel(float *out, const __half *a, const __half *b)
 {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 1.0f);
-    wmma::load_matrix_sync(fa, a, 16);
-    wmma::load_matrix_sync(fb, b, 16);
-    for (int i = 0; i < fa.num_elements; i++) fa.x[i] = __float2half_rn(0.5f * __half2float(fa.x[i]));
-    wmma::mma_sync(acc, fa, fb, acc);
-    wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+    one_tile(out, a, b, 1.0f, [](tile_a &fa) {
+        for (int i = 0; i < fa.num_elements; i++) fa.x[i] = __float2half_rn(0.5f * __half2float(fa.x[i]));
+    });
 }
 
 template <class KERNEL> static cudaError_t run_tile(KERNEL kernel, int threads, int a_offset, float *hout)
@@ -211,9 +218,9 @@ static void misaligned()
 /* Only lanes 0-15 reach the product. */
 __global__ void half_warp_kernel(float *out, const __half *a, const __half *b)
 {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    tile_a fa;
+    tile_b fb;
+    tile_acc acc;
     wmma::fill_fragment(acc, 0.0f);
     wmma::load_matrix_sync(fa, a, 16);
     wmma::load_matrix_sync(fb, b, 16);
@@ -231,6 +238,39 @@ static void partial_warp()
     expect_failure(run_tile(uniform_kernel, 48, 0, nullptr), texts, 1);
 }
 
+/* ------------------------------------------------------------ the launch log */
+
+__global__ void plain_kernel(float *x) { x[threadIdx.x] = 1.0f; }
+
+/* Two launches and a host function: their names, shapes and WMMA products, in submission
+ * order, whatever the stream mode; nothing recorded before the log starts or after it stops. */
+static void launch_log()
+{
+    device_buffer<__half> a(M * K), b(K * N);
+    device_buffer<float> c0(M * N), c(M * N);
+    CUDA_OK(cudaMemset(a.p, 0, M * K * sizeof(__half)));
+    CUDA_OK(cudaMemset(b.p, 0, K * N * sizeof(__half)));
+    CUDA_OK(cudaMemset(c0.p, 0, M * N * sizeof(float)));
+    plain_kernel<<<1, 32>>>(c.p);
+    cudacpu_launch_log(1);
+    product_kernel<__half, wmma::row_major, wmma::row_major><<<1, 32 * (M / 16) * (N / 16)>>>(c.p, a.p, b.p, c0.p);
+    plain_kernel<<<dim3(1, 2, 1), 64>>>(c.p);
+    CUDA_OK(cudaLaunchHostFunc(nullptr, [](void *) {}, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    cudacpu_launch_log(0);
+    plain_kernel<<<1, 32>>>(c.p);
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK(cudacpu_launch_log_count() == 3, "%d records", cudacpu_launch_log_count());
+    cudacpu_launch r[3];
+    for (int i = 0; i < 3; i++) CHECK(cudacpu_launch_log_get(i, &r[i]) == 1, "record %d", i);
+    CHECK(cudacpu_launch_log_get(3, &r[0]) == 0, "a record past the end");
+    CHECK(strstr(r[0].name, "product_kernel") && r[0].block_x == 192 && r[0].grid_x == 1, "%s", r[0].name);
+    CHECK(r[0].mma_syncs == (unsigned long long)(M / 16) * (N / 16) * (K / 16), "%llu products", r[0].mma_syncs);
+    CHECK(!strcmp(r[1].name, "plain_kernel") && r[1].grid_y == 2 && r[1].block_x == 64 && r[1].mma_syncs == 0,
+          "%s grid y %u block %u, %llu products", r[1].name, r[1].grid_y, r[1].block_x, r[1].mma_syncs);
+    CHECK(!strcmp(r[2].name, "cudaLaunchHostFunc"), "%s", r[2].name);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case cases[] = {
@@ -238,6 +278,7 @@ int main(int argc, char **argv)
         {"learned_rows_twin", learned_rows_twin}, {"nonuniform_write", nonuniform_write},
         {"uniform_twin", uniform_twin},   {"misaligned", misaligned},
         {"half_warp", half_warp},         {"partial_warp", partial_warp},
+        {"launch_log", launch_log},
     };
     return run_case(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
 }
