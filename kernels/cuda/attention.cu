@@ -18,38 +18,10 @@
  * dK/dV run with one warp per key row, dQ with one warp per query row, so every gradient
  * row is summed by one warp in index order: no atomics, bit-for-bit repeatable. */
 #include "cuda/attention.h"
-#include "cuda/dtype.cuh"
-#include "cuda/philox.cuh"
+#include "cuda/attention.cuh"
+#include "cuda/attention_tc.h"
 
 enum { ATTN_ROWS = 8, ATTN_TILE = 32 };
-
-struct attn_shape {
-    int64_t B, T, H, D;
-    float scale;
-    float p, keep_scale;        /* dropout probability and 1 / (1 - p) */
-    tr_k_rng rng;
-};
-
-__device__ __forceinline__ int64_t attn_idx(const attn_shape &s, int64_t b, int64_t t, int64_t h)
-{
-    return ((b * s.T + t) * s.H + h) * s.D;
-}
-
-__device__ __forceinline__ bool attn_keep_key(const void *mask, int mask_dt, int64_t b, int64_t T, int64_t j)
-{
-    if (j >= T) return false;
-    if (!mask) return true;
-    if (mask_dt == TR_I32) return ((const int32_t *)mask)[b * T + j] != 0;
-    return ((const float *)mask)[b * T + j] != 0.0f;
-}
-
-/* The dropout factor Z of (b, h, i, j): 0 or 1 / (1 - p), the CPU's stream element. */
-__device__ __forceinline__ float attn_dropout(const attn_shape &s, int64_t b, int64_t h, int64_t i, int64_t j)
-{
-    if (s.p <= 0.0f) return 1.0f;
-    const uint64_t e = (uint64_t)(((b * s.H + h) * s.T + i) * s.T + j);
-    return tr_k_uniform(s.rng, e) >= s.p ? s.keep_scale : 0.0f;
-}
 
 /* Loads rows [r0, r0 + ATTN_TILE) of head h of x ([B,T,H,D]) into dst[ATTN_TILE][DMAX + 1]
  * as fp32, zeros past T. Called by the whole block. */
@@ -266,37 +238,6 @@ attn_dq_kernel(void *dq, const void *dout, const void *q, const void *k, const v
 
 /* ------------------------------------------------------------ launchers */
 
-static int attn_check(const char *op, int dt, const void *mask, int mask_dt, float p, int64_t B, int64_t T,
-                      int64_t H, int64_t D, tr_error *err)
-{
-    int rc = tr_cuda_want_float(op, dt, err);
-    if (rc) return rc;
-    if (mask && mask_dt != TR_I32 && mask_dt != TR_F32)
-        return tr_fail(err, TR_EUSER, "%s on CUDA: the padding mask must be i32 or f32.", op);
-    if (!(p >= 0.0f && p < 1.0f))
-        return tr_fail(err, TR_EUSER, "%s on CUDA: dropout p = %g must be in [0, 1).", op, (double)p);
-    if (B < 0 || T < 0 || H <= 0 || D <= 0 || D > 128 || B > 65535 || H > 65535 || T > 2147483647 / 2)
-        return tr_fail(err, TR_EUSER, "%s on CUDA: shape B=%lld T=%lld H=%lld D=%lld is not supported (head size "
-                                      "D at most 128, B and H at most 65535).", op, (long long)B, (long long)T,
-                       (long long)H, (long long)D);
-    return TR_OK;
-}
-
-static attn_shape attn_make(int64_t B, int64_t T, int64_t H, int64_t D, float scale, float p, uint64_t seed,
-                            uint32_t step, uint32_t layer, uint32_t op)
-{
-    attn_shape s;
-    s.B = B;
-    s.T = T;
-    s.H = H;
-    s.D = D;
-    s.scale = scale;
-    s.p = p;
-    s.keep_scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-    s.rng = tr_k_rng_make(seed, step, layer, op);
-    return s;
-}
-
 extern "C" int tr_k_attention_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
                                        const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step,
                                        uint32_t layer, uint32_t op, float scale, int64_t B, int64_t T, int64_t H,
@@ -304,6 +245,9 @@ extern "C" int tr_k_attention_fwd_cuda(void *out, float *lse, const void *q, con
 {
     int rc = attn_check("attention", dt, mask, mask_dt, p, B, T, H, D, err);
     if (rc || B == 0 || T == 0) return rc;
+    if (tr_k_attention_tc_fits(dt, D))
+        return tr_k_attention_tc_fwd_cuda(out, lse, q, k, v, dt, mask, mask_dt, p, seed, step, layer, op, scale, B, T,
+                                          H, D, stream, err);
     const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
     const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
     cudaStream_t st = (cudaStream_t)stream;
@@ -311,6 +255,15 @@ extern "C" int tr_k_attention_fwd_cuda(void *out, float *lse, const void *q, con
     else if (D <= 64) attn_fwd_kernel<64><<<grid, ATTN_ROWS * 32, 0, st>>>(out, lse, q, k, v, dt, mask, mask_dt, s);
     else attn_fwd_kernel<128><<<grid, ATTN_ROWS * 32, 0, st>>>(out, lse, q, k, v, dt, mask, mask_dt, s);
     return tr_cuda_launched("attention", err);
+}
+
+extern "C" int tr_k_attention_delta_cuda(float *delta, const void *dout, const void *out, int dt, int64_t B,
+                                         int64_t T, int64_t H, int64_t D, void *stream, tr_error *err)
+{
+    const attn_shape s = attn_make(B, T, H, D, 1.0f, 0.0f, 0, 0, 0, 0);
+    const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
+    attn_delta_kernel<<<grid, ATTN_ROWS * 32, 0, (cudaStream_t)stream>>>(delta, dout, out, dt, s);
+    return tr_cuda_launched("attention_backward", err);
 }
 
 extern "C" int64_t tr_k_attention_bwd_scratch_cuda(int64_t B, int64_t T, int64_t H) { return B * H * T; }
@@ -327,13 +280,15 @@ extern "C" int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void 
     if (!scratch || !out)
         return tr_fail(err, TR_EUSER, "%s on CUDA: needs the forward's out and a scratch of "
                                       "tr_k_attention_bwd_scratch_cuda(B, T, H) floats.", name);
+    if (tr_k_attention_tc_fits(dt, D))
+        return tr_k_attention_tc_bwd_cuda(dq, dk, dv, dout, out, q, k, v, dt, lse, mask, mask_dt, p, seed, step, layer,
+                                          op, scale, B, T, H, D, scratch, stream, err);
     const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
     const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
     const int threads = ATTN_ROWS * 32;
     cudaStream_t st = (cudaStream_t)stream;
     float *delta = scratch;
-    attn_delta_kernel<<<grid, threads, 0, st>>>(delta, dout, out, dt, s);
-    if ((rc = tr_cuda_launched(name, err))) return rc;
+    if ((rc = tr_k_attention_delta_cuda(delta, dout, out, dt, B, T, H, D, stream, err))) return rc;
     if (D <= 32) {
         attn_dkv_kernel<32><<<grid, threads, 0, st>>>(dk, dv, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);
         attn_dq_kernel<32><<<grid, threads, 0, st>>>(dq, dout, q, k, v, dt, lse, delta, mask, mask_dt, s);

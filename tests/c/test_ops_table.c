@@ -1936,8 +1936,9 @@ static void test_dispatch_rules(void)
 }
 
 /* Device-only cases (shape numbers from 100): the head sizes the attention kernels keep in
- * registers (32, 64, 128), dropout on the attention probabilities (its masks must be the
- * CPU's), and GEMM shapes of the sizes models use (aligned) beside the table's odd ones. */
+ * registers (32, 64, 128) and those of the tensor-core kernels, dropout on the attention
+ * probabilities (its masks must be the CPU's), and GEMM shapes of the sizes models use
+ * (aligned) beside the table's odd ones. */
 static const struct {
     const char *op;
     int64_t dims[6];
@@ -1947,6 +1948,14 @@ static const struct {
     { "attention", { 1, 9, 2, 128, 0 }, 0 },          { "attention", { 2, 13, 2, 32, 1 }, 0.2f },
     { "attention_backward", { 2, 37, 2, 32, 1 }, 0 }, { "attention_backward", { 1, 19, 1, 64, 1 }, 0 },
     { "attention_backward", { 1, 9, 2, 128, 0 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1 }, 0.2f },
+    /* bf16 and f16 run these on the tensor-core kernels (head sizes a multiple of 16 in
+     * 32..128): several query blocks and key tiles, odd T, masks, dropout, D = 48 and 96
+     * (fewer fragments than the kernel holds); D = 16 stays on the fp32-register kernels */
+    { "attention", { 2, 70, 2, 64, 1 }, 0 },          { "attention", { 1, 33, 2, 128, 1 }, 0.1f },
+    { "attention", { 1, 21, 3, 48, 0 }, 0 },          { "attention", { 2, 17, 1, 96, 1 }, 0.3f },
+    { "attention", { 1, 5, 2, 16, 1 }, 0 },
+    { "attention_backward", { 2, 70, 2, 64, 1 }, 0 }, { "attention_backward", { 1, 33, 2, 128, 1 }, 0.1f },
+    { "attention_backward", { 1, 21, 3, 48, 0 }, 0 }, { "attention_backward", { 2, 17, 1, 96, 1 }, 0.3f },
     { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },

@@ -4,7 +4,11 @@
  * Semantics are cuBLASLt's CUBLAS_COMPUTE_32F: products accumulate in f32 (never double), then
  * D = epilogue(alpha * acc + beta * C) is formed in f32 (the scale type) and stored in D's type,
  * rounded to nearest even for bf16 and f16. With beta == 0 C is not read (a NaN there does not
- * reach D). The bias epilogue adds bias[row] of D, in D's type, after the scaling.
+ * reach D). The bias epilogue adds bias[row] of D, in D's type, after the scaling. The GELU
+ * epilogues use the tanh approximation, as cuBLASLt's do, on the f32 value x (after scaling and
+ * bias): GELU* store GELU(x), *_AUX* also store x itself in aux (D's type, leading dimension
+ * AUX_LD); DGELU* store x * GELU'(aux); DGELU_BGRAD also sums each row of D (f32, before D's
+ * rounding) into the bias vector, in the bias type, once the whole product is done.
  *
  * f32 storage goes straight to the BLAS. 16-bit storage is widened to f32 panels of at most
  * TILE x TILE elements (scratch bounded by lt_scratch_bytes, whatever the problem size); each
@@ -52,6 +56,45 @@ static void widen_any(float *dst, const void *src, int32_t type, int64_t n)
     else widen(dst, src, type, n, 1, n);
 }
 
+/* GELU's tanh approximation and its derivative */
+static float gelu_tanh(float x)
+{
+    const float u = 0.7978845608f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+static float dgelu_tanh(float x)
+{
+    const float u = 0.7978845608f * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* The GELU epilogues on v[0..rows), rows i0.. of column j of batch bi of D (after scaling and
+ * bias); aux element (i, j) of the batch is aux[bi * aux_stride + i + j * aux_ld]. abuf: rows
+ * floats for a 16-bit aux column (unused for f32). */
+static void gelu_column(const lt_problem *p, int64_t bi, int64_t i0, int64_t j, float *v, int64_t rows, float *abuf)
+{
+    const int epi = lt_epilogue_bits(p->op->epilogue);
+    const int32_t at = p->ld->type;
+    const int as = at == CUDA_R_32F ? 4 : 2;
+    char *aux = p->aux ? (char *)p->aux + (size_t)(bi * p->op->aux_stride + i0 + j * p->op->aux_ld) * as : NULL;
+    if (epi & LT_EPI_AUX_OUT) {
+        if (at == CUDA_R_32F) memcpy(aux, v, (size_t)rows * sizeof *v);
+        else if (at == CUDA_R_16BF)
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)aux)[i] = f32_to_bf16(v[i]);
+        else
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)aux)[i] = f32_to_f16(v[i]);
+    }
+    if (epi & LT_EPI_GELU)
+        for (int64_t i = 0; i < rows; i++) v[i] = gelu_tanh(v[i]);
+    if (epi & LT_EPI_DGELU) {
+        const float *x = at == CUDA_R_32F ? (const float *)(void *)aux : abuf;
+        if (at != CUDA_R_32F) widen(abuf, (const uint16_t *)(void *)aux, at, rows, 1, rows);
+        for (int64_t i = 0; i < rows; i++) v[i] *= dgelu_tanh(x[i]);
+    }
+    if (epi & LT_EPI_BGRAD)
+        for (int64_t i = 0; i < rows; i++) p->bgrad[i0 + i] += v[i];
+}
+
 /* D(i0.., j0..) = alpha * acc + beta * C + bias[i] over a rows x cols tile, in f32, one column
  * at a time (each step a plain loop the compiler vectorizes); acc is rows x cols, leading
  * dimension rows, and is overwritten. cbuf and bbuf hold `rows` floats each. */
@@ -71,6 +114,8 @@ static void epilogue(const lt_problem *p, int64_t bi, int64_t i0, int64_t j0, in
         }
         if (p->bias)
             for (int64_t i = 0; i < rows; i++) v[i] += bbuf[i];
+        if (p->aux || p->bgrad || (lt_epilogue_bits(p->op->epilogue) & LT_EPI_GELU))
+            gelu_column(p, bi, i0, j0 + j, v, rows, cbuf);
         char *d = (char *)p->D + (size_t)(bi * p->ld->stride + i0 + (j0 + j) * p->ld->ld) * ds;
         if (dt == CUDA_R_32F) memcpy(d, v, (size_t)rows * sizeof *v);
         else if (dt == CUDA_R_16BF)
@@ -104,6 +149,8 @@ static void gemm_f32(const lt_problem *p, int64_t bi)
         for (int64_t j = 0; j < p->n; j++)
             for (int64_t i = 0; i < p->m; i++) D[i + j * ldd] += bias[i];
     }
+    if (p->aux || p->bgrad || (lt_epilogue_bits(p->op->epilogue) & LT_EPI_GELU))
+        for (int64_t j = 0; j < p->n; j++) gelu_column(p, bi, 0, j, D + j * ldd, p->m, NULL);
 }
 
 /* ------------------------------------------------------------ 16-bit storage */
@@ -143,5 +190,14 @@ void lt_gemm(const lt_problem *p)
     for (int64_t bi = 0; bi < p->batch; bi++) {
         if (p->la->type == CUDA_R_32F) gemm_f32(p, bi);
         else gemm_16(p, bi);
+    }
+    if (p->bgrad) { /* one batch (lt_check_problem): the row sums into the bias vector */
+        const int32_t bt = p->op->bias_type < 0 ? p->ld->type : p->op->bias_type;
+        void *out = (void *)(uintptr_t)p->op->bias; /* BIAS_POINTER: DGELU_BGRAD's output */
+        for (int64_t i = 0; i < p->m; i++) {
+            if (bt == CUDA_R_32F) ((float *)out)[i] = p->bgrad[i];
+            else if (bt == CUDA_R_16BF) ((uint16_t *)out)[i] = f32_to_bf16(p->bgrad[i]);
+            else ((uint16_t *)out)[i] = f32_to_f16(p->bgrad[i]);
+        }
     }
 }

@@ -13,8 +13,15 @@
 
 #include <stdint.h>
 
-/* CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE's default: the bias has D's type. */
+/* CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE's default: the bias has D's type (and the aux matrix,
+ * EPILOGUE_AUX_DATA_TYPE's). */
 enum { LT_DEFAULT_BIAS_TYPE = -1 };
+
+/* What an epilogue does, by its bits (cublasLt.h's values): adds the bias (BIAS, GELU_BIAS,
+ * GELU_AUX_BIAS), applies GELU, stores its input in aux, multiplies by GELU'(aux) (DGELU*), sums
+ * D's rows into the bias (DGELU_BGRAD). 0 for an epilogue the stand-in does not have. */
+enum { LT_EPI_BIAS = 1, LT_EPI_GELU = 2, LT_EPI_AUX_OUT = 4, LT_EPI_DGELU = 8, LT_EPI_BGRAD = 16, LT_EPI_KNOWN = 32 };
+int lt_epilogue_bits(uint32_t epilogue);
 
 struct cublasLtContext {
     uint32_t magic; /* LT_HANDLE_MAGIC while live: a destroyed or foreign handle is NOT_INITIALIZED */
@@ -36,6 +43,9 @@ typedef struct {
     const void *bias;
     int64_t bias_stride;
     int32_t bias_type;
+    void *aux;
+    int64_t aux_ld, aux_stride;
+    int32_t aux_type;
 } lt_desc;
 
 typedef struct {
@@ -49,7 +59,7 @@ typedef struct {
     uint32_t magic; /* LT_ALGO_MAGIC: an algo that did not come from the heuristic is refused */
     int32_t compute, scale, atype, ctype, bias_type;
     uint32_t epilogue;
-    uint16_t align_a, align_b, align_c, align_d, align_bias; /* bytes, each a power of two */
+    uint16_t align_a, align_b, align_c, align_d, align_bias, align_aux; /* bytes, each a power of two */
     uint64_t workspace;                                    /* bytes it uses as f32 scratch; 0: none */
 } lt_algo;
 enum { LT_ALGO_MAGIC = 0x4c54414cu };
@@ -61,8 +71,9 @@ typedef struct {
     int64_t m, n, k, batch;
     int trans_a, trans_b;
     float alpha, beta;
-    const void *A, *B, *C, *bias;
-    void *D;
+    const void *A, *B, *C, *bias; /* bias: added (LT_EPI_BIAS) or NULL */
+    void *D, *aux;                 /* aux: written (LT_EPI_AUX_OUT) or read (LT_EPI_DGELU), else NULL */
+    float *bgrad;                  /* LT_EPI_BGRAD: m f32 row sums, zeroed, stored to op->bias at the end */
     float *scratch; /* f32 scratch of lt_scratch_bytes(p) bytes, for 16-bit storage; NULL for f32 */
 } lt_problem;
 

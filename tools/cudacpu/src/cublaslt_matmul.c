@@ -20,7 +20,8 @@ typedef struct {
     lt_problem p;
     lt_desc op;
     lt_layout la, lb, lc, ld;
-    void *own; /* scratch of its own, or NULL */
+    void *own;   /* scratch of its own, or NULL */
+    float *bgrad; /* DGELU_BGRAD's row sums, or NULL */
 } lt_job;
 
 static void run_job(void *arg)
@@ -28,6 +29,7 @@ static void run_job(void *arg)
     lt_job *j = (lt_job *)arg;
     lt_gemm(&j->p);
     free(j->own);
+    free(j->bgrad);
     free(j);
 }
 
@@ -116,7 +118,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     p.op = &j->op, p.la = &j->la, p.lb = &j->lb, p.lc = &j->lc, p.ld = &j->ld, p.batch = ld->batch;
     p.trans_a = op->transa != CUBLAS_OP_N, p.trans_b = op->transb != CUBLAS_OP_N;
     p.A = A, p.B = B, p.C = C, p.D = D;
-    p.bias = op->epilogue == CUBLASLT_EPILOGUE_BIAS ? op->bias : NULL;
+    const int epi = lt_epilogue_bits(op->epilogue);
+    p.bias = (epi & LT_EPI_BIAS) ? op->bias : NULL;
+    p.aux = (epi & (LT_EPI_AUX_OUT | LT_EPI_DGELU)) ? op->aux : NULL;
     const uint64_t need = lt_scratch_bytes(la->type, p.m, p.n, p.k);
     if (need && chosen.workspace >= need) {
         p.scratch = (float *)workspace;
@@ -127,12 +131,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
         }
         p.scratch = (float *)j->own;
     }
+    if (epi & LT_EPI_BGRAD) {
+        if (!(j->bgrad = (float *)calloc((size_t)p.m, sizeof *j->bgrad))) {
+            free(j->own);
+            free(j);
+            return CUBLAS_STATUS_ALLOC_FAILED;
+        }
+        p.bgrad = j->bgrad;
+    }
     j->p = p;
     launch_host_fn launch = launcher();
     if (!launch) {
         run_job(j);
     } else if (launch(stream, run_job, j) != 0) { /* cudaSuccess is 0; a bad stream handle */
         free(j->own);
+        free(j->bgrad);
         free(j);
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }

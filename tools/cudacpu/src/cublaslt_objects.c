@@ -60,6 +60,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublas
     d->fill_mode = CUBLAS_FILL_MODE_FULL;
     d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     d->bias_type = LT_DEFAULT_BIAS_TYPE;
+    d->aux_type = LT_DEFAULT_BIAS_TYPE;
     *matmulDesc = (cublasLtMatmulDesc_t)(void *)d;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -87,6 +88,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, c
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return take((void *)&d->bias, sizeof d->bias, buf, sizeInBytes);
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: return take(&d->bias_stride, sizeof d->bias_stride, buf, sizeInBytes);
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return take(&d->bias_type, sizeof d->bias_type, buf, sizeInBytes);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return take((void *)&d->aux, sizeof d->aux, buf, sizeInBytes);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return take(&d->aux_ld, sizeof d->aux_ld, buf, sizeInBytes);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE:
+        return take(&d->aux_stride, sizeof d->aux_stride, buf, sizeInBytes);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return take(&d->aux_type, sizeof d->aux_type, buf, sizeInBytes);
     }
     return CUBLAS_STATUS_NOT_SUPPORTED;
 }

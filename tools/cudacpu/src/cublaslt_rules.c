@@ -29,6 +29,25 @@ int lt_type_size(int32_t type)
 
 static int is_16bit(int32_t type) { return type == CUDA_R_16F || type == CUDA_R_16BF; }
 
+int lt_epilogue_bits(uint32_t epilogue)
+{
+    switch (epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT: return LT_EPI_KNOWN;
+    case CUBLASLT_EPILOGUE_BIAS: return LT_EPI_KNOWN | LT_EPI_BIAS;
+    case CUBLASLT_EPILOGUE_GELU: return LT_EPI_KNOWN | LT_EPI_GELU;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: return LT_EPI_KNOWN | LT_EPI_GELU | LT_EPI_BIAS;
+    case CUBLASLT_EPILOGUE_GELU_AUX: return LT_EPI_KNOWN | LT_EPI_GELU | LT_EPI_AUX_OUT;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return LT_EPI_KNOWN | LT_EPI_GELU | LT_EPI_AUX_OUT | LT_EPI_BIAS;
+    case CUBLASLT_EPILOGUE_DGELU: return LT_EPI_KNOWN | LT_EPI_DGELU;
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: return LT_EPI_KNOWN | LT_EPI_DGELU | LT_EPI_BGRAD;
+    default: return 0;
+    }
+}
+
+/* The epilogue reads or writes the bias vector / the aux matrix. */
+static int uses_bias(int bits) { return (bits & (LT_EPI_BIAS | LT_EPI_BGRAD)) != 0; }
+static int uses_aux(int bits) { return (bits & (LT_EPI_AUX_OUT | LT_EPI_DGELU)) != 0; }
+
 /* The largest power of two, at most cap, dividing x (cap itself for x == 0). */
 static uint64_t pow2_dividing(uint64_t x, uint64_t cap)
 {
@@ -100,12 +119,25 @@ cublasStatus_t lt_check_problem(const lt_desc *op, const lt_layout *a, const lt_
     if (op->fill_mode != CUBLAS_FILL_MODE_FULL) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (op->pointer_mode != CUBLASLT_POINTER_MODE_HOST && op->pointer_mode != CUBLASLT_POINTER_MODE_DEVICE)
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (op->epilogue != CUBLASLT_EPILOGUE_DEFAULT && op->epilogue != CUBLASLT_EPILOGUE_BIAS)
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+    /* The epilogues the stand-in computes: DEFAULT, BIAS and the GELU family (ReLU, BGRADA/B
+     * are not modelled). */
+    const int epi = lt_epilogue_bits(op->epilogue);
+    if (!epi) return CUBLAS_STATUS_NOT_SUPPORTED;
     /* header, BIAS_DATA_TYPE: "Bias vector elements are the same type as the elements of output
      * matrix (Dtype)" (the exceptions are IMMA and fp8 kernels); default -1 means D's type. */
-    if (op->epilogue == CUBLASLT_EPILOGUE_BIAS && op->bias_type != LT_DEFAULT_BIAS_TYPE && op->bias_type != d->type)
+    if (uses_bias(epi) && op->bias_type != LT_DEFAULT_BIAS_TYPE && op->bias_type != d->type)
         return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (uses_aux(epi)) {
+        /* header, EPILOGUE_AUX_LD: the GELU input matrix's leading dimension "Must be divisible by
+         * 8 and be no less than the number of rows in the output matrix"; AUX_BATCH_STRIDE: "Must
+         * be divisible by 8". */
+        if (op->aux_ld < (int64_t)d->rows || op->aux_ld % 8) return CUBLAS_STATUS_INVALID_VALUE;
+        if (d->batch > 1 && op->aux_stride % 8) return CUBLAS_STATUS_INVALID_VALUE;
+        /* header, EPILOGUE_AUX_DATA_TYPE: other aux types than D's are for fp8 kernels; -1 is D's. */
+        if (op->aux_type != LT_DEFAULT_BIAS_TYPE && op->aux_type != d->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    /* The bias gradient of a batched product (per batch with BIAS_BATCH_STRIDE) is not modelled. */
+    if ((epi & LT_EPI_BGRAD) && d->batch > 1) return CUBLAS_STATUS_NOT_SUPPORTED;
 
     /* D = alpha op(A) op(B) + beta C: the shapes must chain (header, cublasLtMatmul: an
      * "impossible configuration" is INVALID_VALUE). */
@@ -160,13 +192,20 @@ cublasStatus_t lt_choose_algo(const lt_desc *op, const lt_layout *a, const lt_la
     if (!al_a || !al_b || !al_c || !al_d) return CUBLAS_STATUS_NOT_SUPPORTED;
     out->align_a = (uint16_t)al_a, out->align_b = (uint16_t)al_b, out->align_c = (uint16_t)al_c;
     out->align_d = (uint16_t)al_d;
-    if (op->epilogue == CUBLASLT_EPILOGUE_BIAS) {
+    const int epi = lt_epilogue_bits(op->epilogue);
+    if (uses_bias(epi)) {
         /* header, BIAS_POINTER: "Routines that don't dereference this pointer, like
          * cublasLtMatmulAlgoGetHeuristic() depend on its value to determine expected pointer
          * alignment." */
         const uint64_t r = pow2_dividing((uint64_t)(uintptr_t)op->bias, 16);
         if (r < (uint64_t)lt_type_size(out->bias_type)) return CUBLAS_STATUS_NOT_SUPPORTED;
         out->align_bias = (uint16_t)r;
+    }
+    if (uses_aux(epi)) {
+        /* header, EPILOGUE_AUX_POINTER: the same sentence; the element size at least. */
+        const uint64_t r = pow2_dividing((uint64_t)(uintptr_t)op->aux, 16);
+        if (r < (uint64_t)lt_type_size(d->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+        out->align_aux = (uint16_t)r;
     }
     /* 16-bit storage is widened to f32 panels: an algorithm uses the workspace for them when the
      * preference allows that much (header, MAX_WORKSPACE_BYTES: "Maximum allowed workspace size",
@@ -194,7 +233,7 @@ cublasStatus_t lt_check_run(const lt_algo *algo, const lt_desc *op, const lt_lay
     const int32_t bias_type = op->bias_type == LT_DEFAULT_BIAS_TYPE ? d->type : op->bias_type;
     if (algo->magic != LT_ALGO_MAGIC || algo->compute != op->compute || algo->scale != op->scale ||
         algo->atype != a->type || algo->ctype != d->type || algo->epilogue != op->epilogue ||
-        (op->epilogue == CUBLASLT_EPILOGUE_BIAS && algo->bias_type != bias_type))
+        (uses_bias(lt_epilogue_bits(op->epilogue)) && algo->bias_type != bias_type))
         return CUBLAS_STATUS_INVALID_VALUE;
     /* header, cublasLtMatmul: INVALID_VALUE "when workspaceSizeInBytes is less than workspace
      * required by configured algo". */
@@ -208,7 +247,10 @@ cublasStatus_t lt_check_run(const lt_algo *algo, const lt_desc *op, const lt_lay
     /* The matrices themselves (the stand-in does not let a NULL through to a fault). With
      * beta == 0 C is not read and may be NULL, as in every cuBLAS GEMM. */
     if (!A || !B || !D) return CUBLAS_STATUS_INVALID_VALUE;
-    if (op->epilogue == CUBLASLT_EPILOGUE_BIAS && !op->bias) return CUBLAS_STATUS_INVALID_VALUE;
+    const int epi = lt_epilogue_bits(op->epilogue);
+    if (uses_bias(epi) && !op->bias) return CUBLAS_STATUS_INVALID_VALUE;
+    /* header, EPILOGUE_AUX_POINTER: an output of GELU_AUX*, an input of DGELU*. */
+    if (uses_aux(epi) && !op->aux) return CUBLAS_STATUS_INVALID_VALUE;
     /* An algorithm needs the alignment it was chosen for (header, cublasLtMatmulAlgoCheck:
      * success "doesn't fully guarantee algo will run (will fail if e.g. buffers are not correctly
      * aligned)"); the real cublasLtMatmul answers NOT_SUPPORTED for under-aligned operands
@@ -216,7 +258,7 @@ cublasStatus_t lt_check_run(const lt_algo *algo, const lt_desc *op, const lt_lay
     if (misaligned(A, a, algo->align_a) || misaligned(B, b, algo->align_b) || misaligned(D, d, algo->align_d) ||
         (C && misaligned(C, c, algo->align_c)))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (op->epilogue == CUBLASLT_EPILOGUE_BIAS && (uintptr_t)op->bias % algo->align_bias)
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (uses_bias(epi) && (uintptr_t)op->bias % algo->align_bias) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (uses_aux(epi) && (uintptr_t)op->aux % algo->align_aux) return CUBLAS_STATUS_NOT_SUPPORTED;
     return CUBLAS_STATUS_SUCCESS;
 }

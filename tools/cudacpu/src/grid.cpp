@@ -75,6 +75,7 @@ cudaError_t run_grid(const launch_config &c, void (*fn)(void *), void *ctx, cons
     std::string why;
     counts.kernels_run++;
     if (cfg().stats) note_kernel_name(name);
+    const unsigned long long products_before = wmma_products();
     for (unsigned z = 0; z < c.grid.z; z++)
         for (unsigned y = 0; y < c.grid.y; y++)
             for (unsigned x = 0; x < c.grid.x; x++) {
@@ -89,9 +90,11 @@ cudaError_t run_grid(const launch_config &c, void (*fn)(void *), void *ctx, cons
                              c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, x, y, z, why.c_str());
                     counts.kernels_failed++;
                     note_launch_failure(msg);
+                    log_ran(ctx, wmma_products() - products_before);
                     return cudaErrorLaunchFailure;
                 }
             }
+    log_ran(ctx, wmma_products() - products_before);
     return cudaSuccess;
 }
 
@@ -114,6 +117,7 @@ void submit_launch(const launch_config &c, const char *name, void (*call)(void *
         return;
     }
     counts.kernels++;
+    log_launch(name, c, ctx);
     queue_kernel(s, c, name, call, destroy, ctx);
 }
 

@@ -52,6 +52,15 @@ void note_launch_failure(const std::string &msg);
 /* The failure the next synchronising call reports in deferred mode (then cudaSuccess). */
 cudaError_t take_unreported();
 
+/* ------------------------------------------------------------ the launch log (launch_log.cpp) */
+
+/* Records a submitted launch (ctx: its closure, which names it until it ran; may be null). */
+void log_launch(const char *name, const launch_config &c, const void *ctx);
+/* Adds n WMMA products to the record of the launch whose closure is ctx, and forgets ctx. */
+void log_ran(const void *ctx, unsigned long long n);
+/* WMMA products made since start (wmma.cpp). */
+unsigned long long wmma_products();
+
 /* ------------------------------------------------------------ kernels (grid.cpp) */
 
 /* Runs every block of a launch now; returns cudaSuccess or cudaErrorLaunchFailure (after

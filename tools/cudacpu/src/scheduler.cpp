@@ -136,7 +136,10 @@ static std::string where(const cuda_thread &t)
                        : t.mode == SHFL_UP ? "__shfl_up_sync"
                        : t.mode == SHFL_DOWN ? "__shfl_down_sync"
                        : t.mode == VOTE_BALLOT ? "__ballot_sync"
-                                               : "__syncwarp";
+                       : t.mode == WARP_SYNC ? "__syncwarp"
+                       : t.arg == 0 ? "wmma::load_matrix_sync"
+                       : t.arg == 1 ? "wmma::store_matrix_sync"
+                                    : "wmma::mma_sync";
     if (t.state == ST_DONE || t.state == ST_RUN) snprintf(b, sizeof b, "%s", what);
     else if (t.state == ST_WARP)
         snprintf(b, sizeof b, "%s(mask 0x%08x) at %s:%d", what, t.mask, short_file(t.file), t.line);
@@ -338,6 +341,7 @@ bool run_block(int nthreads, unsigned long long seed, void (*fn)(void *), void *
                 const int lanes = std::min(32, nthreads - w * 32);
                 for (;;) {
                     run_round(&R.lanes[w * 32], lanes);
+                    if (R.failed) goto failed;
                     const int r = resolve_warp(w);
                     if (r < 0) goto failed;
                     if (r == 0) break;
@@ -359,6 +363,7 @@ bool run_block(int nthreads, unsigned long long seed, void (*fn)(void *), void *
                     std::swap(order[i], order[(int)(rs % (uint64_t)(i + 1))]);
                 }
             run_round(order.data(), nthreads);
+            if (R.failed) goto failed;
             const int r = resolve_warps();
             if (r < 0) goto failed;
             if (r > 0) continue;
@@ -383,6 +388,11 @@ int block_barrier(int kind, int pred, const char *file, int line)
     t.line = line;
     leave(t, false);
     return (int)t.result;
+}
+
+void fail_thread(const char *msg, const char *file, int line)
+{
+    fail_block("thread %d: %s at %s:%d", R.cur, msg, short_file(file), line);
 }
 
 uint64_t warp_collective(int mode, unsigned mask, uint64_t value, int arg, int width, const char *file, int line)

@@ -267,6 +267,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
     CUstream_st *st = stream_of(s);
     if (!st) return set_err(cudaErrorInvalidResourceHandle);
     if (!fn) return set_err(cudaErrorInvalidValue);
+    log_launch("cudaLaunchHostFunc", config(dim3(1), dim3(1)), nullptr);
     work w;
     w.kind = W_HOST;
     w.call = fn;

@@ -1,5 +1,5 @@
 /* counters_ffi.c (cudacpu tests) — the counters read from Lua as the project reads them: the
- * counters' part of cuda_runtime.h (from `struct cudacpu_counters` to cudacpu_last_failure)
+ * counters' part of cuda_runtime.h (from `struct cudacpu_counters` to cudacpu_launch_log_get)
  * fed to LuaJIT's ffi.cdef, the functions found in this binary (linked with --export-dynamic),
  * the struct's size the same as C's, and counts that match the calls made from C.
  * Usage: counters_ffi PATH/TO/cuda_runtime.h */
@@ -27,7 +27,7 @@ static char *read_decls(const char *path)
     }
     buf[n] = 0;
     char *a = strstr(buf, "struct cudacpu_counters {");
-    const char *end = "const char *cudacpu_last_failure(void);";
+    const char *end = "int cudacpu_launch_log_get(int i, struct cudacpu_launch *out);";
     char *b = a ? strstr(a, end) : NULL;
     if (!b) return NULL;
     b[strlen(end)] = 0;

@@ -80,6 +80,20 @@ if build shared_poison; then
   expect_ok "unwritten_read_f32[warprev]" "$B/shared_poison" unwritten_read_f32 CUDACPU_SCHEDULE=warprev
 fi
 
+# ------------------------------------------------------------ WMMA fragments (mma.h)
+if build wmma; then
+  for o in fwd warprev rand; do
+    for c in products learned_rows_twin uniform_twin assumed_layout nonuniform_write misaligned half_warp partial_warp; do
+      expect_ok "wmma_$c[$o]" "$B/wmma" $c CUDACPU_SCHEDULE=$o
+    done
+  done
+  for seed in 2 3; do expect_ok "wmma_assumed_layout[seed=$seed]" "$B/wmma" assumed_layout CUDACPU_SEED=$seed; done
+  for m in sync deferred; do expect_ok "launch_log[$m]" "$B/wmma" launch_log CUDACPU_STREAMS=$m; done
+fi
+if build wmma asan; then
+  for c in products learned_rows_twin nonuniform_write; do expect_ok "wmma_$c[asan]" "$B/wmma.asan" $c; done
+fi
+
 # ------------------------------------------------------------ ASan
 if build memcheck asan; then
   expect_exit "out_of_bounds_write[asan]" 1 "heap-buffer-overflow.*|in fill_kernel" "$B/memcheck.asan" out_of_bounds_write

@@ -673,6 +673,144 @@ static void refuse_misc(void)
     fx_free(&f);
 }
 
+/* ------------------------------------------------------------ the GELU epilogues */
+
+static double gelu_ref(double x) { return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+static double dgelu_ref(double x)
+{
+    const double t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+}
+
+static void set_epilogue(fixture *f, uint32_t epi, void *aux, int64_t aux_ld)
+{
+    cublasLtMatmulDescSetAttribute(f->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    cublasLtMatmulDescSetAttribute(f->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &f->bias, sizeof f->bias);
+    cublasLtMatmulDescSetAttribute(f->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+    cublasLtMatmulDescSetAttribute(f->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld);
+}
+
+/* |got - want| within tol relative to max(1, |want|) for every element, else the first miss */
+static void expect_close(const char *name, const void *got, cudaDataType t, const double *want, int64_t n, double tol)
+{
+    char why[160];
+    for (int64_t i = 0; i < n; i++) {
+        const double g = rd(got, t, i), w = want[i];
+        if (!(fabs(g - w) <= tol * (fabs(w) > 1 ? fabs(w) : 1))) {
+            snprintf(why, sizeof why, "element %lld: %.9g, want %.9g", (long long)i, g, w);
+            report(name, why);
+            return;
+        }
+    }
+    report(name, NULL);
+}
+
+/* GELU_AUX_BIAS: D = GELU(AB + bias) and aux = AB + bias (aux's leading dimension above D's
+ * rows); then DGELU_BGRAD over that aux: D = (AB) GELU'(aux), bias = D's row sums; GELU and
+ * GELU_BIAS without aux. Against double references, in D's type t. */
+static void gelu_epilogues(cudaDataType t, const char *tag)
+{
+    enum { M = 24, N = 20, K = 16, AUX_LD = 32 };
+    FIXTURE(CUBLAS_COMPUTE_32F, t, t, M, N, K);
+    double x[M * N], want[M * N], want_aux[AUX_LD * N], bg[M];
+    void *aux = zalloc((size_t)AUX_LD * N * 4);
+    for (int i = 0; i < M * K; i++) wr(f.A, t, i, urand());
+    for (int i = 0; i < K * N; i++) wr(f.B, t, i, urand());
+    for (int i = 0; i < M; i++) wr(f.bias, t, i, urand());
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++) acc += rd(f.A, t, i + k * M) * rd(f.B, t, k + j * K);
+            x[i + j * M] = acc;
+        }
+    const double tol = t == CUDA_R_32F ? 1e-5 : 1.0 / 128;
+    char name[96];
+    /* GELU and GELU_BIAS */
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        set_epilogue(&f, with_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU, NULL, 0);
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < M; i++) want[i + j * M] = gelu_ref(x[i + j * M] + (with_bias ? rd(f.bias, t, i) : 0));
+        snprintf(name, sizeof name, "epilogue_gelu%s_%s", with_bias ? "_bias" : "", tag);
+        cublasStatus_t st = fx_run(&f, NULL, 0);
+        if (st) expect(name, st, CUBLAS_STATUS_SUCCESS);
+        else expect_close(name, f.D, t, want, M * N, tol);
+    }
+    /* GELU_AUX_BIAS */
+    set_epilogue(&f, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux, AUX_LD);
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < AUX_LD; i++) {
+            const double v = i < M ? x[i + j * M] + rd(f.bias, t, i) : 0;
+            want_aux[i + j * AUX_LD] = v;
+            if (i < M) want[i + j * M] = gelu_ref(v);
+        }
+    snprintf(name, sizeof name, "epilogue_gelu_aux_bias_%s", tag);
+    cublasStatus_t st = fx_run(&f, NULL, 0);
+    if (st) expect(name, st, CUBLAS_STATUS_SUCCESS);
+    else {
+        expect_close(name, f.D, t, want, M * N, tol);
+        snprintf(name, sizeof name, "epilogue_gelu_aux_bias_stores_x_%s", tag);
+        expect_close(name, aux, t, want_aux, AUX_LD * N, tol);
+    }
+    /* DGELU_BGRAD over the aux just written */
+    set_epilogue(&f, CUBLASLT_EPILOGUE_DGELU_BGRAD, aux, AUX_LD);
+    for (int i = 0; i < M; i++) bg[i] = 0;
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+            want[i + j * M] = x[i + j * M] * dgelu_ref(rd(aux, t, i + j * AUX_LD));
+            bg[i] += want[i + j * M];
+        }
+    snprintf(name, sizeof name, "epilogue_dgelu_bgrad_%s", tag);
+    st = fx_run(&f, NULL, 0);
+    if (st) expect(name, st, CUBLAS_STATUS_SUCCESS);
+    else {
+        expect_close(name, f.D, t, want, M * N, tol);
+        snprintf(name, sizeof name, "epilogue_dgelu_bgrad_row_sums_%s", tag);
+        expect_close(name, f.bias, t, bg, M, t == CUDA_R_32F ? 1e-5 : 1.0 / 64);
+    }
+    free(aux);
+    fx_free(&f);
+}
+
+/* The aux matrix's documented rules: leading dimension a multiple of 8 and at least D's rows
+ * (INVALID_VALUE), D's type, a pointer (at the run) aligned as at the heuristic; no bias
+ * gradient of a batched product in the stand-in. */
+static void refuse_aux(void)
+{
+    FIXTURE(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, 24, 16, 16);
+    char *aux = zalloc(64 * 16 * 4);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux, 16);
+    expect_no_algo("refuse_aux_ld_below_rows", &f, CUBLAS_STATUS_INVALID_VALUE);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_DGELU, aux, 28);
+    expect_no_algo("refuse_aux_ld_not_multiple_of_8", &f, CUBLAS_STATUS_INVALID_VALUE);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_GELU_AUX, aux, 32);
+    int32_t at = CUDA_R_32F;
+    cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at, sizeof at);
+    expect_no_algo("refuse_aux_type_not_D", &f, CUBLAS_STATUS_NOT_SUPPORTED);
+    at = -1;
+    cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at, sizeof at);
+    cublasStatus_t st = fx_heuristic(&f);
+    expect("accept_aux_ld_32", st ? st : fx_run(&f, &f.res.algo, 0), CUBLAS_STATUS_SUCCESS);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        set_epilogue(&f, CUBLASLT_EPILOGUE_GELU_AUX, aux + 2, 32);
+        expect("refuse_aux_less_aligned_than_heuristic", fx_run(&f, &f.res.algo, 0), CUBLAS_STATUS_NOT_SUPPORTED);
+    }
+    set_epilogue(&f, CUBLASLT_EPILOGUE_GELU_AUX, aux + 1, 32);
+    expect_no_algo("refuse_aux_below_element_alignment", &f, CUBLAS_STATUS_NOT_SUPPORTED);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_DGELU_BGRAD, NULL, 32);
+    expect("refuse_aux_null_at_run", fx_run(&f, NULL, 0), CUBLAS_STATUS_INVALID_VALUE);
+    int32_t two = 2;
+    int64_t stride = 24 * 16;
+    cublasLtMatrixLayout_t ls[4] = {f.la, f.lb, f.lc, f.ld};
+    for (int i = 0; i < 4; i++) {
+        cublasLtMatrixLayoutSetAttribute(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &two, sizeof two);
+        cublasLtMatrixLayoutSetAttribute(ls[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    }
+    set_epilogue(&f, CUBLASLT_EPILOGUE_DGELU_BGRAD, aux, 32);
+    expect_no_algo("refuse_bgrad_batched", &f, CUBLAS_STATUS_NOT_SUPPORTED);
+    free(aux);
+    fx_free(&f);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, so the summary on stderr never splits one */
@@ -688,6 +826,10 @@ int main(void)
     refuse_workspace();
     refuse_batches_and_shapes();
     refuse_misc();
+    gelu_epilogues(CUDA_R_32F, "f32");
+    gelu_epilogues(CUDA_R_16BF, "bf16");
+    gelu_epilogues(CUDA_R_16F, "f16");
+    refuse_aux();
     fflush(stdout);
     fprintf(stderr, "test_cublaslt: %d passed, %d failed\n", passes, failures);
     return failures ? 1 : 0;
