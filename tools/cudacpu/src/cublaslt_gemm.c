@@ -80,9 +80,9 @@ static void gelu_column(const lt_problem *p, int64_t bi, int64_t i0, int64_t j, 
     if (epi & LT_EPI_AUX_OUT) {
         if (at == CUDA_R_32F) memcpy(aux, v, (size_t)rows * sizeof *v);
         else if (at == CUDA_R_16BF)
-            for (int64_t i = 0; i < rows; i++) ((uint16_t *)aux)[i] = f32_to_bf16(v[i]);
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)aux)[i] = cudacpu_f32_to_bf16(v[i]);
         else
-            for (int64_t i = 0; i < rows; i++) ((uint16_t *)aux)[i] = f32_to_f16(v[i]);
+            for (int64_t i = 0; i < rows; i++) ((uint16_t *)aux)[i] = cudacpu_f32_to_f16(v[i]);
     }
     if (epi & LT_EPI_GELU)
         for (int64_t i = 0; i < rows; i++) v[i] = gelu_tanh(v[i]);
@@ -196,8 +196,8 @@ void lt_gemm(const lt_problem *p)
         void *out = (void *)(uintptr_t)p->op->bias; /* BIAS_POINTER: DGELU_BGRAD's output */
         for (int64_t i = 0; i < p->m; i++) {
             if (bt == CUDA_R_32F) ((float *)out)[i] = p->bgrad[i];
-            else if (bt == CUDA_R_16BF) ((uint16_t *)out)[i] = f32_to_bf16(p->bgrad[i]);
-            else ((uint16_t *)out)[i] = f32_to_f16(p->bgrad[i]);
+            else if (bt == CUDA_R_16BF) ((uint16_t *)out)[i] = cudacpu_f32_to_bf16(p->bgrad[i]);
+            else ((uint16_t *)out)[i] = cudacpu_f32_to_f16(p->bgrad[i]);
         }
     }
 }
