@@ -131,26 +131,28 @@ void KFN(tr_k_mul_bwd)(REAL *da, REAL *db, const REAL *dout, const REAL *a, cons
 
 /* ------------------------------------------------------------ scale, axpy, fill */
 
-/* out = alpha * x (=). out may alias x. */
-void KFN(tr_k_scale_fwd)(REAL *out, const REAL *x, REAL alpha, int64_t n)
+/* span(out, x, alpha) over n elements, in spans across threads above ELEM_SERIAL. */
+static void KFN(alpha_fwd)(void (*span)(REAL *, const REAL *, REAL, int64_t), REAL *out, const REAL *x, REAL alpha,
+                           int64_t n)
 {
     if (n <= ELEM_SERIAL) {
-        KFN(scale_span)(out, x, alpha, n);
+        span(out, x, alpha, n);
         return;
     }
 #pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(scale_span)(out + s, x + s, alpha, KFN(span_len)(n, s));
+    for (int64_t s = 0; s < n; s += ELEM_SPAN) span(out + s, x + s, alpha, KFN(span_len)(n, s));
+}
+
+/* out = alpha * x (=). out may alias x. */
+void KFN(tr_k_scale_fwd)(REAL *out, const REAL *x, REAL alpha, int64_t n)
+{
+    KFN(alpha_fwd)(KFN(scale_span), out, x, alpha, n);
 }
 
 /* y += alpha * x (ACCUMULATES into y). */
 void KFN(tr_k_axpy_fwd)(REAL *y, const REAL *x, REAL alpha, int64_t n)
 {
-    if (n <= ELEM_SERIAL) {
-        KFN(axpy_span)(y, x, alpha, n);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(axpy_span)(y + s, x + s, alpha, KFN(span_len)(n, s));
+    KFN(alpha_fwd)(KFN(axpy_span), y, x, alpha, n);
 }
 
 /* out = value (=). */
