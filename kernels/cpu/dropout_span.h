@@ -5,9 +5,9 @@
  * REAL / KFN(name); the bit types are defined once.
  *
  * A bit select (the value's bits AND the mask, sign-extended to REAL's width) in `omp simd`
- * under the AVX-512 / AVX2 clones: the scalar loop with its branch per element was ~5 % of
- * a short-text LoRA step, GCC -O2 vectorises neither the branch nor a ?: on a byte, and
- * with byte masks beside the floats it used 16-byte vectors only. */
+ * under the AVX-512 / AVX2 clones: a scalar loop with a branch per element costs ~5 % of a
+ * short-text LoRA step, GCC -O2 vectorises neither the branch nor a ?: on a byte, and byte
+ * masks beside the floats give 16-byte vectors only. */
 #ifndef TR_KERNELS_CPU_DROPOUT_BITS
 #define TR_KERNELS_CPU_DROPOUT_BITS
 #include <stdint.h>

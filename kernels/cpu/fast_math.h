@@ -124,8 +124,8 @@ TR_FAST_INLINE float tr_fast_erfcf_nonneg_e(float a, float e)
 TR_FAST_INLINE float tr_fast_one_plus_erff_e(float x, float e)
 {
     float c = tr_fast_erfcf_nonneg_e(fabsf(x), e);
-    /* x < 0 ? c : 2 - c without a branch: a ?: kept GELU's AVX2 and baseline loops scalar
-     * (AVX-512's mask registers if-converted it) */
+    /* x < 0 ? c : 2 - c without a branch: a ?: keeps GELU's AVX2 and baseline loops scalar
+     * (AVX-512's mask registers if-convert it) */
     return tr_fast_selectf(x < 0, c, 2.0f - c);
 }
 
