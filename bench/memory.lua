@@ -14,7 +14,6 @@
 --        --accumulate (4) --only WORD[,WORD] (configs whose name contains a word, e.g.
 --        bf16,lora; the baseline always runs: the ratios need it)
 -- Never a test: figures depend on the machine and its load.
-local T = require("trainer.core.tensor")
 local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
 local optim = require("trainer.train.optim")
@@ -58,29 +57,13 @@ local configs = {
 local now = require("trainer.train.run").now -- the monotonic clock (trainer.core.ffi's system block)
 
 -- ---------------------------------------------------------------- data
-local function int_matrix(values, rows, cols)
-  local flat = T.from_table(values, { dtype = "i32", tag = "activations" })
-  local t = flat:reshape({ rows, cols })
-  flat:free()
-  return t
-end
+local random_batch = dofile(require("trainer.native").root() .. "/bench/random_batch.lua")
 
-local function random_batch(seed)
-  local ids, s = {}, seed
-  local function rnd(k) s = (s * 1103515245 + 12345) % 2147483648 return s % k end
-  -- [CLS] and [SEP] ids as BERT's vocabulary has them, ordinary tokens above the specials;
-  -- small vocabularies (shrunken shapes) use their own low ids instead.
-  local lo = opt.vocab > 2000 and 1000 or 3
-  local cls, sep = opt.vocab > 2000 and 101 or 1, opt.vocab > 2000 and 102 or 2
-  for b = 0, opt.batch - 1 do
-    for t = 1, opt.seq do ids[b * opt.seq + t] = t == 1 and cls or (t == opt.seq and sep or lo + rnd(opt.vocab - lo)) end
-  end
-  local labels = {}
-  for b = 1, opt.batch do labels[b] = rnd(2) end
-  local mask = {}
-  for i = 1, opt.batch * opt.seq do mask[i] = 1 end
-  return { input_ids = int_matrix(ids, opt.batch, opt.seq), attention_mask = int_matrix(mask, opt.batch, opt.seq),
-           labels = labels }
+-- [CLS] and [SEP] ids as BERT's vocabulary has them, ordinary tokens above the specials;
+-- small vocabularies (shrunken shapes) use their own low ids instead.
+local function bench_batch(seed)
+  local big = opt.vocab > 2000
+  return random_batch.new(opt.batch, opt.seq, opt.vocab, seed, big and 1000 or 3, big and 101 or 1, big and 102 or 2)
 end
 
 -- ---------------------------------------------------------------- one configuration
@@ -150,7 +133,7 @@ local head = ("%-18s"):format("config")
 for _, c in ipairs(cols) do head = head .. ("%17s"):format(c[2]) end
 print(head)
 print(("-"):rep(#head))
-local batch = random_batch(42)
+local batch = bench_batch(42)
 local base
 for _, c in ipairs(configs) do
   local wanted = c.name == "fp32 baseline" or not only

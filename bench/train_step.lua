@@ -15,7 +15,6 @@
 --                   one layer, as transformers' gradient_checkpointing_enable does)
 -- Prints one line: "tokens_s=N step_s=N peak_allocated=N peak_reserved=N" (bytes).
 -- Never a test: figures depend on the machine and its load.
-local T = require("trainer.core.tensor")
 local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
 local optim = require("trainer.train.optim")
@@ -55,22 +54,10 @@ end
 local now = require("trainer.train.run").now   -- CLOCK_MONOTONIC, in seconds
 
 -- ---------------------------------------------------------------- data: one fixed random batch
-local function int_matrix(values, rows, cols)
-  local flat = T.from_table(values, { dtype = "i32", tag = "activations" })
-  local t = flat:reshape({ rows, cols })
-  flat:free()
-  return t
-end
-
-local ids, s = {}, 42
-local function rnd(k) s = (s * 1103515245 + 12345) % 2147483648 return s % k end
-for b = 0, opt.batch - 1 do
-  for t = 1, opt.seq do ids[b * opt.seq + t] = t == 1 and 101 or (t == opt.seq and 102 or 1000 + rnd(opt.vocab - 1000)) end
-end
-local labels, mask = {}, {}
-for b = 1, opt.batch do labels[b] = rnd(2) end
-for i = 1, opt.batch * opt.seq do mask[i] = 1 end
-local batch = { input_ids = int_matrix(ids, opt.batch, opt.seq), attention_mask = int_matrix(mask, opt.batch, opt.seq) }
+local random_batch = dofile(require("trainer.native").root() .. "/bench/random_batch.lua")
+local data = random_batch.new(opt.batch, opt.seq, opt.vocab, 42, 1000, 101, 102)
+local labels = data.labels
+local batch = { input_ids = data.input_ids, attention_mask = data.attention_mask }
 
 -- ---------------------------------------------------------------- model and step
 local cfg = bert.config({ hidden_size = opt.hidden, num_hidden_layers = opt.layers, num_attention_heads = opt.heads,

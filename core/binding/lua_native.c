@@ -367,6 +367,28 @@ static int push_errno(lua_State *L, int e)
     return 2;
 }
 
+/* After a failure with errno e on the open descriptor fd: closes it (close's own result
+ * does not matter then: e is the error to report) and pushes nil, strerror(e). */
+static int close_failed(lua_State *L, int fd, int e)
+{
+    close(fd);
+    return push_errno(L, e);
+}
+
+/* Writes all n bytes of data to fd at its offset, retrying short writes and EINTR.
+ * Returns 0, or the errno of the failure (ENOSPC for a write that wrote nothing). */
+static int write_all(int fd, const char *data, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : ENOSPC;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
 /* native.write_file(path, data [, sync]) -> true | nil, strerror
  * Creates or truncates path and writes all of data (retrying short writes and EINTR);
  * with sync, fsyncs it before the close. Every call's result is checked, close included:
@@ -379,22 +401,9 @@ static int l_write_file(lua_State *L)
     int sync = lua_toboolean(L, 3);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return push_errno(L, errno);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            close(fd);
-            return push_errno(L, e);
-        }
-        done += (size_t)w;
-    }
-    if (sync && fsync(fd) != 0 && errno != EINVAL) {
-        int e = errno;
-        close(fd);
-        return push_errno(L, e);
-    }
+    int e = write_all(fd, data, n);
+    if (e) return close_failed(L, fd, e);
+    if (sync && fsync(fd) != 0 && errno != EINVAL) return close_failed(L, fd, errno);
     if (close(fd) != 0) return push_errno(L, errno);
     lua_pushboolean(L, 1);
     return 1;
@@ -414,23 +423,10 @@ static int l_append_file(lua_State *L)
     const char *data = luaL_checklstring(L, 2, &n);
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return push_errno(L, errno);
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            close(fd);
-            return push_errno(L, e);
-        }
-        done += (size_t)w;
-    }
+    int e = write_all(fd, data, n);
+    if (e) return close_failed(L, fd, e);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return push_errno(L, e);
-    }
+    if (fstat(fd, &st) != 0) return close_failed(L, fd, errno);
     if (close(fd) != 0) return push_errno(L, errno);
     lua_pushnumber(L, (lua_Number)st.st_size);
     return 1;
@@ -444,11 +440,7 @@ static int l_fsync(lua_State *L)
     const char *path = luaL_checkstring(L, 1);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return push_errno(L, errno);
-    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-        int e = errno;
-        close(fd);
-        return push_errno(L, e);
-    }
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) return close_failed(L, fd, errno);
     if (close(fd) != 0) return push_errno(L, errno);
     lua_pushboolean(L, 1);
     return 1;
@@ -496,10 +488,7 @@ static int l_lock_file(lua_State *L)
     while (r != 0 && errno == EINTR);
     if (r != 0) {
         int e = errno;
-        if (e != EWOULDBLOCK) {
-            close(fd);
-            return push_errno(L, e);
-        }
+        if (e != EWOULDBLOCK) return close_failed(L, fd, e);
         char buf[4096];
         ssize_t got;
         do got = pread(fd, buf, sizeof buf, 0);
@@ -510,18 +499,9 @@ static int l_lock_file(lua_State *L)
         lua_pushlstring(L, buf, got > 0 ? (size_t)got : 0);
         return 3;
     }
-    size_t done = 0;
-    int e = ftruncate(fd, 0) == 0 ? 0 : errno;
-    while (!e && done < n) {
-        ssize_t w = pwrite(fd, text + done, n - done, (off_t)done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) e = w < 0 ? errno : ENOSPC;
-        else done += (size_t)w;
-    }
-    if (e) {
-        close(fd);
-        return push_errno(L, e);
-    }
+    /* the descriptor's offset is still 0: pread does not move it */
+    int e = ftruncate(fd, 0) == 0 ? write_all(fd, text, n) : errno;
+    if (e) return close_failed(L, fd, e);
     lua_pushinteger(L, fd);
     return 1;
 }

@@ -47,6 +47,21 @@ static void put(text *t, const char *fmt, ...)
     if (n > 0) t->need += (size_t)n;
 }
 
+/* The table of current and peak bytes: one row a tag, then allocated and reserved, each
+ * row after `indent` in columns w wide; the last row ends without a newline. */
+static void put_tag_table(text *t, const tr_alloc_stats *st, const char *indent, int w)
+{
+    char s1[32], s2[32];
+    put(t, "%s%-*s %*s %*s\n", indent, w, "tag", w, "current", w, "peak");
+    for (int i = 0; i < TR_NTAGS; i++)
+        put(t, "%s%-*s %*s %*s\n", indent, w, tr_tag_name(i), w, tr_alloc_fmt_size(st->tag_allocated[i], s1, sizeof s1),
+            w, tr_alloc_fmt_size(st->tag_peak[i], s2, sizeof s2));
+    put(t, "%s%-*s %*s %*s\n", indent, w, "allocated", w, tr_alloc_fmt_size(st->allocated, s1, sizeof s1), w,
+        tr_alloc_fmt_size(st->peak_allocated, s2, sizeof s2));
+    put(t, "%s%-*s %*s %*s", indent, w, "reserved", w, tr_alloc_fmt_size(st->reserved, s1, sizeof s1), w,
+        tr_alloc_fmt_size(st->peak_reserved, s2, sizeof s2));
+}
+
 /* ------------------------------------------------------------ the device's own figures */
 
 int tr_alloc_device_memory(const tr_alloc *a, uint64_t *total, uint64_t *free_bytes, uint64_t *outside)
@@ -103,14 +118,7 @@ int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64
             "batch.size with batch.accumulate; grads + optimizer -> lora = { r = 8, targets = { \"query\", "
             "\"value\" } }; weights -> precision = \"bf16\" (frozen weights in half); fragmentation "
             "(reserved well above allocated) -> memory.max_split_size; or raise memory.limit.\n");
-    put(&t, "  %-12s %12s %12s\n", "tag", "current", "peak");
-    for (int i = 0; i < TR_NTAGS; i++)
-        put(&t, "  %-12s %12s %12s\n", tr_tag_name(i), tr_alloc_fmt_size(st.tag_allocated[i], s1, sizeof s1),
-            tr_alloc_fmt_size(st.tag_peak[i], s2, sizeof s2));
-    put(&t, "  %-12s %12s %12s\n", "allocated", tr_alloc_fmt_size(st.allocated, s1, sizeof s1),
-        tr_alloc_fmt_size(st.peak_allocated, s2, sizeof s2));
-    put(&t, "  %-12s %12s %12s", "reserved", tr_alloc_fmt_size(st.reserved, s1, sizeof s1),
-        tr_alloc_fmt_size(st.peak_reserved, s2, sizeof s2));
+    put_tag_table(&t, &st, "  ", 12);
     return tr_fail(err, TR_EOOM, "%s", msg);
 }
 
@@ -126,14 +134,8 @@ size_t tr_alloc_report(const tr_alloc *a, char *buf, size_t len)
     text t = { buf, len, 0 };
     if (len) buf[0] = '\0';
     put(&t, "memory on %s\n%s", a->device_name, rule);
-    put(&t, "%-14s %14s %14s\n", "tag", "current", "peak");
-    for (int i = 0; i < TR_NTAGS; i++)
-        put(&t, "%-14s %14s %14s\n", tr_tag_name(i), tr_alloc_fmt_size(st.tag_allocated[i], s1, sizeof s1),
-            tr_alloc_fmt_size(st.tag_peak[i], s2, sizeof s2));
-    put(&t, "%-14s %14s %14s\n", "allocated", tr_alloc_fmt_size(st.allocated, s1, sizeof s1),
-        tr_alloc_fmt_size(st.peak_allocated, s2, sizeof s2));
-    put(&t, "%-14s %14s %14s\n%s", "reserved", tr_alloc_fmt_size(st.reserved, s1, sizeof s1),
-        tr_alloc_fmt_size(st.peak_reserved, s2, sizeof s2), rule);
+    put_tag_table(&t, &st, "", 14);
+    put(&t, "\n%s", rule);
     put(&t, "%-14s %14s %14s %14s %14s\n", "pool", "allocated", "peak alloc", "reserved", "peak reserved");
     for (int p = 0; p < 2; p++)
         put(&t, "%-14s %14s %14s %14s %14s\n", pools[p], tr_alloc_fmt_size(st.pool_allocated[p], s1, sizeof s1),

@@ -18,10 +18,6 @@
 #include "cpu/fast_math.h"
 #include "tr_base.h"
 
-/* The unsigned integer as wide as each REAL, for the body's dropout bit select (below). */
-typedef uint32_t attn_bits_f32;
-typedef uint64_t attn_bits_f64;
-
 /* ------------------------------------------------------------ helpers */
 
 static int omp_thread(void)
@@ -242,22 +238,8 @@ TR_SIMD_CLONES static void KFN(softmax_block)(REAL *S, REAL *lse_out, REAL *inv_
     }
 }
 
-/* out[j] = in[j] * keep_scale where mask[j] is all ones (kept), else +0; out may be in. A
- * bit select (the product's bits AND the mask): a ?: is control flow to GCC -O2 and kept
- * this loop scalar, and a byte mask beside the floats made it 16-byte vectors only.
- * KFN(attn_bits) is the unsigned integer as wide as REAL (the mask sign-extends to it). */
-TR_SIMD_CLONES static void KFN(dropout_rows)(REAL *out, const REAL *in, const uint32_t *mask, int64_t n,
-                                             REAL keep_scale)
-{
-#pragma omp simd
-    for (int64_t j = 0; j < n; j++) {
-        REAL v = in[j] * keep_scale;
-        KFN(attn_bits) bits;
-        memcpy(&bits, &v, sizeof bits);
-        bits &= (KFN(attn_bits))(int32_t)mask[j];
-        memcpy(&out[j], &bits, sizeof bits);
-    }
-}
+/* KFN(dropout_span): the keep mask applied to a span of scores or their gradients. */
+#include "cpu/dropout_span.h"
 
 /* The softmax backward of rows [0, nb) (stride and length Tp): P[r] = P[r] * (G[r] -
  * <P[r], G[r]>), G = dP. Padding columns have P = 0 and G = 0 and stay 0. */
@@ -399,7 +381,7 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
                 KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, Tp, u.ck, isa);
                 if (use_drop) {   /* the block's rows are consecutive in the stream: one draw */
                     attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
-                    KFN(dropout_rows)(u.S, u.S, u.keep, nb * Tp, 1);
+                    KFN(dropout_span)(u.S, u.S, u.keep, 1, nb * Tp);
                     for (int64_t r = 0; r < nb; r++) u.rs[r] *= keep_scale;
                 }
                 /* out = diag(1/rowsum) (P v): the normalisation on 1 x D rows, not on P */
@@ -452,13 +434,13 @@ void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const RE
                 const REAL *Pd = P;
                 if (use_drop) {
                     attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
-                    KFN(dropout_rows)(G, P, u.keep, nb * Tp, keep_scale);
+                    KFN(dropout_span)(G, P, u.keep, keep_scale, nb * Tp);
                     Pd = G;
                 }
                 KFN(product)(isa, 1, dvb, ld, Pd, Tp, dob, ld, T, D, nb, 1, NULL, acc);
                 /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
                 KFN(scores)(isa, G, Tp, dob, ld, vb, ld, u.vt, nb, T, D, 1);
-                if (use_drop) KFN(dropout_rows)(G, G, u.keep, nb * Tp, keep_scale);
+                if (use_drop) KFN(dropout_span)(G, G, u.keep, keep_scale, nb * Tp);
                 KFN(dsoftmax_block)(P, G, nb, Tp, isa);
                 /* dq = scale dS k; dk (+)= scale dS^T q */
                 KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, Tp, kb, ld, nb, D, T,

@@ -8,10 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The unsigned integer as wide as each REAL, for the body's bit select (below). */
-typedef uint32_t dropout_bits_f32;
-typedef uint64_t dropout_bits_f64;
-
 #define KERNEL_IMPL "cpu/dropout.c"
 #include "cpu/instantiate.h"
 
@@ -21,23 +17,7 @@ typedef uint64_t dropout_bits_f64;
  * The keep mask is regenerated from the keyed RNG by the caller for each chunk, never
  * stored across forward and backward; this kernel only applies it. */
 
-/* One span, as a bit select (the value's bits AND the all-ones-or-zero mask, sign-extended
- * to REAL's width) in `omp simd` under the AVX-512 / AVX2 clones: the scalar loop with its
- * branch per element was ~5 % of a short-text LoRA step, GCC vectorises neither the branch
- * nor a ?: on a byte, and with byte masks beside the floats it used 16-byte vectors only.
- * A dropped element is +0 even where x is not finite, as before. KFN(dropout_bits) is the
- * unsigned integer as wide as REAL (dropout.c). */
-TR_SIMD_CLONES static void KFN(dropout_span)(REAL *out, const REAL *x, const uint32_t *mask, REAL scale, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        REAL v = x[i] * scale;
-        KFN(dropout_bits) b;
-        memcpy(&b, &v, sizeof b);
-        b &= (KFN(dropout_bits))(int32_t)mask[i];
-        memcpy(&out[i], &b, sizeof b);
-    }
-}
+#include "cpu/dropout_span.h"
 
 /* out[i] = mask[i] ? x[i] * scale : 0 (=), with scale = 1/(1-p) and mask[i] 0xFFFFFFFF (kept)
  * or 0 (tr_dropout_mask_words). The same call is the backward: dx = dropout_apply(dout)

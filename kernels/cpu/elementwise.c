@@ -64,46 +64,39 @@ static int64_t KFN(span_len)(int64_t n, int64_t s) { return n - s < ELEM_SPAN ? 
 
 /* ------------------------------------------------------------ add, mul */
 
-/* out = a + b (=). out may alias a or b. */
-void KFN(tr_k_add_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
+/* out = a OP b (=) by one span function: the whole of b when b_rows == N, else the row
+ * vector b under each of the N rows. out may alias a or b. */
+static void KFN(binary_fwd)(void (*span)(REAL *, const REAL *, const REAL *, int64_t), REAL *out, const REAL *a,
+                            const REAL *b, int64_t N, int64_t C, int64_t b_rows)
 {
     int64_t n = N * C;
     if (b_rows == N && n <= ELEM_SERIAL) {
-        KFN(add_span)(out, a, b, n);
+        span(out, a, b, n);
         return;
     }
     if (b_rows == N) {
 #pragma omp parallel for schedule(static)
-        for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(add_span)(out + s, a + s, b + s, KFN(span_len)(n, s));
+        for (int64_t s = 0; s < n; s += ELEM_SPAN) span(out + s, a + s, b + s, KFN(span_len)(n, s));
         return;
     }
     if (n <= ELEM_SERIAL) {
-        for (int64_t r = 0; r < N; r++) KFN(add_span)(out + r * C, a + r * C, b, C);
+        for (int64_t r = 0; r < N; r++) span(out + r * C, a + r * C, b, C);
         return;
     }
 #pragma omp parallel for
-    for (int64_t r = 0; r < N; r++) KFN(add_span)(out + r * C, a + r * C, b, C);
+    for (int64_t r = 0; r < N; r++) span(out + r * C, a + r * C, b, C);
+}
+
+/* out = a + b (=). out may alias a or b. */
+void KFN(tr_k_add_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
+{
+    KFN(binary_fwd)(KFN(add_span), out, a, b, N, C, b_rows);
 }
 
 /* out = a * b (=). out may alias a or b. */
 void KFN(tr_k_mul_fwd)(REAL *out, const REAL *a, const REAL *b, int64_t N, int64_t C, int64_t b_rows)
 {
-    int64_t n = N * C;
-    if (b_rows == N && n <= ELEM_SERIAL) {
-        KFN(mul_span)(out, a, b, n);
-        return;
-    }
-    if (b_rows == N) {
-#pragma omp parallel for schedule(static)
-        for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(mul_span)(out + s, a + s, b + s, KFN(span_len)(n, s));
-        return;
-    }
-    if (n <= ELEM_SERIAL) {
-        for (int64_t r = 0; r < N; r++) KFN(mul_span)(out + r * C, a + r * C, b, C);
-        return;
-    }
-#pragma omp parallel for
-    for (int64_t r = 0; r < N; r++) KFN(mul_span)(out + r * C, a + r * C, b, C);
+    KFN(binary_fwd)(KFN(mul_span), out, a, b, N, C, b_rows);
 }
 
 /* da = dout * b (=), db = dout * a (=), summed over rows when b is broadcast.
@@ -138,26 +131,28 @@ void KFN(tr_k_mul_bwd)(REAL *da, REAL *db, const REAL *dout, const REAL *a, cons
 
 /* ------------------------------------------------------------ scale, axpy, fill */
 
-/* out = alpha * x (=). out may alias x. */
-void KFN(tr_k_scale_fwd)(REAL *out, const REAL *x, REAL alpha, int64_t n)
+/* span(out, x, alpha) over n elements, in spans across threads above ELEM_SERIAL. */
+static void KFN(alpha_fwd)(void (*span)(REAL *, const REAL *, REAL, int64_t), REAL *out, const REAL *x, REAL alpha,
+                           int64_t n)
 {
     if (n <= ELEM_SERIAL) {
-        KFN(scale_span)(out, x, alpha, n);
+        span(out, x, alpha, n);
         return;
     }
 #pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(scale_span)(out + s, x + s, alpha, KFN(span_len)(n, s));
+    for (int64_t s = 0; s < n; s += ELEM_SPAN) span(out + s, x + s, alpha, KFN(span_len)(n, s));
+}
+
+/* out = alpha * x (=). out may alias x. */
+void KFN(tr_k_scale_fwd)(REAL *out, const REAL *x, REAL alpha, int64_t n)
+{
+    KFN(alpha_fwd)(KFN(scale_span), out, x, alpha, n);
 }
 
 /* y += alpha * x (ACCUMULATES into y). */
 void KFN(tr_k_axpy_fwd)(REAL *y, const REAL *x, REAL alpha, int64_t n)
 {
-    if (n <= ELEM_SERIAL) {
-        KFN(axpy_span)(y, x, alpha, n);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < n; s += ELEM_SPAN) KFN(axpy_span)(y + s, x + s, alpha, KFN(span_len)(n, s));
+    KFN(alpha_fwd)(KFN(axpy_span), y, x, alpha, n);
 }
 
 /* out = value (=). */

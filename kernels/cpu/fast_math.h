@@ -74,18 +74,24 @@ TR_FAST_INLINE float tr_fast_expf(float x)
     return out;
 }
 
-/* min(x, cap) for x not NaN, as a bit select: `x < cap ? x : cap` is control flow to GCC
- * -O2 (it does not if-convert a float compare without -ffinite-math-only), which keeps
- * the whole loop around it scalar. */
-TR_FAST_INLINE float tr_fast_capf(float x, float cap)
+/* cond ? a : b as a bit select (a's bits where cond, else b's): a ?: on floats is control
+ * flow to GCC -O2 (it does not if-convert a float compare without -ffinite-math-only),
+ * which keeps the whole loop around it scalar. */
+TR_FAST_INLINE float tr_fast_selectf(int cond, float a, float b)
 {
-    int32_t xi, ci, below = -(int32_t)(x < cap);
-    memcpy(&xi, &x, sizeof xi);
-    memcpy(&ci, &cap, sizeof ci);
-    int32_t oi = (xi & below) | (ci & ~below);
+    int32_t ai, bi, m = -(int32_t)cond;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    int32_t oi = (ai & m) | (bi & ~m);
     float out;
     memcpy(&out, &oi, sizeof out);
     return out;
+}
+
+/* min(x, cap) for x not NaN, branch-free. */
+TR_FAST_INLINE float tr_fast_capf(float x, float cap)
+{
+    return tr_fast_selectf(x < cap, x, cap);
 }
 
 /* erfc(a) for a >= 0 given e = e^{-a^2}: erfc(a) = t e^{-a^2} Q(t), t = 1 / (1 + a/2), where
@@ -117,16 +123,10 @@ TR_FAST_INLINE float tr_fast_erfcf_nonneg_e(float a, float e)
  * 1 + erf loses. */
 TR_FAST_INLINE float tr_fast_one_plus_erff_e(float x, float e)
 {
-    float c = tr_fast_erfcf_nonneg_e(fabsf(x), e), d = 2.0f - c;
-    /* x < 0 ? c : d as a bit select: the ?: was control flow that kept GELU's AVX2 and
-     * baseline loops scalar (AVX-512's mask registers if-converted it) */
-    int32_t ci, di, neg = -(int32_t)(x < 0);
-    memcpy(&ci, &c, sizeof ci);
-    memcpy(&di, &d, sizeof di);
-    int32_t oi = (ci & neg) | (di & ~neg);
-    float out;
-    memcpy(&out, &oi, sizeof out);
-    return out;
+    float c = tr_fast_erfcf_nonneg_e(fabsf(x), e);
+    /* x < 0 ? c : 2 - c without a branch: a ?: keeps GELU's AVX2 and baseline loops scalar
+     * (AVX-512's mask registers if-convert it) */
+    return tr_fast_selectf(x < 0, c, 2.0f - c);
 }
 
 /* 1 + erf(x) (e^{-x^2} computed here). */

@@ -52,6 +52,16 @@ local function free_input(x, w)
   x.input_ids:free(); x.attention_mask:free(); w:free()
 end
 
+-- fn(model, x, w) on a tiny encoder of `layers` layers and a batch [B, Tn] (width 32,
+-- vocab 60), all freed after it.
+local function with_tiny(layers, B, Tn, fn)
+  local model = tiny_encoder(layers)
+  local x, w = batch(B, Tn, 32, 60)
+  fn(model, x, w)
+  free_input(x, w)
+  model:free()
+end
+
 -- One forward + backward of loss = sum(embedding * w) with dropout on; returns the loss,
 -- the gradients by name (value lists) and the peak activation bytes above the start.
 local function run(model, x, w, step)
@@ -139,57 +149,51 @@ return {
 
   { "every_segmentation_bitwise_with_dropout_and_lower_peak", function()
     local L = 4
-    local model = tiny_encoder(L)
-    local x, w = batch(4, 12, 32, 60)
-    local specs = { "auto", { every = 1 }, { every = 2 }, { every = 3 }, { every = L } }
-    for n = 1, L do specs[#specs + 1] = { segments = n } end
-    -- one segment holding every layer re-creates all of them at once in backward: no saving
-    same_as_plain(model, x, w, specs, function(sizes) return #sizes > 1 end)
-    free_input(x, w)
-    model:free()
+    with_tiny(L, 4, 12, function(model, x, w)
+      local specs = { "auto", { every = 1 }, { every = 2 }, { every = 3 }, { every = L } }
+      for n = 1, L do specs[#specs + 1] = { segments = n } end
+      -- one segment holding every layer re-creates all of them at once in backward: no saving
+      same_as_plain(model, x, w, specs, function(sizes) return #sizes > 1 end)
+    end)
   end },
 
   { "dropout_really_on_and_checkpoint_replays_the_forward_key", function()
-    local model = tiny_encoder(2)
-    local x, w = batch(3, 8, 32, 60)
-    checkpoint.apply(model, { segments = 2 })
-    local l1 = run(model, x, w, 5)
-    local l2 = run(model, x, w, 6)
-    assert(l1 ~= l2, "a different rng step must give a different dropout mask (is dropout on?)")
-    model:eval()
-    local e = model:forward(x)
-    assert(next(model.bert.encoder.layers[1].saved) == nil, "eval mode must keep nothing")
-    e:free()
-    free_input(x, w)
-    model:free()
+    with_tiny(2, 3, 8, function(model, x, w)
+      checkpoint.apply(model, { segments = 2 })
+      local l1 = run(model, x, w, 5)
+      local l2 = run(model, x, w, 6)
+      assert(l1 ~= l2, "a different rng step must give a different dropout mask (is dropout on?)")
+      model:eval()
+      local e = model:forward(x)
+      assert(next(model.bert.encoder.layers[1].saved) == nil, "eval mode must keep nothing")
+      e:free()
+    end)
   end },
 
   { "frozen_layers_pass_input_gradients", function()
-    local model = tiny_encoder(3)
-    local x, w = batch(3, 8, 32, 60)
-    -- freeze everything but the embeddings: their gradient must flow through the 3 frozen layers
-    for name, p in model:parameters() do p.trainable = name:match("^embeddings%.") ~= nil end
-    local function grads()
-      model:train()
-      model.rng.step = 2
-      model:zero_grad()
-      local e = model:forward(x)
-      model:backward(w)
-      e:free()
-      local out = {}
-      for name, p in model:parameters() do
-        if p.trainable then out[name] = bytes(p.grad) else assert(p.grad == nil, name .. " is frozen but has a grad") end
+    with_tiny(3, 3, 8, function(model, x, w)
+      -- freeze everything but the embeddings: their gradient must flow through the 3 frozen layers
+      for name, p in model:parameters() do p.trainable = name:match("^embeddings%.") ~= nil end
+      local function grads()
+        model:train()
+        model.rng.step = 2
+        model:zero_grad()
+        local e = model:forward(x)
+        model:backward(w)
+        e:free()
+        local out = {}
+        for name, p in model:parameters() do
+          if p.trainable then out[name] = bytes(p.grad) else assert(p.grad == nil, name .. " is frozen but has a grad") end
+        end
+        return out
       end
-      return out
-    end
-    local g0 = grads()
-    local nonzero = false
-    for _, v in ipairs(model.bert.embeddings.norm.weight.grad:values()) do if v ~= 0 then nonzero = true end end
-    assert(nonzero, "no gradient reached the embeddings through the frozen layers")
-    checkpoint.apply(model, { every = 1 })
-    assert_bitwise(g0, grads(), "frozen, every=1")
-    free_input(x, w)
-    model:free()
+      local g0 = grads()
+      local nonzero = false
+      for _, v in ipairs(model.bert.embeddings.norm.weight.grad:values()) do if v ~= 0 then nonzero = true end end
+      assert(nonzero, "no gradient reached the embeddings through the frozen layers")
+      checkpoint.apply(model, { every = 1 })
+      assert_bitwise(g0, grads(), "frozen, every=1")
+    end)
   end },
 
   { "frozen_linear_keeps_nothing_and_passes_the_same_dx", function()

@@ -47,6 +47,15 @@ end
 
 local function free_input(x, w) x.input_ids:free(); x.attention_mask:free(); w:free() end
 
+-- fn(model, x, w) on a tiny encoder of `layers` layers and a batch [B, Tn], all freed after it.
+local function with_tiny(layers, B, Tn, fn)
+  local model = tiny_encoder(layers)
+  local x, w = batch(B, Tn)
+  fn(model, x, w)
+  free_input(x, w)
+  model:free()
+end
+
 -- loss = sum(embedding * w) and its gradients (value lists by name), with dropout on, and
 -- the peak of `activations` above the start.
 local function run(model, x, w, pack)
@@ -245,50 +254,44 @@ return {
   end },
 
   { "packed_training_matches_padded_with_dropout", function()
-    local model = tiny_encoder(2)
-    local x, w = batch(6, 9)
-    same_as_padded(model, x, w)
-    free_input(x, w)
-    model:free()
+    with_tiny(2, 6, 9, function(model, x, w)
+      same_as_padded(model, x, w)
+    end)
   end },
 
   { "packed_lora_and_checkpointing_match_padded", function()
-    local model = tiny_encoder(3)
-    lora.apply(model, { r = 4, alpha = 8, dropout = 0.2, targets = { "query", "value" } })
-    local x, w = batch(5, 10)
-    same_as_padded(model, x, w)
-    checkpoint.apply(model, { every = 1 })
-    same_as_padded(model, x, w)
-    free_input(x, w)
-    model:free()
+    with_tiny(3, 5, 10, function(model, x, w)
+      lora.apply(model, { r = 4, alpha = 8, dropout = 0.2, targets = { "query", "value" } })
+      same_as_padded(model, x, w)
+      checkpoint.apply(model, { every = 1 })
+      same_as_padded(model, x, w)
+    end)
   end },
 
   { "packed_eval_rows_match_and_padding_rows_are_zero", function()
-    local model = tiny_encoder(2)
-    local x, w = batch(4, 8)
-    model:eval()
-    local bm = model.bert
-    local function hidden(pack)
-      local h = bm:forward(x, { pack_rows = pack })
-      local v = h:values()
-      h:free()
-      return v
-    end
-    local a0 = memory.stats().by_tag.activations
-    local h0, h1 = hidden(false), hidden(true)
-    assert(memory.stats().by_tag.activations == a0, "an eval forward left activations allocated")
-    assert(bm.packing == nil, "a forward without grad must close its packing")
-    local mv = x.attention_mask:values()
-    local real0, real1 = {}, {}
-    for i = 1, #h0 do
-      if mv[math.floor((i - 1) / 32) + 1] ~= 0 then
-        real0[#real0 + 1], real1[#real1 + 1] = h0[i], h1[i]
-      else
-        assert(h1[i] == 0, ("padding element %d is %g, want 0"):format(i, h1[i]))
+    with_tiny(2, 4, 8, function(model, x, w)
+      model:eval()
+      local bm = model.bert
+      local function hidden(pack)
+        local h = bm:forward(x, { pack_rows = pack })
+        local v = h:values()
+        h:free()
+        return v
       end
-    end
-    close(real0, real1, 1e-5, "real rows")
-    free_input(x, w)
-    model:free()
+      local a0 = memory.stats().by_tag.activations
+      local h0, h1 = hidden(false), hidden(true)
+      assert(memory.stats().by_tag.activations == a0, "an eval forward left activations allocated")
+      assert(bm.packing == nil, "a forward without grad must close its packing")
+      local mv = x.attention_mask:values()
+      local real0, real1 = {}, {}
+      for i = 1, #h0 do
+        if mv[math.floor((i - 1) / 32) + 1] ~= 0 then
+          real0[#real0 + 1], real1[#real1 + 1] = h0[i], h1[i]
+        else
+          assert(h1[i] == 0, ("padding element %d is %g, want 0"):format(i, h1[i]))
+        end
+      end
+      close(real0, real1, 1e-5, "real rows")
+    end)
   end },
 }

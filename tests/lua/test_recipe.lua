@@ -18,6 +18,13 @@ end
 
 local minimal = 'model = { arch = "bert", config = "tiny", init = "random" }'
 
+-- The resolved recipe (recipe.resolve) of a recipe file holding text, in a new folder.
+local function resolve_text(text)
+  local d = tmpdir()
+  write(d .. "/r.lua", text)
+  return recipe.resolve(d .. "/r.lua")
+end
+
 return {
   { "merge_tables_key_by_key_lists_replace", function()
     local m = recipe.merge({ a = { x = 1, y = 2 }, l = { 1, 2, 3 }, s = "p" },
@@ -89,21 +96,15 @@ return {
       "unknown key 'bach.size' (did you mean 'batch'?)")
   end },
   { "all_errors_in_one_pass", function()
-    local d = tmpdir()
-    write(d .. "/r.lua", "return { " .. minimal .. ", optim = { lr = 0 }, epochs = -1, seed = 1.5 }")
-    local r = recipe.resolve(d .. "/r.lua")
+    local r = resolve_text("return { " .. minimal .. ", optim = { lr = 0 }, epochs = -1, seed = 1.5 }")
     assert(#r.errors == 3, table.concat(r.errors, "\n"))
   end },
   { "model_needs_from_or_arch", function()
-    local d = tmpdir()
-    write(d .. "/r.lua", "return { model = {} }")
-    local r = recipe.resolve(d .. "/r.lua")
+    local r = resolve_text("return { model = {} }")
     assert(r.errors[1]:find("give model.from", 1, true), r.errors[1])
   end },
   { "model_is_required", function()
-    local d = tmpdir()
-    write(d .. "/r.lua", "return {}")
-    local r = recipe.resolve(d .. "/r.lua")
+    local r = resolve_text("return {}")
     assert(r.errors[1]:find("model: is required", 1, true), r.errors[1])
   end },
   { "require_next_to_recipe", function()
@@ -120,9 +121,7 @@ return {
     assert(msg:find("  " .. d .. " (the recipe's folder)", 1, true), msg)
   end },
   { "hooks_type_checked", function()
-    local d = tmpdir()
-    write(d .. "/r.lua", "return { " .. minimal .. ", hooks = { on_step = function() end, on_stpe = 1 }, loop = 3 }")
-    local r = recipe.resolve(d .. "/r.lua")
+    local r = resolve_text("return { " .. minimal .. ", hooks = { on_step = function() end, on_stpe = 1 }, loop = 3 }")
     local all = table.concat(r.errors, "\n")
     assert(all:find("unknown key 'on_stpe' (did you mean 'on_step'?)", 1, true), all)
     assert(all:find("loop: expected a function, got 3", 1, true), all)
@@ -133,9 +132,7 @@ return {
     assert(schema.parse_size("1.5GB") == 1.5e9)
     assert(schema.parse_size(4096) == 4096)
     assert(schema.parse_size("lots") == nil)
-    local d = tmpdir()
-    write(d .. "/r.lua", "return { " .. minimal .. ", memory = { limit = \"eight\" } }")
-    local r = recipe.resolve(d .. "/r.lua")
+    local r = resolve_text("return { " .. minimal .. ", memory = { limit = \"eight\" } }")
     assert(r.errors[1]:find("memory.limit: expected a size", 1, true), r.errors[1])
   end },
   { "schema_lookup", function()
@@ -189,10 +186,9 @@ return {
       "unknown key 'model.lora' (did you mean the top-level key 'lora'?)")
   end },
   { "hugging_face_names_suggest_ours", function()
-    local d = tmpdir()
-    write(d .. "/r.lua", "return { " .. minimal .. ", learning_rate = 1e-4, num_train_epochs = 2, "
+    local r = resolve_text("return { " .. minimal .. ", learning_rate = 1e-4, num_train_epochs = 2, "
       .. "optim = { learning_rate = 1e-4 }, lora = { targets = { \"query\" }, lora_alpha = 16 } }")
-    local all = table.concat(recipe.resolve(d .. "/r.lua").errors, "\n")
+    local all = table.concat(r.errors, "\n")
     assert(all:find("unknown key 'learning_rate' (did you mean 'optim.lr'?)", 1, true), all)
     assert(all:find("optim: unknown key 'learning_rate' (did you mean 'lr'?)", 1, true), all)
     assert(all:find("unknown key 'num_train_epochs' (did you mean 'epochs'?)", 1, true), all)

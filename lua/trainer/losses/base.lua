@@ -189,6 +189,33 @@ function M.score_loss_on_device(loss_obj, op, y, param, embs)
   return loss_obj:value_of(loss_obj._owned.loss)
 end
 
+-- The forward and backward of the losses over the cosines of the pairs (u_i, v_i) with
+-- gold scores y_i (cosent, cosine). forward: embs is the list { u, v } of [B, C], labels
+-- the B scores; built deferred, device_op(sim, y, param) gives the loss and d loss / d sim
+-- on the device (score_loss_on_device); otherwise host(cos, y) takes the B cosines and
+-- the scores as Lua arrays and returns the loss and d loss / d cos_i, in double on the
+-- host. backward feeds that gradient, on the diagonal, to the cosine_sim backward.
+function M.pair_score_forward(loss_obj, embs, labels, device_op, param, host)
+  local B
+  local _
+  B, _, embs = M.check_embeddings(loss_obj.kind, embs, 2, 2)
+  local y = M.host_labels(loss_obj.kind, labels, B)
+  if loss_obj.deferred then return M.score_loss_on_device(loss_obj, device_op, y, param, embs) end
+  local cos = T.scope(function() return M.diagonal(ops.cosine_sim(embs[1], embs[2]), B) end)
+  local loss, dcos = host(cos, y)
+  loss_obj:save({}, { u = embs[1], v = embs[2], dcos = dcos })
+  return loss
+end
+
+function M.pair_score_backward(loss_obj)
+  local s, o = loss_obj:saved(), loss_obj._owned
+  local grads = T.scope(function()
+    return { ops.cosine_sim_backward(o.dsim or M.diag_tensor(s.dcos, s.u:device()), s.u, s.v) }
+  end)
+  loss_obj:release()
+  return grads
+end
+
 -- The diagonal of a square [B, B] tensor as a Lua array.
 function M.diagonal(sim, B)
   local v, d = sim:values(), {}

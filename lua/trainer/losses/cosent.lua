@@ -9,7 +9,6 @@
 -- double; built deferred (a run on a device) it is the op cosent_loss, which takes the
 -- diagonal, reduces the loss and writes the gradient on the device, so a step reads nothing
 -- back. The backward feeds the diagonal dsim to the cosine_sim backward.
-local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
@@ -21,16 +20,12 @@ function M.new(spec)
   return setmetatable({ kind = "cosent", scale = spec.scale }, CoSENT)
 end
 
-function CoSENT:forward(embs, labels)
-  local B
-  local _
-  B, _, embs = base.check_embeddings("cosent", embs, 2, 2)
-  local y = base.host_labels("cosent", labels, B)
-  -- on a device: the diagonal, the loss and its gradient there (ops.cosent_loss)
-  if self.deferred then return base.score_loss_on_device(self, ops.cosent_loss, y, self.scale, embs) end
-  local cos = T.scope(function() return base.diagonal(ops.cosine_sim(embs[1], embs[2]), B) end)
+-- The loss and d loss / d cos_i (= scale * d loss / d s_i) on the host, in double (on a
+-- device ops.cosent_loss computes both there).
+local function host_loss(scale, cos, y)
+  local B = #cos
   local s = {}
-  for i = 1, B do s[i] = self.scale * cos[i] end
+  for i = 1, B do s[i] = scale * cos[i] end
   -- terms: 0 (the "1 +") and s_j - s_i for y_i > y_j; log-sum-exp shifted by the max
   local pi, pj, d, m = {}, {}, {}, 0
   for i = 1, B do
@@ -53,23 +48,16 @@ function CoSENT:forward(embs, labels)
     ds[pj[k]] = ds[pj[k]] + w
     ds[pi[k]] = ds[pi[k]] - w
   end
-  self:save({}, { u = embs[1], v = embs[2], ds = ds })
-  return loss
+  local dcos = {}
+  for i = 1, B do dcos[i] = scale * ds[i] end
+  return loss, dcos
 end
 
-function CoSENT:backward()
-  local s, o = self:saved(), self._owned
-  local grads = T.scope(function()
-    local dsim = o.dsim
-    if not dsim then
-      local dcos = {}
-      for i, g in ipairs(s.ds) do dcos[i] = self.scale * g end
-      dsim = base.diag_tensor(dcos, s.u:device())
-    end
-    return { ops.cosine_sim_backward(dsim, s.u, s.v) }
-  end)
-  self:release()
-  return grads
+function CoSENT:forward(embs, labels)
+  return base.pair_score_forward(self, embs, labels, ops.cosent_loss, self.scale,
+    function(cos, y) return host_loss(self.scale, cos, y) end)
 end
+
+CoSENT.backward = base.pair_score_backward
 
 return M

@@ -8,7 +8,6 @@
 -- loss is computed on the host in double; built deferred (a run on a device) it is the op
 -- cosine_mse_loss, which takes the diagonal, reduces the loss and writes the gradient on the
 -- device, so a step reads nothing back.
-local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local base = require("trainer.losses.base")
 
@@ -20,31 +19,21 @@ function M.new(spec)
   return setmetatable({ kind = "cosine", score_scale = spec.score_scale }, Cosine)
 end
 
+-- On the host: the mean squared error and d loss / d cos_i, in double (on a device
+-- ops.cosine_mse_loss computes both there).
 function Cosine:forward(embs, labels)
-  local B
-  local _
-  B, _, embs = base.check_embeddings("cosine", embs, 2, 2)
-  local y = base.host_labels("cosine", labels, B)
-  -- on a device: the diagonal, the loss and its gradient there (ops.cosine_mse_loss)
-  if self.deferred then return base.score_loss_on_device(self, ops.cosine_mse_loss, y, self.score_scale, embs) end
-  local cos = T.scope(function() return base.diagonal(ops.cosine_sim(embs[1], embs[2]), B) end)
-  local loss, dcos = 0, {}
-  for i = 1, B do
-    local r = cos[i] - y[i] / self.score_scale
-    loss = loss + r * r
-    dcos[i] = 2 * r / B
-  end
-  self:save({}, { u = embs[1], v = embs[2], dcos = dcos })
-  return loss / B
+  return base.pair_score_forward(self, embs, labels, ops.cosine_mse_loss, self.score_scale, function(cos, y)
+    local B = #cos
+    local loss, dcos = 0, {}
+    for i = 1, B do
+      local r = cos[i] - y[i] / self.score_scale
+      loss = loss + r * r
+      dcos[i] = 2 * r / B
+    end
+    return loss / B, dcos
+  end)
 end
 
-function Cosine:backward()
-  local s, o = self:saved(), self._owned
-  local grads = T.scope(function()
-    return { ops.cosine_sim_backward(o.dsim or base.diag_tensor(s.dcos, s.u:device()), s.u, s.v) }
-  end)
-  self:release()
-  return grads
-end
+Cosine.backward = base.pair_score_backward
 
 return M

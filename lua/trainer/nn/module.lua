@@ -86,6 +86,16 @@ local function join(prefix, name)
   return prefix .. "." .. name
 end
 
+-- An iterator over list giving fields(entry) for each entry in order.
+local function each(list, fields)
+  local i = 0
+  return function()
+    i = i + 1
+    local e = list[i]
+    if e then return fields(e) end
+  end
+end
+
 -- List of { name, param } in a deterministic order: own parameters in registration order,
 -- then each child's, recursively (PyTorch's named_parameters order).
 function Module:parameter_list(prefix, out)
@@ -99,12 +109,7 @@ end
 -- for name, param, grad in m:parameters() do ... end (grad = param.grad, nil until a
 -- backward reached a trainable parameter)
 function Module:parameters()
-  local list, i = self:parameter_list(), 0
-  return function()
-    i = i + 1
-    local e = list[i]
-    if e then return e[1], e[2], e[2].grad end
-  end
+  return each(self:parameter_list(), function(e) return e[1], e[2], e[2].grad end)
 end
 
 -- name -> param
@@ -128,12 +133,7 @@ end
 
 -- for name, module, parent, child_name in m:named_modules() do ... end
 function Module:named_modules()
-  local list, i = self:module_list(), 0
-  return function()
-    i = i + 1
-    local e = list[i]
-    if e then return e[1], e[2], e[3], e[4] end
-  end
+  return each(self:module_list(), function(e) return e[1], e[2], e[3], e[4] end)
 end
 
 function Module:children()

@@ -155,18 +155,25 @@ function M.new_scaler(precision, state, opts)
   return self
 end
 
--- Divides every trainable gradient by the scale (once per optimizer step: a second call
--- before update() is a user error, it would divide twice) and reports whether any holds
--- an inf or NaN. The caller skips the optimizer step when it returns true. Disabled
--- scaler: returns false and touches nothing.
-function Scaler:unscale(params)
-  if not self.enabled then return false end
+-- The trainable gradients to unscale in this optimizer step; marks the step unscaled (a
+-- second call before update() is a user error: it would divide twice).
+local function begin_unscale(self, params)
   if self.unscaled then
     errors.user("scaler:unscale called twice in one optimizer step; call it once, after the last micro-batch "
       .. "and before clipping, then scaler:update")
   end
   local list = grad_list(params)
   self.unscaled = true
+  return list
+end
+
+-- Divides every trainable gradient by the scale (once per optimizer step: a second call
+-- before update() is a user error, it would divide twice) and reports whether any holds
+-- an inf or NaN. The caller skips the optimizer step when it returns true. Disabled
+-- scaler: returns false and touches nothing.
+function Scaler:unscale(params)
+  if not self.enabled then return false end
+  local list = begin_unscale(self, params)
   self.found_inf = #list > 0 and ops.scale_check_finite(list, 1 / self.scale) or false
   return self.found_inf
 end
@@ -177,12 +184,7 @@ end
 -- reads the flag when it needs the decision (update takes it). Disabled scaler: nothing.
 function Scaler:unscale_into(params, found_inf)
   if not self.enabled then return end
-  if self.unscaled then
-    errors.user("scaler:unscale called twice in one optimizer step; call it once, after the last micro-batch "
-      .. "and before clipping, then scaler:update")
-  end
-  local list = grad_list(params)
-  self.unscaled = true
+  local list = begin_unscale(self, params)
   self.found_inf = nil
   if #list == 0 then return end
   if self.dev then ops.scale_check_finite_by_into(list, self.dev.inv, found_inf)

@@ -47,13 +47,18 @@ local function grads_of(params)
 end
 M.grads_of = grads_of
 
-local f32 = ffi.new("float[4]")
-
-function M.clip_grad_norm(params, max_norm)
+-- The gradients of params, after checking max_norm.
+local function checked_grads(params, max_norm)
   if type(max_norm) ~= "number" or not (max_norm > 0) then
     errors.user("clip_grad_norm: max_norm must be a number > 0 (grad_clip in the recipe), got %s", tostring(max_norm))
   end
-  local grads = grads_of(params)
+  return grads_of(params)
+end
+
+local f32 = ffi.new("float[4]")
+
+function M.clip_grad_norm(params, max_norm)
+  local grads = checked_grads(params, max_norm)
   if #grads == 0 then return 0 end
   local norm = ops.global_norm(grads)
   if norm ~= norm or norm == math.huge then return norm end
@@ -69,10 +74,7 @@ function M.clip_grad_norm(params, max_norm)
 end
 
 function M.clip_grad_norm_into(params, max_norm, found_inf)
-  if type(max_norm) ~= "number" or not (max_norm > 0) then
-    errors.user("clip_grad_norm: max_norm must be a number > 0 (grad_clip in the recipe), got %s", tostring(max_norm))
-  end
-  local grads = grads_of(params)
+  local grads = checked_grads(params, max_norm)
   if #grads == 0 then return 0 end
   local norm = ops.global_norm_into(grads)
   local ok, err = pcall(ops.clip_by_norm_, grads, norm, max_norm, found_inf)

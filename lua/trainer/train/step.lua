@@ -168,22 +168,19 @@ local function joined_grad(grads, ctx)
 end
 
 -- ---------------------------------------------------------------- plain path
-local function plain_classifier(ctx, cols, labels, opts)
+-- One forward and backward of the model over texts (B rows of labels), the loss reading
+-- loss_inputs(out), the list of tensors it takes from the model's output. Returns the
+-- loss value and the token count.
+local function plain_step(ctx, texts, B, labels, opts, loss_inputs)
   local model, loss = ctx.model, ctx.loss
-  if #cols > 2 then errors.user("step.micro: a classifier takes 1 or 2 text columns, got %d", #cols) end
-  local texts = cols[1]
-  if #cols == 2 then
-    texts = {}
-    for i = 1, #cols[1] do texts[i] = { cols[1][i], cols[2][i] } end
-  end
   local n_tokens
   local ok, value = pcall(T.scope, function()
-    local enc, k = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, #texts, labels))
+    local enc, k = encode(ctx, texts, opts, ctx.feed and feed_targets(loss, B, labels))
     n_tokens = k
     give_targets(loss, enc)
-    local logits = model:forward(enc)
+    local out = model:forward(enc)
     free_enc(enc)   -- now: the ids are not needed after the forward
-    local v = loss:forward({ logits }, labels)
+    local v = loss:forward(loss_inputs(out), labels)
     take_back_targets(loss)
     model:backward(joined_grad(loss:backward(), ctx))
     return v
@@ -192,6 +189,16 @@ local function plain_classifier(ctx, cols, labels, opts)
   release(ctx)
   if not ok then error(value, 0) end
   return value, n_tokens
+end
+
+local function plain_classifier(ctx, cols, labels, opts)
+  if #cols > 2 then errors.user("step.micro: a classifier takes 1 or 2 text columns, got %d", #cols) end
+  local texts = cols[1]
+  if #cols == 2 then
+    texts = {}
+    for i = 1, #cols[1] do texts[i] = { cols[1][i], cols[2][i] } end
+  end
+  return plain_step(ctx, texts, #texts, labels, opts, function(logits) return { logits } end)
 end
 
 local function flatten(cols)
@@ -208,24 +215,8 @@ local function column_views(e, ncols, B)
 end
 
 local function plain_embedding(ctx, cols, labels, opts)
-  local model, loss = ctx.model, ctx.loss
   local B = #cols[1]
-  local n_tokens
-  local ok, value = pcall(T.scope, function()
-    local enc, k = encode(ctx, flatten(cols), opts, ctx.feed and feed_targets(loss, B, labels))
-    n_tokens = k
-    give_targets(loss, enc)
-    local e = model:forward(enc)
-    free_enc(enc)   -- now: the ids are not needed after the forward
-    local v = loss:forward(column_views(e, #cols, B), labels)
-    take_back_targets(loss)
-    model:backward(joined_grad(loss:backward(), ctx))
-    return v
-  end)
-  take_back_targets(loss)
-  release(ctx)
-  if not ok then error(value, 0) end
-  return value, n_tokens
+  return plain_step(ctx, flatten(cols), B, labels, opts, function(e) return column_views(e, #cols, B) end)
 end
 
 -- ---------------------------------------------------------------- cached path
