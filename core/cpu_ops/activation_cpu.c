@@ -50,7 +50,7 @@ typedef struct rows_kind {
     int kind, arg;
 } rows_kind;
 
-static void rows_fn(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int rows_fn(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     const rows_kind *k = work;
     if (k->kind == ACT_SOFTMAX_FWD)
@@ -59,6 +59,7 @@ static void rows_fn(const tr_op_call *c, float *const *p, int64_t nr, int64_t C,
         tr_k_softmax_bwd_f32(p[0], p[1], p[2], nr, C);
     else
         elementwise_f32(k->kind, k->arg, p[0], p[1], p[2], nr * C);
+    return TR_OK;
 }
 
 /* y (=) = f(a [, b]): half elementwise operands span by span, else blocks of rows of width C

@@ -31,19 +31,22 @@ static void mul_span(const void *arg, float *y, const float *a, const float *b, 
 /* scale, axpy, fill: rows of one element for the staging loop; out (or y) then x. */
 static const unsigned char scaled_layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK};
 
-static void scale_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+static int scale_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t n, int64_t one, void *work)
 {
     tr_k_scale_fwd_f32(p[0], p[1], c->f[0], n);
+    return TR_OK;
 }
 
-static void axpy_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+static int axpy_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t n, int64_t one, void *work)
 {
     tr_k_axpy_fwd_f32(p[0], p[1], c->f[0], n);
+    return TR_OK;
 }
 
-static void fill_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+static int fill_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t n, int64_t one, void *work)
 {
     tr_k_fill_fwd_f32(p[0], c->f[0], n);
+    return TR_OK;
 }
 
 static int scaled_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_fn fn)
@@ -52,14 +55,16 @@ static int scaled_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_f
 }
 
 /* add and mul over a block of rows for the staging loop; work: whether b broadcasts. */
-static void add_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int add_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_add_fwd_f32(p[0], p[1], p[2], nr, C, *(const int *)work ? 1 : nr);
+    return TR_OK;
 }
 
-static void mul_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int mul_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_mul_fwd_f32(p[0], p[1], p[2], nr, C, *(const int *)work ? 1 : nr);
+    return TR_OK;
 }
 
 static int binary_run(tr_ctx *ctx, tr_op_call *c, int is_mul)

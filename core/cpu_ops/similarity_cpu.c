@@ -12,14 +12,16 @@ static const float cos_eps = 1e-12f; /* torch.nn.functional.normalize's default 
  * l2norm's (out, x) and its backward's (dx, dout, x) in the staging loop's places. */
 static const unsigned char l2norm_layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK, TR_ROWS_BLOCK};
 
-static void l2norm_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int l2norm_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_l2norm_fwd_f32(p[0], p[1], nr, C, c->f[0]);
+    return TR_OK;
 }
 
-static void l2norm_backward_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int l2norm_backward_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_l2norm_bwd_f32(p[0], p[1], p[2], nr, C, c->f[0]);
+    return TR_OK;
 }
 
 static int l2norm_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_tensor *x, tr_rows_fn fn)
