@@ -116,6 +116,20 @@ void tr_stage_put(const tr_tensor *t, int64_t off, const float *src, int64_t n)
     tr_stage_convert(elem_ptr(t, off), t->dtype, src, TR_F32, (size_t)n);
 }
 
+int tr_stage_index(tr_ctx *ctx, const tr_tensor *t, const int64_t **out, void **owned)
+{
+    *owned = NULL;
+    if (t->dtype == TR_I64) {
+        *out = t->data;
+        return TR_OK;
+    }
+    int rc = tr_stage_scratch(ctx, (size_t)t->numel * sizeof(int64_t), owned);
+    if (rc) return rc;
+    tr_convert(*owned, TR_I64, t->data, t->dtype, (size_t)t->numel);
+    *out = *owned;
+    return TR_OK;
+}
+
 /* ------------------------------------------------------------ spans */
 
 /* An operand's span as f32: its own memory when f32, else converted into buf. */
@@ -141,7 +155,7 @@ void tr_stage_spans(const tr_tensor *y, const tr_tensor *a, const tr_tensor *b, 
 {
     enum { SERIAL_SPANS = 8 };
     int64_t spans = (y->numel + TR_STAGE_SPAN - 1) / TR_STAGE_SPAN;
-    if (spans <= SERIAL_SPANS) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+    if (spans <= SERIAL_SPANS) { /* no OpenMP region: even an if(0) one makes a libgomp team */
         for (int64_t s = 0; s < spans; s++) one_span(y, a, b, fn, arg, s);
         return;
     }

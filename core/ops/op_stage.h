@@ -51,6 +51,10 @@ int tr_stage_load(tr_ctx *ctx, const tr_tensor *t, int64_t off, int64_t n, float
 int tr_stage_buf(tr_ctx *ctx, const tr_tensor *t, int64_t off, int64_t n, int read, float **out, void **owned);
 void tr_stage_put(const tr_tensor *t, int64_t off, const float *src, int64_t n);
 
+/* *out = the values of index tensor t (i32 or i64) as int64: t's data when it is i64, else
+ * a copy in *owned (release with tr_stage_scratch_free). */
+int tr_stage_index(tr_ctx *ctx, const tr_tensor *t, const int64_t **out, void **owned);
+
 /* A workspace block of `bytes` from the CPU allocator; NULL-safe free. */
 int tr_stage_scratch(tr_ctx *ctx, size_t bytes, void **out);
 void tr_stage_scratch_free(tr_ctx *ctx, void *p);
