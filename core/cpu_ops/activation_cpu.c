@@ -3,7 +3,6 @@
  * GELU and tanh, and staged in chunks of rows for softmax (whose sums are always f32). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/gelu.h"
 #include "cpu/softmax.h"
 #include "cpu/tanh.h"

@@ -12,7 +12,6 @@
  * the mask are read and written in place (f32; i32 or f32). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/attention.h"
 #include <math.h>
 

@@ -20,7 +20,6 @@
  * op's [1, H, n_b] block of each sequence, back to back). Half tensors are staged to f32. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/attention.h"
 #include "cpu/attn_short.h"
 #include "cpu/attn_tile.h"

@@ -5,7 +5,6 @@
  * shape check left N and I in call->dim. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/bias_gelu.h"
 #include "cpu/gelu.h"
 

@@ -19,7 +19,6 @@
  * every element and every staged block of rows is read before its place is written. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/dropout_add_layernorm.h"
 #include "cpu/layernorm.h"
 #include <string.h>

@@ -4,7 +4,6 @@
  * half tensors need only a few MiB of workspace). */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/elementwise.h"
 #include <string.h>
 

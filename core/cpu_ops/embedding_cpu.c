@@ -3,7 +3,6 @@
  * vocabulary before any kernel runs, so a bad id never reads or writes out of bounds. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/embedding.h"
 #include <string.h>
 

@@ -4,7 +4,6 @@
  * f32; dweight/dbias accumulate across blocks through the kernel's +=. The shape check left
  * N and C in call->dim. */
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/layernorm.h"
 
 #define FWD(name) TR_ARGI(layernorm, name)

@@ -3,7 +3,6 @@
  * and recounts the rows that are not ignored. Targets are validated before any kernel runs. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/loss.h"
 #include "cpu/reduce.h"
 

@@ -15,7 +15,6 @@
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu_gemm.h"
-#include "stage_rows.h"
 
 #include <limits.h>
 #include "cpu/matmul.h"

@@ -4,7 +4,6 @@
  * before the op returns). */
 #include "ops_pair_features.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/pair_features.h"
 
 /* Each operand whole (one row for the staging loop). */

@@ -3,7 +3,6 @@
  * hidden and the outputs may be any float dtype and are processed in blocks of whole sequences. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/pooling.h"
 
 /* *m32 = the mask as int32 in a workspace block (all ones when mask is NULL). */

@@ -5,7 +5,6 @@
  * depend on the thread count and 1e6 bf16 elements sum to f32 accuracy. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"
 #include <math.h>

@@ -4,7 +4,6 @@
  * are rounded once into the f32 loss and dsim. */
 #include "ops_score_loss.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/score_loss.h"
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,6 @@
  * call. */
 #include "ops_sgd_adafactor.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/sgd_adafactor.h"
 #include <math.h>
 

@@ -3,7 +3,6 @@
  * workspace instead of keeping them from the forward. */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/similarity.h"
 
 static const float cos_eps = 1e-12f; /* torch.nn.functional.normalize's default */

@@ -50,7 +50,7 @@ int tr_stage_rows_by(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, cons
             else if (layout[i] != TR_ROWS_BLOCK)
                 continue;
             else if (d->args[i].role == TR_ARG_IN)
-                rc = tr_stage_load(ctx, t, off, n, &p[i], &block[i]);
+                rc = tr_stage_buf(ctx, t, off, n, 1, &p[i], &block[i]);
             else
                 rc = tr_stage_buf(ctx, t, off, n, d->args[i].role == TR_ARG_ACC, &p[i], &block[i]);
         }
