@@ -38,17 +38,19 @@ static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64
     tr_dropout_mask_words(mask, n, p, s->key, s->base + offset);
 }
 
-/* The run's sizes from q [B, T, H, D] and its scratch; the block loop's rows are the B batch
- * elements of T*H*D. */
-static int attn_begin(tr_ctx *ctx, const tr_op_call *c, const tr_tensor *q, attn_run *r)
+/* fn over the call's batch elements (rows of T*H*D of q [B, T, H, D]) with the run's sizes
+ * and the kernel's scratch. */
+static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_tensor *q, const unsigned char *layout,
+                     tr_rows_fn fn)
 {
-    r->T = q->shape[1], r->H = q->shape[2], r->D = q->shape[3];
-    r->scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r->D);
-    r->dropout_p = c->f[1];
-    r->stream = (attn_stream){c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){0, 0, 0, 0}, 0};
-    r->nthreads = tr_k_attention_threads();
-    return tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r->T, r->D, r->nthreads) * sizeof(float),
-                            (void **)&r->scratch);
+    attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads()};
+    r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
+    if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
+    int rc =
+        tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r.T, r.D, r.nthreads) * sizeof(float), (void **)&r.scratch);
+    if (rc == TR_OK) rc = tr_stage_rows(ctx, d, c, layout, q->shape[0], r.T * r.H * r.D, fn, &r);
+    tr_stage_scratch_free(ctx, r.scratch);
+    return rc;
 }
 
 static tr_attn_dropout *attn_block(attn_run *r, tr_attn_dropout *drop, int64_t b0)
@@ -82,13 +84,7 @@ static int fwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb
 
 int tr_cpu_attention(tr_ctx *ctx, tr_op_call *c)
 {
-    const tr_tensor *q = c->attention.q;
-    attn_run r;
-    int rc = attn_begin(ctx, c, q, &r);
-    if (rc == TR_OK)
-        rc = tr_stage_rows(ctx, &tr_opd_attention, c, fwd_layout, q->shape[0], r.T * r.H * r.D, fwd_rows, &r);
-    tr_stage_scratch_free(ctx, r.scratch);
-    return rc;
+    return attn_rows(ctx, &tr_opd_attention, c, c->attention.q, fwd_layout, fwd_rows);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -111,11 +107,5 @@ static int bwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb
 
 int tr_cpu_attention_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    const tr_tensor *q = c->attention_backward.q;
-    attn_run r;
-    int rc = attn_begin(ctx, c, q, &r);
-    if (rc == TR_OK)
-        rc = tr_stage_rows(ctx, &tr_opd_attention_backward, c, bwd_layout, q->shape[0], r.T * r.H * r.D, bwd_rows, &r);
-    tr_stage_scratch_free(ctx, r.scratch);
-    return rc;
+    return attn_rows(ctx, &tr_opd_attention_backward, c, c->attention_backward.q, bwd_layout, bwd_rows);
 }
