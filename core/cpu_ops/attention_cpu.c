@@ -8,8 +8,8 @@
  * row: f32 tensors run in one kernel call over the whole batch; half tensors are staged to
  * f32 a block of batch elements at a time (attention is independent per batch element),
  * with the dropout stream offset by the block's first element so that element
- * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse and
- * the mask are read and written in place (f32; i32 or f32). */
+ * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse (f32)
+ * and the mask (i32 or f32) are used in place. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/attention.h"
