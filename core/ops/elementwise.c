@@ -83,22 +83,14 @@ TR_OP_CHECK_BY(axpy, scaled_checks, "axpy", c->axpy.y, c->axpy.x, c->f[0], 1)
 TR_OP_CHECK_BY(fill, fill_checks, c->fill.out, c->f[0])
 
 /* add, mul: out has a's shape and dtype; scale: x's. */
-int tr_infer_add(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->add.a, c->add.a->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(add, c->add.a, c->add.a->dtype | TR_INFER_CHOOSE)
 
 int tr_infer_mul(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
     return tr_infer_add(ctx, c, shape, ndim, dtype);
 }
 
-int tr_infer_scale(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->scale.x, c->scale.x->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(scale, c->scale.x, c->scale.x->dtype | TR_INFER_CHOOSE)
 
 int tr_op_add(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {

@@ -207,5 +207,13 @@ void tr_op_rows(const tr_tensor *t, int64_t *N, int64_t *C);
  * `dims` and dtype dt. */
 void tr_op_infer_like(int64_t shape[][8], int *ndim, int *dtype, int a, const tr_tensor *t, int dt);
 void tr_op_infer_dims(int64_t shape[][8], int *ndim, int *dtype, int a, int n, const int64_t *dims, int dt);
+/* The infer step tr_infer_<name> of an op whose one output (argument 0) has the shape of
+ * `like` and the dtype dt, both expressions over the call `c`. */
+#define TR_OP_INFER_LIKE(name, like, dt)                                                                               \
+    int tr_infer_##name(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)                   \
+    {                                                                                                                  \
+        tr_op_infer_like(shape, ndim, dtype, 0, (like), (dt));                                                         \
+        return TR_OK;                                                                                                  \
+    }
 
 #endif

@@ -68,11 +68,7 @@ TR_OP_CHECK_BY(abs_diff_backward, abs_diff_backward_checks, c->abs_diff_backward
                c->abs_diff_backward.dout, c->abs_diff_backward.a, c->abs_diff_backward.b)
 
 /* abs_diff: a's shape and dtype; its backward: a's and b's shapes, dout's dtype. */
-int tr_infer_abs_diff(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->abs_diff.a, c->abs_diff.a->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(abs_diff, c->abs_diff.a, c->abs_diff.a->dtype | TR_INFER_CHOOSE)
 
 int tr_infer_abs_diff_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {

@@ -79,17 +79,9 @@ TR_OP_CHECK_BY(cosine_sim_backward, cosine_sim_backward_checks, c->cosine_sim_ba
 
 /* l2norm: x's shape and dtype; its backward: x's shape, dout's dtype; cosine_sim: [N, M]
  * f32; its backward: a's and b's shapes, f32. */
-int tr_infer_l2norm(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->l2norm.x, c->l2norm.x->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(l2norm, c->l2norm.x, c->l2norm.x->dtype | TR_INFER_CHOOSE)
 
-int tr_infer_l2norm_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->l2norm_backward.x, c->l2norm_backward.dout->dtype);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(l2norm_backward, c->l2norm_backward.x, c->l2norm_backward.dout->dtype)
 
 int tr_infer_cosine_sim(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
