@@ -3,7 +3,6 @@
  * GELU and tanh, and staged in chunks of rows for softmax (whose sums are always f32). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/gelu.h"
 #include "cpu/softmax.h"
 #include "cpu/tanh.h"
@@ -50,7 +49,7 @@ typedef struct rows_kind {
     int kind, arg;
 } rows_kind;
 
-static void rows_fn(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int rows_fn(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     const rows_kind *k = work;
     if (k->kind == ACT_SOFTMAX_FWD)
@@ -59,6 +58,7 @@ static void rows_fn(const tr_op_call *c, float *const *p, int64_t nr, int64_t C,
         tr_k_softmax_bwd_f32(p[0], p[1], p[2], nr, C);
     else
         elementwise_f32(k->kind, k->arg, p[0], p[1], p[2], nr * C);
+    return TR_OK;
 }
 
 /* y (=) = f(a [, b]): half elementwise operands span by span, else blocks of rows of width C

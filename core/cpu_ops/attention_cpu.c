@@ -4,40 +4,33 @@
  * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + Tp + 64) floats,
  * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
  * tr_k_attention_scratch_elems) comes from the allocator with tag workspace, so it is
- * visible in the memory ledger. f32 tensors run
- * in one kernel call over the whole batch; half tensors are staged to f32 a group of
- * batch elements at a time (attention is independent per batch element), with the
- * dropout stream offset by the group's first element so that element (b, h, i, j) always
- * draws element ((b*H + h)*T + i)*T + j of the key's stream. */
+ * visible in the memory ledger. The staging loop (stage_rows.h) sees a batch element as a
+ * row: f32 tensors run in one kernel call over the whole batch; half tensors are staged to
+ * f32 a block of batch elements at a time (attention is independent per batch element),
+ * with the dropout stream offset by the block's first element so that element
+ * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse (f32)
+ * and the mask (i32 or f32) are used in place. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/attention.h"
 #include <math.h>
 
-/* ------------------------------------------------------------ dropout stream */
+#define FWD(name) TR_ARGI(attention, name)
+#define BWD(name) TR_ARGI(attention_backward, name)
 
 typedef struct attn_stream {
     tr_rng_key key;
-    uint64_t base; /* stream index of the first element of this batch group */
+    uint64_t base; /* stream index of the first element of this block of batch elements */
 } attn_stream;
 
-typedef struct attn_dims {
-    int64_t B, T, H, D;
-} attn_dims;
-
-static float default_scale(float scale, int64_t D)
-{
-    return scale > 0 ? scale : 1.0f / sqrtf((float)D);
-}
-
-/* Batch elements per group when staging half tensors: about 1 Mi elements per tensor. */
-static int64_t group_size(const attn_dims *d, int all_f32)
-{
-    if (all_f32) return d->B > 0 ? d->B : 1;
-    int64_t per = d->T * d->H * d->D;
-    int64_t g = per > 0 ? ((int64_t)1 << 20) / per : d->B;
-    return g > 0 ? g : 1;
-}
+/* What the kernel calls of a block share: the call's sizes, scale, dropout and scratch. */
+typedef struct attn_run {
+    int64_t T, H, D;
+    float scale, dropout_p;
+    attn_stream stream;
+    float *scratch;
+    int nthreads;
+} attn_run;
 
 static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
 {
@@ -45,111 +38,74 @@ static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64
     tr_dropout_mask_words(mask, n, p, s->key, s->base + offset);
 }
 
-/* ------------------------------------------------------------ forward */
-
-static int attention_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *lse, const tr_tensor *q,
-                         const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p,
-                         const tr_rng_key *key)
+/* fn over the call's batch elements (rows of T*H*D of q [B, T, H, D]) with the run's sizes
+ * and the kernel's scratch. */
+static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_tensor *q, const unsigned char *layout,
+                     tr_rows_fn fn)
 {
-    const attn_dims d = {q->shape[0], q->shape[1], q->shape[2], q->shape[3]};
-    int rc = TR_OK;
-    scale = default_scale(scale, d.D);
-    {
-        int nthreads = tr_k_attention_threads();
-        float *scratch = NULL;
-        if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, d.D, nthreads) * sizeof(float),
-                                   (void **)&scratch)))
-            return rc;
-        int all_f32 = q->dtype == TR_F32 && k->dtype == TR_F32 && v->dtype == TR_F32 && out->dtype == TR_F32;
-        int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
-        attn_stream stream = {key ? *key : (tr_rng_key){0, 0, 0, 0}, 0};
-        tr_attn_dropout drop = {dropout_p, attn_keep, &stream};
-        for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
-            int64_t nb = d.B - b0 < g ? d.B - b0 : g;
-            float *Q = NULL, *K = NULL, *V = NULL, *O = NULL;
-            void *oq = NULL, *ok = NULL, *ov = NULL, *oo = NULL;
-            rc = tr_stage_load(ctx, q, b0 * per, nb * per, &Q, &oq);
-            if (rc == TR_OK) rc = tr_stage_load(ctx, k, b0 * per, nb * per, &K, &ok);
-            if (rc == TR_OK) rc = tr_stage_load(ctx, v, b0 * per, nb * per, &V, &ov);
-            if (rc == TR_OK) rc = tr_stage_buf(ctx, out, b0 * per, nb * per, 0, &O, &oo);
-            if (rc == TR_OK) {
-                stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
-                tr_k_attention_fwd_f32(O, (float *)lse->data + b0 * d.H * d.T, Q, K, V,
-                                       mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
-                                       mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL, scale, nb, d.T, d.H,
-                                       d.D, scratch, nthreads);
-                tr_stage_put(out, b0 * per, O, nb * per);
-            }
-            tr_stage_scratch_free(ctx, oq);
-            tr_stage_scratch_free(ctx, ok);
-            tr_stage_scratch_free(ctx, ov);
-            tr_stage_scratch_free(ctx, oo);
-        }
-        tr_stage_scratch_free(ctx, scratch);
-        return rc;
-    }
+    attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads()};
+    r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
+    if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
+    int rc =
+        tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r.T, r.D, r.nthreads) * sizeof(float), (void **)&r.scratch);
+    if (rc == TR_OK) rc = tr_stage_rows(ctx, d, c, layout, q->shape[0], r.T * r.H * r.D, fn, &r);
+    tr_stage_scratch_free(ctx, r.scratch);
+    return rc;
 }
 
-/* ------------------------------------------------------------ backward */
-
-static int attention_backward_run(tr_ctx *ctx, const tr_tensor *dq, const tr_tensor *dk, const tr_tensor *dv,
-                                  const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k, const tr_tensor *v,
-                                  const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
-                                  const tr_rng_key *key)
+static tr_attn_dropout *attn_block(attn_run *r, tr_attn_dropout *drop, int64_t b0)
 {
-    const attn_dims d = {q->shape[0], q->shape[1], q->shape[2], q->shape[3]};
-    int rc = TR_OK;
-    scale = default_scale(scale, d.D);
-    {
-        int nthreads = tr_k_attention_threads();
-        float *scratch = NULL;
-        if ((rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(d.T, d.D, nthreads) * sizeof(float),
-                                   (void **)&scratch)))
-            return rc;
-        const tr_tensor *ts[] = {q, k, v, dout, dq, dk, dv};
-        int all_f32 = 1;
-        for (int i = 0; i < 7; i++) all_f32 &= ts[i]->dtype == TR_F32;
-        int64_t g = group_size(&d, all_f32), per = d.T * d.H * d.D;
-        attn_stream stream = {key ? *key : (tr_rng_key){0, 0, 0, 0}, 0};
-        tr_attn_dropout drop = {dropout_p, attn_keep, &stream};
-        for (int64_t b0 = 0; b0 < d.B && rc == TR_OK; b0 += g) {
-            int64_t nb = d.B - b0 < g ? d.B - b0 : g, off = b0 * per, n = nb * per;
-            float *Q = NULL, *K = NULL, *V = NULL, *DO = NULL, *DQ = NULL, *DK = NULL, *DV = NULL;
-            void *o[7] = {NULL};
-            rc = tr_stage_load(ctx, q, off, n, &Q, &o[0]);
-            if (rc == TR_OK) rc = tr_stage_load(ctx, k, off, n, &K, &o[1]);
-            if (rc == TR_OK) rc = tr_stage_load(ctx, v, off, n, &V, &o[2]);
-            if (rc == TR_OK) rc = tr_stage_load(ctx, dout, off, n, &DO, &o[3]);
-            if (rc == TR_OK) rc = tr_stage_buf(ctx, dq, off, n, 0, &DQ, &o[4]);
-            if (rc == TR_OK) rc = tr_stage_buf(ctx, dk, off, n, 0, &DK, &o[5]);
-            if (rc == TR_OK) rc = tr_stage_buf(ctx, dv, off, n, 0, &DV, &o[6]);
-            if (rc == TR_OK) {
-                stream.base = (uint64_t)(b0 * d.H * d.T * d.T);
-                tr_k_attention_bwd_f32(DQ, DK, DV, DO, Q, K, V, (const float *)lse->data + b0 * d.H * d.T,
-                                       mask ? (const char *)mask->data + b0 * d.T * 4 : NULL,
-                                       mask ? mask->dtype : TR_I32, dropout_p > 0 ? &drop : NULL, scale, nb, d.T, d.H,
-                                       d.D, scratch, nthreads);
-                tr_stage_put(dq, off, DQ, n);
-                tr_stage_put(dk, off, DK, n);
-                tr_stage_put(dv, off, DV, n);
-            }
-            for (int i = 0; i < 7; i++) tr_stage_scratch_free(ctx, o[i]);
-        }
-        tr_stage_scratch_free(ctx, scratch);
-        return rc;
-    }
+    r->stream.base = (uint64_t)(b0 * r->H * r->T * r->T);
+    *drop = (tr_attn_dropout){r->dropout_p, attn_keep, &r->stream};
+    return r->dropout_p > 0 ? drop : NULL;
+}
+
+static int mask_dtype(const tr_tensor *mask)
+{
+    return mask ? mask->dtype : TR_I32;
+}
+
+/* ------------------------------------------------------------ forward */
+
+static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
+    [FWD(out)] = TR_ROWS_BLOCK, [FWD(lse)] = TR_ROWS_ONE, [FWD(q)] = TR_ROWS_BLOCK,
+    [FWD(k)] = TR_ROWS_BLOCK,   [FWD(v)] = TR_ROWS_BLOCK, [FWD(mask)] = TR_ROWS_ONE,
+};
+
+static int fwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t C, void *work)
+{
+    attn_run *r = work;
+    tr_attn_dropout drop;
+    tr_k_attention_fwd_f32(p[FWD(out)], p[FWD(lse)], p[FWD(q)], p[FWD(k)], p[FWD(v)], p[FWD(mask)],
+                           mask_dtype(c->attention.mask), attn_block(r, &drop, b0), r->scale, nb, r->T, r->H, r->D,
+                           r->scratch, r->nthreads);
+    return TR_OK;
 }
 
 int tr_cpu_attention(tr_ctx *ctx, tr_op_call *c)
 {
-    return attention_run(ctx, c->attention.out, c->attention.lse, c->attention.q, c->attention.k, c->attention.v,
-                         c->attention.mask, c->f[0], c->f[1], c->p);
+    return attn_rows(ctx, &tr_opd_attention, c, c->attention.q, fwd_layout, fwd_rows);
+}
+
+/* ------------------------------------------------------------ backward */
+
+static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
+    [BWD(dq)] = TR_ROWS_BLOCK,   [BWD(dk)] = TR_ROWS_BLOCK, [BWD(dv)] = TR_ROWS_BLOCK,
+    [BWD(dout)] = TR_ROWS_BLOCK, [BWD(q)] = TR_ROWS_BLOCK,  [BWD(k)] = TR_ROWS_BLOCK,
+    [BWD(v)] = TR_ROWS_BLOCK,    [BWD(lse)] = TR_ROWS_ONE,  [BWD(mask)] = TR_ROWS_ONE,
+};
+
+static int bwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t C, void *work)
+{
+    attn_run *r = work;
+    tr_attn_dropout drop;
+    tr_k_attention_bwd_f32(p[BWD(dq)], p[BWD(dk)], p[BWD(dv)], p[BWD(dout)], p[BWD(q)], p[BWD(k)], p[BWD(v)],
+                           p[BWD(lse)], p[BWD(mask)], mask_dtype(c->attention_backward.mask), attn_block(r, &drop, b0),
+                           r->scale, nb, r->T, r->H, r->D, r->scratch, r->nthreads);
+    return TR_OK;
 }
 
 int tr_cpu_attention_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    return attention_backward_run(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv,
-                                  c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k,
-                                  c->attention_backward.v, c->attention_backward.lse, c->attention_backward.mask,
-                                  c->f[0], c->f[1], c->p);
+    return attn_rows(ctx, &tr_opd_attention_backward, c, c->attention_backward.q, bwd_layout, bwd_rows);
 }

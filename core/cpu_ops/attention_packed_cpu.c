@@ -26,6 +26,8 @@
 #include <math.h>
 #include <string.h>
 
+#define P(name) TR_ARGI(attention_packed, name)
+
 /* The padded computation: rows to [B, T, H, D] with zero padding rows and a prefix mask,
  * the padded kernel, the real rows and their lse back. */
 static void run_padded(float *O, float *lse, const float *Q, const float *K, const float *V, const int64_t *off,
@@ -50,49 +52,63 @@ static void run_padded(float *O, float *lse, const float *Q, const float *K, con
     }
 }
 
-int tr_cpu_attention_packed(tr_ctx *ctx, tr_op_call *c)
+/* The call's context, sequence offsets and scratch, for the kernel over the staged tensors. */
+typedef struct packed_run {
+    tr_ctx *ctx;
+    const int64_t *off;
+    int64_t B, H, D, T;
+    float scale;
+} packed_run;
+
+/* Each operand whole (one row for the staging loop); lse f32 in place. */
+static const unsigned char whole[TR_OP_MAX_TENSORS] = {
+    [P(out)] = TR_ROWS_WHOLE, [P(lse)] = TR_ROWS_DIRECT, [P(q)] = TR_ROWS_WHOLE,
+    [P(k)] = TR_ROWS_WHOLE,   [P(v)] = TR_ROWS_WHOLE,
+};
+
+static int packed_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
 {
-    const int64_t H = c->dim[0], D = c->dim[1], T = c->dim[2]; /* recorded by the check */
-    int rc = TR_OK;
-    const tr_tensor *out = c->attention_packed.out, *lse = c->attention_packed.lse, *q = c->attention_packed.q,
-                    *k = c->attention_packed.k, *v = c->attention_packed.v;
-    const tr_attn_lengths *L = c->p;
-    const int64_t B = L->B, N = q->shape[0];
-    const float scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)D);
-    if (N == 0 || B == 0) return TR_OK;
+    const packed_run *r = work;
+    const int64_t B = r->B, H = r->H, D = r->D, T = r->T;
     const int nthreads = tr_k_attention_threads();
-    int64_t *off = NULL;
-    float *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *ws = NULL, *scratch = NULL;
-    int32_t *mask = NULL;
-    void *oq = NULL, *ok = NULL, *ov = NULL, *oo = NULL;
-    if ((rc = tr_stage_scratch(ctx, (size_t)(B + 1) * sizeof *off, (void **)&off))) return rc;
-    off[0] = 0;
-    for (int64_t b = 0; b < B; b++) off[b + 1] = off[b] + L->len[b];
-    rc = tr_stage_load(ctx, q, 0, q->numel, &Q, &oq);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, k, 0, k->numel, &K, &ok);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, v, 0, v->numel, &V, &ov);
-    if (rc == TR_OK) rc = tr_stage_buf(ctx, out, 0, out->numel, 0, &O, &oo);
     /* the padded op's choice for its [B, T] layout, so that the bits are its bits */
     const int isa = tr_attn_tile_isa();
-    if (rc == TR_OK && tr_attn_short_usable(isa, T, D, 0)) {
-        tr_attn_short_packed_fwd_f32(isa, O, (float *)lse->data, Q, K, V, off, B, H, D, scale, nthreads);
-    } else if (rc == TR_OK) {
-        size_t per = (size_t)(T * H * D), elems = 4 * (size_t)B * per + (size_t)(B * H * T);
-        rc = tr_stage_scratch(ctx, elems * sizeof(float), (void **)&ws);
-        if (rc == TR_OK) rc = tr_stage_scratch(ctx, (size_t)(B * T) * sizeof *mask, (void **)&mask);
-        if (rc == TR_OK)
-            rc = tr_stage_scratch(ctx, tr_k_attention_scratch_elems(T, D, nthreads) * sizeof(float), (void **)&scratch);
-        if (rc == TR_OK)
-            run_padded(O, (float *)lse->data, Q, K, V, off, B, T, H, D, scale, ws, mask, scratch, nthreads);
+    if (tr_attn_short_usable(isa, T, D, 0)) {
+        tr_attn_short_packed_fwd_f32(isa, p[P(out)], p[P(lse)], p[P(q)], p[P(k)], p[P(v)], r->off, B, H, D, r->scale,
+                                     nthreads);
+        return TR_OK;
     }
-    if (rc == TR_OK) tr_stage_put(out, 0, O, out->numel);
-    tr_stage_scratch_free(ctx, scratch);
-    tr_stage_scratch_free(ctx, mask);
-    tr_stage_scratch_free(ctx, ws);
-    tr_stage_scratch_free(ctx, oq);
-    tr_stage_scratch_free(ctx, ok);
-    tr_stage_scratch_free(ctx, ov);
-    tr_stage_scratch_free(ctx, oo);
+    float *ws = NULL, *scratch = NULL;
+    int32_t *mask = NULL;
+    size_t per = (size_t)(T * H * D), elems = 4 * (size_t)B * per + (size_t)(B * H * T);
+    int rc = tr_stage_scratch(r->ctx, elems * sizeof(float), (void **)&ws);
+    if (rc == TR_OK) rc = tr_stage_scratch(r->ctx, (size_t)(B * T) * sizeof *mask, (void **)&mask);
+    if (rc == TR_OK)
+        rc = tr_stage_scratch(r->ctx, tr_k_attention_scratch_elems(T, D, nthreads) * sizeof(float), (void **)&scratch);
+    if (rc == TR_OK)
+        run_padded(p[P(out)], p[P(lse)], p[P(q)], p[P(k)], p[P(v)], r->off, B, T, H, D, r->scale, ws, mask, scratch,
+                   nthreads);
+    tr_stage_scratch_free(r->ctx, scratch);
+    tr_stage_scratch_free(r->ctx, mask);
+    tr_stage_scratch_free(r->ctx, ws);
+    return rc;
+}
+
+int tr_cpu_attention_packed(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_attn_lengths *L = c->p;
+    const int64_t B = L->B, N = c->attention_packed.q->shape[0];
+    /* H, D and T recorded by the check */
+    packed_run r = {ctx, NULL, B, c->dim[0], c->dim[1], c->dim[2], 0};
+    r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
+    if (N == 0 || B == 0) return TR_OK;
+    int64_t *off = NULL;
+    int rc = tr_stage_scratch(ctx, (size_t)(B + 1) * sizeof *off, (void **)&off);
+    if (rc) return rc;
+    off[0] = 0;
+    for (int64_t b = 0; b < B; b++) off[b + 1] = off[b] + L->len[b];
+    r.off = off;
+    rc = tr_stage_rows(ctx, &tr_opd_attention_packed, c, whole, 1, 1, packed_whole, &r);
     tr_stage_scratch_free(ctx, off);
     return rc;
 }

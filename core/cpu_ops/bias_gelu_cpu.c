@@ -5,7 +5,6 @@
  * shape check left N and I in call->dim. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/bias_gelu.h"
 #include "cpu/gelu.h"
 
@@ -23,9 +22,10 @@ static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
     [FWD(bias)] = TR_ROWS_WHOLE,
 };
 
-static void fwd_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t I, void *work)
+static int fwd_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t I, void *work)
 {
     tr_k_bias_gelu_fwd_f32(p[FWD(out)], p[FWD(h)], p[FWD(bias)], nr, I, gelu_kind(c));
+    return TR_OK;
 }
 
 int tr_cpu_bias_gelu(tr_ctx *ctx, tr_op_call *c)
@@ -41,9 +41,10 @@ static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
     [BWD(h)] = TR_ROWS_BLOCK,
 };
 
-static void bwd_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t I, void *scratch)
+static int bwd_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t I, void *scratch)
 {
     tr_k_bias_gelu_bwd_f32(p[BWD(dx)], p[BWD(dbias)], p[BWD(dout)], p[BWD(h)], nr, I, gelu_kind(c), scratch);
+    return TR_OK;
 }
 
 int tr_cpu_bias_gelu_backward(tr_ctx *ctx, tr_op_call *c)

@@ -1,7 +1,6 @@
 /* dropout_add_layernorm_cpu.c — the CPU slots (checks and wrappers: core/ops/dropout_add_layernorm.c): the fused end of
  * a post-LN block, sum = residual + dropout(x), out = layernorm(sum), and its backward
- * (kernels/cpu/dropout_add_layernorm.c): the op table's descriptions, shape checks and CPU slots, and the public
- * wrappers.
+ * (kernels/cpu/dropout_add_layernorm.c).
  *
  * The keep bits are tr_op_dropout's: element i of x is kept when uniform(offset + i) >= p
  * under the same key (core/base/rng.h), drawn per block of rows on the stack of the thread
@@ -12,7 +11,8 @@
  *   - every activation f32: the fused kernel, one pass per row (its f32 mean and rstd may
  *     differ from the unfused layernorm's in the last bits: simd reductions);
  *   - any half activation: blocks of rows converted to f32 on each thread's stack (rows
- *     longer than HALF_BLOCK: staged through workspace), rounded where the unfused ops
+ *     longer than HALF_BLOCK: staged through workspace by the staging loop, stage_rows.h,
+ *     which also stages the weights on every path), rounded where the unfused ops
  *     round (the dropped-out x to x's dtype, the sum to sum's dtype, the residual gradient
  *     to dresidual's dtype), then layernorm's own kernel: the unfused ops' bits.
  * sum may be x itself (x's storage becomes the sum, for a caller done with x):
@@ -104,7 +104,7 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
 
 /* Half activations, rows of at most HALF_BLOCK: dresidual and dx per block of rows through
  * the thread's stack buffers, rounded as layernorm_backward and dropout_backward round them. */
-static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W)
+static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *unused)
 {
     const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
                     *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
@@ -147,252 +147,237 @@ static void make_keep(uint8_t *keep, int64_t n, float p, const tr_rng_key *key, 
     }
 }
 
-/* Rows [r0, r0 + nr) through f32 staging, rounded as the unfused dropout, add and layernorm. */
-static int fwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, const uint8_t *keep, void *tmp,
-                            const float *W, const float *Bi)
+/* Rows [r0, r0 + nr) of every activation f32, at most KEEP_STACK elements: the block's keep
+ * bits drawn on the thread's stack, then the fused kernel over the block. */
+static void fwd_f32_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi)
 {
-    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
-                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
-    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
+    const int64_t C = c->dim[1], off = r0 * C;
     const float p = c->f[0];
-    float *X = NULL, *R = NULL, *S = NULL, *Y = NULL;
-    void *ox = NULL, *orr = NULL, *os = NULL, *oy = NULL;
-    int rc = tr_stage_load(ctx, x, off, n, &X, &ox);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, res, off, n, &R, &orr);
-    if (rc == TR_OK) rc = tr_stage_buf(ctx, sum, off, n, 0, &S, &os);
-    if (rc == TR_OK) rc = tr_stage_buf(ctx, out, off, n, 0, &Y, &oy);
-    if (rc == TR_OK) {
-        if (p > 0) { /* tr_op_dropout's output, in x's dtype */
-            apply_keep(S, X, keep, keep_scale(p), n);
-            round_through(S, n, x->dtype, tmp);
-        } else if (S != X) { /* S is X when sum is x, both f32 */
-            memcpy(S, X, sizeof(float) * (size_t)n);
-        }
+    uint8_t keep[KEEP_STACK];
+    keep_bits(keep, nr * C, p, c->p, c->u + (uint64_t)off);
+    tr_k_dropout_add_layernorm_fwd_f32(
+        (float *)c->dropout_add_layernorm.out->data + off, (float *)c->dropout_add_layernorm.sum->data + off,
+        (float *)c->dropout_add_layernorm.mean->data + r0, (float *)c->dropout_add_layernorm.rstd->data + r0,
+        (const float *)c->dropout_add_layernorm.x->data + off,
+        (const float *)c->dropout_add_layernorm.residual->data + off, keep, keep_scale(p), W, Bi, nr, C, c->f[1]);
+}
+
+/* As fwd_f32_block, for dx and dresidual (the parameter gradients are summed afterwards). */
+static void bwd_f32_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *unused)
+{
+    const tr_tensor *dres = c->dropout_add_layernorm_backward.dresidual;
+    const int64_t C = c->dim[1], off = r0 * C;
+    const float p = c->f[0];
+    uint8_t keep[KEEP_STACK];
+    keep_bits(keep, nr * C, p, c->p, c->u + (uint64_t)off);
+    tr_k_dropout_add_layernorm_bwd_f32(
+        (float *)c->dropout_add_layernorm_backward.dx->data + off, dres ? (float *)dres->data + off : NULL, NULL, NULL,
+        (const float *)c->dropout_add_layernorm_backward.dout->data + off,
+        (const float *)c->dropout_add_layernorm_backward.sum->data + off, W,
+        (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
+        (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, keep, keep_scale(p), nr, C);
+}
+
+typedef void (*stack_block_fn)(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi);
+
+/* fn over the N rows of C in blocks of at most `elems` elements, in parallel. */
+static void stack_blocks(const tr_op_call *c, int64_t elems, stack_block_fn fn, const float *W, const float *Bi)
+{
+    const int64_t N = c->dim[0], C = c->dim[1], rows = elems / C, nblk = (N + rows - 1) / rows;
+#pragma omp parallel for if (N * C > 16384)
+    for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
+}
+
+/* Whether the call's activations are all f32 (a NULL output counts as f32). */
+static int fwd_all_f32(const tr_op_call *c)
+{
+    const tr_args_dropout_add_layernorm *a = &c->dropout_add_layernorm;
+    return a->out->dtype == TR_F32 && a->sum->dtype == TR_F32 && a->x->dtype == TR_F32 && a->residual->dtype == TR_F32;
+}
+
+static int bwd_all_f32(const tr_op_call *c)
+{
+    const tr_args_dropout_add_layernorm_backward *a = &c->dropout_add_layernorm_backward;
+    return a->dout->dtype == TR_F32 && a->sum->dtype == TR_F32 && (!a->dx || a->dx->dtype == TR_F32) &&
+           (!a->dresidual || a->dresidual->dtype == TR_F32);
+}
+
+/* The block path's workspace: keep bytes, half rounding room, and the residual gradient
+ * when dresidual is NULL, each for one block of rows. */
+typedef struct block_work {
+    uint8_t *keep;
+    void *tmp;
+    float *dres;
+} block_work;
+
+static void block_work_free(tr_ctx *ctx, block_work *w)
+{
+    tr_stage_scratch_free(ctx, w->keep);
+    tr_stage_scratch_free(ctx, w->tmp);
+    tr_stage_scratch_free(ctx, w->dres);
+}
+
+/* ------------------------------------------------------------ forward */
+
+#define F(name) TR_ARGI(dropout_add_layernorm, name)
+
+/* The stack paths read the activations themselves: the staging loop stages the weights. */
+static const unsigned char fwd_params[TR_OP_MAX_TENSORS] = {[F(weight)] = TR_ROWS_WHOLE, [F(bias)] = TR_ROWS_WHOLE};
+
+static int fwd_stack_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
+{
+    if (fwd_all_f32(c))
+        stack_blocks(c, KEEP_STACK, fwd_f32_block, p[F(weight)], p[F(bias)]);
+    else
+        stack_blocks(c, HALF_BLOCK, fwd_half_block, p[F(weight)], p[F(bias)]);
+    return TR_OK;
+}
+
+static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
+    [F(out)] = TR_ROWS_BLOCK, [F(sum)] = TR_ROWS_BLOCK,      [F(mean)] = TR_ROWS_ONE,     [F(rstd)] = TR_ROWS_ONE,
+    [F(x)] = TR_ROWS_BLOCK,   [F(residual)] = TR_ROWS_BLOCK, [F(weight)] = TR_ROWS_WHOLE, [F(bias)] = TR_ROWS_WHOLE,
+};
+
+/* A block of rows: f32, the fused kernel; half, f32 staging rounded as the unfused dropout,
+ * add and layernorm. */
+static int fwd_block_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
+{
+    const block_work *w = work;
+    const tr_tensor *x = c->dropout_add_layernorm.x, *sum = c->dropout_add_layernorm.sum;
+    const int64_t n = nr * C;
+    const float pd = c->f[0];
+    float *S = p[F(sum)];
+    const float *X = p[F(x)], *R = p[F(residual)];
+    if (pd > 0) make_keep(w->keep, n, pd, c->p, c->u + (uint64_t)(r0 * C));
+    if (fwd_all_f32(c)) {
+        tr_k_dropout_add_layernorm_fwd_f32(p[F(out)], S, p[F(mean)], p[F(rstd)], X, R, pd > 0 ? w->keep : NULL,
+                                           pd > 0 ? keep_scale(pd) : 1, p[F(weight)], p[F(bias)], nr, C, c->f[1]);
+        return TR_OK;
+    }
+    if (pd > 0) { /* tr_op_dropout's output, in x's dtype */
+        apply_keep(S, X, w->keep, keep_scale(pd), n);
+        round_through(S, n, x->dtype, w->tmp);
+    } else if (S != X) { /* S is X when sum is x, both f32 */
+        memcpy(S, X, sizeof(float) * (size_t)n);
+    }
 #pragma omp parallel for if (n > 65536)
-        for (int64_t i = 0; i < n; i++) S[i] += R[i];
-        tr_stage_put(sum, off, S, n);
-        if (sum->dtype != TR_F32) /* the sum as stored: what the unfused layernorm reads */
-            tr_stage_convert(S, TR_F32, (const char *)sum->data + (size_t)off * tr_dtype_size(sum->dtype), sum->dtype,
-                             (size_t)n);
-        tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0,
-                               (float *)c->dropout_add_layernorm.rstd->data + r0, S, W, Bi, nr, C, c->f[1]);
-        tr_stage_put(out, off, Y, n);
-    }
-    tr_stage_scratch_free(ctx, ox);
-    tr_stage_scratch_free(ctx, orr);
-    tr_stage_scratch_free(ctx, os);
-    tr_stage_scratch_free(ctx, oy);
-    return rc;
-}
-
-/* Every activation f32, rows of at most KEEP_STACK: blocks of rows in parallel, each thread
- * drawing its block's keep bits on its stack before the fused kernel runs over the block. */
-static void fwd_f32_blocks(tr_op_call *c, const float *W, const float *Bi)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = KEEP_STACK / C, nblk = (N + rows - 1) / rows;
-    const float p = c->f[0], scale = keep_scale(p);
-    float *out = c->dropout_add_layernorm.out->data, *sum = c->dropout_add_layernorm.sum->data,
-          *mean = c->dropout_add_layernorm.mean->data, *rstd = c->dropout_add_layernorm.rstd->data;
-    const float *x = c->dropout_add_layernorm.x->data, *res = c->dropout_add_layernorm.residual->data;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) {
-        uint8_t keep[KEEP_STACK];
-        const int64_t r0 = k * rows, nr = N - r0 < rows ? N - r0 : rows;
-        keep_bits(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        tr_k_dropout_add_layernorm_fwd_f32(out + r0 * C, sum + r0 * C, mean + r0, rstd + r0, x + r0 * C, res + r0 * C,
-                                           keep, scale, W, Bi, nr, C, c->f[1]);
-    }
-}
-
-static void fwd_half_blocks(const tr_op_call *c, const float *W, const float *Bi)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) fwd_half_block(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
-}
-
-/* Rows [r0, r0 + nr) through f32 staging, rounded as the unfused layernorm_backward and
- * dropout_backward: the residual gradient in dresidual's dtype (dout's when it is NULL). */
-static int bwd_block_staged(tr_ctx *ctx, tr_op_call *c, int64_t r0, int64_t nr, const uint8_t *keep, void *tmp,
-                            float *dres_buf, const float *W)
-{
-    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
-                    *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
-    const tr_tensor *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias;
-    const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
-    const float p = c->f[0];
-    float *D = NULL, *S = NULL, *DR = NULL, *DX = NULL;
-    void *od = NULL, *os = NULL, *odr = NULL, *odx = NULL;
-    int rc = tr_stage_load(ctx, dout, off, n, &D, &od);
-    if (rc == TR_OK) rc = tr_stage_load(ctx, sum, off, n, &S, &os);
-    if (rc == TR_OK && dres) rc = tr_stage_buf(ctx, dres, off, n, 0, &DR, &odr);
-    if (rc == TR_OK && !dres && dx) DR = dres_buf;
-    if (rc == TR_OK && dx) rc = tr_stage_buf(ctx, dx, off, n, 0, &DX, &odx);
-    if (rc == TR_OK) {
-        tr_k_layernorm_bwd_f32(DR, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
-                               (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
-                               (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
-        if (dres) tr_stage_put(dres, off, DR, n);
-        if (dx) {
-            round_through(DR, n, dres ? dres->dtype : dout->dtype, tmp);
-            if (p > 0)
-                apply_keep(DX, DR, keep, keep_scale(p), n);
-            else
-                memcpy(DX, DR, sizeof(float) * (size_t)n);
-            tr_stage_put(dx, off, DX, n);
-        }
-    }
-    tr_stage_scratch_free(ctx, od);
-    tr_stage_scratch_free(ctx, os);
-    tr_stage_scratch_free(ctx, odr);
-    tr_stage_scratch_free(ctx, odx);
-    return rc;
-}
-
-/* As fwd_f32_blocks, for dx and dresidual (the parameter gradients are summed afterwards). */
-static void bwd_f32_blocks(tr_op_call *c, const float *W)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = KEEP_STACK / C, nblk = (N + rows - 1) / rows;
-    const float p = c->f[0], scale = keep_scale(p);
-    float *dx = c->dropout_add_layernorm_backward.dx->data,
-          *dres = c->dropout_add_layernorm_backward.dresidual
-                      ? (float *)c->dropout_add_layernorm_backward.dresidual->data
-                      : NULL;
-    const float *dout = c->dropout_add_layernorm_backward.dout->data,
-                *sum = c->dropout_add_layernorm_backward.sum->data,
-                *mean = c->dropout_add_layernorm_backward.mean->data,
-                *rstd = c->dropout_add_layernorm_backward.rstd->data;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) {
-        uint8_t keep[KEEP_STACK];
-        const int64_t r0 = k * rows, nr = N - r0 < rows ? N - r0 : rows;
-        keep_bits(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        tr_k_dropout_add_layernorm_bwd_f32(dx + r0 * C, dres ? dres + r0 * C : NULL, NULL, NULL, dout + r0 * C,
-                                           sum + r0 * C, W, mean + r0, rstd + r0, keep, scale, nr, C);
-    }
-}
-
-static void bwd_half_blocks(const tr_op_call *c, const float *W)
-{
-    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) bwd_half_block(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W);
-}
-
-/* dweight, dbias (+=) over staged blocks of rows of layernorm_backward's size: its bits. */
-static int dwb_staged(tr_ctx *ctx, const tr_op_call *c, const float *W)
-{
-    const tr_tensor *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias;
-    const int64_t N = c->dim[0], C = c->dim[1], step = tr_stage_block_rows(C);
-    int rc = TR_OK;
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step;
-        float *D = NULL, *S = NULL;
-        void *od = NULL, *os = NULL;
-        rc = tr_stage_load(ctx, c->dropout_add_layernorm_backward.dout, r0 * C, nr * C, &D, &od);
-        if (rc == TR_OK) rc = tr_stage_load(ctx, c->dropout_add_layernorm_backward.sum, r0 * C, nr * C, &S, &os);
-        if (rc == TR_OK)
-            tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, D, S, W,
-                                   (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
-                                   (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
-        tr_stage_scratch_free(ctx, od);
-        tr_stage_scratch_free(ctx, os);
-    }
-    return rc;
+    for (int64_t i = 0; i < n; i++) S[i] += R[i];
+    round_through(S, n, sum->dtype, w->tmp); /* the sum as stored: what the unfused layernorm reads */
+    tr_k_layernorm_fwd_f32(p[F(out)], p[F(mean)], p[F(rstd)], S, p[F(weight)], p[F(bias)], nr, C, c->f[1]);
+    return TR_OK;
 }
 
 int tr_cpu_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
 {
-    const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
-                    *x = c->dropout_add_layernorm.x, *res = c->dropout_add_layernorm.residual;
+    const tr_op_desc *d = &tr_opd_dropout_add_layernorm;
     const int64_t N = c->dim[0], C = c->dim[1];
     const float p = c->f[0];
-    const int all_f32 = out->dtype == TR_F32 && sum->dtype == TR_F32 && x->dtype == TR_F32 && res->dtype == TR_F32;
-    const int64_t step = all_f32 ? (N > 0 ? N : 1) : tr_stage_block_rows(C);
-    float *W = NULL, *Bi = NULL;
-    void *ow = NULL, *obi = NULL, *keep = NULL, *tmp = NULL;
-    int rc;
+    const int all_f32 = fwd_all_f32(c);
     if (N == 0 || C == 0) return TR_OK;
-    if ((rc = tr_stage_load(ctx, c->dropout_add_layernorm.weight, 0, C, &W, &ow))) goto done;
-    if (c->dropout_add_layernorm.bias && (rc = tr_stage_load(ctx, c->dropout_add_layernorm.bias, 0, C, &Bi, &obi)))
-        goto done;
-    if (all_f32 && p > 0 && C <= KEEP_STACK) {
-        fwd_f32_blocks(c, W, Bi);
-        goto done;
-    }
-    if (!all_f32 && C <= HALF_BLOCK) {
-        fwd_half_blocks(c, W, Bi);
-        goto done;
-    }
-    if (p > 0 && (rc = tr_stage_scratch(ctx, (size_t)(step * C), &keep))) goto done;
-    if (!all_f32 && (rc = tr_stage_scratch(ctx, (size_t)(step * C) * 2, &tmp))) goto done;
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step;
-        if (p > 0) make_keep(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        if (all_f32)
-            tr_k_dropout_add_layernorm_fwd_f32(out->data, sum->data, c->dropout_add_layernorm.mean->data,
-                                               c->dropout_add_layernorm.rstd->data, x->data, res->data,
-                                               p > 0 ? keep : NULL, p > 0 ? keep_scale(p) : 1, W, Bi, N, C, c->f[1]);
-        else
-            rc = fwd_block_staged(ctx, c, r0, nr, keep, tmp, W, Bi);
-    }
-done:
-    tr_stage_scratch_free(ctx, ow);
-    tr_stage_scratch_free(ctx, obi);
-    tr_stage_scratch_free(ctx, keep);
-    tr_stage_scratch_free(ctx, tmp);
+    if ((all_f32 && p > 0 && C <= KEEP_STACK) || (!all_f32 && C <= HALF_BLOCK))
+        return tr_stage_rows(ctx, d, c, fwd_params, 1, 1, fwd_stack_whole, NULL);
+    const int64_t step = tr_stage_rows_step(d, c, fwd_layout, N, C);
+    block_work w = {0};
+    int rc = TR_OK;
+    if (p > 0) rc = tr_stage_scratch(ctx, (size_t)(step * C), (void **)&w.keep);
+    if (rc == TR_OK && !all_f32) rc = tr_stage_scratch(ctx, (size_t)(step * C) * 2, &w.tmp);
+    if (rc == TR_OK) rc = tr_stage_rows_by(ctx, d, c, fwd_layout, N, C, step, fwd_block_rows, &w);
+    block_work_free(ctx, &w);
     return rc;
+}
+
+/* ------------------------------------------------------------ backward */
+
+#define B(name) TR_ARGI(dropout_add_layernorm_backward, name)
+
+static const unsigned char bwd_params[TR_OP_MAX_TENSORS] = {[B(weight)] = TR_ROWS_WHOLE};
+
+static int bwd_stack_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
+{
+    const tr_args_dropout_add_layernorm_backward *a = &c->dropout_add_layernorm_backward;
+    const float *W = p[B(weight)];
+    if (!bwd_all_f32(c)) {
+        if (a->dx || a->dresidual) stack_blocks(c, HALF_BLOCK, bwd_half_block, W, NULL);
+        return TR_OK;
+    }
+    stack_blocks(c, KEEP_STACK, bwd_f32_block, W, NULL);
+    if (a->dweight || a->dbias) /* layernorm's deterministic column pass, as the fused kernel runs it */
+        tr_k_layernorm_bwd_f32(NULL, a->dweight ? a->dweight->data : NULL, a->dbias ? a->dbias->data : NULL,
+                               a->dout->data, a->sum->data, W, a->mean->data, a->rstd->data, c->dim[0], c->dim[1]);
+    return TR_OK;
+}
+
+/* dweight, dbias (+=) over staged blocks of rows of layernorm_backward's size: its bits. */
+static const unsigned char dwb_layout[TR_OP_MAX_TENSORS] = {
+    [B(dweight)] = TR_ROWS_DIRECT, [B(dbias)] = TR_ROWS_DIRECT, [B(dout)] = TR_ROWS_BLOCK, [B(sum)] = TR_ROWS_BLOCK,
+    [B(weight)] = TR_ROWS_WHOLE,   [B(mean)] = TR_ROWS_ONE,     [B(rstd)] = TR_ROWS_ONE,
+};
+
+static int dwb_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
+{
+    tr_k_layernorm_bwd_f32(NULL, p[B(dweight)], p[B(dbias)], p[B(dout)], p[B(sum)], p[B(weight)], p[B(mean)],
+                           p[B(rstd)], nr, C);
+    return TR_OK;
+}
+
+static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
+    [B(dx)] = TR_ROWS_BLOCK,     [B(dresidual)] = TR_ROWS_BLOCK, [B(dweight)] = TR_ROWS_DIRECT,
+    [B(dbias)] = TR_ROWS_DIRECT, [B(dout)] = TR_ROWS_BLOCK,      [B(sum)] = TR_ROWS_BLOCK,
+    [B(weight)] = TR_ROWS_WHOLE, [B(mean)] = TR_ROWS_ONE,        [B(rstd)] = TR_ROWS_ONE,
+};
+
+/* A block of rows: f32, the fused kernel; half, f32 staging rounded as the unfused
+ * layernorm_backward and dropout_backward: the residual gradient in dresidual's dtype
+ * (dout's when it is NULL). */
+static int bwd_block_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
+{
+    const block_work *w = work;
+    const tr_tensor *dres = c->dropout_add_layernorm_backward.dresidual, *dout = c->dropout_add_layernorm_backward.dout;
+    const int64_t n = nr * C;
+    const float pd = c->f[0];
+    float *DX = p[B(dx)], *DR = dres ? p[B(dresidual)] : DX ? w->dres : NULL;
+    const int want_keep = DX && pd > 0;
+    if (want_keep) make_keep(w->keep, n, pd, c->p, c->u + (uint64_t)(r0 * C));
+    if (bwd_all_f32(c)) {
+        tr_k_dropout_add_layernorm_bwd_f32(DX, p[B(dresidual)], p[B(dweight)], p[B(dbias)], p[B(dout)], p[B(sum)],
+                                           p[B(weight)], p[B(mean)], p[B(rstd)], want_keep ? w->keep : NULL,
+                                           want_keep ? keep_scale(pd) : 1, nr, C);
+        return TR_OK;
+    }
+    tr_k_layernorm_bwd_f32(DR, p[B(dweight)], p[B(dbias)], p[B(dout)], p[B(sum)], p[B(weight)], p[B(mean)], p[B(rstd)],
+                           nr, C);
+    if (!DX) return TR_OK;
+    round_through(DR, n, dres ? dres->dtype : dout->dtype, w->tmp);
+    if (pd > 0)
+        apply_keep(DX, DR, w->keep, keep_scale(pd), n);
+    else
+        memcpy(DX, DR, sizeof(float) * (size_t)n);
+    return TR_OK;
 }
 
 int tr_cpu_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    const tr_tensor *dx = c->dropout_add_layernorm_backward.dx, *dres = c->dropout_add_layernorm_backward.dresidual,
-                    *dw = c->dropout_add_layernorm_backward.dweight, *db = c->dropout_add_layernorm_backward.dbias;
-    const tr_tensor *dout = c->dropout_add_layernorm_backward.dout, *sum = c->dropout_add_layernorm_backward.sum;
+    const tr_op_desc *d = &tr_opd_dropout_add_layernorm_backward;
+    const tr_args_dropout_add_layernorm_backward *a = &c->dropout_add_layernorm_backward;
     const int64_t N = c->dim[0], C = c->dim[1];
     const float p = c->f[0];
-    if (!dx && !dres && !dw && !db) return TR_OK;
+    const int all_f32 = bwd_all_f32(c), want_keep = a->dx && p > 0;
+    int rc = TR_OK;
+    if (!a->dx && !a->dresidual && !a->dweight && !a->dbias) return TR_OK;
     if (N == 0 || C == 0) return TR_OK;
-    const int all_f32 = dout->dtype == TR_F32 && sum->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) &&
-                        (!dres || dres->dtype == TR_F32);
-    const int64_t step = all_f32 ? N : tr_stage_block_rows(C);
-    const int want_keep = dx && p > 0;
-    float *W = NULL;
-    void *ow = NULL, *keep = NULL, *tmp = NULL, *drb = NULL;
-    int rc;
-    if ((rc = tr_stage_load(ctx, c->dropout_add_layernorm_backward.weight, 0, C, &W, &ow))) goto done;
-    if (all_f32 && want_keep && C <= KEEP_STACK) {
-        bwd_f32_blocks(c, W);
-        if (dw || db) /* layernorm's deterministic column pass, as the fused kernel runs it */
-            tr_k_layernorm_bwd_f32(NULL, dw ? dw->data : NULL, db ? db->data : NULL, dout->data, sum->data, W,
-                                   c->dropout_add_layernorm_backward.mean->data,
-                                   c->dropout_add_layernorm_backward.rstd->data, N, C);
-        goto done;
+    if ((all_f32 && want_keep && C <= KEEP_STACK) || (!all_f32 && C <= HALF_BLOCK)) {
+        rc = tr_stage_rows(ctx, d, c, bwd_params, 1, 1, bwd_stack_whole, NULL);
+        if (rc == TR_OK && !all_f32 && (a->dweight || a->dbias))
+            rc = tr_stage_rows_by(ctx, d, c, dwb_layout, N, C, tr_stage_block_rows(C), dwb_rows, NULL);
+        return rc;
     }
-    if (!all_f32 && C <= HALF_BLOCK) {
-        if (dx || dres) bwd_half_blocks(c, W);
-        if (dw || db) rc = dwb_staged(ctx, c, W);
-        goto done;
-    }
-    if (want_keep && (rc = tr_stage_scratch(ctx, (size_t)(step * C), &keep))) goto done;
-    if (!all_f32 && dx && (rc = tr_stage_scratch(ctx, (size_t)(step * C) * 2, &tmp))) goto done;
-    if (!all_f32 && dx && !dres && (rc = tr_stage_scratch(ctx, sizeof(float) * (size_t)(step * C), &drb))) goto done;
-    for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-        int64_t nr = N - r0 < step ? N - r0 : step;
-        if (want_keep) make_keep(keep, nr * C, p, c->p, c->u + (uint64_t)(r0 * C));
-        if (all_f32)
-            tr_k_dropout_add_layernorm_bwd_f32(dx ? dx->data : NULL, dres ? dres->data : NULL, dw ? dw->data : NULL,
-                                               db ? db->data : NULL, dout->data, sum->data, W,
-                                               c->dropout_add_layernorm_backward.mean->data,
-                                               c->dropout_add_layernorm_backward.rstd->data, want_keep ? keep : NULL,
-                                               want_keep ? keep_scale(p) : 1, N, C);
-        else
-            rc = bwd_block_staged(ctx, c, r0, nr, keep, tmp, drb, W);
-    }
-done:
-    tr_stage_scratch_free(ctx, ow);
-    tr_stage_scratch_free(ctx, keep);
-    tr_stage_scratch_free(ctx, tmp);
-    tr_stage_scratch_free(ctx, drb);
+    const int64_t step = tr_stage_rows_step(d, c, bwd_layout, N, C);
+    block_work w = {0};
+    if (want_keep) rc = tr_stage_scratch(ctx, (size_t)(step * C), (void **)&w.keep);
+    if (rc == TR_OK && !all_f32 && a->dx) rc = tr_stage_scratch(ctx, (size_t)(step * C) * 2, &w.tmp);
+    if (rc == TR_OK && !all_f32 && a->dx && !a->dresidual)
+        rc = tr_stage_scratch(ctx, sizeof(float) * (size_t)(step * C), (void **)&w.dres);
+    if (rc == TR_OK) rc = tr_stage_rows_by(ctx, d, c, bwd_layout, N, C, step, bwd_block_rows, &w);
+    block_work_free(ctx, &w);
     return rc;
 }

@@ -4,15 +4,10 @@
  * half tensors need only a few MiB of workspace). */
 #include "ops_elem.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/elementwise.h"
+#include <string.h>
 
 /* ------------------------------------------------------------ add, mul */
-
-static void release_all(tr_ctx *ctx, tr_stage *v, int n)
-{
-    for (int i = 0; i < n; i++) tr_stage_release(ctx, &v[i]);
-}
 
 /* One span of add and mul for tr_stage_spans (n <= TR_STAGE_SPAN: the kernels run it on
  * the calling thread). */
@@ -31,19 +26,22 @@ static void mul_span(const void *arg, float *y, const float *a, const float *b, 
 /* scale, axpy, fill: rows of one element for the staging loop; out (or y) then x. */
 static const unsigned char scaled_layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK};
 
-static void scale_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+static int scale_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t n, int64_t one, void *work)
 {
     tr_k_scale_fwd_f32(p[0], p[1], c->f[0], n);
+    return TR_OK;
 }
 
-static void axpy_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+static int axpy_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t n, int64_t one, void *work)
 {
     tr_k_axpy_fwd_f32(p[0], p[1], c->f[0], n);
+    return TR_OK;
 }
 
-static void fill_rows(const tr_op_call *c, float *const *p, int64_t n, int64_t one, void *work)
+static int fill_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t n, int64_t one, void *work)
 {
     tr_k_fill_fwd_f32(p[0], c->f[0], n);
+    return TR_OK;
 }
 
 static int scaled_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_fn fn)
@@ -52,14 +50,16 @@ static int scaled_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_f
 }
 
 /* add and mul over a block of rows for the staging loop; work: whether b broadcasts. */
-static void add_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int add_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_add_fwd_f32(p[0], p[1], p[2], nr, C, *(const int *)work ? 1 : nr);
+    return TR_OK;
 }
 
-static void mul_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int mul_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_mul_fwd_f32(p[0], p[1], p[2], nr, C, *(const int *)work ? 1 : nr);
+    return TR_OK;
 }
 
 static int binary_run(tr_ctx *ctx, tr_op_call *c, int is_mul)
@@ -81,59 +81,57 @@ static int binary_run(tr_ctx *ctx, tr_op_call *c, int is_mul)
                          &broadcast);
 }
 
-static int mul_backward_run(tr_ctx *ctx, const tr_tensor *da, const tr_tensor *db, const tr_tensor *dout,
-                            const tr_tensor *a, const tr_tensor *b)
+#define MB(name) TR_ARGI(mul_backward, name)
+
+/* With a broadcast b, db is the sum of the blocks' column sums (each block's in tmp), added
+ * in block order (deterministic) into db's f32 view. */
+typedef struct mul_bwd_work {
+    float *tmp;
+    int broadcast;
+} mul_bwd_work;
+
+static int mul_backward_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
-    int rc = TR_OK;
+    const mul_bwd_work *w = work;
+    float *db = p[MB(db)];
+    if (w->broadcast && db && r0 == 0) tr_k_fill_fwd_f32(db, 0, C);
+    tr_k_mul_bwd_f32(p[MB(da)], db && w->broadcast ? w->tmp : db, p[MB(dout)], p[MB(a)], p[MB(b)], nr, C,
+                     w->broadcast ? 1 : nr);
+    if (db && w->broadcast) tr_k_axpy_fwd_f32(db, w->tmp, 1.0f, C);
+    return TR_OK;
+}
+
+int tr_cpu_mul_backward(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_tensor *db = c->mul_backward.db, *a = c->mul_backward.a, *b = c->mul_backward.b;
     int64_t N, C;
     tr_op_rows(a, &N, &C);
-    int64_t b_rows = b->numel == a->numel ? N : 1; /* the check allowed a's shape or one row */
-    {
-        /* blocks of rows; with a broadcast b, db is the sum of the blocks' column sums, added
-         * in block order (deterministic) into an f32 accumulator */
-        int64_t rows = tr_stage_block_rows(C), bc = b_rows == 1;
-        tr_stage vbc = {0}, vacc = {0};
-        float *tmp = NULL;
-        if (bc && ((rc = tr_stage_in_all(ctx, &vbc, b)) ||
-                   (db && ((rc = tr_stage_out_all(ctx, &vacc, db, 0)) ||
-                           (rc = tr_stage_scratch(ctx, (size_t)C * sizeof(float), (void **)&tmp)))))) {
-            tr_stage_release(ctx, &vbc), tr_stage_release(ctx, &vacc);
-            return rc;
-        }
-        if (bc && db) tr_k_fill_fwd_f32(vacc.p, 0, C);
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-            int64_t nr = N - r0 < rows ? N - r0 : rows, s = r0 * C, len = nr * C;
-            tr_stage v[5] = {{0}}; /* dout, a, b, da, db */
-            if (!(rc = tr_stage_in(ctx, &v[0], dout, s, len)) &&
-                !(rc = db ? tr_stage_in(ctx, &v[1], a, s, len) : TR_OK) &&
-                !(rc = bc ? TR_OK : tr_stage_in(ctx, &v[2], b, s, len)) &&
-                !(rc = tr_stage_out(ctx, &v[3], da, s, len, 0)) &&
-                !(rc = bc ? TR_OK : tr_stage_out(ctx, &v[4], db, s, len, 0))) {
-                const float *bp = bc ? vbc.p : v[2].p;
-                float *dbp = db ? (bc ? tmp : v[4].p) : NULL;
-                tr_k_mul_bwd_f32(v[3].p, dbp, v[0].p, v[1].p, bp, nr, C, bc ? 1 : nr);
-                tr_stage_store(&v[3], da, s);
-                if (db && bc)
-                    tr_k_axpy_fwd_f32(vacc.p, tmp, 1.0f, C);
-                else if (db)
-                    tr_stage_store(&v[4], db, s);
-            }
-            release_all(ctx, v, 5);
-        }
-        if (rc == TR_OK && bc && db) tr_stage_store_all(&vacc, db);
-        tr_stage_scratch_free(ctx, tmp);
-        tr_stage_release(ctx, &vacc);
-        tr_stage_release(ctx, &vbc);
-        return rc;
+    const int64_t b_rows = b->numel == a->numel ? N : 1; /* the check allowed a's shape or one row */
+    mul_bwd_work w = {NULL, b_rows == 1};
+    if (N == 0) { /* no rows: a broadcast db is their empty sum */
+        if (w.broadcast && db) memset(db->data, 0, (size_t)db->numel * tr_dtype_size(db->dtype));
+        return TR_OK;
     }
+    const unsigned char layout[TR_OP_MAX_TENSORS] = {
+        [MB(da)] = TR_ROWS_BLOCK,
+        [MB(db)] = w.broadcast ? TR_ROWS_WHOLE : TR_ROWS_BLOCK,
+        [MB(dout)] = TR_ROWS_BLOCK,
+        [MB(a)] = db ? TR_ROWS_BLOCK : 0,
+        [MB(b)] = w.broadcast ? TR_ROWS_WHOLE : TR_ROWS_BLOCK,
+    };
+    int rc = TR_OK;
+    if (w.broadcast && db) rc = tr_stage_scratch(ctx, (size_t)C * sizeof(float), (void **)&w.tmp);
+    if (rc == TR_OK)
+        rc =
+            tr_stage_rows_by(ctx, &tr_opd_mul_backward, c, layout, N, C, tr_stage_block_rows(C), mul_backward_rows, &w);
+    tr_stage_scratch_free(ctx, w.tmp);
+    return rc;
 }
 
 /* ------------------------------------------------------------ the slots */
 
 TR_CPU_SLOT_BY(add, binary_run, c, 0)
 TR_CPU_SLOT_BY(mul, binary_run, c, 1)
-TR_CPU_SLOT_BY(mul_backward, mul_backward_run, c->mul_backward.da, c->mul_backward.db, c->mul_backward.dout,
-               c->mul_backward.a, c->mul_backward.b)
 TR_CPU_SLOT_BY(scale, scaled_run, &tr_opd_scale, c, scale_rows)
 TR_CPU_SLOT_BY(axpy, scaled_run, &tr_opd_axpy, c, axpy_rows)
 TR_CPU_SLOT_BY(fill, scaled_run, &tr_opd_fill, c, fill_rows)

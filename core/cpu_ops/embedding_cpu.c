@@ -6,19 +6,14 @@
 #include "cpu/embedding.h"
 #include <string.h>
 
+#define BWD(name) TR_ARGI(embedding_backward, name)
+
 /* *ids64 = the ids as int64 (the tensor's data, or a workspace copy in *ws), checked to
  * lie in [0, V). */
 static int load_ids(tr_ctx *ctx, const char *op, const tr_tensor *ids, int64_t V, const int64_t **ids64, void **ws)
 {
-    *ws = NULL;
-    if (ids->dtype == TR_I64) {
-        *ids64 = ids->data;
-    } else {
-        int rc = tr_stage_scratch(ctx, (size_t)ids->numel * sizeof(int64_t), ws);
-        if (rc) return rc;
-        tr_convert(*ws, TR_I64, ids->data, ids->dtype, (size_t)ids->numel);
-        *ids64 = *ws;
-    }
+    int rc = tr_stage_index(ctx, ids, ids64, ws);
+    if (rc) return rc;
     for (int64_t n = 0; n < ids->numel; n++) {
         int64_t id = (*ids64)[n];
         if (id < 0 || id >= V) {
@@ -36,65 +31,50 @@ static int load_ids(tr_ctx *ctx, const char *op, const tr_tensor *ids, int64_t V
 
 /* ------------------------------------------------------------ ops */
 
-static int embedding_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *ids, const tr_tensor *table)
+int tr_cpu_embedding(tr_ctx *ctx, tr_op_call *c)
 {
-    const char *op = "embedding";
+    const tr_tensor *out = c->embedding.out, *ids = c->embedding.ids, *table = c->embedding.table;
+    const int64_t V = table->shape[0], C = table->shape[1], N = ids->numel;
+    const int64_t *id64;
+    void *ws;
     int rc;
-    {
-        int64_t V = table->shape[0], C = table->shape[1], N = ids->numel;
-        const int64_t *id64;
-        void *ws;
-        if ((rc = load_ids(ctx, op, ids, V, &id64, &ws))) return rc;
-        if (table->dtype == out->dtype) {
-            /* a row copy needs no conversion: gather the raw bytes */
-            size_t row = (size_t)C * tr_dtype_size(table->dtype);
+    if ((rc = load_ids(ctx, "embedding", ids, V, &id64, &ws))) return rc;
+    if (table->dtype == out->dtype) {
+        /* a row copy needs no conversion: gather the raw bytes */
+        size_t row = (size_t)C * tr_dtype_size(table->dtype);
 #pragma omp parallel for if (N * C > 65536)
-            for (int64_t n = 0; n < N; n++)
-                memcpy((char *)out->data + n * row, (const char *)table->data + id64[n] * row, row);
-        } else {
+        for (int64_t n = 0; n < N; n++)
+            memcpy((char *)out->data + n * row, (const char *)table->data + id64[n] * row, row);
+    } else {
 #pragma omp parallel for if (N * C > 65536)
-            for (int64_t n = 0; n < N; n++)
-                tr_convert((char *)out->data + n * C * tr_dtype_size(out->dtype), out->dtype,
-                           (const char *)table->data + id64[n] * C * tr_dtype_size(table->dtype), table->dtype,
-                           (size_t)C);
-        }
-        tr_stage_scratch_free(ctx, ws);
-        return TR_OK;
+        for (int64_t n = 0; n < N; n++)
+            tr_convert((char *)out->data + n * C * tr_dtype_size(out->dtype), out->dtype,
+                       (const char *)table->data + id64[n] * C * tr_dtype_size(table->dtype), table->dtype, (size_t)C);
     }
+    tr_stage_scratch_free(ctx, ws);
+    return TR_OK;
 }
 
-static int embedding_backward_run(tr_ctx *ctx, const tr_tensor *dtable, const tr_tensor *dout, const tr_tensor *ids,
-                                  int64_t padding_idx)
+/* dtable accumulates: a whole view (no copy when f32, the usual gradient dtype); dout goes
+ * in blocks of rows, one row per id. */
+static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {[BWD(dtable)] = TR_ROWS_WHOLE, [BWD(dout)] = TR_ROWS_BLOCK};
+
+static int bwd_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *ids64)
 {
-    const char *op = "embedding_backward";
-    int rc;
-    {
-        int64_t V = dtable->shape[0], C = dtable->shape[1];
-        const int64_t *id64;
-        void *ws;
-        tr_stage vt;
-        if ((rc = load_ids(ctx, op, ids, V, &id64, &ws))) return rc;
-        /* dtable accumulates: a whole view (no copy when f32, the usual gradient dtype);
-         * dout goes in blocks of rows */
-        if ((rc = tr_stage_out_all(ctx, &vt, dtable, 1)) == TR_OK) {
-            int64_t N = ids->numel, rows = tr_stage_block_rows(C);
-            for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-                int64_t nr = N - r0 < rows ? N - r0 : rows;
-                tr_stage vd;
-                if ((rc = tr_stage_in(ctx, &vd, dout, r0 * C, nr * C))) break;
-                tr_k_embedding_bwd_f32(vt.p, vd.p, id64 + r0, nr, C, padding_idx);
-                tr_stage_release(ctx, &vd);
-            }
-            if (rc == TR_OK) tr_stage_store_all(&vt, dtable);
-            tr_stage_release(ctx, &vt);
-        }
-        tr_stage_scratch_free(ctx, ws);
-        return rc;
-    }
+    tr_k_embedding_bwd_f32(p[BWD(dtable)], p[BWD(dout)], *(const int64_t **)ids64 + r0, nr, C, c->i[0]);
+    return TR_OK;
 }
 
-/* ------------------------------------------------------------ the slots */
-
-TR_CPU_SLOT_BY(embedding, embedding_run, c->embedding.out, c->embedding.ids, c->embedding.table)
-TR_CPU_SLOT_BY(embedding_backward, embedding_backward_run, c->embedding_backward.dtable, c->embedding_backward.dout,
-               c->embedding_backward.ids, c->i[0])
+int tr_cpu_embedding_backward(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_tensor *dtable = c->embedding_backward.dtable, *ids = c->embedding_backward.ids;
+    const int64_t V = dtable->shape[0], C = dtable->shape[1];
+    const int64_t *id64;
+    void *ws;
+    int rc;
+    if ((rc = load_ids(ctx, "embedding_backward", ids, V, &id64, &ws))) return rc;
+    rc = tr_stage_rows_by(ctx, &tr_opd_embedding_backward, c, bwd_layout, ids->numel, C, tr_stage_block_rows(C),
+                          bwd_rows, &id64);
+    tr_stage_scratch_free(ctx, ws);
+    return rc;
+}

@@ -4,7 +4,6 @@
  * f32; dweight/dbias accumulate across blocks through the kernel's +=. The shape check left
  * N and C in call->dim. */
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/layernorm.h"
 
 #define FWD(name) TR_ARGI(layernorm, name)
@@ -15,10 +14,11 @@ static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
     [FWD(x)] = TR_ROWS_BLOCK,   [FWD(weight)] = TR_ROWS_WHOLE, [FWD(bias)] = TR_ROWS_WHOLE,
 };
 
-static void fwd_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int fwd_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_layernorm_fwd_f32(p[FWD(out)], p[FWD(mean)], p[FWD(rstd)], p[FWD(x)], p[FWD(weight)], p[FWD(bias)], nr, C,
                            c->f[0]);
+    return TR_OK;
 }
 
 int tr_cpu_layernorm(tr_ctx *ctx, tr_op_call *c)
@@ -32,10 +32,11 @@ static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
     [BWD(mean)] = TR_ROWS_ONE,   [BWD(rstd)] = TR_ROWS_ONE,
 };
 
-static void bwd_rows(const tr_op_call *c, float *const *p, int64_t nr, int64_t C, void *work)
+static int bwd_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {
     tr_k_layernorm_bwd_f32(p[BWD(dx)], p[BWD(dweight)], p[BWD(dbias)], p[BWD(dout)], p[BWD(x)], p[BWD(weight)],
                            p[BWD(mean)], p[BWD(rstd)], nr, C);
+    return TR_OK;
 }
 
 int tr_cpu_layernorm_backward(tr_ctx *ctx, tr_op_call *c)

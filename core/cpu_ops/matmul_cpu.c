@@ -51,160 +51,159 @@ static int64_t even_rows(int64_t N, int64_t most)
     return (N + blocks - 1) / blocks;
 }
 
+/* What a block's products need beside the staged pointers: the context (the GEMM router),
+ * the weight's packed form (NULL: the staged weight) and the sizes. */
+typedef struct gemm_run {
+    tr_ctx *ctx;
+    const void *packed;
+    const int64_t *dim;
+} gemm_run;
+
 /* ------------------------------------------------------------ matmul */
 
-static int matmul_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *a, const tr_tensor *b, const tr_tensor *bias,
-                      int trans_a, int trans_b, float alpha, float beta, const int64_t *dim)
+#define MM(name) TR_ARGI(matmul, name)
+
+/* Whole operands (one row for the staging loop); out is read only for beta != 0. */
+static int matmul_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
 {
-    const int64_t M = dim[0], K = dim[1], N = dim[2], batch = dim[3];
-    const int b_shared = (int)dim[4];
+    const gemm_run *g = work;
+    const int64_t M = g->dim[0], K = g->dim[1], N = g->dim[2], batch = g->dim[3];
+    const int b_shared = (int)g->dim[4], trans_a = (int)c->i[0], trans_b = (int)c->i[1];
+    const float alpha = c->f[0], beta = c->f[1];
+    float *C = p[MM(out)];
+    const float *A = p[MM(a)], *B = p[MM(b)], *Bi = p[MM(bias)];
     int rc = TR_OK;
-    {
-        float *A = NULL, *B = NULL, *Bi = NULL, *C = NULL;
-        void *oa = NULL, *ob = NULL, *obi = NULL, *oc = NULL;
-        if ((rc = tr_stage_load(ctx, a, 0, a->numel, &A, &oa))) goto cpu_done;
-        if ((rc = tr_stage_load(ctx, b, 0, b->numel, &B, &ob))) goto cpu_done;
-        if (bias && (rc = tr_stage_load(ctx, bias, 0, N, &Bi, &obi))) goto cpu_done;
-        if ((rc = tr_stage_buf(ctx, out, 0, out->numel, beta != 0, &C, &oc))) goto cpu_done;
-        if (K == 0) /* an empty product: the BLAS kernel's bias and beta handling */
-            rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b, alpha, beta,
-                                     M * K, b_shared ? 0 : K * N, M * N, tr_ctx_err(ctx));
-        /* one matrix shared by the batch: the batch is one product of batch * M rows */
-        int64_t rows = b_shared && !trans_a ? batch * M : M, nmat = b_shared && !trans_a ? 1 : batch;
-        if (rows > INT_MAX) rows = M, nmat = batch;
-        for (int64_t bi = 0; K > 0 && bi < nmat && rc == TR_OK; bi++)
-            rc = tr_cpu_gemm_f32(ctx, C + bi * M * N, A + bi * M * K, B + (b_shared ? 0 : bi * K * N), Bi, (int)rows,
-                                 (int)N, (int)K, trans_a, trans_b, alpha, beta);
-        if (rc == TR_OK) tr_stage_put(out, 0, C, out->numel);
-    cpu_done:
-        tr_stage_scratch_free(ctx, oa);
-        tr_stage_scratch_free(ctx, ob);
-        tr_stage_scratch_free(ctx, obi);
-        tr_stage_scratch_free(ctx, oc);
-        return rc;
-    }
+    if (K == 0) /* an empty product: the BLAS kernel's bias and beta handling */
+        rc = tr_k_matmul_fwd_f32(C, A, B, Bi, (int)batch, (int)M, (int)N, (int)K, trans_a, trans_b, alpha, beta, M * K,
+                                 b_shared ? 0 : K * N, M * N, tr_ctx_err(g->ctx));
+    /* one matrix shared by the batch: the batch is one product of batch * M rows */
+    int64_t rows = b_shared && !trans_a ? batch * M : M, nmat = b_shared && !trans_a ? 1 : batch;
+    if (rows > INT_MAX) rows = M, nmat = batch;
+    for (int64_t bi = 0; K > 0 && bi < nmat && rc == TR_OK; bi++)
+        rc = tr_cpu_gemm_f32(g->ctx, C + bi * M * N, A + bi * M * K, B + (b_shared ? 0 : bi * K * N), Bi, (int)rows,
+                             (int)N, (int)K, trans_a, trans_b, alpha, beta);
+    return rc;
 }
 
-static int linear_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *x, const tr_tensor *w, const tr_tensor *bias,
-                      const int64_t *dim)
+int tr_cpu_matmul(tr_ctx *ctx, tr_op_call *c)
 {
-    const int64_t O = dim[0], I = dim[1], N = dim[2];
-    int rc = TR_OK;
-    if (bf16_forward_native(ctx, x, w, out)) {
-        float *Bi = NULL;
-        void *obi = NULL;
-        if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) return rc;
-        if (N > 0)
-            rc = tr_cpu_gemm_bf16(ctx, out->data, out->dtype, x->data, w->data, Bi, (int)N, (int)O, (int)I, 0, 1, 1.0f,
-                                  0.0f);
-        tr_stage_scratch_free(ctx, obi);
-        return rc;
-    }
-    {
-        float *W = NULL, *Bi = NULL;
-        void *ow = NULL, *obi = NULL;
-        const void *packed = NULL;
-        if ((rc = tr_cpu_weight_packed(ctx, w, TR_PACK_FORWARD, &packed))) goto cpu_done;
-        if (!packed && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) goto cpu_done;
-        if (bias && (rc = tr_stage_load(ctx, bias, 0, O, &Bi, &obi))) goto cpu_done;
-        /* f32 activations: one GEMM over every row; half: chunks of rows staged to f32 */
-        int64_t step = (x->dtype == TR_F32 && out->dtype == TR_F32) ? (N > 0 ? N : 1)
-                                                                    : even_rows(N, tr_stage_block_rows(I > O ? I : O));
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-            int64_t nr = N - r0 < step ? N - r0 : step;
-            float *X = NULL, *Y = NULL;
-            void *ox = NULL, *oy = NULL;
-            rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
-            if (rc == TR_OK) rc = tr_stage_buf(ctx, out, r0 * O, nr * O, 0, &Y, &oy);
-            if (rc == TR_OK && packed)
-                rc = tr_cpu_linear_forward_packed(ctx, Y, X, packed, Bi, (int)nr, (int)O, (int)I);
-            else if (rc == TR_OK) /* an unpacked (half) weight: the router's plain product */
-                rc = tr_cpu_gemm_f32(ctx, Y, X, W, Bi, (int)nr, (int)O, (int)I, 0, 1, 1.0f, 0.0f);
-            if (rc == TR_OK) tr_stage_put(out, r0 * O, Y, nr * O);
-            tr_stage_scratch_free(ctx, ox);
-            tr_stage_scratch_free(ctx, oy);
-        }
-    cpu_done:
-        tr_stage_scratch_free(ctx, ow);
-        tr_stage_scratch_free(ctx, obi);
-        return rc;
-    }
+    const unsigned char layout[TR_OP_MAX_TENSORS] = {
+        [MM(out)] = c->f[1] != 0 ? TR_ROWS_WHOLE : TR_ROWS_FRESH,
+        [MM(a)] = TR_ROWS_WHOLE,
+        [MM(b)] = TR_ROWS_WHOLE,
+        [MM(bias)] = TR_ROWS_WHOLE,
+    };
+    gemm_run g = {ctx, NULL, c->dim};
+    return tr_stage_rows(ctx, &tr_opd_matmul, c, layout, 1, 1, matmul_whole, &g);
 }
 
-static int linear_backward_run(tr_ctx *ctx, const tr_tensor *dx, const tr_tensor *dw, const tr_tensor *dbias,
-                               const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w, const int64_t *dim)
+/* ------------------------------------------------------------ linear */
+
+#define LF(name) TR_ARGI(linear, name)
+#define LB(name) TR_ARGI(linear_backward, name)
+
+/* The rows per block of a Linear over N rows of I inputs and O outputs: every row when the
+ * staged activations are f32, else blocks of at most the staging bound, made equal. */
+static int64_t linear_step(const tr_op_desc *d, const tr_op_call *c, const unsigned char *layout)
 {
-    const int64_t O = dim[0], I = dim[1], N = dim[2];
+    const int64_t O = c->dim[0], I = c->dim[1], N = c->dim[2];
+    return even_rows(N, tr_stage_rows_step(d, c, layout, N, I > O ? I : O));
+}
+
+/* bf16 x and w natively (the bias staged whole, one row for the staging loop). */
+static int linear_native_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused,
+                               void *work)
+{
+    const gemm_run *g = work;
+    const int64_t O = g->dim[0], I = g->dim[1], N = g->dim[2];
+    if (N == 0) return TR_OK;
+    return tr_cpu_gemm_bf16(g->ctx, c->linear.out->data, c->linear.out->dtype, c->linear.x->data, c->linear.w->data,
+                            p[LF(bias)], (int)N, (int)O, (int)I, 0, 1, 1.0f, 0.0f);
+}
+
+static int linear_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t unused, void *work)
+{
+    const gemm_run *g = work;
+    const int O = (int)g->dim[0], I = (int)g->dim[1];
+    if (g->packed)
+        return tr_cpu_linear_forward_packed(g->ctx, p[LF(out)], p[LF(x)], g->packed, p[LF(bias)], (int)nr, O, I);
+    /* an unpacked (half) weight: the router's plain product */
+    return tr_cpu_gemm_f32(g->ctx, p[LF(out)], p[LF(x)], p[LF(w)], p[LF(bias)], (int)nr, O, I, 0, 1, 1.0f, 0.0f);
+}
+
+int tr_cpu_linear(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_op_desc *d = &tr_opd_linear;
+    gemm_run g = {ctx, NULL, c->dim};
+    int rc;
+    if (bf16_forward_native(ctx, c->linear.x, c->linear.w, c->linear.out)) {
+        static const unsigned char bias_only[TR_OP_MAX_TENSORS] = {[LF(bias)] = TR_ROWS_WHOLE};
+        return tr_stage_rows(ctx, d, c, bias_only, 1, 1, linear_native_whole, &g);
+    }
+    if ((rc = tr_cpu_weight_packed(ctx, c->linear.w, TR_PACK_FORWARD, &g.packed))) return rc;
+    /* f32 activations: one GEMM over every row; half: blocks of rows staged to f32 */
+    const unsigned char layout[TR_OP_MAX_TENSORS] = {
+        [LF(out)] = TR_ROWS_BLOCK,
+        [LF(x)] = TR_ROWS_BLOCK,
+        [LF(w)] = g.packed ? 0 : TR_ROWS_WHOLE,
+        [LF(bias)] = TR_ROWS_WHOLE,
+    };
+    return tr_stage_rows_by(ctx, d, c, layout, c->dim[2], 1, linear_step(d, c, layout), linear_rows, &g);
+}
+
+/* dbias += the column sums of dout (the bf16 path's products take dout as it is). */
+static int dbias_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t unused, void *work)
+{
+    tr_k_bias_bwd_f32(p[LB(dbias)], p[LB(dout)], nr, c->dim[0]);
+    return TR_OK;
+}
+
+/* dx = dout W, dw += dout^T x, dbias += column sums of dout, over a block of rows. */
+static int linear_backward_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t unused,
+                                void *work)
+{
+    const gemm_run *g = work;
+    const int O = (int)g->dim[0], I = (int)g->dim[1];
+    const float *D = p[LB(dout)];
+    int rc = TR_OK;
+    if (p[LB(dx)] && g->packed)
+        rc = tr_cpu_linear_input_grad_packed(g->ctx, p[LB(dx)], D, g->packed, (int)nr, O, I);
+    else if (p[LB(dx)])
+        rc = tr_cpu_gemm_f32(g->ctx, p[LB(dx)], D, p[LB(w)], NULL, (int)nr, I, O, 0, 0, 1.0f, 0.0f);
+    if (rc == TR_OK && p[LB(dw)]) rc = tr_cpu_gemm_f32(g->ctx, p[LB(dw)], D, p[LB(x)], NULL, O, I, (int)nr, 1, 0, 1, 1);
+    if (rc == TR_OK && p[LB(dbias)]) tr_k_bias_bwd_f32(p[LB(dbias)], D, nr, O);
+    return rc;
+}
+
+int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_op_desc *d = &tr_opd_linear_backward;
+    const tr_tensor *dx = c->linear_backward.dx, *dw = c->linear_backward.dw, *dbias = c->linear_backward.dbias,
+                    *dout = c->linear_backward.dout, *x = c->linear_backward.x, *w = c->linear_backward.w;
+    const int64_t O = c->dim[0], I = c->dim[1], N = c->dim[2];
+    gemm_run g = {ctx, NULL, c->dim};
     int rc = TR_OK;
     if (!dx && !dw && !dbias) return TR_OK;
     /* bf16 dout, w and x: the products native (dx = dout W, dw += dout^T x into the f32
      * gradient), and dout staged only for the bias gradient's column sums */
     if (bf16_backward_native(ctx, dx, dw, dout, x, w)) {
+        static const unsigned char dbias_layout[TR_OP_MAX_TENSORS] = {[LB(dbias)] = TR_ROWS_DIRECT,
+                                                                      [LB(dout)] = TR_ROWS_BLOCK};
         if (dx && N > 0)
             rc = tr_cpu_gemm_bf16(ctx, dx->data, dx->dtype, dout->data, w->data, NULL, (int)N, (int)I, (int)O, 0, 0,
                                   1.0f, 0.0f);
         if (rc == TR_OK && dw && N > 0)
             rc = tr_cpu_gemm_bf16(ctx, dw->data, TR_F32, dout->data, x->data, NULL, (int)O, (int)I, (int)N, 1, 0, 1.0f,
                                   1.0f);
-        int64_t step = even_rows(N, tr_stage_block_rows(O));
-        for (int64_t r0 = 0; dbias && r0 < N && rc == TR_OK; r0 += step) {
-            int64_t nr = N - r0 < step ? N - r0 : step;
-            float *D = NULL;
-            void *od = NULL;
-            rc = tr_stage_load(ctx, dout, r0 * O, nr * O, &D, &od);
-            if (rc == TR_OK) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
-            tr_stage_scratch_free(ctx, od);
-        }
+        if (rc == TR_OK && dbias)
+            rc =
+                tr_stage_rows_by(ctx, d, c, dbias_layout, N, 1, even_rows(N, tr_stage_block_rows(O)), dbias_rows, NULL);
         return rc;
     }
-    {
-        float *W = NULL;
-        void *ow = NULL;
-        const void *packed = NULL;
-        if (dx && (rc = tr_cpu_weight_packed(ctx, w, TR_PACK_INPUT_GRAD, &packed))) return rc;
-        if (dx && !packed && (rc = tr_stage_load(ctx, w, 0, w->numel, &W, &ow))) return rc;
-        int all_f32 = dout->dtype == TR_F32 && (!dx || dx->dtype == TR_F32) && (!dw || x->dtype == TR_F32);
-        int64_t step = all_f32 ? (N > 0 ? N : 1) : even_rows(N, tr_stage_block_rows(I > O ? I : O));
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += step) {
-            int64_t nr = N - r0 < step ? N - r0 : step;
-            float *D = NULL, *DX = NULL, *X = NULL;
-            void *od = NULL, *odx = NULL, *ox = NULL;
-            rc = tr_stage_load(ctx, dout, r0 * O, nr * O, &D, &od);
-            if (rc == TR_OK && dx) {
-                rc = tr_stage_buf(ctx, dx, r0 * I, nr * I, 0, &DX, &odx);
-                if (rc == TR_OK && packed)
-                    rc = tr_cpu_linear_input_grad_packed(ctx, DX, D, packed, (int)nr, (int)O, (int)I);
-                else if (rc == TR_OK)
-                    rc = tr_cpu_gemm_f32(ctx, DX, D, W, NULL, (int)nr, (int)I, (int)O, 0, 0, 1.0f, 0.0f);
-                if (rc == TR_OK) tr_stage_put(dx, r0 * I, DX, nr * I);
-            }
-            if (rc == TR_OK && dw) {
-                rc = tr_stage_load(ctx, x, r0 * I, nr * I, &X, &ox);
-                if (rc == TR_OK) rc = tr_cpu_gemm_f32(ctx, dw->data, D, X, NULL, (int)O, (int)I, (int)nr, 1, 0, 1, 1);
-            }
-            if (rc == TR_OK && dbias) tr_k_bias_bwd_f32(dbias->data, D, nr, O);
-            tr_stage_scratch_free(ctx, od);
-            tr_stage_scratch_free(ctx, odx);
-            tr_stage_scratch_free(ctx, ox);
-        }
-        tr_stage_scratch_free(ctx, ow);
-        return rc;
-    }
-}
-
-int tr_cpu_matmul(tr_ctx *ctx, tr_op_call *c)
-{
-    return matmul_run(ctx, c->matmul.out, c->matmul.a, c->matmul.b, c->matmul.bias, (int)c->i[0], (int)c->i[1], c->f[0],
-                      c->f[1], c->dim);
-}
-
-int tr_cpu_linear(tr_ctx *ctx, tr_op_call *c)
-{
-    return linear_run(ctx, c->linear.out, c->linear.x, c->linear.w, c->linear.bias, c->dim);
-}
-
-int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
-{
-    return linear_backward_run(ctx, c->linear_backward.dx, c->linear_backward.dw, c->linear_backward.dbias,
-                               c->linear_backward.dout, c->linear_backward.x, c->linear_backward.w, c->dim);
+    if (dx && (rc = tr_cpu_weight_packed(ctx, w, TR_PACK_INPUT_GRAD, &g.packed))) return rc;
+    const unsigned char layout[TR_OP_MAX_TENSORS] = {
+        [LB(dx)] = TR_ROWS_BLOCK,   [LB(dw)] = TR_ROWS_DIRECT,        [LB(dbias)] = TR_ROWS_DIRECT,
+        [LB(dout)] = TR_ROWS_BLOCK, [LB(x)] = dw ? TR_ROWS_BLOCK : 0, [LB(w)] = dx && !g.packed ? TR_ROWS_WHOLE : 0,
+    };
+    return tr_stage_rows_by(ctx, d, c, layout, N, 1, linear_step(d, c, layout), linear_backward_rows, &g);
 }

@@ -4,7 +4,6 @@
  * before the op returns). */
 #include "ops_pair_features.h"
 #include "cpu_slot.h"
-#include "stage_rows.h"
 #include "cpu/pair_features.h"
 
 /* Each operand whole (one row for the staging loop). */
@@ -14,28 +13,32 @@ static const unsigned char whole[TR_OP_MAX_TENSORS] = {TR_ROWS_WHOLE, TR_ROWS_WH
 /* ------------------------------------------------------------ column blocks */
 
 /* dst (dst_col, src_col, ncols, accumulate: call->i) from src. */
-static void copy_cols_whole(const tr_op_call *c, float *const *p, int64_t one, int64_t unused, void *work)
+static int copy_cols_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
 {
     int64_t dN, dC, sN, sC;
     tr_op_rows(c->copy_cols.dst, &dN, &dC);
     tr_op_rows(c->copy_cols.src, &sN, &sC);
     tr_k_copy_cols_fwd_f32(p[TR_ARGI(copy_cols, dst)], p[TR_ARGI(copy_cols, src)], dN, dC, c->i[0], sC, c->i[1],
                            c->i[2], (int)c->i[3]);
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ |a - b| */
 
-static void abs_diff_whole(const tr_op_call *c, float *const *p, int64_t one, int64_t unused, void *work)
+static int abs_diff_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
 {
     tr_k_abs_diff_fwd_f32(p[TR_ARGI(abs_diff, out)], p[TR_ARGI(abs_diff, a)], p[TR_ARGI(abs_diff, b)],
                           c->abs_diff.a->numel);
+    return TR_OK;
 }
 
-static void abs_diff_backward_whole(const tr_op_call *c, float *const *p, int64_t one, int64_t unused, void *work)
+static int abs_diff_backward_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused,
+                                   void *work)
 {
 #define B(name) p[TR_ARGI(abs_diff_backward, name)]
     tr_k_abs_diff_bwd_f32(B(da), B(db), B(dout), B(a), B(b), c->abs_diff_backward.dout->numel);
 #undef B
+    return TR_OK;
 }
 
 static int whole_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, tr_rows_fn fn)

@@ -28,58 +28,54 @@ static int load_mask(tr_ctx *ctx, const tr_tensor *mask, int64_t BT, int32_t **m
 
 /* ------------------------------------------------------------ ops */
 
-static int pool_run(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *hidden, const tr_tensor *mask, int mode)
+/* A sequence is a row for the staging loop (hidden [B, T, C] in rows of T*C, the pooled
+ * [B, C] in rows of C), in blocks of sequences of about TR_STAGE_BLOCK elements. */
+#define FWD(name) TR_ARGI(pool, name)
+#define BWD(name) TR_ARGI(pool_backward, name)
+
+static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {[FWD(out)] = TR_ROWS_BLOCK, [FWD(hidden)] = TR_ROWS_BLOCK};
+
+static int fwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t TC, void *m32)
 {
-    int rc;
-    {
-        int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
-        int32_t *m32;
-        if ((rc = load_mask(ctx, mask, B * T, &m32))) return rc;
-        int64_t bs = tr_stage_block_rows(T * C); /* sequences per block */
-        for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
-            int64_t nb = B - b0 < bs ? B - b0 : bs;
-            tr_stage vh, vo = {0};
-            if (!(rc = tr_stage_in(ctx, &vh, hidden, b0 * T * C, nb * T * C)) &&
-                !(rc = tr_stage_out(ctx, &vo, out, b0 * C, nb * C, 0))) {
-                tr_k_pool_fwd_f32(vo.p, vh.p, m32 + b0 * T, nb, T, C, mode);
-                tr_stage_store(&vo, out, b0 * C);
-            }
-            tr_stage_release(ctx, &vo);
-            tr_stage_release(ctx, &vh);
-        }
-        tr_stage_scratch_free(ctx, m32);
-        return rc;
-    }
+    const tr_tensor *h = c->pool.hidden;
+    tr_k_pool_fwd_f32(p[FWD(out)], p[FWD(hidden)], (const int32_t *)m32 + b0 * h->shape[1], nb, h->shape[1],
+                      h->shape[2], (int)c->i[0]);
+    return TR_OK;
 }
 
-static int pool_backward_run(tr_ctx *ctx, const tr_tensor *dhidden, const tr_tensor *dout, const tr_tensor *hidden,
-                             const tr_tensor *mask, int mode)
+static int bwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t TC, void *m32)
 {
-    int rc;
-    {
-        int64_t B = hidden->shape[0], T = hidden->shape[1], C = hidden->shape[2];
-        int32_t *m32;
-        if ((rc = load_mask(ctx, mask, B * T, &m32))) return rc;
-        int64_t bs = tr_stage_block_rows(T * C); /* sequences per block */
-        for (int64_t b0 = 0; b0 < B && rc == TR_OK; b0 += bs) {
-            int64_t nb = B - b0 < bs ? B - b0 : bs;
-            tr_stage v[3] = {{0}}; /* hidden (max only reads it), dout, dhidden */
-            int64_t s = b0 * T * C, len = nb * T * C;
-            if (!(rc = mode == TR_POOL_MAX ? tr_stage_in(ctx, &v[0], hidden, s, len) : TR_OK) &&
-                !(rc = tr_stage_in(ctx, &v[1], dout, b0 * C, nb * C)) &&
-                !(rc = tr_stage_out(ctx, &v[2], dhidden, s, len, 0))) {
-                tr_k_pool_bwd_f32(v[2].p, v[1].p, v[0].p, m32 + b0 * T, nb, T, C, mode);
-                tr_stage_store(&v[2], dhidden, s);
-            }
-            for (int i = 0; i < 3; i++) tr_stage_release(ctx, &v[i]);
-        }
-        tr_stage_scratch_free(ctx, m32);
-        return rc;
-    }
+    const tr_tensor *h = c->pool_backward.hidden;
+    tr_k_pool_bwd_f32(p[BWD(dhidden)], p[BWD(dout)], p[BWD(hidden)], (const int32_t *)m32 + b0 * h->shape[1], nb,
+                      h->shape[1], h->shape[2], (int)c->i[0]);
+    return TR_OK;
 }
 
-/* ------------------------------------------------------------ the slots */
+/* The mask as int32, then fn over blocks of sequences of hidden. */
+static int pool_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_tensor *hidden, const tr_tensor *mask,
+                     const unsigned char *layout, tr_rows_fn fn)
+{
+    const int64_t B = hidden->shape[0], TC = hidden->shape[1] * hidden->shape[2];
+    int32_t *m32;
+    int rc = load_mask(ctx, mask, B * hidden->shape[1], &m32);
+    if (rc) return rc;
+    rc = tr_stage_rows_by(ctx, d, c, layout, B, TC, tr_stage_block_rows(TC), fn, m32);
+    tr_stage_scratch_free(ctx, m32);
+    return rc;
+}
 
-TR_CPU_SLOT_BY(pool, pool_run, c->pool.out, c->pool.hidden, c->pool.mask, (int)c->i[0])
-TR_CPU_SLOT_BY(pool_backward, pool_backward_run, c->pool_backward.dhidden, c->pool_backward.dout,
-               c->pool_backward.hidden, c->pool_backward.mask, (int)c->i[0])
+int tr_cpu_pool(tr_ctx *ctx, tr_op_call *c)
+{
+    return pool_rows(ctx, &tr_opd_pool, c, c->pool.hidden, c->pool.mask, fwd_layout, fwd_rows);
+}
+
+int tr_cpu_pool_backward(tr_ctx *ctx, tr_op_call *c)
+{
+    /* hidden is read only by max pooling */
+    const unsigned char layout[TR_OP_MAX_TENSORS] = {
+        [BWD(dhidden)] = TR_ROWS_BLOCK,
+        [BWD(dout)] = TR_ROWS_BLOCK,
+        [BWD(hidden)] = c->i[0] == TR_POOL_MAX ? TR_ROWS_BLOCK : 0,
+    };
+    return pool_rows(ctx, &tr_opd_pool_backward, c, c->pool_backward.hidden, c->pool_backward.mask, layout, bwd_rows);
+}

@@ -39,32 +39,29 @@ static double chunked_sum(const tr_tensor *t, int squares)
     return total;
 }
 
-static int reduce_run(tr_ctx *ctx, const char *op, const tr_tensor *out, const tr_tensor *x, int lastdim, int mean)
+/* Over the last dim: x in blocks of rows of C, out one element a row. */
+static const unsigned char lastdim_layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK};
+
+static int lastdim_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *mean)
 {
-    int rc = TR_OK;
+    tr_k_sum_lastdim_fwd_f32(p[0], p[1], nr, C);
+    if (*(const int *)mean) tr_k_scale_fwd_f32(p[0], p[0], C ? 1.0f / (float)C : NAN, nr);
+    return TR_OK;
+}
+
+/* sum and mean (their arguments alike: out, x). */
+static int reduce_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, int mean)
+{
+    const tr_tensor *out = c->sum.out, *x = c->sum.x;
+    if (!c->i[0]) {
+        double s = chunked_sum(x, 0);
+        float v = (float)(mean ? (x->numel ? s / (double)x->numel : NAN) : s);
+        tr_convert(out->data, out->dtype, &v, TR_F32, 1);
+        return TR_OK;
+    }
     int64_t N, C;
     tr_op_rows(x, &N, &C);
-    {
-        if (!lastdim) {
-            double s = chunked_sum(x, 0);
-            float v = (float)(mean ? (x->numel ? s / (double)x->numel : NAN) : s);
-            tr_convert(out->data, out->dtype, &v, TR_F32, 1);
-            return TR_OK;
-        }
-        int64_t rows = tr_stage_block_rows(C);
-        for (int64_t r0 = 0; r0 < N && rc == TR_OK; r0 += rows) {
-            int64_t nr = N - r0 < rows ? N - r0 : rows;
-            tr_stage vx, vo = {0};
-            if (!(rc = tr_stage_in(ctx, &vx, x, r0 * C, nr * C)) && !(rc = tr_stage_out(ctx, &vo, out, r0, nr, 0))) {
-                tr_k_sum_lastdim_fwd_f32(vo.p, vx.p, nr, C);
-                if (mean) tr_k_scale_fwd_f32(vo.p, vo.p, C ? 1.0f / (float)C : NAN, nr);
-                tr_stage_store(&vo, out, r0);
-            }
-            tr_stage_release(ctx, &vo);
-            tr_stage_release(ctx, &vx);
-        }
-        return rc;
-    }
+    return tr_stage_rows_by(ctx, d, c, lastdim_layout, N, C, tr_stage_block_rows(C), lastdim_rows, &mean);
 }
 
 static int global_norm_run(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
@@ -109,7 +106,7 @@ static int scale_check_finite_run(tr_ctx *ctx, int *found_inf, tr_tensor **ts, i
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(sum, reduce_run, "sum", c->sum.out, c->sum.x, (int)c->i[0], 0)
-TR_CPU_SLOT_BY(mean, reduce_run, "mean", c->mean.out, c->mean.x, (int)c->i[0], 1)
+TR_CPU_SLOT_BY(sum, reduce_run, &tr_opd_sum, c, 0)
+TR_CPU_SLOT_BY(mean, reduce_run, &tr_opd_mean, c, 1)
 TR_CPU_SLOT_BY(global_norm, global_norm_run, c->res, c->list, c->nlist)
 TR_CPU_SLOT_BY(scale_check_finite, scale_check_finite_run, c->res, c->list, c->nlist, c->f[0])

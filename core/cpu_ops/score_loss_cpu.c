@@ -9,41 +9,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* kind 0: CoSENT (k = scale), 1: cosine MSE (k = score_scale). */
-static int score_loss_run(tr_ctx *ctx, int kind, const tr_tensor *loss, const tr_tensor *dsim, const tr_tensor *sim,
-                          const float *scores, float k)
+/* sim whole (one row for the staging loop); the same argument places in both ops. */
+static const unsigned char sim_whole[TR_OP_MAX_TENSORS] = {[TR_ARGI(cosent_loss, sim)] = TR_ROWS_WHOLE};
+
+typedef struct score_work {
+    int kind; /* 0: CoSENT (k = scale), 1: cosine MSE (k = score_scale) */
+    double *cos;
+} score_work;
+
+static int score_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
 {
-    const char *op = kind ? "cosine_mse_loss" : "cosent_loss";
-    const int64_t B = sim->shape[0];
-    int rc;
-    double *cos = malloc((size_t)(B > 0 ? B : 1) * 3 * sizeof(double));
-    if (!cos) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "%s: out of host memory for %lld pairs", op, (long long)B);
-    double *y = cos + B, *dcos = y + B, l = 0;
-    tr_stage v = {0};
-    if ((rc = tr_stage_in_all(ctx, &v, sim))) {
-        free(cos);
-        return rc;
-    }
+    const score_work *w = work;
+    const int64_t B = c->cosent_loss.sim->shape[0];
+    const float *scores = c->p, *sim = p[TR_ARGI(cosent_loss, sim)];
+    double *cos = w->cos, *y = cos + B, *dcos = y + B, l = 0;
     for (int64_t i = 0; i < B; i++) {
-        cos[i] = v.p[i * B + i];
+        cos[i] = sim[i * B + i];
         y[i] = scores[i];
     }
-    tr_stage_release(ctx, &v);
-    if (kind)
-        tr_k_cosine_mse_loss_f64(&l, dcos, cos, y, k, B);
+    if (w->kind)
+        tr_k_cosine_mse_loss_f64(&l, dcos, cos, y, c->f[0], B);
     else
-        tr_k_cosent_loss_f64(&l, dcos, cos, y, k, B);
-    float *d = dsim->data;
+        tr_k_cosent_loss_f64(&l, dcos, cos, y, c->f[0], B);
+    float *d = c->cosent_loss.dsim->data;
     memset(d, 0, (size_t)(B * B) * sizeof(float));
     for (int64_t i = 0; i < B; i++) d[i * B + i] = (float)dcos[i];
-    *(float *)loss->data = (float)l;
-    free(cos);
+    *(float *)c->cosent_loss.loss->data = (float)l;
     return TR_OK;
+}
+
+static int score_loss_run(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, int kind)
+{
+    const int64_t B = c->cosent_loss.sim->shape[0];
+    score_work w = {kind, malloc((size_t)(B > 0 ? B : 1) * 3 * sizeof(double))};
+    if (!w.cos)
+        return tr_fail(tr_ctx_err(ctx), TR_EOOM, "%s: out of host memory for %lld pairs", d->name, (long long)B);
+    int rc = tr_stage_rows(ctx, d, c, sim_whole, 1, 1, score_whole, &w);
+    free(w.cos);
+    return rc;
 }
 
 /* ------------------------------------------------------------ the slots */
 
-TR_CPU_SLOT_BY(cosent_loss, score_loss_run, 0, c->cosent_loss.loss, c->cosent_loss.dsim, c->cosent_loss.sim, c->p,
-               c->f[0])
-TR_CPU_SLOT_BY(cosine_mse_loss, score_loss_run, 1, c->cosine_mse_loss.loss, c->cosine_mse_loss.dsim,
-               c->cosine_mse_loss.sim, c->p, c->f[0])
+TR_CPU_SLOT_BY(cosent_loss, score_loss_run, &tr_opd_cosent_loss, c, 0)
+TR_CPU_SLOT_BY(cosine_mse_loss, score_loss_run, &tr_opd_cosine_mse_loss, c, 1)

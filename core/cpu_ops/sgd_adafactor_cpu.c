@@ -29,80 +29,101 @@ static void refresh_half(const tr_tensor *half_copy, const tr_tensor *param)
     if (half_copy) tr_stage_convert(half_copy->data, half_copy->dtype, param->data, TR_F32, (size_t)param->numel);
 }
 
+/* The gradient whole (one row for the staging loop); the f32 param and state in place. */
+#define SGD(name) TR_ARGI(sgd, name)
+#define ADA(name) TR_ARGI(adafactor, name)
+
 /* ------------------------------------------------------------ sgd */
 
-static int sgd_run(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *momentum_buf,
-                   const tr_tensor *half_copy, const tr_tensor *skip_if, const tr_tensor *skipped, float lr,
-                   float momentum, float dampening, float weight_decay, int32_t nesterov, int64_t step,
-                   int64_t skipped_known, float grad_scale)
+static const unsigned char sgd_layout[TR_OP_MAX_TENSORS] = {
+    [SGD(param)] = TR_ROWS_DIRECT, [SGD(grad)] = TR_ROWS_WHOLE, [SGD(momentum_buf)] = TR_ROWS_DIRECT};
+
+static int sgd_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *eff)
 {
-    const char *op = "sgd";
-    int rc, skip;
-    int64_t eff;
-    if ((rc = effective_step(ctx, op, skip_if, skipped, step, skipped_known, &skip, &eff))) return rc;
-    if (skip) return TR_OK;
-    tr_stage g = {0};
-    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
-    tr_k_sgd_step_f32(param->data, momentum != 0 ? momentum_buf->data : NULL, g.p, param->numel, lr, momentum,
-                      dampening, weight_decay, nesterov != 0, eff == 1, grad_scale);
-    tr_stage_release(ctx, &g);
-    refresh_half(half_copy, param);
+    const float momentum = c->f[1];
+    tr_k_sgd_step_f32(p[SGD(param)], momentum != 0 ? p[SGD(momentum_buf)] : NULL, p[SGD(grad)], c->sgd.param->numel,
+                      c->f[0], momentum, c->f[2], c->f[3], (int32_t)c->i[0] != 0, *(const int64_t *)eff == 1, c->f[4]);
     return TR_OK;
 }
 
-static int adafactor_run(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg,
-                         const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
-                         const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
-                         int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
+/* sgd: i = nesterov, step, skipped_known; f = lr, momentum, dampening, weight_decay,
+ * grad_scale. */
+int tr_cpu_sgd(tr_ctx *ctx, tr_op_call *c)
 {
-    const char *op = "adafactor";
     int rc, skip;
-    const int factored = param->ndim >= 2;
-    int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
-    int64_t R = factored ? param->shape[param->ndim - 2] : 1;
-    int64_t B = factored && R * C > 0 ? param->numel / (R * C) : 1;
     int64_t eff;
-    if ((rc = effective_step(ctx, op, skip_if, skipped, step, skipped_known, &skip, &eff))) return rc;
+    if ((rc = effective_step(ctx, "sgd", c->sgd.skip_if, c->sgd.skipped, c->i[1], c->i[2], &skip, &eff))) return rc;
+    if (skip) return TR_OK;
+    if ((rc = tr_stage_rows(ctx, &tr_opd_sgd, c, sgd_layout, 1, 1, sgd_whole, &eff))) return rc;
+    refresh_half(c->sgd.half_copy, c->sgd.param);
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------ adafactor */
+
+static const unsigned char ada_layout[TR_OP_MAX_TENSORS] = {
+    [ADA(param)] = TR_ROWS_DIRECT, [ADA(grad)] = TR_ROWS_WHOLE, [ADA(exp_avg)] = TR_ROWS_DIRECT,
+    [ADA(row)] = TR_ROWS_DIRECT,   [ADA(col)] = TR_ROWS_DIRECT, [ADA(v)] = TR_ROWS_DIRECT};
+
+/* The step's hyperparameters and factor workspace in, the step size it used out. */
+typedef struct ada_work {
+    adafactor_hparams hp;
+    void *factors;
+    double lr;
+} ada_work;
+
+static int ada_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_t one, int64_t unused, void *work)
+{
+    ada_work *w = work;
+    const int factored = c->adafactor.param->ndim >= 2;
+    w->lr = tr_k_adafactor_step_f32(p[ADA(param)], p[ADA(exp_avg)], factored ? p[ADA(row)] : NULL,
+                                    factored ? p[ADA(col)] : NULL, factored ? NULL : p[ADA(v)], w->factors,
+                                    p[ADA(grad)], c->dim[0], c->dim[1], c->dim[2], &w->hp);
+    return TR_OK;
+}
+
+/* adafactor: i = step, skipped_known; f = grad_scale; p = the config; res = lr_used; the
+ * check left B, R, C in dim. */
+int tr_cpu_adafactor(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_tensor *param = c->adafactor.param;
+    const tr_adafactor_config *cfg = c->p;
+    float *lr_used = c->res;
+    const int64_t B = c->dim[0], R = c->dim[1], C = c->dim[2];
+    int rc, skip;
+    int64_t eff;
+    if ((rc = effective_step(ctx, "adafactor", c->adafactor.skip_if, c->adafactor.skipped, c->i[0], c->i[1], &skip,
+                             &eff)))
+        return rc;
     if (skip) {
         if (lr_used) *lr_used = 0;
         return TR_OK;
     }
     if (param->numel == 0) return TR_OK;
-
-    tr_stage g = {0};
-    void *work = NULL;
-    if ((rc = tr_stage_in_all(ctx, &g, grad))) return rc;
-    if (factored && (rc = tr_stage_scratch(ctx, (size_t)(B * (R + C)) * sizeof(double), &work))) {
-        tr_stage_release(ctx, &g);
-        return rc;
-    }
-    adafactor_hparams hp = {
-        .lr = cfg->lr,
-        .eps1 = cfg->eps1,
-        .eps2 = cfg->eps2,
-        .clip_threshold = cfg->clip_threshold,
-        .decay_rate = cfg->decay_rate,
-        .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0,
-        .weight_decay = cfg->weight_decay,
-        .relative_step = cfg->relative_step != 0,
-        .scale_parameter = cfg->scale_parameter != 0,
-        .warmup_init = cfg->warmup_init != 0,
-        .step = eff,
-        .grad_scale = grad_scale,
+    ada_work w = {
+        .hp =
+            {
+                .lr = cfg->lr,
+                .eps1 = cfg->eps1,
+                .eps2 = cfg->eps2,
+                .clip_threshold = cfg->clip_threshold,
+                .decay_rate = cfg->decay_rate,
+                .beta1 = cfg->beta1 >= 0 ? cfg->beta1 : 0,
+                .weight_decay = cfg->weight_decay,
+                .relative_step = cfg->relative_step != 0,
+                .scale_parameter = cfg->scale_parameter != 0,
+                .warmup_init = cfg->warmup_init != 0,
+                .step = eff,
+                .grad_scale = c->f[0],
+            },
+        .factors = NULL,
+        .lr = 0,
     };
-    double lr =
-        tr_k_adafactor_step_f32(param->data, exp_avg ? exp_avg->data : NULL, factored ? row->data : NULL,
-                                factored ? col->data : NULL, factored ? NULL : v->data, work, g.p, B, R, C, &hp);
-    tr_stage_scratch_free(ctx, work);
-    tr_stage_release(ctx, &g);
-    refresh_half(half_copy, param);
-    if (lr_used) *lr_used = (float)lr;
+    if (param->ndim >= 2 && (rc = tr_stage_scratch(ctx, (size_t)(B * (R + C)) * sizeof(double), &w.factors))) return rc;
+    rc = tr_stage_rows(ctx, &tr_opd_adafactor, c, ada_layout, 1, 1, ada_whole, &w);
+    tr_stage_scratch_free(ctx, w.factors);
+    if (rc) return rc;
+    refresh_half(c->adafactor.half_copy, param);
+    if (lr_used) *lr_used = (float)w.lr;
     return TR_OK;
 }
-
-/* ------------------------------------------------------------ the slots */
-TR_CPU_SLOT_BY(sgd, sgd_run, c->sgd.param, c->sgd.grad, c->sgd.momentum_buf, c->sgd.half_copy, c->sgd.skip_if,
-               c->sgd.skipped, c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
-TR_CPU_SLOT_BY(adafactor, adafactor_run, c->adafactor.param, c->adafactor.grad, c->adafactor.exp_avg, c->adafactor.row,
-               c->adafactor.col, c->adafactor.v, c->adafactor.half_copy, c->adafactor.skip_if, c->adafactor.skipped,
-               c->p, c->i[0], c->i[1], c->f[0], c->res)

@@ -6,6 +6,7 @@
  * wrappers; slots: core/cpu_ops/adamw_cpu.c. */
 #include "ops_elem.h"
 
+#include "adamw_check.h"
 #include "cpu/adamw.h"
 #include "op_stage.h"
 #include "op_table.h"
@@ -28,15 +29,20 @@ static int adamw_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *gr
         (half_copy && ((rc = tr_op_want_numel(ctx, op, "half_copy", half_copy, param->numel,
                                                 "param's number of elements")))))
         return rc;
-    if (step < 1)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw: step = %lld; steps count from 1", (long long)step);
+    return tr_check_adamw_hparams(ctx, op, lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+}
+
+int tr_check_adamw_hparams(tr_ctx *ctx, const char *op, float lr, float beta1, float beta2, float eps,
+                           float weight_decay, int64_t step, float grad_scale)
+{
+    if (step < 1) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: step = %lld; steps count from 1", op, (long long)step);
     if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps >= 0 && lr >= 0 && weight_decay >= 0))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "adamw: lr %g, betas (%g, %g), eps %g, weight_decay %g: betas must be in [0, 1), the others "
+                       "%s: lr %g, betas (%g, %g), eps %g, weight_decay %g: betas must be in [0, 1), the others "
                        ">= 0",
-                       (double)lr, (double)beta1, (double)beta2, (double)eps, (double)weight_decay);
+                       op, (double)lr, (double)beta1, (double)beta2, (double)eps, (double)weight_decay);
     if (!(grad_scale > 0 && isfinite(grad_scale)))
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw: grad_scale = %g must be finite and > 0 (1 when unscaled)",
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: grad_scale = %g must be finite and > 0 (1 when unscaled)", op,
                        (double)grad_scale);
     return TR_OK;
 }

@@ -45,11 +45,7 @@ int tr_check_bias_gelu(tr_ctx *ctx, tr_op_call *c)
 }
 
 /* out: h's shape and dtype. */
-int tr_infer_bias_gelu(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->bias_gelu.h, c->bias_gelu.h->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(bias_gelu, c->bias_gelu.h, c->bias_gelu.h->dtype | TR_INFER_CHOOSE)
 
 int tr_op_bias_gelu(tr_ctx *ctx, tr_tensor *out, tr_tensor *h, const tr_tensor *bias, int kind)
 {

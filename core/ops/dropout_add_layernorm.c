@@ -1,6 +1,5 @@
 /* dropout_add_layernorm.c — the fused end of a post-LN block, sum = residual + dropout(x),
- * out = layernorm(sum), and its backward (kernels/cpu/dropout_add_layernorm.c): the op
- * table's descriptions, shape checks and CPU slots, and the public wrappers.
+ * out = layernorm(sum), and its backward (kernels/cpu/dropout_add_layernorm.c).
  *
  * The keep bits are tr_op_dropout's: element i of x is kept when uniform(offset + i) >= p
  * under the same key (core/base/rng.h), drawn per block of rows on the stack of the thread
@@ -20,58 +19,37 @@
  * wrappers; slots: core/cpu_ops/dropout_add_layernorm_cpu.c, core/cuda_ops/dropout_add_layernorm_cuda.c. */
 #include "ops_nn.h"
 
+#include "layernorm_check.h"
 #include "op_table.h"
 
 /* ------------------------------------------------------------ shared */
 
-/* Keep bytes of one thread's block of rows on its stack (the f32 path): no workspace, and
- * each block's bits are drawn and consumed while they are in the core's cache. Rows longer
- * than this take a workspace mask. */
-
-/* p in [0, 1], a key when p > 0; N, C of t into dim[0], dim[1]; weight [C]; mean, rstd N. */
+/* p in [0, 1], a key when p > 0; then layernorm's row checks on t (N, C into dim[0],
+ * dim[1]; no rows when C is 0). */
 static int check_common(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_tensor *t, const tr_tensor *weight,
                         const tr_tensor *mean, const tr_tensor *rstd)
 {
-    char s1[160], s2[160], s3[160];
     float p = c->f[0];
     if (!(p >= 0 && p <= 1))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: p = %g; the dropout probability must be in [0, 1]", op,
                        (double)p);
     if (!c->p && p > 0) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: key is NULL; pass the rng key", op);
-    if (t->ndim < 1) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: x is a scalar; it must be [..., C]", op);
-    int64_t C = t->shape[t->ndim - 1], N = C > 0 ? t->numel / C : 0;
-    if (weight->ndim != 1 || weight->shape[0] != C)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "%s: x has shape %s but weight has shape %s; weight must be [%lld] (the normalised last "
-                       "dim of x)",
-                       op, tr_op_shape(t, s1), tr_op_shape(weight, s2), (long long)C);
-    if (mean->numel != N || rstd->numel != N)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "%s: x has shape %s so mean and rstd need %lld elements (one per row), but mean has "
-                       "shape %s and rstd %s",
-                       op, tr_op_shape(t, s1), (long long)N, tr_op_shape(mean, s2), tr_op_shape(rstd, s3));
-    c->dim[0] = N;
-    c->dim[1] = C;
-    return TR_OK;
+    return tr_check_layernorm_rows(ctx, op, c, t, weight, mean, rstd, 1);
 }
 
 /* ------------------------------------------------------------ forward */
 
 int tr_check_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
 {
-    const char *op = "dropout_add_layernorm";
-    const tr_tensor *x = c->dropout_add_layernorm.x;
+    static const char *op = "dropout_add_layernorm";
+    static const char *const like_x[] = { "residual", "out", "sum" }, *const params[] = { "bias" };
+    const tr_args_dropout_add_layernorm *a = &c->dropout_add_layernorm;
+    const tr_tensor *const acts[] = { a->residual, a->out, a->sum };
     int rc;
-    if ((rc = check_common(ctx, op, c, x, c->dropout_add_layernorm.weight, c->dropout_add_layernorm.mean,
-                           c->dropout_add_layernorm.rstd)))
+    if ((rc = check_common(ctx, op, c, a->x, a->weight, a->mean, a->rstd)) ||
+        (rc = tr_op_want_shapes(ctx, op, like_x, acts, 3, a->x->ndim, a->x->shape)))
         return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "residual", c->dropout_add_layernorm.residual, x->ndim, x->shape))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "out", c->dropout_add_layernorm.out, x->ndim, x->shape))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "sum", c->dropout_add_layernorm.sum, x->ndim, x->shape))) return rc;
-    if (c->dropout_add_layernorm.bias &&
-        (rc = tr_op_want_shape(ctx, op, "bias", c->dropout_add_layernorm.bias, 1, &c->dim[1])))
-        return rc;
-    return TR_OK;
+    return tr_check_layernorm_params(ctx, op, c, params, &a->bias, 1);
 }
 
 int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_tensor *mean, tr_tensor *rstd,
@@ -86,26 +64,15 @@ int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_
 
 int tr_check_dropout_add_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    const char *op = "dropout_add_layernorm_backward";
-    const tr_tensor *s = c->dropout_add_layernorm_backward.sum;
+    static const char *op = "dropout_add_layernorm_backward";
+    static const char *const like_sum[] = { "dout", "dx", "dresidual" }, *const params[] = { "dweight", "dbias" };
+    const tr_args_dropout_add_layernorm_backward *a = &c->dropout_add_layernorm_backward;
+    const tr_tensor *const acts[] = { a->dout, a->dx, a->dresidual }, *const grads[] = { a->dweight, a->dbias };
     int rc;
-    if ((rc = check_common(ctx, op, c, s, c->dropout_add_layernorm_backward.weight,
-                           c->dropout_add_layernorm_backward.mean, c->dropout_add_layernorm_backward.rstd)))
+    if ((rc = check_common(ctx, op, c, a->sum, a->weight, a->mean, a->rstd)) ||
+        (rc = tr_op_want_shapes(ctx, op, like_sum, acts, 3, a->sum->ndim, a->sum->shape)))
         return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "dout", c->dropout_add_layernorm_backward.dout, s->ndim, s->shape))) return rc;
-    if (c->dropout_add_layernorm_backward.dx &&
-        (rc = tr_op_want_shape(ctx, op, "dx", c->dropout_add_layernorm_backward.dx, s->ndim, s->shape)))
-        return rc;
-    if (c->dropout_add_layernorm_backward.dresidual &&
-        (rc = tr_op_want_shape(ctx, op, "dresidual", c->dropout_add_layernorm_backward.dresidual, s->ndim, s->shape)))
-        return rc;
-    if (c->dropout_add_layernorm_backward.dweight &&
-        (rc = tr_op_want_shape(ctx, op, "dweight", c->dropout_add_layernorm_backward.dweight, 1, &c->dim[1])))
-        return rc;
-    if (c->dropout_add_layernorm_backward.dbias &&
-        (rc = tr_op_want_shape(ctx, op, "dbias", c->dropout_add_layernorm_backward.dbias, 1, &c->dim[1])))
-        return rc;
-    return TR_OK;
+    return tr_check_layernorm_params(ctx, op, c, params, grads, 2);
 }
 
 int tr_op_dropout_add_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dresidual, tr_tensor *dweight,

@@ -74,9 +74,6 @@ static int fill_checks(tr_ctx *ctx, const tr_tensor *out, float value)
 
 /* ------------------------------------------------------------ the op table */
 
-#define F(n, r) { n, r, TR_DT_FLOAT, 0 }
-#define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
-
 TR_OP_CHECK_BY(add, binary_checks, "add", c->add.out, c->add.a, c->add.b, 0)
 TR_OP_CHECK_BY(mul, binary_checks, "mul", c->mul.out, c->mul.a, c->mul.b, 1)
 TR_OP_CHECK_BY(mul_backward, mul_backward_checks, c->mul_backward.da, c->mul_backward.db, c->mul_backward.dout,
@@ -86,56 +83,42 @@ TR_OP_CHECK_BY(axpy, scaled_checks, "axpy", c->axpy.y, c->axpy.x, c->f[0], 1)
 TR_OP_CHECK_BY(fill, fill_checks, c->fill.out, c->f[0])
 
 /* add, mul: out has a's shape and dtype; scale: x's. */
-int tr_infer_add(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->add.a, c->add.a->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(add, c->add.a, c->add.a->dtype | TR_INFER_CHOOSE)
 
 int tr_infer_mul(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
     return tr_infer_add(ctx, c, shape, ndim, dtype);
 }
 
-int tr_infer_scale(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->scale.x, c->scale.x->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(scale, c->scale.x, c->scale.x->dtype | TR_INFER_CHOOSE)
 
 int tr_op_add(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {
-    tr_op_call c = { .t = { out, a, b } };
-    return tr_op_run(ctx, &tr_opd_add, &c);
+    return TR_OP_RUN_CALL(ctx, add, .t = { out, a, b });
 }
 
 int tr_op_mul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {
-    tr_op_call c = { .t = { out, a, b } };
-    return tr_op_run(ctx, &tr_opd_mul, &c);
+    return TR_OP_RUN_CALL(ctx, mul, .t = { out, a, b });
 }
 
 int tr_op_mul_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
                        const tr_tensor *b)
 {
-    tr_op_call c = { .t = { da, db, dout, a, b } };
-    return tr_op_run(ctx, &tr_opd_mul_backward, &c);
+    return TR_OP_RUN_CALL(ctx, mul_backward, .t = { da, db, dout, a, b });
 }
 
 int tr_op_scale(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float alpha)
 {
-    tr_op_call c = { .t = { out, x }, .f = { alpha } };
-    return tr_op_run(ctx, &tr_opd_scale, &c);
+    return TR_OP_RUN_CALL(ctx, scale, .t = { out, x }, .f = { alpha });
 }
 
 int tr_op_axpy(tr_ctx *ctx, tr_tensor *y, const tr_tensor *x, float alpha)
 {
-    tr_op_call c = { .t = { y, x }, .f = { alpha } };
-    return tr_op_run(ctx, &tr_opd_axpy, &c);
+    return TR_OP_RUN_CALL(ctx, axpy, .t = { y, x }, .f = { alpha });
 }
 
 int tr_op_fill(tr_ctx *ctx, tr_tensor *out, float value)
 {
-    tr_op_call c = { .t = { out }, .f = { value } };
-    return tr_op_run(ctx, &tr_opd_fill, &c);
+    return TR_OP_RUN_CALL(ctx, fill, .t = { out }, .f = { value });
 }

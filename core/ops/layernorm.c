@@ -2,18 +2,19 @@
  * (arguments in op_list.h) and the public wrappers. Slots: core/cpu_ops/layernorm_cpu.c,
  * core/cuda_ops/layernorm_cuda.c. */
 #include "ops_nn.h"
+#include "layernorm_check.h"
 #include "op_table.h"
 
 /* ------------------------------------------------------------ shapes */
 
-/* x [..., C], weight [C], stats with N elements; sets dim[0] = N, dim[1] = C. */
-static int check_common(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_tensor *x, const tr_tensor *weight,
-                        const tr_tensor *mean, const tr_tensor *rstd)
+int tr_check_layernorm_rows(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_tensor *x, const tr_tensor *weight,
+                            const tr_tensor *mean, const tr_tensor *rstd, int empty_rows_when_c0)
 {
     char s1[160], s2[160], s3[160];
     if (x->ndim < 1) return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: x is a scalar; it must be [..., C]", op);
     int64_t C = x->shape[x->ndim - 1], N = 1;
     for (int i = 0; i < x->ndim - 1; i++) N *= x->shape[i];
+    if (C == 0 && empty_rows_when_c0) N = 0;
     if (weight->ndim != 1 || weight->shape[0] != C)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "%s: x has shape %s but weight has shape %s; weight must be [%lld] (the "
@@ -29,6 +30,12 @@ static int check_common(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_ten
     return TR_OK;
 }
 
+int tr_check_layernorm_params(tr_ctx *ctx, const char *op, const tr_op_call *c, const char *const *names,
+                              const tr_tensor *const *ts, int n)
+{
+    return tr_op_want_shapes(ctx, op, names, ts, n, 1, &c->dim[1]);
+}
+
 /* ------------------------------------------------------------ forward */
 
 int tr_check_layernorm(tr_ctx *ctx, tr_op_call *c)
@@ -36,10 +43,11 @@ int tr_check_layernorm(tr_ctx *ctx, tr_op_call *c)
     const char *op = "layernorm";
     const tr_tensor *x = c->layernorm.x;
     int rc;
-    if ((rc = check_common(ctx, op, c, x, c->layernorm.weight, c->layernorm.mean, c->layernorm.rstd))) return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "out", c->layernorm.out, x->ndim, x->shape))) return rc;
-    if (c->layernorm.bias && (rc = tr_op_want_shape(ctx, op, "bias", c->layernorm.bias, 1, &c->dim[1]))) return rc;
-    return TR_OK;
+    static const char *const like_x[] = { "out" }, *const params[] = { "bias" };
+    if ((rc = tr_check_layernorm_rows(ctx, op, c, x, c->layernorm.weight, c->layernorm.mean, c->layernorm.rstd, 0)) ||
+        (rc = tr_op_want_shapes(ctx, op, like_x, &c->layernorm.out, 1, x->ndim, x->shape)))
+        return rc;
+    return tr_check_layernorm_params(ctx, op, c, params, &c->layernorm.bias, 1);
 }
 
 /* out: x's shape and dtype; mean, rstd: one f32 per row of x. */
@@ -68,19 +76,14 @@ int tr_check_layernorm_backward(tr_ctx *ctx, tr_op_call *c)
     const char *op = "layernorm_backward";
     const tr_tensor *x = c->layernorm_backward.x;
     int rc;
-    if ((rc = check_common(ctx, op, c, x, c->layernorm_backward.weight, c->layernorm_backward.mean,
-                           c->layernorm_backward.rstd)))
+    static const char *const like_x[] = { "dout", "dx" }, *const params[] = { "dweight", "dbias" };
+    const tr_tensor *const acts[] = { c->layernorm_backward.dout, c->layernorm_backward.dx },
+                           *const grads[] = { c->layernorm_backward.dweight, c->layernorm_backward.dbias };
+    if ((rc = tr_check_layernorm_rows(ctx, op, c, x, c->layernorm_backward.weight, c->layernorm_backward.mean,
+                                      c->layernorm_backward.rstd, 0)) ||
+        (rc = tr_op_want_shapes(ctx, op, like_x, acts, 2, x->ndim, x->shape)))
         return rc;
-    if ((rc = tr_op_want_shape(ctx, op, "dout", c->layernorm_backward.dout, x->ndim, x->shape))) return rc;
-    if (c->layernorm_backward.dx && (rc = tr_op_want_shape(ctx, op, "dx", c->layernorm_backward.dx, x->ndim, x->shape)))
-        return rc;
-    if (c->layernorm_backward.dweight &&
-        (rc = tr_op_want_shape(ctx, op, "dweight", c->layernorm_backward.dweight, 1, &c->dim[1])))
-        return rc;
-    if (c->layernorm_backward.dbias &&
-        (rc = tr_op_want_shape(ctx, op, "dbias", c->layernorm_backward.dbias, 1, &c->dim[1])))
-        return rc;
-    return TR_OK;
+    return tr_check_layernorm_params(ctx, op, c, params, grads, 2);
 }
 
 int tr_op_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dweight, tr_tensor *dbias,

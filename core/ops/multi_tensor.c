@@ -9,6 +9,7 @@
  * wrappers; slots: core/cpu_ops/multi_tensor_cpu.c, core/cuda_ops/multi_tensor_cuda.c. */
 #include "ops_multi_tensor.h"
 
+#include "adamw_check.h"
 #include "multi_tensor_args.h"
 #include "op_stage.h"
 #include "op_table.h"
@@ -123,18 +124,7 @@ int tr_check_adamw_multi(tr_ctx *ctx, tr_op_call *c)
             return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                            "adamw_multi: half copy %d must be bf16 or f16 on the parameters' device", i);
     }
-    const float lr = c->f[0], b1 = c->f[1], b2 = c->f[2], eps = c->f[3], wd = c->f[4], gs = c->f[5];
-    if (c->i[0] < 1)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adamw_multi: step = %lld; steps count from 1", (long long)c->i[0]);
-    if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps >= 0 && lr >= 0 && wd >= 0))
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "adamw_multi: lr %g, betas (%g, %g), eps %g, weight_decay %g: betas must be in [0, 1), the "
-                       "others >= 0",
-                       (double)lr, (double)b1, (double)b2, (double)eps, (double)wd);
-    if (!(gs > 0 && isfinite(gs)))
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "adamw_multi: grad_scale = %g must be finite and > 0 (1 when unscaled)", (double)gs);
-    return TR_OK;
+    return tr_check_adamw_hparams(ctx, op, c->f[0], c->f[1], c->f[2], c->f[3], c->f[4], c->i[0], c->f[5]);
 }
 
 /* ------------------------------------------------------------ the op table */

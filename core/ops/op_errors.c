@@ -110,3 +110,12 @@ int tr_op_want_shape(tr_ctx *ctx, const char *op, const char *name, const tr_ten
     return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: %s has shape %s but must be %s", op, name, tr_op_shape(t, got),
                    tr_op_shape(&fake, want));
 }
+
+int tr_op_want_shapes(tr_ctx *ctx, const char *op, const char *const *names, const tr_tensor *const *ts, int n,
+                      int ndim, const int64_t *shape)
+{
+    int rc = TR_OK;
+    for (int i = 0; i < n && rc == TR_OK; i++)
+        if (ts[i]) rc = tr_op_want_shape(ctx, op, names[i], ts[i], ndim, shape);
+    return rc;
+}

@@ -49,71 +49,40 @@ static char *elem_ptr(const tr_tensor *t, int64_t start)
     return (char *)t->data + (size_t)start * tr_dtype_size(t->dtype);
 }
 
-int tr_stage_out(tr_ctx *ctx, tr_stage *s, const tr_tensor *t, int64_t start, int64_t n, int load)
-{
-    memset(s, 0, sizeof *s);
-    if (!t) return TR_OK;
-    s->n = (size_t)n;
-    if (t->dtype == TR_F32) {
-        s->p = (float *)t->data + start;
-        return TR_OK;
-    }
-    int rc = tr_stage_scratch(ctx, s->n * sizeof(float), &s->ws);
-    if (rc) return rc;
-    s->p = s->ws;
-    if (load) tr_stage_convert(s->p, TR_F32, elem_ptr(t, start), t->dtype, s->n);
-    return TR_OK;
-}
-
-int tr_stage_in(tr_ctx *ctx, tr_stage *s, const tr_tensor *t, int64_t start, int64_t n)
-{
-    return tr_stage_out(ctx, s, t, start, n, 1);
-}
-
-void tr_stage_store(tr_stage *s, const tr_tensor *t, int64_t start)
-{
-    if (t && s->ws) tr_stage_convert(elem_ptr(t, start), t->dtype, s->p, TR_F32, s->n);
-}
-
-void tr_stage_release(tr_ctx *ctx, tr_stage *s)
-{
-    tr_stage_scratch_free(ctx, s->ws);
-    s->ws = NULL;
-    s->p = NULL;
-}
-
-int tr_stage_in_all(tr_ctx *ctx, tr_stage *s, const tr_tensor *t)
-{
-    return tr_stage_in(ctx, s, t, 0, t ? t->numel : 0);
-}
-
-int tr_stage_out_all(tr_ctx *ctx, tr_stage *s, const tr_tensor *t, int load)
-{
-    return tr_stage_out(ctx, s, t, 0, t ? t->numel : 0, load);
-}
-
-void tr_stage_store_all(tr_stage *s, const tr_tensor *t) { tr_stage_store(s, t, 0); }
-
-/* ------------------------------------------------------------ pointer pairs */
-
 int tr_stage_buf(tr_ctx *ctx, const tr_tensor *t, int64_t off, int64_t n, int read, float **out, void **owned)
 {
-    tr_stage s;
-    int rc = tr_stage_out(ctx, &s, t, off, n, read);
-    *out = s.p;
-    *owned = s.ws;
-    return rc;
-}
-
-int tr_stage_load(tr_ctx *ctx, const tr_tensor *t, int64_t off, int64_t n, float **out, void **owned)
-{
-    return tr_stage_buf(ctx, t, off, n, 1, out, owned);
+    *out = NULL;
+    *owned = NULL;
+    if (!t) return TR_OK;
+    if (t->dtype == TR_F32) {
+        *out = (float *)t->data + off;
+        return TR_OK;
+    }
+    int rc = tr_stage_scratch(ctx, (size_t)n * sizeof(float), owned);
+    if (rc) return rc;
+    *out = *owned;
+    if (read) tr_stage_convert(*out, TR_F32, elem_ptr(t, off), t->dtype, (size_t)n);
+    return TR_OK;
 }
 
 void tr_stage_put(const tr_tensor *t, int64_t off, const float *src, int64_t n)
 {
     if (t->dtype == TR_F32 && src == (const float *)t->data + off) return;
     tr_stage_convert(elem_ptr(t, off), t->dtype, src, TR_F32, (size_t)n);
+}
+
+int tr_stage_index(tr_ctx *ctx, const tr_tensor *t, const int64_t **out, void **owned)
+{
+    *owned = NULL;
+    if (t->dtype == TR_I64) {
+        *out = t->data;
+        return TR_OK;
+    }
+    int rc = tr_stage_scratch(ctx, (size_t)t->numel * sizeof(int64_t), owned);
+    if (rc) return rc;
+    tr_convert(*owned, TR_I64, t->data, t->dtype, (size_t)t->numel);
+    *out = *owned;
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ spans */
@@ -141,7 +110,7 @@ void tr_stage_spans(const tr_tensor *y, const tr_tensor *a, const tr_tensor *b, 
 {
     enum { SERIAL_SPANS = 8 };
     int64_t spans = (y->numel + TR_STAGE_SPAN - 1) / TR_STAGE_SPAN;
-    if (spans <= SERIAL_SPANS) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+    if (spans <= SERIAL_SPANS) { /* no OpenMP region: even an if(0) one makes a libgomp team */
         for (int64_t s = 0; s < spans; s++) one_span(y, a, b, fn, arg, s);
         return;
     }

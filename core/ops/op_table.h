@@ -157,6 +157,9 @@ const tr_op_slot *tr_op_slot_of(const tr_op_desc *op, int device);
 /* Steps 1-5 above. Returns TR_OK, TR_EUSER (message in tr_ctx_err(ctx)) or the slot's
  * status (TR_EOOM from the allocator). */
 int tr_op_run(tr_ctx *ctx, const tr_op_desc *op, tr_op_call *call);
+/* A public wrapper's body: tr_op_run of op `name` on the call the designated initializers
+ * make (.t = { the tensors in the description's order }, .f, .i, .p, ...). */
+#define TR_OP_RUN_CALL(ctx, name, ...) tr_op_run((ctx), &tr_opd_##name, &(tr_op_call){ __VA_ARGS__ })
 
 /* Defines tr_check_NAME as a call of fn(ctx, ...), the macro's tail being expressions over
  * the call `c` (a backend's slot over a function of the same arguments is defined alike: for
@@ -184,6 +187,10 @@ int tr_op_want_numel(tr_ctx *ctx, const char *op, const char *name, const tr_ten
 /* TR_EUSER "<op>: <name> has shape S but must be W" unless t has exactly that shape. */
 int tr_op_want_shape(tr_ctx *ctx, const char *op, const char *name, const tr_tensor *t, int ndim,
                      const int64_t *shape);
+/* tr_op_want_shape for each of the n tensors ts (named names) that is not NULL, in order:
+ * the arguments of an op that share one shape. */
+int tr_op_want_shapes(tr_ctx *ctx, const char *op, const char *const *names, const tr_tensor *const *ts, int n,
+                      int ndim, const int64_t *shape);
 
 /* "[4, 7]" (tr_op_shape, at least 160 bytes) and "[4, 7] bf16" (tr_op_describe) of a
  * tensor, for messages; "NULL" for a NULL tensor. */
@@ -200,5 +207,13 @@ void tr_op_rows(const tr_tensor *t, int64_t *N, int64_t *C);
  * `dims` and dtype dt. */
 void tr_op_infer_like(int64_t shape[][8], int *ndim, int *dtype, int a, const tr_tensor *t, int dt);
 void tr_op_infer_dims(int64_t shape[][8], int *ndim, int *dtype, int a, int n, const int64_t *dims, int dt);
+/* The infer step tr_infer_<name> of an op whose one output (argument 0) has the shape of
+ * `like` and the dtype dt, both expressions over the call `c`. */
+#define TR_OP_INFER_LIKE(name, like, dt)                                                                               \
+    int tr_infer_##name(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)                   \
+    {                                                                                                                  \
+        tr_op_infer_like(shape, ndim, dtype, 0, (like), (dt));                                                         \
+        return TR_OK;                                                                                                  \
+    }
 
 #endif

@@ -67,15 +67,8 @@ TR_OP_CHECK_BY(abs_diff, abs_diff_checks, c->abs_diff.out, c->abs_diff.a, c->abs
 TR_OP_CHECK_BY(abs_diff_backward, abs_diff_backward_checks, c->abs_diff_backward.da, c->abs_diff_backward.db,
                c->abs_diff_backward.dout, c->abs_diff_backward.a, c->abs_diff_backward.b)
 
-#define F(n, r) { n, r, TR_DT_FLOAT, 0 }
-#define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
-
 /* abs_diff: a's shape and dtype; its backward: a's and b's shapes, dout's dtype. */
-int tr_infer_abs_diff(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->abs_diff.a, c->abs_diff.a->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(abs_diff, c->abs_diff.a, c->abs_diff.a->dtype | TR_INFER_CHOOSE)
 
 int tr_infer_abs_diff_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
@@ -88,19 +81,16 @@ int tr_infer_abs_diff_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[]
 int tr_op_copy_cols(tr_ctx *ctx, tr_tensor *dst, int64_t dst_col, const tr_tensor *src, int64_t src_col,
                     int64_t ncols, int accumulate)
 {
-    tr_op_call c = { .t = { dst, src }, .i = { dst_col, src_col, ncols, accumulate } };
-    return tr_op_run(ctx, &tr_opd_copy_cols, &c);
+    return TR_OP_RUN_CALL(ctx, copy_cols, .t = { dst, src }, .i = { dst_col, src_col, ncols, accumulate });
 }
 
 int tr_op_abs_diff(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b)
 {
-    tr_op_call c = { .t = { out, a, b } };
-    return tr_op_run(ctx, &tr_opd_abs_diff, &c);
+    return TR_OP_RUN_CALL(ctx, abs_diff, .t = { out, a, b });
 }
 
 int tr_op_abs_diff_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tensor *dout, const tr_tensor *a,
                             const tr_tensor *b)
 {
-    tr_op_call c = { .t = { da, db, dout, a, b } };
-    return tr_op_run(ctx, &tr_opd_abs_diff_backward, &c);
+    return TR_OP_RUN_CALL(ctx, abs_diff_backward, .t = { da, db, dout, a, b });
 }

@@ -67,11 +67,7 @@ int tr_infer_pool(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndi
     return TR_OK;
 }
 
-int tr_infer_pool_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->pool_backward.hidden, c->pool_backward.dout->dtype);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(pool_backward, c->pool_backward.hidden, c->pool_backward.dout->dtype)
 
 int tr_op_pool(tr_ctx *ctx, tr_tensor *out, const tr_tensor *hidden, const tr_tensor *mask, int mode)
 {

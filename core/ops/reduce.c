@@ -72,24 +72,20 @@ TR_OP_CHECK_BY(scale_check_finite, scale_check_finite_checks, c->res, c->list, c
 
 int tr_op_sum(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
 {
-    tr_op_call c = { .t = { out, x }, .i = { lastdim } };
-    return tr_op_run(ctx, &tr_opd_sum, &c);
+    return TR_OP_RUN_CALL(ctx, sum, .t = { out, x }, .i = { lastdim });
 }
 
 int tr_op_mean(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int lastdim)
 {
-    tr_op_call c = { .t = { out, x }, .i = { lastdim } };
-    return tr_op_run(ctx, &tr_opd_mean, &c);
+    return TR_OP_RUN_CALL(ctx, mean, .t = { out, x }, .i = { lastdim });
 }
 
 int tr_op_global_norm(tr_ctx *ctx, float *out, tr_tensor **ts, int n)
 {
-    tr_op_call c = { .res = out, .list = ts, .nlist = n };
-    return tr_op_run(ctx, &tr_opd_global_norm, &c);
+    return TR_OP_RUN_CALL(ctx, global_norm, .res = out, .list = ts, .nlist = n);
 }
 
 int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n, float scale)
 {
-    tr_op_call c = { .res = found_inf, .list = ts, .nlist = n, .f = { scale } };
-    return tr_op_run(ctx, &tr_opd_scale_check_finite, &c);
+    return TR_OP_RUN_CALL(ctx, scale_check_finite, .res = found_inf, .list = ts, .nlist = n, .f = { scale });
 }

@@ -107,17 +107,11 @@ static void host_runs(char *out, const char *x, size_t rb, const int64_t *segs, 
     for (int64_t s = 0; s < nseg; s++) host_run(out, x, rb, segs, s, nseg, scatter, padded_rows);
 }
 
-int tr_op_gather_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg)
+/* The segments' rows through tensor copies (and, scattering, zeros in the gaps): the path
+ * for tensors the host loop does not take. */
+static int gather_views(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg, int64_t C)
 {
-    const char *op = "gather_segments";
-    int64_t C, N, R;
     int rc;
-    if ((rc = widths(ctx, op, out, x, &C, &N, &R))) return rc;
-    if ((rc = check_segments(ctx, op, segs, nseg, N, R))) return rc;
-    if (host_bytes(out, x)) {
-        host_runs(out->data, x->data, (size_t)C * tr_dtype_size(x->dtype), segs, nseg, 0, R);
-        return TR_OK;
-    }
     for (int64_t s = 0; s < nseg; s++) {
         tr_tensor vo = row_view(out, C, segs[3 * s], segs[3 * s + 1]);
         tr_tensor vi = row_view(x, C, segs[3 * s + 2], segs[3 * s + 1]);
@@ -126,17 +120,10 @@ int tr_op_gather_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const
     return TR_OK;
 }
 
-int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg)
+static int scatter_views(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg,
+                         int64_t C, int64_t R)
 {
-    const char *op = "scatter_segments";
-    int64_t C, R, N;
     int rc;
-    if ((rc = widths(ctx, op, x, out, &C, &N, &R))) return rc;
-    if ((rc = check_segments(ctx, op, segs, nseg, N, R))) return rc;
-    if (host_bytes(out, x) && nseg > 0) {
-        host_runs(out->data, x->data, (size_t)C * tr_dtype_size(x->dtype), segs, nseg, 1, R);
-        return TR_OK;
-    }
     int64_t end = 0; /* padded rows [end, next segment) are a gap: zeros */
     for (int64_t s = 0; s <= nseg; s++) {
         int64_t padded = s < nseg ? segs[3 * s + 2] : R;
@@ -151,6 +138,31 @@ int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, cons
         end = padded + segs[3 * s + 1];
     }
     return TR_OK;
+}
+
+/* gather (scatter = 0: out packed, x padded) or scatter (out padded, x packed). */
+static int segments_run(tr_ctx *ctx, const char *op, tr_tensor *out, const tr_tensor *x, const int64_t *segs,
+                        int64_t nseg, int scatter)
+{
+    int64_t C, N, R;
+    int rc;
+    if ((rc = widths(ctx, op, scatter ? x : out, scatter ? out : x, &C, &N, &R))) return rc;
+    if ((rc = check_segments(ctx, op, segs, nseg, N, R))) return rc;
+    if (host_bytes(out, x) && (!scatter || nseg > 0)) {
+        host_runs(out->data, x->data, (size_t)C * tr_dtype_size(x->dtype), segs, nseg, scatter, R);
+        return TR_OK;
+    }
+    return scatter ? scatter_views(ctx, out, x, segs, nseg, C, R) : gather_views(ctx, out, x, segs, nseg, C);
+}
+
+int tr_op_gather_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg)
+{
+    return segments_run(ctx, "gather_segments", out, x, segs, nseg, 0);
+}
+
+int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const int64_t *segs, int64_t nseg)
+{
+    return segments_run(ctx, "scatter_segments", out, x, segs, nseg, 1);
 }
 
 static int dropout_runs(tr_ctx *ctx, const char *op, int backward, tr_tensor *out, const tr_tensor *in, float p,

@@ -122,7 +122,7 @@ static int check_config(tr_ctx *ctx, const tr_adafactor_config *c)
 static int adafactor_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor *grad, const tr_tensor *exp_avg,
                             const tr_tensor *row, const tr_tensor *col, const tr_tensor *v, const tr_tensor *half_copy,
                             const tr_tensor *skip_if, const tr_tensor *skipped, const tr_adafactor_config *cfg,
-                            int64_t step, int64_t skipped_known, float grad_scale, float *lr_used)
+                            int64_t step, int64_t skipped_known, float grad_scale, float *lr_used, int64_t *dim)
 {
     const char *op = "adafactor";
     int rc;
@@ -133,6 +133,7 @@ static int adafactor_checks(tr_ctx *ctx, const tr_tensor *param, const tr_tensor
     int64_t C = factored ? param->shape[param->ndim - 1] : param->numel;
     int64_t R = factored ? param->shape[param->ndim - 2] : 1;
     int64_t B = factored && R * C > 0 ? param->numel / (R * C) : 1;
+    dim[0] = B, dim[1] = R, dim[2] = C; /* the slots' matrices: B of R x C (1 x numel for a vector) */
     if (cfg->beta1 >= 0) {
         if (!exp_avg)
             return tr_fail(tr_ctx_err(ctx), TR_EUSER, "adafactor: beta1 %g needs exp_avg (f32, param's size)",
@@ -162,7 +163,7 @@ TR_OP_CHECK_BY(sgd, sgd_checks, c->sgd.param, c->sgd.grad, c->sgd.momentum_buf, 
                c->sgd.skipped, c->f[0], c->f[1], c->f[2], c->f[3], (int32_t)c->i[0], c->i[1], c->i[2], c->f[4])
 TR_OP_CHECK_BY(adafactor, adafactor_checks, c->adafactor.param, c->adafactor.grad, c->adafactor.exp_avg,
                c->adafactor.row, c->adafactor.col, c->adafactor.v, c->adafactor.half_copy, c->adafactor.skip_if,
-               c->adafactor.skipped, c->p, c->i[0], c->i[1], c->f[0], c->res)
+               c->adafactor.skipped, c->p, c->i[0], c->i[1], c->f[0], c->res, c->dim)
 
 /* State tensors may be NULL in the description: which ones a step needs depends on its
  * settings (momentum, beta1, the param's rank), checked with the shapes. skip_if and

@@ -77,22 +77,11 @@ TR_OP_CHECK_BY(cosine_sim, cosine_sim_checks, c->cosine_sim.sim, c->cosine_sim.a
 TR_OP_CHECK_BY(cosine_sim_backward, cosine_sim_backward_checks, c->cosine_sim_backward.da, c->cosine_sim_backward.db,
                c->cosine_sim_backward.dsim, c->cosine_sim_backward.a, c->cosine_sim_backward.b)
 
-#define F(n, r) { n, r, TR_DT_FLOAT, 0 }
-#define F_OPT(n, r) { n, r, TR_DT_FLOAT, 1 }
-
 /* l2norm: x's shape and dtype; its backward: x's shape, dout's dtype; cosine_sim: [N, M]
  * f32; its backward: a's and b's shapes, f32. */
-int tr_infer_l2norm(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->l2norm.x, c->l2norm.x->dtype | TR_INFER_CHOOSE);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(l2norm, c->l2norm.x, c->l2norm.x->dtype | TR_INFER_CHOOSE)
 
-int tr_infer_l2norm_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
-{
-    tr_op_infer_like(shape, ndim, dtype, 0, c->l2norm_backward.x, c->l2norm_backward.dout->dtype);
-    return TR_OK;
-}
+TR_OP_INFER_LIKE(l2norm_backward, c->l2norm_backward.x, c->l2norm_backward.dout->dtype)
 
 int tr_infer_cosine_sim(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
 {
@@ -111,25 +100,21 @@ int tr_infer_cosine_sim_backward(tr_ctx *ctx, const tr_op_call *c, int64_t shape
 
 int tr_op_l2norm(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float eps)
 {
-    tr_op_call c = { .t = { out, x }, .f = { eps } };
-    return tr_op_run(ctx, &tr_opd_l2norm, &c);
+    return TR_OP_RUN_CALL(ctx, l2norm, .t = { out, x }, .f = { eps });
 }
 
 int tr_op_l2norm_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x, float eps)
 {
-    tr_op_call c = { .t = { dx, dout, x }, .f = { eps } };
-    return tr_op_run(ctx, &tr_opd_l2norm_backward, &c);
+    return TR_OP_RUN_CALL(ctx, l2norm_backward, .t = { dx, dout, x }, .f = { eps });
 }
 
 int tr_op_cosine_sim(tr_ctx *ctx, tr_tensor *sim, const tr_tensor *a, const tr_tensor *b)
 {
-    tr_op_call c = { .t = { sim, a, b } };
-    return tr_op_run(ctx, &tr_opd_cosine_sim, &c);
+    return TR_OP_RUN_CALL(ctx, cosine_sim, .t = { sim, a, b });
 }
 
 int tr_op_cosine_sim_backward(tr_ctx *ctx, tr_tensor *da, tr_tensor *db, const tr_tensor *dsim, const tr_tensor *a,
                               const tr_tensor *b)
 {
-    tr_op_call c = { .t = { da, db, dsim, a, b } };
-    return tr_op_run(ctx, &tr_opd_cosine_sim_backward, &c);
+    return TR_OP_RUN_CALL(ctx, cosine_sim_backward, .t = { da, db, dsim, a, b });
 }
