@@ -1,8 +1,8 @@
 /* matmul_cuda.c — the CUDA slots of matmul, linear and linear_backward (CPU slots:
  * core/cpu_ops/matmul_cpu.c) through cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
- * epilogue; its backward's bias gradient is a deterministic column sum. The GELU epilogues
- * (GELU_AUX forward, DGELU_BGRAD backward) need a fused linear+GELU op, which the table
- * does not have yet: linear and gelu are separate ops. */
+ * epilogue (BIAS); its backward's bias gradient rides in the weight gradient's product (BGRADB),
+ * or is a deterministic column sum of dout where that product is not made (a frozen weight) or
+ * cuBLASLt has no kernel for the epilogue. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -73,12 +73,22 @@ static int linear_backward_body(tr_cslot *s, tr_op_call *c)
     } else if (dx) {
         rc = tr_k_fill_fwd_cuda(dx->data, 0.0f, dx->dtype, dx->numel, s->stream, s->err);
     }
+    int bias_done = 0;
     if (rc == TR_OK && dw && N > 0) {
         tr_cuda_gemm_desc d = {.m = O, .n = I, .k = N, .batch = 1, .trans_a = 1, .alpha = 1, .beta = 1};
-        rc = tr_cslot_gemm(s, dw->data, TR_F32, dw->numel, dout->data, dout->dtype, dout->numel, x->data, x->dtype,
-                           x->numel, NULL, TR_F32, d);
+        /* the bias gradient in the weight gradient's product (BGRADB), which reads dout anyway */
+        if (dbias) {
+            d.epilogue = TR_GEMM_EPI_BGRAD_A;
+            rc = tr_cslot_gemm_fused(s, dw->data, TR_F32, dout->data, dout->dtype, dout->numel, x->data, x->dtype,
+                                     x->numel, NULL, TR_F32, dbias->data, d, &bias_done);
+            d.epilogue = TR_GEMM_EPI_NONE;
+        }
+        if (rc == TR_OK && !bias_done)
+            rc = tr_cslot_gemm(s, dw->data, TR_F32, dw->numel, dout->data, dout->dtype, dout->numel, x->data,
+                               x->dtype, x->numel, NULL, TR_F32, d);
     }
-    if (rc == TR_OK && dbias) rc = tr_k_colsum_acc_cuda(dbias->data, dout->data, dout->dtype, N, O, s->stream, s->err);
+    if (rc == TR_OK && dbias && !bias_done)
+        rc = tr_k_colsum_acc_cuda(dbias->data, dout->data, dout->dtype, N, O, s->stream, s->err);
     return rc;
 }
 
