@@ -641,6 +641,19 @@ static void sh_bias_gelu_bwd(const int64_t *d, arg_spec *a)
     a[3] = A(2, d[0], d[1]);
 }
 
+/* linear_gelu. d: N, I, O, bias, kind (0 erf, 1 tanh). */
+static void sh_linear_gelu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[2]);
+    sh_linear(d, a + 1);
+}
+static void sc_linear_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[4]; }
+static void ref_linear_gelu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    ref_linear(t + 1, d, c);
+    tr_k_gelu_fwd_f64(t[0], t[1], d[0] * d[2], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+
 /* ------------------------------------------------------------ activations, attention */
 
 static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
@@ -831,6 +844,9 @@ static const op_case cases[] = {
       .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(4, 5, 0, 50, 1) } },
     { "cosent_loss", sh_score_loss, sc_cosent, ref_cosent, .nd = 3, .dims = { DIMS(8), DIMS(5), DIMS(1) } },
     { "cosine_mse_loss", sh_score_loss, sc_cosine_mse, ref_cosine_mse, .nd = 2, .dims = { DIMS(8), DIMS(1) } },
+    /* out = gelu(h) of the h it rounded (as linear then gelu) */
+    { "linear_gelu", sh_linear_gelu, sc_linear_gelu, ref_linear_gelu, .nd = 4, .rounds_inside = 1,
+      .dims = { DIMS(3, 5, 7, 1, 0), DIMS(1, 1, 1, 0, 1), DIMS(6, 4, 3, 1, 1), DIMS(5, 6, 16, 0, 1) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -1964,6 +1980,10 @@ static const struct {
     { "dropout_add_layernorm", { 40, 384, 1, 10, 1 }, 0 }, { "dropout_add_layernorm", { 9, 1025, 0, 10, 0 }, 0 },
     { "dropout_add_layernorm_backward", { 40, 385, 1, 10, 1 }, 0 },
     { "bias_gelu", { 33, 1536, 1, 0 }, 0 }, { "bias_gelu_backward", { 33, 1537, 1, 1 }, 0 },
+    /* the tanh form in cuBLASLt's GELU_AUX_BIAS epilogue (O a multiple of 8), with and without
+     * the bias; the erf form composed */
+    { "linear_gelu", { 48, 64, 96, 1, 1 }, 0 }, { "linear_gelu", { 40, 24, 32, 0, 1 }, 0 },
+    { "linear_gelu", { 48, 64, 96, 1, 0 }, 0 },
 };
 enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
 
