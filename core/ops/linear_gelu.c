@@ -18,8 +18,9 @@ int tr_check_linear_gelu(tr_ctx *ctx, tr_op_call *c)
                        "\"gelu_pytorch_tanh\")",
                        op, (long long)c->i[0]);
     if (x->ndim < 1 || x->ndim > 8 || w->ndim != 2 || w->shape[1] != x->shape[x->ndim - 1])
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: x has shape %s but w has shape %s; w must be [out_features, %lld]",
-                       op, tr_op_shape(x, s1), tr_op_shape(w, s2), (long long)(x->ndim ? x->shape[x->ndim - 1] : 0));
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: x has shape %s but w has shape %s; w must be [out_features, %lld]", op, tr_op_shape(x, s1),
+                       tr_op_shape(w, s2), (long long)(x->ndim ? x->shape[x->ndim - 1] : 0));
     const int64_t O = w->shape[0], I = w->shape[1];
     int64_t want[8], N = 1;
     for (int i = 0; i < x->ndim - 1; i++) want[i] = x->shape[i], N *= x->shape[i];
@@ -50,6 +51,6 @@ int tr_infer_linear_gelu(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], i
 int tr_op_linear_gelu(tr_ctx *ctx, tr_tensor *out, tr_tensor *h, const tr_tensor *x, const tr_tensor *w,
                       const tr_tensor *bias, int kind)
 {
-    tr_op_call c = { .t = { out, h, x, w, bias }, .i = { kind } };
+    tr_op_call c = {.t = {out, h, x, w, bias}, .i = {kind}};
     return tr_op_run(ctx, &tr_opd_linear_gelu, &c);
 }

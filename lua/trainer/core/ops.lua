@@ -42,6 +42,8 @@ end
 --   gelu(x, kind, opts)                  gelu_backward(dout, x, kind)
 --   bias_gelu(h, bias, kind, opts)       (h gets its bias in place, the pre-activation the
 --                                        backward reads; out = gelu(h))
+--   linear_gelu(x, w, bias, kind, opts) -> out, h   (h = linear(x, w, bias), out = gelu(h);
+--                                        on CUDA the tanh form in the product's epilogue)
 --   tanh(x, opts), softmax(x, opts)      tanh_backward(dout, y), softmax_backward(dout, y)
 --                                        (from the forward's OUTPUT y)
 --   add(a, b, opts), mul(a, b, opts)     scale(x, alpha, opts)

@@ -28,6 +28,16 @@ function Linear:forward(x)
   return y
 end
 
+-- a = gelu(x W^T + b) and the pre-activation h in one op (ops.linear_gelu: on CUDA the tanh
+-- form rides in the product's cuBLASLt epilogue); kind is an ops.gelu_kind. The layer keeps
+-- what forward keeps, so backward(dh) is the same.
+function Linear:forward_gelu(x, kind)
+  local a, h = ops.linear_gelu(x, self.weight.value, self.bias and self.bias.value or nil, kind)
+  if self.weight.trainable then self:keep("x", x) end
+  self.saved.ran = self.grad_enabled or nil
+  return a, h
+end
+
 -- want_dx = false skips the input gradient (the first layer of a frozen stack).
 function Linear:backward(dy, want_dx)
   if not self.saved.ran then self:saved_tensor("x") end   -- the user error: no forward kept
