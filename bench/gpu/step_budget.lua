@@ -25,8 +25,9 @@
 -- The sum is a floor, not a forecast: no launch latency, no overlap, no kernel below its ceiling.
 -- The first GPU run measures what the floor predicts. Prints the table, the predicted step
 -- time and tokens/s, and where the Linear's bias and the GELU run (the bias in the product's
--- cuBLASLt epilogue; the GELU in it too for --act gelu_new, the tanh form cuBLASLt computes,
--- else a pass of its own: BERT's "gelu", the default, is the erf form); --json writes the rows.
+-- cuBLASLt epilogue; the GELU and its derivative in them too for --act gelu_new, the tanh form
+-- cuBLASLt computes, else passes of their own: BERT's "gelu", the default, is the erf form);
+-- --json writes the rows.
 local ffi = require("ffi")
 local T = require("trainer.core.tensor")
 local bert = require("trainer.models.bert")
@@ -127,6 +128,13 @@ products = {
     return m, t, t, half(dout)
   end,
   linear_gelu = function(a) return products.linear(a) end,
+  linear_backward_dgelu = function(a) -- dout, x, w, h, kind, dw, dbias, dhbias
+    local dout, w, dw = a[1], a[3], a[6]
+    local inn = w:shape()[2]
+    local k = 1 + (dw and 1 or 0)
+    return 2 * k * dout:numel() * inn, 2 * k * target_numel(dout:shape()) * (dim_map[inn] or inn),
+      2 * k * target_numel(dout:shape()) * (dim_map[inn] or inn), half(dout)
+  end,
   matmul = function(a, outs)
     local x, y, o = a[1], a[2], outs[1]
     local sx = x:shape()
@@ -323,7 +331,7 @@ for _, r in ipairs(rows) do
     r.t_min_flops / 1e9, r.predicted_s * 1e6, r.bound))
 end
 -- where the bias and the GELU ran: a kernel of its own beside a product, or its epilogue
-local bias_kernels, gelu_fused, gelu_passes = 0, 0, 0
+local bias_kernels, gelu_fused, gelu_passes, dgelu_fused, dgelu_passes = 0, 0, 0, 0, 0
 for _, r in ipairs(rows) do
   if r.op == "linear" or r.op == "linear_gelu" then
     for k in r.kernels:gmatch("[^,]+") do
@@ -333,6 +341,10 @@ for _, r in ipairs(rows) do
   end
   if r.op == "linear_gelu" and r.kernels == "cublasLt product" then gelu_fused = gelu_fused + r.calls end
   if r.op == "gelu" or r.kernels:find("gelu_fwd", 1, true) then gelu_passes = gelu_passes + r.calls end
+  if r.op == "linear_backward_dgelu" and not r.kernels:find("gelu_bwd", 1, true) then
+    dgelu_fused = dgelu_fused + r.calls
+  end
+  if r.kernels:find("gelu_bwd", 1, true) then dgelu_passes = dgelu_passes + r.calls end
 end
 io.write(("epilogues: the Linear's bias in the cuBLASLt product (%s); the GELU %s\n"):format(
   bias_kernels == 0 and "no bias pass" or ("%d launches beside the products"):format(math.floor(bias_kernels + 0.5)),
@@ -340,6 +352,9 @@ io.write(("epilogues: the Linear's bias in the cuBLASLt product (%s); the GELU %
     :format(math.floor(gelu_fused + 0.5))
   or ("a pass of its own (%d calls%s)"):format(math.floor(gelu_passes + 0.5),
     opt.act == "gelu" and ": erf form, which cuBLASLt's tanh GELU epilogue does not compute" or "")))
+io.write(("epilogues: the GELU derivative %s\n"):format(dgelu_fused > 0 and dgelu_passes == 0 and
+  ("in the down-projection's input-gradient product (DGELU, %d calls)"):format(math.floor(dgelu_fused + 0.5))
+  or ("a pass of its own (%d calls)"):format(math.floor(dgelu_passes + 0.5))))
 io.write(("predicted step time %.2f ms (%d launches; launch latency not counted), %.0f tokens/s at the ceilings\n")
   :format(total * 1e3, math.floor(total_launches + 0.5), tokens / total))
 
@@ -353,8 +368,9 @@ if json_path then
       r.t_flops, r.t_min_flops, tostring(r.tensor), r.predicted_s, r.bound, r.mma_flops)
   end
   f:write(('{"predicted_step_s": %.9g, "tokens_per_s": %.1f, "launches": %d, "act": "%s", "bias_kernels": %d, '
-    .. '"gelu_fused_calls": %d, "gelu_pass_calls": %d, "rows": [\n  %s\n]}\n'):format(total, tokens / total,
-    math.floor(total_launches + 0.5), opt.act, math.floor(bias_kernels + 0.5), math.floor(gelu_fused + 0.5),
-    math.floor(gelu_passes + 0.5), table.concat(parts, ",\n  ")))
+    .. '"gelu_fused_calls": %d, "gelu_pass_calls": %d, "dgelu_fused_calls": %d, "dgelu_pass_calls": %d, '
+    .. '"rows": [\n  %s\n]}\n'):format(total, tokens / total, math.floor(total_launches + 0.5), opt.act,
+    math.floor(bias_kernels + 0.5), math.floor(gelu_fused + 0.5), math.floor(gelu_passes + 0.5),
+    math.floor(dgelu_fused + 0.5), math.floor(dgelu_passes + 0.5), table.concat(parts, ",\n  ")))
   f:close()
 end

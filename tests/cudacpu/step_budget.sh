@@ -4,9 +4,10 @@
 # tanh form ("gelu_new"): its table lists the step's launches by op, and must show the attention
 # forward and backward on the tensor-core kernels (attn_tc_*, with their WMMA products counted),
 # the Linear products on cuBLASLt with the bias in their epilogue (no launch beside a Linear's
-# products but the casts of its operands), the erf GELU as a pass of its own, the tanh GELU in the
-# up-projection's epilogue (linear_gelu on cuBLASLt alone, no forward GELU pass), and a predicted
-# step time for each.
+# products but the casts of its operands), the erf GELU and its derivative as passes of their
+# own, the tanh GELU in the up-projection's epilogue (linear_gelu on cuBLASLt alone, no forward
+# GELU pass) and its derivative in the down-projection's input-gradient epilogue (no GELU
+# derivative pass), and a predicted step time for each.
 #   step_budget_table
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -40,11 +41,15 @@ for _, act in ipairs({ "gelu", "gelu_new" }) do
   end
   if not row("linear", "cublasLt product") then bad[#bad + 1] = act .. ": linear on cuBLASLt" end
   if field("bias_kernels") ~= 0 then bad[#bad + 1] = act .. ": the bias in the products' epilogue" end
-  if act == "gelu" and not (field("gelu_pass_calls") > 0 and field("gelu_fused_calls") == 0) then
-    bad[#bad + 1] = "gelu: the erf GELU as a pass of its own"
+  if act == "gelu" and not (field("gelu_pass_calls") > 0 and field("gelu_fused_calls") == 0 and
+      field("dgelu_pass_calls") > 0 and field("dgelu_fused_calls") == 0) then
+    bad[#bad + 1] = "gelu: the erf GELU and its derivative as passes of their own"
   end
   if act == "gelu_new" and not (field("gelu_fused_calls") > 0 and field("gelu_pass_calls") == 0) then
     bad[#bad + 1] = "gelu_new: the tanh GELU in the up-projection's epilogue"
+  end
+  if act == "gelu_new" and not (field("dgelu_fused_calls") > 0 and field("dgelu_pass_calls") == 0) then
+    bad[#bad + 1] = "gelu_new: the GELU derivative in the down-projection's input-gradient epilogue"
   end
   local step = field("predicted_step_s")
   if not (step and step > 0) then bad[#bad + 1] = act .. ": a predicted step time" end

@@ -2,9 +2,9 @@
 -- "cuda" against the CPU, for a tiny BERT (one layer, intermediate 64) with hidden_act
 -- "gelu_new" (tanh) and "gelu" (erf): one forward and backward of a sequence classifier, the
 -- same weights on both devices, no dropout. The logits, loss and every gradient must agree,
--- and under the emulator (its launch log) the tanh model's forward makes no GELU pass of its
--- own (the GELU rides in the cuBLASLt product's epilogue) while the erf model's makes one a
--- layer (one for both where the emulator's cuBLASLt withholds the epilogue, below).
+-- and under the emulator (its launch log) the tanh model's forward and backward make no GELU
+-- or GELU derivative pass of their own (they ride in the cuBLASLt products' epilogues: f32, so
+-- the bias gradient too) while the erf model's make one each a layer (one for both where the emulator's cuBLASLt withholds the epilogue, below).
 -- Run: build/cudacpu/trainer run tests/cudacpu/test_linear_gelu.lua
 local ffi = require("ffi")
 local T = require("trainer.core.tensor")
@@ -50,6 +50,16 @@ local function rel_diff(a, b)
   return worst
 end
 
+-- the launches in the log whose kernel name has `what`
+local function count(what)
+  local n, rec = 0, ffi.new("struct cudacpu_launch")
+  for i = 0, ffi.C.cudacpu_launch_log_count() - 1 do
+    ffi.C.cudacpu_launch_log_get(i, rec)
+    if ffi.string(rec.name):find(what, 1, true) then n = n + 1 end
+  end
+  return n
+end
+
 -- one forward and backward on `device`: logits, loss, { name = grad } and the forward's GELU launches
 local function run(act, device)
   local cfg = bert.config({ hidden_size = 32, num_hidden_layers = 1, num_attention_heads = 2, intermediate_size = 64,
@@ -62,25 +72,20 @@ local function run(act, device)
   local batch = batch_on(device)
   local first = log_ok and device == "cuda" and (ffi.C.cudacpu_launch_log(1) or 0) or nil
   local logits = model:forward(batch)
-  local gelu_passes
-  if first then
-    gelu_passes = 0
-    local rec = ffi.new("struct cudacpu_launch")
-    for i = 0, ffi.C.cudacpu_launch_log_count() - 1 do
-      ffi.C.cudacpu_launch_log_get(i, rec)
-      if ffi.string(rec.name):find("gelu_fwd", 1, true) then gelu_passes = gelu_passes + 1 end
-    end
-    ffi.C.cudacpu_launch_log(0)
-  end
+  local gelu_passes = first and count("gelu_fwd") or nil
+  if first then ffi.C.cudacpu_launch_log(0) end
   local l = loss:forward({ logits }, { 1, 0 })
   local g = loss:backward()[1]
+  if first then ffi.C.cudacpu_launch_log(1) end
   model:backward(g)
+  local dgelu_passes = first and count("gelu_bwd") or nil
+  if first then ffi.C.cudacpu_launch_log(0) end
   local grads = {}
   for name, p in model:parameters() do
     if p.trainable then grads[name] = Module.grad_of(p):to("cpu") end
   end
   local out = { logits = logits:to("cpu"), loss = type(l) == "number" and l or l:to("cpu"), grads = grads,
-    gelu_passes = gelu_passes }
+    gelu_passes = gelu_passes, dgelu_passes = dgelu_passes }
   g:free(); logits:free(); batch.input_ids:free(); batch.attention_mask:free()
   loss:free(); model:free()
   return out
@@ -103,6 +108,8 @@ for _, act in ipairs({ "gelu_new", "gelu" }) do
     local want = (act == "gelu_new" and fused) and 0 or 1
     check(act .. "_forward_gelu_passes", cuda.gelu_passes == want,
       ("%d GELU passes in the forward, want %d"):format(cuda.gelu_passes, want))
+    check(act .. "_backward_gelu_passes", cuda.dgelu_passes == want,
+      ("%d GELU derivative passes in the backward, want %d"):format(cuda.dgelu_passes, want))
   end
 end
 print(("%d passed, %d failed"):format(passed, failed))

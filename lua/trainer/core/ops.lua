@@ -107,6 +107,16 @@ function M.linear_backward(dout, x, w, dw, dbias, want_dx)
   return dx
 end
 
+-- The backward of out = linear(gelu(h), w, bias) through to h (core/ops/ops_linear_gelu.h): returns
+-- dh (=, new: h's shape and dtype); dw, dbias and dhbias (the bias gradient of the layer that
+-- made h) accumulate (+=) when given; x may be nil when dw is.
+function M.linear_backward_dgelu(dout, x, w, h, kind, dw, dbias, dhbias)
+  local dh = new(h:shape(), h)
+  fill({ dh }, C.tr_op_linear_backward_dgelu(ctx, dh:ptr(), p(dw), p(dbias), p(dhbias), dout:ptr(), p(x), w:ptr(),
+    h:ptr(), kind or 0), "linear_backward_dgelu")
+  return dh
+end
+
 -- ---------------------------------------------------------------- normalisation, activations (backward)
 function M.layernorm_backward(dout, x, weight, mean, rstd, dweight, dbias, want_dx)
   local dx = want_dx ~= false and new(x:shape(), x, dout:dtype()) or nil

@@ -44,7 +44,10 @@ end
 -- which the dropout needs for the padded layout's masks.
 function FeedForward:forward(x, pk)
   local h, a
-  if self.act == TANH_GELU and type(self.dense1.forward_gelu) == "function" then
+  -- both plain Linears: the backward then goes through dense2:backward_dgelu on CUDA
+  self.fused_gelu = self.act == TANH_GELU and type(self.dense1.forward_gelu) == "function" and
+    type(self.dense2.backward_dgelu) == "function" or nil
+  if self.fused_gelu then
     a, h = self.dense1:forward_gelu(x, self.act)
   else
     h = self.dense1:forward(x)
@@ -59,15 +62,24 @@ function FeedForward:forward(x, pk)
   return y
 end
 
+-- On CUDA, after forward_gelu, dense2's input gradient and the GELU derivative (and dense1's
+-- bias gradient) are one op, Linear:backward_dgelu; the CPU keeps the ops it ran before
+-- (linear_backward_dgelu there composes them, with dense1's bias gradient summed apart).
 function FeedForward:backward(dy)
   local h = self:saved_tensor("h")
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)
-  local da = self.dense2:backward(dod)
-  dod:free()
-  local dh = ops.gelu_backward(da, h, self.act)
-  da:free()
+  local dh, bias_done
+  if self.fused_gelu and h:device() ~= "cpu" then
+    dh, bias_done = self.dense2:backward_dgelu(dod, h, self.act, self.dense1), true
+    dod:free()
+  else
+    local da = self.dense2:backward(dod)
+    dod:free()
+    dh = ops.gelu_backward(da, h, self.act)
+    da:free()
+  end
   self:release()
-  local g = self.dense1:backward(dh)
+  local g = self.dense1:backward(dh, nil, bias_done)
   dh:free()
   ops.add_(dsum, g)
   g:free()
