@@ -73,17 +73,8 @@ do
 end
 
 -- ---------------------------------------------------------------- the launch log (emulator only)
-local log_ok = pcall(function()
-  ffi.cdef [[
-    struct cudacpu_launch { const char *name; unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z;
-      unsigned long long mma_syncs; };
-    void cudacpu_launch_log(int on);
-    int cudacpu_launch_log_count(void);
-    int cudacpu_launch_log_get(int i, struct cudacpu_launch *out);
-    int cudaDeviceSynchronize(void);
-  ]]
-  return ffi.C.cudacpu_launch_log
-end) and pcall(function() return ffi.C.cudacpu_launch_log end)
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "bench/gpu"
+local log_ok = dofile(here .. "/launch_log.lua")
 local rec = log_ok and ffi.new("struct cudacpu_launch") or nil
 local function log_count() return log_ok and ffi.C.cudacpu_launch_log_count() or 0 end
 local function kernel_name(s)

@@ -7,6 +7,16 @@
 
 #include "op_table.h"
 
+/* O, I, N into call->dim, each within int32 (cuBLASLt's sizes). */
+static int leave_dims(tr_ctx *ctx, const char *op, tr_op_call *c, int64_t O, int64_t I, int64_t N)
+{
+    if (N > INT32_MAX || O > INT32_MAX || I > INT32_MAX)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: a dimension exceeds 2^31-1 (rows %lld, O %lld, I %lld)", op,
+                       (long long)N, (long long)O, (long long)I);
+    c->dim[0] = O, c->dim[1] = I, c->dim[2] = N;
+    return TR_OK;
+}
+
 static int check_kind(tr_ctx *ctx, const char *op, int64_t kind)
 {
     if (kind == TR_OP_GELU_ERF || kind == TR_OP_GELU_TANH) return TR_OK;
@@ -36,11 +46,7 @@ int tr_check_linear_gelu(tr_ctx *ctx, tr_op_call *c)
         (rc = tr_op_want_shape(ctx, op, "h", h, x->ndim, want)) ||
         (bias && (rc = tr_op_want_shape(ctx, op, "bias", bias, 1, &O))))
         return rc;
-    if (N > INT32_MAX || O > INT32_MAX || I > INT32_MAX)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: a dimension exceeds 2^31-1 (rows %lld, O %lld, I %lld)", op,
-                       (long long)N, (long long)O, (long long)I);
-    c->dim[0] = O, c->dim[1] = I, c->dim[2] = N;
-    return TR_OK;
+    return leave_dims(ctx, op, c, O, I, N);
 }
 
 /* out and h: x's shape with its last dim w's rows, x's dtype. */
@@ -89,11 +95,7 @@ int tr_check_linear_backward_dgelu(tr_ctx *ctx, tr_op_call *c)
         (dbias && (rc = tr_op_want_shape(ctx, op, "dbias", dbias, 1, &O))) ||
         (dhbias && (rc = tr_op_want_shape(ctx, op, "dhbias", dhbias, 1, &I))))
         return rc;
-    if (N > INT32_MAX || O > INT32_MAX || I > INT32_MAX)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: a dimension exceeds 2^31-1 (rows %lld, O %lld, I %lld)", op,
-                       (long long)N, (long long)O, (long long)I);
-    c->dim[0] = O, c->dim[1] = I, c->dim[2] = N;
-    return TR_OK;
+    return leave_dims(ctx, op, c, O, I, N);
 }
 
 int tr_op_linear_backward_dgelu(tr_ctx *ctx, tr_tensor *dh, tr_tensor *dw, tr_tensor *dbias, tr_tensor *dhbias,

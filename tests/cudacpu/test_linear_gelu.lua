@@ -18,16 +18,8 @@ local function check(name, ok, why)
   else failed = failed + 1; print("FAIL " .. name .. ": " .. tostring(why)) end
 end
 
-local log_ok = pcall(function()
-  ffi.cdef [[
-    struct cudacpu_launch { const char *name; unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z;
-      unsigned long long mma_syncs; };
-    void cudacpu_launch_log(int on);
-    int cudacpu_launch_log_count(void);
-    int cudacpu_launch_log_get(int i, struct cudacpu_launch *out);
-  ]]
-  return ffi.C.cudacpu_launch_log
-end)
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
+local log_ok = dofile(here .. "/../../bench/gpu/launch_log.lua")
 
 local B, S = 2, 12
 local ids, mask = {}, {}
