@@ -35,6 +35,8 @@ struct gemm_key {
 struct gemm_plan {
     gemm_key key;
     int live;
+    int refused; /* the heuristic found no algorithm for the key: kept (without descriptors) so
+                    that the next call with it fails at once instead of asking again */
     const tr_cublaslt_api *api; /* the device's cuBLASLt table, which made (and destroys) the plan */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
@@ -204,6 +206,7 @@ static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env
         rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
                                                                 &result, &found));
     (void)api->cublasLtMatmulPreferenceDestroy(pref);
+    if (rc != TR_OK || found < 1) p->refused = 1;
     if (rc != TR_OK) return rc;
     if (found < 1)
         return tr_fail(err, TR_EINTERNAL,
@@ -311,9 +314,17 @@ extern "C" int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void
     if (!plan->live) {
         memset(plan, 0, sizeof *plan);
         if ((rc = plan_build(plan, &key, env, bias, d->aux, err)) != TR_OK) {
+            const int refused = plan->refused;
             plan_destroy(plan);
+            if (refused && plan != &local) plan->key = key, plan->live = 1, plan->refused = 1;
             return rc;
         }
+    } else if (plan->refused) {
+        return tr_fail(err, TR_EINTERNAL,
+                       "tr_k_matmul_fwd_cuda: cuBLASLt has no algorithm for %s -> %s, m=%lld n=%lld k=%lld, epilogue "
+                       "%s (its heuristic found none for the same shapes, dtypes and alignments before).",
+                       tr_dtype_name((int)key.ab_dtype), tr_dtype_name((int)key.c_dtype), (long long)key.m,
+                       (long long)key.n, (long long)key.k, epilogue_name(key.epilogue, key.has_bias));
     }
 
     if (bias)
