@@ -364,7 +364,7 @@ lint:
 	    || { echo "lint: core/ waits for a device or copies to the host only through core/device/cuda_sync.h" \
 	         "(its wrappers count each call: host_sync.h)"; false; }
 	$(call say,LINT,luacheck)
-	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua scripts/*.lua tests/cli/*.lua tests/cudacpu/*.lua tests/gpu/*.lua)
+	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua bench/gpu/*.lua scripts/*.lua tests/cli/*.lua tests/cudacpu/*.lua tests/gpu/*.lua)
 
 format:
 	clang-format -i $(C_SOURCES)

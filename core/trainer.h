@@ -20,6 +20,7 @@
 #include "host_sync.h"
 #include "device_errors.h"
 #include "ops_nn.h"
+#include "ops_linear_gelu.h"
 #include "tokenizer.h"
 #include "ops_pair_features.h"
 #include "ops_multi_tensor.h"

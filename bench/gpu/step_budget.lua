@@ -4,7 +4,7 @@
 --   build/cudacpu/trainer run bench/gpu/step_budget.lua [--layers 1 --hidden 96 --heads 3
 --       --intermediate 192 --seq 40 --batch 2 --vocab 500] [--target-layers 24 --target-hidden 1024
 --       --target-heads 16 --target-intermediate 4096 --target-seq 512 --target-batch 16
---       --target-vocab 30522] [--json PATH]
+--       --target-vocab 30522] [--act gelu|gelu_new] [--json PATH]
 --
 -- One step (after a warm-up step) runs at the measured shape (small: the emulator runs every
 -- CUDA thread as a fiber) with every op of trainer.core.ops wrapped: each op call's tensors
@@ -24,7 +24,10 @@
 --   cores (cuBLASLt, the WMMA attention), 60 TFLOP/s for the rest (f32 CUDA cores).
 -- The sum is a floor, not a forecast: no launch latency, no overlap, no kernel below its ceiling.
 -- The first GPU run measures what the floor predicts. Prints the table, the predicted step
--- time and tokens/s; --json writes the rows.
+-- time and tokens/s, and where the Linear's bias and the GELU run (the bias in the product's
+-- cuBLASLt epilogue; the GELU and its derivative in them too for --act gelu_new, the tanh form
+-- cuBLASLt computes, else passes of their own: BERT's "gelu", the default, is the erf form);
+-- --json writes the rows.
 local ffi = require("ffi")
 local T = require("trainer.core.tensor")
 local bert = require("trainer.models.bert")
@@ -42,12 +45,14 @@ local opt = { layers = 1, hidden = 96, heads = 3, intermediate = 192, seq = 40, 
   ["target-layers"] = 24, ["target-hidden"] = 1024, ["target-heads"] = 16, ["target-intermediate"] = 4096,
   ["target-seq"] = 512, ["target-batch"] = 16, ["target-vocab"] = 30522 }
 local json_path
+opt.act = "gelu"
 do
   local i = 1
   while arg and arg[i] do
     local k = arg[i]:match("^%-%-([%w-]+)$")
     local v = arg[i + 1]
     if k == "json" and v then json_path = v
+    elseif k == "act" and v then opt.act = v
     elseif k and opt[k] ~= nil and tonumber(v) then opt[k] = math.floor(tonumber(v))
     else error("bench/gpu/step_budget.lua: unknown flag or bad value at " .. tostring(arg[i]), 0) end
     i = i + 2
@@ -68,17 +73,8 @@ do
 end
 
 -- ---------------------------------------------------------------- the launch log (emulator only)
-local log_ok = pcall(function()
-  ffi.cdef [[
-    struct cudacpu_launch { const char *name; unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z;
-      unsigned long long mma_syncs; };
-    void cudacpu_launch_log(int on);
-    int cudacpu_launch_log_count(void);
-    int cudacpu_launch_log_get(int i, struct cudacpu_launch *out);
-    int cudaDeviceSynchronize(void);
-  ]]
-  return ffi.C.cudacpu_launch_log
-end) and pcall(function() return ffi.C.cudacpu_launch_log end)
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "bench/gpu"
+local log_ok = dofile(here .. "/launch_log.lua")
 local rec = log_ok and ffi.new("struct cudacpu_launch") or nil
 local function log_count() return log_ok and ffi.C.cudacpu_launch_log_count() or 0 end
 local function kernel_name(s)
@@ -105,7 +101,8 @@ local function attn_dims(q, target)
   local f = target and function(x) return dim_map[x] or x end or function(x) return x end
   return f(s[1]), f(s[2]), f(s[3]), f(s[4])
 end
-local products = {
+local products
+products = {
   linear = function(a) -- x, w: 2 rows in out
     local x, w = a[1], a[2]
     local out = w:shape()[1]
@@ -120,6 +117,14 @@ local products = {
     local m = 2 * k * dout:numel() * inn
     local t = 2 * k * target_numel(dout:shape()) * (dim_map[inn] or inn)
     return m, t, t, half(dout)
+  end,
+  linear_gelu = function(a) return products.linear(a) end,
+  linear_backward_dgelu = function(a) -- dout, x, w, h, kind, dw, dbias, dhbias
+    local dout, w, dw = a[1], a[3], a[6]
+    local inn = w:shape()[2]
+    local k = 1 + (dw and 1 or 0)
+    return 2 * k * dout:numel() * inn, 2 * k * target_numel(dout:shape()) * (dim_map[inn] or inn),
+      2 * k * target_numel(dout:shape()) * (dim_map[inn] or inn), half(dout)
   end,
   matmul = function(a, outs)
     local x, y, o = a[1], a[2], outs[1]
@@ -232,7 +237,7 @@ local batch = { input_ids = int_matrix(ids, opt.batch, opt.seq), attention_mask 
 local function measure(layers)
   local cfg = bert.config({ hidden_size = opt.hidden, num_hidden_layers = layers, num_attention_heads = opt.heads,
     intermediate_size = opt.intermediate, vocab_size = opt.vocab, max_position_embeddings = 512,
-    hidden_dropout_prob = 0.1, attention_probs_dropout_prob = 0.1 }, "bench")
+    hidden_act = opt.act, hidden_dropout_prob = 0.1, attention_probs_dropout_prob = 0.1 }, "bench")
   local model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = 1, device = "cuda" }), 2,
     { seed = 1, device = "cuda" })
   model:train()
@@ -302,11 +307,11 @@ end
 table.sort(rows, function(a, b) return a.predicted_s > b.predicted_s end)
 
 local tokens = opt["target-batch"] * opt["target-seq"]
-io.write(("step budget: BERT %d layers, hidden %d, %d heads (head size %d), intermediate %d, bf16 + checkpointing "
-  .. "+ LoRA r 8 (query, value), %d x %d tokens; measured at %s layers, hidden %d, %d heads, intermediate %d, "
-  .. "%d x %d%s\n"):format(opt["target-layers"], opt["target-hidden"], opt["target-heads"], tD,
-  opt["target-intermediate"], opt["target-batch"], opt["target-seq"], L1 .. " and " .. (L1 + 1), opt.hidden, opt.heads,
-  opt.intermediate, opt.batch, opt.seq, log_ok and " under the emulator" or " (no launch log: not the emulator)"))
+io.write(("step budget: BERT %d layers, hidden %d, %d heads (head size %d), intermediate %d, hidden_act %s, bf16 + "
+  .. "checkpointing + LoRA r 8 (query, value), %d x %d tokens; measured at %s layers, hidden %d, %d heads, "
+  .. "intermediate %d, %d x %d%s\n"):format(opt["target-layers"], opt["target-hidden"], opt["target-heads"], tD,
+  opt["target-intermediate"], opt.act, opt["target-batch"], opt["target-seq"], L1 .. " and " .. (L1 + 1), opt.hidden,
+  opt.heads, opt.intermediate, opt.batch, opt.seq, log_ok and " under the emulator" or " (no launch log: not the emulator)"))
 io.write(("ceilings: %.1f TB/s HBM, %.0f TFLOP/s bf16 tensor, %.0f TFLOP/s fp32\n"):format(HBM / 1e12, TENSOR / 1e12,
   SIMT / 1e12))
 io.write(("%-28s %-58s %7s %8s %10s %10s %10s %10s %-7s\n"):format("op", "kernels", "calls", "launches", "MB",
@@ -316,6 +321,31 @@ for _, r in ipairs(rows) do
     math.floor(r.calls + 0.5), math.floor(r.launches + 0.5), r.t_bytes / 1e6, r.t_flops / 1e9,
     r.t_min_flops / 1e9, r.predicted_s * 1e6, r.bound))
 end
+-- where the bias and the GELU ran: a kernel of its own beside a product, or its epilogue
+local bias_kernels, gelu_fused, gelu_passes, dgelu_fused, dgelu_passes = 0, 0, 0, 0, 0
+for _, r in ipairs(rows) do
+  if r.op == "linear" or r.op == "linear_gelu" then
+    for k in r.kernels:gmatch("[^,]+") do
+      k = k:gsub("^%s+", "")
+      if k ~= "cublasLt product" and k ~= "map1_kernel<>" then bias_kernels = bias_kernels + r.launches end
+    end
+  end
+  if r.op == "linear_gelu" and r.kernels == "cublasLt product" then gelu_fused = gelu_fused + r.calls end
+  if r.op == "gelu" or r.kernels:find("gelu_fwd", 1, true) then gelu_passes = gelu_passes + r.calls end
+  if r.op == "linear_backward_dgelu" and not r.kernels:find("gelu_bwd", 1, true) then
+    dgelu_fused = dgelu_fused + r.calls
+  end
+  if r.kernels:find("gelu_bwd", 1, true) then dgelu_passes = dgelu_passes + r.calls end
+end
+io.write(("epilogues: the Linear's bias in the cuBLASLt product (%s); the GELU %s\n"):format(
+  bias_kernels == 0 and "no bias pass" or ("%d launches beside the products"):format(math.floor(bias_kernels + 0.5)),
+  gelu_fused > 0 and gelu_passes == 0 and ("in the up-projection's epilogue (GELU_AUX_BIAS, %d calls; tanh form)")
+    :format(math.floor(gelu_fused + 0.5))
+  or ("a pass of its own (%d calls%s)"):format(math.floor(gelu_passes + 0.5),
+    opt.act == "gelu" and ": erf form, which cuBLASLt's tanh GELU epilogue does not compute" or "")))
+io.write(("epilogues: the GELU derivative %s\n"):format(dgelu_fused > 0 and dgelu_passes == 0 and
+  ("in the down-projection's input-gradient product (DGELU, %d calls)"):format(math.floor(dgelu_fused + 0.5))
+  or ("a pass of its own (%d calls)"):format(math.floor(dgelu_passes + 0.5))))
 io.write(("predicted step time %.2f ms (%d launches; launch latency not counted), %.0f tokens/s at the ceilings\n")
   :format(total * 1e3, math.floor(total_launches + 0.5), tokens / total))
 
@@ -328,7 +358,10 @@ if json_path then
       :format(r.op, r.kernels, math.floor(r.calls + 0.5), math.floor(r.launches + 0.5), r.t_bytes,
       r.t_flops, r.t_min_flops, tostring(r.tensor), r.predicted_s, r.bound, r.mma_flops)
   end
-  f:write(('{"predicted_step_s": %.9g, "tokens_per_s": %.1f, "launches": %d, "rows": [\n  %s\n]}\n'):format(total,
-    tokens / total, math.floor(total_launches + 0.5), table.concat(parts, ",\n  ")))
+  f:write(('{"predicted_step_s": %.9g, "tokens_per_s": %.1f, "launches": %d, "act": "%s", "bias_kernels": %d, '
+    .. '"gelu_fused_calls": %d, "gelu_pass_calls": %d, "dgelu_fused_calls": %d, "dgelu_pass_calls": %d, '
+    .. '"rows": [\n  %s\n]}\n'):format(total, tokens / total, math.floor(total_launches + 0.5), opt.act,
+    math.floor(bias_kernels + 0.5), math.floor(gelu_fused + 0.5), math.floor(gelu_passes + 0.5),
+    math.floor(dgelu_fused + 0.5), math.floor(dgelu_passes + 0.5), table.concat(parts, ",\n  ")))
   f:close()
 end

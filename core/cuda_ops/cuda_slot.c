@@ -193,14 +193,47 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
         tr_error_clear(s->err);
         rc = gemm_as(s, TR_F32, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, bias, bias_dt, d);
     }
-    /* A bias epilogue over a strided batch (the bias shared by every item) may have no
+    /* A bias epilogue (over a strided batch, the bias shared by every item) may have no
      * kernel either: the product without it, then the bias added over all batch * m rows. */
-    if (rc == TR_EINTERNAL && bias && d.batch > 1 && d.stride_c == d.m * d.n) {
+    if (rc == TR_EINTERNAL && bias && (d.batch == 1 || d.stride_c == d.m * d.n)) {
         tr_error_clear(s->err);
         rc = gemm_as(s, TR_F32, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, NULL, TR_F32, d);
         if (rc == TR_OK)
             rc = tr_k_binary_bcast_cuda(c, c_dt, c, c_dt, bias, bias_dt, d.batch * d.m, d.n, 1, 0, s->stream, s->err);
     }
+    return rc;
+}
+
+int tr_cslot_gemm_fused(tr_cslot *s, void *c, int c_dt, const void *a, int a_dt, int64_t na, const void *b, int b_dt,
+                        int64_t nb, const void *bias, int bias_dt, float *dbias, tr_cuda_gemm_desc d, int *fused)
+{
+    const int ab = a_dt == b_dt ? a_dt : TR_F32;
+    const int aux = d.epilogue == TR_GEMM_EPI_GELU_AUX || d.epilogue == TR_GEMM_EPI_DGELU;
+    const int writes_bias = d.epilogue == TR_GEMM_EPI_BGRAD_A || (d.epilogue == TR_GEMM_EPI_DGELU && dbias);
+    const int64_t bias_n = d.epilogue == TR_GEMM_EPI_BGRAD_A ? d.m : d.n;
+    const void *A, *B, *Bi = NULL;
+    void *G = NULL;
+    int rc;
+    *fused = 0;
+    if ((c_dt != TR_F32 && c_dt != ab) || (aux && (d.aux_ld < d.n || d.aux_ld % 8)) || (writes_bias && !dbias))
+        return TR_OK;
+    if ((rc = cast_ws(s, a, a_dt, na, ab, &A)) || (rc = cast_ws(s, b, b_dt, nb, ab, &B))) return rc;
+    if (d.epilogue == TR_GEMM_EPI_GELU_AUX && (rc = cast_ws(s, bias, bias_dt, d.n, c_dt, &Bi))) return rc;
+    if (writes_bias) {
+        if ((rc = tr_cslot_ws(s, bias_n, c_dt, &G))) return rc;
+        Bi = G;
+    }
+    d.ab_dtype = ab;
+    d.c_dtype = c_dt;
+    d.tf32 = 0; /* as tr_cslot_gemm: the CPU computes in f32 */
+    if (!s->blas) s->blas = tr_cuda_blas_env(s->state);
+    rc = tr_k_matmul_fwd_cuda(s->blas, c, A, B, Bi, &d, s->err);
+    if (rc == TR_EINTERNAL) { /* no kernel for the epilogue here: nothing ran */
+        tr_error_clear(s->err);
+        return TR_OK;
+    }
+    if (rc == TR_OK && G) rc = tr_k_colsum_acc_cuda(dbias, G, c_dt, 1, bias_n, s->stream, s->err);
+    if (rc == TR_OK) *fused = 1;
     return rc;
 }
 

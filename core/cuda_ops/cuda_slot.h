@@ -109,6 +109,16 @@ tr_k_adamw_args tr_cslot_adamw_args(const tr_op_call *c);
 int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na, const void *b,
                   int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d);
 
+/* c (c_dt) = op(a) op(b) (alpha, beta, shape from d) with the fused epilogue d.epilogue
+ * (kernels/cuda/gemm.h), in a's and b's dtype pair (f32 when they differ), c written directly
+ * (c_dt f32 or the pair's). GELU_AUX reads bias (any dtype, or NULL) and writes d.aux, which
+ * has c's dtype; BGRAD_A, and DGELU with dbias, ACCUMULATE (+=) the bias gradient into dbias
+ * (f32: m elements for BGRAD_A, n for DGELU) through workspace. *fused = 0, with nothing
+ * written, where cuBLASLt has no kernel for it or the dtypes or aux layout rule it out: the
+ * caller then computes the product and its epilogue apart. */
+int tr_cslot_gemm_fused(tr_cslot *s, void *c, int c_dt, const void *a, int a_dt, int64_t na, const void *b, int b_dt,
+                        int64_t nb, const void *bias, int bias_dt, float *dbias, tr_cuda_gemm_desc d, int *fused);
+
 /* Defines the slot tr_opc_<name> around `static int name##_body(tr_cslot *s, tr_op_call *c)`. */
 #define TR_CSLOT_DEFINE(name)                                                                                          \
     static int name##_body(tr_cslot *s, tr_op_call *c);                                                                \

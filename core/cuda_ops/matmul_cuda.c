@@ -1,11 +1,13 @@
-/* matmul_cuda.c — the CUDA slots of matmul, linear and linear_backward (CPU slots:
- * core/cpu_ops/matmul_cpu.c) through cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
- * epilogue; its backward's bias gradient is a deterministic column sum. The GELU epilogues
- * (GELU_AUX forward, DGELU_BGRAD backward) need a fused linear+GELU op, which the table
- * does not have yet: linear and gelu are separate ops. */
+/* matmul_cuda.c — the CUDA slots of matmul, linear, linear_backward (CPU slots:
+ * core/cpu_ops/matmul_cpu.c) and linear_backward_dgelu (core/cpu_ops/linear_gelu_cpu.c) through
+ * cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
+ * epilogue (BIAS); its backward's bias gradient rides in the weight gradient's product (BGRADB),
+ * or is a deterministic column sum of dout where that product is not made (a frozen weight) or
+ * cuBLASLt has no kernel for the epilogue. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
+#include "ops_nn.h"
 
 /* out[..., M, N] = alpha op(a) op(b) + beta out + bias */
 TR_CSLOT_DEFINE(matmul)
@@ -56,7 +58,31 @@ static int linear_body(tr_cslot *s, tr_op_call *c)
                          bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
 }
 
-/* dx (=) = dout w; dw (+=, f32) += dout^T x; dbias (+=, f32) += column sums of dout */
+/* dw (+=, f32) += dout^T x and dbias (+=, f32) += column sums of dout, for dout [N, O] and x
+ * [N, I]: the bias gradient in the weight gradient's product (BGRADB), which reads dout anyway;
+ * a column sum where that product is not made (dw NULL) or cuBLASLt has no kernel for it. */
+static int weight_grads(tr_cslot *s, const tr_tensor *dw, const tr_tensor *dbias, const tr_tensor *dout,
+                        const tr_tensor *x, int64_t N, int64_t O, int64_t I)
+{
+    int rc = TR_OK, bias_done = 0;
+    if (dw && N > 0) {
+        tr_cuda_gemm_desc d = {.m = O, .n = I, .k = N, .batch = 1, .trans_a = 1, .alpha = 1, .beta = 1};
+        if (dbias) {
+            d.epilogue = TR_GEMM_EPI_BGRAD_A;
+            rc = tr_cslot_gemm_fused(s, dw->data, TR_F32, dout->data, dout->dtype, dout->numel, x->data, x->dtype,
+                                     x->numel, NULL, TR_F32, dbias->data, d, &bias_done);
+            d.epilogue = TR_GEMM_EPI_NONE;
+        }
+        if (rc == TR_OK && !bias_done)
+            rc = tr_cslot_gemm(s, dw->data, TR_F32, dw->numel, dout->data, dout->dtype, dout->numel, x->data,
+                               x->dtype, x->numel, NULL, TR_F32, d);
+    }
+    if (rc == TR_OK && dbias && !bias_done)
+        rc = tr_k_colsum_acc_cuda(dbias->data, dout->data, dout->dtype, N, O, s->stream, s->err);
+    return rc;
+}
+
+/* dx (=) = dout w; dw, dbias: weight_grads */
 TR_CSLOT_DEFINE(linear_backward)
 static int linear_backward_body(tr_cslot *s, tr_op_call *c)
 {
@@ -73,13 +99,51 @@ static int linear_backward_body(tr_cslot *s, tr_op_call *c)
     } else if (dx) {
         rc = tr_k_fill_fwd_cuda(dx->data, 0.0f, dx->dtype, dx->numel, s->stream, s->err);
     }
-    if (rc == TR_OK && dw && N > 0) {
-        tr_cuda_gemm_desc d = {.m = O, .n = I, .k = N, .batch = 1, .trans_a = 1, .alpha = 1, .beta = 1};
-        rc = tr_cslot_gemm(s, dw->data, TR_F32, dw->numel, dout->data, dout->dtype, dout->numel, x->data, x->dtype,
-                           x->numel, NULL, TR_F32, d);
+    return rc == TR_OK ? weight_grads(s, dw, dbias, dout, x, N, O, I) : rc;
+}
+
+/* dh (=) = (dout w) * gelu'(h); dhbias (+=, f32) += column sums of dh; dw, dbias: weight_grads.
+ * The tanh form's derivative rides in the dh product's epilogue where dh and h share a dtype
+ * and I is a multiple of 8: DGELU without dhbias (the layer before is frozen, as under LoRA),
+ * DGELU_BGRAD with it for an f32 dh. A half dh with dhbias is not fused: the epilogue rounds dh
+ * once where the CPU rounds the product and then dh (an ulp apart), and cuBLASLt would write
+ * the bias gradient in dh's dtype, so its column sums would leave the CPU's f32 sums by more
+ * than f32 rounding. Otherwise: the product, the derivative's pass in place, a column sum.
+ * The check left O, I, N in call->dim. */
+TR_CSLOT_DEFINE(linear_backward_dgelu)
+static int linear_backward_dgelu_body(tr_cslot *s, tr_op_call *c)
+{
+    const tr_tensor *dh = c->linear_backward_dgelu.dh, *dw = c->linear_backward_dgelu.dw,
+                    *dbias = c->linear_backward_dgelu.dbias, *dhbias = c->linear_backward_dgelu.dhbias,
+                    *dout = c->linear_backward_dgelu.dout, *x = c->linear_backward_dgelu.x,
+                    *w = c->linear_backward_dgelu.w, *h = c->linear_backward_dgelu.h;
+    const int64_t O = c->dim[0], I = c->dim[1], N = c->dim[2];
+    const int tanh_form = c->i[0] == TR_OP_GELU_TANH;
+    int rc = TR_OK, fused = 0;
+    if (N > 0 && I > 0 && O > 0) {
+        tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0};
+        if (tanh_form && dh->dtype == h->dtype && (!dhbias || dh->dtype == TR_F32)) {
+            d.epilogue = TR_GEMM_EPI_DGELU;
+            d.aux = h->data;
+            d.aux_ld = I;
+            rc = tr_cslot_gemm_fused(s, dh->data, dh->dtype, dout->data, dout->dtype, dout->numel, w->data, w->dtype,
+                                     w->numel, NULL, TR_F32, dhbias ? dhbias->data : NULL, d, &fused);
+            d.epilogue = TR_GEMM_EPI_NONE;
+            d.aux = NULL;
+            d.aux_ld = 0;
+        }
+        if (rc == TR_OK && !fused)
+            rc = tr_cslot_gemm(s, dh->data, dh->dtype, dh->numel, dout->data, dout->dtype, dout->numel, w->data,
+                               w->dtype, w->numel, NULL, TR_F32, d);
+    } else if (N > 0 && I > 0) {
+        rc = tr_k_fill_fwd_cuda(dh->data, 0.0f, dh->dtype, dh->numel, s->stream, s->err);
     }
-    if (rc == TR_OK && dbias) rc = tr_k_colsum_acc_cuda(dbias->data, dout->data, dout->dtype, N, O, s->stream, s->err);
-    return rc;
+    if (rc == TR_OK && !fused && N > 0 && I > 0)
+        rc = tr_k_gelu_bwd_cuda(dh->data, dh->dtype, dh->data, dh->dtype, h->data, h->dtype, dh->numel, tanh_form,
+                                s->stream, s->err);
+    if (rc == TR_OK && dhbias && !fused)
+        rc = tr_k_colsum_acc_cuda(dhbias->data, dh->data, dh->dtype, N, I, s->stream, s->err);
+    return rc == TR_OK ? weight_grads(s, dw, dbias, dout, x, N, O, I) : rc;
 }
 
 #endif

@@ -103,3 +103,8 @@ TR_OP(attention_packed, TR_A(out, OUT, FLOAT, 0) TR_A(lse, OUT, F32, 0) TR_A(q, 
 TR_OP(cosent_loss, TR_A(loss, OUT, F32, 0) TR_A(dsim, OUT, F32, 0) TR_A(sim, IN, FLOAT, 0), TR_S(scale, f, 0, NAN))
 TR_OP(cosine_mse_loss, TR_A(loss, OUT, F32, 0) TR_A(dsim, OUT, F32, 0) TR_A(sim, IN, FLOAT, 0), \
       TR_S(score_scale, f, 0, NAN))
+TR_OP(linear_gelu, TR_A(out, OUT, FLOAT, 0) TR_A(h, OUT, FLOAT, 0) TR_A(x, IN, FLOAT, 0) TR_A(w, IN, FLOAT, 0) \
+      TR_A(bias, IN, FLOAT, 1), TR_S(kind, i, 0, 0))
+TR_OP(linear_backward_dgelu, TR_A(dh, OUT, FLOAT, 0) TR_A(dw, ACC, F32, 1) TR_A(dbias, ACC, F32, 1) \
+      TR_A(dhbias, ACC, F32, 1) TR_A(dout, IN, FLOAT, 0) TR_A(x, IN, FLOAT, 1) TR_A(w, IN, FLOAT, 0) \
+      TR_A(h, IN, FLOAT, 0), TR_S(kind, i, 0, 0))

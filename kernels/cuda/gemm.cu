@@ -1,17 +1,20 @@
-/* gemm.cu — row-major batched GEMM through cuBLASLt, with an optional bias epilogue and
- * a cache of matmul plans.
+/* gemm.cu — row-major batched GEMM through cuBLASLt, with its bias, bias-gradient and GELU
+ * epilogues (gemm.h) and a cache of matmul plans.
  *
  * cuBLASLt is column-major. A row-major matrix X[r,c] is the column-major X^T[c,r] with
  * leading dimension c, so the row-major C = op(A) op(B) is computed as the column-major
  * C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B and its "B" is our A, with m and n
  * swapped, and each transpose flag carries over unchanged. The bias (n elements, one per
  * column of row-major C) is then one per row of the column-major D, which is what
- * CUBLASLT_EPILOGUE_BIAS adds.
+ * CUBLASLT_EPILOGUE_BIAS adds. Likewise the bias gradient of our A (the sums of op(A) over k,
+ * one per row of row-major C) is the sums of cuBLASLt's op(B) over k, one per column of D:
+ * BGRADB; DGELU_BGRAD's sums over each row of D are our column sums; the aux matrix, stored
+ * like C, is column-major with leading dimension aux_ld.
  *
  * A plan (descriptor, three layouts, the heuristic's algorithm) depends on the shape,
  * strides, dtypes, transposes, epilogue and on the alignment of every pointer (the
  * heuristic excludes kernels that need more alignment than we declare), so all of those
- * form the key. The bias pointer itself is set on the descriptor at each call. */
+ * form the key. The bias and aux pointers themselves are set on the descriptor at each call. */
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
@@ -26,11 +29,14 @@ struct gemm_key {
     int64_t m, n, k, batch, stride_a, stride_b, stride_c;
     int64_t trans_a, trans_b, ab_dtype, c_dtype, tf32, has_bias;
     int64_t align_a, align_b, align_c, align_bias;
+    int64_t epilogue, aux_ld, align_aux; /* TR_GEMM_EPI_*; aux_ld and align_aux 0 without aux */
 };
 
 struct gemm_plan {
     gemm_key key;
     int live;
+    int refused; /* the heuristic found no algorithm for the key: kept (without descriptors) so
+                    that the next call with it fails at once instead of asking again */
     const tr_cublaslt_api *api; /* the device's cuBLASLt table, which made (and destroys) the plan */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
@@ -91,6 +97,29 @@ static cudaDataType_t cuda_type(int dtype)
     }
 }
 
+/* cuBLASLt's epilogue for ours, with or without the bias. */
+static uint32_t lt_epilogue(int64_t epilogue, int64_t has_bias)
+{
+    switch (epilogue) {
+    case TR_GEMM_EPI_BGRAD_A: return CUBLASLT_EPILOGUE_BGRADB;
+    case TR_GEMM_EPI_GELU_AUX: return has_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    case TR_GEMM_EPI_DGELU: return has_bias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+    default: return has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    }
+}
+
+static const char *epilogue_name(int64_t epilogue, int64_t has_bias)
+{
+    switch (epilogue) {
+    case TR_GEMM_EPI_BGRAD_A: return "BGRADB";
+    case TR_GEMM_EPI_GELU_AUX: return has_bias ? "GELU_AUX_BIAS" : "GELU_AUX";
+    case TR_GEMM_EPI_DGELU: return has_bias ? "DGELU_BGRAD" : "DGELU";
+    default: return has_bias ? "BIAS" : "DEFAULT";
+    }
+}
+
+static int uses_aux(int64_t epilogue) { return epilogue == TR_GEMM_EPI_GELU_AUX || epilogue == TR_GEMM_EPI_DGELU; }
+
 /* The largest power of two (at most 256) dividing the address and the batch stride. */
 static int64_t alignment_of(const void *p, int64_t stride_bytes, int64_t batch)
 {
@@ -115,7 +144,7 @@ static int layout_new(const tr_cublaslt_api *api, cublasLtMatrixLayout_t *out, i
 
 /* Fills p (zeroed by the caller) for key; on failure p holds what was made so far, for
  * plan_destroy. */
-static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env, const void *bias,
+static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env, const void *bias, const void *aux,
                       tr_error *err)
 {
     const tr_cublaslt_api *api = (const tr_cublaslt_api *)env->api;
@@ -127,15 +156,25 @@ static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env
     cublasOperation_t tb = key->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    if (key->has_bias) {
-        uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
-        int32_t bias_type = (int32_t)cuda_type((int)key->c_dtype);
+    uint32_t epi = lt_epilogue(key->epilogue, key->has_bias);
+    if (epi != CUBLASLT_EPILOGUE_DEFAULT)
         TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (key->has_bias) {
+        /* the bias (read or written) has D's type, as cuBLASLt's header requires of these epilogues */
+        int32_t bias_type = (int32_t)cuda_type((int)key->c_dtype);
         TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                             sizeof bias_type));
         /* The heuristic reads the pointer's alignment. */
         TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                             sizeof bias));
+    }
+    if (uses_aux(key->epilogue)) {
+        /* the aux matrix has D's type (the default) and D's layout; the heuristic reads its alignment */
+        int64_t aux_ld = key->aux_ld;
+        TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                                            sizeof aux_ld));
+        TR_CUBLAS_CHECK(err, api->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                                            sizeof aux));
     }
     const int64_t m = key->m, n = key->n, k = key->k, batch = key->batch;
     int rc;
@@ -167,15 +206,16 @@ static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env
         rc = TR_CUBLAS_CALL(err, api->cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
                                                                 &result, &found));
     (void)api->cublasLtMatmulPreferenceDestroy(pref);
+    if (rc != TR_OK || found < 1) p->refused = 1;
     if (rc != TR_OK) return rc;
     if (found < 1)
         return tr_fail(err, TR_EINTERNAL,
                        "tr_k_matmul_fwd_cuda: cuBLASLt has no algorithm for %s -> %s, m=%lld n=%lld k=%lld batch=%lld, "
-                       "trans_a=%d trans_b=%d, bias=%s, alignments A=%lld B=%lld C=%lld bytes, workspace %llu "
+                       "trans_a=%d trans_b=%d, epilogue %s, alignments A=%lld B=%lld C=%lld bytes, workspace %llu "
                        "bytes. Pad the inner dimensions to multiples of 8 or use another dtype pair.",
                        tr_dtype_name((int)key->ab_dtype), tr_dtype_name((int)key->c_dtype), (long long)m,
                        (long long)n, (long long)k, (long long)batch, (int)key->trans_a, (int)key->trans_b,
-                       key->has_bias ? "yes" : "no", (long long)key->align_a, (long long)key->align_b,
+                       epilogue_name(key->epilogue, key->has_bias), (long long)key->align_a, (long long)key->align_b,
                        (long long)key->align_c, (unsigned long long)ws);
     p->algo = result.algo;
     p->live = 1;
@@ -184,8 +224,8 @@ static int plan_build(gemm_plan *p, const gemm_key *key, const tr_cuda_blas *env
 
 /* ------------------------------------------------------------ argument checks */
 
-static int check_desc(const tr_cuda_blas *env, void *c, const void *a, const void *b, const tr_cuda_gemm_desc *d,
-                      tr_error *err)
+static int check_desc(const tr_cuda_blas *env, void *c, const void *a, const void *b, const void *bias,
+                      const tr_cuda_gemm_desc *d, tr_error *err)
 {
     if (env && !env->lt && env->unavailable) return tr_fail(err, TR_EUSER, "%s", env->unavailable);
     if (!env || !env->lt || !env->api || !d)
@@ -215,6 +255,19 @@ static int check_desc(const tr_cuda_blas *env, void *c, const void *a, const voi
         return tr_fail(err, TR_EUSER,
                        "tr_k_matmul_fwd_cuda: batch strides must be >= 0 and stride_c >= m*n (got %lld, %lld, %lld).",
                        (long long)d->stride_a, (long long)d->stride_b, (long long)d->stride_c);
+    const int epi = d->epilogue;
+    if (epi < TR_GEMM_EPI_NONE || epi > TR_GEMM_EPI_DGELU)
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: epilogue %d is unknown (TR_GEMM_EPI_*).", epi);
+    if (epi == TR_GEMM_EPI_BGRAD_A && !bias)
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: the epilogue BGRAD_A writes the bias; it is NULL.");
+    if (uses_aux(epi) && (!d->aux || d->aux_ld < d->n || d->aux_ld % 8))
+        return tr_fail(err, TR_EUSER,
+                       "tr_k_matmul_fwd_cuda: the GELU epilogues need aux with aux_ld >= n and a multiple of 8 (aux "
+                       "%s, aux_ld %lld, n %lld).",
+                       d->aux ? "given" : "NULL", (long long)d->aux_ld, (long long)d->n);
+    if (epi != TR_GEMM_EPI_NONE && d->batch > 1)
+        return tr_fail(err, TR_EUSER, "tr_k_matmul_fwd_cuda: epilogue %s with batch %lld; it takes batch 1.",
+                       epilogue_name(epi, bias != NULL), (long long)d->batch);
     return TR_OK;
 }
 
@@ -223,7 +276,7 @@ static int check_desc(const tr_cuda_blas *env, void *c, const void *a, const voi
 extern "C" int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void *a, const void *b, const void *bias,
                             const tr_cuda_gemm_desc *d, tr_error *err)
 {
-    int rc = check_desc(env, c, a, b, d, err);
+    int rc = check_desc(env, c, a, b, bias, d, err);
     if (rc != TR_OK || d->m == 0 || d->n == 0) return rc;
 
     gemm_key key;
@@ -238,6 +291,8 @@ extern "C" int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void
     key.align_b = alignment_of(b, key.stride_b * ab_size, d->batch);
     key.align_c = alignment_of(c, key.stride_c * c_size, d->batch);
     key.align_bias = bias ? alignment_of(bias, 0, 1) : 0;
+    key.epilogue = d->epilogue;
+    if (uses_aux(d->epilogue)) key.aux_ld = d->aux_ld, key.align_aux = alignment_of(d->aux, 0, 1);
 
     gemm_cache *cache = (gemm_cache *)env->cache;
     gemm_plan local;
@@ -258,15 +313,26 @@ extern "C" int tr_k_matmul_fwd_cuda(const tr_cuda_blas *env, void *c, const void
     }
     if (!plan->live) {
         memset(plan, 0, sizeof *plan);
-        if ((rc = plan_build(plan, &key, env, bias, err)) != TR_OK) {
+        if ((rc = plan_build(plan, &key, env, bias, d->aux, err)) != TR_OK) {
+            const int refused = plan->refused;
             plan_destroy(plan);
+            if (refused && plan != &local) plan->key = key, plan->live = 1, plan->refused = 1;
             return rc;
         }
+    } else if (plan->refused) {
+        return tr_fail(err, TR_EINTERNAL,
+                       "tr_k_matmul_fwd_cuda: cuBLASLt has no algorithm for %s -> %s, m=%lld n=%lld k=%lld, epilogue "
+                       "%s (its heuristic found none for the same shapes, dtypes and alignments before).",
+                       tr_dtype_name((int)key.ab_dtype), tr_dtype_name((int)key.c_dtype), (long long)key.m,
+                       (long long)key.n, (long long)key.k, epilogue_name(key.epilogue, key.has_bias));
     }
 
     if (bias)
         rc = TR_CUBLAS_CALL(err, plan->api->cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                                 sizeof bias));
+    if (rc == TR_OK && uses_aux(d->epilogue))
+        rc = TR_CUBLAS_CALL(err, plan->api->cublasLtMatmulDescSetAttribute(
+                                     plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &d->aux, sizeof d->aux));
     if (rc == TR_OK)
         rc = TR_CUBLAS_CALL(err, plan->api->cublasLtMatmul((cublasLtHandle_t)env->lt, plan->op, &d->alpha, b, plan->la, a,
                                                 plan->lb, &d->beta, c, plan->lc, c, plan->lc, &plan->algo,

@@ -641,6 +641,51 @@ static void sh_bias_gelu_bwd(const int64_t *d, arg_spec *a)
     a[3] = A(2, d[0], d[1]);
 }
 
+/* linear_gelu. d: N, I, O, bias, kind (0 erf, 1 tanh). */
+static void sh_linear_gelu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[2]);
+    sh_linear(d, a + 1);
+}
+static void sc_linear_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[4]; }
+static void ref_linear_gelu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    ref_linear(t + 1, d, c);
+    tr_k_gelu_fwd_f64(t[0], t[1], d[0] * d[2], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+
+/* linear_backward_dgelu. d: N, I, O, grads (dw, dbias, dhbias and x, or none), kind. */
+static void sh_linear_bwd_dgelu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = d[3] ? A(2, d[2], d[1]) : ANULL;
+    a[2] = d[3] ? A(1, d[2]) : ANULL;
+    a[3] = d[3] ? A(1, d[1]) : ANULL;
+    a[4] = A(2, d[0], d[2]);
+    a[5] = d[3] ? A(2, d[0], d[1]) : ANULL;
+    a[6] = A(2, d[2], d[1]);
+    a[7] = A(2, d[0], d[1]);
+}
+static void ref_linear_bwd_dgelu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    const int64_t N = d[0], I = d[1], O = d[2];
+    double *dh = t[0], *dw = t[1], *dbias = t[2], *dhbias = t[3], *dout = t[4], *x = t[5], *w = t[6], *h = t[7];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < I; i++) {
+            double acc = 0;
+            for (int64_t o = 0; o < O; o++) acc += dout[n * O + o] * w[o * I + i];
+            dh[n * I + i] = acc;
+        }
+    tr_k_gelu_bwd_f64(dh, dh, h, N * I, c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+    for (int64_t o = 0; dw && o < O; o++)
+        for (int64_t i = 0; i < I; i++)
+            for (int64_t n = 0; n < N; n++) dw[o * I + i] += dout[n * O + o] * x[n * I + i];
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t o = 0; dbias && o < O; o++) dbias[o] += dout[n * O + o];
+        for (int64_t i = 0; dhbias && i < I; i++) dhbias[i] += dh[n * I + i];
+    }
+}
+
 /* ------------------------------------------------------------ activations, attention */
 
 static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
@@ -831,6 +876,12 @@ static const op_case cases[] = {
       .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(4, 5, 0, 50, 1) } },
     { "cosent_loss", sh_score_loss, sc_cosent, ref_cosent, .nd = 3, .dims = { DIMS(8), DIMS(5), DIMS(1) } },
     { "cosine_mse_loss", sh_score_loss, sc_cosine_mse, ref_cosine_mse, .nd = 2, .dims = { DIMS(8), DIMS(1) } },
+    /* out = gelu(h) of the h it rounded (as linear then gelu) */
+    { "linear_gelu", sh_linear_gelu, sc_linear_gelu, ref_linear_gelu, .nd = 4, .rounds_inside = 1,
+      .dims = { DIMS(3, 5, 7, 1, 0), DIMS(1, 1, 1, 0, 1), DIMS(6, 4, 3, 1, 1), DIMS(5, 6, 16, 0, 1) } },
+    /* dh = gelu'(h) times the dh it rounded (as linear_backward then gelu_backward) */
+    { "linear_backward_dgelu", sh_linear_bwd_dgelu, sc_linear_gelu, ref_linear_bwd_dgelu, .nd = 4, .rounds_inside = 1,
+      .dims = { DIMS(3, 5, 7, 1, 0), DIMS(1, 1, 1, 0, 1), DIMS(6, 4, 3, 1, 1), DIMS(5, 16, 6, 0, 1) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -1964,6 +2015,13 @@ static const struct {
     { "dropout_add_layernorm", { 40, 384, 1, 10, 1 }, 0 }, { "dropout_add_layernorm", { 9, 1025, 0, 10, 0 }, 0 },
     { "dropout_add_layernorm_backward", { 40, 385, 1, 10, 1 }, 0 },
     { "bias_gelu", { 33, 1536, 1, 0 }, 0 }, { "bias_gelu_backward", { 33, 1537, 1, 1 }, 0 },
+    /* the tanh form in cuBLASLt's GELU_AUX_BIAS epilogue (O a multiple of 8), with and without
+     * the bias; the erf form composed */
+    { "linear_gelu", { 48, 64, 96, 1, 1 }, 0 }, { "linear_gelu", { 40, 24, 32, 0, 1 }, 0 },
+    { "linear_gelu", { 48, 64, 96, 1, 0 }, 0 },
+    /* the tanh form in cuBLASLt's DGELU_BGRAD / DGELU epilogue (I a multiple of 8); erf composed */
+    { "linear_backward_dgelu", { 48, 96, 64, 1, 1 }, 0 }, { "linear_backward_dgelu", { 40, 32, 24, 0, 1 }, 0 },
+    { "linear_backward_dgelu", { 48, 96, 64, 1, 0 }, 0 },
 };
 enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
 

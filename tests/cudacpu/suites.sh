@@ -15,10 +15,12 @@
 #     deferred, with the caching allocator off (TRAINER_NO_MEMORY_CACHING=1: every tensor its
 #     own allocation, so an overrun past a tensor's end is an ASan report, not a write into a
 #     neighbour);
-#   - tests/cudacpu's test scripts (*.sh but this file and the *_lib.sh they source; test_*.lua):
-#     whole training runs on emulated CUDA against the CPU, streams deferred (the batch feed's
-#     copy stream against the compute stream). Its other Lua files are the
-#     scripts' helpers (fixture, comparators, a runner).
+#   - the op table's CUDA cases and the feed-forward's GELU with the cuBLASLt stand-in
+#     withholding the fused epilogues (CUDACPU_LT_EPILOGUES), so the unfused paths run;
+#   - tests/cudacpu's test scripts (*.sh but this file and the *_lib.sh they source; test_*.lua
+#     and host_syncs.lua): whole training runs on emulated CUDA against the CPU, streams
+#     deferred (the batch feed's copy stream against the compute stream). Its other Lua files
+#     are the scripts' helpers (fixture, comparators, a runner).
 set -u
 cd "$(dirname "$0")/../.."
 E=build/cudacpu
@@ -34,10 +36,14 @@ for mode in "fwd sync" "warprev deferred"; do
   done
   echo "test_device_lua [cudacpu $1]${tab}$env $E/trainer run tests/gpu/test_device_lua.lua"
 done
+# a cuBLASLt without the fused epilogues (the stand-in withholds them: CUDACPU_LT_EPILOGUES):
+# every op falls back to its unfused path and still matches the CPU
+echo "test_ops_table [cudacpu no epilogues]${tab}env CUDACPU_LT_EPILOGUES=none CUDACPU_SCHEDULE=fwd $E/rel/gpu-tests/test_ops_table --cuda"
+echo "test_linear_gelu [cudacpu bias epilogue only]${tab}env CUDACPU_LT_EPILOGUES=bias CUDACPU_STREAMS=deferred $E/trainer run tests/cudacpu/test_linear_gelu.lua"
 for bin in "$E"/asan/gpu-tests/test_*; do
   echo "$(basename "$bin") [cudacpu asan]${tab}env CUDACPU_SCHEDULE=fwd CUDACPU_STREAMS=deferred TRAINER_NO_MEMORY_CACHING=1 $bin $(args_of "$bin")"
 done
-for t in tests/cudacpu/*.sh tests/cudacpu/test_*.lua; do
+for t in tests/cudacpu/*.sh tests/cudacpu/test_*.lua tests/cudacpu/host_syncs.lua; do
   [ -e "$t" ] || continue
   case "$t" in */suites.sh | *_lib.sh) continue ;; esac
   n=$(basename "$t")

@@ -15,10 +15,16 @@
 #   train_batch_feed        the cuda run's batches go through the pinned batch feed (run.lua
 #                           makes one for every device run): an on_step hook reads t.feed and
 #                           requires a feed with pinned slots whose slot alternates; its losses
-#                           within 1e-5 of the CPU's (the hook also makes every step read).
+#                           within 1e-5 of the CPU's (the hook also makes every step read);
+#   train_tanh_gelu         a random classifier with hidden_act "gelu_new", whose feed-forward
+#                           runs the GELU and its derivative in the cuBLASLt products' epilogues
+#                           on cuda (linear_gelu, linear_backward_dgelu): fp32, within 1e-5;
+#   train_tanh_gelu_bf16_ckpt_lora  the same in bf16 with checkpointing of every layer and LoRA
+#                           (the frozen feed-forward in bf16: its products take the epilogues,
+#                           the forward recomputed in the backward too): within 1e-2.
 set -u
 . "$(dirname "$0")/train_lib.sh"
-names "train_fp32_full train_bf16_ckpt_lora train_accumulate train_batch_feed"
+names "train_fp32_full train_bf16_ckpt_lora train_accumulate train_batch_feed train_tanh_gelu train_tanh_gelu_bf16_ckpt_lora"
 need_cuda
 fixture
 
@@ -52,4 +58,23 @@ if [ $b = 0 ] && ! awk 'BEGIN { bad = 0 } { if ($2 == "none" || $3 != "true" || 
 else
   judge train_batch_feed feed_cuda $b fp32_cpu 0 "loss:1e-5,grad_norm:1e-5" "pinned slots alternating over 6 steps"
 fi
+
+# A random classifier with the tanh GELU (intermediate 128: the epilogues' aux stride a multiple of 8).
+cat >"$FX/tanh.lua" <<LUA
+return {
+  model = { arch = "bert", init = "random", tokenizer = "$FX/cls", task = "classification", num_labels = 3,
+    max_length = 24, config = { hidden_size = 32, num_hidden_layers = 2, num_attention_heads = 2,
+    intermediate_size = 128, vocab_size = 500, max_position_embeddings = 64, hidden_act = "gelu_new" } },
+  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+train tanh_cpu "$FX/tanh.lua" device=cpu; a=$?
+train tanh_cuda "$FX/tanh.lua" device=cuda; b=$?
+judge train_tanh_gelu tanh_cuda $b tanh_cpu $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
+train tanh_bf16_cpu "$FX/tanh.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA"; a=$?
+train tanh_bf16_cuda "$FX/tanh.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA"; b=$?
+judge train_tanh_gelu_bf16_ckpt_lora tanh_bf16_cuda $b tanh_bf16_cpu $a "loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
 finish

@@ -402,6 +402,39 @@ out:
     gbuf_free(&dc);
 }
 
+/* An epilogue the heuristic finds no algorithm for (here BGRADB into a bias vector that is not
+ * aligned to its f32 elements) fails with TR_EINTERNAL, which the CUDA slots answer with their
+ * unfused path; the refusal is kept in the plan cache, so the second call is a hit that fails
+ * at once without asking the heuristic again. */
+static void test_gemm_refused_epilogue_cached(void)
+{
+    const tr_cuda_blas *env = tr_cuda_blas_env(dev_state);
+    const int64_t m = 32, n = 24, k = 16;
+    gbuf da, db, dc, dbias;
+    if (gbuf_new(&da, k * m * 4, 0) || gbuf_new(&db, k * n * 4, 0) || gbuf_new(&dc, m * n * 4, 0) ||
+        gbuf_new(&dbias, m * 4 + 16, 0))
+        return;
+    tr_cuda_gemm_desc d = { .m = m, .n = n, .k = k, .batch = 1, .trans_a = 1, .ab_dtype = TR_F32, .c_dtype = TR_F32,
+                            .alpha = 1.0f, .beta = 0.0f, .epilogue = TR_GEMM_EPI_BGRAD_A };
+    const void *bias = (const char *)dbias.data + 2;
+    tr_error err;
+    uint64_t h0, m0, h1, m1, h2, m2;
+    tr_cuda_gemm_cache_counts(env->cache, &h0, &m0);
+    int rc1 = tr_k_matmul_fwd_cuda(env, dc.data, da.data, db.data, bias, &d, &err);
+    tr_cuda_gemm_cache_counts(env->cache, &h1, &m1);
+    int rc2 = tr_k_matmul_fwd_cuda(env, dc.data, da.data, db.data, bias, &d, &err);
+    tr_cuda_gemm_cache_counts(env->cache, &h2, &m2);
+    CHECK(rc1 == TR_EINTERNAL && rc2 == TR_EINTERNAL, "a misaligned bias gradient: rc %d then %d (want %d)", rc1, rc2,
+          TR_EINTERNAL);
+    CHECK(m1 == m0 + 1 && h2 == h1 + 1 && m2 == m1, "cache hits %llu->%llu->%llu misses %llu->%llu->%llu",
+          (unsigned long long)h0, (unsigned long long)h1, (unsigned long long)h2, (unsigned long long)m0,
+          (unsigned long long)m1, (unsigned long long)m2);
+    gbuf_free(&da);
+    gbuf_free(&db);
+    gbuf_free(&dc);
+    gbuf_free(&dbias);
+}
+
 static void test_gemm_rejects_bad_args(void)
 {
     const tr_cuda_blas *env = tr_cuda_blas_env(dev_state);
@@ -677,6 +710,7 @@ int main(void)
     TEST(test_gemm_f16_to_f32);
     TEST(test_gemm_large);
     TEST(test_gemm_cache_deterministic);
+    TEST(test_gemm_refused_epilogue_cached);
     TEST(test_gemm_rejects_bad_args);
     TEST(test_elementwise);
 #ifdef TR_TEST_HAVE_CPU_CONVERT

@@ -42,6 +42,8 @@ end
 --   gelu(x, kind, opts)                  gelu_backward(dout, x, kind)
 --   bias_gelu(h, bias, kind, opts)       (h gets its bias in place, the pre-activation the
 --                                        backward reads; out = gelu(h))
+--   linear_gelu(x, w, bias, kind, opts) -> out, h   (h = linear(x, w, bias), out = gelu(h);
+--                                        on CUDA the tanh form in the product's epilogue)
 --   tanh(x, opts), softmax(x, opts)      tanh_backward(dout, y), softmax_backward(dout, y)
 --                                        (from the forward's OUTPUT y)
 --   add(a, b, opts), mul(a, b, opts)     scale(x, alpha, opts)
@@ -103,6 +105,16 @@ function M.linear_backward(dout, x, w, dw, dbias, want_dx)
   end
   fill({ dx }, C.tr_op_linear_backward(ctx, p(dx), p(dw), p(dbias), dout:ptr(), p(x), w:ptr()), "linear_backward")
   return dx
+end
+
+-- The backward of out = linear(gelu(h), w, bias) through to h (core/ops/ops_linear_gelu.h): returns
+-- dh (=, new: h's shape and dtype); dw, dbias and dhbias (the bias gradient of the layer that
+-- made h) accumulate (+=) when given; x may be nil when dw is.
+function M.linear_backward_dgelu(dout, x, w, h, kind, dw, dbias, dhbias)
+  local dh = new(h:shape(), h)
+  fill({ dh }, C.tr_op_linear_backward_dgelu(ctx, dh:ptr(), p(dw), p(dbias), p(dhbias), dout:ptr(), p(x), w:ptr(),
+    h:ptr(), kind or 0), "linear_backward_dgelu")
+  return dh
 end
 
 -- ---------------------------------------------------------------- normalisation, activations (backward)

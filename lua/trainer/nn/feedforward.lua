@@ -13,6 +13,7 @@ local add_norm = require("trainer.nn.dropout_add_norm")
 local ops = require("trainer.core.ops")
 
 local FeedForward = Module:extend("FeedForward")
+local TANH_GELU = ops.gelu_kind("gelu_new")
 
 -- The Linear children: { name, in, out, field } in construction order (and so parameter
 -- order). trainer.plan reads the same list through Layer.linears.
@@ -34,12 +35,24 @@ end
 -- Dense1 keeps its bias in the GEMM and the GELU runs alone: the fused ops.bias_gelu (the bias
 -- in the GELU's pass, its gradient in the GELU derivative's pass) measured no faster on the
 -- CPU, where OpenBLAS clears a bias-less GEMM's output in a pass of its own and the bias
--- gradient's GEMV is already cheap (bench/fused_ops.lua).
+-- gradient's GEMV is already cheap (bench/fused_ops.lua). The tanh form goes through
+-- Linear:forward_gelu (ops.linear_gelu), which on CUDA is one cuBLASLt product with the GELU
+-- in its epilogue (cuBLASLt's GELU is the tanh form, so erf stays a pass of its own) and on
+-- the CPU the same two ops; a dense1 that LoRA wraps adds its path before the GELU, so it
+-- keeps the two ops.
 -- x: [.., C], or the packed real rows [N, C] with pk their packing (trainer.nn.packing),
 -- which the dropout needs for the padded layout's masks.
 function FeedForward:forward(x, pk)
-  local h = self.dense1:forward(x)
-  local a = ops.gelu(h, self.act)
+  local h, a
+  -- both plain Linears: the backward then goes through dense2:backward_dgelu on CUDA
+  self.fused_gelu = self.act == TANH_GELU and type(self.dense1.forward_gelu) == "function" and
+    type(self.dense2.backward_dgelu) == "function" or nil
+  if self.fused_gelu then
+    a, h = self.dense1:forward_gelu(x, self.act)
+  else
+    h = self.dense1:forward(x)
+    a = ops.gelu(h, self.act)
+  end
   self:keep("h", h)
   h:free()
   local o = self.dense2:forward(a)
@@ -49,15 +62,24 @@ function FeedForward:forward(x, pk)
   return y
 end
 
+-- On CUDA, after forward_gelu, dense2's input gradient and the GELU derivative (and dense1's
+-- bias gradient) are one op, Linear:backward_dgelu; the CPU keeps the ops it ran before
+-- (linear_backward_dgelu there composes them, with dense1's bias gradient summed apart).
 function FeedForward:backward(dy)
   local h = self:saved_tensor("h")
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)
-  local da = self.dense2:backward(dod)
-  dod:free()
-  local dh = ops.gelu_backward(da, h, self.act)
-  da:free()
+  local dh, bias_done
+  if self.fused_gelu and h:device() ~= "cpu" then
+    dh, bias_done = self.dense2:backward_dgelu(dod, h, self.act, self.dense1), true
+    dod:free()
+  else
+    local da = self.dense2:backward(dod)
+    dod:free()
+    dh = ops.gelu_backward(da, h, self.act)
+    da:free()
+  end
   self:release()
-  local g = self.dense1:backward(dh)
+  local g = self.dense1:backward(dh, nil, bias_done)
   dh:free()
   ops.add_(dsum, g)
   g:free()

@@ -28,14 +28,38 @@ function Linear:forward(x)
   return y
 end
 
--- want_dx = false skips the input gradient (the first layer of a frozen stack).
-function Linear:backward(dy, want_dx)
+-- a = gelu(x W^T + b) and the pre-activation h in one op (ops.linear_gelu: on CUDA the tanh
+-- form rides in the product's cuBLASLt epilogue); kind is an ops.gelu_kind. The layer keeps
+-- what forward keeps, so backward(dh) is the same.
+function Linear:forward_gelu(x, kind)
+  local a, h = ops.linear_gelu(x, self.weight.value, self.bias and self.bias.value or nil, kind)
+  if self.weight.trainable then self:keep("x", x) end
+  self.saved.ran = self.grad_enabled or nil
+  return a, h
+end
+
+-- want_dx = false skips the input gradient (the first layer of a frozen stack); bias_done
+-- leaves the bias gradient alone (backward_dgelu of the next layer summed it).
+function Linear:backward(dy, want_dx, bias_done)
   if not self.saved.ran then self:saved_tensor("x") end   -- the user error: no forward kept
   local x = self.weight.trainable and self:saved_tensor("x") or nil
   local dx = ops.linear_backward(dy, x, self.weight.value, Module.grad_of(self.weight),
-    self.bias and Module.grad_of(self.bias) or nil, want_dx)
+    (self.bias and not bias_done) and Module.grad_of(self.bias) or nil, want_dx)
   self:release()
   return dx
+end
+
+-- The backward of y = self(gelu(h)) through to h, where prev (a Linear) made h and forward_gelu
+-- kept it: returns dh = (dy W) * gelu'(h) (ops.linear_backward_dgelu: on CUDA the tanh form's
+-- derivative rides in the product's cuBLASLt epilogue), accumulates this layer's gradients and
+-- prev's bias gradient; then prev:backward(dh, want_dx, true).
+function Linear:backward_dgelu(dy, h, kind, prev)
+  if not self.saved.ran then self:saved_tensor("x") end
+  local x = self.weight.trainable and self:saved_tensor("x") or nil
+  local dh = ops.linear_backward_dgelu(dy, x, self.weight.value, h, kind, Module.grad_of(self.weight),
+    self.bias and Module.grad_of(self.bias) or nil, prev.bias and Module.grad_of(prev.bias) or nil)
+  self:release()
+  return dh
 end
 
 return Linear

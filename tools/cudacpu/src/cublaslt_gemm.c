@@ -13,7 +13,8 @@
  * f32 storage goes straight to the BLAS. 16-bit storage is widened to f32 panels of at most
  * TILE x TILE elements (scratch bounded by lt_scratch_bytes, whatever the problem size); each
  * TILE x TILE tile of D accumulates its K panels in an f32 tile before the epilogue rounds it
- * once. Invariant on entry: lt_check_problem accepted the problem (every ld >= max(1, rows) where
+ * once. BGRADB sums op(B) over k into the bias vector (f32, then the bias type) before the
+ * product. Invariant on entry: lt_check_problem accepted the problem (every ld >= max(1, rows) where
  * the BLAS sees it, sizes fit an int), so cblas_sgemm, which reports bad arguments only through
  * xerbla and has no status to check, is never called with one. */
 #include "cublaslt_internal.h"
@@ -182,11 +183,41 @@ static void gemm_16(const lt_problem *p, int64_t bi)
         }
 }
 
+/* ------------------------------------------------------------ BGRADB */
+
+/* Stores a bias vector element in the bias type. */
+static void store_bias(void *out, int32_t bt, int64_t i, float v)
+{
+    if (bt == CUDA_R_32F) ((float *)out)[i] = v;
+    else if (bt == CUDA_R_16BF) ((uint16_t *)out)[i] = cudacpu_f32_to_bf16(v);
+    else ((uint16_t *)out)[i] = cudacpu_f32_to_f16(v);
+}
+
+/* bias[j] = sum over p < k of op(B)[p, j] (f32, p ascending), for each of D's n columns: the
+ * bias gradient of a layer whose output gradient is B (one batch: lt_check_problem). */
+static void bgradb(const lt_problem *p)
+{
+    const int32_t t = p->lb->type, bt = p->op->bias_type < 0 ? p->ld->type : p->op->bias_type;
+    const int64_t ld = p->lb->ld;
+    void *out = (void *)(uintptr_t)p->op->bias; /* BIAS_POINTER: BGRADB's output */
+    for (int64_t j = 0; j < p->n; j++) {
+        float sum = 0.0f;
+        for (int64_t q = 0; q < p->k; q++) {
+            const int64_t at = p->trans_b ? j + q * ld : q + j * ld;
+            if (t == CUDA_R_32F) sum += ((const float *)p->B)[at];
+            else if (t == CUDA_R_16BF) sum += cudacpu_bf16_to_f32(((const uint16_t *)p->B)[at]);
+            else sum += cudacpu_f16_to_f32(((const uint16_t *)p->B)[at]);
+        }
+        store_bias(out, bt, j, sum);
+    }
+}
+
 /* ------------------------------------------------------------ entry */
 
 void lt_gemm(const lt_problem *p)
 {
     if (p->m == 0 || p->n == 0) return;
+    if (lt_epilogue_bits(p->op->epilogue) & LT_EPI_BGRADB) bgradb(p);
     for (int64_t bi = 0; bi < p->batch; bi++) {
         if (p->la->type == CUDA_R_32F) gemm_f32(p, bi);
         else gemm_16(p, bi);
@@ -194,10 +225,6 @@ void lt_gemm(const lt_problem *p)
     if (p->bgrad) { /* one batch (lt_check_problem): the row sums into the bias vector */
         const int32_t bt = p->op->bias_type < 0 ? p->ld->type : p->op->bias_type;
         void *out = (void *)(uintptr_t)p->op->bias; /* BIAS_POINTER: DGELU_BGRAD's output */
-        for (int64_t i = 0; i < p->m; i++) {
-            if (bt == CUDA_R_32F) ((float *)out)[i] = p->bgrad[i];
-            else if (bt == CUDA_R_16BF) ((uint16_t *)out)[i] = cudacpu_f32_to_bf16(p->bgrad[i]);
-            else ((uint16_t *)out)[i] = cudacpu_f32_to_f16(p->bgrad[i]);
-        }
+        for (int64_t i = 0; i < p->m; i++) store_bias(out, bt, i, p->bgrad[i]);
     }
 }

@@ -19,9 +19,24 @@ enum { LT_DEFAULT_BIAS_TYPE = -1 };
 
 /* What an epilogue does, by its bits (cublasLt.h's values): adds the bias (BIAS, GELU_BIAS,
  * GELU_AUX_BIAS), applies GELU, stores its input in aux, multiplies by GELU'(aux) (DGELU*), sums
- * D's rows into the bias (DGELU_BGRAD). 0 for an epilogue the stand-in does not have. */
-enum { LT_EPI_BIAS = 1, LT_EPI_GELU = 2, LT_EPI_AUX_OUT = 4, LT_EPI_DGELU = 8, LT_EPI_BGRAD = 16, LT_EPI_KNOWN = 32 };
+ * D's rows into the bias (DGELU_BGRAD), sums op(B) over k into the bias (BGRADB). 0 for an
+ * epilogue the stand-in does not have. */
+enum {
+    LT_EPI_BIAS = 1,
+    LT_EPI_GELU = 2,
+    LT_EPI_AUX_OUT = 4,
+    LT_EPI_DGELU = 8,
+    LT_EPI_BGRAD = 16,
+    LT_EPI_KNOWN = 32,
+    LT_EPI_BGRADB = 64
+};
 int lt_epilogue_bits(uint32_t epilogue);
+
+/* Whether CUDACPU_LT_EPILOGUES lets the heuristic offer an algorithm for this epilogue: `all`
+ * (the default), `bias` (DEFAULT and BIAS only) or `none` (DEFAULT only). It stands for a card
+ * whose cuBLASLt has no kernel for an epilogue at some shape, so that a caller's fallback can be
+ * tested. A value outside the set ends the program with status 2. */
+int lt_epilogue_offered(uint32_t epilogue);
 
 struct cublasLtContext {
     uint32_t magic; /* LT_HANDLE_MAGIC while live: a destroyed or foreign handle is NOT_INITIALIZED */

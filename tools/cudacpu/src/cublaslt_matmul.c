@@ -68,6 +68,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cubl
                                        (const lt_layout *)(void *)Bdesc, (const lt_layout *)(void *)Cdesc,
                                        (const lt_layout *)(void *)Ddesc, (const lt_pref *)(void *)preference, &algo);
     if (st != CUBLAS_STATUS_SUCCESS) return st;
+    /* no algorithm for this epilogue on the card CUDACPU_LT_EPILOGUES stands for: none found */
+    if (!lt_epilogue_offered(((const lt_desc *)(void *)operationDesc)->epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
     cublasLtMatmulHeuristicResult_t *r = &heuristicResultsArray[0];
     memset(r, 0, sizeof *r);
     _Static_assert(sizeof(lt_algo) <= sizeof(cublasLtMatmulAlgo_t), "algo outgrows cublasLtMatmulAlgo_t");

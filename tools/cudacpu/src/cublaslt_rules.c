@@ -15,6 +15,8 @@
  * more lenient. */
 #include "cublaslt_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int lt_type_size(int32_t type)
@@ -40,12 +42,31 @@ int lt_epilogue_bits(uint32_t epilogue)
     case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return LT_EPI_KNOWN | LT_EPI_GELU | LT_EPI_AUX_OUT | LT_EPI_BIAS;
     case CUBLASLT_EPILOGUE_DGELU: return LT_EPI_KNOWN | LT_EPI_DGELU;
     case CUBLASLT_EPILOGUE_DGELU_BGRAD: return LT_EPI_KNOWN | LT_EPI_DGELU | LT_EPI_BGRAD;
+    case CUBLASLT_EPILOGUE_BGRADB: return LT_EPI_KNOWN | LT_EPI_BGRADB;
     default: return 0;
     }
 }
 
+int lt_epilogue_offered(uint32_t epilogue)
+{
+    static int level = -1; /* 2 all, 1 bias, 0 none */
+    if (level < 0) {
+        const char *s = getenv("CUDACPU_LT_EPILOGUES");
+        if (!s || !strcmp(s, "all")) level = 2;
+        else if (!strcmp(s, "bias")) level = 1;
+        else if (!strcmp(s, "none")) level = 0;
+        else {
+            fprintf(stderr, "cudacpu: CUDACPU_LT_EPILOGUES=%s is not valid (accepted: all, bias, none)\n", s);
+            exit(2);
+        }
+    }
+    if (epilogue == CUBLASLT_EPILOGUE_DEFAULT) return 1;
+    if (epilogue == CUBLASLT_EPILOGUE_BIAS) return level >= 1;
+    return level >= 2;
+}
+
 /* The epilogue reads or writes the bias vector / the aux matrix. */
-static int uses_bias(int bits) { return (bits & (LT_EPI_BIAS | LT_EPI_BGRAD)) != 0; }
+static int uses_bias(int bits) { return (bits & (LT_EPI_BIAS | LT_EPI_BGRAD | LT_EPI_BGRADB)) != 0; }
 static int uses_aux(int bits) { return (bits & (LT_EPI_AUX_OUT | LT_EPI_DGELU)) != 0; }
 
 /* The largest power of two, at most cap, dividing x (cap itself for x == 0). */
@@ -137,7 +158,7 @@ cublasStatus_t lt_check_problem(const lt_desc *op, const lt_layout *a, const lt_
         if (op->aux_type != LT_DEFAULT_BIAS_TYPE && op->aux_type != d->type) return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     /* The bias gradient of a batched product (per batch with BIAS_BATCH_STRIDE) is not modelled. */
-    if ((epi & LT_EPI_BGRAD) && d->batch > 1) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if ((epi & (LT_EPI_BGRAD | LT_EPI_BGRADB)) && d->batch > 1) return CUBLAS_STATUS_NOT_SUPPORTED;
 
     /* D = alpha op(A) op(B) + beta C: the shapes must chain (header, cublasLtMatmul: an
      * "impossible configuration" is INVALID_VALUE). */

@@ -25,4 +25,13 @@ fi
 "$out/tests/test_cublaslt"
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 1 ] || echo "FAIL test_cublaslt: exited with status $rc (crash?)"
+# a library without the fused epilogues (CUDACPU_LT_EPILOGUES), and a refused setting
+CUDACPU_LT_EPILOGUES=bias "$out/tests/test_cublaslt" --epilogues-bias || rc=1
+CUDACPU_LT_EPILOGUES=some "$out/tests/test_cublaslt" --epilogues-bias >/dev/null 2>"$out/tests/epilogues_bad.txt"
+bad=$?
+if [ $bad -eq 2 ] && grep -q "CUDACPU_LT_EPILOGUES=some is not valid" "$out/tests/epilogues_bad.txt"; then
+    echo "PASS refuse_lt_epilogues_setting"
+else
+    echo "FAIL refuse_lt_epilogues_setting: status $bad: $(head -c 200 "$out/tests/epilogues_bad.txt")"; rc=1
+fi
 exit $rc

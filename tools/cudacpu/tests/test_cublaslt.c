@@ -811,9 +811,76 @@ static void refuse_aux(void)
     fx_free(&f);
 }
 
-int main(void)
+/* BGRADB: D = AB and bias[j] = the sum of B's column j over k (the bias gradient of a layer
+ * whose output gradient is B), with B stored as written and transposed; A, B of type ab, D and
+ * the bias of type cd (f32 from bf16: a weight gradient in f32 from half activations). */
+static void bgradb_epilogue(cudaDataType ab, cudaDataType cd, const char *tag)
+{
+    enum { M = 24, N = 20, K = 16 };
+    FIXTURE(CUBLAS_COMPUTE_32F, ab, cd, M, N, K);
+    double want[M * N], bg[N];
+    char name[96];
+    for (int trans = 0; trans < 2; trans++) {
+        /* B[k, n]: column-major k x n (ld K), or stored as n x k (ld N) and transposed */
+        cublasOperation_t tb = trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+        cublasLtMatrixLayoutDestroy(f.lb);
+        cublasLtMatrixLayoutCreate(&f.lb, ab, trans ? N : K, trans ? K : N, trans ? N : K);
+        for (int i = 0; i < M * K; i++) wr(f.A, ab, i, urand());
+        for (int i = 0; i < K * N; i++) wr(f.B, ab, i, urand());
+        for (int j = 0; j < N; j++) {
+            bg[j] = 0;
+            for (int k = 0; k < K; k++) bg[j] += rd(f.B, ab, trans ? j + k * N : k + j * K);
+            for (int i = 0; i < M; i++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++) acc += rd(f.A, ab, i + k * M) * rd(f.B, ab, trans ? j + k * N : k + j * K);
+                want[i + j * M] = acc;
+            }
+        }
+        set_epilogue(&f, CUBLASLT_EPILOGUE_BGRADB, NULL, 0);
+        snprintf(name, sizeof name, "epilogue_bgradb_%s%s", tag, trans ? "_transb" : "");
+        cublasStatus_t st = fx_run(&f, NULL, 0);
+        if (st) {
+            expect(name, st, CUBLAS_STATUS_SUCCESS);
+            continue;
+        }
+        const double tol = cd == CUDA_R_32F ? 1e-5 : 1.0 / 128;
+        expect_close(name, f.D, cd, want, M * N, tol);
+        snprintf(name, sizeof name, "epilogue_bgradb_column_sums_%s%s", tag, trans ? "_transb" : "");
+        expect_close(name, f.bias, cd, bg, N, cd == CUDA_R_32F ? 1e-5 : 1.0 / 64);
+    }
+    fx_free(&f);
+}
+
+/* CUDACPU_LT_EPILOGUES=bias (run by run_cublaslt.sh): the heuristic offers DEFAULT and BIAS and
+ * no algorithm for the other epilogues (NOT_SUPPORTED, none returned), as a card whose library
+ * lacks them would. */
+static void epilogues_bias_only(void)
+{
+    FIXTURE(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, 24, 16, 16);
+    char *aux = zalloc(64 * 16 * 4);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0);
+    expect("offered_default", fx_heuristic(&f), CUBLAS_STATUS_SUCCESS);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_BIAS, NULL, 0);
+    expect("offered_bias", fx_heuristic(&f), CUBLAS_STATUS_SUCCESS);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux, 32);
+    expect_no_algo("not_offered_gelu_aux_bias", &f, CUBLAS_STATUS_NOT_SUPPORTED);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_DGELU_BGRAD, aux, 32);
+    expect_no_algo("not_offered_dgelu_bgrad", &f, CUBLAS_STATUS_NOT_SUPPORTED);
+    set_epilogue(&f, CUBLASLT_EPILOGUE_BGRADB, NULL, 0);
+    expect_no_algo("not_offered_bgradb", &f, CUBLAS_STATUS_NOT_SUPPORTED);
+    free(aux);
+    fx_free(&f);
+}
+
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, so the summary on stderr never splits one */
+    if (argc > 1 && !strcmp(argv[1], "--epilogues-bias")) {
+        epilogues_bias_only();
+        fprintf(stderr, "test_cublaslt --epilogues-bias: %d passed, %d failed\n", passes, failures);
+        return failures ? 1 : 0;
+    }
     products();
     rounding(CUDA_R_16BF, "rounding_bf16_nearest_even");
     rounding(CUDA_R_16F, "rounding_f16_nearest_even_overflow_subnormal");
@@ -830,6 +897,9 @@ int main(void)
     gelu_epilogues(CUDA_R_16BF, "bf16");
     gelu_epilogues(CUDA_R_16F, "f16");
     refuse_aux();
+    bgradb_epilogue(CUDA_R_32F, CUDA_R_32F, "f32");
+    bgradb_epilogue(CUDA_R_16BF, CUDA_R_32F, "bf16_to_f32");
+    bgradb_epilogue(CUDA_R_16BF, CUDA_R_16BF, "bf16");
     fflush(stdout);
     fprintf(stderr, "test_cublaslt: %d passed, %d failed\n", passes, failures);
     return failures ? 1 : 0;

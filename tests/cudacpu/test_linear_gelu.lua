@@ -1,0 +1,108 @@
+-- tests/cudacpu/test_linear_gelu.lua — the feed-forward's up-projection and GELU on device =
+-- "cuda" against the CPU, for a tiny BERT (one layer, intermediate 64) with hidden_act
+-- "gelu_new" (tanh) and "gelu" (erf): one forward and backward of a sequence classifier, the
+-- same weights on both devices, no dropout. The logits, loss and every gradient must agree,
+-- and under the emulator (its launch log) the tanh model's forward and backward make no GELU
+-- or GELU derivative pass of their own (they ride in the cuBLASLt products' epilogues: f32, so
+-- the bias gradient too) while the erf model's make one each a layer (one for both where the emulator's cuBLASLt withholds the epilogue, below).
+-- Run: build/cudacpu/trainer run tests/cudacpu/test_linear_gelu.lua
+local ffi = require("ffi")
+local T = require("trainer.core.tensor")
+local bert = require("trainer.models.bert")
+local losses = require("trainer.losses")
+local Module = require("trainer.nn.module")
+
+local passed, failed = 0, 0
+local function check(name, ok, why)
+  if ok then passed = passed + 1; print("PASS " .. name)
+  else failed = failed + 1; print("FAIL " .. name .. ": " .. tostring(why)) end
+end
+
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
+local log_ok = dofile(here .. "/../../bench/gpu/launch_log.lua")
+
+local B, S = 2, 12
+local ids, mask = {}, {}
+for i = 1, B * S do ids[i] = 100 + (i * 37) % 150; mask[i] = 1 end
+local function batch_on(device)
+  local function m(v)
+    local flat = T.from_table(v, { dtype = "i32", device = device, tag = "activations" })
+    local r = flat:reshape({ B, S })
+    flat:free()
+    return r
+  end
+  return { input_ids = m(ids), attention_mask = m(mask) }
+end
+
+-- the largest |a - b| / max(1, |b|) over two tensors' values
+local function rel_diff(a, b)
+  local va, vb = a:to("cpu"):values(), b:to("cpu"):values()
+  local worst = 0
+  for i = 1, #vb do worst = math.max(worst, math.abs(va[i] - vb[i]) / math.max(1, math.abs(vb[i]))) end
+  return worst
+end
+
+-- the launches in the log whose kernel name has `what`
+local function count(what)
+  local n, rec = 0, ffi.new("struct cudacpu_launch")
+  for i = 0, ffi.C.cudacpu_launch_log_count() - 1 do
+    ffi.C.cudacpu_launch_log_get(i, rec)
+    if ffi.string(rec.name):find(what, 1, true) then n = n + 1 end
+  end
+  return n
+end
+
+-- one forward and backward on `device`: logits, loss, { name = grad } and the forward's GELU launches
+local function run(act, device)
+  local cfg = bert.config({ hidden_size = 32, num_hidden_layers = 1, num_attention_heads = 2, intermediate_size = 64,
+    vocab_size = 300, max_position_embeddings = 64, hidden_act = act, hidden_dropout_prob = 0,
+    attention_probs_dropout_prob = 0 }, "test")
+  local model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = 1, device = device }), 2,
+    { seed = 1, device = device })
+  model:train()
+  local loss = losses.new({ name = "cross_entropy" })
+  local batch = batch_on(device)
+  local first = log_ok and device == "cuda" and (ffi.C.cudacpu_launch_log(1) or 0) or nil
+  local logits = model:forward(batch)
+  local gelu_passes = first and count("gelu_fwd") or nil
+  if first then ffi.C.cudacpu_launch_log(0) end
+  local l = loss:forward({ logits }, { 1, 0 })
+  local g = loss:backward()[1]
+  if first then ffi.C.cudacpu_launch_log(1) end
+  model:backward(g)
+  local dgelu_passes = first and count("gelu_bwd") or nil
+  if first then ffi.C.cudacpu_launch_log(0) end
+  local grads = {}
+  for name, p in model:parameters() do
+    if p.trainable then grads[name] = Module.grad_of(p):to("cpu") end
+  end
+  local out = { logits = logits:to("cpu"), loss = type(l) == "number" and l or l:to("cpu"), grads = grads,
+    gelu_passes = gelu_passes, dgelu_passes = dgelu_passes }
+  g:free(); logits:free(); batch.input_ids:free(); batch.attention_mask:free()
+  loss:free(); model:free()
+  return out
+end
+
+-- CUDACPU_LT_EPILOGUES=bias or none (tests/cudacpu/suites.sh runs both settings): the stand-in
+-- withholds the GELU epilogue, and the tanh model must fall back to the product and its pass
+local fused = (os.getenv("CUDACPU_LT_EPILOGUES") or "all") == "all"
+for _, act in ipairs({ "gelu_new", "gelu" }) do
+  local cpu, cuda = run(act, "cpu"), run(act, "cuda")
+  local d = rel_diff(cuda.logits, cpu.logits)
+  check(act .. "_logits", d < 1e-5, ("logits differ by %.3g"):format(d))
+  local worst, where = 0, "-"
+  for name, g in pairs(cpu.grads) do
+    local e = rel_diff(cuda.grads[name], g)
+    if e > worst then worst, where = e, name end
+  end
+  check(act .. "_grads", worst < 1e-4, ("%s differs by %.3g"):format(where, worst))
+  if cuda.gelu_passes then
+    local want = (act == "gelu_new" and fused) and 0 or 1
+    check(act .. "_forward_gelu_passes", cuda.gelu_passes == want,
+      ("%d GELU passes in the forward, want %d"):format(cuda.gelu_passes, want))
+    check(act .. "_backward_gelu_passes", cuda.dgelu_passes == want,
+      ("%d GELU derivative passes in the backward, want %d"):format(cuda.dgelu_passes, want))
+  end
+end
+print(("%d passed, %d failed"):format(passed, failed))
+os.exit(failed == 0 and 0 or 1)
