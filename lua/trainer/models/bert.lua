@@ -312,26 +312,25 @@ end
 -- -> embeddings [B, C] (normalised when the model has a Normalize module)
 -- self.pack_rows = false computes the padding rows too (the embeddings are the same).
 function SentenceEncoder:forward(input)
-  local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
-  local ok, y = pcall(function()
+  local ok, y = pcall(T.scope, function()
+    local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     local pooled = self.pooling:forward(h, input.attention_mask)
     if not self.normalize then return pooled end
-    local n = self.normalize:forward(pooled)
-    pooled:free()
-    return n
+    return self.normalize:forward(pooled)
   end)
-  h:free()
   if not ok then self:clear_saved(); error(y, 0) end
   return y
 end
 
 function SentenceEncoder:backward(demb)
-  local dp = demb
-  if self.normalize then dp = self.normalize:backward(demb) end
-  local dh = self.pooling:backward(dp)
-  if dp ~= demb then dp:free() end
-  self.bert:backward(dh)
-  dh:free()
+  T.scope(function()
+    -- the pooled rows' gradient dies before the encoder's backward
+    local dh = T.scope(function()
+      local dp = self.normalize and self.normalize:backward(demb) or demb
+      return self.pooling:backward(dp)
+    end)
+    self.bert:backward(dh)
+  end)
   return nil
 end
 
@@ -362,28 +361,24 @@ end
 -- -> logits [B, num_labels]; the pooler reads row 0 only, so padding rows are skipped
 -- (self.pack_rows = false computes them).
 function SequenceClassifier:forward(input)
-  local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
-  local ok, logits = pcall(function()
-    local pooled = self.bert.pooler:forward(h)
-    local d = self.dropout:forward(pooled)
-    pooled:free()
-    local l = self.classifier:forward(d)
-    d:free()
-    return l
+  local ok, logits = pcall(T.scope, function()
+    local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
+    local d = T.scope(function() return self.dropout:forward(self.bert.pooler:forward(h)) end)
+    return self.classifier:forward(d)
   end)
-  h:free()
   if not ok then self:clear_saved(); error(logits, 0) end
   return logits
 end
 
+-- each gradient dies once the next one back is made
 function SequenceClassifier:backward(dlogits)
-  local dd = self.classifier:backward(dlogits)
-  local dp = self.dropout:backward(dd)
-  dd:free()
-  local dh = self.bert.pooler:backward(dp)
-  dp:free()
-  self.bert:backward(dh)
-  dh:free()
+  T.scope(function()
+    local dh = T.scope(function()
+      local dp = T.scope(function() return self.dropout:backward(self.classifier:backward(dlogits)) end)
+      return self.bert.pooler:backward(dp)
+    end)
+    self.bert:backward(dh)
+  end)
   return nil
 end
 
