@@ -236,25 +236,20 @@ end
 -- transformers' last_hidden_state (padding rows included). The packing lives until the
 -- backward (the layers saved it), or until the end of a forward without grad.
 function BertModel:forward(input, opts)
-  local x, owned = M.prepare_inputs(self.config, input, self.embeddings.word_embeddings.weight.value:device())
   self:close_packing()
-  local pk = opts and opts.pack_rows and packing.from_mask(x.mask) or nil
-  local ok, h = pcall(function()
-    local e = self.embeddings:forward(x)
-    if not pk then
-      local y = self.encoder:forward(e, x.mask)
-      e:free()
-      return y
-    end
-    local ep = pk:gather(e)
-    e:free()
-    local y = self.encoder:forward(ep, pk)
-    ep:free()
-    local hs = pk:scatter(y)
-    y:free()
-    return hs
+  local pk
+  local ok, h = pcall(T.scope, function()   -- frees the inputs made here and every temporary
+    local x = M.prepare_inputs(self.config, input, self.embeddings.word_embeddings.weight.value:device())
+    pk = opts and opts.pack_rows and packing.from_mask(x.mask) or nil
+    if not pk then return self.encoder:forward(self.embeddings:forward(x), x.mask) end
+    -- each step in its own scope: the embeddings' output dies at the gather, the packed
+    -- rows at the encoder's end, the encoder's output at the scatter
+    local y = T.scope(function()
+      local ep = T.scope(function() return pk:gather(self.embeddings:forward(x)) end)
+      return self.encoder:forward(ep, pk)
+    end)
+    return pk:scatter(y)
   end)
-  for _, t in ipairs(owned) do t:free() end
   if pk then
     if ok and self.grad_enabled then self.packing = pk else pk:close() end
   end
@@ -275,26 +270,22 @@ end
 -- dhidden [B, T, C]: parameter gradients accumulate; returns nil (ids have no gradient).
 function BertModel:backward(dhidden)
   local pk = self.packing
-  local ok, err = pcall(function()
+  local ok, err = pcall(T.scope, function()
     -- frozen embeddings (LoRA, a frozen stack) owe the encoder's input no gradient
     local frozen = not self.embeddings:any_trainable()
     if frozen then self.embeddings:clear_saved() end
     if not pk then
       local de = self.encoder:backward(dhidden, not frozen)
-      if de then
-        self.embeddings:backward(de)
-        de:free()
-      end
+      if de then self.embeddings:backward(de) end
       return
     end
-    local dp = pk:gather(dhidden)
-    local dep = self.encoder:backward(dp, not frozen)
-    dp:free()
-    if not dep then return end
-    local de = pk:scatter(dep)
-    dep:free()
-    self.embeddings:backward(de)
-    de:free()
+    -- each step in its own scope: the packed gradient dies at the encoder's end, the
+    -- encoder's at the scatter
+    local de = T.scope(function()
+      local dep = T.scope(function() return self.encoder:backward(pk:gather(dhidden), not frozen) end)
+      return dep and pk:scatter(dep)
+    end)
+    if de then self.embeddings:backward(de) end
   end)
   self:close_packing()
   if not ok then error(err, 0) end
@@ -321,26 +312,25 @@ end
 -- -> embeddings [B, C] (normalised when the model has a Normalize module)
 -- self.pack_rows = false computes the padding rows too (the embeddings are the same).
 function SentenceEncoder:forward(input)
-  local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
-  local ok, y = pcall(function()
+  local ok, y = pcall(T.scope, function()
+    local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     local pooled = self.pooling:forward(h, input.attention_mask)
     if not self.normalize then return pooled end
-    local n = self.normalize:forward(pooled)
-    pooled:free()
-    return n
+    return self.normalize:forward(pooled)
   end)
-  h:free()
   if not ok then self:clear_saved(); error(y, 0) end
   return y
 end
 
 function SentenceEncoder:backward(demb)
-  local dp = demb
-  if self.normalize then dp = self.normalize:backward(demb) end
-  local dh = self.pooling:backward(dp)
-  if dp ~= demb then dp:free() end
-  self.bert:backward(dh)
-  dh:free()
+  T.scope(function()
+    -- the pooled rows' gradient dies before the encoder's backward
+    local dh = T.scope(function()
+      local dp = self.normalize and self.normalize:backward(demb) or demb
+      return self.pooling:backward(dp)
+    end)
+    self.bert:backward(dh)
+  end)
   return nil
 end
 
@@ -371,28 +361,24 @@ end
 -- -> logits [B, num_labels]; the pooler reads row 0 only, so padding rows are skipped
 -- (self.pack_rows = false computes them).
 function SequenceClassifier:forward(input)
-  local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
-  local ok, logits = pcall(function()
-    local pooled = self.bert.pooler:forward(h)
-    local d = self.dropout:forward(pooled)
-    pooled:free()
-    local l = self.classifier:forward(d)
-    d:free()
-    return l
+  local ok, logits = pcall(T.scope, function()
+    local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
+    local d = T.scope(function() return self.dropout:forward(self.bert.pooler:forward(h)) end)
+    return self.classifier:forward(d)
   end)
-  h:free()
   if not ok then self:clear_saved(); error(logits, 0) end
   return logits
 end
 
+-- each gradient dies once the next one back is made
 function SequenceClassifier:backward(dlogits)
-  local dd = self.classifier:backward(dlogits)
-  local dp = self.dropout:backward(dd)
-  dd:free()
-  local dh = self.bert.pooler:backward(dp)
-  dp:free()
-  self.bert:backward(dh)
-  dh:free()
+  T.scope(function()
+    local dh = T.scope(function()
+      local dp = T.scope(function() return self.dropout:backward(self.classifier:backward(dlogits)) end)
+      return self.bert.pooler:backward(dp)
+    end)
+    self.bert:backward(dh)
+  end)
   return nil
 end
 

@@ -59,33 +59,27 @@ local function heads_view(t, H, D)
   return t:reshape({ s[1], s[2], H, D })
 end
 
-function SelfAttention:forward(x, mask)
+-- The attention heads' output in x's row layout (the packed rows when pk); run in a scope,
+-- so that each temporary dies where its step ends: the packed projections at the scatter,
+-- q, k, v and the log-sum-exp (without gradients) before the gather.
+local function attend(self, x, mask, pk)
   local H, D = self.heads, self.head_dim
-  local pk = packing.is(mask) and mask or nil
-  if pk then mask = pk.mask end
-  local q, k, v = self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk)
   local aopts = self:attn_opts()
-  local a
+  local function project() return self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk) end
   if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 then
     -- no backward to save for: attention on the packed rows, no scatter and gather (the
     -- padded op's bits for prefix masks, so a replay with gradients matches)
     local N = pk.N
-    local q3, k3, v3 = q:reshape({ N, H, D }), k:reshape({ N, H, D }), v:reshape({ N, H, D })
-    q:free(); k:free(); v:free()
-    local ok, a3, lse = pcall(ops.attention_packed, q3, k3, v3, pk.lengths)
-    q3:free(); k3:free(); v3:free()
-    if not ok then error(a3, 0) end
-    lse:free()
-    a = a3:reshape(x:shape())
-    a3:free()
-  else
-    if pk then   -- to the padded layout the attention op reads
-      local qs, ks, vs = pk:scatter(q), pk:scatter(k), pk:scatter(v)
-      q:free(); k:free(); v:free()
-      q, k, v = qs, ks, vs
-    end
-    local q4, k4, v4 = heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
-    q:free(); k:free(); v:free()
+    local q, k, v = project()
+    local a3 = ops.attention_packed(q:reshape({ N, H, D }), k:reshape({ N, H, D }), v:reshape({ N, H, D }), pk.lengths)
+    return a3:reshape(x:shape())
+  end
+  local a4 = T.scope(function()
+    local q4, k4, v4 = T.scope(function()
+      local q, k, v = project()
+      if pk then q, k, v = pk:scatter(q), pk:scatter(k), pk:scatter(v) end   -- the padded layout the op reads
+      return heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
+    end)
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
     if self.grad_enabled then
       self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
@@ -93,17 +87,20 @@ function SelfAttention:forward(x, mask)
       self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
       self.saved.pk = pk
       if mask then self:keep("mask", mask) end
-    else
-      q4:free(); k4:free(); v4:free(); lse:free()
     end
-    if pk then a = pk:gather(a4) else a = a4:reshape(x:shape()) end
-    a4:free()
-  end
-  local o = self.dense:forward(a)
-  a:free()
-  local y = add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
-  o:free()
-  return y
+    return a4
+  end)
+  if pk then return pk:gather(a4) end
+  return a4:reshape(x:shape())
+end
+
+function SelfAttention:forward(x, mask)
+  local pk = packing.is(mask) and mask or nil
+  if pk then mask = pk.mask end
+  return T.scope(function()
+    local o = T.scope(function() return self.dense:forward(T.scope(attend, self, x, mask, pk)) end)
+    return add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
+  end)
 end
 
 -- want_dx = false: no gradient of x is owed. The projections still back-propagate into their

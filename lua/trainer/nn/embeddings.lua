@@ -8,6 +8,7 @@
 -- When none of its parameters trains (LoRA on the encoder), the forward keeps nothing (no
 -- LayerNorm input or statistics) and the backward does nothing: no gradient is wanted here.
 local Module = require("trainer.nn.module")
+local T = require("trainer.core.tensor")
 local sites = require("trainer.core.rng_sites")
 local Embedding = require("trainer.nn.embedding")
 local LayerNorm = require("trainer.nn.layernorm")
@@ -34,39 +35,33 @@ function Embeddings.new(cfg, rng)
 end
 
 function Embeddings:forward(input)
-  local e = self.word_embeddings:forward(input.input_ids)
-  if self.token_type_embeddings and input.token_type_ids then
-    local t = self.token_type_embeddings:forward(input.token_type_ids)
-    ops.add_(e, t)
-    t:free()
-  end
-  local p = self.position_embeddings:forward(input.position_ids)
-  ops.add_(e, p)
-  p:free()
-  local n
   self.frozen = not self:any_trainable()
-  if self.frozen or not self.grad_enabled then
-    local mean, rstd
-    n, mean, rstd = ops.layernorm(e, self.norm.weight.value, self.norm.bias.value, self.norm.eps)
-    mean:free(); rstd:free()
-  else
-    n = self.norm:forward(e)
-  end
-  e:free()
-  local y = self.dropout:forward(n)
-  n:free()
-  return y
+  return T.scope(function()
+    -- the summed lookups and their norm die before the dropout's output is made
+    local n = T.scope(function()
+      local e = self.word_embeddings:forward(input.input_ids)
+      -- each added lookup dies once added
+      if self.token_type_embeddings and input.token_type_ids then
+        T.scope(function() ops.add_(e, self.token_type_embeddings:forward(input.token_type_ids)) end)
+      end
+      T.scope(function() ops.add_(e, self.position_embeddings:forward(input.position_ids)) end)
+      if self.frozen or not self.grad_enabled then
+        return (ops.layernorm(e, self.norm.weight.value, self.norm.bias.value, self.norm.eps))   -- no statistics kept
+      end
+      return self.norm:forward(e)
+    end)
+    return self.dropout:forward(n)
+  end)
 end
 
 function Embeddings:backward(dy)
   if self.frozen then self:clear_saved() return nil end
-  local dn = self.dropout:backward(dy)
-  local de = self.norm:backward(dn)
-  dn:free()
-  self.word_embeddings:backward(de)
-  if self.token_type_embeddings and self.token_type_embeddings.saved.ids then self.token_type_embeddings:backward(de) end
-  self.position_embeddings:backward(de)
-  de:free()
+  T.scope(function()
+    local de = T.scope(function() return self.norm:backward(self.dropout:backward(dy)) end)   -- the dropout's gradient dies here
+    self.word_embeddings:backward(de)
+    if self.token_type_embeddings and self.token_type_embeddings.saved.ids then self.token_type_embeddings:backward(de) end
+    self.position_embeddings:backward(de)
+  end)
   return nil
 end
 

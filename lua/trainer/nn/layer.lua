@@ -2,6 +2,7 @@
 -- (transparent: "intermediate.*", "output.*"), so parameter names are exactly
 -- encoder.layer.N.attention.self.query.weight, encoder.layer.N.output.dense.bias, ...
 local Module = require("trainer.nn.module")
+local T = require("trainer.core.tensor")
 local SelfAttention = require("trainer.nn.attention")
 local FeedForward = require("trainer.nn.feedforward")
 local packing = require("trainer.nn.packing")
@@ -28,17 +29,15 @@ end
 
 -- mask: [B, T] or nil, or a packing (trainer.nn.packing) when x is the packed real rows.
 function Layer:forward(x, mask)
-  local a = self.attention:forward(x, mask)
-  local y = self.ffn:forward(a, packing.is(mask) and mask or nil)
-  a:free()
-  return y
+  local pk = packing.is(mask) and mask or nil
+  -- the attention output dies once the feed-forward's is made
+  return T.scope(function() return self.ffn:forward(self.attention:forward(x, mask), pk) end)
 end
 
 -- want_dx = false: no input gradient is owed (the first layer over frozen embeddings); nil then.
 function Layer:backward(dy, want_dx)
-  local da = self.ffn:backward(dy)
-  local dx = self.attention:backward(da, want_dx)
-  da:free()
+  -- the feed-forward's input gradient dies once the attention's is made
+  local dx = T.scope(function() return self.attention:backward(self.ffn:backward(dy), want_dx) end)
   -- under mpirun, on a step's last micro-batch: this layer's gradients are final, and
   -- trainer.dist starts the all-reduce of the buckets they complete (DDP's overlap)
   if self.on_grads_final then self.on_grads_final() end

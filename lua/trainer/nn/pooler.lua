@@ -4,6 +4,7 @@
 local Module = require("trainer.nn.module")
 local Linear = require("trainer.nn.linear")
 local ops = require("trainer.core.ops")
+local T = require("trainer.core.tensor")
 
 local Pooler = Module:extend("Pooler")
 
@@ -13,24 +14,24 @@ function Pooler.new(cfg)
   return self
 end
 
+-- the first token's row dies before the tanh, the dense output after it
 function Pooler:forward(hidden)
-  local first = ops.pool(hidden, nil, "cls")
-  local d = self.dense:forward(first)
-  first:free()
-  local y = ops.tanh(d)
-  d:free()
+  local y = T.scope(function()
+    local d = T.scope(function() return self.dense:forward(ops.pool(hidden, nil, "cls")) end)
+    return ops.tanh(d)
+  end)
   self:keep("y", y)
   self:keep("hidden", hidden)
   return y
 end
 
+-- the tanh's gradient dies before the pooling's backward, the dense's after it
 function Pooler:backward(dy)
   local y, hidden = self:saved_tensor("y"), self.saved.hidden
-  local dd = ops.tanh_backward(dy, y)
-  local dfirst = self.dense:backward(dd)
-  dd:free()
-  local dh = ops.pool_backward(dfirst, hidden, nil, "cls")
-  dfirst:free()
+  local dh = T.scope(function()
+    local dfirst = T.scope(function() return self.dense:backward(ops.tanh_backward(dy, y)) end)
+    return ops.pool_backward(dfirst, hidden, nil, "cls")
+  end)
   self:release()
   return dh
 end

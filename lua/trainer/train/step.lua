@@ -235,53 +235,50 @@ local function cached_embedding(ctx, cols, labels, opts)
   local rng = model.rng or { seed = 0, step = 0 }
   local seed0, grad_was = rng.seed, model.grad_enabled
   local function chunk_seed(j) return seed0 + (j - 1) * CHUNK_SEED_STRIDE end
-  local parts, n_tokens = {}, 0
-  local ok, value = pcall(function()
-    -- 1. embeddings without activations
-    model:set_grad_enabled(false)
+  local n_tokens = 0
+  -- each step in its own scope, so that what it makes dies when the step ends; the feed's
+  -- slot is released after each chunk's batch is read (and again on an error: a no-op
+  -- when it was)
+  local ok, value = pcall(T.scope, function()
+    local v, d = T.scope(function()
+      -- 1. the embeddings [N, C] without activations, chunk by chunk (the chunks die
+      --    when joined)
+      model:set_grad_enabled(false)
+      local all = T.scope(function()
+        local parts = {}
+        for j, ch in ipairs(chunks) do
+          rng.seed = chunk_seed(j)
+          parts[j] = T.scope(function()
+            local enc, k = encode(ctx, ch.texts, opts)
+            n_tokens = n_tokens + k
+            return model:forward(enc)
+          end)
+          release(ctx)
+        end
+        return (base.cat_rows(parts))
+      end)
+      rng.seed = seed0
+      model:set_grad_enabled(grad_was)
+      -- 2. the loss and its gradient with respect to every embedding
+      local v = loss:forward(column_views(all, #cols, B), labels)
+      return v, joined_grad(loss:backward(), ctx)
+    end)
+    -- 3. each chunk again, with grad, under the same dropout key; its batch and
+    --    embeddings die before its backward
     for j, ch in ipairs(chunks) do
       rng.seed = chunk_seed(j)
-      local enc, k = encode(ctx, ch.texts, opts)
-      n_tokens = n_tokens + k
-      local ok2, e = pcall(model.forward, model, enc)
-      free_enc(enc)
+      T.scope(function()
+        T.scope(function() model:forward((encode(ctx, ch.texts, opts))) end)
+        model:backward(d:narrow(ch.start, #ch.texts))
+      end)
       release(ctx)
-      if not ok2 then error(e, 0) end
-      parts[j] = e
-    end
-    rng.seed = seed0
-    model:set_grad_enabled(grad_was)
-    -- 2. the loss and its gradient with respect to every embedding
-    local all, new = base.cat_rows(parts)
-    if new then free_list(parts) end
-    parts = { all }
-    local embs = column_views(all, #cols, B)
-    local v = loss:forward(embs, labels)
-    local d = joined_grad(loss:backward(), ctx)
-    free_list(embs)
-    free_list(parts)
-    parts = { d }
-    -- 3. each chunk again, with grad, under the same dropout key
-    for j, ch in ipairs(chunks) do
-      rng.seed = chunk_seed(j)
-      local enc = encode(ctx, ch.texts, opts)
-      local ok2, e = pcall(model.forward, model, enc)
-      free_enc(enc)
-      if not ok2 then release(ctx) error(e, 0) end
-      e:free()
-      local dj = d:narrow(ch.start, #ch.texts)
-      local ok3, err = pcall(model.backward, model, dj)
-      release(ctx)
-      dj:free()
-      if not ok3 then error(err, 0) end
     end
     rng.seed = seed0
     return v
   end)
   rng.seed = seed0
   model:set_grad_enabled(grad_was)
-  free_list(parts)
-  if not ok then error(value, 0) end
+  if not ok then release(ctx); error(value, 0) end
   return value, n_tokens
 end
 
