@@ -29,7 +29,6 @@
 -- cuBLASLt computes, else passes of their own: BERT's "gelu", the default, is the erf form);
 -- --json writes the rows.
 local ffi = require("ffi")
-local T = require("trainer.core.tensor")
 local bert = require("trainer.models.bert")
 local optim = require("trainer.train.optim")
 local losses = require("trainer.losses")
@@ -217,21 +216,9 @@ end
 local function unwrap_ops() for name, f in pairs(wrapped) do ops[name] = f end end
 
 -- ---------------------------------------------------------------- model and step
-local ids, s = {}, 42
-local function rnd(k) s = (s * 1103515245 + 12345) % 2147483648 return s % k end
-for b = 0, opt.batch - 1 do
-  for t = 1, opt.seq do ids[b * opt.seq + t] = t == 1 and 101 or (t == opt.seq and 102 or 103 + rnd(opt.vocab - 103)) end
-end
-local function int_matrix(values, r, c)
-  local flat = T.from_table(values, { dtype = "i32", device = "cuda", tag = "activations" })
-  local m = flat:reshape({ r, c })
-  flat:free()
-  return m
-end
-local labels, mask = {}, {}
-for b = 1, opt.batch do labels[b] = rnd(2) end
-for i = 1, opt.batch * opt.seq do mask[i] = 1 end
-local batch = { input_ids = int_matrix(ids, opt.batch, opt.seq), attention_mask = int_matrix(mask, opt.batch, opt.seq) }
+local random_batch = dofile(here .. "/../random_batch.lua")   -- the emulator's build root has no bench/
+local data = random_batch.new(opt.batch, opt.seq, opt.vocab, 42, 103, 101, 102, "cuda")
+local batch, labels = { input_ids = data.input_ids, attention_mask = data.attention_mask }, data.labels
 
 -- One measured step of a model of `layers` layers: its rows.
 local function measure(layers)
