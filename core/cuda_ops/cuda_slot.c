@@ -156,6 +156,20 @@ static int cast_ws(tr_cslot *s, const void *p, int dt, int64_t n, int want, cons
     return rc;
 }
 
+/* The dtype a product's two operands run in: theirs when they agree; bf16 when one is bf16 and
+ * the other f32 (the f32 one, a trainable weight or a LoRA factor beside bf16 activations, is
+ * cast: the product then runs on the tensor cores, as under torch.autocast, where the f32 pair
+ * would run at the CUDA cores' rate and convert the larger activation; bf16 has f32's exponent
+ * range, so the cast cannot overflow); f32 for any other mix (f16 beside f32: a loss-scaled f32
+ * gradient could overflow f16). The CPU computes a bf16 x f32 product in f32: the two differ by
+ * the f32 operand's rounding to bf16, below the bf16 output's own. */
+static int gemm_pair_dtype(int a_dt, int b_dt)
+{
+    if (a_dt == b_dt) return a_dt;
+    if ((a_dt == TR_BF16 && b_dt == TR_F32) || (a_dt == TR_F32 && b_dt == TR_BF16)) return TR_BF16;
+    return TR_F32;
+}
+
 /* One attempt with a and b in dtype ab. */
 static int gemm_as(tr_cslot *s, int ab, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na,
                    const void *b, int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d)
@@ -184,7 +198,7 @@ static int gemm_as(tr_cslot *s, int ab, void *c, int c_dt, int64_t nc, const voi
 int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int a_dt, int64_t na, const void *b,
                   int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d)
 {
-    int ab = a_dt == b_dt ? a_dt : TR_F32;
+    int ab = gemm_pair_dtype(a_dt, b_dt);
     int rc = gemm_as(s, ab, c, c_dt, nc, a, a_dt, na, b, b_dt, nb, bias, bias_dt, d);
     /* Half operands of odd sizes are only 2-byte aligned, for which cuBLASLt may have no
      * kernel (NOT_SUPPORTED, or no algorithm): the same product in f32 always has one. A
@@ -207,7 +221,7 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
 int tr_cslot_gemm_fused(tr_cslot *s, void *c, int c_dt, const void *a, int a_dt, int64_t na, const void *b, int b_dt,
                         int64_t nb, const void *bias, int bias_dt, float *dbias, tr_cuda_gemm_desc d, int *fused)
 {
-    const int ab = a_dt == b_dt ? a_dt : TR_F32;
+    const int ab = gemm_pair_dtype(a_dt, b_dt);
     const int aux = d.epilogue == TR_GEMM_EPI_GELU_AUX || d.epilogue == TR_GEMM_EPI_DGELU;
     const int writes_bias = d.epilogue == TR_GEMM_EPI_BGRAD_A || (d.epilogue == TR_GEMM_EPI_DGELU && dbias);
     const int64_t bias_n = d.epilogue == TR_GEMM_EPI_BGRAD_A ? d.m : d.n;

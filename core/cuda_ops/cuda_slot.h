@@ -102,7 +102,8 @@ int tr_cslot_tensor_list(tr_cslot *s, tr_tensor *const *ts, int n, const tr_k_te
 tr_k_adamw_args tr_cslot_adamw_args(const tr_op_call *c);
 
 /* c (c_dt) = alpha op(a) op(b) + beta c + bias through cuBLASLt (bias in the epilogue), for
- * any float dtypes: a and b go to one dtype (theirs when equal, else f32), c to f32 when
+ * any float dtypes: a and b go to one dtype (theirs when equal, bf16 for bf16 beside f32, else
+ * f32), c to f32 when
  * cuBLASLt cannot write its dtype from theirs, the bias to c's dtype, each through
  * workspace. d gives m, n, k, batch, strides, transposes, alpha and beta; its dtypes are
  * set here. na, nb, nc: the elements of a, b and c. */
@@ -110,7 +111,7 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
                   int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d);
 
 /* c (c_dt) = op(a) op(b) (alpha, beta, shape from d) with the fused epilogue d.epilogue
- * (kernels/cuda/gemm.h), in a's and b's dtype pair (f32 when they differ), c written directly
+ * (kernels/cuda/gemm.h), in a's and b's dtype pair (as tr_cslot_gemm), c written directly
  * (c_dt f32 or the pair's). GELU_AUX reads bias (any dtype, or NULL) and writes d.aux, which
  * has c's dtype; BGRAD_A, and DGELU with dbias, ACCUMULATE (+=) the bias gradient into dbias
  * (f32: m elements for BGRAD_A, n for DGELU) through workspace. *fused = 0, with nothing
