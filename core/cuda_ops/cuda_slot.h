@@ -120,6 +120,12 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
 int tr_cslot_gemm_fused(tr_cslot *s, void *c, int c_dt, const void *a, int a_dt, int64_t na, const void *b, int b_dt,
                         int64_t nb, const void *bias, int bias_dt, float *dbias, tr_cuda_gemm_desc d, int *fused);
 
+/* A product's operand t as it should reach tr_cslot_gemm beside an operand of dtype other_dt:
+ * *data, *dtype = t's own, except for an f32 weight (tag weights) beside bf16, which gives its
+ * bf16 copy kept beside the weight and refreshed after each write of it (weight_half.c), so
+ * the cast is made once per optimizer step, not once per product. t NULL gives NULL. */
+int tr_cslot_product_operand(tr_cslot *s, const tr_tensor *t, int other_dt, const void **data, int *dtype);
+
 /* Defines the slot tr_opc_<name> around `static int name##_body(tr_cslot *s, tr_op_call *c)`. */
 #define TR_CSLOT_DEFINE(name)                                                                                          \
     static int name##_body(tr_cslot *s, tr_op_call *c);                                                                \

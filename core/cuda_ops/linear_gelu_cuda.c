@@ -19,19 +19,21 @@ static int linear_gelu_body(tr_cslot *s, tr_op_call *c)
     if (I == 0) return tr_fail(s->err, TR_EUSER, "linear_gelu: in_features is 0; cuBLASLt needs k >= 1");
     if (N == 0 || O == 0) return TR_OK;
     tr_cuda_gemm_desc d = {.m = N, .n = O, .k = I, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0};
-    int fused = 0, rc = TR_OK;
+    const void *W;
+    int w_dt, fused = 0, rc;
+    if ((rc = tr_cslot_product_operand(s, w, x->dtype, &W, &w_dt))) return rc;
     if (tanh_form && out->dtype == h->dtype) {
         d.epilogue = TR_GEMM_EPI_GELU_AUX;
         d.aux = h->data;
         d.aux_ld = O;
-        rc = tr_cslot_gemm_fused(s, out->data, out->dtype, x->data, x->dtype, x->numel, w->data, w->dtype, w->numel,
+        rc = tr_cslot_gemm_fused(s, out->data, out->dtype, x->data, x->dtype, x->numel, W, w_dt, w->numel,
                                  bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, NULL, d, &fused);
         d.epilogue = TR_GEMM_EPI_NONE;
         d.aux = NULL;
         d.aux_ld = 0;
     }
     if (rc == TR_OK && !fused) {
-        rc = tr_cslot_gemm(s, h->data, h->dtype, h->numel, x->data, x->dtype, x->numel, w->data, w->dtype, w->numel,
+        rc = tr_cslot_gemm(s, h->data, h->dtype, h->numel, x->data, x->dtype, x->numel, W, w_dt, w->numel,
                            bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
         if (rc == TR_OK)
             rc = tr_k_gelu_fwd_cuda(out->data, out->dtype, h->data, h->dtype, h->numel, tanh_form, s->stream, s->err);

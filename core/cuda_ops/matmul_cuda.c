@@ -42,7 +42,12 @@ static int matmul_body(tr_cslot *s, tr_op_call *c)
         /* no inner dimension: out = beta out + bias, which the CPU path gives too */
         return tr_fail(s->err, TR_EUSER, "matmul: the inner dimension is 0; cuBLASLt needs k >= 1");
     }
-    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, a->data, a->dtype, a->numel, b->data, b->dtype, b->numel,
+    const void *A, *B;
+    int a_dt, b_dt, rc;
+    if ((rc = tr_cslot_product_operand(s, a, b->dtype, &A, &a_dt)) ||
+        (rc = tr_cslot_product_operand(s, b, a->dtype, &B, &b_dt)))
+        return rc;
+    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, A, a_dt, a->numel, B, b_dt, b->numel,
                          bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
 }
 
@@ -54,7 +59,10 @@ static int linear_body(tr_cslot *s, tr_op_call *c)
     const int64_t O = w->shape[0], I = w->shape[1], N = O > 0 ? out->numel / O : 0;
     if (I == 0) return tr_fail(s->err, TR_EUSER, "linear: in_features is 0; cuBLASLt needs k >= 1");
     tr_cuda_gemm_desc d = {.m = N, .n = O, .k = I, .batch = 1, .trans_b = 1, .alpha = 1, .beta = 0};
-    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, x->data, x->dtype, x->numel, w->data, w->dtype, w->numel,
+    const void *W;
+    int w_dt, rc;
+    if ((rc = tr_cslot_product_operand(s, w, x->dtype, &W, &w_dt))) return rc;
+    return tr_cslot_gemm(s, out->data, out->dtype, out->numel, x->data, x->dtype, x->numel, W, w_dt, w->numel,
                          bias ? bias->data : NULL, bias ? bias->dtype : TR_F32, d);
 }
 
@@ -94,8 +102,11 @@ static int linear_backward_body(tr_cslot *s, tr_op_call *c)
     int rc = TR_OK;
     if (dx && O > 0) {
         tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0};
-        rc = tr_cslot_gemm(s, dx->data, dx->dtype, dx->numel, dout->data, dout->dtype, dout->numel, w->data, w->dtype,
-                           w->numel, NULL, TR_F32, d);
+        const void *W;
+        int w_dt;
+        if ((rc = tr_cslot_product_operand(s, w, dout->dtype, &W, &w_dt))) return rc;
+        rc = tr_cslot_gemm(s, dx->data, dx->dtype, dx->numel, dout->data, dout->dtype, dout->numel, W, w_dt, w->numel,
+                           NULL, TR_F32, d);
     } else if (dx) {
         rc = tr_k_fill_fwd_cuda(dx->data, 0.0f, dx->dtype, dx->numel, s->stream, s->err);
     }
@@ -122,19 +133,22 @@ static int linear_backward_dgelu_body(tr_cslot *s, tr_op_call *c)
     int rc = TR_OK, fused = 0;
     if (N > 0 && I > 0 && O > 0) {
         tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0};
+        const void *W;
+        int w_dt;
+        if ((rc = tr_cslot_product_operand(s, w, dout->dtype, &W, &w_dt))) return rc;
         if (tanh_form && dh->dtype == h->dtype && (!dhbias || dh->dtype == TR_F32)) {
             d.epilogue = TR_GEMM_EPI_DGELU;
             d.aux = h->data;
             d.aux_ld = I;
-            rc = tr_cslot_gemm_fused(s, dh->data, dh->dtype, dout->data, dout->dtype, dout->numel, w->data, w->dtype,
-                                     w->numel, NULL, TR_F32, dhbias ? dhbias->data : NULL, d, &fused);
+            rc = tr_cslot_gemm_fused(s, dh->data, dh->dtype, dout->data, dout->dtype, dout->numel, W, w_dt, w->numel,
+                                     NULL, TR_F32, dhbias ? dhbias->data : NULL, d, &fused);
             d.epilogue = TR_GEMM_EPI_NONE;
             d.aux = NULL;
             d.aux_ld = 0;
         }
         if (rc == TR_OK && !fused)
-            rc = tr_cslot_gemm(s, dh->data, dh->dtype, dh->numel, dout->data, dout->dtype, dout->numel, w->data,
-                               w->dtype, w->numel, NULL, TR_F32, d);
+            rc = tr_cslot_gemm(s, dh->data, dh->dtype, dh->numel, dout->data, dout->dtype, dout->numel, W, w_dt,
+                               w->numel, NULL, TR_F32, d);
     } else if (N > 0 && I > 0) {
         rc = tr_k_fill_fwd_cuda(dh->data, 0.0f, dh->dtype, dh->numel, s->stream, s->err);
     }

@@ -16,7 +16,8 @@
 --                batch.accumulate of them one after another, each freed before the next, so
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
 --                real batches pad to their longest); on a GPU also the batch feed's two slots
---   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU; on the
+--   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU, and there
+--                under bf16 a bf16 copy of each trainable weight a product reads; on the
 --                CPU with oneDNN (core/gemm/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed twice in f32 (forward and input gradient), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
@@ -112,11 +113,13 @@ function M.estimate(recipe, opts)
   local classification = m.task == "classification"
   local K = m.num_labels or (m.labels and #m.labels) or 3
 
-  -- parameters: { count, rows, cols, trainable }
+  -- parameters: { count, rows, cols, trainable, product (a weight that a matrix product reads) }
   local params = {}
   local lora = recipe.lora
   local targets = lora and lora.targets or {}
-  local function add(n, rows, cols, trainable) params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable } end
+  local function add(n, rows, cols, trainable, product)
+    params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable, product = product }
+  end
   local full = not lora
   add(V * H, V, H, full); add(P * H, P, H, full); add(TV * H, TV, H, full); add(2 * H, 2 * H, 1, full)
   local lora_sites = {}
@@ -126,20 +129,20 @@ function M.estimate(recipe, opts)
   end
   for _ = 1, L do
     for _, lin in ipairs(layer_linears(H, I)) do
-      add(lin[2] * lin[3], lin[3], lin[2], full)   -- weight [out, in]
+      add(lin[2] * lin[3], lin[3], lin[2], full, true)   -- weight [out, in]
       add(lin[3], lin[3], 1, full)                 -- bias
     end
     add(4 * H, 4 * H, 1, full)                     -- two LayerNorms
     for _, lin in ipairs(lora_sites) do
-      add(lora.r * lin[2], lora.r, lin[2], true)   -- lora_A [r, in]
-      add(lin[3] * lora.r, lin[3], lora.r, true)   -- lora_B [out, r]
+      add(lora.r * lin[2], lora.r, lin[2], true, true)   -- lora_A [r, in]
+      add(lin[3] * lora.r, lin[3], lora.r, true, true)   -- lora_B [out, r]
     end
   end
   if classification then
     local saved = {}
     for _, n in ipairs(lora and lora.modules_to_save or {}) do saved[n] = true end
-    add(H * H + H, H, H, full or saved.pooler or saved["pooler.dense"] or false)
-    add(K * H + K, K, H, full or saved.classifier or false)
+    add(H * H + H, H, H, full or saved.pooler or saved["pooler.dense"] or false, true)
+    add(K * H + K, K, H, full or saved.classifier or false, true)
   end
 
   local half = recipe.precision == "bf16" or recipe.precision == "fp16"
@@ -220,6 +223,14 @@ function M.estimate(recipe, opts)
   local onednn = not gpu and (opts.cpu_gemm or cpu_gemm_library()) == "onednn"
   if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
   if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
+  -- on a GPU under bf16, the bf16 copy of every trainable (f32) weight a product reads beside
+  -- the bf16 activations (LoRA's factors, a full fine-tune's Linears), kept for the run and
+  -- refreshed after each update (core/cuda_ops/weight_half.c)
+  if gpu and recipe.precision == "bf16" then
+    for _, p in ipairs(params) do
+      if p.trainable and p.product then workspace = workspace + 2 * p.rows * p.cols end
+    end
+  end
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
   -- (f32 weights only: half ones run unpacked, core/gemm/cpu_gemm.c)
   local packed = 0
