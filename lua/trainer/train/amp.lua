@@ -15,7 +15,9 @@
 --     "weights"): they never get a gradient, so nothing needs their f32 value;
 --   * trainable parameters keep their f32 master in .value (the optimizer updates it and
 --     the forward reads it directly: on the CPU a half copy would be converted back to
---     f32 by the op, costing memory for nothing). Gradients are f32 (tag "grads").
+--     f32 by the op, costing memory for nothing; on a GPU the products read a bf16 copy
+--     that core/cuda_ops/weight_half.c keeps beside the master and remakes after each
+--     update). Gradients are f32 (tag "grads").
 -- fp16 adds a dynamic loss scaler with torch.cuda.amp.GradScaler's semantics: init 2^16,
 -- x0.5 and the optimizer step skipped when an unscaled gradient holds an inf or NaN, x2
 -- after growth_interval (2000) consecutive clean steps; unscale once per optimizer step,
