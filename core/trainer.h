@@ -21,6 +21,7 @@
 #include "device_errors.h"
 #include "ops_nn.h"
 #include "ops_linear_gelu.h"
+#include "ops_dropout_linear.h"
 #include "tokenizer.h"
 #include "ops_pair_features.h"
 #include "ops_multi_tensor.h"

@@ -27,6 +27,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/embedding.h"
 #include "cuda/features.h"
+#include "cuda/dropout_linear.h"
 #include "cuda/gemm.h"
 #include "cuda/index_check.h"
 #include "cuda/layernorm.h"

@@ -108,3 +108,6 @@ TR_OP(linear_gelu, TR_A(out, OUT, FLOAT, 0) TR_A(h, OUT, FLOAT, 0) TR_A(x, IN, F
 TR_OP(linear_backward_dgelu, TR_A(dh, OUT, FLOAT, 0) TR_A(dw, ACC, F32, 1) TR_A(dbias, ACC, F32, 1) \
       TR_A(dhbias, ACC, F32, 1) TR_A(dout, IN, FLOAT, 0) TR_A(x, IN, FLOAT, 1) TR_A(w, IN, FLOAT, 0) \
       TR_A(h, IN, FLOAT, 0), TR_S(kind, i, 0, 0))
+TR_OP(dropout_linear, TR_A(out, OUT, FLOAT, 0) TR_A(x, IN, FLOAT, 0) TR_A(w, IN, FLOAT, 0), TR_S(p, f, 0, NAN))
+TR_OP(dropout_linear_backward, TR_A(dx, ACC, FLOAT, 1) TR_A(dw, ACC, F32, 1) TR_A(dout, IN, FLOAT, 0) \
+      TR_A(x, IN, FLOAT, 0) TR_A(w, IN, FLOAT, 0), TR_S(p, f, 0, NAN))

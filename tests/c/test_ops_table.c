@@ -686,6 +686,80 @@ static void ref_linear_bwd_dgelu(double **t, const int64_t *d, const tr_op_call 
     }
 }
 
+/* dropout_linear. d: N, I, R, p in percent, which gradients the backward wants (1 dx, 2 dw). */
+static void sh_dl(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[2]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = A(2, d[2], d[1]);
+}
+static void sc_dl(const int64_t *d, tr_op_call *c)
+{
+    c->f[0] = (float)d[3] / 100.0f;
+    c->p = &drop_key;
+    c->u = 1000;
+}
+/* xd = dropout(x) as the op's dropout stores it (rounded to x's dtype dt). */
+static double *dl_dropped(const double *x, int64_t n, const tr_op_call *c, int dt)
+{
+    double *xd = malloc((size_t)n * sizeof *xd + 1);
+    uint8_t *keep = malloc((size_t)n + 1);
+    const float p = c->f[0];
+    if (p > 0) tr_dropout_mask_bits(keep, (size_t)n, p, *(const tr_rng_key *)c->p, c->u);
+    for (int64_t i = 0; i < n; i++) xd[i] = p > 0 ? (keep[i] ? x[i] / (1.0 - p) : 0.0) : x[i];
+    if (dt != TR_F32) quantize(xd, n, dt);
+    free(keep);
+    return xd;
+}
+static void ref_dl(double **t, const int64_t *d, const tr_op_call *c)
+{
+    const int64_t N = d[0], I = d[1], R = d[2];
+    double *xd = dl_dropped(t[1], N * I, c, c->t[1]->dtype);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t j = 0; j < R; j++) {
+            double acc = 0;
+            for (int64_t i = 0; i < I; i++) acc += xd[n * I + i] * t[2][j * I + i];
+            t[0][n * R + j] = acc;
+        }
+    free(xd);
+}
+static void sh_dl_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = d[4] & 1 ? A(2, d[0], d[1]) : ANULL;
+    a[1] = d[4] & 2 ? A(2, d[2], d[1]) : ANULL;
+    a[2] = A(2, d[0], d[2]);
+    a[3] = A(2, d[0], d[1]);
+    a[4] = A(2, d[2], d[1]);
+}
+/* dx += dropout_backward(dout w) (the product and its mask in dout's dtype), dw += dout^T xd */
+static void ref_dl_bwd(double **t, const int64_t *d, const tr_op_call *c)
+{
+    const int64_t N = d[0], I = d[1], R = d[2];
+    double *dx = t[0], *dw = t[1], *dout = t[2], *x = t[3], *w = t[4];
+    const int ddt = c->t[2]->dtype;
+    if (dx) {
+        double *g = malloc((size_t)(N * I) * sizeof *g + 1);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < I; i++) {
+                double acc = 0;
+                for (int64_t j = 0; j < R; j++) acc += dout[n * R + j] * w[j * I + i];
+                g[n * I + i] = acc;
+            }
+        if (ddt != TR_F32) quantize(g, N * I, ddt);
+        double *gd = dl_dropped(g, N * I, c, ddt);
+        for (int64_t e = 0; e < N * I; e++) dx[e] += gd[e];
+        free(gd);
+        free(g);
+    }
+    if (dw) {
+        double *xd = dl_dropped(x, N * I, c, c->t[3]->dtype);
+        for (int64_t j = 0; j < R; j++)
+            for (int64_t i = 0; i < I; i++)
+                for (int64_t n = 0; n < N; n++) dw[j * I + i] += dout[n * R + j] * xd[n * I + i];
+        free(xd);
+    }
+}
+
 /* ------------------------------------------------------------ activations, attention */
 
 static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
@@ -882,6 +956,12 @@ static const op_case cases[] = {
     /* dh = gelu'(h) times the dh it rounded (as linear_backward then gelu_backward) */
     { "linear_backward_dgelu", sh_linear_bwd_dgelu, sc_linear_gelu, ref_linear_bwd_dgelu, .nd = 4, .rounds_inside = 1,
       .dims = { DIMS(3, 5, 7, 1, 0), DIMS(1, 1, 1, 0, 1), DIMS(6, 4, 3, 1, 1), DIMS(5, 16, 6, 0, 1) } },
+    /* LoRA's down-projection over the dropped-out input: rank 20 takes two register chunks */
+    { "dropout_linear", sh_dl, sc_dl, ref_dl, .nd = 4, .rounds_inside = 1,
+      .dims = { DIMS(5, 37, 8, 30, 3), DIMS(1, 1, 1, 0, 3), DIMS(9, 20, 20, 50, 3), DIMS(4, 33, 3, 0, 3) } },
+    { "dropout_linear_backward", sh_dl_bwd, sc_dl, ref_dl_bwd, .nd = 5, .rounds_inside = 1,
+      .dims = { DIMS(5, 37, 8, 30, 3), DIMS(1, 1, 1, 0, 3), DIMS(9, 20, 20, 50, 1), DIMS(4, 33, 3, 0, 2),
+                DIMS(6, 17, 4, 10, 3) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -2022,6 +2102,8 @@ static const struct {
     /* the tanh form in cuBLASLt's DGELU_BGRAD / DGELU epilogue (I a multiple of 8); erf composed */
     { "linear_backward_dgelu", { 48, 96, 64, 1, 1 }, 0 }, { "linear_backward_dgelu", { 40, 32, 24, 0, 1 }, 0 },
     { "linear_backward_dgelu", { 48, 96, 64, 1, 0 }, 0 },
+    /* a LoRA site's shape: rows over two of the weight gradient's row chunks */
+    { "dropout_linear", { 300, 256, 8, 10, 3 }, 0 }, { "dropout_linear_backward", { 300, 256, 8, 10, 3 }, 0 },
 };
 enum { N_DEVICE_EXTRA = (int)(sizeof device_extra / sizeof device_extra[0]) };
 
