@@ -237,6 +237,23 @@ function M.dropout_backward(dout, prob, key, offset)
   return dx
 end
 
+-- out [..., R] = dropout(x, prob, key, offset) w^T (w [R, I], no bias: LoRA's down-projection;
+-- core/ops/ops_dropout_linear.h): on CUDA one pass over x, the dropped-out copy never written.
+function M.dropout_linear(x, w, prob, key, offset, opts)
+  opts = opts or {}
+  local out = new(shape_with_last(x, w:shape()[1]), x, opts.dtype, opts.tag)
+  fill({ out }, C.tr_op_dropout_linear(ctx, out:ptr(), x:ptr(), w:ptr(), prob, key, offset or 0), "dropout_linear")
+  return out
+end
+
+-- Its backward with the forward's x, w, prob, key, offset: dx (+=, or nil) += dropout_backward(dout w),
+-- dw (+=, f32, or nil) += dout^T dropout(x). Returns dx.
+function M.dropout_linear_backward(dout, x, w, dx, dw, prob, key, offset)
+  check(C.tr_op_dropout_linear_backward(ctx, p(dx), p(dw), dout:ptr(), x:ptr(), w:ptr(), prob, key, offset or 0),
+    "dropout_linear_backward")
+  return dx
+end
+
 -- Dropout of a packed [N, C] tensor, segment by segment (core/ops/ops_row_segments.h): segs is
 -- an int64_t[3 * nseg] cdata of (packed first row, rows, padded first row); trainer.nn.packing makes it.
 function M.dropout_segments(x, prob, key, segs, nseg)

@@ -59,11 +59,20 @@ end
 function LoraLinear:forward(x, pk)
   local base = self.base
   local y = ops.linear(x, base.weight.value, base.bias and base.bias.value or nil)
-  local xd = self.dropout:forward(x, pk)
-  local a = ops.linear(xd, self.lora_A.value)
+  local drop, a = self.dropout, nil
+  self.saved.drop_key = nil
+  if drop:active() and not pk then
+    -- dropout and the down-projection in one op: the dropped-out copy is never made (the
+    -- packed rows keep the two ops: their masks follow the padded layout)
+    a = ops.dropout_linear(x, self.lora_A.value, drop.p, drop:key())
+    if self.grad_enabled then self.saved.drop_key = { seed = drop.rng.seed, step = drop.rng.step } end
+  else
+    local xd = drop:forward(x, pk)
+    a = ops.linear(xd, self.lora_A.value)
+    xd:free()                     -- a view of x, or the dropped-out copy: rebuilt in backward
+  end
   -- y += scale * a B^T in the product itself (beta = 1): no [.., out] temporary and no axpy pass
   ops.matmul(a, self.lora_B.value, { out = y, trans_b = true, alpha = self.scale, beta = 1 })
-  xd:free()                       -- a view of x, or the dropped-out copy: rebuilt in backward
   if self.grad_enabled then
     self:keep("x", x)
     self.saved.a = T.keep(a)
@@ -78,6 +87,8 @@ end
 function LoraLinear:backward(dy, want_dx)
   local base = self.base
   local x, a = self:saved_tensor("x"), self.saved.a
+  local k = self.saved.drop_key
+  if k then return self:backward_fused(dy, want_dx, x, a, k) end
   local dx, dxd = T.scope(function()
     local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
     local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
@@ -95,6 +106,25 @@ function LoraLinear:backward(dy, want_dx)
     T.scope(function() ops.add_(dx, self.dropout:backward(dxd)) end)   -- dx += the LoRA path's
     dxd:free()
   end
+  return dx
+end
+
+-- backward after the fused forward (dropout_linear): the LoRA path's input gradient is added
+-- into the base's by dropout_linear_backward, which also accumulates lora_A's gradient.
+function LoraLinear:backward_fused(dy, want_dx, x, a, k)
+  local base, drop = self.base, self.dropout
+  local dx = T.scope(function()
+    local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
+      base.bias and Module.grad_of(base.bias) or nil, want_dx)
+    local out = base.out_features
+    ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
+      { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
+    local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
+    local key = ops.rng_key({ seed = k.seed, step = k.step, layer = drop.layer, op = drop.op })
+    ops.dropout_linear_backward(da, x, self.lora_A.value, dx, Module.grad_of(self.lora_A), drop.p, key)
+    return dx
+  end)
+  self:release()
   return dx
 end
 
