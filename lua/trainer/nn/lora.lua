@@ -59,7 +59,7 @@ end
 function LoraLinear:forward(x, pk)
   local base = self.base
   local y = ops.linear(x, base.weight.value, base.bias and base.bias.value or nil)
-  local drop, a = self.dropout, nil
+  local drop, a = self.dropout
   self.saved.drop_key = nil
   if drop:active() and not pk then
     -- dropout and the down-projection in one op: the dropped-out copy is never made (the
