@@ -74,21 +74,27 @@ function LoraLinear:forward(x, pk)
 end
 
 -- dy: [..., out]; parameter grads ACCUMULATE (+=) into lora_A/lora_B (and the base's when
--- trainable); returns dx (=), a new tensor.
-function LoraLinear:backward(dy, want_dx)
+-- trainable; bias_done leaves the base's bias gradient alone, as Linear:backward); returns dx
+-- (=), a new tensor, or, given into (x's shape), into += dx. Both paths' input gradients add
+-- in their products (beta = 1: no temporary, no add pass); a LoRA dropout > 0 puts its
+-- backward between the adapter's product and dx, so that path keeps one add.
+function LoraLinear:backward(dy, want_dx, bias_done, into)
   local base = self.base
   local x, a = self:saved_tensor("x"), self.saved.a
+  local dropped = self.dropout.p > 0
   local dx, dxd = T.scope(function()
     local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
     local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-      base.bias and Module.grad_of(base.bias) or nil, want_dx)
+      (base.bias and not bias_done) and Module.grad_of(base.bias) or nil, want_dx, into)
     -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
     -- all rows, da = scale dy B
     local out = base.out_features
     ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
       { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
     local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
-    return dx, ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
+    local dxa = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx,
+      not dropped and dx or nil)
+    return dx, dropped and dxa or nil
   end)
   self:release()
   if dxd then
