@@ -26,8 +26,9 @@
 -- The first GPU run measures what the floor predicts. Prints the table, the predicted step
 -- time and tokens/s, and where the Linear's bias and the GELU run (the bias in the product's
 -- cuBLASLt epilogue; the GELU and its derivative in them too for --act gelu_new, the tanh form
--- cuBLASLt computes, else passes of their own: BERT's "gelu", the default, is the erf form);
--- --json writes the rows.
+-- cuBLASLt computes, else passes of their own: BERT's "gelu", the default, is the erf form), and
+-- whether the backward sums input gradients in add_ passes (none: linear_backward adds each
+-- into the gradient already there, in the product); --json writes the rows.
 local ffi = require("ffi")
 local bert = require("trainer.models.bert")
 local optim = require("trainer.train.optim")
@@ -153,6 +154,7 @@ products = {
 }
 
 local rows -- the measurement in progress: rows by key, and in order
+local in_backward = false -- whether the model's backward is running (its add_ calls are counted apart)
 local function note(name, args, outs, first, last)
   local bytes, tbytes, seen = 0, 0, {}
   local function add(t)
@@ -176,12 +178,13 @@ local function note(name, args, outs, first, last)
   local key = name .. "|" .. table.concat(kernels, ",")
   local r = rows[key]
   if not r then
-    r = { key = key, op = name, kernels = table.concat(kernels, ", "), calls = 0, launches = 0, bytes = 0, flops = 0,
-      mma_flops = 0, t_bytes = 0, t_flops = 0, t_min_flops = 0, tensor = tensor }
+    r = { key = key, op = name, kernels = table.concat(kernels, ", "), calls = 0, backward_calls = 0, launches = 0,
+      bytes = 0, flops = 0, mma_flops = 0, t_bytes = 0, t_flops = 0, t_min_flops = 0, tensor = tensor }
     rows[key] = r
     rows[#rows + 1] = r
   end
   r.calls, r.launches = r.calls + 1, r.launches + #launches
+  if in_backward then r.backward_calls = r.backward_calls + 1 end
   r.bytes, r.flops = r.bytes + bytes, r.flops + fl
   r.log = r.log or {}
   for _, i in ipairs(launches) do r.log[#r.log + 1] = i end
@@ -239,7 +242,9 @@ local function measure(layers)
     local logits = model:forward(batch)
     loss:forward({ logits }, labels)
     local g = loss:backward()[1]
+    in_backward = true
     model:backward(g)
+    in_backward = false
     g:free(); logits:free()
     opt_:step()
   end
@@ -248,6 +253,7 @@ local function measure(layers)
   wrap_ops()
   if log_ok then ffi.C.cudacpu_launch_log(1) end
   local ok, err = pcall(step, 2)
+  in_backward = false
   unwrap_ops()
   if log_ok then
     -- the WMMA products of each row's launches, once every launch ran (deferred streams)
@@ -269,7 +275,8 @@ end
 local L1 = opt.layers
 local one, two = measure(L1), measure(L1 + 1)
 batch.input_ids:free(); batch.attention_mask:free()
-local fields = { "calls", "launches", "bytes", "flops", "mma_flops", "t_bytes", "t_flops", "t_min_flops" }
+local fields = { "calls", "backward_calls", "launches", "bytes", "flops", "mma_flops", "t_bytes", "t_flops",
+  "t_min_flops" }
 rows = {}
 for _, r2 in ipairs(two) do
   local r1 = one[r2.key] or {}
@@ -333,6 +340,12 @@ io.write(("epilogues: the Linear's bias in the cuBLASLt product (%s); the GELU %
 io.write(("epilogues: the GELU derivative %s\n"):format(dgelu_fused > 0 and dgelu_passes == 0 and
   ("in the down-projection's input-gradient product (DGELU, %d calls)"):format(math.floor(dgelu_fused + 0.5))
   or ("a pass of its own (%d calls)"):format(math.floor(dgelu_passes + 0.5))))
+-- input gradients that meet (the residual and the attention's three projections, a LoRA path
+-- beside its base) add in the products (linear_backward's beta = 1), not in add_ passes
+local backward_adds = 0
+for _, r in ipairs(rows) do if r.op == "add_" then backward_adds = backward_adds + r.backward_calls end end
+io.write(("input gradients: %s\n"):format(backward_adds == 0 and "summed in the products (no add_ in the backward)"
+  or ("%d add_ passes in the backward"):format(math.floor(backward_adds + 0.5))))
 io.write(("predicted step time %.2f ms (%d launches; launch latency not counted), %.0f tokens/s at the ceilings\n")
   :format(total * 1e3, math.floor(total_launches + 0.5), tokens / total))
 
@@ -347,8 +360,9 @@ if json_path then
   end
   f:write(('{"predicted_step_s": %.9g, "tokens_per_s": %.1f, "launches": %d, "act": "%s", "bias_kernels": %d, '
     .. '"gelu_fused_calls": %d, "gelu_pass_calls": %d, "dgelu_fused_calls": %d, "dgelu_pass_calls": %d, '
-    .. '"rows": [\n  %s\n]}\n'):format(total, tokens / total, math.floor(total_launches + 0.5), opt.act,
-    math.floor(bias_kernels + 0.5), math.floor(gelu_fused + 0.5), math.floor(gelu_passes + 0.5),
-    math.floor(dgelu_fused + 0.5), math.floor(dgelu_passes + 0.5), table.concat(parts, ",\n  ")))
+    .. '"backward_add_calls": %d, "rows": [\n  %s\n]}\n'):format(total, tokens / total, math.floor(total_launches + 0.5),
+    opt.act, math.floor(bias_kernels + 0.5), math.floor(gelu_fused + 0.5), math.floor(gelu_passes + 0.5),
+    math.floor(dgelu_fused + 0.5), math.floor(dgelu_passes + 0.5), math.floor(backward_adds + 0.5),
+    table.concat(parts, ",\n  ")))
   f:close()
 end

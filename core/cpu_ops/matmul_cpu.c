@@ -52,11 +52,13 @@ static int64_t even_rows(int64_t N, int64_t most)
 }
 
 /* What a block's products need beside the staged pointers: the context (the GEMM router),
- * the weight's packed form (NULL: the staged weight) and the sizes. */
+ * the weight's packed form (NULL: the staged weight), the sizes and, for linear_backward,
+ * the input gradient's beta (0: dx = dout W; 1: dx += dout W, linear_backward_acc). */
 typedef struct gemm_run {
     tr_ctx *ctx;
     const void *packed;
     const int64_t *dim;
+    float dx_beta;
 } gemm_run;
 
 /* ------------------------------------------------------------ matmul */
@@ -93,7 +95,7 @@ int tr_cpu_matmul(tr_ctx *ctx, tr_op_call *c)
         [MM(b)] = TR_ROWS_WHOLE,
         [MM(bias)] = TR_ROWS_WHOLE,
     };
-    gemm_run g = {ctx, NULL, c->dim};
+    gemm_run g = {ctx, NULL, c->dim, 0.0f};
     return tr_stage_rows(ctx, &tr_opd_matmul, c, layout, 1, 1, matmul_whole, &g);
 }
 
@@ -134,7 +136,7 @@ static int linear_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t
 int tr_cpu_linear(tr_ctx *ctx, tr_op_call *c)
 {
     const tr_op_desc *d = &tr_opd_linear;
-    gemm_run g = {ctx, NULL, c->dim};
+    gemm_run g = {ctx, NULL, c->dim, 0.0f};
     int rc;
     if (bf16_forward_native(ctx, c->linear.x, c->linear.w, c->linear.out)) {
         static const unsigned char bias_only[TR_OP_MAX_TENSORS] = {[LF(bias)] = TR_ROWS_WHOLE};
@@ -158,7 +160,8 @@ static int dbias_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t 
     return TR_OK;
 }
 
-/* dx = dout W, dw += dout^T x, dbias += column sums of dout, over a block of rows. */
+/* dx = dout W + beta dx, dw += dout^T x, dbias += column sums of dout, over a block of rows
+ * (dx staged in for beta 1: linear_backward_acc's dx is ACC). */
 static int linear_backward_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t unused,
                                 void *work)
 {
@@ -167,21 +170,24 @@ static int linear_backward_rows(const tr_op_call *c, float *const *p, int64_t r0
     const float *D = p[LB(dout)];
     int rc = TR_OK;
     if (p[LB(dx)] && g->packed)
-        rc = tr_cpu_linear_input_grad_packed(g->ctx, p[LB(dx)], D, g->packed, (int)nr, O, I);
+        rc = tr_cpu_linear_input_grad_packed(g->ctx, p[LB(dx)], D, g->packed, (int)nr, O, I, g->dx_beta);
     else if (p[LB(dx)])
-        rc = tr_cpu_gemm_f32(g->ctx, p[LB(dx)], D, p[LB(w)], NULL, (int)nr, I, O, 0, 0, 1.0f, 0.0f);
+        rc = tr_cpu_gemm_f32(g->ctx, p[LB(dx)], D, p[LB(w)], NULL, (int)nr, I, O, 0, 0, 1.0f, g->dx_beta);
     if (rc == TR_OK && p[LB(dw)]) rc = tr_cpu_gemm_f32(g->ctx, p[LB(dw)], D, p[LB(x)], NULL, O, I, (int)nr, 1, 0, 1, 1);
     if (rc == TR_OK && p[LB(dbias)]) tr_k_bias_bwd_f32(p[LB(dbias)], D, nr, O);
     return rc;
 }
 
-int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
+/* Both forms: d is linear_backward's description (dx OUT, dx_beta 0) or linear_backward_acc's
+ * (dx ACC, dx_beta 1), whose arguments are in the same order, so LB() indexes either. On every
+ * path the product itself takes beta: oneDNN's sum post-op (native bf16, packed, plain) or the
+ * BLAS's beta, into dx staged in (a half dx) or dx itself (f32), so dx rounds once. */
+static int linear_backward_cpu(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, float dx_beta)
 {
-    const tr_op_desc *d = &tr_opd_linear_backward;
-    const tr_tensor *dx = c->linear_backward.dx, *dw = c->linear_backward.dw, *dbias = c->linear_backward.dbias,
-                    *dout = c->linear_backward.dout, *x = c->linear_backward.x, *w = c->linear_backward.w;
+    const tr_tensor *dx = c->t[LB(dx)], *dw = c->t[LB(dw)], *dbias = c->t[LB(dbias)], *dout = c->t[LB(dout)],
+                    *x = c->t[LB(x)], *w = c->t[LB(w)];
     const int64_t O = c->dim[0], I = c->dim[1], N = c->dim[2];
-    gemm_run g = {ctx, NULL, c->dim};
+    gemm_run g = {ctx, NULL, c->dim, dx_beta};
     int rc = TR_OK;
     if (!dx && !dw && !dbias) return TR_OK;
     /* bf16 dout, w and x: the products native (dx = dout W, dw += dout^T x into the f32
@@ -191,7 +197,7 @@ int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
                                                                       [LB(dout)] = TR_ROWS_BLOCK};
         if (dx && N > 0)
             rc = tr_cpu_gemm_bf16(ctx, dx->data, dx->dtype, dout->data, w->data, NULL, (int)N, (int)I, (int)O, 0, 0,
-                                  1.0f, 0.0f);
+                                  1.0f, dx_beta);
         if (rc == TR_OK && dw && N > 0)
             rc = tr_cpu_gemm_bf16(ctx, dw->data, TR_F32, dout->data, x->data, NULL, (int)O, (int)I, (int)N, 1, 0, 1.0f,
                                   1.0f);
@@ -206,4 +212,18 @@ int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
         [LB(dout)] = TR_ROWS_BLOCK, [LB(x)] = dw ? TR_ROWS_BLOCK : 0, [LB(w)] = dx && !g.packed ? TR_ROWS_WHOLE : 0,
     };
     return tr_stage_rows_by(ctx, d, c, layout, N, 1, linear_step(d, c, layout), linear_backward_rows, &g);
+}
+
+int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_backward_cpu(ctx, &tr_opd_linear_backward, c, 0.0f);
+}
+
+_Static_assert(TR_ARGI(linear_backward, dx) == TR_ARGI(linear_backward_acc, dx) &&
+                   TR_ARGI(linear_backward, w) == TR_ARGI(linear_backward_acc, w),
+               "linear_backward and linear_backward_acc take their tensors in one order");
+
+int tr_cpu_linear_backward_acc(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_backward_cpu(ctx, &tr_opd_linear_backward_acc, c, 1.0f);
 }

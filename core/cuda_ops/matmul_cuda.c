@@ -1,5 +1,5 @@
-/* matmul_cuda.c — the CUDA slots of matmul, linear, linear_backward (CPU slots:
- * core/cpu_ops/matmul_cpu.c) and linear_backward_dgelu (core/cpu_ops/linear_gelu_cpu.c) through
+/* matmul_cuda.c — the CUDA slots of matmul, linear, linear_backward, linear_backward_acc (CPU
+ * slots: core/cpu_ops/matmul_cpu.c) and linear_backward_dgelu (core/cpu_ops/linear_gelu_cpu.c) through
  * cuBLASLt (tr_cslot_gemm). Linear's bias rides in the GEMM's
  * epilogue (BIAS); its backward's bias gradient rides in the weight gradient's product (BGRADB),
  * or is a deterministic column sum of dout where that product is not made (a frozen weight) or
@@ -90,9 +90,10 @@ static int weight_grads(tr_cslot *s, const tr_tensor *dw, const tr_tensor *dbias
     return rc;
 }
 
-/* dx (=) = dout w; dw, dbias: weight_grads */
-TR_CSLOT_DEFINE(linear_backward)
-static int linear_backward_body(tr_cslot *s, tr_op_call *c)
+/* dx = dout w + beta dx (beta 0: =, never read; 1: +=, the sum in the product's own beta, so
+ * dx rounds once); dw, dbias: weight_grads. linear_backward and linear_backward_acc take their
+ * tensors in one order (matmul_cpu.c asserts it), so the call's t[] serves both. */
+static int linear_backward_cuda(tr_cslot *s, tr_op_call *c, float dx_beta)
 {
     const tr_tensor *dx = c->linear_backward.dx, *dw = c->linear_backward.dw, *dbias = c->linear_backward.dbias,
                     *dout = c->linear_backward.dout, *x = c->linear_backward.x, *w = c->linear_backward.w;
@@ -101,16 +102,29 @@ static int linear_backward_body(tr_cslot *s, tr_op_call *c)
     const int64_t I = w ? w->shape[1] : x ? x->shape[x->ndim - 1] : 0;
     int rc = TR_OK;
     if (dx && O > 0) {
-        tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = 0};
+        tr_cuda_gemm_desc d = {.m = N, .n = I, .k = O, .batch = 1, .alpha = 1, .beta = dx_beta};
         const void *W;
         int w_dt;
         if ((rc = tr_cslot_product_operand(s, w, dout->dtype, &W, &w_dt))) return rc;
         rc = tr_cslot_gemm(s, dx->data, dx->dtype, dx->numel, dout->data, dout->dtype, dout->numel, W, w_dt, w->numel,
                            NULL, TR_F32, d);
-    } else if (dx) {
+    } else if (dx && dx_beta == 0) { /* no inner dimension: dx = 0, and dx += 0 leaves it */
         rc = tr_k_fill_fwd_cuda(dx->data, 0.0f, dx->dtype, dx->numel, s->stream, s->err);
     }
     return rc == TR_OK ? weight_grads(s, dw, dbias, dout, x, N, O, I) : rc;
+}
+
+TR_CSLOT_DEFINE(linear_backward)
+static int linear_backward_body(tr_cslot *s, tr_op_call *c)
+{
+    return linear_backward_cuda(s, c, 0.0f);
+}
+
+/* linear_backward with dx (+=) */
+TR_CSLOT_DEFINE(linear_backward_acc)
+static int linear_backward_acc_body(tr_cslot *s, tr_op_call *c)
+{
+    return linear_backward_cuda(s, c, 1.0f);
 }
 
 /* dh (=) = (dout w) * gelu'(h); dhbias (+=, f32) += column sums of dh; dw, dbias: weight_grads.

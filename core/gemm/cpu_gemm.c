@@ -198,12 +198,12 @@ int tr_cpu_linear_forward_packed(tr_ctx *ctx, float *Y, const float *X, const vo
 }
 
 int tr_cpu_linear_input_grad_packed(tr_ctx *ctx, float *dX, const float *dY, const void *packed, int rows, int O,
-                                    int I)
+                                    int I, float beta)
 {
     if (rows == 0) return TR_OK;
     tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
     if (!g) return tr_ctx_err(ctx)->status;
-    return tr_onednn_gemm(g->dnnl, dX, dY, packed, 1, NULL, rows, I, O, 0, 0, 1.0f, 0.0f, tr_ctx_err(ctx));
+    return tr_onednn_gemm(g->dnnl, dX, dY, packed, 1, NULL, rows, I, O, 0, 0, 1.0f, beta, tr_ctx_err(ctx));
 }
 
 /* ------------------------------------------------------------ plain products */

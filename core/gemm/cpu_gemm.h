@@ -50,9 +50,10 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
 /* Y[rows, O] = X[rows, I] W^T + bias, with W packed for TR_PACK_FORWARD. */
 int tr_cpu_linear_forward_packed(tr_ctx *ctx, float *Y, const float *X, const void *packed, const float *bias,
                                  int rows, int O, int I);
-/* dX[rows, I] = dY[rows, O] W, with W packed for TR_PACK_INPUT_GRAD. */
+/* dX[rows, I] = dY[rows, O] W + beta dX, with W packed for TR_PACK_INPUT_GRAD (beta 0 never
+ * reads dX; 1 accumulates the input gradient in the product). */
 int tr_cpu_linear_input_grad_packed(tr_ctx *ctx, float *dX, const float *dY, const void *packed, int rows, int O,
-                                    int I);
+                                    int I, float beta);
 
 /* tr_k_matmul_fwd_f32's contract (one matrix, no batch), on the library route() picks. */
 /* Whether tr_cpu_gemm_f32 runs a plain M x N x K product (no bias) on oneDNN here (the

@@ -195,6 +195,13 @@ int tr_check_linear_backward(tr_ctx *ctx, tr_op_call *c)
                                   c->linear_backward.dout, c->linear_backward.x, c->linear_backward.w, c->dim);
 }
 
+int tr_check_linear_backward_acc(tr_ctx *ctx, tr_op_call *c)
+{
+    return linear_backward_checks(ctx, c->linear_backward_acc.dx, c->linear_backward_acc.dw,
+                                  c->linear_backward_acc.dbias, c->linear_backward_acc.dout, c->linear_backward_acc.x,
+                                  c->linear_backward_acc.w, c->dim);
+}
+
 int tr_op_matmul(tr_ctx *ctx, tr_tensor *out, const tr_tensor *a, const tr_tensor *b, const tr_tensor *bias,
                  int trans_a, int trans_b, float alpha, float beta)
 {
@@ -213,4 +220,11 @@ int tr_op_linear_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *
 {
     tr_op_call c = { .t = { dx, dw, dbias, dout, x, w } };
     return tr_op_run(ctx, &tr_opd_linear_backward, &c);
+}
+
+int tr_op_linear_backward_acc(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *dbias, const tr_tensor *dout,
+                              const tr_tensor *x, const tr_tensor *w)
+{
+    tr_op_call c = { .t = { dx, dw, dbias, dout, x, w } };
+    return tr_op_run(ctx, &tr_opd_linear_backward_acc, &c);
 }

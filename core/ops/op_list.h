@@ -111,3 +111,8 @@ TR_OP(linear_backward_dgelu, TR_A(dh, OUT, FLOAT, 0) TR_A(dw, ACC, F32, 1) TR_A(
 TR_OP(dropout_linear, TR_A(out, OUT, FLOAT, 0) TR_A(x, IN, FLOAT, 0) TR_A(w, IN, FLOAT, 0), TR_S(p, f, 0, NAN))
 TR_OP(dropout_linear_backward, TR_A(dx, ACC, FLOAT, 1) TR_A(dw, ACC, F32, 1) TR_A(dout, IN, FLOAT, 0) \
       TR_A(x, IN, FLOAT, 0) TR_A(w, IN, FLOAT, 0), TR_S(p, f, 0, NAN))
+/* linear_backward with dx (+=): the input gradient added in the product (ops_nn.h). Last in
+ * the list: an op's position is its id and its test seed (test_ops_table.c), so an op put in
+ * the middle would change the other ops' draws. */
+TR_OP(linear_backward_acc, TR_A(dx, ACC, FLOAT, 0) TR_A(dw, ACC, F32, 1) TR_A(dbias, ACC, F32, 1) \
+      TR_A(dout, IN, FLOAT, 0) TR_A(x, IN, FLOAT, 1) TR_A(w, IN, FLOAT, 0),)

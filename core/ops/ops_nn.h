@@ -42,6 +42,12 @@ int tr_op_linear(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, const tr_tenso
  * dout. Each of dx, dw, dbias may be NULL; dw and dbias must be f32. */
 int tr_op_linear_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *dbias,
                           const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w);
+/* linear_backward with the input gradient accumulated: dx[..., I] (+=) += dout w, in the
+ * product itself (beta = 1: the sum rounds once, no temporary, no add pass); dx and w are
+ * required, dw and dbias as above. For a layer whose input gradient sums several paths
+ * (the residual, the attention's three projections, a LoRA adapter). */
+int tr_op_linear_backward_acc(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dw, tr_tensor *dbias,
+                              const tr_tensor *dout, const tr_tensor *x, const tr_tensor *w);
 
 /* ------------------------------------------------------------ layernorm */
 

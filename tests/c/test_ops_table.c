@@ -524,13 +524,13 @@ static void ref_linear(double **t, const int64_t *d, const tr_op_call *c)
     tr_error err = { 0 };
     tr_k_matmul_fwd_f64(t[0], t[1], t[2], t[3], 1, (int)d[0], (int)d[2], (int)d[1], 0, 1, 1, 0, 0, 0, 0, &err);
 }
-static void sh_linear_bwd(const int64_t *d, arg_spec *a)
+static void sh_linear_bwd(const int64_t *d, arg_spec *a)   /* d: N, I, O, bias, frozen (no dw, no x) */
 {
     a[0] = A(2, d[0], d[1]);
-    a[1] = A(2, d[2], d[1]);
+    a[1] = d[4] ? ANULL : A(2, d[2], d[1]);
     a[2] = d[3] ? A(1, d[2]) : ANULL;
     a[3] = A(2, d[0], d[2]);
-    a[4] = A(2, d[0], d[1]);
+    a[4] = d[4] ? ANULL : A(2, d[0], d[1]);
     a[5] = A(2, d[2], d[1]);
 }
 
@@ -863,6 +863,9 @@ static const op_case cases[] = {
     { "linear", sh_linear, NULL, ref_linear, .nd = 3, .dims = { DIMS(3, 5, 7, 1), DIMS(1, 1, 1, 0), DIMS(6, 4, 3, 1) } },
     { "linear_backward", sh_linear_bwd, NULL, NULL, "linear", { G(1), G(2), G(3), D(0), I(1), I(2) }, .nd = 3,
       .dims = { DIMS(3, 5, 7, 1), DIMS(1, 1, 1, 0), DIMS(6, 4, 3, 1) } },
+    /* dx (+=) from a random start, as dw and dbias; a frozen weight (dx alone, as LoRA's base) */
+    { "linear_backward_acc", sh_linear_bwd, NULL, NULL, "linear", { G(1), G(2), G(3), D(0), I(1), I(2) }, .nd = 4,
+      .dims = { DIMS(3, 5, 7, 1, 0), DIMS(1, 1, 1, 0, 0), DIMS(6, 4, 3, 1, 0), DIMS(5, 6, 3, 0, 1) } },
     { "layernorm", sh_layernorm, sc_ln, ref_layernorm, .nd = 3, .dims = { DIMS(3, 7, 1), DIMS(1, 1, 0), DIMS(5, 13, 0) } },
     { "layernorm_backward", sh_layernorm_bwd, sc_ln, NULL, "layernorm",
       { G(3), G(4), G(5), D(0), I(3), I(4), S(1), S(2) }, .nd = 3,
@@ -2091,6 +2094,7 @@ static const struct {
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
     { "linear", { 48, 64, 96, 1 }, 0 },               { "linear_backward", { 48, 64, 96, 1 }, 0 },
+    { "linear_backward_acc", { 48, 64, 96, 1, 0 }, 0 }, { "linear_backward_acc", { 40, 96, 64, 0, 1 }, 0 },
     /* BERT-sized rows: more columns than a block's threads, an odd hidden size, a padded row */
     { "dropout_add_layernorm", { 40, 384, 1, 10, 1 }, 0 }, { "dropout_add_layernorm", { 9, 1025, 0, 10, 0 }, 0 },
     { "dropout_add_layernorm_backward", { 40, 385, 1, 10, 1 }, 0 },

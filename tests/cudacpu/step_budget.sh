@@ -7,7 +7,8 @@
 # products but the casts of its operands), the erf GELU and its derivative as passes of their
 # own, the tanh GELU in the up-projection's epilogue (linear_gelu on cuBLASLt alone, no forward
 # GELU pass) and its derivative in the down-projection's input-gradient epilogue (no GELU
-# derivative pass), and a predicted step time for each.
+# derivative pass), the input gradients summed in the products (no add_ pass in the backward: the
+# step has a LoRA dropout of 0), and a predicted step time for each.
 #   step_budget_table
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -51,6 +52,9 @@ for _, act in ipairs({ "gelu", "gelu_new" }) do
   if act == "gelu_new" and not (field("dgelu_fused_calls") > 0 and field("dgelu_pass_calls") == 0) then
     bad[#bad + 1] = "gelu_new: the GELU derivative in the down-projection's input-gradient epilogue"
   end
+  if field("backward_add_calls") ~= 0 then
+    bad[#bad + 1] = act .. ": input gradients summed in the products (no add_ in the backward)"
+  end
   local step = field("predicted_step_s")
   if not (step and step > 0) then bad[#bad + 1] = act .. ": a predicted step time" end
   times[#times + 1] = ("%s %.2f ms"):format(act, (step or 0) * 1e3)
@@ -59,7 +63,8 @@ print(#bad == 0 and ("predicted step " .. table.concat(times, ", ")) or "missing
 os.exit(#bad == 0 and 0 or 1)
 LUA
 ) "$W" 2>&1)
-if [ $? = 0 ] && grep -q "^predicted step time" "$W/budget_gelu.txt" && grep -q "^epilogues: " "$W/budget_gelu_new.txt"; then
+if [ $? = 0 ] && grep -q "^predicted step time" "$W/budget_gelu.txt" && grep -q "^epilogues: " "$W/budget_gelu_new.txt" &&
+  grep -q "^input gradients: summed in the products" "$W/budget_gelu.txt"; then
   echo "PASS step_budget_table ($why)"; echo "1 passed, 0 failed"
 else
   echo "FAIL step_budget_table: $why"; echo "0 passed, 1 failed"; exit 1

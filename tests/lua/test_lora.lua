@@ -273,6 +273,50 @@ return {
     w:free()
   end },
 
+  { "backward_into_adds_the_input_gradient_in_the_products", function()
+    -- LoraLinear and Linear: backward(dy, nil, nil, into) leaves into + backward(dy) in into;
+    -- with a LoRA dropout of 0 both paths add in their products (no add_), with 0.5 the
+    -- adapter's path adds inside dropout_linear_backward (no add_ either)
+    local Linear = require("trainer.nn.linear")
+    local x = T.randn({ 3, 6 }, { seed = 2, stream = 1, tag = "activations" })
+    local dy = T.randn({ 3, 5 }, { seed = 2, stream = 2, tag = "activations" })
+    local start = T.randn({ 3, 6 }, { seed = 2, stream = 3, tag = "activations" })
+    local add_calls, add = 0, ops.add_
+    local function check_into(m, want_adds, what)
+      local y1 = m:forward(x)
+      local dx = m:backward(dy)
+      local y2 = m:forward(x)
+      local into = start:clone()
+      add_calls = 0
+      ops.add_ = function(...) add_calls = add_calls + 1; return add(...) end
+      local ok, r = pcall(m.backward, m, dy, nil, nil, into)
+      ops.add_ = add
+      assert(ok, r)
+      assert(r == into, what .. ": returns into")
+      assert(add_calls == want_adds, ("%s: %d add_ calls, want %d"):format(what, add_calls, want_adds))
+      local want = start:clone()
+      ops.add_(want, dx)
+      assert(max_abs_diff(into:values(), want:values()) <= 1e-6, what .. ": into + dx differs")
+      for _, t in ipairs({ y1, dx, y2, into, want }) do t:free() end
+    end
+    for _, p in ipairs({ 0, 0.5 }) do
+      local lin = Linear.new(6, 5)
+      local W = T.randn({ 5, 6 }, { seed = 2, stream = 4, tag = "weights" })
+      copy_into(lin.weight.value, W)
+      lin:set_trainable(false)
+      local w = lora.LoraLinear.new(lin, { r = 2, alpha = 6, dropout = p }, 1, { seed = 3, step = 7 }, 0)
+      local B = T.randn({ 5, 2 }, { seed = 2, stream = 5, tag = "weights" })
+      copy_into(w.lora_B.value, B)
+      check_into(w, 0, "lora dropout " .. p)
+      W:free(); B:free(); w:free()
+    end
+    local lin = Linear.new(6, 5)
+    local W = T.randn({ 5, 6 }, { seed = 2, stream = 6, tag = "weights" })
+    copy_into(lin.weight.value, W)
+    check_into(lin, 0, "linear")
+    W:free(); lin:free(); x:free(); dy:free(); start:free()
+  end },
+
   { "training_changes_no_frozen_byte_and_keeps_no_state_for_them", function()
     local m = trainer.load_model(tiny, quiet())
     lora.apply(m, { r = 4, alpha = 8, dropout = 0.1, targets = { "query", "value" } })

@@ -29,6 +29,31 @@ return {
     assert(dw:tolist()[4][3] == 10 and db:tolist()[1] == 4)
     free(x, w, b, y, dw, db, dy, dx)
   end },
+  { "linear_backward_into_adds_the_input_gradient_in_place", function()
+    local x = T.from_table({ { 1, 2, 3 }, { -1, 0, 2 } })
+    local w = T.from_table({ { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 }, { 1, 1, 1 } })
+    local dy = T.ones({ 2, 4 })
+    local dw = T.zeros({ 4, 3 }, { tag = "grads" })
+    -- f32; bf16 with a bf16 weight (the native bf16 product where the CPU has one) and with
+    -- the f32 weight (staged to f32)
+    local start = T.from_table({ { 10, 20, 30 }, { -1, -2, -3 } })
+    for _, c in ipairs({ { "f32", "f32" }, { "bf16", "bf16" }, { "bf16", "f32" } }) do
+      local into, dyd, wd = start:to(c[1]), dy:to(c[1]), w:to(c[2])
+      assert(ops.linear_backward(dyd, nil, wd, nil, nil, nil, into) == into, "returns into")
+      local back = into:to("f32")
+      local v = back:tolist()
+      assert(v[1][1] == 12 and v[1][3] == 32 and v[2][2] == 0, c[1] .. ": " .. table.concat(v[1], ","))
+      free(into, dyd, wd, back)
+    end
+    start:free()
+    -- the weight gradient beside it, as linear_backward's
+    local into = T.zeros({ 2, 3 })
+    ops.linear_backward(dy, x, w, dw, nil, false, into)   -- into wins over want_dx
+    assert(into:tolist()[1][1] == 2 and dw:tolist()[4][3] == 5)
+    local ok, err = pcall(ops.linear_backward, dy, x, w, nil, nil, nil, T.zeros({ 2, 4 }))
+    assert(not ok and tostring(err):find("linear_backward", 1, true), tostring(err))
+    free(x, w, dy, dw, into)
+  end },
   { "layernorm_normalises", function()
     local x = T.randn({ 4, 16 }, { seed = 1 })
     local w, b = T.ones({ 16 }), T.zeros({ 16 })

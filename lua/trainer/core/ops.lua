@@ -98,7 +98,13 @@ end
 
 -- dw, dbias accumulate (+=) when given; returns dx (=) unless want_dx == false.
 -- x may be nil when dw is (a frozen weight's backward needs only w).
-function M.linear_backward(dout, x, w, dw, dbias, want_dx)
+-- into: a tensor of x's shape the input gradient accumulates into (+=, in the product: no
+-- temporary, no add pass), returned as dx; want_dx is then ignored.
+function M.linear_backward(dout, x, w, dw, dbias, want_dx, into)
+  if into then
+    check(C.tr_op_linear_backward_acc(ctx, into:ptr(), p(dw), p(dbias), dout:ptr(), p(x), w:ptr()), "linear_backward")
+    return into
+  end
   local dx = nil
   if want_dx ~= false then
     dx = x and new(x:shape(), x, dout:dtype()) or new(shape_with_last(dout, w:shape()[2]), dout)

@@ -135,14 +135,12 @@ function SelfAttention:backward(dy, want_dx)
       pair[2]:free()
       pair[1]:release()
     else
+      -- the projection's input gradient has x's layout (packed or not), as dsum has: it adds
+      -- into dx in the projection's product
       local d3 = pk and pk:gather(pair[2]) or pair[2]:reshape(xs)
       pair[2]:free()
-      local g = pair[1]:backward(d3, not skip_dx)
+      pair[1]:backward(d3, not skip_dx, nil, dx)
       d3:free()
-      if g then
-        ops.add_(dx, g)
-        g:free()
-      end
     end
   end
   return dx

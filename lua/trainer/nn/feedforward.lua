@@ -79,10 +79,8 @@ function FeedForward:backward(dy)
     da:free()
   end
   self:release()
-  local g = self.dense1:backward(dh, nil, bias_done)
+  self.dense1:backward(dh, nil, bias_done, dsum)   -- dsum += dense1's input gradient, in its product
   dh:free()
-  ops.add_(dsum, g)
-  g:free()
   return dsum
 end
 

@@ -39,12 +39,14 @@ function Linear:forward_gelu(x, kind)
 end
 
 -- want_dx = false skips the input gradient (the first layer of a frozen stack); bias_done
--- leaves the bias gradient alone (backward_dgelu of the next layer summed it).
-function Linear:backward(dy, want_dx, bias_done)
+-- leaves the bias gradient alone (backward_dgelu of the next layer summed it); into (x's
+-- shape) takes the input gradient added in the product (+=, no temporary and no add pass)
+-- and is returned.
+function Linear:backward(dy, want_dx, bias_done, into)
   if not self.saved.ran then self:saved_tensor("x") end   -- the user error: no forward kept
   local x = self.weight.trainable and self:saved_tensor("x") or nil
   local dx = ops.linear_backward(dy, x, self.weight.value, Module.grad_of(self.weight),
-    (self.bias and not bias_done) and Module.grad_of(self.bias) or nil, want_dx)
+    (self.bias and not bias_done) and Module.grad_of(self.bias) or nil, want_dx, into)
   self:release()
   return dx
 end

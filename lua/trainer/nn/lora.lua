@@ -83,23 +83,30 @@ function LoraLinear:forward(x, pk)
 end
 
 -- dy: [..., out]; parameter grads ACCUMULATE (+=) into lora_A/lora_B (and the base's when
--- trainable); returns dx (=), a new tensor.
-function LoraLinear:backward(dy, want_dx)
+-- trainable; bias_done leaves the base's bias gradient alone, as Linear:backward); returns dx
+-- (=), a new tensor, or, given into (x's shape), into += dx. Both paths' input gradients add
+-- in their products (beta = 1: no temporary, no add pass); an active LoRA dropout runs fused
+-- (backward_fused); with packed rows its backward sits between the adapter's product and dx,
+-- so that path keeps one add.
+function LoraLinear:backward(dy, want_dx, bias_done, into)
   local base = self.base
   local x, a = self:saved_tensor("x"), self.saved.a
   local k = self.saved.drop_key
-  if k then return self:backward_fused(dy, want_dx, x, a, k) end
+  if k then return self:backward_fused(dy, want_dx, bias_done, into, x, a, k) end
+  local dropped = self.dropout.p > 0
   local dx, dxd = T.scope(function()
     local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
     local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-      base.bias and Module.grad_of(base.bias) or nil, want_dx)
+      (base.bias and not bias_done) and Module.grad_of(base.bias) or nil, want_dx, into)
     -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
     -- all rows, da = scale dy B
     local out = base.out_features
     ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
       { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
     local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
-    return dx, ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx)
+    local dxa = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx,
+      not dropped and dx or nil)
+    return dx, dropped and dxa or nil
   end)
   self:release()
   if dxd then
@@ -110,12 +117,13 @@ function LoraLinear:backward(dy, want_dx)
 end
 
 -- backward after the fused forward (dropout_linear): the LoRA path's input gradient is added
--- into the base's by dropout_linear_backward, which also accumulates lora_A's gradient.
-function LoraLinear:backward_fused(dy, want_dx, x, a, k)
+-- into the base's (or into `into`) by dropout_linear_backward, which also accumulates lora_A's
+-- gradient: no add pass on either path.
+function LoraLinear:backward_fused(dy, want_dx, bias_done, into, x, a, k)
   local base, drop = self.base, self.dropout
   local dx = T.scope(function()
     local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-      base.bias and Module.grad_of(base.bias) or nil, want_dx)
+      (base.bias and not bias_done) and Module.grad_of(base.bias) or nil, want_dx, into)
     local out = base.out_features
     ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
       { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
