@@ -720,11 +720,13 @@ static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
                            d[1], d[2], d[3], scr, nt);
     free(scr);
 }
+/* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it). */
 static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 {
-    for (int i = 0; i < 7; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
-    a[7] = A(3, d[0], d[2], d[1]);
-    a[8] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+    for (int i = 0; i < 8; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
+    if (!d[5]) a[7] = ANULL;
+    a[8] = A(3, d[0], d[2], d[1]);
+    a[9] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
 }
 
 /* attention_packed. d: variant (the lengths below), H, D. Variant 3 and up: the device-only
@@ -805,8 +807,8 @@ static const op_case cases[] = {
     { "attention", sh_attention, sc_attention, ref_attention, .nd = 3,
       .dims = { DIMS(2, 5, 2, 3, 1), DIMS(1, 1, 1, 1, 0), DIMS(1, 7, 3, 4, 0) } },
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
-      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(1), I(5) }, .nd = 2,
-      .dims = { DIMS(2, 3, 2, 3, 1), DIMS(1, 1, 1, 1, 0) } },
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5) }, .nd = 3,
+      .dims = { DIMS(2, 3, 2, 3, 1, 0), DIMS(1, 1, 1, 1, 0, 0), DIMS(2, 3, 2, 3, 1, 1) } },
     { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
       .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
@@ -1260,6 +1262,58 @@ static void backward_inputs(const op_case *oc, const int64_t *d, int dtype, inst
 /* The key of the device-only attention cases with dropout. */
 static const tr_rng_key attn_key = { 1234, 7, 3, 2 };
 
+/* attention_backward's given out must be the forward's output with the case's dropout (the
+ * f64 reference has none): out and lse of case k (CPU tensors) from the CPU's forward. */
+#define AB(name) TR_ARGI(attention_backward, name)
+static void attention_out_of_forward(inst *k)
+{
+    tr_tensor *t[NT] = { 0 };
+    for (int i = 0; i < NT; i++) t[i] = k->h[i] ? &k->t[i] : NULL;
+    int rc = tr_op_attention(ctx, t[AB(out)], t[AB(lse)], t[AB(q)], t[AB(k)], t[AB(v)], t[AB(mask)], k->call.f[0],
+                             k->call.f[1], k->call.p);
+    CHECK(rc == TR_OK, "the cpu forward for out: %s", tr_ctx_errmsg(ctx));
+}
+
+/* On `device`, attention_backward's call c (device tensors, out given) against the same call
+ * with out NULL, both with out from that device's forward: dq, dk, dv bit for bit (the
+ * recompute runs the forward's kernel). */
+static void attention_out_same_bits(const tr_op_desc *desc, const inst *k, const tr_op_call *c, int device)
+{
+    tr_op_call with = *c, without = *c;
+    tr_tensor *o = NULL, *l = NULL, *g[6] = { 0 };
+    const tr_tensor *ct = c->t[AB(out)], *cl = c->t[AB(lse)];
+    o = tr_tensor_new(ctx, ct->ndim, ct->shape, ct->dtype, device, TR_TAG_ACTIVATIONS);
+    l = tr_tensor_new(ctx, cl->ndim, cl->shape, cl->dtype, device, TR_TAG_ACTIVATIONS);
+    int ok = o && l;
+    for (int i = 0; i < 6 && ok; i++) {
+        const tr_tensor *d = c->t[AB(dq) + i % 3];
+        ok = (g[i] = tr_tensor_new(ctx, d->ndim, d->shape, d->dtype, device, TR_TAG_ACTIVATIONS)) != NULL;
+    }
+    CHECK(ok, "device tensors: %s", tr_ctx_errmsg(ctx));
+    int rc = ok ? tr_op_attention(ctx, o, l, c->t[AB(q)], c->t[AB(k)], c->t[AB(v)], c->t[AB(mask)], c->f[0], c->f[1],
+                                  c->p)
+                : TR_EINTERNAL;
+    CHECK(rc == TR_OK, "forward for out: %s", tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 3; i++) with.t[AB(dq) + i] = g[i], without.t[AB(dq) + i] = g[3 + i];
+    with.t[AB(out)] = o, without.t[AB(out)] = NULL;
+    with.t[AB(lse)] = without.t[AB(lse)] = l;
+    if (rc == TR_OK) rc = tr_op_run(ctx, desc, &with);
+    if (rc == TR_OK) rc = tr_op_run(ctx, desc, &without);
+    CHECK(rc == TR_OK, "backward with and without out: %s", tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 3 && rc == TR_OK; i++) {
+        size_t n = tr_tensor_nbytes(g[i]);
+        unsigned char *a = malloc(n + 1), *b = malloc(n + 1);
+        tr_tensor ha = k->t[AB(dq) + i], hb = ha;
+        ha.data = a, hb.data = b;
+        CHECK(tr_tensor_copy(ctx, &ha, g[i]) == TR_OK && tr_tensor_copy(ctx, &hb, g[3 + i]) == TR_OK, "copy back: %s",
+              tr_ctx_errmsg(ctx));
+        CHECK(memcmp(a, b, n) == 0, "d%c with out given differs from the recompute's bits", "qkv"[i]);
+        free(a), free(b);
+    }
+    tr_tensor_free(o), tr_tensor_free(l);
+    for (int i = 0; i < 6; i++) tr_tensor_free(g[i]);
+}
+
 /* The same case on `device` against the CPU: the inputs (and the starting values of
  * every accumulated output, and the NaN of every overwritten one) are copied to the
  * device with tr_tensor_copy, both slots run, the device's outputs come back and are
@@ -1281,6 +1335,8 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
         k.call.f[1] = attn_dropout;
         k.call.p = &attn_key;
     }
+    const int attn_out = desc->id == TR_OPID_attention_backward && k.h[AB(out)];
+    if (attn_out) attention_out_of_forward(&k);
     /* two device copies of every argument: the second run must repeat the first bit for
      * bit (no float atomics, fixed reduction trees) */
     tr_tensor *dev[NT] = { 0 }, *dev2[NT] = { 0 };
@@ -1302,6 +1358,7 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
     CHECK(rd == TR_OK, "cuda rc %d: %s", rd, tr_ctx_errmsg(ctx));
     int rd2 = ok && rd == TR_OK ? tr_op_run(ctx, desc, &dc2) : TR_EINTERNAL;
     CHECK(rd2 == TR_OK, "cuda rerun rc %d: %s", rd2, tr_ctx_errmsg(ctx));
+    if (attn_out && rd == TR_OK) attention_out_same_bits(desc, &k, &dc, device);
     double worst_max = 0, worst_nmse = 0;
     const char *worst = "-";
     for (int i = 0; ok && rc == TR_OK && rd == TR_OK && i < desc->nargs; i++) {
@@ -2007,6 +2064,10 @@ static const struct {
     { "attention", { 1, 5, 2, 16, 1 }, 0 },
     { "attention_backward", { 2, 70, 2, 64, 1 }, 0 }, { "attention_backward", { 1, 33, 2, 128, 1 }, 0.1f },
     { "attention_backward", { 1, 21, 3, 48, 0 }, 0 }, { "attention_backward", { 2, 17, 1, 96, 1 }, 0.3f },
+    /* the forward's out given (the sixth number): read instead of recomputed, the same bits */
+    { "attention_backward", { 2, 37, 2, 32, 1, 1 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1, 1 }, 0.2f },
+    { "attention_backward", { 1, 9, 2, 128, 0, 1 }, 0 }, { "attention_backward", { 2, 70, 2, 64, 1, 1 }, 0 },
+    { "attention_backward", { 1, 33, 2, 128, 1, 1 }, 0.1f }, { "attention_backward", { 2, 17, 1, 96, 1, 1 }, 0.3f },
     { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
