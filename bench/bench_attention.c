@@ -117,7 +117,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             double t1 = bench_now();
-            if (tr_op_attention_backward(ctx, dq, dk, dv, g, q, k, v, lse, NULL, 0, 0, NULL)) {
+            if (tr_op_attention_backward(ctx, dq, dk, dv, g, q, k, v, o, lse, NULL, 0, 0, NULL)) {
                 printf("attention_backward: %s\n", tr_ctx_errmsg(ctx));
                 return 1;
             }

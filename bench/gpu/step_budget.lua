@@ -141,15 +141,16 @@ products = {
     local tc = half(a[1]) and Dh % 16 == 0 and Dh >= 32 and Dh <= 128
     return 4 * B * H * Tn * Tn * Dh, 4 * tB * tH * tT * tT * tDh, 4 * tB * tH * tT * tT * tDh, tc
   end,
-  -- the CUDA slot recomputes the forward's output (2 products), then dK/dV (4) and dQ (3);
-  -- FlashAttention-2's minimum is 5 (S recomputed, dP, dV, dK, dQ)
+  -- dK/dV (4 products) and dQ (3), and the forward's output recomputed (2) unless the caller
+  -- passed it (opts.out); FlashAttention-2's minimum is 5 (S recomputed, dP, dV, dK, dQ)
   attention_backward = function(a)
     local B, Tn, H, Dh = attn_dims(a[2], false)
     local tB, tT, tH, tDh = attn_dims(a[2], true)
     local tc = half(a[2]) and Dh % 16 == 0 and Dh >= 32 and Dh <= 128
     local one = 2 * B * H * Tn * Tn * Dh
     local tone = 2 * tB * tH * tT * tT * tDh
-    return 9 * one, 9 * tone, 5 * tone, tc
+    local n = (a[7] and a[7].out) and 7 or 9
+    return n * one, n * tone, 5 * tone, tc
   end,
 }
 

@@ -89,6 +89,9 @@ int tr_cpu_attention(tr_ctx *ctx, tr_op_call *c)
 
 /* ------------------------------------------------------------ backward */
 
+/* The forward's output (out, nullable) has no layout, so it is neither staged nor read: the
+ * kernel takes the row terms delta_i = dout_i . out_i as rowsum(P dP) of the block's
+ * probabilities and their gradient, which it forms anyway (the same sum, with or without out). */
 static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
     [BWD(dq)] = TR_ROWS_BLOCK,   [BWD(dk)] = TR_ROWS_BLOCK, [BWD(dv)] = TR_ROWS_BLOCK,
     [BWD(dout)] = TR_ROWS_BLOCK, [BWD(q)] = TR_ROWS_BLOCK,  [BWD(k)] = TR_ROWS_BLOCK,

@@ -6,9 +6,10 @@
  * elements from the same key, so the masks agree bit for bit.
  *
  * The kernels take one dtype for q, k, v and out (dq, dk, dv, dout): when the tensors mix
- * dtypes, all of them are staged to f32 workspace. The backward needs the forward's
- * output, which the op's signature does not carry: it is recomputed into workspace (the
- * same kernel, key and mask, so the same values). Head sizes up to 128. */
+ * dtypes, all of them are staged to f32 workspace. The backward's row terms delta_i =
+ * dout_i . out_i need the forward's output: the caller's out when it kept it (read as it
+ * is, no forward run), else recomputed into workspace by the forward kernel with the same
+ * key and mask (the same bits as the forward's). Head sizes up to 128. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -88,28 +89,37 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
 {
     const tr_tensor *dq = c->attention_backward.dq, *dk = c->attention_backward.dk, *dv = c->attention_backward.dv,
                     *dout = c->attention_backward.dout, *q = c->attention_backward.q, *k = c->attention_backward.k,
-                    *v = c->attention_backward.v, *lse = c->attention_backward.lse, *mask = c->attention_backward.mask;
+                    *v = c->attention_backward.v, *out = c->attention_backward.out, *lse = c->attention_backward.lse,
+                    *mask = c->attention_backward.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     if ((rc = want_head_dim(s, D))) return rc;
+    /* out is left out of the run's dtype, so the kernels are those the recompute would run */
     const tr_tensor *all[] = {dq, dk, dv, dout, q, k, v};
     const int dt = common_dtype(all, 7);
-    const void *Q, *K, *V, *DO;
-    void *DQ, *DK, *DV, *O, *lse2, *scratch;
+    const void *Q, *K, *V, *DO, *O;
+    void *DQ, *DK, *DV, *scratch;
     if ((rc = tr_cslot_in(s, q, dt, &Q)) || (rc = tr_cslot_in(s, k, dt, &K)) || (rc = tr_cslot_in(s, v, dt, &V)) ||
         (rc = tr_cslot_in(s, dout, dt, &DO)) || (rc = tr_cslot_out(s, dq, dt, 0, &DQ)) ||
         (rc = tr_cslot_out(s, dk, dt, 0, &DK)) || (rc = tr_cslot_out(s, dv, dt, 0, &DV)) ||
-        (rc = tr_cslot_ws(s, q->numel, dt, &O)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
         (rc = tr_cslot_ws(s, tr_k_attention_bwd_scratch_cuda(B, T, H), TR_F32, &scratch)))
         return rc;
     const tr_rng_key key = key_of(c);
     const void *m = mask ? mask->data : NULL;
     const int mdt = mask ? mask->dtype : TR_I32;
     const float scale = scale_of(c->f[0], D), p = c->f[1];
-    /* the forward's output, recomputed (its lse lands in lse2; the backward reads the op's) */
-    if ((rc = tr_k_attention_fwd_cuda(O, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer, key.op, scale, B,
-                                      T, H, D, s->stream, s->err)) ||
-        (rc = tr_k_attention_bwd_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
+    if (out) {
+        if ((rc = tr_cslot_in(s, out, dt, &O))) return rc;
+    } else {
+        /* the forward's output, recomputed (its lse lands in lse2; the backward reads the op's) */
+        void *O2, *lse2;
+        if ((rc = tr_cslot_ws(s, q->numel, dt, &O2)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
+            (rc = tr_k_attention_fwd_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer, key.op,
+                                          scale, B, T, H, D, s->stream, s->err)))
+            return rc;
+        O = O2;
+    }
+    if ((rc = tr_k_attention_bwd_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
                                       key.layer, key.op, scale, B, T, H, D, scratch, s->stream, s->err)))
         return rc;
     if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;

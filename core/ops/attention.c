@@ -79,15 +79,15 @@ static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *
 
 static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_tensor *dk, const tr_tensor *dv,
                                      const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k, const tr_tensor *v,
-                                     const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
-                                     const tr_rng_key *key)
+                                     const tr_tensor *out, const tr_tensor *lse, const tr_tensor *mask, float scale,
+                                     float dropout_p, const tr_rng_key *key)
 {
     static const char *op = "attention_backward";
-    const tr_tensor *ts[] = { q, k, v, dout, dq, dk, dv, lse, mask };
-    const char *names[] = { "q", "k", "v", "dout", "dq", "dk", "dv", "lse", "mask" };
+    const tr_tensor *ts[] = { q, k, v, dout, dq, dk, dv, out };
+    const char *names[] = { "q", "k", "v", "dout", "dq", "dk", "dv", "out" };
     int rc;
     attn_dims d;
-    if ((rc = check_args(ctx, op, ts, names, 7, lse, mask, dropout_p, key, &d))) return rc;
+    if ((rc = check_args(ctx, op, ts, names, out ? 8 : 7, lse, mask, dropout_p, key, &d))) return rc;
     return TR_OK;
 }
 
@@ -103,8 +103,8 @@ int tr_check_attention_backward(tr_ctx *ctx, tr_op_call *c)
 {
     return attention_backward_checks(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv,
                                      c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k,
-                                     c->attention_backward.v, c->attention_backward.lse, c->attention_backward.mask,
-                                     c->f[0], c->f[1], c->p);
+                                     c->attention_backward.v, c->attention_backward.out, c->attention_backward.lse,
+                                     c->attention_backward.mask, c->f[0], c->f[1], c->p);
 }
 
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
@@ -115,9 +115,10 @@ int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor
 }
 
 int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv, const tr_tensor *dout,
-                             const tr_tensor *q, const tr_tensor *k, const tr_tensor *v, const tr_tensor *lse,
-                             const tr_tensor *mask, float scale, float dropout_p, const tr_rng_key *key)
+                             const tr_tensor *q, const tr_tensor *k, const tr_tensor *v, const tr_tensor *out,
+                             const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
+                             const tr_rng_key *key)
 {
-    tr_op_call c = { .t = { dq, dk, dv, dout, q, k, v, lse, mask }, .f = { scale, dropout_p }, .p = key };
+    tr_op_call c = { .t = { dq, dk, dv, dout, q, k, v, out, lse, mask }, .f = { scale, dropout_p }, .p = key };
     return tr_op_run(ctx, &tr_opd_attention_backward, &c);
 }

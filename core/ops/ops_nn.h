@@ -117,11 +117,17 @@ int tr_op_tanh_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,
                     const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
                     float dropout_p, const tr_rng_key *key);
-/* dq, dk, dv (=) [B, T, H, D]; mask, scale, dropout_p and key must be the forward's. */
+/* dq, dk, dv (=) [B, T, H, D]; mask, scale, dropout_p and key must be the forward's. out:
+ * the forward's output [B, T, H, D] (the dropped-out P v, from the same q, k, v, mask and key),
+ * or NULL. The backward's row terms delta_i = dout_i . out_i need it: CUDA reads it when given
+ * and otherwise recomputes it into workspace (the same kernel, so the same bits either way);
+ * the CPU takes delta from the probabilities and their gradient it forms anyway
+ * (rowsum(P dP), the same sum) and reads no out. */
 int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv,
                              const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
-                             const tr_tensor *v, const tr_tensor *lse, const tr_tensor *mask,
-                             float scale, float dropout_p, const tr_rng_key *key);
+                             const tr_tensor *v, const tr_tensor *out, const tr_tensor *lse,
+                             const tr_tensor *mask, float scale, float dropout_p,
+                             const tr_rng_key *key);
 
 /* The sequence lengths of attention_packed (its tr_op_call's p). */
 typedef struct tr_attn_lengths {

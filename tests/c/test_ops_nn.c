@@ -268,6 +268,30 @@ static void philox_keep(uint32_t *mask, size_t n, float p, const void *key, uint
     tr_dropout_mask_words(mask, n, p, *(const tr_rng_key *)key, offset);
 }
 
+/* The backward again with the forward's output out given: dq, dk, dv must be the bits of
+ * the run without it (dq, dk, dv here); a wrong-shaped out is refused, naming it. */
+static void attention_same_bits_with_out(const tr_tensor *dq, const tr_tensor *dk, const tr_tensor *dv,
+                                         const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
+                                         const tr_tensor *v, const tr_tensor *out, const tr_tensor *lse,
+                                         const tr_tensor *mask, float p, const tr_rng_key *key)
+{
+    tr_tensor *g[3];
+    for (int i = 0; i < 3; i++) g[i] = mk(4, q->shape, dq->dtype, NULL);
+    CHECK(tr_op_attention_backward(ctx, g[0], g[1], g[2], dout, q, k, v, out, lse, mask, 0, p, key) == TR_OK, "%s",
+          tr_ctx_errmsg(ctx));
+    const tr_tensor *want[3] = { dq, dk, dv };
+    for (int i = 0; i < 3; i++)
+        CHECK(memcmp(g[i]->data, want[i]->data, tr_tensor_nbytes(want[i])) == 0,
+              "%s d%c with out given differs from the recompute's bits", tr_dtype_name(dq->dtype), "qkv"[i]);
+    tr_tensor bad = *out;
+    bad.shape[3] = out->shape[3] - 1;
+    bad.numel = out->numel / out->shape[3] * bad.shape[3];
+    CHECK(tr_op_attention_backward(ctx, g[0], g[1], g[2], dout, q, k, v, &bad, lse, mask, 0, p, key) == TR_EUSER &&
+              strstr(tr_ctx_errmsg(ctx), "out"),
+          "a wrong-shaped out: %s", tr_ctx_errmsg(ctx));
+    for (int i = 0; i < 3; i++) tr_tensor_free(g[i]);
+}
+
 /* f32 op against the f64 kernel fed by the same Philox stream; then `dtype` tensors
  * against the f32 op. B=3, T=128, H=32, D=96 (393216 elements per batch element) makes half staging run in two batch groups,
  * so the dropout stream offset of the second group is exercised. */
@@ -284,8 +308,9 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
     for (int64_t i = 0; i < B * T; i++) ((int32_t *)mask->data)[i] = (int32_t)m[i];
     tr_tensor *fdq = mk(4, s4, TR_F32, NULL), *fdk = mk(4, s4, TR_F32, NULL), *fdv = mk(4, s4, TR_F32, NULL);
     CHECK(tr_op_attention(ctx, fo, fl, fq, fk, fv, mask, 0, p, &key) == TR_OK, "%s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_attention_backward(ctx, fdq, fdk, fdv, fg, fq, fk, fv, fl, mask, 0, p, &key) == TR_OK,
+    CHECK(tr_op_attention_backward(ctx, fdq, fdk, fdv, fg, fq, fk, fv, NULL, fl, mask, 0, p, &key) == TR_OK,
           "%s", tr_ctx_errmsg(ctx));
+    attention_same_bits_with_out(fdq, fdk, fdv, fg, fq, fk, fv, fo, fl, mask, p, &key);
     if (dtype == TR_F32) {
         /* reference: the f64 kernel on the same values with the same stream */
         tr_attn_dropout drop = { p, philox_keep, &key };
@@ -316,11 +341,12 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
         tr_tensor_copy(ctx, rq, hq); tr_tensor_copy(ctx, rk, hk); tr_tensor_copy(ctx, rv, hv);
         tr_tensor_copy(ctx, rg, hg);
         CHECK(tr_op_attention(ctx, fo, fl, rq, rk, rv, mask, 0, p, &key) == TR_OK &&
-                  tr_op_attention_backward(ctx, fdq, fdk, fdv, rg, rq, rk, rv, fl, mask, 0, p, &key) == TR_OK,
+                  tr_op_attention_backward(ctx, fdq, fdk, fdv, rg, rq, rk, rv, NULL, fl, mask, 0, p, &key) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
         CHECK(tr_op_attention(ctx, ho, hl, hq, hk, hv, mask, 0, p, &key) == TR_OK, "%s", tr_ctx_errmsg(ctx));
-        CHECK(tr_op_attention_backward(ctx, hdq, hdk, hdv, hg, hq, hk, hv, hl, mask, 0, p, &key) == TR_OK,
+        CHECK(tr_op_attention_backward(ctx, hdq, hdk, hdv, hg, hq, hk, hv, NULL, hl, mask, 0, p, &key) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
+        attention_same_bits_with_out(hdq, hdk, hdv, hg, hq, hk, hv, ho, hl, mask, p, &key);
         CLOSE_TO_F32(ho, fo, tol, "out");
         CLOSE_TO_F32(hl, fl, 1e-6, "lse");
         CLOSE_TO_F32(hdq, fdq, tol, "dq");
@@ -338,6 +364,7 @@ static void test_attention_f32_against_f64_kernel_with_philox_dropout(void)
 {
     oc_seed(60);
     attention_case(TR_F32, 2, 70, 3, 8, 0.1f);
+    attention_case(TR_F32, 2, 37, 2, 16, 0);
 }
 
 static void test_attention_half_in_batch_groups(void)

@@ -794,11 +794,13 @@ static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
                            d[1], d[2], d[3], scr, nt);
     free(scr);
 }
+/* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it). */
 static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 {
-    for (int i = 0; i < 7; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
-    a[7] = A(3, d[0], d[2], d[1]);
-    a[8] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+    for (int i = 0; i < 8; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
+    if (!d[5]) a[7] = ANULL;
+    a[8] = A(3, d[0], d[2], d[1]);
+    a[9] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
 }
 
 /* attention_packed. d: variant (the lengths below), H, D. Variant 3 and up: the device-only
@@ -882,8 +884,8 @@ static const op_case cases[] = {
     { "attention", sh_attention, sc_attention, ref_attention, .nd = 3,
       .dims = { DIMS(2, 5, 2, 3, 1), DIMS(1, 1, 1, 1, 0), DIMS(1, 7, 3, 4, 0) } },
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
-      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(1), I(5) }, .nd = 2,
-      .dims = { DIMS(2, 3, 2, 3, 1), DIMS(1, 1, 1, 1, 0) } },
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5) }, .nd = 3,
+      .dims = { DIMS(2, 3, 2, 3, 1, 0), DIMS(1, 1, 1, 1, 0, 0), DIMS(2, 3, 2, 3, 1, 1) } },
     { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
       .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
@@ -1343,12 +1345,30 @@ static void backward_inputs(const op_case *oc, const int64_t *d, int dtype, inst
 /* The key of the device-only attention cases with dropout. */
 static const tr_rng_key attn_key = { 1234, 7, 3, 2 };
 
+#define AB(name) TR_ARGI(attention_backward, name)
+
+/* attention_backward with the forward's out given (device tensors dev of call c, their
+ * second copies dev2 of c2): out and lse of both become that device's own forward's (the
+ * f64 reference's out has no dropout), and c2 runs with out NULL, so the harness's rerun
+ * check holds the two paths to the same bits (the recompute runs the forward's kernel). The
+ * CPU reads no out. */
+static int attention_out_of_device_forward(tr_tensor *const *dev, tr_tensor *const *dev2, const tr_op_call *c,
+                                           tr_op_call *c2)
+{
+    int rc = tr_op_attention(ctx, dev[AB(out)], dev[AB(lse)], dev[AB(q)], dev[AB(k)], dev[AB(v)], dev[AB(mask)],
+                             c->f[0], c->f[1], c->p);
+    if (rc == TR_OK) rc = tr_tensor_copy(ctx, dev2[AB(lse)], dev[AB(lse)]);
+    c2->t[AB(out)] = NULL;
+    CHECK(rc == TR_OK, "the device's forward for out: %s", tr_ctx_errmsg(ctx));
+    return rc == TR_OK;
+}
+
 /* The same case on `device` against the CPU: the inputs (and the starting values of
  * every accumulated output, and the NaN of every overwritten one) are copied to the
  * device with tr_tensor_copy, both slots run, the device's outputs come back and are
  * compared by normalised mean-square error (dropout: bit for bit); a second run on a
- * second copy must give the same bits. attn_dropout > 0 turns on attention's dropout with
- * attn_key. */
+ * second copy must give the same bits (attention_backward with out given: the second runs
+ * without it). attn_dropout > 0 turns on attention's dropout with attn_key. */
 static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64_t *d, int dtype, int device,
                           int shape, float attn_dropout)
 {
@@ -1379,6 +1399,8 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
         dc2.t[i] = dev2[i];
     }
     CHECK(ok, "device tensors: %s", tr_ctx_errmsg(ctx));
+    const int attn_out = desc->id == TR_OPID_attention_backward && k.h[AB(out)];
+    if (ok && attn_out) ok = attention_out_of_device_forward(dev, dev2, &dc, &dc2);
     int rc = ok ? tr_op_run(ctx, desc, &k.call) : TR_EINTERNAL;
     CHECK(rc == TR_OK, "cpu rc %d: %s", rc, tr_ctx_errmsg(ctx));
     int rd = ok ? tr_op_run(ctx, desc, &dc) : TR_EINTERNAL;
@@ -1397,8 +1419,9 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
             tr_tensor again = k.t[i];
             again.data = malloc(tr_tensor_nbytes(&k.t[i]) + 1);
             CHECK(tr_tensor_copy(ctx, &again, dev2[i]) == TR_OK, "copy back: %s", tr_ctx_errmsg(ctx));
-            CHECK(memcmp(again.data, host.data, tr_tensor_nbytes(&host)) == 0,
-                  "%s: a second run on the same inputs gave other bits (not deterministic)", desc->args[i].name);
+            CHECK(memcmp(again.data, host.data, tr_tensor_nbytes(&host)) == 0, "%s: %s", desc->args[i].name,
+                  attn_out ? "the run with out given and the one recomputing it gave other bits"
+                           : "a second run on the same inputs gave other bits (not deterministic)");
             free(again.data);
         }
         double *a = dup(NULL, n), *b = dup(NULL, n);
@@ -2090,6 +2113,10 @@ static const struct {
     { "attention", { 1, 5, 2, 16, 1 }, 0 },
     { "attention_backward", { 2, 70, 2, 64, 1 }, 0 }, { "attention_backward", { 1, 33, 2, 128, 1 }, 0.1f },
     { "attention_backward", { 1, 21, 3, 48, 0 }, 0 }, { "attention_backward", { 2, 17, 1, 96, 1 }, 0.3f },
+    /* the forward's out given (the sixth number): read instead of recomputed, the same bits */
+    { "attention_backward", { 2, 37, 2, 32, 1, 1 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1, 1 }, 0.2f },
+    { "attention_backward", { 1, 9, 2, 128, 0, 1 }, 0 }, { "attention_backward", { 2, 70, 2, 64, 1, 1 }, 0 },
+    { "attention_backward", { 1, 33, 2, 128, 1, 1 }, 0.1f }, { "attention_backward", { 2, 17, 1, 96, 1, 1 }, 0.3f },
     { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },

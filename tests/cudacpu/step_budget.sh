@@ -40,6 +40,12 @@ for _, act in ipairs({ "gelu", "gelu_new" }) do
     local mma, t = row(w[1], w[2])
     if not mma or mma <= 0 or not (t > 0) then bad[#bad + 1] = act .. ": " .. w[1] .. " on " .. w[2] end
   end
+  -- the backward reads the kept forward output: no forward kernel, 7 products (FA2's 5 + dQ's S, dP)
+  local ab = s:match('[^\n]*"op": "attention_backward"[^\n]*') or ""
+  local abf, abmin = tonumber(ab:match('"flops": ([%d.e+]+)')), tonumber(ab:match('"min_flops": ([%d.e+]+)'))
+  if ab:find("fwd", 1, true) or not (abf and abmin and math.abs(abf / abmin - 7 / 5) < 1e-9) then
+    bad[#bad + 1] = act .. ": attention_backward without the forward's recompute"
+  end
   if not row("linear", "cublasLt product") then bad[#bad + 1] = act .. ": linear on cuBLASLt" end
   if field("bias_kernels") ~= 0 then bad[#bad + 1] = act .. ": the bias in the products' epilogue" end
   if act == "gelu" and not (field("gelu_pass_calls") > 0 and field("gelu_fused_calls") == 0 and

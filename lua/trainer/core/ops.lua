@@ -201,11 +201,14 @@ function M.attention_packed(q, k, v, lengths, opts)
   return out, lse
 end
 
+-- dq, dk, dv (new) from the gradient of the forward's output; lse, mask and opts' scale,
+-- dropout and key are the forward's. opts.out: the forward's output itself, when it was
+-- kept (CUDA reads it instead of recomputing it; the same numbers either way).
 function M.attention_backward(dout, q, k, v, lse, mask, opts)
   opts = opts or {}
   local dq, dk, dv = new(q:shape(), q, dout:dtype()), new(k:shape(), k, dout:dtype()), new(v:shape(), v, dout:dtype())
   fill({ dq, dk, dv }, C.tr_op_attention_backward(ctx, dq:ptr(), dk:ptr(), dv:ptr(), dout:ptr(), q:ptr(), k:ptr(),
-    v:ptr(), lse:ptr(), p(mask), opts.scale or 0, opts.dropout or 0, opts.key), "attention_backward")
+    v:ptr(), p(opts.out), lse:ptr(), p(mask), opts.scale or 0, opts.dropout or 0, opts.key), "attention_backward")
   return dq, dk, dv
 end
 

@@ -4,7 +4,8 @@
 -- Children carry the Hugging Face names relative to the layer's "attention":
 -- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
 -- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
--- which never materialises T x T probabilities and saves only the row log-sum-exp.
+-- which never materialises T x T probabilities; the backward gets its row log-sum-exp and,
+-- on CUDA, its output (kept, so the backward need not run the forward again).
 -- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
 -- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept. Or x is
 -- the packed real rows [N, C] and mask their packing (trainer.nn.packing): the linears and
@@ -84,6 +85,11 @@ local function attend(self, x, mask, pk)
     if self.grad_enabled then
       self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
       self.saved.lse = T.keep(lse)
+      -- the output too, on a device whose backward reads it for its row terms (dout . out;
+      -- CUDA; the CPU's takes them from the probabilities and keeps nothing more): a view,
+      -- so when the trainable dense keeps its input the two share one tensor; with packing,
+      -- the padded layout the op wrote (dense reads its gather)
+      if a4:device() ~= "cpu" then self:keep("out", a4) end
       self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
       self.saved.pk = pk
       if mask then self:keep("mask", mask) end
@@ -123,7 +129,8 @@ function SelfAttention:backward(dy, want_dx)
   local a = s.attn
   local key = nil
   if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs }) end
-  local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask, { dropout = a.dropout, key = key })
+  local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask,
+    { dropout = a.dropout, key = key, out = s.out })
   da4:free()
   self:release()
   local xs = dsum:shape()

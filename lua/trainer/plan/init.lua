@@ -183,6 +183,8 @@ function M.estimate(recipe, opts)
   end
   if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end
   local e = half and 2 or 4
+  local device = recipe.device
+  local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local stats = (A + 4) * N * 4                    -- attention lse + LayerNorm mean/rstd, f32
   local per_layer, layer_input
   if full then
@@ -201,6 +203,9 @@ function M.estimate(recipe, opts)
     end
     layer_input = inputs.layer or 0
     for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
+    -- the attention output, kept on CUDA for the backward's row terms (nn/attention.lua):
+    -- a tensor of its own unless an adapted output dense keeps the same one as its input
+    if gpu and not inputs["attention.output.dense"] then per_layer = per_layer + N * H * e end
   end
   local ck = recipe.checkpoint
   -- the segments training will use (trainer.checkpoint.segments; "auto": the segmentation of
@@ -212,8 +217,6 @@ function M.estimate(recipe, opts)
   -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
   local embeddings = full and 2 * N * H * e or 0
   local transient = (N * I + 2 * N * H) * e
-  local device = recipe.device
-  local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
   local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
   local function activations_of(sz)
     return (sz and gc.peak(sz, cost) or L * per_layer) + embeddings + transient + feed
