@@ -4,8 +4,10 @@
 --   build/cudacpu/trainer run bench/gpu/step_budget.lua [--layers 1 --hidden 96 --heads 3
 --       --intermediate 192 --seq 40 --batch 2 --vocab 500] [--target-layers 24 --target-hidden 1024
 --       --target-heads 16 --target-intermediate 4096 --target-seq 512 --target-batch 16
---       --target-vocab 30522] [--act gelu|gelu_new] [--json PATH]
+--       --target-vocab 30522] [--act gelu|gelu_new] [--lora-dropout P] [--json PATH]
 --
+-- The LoRA is the flagship recipe's (recipes/scandi_lora.lua: r 8, alpha 16, dropout 0.1 on query
+-- and value; --lora-dropout 0 for none).
 -- One step (after a warm-up step) runs at the measured shape (small: the emulator runs every
 -- CUDA thread as a fiber) with every op of trainer.core.ops wrapped: each op call's tensors
 -- (their shapes, dtypes and bytes) and, under the emulator (tools/cudacpu), the kernel launches
@@ -46,6 +48,7 @@ local opt = { layers = 1, hidden = 96, heads = 3, intermediate = 192, seq = 40, 
   ["target-seq"] = 512, ["target-batch"] = 16, ["target-vocab"] = 30522 }
 local json_path
 opt.act = "gelu"
+opt.lora_dropout = 0.1
 do
   local i = 1
   while arg and arg[i] do
@@ -53,6 +56,7 @@ do
     local v = arg[i + 1]
     if k == "json" and v then json_path = v
     elseif k == "act" and v then opt.act = v
+    elseif k == "lora-dropout" and tonumber(v) then opt.lora_dropout = tonumber(v)
     elseif k and opt[k] ~= nil and tonumber(v) then opt[k] = math.floor(tonumber(v))
     else error("bench/gpu/step_budget.lua: unknown flag or bad value at " .. tostring(arg[i]), 0) end
     i = i + 2
@@ -176,6 +180,8 @@ local function note(name, args, outs, first, last)
     if not kernels[k] then kernels[#kernels + 1] = k; kernels[k] = true end
     launches[#launches + 1] = i
   end
+  -- an op that launched nothing (a frozen projection's backward with no gradient owed) moves nothing
+  if log_ok and #launches == 0 then bytes, tbytes = 0, 0 end
   local key = name .. "|" .. table.concat(kernels, ",")
   local r = rows[key]
   if not r then
@@ -232,7 +238,7 @@ local function measure(layers)
   local model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = 1, device = "cuda" }), 2,
     { seed = 1, device = "cuda" })
   model:train()
-  lora.apply(model, { r = 8, alpha = 16, dropout = 0, targets = { "query", "value" } })
+  lora.apply(model, { r = 8, alpha = 16, dropout = opt.lora_dropout, targets = { "query", "value" } })
   amp.prepare(model, "bf16")
   checkpoint.apply(model, { every = 1 })
   local opt_ = optim.new(model, { name = "adamw", lr = 1e-5 })
@@ -303,7 +309,7 @@ table.sort(rows, function(a, b) return a.predicted_s > b.predicted_s end)
 
 local tokens = opt["target-batch"] * opt["target-seq"]
 io.write(("step budget: BERT %d layers, hidden %d, %d heads (head size %d), intermediate %d, hidden_act %s, bf16 + "
-  .. "checkpointing + LoRA r 8 (query, value), %d x %d tokens; measured at %s layers, hidden %d, %d heads, "
+  .. "checkpointing + LoRA r 8 (query, value, dropout " .. opt.lora_dropout .. "), %d x %d tokens; measured at %s layers, hidden %d, %d heads, "
   .. "intermediate %d, %d x %d%s\n"):format(opt["target-layers"], opt["target-hidden"], opt["target-heads"], tD,
   opt["target-intermediate"], opt.act, opt["target-batch"], opt["target-seq"], L1 .. " and " .. (L1 + 1), opt.hidden,
   opt.heads, opt.intermediate, opt.batch, opt.seq, log_ok and " under the emulator" or " (no launch log: not the emulator)"))

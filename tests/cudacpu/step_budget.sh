@@ -7,8 +7,9 @@
 # products but the casts of its operands), the erf GELU and its derivative as passes of their
 # own, the tanh GELU in the up-projection's epilogue (linear_gelu on cuBLASLt alone, no forward
 # GELU pass) and its derivative in the down-projection's input-gradient epilogue (no GELU
-# derivative pass), the input gradients summed in the products (no add_ pass in the backward: the
-# step has a LoRA dropout of 0), and a predicted step time for each.
+# derivative pass), the LoRA dropout (the flagship's 0.1) inside dropout_linear (no dropout pass of
+# its own), the input gradients summed in the products (no add_ pass in the backward), and a
+# predicted step time for each.
 #   step_budget_table
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -57,6 +58,12 @@ for _, act in ipairs({ "gelu", "gelu_new" }) do
   end
   if act == "gelu_new" and not (field("dgelu_fused_calls") > 0 and field("dgelu_pass_calls") == 0) then
     bad[#bad + 1] = "gelu_new: the GELU derivative in the down-projection's input-gradient epilogue"
+  end
+  -- the flagship's LoRA dropout rides in dropout_linear: the only dropout passes left are the
+  -- embeddings' and the classifier's
+  local drop = s:match('[^\n]*"op": "dropout", [^\n]*') or ""
+  if not s:find('"op": "dropout_linear"', 1, true) or (tonumber(drop:match('"calls": (%d+)')) or 0) > 2 then
+    bad[#bad + 1] = act .. ": the LoRA dropout inside dropout_linear"
   end
   if field("backward_add_calls") ~= 0 then
     bad[#bad + 1] = act .. ": input gradients summed in the products (no add_ in the backward)"
