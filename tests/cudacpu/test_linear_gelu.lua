@@ -14,14 +14,8 @@ local losses = require("trainer.losses")
 local Module = require("trainer.nn.module")
 local amp = require("trainer.train.amp")
 
-local passed, failed = 0, 0
-local function check(name, ok, why)
-  if ok then passed = passed + 1; print("PASS " .. name)
-  else failed = failed + 1; print("FAIL " .. name .. ": " .. tostring(why)) end
-end
-
-local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
-local log_ok = dofile(here .. "/../../bench/gpu/launch_log.lua")
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu") .. "/harness.lua")
+local check, rel_diff, log_ok = h.check, h.rel_diff, h.log_ok
 
 local B, S = 2, 12
 local ids, mask = {}, {}
@@ -36,23 +30,8 @@ local function batch_on(device)
   return { input_ids = m(ids), attention_mask = m(mask) }
 end
 
--- the largest |a - b| / max(1, |b|) over two tensors' values
-local function rel_diff(a, b)
-  local va, vb = a:to("cpu"):values(), b:to("cpu"):values()
-  local worst = 0
-  for i = 1, #vb do worst = math.max(worst, math.abs(va[i] - vb[i]) / math.max(1, math.abs(vb[i]))) end
-  return worst
-end
-
 -- the launches in the log whose kernel name has `what`
-local function count(what)
-  local n, rec = 0, ffi.new("struct cudacpu_launch")
-  for i = 0, ffi.C.cudacpu_launch_log_count() - 1 do
-    ffi.C.cudacpu_launch_log_get(i, rec)
-    if ffi.string(rec.name):find(what, 1, true) then n = n + 1 end
-  end
-  return n
-end
+local count = h.launches
 
 -- one forward and backward on `device`: logits, loss, { name = grad } and the forward's GELU launches
 local function run(act, device, precision)
@@ -127,5 +106,4 @@ do
       ("%d GELU derivative passes in the backward"):format(cuda.dgelu_passes))
   end
 end
-print(("%d passed, %d failed"):format(passed, failed))
-os.exit(failed == 0 and 0 or 1)
+h.finish()

@@ -11,31 +11,8 @@ local Module = require("trainer.nn.module")
 local Linear = require("trainer.nn.linear")
 local lora = require("trainer.train.lora")
 
-local passed, failed = 0, 0
-local function check(name, ok, why)
-  if ok then passed = passed + 1; print("PASS " .. name)
-  else failed = failed + 1; print("FAIL " .. name .. ": " .. tostring(why)) end
-end
-
-local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
-local log_ok = dofile(here .. "/../../bench/gpu/launch_log.lua")
-
-local function rel_diff(a, b)
-  local va, vb = a:to("cpu"):values(), b:to("cpu"):values()
-  local worst = 0
-  for i = 1, #vb do worst = math.max(worst, math.abs(va[i] - vb[i]) / math.max(1, math.abs(vb[i]))) end
-  return worst
-end
-
--- the launches logged since `from` whose kernel name has `what`
-local function launches(what, from)
-  local n, rec = 0, ffi.new("struct cudacpu_launch")
-  for i = from, ffi.C.cudacpu_launch_log_count() - 1 do
-    ffi.C.cudacpu_launch_log_get(i, rec)
-    if ffi.string(rec.name):find(what, 1, true) then n = n + 1 end
-  end
-  return n
-end
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu") .. "/harness.lua")
+local check, rel_diff, launches, log_ok = h.check, h.rel_diff, h.launches, h.log_ok
 
 local N, I, O = 40, 48, 32
 local function values(n, k)
@@ -65,7 +42,7 @@ local function run(device)
   bv:free()
   local x = T.from_table(values(N * I, 0.07), { dtype = "bf16", device = device, tag = "activations" }):reshape({ N, I })
   local dy = T.from_table(values(N * O, 0.19), { dtype = "bf16", device = device, tag = "activations" }):reshape({ N, O })
-  local first = (log_ok and device ~= "cpu") and tonumber(ffi.C.cudacpu_launch_log_count()) or nil
+  local first = (log_ok and device ~= "cpu") and h.log_mark() or nil
   local y = m:forward(x)
   local dx = m:backward(dy)
   local out = { y = y:to("cpu"), dx = dx:to("cpu"), dA = Module.grad_of(m.lora_A):to("cpu"),
@@ -90,5 +67,4 @@ if cuda.dropouts then
   check("no add pass for the LoRA path's input gradient", cuda.adds == 0, cuda.adds .. " add launches")
   check("the fused kernels ran", cuda.fused == 4, cuda.fused .. " dropout_linear launches (want 1 + 3)")
 end
-print(("%d passed, %d failed"):format(passed, failed))
-os.exit(failed == 0 and 0 or 1)
+h.finish()

@@ -12,33 +12,8 @@ local memory = require("trainer.core.memory")
 local C = require("trainer.core.ffi")
 local runtime = require("trainer.core.runtime")
 
-local passed, failed = 0, 0
-local function check(name, ok, why)
-  if ok then passed = passed + 1; print("PASS " .. name)
-  else failed = failed + 1; print("FAIL " .. name .. ": " .. tostring(why)) end
-end
-
-local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
-local log_ok = dofile(here .. "/../../bench/gpu/launch_log.lua")
-
--- the launches logged since `from` whose kernel name has `what`
-local function launches(what, from)
-  local n, rec = 0, ffi.new("struct cudacpu_launch")
-  for i = from, ffi.C.cudacpu_launch_log_count() - 1 do
-    ffi.C.cudacpu_launch_log_get(i, rec)
-    if ffi.string(rec.name):find(what, 1, true) then n = n + 1 end
-  end
-  return n
-end
-local function log_mark() return tonumber(ffi.C.cudacpu_launch_log_count()) end
-
--- the largest |a - b| / max(1, |b|)
-local function rel_diff(a, b)
-  local va, vb = a:to("cpu"):values(), b:to("cpu"):values()
-  local worst = 0
-  for i = 1, #vb do worst = math.max(worst, math.abs(va[i] - vb[i]) / math.max(1, math.abs(vb[i]))) end
-  return worst
-end
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu") .. "/harness.lua")
+local check, rel_diff, launches, log_mark, log_ok = h.check, h.rel_diff, h.launches, h.log_mark, h.log_ok
 
 local N, I, O = 24, 40, 16
 local function values(n, k)
@@ -114,5 +89,4 @@ w:free()
 check("the copy is freed with the weight", memory.stats("cuda").by_tag.workspace <= with_copy - O * I * 2,
   with_copy - memory.stats("cuda").by_tag.workspace)
 
-print(string.format("%d passed, %d failed", passed, failed))
-os.exit(failed == 0 and 0 or 1)
+h.finish()

@@ -88,22 +88,27 @@ end
 -- in their products (beta = 1: no temporary, no add pass); an active LoRA dropout runs fused
 -- (backward_fused); with packed rows its backward sits between the adapter's product and dx,
 -- so that path keeps one add.
-function LoraLinear:backward(dy, want_dx, bias_done, into)
+-- The base's input gradient (new, into `into` when given, nil when not wanted, the base's
+-- gradients accumulated), lora_B's gradient accumulated and da = scale dy B (new): scale folded
+-- into the products' alpha (no scaled copy of dy), dB += scale dy^T a over all rows.
+local function base_and_b(self, dy, x, a, want_dx, bias_done, into)
   local base = self.base
+  local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
+    (base.bias and not bias_done) and Module.grad_of(base.bias) or nil, want_dx, into)
+  local out = base.out_features
+  ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
+    { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
+  return dx, ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
+end
+
+function LoraLinear:backward(dy, want_dx, bias_done, into)
   local x, a = self:saved_tensor("x"), self.saved.a
   local k = self.saved.drop_key
   if k then return self:backward_fused(dy, want_dx, bias_done, into, x, a, k) end
   local dropped = self.dropout.p > 0
   local dx, dxd = T.scope(function()
     local xd = self.dropout:replay(x)   -- the forward's dropped-out input (same key, same mask)
-    local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-      (base.bias and not bias_done) and Module.grad_of(base.bias) or nil, want_dx, into)
-    -- scale folded into the products' alpha (no scaled copy of dy): dB += scale dy^T a over
-    -- all rows, da = scale dy B
-    local out = base.out_features
-    ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
-      { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
-    local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
+    local dx, da = base_and_b(self, dy, x, a, want_dx, bias_done, into)
     local dxa = ops.linear_backward(da, xd, self.lora_A.value, Module.grad_of(self.lora_A), nil, want_dx,
       not dropped and dx or nil)
     return dx, dropped and dxa or nil
@@ -120,14 +125,9 @@ end
 -- into the base's (or into `into`) by dropout_linear_backward, which also accumulates lora_A's
 -- gradient: no add pass on either path.
 function LoraLinear:backward_fused(dy, want_dx, bias_done, into, x, a, k)
-  local base, drop = self.base, self.dropout
+  local drop = self.dropout
   local dx = T.scope(function()
-    local dx = ops.linear_backward(dy, x, base.weight.value, Module.grad_of(base.weight),
-      (base.bias and not bias_done) and Module.grad_of(base.bias) or nil, want_dx, into)
-    local out = base.out_features
-    ops.matmul(dy:reshape({ dy:numel() / out, out }), a:reshape({ a:numel() / self.r, self.r }),
-      { out = Module.grad_of(self.lora_B), trans_a = true, alpha = self.scale, beta = 1 })
-    local da = ops.matmul(dy, self.lora_B.value, { alpha = self.scale })
+    local dx, da = base_and_b(self, dy, x, a, want_dx, bias_done, into)
     local key = ops.rng_key({ seed = k.seed, step = k.step, layer = drop.layer, op = drop.op })
     ops.dropout_linear_backward(da, x, self.lora_A.value, dx, Module.grad_of(self.lora_A), drop.p, key)
     return dx
