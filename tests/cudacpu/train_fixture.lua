@@ -66,10 +66,15 @@ return {
   device = "cpu", seed = 3,
 }
 ]]):format(dir .. "/cls", dir .. "/pairs.jsonl"))
+-- written whole, not extending nli.lua: a table key set to nil is absent, so an extending recipe
+-- would keep nli.lua's model.from and plan the small classifier instead of this shape
 write("plan.lua", ([[
 return {
-  extends = "nli.lua", steps = 2,
-  model = { from = nil, arch = "bert", init = "random", tokenizer = %q, task = "classification", num_labels = 3,
+  steps = 2,
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 },
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+  model = { arch = "bert", init = "random", tokenizer = %q, task = "classification", num_labels = 3,
     max_length = 32, config = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4,
     intermediate_size = 256, vocab_size = 500, max_position_embeddings = 512 } },
   data = { train = %q, columns = { "sentence1", "sentence2", "label" } },
