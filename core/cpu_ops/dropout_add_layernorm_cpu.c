@@ -267,8 +267,32 @@ static int fwd_block_rows(const tr_op_call *c, float *const *p, int64_t r0, int6
     return TR_OK;
 }
 
+/* Without sum, mean and rstd (nobody reads them): the same op over workspace ones, sum in
+ * x's dtype (the CPU is bound by the rows' arithmetic, not by the sum's bytes). */
+static int fwd_without_stats(tr_ctx *ctx, tr_op_call *c)
+{
+    const tr_tensor *x = c->dropout_add_layernorm.x;
+    const int64_t N = c->dim[0];
+    tr_tensor *sum = tr_tensor_new(ctx, x->ndim, x->shape, x->dtype, TR_CPU, TR_TAG_WORKSPACE);
+    tr_tensor *mean = sum ? tr_tensor_new(ctx, 1, &N, TR_F32, TR_CPU, TR_TAG_WORKSPACE) : NULL;
+    tr_tensor *rstd = mean ? tr_tensor_new(ctx, 1, &N, TR_F32, TR_CPU, TR_TAG_WORKSPACE) : NULL;
+    int rc = rstd ? TR_OK : tr_ctx_err(ctx)->status;
+    if (rc == TR_OK) {
+        tr_op_call full = *c;
+        full.t[TR_ARGI(dropout_add_layernorm, sum)] = sum;
+        full.t[TR_ARGI(dropout_add_layernorm, mean)] = mean;
+        full.t[TR_ARGI(dropout_add_layernorm, rstd)] = rstd;
+        rc = tr_cpu_dropout_add_layernorm(ctx, &full);
+    }
+    tr_tensor_free(sum);
+    tr_tensor_free(mean);
+    tr_tensor_free(rstd);
+    return rc;
+}
+
 int tr_cpu_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
 {
+    if (!c->dropout_add_layernorm.sum) return fwd_without_stats(ctx, c);
     const tr_op_desc *d = &tr_opd_dropout_add_layernorm;
     const int64_t N = c->dim[0], C = c->dim[1];
     const float p = c->f[0];

@@ -25,7 +25,16 @@ static int dropout_add_layernorm_body(tr_cslot *s, tr_op_call *c)
     /* the kernel reads weight and bias in one dtype: the weight's */
     int rc = tr_cslot_in(s, b, w->dtype, &bias);
     if (rc) return rc;
-    return tr_k_dropout_add_layernorm_fwd_cuda(out->data, out->dtype, sum->data, sum->dtype, mean->data, rstd->data,
+    /* no statistics wanted: the row's sum goes through out (when it has x's dtype, the sum's
+     * rounding) or a workspace row block, never to a tensor of its own */
+    void *sum_p = sum ? sum->data : NULL;
+    int sum_dt = sum ? sum->dtype : x->dtype;
+    if (!sum) {
+        if (out->dtype == x->dtype) sum_p = out->data;
+        else if ((rc = tr_cslot_ws(s, x->numel, x->dtype, &sum_p))) return rc;
+    }
+    return tr_k_dropout_add_layernorm_fwd_cuda(out->data, out->dtype, sum_p, sum_dt, mean ? mean->data : NULL,
+                                               rstd ? rstd->data : NULL,
                                                x->data, x->dtype, res->data, res->dtype, w->data, bias, w->dtype,
                                                c->dim[0], c->dim[1], c->f[0], c->f[1], k.seed, k.step, k.layer, k.op,
                                                c->u, s->stream, s->err);

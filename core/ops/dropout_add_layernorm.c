@@ -46,6 +46,9 @@ int tr_check_dropout_add_layernorm(tr_ctx *ctx, tr_op_call *c)
     const tr_args_dropout_add_layernorm *a = &c->dropout_add_layernorm;
     const tr_tensor *const acts[] = { a->residual, a->out, a->sum };
     int rc;
+    if (!a->sum != !a->mean || !a->sum != !a->rstd)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: sum, mean and rstd are given together or all NULL (no backward will read them)", op);
     if ((rc = check_common(ctx, op, c, a->x, a->weight, a->mean, a->rstd)) ||
         (rc = tr_op_want_shapes(ctx, op, like_x, acts, 3, a->x->ndim, a->x->shape)))
         return rc;

@@ -20,7 +20,7 @@ int tr_check_layernorm_rows(tr_ctx *ctx, const char *op, tr_op_call *c, const tr
                        "%s: x has shape %s but weight has shape %s; weight must be [%lld] (the "
                        "normalised last dim of x)",
                        op, tr_op_shape(x, s1), tr_op_shape(weight, s2), (long long)C);
-    if (mean->numel != N || rstd->numel != N)
+    if ((mean || rstd) && (!mean || !rstd || mean->numel != N || rstd->numel != N))
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "%s: x has shape %s so mean and rstd need %lld elements (one per row), "
                        "but mean has shape %s and rstd %s",

@@ -6,7 +6,8 @@
 
 #include "op_table.h"
 
-/* x [..., C] (not a scalar) of N rows, weight [C], mean and rstd N elements each; sets
+/* x [..., C] (not a scalar) of N rows, weight [C], mean and rstd N elements each (or both
+ * NULL: dropout_add_layernorm without its statistics); sets
  * call->dim[0] = N, dim[1] = C. N is the product of x's leading dims, or 0 when C is 0 and
  * empty_rows_when_c0 (dropout_add_layernorm's rule). */
 int tr_check_layernorm_rows(tr_ctx *ctx, const char *op, tr_op_call *c, const tr_tensor *x, const tr_tensor *weight,

@@ -90,8 +90,8 @@ TR_OP(loss_scale_update, TR_A(scale, ACC, F32, 0) TR_A(inv_scale, OUT, F32, 0) T
       TR_A(skipped, ACC, ANY, 0) TR_A(found_inf, IN, ANY, 0), TR_S(growth_factor, f, 0, NAN) \
       TR_S(backoff_factor, f, 1, NAN) TR_S(growth_interval, i, 0, NAN))
 TR_OP(scale_by_scalar, TR_A(x, ACC, FLOAT, 0) TR_A(s, IN, F32, 0), TR_S(factor, f, 0, 1))
-TR_OP(dropout_add_layernorm, TR_A(out, OUT, FLOAT, 0) TR_A(sum, OUT, FLOAT, 0) TR_A(mean, OUT, F32, 0) \
-      TR_A(rstd, OUT, F32, 0) TR_A(x, IN, FLOAT, 0) TR_A(residual, IN, FLOAT, 0) TR_A(weight, IN, FLOAT, 0) \
+TR_OP(dropout_add_layernorm, TR_A(out, OUT, FLOAT, 0) TR_A(sum, OUT, FLOAT, 1) TR_A(mean, OUT, F32, 1) \
+      TR_A(rstd, OUT, F32, 1) TR_A(x, IN, FLOAT, 0) TR_A(residual, IN, FLOAT, 0) TR_A(weight, IN, FLOAT, 0) \
       TR_A(bias, IN, FLOAT, 1), TR_S(p, f, 0, 0) TR_S(eps, f, 1, 1e-12))
 TR_OP(dropout_add_layernorm_backward, TR_A(dx, OUT, FLOAT, 1) TR_A(dresidual, OUT, FLOAT, 1) \
       TR_A(dweight, ACC, F32, 1) TR_A(dbias, ACC, F32, 1) TR_A(dout, IN, FLOAT, 0) TR_A(sum, IN, FLOAT, 0) \

@@ -68,7 +68,10 @@ int tr_op_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dweight, tr_
  * same keep bits), and in half precision the dropped-out x and the sum are rounded to x's
  * and sum's dtypes as the unfused ops round them; key may be NULL when p is 0. sum is what
  * the backward reads (the layernorm input); nothing else is kept, the mask is regenerated.
- * sum may be x (in place: x's storage becomes the sum); no other output may alias an input. */
+ * sum may be x (in place: x's storage becomes the sum); no other output may alias an input.
+ * sum, mean and rstd may all be NULL (a forward no backward follows: a checkpoint's first
+ * pass, inference): out is the same, the sum rounded to x's dtype; on CUDA the sum is then
+ * never written (out holds the row until it is normalised). */
 int tr_op_dropout_add_layernorm(tr_ctx *ctx, tr_tensor *out, tr_tensor *sum, tr_tensor *mean, tr_tensor *rstd,
                                 const tr_tensor *x, const tr_tensor *residual, const tr_tensor *weight,
                                 const tr_tensor *bias, float p, float eps, const tr_rng_key *key, uint64_t offset);

@@ -9,7 +9,8 @@
 TR_K_BEGIN_DECLS
 
 /* sum[N,C] (=) = residual + dropout(x) (the dropped-out x rounded to x_dt, the sum to sum_dt,
- * as the unfused ops round them), out[N,C] (=) = layernorm(sum), mean[N], rstd[N] (=) f32;
+ * as the unfused ops round them), out[N,C] (=) = layernorm(sum), mean[N], rstd[N] (=) f32
+ * (both may be NULL; sum may be out itself, the row then normalised in place);
  * the keep bits are tr_dropout_mask_bits's for the key (seed, step, layer, op) and stream
  * element offset + i (p = 0 keeps all and draws nothing); bias may be NULL. */
 int tr_k_dropout_add_layernorm_fwd_cuda(void *out, int out_dt, void *sum, int sum_dt, float *mean, float *rstd,

@@ -1,7 +1,8 @@
 /* layernorm_row.cuh — the part of a LayerNorm forward row that layernorm.cu and the fused
  * dropout_add_layernorm.cu share: given the row's sum s (this thread's part), the mean, the
  * variance about it (a second pass, as the CPU kernel does), out = (x - mean) * rstd * w + b,
- * and mean/rstd stored by thread 0. One block per row, fp32 math; x is read back by each
+ * and mean/rstd stored by thread 0 (not when mean is NULL). x may be out itself (each thread
+ * reads an element before it writes it). One block per row, fp32 math; x is read back by each
  * thread at the indices it wrote itself (the fused kernel's sum), so no barrier is needed
  * before the first read. */
 #ifndef TR_CUDA_LAYERNORM_ROW_CUH
@@ -27,7 +28,7 @@ __device__ inline void tr_ln_row_normalise(float s, float *red, const void *x, i
         if (b) y += tr_ld_dt(b, c, w_dt);
         tr_st_dt(out, base + c, out_dt, y);
     }
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && mean) {
         mean[row] = mu;
         rstd[row] = rs;
     }

@@ -563,7 +563,8 @@ static void sh_layernorm_bwd(const int64_t *d, arg_spec *a)
 static void quantize(double *x, int64_t n, int dt);
 
 /* dropout_add_layernorm. d: N, C, bias, p in percent, padded (the last row of x and of
- * the residual all zero, as a padded token's row: a constant row, var 0). */
+ * the residual all zero, as a padded token's row: a constant row, var 0), no statistics (sum,
+ * mean and rstd NULL: a forward no backward follows). */
 static void sh_dal(const int64_t *d, arg_spec *a)
 {
     a[0] = A(2, d[0], d[1]);
@@ -575,6 +576,7 @@ static void sh_dal(const int64_t *d, arg_spec *a)
     a[6] = A(1, d[1]);
     a[7] = d[2] ? A(1, d[1]) : ANULL;
     if (d[4]) a[4].fill = a[5].fill = PADROW;
+    if (d[5]) a[1] = a[2] = a[3] = ANULL;
 }
 static void sc_dal(const int64_t *d, tr_op_call *c)
 {
@@ -584,7 +586,35 @@ static void sc_dal(const int64_t *d, tr_op_call *c)
     c->u = 1000;
 }
 /* Without rounding: what finite differences differentiate. */
+static void ref_dal_smooth_with(double **t, const int64_t *d, const tr_op_call *c);
+static void ref_dal_with(double **t, const int64_t *d, const tr_op_call *c);
+/* t with scratch arrays for sum, mean and rstd where the case has none, then ref. */
+static void ref_dal_stats(double **t, const int64_t *d, const tr_op_call *c,
+                          void (*ref)(double **, const int64_t *, const tr_op_call *))
+{
+    if (t[1]) {
+        ref(t, d, c);
+        return;
+    }
+    double *tt[NT];
+    memcpy(tt, t, sizeof tt);
+    tt[1] = malloc((size_t)(d[0] * d[1]) * sizeof(double) + 8);
+    tt[2] = malloc((size_t)d[0] * sizeof(double) + 8);
+    tt[3] = malloc((size_t)d[0] * sizeof(double) + 8);
+    ref(tt, d, c);
+    free(tt[1]);
+    free(tt[2]);
+    free(tt[3]);
+}
 static void ref_dal_smooth(double **t, const int64_t *d, const tr_op_call *c)
+{
+    ref_dal_stats(t, d, c, ref_dal_smooth_with);
+}
+static void ref_dal(double **t, const int64_t *d, const tr_op_call *c)
+{
+    ref_dal_stats(t, d, c, ref_dal_with);
+}
+static void ref_dal_smooth_with(double **t, const int64_t *d, const tr_op_call *c)
 {
     int64_t n = d[0] * d[1];
     uint8_t *keep = malloc((size_t)n + 1);   /* the device-only cases are BERT-sized */
@@ -596,11 +626,11 @@ static void ref_dal_smooth(double **t, const int64_t *d, const tr_op_call *c)
 }
 /* As the op computes it: in half, the dropped-out x rounded to x's dtype and the sum to sum's
  * (so the saved sum, mean and rstd a backward case reads agree with each other). */
-static void ref_dal(double **t, const int64_t *d, const tr_op_call *c)
+static void ref_dal_with(double **t, const int64_t *d, const tr_op_call *c)
 {
-    int xdt = c->t[4]->dtype, sdt = c->t[1]->dtype;
+    int xdt = c->t[4]->dtype, sdt = c->t[1] ? c->t[1]->dtype : xdt;
     if (xdt == TR_F32 && sdt == TR_F32) {
-        ref_dal_smooth(t, d, c);
+        ref_dal_smooth_with(t, d, c);
         return;
     }
     int64_t n = d[0] * d[1];
@@ -948,8 +978,9 @@ static const op_case cases[] = {
       .dims = { DIMS(3, 7, 1, 0), DIMS(1, 1, 1, 1), DIMS(5, 13, 0, 0), DIMS(70, 1000, 1, 0) } },
     { "bias_gelu_backward", sh_bias_gelu_bwd, sc_bias_gelu, NULL, "bias_gelu", { G(1), G(2), D(0), S(1) }, .nd = 3,
       .rounds_inside = 1, .dims = { DIMS(3, 7, 1, 0), DIMS(1, 1, 1, 1), DIMS(4, 5, 0, 1) } },
-    { "dropout_add_layernorm", sh_dal, sc_dal, ref_dal, .nd = 4, .fd_ref = ref_dal_smooth, .rounds_inside = 1,
-      .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(5, 13, 0, 50, 1), DIMS(4, 9, 1, 0, 1) } },
+    { "dropout_add_layernorm", sh_dal, sc_dal, ref_dal, .nd = 5, .fd_ref = ref_dal_smooth, .rounds_inside = 1,
+      .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(5, 13, 0, 50, 1), DIMS(4, 9, 1, 0, 1),
+                DIMS(5, 13, 1, 30, 1, 1) } },
     { "dropout_add_layernorm_backward", sh_dal_bwd, sc_dal, NULL, "dropout_add_layernorm",
       { G(4), G(5), G(6), G(7), D(0), S(1), I(6), S(2), S(3) }, .nd = 3, .rounds_inside = 1,
       .dims = { DIMS(3, 7, 1, 30, 0), DIMS(1, 1, 0, 0, 0), DIMS(4, 5, 0, 50, 1) } },

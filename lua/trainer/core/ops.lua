@@ -134,10 +134,16 @@ end
 -- The end of a post-LN block in one op: sum = residual + dropout(x, prob, key, offset), out =
 -- layernorm(sum). Returns out, sum (the layernorm input, what the backward reads; x's dtype,
 -- as the unfused add gives it), mean and rstd (f32). key may be nil when prob is 0.
+-- opts.stats = false: out alone (no backward will read the rest; on CUDA the sum is not written).
 function M.dropout_add_layernorm(x, residual, weight, bias, eps, prob, key, offset, opts)
   opts = opts or {}
   local rows = x:numel() / x:shape()[#x:shape()]
   local out = new(x:shape(), x, opts.dtype, opts.tag)
+  if opts.stats == false then
+    fill({ out }, C.tr_op_dropout_add_layernorm(ctx, out:ptr(), nil, nil, nil, x:ptr(), residual:ptr(), weight:ptr(),
+      p(bias), prob or 0, eps or 1e-12, key, offset or 0), "dropout_add_layernorm")
+    return out
+  end
   local sum = new(x:shape(), x, nil, opts.tag)
   local mean = new({ rows }, x, "f32", opts.tag)
   local rstd = new({ rows }, x, "f32", opts.tag)

@@ -36,6 +36,10 @@ function M.forward(dropout, norm, x, residual, pk)
     return y
   end
   local p, key = forward_key(dropout)
+  if not norm.grad_enabled then   -- nothing for a backward: no sum, mean or rstd
+    return ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key, nil,
+      { stats = false })
+  end
   local y, sum, mean, rstd = ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key)
   norm:keep_owned("x", sum)
   norm:keep_owned("mean", mean)
