@@ -13,7 +13,7 @@ static tr_tensor *scratch_like(tr_ctx *ctx, const tr_tensor *t, int dt)
     return tr_tensor_new(ctx, t->ndim, t->shape, dt, TR_CPU, TR_TAG_WORKSPACE);
 }
 
-/* dropout(x) into workspace; x itself (a const view of it) when p is 0. */
+/* *out = dropout(x) in workspace; NULL when p is 0 (the caller reads x itself). */
 static int dropped(tr_ctx *ctx, const tr_tensor *x, float p, const tr_rng_key *key, uint64_t offset,
                    tr_tensor **out)
 {

@@ -130,9 +130,9 @@ function M.estimate(recipe, opts)
   for _ = 1, L do
     for _, lin in ipairs(layer_linears(H, I)) do
       add(lin[2] * lin[3], lin[3], lin[2], full, true)   -- weight [out, in]
-      add(lin[3], lin[3], 1, full)                 -- bias
+      add(lin[3], lin[3], 1, full)                       -- bias
     end
-    add(4 * H, 4 * H, 1, full)                     -- two LayerNorms
+    add(4 * H, 4 * H, 1, full)                           -- two LayerNorms
     for _, lin in ipairs(lora_sites) do
       add(lora.r * lin[2], lora.r, lin[2], true, true)   -- lora_A [r, in]
       add(lin[3] * lora.r, lin[3], lora.r, true, true)   -- lora_B [out, r]
