@@ -63,6 +63,15 @@ ifeq ($(MPI),0)
 else
   HAVE_MPI := $(shell pkg-config --exists ompi-c 2>/dev/null && echo yes)
 endif
+# The fat binary's targets: machine code (SASS) for each card generation from Turing up (sm_75
+# T4 and RTX 20; sm_80 A100; sm_86 A10, A40 and RTX 30; sm_89 L4 and RTX 40; sm_90 H100/H200;
+# sm_100 B200; sm_120 RTX 50), and the PTX of the newest, which a driver compiles for cards
+# after those. CUDA 13 no longer targets sm_70 (V100): `make gpu-bundle-cuda12` builds for it.
+# `make CUDA_ARCHS=90` builds one target (a quicker build for one card).
+CUDA_ARCHS ?= 75 80 86 89 90 100 120
+CUDA_PTX   ?= $(lastword $(CUDA_ARCHS))
+CUDA_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                -gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX)
 # NCCL for the GPU collectives: its header beside the CUDA toolkit's (libnccl itself is
 # loaded at run time by core/dist/dist_nccl.c, so the binary starts without it).
 HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),yes,),)
@@ -84,6 +93,7 @@ ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
   $(info build: oneDNN    $(if $(HAVE_DNNL),found (CPU matrix products; libdnnl loaded at run time),$(if $(filter 0,$(DNNL)),skipped (DNNL=0),missing (CPU matrix products on OpenBLAS: apt-get install libdnnl-dev))))
   $(info build: nvcc      $(if $(NVCC),found $(NVCC),missing (CPU-only build)))
   $(info build: cuBLASLt  $(if $(HAVE_CUDA),found (CUDA backend on),$(if $(filter 0,$(CUDA)),skipped (CUDA=0),missing)))
+  $(if $(HAVE_CUDA),$(info build: targets   $(foreach a,$(CUDA_ARCHS),sm_$(a)) + compute_$(CUDA_PTX) PTX))
   $(info build: Open MPI  $(if $(HAVE_MPI),found $(shell pkg-config --modversion ompi-c) (mpirun -np N trainer ...),$(if $(filter 0,$(MPI)),skipped (MPI=0),missing (one process only: apt-get install openmpi-bin libopenmpi-dev))))
   $(info build: NCCL      $(if $(HAVE_NCCL),found (GPU collectives; libnccl loaded at run time),missing))
 endif
@@ -122,7 +132,7 @@ endif
 ifeq ($(HAVE_CUDA),yes)
   CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DTR_HAVE_NCCL,)
   NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
-                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+                $(CUDA_GENCODE) \
                 -Xcompiler -fPIC,-Wall,-Werror
   # cuBLASLt is not linked: core/device/cuda_device.c dlopens it on a device's first matrix
   # product (linked, it costs ~150 MiB of resident memory at start, GPU or not). The rpath
@@ -192,7 +202,15 @@ $(BUILD)/rel/%.o: %.c $(HEADERS)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS_REL) $(EXTRA_FLAGS) -c $< -o $@
 
-$(BUILD)/rel/%.o: %.cu $(HEADERS)
+# The CUDA objects are rebuilt when the targets they were built for change: the stamp holds
+# the -gencode flags (and the emulator's card, CUDACPU_ARCH) and is rewritten only when they differ.
+CUDA_TARGETS_STAMP := $(BUILD)/cuda-targets
+ifeq ($(HAVE_CUDA),yes)
+  CUDA_TARGETS_NOW := $(CUDA_GENCODE) $(if $(CUDACPU_ARCH),cudacpu sm_$(CUDACPU_ARCH))
+  $(shell mkdir -p $(BUILD) && { [ "$$(cat $(CUDA_TARGETS_STAMP) 2>/dev/null)" = "$(CUDA_TARGETS_NOW)" ] || echo "$(CUDA_TARGETS_NOW)" >$(CUDA_TARGETS_STAMP); })
+endif
+
+$(BUILD)/rel/%.o: %.cu $(HEADERS) $(CUDA_TARGETS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -209,7 +227,7 @@ $(BUILD)/asan/%.o: %.c $(HEADERS)
 	$(call say,CC-SAN,$<)
 	$(Q)$(CC) $(CFLAGS_ASAN) $(EXTRA_FLAGS) -c $< -o $@
 
-$(BUILD)/asan/%.o: %.cu $(HEADERS)
+$(BUILD)/asan/%.o: %.cu $(HEADERS) $(CUDA_TARGETS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC-SAN,$<)
 	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -O1,-fno-omit-frame-pointer,-fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=undefined \

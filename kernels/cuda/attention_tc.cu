@@ -25,17 +25,19 @@
  * memory), which sets the tile sizes; rows are padded by 8 elements (16 bytes) to spread the
  * banks, and every fragment pointer is 32-byte aligned. */
 #include "cuda/attention.cuh"
+#include "cuda/arch.cuh"
 #include "cuda/attention_tc.h"
+#include "cuda/card.h"
 
 #include <mma.h>
 
 using namespace nvcuda;
 
 enum {
-    TC_FWD_WARPS = 4,  /* forward: 64 query rows a block */
-    TC_BWD_WARPS = 2,  /* backward: 32 key (dK/dV) or query (dQ) rows a block */
-    TC_BC = 32,        /* keys (forward, dQ) or queries (dK/dV) a tile */
-    TC_PAD = 8,        /* 16-bit elements of padding a row */
+    TC_FWD_WARPS = 4, /* forward: 64 query rows a block */
+    TC_BWD_WARPS = 2, /* backward: 32 key (dK/dV) or query (dQ) rows a block */
+    TC_BC = 32,       /* keys (forward, dQ) or queries (dK/dV) a tile */
+    TC_PAD = 8,       /* 16-bit elements of padding a row */
 };
 
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> tc_acc;
@@ -43,7 +45,10 @@ template <class T> using tc_a_row = wmma::fragment<wmma::matrix_a, 16, 16, 16, T
 template <class T> using tc_b_row = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major>;
 template <class T> using tc_b_col = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major>;
 
-template <class T> __device__ __forceinline__ T tc_zero() { return tr_st<T>(0.0f); }
+template <class T> __device__ __forceinline__ T tc_zero()
+{
+    return tr_st<T>(0.0f);
+}
 
 /* rows[16][16] (=) r in row r, by the whole block; the caller synchronises before rows_of. */
 __device__ __forceinline__ void tc_fill_rows(float (*rows)[16])
@@ -110,8 +115,8 @@ template <class T, int DMAX> struct tc_fwd_smem {
 };
 
 template <class T, int DMAX>
-__global__ void __launch_bounds__(TC_FWD_WARPS * 32)
-attn_tc_fwd_kernel(T *out, float *lse, const T *q, const T *k, const T *v, const void *mask, int mask_dt, attn_shape s)
+__device__ __forceinline__ void attn_tc_fwd_tiles(T *out, float *lse, const T *q, const T *k, const T *v,
+                                                  const void *mask, int mask_dt, attn_shape s)
 {
     typedef tc_fwd_smem<T, DMAX> smem_t;
     static_assert(sizeof(smem_t) <= 48 * 1024, "static shared memory is at most 48 KiB a block");
@@ -210,6 +215,18 @@ attn_tc_fwd_kernel(T *out, float *lse, const T *q, const T *k, const T *v, const
     }
 }
 
+/* The kernel: the tiles where the target has WMMA for T, a trap elsewhere (arch.cuh). */
+template <class T, int DMAX>
+__global__ void __launch_bounds__(TC_FWD_WARPS * 32)
+    attn_tc_fwd_kernel(T *out, float *lse, const T *q, const T *k, const T *v, const void *mask, int mask_dt,
+                       attn_shape s)
+{
+    if constexpr (tr_arch_mma<T>::value)
+        attn_tc_fwd_tiles<T, DMAX>(out, lse, q, k, v, mask, mask_dt, s);
+    else
+        tr_arch_unreachable();
+}
+
 /* ------------------------------------------------------------ backward: dK and dV */
 
 template <class T, int DMAX> struct tc_dkv_smem {
@@ -217,20 +234,20 @@ template <class T, int DMAX> struct tc_dkv_smem {
     T k[TC_BWD_WARPS * 16][LD] __align__(32);
     T v[TC_BWD_WARPS * 16][LD] __align__(32);
     T q[QT][LD] __align__(32);
-    T g[QT][LD] __align__(32);                      /* dout rows */
-    float st[TC_BWD_WARPS][16][LS] __align__(32);   /* S^T, then the staging tile */
-    float dpt[TC_BWD_WARPS][16][LS] __align__(32);  /* dP^T */
-    T pz[TC_BWD_WARPS][16][LP] __align__(32);       /* (P Z)^T */
-    T ds[TC_BWD_WARPS][16][LP] __align__(32);       /* dS^T */
+    T g[QT][LD] __align__(32);                     /* dout rows */
+    float st[TC_BWD_WARPS][16][LS] __align__(32);  /* S^T, then the staging tile */
+    float dpt[TC_BWD_WARPS][16][LS] __align__(32); /* dP^T */
+    T pz[TC_BWD_WARPS][16][LP] __align__(32);      /* (P Z)^T */
+    T ds[TC_BWD_WARPS][16][LP] __align__(32);      /* dS^T */
     float rows[16][16] __align__(32);
     float lse[QT], delta[QT];
     int key_ok[TC_BWD_WARPS * 16];
 };
 
 template <class T, int DMAX>
-__global__ void __launch_bounds__(TC_BWD_WARPS * 32)
-attn_tc_dkv_kernel(T *dk, T *dv, const T *dout, const T *q, const T *k, const T *v, const float *lse,
-                   const float *delta, const void *mask, int mask_dt, attn_shape s)
+__device__ __forceinline__ void attn_tc_dkv_tiles(T *dk, T *dv, const T *dout, const T *q, const T *k, const T *v,
+                                                  const float *lse, const float *delta, const void *mask, int mask_dt,
+                                                  attn_shape s)
 {
     typedef tc_dkv_smem<T, DMAX> smem_t;
     static_assert(sizeof(smem_t) <= 48 * 1024, "static shared memory is at most 48 KiB a block");
@@ -310,6 +327,18 @@ attn_tc_dkv_kernel(T *dk, T *dv, const T *dout, const T *q, const T *k, const T 
     }
 }
 
+/* The kernel: the tiles where the target has WMMA for T, a trap elsewhere (arch.cuh). */
+template <class T, int DMAX>
+__global__ void __launch_bounds__(TC_BWD_WARPS * 32)
+    attn_tc_dkv_kernel(T *dk, T *dv, const T *dout, const T *q, const T *k, const T *v, const float *lse,
+                       const float *delta, const void *mask, int mask_dt, attn_shape s)
+{
+    if constexpr (tr_arch_mma<T>::value)
+        attn_tc_dkv_tiles<T, DMAX>(dk, dv, dout, q, k, v, lse, delta, mask, mask_dt, s);
+    else
+        tr_arch_unreachable();
+}
+
 /* ------------------------------------------------------------ backward: dQ */
 
 template <class T, int DMAX> struct tc_dq_smem {
@@ -318,17 +347,17 @@ template <class T, int DMAX> struct tc_dq_smem {
     T g[TC_BWD_WARPS * 16][LD] __align__(32);
     T k[TC_BC][LD] __align__(32);
     T v[TC_BC][LD] __align__(32);
-    float st[TC_BWD_WARPS][16][LS] __align__(32);   /* S, then the staging tile */
-    float dp[TC_BWD_WARPS][16][LS] __align__(32);   /* dP */
+    float st[TC_BWD_WARPS][16][LS] __align__(32); /* S, then the staging tile */
+    float dp[TC_BWD_WARPS][16][LS] __align__(32); /* dP */
     T ds[TC_BWD_WARPS][16][LP] __align__(32);
     float lse[TC_BWD_WARPS * 16], delta[TC_BWD_WARPS * 16];
     int valid[TC_BC];
 };
 
 template <class T, int DMAX>
-__global__ void __launch_bounds__(TC_BWD_WARPS * 32)
-attn_tc_dq_kernel(T *dq, const T *dout, const T *q, const T *k, const T *v, const float *lse, const float *delta,
-                  const void *mask, int mask_dt, attn_shape s)
+__device__ __forceinline__ void attn_tc_dq_tiles(T *dq, const T *dout, const T *q, const T *k, const T *v,
+                                                 const float *lse, const float *delta, const void *mask, int mask_dt,
+                                                 attn_shape s)
 {
     typedef tc_dq_smem<T, DMAX> smem_t;
     static_assert(sizeof(smem_t) <= 48 * 1024, "static shared memory is at most 48 KiB a block");
@@ -399,11 +428,23 @@ attn_tc_dq_kernel(T *dq, const T *dout, const T *q, const T *k, const T *v, cons
     for (int f = 0; f < nd; f++) tc_store_tile<T, LS>(dq, g[f], sm.st[warp], s, b, h, i0 + iw, f * 16, s.scale);
 }
 
+/* The kernel: the tiles where the target has WMMA for T, a trap elsewhere (arch.cuh). */
+template <class T, int DMAX>
+__global__ void __launch_bounds__(TC_BWD_WARPS * 32)
+    attn_tc_dq_kernel(T *dq, const T *dout, const T *q, const T *k, const T *v, const float *lse, const float *delta,
+                      const void *mask, int mask_dt, attn_shape s)
+{
+    if constexpr (tr_arch_mma<T>::value)
+        attn_tc_dq_tiles<T, DMAX>(dq, dout, q, k, v, lse, delta, mask, mask_dt, s);
+    else
+        tr_arch_unreachable();
+}
+
 /* ------------------------------------------------------------ launchers */
 
 extern "C" int tr_k_attention_tc_fits(int dt, int64_t D)
 {
-    return (dt == TR_BF16 || dt == TR_F16) && D % 16 == 0 && D >= 32 && D <= 128;
+    return tr_k_mma_takes(dt, tr_k_cuda_cc()) && D % 16 == 0 && D >= 32 && D <= 128;
 }
 
 template <class T, int DMAX>
@@ -411,8 +452,8 @@ static void tc_fwd_launch(void *out, float *lse, const void *q, const void *k, c
                           int mask_dt, const attn_shape &s, cudaStream_t st)
 {
     const dim3 grid((unsigned)((s.T + TC_FWD_WARPS * 16 - 1) / (TC_FWD_WARPS * 16)), (unsigned)s.H, (unsigned)s.B);
-    attn_tc_fwd_kernel<T, DMAX><<<grid, TC_FWD_WARPS * 32, 0, st>>>((T *)out, lse, (const T *)q, (const T *)k,
-                                                                    (const T *)v, mask, mask_dt, s);
+    attn_tc_fwd_kernel<T, DMAX>
+        <<<grid, TC_FWD_WARPS * 32, 0, st>>>((T *)out, lse, (const T *)q, (const T *)k, (const T *)v, mask, mask_dt, s);
 }
 
 template <class T, int DMAX>
@@ -421,37 +462,51 @@ static void tc_bwd_launch(void *dq, void *dk, void *dv, const void *dout, const 
                           cudaStream_t st)
 {
     const dim3 grid((unsigned)((s.T + TC_BWD_WARPS * 16 - 1) / (TC_BWD_WARPS * 16)), (unsigned)s.H, (unsigned)s.B);
-    attn_tc_dkv_kernel<T, DMAX><<<grid, TC_BWD_WARPS * 32, 0, st>>>((T *)dk, (T *)dv, (const T *)dout, (const T *)q,
-                                                                    (const T *)k, (const T *)v, lse, delta, mask,
-                                                                    mask_dt, s);
-    attn_tc_dq_kernel<T, DMAX><<<grid, TC_BWD_WARPS * 32, 0, st>>>((T *)dq, (const T *)dout, (const T *)q,
-                                                                   (const T *)k, (const T *)v, lse, delta, mask,
-                                                                   mask_dt, s);
+    attn_tc_dkv_kernel<T, DMAX><<<grid, TC_BWD_WARPS * 32, 0, st>>>(
+        (T *)dk, (T *)dv, (const T *)dout, (const T *)q, (const T *)k, (const T *)v, lse, delta, mask, mask_dt, s);
+    attn_tc_dq_kernel<T, DMAX><<<grid, TC_BWD_WARPS * 32, 0, st>>>((T *)dq, (const T *)dout, (const T *)q, (const T *)k,
+                                                                   (const T *)v, lse, delta, mask, mask_dt, s);
 }
 
 /* Runs BODY with T the C++ type of dt (bf16 or f16) and DMAX the kernel's head-size bound. */
-#define TC_DISPATCH(dt, D, BODY)                                                                     \
-    do {                                                                                             \
-        if ((dt) == TR_BF16) {                                                                       \
-            typedef __nv_bfloat16 T;                                                                 \
-            if ((D) <= 32) { enum { DMAX = 32 }; BODY; }                                             \
-            else if ((D) <= 64) { enum { DMAX = 64 }; BODY; }                                        \
-            else { enum { DMAX = 128 }; BODY; }                                                      \
-        } else {                                                                                     \
-            typedef __half T;                                                                        \
-            if ((D) <= 32) { enum { DMAX = 32 }; BODY; }                                             \
-            else if ((D) <= 64) { enum { DMAX = 64 }; BODY; }                                        \
-            else { enum { DMAX = 128 }; BODY; }                                                      \
-        }                                                                                            \
+#define TC_DISPATCH(dt, D, BODY)                                                                                       \
+    do {                                                                                                               \
+        if ((dt) == TR_BF16) {                                                                                         \
+            typedef __nv_bfloat16 T;                                                                                   \
+            if ((D) <= 32) {                                                                                           \
+                enum { DMAX = 32 };                                                                                    \
+                BODY;                                                                                                  \
+            } else if ((D) <= 64) {                                                                                    \
+                enum { DMAX = 64 };                                                                                    \
+                BODY;                                                                                                  \
+            } else {                                                                                                   \
+                enum { DMAX = 128 };                                                                                   \
+                BODY;                                                                                                  \
+            }                                                                                                          \
+        } else {                                                                                                       \
+            typedef __half T;                                                                                          \
+            if ((D) <= 32) {                                                                                           \
+                enum { DMAX = 32 };                                                                                    \
+                BODY;                                                                                                  \
+            } else if ((D) <= 64) {                                                                                    \
+                enum { DMAX = 64 };                                                                                    \
+                BODY;                                                                                                  \
+            } else {                                                                                                   \
+                enum { DMAX = 128 };                                                                                   \
+                BODY;                                                                                                  \
+            }                                                                                                          \
+        }                                                                                                              \
     } while (0)
 
 /* The launchers below are called by tr_k_attention_fwd_cuda / tr_k_attention_bwd_cuda after
  * their argument checks, for launches tr_k_attention_tc_fits takes, with B and T above 0. */
 static int tc_refused(const char *op, int dt, int64_t D, tr_error *err)
 {
-    return tr_fail(err, TR_EINTERNAL, "%s on CUDA: the tensor-core kernels take bf16 or f16 and head sizes that are "
-                                      "a multiple of 16 in 32..128, not %s and D=%lld.", op, tr_dtype_name(dt),
-                   (long long)D);
+    return tr_fail(err, TR_EINTERNAL,
+                   "%s on CUDA: the tensor-core kernels take f16 (sm_70 and up), bf16 (sm_80 and up) "
+                   "and head sizes that are a multiple of 16 in 32..128, not %s and D=%lld on a "
+                   "card of compute capability %d.%d.",
+                   op, tr_dtype_name(dt), (long long)D, tr_k_cuda_cc() / 10, tr_k_cuda_cc() % 10);
 }
 
 extern "C" int tr_k_attention_tc_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
@@ -476,7 +531,8 @@ extern "C" int tr_k_attention_tc_bwd_cuda(void *dq, void *dk, void *dv, const vo
     int rc;
     if ((rc = tr_k_attention_delta_cuda(scratch, dout, out, dt, B, T, H, D, stream, err))) return rc;
     const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
-    TC_DISPATCH(dt, D, (tc_bwd_launch<T, DMAX>(dq, dk, dv, dout, q, k, v, lse, scratch, mask, mask_dt, s,
-                                               (cudaStream_t)stream)));
+    TC_DISPATCH(
+        dt, D,
+        (tc_bwd_launch<T, DMAX>(dq, dk, dv, dout, q, k, v, lse, scratch, mask, mask_dt, s, (cudaStream_t)stream)));
     return tr_cuda_launched(name, err);
 }

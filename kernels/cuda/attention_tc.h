@@ -13,8 +13,9 @@
 extern "C" {
 #endif
 
-/* 1 when the tensor-core kernels take dtype dt (bf16 or f16) and head size D (a multiple
- * of 16 in 32..128), else 0 (the fp32-register kernels of attention.cu run). */
+/* 1 when the tensor-core kernels take dtype dt and head size D (a multiple of 16 in
+ * 32..128) on the current device: f16 on sm_70 and up, bf16 on sm_80 and up (card.h); else 0
+ * (the fp32-register kernels of attention.cu run). */
 int tr_k_attention_tc_fits(int dt, int64_t D);
 
 /* As tr_k_attention_fwd_cuda, for a launch tr_k_attention_tc_fits takes, after that

@@ -73,7 +73,11 @@ template <class Use, int M, int N, int K, class T, class Layout = void> class fr
 
 template <class T> struct cudacpu_type_index;
 template <> struct cudacpu_type_index<__half> { enum { value = 0 }; };
+/* bf16 fragments exist from sm_80: compiled for an older target (CUDACPU_ARCH at build time)
+ * the type is incomplete, as nvcc makes it, so a kernel that names one fails to compile. */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 template <> struct cudacpu_type_index<__nv_bfloat16> { enum { value = 1 }; };
+#endif
 template <class L> struct cudacpu_layout_index;
 template <> struct cudacpu_layout_index<row_major> { enum { value = 0 }; };
 template <> struct cudacpu_layout_index<col_major> { enum { value = 1 }; };

@@ -40,6 +40,16 @@ static int setting_word(const char *name, int def, const char *const *names, con
     bad_setting(name, s, accepted);
 }
 
+/* CUDACPU_ARCH: one of the compute capabilities the emulator can pretend (as 10 * major +
+ * minor); 90 when unset. bin/nvcc reads the same variable to compile the kernels with that
+ * __CUDA_ARCH__. */
+static int setting_arch()
+{
+    static const char *const archs[] = {"70", "75", "80", "86", "89", "90", "100", "120", nullptr};
+    static const int values[] = {70, 75, 80, 86, 89, 90, 100, 120};
+    return values[setting_word("CUDACPU_ARCH", 5, archs, "70|75|80|86|89|90|100|120")];
+}
+
 static config_t read_config()
 {
     static const char *const orders[] = {"fwd", "rev", "rand", "warpfwd", "warprev", nullptr};
@@ -53,6 +63,8 @@ static config_t read_config()
     c.devices = (int)setting_uint("CUDACPU_DEVICES", 1, 0, 64, "0 to 64");
     c.deferred = setting_word("CUDACPU_STREAMS", 0, modes, "sync|deferred") == 1;
     c.shared_poison = setting_uint("CUDACPU_SHARED_POISON", 1, 0, 1, "0|1") != 0;
+    c.arch = setting_arch();
+    c.driver = (int)setting_uint("CUDACPU_DRIVER", RUNTIME_VERSION, 1000, 99990, "a CUDA version as 1000 * major + 10 * minor, such as 12040");
     return c;
 }
 

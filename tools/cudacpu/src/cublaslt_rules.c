@@ -103,6 +103,17 @@ static int types_supported(const lt_desc *op, int32_t at, int32_t bt, int32_t ct
     }
 }
 
+/* The emulated card's compute capability (CUDACPU_ARCH, as the runtime reads it: 90 when unset;
+ * the runtime has already refused a value outside its set at start). */
+static int device_arch(void)
+{
+    const char *s = getenv("CUDACPU_ARCH");
+    return s && *s ? atoi(s) : 90;
+}
+
+/* bf16 products need an sm_80 card: on an older one cuBLASLt has no algorithm for them. */
+static int arch_has_type(int32_t type) { return type != CUDA_R_16BF || device_arch() >= 80; }
+
 /* A layout the stand-in can read: column order, strided batches, real types, int32 sizes. */
 static cublasStatus_t check_layout(const lt_layout *l)
 {
@@ -131,6 +142,7 @@ cublasStatus_t lt_check_problem(const lt_desc *op, const lt_layout *a, const lt_
         if ((st = check_layout(all[i])) != CUBLAS_STATUS_SUCCESS) return st;
 
     if (!types_supported(op, a->type, b->type, c->type, d->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!arch_has_type(a->type) || !arch_has_type(c->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
     /* header, TRANSA/TRANSB: a cublasOperation_t (CUBLAS_OP_C is CUBLAS_OP_T for real types). */
     if ((unsigned)op->transa > CUBLAS_OP_C || (unsigned)op->transb > CUBLAS_OP_C) return CUBLAS_STATUS_INVALID_VALUE;
     /* header, TRANSC: "Currently only CUBLAS_OP_N is supported." */

@@ -59,25 +59,46 @@ using namespace cudacpu;
 
 extern "C" {
 
+/* A driver that supports an older CUDA major version than the runtime's refuses every device
+ * call (CUDA's minor-version compatibility: a 13.x runtime needs a driver of 13.0 or newer). */
+static bool driver_too_old() { return cfg().driver / 1000 < RUNTIME_VERSION / 1000; }
+
 cudaError_t cudaGetDeviceCount(int *n)
 {
     if (!n) return set_err(cudaErrorInvalidValue);
+    *n = 0;
+    if (driver_too_old()) return set_err(cudaErrorInsufficientDriver);
     *n = cfg().devices;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    if (!version) return set_err(cudaErrorInvalidValue);
+    *version = cfg().driver;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    if (!version) return set_err(cudaErrorInvalidValue);
+    *version = RUNTIME_VERSION;
     return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device)
 {
     if (!p) return set_err(cudaErrorInvalidValue);
+    if (driver_too_old()) return set_err(cudaErrorInsufficientDriver);
     if (device < 0 || device >= cfg().devices) return set_err(cudaErrorInvalidDevice);
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "cudacpu (CPU emulation of an sm_90 device)");
+    snprintf(p->name, sizeof p->name, "cudacpu (CPU emulation of an sm_%d device)", cfg().arch);
     p->totalGlobalMem = cfg().mem;
     p->sharedMemPerBlock = 48 * 1024;
     p->warpSize = 32;
     p->maxThreadsPerBlock = 1024;
-    p->major = 9;
-    p->minor = 0;
+    p->major = cfg().arch / 10;
+    p->minor = cfg().arch % 10;
     p->multiProcessorCount = 132;
     return cudaSuccess;
 }
@@ -91,6 +112,7 @@ cudaError_t cudaGetDevice(int *d)
 
 cudaError_t cudaSetDevice(int d)
 {
+    if (driver_too_old()) return set_err(cudaErrorInsufficientDriver);
     if (d < 0 || d >= cfg().devices) return set_err(cudaErrorInvalidDevice);
     t_device = d;
     return cudaSuccess;
@@ -118,12 +140,17 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoKernelImageForDevice: return "cudaErrorNoKernelImageForDevice";
     }
     return "cudaErrorUnknown";
 }
 
 const char *cudaGetErrorString(cudaError_t e)
 {
+    /* the real runtime's wording, which the project's messages quote */
+    if (e == cudaErrorInsufficientDriver) return "CUDA driver version is insufficient for CUDA runtime version";
+    if (e == cudaErrorNoKernelImageForDevice) return "no kernel image is available for execution on the device";
     if (e == cudaErrorLaunchFailure) {
         static thread_local std::string s;
         api_lock lk(api_mutex);

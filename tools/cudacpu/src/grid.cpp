@@ -109,6 +109,13 @@ void submit_launch(const launch_config &c, const char *name, void (*call)(void *
         set_err(cudaErrorInvalidConfiguration);
         return;
     }
+    if (c.built_arch > cfg().arch) {
+        fprintf(stderr, "cudacpu: %s: compiled for sm_%d (CUDACPU_ARCH at build time), launched on an sm_%d device "
+                        "(CUDACPU_ARCH now): no kernel image for this card\n", name, c.built_arch, cfg().arch);
+        destroy(ctx);
+        set_err(cudaErrorNoKernelImageForDevice);
+        return;
+    }
     CUstream_st *s = stream_of((cudaStream_t)c.stream);
     if (!s) {
         fprintf(stderr, "cudacpu: %s: launched on a stream that does not exist\n", name);

@@ -32,7 +32,13 @@ struct config_t {
     int devices;               /* CUDACPU_DEVICES */
     bool deferred;             /* CUDACPU_STREAMS=deferred */
     bool shared_poison;        /* CUDACPU_SHARED_POISON */
+    int arch;                  /* CUDACPU_ARCH: the device's compute capability, 10 * major + minor */
+    int driver;                /* CUDACPU_DRIVER: the CUDA version the driver supports, 1000 * major + 10 * minor */
 };
+/* The CUDA version of the runtime emulated (cudaRuntimeGetVersion): a driver that supports an
+ * older major version refuses it (cudaErrorInsufficientDriver), as CUDA's minor-version
+ * compatibility rule says. */
+enum { RUNTIME_VERSION = 13000 };
 const config_t &cfg();
 
 /* ------------------------------------------------------------ counters and errors (device.cpp) */
