@@ -100,6 +100,9 @@ endif
 endif
 
 # ---------------------------------------------------------------- flags
+comma := ,
+empty :=
+space := $(empty) $(empty)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE
 # Every folder of core/ is on the include path: a header is included by its bare name
@@ -132,7 +135,7 @@ endif
 ifeq ($(HAVE_CUDA),yes)
   CFLAGS_REL += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DTR_HAVE_NCCL,)
   NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
-                $(CUDA_GENCODE) \
+                $(CUDA_GENCODE) -DTR_CUDA_TARGET_LIST=$(subst $(space),_,$(strip $(CUDA_ARCHS))) -DTR_CUDA_PTX=$(CUDA_PTX) \
                 -Xcompiler -fPIC,-Wall,-Werror
   # cuBLASLt is not linked: core/device/cuda_device.c dlopens it on a device's first matrix
   # product (linked, it costs ~150 MiB of resident memory at start, GPU or not). The rpath
@@ -279,13 +282,26 @@ GPU_TEST_ASAN := $(patsubst %.c,$(BUILD)/asan/gpu-tests/%,$(notdir $(GPU_TEST_SR
 GPU_TEST_FLAGS := -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT
 vpath test_%.c tests/gpu tests/c
 
-.PHONY: cudacpu cudacpu-programs
+# A second, smaller tree pretends an older card: build/cudacpu-sm75, the kernels compiled with
+# __CUDA_ARCH__ 750 (CUDACPU_ARCH=75: f16 tensor cores, no bf16), with the binary and the op
+# table's test only; tests/cudacpu/suites.sh runs them with the emulated device an sm_75 too.
+CUDACPU75_DIR := build/cudacpu-sm75
+
+.PHONY: cudacpu cudacpu-programs cudacpu-card-programs
 cudacpu:
 	$(Q)$(MAKE) --no-print-directory -s -C tools/cudacpu OUT=$(CUDACPU_HOME)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(CUDACPU_DIR) TRAINER_BIN=$(CUDACPU_DIR)/trainer CUDA_ASAN=yes \
-	    CUDA=1 NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) cudacpu-programs
+	    CUDA=1 NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) CUDA_ARCHS=90 CUDACPU_ARCH=90 \
+	    cudacpu-programs
+	$(Q)$(MAKE) --no-print-directory BUILD=$(CUDACPU75_DIR) TRAINER_BIN=$(CUDACPU75_DIR)/trainer \
+	    CUDA=1 NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) CUDA_ARCHS=75 CUDACPU_ARCH=75 \
+	    cudacpu-card-programs
 
 cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
+	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi
+	$(Q)for d in lua recipes core; do ln -sfn $(abspath .)/$$d $(BUILD)/$$d; done
+
+cudacpu-card-programs: $(TRAINER_BIN) $(BUILD)/rel/gpu-tests/test_ops_table
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi
 	$(Q)for d in lua recipes core; do ln -sfn $(abspath .)/$$d $(BUILD)/$$d; done
 
@@ -318,7 +334,6 @@ install: trainer
 # finds its libraries through a DT_RPATH of $ORIGIN/lib (--disable-new-dtags, so that the
 # path also serves the libraries' own dependencies, such as OpenBLAS's libgfortran), then
 # the CUDA toolkit's usual folders.
-comma := ,
 BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
 BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
                -Wl,-rpath,$(CUDA_HOME)/lib64

@@ -16,8 +16,7 @@
 #define TR_BACKEND_H
 
 #include "alloc.h"
-
-typedef struct tr_ctx tr_ctx;
+#include "ctx.h"
 
 enum { TR_BACKEND_HOST = 0, TR_BACKEND_DEVICE = 1, TR_BACKEND_KINDS = 2 };
 
@@ -35,6 +34,10 @@ typedef struct tr_backend {
      * in bytes (0 when it does not exist or does not say). */
     int (*device_count)(void);
     uint64_t (*device_memory_bytes)(int device);
+    /* A device's card (tr_cuda_device_card's contract, ctx.h), and why no device is visible
+     * when the driver refused the runtime ("" when that is not the reason). */
+    int (*device_card)(int device, tr_cuda_card *card);
+    const char *(*unavailable_reason)(void);
 
     /* alloc: creates device `device`'s caching allocator (the caller's, destroyed with
      * tr_alloc_destroy) and its per-device state (released by close_device, after the

@@ -11,6 +11,7 @@
 #include "backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 struct tr_ctx {
@@ -101,6 +102,20 @@ uint64_t tr_cuda_device_memory_bytes(int device)
     return b && b->device_memory_bytes ? b->device_memory_bytes(device) : 0;
 }
 
+int tr_cuda_device_card(int device, tr_cuda_card *card)
+{
+    const tr_backend *b = backends[TR_BACKEND_DEVICE];
+    if (b && b->device_card) return b->device_card(device, card);
+    memset(card, 0, sizeof *card);
+    return TR_EUSER;
+}
+
+const char *tr_cuda_unavailable_reason(void)
+{
+    const tr_backend *b = backends[TR_BACKEND_DEVICE];
+    return b && b->unavailable_reason ? b->unavailable_reason() : "";
+}
+
 uint64_t tr_host_memory_bytes(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -130,10 +145,14 @@ tr_alloc *tr_ctx_alloc(tr_ctx *ctx, int device)
     }
     int count = tr_cuda_device_count();
     if (count == 0) {
-        tr_fail(&ctx->err, TR_EUSER,
-                "cuda:%d was asked for, but no CUDA device is visible on this machine (no GPU, no "
-                "driver, or CUDA_VISIBLE_DEVICES hides it); use device = \"cpu\" or \"auto\"",
-                device);
+        const char *why = tr_cuda_unavailable_reason();
+        if (why[0])
+            tr_fail(&ctx->err, TR_EUSER, "cuda:%d was asked for, but %s", device, why);
+        else
+            tr_fail(&ctx->err, TR_EUSER,
+                    "cuda:%d was asked for, but no CUDA device is visible on this machine (no GPU, no "
+                    "driver, or CUDA_VISIBLE_DEVICES hides it); use device = \"cpu\" or \"auto\"",
+                    device);
         return NULL;
     }
     if (device >= count) {

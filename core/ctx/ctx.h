@@ -33,6 +33,25 @@ int tr_cuda_device_count(void);
  * fails, or the build has no CUDA. Starts no allocator (plans are checked before one). */
 uint64_t tr_cuda_device_memory_bytes(int device);
 
+/* A CUDA device as its driver describes it: for messages, `trainer plan` and the ledger. */
+typedef struct tr_cuda_card {
+    char name[256];        /* "NVIDIA A10" */
+    int major, minor;      /* compute capability: 8, 6 */
+    uint64_t memory_bytes; /* total device memory */
+    int multiprocessors;
+    int driver_version;    /* the CUDA version the driver supports, 1000 * major + 10 * minor (12040); 0 unknown */
+    int runtime_version;   /* the CUDA runtime this binary was built with, the same encoding */
+} tr_cuda_card;
+
+/* Fills *card for CUDA device `device` (starts no allocator): TR_OK, or TR_EUSER with *card
+ * zeroed when the device does not exist or the build has no CUDA. */
+int tr_cuda_device_card(int device, tr_cuda_card *card);
+
+/* Why tr_cuda_device_count() is 0 in a build with CUDA when the runtime refused the driver
+ * (older than the runtime): a paragraph naming both versions and what to do; "" otherwise
+ * (no GPU, no driver at all, or a build without CUDA). */
+const char *tr_cuda_unavailable_reason(void);
+
 /* Physical memory of the host in bytes (sysconf); 0 when the system does not say. */
 uint64_t tr_host_memory_bytes(void);
 

@@ -1,5 +1,5 @@
 /* cuda_context_backend.c — the CUDA backend as the context sees it (core/ctx/backend.h): the
- * devices and their allocators and states (cuda_device.c), transfers and fills
+ * devices and their allocators and states (cuda_device.c), their cards (cuda_card.c), transfers and fills
  * (cuda_copy.c), and the pinned staging buffers as the backend's private state in each
  * context. Registered before main by a constructor, so that the context and tensors reach
  * CUDA without including this folder.
@@ -8,6 +8,7 @@
 #ifdef TR_HAVE_CUDA
 
 #include "backend.h"
+#include "cuda_card.h"
 #include "cuda_copy.h"
 #include "cuda_device.h"
 
@@ -24,6 +25,8 @@ static const tr_backend cuda_backend = {
     .kind = TR_BACKEND_DEVICE,
     .device_count = tr_cuda_count_devices,
     .device_memory_bytes = tr_cuda_memory_bytes,
+    .device_card = tr_cuda_card_of,
+    .unavailable_reason = tr_cuda_card_unavailable,
     .open_device = tr_cuda_init_device,
     .close_device = tr_cuda_release_device,
     .copy = tr_cuda_copy,

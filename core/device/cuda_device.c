@@ -16,6 +16,8 @@
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_device.h"
+#include "cuda_card.h"
+#include "cuda/card.h"
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
@@ -45,16 +47,9 @@ static const char *const device_names[TR_CUDA_MAX_DEVICES] = {
 
 /* ------------------------------------------------------------ device count */
 
-int tr_cuda_count_devices(void)
-{
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        /* No driver, or no device: not an error for a runtime that can use the CPU. */
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return n < 0 ? 0 : n;
-}
+/* No driver, or no device, is not an error for a runtime that can use the CPU; a driver older
+ * than the runtime is remembered for the messages (cuda_card.c). */
+int tr_cuda_count_devices(void) { return tr_cuda_card_count(); }
 
 uint64_t tr_cuda_memory_bytes(int device)
 {
@@ -178,16 +173,29 @@ int tr_cuda_init_device(tr_ctx *ctx, int device, tr_alloc **out_alloc, void **ou
     tr_alloc *alloc = NULL;
     void *workspace = NULL;
     if ((rc = TR_CUDA_CALL(err, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking))) != TR_OK) goto fail;
+    /* A card the fat binary has no code for fails its first launch: find out now, before
+     * anything is allocated, and say which build runs it. */
+    const int probe = tr_k_cuda_probe(s->stream);
+    if (probe == (int)cudaErrorNoKernelImageForDevice) {
+        rc = tr_cuda_card_no_code(device, err);
+        goto fail;
+    }
+    if ((rc = TR_CUDA_CALL(err, (cudaError_t)probe)) != TR_OK) goto fail;
     if ((rc = tr_cuda_gemm_cache_new(&s->blas.cache, err)) != TR_OK) goto fail;
     if ((rc = TR_CUDA_CALL(err, cudaMalloc((void **)&s->index_error, sizeof *s->index_error))) != TR_OK ||
         (rc = TR_CUDA_CALL(err, cudaMemsetAsync(s->index_error, 0, sizeof *s->index_error, s->stream))) != TR_OK)
         goto fail;
 
+    tr_cuda_card card;
+    char card_text[300] = "";
+    if (tr_cuda_card_of(device, &card) == TR_OK)
+        snprintf(card_text, sizeof card_text, "%s, compute capability %d.%d", card.name, card.major, card.minor);
     tr_raw_backend backend = {
         .raw_alloc = raw_cuda_alloc,
         .raw_free = raw_cuda_free,
         .user = (void *)(uintptr_t)device,
         .device_name = device_names[device],
+        .device_card = card_text,
         .mem_info = raw_cuda_mem_info,
     };
     alloc = tr_alloc_new(&backend);

@@ -407,6 +407,11 @@ tr_alloc *tr_alloc_new(const tr_raw_backend *backend)
     snprintf(a->device_name, sizeof a->device_name, "%s",
              backend->device_name ? backend->device_name : "device");
     a->backend.device_name = a->device_name;
+    if (backend->device_card && backend->device_card[0])
+        snprintf(a->device_label, sizeof a->device_label, "%s (%s)", a->device_name, backend->device_card);
+    else
+        snprintf(a->device_label, sizeof a->device_label, "%s", a->device_name);
+    a->backend.device_card = NULL; /* the caller's string need not outlive this call */
     a->rng = 0x5EED;
     a->max_split_size = UINT64_MAX;
     const char *nc = getenv("TRAINER_NO_MEMORY_CACHING");
@@ -596,6 +601,6 @@ static void cpu_raw_free(void *user, void *ptr, size_t size) { free(ptr); }
 
 tr_raw_backend tr_cpu_raw_backend(void)
 {
-    tr_raw_backend b = { cpu_raw_alloc, cpu_raw_free, NULL, "cpu", NULL };
+    tr_raw_backend b = { cpu_raw_alloc, cpu_raw_free, NULL, "cpu", NULL, NULL };
     return b;
 }

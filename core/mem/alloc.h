@@ -33,6 +33,8 @@ typedef struct tr_raw_backend {
      * them (cudaMemGetInfo), 0 on success. Shown beside the allocator's own figures in the
      * out-of-memory message, the report and the snapshot, so that they match nvidia-smi. */
     int (*mem_info)(void *user, uint64_t *total, uint64_t *free_bytes);
+    const char *device_card;   /* optional: the card, "NVIDIA A10, compute capability 8.6", shown
+                                * beside the name in the out-of-memory message and the report */
 } tr_raw_backend;
 
 typedef struct tr_alloc tr_alloc;

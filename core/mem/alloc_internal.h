@@ -77,6 +77,7 @@ typedef struct tr_alloc_event {
 struct tr_alloc {
     tr_raw_backend backend;
     char device_name[32];
+    char device_label[320];      /* "cuda:0 (NVIDIA A10, compute capability 8.6)", or the name alone */
     tr_blk *free_tree[2];        /* per pool */
     tr_blk **buckets;            /* live blocks by address */
     size_t n_buckets;            /* power of two */

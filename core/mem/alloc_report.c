@@ -89,7 +89,7 @@ int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64
     text t = { msg, sizeof msg, 0 };
     put(&t, "out of memory on %s: could not allocate %s for %s (limit %s; %s allocated, %s reserved, "
             "largest free block %s).",
-        a->device_name, tr_alloc_fmt_size(size, s1, sizeof s1), tr_tag_name(tag),
+        a->device_label, tr_alloc_fmt_size(size, s1, sizeof s1), tr_tag_name(tag),
         st.limit ? tr_alloc_fmt_size(st.limit, s2, sizeof s2) : "none",
         tr_alloc_fmt_size(st.allocated, s3, sizeof s3), tr_alloc_fmt_size(st.reserved, s4, sizeof s4),
         tr_alloc_fmt_size(st.largest_free, s5, sizeof s5));
@@ -133,7 +133,7 @@ size_t tr_alloc_report(const tr_alloc *a, char *buf, size_t len)
     static const char *const pools[2] = { "small", "large" };
     text t = { buf, len, 0 };
     if (len) buf[0] = '\0';
-    put(&t, "memory on %s\n%s", a->device_name, rule);
+    put(&t, "memory on %s\n%s", a->device_label, rule);
     put_tag_table(&t, &st, "", 14);
     put(&t, "\n%s", rule);
     put(&t, "%-14s %14s %14s %14s %14s\n", "pool", "allocated", "peak alloc", "reserved", "peak reserved");

@@ -18,6 +18,15 @@ int tr_k_cuda_cc(void);
  * dt with f32 accumulation (WMMA): f16 from sm_70, bf16 from sm_80; else 0. */
 int tr_k_mma_takes(int dt, int cc);
 
+/* The targets this binary was built for, as "sm_75, sm_80, ... and PTX compute_120 for later
+ * cards" (the Makefile's CUDA_ARCHS and CUDA_PTX). */
+const char *tr_k_cuda_targets(void);
+
+/* Launches an empty kernel on stream: returns the launch's cudaError_t as an int (cudaSuccess,
+ * 0, or cudaErrorNoKernelImageForDevice when the binary carries no code for the current card),
+ * with the runtime's last error cleared. Does not wait for the stream. */
+int tr_k_cuda_probe(void *stream);
+
 TR_K_END_DECLS
 
 #endif

@@ -48,7 +48,7 @@ static int card_info(void *user, uint64_t *total, uint64_t *free_bytes)
 static tr_alloc *card_new(card *c)
 {
     *c = (card){ .total = 64 * MiB, .free_before = 40 * MiB };
-    tr_raw_backend b = { card_alloc, card_free, c, "cuda:7", card_info };
+    tr_raw_backend b = { card_alloc, card_free, c, "cuda:7", card_info, "Fake Card 7, compute capability 7.5" };
     return tr_alloc_new(&b);
 }
 
@@ -83,7 +83,8 @@ static void test_oom_report_snapshot(void)
     void *p = NULL;
     tr_error err;
     CHECK(tr_alloc_malloc(a, 100 * MiB, TR_TAG_ACTIVATIONS, 0, &p, &err) == TR_EOOM, "100 MiB must not fit");
-    CHECK(strstr(err.msg, "out of memory on cuda:7") != NULL, "message: %s", err.msg);
+    CHECK(strstr(err.msg, "out of memory on cuda:7 (Fake Card 7, compute capability 7.5)") != NULL,
+          "the message names the card: %s", err.msg);
     CHECK(strstr(err.msg, "The device has 64.00 MiB in all and 40.00 MiB free; 24.00 MiB of it is held outside") !=
               NULL,
           "message: %s", err.msg);

@@ -106,4 +106,25 @@ TRAINER_CPU_GEMM=blis run_trainer plan $R $PRESET memory=nil
 expect_rc plan_bad_cpu_gemm_rc 1
 expect_err plan_bad_cpu_gemm_says 'TRAINER_CPU_GEMM="blis" is not a CPU matrix library: set it to openblas or onednn'
 
+# ---- --card NAME: planned for a card this machine does not have (lua/trainer/plan/cards.lua)
+run_trainer plan $R $PRESET --card a10
+expect_rc plan_card_a10_rc 0
+expect_out plan_card_names_it "on cuda: A10, compute capability 8.6, 22.49 GiB, planned with --card"
+expect_out plan_card_budget "the A10's memory (22.49 GiB)"
+run_trainer plan $R $PRESET --card v100-16
+expect_rc plan_card_v100_bf16_rc 1
+expect_err plan_card_v100_refuses_bf16 'precision = "bf16": --card v100-16 is Tesla V100 16 GB (compute capability 7.0)'
+expect_err plan_card_v100_says_fp16 'Use precision = "fp16" on this card'
+run_trainer plan $R $PRESET --card v100-16 precision=fp16 --json
+expect_rc plan_card_v100_fp16_rc 0
+expect_out plan_card_json '"compute_capability": "7.0"'
+expect_out plan_card_json_planned '"planned": true'
+run_trainer plan $R $PRESET --card "NVIDIA T4" precision=fp16 --budget 1GiB
+expect_rc plan_card_budget_flag_wins 2
+run_trainer plan $R $PRESET --card k80
+expect_rc plan_card_unknown_rc 1
+expect_err plan_card_unknown_lists "not a card this plan knows; use one of a10, a100-40"
+run_trainer plan $R --card a10
+expect_err plan_card_in_model_hint "--card a10"
+
 finish

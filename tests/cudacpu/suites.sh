@@ -15,6 +15,8 @@
 #     deferred, with the caching allocator off (TRAINER_NO_MEMORY_CACHING=1: every tensor its
 #     own allocation, so an overrun past a tensor's end is an ASan report, not a write into a
 #     neighbour);
+#   - the op table's CUDA cases at a second card setting, sm_75 (tests/cudacpu/train_cards.sh
+#     trains there);
 #   - the op table's CUDA cases and the feed-forward's GELU with the cuBLASLt stand-in
 #     withholding the fused epilogues (CUDACPU_LT_EPILOGUES), so the unfused paths run;
 #   - tests/cudacpu's test scripts (*.sh but this file and the *_lib.sh they source; test_*.lua
@@ -36,6 +38,9 @@ for mode in "fwd sync" "warprev deferred"; do
   done
   echo "test_device_lua [cudacpu $1]${tab}$env $E/trainer run tests/gpu/test_device_lua.lua"
 done
+# the op table on an sm_75 card (build/cudacpu-sm75: the kernels compiled for it, the device
+# reporting compute capability 7.5): f16 on the f16 tensor cores, every bf16 call declined
+echo "test_ops_table [cudacpu sm_75]${tab}env CUDACPU_ARCH=75 CUDACPU_SCHEDULE=warprev CUDACPU_STREAMS=deferred build/cudacpu-sm75/rel/gpu-tests/test_ops_table --cuda"
 # a cuBLASLt without the fused epilogues (the stand-in withholds them: CUDACPU_LT_EPILOGUES):
 # every op falls back to its unfused path and still matches the CPU
 echo "test_ops_table [cudacpu no epilogues]${tab}env CUDACPU_LT_EPILOGUES=none CUDACPU_SCHEDULE=fwd $E/rel/gpu-tests/test_ops_table --cuda"

@@ -9,7 +9,7 @@
 #   OUT=/some/dir bash tests/gpu/run.sh        # JOBS=16 by default
 #
 # 1. builds: `make -j$JOBS trainer` when the build dependencies are installed (the CUDA
-#    objects then come from the Makefile, nvcc -gencode sm_90); otherwise, or when that
+#    objects then come from the Makefile, nvcc for the card's compute capability alone, CUDA_ARCHS); otherwise, or when that
 #    fails, (a bare CUDA image without LuaJIT/OpenBLAS/...) a minimal build of just what
 #    the GPU test needs, with the same nvcc flags, in parallel;
 # 2. builds tests/gpu/test_gpu_parity.c (allocator, GEMM, elementwise, casts) and
@@ -57,21 +57,37 @@ NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
 PKGS="luajit libedit zlib openblas jansson libutf8proc"
 CORE_INCS="-Icore $(for d in core/*/; do printf -- '-I%s ' "${d%/}"; done)"
-NVCCFLAGS="-O2 -std=c++17 $CORE_INCS -Ikernels -DTR_HAVE_CUDA -gencode arch=compute_90,code=sm_90 \
- -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC,-Wall,-Werror"
+# The card's compute capability (nvidia-smi's compute_cap, "8.6" -> 86): a build here compiles
+# for it alone (the Makefile's CUDA_ARCHS); 90 when nvidia-smi does not say.
+CARD_CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+case "$CARD_CC" in [0-9][0-9] | [0-9][0-9][0-9]) ;; *) CARD_CC=90 ;; esac
+NVCCFLAGS="-O2 -std=c++17 $CORE_INCS -Ikernels -DTR_HAVE_CUDA -gencode arch=compute_$CARD_CC,code=sm_$CARD_CC \
+ -gencode arch=compute_$CARD_CC,code=compute_$CARD_CC -DTR_CUDA_TARGET_LIST=$CARD_CC -DTR_CUDA_PTX=$CARD_CC \
+ -Xcompiler -fPIC,-Wall,-Werror"
 CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -fPIC $CORE_INCS -Ikernels \
  -DTR_HAVE_CUDA -I$CUDA_HOME/include"
 
 # ---------------------------------------------------------------- machine
 stage "machine"
-command -v nvidia-smi >/dev/null 2>&1 &&
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 ||
+# first: the card, its compute capability, the driver and the runtime
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.sm --format=csv 2>&1
+  nvidia-smi 2>/dev/null | grep -m1 -o 'CUDA Version: [0-9.]*' | sed 's/^/driver supports /'
+else
   echo "nvidia-smi: not available"
+fi
+echo "card compute capability used for builds here: sm_$CARD_CC"
 # From the bundle (make gpu-bundle): the programs are prebuilt in bin/, nothing is compiled.
 bundle=0
 [ -x trainer ] && [ -d bin ] && [ ! -f Makefile ] && bundle=1
 if [ "$bundle" = 1 ]; then
   echo "mode: bundle (prebuilt programs in bin/)"
+  # the card as the bundle's runtime sees it (trainer.core.card): name, compute capability,
+  # the driver's and the runtime's CUDA versions
+  ./trainer run <(echo 'local c = require("trainer.core.card").of("cuda:0")
+    print(c and ("runtime: %s, compute capability %s, driver CUDA %s, runtime CUDA %s"):format(c.name, c.cc,
+      tostring(c.driver), tostring(c.runtime)) or "runtime: no CUDA device visible to the bundle: " ..
+      require("ffi").string(require("trainer.core.ffi").tr_cuda_unavailable_reason()))') 2>&1 | head -n 3
 else
   "$NVCC" --version 2>&1 | tail -1 || echo "nvcc: not found at $NVCC"
   [ -x "$NVCC" ] || { echo "FAIL build: nvcc not found (set NVCC)"; echo "0 passed, 1 failed"; exit 1; }
@@ -82,7 +98,7 @@ stage "build"
 : >"$OUT/build.log"
 
 build_make() { # the project's own build; sets objs, extra_cflags, extra_libs
-  timeout "$(limit 240)" make -j"$JOBS" trainer >>"$OUT/build.log" 2>&1 || return 1
+  timeout "$(limit 240)" make -j"$JOBS" trainer CUDA_ARCHS="$CARD_CC" >>"$OUT/build.log" 2>&1 || return 1
   objs=$(find build/rel/core build/rel/kernels -name '*.o' 2>/dev/null | grep -v '/main\.o$' | sort)
   extra_cflags="-DTR_TEST_HAVE_CBLAS $(pkg-config --cflags $PKGS)"
   # the objects of a build with Open MPI call it (core/dist/dist_mpi.c)

@@ -93,6 +93,9 @@ local cases = {
       memory.format_size(s.reserved)))
     local r = memory.report("cuda:0")
     assert(r:find("memory on cuda:0", 1, true) and r:find("device total", 1, true), r)
+    -- the ledger names the card (trainer.core.card): "memory on cuda:0 (NAME, compute capability M.m)"
+    local card = require("trainer.core.card").of("cuda:0")
+    assert(card and r:find(("memory on cuda:0 (%s, compute capability %s)"):format(card.name, card.cc), 1, true), r)
     local path = os.tmpname()
     memory.snapshot(path, "cuda:0")
     local f = assert(io.open(path)); local text = f:read("*a"); f:close(); os.remove(path)

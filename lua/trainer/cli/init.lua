@@ -149,6 +149,7 @@ local function plan_needs_model(path, overrides, flags, model)
   cmd[#cmd + 1] = "model.config=" .. preset
   if model.init == "pretrained" then cmd[#cmd + 1] = "model.init=random" end
   if flags.budget then cmd[#cmd + 1] = "--budget"; cmd[#cmd + 1] = word(flags.budget) end
+  if flags.card then cmd[#cmd + 1] = "--card"; cmd[#cmd + 1] = word(flags.card) end
   if flags.json then cmd[#cmd + 1] = "--json" end
   errors.user("model.from: %s has no config.json, and `trainer plan` needs the model's shape. Download the model%s, "
     .. "or plan now with the %s preset's shape (%d layers, hidden size %d, a %d-word vocabulary; the model's own "
@@ -160,9 +161,14 @@ end
 -- Exit 0 when the plan fits its budget (or there is none), 2 when it does not (as a run
 -- that runs out of memory), 1 for a user error.
 function M.plan(args)
-  local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool" })
-  if not path then errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--json]") end
+  local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool", card = "value" })
+  if not path then
+    errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--card a10] [--json]")
+  end
+  -- --card NAME: plan for that card on a machine without it (its memory, its precisions)
+  local planned_card = flags.card and require("trainer.plan.cards").find(flags.card)
   local r = require("trainer.recipe").load(path, overrides)
+  if planned_card and not tostring(r.recipe.device):match("^cuda") then r.recipe.device = "cuda" end
   local schema = require("trainer.recipe.schema")
   local plan = require("trainer.plan")
   local budget, source
@@ -181,7 +187,22 @@ function M.plan(args)
   end
   local C = require("trainer.core.ffi")
   local p = plan.estimate(r.recipe, { cuda_available = C.tr_cuda_device_count() > 0 })
-  if not flags.budget then
+  local card = require("trainer.core.card")
+  if p.device == "cuda" then
+    local dev = tostring(r.recipe.device):match("^cuda") and r.recipe.device or "cuda"
+    p.card = planned_card or card.of(dev)
+    if p.card then
+      card.refuse_precision(p.card, planned_card and ("--card " .. flags.card) or dev, r.recipe.precision, path)
+    end
+  end
+  if planned_card and not flags.budget then
+    budget, source = planned_card.memory_bytes, ("the %s's memory (%s)"):format(planned_card.name,
+      require("trainer.recipe.schema").format_size(planned_card.memory_bytes))
+    local limit = r.recipe.memory and r.recipe.memory.limit and schema.parse_size(r.recipe.memory.limit)
+    if limit and limit > 0 and limit < budget then
+      budget, source = limit, ("memory.limit = %s"):format(tostring(r.recipe.memory.limit))
+    end
+  elseif not flags.budget then
     -- what a run on the planned device may use, as the run itself checks it: memory.limit or
     -- the device's own memory (this machine's RAM on the CPU), whichever is smaller
     local cap, what = require("trainer.plan.check").capacity(r.recipe, p.device)

@@ -53,8 +53,22 @@ function M.parse_device(d)
   if d == "cuda" then return 0 end
   local n = type(d) == "string" and d:match("^cuda:(%d+)$")
   if n then return tonumber(n) end
-  if d == "auto" then return C.tr_cuda_device_count() > 0 and 0 or C.TR_CPU end
+  if d == "auto" then
+    if C.tr_cuda_device_count() > 0 then return 0 end
+    M.note_unavailable()
+    return C.TR_CPU
+  end
   errors.user("unknown device %q: use \"cpu\", \"cuda\", \"cuda:N\" or \"auto\"", tostring(d))
+end
+
+-- Says once, on stderr, why device = "auto" runs on the CPU when a GPU is there but its driver
+-- refused the runtime (older than it): the user asked for the GPU where there is one.
+local unavailable_said = false
+function M.note_unavailable()
+  local why = ffi.string(C.tr_cuda_unavailable_reason())
+  if why == "" or unavailable_said then return end
+  unavailable_said = true
+  io.stderr:write("warning: device = \"auto\" runs on the CPU: ", why, "\n")
 end
 
 function M.device_name(index)

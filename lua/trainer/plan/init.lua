@@ -345,6 +345,9 @@ function M.json(plan, budget, info)
   local out = {
     device = plan.device, total_bytes = plan.total_bytes, by_tag = plan.by_tag,
     budget_bytes = budget or json.null, fits = json.null,
+    -- the card planned on (trainer.core.card) or for (--card)
+    card = plan.card and { name = plan.card.name, compute_capability = plan.card.cc,
+      memory_bytes = plan.card.memory_bytes, planned = plan.card.planned or nil } or nil,
     parameters = plan.parameters, trainable_parameters = plan.trainable_parameters,
     micro_batch = plan.micro_batch, seq_len = plan.seq_len,
     cuda_context_bytes = plan.cuda_context_bytes,
@@ -421,7 +424,9 @@ function M.format(plan, budget, path, info)
   local fs = schema.format_size
   local lines = {
     ("memory plan for %s on %s (%s; %d parameters, %d trainable)")
-      :format(path, plan.device, M.micro_batch_text(plan), plan.parameters, plan.trainable_parameters),
+      :format(path, plan.card and ("%s: %s%s"):format(plan.device, require("trainer.core.card").describe(plan.card),
+        plan.card.planned and ", planned with --card" or "") or plan.device,
+        M.micro_batch_text(plan), plan.parameters, plan.trainable_parameters),
     ("%-12s %12s %7s"):format("tag", "bytes", "share"),
   }
   for _, tag in ipairs({ "weights", "grads", "optimizer", "activations", "workspace" }) do

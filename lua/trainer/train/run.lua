@@ -189,6 +189,8 @@ function M.build(resolved, opts)
   -- the checks above, so that a recipe's mistake ends every rank plainly, before MPI starts
   self.dist = require("trainer.dist").setup(recipe)
   if self.dist then self.device = self.dist:device(self.device, recipe.device) end
+  -- a precision the card does not compute in (bf16 before Ampere) stops here, before the model
+  require("trainer.core.card").check_precision(self.device, recipe.precision, resolved.path)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.train.data")
   self.train_ds, self.loader = data.train(recipe, { world = self.dist and self.dist.size })

@@ -163,6 +163,24 @@ else
   skip counters_from_luajit_ffi "no luajit (pkg-config)"
 fi
 
+# ------------------------------------------------------------ the card and driver pretended
+if build cards; then
+  for a in 75 80 90 120; do expect_ok "card_props[sm_$a]" "$B/cards" props CUDACPU_ARCH=$a; done
+  expect_ok "card_arch_macro" "$B/cards" arch_macro
+  expect_ok "card_launch_on_newer[sm_120]" "$B/cards" launch CUDACPU_ARCH=120
+  expect_ok "card_no_image_on_older[sm_75]" "$B/cards" no_image CUDACPU_ARCH=75
+  expect_exit "card_no_image_said" 0 "compiled for sm_90 .* launched on an sm_75 device" "$B/cards" no_image CUDACPU_ARCH=75
+  expect_ok "card_trap" "$B/cards" trap
+  expect_ok "card_driver_too_old" "$B/cards" driver CUDACPU_DRIVER=12040
+  expect_exit "card_bad_arch_setting" 2 "CUDACPU_ARCH=91 is not valid" "$B/cards" props CUDACPU_ARCH=91
+fi
+# bf16 WMMA fragments compile for sm_80 and not for sm_75 (f16 ones for both)
+frag() { CUDACPU_ARCH=$1 "$NVCC" -O1 -std=c++17 $2 -c "$HERE/bf16_fragment.cu" -o "$B/frag.o" >"$B/frag.log" 2>&1; }
+if frag 75 -DWITH_BF16; then fail card_bf16_fragment_sm75 "a bf16 fragment compiled for sm_75"
+elif ! frag 75 ""; then fail card_bf16_fragment_sm75 "f16 fragments did not compile for sm_75: $(grep -m1 error "$B/frag.log")"
+elif ! frag 80 -DWITH_BF16; then fail card_bf16_fragment_sm75 "bf16 did not compile for sm_80: $(grep -m1 error "$B/frag.log")"
+else pass card_bf16_fragment_sm75; fi
+
 # ------------------------------------------------------------ the rewrite keeps line numbers
 bad=""
 for f in "$HERE"/*.cu; do
