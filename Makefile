@@ -295,7 +295,7 @@ cudacpu:
 	    cudacpu-programs
 	$(Q)$(MAKE) --no-print-directory BUILD=$(CUDACPU75_DIR) TRAINER_BIN=$(CUDACPU75_DIR)/trainer \
 	    CUDA=1 NVCC=$(abspath tools/cudacpu/bin/nvcc) CUDA_HOME=$(CUDACPU_HOME) CUDA_ARCHS=75 CUDACPU_ARCH=75 \
-	    cudacpu-card-programs
+	    GPU_TEST_LDFLAGS=-Wl,--export-dynamic cudacpu-card-programs
 
 cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi

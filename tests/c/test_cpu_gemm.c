@@ -10,6 +10,7 @@
 #include "op_check.h"
 #include "blas_core.h"
 #include "cpu_gemm.h"
+#include "gemm_onednn.h"
 #include "ops_elem.h"
 #include "ops_nn.h"
 #include "op_query.h"
@@ -180,6 +181,18 @@ static void test_writes_of_the_weight_repack(void)
     run_free(&b);
 }
 
+/* What oneDNN's pack of a K x N operand takes in the CPU allocator (512-byte rounding). */
+static uint64_t pack_bytes(int N, int K, int transB)
+{
+    tr_onednn *d = NULL;
+    tr_error err;
+    size_t bytes = 0;
+    CHECK(tr_onednn_open(&d, &err) == TR_OK, "oneDNN: %s", err.msg);
+    CHECK(tr_onednn_pack_bytes(d, N, K, transB, &bytes, &err) == TR_OK, "pack bytes: %s", err.msg);
+    tr_onednn_close(d);
+    return (bytes + 511) / 512 * 512;
+}
+
 /* The two packs are workspace while the weight lives, and go with it; a frozen weight is
  * packed once: more forwards allocate nothing. */
 static void test_packs_are_workspace_and_made_once(void)
@@ -187,9 +200,10 @@ static void test_packs_are_workspace_and_made_once(void)
     uint64_t before = workspace_bytes(dnnl_ctx);
     run a;
     CHECK(run_new(&a, dnnl_ctx), "setup");
-    /* oneDNN pads N to 64 and K to 16 here, as lua/trainer/plan's packed_weight_bytes says:
-     * forward B = W^T is 128 (O = 96 padded) x 128, input gradient B = W is 128 x 96 */
-    uint64_t fwd = 4 * 128 * 128, bwd = 4 * 128 * 96;
+    /* The packs' sizes as oneDNN's blocking on this CPU makes them (it pads N and K by the ISA:
+     * to 64 and 16 with AVX-512, other sizes with AVX2), each a block of the allocator (512-byte
+     * rounding): forward B = W^T (N = O, K = I, transposed), input gradient B = W (N = I, K = O). */
+    uint64_t fwd = pack_bytes(O, I, 1), bwd = pack_bytes(I, O, 0);
     CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
     CHECK(workspace_bytes(dnnl_ctx) == before + fwd, "workspace %llu after the forward, want %llu",
           (unsigned long long)workspace_bytes(dnnl_ctx), (unsigned long long)(before + fwd));
