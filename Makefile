@@ -210,10 +210,16 @@ ifeq ($(HAVE_CUDA),yes)
   $(shell mkdir -p $(BUILD) && { [ "$$(cat $(CUDA_TARGETS_STAMP) 2>/dev/null)" = "$(CUDA_TARGETS_NOW)" ] || echo "$(CUDA_TARGETS_NOW)" >$(CUDA_TARGETS_STAMP); })
 endif
 
-$(BUILD)/rel/%.o: %.cu $(HEADERS) $(CUDA_TARGETS_STAMP)
+# Beside each CUDA object, NAME.res: ptxas's resource report (registers, shared memory, spills
+# of every kernel for every target), which tests/cli/test_ptxas_resources.sh checks without a
+# GPU. nvcc's other messages still reach the terminal; on failure the whole report does.
+CUDA_RES := $(patsubst %.cu,$(BUILD)/rel/%.res,$(CUDA_SRC))
+$(BUILD)/rel/%.o $(BUILD)/rel/%.res: %.cu $(HEADERS) $(CUDA_TARGETS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
-	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) --resource-usage -c $< -o $(@:.res=.o) 2>$(@:.o=.res) \
+	    || { cat $(@:.o=.res) >&2; rm -f $(@:.o=.res); false; }
+	$(Q)grep -v -e '^ptxas info' -e '^    [0-9]* bytes stack frame' $(@:.o=.res) >&2 || true
 
 # GCC's vectoriser report of each CPU kernel file (tests/vec/check_vectorised.sh reads it):
 # compiled with the release flags, to a dump only.
@@ -260,7 +266,7 @@ fetch-models:
 demo:
 	@bash scripts/demo.sh
 
-test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
+test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
 	@CUDACPU=$(CUDACPU) bash tests/run.sh $(TEST_BIN)
 
 # ---------------------------------------------------------------- CUDA on the CPU
