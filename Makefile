@@ -283,6 +283,9 @@ GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c) tests/c/test_ops_table.c
 GPU_TEST_REL  := $(patsubst %.c,$(BUILD)/rel/gpu-tests/%,$(notdir $(GPU_TEST_SRC)))
 GPU_TEST_ASAN := $(patsubst %.c,$(BUILD)/asan/gpu-tests/%,$(notdir $(GPU_TEST_SRC)))
 GPU_TEST_FLAGS := -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT
+# The test programs link the runtime statically (the emulator's, here): relinked when it changes.
+GPU_TEST_RUNTIME := $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a)
+GPU_TEST_RUNTIME_ASAN := $(wildcard $(CUDA_HOME)/lib64/libcudart_asan.a)
 vpath test_%.c tests/gpu tests/c
 
 .PHONY: cudacpu cudacpu-programs
@@ -295,12 +298,12 @@ cudacpu-programs: $(TRAINER_BIN) $(GPU_TEST_REL) $(GPU_TEST_ASAN)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi
 	$(Q)for d in lua recipes core; do ln -sfn $(abspath .)/$$d $(BUILD)/$$d; done
 
-$(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS)
+$(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS) $(GPU_TEST_RUNTIME)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) $(GPU_TEST_FLAGS) -o $@ $< $(REL_OBJ) $(GPU_TEST_LDFLAGS) $(LIBS) $(CUDA_LIBS)
 
-$(BUILD)/asan/gpu-tests/%: %.c $(ASAN_OBJ) $(HEADERS)
+$(BUILD)/asan/gpu-tests/%: %.c $(ASAN_OBJ) $(HEADERS) $(GPU_TEST_RUNTIME_ASAN)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
 	$(Q)$(CC) $(CFLAGS_ASAN) $(GPU_TEST_FLAGS) -o $@ $< $(ASAN_OBJ) $(GPU_TEST_LDFLAGS) $(LIBS) $(ASAN_DNNL_LIBS) $(ASAN_CUDA_LIBS)
