@@ -213,10 +213,16 @@ ifeq ($(HAVE_CUDA),yes)
   $(shell mkdir -p $(BUILD) && { [ "$$(cat $(CUDA_TARGETS_STAMP) 2>/dev/null)" = "$(CUDA_TARGETS_NOW)" ] || echo "$(CUDA_TARGETS_NOW)" >$(CUDA_TARGETS_STAMP); })
 endif
 
-$(BUILD)/rel/%.o: %.cu $(HEADERS) $(CUDA_TARGETS_STAMP)
+# Beside each CUDA object, NAME.res: ptxas's resource report (registers, shared memory, spills
+# of every kernel for every target), which tests/cli/test_ptxas_resources.sh checks without a
+# GPU. nvcc's other messages still reach the terminal; on failure the whole report does.
+CUDA_RES := $(patsubst %.cu,$(BUILD)/rel/%.res,$(CUDA_SRC))
+$(BUILD)/rel/%.o $(BUILD)/rel/%.res: %.cu $(HEADERS) $(CUDA_TARGETS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
-	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) --resource-usage -c $< -o $(@:.res=.o) 2>$(@:.o=.res) \
+	    || { cat $(@:.o=.res) >&2; rm -f $(@:.o=.res); false; }
+	$(Q)grep -v -e '^ptxas info' -e '^    [0-9]* bytes stack frame' $(@:.o=.res) >&2 || true
 
 # GCC's vectoriser report of each CPU kernel file (tests/vec/check_vectorised.sh reads it):
 # compiled with the release flags, to a dump only.
@@ -263,7 +269,7 @@ fetch-models:
 demo:
 	@bash scripts/demo.sh
 
-test: trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
+test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
 	@CUDACPU=$(CUDACPU) bash tests/run.sh $(TEST_BIN)
 
 # ---------------------------------------------------------------- CUDA on the CPU
@@ -280,6 +286,9 @@ GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c) tests/c/test_ops_table.c
 GPU_TEST_REL  := $(patsubst %.c,$(BUILD)/rel/gpu-tests/%,$(notdir $(GPU_TEST_SRC)))
 GPU_TEST_ASAN := $(patsubst %.c,$(BUILD)/asan/gpu-tests/%,$(notdir $(GPU_TEST_SRC)))
 GPU_TEST_FLAGS := -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT
+# The test programs link the runtime statically (the emulator's, here): relinked when it changes.
+GPU_TEST_RUNTIME := $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a)
+GPU_TEST_RUNTIME_ASAN := $(wildcard $(CUDA_HOME)/lib64/libcudart_asan.a)
 vpath test_%.c tests/gpu tests/c
 
 # A second, smaller tree pretends an older card: build/cudacpu-sm75, the kernels compiled with
@@ -305,12 +314,12 @@ cudacpu-card-programs: $(TRAINER_BIN) $(BUILD)/rel/gpu-tests/test_ops_table
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "cudacpu: the stand-in CUDA home $(CUDA_HOME) was not found"; exit 1; fi
 	$(Q)for d in lua recipes core; do ln -sfn $(abspath .)/$$d $(BUILD)/$$d; done
 
-$(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS)
+$(BUILD)/rel/gpu-tests/%: %.c $(REL_OBJ) $(HEADERS) $(GPU_TEST_RUNTIME)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS_REL) $(GPU_TEST_FLAGS) -o $@ $< $(REL_OBJ) $(GPU_TEST_LDFLAGS) $(LIBS) $(CUDA_LIBS)
 
-$(BUILD)/asan/gpu-tests/%: %.c $(ASAN_OBJ) $(HEADERS)
+$(BUILD)/asan/gpu-tests/%: %.c $(ASAN_OBJ) $(HEADERS) $(GPU_TEST_RUNTIME_ASAN)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
 	$(Q)$(CC) $(CFLAGS_ASAN) $(GPU_TEST_FLAGS) -o $@ $< $(ASAN_OBJ) $(GPU_TEST_LDFLAGS) $(LIBS) $(ASAN_DNNL_LIBS) $(ASAN_CUDA_LIBS)

@@ -65,6 +65,7 @@ static config_t read_config()
     c.shared_poison = setting_uint("CUDACPU_SHARED_POISON", 1, 0, 1, "0|1") != 0;
     c.arch = setting_arch();
     c.driver = (int)setting_uint("CUDACPU_DRIVER", RUNTIME_VERSION, 1000, 99990, "a CUDA version as 1000 * major + 10 * minor, such as 12040");
+    c.launch_log = getenv("CUDACPU_LAUNCH_LOG") && *getenv("CUDACPU_LAUNCH_LOG") ? getenv("CUDACPU_LAUNCH_LOG") : nullptr;
     return c;
 }
 

@@ -34,6 +34,7 @@ struct config_t {
     bool shared_poison;        /* CUDACPU_SHARED_POISON */
     int arch;                  /* CUDACPU_ARCH: the device's compute capability, 10 * major + minor */
     int driver;                /* CUDACPU_DRIVER: the CUDA version the driver supports, 1000 * major + 10 * minor */
+    const char *launch_log;    /* CUDACPU_LAUNCH_LOG: the file of each kernel's largest block, or nullptr */
 };
 /* The CUDA version of the runtime emulated (cudaRuntimeGetVersion): a driver that supports an
  * older major version refuses it (cudaErrorInsufficientDriver), as CUDA's minor-version
