@@ -4,8 +4,9 @@
  * type ids applied even without special tokens, as Hugging Face `tokenizers` does), and
  * padded batches encoded in parallel with OpenMP.
  *
- * Invariant: the tokenizer is never written after tr_tok_load returns; every encode owns
- * its scratch buffers, so concurrent encodes are safe. */
+ * Invariant: the tokenizer is never written after tr_tok_load returns (but for the BPE
+ * word cache, whose shards a thread holds while it uses them); every encode owns its
+ * scratch buffers, so concurrent encodes are safe. */
 #include "tokenizer_impl.h"
 
 #include <stdio.h>
@@ -26,6 +27,7 @@ void tr_tok_release(tr_tokenizer *tok)
     }
     for (int i = 0; i < tok->nadded; i++) free(tok->added[i].content);
     free(tok->added);
+    tr_tok_bpe_free(tok->model.bpe);
 }
 
 static bool file_exists(const char *p)
@@ -74,8 +76,9 @@ void tr_tok_free(tr_tokenizer *tok)
 /* ------------------------------------------------------------ one sequence */
 typedef struct scratch {
     tok_pieces raw, sub;
-    tok_buf norm, work;
-    tok_spans words;
+    tok_buf norm;
+    tok_pre_scratch pre;
+    tok_bpe_work bpe;
 } scratch;
 
 static void scratch_free(scratch *s)
@@ -83,8 +86,8 @@ static void scratch_free(scratch *s)
     free(s->raw.p);
     free(s->sub.p);
     tr_tok_buf_free(&s->norm);
-    tr_tok_buf_free(&s->work);
-    free(s->words.p);
+    tr_tok_pre_scratch_free(&s->pre);
+    tr_tok_bpe_work_free(&s->bpe);
 }
 
 static bool valid_utf8(const char *s, size_t n, size_t *bad)
@@ -98,10 +101,13 @@ static bool valid_utf8(const char *s, size_t n, size_t *bad)
     return true;
 }
 
-static bool model_word(const tr_tokenizer *tok, const char *w, size_t n, tok_ids *ids)
+static bool model_word(const tr_tokenizer *tok, const char *w, size_t n, scratch *sc, tok_ids *ids)
 {
-    if (tok->model.kind == TOK_MODEL_UNIGRAM) return tr_tok_unigram(&tok->model, &tok->vocab, w, n, ids);
-    return tr_tok_wordpiece(&tok->model, &tok->vocab, w, n, ids);
+    switch (tok->model.kind) {
+    case TOK_MODEL_UNIGRAM: return tr_tok_unigram(&tok->model, &tok->vocab, w, n, ids);
+    case TOK_MODEL_BPE: return tr_tok_bpe(&tok->model, &tok->vocab, w, n, &sc->bpe, ids);
+    default: return tr_tok_wordpiece(&tok->model, &tok->vocab, w, n, ids);
+    }
 }
 
 static int encode_seq(const tr_tokenizer *tok, const char *text, scratch *sc, tok_ids *ids, tr_error *err)
@@ -126,11 +132,12 @@ static int encode_seq(const tr_tokenizer *tok, const char *text, scratch *sc, to
                 if (!tr_tok_ids_push(ids, q.added_id)) return OOM(err);
                 continue;
             }
-            if (!tr_tok_pretokenize(&tok->pretok, sc->norm.p + q.off, q.len, p.off == 0 && q.off == 0,
-                                 &sc->work, &sc->words))
+            const tok_words *words;
+            if (!tr_tok_pretokenize(tok->pretok, tok->npretok, sc->norm.p + q.off, q.len,
+                                    p.off == 0 && q.off == 0, &sc->pre, &words))
                 return OOM(err);
-            for (size_t w = 0; w < sc->words.n; w++)
-                if (!model_word(tok, sc->work.p + sc->words.p[w].off, sc->words.p[w].len, ids))
+            for (size_t w = 0; w < words->spans.n; w++)
+                if (!model_word(tok, words->text.p + words->spans.p[w].off, words->spans.p[w].len, sc, ids))
                     return OOM(err);
         }
     }
@@ -185,7 +192,8 @@ static int encode_one(const tr_tokenizer *tok, const char *text, const char *pai
     }
     const tok_item *items = pair ? tok->tmpl.pair : tok->tmpl.single;
     int nitems = pair ? tok->tmpl.npair : tok->tmpl.nsingle;
-    static const tok_item no_template[2] = { { TOK_ITEM_SEQ_A, 0, { 0 }, 0 }, { TOK_ITEM_SEQ_B, 0, { 0 }, 0 } };
+    /* no post-processor (or ByteLevel's alone): the pair's second text keeps type id 1 */
+    static const tok_item no_template[2] = { { TOK_ITEM_SEQ_A, 0, { 0 }, 0 }, { TOK_ITEM_SEQ_B, 1, { 0 }, 0 } };
     if (nitems == 0) { items = no_template; nitems = pair ? 2 : 1; }
     /* sized by walking the template: a template may name a sequence twice */
     size_t total = 0;

@@ -1,9 +1,10 @@
 /* load.c — reading a tokenizer from a model folder: tokenizer.json (jansson)
- * with the parts core/tokenizer/tokenizer_impl.h models, tokenizer_config.json's overrides of a
- * BertNormalizer, or vocab.txt + tokenizer_config.json as transformers'
- * BertTokenizerFast builds them. Anything not modelled (another model type, a regex
- * Replace other than " {2,}", byte fallback) is TR_EUSER naming the file and the key,
- * never a silent approximation.
+ * with the parts core/tokenizer/tokenizer_impl.h models (the BPE model in bpe_load.c),
+ * tokenizer_config.json's overrides of a BertNormalizer, or vocab.txt +
+ * tokenizer_config.json as transformers' BertTokenizerFast builds them. Anything not
+ * modelled (another model type, a regex Replace other than " {2,}", a Split on another
+ * pattern, Unigram byte fallback) is TR_EUSER naming the file and the key, never a silent
+ * approximation.
  *
  * Invariant: on failure the partly filled tokenizer is released by the caller
  * (tr_tok_release), so every path may return early. */
@@ -73,23 +74,30 @@ static bool b64_decode(const char *s, uint8_t **out, size_t *out_len)
     return true;
 }
 
+/* A Sequence (normalizer, pre_tokenizer or post_processor): each step of the array under
+ * key through add, in order. */
+typedef int (*add_step)(tr_tokenizer *tok, json_t *o, const char *path, tr_error *err);
+
+static int add_sequence(tr_tokenizer *tok, json_t *o, const char *key, const char *what, add_step add,
+                        const char *path, tr_error *err)
+{
+    json_t *list = json_object_get(o, key), *it;
+    size_t i;
+    if (!json_is_array(list)) return tr_fail(err, TR_EUSER, "tokenizer: %s: %s Sequence without a \"%s\" array", path, what, key);
+    json_array_foreach(list, i, it) {
+        int rc = add(tok, it, path, err);
+        if (rc) return rc;
+    }
+    return TR_OK;
+}
+
 /* ------------------------------------------------------------ normalizer */
 static int add_norm(tr_tokenizer *tok, json_t *o, const char *path, tr_error *err)
 {
     if (json_is_null(o) || !o) return TR_OK;
     const char *type = jstr(o, "type");
     if (!type) return tr_fail(err, TR_EUSER, "tokenizer: %s: a normalizer has no \"type\"; the file is not a Hugging Face tokenizer.json", path);
-    if (strcmp(type, "Sequence") == 0) {
-        json_t *list = json_object_get(o, "normalizers");
-        size_t i;
-        json_t *it;
-        if (!json_is_array(list)) return tr_fail(err, TR_EUSER, "tokenizer: %s: normalizer Sequence without a \"normalizers\" array", path);
-        json_array_foreach(list, i, it) {
-            int rc = add_norm(tok, it, path, err);
-            if (rc) return rc;
-        }
-        return TR_OK;
-    }
+    if (strcmp(type, "Sequence") == 0) return add_sequence(tok, o, "normalizers", "normalizer", add_norm, path, err);
     if (tok->nnorm == (int)(sizeof tok->norm / sizeof tok->norm[0]))
         return tr_fail(err, TR_EUSER, "tokenizer: %s: more than 8 normalizer steps are not supported", path);
     tok_norm *nm = &tok->norm[tok->nnorm];
@@ -170,23 +178,34 @@ static void apply_config_overrides(tr_tokenizer *tok, json_t *cfg, bool vocab_tx
 }
 
 /* ------------------------------------------------------------ pre-tokenizer */
-static int set_pretok(tr_tokenizer *tok, json_t *o, const char *path, tr_error *err)
+/* GPT-2's split pattern, as tokenizer.json spells a Split on it. */
+static const char gpt2_pattern[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+static int add_pretok(tr_tokenizer *tok, json_t *o, const char *path, tr_error *err)
 {
-    tok_pretok *pt = &tok->pretok;
-    pt->kind = TOK_PRE_NONE;
     if (!o || json_is_null(o)) return TR_OK;
     const char *type = jstr(o, "type");
-    if (type && strcmp(type, "Sequence") == 0) {
-        json_t *list = json_object_get(o, "pretokenizers");
-        if (json_array_size(list) != 1)
-            return tr_fail(err, TR_EUSER, "tokenizer: %s: a pre_tokenizer Sequence of %zu steps is not supported (one step is)", path, json_array_size(list));
-        return set_pretok(tok, json_array_get(list, 0), path, err);
-    }
-    if (!type) return tr_fail(err, TR_EUSER, "tokenizer: %s: the pre_tokenizer has no \"type\"", path);
+    if (!type) return tr_fail(err, TR_EUSER, "tokenizer: %s: a pre_tokenizer has no \"type\"", path);
+    if (strcmp(type, "Sequence") == 0) return add_sequence(tok, o, "pretokenizers", "pre_tokenizer", add_pretok, path, err);
+    if (tok->npretok == (int)(sizeof tok->pretok / sizeof tok->pretok[0]))
+        return tr_fail(err, TR_EUSER, "tokenizer: %s: more than 4 pre_tokenizer steps are not supported", path);
+    tok_pretok *pt = &tok->pretok[tok->npretok];
+    memset(pt, 0, sizeof *pt);
     if (strcmp(type, "BertPreTokenizer") == 0) {
         pt->kind = TOK_PRE_BERT;
     } else if (strcmp(type, "WhitespaceSplit") == 0) {
         pt->kind = TOK_PRE_WHITESPACE_SPLIT;
+    } else if (strcmp(type, "ByteLevel") == 0) {
+        pt->kind = TOK_PRE_BYTE_LEVEL;
+        pt->add_prefix_space = jbool(o, "add_prefix_space", true);
+        pt->split = jbool(o, "use_regex", true);
+    } else if (strcmp(type, "Split") == 0) {
+        const char *re = jstr(json_object_get(o, "pattern"), "Regex"), *behavior = jstr(o, "behavior");
+        if (!re || strcmp(re, gpt2_pattern) != 0 || !behavior || strcmp(behavior, "Isolated") != 0 ||
+            jbool(o, "invert", false))
+            return tr_fail(err, TR_EUSER, "tokenizer: %s: a pre_tokenizer Split is supported only on GPT-2's pattern (%s) with behavior \"Isolated\", not inverted", path, gpt2_pattern);
+        pt->kind = TOK_PRE_GPT2_SPLIT;
     } else if (strcmp(type, "Metaspace") == 0) {
         pt->kind = TOK_PRE_METASPACE;
         const char *rep = jstr(o, "replacement");
@@ -205,33 +224,43 @@ static int set_pretok(tr_tokenizer *tok, json_t *o, const char *path, tr_error *
         }
         pt->split = jbool(o, "split", true);
     } else {
-        return tr_fail(err, TR_EUSER, "tokenizer: %s: pre_tokenizer type \"%s\" is not supported (BertPreTokenizer, Metaspace, WhitespaceSplit are)", path, type);
+        return tr_fail(err, TR_EUSER, "tokenizer: %s: pre_tokenizer type \"%s\" is not supported (BertPreTokenizer, ByteLevel, Metaspace, WhitespaceSplit, Split on GPT-2's pattern and a Sequence of them are)", path, type);
     }
+    tok->npretok++;
     return TR_OK;
 }
 
 /* ------------------------------------------------------------ model */
+int tr_tok_load_vocab_object(tr_tokenizer *tok, json_t *vocab, const char *path, int32_t *n, tr_error *err)
+{
+    if (!json_is_object(vocab)) return tr_fail(err, TR_EUSER, "tokenizer: %s: the model has no \"vocab\" object {token: id}", path);
+    const char *key;
+    json_t *val;
+    *n = (int32_t)json_object_size(vocab);
+    json_object_foreach(vocab, key, val) {
+        json_int_t id = json_integer_value(val);
+        if (!json_is_integer(val) || id < 0 || id >= *n)
+            return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[\"%s\"] is not an id in 0..%d", path, key, *n - 1);
+        if (!tr_tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return OOM(err);
+    }
+    for (int32_t i = 0; i < *n; i++)
+        if (!tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, *n - 1);
+    return TR_OK;
+}
+
 static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *err)
 {
     if (!json_is_object(m)) return tr_fail(err, TR_EUSER, "tokenizer: %s: no \"model\" object; the file is not a Hugging Face tokenizer.json", path);
     json_t *vocab = json_object_get(m, "vocab");
     const char *type = jstr(m, "type");
-    if (!type) type = json_is_array(vocab) ? "Unigram" : "WordPiece";
+    if (!type) type = json_is_array(vocab) ? "Unigram" : json_object_get(m, "merges") ? "BPE" : "WordPiece";
     tok_model *md = &tok->model;
     md->unk_id = -1;
+    if (strcmp(type, "BPE") == 0) return tr_tok_load_bpe(tok, m, path, err);
     if (strcmp(type, "WordPiece") == 0) {
-        if (!json_is_object(vocab)) return tr_fail(err, TR_EUSER, "tokenizer: %s: WordPiece model without a \"vocab\" object", path);
-        const char *key;
-        json_t *val;
-        int32_t n = (int32_t)json_object_size(vocab);
-        json_object_foreach(vocab, key, val) {
-            json_int_t id = json_integer_value(val);
-            if (!json_is_integer(val) || id < 0 || id >= n)
-                return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[\"%s\"] is not an id in 0..%d", path, key, n - 1);
-            if (!tr_tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return OOM(err);
-        }
-        for (int32_t i = 0; i < n; i++)
-            if (!tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, n - 1);
+        int32_t n;
+        int rc = tr_tok_load_vocab_object(tok, vocab, path, &n, err);
+        if (rc) return rc;
         md->kind = TOK_MODEL_WORDPIECE;
         md->nvocab = n;
         const char *prefix = jstr(m, "continuing_subword_prefix");
@@ -275,7 +304,7 @@ static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *e
         if (!tr_tok_vocab_index(&tok->vocab)) return OOM(err);
         return TR_OK;
     }
-    return tr_fail(err, TR_EUSER, "tokenizer: %s: model type \"%s\" is not supported (WordPiece and Unigram are)", path, type);
+    return tr_fail(err, TR_EUSER, "tokenizer: %s: model type \"%s\" is not supported (WordPiece, Unigram and BPE are)", path, type);
 }
 
 /* ------------------------------------------------------------ post-processor */
@@ -330,13 +359,18 @@ static int parse_template(json_t *list, json_t *specials, tok_item *items, int c
     return TR_OK;
 }
 
+/* Sets the template from one post-processor; a Sequence applies each in turn, and of
+ * those only one may add tokens (ByteLevel changes offsets alone, which are not kept). */
 static int set_post(tr_tokenizer *tok, json_t *o, const char *path, tr_error *err)
 {
     tok_template *t = &tok->tmpl;
-    t->nsingle = t->npair = 0;
     if (!o || json_is_null(o)) return TR_OK;
     const char *type = jstr(o, "type");
     if (!type) return tr_fail(err, TR_EUSER, "tokenizer: %s: the post_processor has no \"type\"", path);
+    if (strcmp(type, "ByteLevel") == 0) return TR_OK;
+    if (strcmp(type, "Sequence") == 0) return add_sequence(tok, o, "processors", "post_processor", set_post, path, err);
+    if (t->nsingle > 0)
+        return tr_fail(err, TR_EUSER, "tokenizer: %s: a post_processor Sequence with two steps that add tokens is not supported", path);
     if (strcmp(type, "TemplateProcessing") == 0) {
         json_t *sp = json_object_get(o, "special_tokens");
         int rc = parse_template(json_object_get(o, "single"), sp, t->single, 8, &t->nsingle, path, err);
@@ -345,7 +379,7 @@ static int set_post(tr_tokenizer *tok, json_t *o, const char *path, tr_error *er
     }
     bool bert = strcmp(type, "BertProcessing") == 0, roberta = strcmp(type, "RobertaProcessing") == 0;
     if (!bert && !roberta)
-        return tr_fail(err, TR_EUSER, "tokenizer: %s: post_processor type \"%s\" is not supported (TemplateProcessing, BertProcessing, RobertaProcessing are)", path, type);
+        return tr_fail(err, TR_EUSER, "tokenizer: %s: post_processor type \"%s\" is not supported (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel and a Sequence of them are)", path, type);
     json_t *cls = json_object_get(o, "cls"), *sep = json_object_get(o, "sep");
     if (!json_is_integer(json_array_get(cls, 1)) || !json_is_integer(json_array_get(sep, 1)))
         return tr_fail(err, TR_EUSER, "tokenizer: %s: %s needs \"cls\" and \"sep\" as [token, id]", path, type);
@@ -469,7 +503,7 @@ int tr_tok_load_json(tr_tokenizer *tok, const char *path, tr_error *err)
     if ((rc = set_model(tok, json_object_get(root, "model"), path, err))) goto done;
     if ((rc = add_norm(tok, json_object_get(root, "normalizer"), path, err))) goto done;
     apply_config_overrides(tok, cfg, false);
-    if ((rc = set_pretok(tok, json_object_get(root, "pre_tokenizer"), path, err))) goto done;
+    if ((rc = add_pretok(tok, json_object_get(root, "pre_tokenizer"), path, err))) goto done;
     if ((rc = set_post(tok, json_object_get(root, "post_processor"), path, err))) goto done;
     json_t *added = json_object_get(root, "added_tokens"), *it;
     size_t i;
@@ -544,7 +578,8 @@ int tr_tok_load_vocab_txt(tr_tokenizer *tok, const char *path, tr_error *err)
     nm->clean_text = true;
     tok->nnorm = 1;
     apply_config_overrides(tok, cfg, true);
-    tok->pretok.kind = TOK_PRE_BERT;
+    tok->pretok[0].kind = TOK_PRE_BERT;
+    tok->npretok = 1;
     set_special_ids(tok, cfg);
     set_max_length(tok, cfg, NULL);
     if (tok->cls_id < 0 || tok->sep_id < 0) {

@@ -1,8 +1,9 @@
 /* pretok.c — splitting text before the model sees it: added tokens
  * (leftmost-longest, with lstrip/rstrip) and the pre-tokenizers BertPreTokenizer
- * (whitespace removed, each punctuation char its own word), WhitespaceSplit and
+ * (whitespace removed, each punctuation char its own word), WhitespaceSplit,
  * Metaspace (spaces -> U+2581, optional prepend, split keeping the marker at the start
- * of each word), all with Hugging Face `tokenizers` semantics.
+ * of each word), ByteLevel and GPT-2's Split (byte_level.c), and a Sequence of them, each
+ * step splitting every word of the one before, all with Hugging Face `tokenizers` semantics.
  *
  * Invariant: spans always lie inside the buffer they index and never are empty. */
 #include "tokenizer_impl.h"
@@ -15,13 +16,9 @@
 static bool pieces_push(tok_pieces *v, size_t off, size_t len, int32_t id)
 {
     if (id < 0 && len == 0) return true;
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 16;
-        tok_piece *p = realloc(v->p, cap * sizeof *p);
-        if (!p) return false;
-        v->p = p;
-        v->cap = cap;
-    }
+    tok_piece *p = tr_tok_grow(v->p, &v->cap, v->n, sizeof *p);
+    if (!p) return false;
+    v->p = p;
     v->p[v->n].off = off;
     v->p[v->n].len = len;
     v->p[v->n].added_id = id;
@@ -59,8 +56,16 @@ bool tr_tok_split_added(const tok_added *added, int nadded, bool normalized, con
                      size_t n, tok_pieces *out)
 {
     out->n = 0;
+    /* the bytes an added token can start with: most positions are rejected by one look */
+    bool lead[256] = { false };
+    for (int k = 0; k < nadded; k++)
+        if (added[k].normalized == normalized && added[k].len > 0) lead[(unsigned char)added[k].content[0]] = true;
     size_t text_start = 0, i = 0;
     while (i < n) {
+        if (!lead[(unsigned char)s[i]]) {
+            i++;
+            continue;
+        }
         int best = -1;
         for (int k = 0; k < nadded; k++) {
             const tok_added *a = &added[k];
@@ -101,8 +106,13 @@ static bool bert_is_punct(int32_t c)
     }
 }
 
-static bool split_bert(const char *s, size_t n, bool punct, tok_spans *words)
+/* Appends the words of s[0..n) (copied into dst->text) to dst. */
+static bool split_bert(const char *src, size_t n, bool punct, tok_words *dst)
 {
+    size_t base = dst->text.n;
+    if (!tr_tok_buf_put(&dst->text, src, n)) return false;
+    const char *s = dst->text.p + base;
+    tok_spans *words = &dst->spans;
     size_t i = 0, start = 0;
     bool in_word = false;
     while (i < n) {
@@ -111,24 +121,25 @@ static bool split_bert(const char *s, size_t n, bool punct, tok_spans *words)
         if (k < 0) return false;
         bool ws = tr_tok_is_whitespace(c), p = punct && bert_is_punct(c);
         if (ws || p) {
-            if (in_word && !tr_tok_spans_push(words, start, i - start)) return false;
+            if (in_word && !tr_tok_spans_push(words, base + start, i - start)) return false;
             in_word = false;
-            if (p && !tr_tok_spans_push(words, i, (size_t)k)) return false;
+            if (p && !tr_tok_spans_push(words, base + i, (size_t)k)) return false;
         } else if (!in_word) {
             in_word = true;
             start = i;
         }
         i += (size_t)k;
     }
-    return !in_word || tr_tok_spans_push(words, start, n - start);
+    return !in_word || tr_tok_spans_push(words, base + start, n - start);
 }
 
 /* ------------------------------------------------------------ Metaspace */
-static bool metaspace(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *work,
-                      tok_spans *words)
+static bool metaspace(const tok_pretok *pt, const char *s, size_t n, bool first, tok_words *dst)
 {
     size_t rl = strlen(pt->replacement);
-    work->n = 0;
+    tok_buf *work = &dst->text;
+    tok_spans *words = &dst->spans;
+    size_t base = work->n;
     if (n == 0) return true;
     bool starts = n >= rl && memcmp(s, pt->replacement, rl) == 0;
     /* prepend when the text does not start with the marker (a leading space counts: it
@@ -144,9 +155,9 @@ static bool metaspace(const tok_pretok *pt, const char *s, size_t n, bool first,
             return false;
         }
     }
-    if (!pt->split) return tr_tok_spans_push(words, 0, work->n);
-    size_t start = 0;
-    for (size_t i = 0; i + rl <= work->n; i++) {
+    if (!pt->split) return tr_tok_spans_push(words, base, work->n - base);
+    size_t start = base;
+    for (size_t i = base; i + rl <= work->n; i++) {
         if (i > start && memcmp(work->p + i, pt->replacement, rl) == 0) {
             if (!tr_tok_spans_push(words, start, i - start)) return false;
             start = i;
@@ -155,18 +166,54 @@ static bool metaspace(const tok_pretok *pt, const char *s, size_t n, bool first,
     return start >= work->n || tr_tok_spans_push(words, start, work->n - start);
 }
 
-/* ------------------------------------------------------------ dispatch */
-bool tr_tok_pretokenize(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *work,
-                     tok_spans *words)
+/* ------------------------------------------------------------ the chain */
+/* Appends the words one step makes of s[0..n) to dst. */
+static bool pretok_step(const tok_pretok *pt, const char *s, size_t n, bool first, tok_buf *raw,
+                        tok_words *dst)
 {
-    words->n = 0;
     switch (pt->kind) {
-    case TOK_PRE_METASPACE:
-        return metaspace(pt, s, n, first, work, words);
-    default:
-        work->n = 0;
-        if (!tr_tok_buf_put(work, s, n)) return false;
-        if (pt->kind == TOK_PRE_NONE) return n == 0 || tr_tok_spans_push(words, 0, n);
-        return split_bert(work->p, n, pt->kind == TOK_PRE_BERT, words);
+    case TOK_PRE_METASPACE: return metaspace(pt, s, n, first, dst);
+    case TOK_PRE_BYTE_LEVEL: return tr_tok_byte_level(pt, s, n, raw, dst);
+    case TOK_PRE_GPT2_SPLIT: return tr_tok_gpt2_split(s, n, dst);
+    default: return split_bert(s, n, pt->kind == TOK_PRE_BERT, dst);
     }
+}
+
+static void words_clear(tok_words *w)
+{
+    w->text.n = 0;
+    w->spans.n = 0;
+}
+
+bool tr_tok_pretokenize(const tok_pretok *steps, int nsteps, const char *s, size_t n, bool first,
+                        tok_pre_scratch *sc, const tok_words **out)
+{
+    tok_words *dst = &sc->pass[0];
+    words_clear(dst);
+    *out = dst;
+    if (nsteps == 0)
+        return n == 0 || (tr_tok_buf_put(&dst->text, s, n) && tr_tok_spans_push(&dst->spans, 0, n));
+    if (!pretok_step(&steps[0], s, n, first, &sc->raw, dst)) return false;
+    for (int k = 1; k < nsteps; k++) {
+        const tok_words *src = &sc->pass[(k - 1) & 1];
+        dst = &sc->pass[k & 1];
+        words_clear(dst);
+        for (size_t w = 0; w < src->spans.n; w++) {
+            tok_span sp = src->spans.p[w];
+            if (!pretok_step(&steps[k], src->text.p + sp.off, sp.len, first && sp.off == 0, &sc->raw, dst))
+                return false;
+        }
+        *out = dst;
+    }
+    return true;
+}
+
+void tr_tok_pre_scratch_free(tok_pre_scratch *sc)
+{
+    for (int i = 0; i < 2; i++) {
+        tr_tok_buf_free(&sc->pass[i].text);
+        free(sc->pass[i].spans.p);
+    }
+    tr_tok_buf_free(&sc->raw);
+    memset(sc, 0, sizeof *sc);
 }

@@ -1,11 +1,13 @@
 /* tokenizer.h — Hugging Face compatible tokenizers: a model folder's tokenizer.json
- * (WordPiece with BertNormalizer + BertPreTokenizer, or Unigram with Precompiled +
- * Metaspace as XLM-R uses), else vocab.txt + tokenizer_config.json. Token ids are those
- * the Hugging Face `tokenizers` library gives for the same files and options.
+ * (WordPiece with BertNormalizer + BertPreTokenizer; Unigram with Precompiled + Metaspace
+ * as XLM-R uses; byte-level BPE as RoBERTa, GPT-2 and ModernBERT use, and BPE with byte
+ * fallback), else vocab.txt + tokenizer_config.json. Token ids are those the Hugging Face
+ * `tokenizers` library gives for the same files and options.
  *
- * Contract: a loaded tr_tokenizer is immutable, so encoding is thread-safe; every
- * buffer the library hands out is freed by the matching *_free function. Texts are
- * NUL-terminated UTF-8 (invalid UTF-8 is TR_EUSER). Ids and indices are 0-based. */
+ * Contract: a loaded tr_tokenizer is immutable but for the BPE word cache, whose shards a
+ * thread uses only while it holds them, so encoding is thread-safe; every buffer the
+ * library hands out is freed by the matching *_free function. Texts are NUL-terminated UTF-8 (invalid UTF-8 is TR_EUSER).
+ * Ids and indices are 0-based. */
 #ifndef TR_TOKENIZER_H
 #define TR_TOKENIZER_H
 

@@ -52,15 +52,20 @@ void tr_tok_buf_free(tok_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+void *tr_tok_grow(void *p, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap) return p;
+    size_t c = *cap ? *cap * 2 : 32;
+    void *q = realloc(p, c * elem);
+    if (q) *cap = c;
+    return q;
+}
+
 bool tr_tok_ids_push(tok_ids *v, int32_t id)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        int32_t *p = realloc(v->p, cap * sizeof *p);
-        if (!p) return false;
-        v->p = p;
-        v->cap = cap;
-    }
+    int32_t *p = tr_tok_grow(v->p, &v->cap, v->n, sizeof *p);
+    if (!p) return false;
+    v->p = p;
     v->p[v->n++] = id;
     return true;
 }
@@ -73,13 +78,9 @@ void tr_tok_ids_free(tok_ids *v)
 
 bool tr_tok_spans_push(tok_spans *v, size_t off, size_t len)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 32;
-        tok_span *p = realloc(v->p, cap * sizeof *p);
-        if (!p) return false;
-        v->p = p;
-        v->cap = cap;
-    }
+    tok_span *p = tr_tok_grow(v->p, &v->cap, v->n, sizeof *p);
+    if (!p) return false;
+    v->p = p;
     v->p[v->n].off = off;
     v->p[v->n].len = len;
     v->n++;
@@ -109,7 +110,7 @@ int tr_tok_utf8_next(const char *s, size_t n, int32_t *cp)
 }
 
 /* ------------------------------------------------------------ vocabulary */
-static uint64_t hash_bytes(const char *s, size_t n)
+uint64_t tr_tok_hash_bytes(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
@@ -155,7 +156,7 @@ bool tr_tok_vocab_index(tok_vocab *v)
     for (size_t i = 0; i < cap; i++) slot[i] = -1;
     for (int32_t id = 0; id < v->n; id++) {
         if (!v->str[id]) continue;
-        size_t i = hash_bytes(v->str[id], v->len[id]) & (cap - 1);
+        size_t i = tr_tok_hash_bytes(v->str[id], v->len[id]) & (cap - 1);
         bool dup = false;
         while (slot[i] >= 0) {
             int32_t o = slot[i];
@@ -176,7 +177,7 @@ bool tr_tok_vocab_index(tok_vocab *v)
 int32_t tr_tok_vocab_find(const tok_vocab *v, const char *s, size_t n)
 {
     if (!v->slot || n > v->max_len) return -1;
-    size_t i = hash_bytes(s, n) & (v->cap - 1);
+    size_t i = tr_tok_hash_bytes(s, n) & (v->cap - 1);
     while (v->slot[i] >= 0) {
         int32_t id = v->slot[i];
         if (v->len[id] == n && memcmp(v->str[id], s, n) == 0) return id;

@@ -4,9 +4,9 @@
  * keeps accents (from tokenizer.json, and from tokenizer_config.json overriding it), and a
  * vocab.txt-only folder; then batches (padding, masks), truncation and bad files. */
 #include "check.h"
+#include "tok_golden.h"
 #include "trainer.h"
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,63 +14,6 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------ golden files */
-static int32_t as_ids(json_t *arr, int32_t *dst, int cap)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v) if ((int)i < cap) dst[i] = (int32_t)json_integer_value(v);
-    return (int32_t)json_array_size(arr);
-}
-
-/* Every line of the golden file must give identical ids and type ids; returns the count
- * of cases checked. */
-static int check_golden(const char *dir, const char *golden)
-{
-    tr_tokenizer *tok = NULL;
-    tr_error err = { 0 };
-    int rc = tr_tok_load(&tok, dir, &err);
-    CHECK(rc == TR_OK, "load %s: %s", dir, err.msg);
-    if (rc) return 0;
-    FILE *f = fopen(golden, "r");
-    CHECK(f != NULL, "cannot open %s", golden);
-    if (!f) { tr_tok_free(tok); return 0; }
-    char line[65536];
-    int n = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        json_error_t je;
-        json_t *o = json_loads(line, 0, &je);
-        CHECK(o != NULL, "%s line %d: %s", golden, n + 1, je.text);
-        if (!o) break;
-        const char *text = json_string_value(json_object_get(o, "text"));
-        const char *pair = json_string_value(json_object_get(o, "pair"));
-        tr_tok_options opt = { json_is_true(json_object_get(o, "add_special_tokens")),
-                               (int32_t)json_integer_value(json_object_get(o, "max_length")), 0 };
-        int32_t want[1024], want_ty[1024];
-        int32_t nw = as_ids(json_object_get(o, "ids"), want, 1024);
-        as_ids(json_object_get(o, "type_ids"), want_ty, 1024);
-        tr_tok_encoding e;
-        rc = tr_tok_encode(tok, text, pair, &opt, &e, &err);
-        CHECK(rc == TR_OK, "%s line %d: %s", golden, n + 1, err.msg);
-        bool same = rc == TR_OK && e.n == nw;
-        for (int32_t i = 0; same && i < nw; i++) same = e.ids[i] == want[i] && e.type_ids[i] == want_ty[i];
-        if (!same && bad++ < 5) {
-            printf("  %s line %d: text \"%.60s\" pair %s add %d max %d\n   want:", golden, n + 1, text,
-                   pair ? pair : "-", opt.add_special_tokens, opt.max_length);
-            for (int32_t i = 0; i < nw && i < 40; i++) printf(" %d", want[i]);
-            printf("\n   got: ");
-            for (int32_t i = 0; i < e.n && i < 40; i++) printf(" %d", e.ids[i]);
-            printf("\n");
-        }
-        CHECK(same, "%s line %d differs from tokenizers", golden, n + 1);
-        tr_tok_encoding_free(&e);
-        json_decref(o);
-        n++;
-    }
-    fclose(f);
-    tr_tok_free(tok);
-    return n;
-}
-
 static const char *minilm_dir(void)
 {
     struct stat st;
@@ -78,29 +21,18 @@ static const char *minilm_dir(void)
                                                                      : "tests/data/tok_minilm";
 }
 
-/* A golden case: the lines of golden_file all give the golden ids, and there are more than 100. */
-static void golden(const char *dir, const char *golden_file)
+static void test_minilm_golden(void)
 {
-    int n = check_golden(dir, golden_file);
+    int n = tg_check(minilm_dir(), "tests/data/tokenizer_golden_minilm.jsonl");
     CHECK(n > 100, "only %d cases", n);
 }
 
-/* The golden case of tests/data/tok_NAME, against tests/data/tokenizer_golden_NAME.jsonl. */
-static void golden_of(const char *name)
-{
-    char dir[256], file[256];
-    snprintf(dir, sizeof dir, "tests/data/tok_%s", name);
-    snprintf(file, sizeof file, "tests/data/tokenizer_golden_%s.jsonl", name);
-    golden(dir, file);
-}
-
-static void test_minilm_golden(void) { golden(minilm_dir(), "tests/data/tokenizer_golden_minilm.jsonl"); }
-static void test_unigram_golden(void) { golden_of("unigram"); }
-static void test_scandi_golden(void) { golden_of("scandi"); }
-static void test_scandi_config_override(void) { golden_of("scandi_config"); }
-static void test_vocab_txt_golden(void) { golden_of("vocab_txt"); }
-static void test_unigram_variant_golden(void) { golden_of("unigram_variant"); }
-static void test_wordpiece_variant_golden(void) { golden_of("wordpiece_variant"); }
+static void test_unigram_golden(void) { tg_golden_of("unigram", 100); }
+static void test_scandi_golden(void) { tg_golden_of("scandi", 100); }
+static void test_scandi_config_override(void) { tg_golden_of("scandi_config", 100); }
+static void test_vocab_txt_golden(void) { tg_golden_of("vocab_txt", 100); }
+static void test_unigram_variant_golden(void) { tg_golden_of("unigram_variant", 100); }
+static void test_wordpiece_variant_golden(void) { tg_golden_of("wordpiece_variant", 100); }
 
 /* ------------------------------------------------------------ behaviour */
 static void test_scandi_letters_survive(void)
