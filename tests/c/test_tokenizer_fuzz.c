@@ -1,10 +1,11 @@
 /* test_tokenizer_fuzz.c — damaged tokenizer.json files never crash the loader.
  *
- * Takes valid tokenizer.json files (WordPiece and Unigram) and writes thousands of damaged
- * copies: truncations, random byte changes, JSON-significant characters swapped in, numbers
- * made huge or negative, strings cut. Each must either load (and then encode texts, pairs
- * and a batch without a sanitizer report) or fail with TR_EUSER and a message naming the
- * file. Deterministic seed; run under ASan+UBSan by `make test`. */
+ * Takes valid tokenizer.json files (WordPiece, Unigram, byte-level BPE with merges as "a b"
+ * strings and as [a, b] pairs) and writes thousands of damaged copies: truncations, random
+ * byte changes, JSON-significant characters swapped in, numbers made huge or negative,
+ * strings cut. Each must either load (and then encode texts, pairs and a batch without a
+ * sanitizer report) or fail with TR_EUSER and a message naming the file. Deterministic
+ * seed; run under ASan+UBSan by `make test`. */
 #include "check.h"
 #include "file_check.h"
 #include "trainer.h"
@@ -65,7 +66,9 @@ static void try_load(const char *dir)
     tr_tok_free(tok);
 }
 
-static void fuzz_one(const char *source_dir, const char *work)
+/* share: 1 for every mutation below, 2 for half of each kind (a file with a larger
+ * vocabulary to parse per load, so that the whole test stays short under ASan). */
+static void fuzz_one(const char *source_dir, const char *work, int share)
 {
     char src[512], dst[512];
     snprintf(src, sizeof src, "%s/tokenizer.json", source_dir);
@@ -77,13 +80,13 @@ static void fuzz_one(const char *source_dir, const char *work)
     char *buf = malloc(len + 64);
 
     /* 1. truncation at ~400 lengths, including every length of the first 64 bytes */
-    size_t step = len / 400 + 1;
+    size_t step = len / (400 / (size_t)share) + 1;
     for (size_t cut = 0; cut < len; cut += (cut < 64 ? 1 : step)) {
         fc_spit(dst, orig, cut);
         try_load(work);
     }
     /* 2. random single-byte changes */
-    for (int i = 0; i < 1200; i++) {
+    for (int i = 0; i < 1200 / share; i++) {
         memcpy(buf, orig, len);
         size_t at = next_rand() % len;
         buf[at] = (char)(next_rand() & 0xff);
@@ -94,7 +97,7 @@ static void fuzz_one(const char *source_dir, const char *work)
     static const char swaps[] = "{}[]\":,0-9e \\";
     static const char *numbers[] = { "-1", "2147483648", "99999999999999999999", "1e308", "-0.5", "null",
                                      "\"x\"", "[]", "{}" };
-    for (int i = 0; i < 800; i++) {
+    for (int i = 0; i < 800 / share; i++) {
         memcpy(buf, orig, len);
         size_t n = len;
         if (i % 2 == 0) {
@@ -121,14 +124,16 @@ static void fuzz_one(const char *source_dir, const char *work)
     free(orig);
 }
 
-static void test_fuzz_wordpiece_and_unigram(void)
+static void test_fuzz_wordpiece_unigram_bpe(void)
 {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     char work[256];
     snprintf(work, sizeof work, "%s/tr_tokfuzz_%d", base, (int)getpid());
     mkdir(work, 0700);
-    fuzz_one("tests/data/tok_scandi", work);
-    fuzz_one("tests/data/tok_unigram", work);
+    fuzz_one("tests/data/tok_scandi", work, 1);
+    fuzz_one("tests/data/tok_unigram", work, 1);
+    fuzz_one("tests/data/tok_bpe_split", work, 2);   /* "a b" merges, Split + ByteLevel */
+    fuzz_one("tests/data/tok_modernbert", work, 2);  /* [a, b] merges, NFC, added runs of spaces */
     char path[300];
     snprintf(path, sizeof path, "%s/tokenizer.json", work);
     unlink(path);
@@ -140,6 +145,6 @@ static void test_fuzz_wordpiece_and_unigram(void)
 
 int main(void)
 {
-    RUN(test_fuzz_wordpiece_and_unigram);
+    RUN(test_fuzz_wordpiece_unigram_bpe);
     return check_done();
 }
