@@ -1,8 +1,10 @@
 /* bench_tokenizer.c — tokenizer throughput on STS-B train sentences: sentences per
  * second for one-at-a-time encoding (one thread) and for padded batches of 64 and 1024
- * (the latter on OpenMP threads), with all-MiniLM-L6-v2's tokenizer and the small Unigram test tokenizer.
+ * (the latter on OpenMP threads), and ids per second one at a time, with all-MiniLM-L6-v2's
+ * tokenizer, the small Unigram test tokenizer and the byte-level BPE test tokenizers
+ * (RoBERTa's and ModernBERT's layouts, vocabularies of 900: many ids per sentence).
  *
- *   build/rel/bench/bench_tokenizer [stsb_train.jsonl.gz] [model_dir]
+ *   build/rel/bench/bench_tokenizer [stsb_train.jsonl.gz] [model_dir] [more_dirs...]
  * Defaults: /work/shared/data/stsb_train.jsonl.gz, models/all-MiniLM-L6-v2 if present,
  * else tests/data/tok_minilm. Prints a table; asserts nothing. */
 #include "trainer.h"
@@ -77,8 +79,8 @@ static void run(const char *name, const char *dir, char **sent, int n)
             }
         batched[s] = (double)reps * n / (bench_now() - t0);
     }
-    printf("%-10s %8d %12.0f %14.0f %16.0f %10.1f\n", name, n, single, batched[0], batched[1],
-           (double)tokens / reps / n);
+    printf("%-10s %8d %12.0f %14.0f %16.0f %10.1f %12.0f\n", name, n, single, batched[0], batched[1],
+           (double)tokens / reps / n, single * (double)tokens / reps / n);
     tr_tok_free(tok);
 }
 
@@ -95,9 +97,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_tokenizer: cannot read sentences from %s\n", data);
         return 1;
     }
-    printf("tokenizer  sentences  sent/s 1-thr  sent/s batch64  sent/s batch1024  ids/sent\n");
+    printf("tokenizer  sentences  sent/s 1-thr  sent/s batch64  sent/s batch1024  ids/sent  ids/s 1-thr\n");
     run("minilm", minilm, sent, n);
     run("unigram", "tests/data/tok_unigram", sent, n);
+    run("roberta", "tests/data/tok_roberta", sent, n);
+    run("modernbert", "tests/data/tok_modernbert", sent, n);
+    for (int i = 3; i < argc; i++) run(argv[i], argv[i], sent, n);
     for (int i = 0; i < n; i++) free(sent[i]);
     free(sent);
     return 0;
