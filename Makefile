@@ -86,7 +86,7 @@ endif
 HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 
 ifeq ($(MAKELEVEL),0)
-ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
+ifeq ($(filter clean deps gpu-bundle-cuda12,$(MAKECMDGOALS)),)
   $(info build: luajit, libedit, zlib, jansson, utf8proc  found)
   $(info build: OpenBLAS  $(if $(shell pkg-config --exists openblas && echo y),found $(shell pkg-config --modversion openblas) ($(if $(OPENBLAS_OMP_DIR),OpenMP build,pthread build: install libopenblas-openmp-dev for speed)),missing))
   $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
@@ -420,6 +420,7 @@ CUDA12_HOME  := $(abspath build/cuda12/home)
 CUDA12_ARCHS ?= 70 75 80 86 89 90
 gpu-bundle-cuda12:
 	@bash scripts/cuda12_toolchain.sh build/cuda12
+	@echo "gpu-bundle-cuda12: targets $(foreach a,$(CUDA12_ARCHS),sm_$(a)) + compute_$(lastword $(CUDA12_ARCHS)) PTX; objects in build/cuda12-obj"
 	$(Q)$(MAKE) --no-print-directory BUILD=build/cuda12-obj TRAINER_BIN=build/cuda12-obj/trainer CUDA=1 \
 	    NVCC=$(CUDA12_HOME)/bin/nvcc CUDA_HOME=$(CUDA12_HOME) CUDA_ARCHS="$(CUDA12_ARCHS)" \
 	    BUNDLE_BUILD=build/cuda12-obj/bundle BUNDLE_DIR=build/gpu-bundle/trainer-gpu-cuda12 \

@@ -55,6 +55,8 @@ system_lib() {
   return 1
 }
 
+# (the build's CUDA home is searched too: the rpath names only the GPU machine's usual
+# folders, and the CUDA 12 home under build/ is none of them)
 programs=("$stage/trainer" "$stage"/bin/*)
 for prog in "${programs[@]}"; do
   [ -f "$prog" ] || continue
@@ -62,7 +64,7 @@ for prog in "${programs[@]}"; do
     system_lib "$name" && continue
     [ -n "$path" ] && [ -f "$path" ] || { echo "gpu-bundle: $prog needs $name, which this machine cannot resolve" >&2; exit 1; }
     [ -e "$stage/lib/$name" ] || cp -L "$path" "$stage/lib/$name"
-  done < <(ldd "$prog" | awk '$2 == "=>" { print $1, $2, $3, $4 }')
+  done < <(LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$prog" | awk '$2 == "=>" { print $1, $2, $3, $4 }')
 done
 
 # The check: with nothing but the bundle and the system, every program resolves each of
