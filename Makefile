@@ -86,7 +86,7 @@ endif
 HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 
 ifeq ($(MAKELEVEL),0)
-ifeq ($(filter clean deps,$(MAKECMDGOALS)),)
+ifeq ($(filter clean deps gpu-bundle-cuda12,$(MAKECMDGOALS)),)
   $(info build: luajit, libedit, zlib, jansson, utf8proc  found)
   $(info build: OpenBLAS  $(if $(shell pkg-config --exists openblas && echo y),found $(shell pkg-config --modversion openblas) ($(if $(OPENBLAS_OMP_DIR),OpenMP build,pthread build: install libopenblas-openmp-dev for speed)),missing))
   $(info build: OpenMP    $(if $(HAVE_OMP),found,missing (CPU ops run on one core)))
@@ -184,7 +184,7 @@ BENCH_BIN:= $(patsubst bench/%.c,$(BUILD)/rel/bench/%,$(BENCH_SRC))
 CC_IS_GCC := $(shell $(CC) -v 2>&1 | grep -q '^gcc version' && echo yes)
 VEC_DUMPS:= $(if $(CC_IS_GCC),$(patsubst kernels/cpu/%.c,$(BUILD)/vec/%.vect,$(KERNEL_SRC)),)
 
-.PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle lint format
+.PHONY: all test check-asan bench install clean deps fetch-models demo gpu-bundle gpu-bundle-cuda12 lint format
 .SECONDARY:
 all: $(TRAINER_BIN)
 
@@ -337,58 +337,94 @@ install: trainer
 
 # ---------------------------------------------------------------- GPU bundle
 # `make gpu-bundle`: on a machine with nvcc and no GPU, a relocatable tarball for a bare
-# CUDA 13 machine (build/gpu-bundle/trainer-gpu.tar.gz, at most 60 MiB): the binary, its Lua
-# tree and recipes, the GPU test programs and benchmarks prebuilt, and the shared libraries
-# such a machine lacks (scripts/gpu_bundle.sh lists and checks them). Everything it holds
-# finds its libraries through a DT_RPATH of $ORIGIN/lib (--disable-new-dtags, so that the
-# path also serves the libraries' own dependencies, such as OpenBLAS's libgfortran), then
-# the CUDA toolkit's usual folders.
-BUNDLE_DIR   := build/gpu-bundle/trainer-gpu
-BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/$(1)lib' -Wl,-rpath,/usr/local/cuda/lib64 \
-               -Wl,-rpath,$(CUDA_HOME)/lib64
+# CUDA 13 machine (build/gpu-bundle/trainer-gpu.tar.gz, at most 60 MiB; its size is printed):
+# the binary, its Lua tree and recipes, the GPU test programs and benchmarks prebuilt, and the
+# shared libraries such a machine lacks (scripts/gpu_bundle.sh lists and checks them).
+#
+# The runtime (core/ and the kernels) is one shared library, lib/libtrainer.so, which the
+# binary and every test and benchmark program link: the fat binary's device code (~17 MiB for
+# seven targets) travels once, not once per program. The binary loads it at start, so it is
+# in the global namespace where LuaJIT's FFI (ffi.C) finds its functions. The CUDA runtime is
+# linked shared and bundled (libcudart.so): libcudart_static's symbols are hidden, so each
+# program that calls the runtime itself (the GPU tests do) would otherwise hold a second
+# runtime beside the library's. Everything finds its libraries through a DT_RPATH of
+# $ORIGIN/lib (--disable-new-dtags, so that the path also serves the libraries' own
+# dependencies, such as OpenBLAS's libgfortran), then BUNDLE_CUDA_RPATH, the folders where a
+# CUDA toolkit keeps cuBLASLt (which libtrainer.so dlopens on the first matrix product).
+#
+# BUNDLE_BUILD, BUNDLE_DIR and BUNDLE_CUDA_RPATH are set by `make gpu-bundle-cuda12` (below).
+BUNDLE_BUILD      ?= build/bundle
+BUNDLE_DIR        ?= build/gpu-bundle/trainer-gpu
+BUNDLE_CUDA_RPATH ?= /usr/local/cuda/lib64
+# BUNDLE_RPATH(folder of lib/ relative to the program's folder, "" for lib/ itself)
+BUNDLE_RPATH = -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN$(1)' $(patsubst %,-Wl$(comma)-rpath$(comma)%,$(BUNDLE_CUDA_RPATH))
 # Built without MPI (only the MPI files of core/dist differ): Open MPI's runtime, its plugins and
 # daemons, does not travel in a tarball, and the bundle's checks run one rank (NCCL makes a
 # world of one by itself); several GPUs are run with mpirun from a build on the machine.
-BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)% $(MPI_LIBS),$(LIBS))
+BUNDLE_LIBS  := $(filter-out -Wl$(comma)-rpath$(comma)% $(MPI_LIBS),$(LIBS)) -L$(CUDA_HOME)/lib64 -lcudart -lrt -lstdc++
 BUNDLE_NOMPI := dist_mpi dist_grads
 BUNDLE_OBJ   := $(filter-out $(patsubst %,$(BUILD)/rel/core/dist/%.o,$(BUNDLE_NOMPI)),$(REL_OBJ)) \
-                $(patsubst %,build/bundle/obj/%.o,$(BUNDLE_NOMPI))
-BUNDLE_TESTS := $(patsubst tests/gpu/%.c,build/bundle/tests/%,$(wildcard tests/gpu/test_*.c)) \
-                build/bundle/tests/test_ops_table
-BUNDLE_BENCH := $(patsubst bench/%.c,build/bundle/bench/%,$(wildcard bench/bench_cuda*.c))
+                $(patsubst %,$(BUNDLE_BUILD)/obj/%.o,$(BUNDLE_NOMPI))
+BUNDLE_LIB   := $(BUNDLE_BUILD)/lib/libtrainer.so
+BUNDLE_LINK  := -L$(BUNDLE_BUILD)/lib -ltrainer $(BUNDLE_LIBS)
+BUNDLE_TESTS := $(patsubst tests/gpu/%.c,$(BUNDLE_BUILD)/tests/%,$(wildcard tests/gpu/test_*.c)) \
+                $(BUNDLE_BUILD)/tests/test_ops_table
+BUNDLE_BENCH := $(patsubst bench/%.c,$(BUNDLE_BUILD)/bench/%,$(wildcard bench/bench_cuda*.c))
 
 # (Makefile too: every target is .SECONDARY, so a bundle built before this rule is rebuilt)
-build/bundle/obj/%.o: core/dist/%.c $(HEADERS) Makefile
+$(BUNDLE_BUILD)/obj/%.o: core/dist/%.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
 	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS_REL)) -c $< -o $@
 
-build/bundle/trainer: $(BUILD)/rel/core/main.o $(BUNDLE_OBJ)
+$(BUNDLE_LIB): $(BUNDLE_OBJ) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -o $@ $^ -Wl,--export-dynamic $(call BUNDLE_RPATH,) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -shared -Wl,-soname,libtrainer.so -o $@ $(BUNDLE_OBJ) $(call BUNDLE_RPATH,) $(BUNDLE_LIBS)
 
-build/bundle/tests/%: tests/gpu/%.c $(BUNDLE_OBJ) $(HEADERS)
+$(BUNDLE_BUILD)/trainer: $(BUILD)/rel/core/main.o $(BUNDLE_LIB)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_REL) -o $@ $< $(call BUNDLE_RPATH,/lib) $(BUNDLE_LINK)
+
+$(BUNDLE_BUILD)/tests/%: tests/gpu/%.c $(BUNDLE_LIB) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< $(BUNDLE_OBJ) \
-	    $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -DTR_TEST_HAVE_CBLAS -DTR_TEST_HAVE_CPU_CONVERT -o $@ $< \
+	    $(call BUNDLE_RPATH,/../lib) $(BUNDLE_LINK)
 
 # The table-driven op test, built without sanitizers: on a GPU it runs every op's CUDA slot
 # against the CPU.
-build/bundle/tests/test_ops_table: tests/c/test_ops_table.c $(BUNDLE_OBJ) $(HEADERS)
+$(BUNDLE_BUILD)/tests/test_ops_table: tests/c/test_ops_table.c $(BUNDLE_LIB) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(BUNDLE_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -Itests/c -o $@ $< $(call BUNDLE_RPATH,/../lib) $(BUNDLE_LINK)
 
-build/bundle/bench/%: bench/%.c $(BUNDLE_OBJ) $(HEADERS)
+$(BUNDLE_BUILD)/bench/%: bench/%.c $(BUNDLE_LIB) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(BUNDLE_OBJ) $(call BUNDLE_RPATH,../) $(BUNDLE_LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(CFLAGS_REL) -O3 -o $@ $< $(call BUNDLE_RPATH,/../lib) $(BUNDLE_LINK)
 
-gpu-bundle: build/bundle/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
+gpu-bundle: $(BUNDLE_BUILD)/trainer $(BUNDLE_TESTS) $(BUNDLE_BENCH)
 	@if [ "$(HAVE_CUDA)" != yes ]; then echo "gpu-bundle: needs nvcc and cuBLASLt (this build has no CUDA backend)"; exit 1; fi
-	@bash scripts/gpu_bundle.sh $(BUNDLE_DIR) build/bundle
+	@CUDA_HOME=$(CUDA_HOME) CUDA_TARGETS="$(foreach a,$(CUDA_ARCHS),sm_$(a)) compute_$(CUDA_PTX)" \
+	    bash scripts/gpu_bundle.sh $(BUNDLE_DIR) $(BUNDLE_BUILD)
+
+# `make gpu-bundle-cuda12`: the same bundle built against CUDA 12, for the V100 (sm_70, which
+# CUDA 13 no longer targets) and drivers from 525 on (CUDA 13 needs 580):
+# build/gpu-bundle/trainer-gpu-cuda12.tar.gz. scripts/cuda12_toolchain.sh installs CUDA 12 from
+# PyPI's wheels into build/cuda12 once (~1 GB, most of it cuBLAS) with clang as its CUDA
+# compiler (the CUDA 12 nvcc wheel holds ptxas and libdevice but no nvcc); the objects go to
+# build/cuda12-obj, so the CUDA 13 build is left as it is. The bundle does not carry cuBLAS
+# (~500 MiB): the GPU machine needs CUDA 12's (tests/gpu/NOTES.md).
+CUDA12_HOME  := $(abspath build/cuda12/home)
+CUDA12_ARCHS ?= 70 75 80 86 89 90
+gpu-bundle-cuda12:
+	@bash scripts/cuda12_toolchain.sh build/cuda12
+	@echo "gpu-bundle-cuda12: targets $(foreach a,$(CUDA12_ARCHS),sm_$(a)) + compute_$(lastword $(CUDA12_ARCHS)) PTX; objects in build/cuda12-obj"
+	$(Q)$(MAKE) --no-print-directory BUILD=build/cuda12-obj TRAINER_BIN=build/cuda12-obj/trainer CUDA=1 \
+	    NVCC=$(CUDA12_HOME)/bin/nvcc CUDA_HOME=$(CUDA12_HOME) CUDA_ARCHS="$(CUDA12_ARCHS)" \
+	    BUNDLE_BUILD=build/cuda12-obj/bundle BUNDLE_DIR=build/gpu-bundle/trainer-gpu-cuda12 \
+	    BUNDLE_CUDA_RPATH="/usr/local/cuda-12/lib64 /usr/local/cuda/lib64" gpu-bundle
 
 # ---------------------------------------------------------------- style
 # `make lint`: cppcheck on the C (warnings and portability; a finding is an error) and

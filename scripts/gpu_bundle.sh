@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # scripts/gpu_bundle.sh STAGE BUILT — lays out the GPU bundle (`make gpu-bundle` calls it
-# after linking build/bundle/*), copies in the shared libraries a bare CUDA 13 machine
-# lacks, checks that every program in it resolves its libraries from the bundle (all but
-# the C library, libm, libstdc++ and the CUDA libraries), and packs STAGE.tar.gz, which
-# must be at most 60 MiB.
+# after linking BUILT: build/bundle, or build/cuda12-obj/bundle for the CUDA 12 one), copies
+# in the shared libraries a bare CUDA machine lacks, checks that every program in it
+# resolves its libraries from the bundle (all but the C library, libm, libstdc++ and the
+# driver's and cuBLAS's libraries), writes BUNDLE.txt (the CUDA version, the driver it needs,
+# the targets, the cuBLASLt it loads) and packs STAGE.tar.gz, which must be at most 60 MiB.
+# Environment: CUDA_HOME (the toolkit it was built with), CUDA_TARGETS ("sm_75 ... compute_120").
 #
 # Layout (relocatable; every program finds lib/ through its rpath, trainer its Lua tree
 # beside it):
-#   trainer  lua/  recipes/  core/ (headers)  lib/  bin/ (GPU tests, CUDA benchmarks)
+#   trainer  BUNDLE.txt  lua/  recipes/  core/ (headers)  bin/ (GPU tests, CUDA benchmarks)
+#   lib/ (libtrainer.so: the runtime and every kernel, shared by all the programs; libcudart)
 #   tests/gpu/ (run.sh, NOTES.md, *.lua, train_parity.sh)  bench/gpu/ (trainer against transformers + peft)
 #   tests/cudacpu/ (train_*.sh and their *.lua: the whole-run comparisons)
 #   tests/lua/testlib.lua (the helpers those Lua files load)
@@ -16,11 +19,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:?usage: gpu_bundle.sh STAGE BUILT}
 built=${2:?usage: gpu_bundle.sh STAGE BUILT}
+cuda_home=${CUDA_HOME:?gpu_bundle.sh: set CUDA_HOME}
 max_mib=60
 
 rm -rf "$stage" "$stage.tar.gz"
 mkdir -p "$stage/lib" "$stage/bin" "$stage/tests/gpu"
 cp "$built/trainer" "$stage/trainer"
+cp "$built"/lib/*.so "$stage/lib/"
 cp -R lua recipes "$stage/"
 # The FFI reads the runtime's headers at start (lua/trainer/core/ffi.lua): core/ and its folders.
 stage_abs=$(cd "$stage" && pwd)
@@ -35,20 +40,23 @@ mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done
 # Debug sections are for this machine; the bundle travels.
-strip --strip-debug "$stage/trainer" "$stage"/bin/* 2>/dev/null || true
+strip --strip-debug "$stage/trainer" "$stage"/lib/*.so "$stage"/bin/* 2>/dev/null || true
 
 # A library stays outside the bundle when every CUDA machine has it: the C library and its
-# parts, the dynamic loader, libm, libstdc++, libgcc's, and the CUDA libraries themselves
-# (cuBLASLt is not even linked: the runtime dlopens libcublasLt.so.13 on the first GPU
-# matrix product, found through the rpath to the CUDA toolkit's lib64).
+# parts, the dynamic loader, libm, libstdc++, libgcc's, the driver (libcuda), and cuBLAS and
+# NCCL, which are hundreds of MiB (not even linked: the runtime dlopens cuBLASLt on the
+# first GPU matrix product and NCCL on a distributed run, through the rpath to the CUDA
+# toolkit's lib64 or LD_LIBRARY_PATH). The CUDA runtime (libcudart, < 1 MiB) travels.
 system_lib() {
   case $1 in
     linux-vdso.so*|ld-linux*|libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libstdc++.so*) return 0 ;;
-    libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*|libnccl.so*|libnvrtc.so*) return 0 ;;
+    libcuda.so*|libcublas.so*|libcublasLt.so*|libnccl.so*|libnvrtc.so*) return 0 ;;
   esac
   return 1
 }
 
+# (the build's CUDA home is searched too: the rpath names only the GPU machine's usual
+# folders, and the CUDA 12 home under build/ is none of them)
 programs=("$stage/trainer" "$stage"/bin/*)
 for prog in "${programs[@]}"; do
   [ -f "$prog" ] || continue
@@ -56,7 +64,7 @@ for prog in "${programs[@]}"; do
     system_lib "$name" && continue
     [ -n "$path" ] && [ -f "$path" ] || { echo "gpu-bundle: $prog needs $name, which this machine cannot resolve" >&2; exit 1; }
     [ -e "$stage/lib/$name" ] || cp -L "$path" "$stage/lib/$name"
-  done < <(ldd "$prog" | awk '$2 == "=>" { print $1, $2, $3, $4 }')
+  done < <(LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$prog" | awk '$2 == "=>" { print $1, $2, $3, $4 }')
 done
 
 # The check: with nothing but the bundle and the system, every program resolves each of
@@ -75,8 +83,31 @@ for prog in "${programs[@]}"; do
 done
 [ "$bad" = 0 ] || exit 1
 
+# What the bundle is for, read by a person choosing one and by tests/gpu/run.sh (key: value).
+# The versions are the headers': cudart is linked from the same toolkit, and cuBLASLt is
+# loaded by the soname its headers give (kernels/cuda/cublaslt_api.h).
+header_define() { # header macro: the macro's number in CUDA_HOME/include/header
+  sed -n "s/^#define $2[[:space:]][[:space:]]*\([0-9][0-9]*\).*/\1/p" "$cuda_home/include/$1" | head -1
+}
+cudart=$(header_define cuda_runtime_api.h CUDART_VERSION)
+cublas_major=$(header_define cublas_api.h CUBLAS_VER_MAJOR)
+[ -n "$cudart" ] && [ -n "$cublas_major" ] ||
+  { echo "gpu-bundle: cannot read CUDART_VERSION or CUBLAS_VER_MAJOR under $cuda_home/include" >&2; exit 1; }
+cuda_major=$((cudart / 1000))
+# CUDA's minor-version compatibility: a runtime of major version M runs on any driver of M's
+# first release or later.
+case $cuda_major in 12) driver=525 ;; 13) driver=580 ;; *) driver="that of CUDA $cuda_major" ;; esac
+{
+  echo "cuda_runtime: $cuda_major.$(( (cudart % 1000) / 10 ))"
+  echo "driver_min: $driver"
+  echo "targets: ${CUDA_TARGETS:-unknown}"
+  echo "cublaslt: libcublasLt.so.$cublas_major (not bundled: the CUDA $cuda_major toolkit's lib64, or pip's nvidia-cublas$([ "$cuda_major" = 12 ] && echo -cu12) on LD_LIBRARY_PATH)"
+} >"$stage/BUNDLE.txt"
+
 tar -C "$(dirname "$stage")" -czf "$stage.tar.gz" "$(basename "$stage")"
 bytes=$(stat -c %s "$stage.tar.gz")
 mib=$(( (bytes + 1048575) / 1048576 ))
-echo "gpu-bundle: $stage.tar.gz, $mib MiB ($(ls "$stage/lib" | wc -l) libraries: $(ls "$stage/lib" | tr '\n' ' '))"
+lib_mib=$(( ($(stat -c %s "$stage/lib/libtrainer.so") + 1048575) / 1048576 ))
+echo "gpu-bundle: $stage.tar.gz, $mib MiB (limit $max_mib); CUDA $cuda_major runtime, drivers >= $driver, ${CUDA_TARGETS:-}"
+echo "gpu-bundle: lib/libtrainer.so $lib_mib MiB unpacked; $(ls "$stage/lib" | wc -l) libraries: $(ls "$stage/lib" | tr '\n' ' ')"
 if [ "$mib" -gt "$max_mib" ]; then echo "gpu-bundle: larger than $max_mib MiB" >&2; exit 1; fi

@@ -234,9 +234,9 @@ void *tr_cuda_stream(void *state) { return state ? (void *)((struct tr_cuda_stat
 static void lt_unavailable(struct tr_cuda_state *s, const char *what)
 {
     snprintf(s->lt_error, sizeof s->lt_error,
-             "cuBLASLt is needed for matrix products on cuda:%d but %s. Install the CUDA 13 cuBLAS library "
-             "(libcublasLt.so.13, in the CUDA toolkit's lib64 folder or the nvidia-cublas package) or add its "
-             "folder to LD_LIBRARY_PATH; or run on device \"cpu\".",
+             "cuBLASLt is needed for matrix products on cuda:%d but %s. Install the cuBLAS library this build "
+             "was made for (" TR_CUBLASLT_SONAME ", in the CUDA toolkit's lib64 folder or pip's nvidia-cublas "
+             "package) or add its folder to LD_LIBRARY_PATH; or run on device \"cpu\".",
              s->device, what);
     s->blas.unavailable = s->lt_error;
 }
@@ -258,7 +258,7 @@ static void lt_load(struct tr_cuda_state *s)
         }
     }
     /* dlsym returns void *; POSIX guarantees it converts to a function pointer */
-#define TR_LT_RESOLVE(name)                                                                                  if (!(*(void **)&s->api.name = dlsym(lib, #name))) {                                                          snprintf(what, sizeof what, "the loaded library lacks %s (an older cuBLAS than CUDA 13's?)", #name);         dlclose(lib);                                                                                            lt_unavailable(s, what);                                                                                 return;                                                                                              }
+#define TR_LT_RESOLVE(name)                                                                                  if (!(*(void **)&s->api.name = dlsym(lib, #name))) {                                                          snprintf(what, sizeof what, "the loaded library lacks %s (an older cuBLAS than " TR_CUBLASLT_SONAME "'s?)", #name);         dlclose(lib);                                                                                            lt_unavailable(s, what);                                                                                 return;                                                                                              }
     TR_CUBLASLT_FUNCTIONS(TR_LT_RESOLVE)
 #undef TR_LT_RESOLVE
     int prev;

@@ -43,9 +43,10 @@ void tr_cuda_release_device(void *state);
  * on this stream (plain cudaMemcpy/cudaMemset do not order with its kernels). */
 void *tr_cuda_stream(void *state);
 /* The tr_cuda_blas (kernels/cuda/gemm.h) to pass to tr_k_matmul_fwd_cuda. The first
- * call loads cuBLASLt (dlopen of libcublasLt.so.13, then libcublasLt.so) and creates the
- * handle; when that fails, the environment's lt is NULL and its `unavailable` says why
- * (every product on the device then returns that message as TR_EUSER). */
+ * call loads cuBLASLt (dlopen of libcublasLt.so.N, N the major version of the cuBLAS headers
+ * the build used, then libcublasLt.so) and creates the handle; when that fails, the
+ * environment's lt is NULL and its `unavailable` says why (every product on the device then
+ * returns that message as TR_EUSER). */
 void *tr_cuda_blas_env(void *state);
 /* The device's error word (a tr_k_index_error in device memory, kernels/cuda/index_check.h, zero
  * at start): the ops that take indices check them on the device and record the first bad one

@@ -82,6 +82,20 @@ bundle=0
 [ -x trainer ] && [ -d bin ] && [ ! -f Makefile ] && bundle=1
 if [ "$bundle" = 1 ]; then
   echo "mode: bundle (prebuilt programs in bin/)"
+  cat BUNDLE.txt 2>/dev/null
+  # cuBLAS does not travel in the bundle. When the cuBLASLt it loads (BUNDLE.txt) is neither
+  # known to the loader nor in a CUDA toolkit's lib64 (the rpath), a pip-installed one
+  # (nvidia-cublas, nvidia-cublas-cu12) goes on LD_LIBRARY_PATH.
+  lt=$(sed -n 's/^cublaslt: \([^ ]*\).*/\1/p' BUNDLE.txt 2>/dev/null)
+  if [ -n "$lt" ] && ! ldconfig -p 2>/dev/null | grep -q "[[:space:]]$lt " && ! ls /usr/local/cuda*/lib64/"$lt" >/dev/null 2>&1; then
+    lt_dir=$(python3 -c 'import glob, sys; print(next((p.rsplit("/", 1)[0] for d in sys.path for p in glob.glob(d + "/nvidia/*/lib/" + sys.argv[1])), ""))' "$lt" 2>/dev/null)
+    if [ -n "$lt_dir" ]; then
+      export LD_LIBRARY_PATH="$lt_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo "cuBLASLt: $lt from $lt_dir (pip)"
+    else
+      echo "cuBLASLt: $lt not found: the matrix products will fail (BUNDLE.txt says where to get it)"
+    fi
+  fi
   # the card as the bundle's runtime sees it (trainer.core.card): name, compute capability,
   # the driver's and the runtime's CUDA versions
   ./trainer run <(echo 'local c = require("trainer.core.card").of("cuda:0")
