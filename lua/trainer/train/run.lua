@@ -88,72 +88,45 @@ end
 
 local function build_model(recipe, device)
   local models = require("trainer.models")
-  local bert = models.bert
   local m = recipe.model
   local opts = { device = device, seed = recipe.seed, task = m.task, pooling = m.pooling,
-                 normalize = m.normalize, max_length = m.max_length }
+                 normalize = m.normalize, max_length = m.max_length, arch = m.arch }
   local model, tok_dir
   if m.from then
     M.check_model_folder(m)
     models.check_folder(m.from, m.tokenizer == nil)
     tok_dir = m.tokenizer or m.from
-    local st = require("trainer.core.safetensors")
-    local reader = st.load(m.from)
-    local has_head = bert.has_head(reader)
-    reader:close()
-    if m.task == "classification" and not has_head then
-      -- a new classification head on a pretrained encoder (transformers' behaviour)
-      local raw = json.read(m.from .. "/config.json")
-      local cfg = bert.config(raw, m.from .. "/config.json")
+    if m.task == "classification" and not models.has_head(m.from, m.arch) then
+      -- a new classification head on a pretrained encoder (transformers' behaviour): the head
+      -- is new, and so is what the family starts anew with it; every other weight must be in
+      -- the folder
       local n = m.num_labels or (m.labels and #m.labels) or 3
-      local base = bert.BertModel.new(cfg, { device = device, seed = recipe.seed, pooler = true })
-      model = bert.SequenceClassifier.new(base, n, { device = device, seed = recipe.seed,
-        prefix = cfg.family == "roberta" and "roberta" or "bert" })
-      -- the head is new, and so is the pooler when the folder has none; every other weight
-      -- must be in the folder
-      local new = { ["classifier.weight"] = true, ["classifier.bias"] = true }
-      for name in model:parameters() do if name:match("pooler") then new[name] = true end end
-      local r2 = st.load(m.from)
-      bert.load_weights(model, r2, { optional = function(name) return new[name] == true end, on_warning = function() end })
-      r2:close()
+      opts.num_labels, opts.on_warning = n, function() end
+      model = models.load_model(m.from, opts)
       model.labels = {}
       for i = 0, n - 1 do model.labels[i] = (m.labels and m.labels[i + 1]) or ("LABEL_" .. i) end
-      model.num_labels, model.task, model.dir, model.config = n, "classification", m.from, cfg
-      model.max_length = math.min(m.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
     else
       model = models.load_model(m.from, opts)
     end
   else
-    local presets = require("trainer.models.presets")
-    local raw = type(m.config) == "table" and m.config or presets[m.config]
-    if not raw then
+    local cfg, family = models.config_of(m)
+    if not cfg then
       errors.user("model.config = %q: not a preset (tiny, bert-base, bert-large, minilm-l6, minilm-l12) or a "
         .. "table of config fields; use model.from for pretrained models", tostring(m.config))
     end
 
     if not m.tokenizer then errors.user("model.tokenizer: a model built from model.config needs a tokenizer folder") end
     tok_dir = m.tokenizer
-    local cfg = bert.config(raw, "model.config")
-    local base = bert.BertModel.new(cfg, { device = device, seed = recipe.seed, pooler = m.task == "classification" })
-    if m.task == "classification" then
-      model = bert.SequenceClassifier.new(base, m.num_labels or 3, { device = device, seed = recipe.seed })
-      model.task = "classification"
-    else
-      model = bert.SentenceEncoder.new(base, { pooling = m.pooling or "mean", normalize = m.normalize })
-      model.task = "embedding"
-    end
-    model.config = cfg
-    model.max_length = math.min(m.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
+    model = family.build(m.task == "classification" and "classification" or "embedding", { config = cfg,
+      device = device, seed = recipe.seed, num_labels = m.num_labels, pooler = false, pooling = m.pooling,
+      normalize = m.normalize })
+    local limit = family.max_positions(cfg)
+    model.max_length = math.min(m.max_length or limit, limit)
   end
-  -- model.dropout overrides every dropout probability of the config: the Dropout modules
-  -- (hidden_dropout_prob, classifier dropout) and the attention probabilities' dropout,
-  -- which SelfAttention applies inside ops.attention (attention_probs_dropout_prob), as
-  -- setting both config fields in transformers does
+  -- model.dropout overrides every dropout probability of the config (the family's set_dropout)
   if m.dropout then
-    for _, mod in model:named_modules() do
-      if mod.__name == "Dropout" and mod.p then mod.p = m.dropout end
-      if mod.__name == "SelfAttention" then mod.attn_p = m.dropout end
-    end
+    local family = require("trainer.models.registry").of_model(model)
+    family.set_dropout(model, m.dropout)
   end
   return model, tok_dir
 end
@@ -206,7 +179,8 @@ function M.build(resolved, opts)
   self.model = model
   self.tokenizer = require("trainer.core.tokenizer").load(tok_dir)
   -- a longer model.max_length than the model has positions for is cut to them, and said once
-  local positions = require("trainer.models").bert.max_positions(model.config)
+  local family = require("trainer.models.registry").of_model(model)
+  local positions = family.max_positions(model.config)
   local want = recipe.model.max_length
   if want and want > positions and not (opts.quiet or recipe.log.quiet) and (not self.dist or self.dist.rank == 0) then
     io.stderr:write(("warning: model.max_length = %s is above the model's max_position_embeddings (%d, in %s); "
@@ -704,7 +678,7 @@ function Run:write_checkpoint(tmp)
     local ok, err = pcall(lora.save, self.model, tmp, recipe.lora, recipe.model.from or recipe.model.tokenizer)
     if not ok then raise_write_error(err) end
   else
-    save_tensors(tmp .. "/model.safetensors", require("trainer.models").bert.state_list(self.model), { format = "pt" })
+    save_tensors(tmp .. "/model.safetensors", require("trainer.models").state_list(self.model), { format = "pt" })
     local src = recipe.model.from or recipe.model.tokenizer
     for _, f in ipairs(MODEL_FILES) do
       if src and outputs.exists(src .. "/" .. f) then
@@ -772,7 +746,7 @@ function Run:load_checkpoint(dir)
     require("trainer.train.lora").load(self.model, dir)
   else
     local r = st.load(dir .. "/model.safetensors")
-    require("trainer.models").bert.load_weights(self.model, r, { on_warning = function() end })
+    require("trainer.models").load_weights(self.model, r, { on_warning = function() end })
     r:close()
   end
   if outputs.exists(dir .. "/loss.safetensors") then
