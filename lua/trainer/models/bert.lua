@@ -121,8 +121,8 @@ local function shaped_config(fam, spec, raw, source)
   for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
   if cfg.model_type == nil then cfg.model_type = fam.name end
   if registry.family(cfg.model_type, source) ~= fam then
-    errors.user("%s: model_type %q is not a %s model; load it with trainer.models.config or trainer.load_model, "
-      .. "which choose its family", source, cfg.model_type, fam.name)
+    errors.user("%s: model_type %q is not a %s model; check it with trainer.models.registry.config (or load it "
+      .. "with trainer.load_model), which choose its family", source, cfg.model_type, fam.name)
   end
   cfg.family = fam.name
   if cfg.hidden_size % cfg.num_attention_heads ~= 0 then

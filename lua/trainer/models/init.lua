@@ -161,7 +161,7 @@ end
 -- opts: device, dtype (weights, default f32), activation_dtype (e.g. "bf16"), task ("embedding" | "classification"; default
 -- from architectures), pooling (override), normalize (override), max_length, seed,
 -- num_labels (classification: a new head of this size when it differs from config.json),
--- arch (a model_type the folder's must be of the family of: a recipe's model.arch),
+-- arch (a recipe's model.arch: the folder's model_type must be of its family),
 -- on_warning(msg) (default: print to stderr).
 function M.load_model(dir, opts)
   opts = opts or {}

@@ -56,6 +56,9 @@ function M.model_types_of(family)
   return out
 end
 
+-- The module of the family that builds model_type, or nil.
+function M.module_name(model_type) return module_of[model_type] end
+
 local function supported() return table.concat(M.model_types(), ", ") end
 
 -- The family of a model_type; an unknown one is a user error naming source (the file or key
