@@ -22,17 +22,17 @@ end
 
 local function has(text, what) assert(text:find(what, 1, true), ("%q not in: %s"):format(what, text)) end
 
--- What names a family in code outside lua/trainer/models/: a family module or its fields, a
--- family's class names, a model_type as a string, a family compared by name, layers found by
--- their class name. Comments count too: they should not point at one family either.
+-- What names a family in code outside lua/trainer/models/: a family module or a field of one,
+-- a family's class names, a registered model_type as a string, a family compared by name,
+-- layers found by their class name. Comments count too (a pointer to one family's module is
+-- one); prose naming an architecture ("BERT's attention block") and tokenizer.json's type
+-- names (BertPreTokenizer, RobertaProcessing) do not.
 local forbidden = {
   { "models[%./]bert", "the BERT family's module" },
+  { "models[%./]roberta", "the RoBERTa family's module" },
   { "%f[%w_]bert%.%a", "a field of the BERT family" },
-  { "Bert%u", "a BERT class name" },
-  { "[Rr][Oo][Bb][Ee][Rr][Tt][Aa]", "a RoBERTa name" },
-  { "xlm%-", "an XLM-R name" },
-  { "[Cc]amem[Bb][Ee][Rr][Tt]", "a CamemBERT name" },
-  { "[\"']bert[\"']", "the model_type \"bert\"" },
+  { "%f[%w_]roberta%.%a", "a field of the RoBERTa family" },
+  { "Bert[ML][oa][dy]e[lr]", "a BERT class name" },
   { "family%s*[=~]=", "a family compared by name" },
   { "[=~]=%s*[\"']Layer[\"']", "layers found by their class name" },
   { "[=~]=%s*[\"']Encoder[\"']", "encoders found by their class name" },
@@ -40,6 +40,9 @@ local forbidden = {
   { "[=~]=%s*[\"']SentenceEncoder[\"']", "a model class found by its name" },
   { "[=~]=%s*[\"']SelfAttention[\"']", "a family's module found by its class name" },
 }
+for _, t in ipairs(registry.model_types()) do
+  forbidden[#forbidden + 1] = { "[\"']" .. t:gsub("%p", "%%%0") .. "[\"']", ("the model_type %q"):format(t) }
+end
 
 local function lua_files(dir)
   local out = {}
@@ -77,13 +80,15 @@ return {
     -- the patterns above find what they are for (a test that could not fail proves nothing)
     for _, line in ipairs({ 'local bert = require("trainer.models.bert")', "x = bert.config(raw)",
         'if m:type() == "Layer" then', 'if mod.__name == "SelfAttention" then', 'if cfg.family == "roberta" then',
-        'arch = "xlm-roberta"' }) do
+        'arch = "xlm-roberta"', "local roberta = require('trainer.models.roberta')", 'x = roberta.position_ids',
+        'BertModel.new(cfg)', 'BertLayer', 'model_type = "camembert"' }) do
       local hit = false
       for _, f in ipairs(forbidden) do if line:find(f[1]) then hit = true end end
       assert(hit, "not caught: " .. line)
     end
     for _, line in ipairs({ '"sentence_bert_config.json"', "-- BERT's attention block", 'config = "bert-base"',
-        'local Layer = Module:extend("Layer")' }) do
+        'local Layer = Module:extend("Layer")', 'if pp.type == "RobertaProcessing" then', '"BertPreTokenizer"',
+        "-- RoBERTa's <s> and </s>" }) do
       for _, f in ipairs(forbidden) do assert(not line:find(f[1]), "caught wrongly by " .. f[1] .. ": " .. line) end
     end
   end },
