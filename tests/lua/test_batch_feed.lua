@@ -120,8 +120,9 @@ end
 
 tests[#tests + 1] = { "position_ids_are_the_models_rule", function()
   -- BERT (0..T-1) and RoBERTa / XLM-R (pad + the running count of non-pad tokens): the feed's
-  -- host positions equal what models.bert.prepare_inputs makes from the same ids
+  -- host positions, by the family's position_ids, equal what the model makes from the same ids
   local bert = require("trainer.models.bert")
+  local registry = require("trainer.models.registry")
   local json = require("trainer.core.json")
   local f = setup()
   local raw = json.read(f.dir .. "/emb/config.json")
@@ -131,10 +132,10 @@ tests[#tests + 1] = { "position_ids_are_the_models_rule", function()
     local r = {}
     for k, v in pairs(raw) do r[k] = v end
     if family == "roberta" then r.model_type, r.pad_token_id, r.max_position_embeddings = "roberta", 0, 66 end
-    local cfg = bert.config(r, "test " .. family)
-    assert(cfg.family == family, "family " .. tostring(cfg.family))
+    local cfg, fam = registry.config(r, "test " .. family)
+    assert(cfg.family == family and fam.name == family, "family " .. tostring(cfg.family))
     local enc = feed:encode(f.tok, texts, { max_length = 64, padding = "longest" }, nil,
-      { roberta = family == "roberta", pad = cfg.pad_token_id })
+      function(ids, pos, B, L) fam.position_ids(cfg, ids, pos, B, L, 0) end)
     local want, owned = bert.prepare_inputs(cfg, { input_ids = enc.input_ids, attention_mask = enc.attention_mask })
     local a, b = enc.position_ids:values(), want.position_ids:values()
     assert(#a == #b and #a == 3 * enc.input_ids:shape()[2], family .. ": sizes")

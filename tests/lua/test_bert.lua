@@ -310,7 +310,7 @@ return {
   end },
 
   { "roberta_position_ids_from_the_mask", function()
-    local cfg = bert.config({ model_type = "xlm-roberta", hidden_size = 8, num_hidden_layers = 1, num_attention_heads = 2,
+    local cfg = require("trainer.models.roberta").config({ model_type = "xlm-roberta", hidden_size = 8, num_hidden_layers = 1, num_attention_heads = 2,
       intermediate_size = 16, vocab_size = 20, max_position_embeddings = 10, pad_token_id = 1, type_vocab_size = 1 })
     local ids = T.from_table({ { 0, 5, 6, 2, 1, 1 }, { 0, 7, 2, 1, 1, 1 } }, { dtype = "i64" })
     local x, owned = bert.prepare_inputs(cfg, { input_ids = ids }, "cpu")

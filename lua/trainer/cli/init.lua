@@ -145,7 +145,7 @@ local function plan_needs_model(path, overrides, flags, model)
     if not replaced[o:match("^([^=]*)=")] then cmd[#cmd + 1] = word(o) end
   end
   cmd[#cmd + 1] = "model.from=nil"
-  cmd[#cmd + 1] = "model.arch=" .. (model.arch or "bert")
+  cmd[#cmd + 1] = "model.arch=" .. (model.arch or require("trainer.models.registry").default)
   cmd[#cmd + 1] = "model.config=" .. preset
   if model.init == "pretrained" then cmd[#cmd + 1] = "model.init=random" end
   if flags.budget then cmd[#cmd + 1] = "--budget"; cmd[#cmd + 1] = word(flags.budget) end

@@ -129,9 +129,7 @@ function M.load_for(command, task, args, usage)
   -- a prediction from a random head is never what the user wanted: a head must come from
   -- the folder or from the adapter (PEFT's modules_to_save)
   if task == "classification" then
-    local reader = require("trainer.core.safetensors").load(pos[1])
-    local has_head = require("trainer.models").bert.has_head(reader)
-    reader:close()
+    local has_head = require("trainer.models").has_head(pos[1])
     local acfg = flags.adapter and adapter_config(flags.adapter:gsub("/+$", "")) or {}
     for _, m in ipairs(type(acfg.modules_to_save) == "table" and acfg.modules_to_save or {}) do
       if m == "classifier" then has_head = true end

@@ -163,7 +163,7 @@ function Dist:allreduce_grads(list)
 end
 
 -- The overlapped all-reduce (DDP). begin_grads, before the backward of the step's last
--- micro-batch, lists the gradients (as allreduce_grads) and gives every encoder Layer of
+-- micro-batch, lists the gradients (as allreduce_grads) and gives every encoder layer of
 -- model an on_grads_final hook; after each layer's backward (in reverse layer order, with or
 -- without checkpointing, whose recompute runs inside the segment's backward) the hook tells
 -- core/dist the longest suffix of the list that is final, and the buckets lying in it are
@@ -193,20 +193,20 @@ function Dist:begin_grads(list, model)
   if model and self.overlap then self:_hook_layers(model, index, #grads) end
 end
 
--- Gives each encoder layer of model the hook that reports its gradients final (above).
+-- Gives each encoder layer of model (its family's layers, trainer.models.registry) the hook
+-- that reports its gradients final (above).
 function Dist:_hook_layers(model, index, n)
   local layers, top = {}, -1
-  for _, m in model:named_modules() do
-    if m:type() == "Layer" then
-      local idx = {}
-      for _, p in m:parameters() do
-        if index[p] then
-          idx[#idx + 1] = index[p]
-          top = math.max(top, index[p])
-        end
+  local family = require("trainer.models.registry").of_model(model)
+  for _, m in ipairs(family and family.layers(model) or {}) do
+    local idx = {}
+    for _, p in m:parameters() do
+      if index[p] then
+        idx[#idx + 1] = index[p]
+        top = math.max(top, index[p])
       end
-      layers[#layers + 1] = { m, idx }
     end
+    layers[#layers + 1] = { m, idx }
   end
   if #layers == 0 then return end
   local final, ready = {}, n   -- ready: where the final suffix of the list starts (0-based)

@@ -1,26 +1,30 @@
--- trainer.models.bert: BERT-family encoders (bert, roberta, xlm-roberta) built from
--- trainer.nn modules, with parameter names exactly the Hugging Face state-dict names.
+-- trainer.models.bert: the BERT family (model_type "bert"), and the BERT-shaped machinery the
+-- families built on it share (trainer.models.roberta): encoders made of trainer.nn modules
+-- whose parameter names are exactly the Hugging Face state-dict names.
 --
 --   local bert = require("trainer.models.bert")
 --   local cfg = bert.config(json.read("config.json"), "config.json")
---   local m = bert.BertModel.new(cfg, { seed = 1 })         -- random init (transformers')
---   bert.load_weights(m, "models/x")                          -- by name, prefix-tolerant
---   local h = m:forward({ input_ids =, attention_mask =, token_type_ids = })   -- [B, T, C]
+--   local m = bert.build("embedding", { config = cfg, seed = 1 })   -- random init (transformers')
+--   bert.load_weights(m, "models/x")                                 -- by name, prefix-tolerant
+--   local e = m:forward({ input_ids =, attention_mask =, token_type_ids = })   -- [B, C]
 --
--- Three top-level models share the encoder:
+-- This file is a family behind the interface of docs/ARCHITECTURE.md ("Adding a model"): the
+-- fields M.shaped_family fills in. Three top-level models share the encoder:
 --   BertModel           embeddings.*, encoder.layer.N.*, pooler.* (optional);
 --   SentenceEncoder     the same names (the BertModel is transparent) + Pooling (+ Normalize);
---   SequenceClassifier  "bert." (or "roberta.") + the BertModel with pooler, classifier.*.
+--   SequenceClassifier  PREFIX. (the family's: "bert.", "roberta.") + the BertModel with
+--                       pooler, classifier.*.
 -- Each holds `rng = { seed, step }`, shared by every dropout site (keys (seed, step,
 -- layer, op)): the training loop sets model.rng.step; a re-run forward replays masks.
 -- Inputs: input_ids [B, T] i32/i64, attention_mask [B, T] (nil: all ones), token_type_ids
--- [B, T] or nil (zeros). Position ids: 0..T-1 for bert; for roberta / xlm-roberta,
--- transformers' create_position_ids_from_input_ids (cumulative count of non-pad tokens,
--- offset by pad_token_id + 1, pad positions get pad_token_id).
+-- [B, T] or nil (zeros). Position ids: the family's rule (position_ids): 0..T-1 here; a
+-- family built on this file may give its own (RoBERTa's padding offset).
 local Module = require("trainer.nn.module")
+local registry = require("trainer.models.registry")
 local sites = require("trainer.core.rng_sites")
 local Embeddings = require("trainer.nn.embeddings")
 local Encoder = require("trainer.nn.encoder")
+local Layer = require("trainer.nn.layer")
 local packing = require("trainer.nn.packing")
 local Pooler = require("trainer.nn.pooler")
 local Pooling = require("trainer.nn.pooling")
@@ -34,12 +38,10 @@ local errors = require("trainer.core.errors")
 local M = {}
 
 -- ---------------------------------------------------------------- config
-local families = { bert = "bert", roberta = "roberta", ["xlm-roberta"] = "roberta", camembert = "roberta" }
-
 M.defaults = {
   hidden_act = "gelu", layer_norm_eps = 1e-12, type_vocab_size = 2, pad_token_id = 0,
   hidden_dropout_prob = 0.1, attention_probs_dropout_prob = 0.1, initializer_range = 0.02,
-  model_type = "bert", position_embedding_type = "absolute",
+  position_embedding_type = "absolute",
 }
 
 -- The fields this runtime reads, with their types and ranges. The bounds are far beyond
@@ -108,18 +110,21 @@ local function check_field(cfg, f, source)
 end
 
 -- A checked copy of a config.json table (source names the file in errors) with defaults
--- filled in and `family` ("bert" or "roberta") added.
-function M.config(raw, source)
+-- filled in and `family` (fam.name) added, for the BERT-shaped family fam; a config without
+-- model_type is fam's own. spec.finish_config(cfg, source) adds what a variant needs.
+local function shaped_config(fam, spec, raw, source)
   source = source or "config"
   if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
   local cfg = {}
   for k, v in pairs(raw) do cfg[k] = v end
   for _, f in ipairs(fields) do check_field(cfg, f, source) end
   for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
-  cfg.family = families[cfg.model_type]
-  if not cfg.family then
-    errors.user("%s: model_type %q is not supported (bert, roberta, xlm-roberta)", source, tostring(cfg.model_type))
+  if cfg.model_type == nil then cfg.model_type = fam.name end
+  if registry.family(cfg.model_type, source) ~= fam then
+    errors.user("%s: model_type %q is not a %s model; check it with trainer.models.registry.config (or load it "
+      .. "with trainer.load_model), which choose its family", source, cfg.model_type, fam.name)
   end
+  cfg.family = fam.name
   if cfg.hidden_size % cfg.num_attention_heads ~= 0 then
     errors.user("%s: hidden_size %d is not a multiple of num_attention_heads %d", source, cfg.hidden_size,
       cfg.num_attention_heads)
@@ -131,24 +136,24 @@ function M.config(raw, source)
   if not pcall(ops.gelu_kind, cfg.hidden_act) then
     errors.user("%s: hidden_act %q is not supported (gelu, gelu_new, gelu_pytorch_tanh)", source, cfg.hidden_act)
   end
-  if cfg.pad_token_id == nil then cfg.pad_token_id = cfg.family == "roberta" and 1 or 0 end
   if cfg.pad_token_id >= cfg.vocab_size then
     errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
   end
-  if cfg.family == "roberta" then
-    cfg.position_padding_idx = cfg.pad_token_id
-    if cfg.max_position_embeddings <= cfg.pad_token_id + 1 then
-      errors.user("%s: max_position_embeddings %d leaves no position after the %d that %s reserves for padding",
-        source, cfg.max_position_embeddings, cfg.pad_token_id + 1, cfg.model_type)
-    end
-  end
+  if spec.finish_config then spec.finish_config(cfg, source) end
   return cfg
 end
 
--- The longest input the position table allows (roberta spends pad_token_id + 1 rows).
-function M.max_positions(cfg)
-  if cfg.family == "roberta" then return cfg.max_position_embeddings - cfg.pad_token_id - 1 end
-  return cfg.max_position_embeddings
+-- ---------------------------------------------------------------- positions
+-- BERT's absolute positions: token t of every row is at t (0-based).
+local function absolute_max_positions(cfg) return cfg.max_position_embeddings end
+
+-- Fills pos[base .. base + B*T - 1] (row-major [B, T]) with 0..T-1 per row; ids (a function
+-- giving the token ids, indexed as pos is) is never called: a device batch is not read back.
+local function absolute_position_ids(cfg, ids, pos, B, Tn, base)
+  for b = 0, B - 1 do
+    local row = base + b * Tn
+    for t = 0, Tn - 1 do pos[row + t] = t end
+  end
 end
 
 -- ---------------------------------------------------------------- inputs
@@ -157,13 +162,14 @@ function M.prepare_inputs(cfg, input, device)
   if type(input) ~= "table" or not T.is_tensor(input.input_ids) then
     errors.user("model:forward: the input must be { input_ids = tensor [B, T], attention_mask =, token_type_ids = }")
   end
+  local fam = registry.of_config(cfg)
   local ids = input.input_ids
   local shape = ids:shape()
   if #shape ~= 2 then errors.user("model:forward: input_ids must be [B, T], got %d dims", #shape) end
   local B, Tn = shape[1], shape[2]
-  if Tn > M.max_positions(cfg) then
-    errors.user("model:forward: %d tokens is longer than the model's %d positions: truncate (max_length)",
-      Tn, M.max_positions(cfg))
+  local limit = fam.max_positions(cfg)
+  if Tn > limit then
+    errors.user("model:forward: %d tokens is longer than the model's %d positions: truncate (max_length)", Tn, limit)
   end
   local owned, out = {}, { input_ids = ids }
   local function own(t) owned[#owned + 1] = t return t end
@@ -177,24 +183,13 @@ function M.prepare_inputs(cfg, input, device)
     out.mask = own(ops.cast(mask, "i32", { tag = "activations" }))
   end
   -- position ids: the caller's (trainer.train.batch_feed makes them on the host with the
-  -- batch, by this rule, so that a device step neither reads the ids back nor waits for an
-  -- upload here), else made here
+  -- batch, by the family's rule, so that a device step neither reads the ids back nor waits
+  -- for an upload here), else made here by the same rule
   if input.position_ids then
     out.position_ids = input.position_ids
   else
     local pos = {}
-    if cfg.family == "roberta" then
-      local v, pad = ids:values(), cfg.pad_token_id
-      for b = 0, B - 1 do
-        local count = 0
-        for t = 1, Tn do
-          local i = b * Tn + t
-          if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
-        end
-      end
-    else
-      for b = 0, B - 1 do for t = 1, Tn do pos[b * Tn + t] = t - 1 end end
-    end
+    fam.position_ids(cfg, function() return ids:values() end, pos, B, Tn, 1)
     local p = T.from_table(pos, { dtype = "i32", device = ids:device() })
     out.position_ids = own(p:reshape({ B, Tn }))
     p:free()
@@ -303,6 +298,7 @@ function SentenceEncoder.new(bert, opts)
   local self = SentenceEncoder:create()
   self.rng = bert.rng
   self.config = bert.config
+  self.task = "embedding"
   self:add_module("", bert, "bert")
   self:add_module("pooling", Pooling.new(opts.pooling or "mean"))
   if opts.normalize then self:add_module("normalize", Normalize.new()) end
@@ -338,14 +334,15 @@ end
 local SequenceClassifier = Module:extend("SequenceClassifier")
 M.SequenceClassifier = SequenceClassifier
 
--- bert: a BertModel with pooler; num_labels; opts: prefix ("bert" default), dropout
+-- bert: a BertModel with pooler; num_labels; opts: prefix (the family's weight_prefix; "bert"
+-- default), dropout
 -- (classifier_dropout, default the config's hidden_dropout_prob).
 function SequenceClassifier.new(bert, num_labels, opts)
   opts = opts or {}
   local self = SequenceClassifier:create()
   local cfg = bert.config
   if not bert.pooler then errors.user("SequenceClassifier: the BertModel needs its pooler") end
-  self.rng, self.config, self.num_labels = bert.rng, cfg, num_labels
+  self.rng, self.config, self.num_labels, self.task = bert.rng, cfg, num_labels, "classification"
   self:add_module(opts.prefix or "bert", bert, "bert")
   local p = opts.dropout
   if p == nil then p = cfg.classifier_dropout end
@@ -525,5 +522,149 @@ function M.state_list(model)
   for name, p in model:parameters() do out[#out + 1] = { name, p.value } end
   return out
 end
+
+-- ---------------------------------------------------------------- build
+-- The model of a task for a config this family checked, randomly initialised (transformers'
+-- init, seeded) unless opts.init = "none" (load_weights fills it then).
+--   task "embedding"       a SentenceEncoder (opts.pooling, default mean; opts.normalize); it
+--                          keeps a pooler when opts.pooler says so, by default when opts.weights
+--                          (the safetensors reader its weights will come from) holds one
+--   task "classification"  a SequenceClassifier: the BertModel with its pooler under the
+--                          family's weight_prefix, and a head of opts.num_labels (default 3)
+-- opts: config, device, seed, init, activation_dtype, and the task's own above.
+local function build(fam, task, opts)
+  local cfg = opts.config
+  if type(cfg) ~= "table" or cfg.family ~= fam.name then
+    errors.user("%s.build: opts.config must be a config checked by %s.config", fam.name, fam.name)
+  end
+  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype }
+  if task == "classification" then
+    return SequenceClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3,
+      { prefix = fam.weight_prefix, device = opts.device, seed = opts.seed, init = opts.init })
+  elseif task == "embedding" then
+    base_opts.pooler = opts.pooler
+    if base_opts.pooler == nil then base_opts.pooler = opts.weights ~= nil and M.has_pooler(opts.weights) end
+    return SentenceEncoder.new(BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
+  end
+  errors.user("%s.build: task %q is unknown (embedding or classification)", fam.name, tostring(task))
+end
+
+-- The parameters a base checkpoint lacks that a classifier built on it starts anew (transformers
+-- initialises them with a warning): the head, and the pooler when the folder has none.
+local function is_head_param(name)
+  return name:match("^classifier%.") ~= nil or name:match("%.pooler%.") ~= nil
+end
+
+-- ---------------------------------------------------------------- structure
+local function instances(model, class)
+  local out = {}
+  for _, m in model:named_modules() do
+    if getmetatable(m) == class then out[#out + 1] = m end
+  end
+  return out
+end
+
+-- The stacks gradient checkpointing regroups (trainer.train.grad_checkpoint): each Encoder,
+-- whose `layers` list it replaces with segments.
+local function layer_stacks(model) return instances(model, Encoder) end
+
+-- Every encoder layer in order, found inside checkpoint segments too: DDP hooks each one's
+-- on_grads_final (trainer.dist), which Layer:backward calls.
+local function layers(model) return instances(model, Layer) end
+
+-- model.dropout: every dropout probability of the config, the Dropout modules'
+-- (hidden_dropout_prob, the classifier's) and the attention probabilities', which
+-- SelfAttention applies inside ops.attention (attention_probs_dropout_prob), as setting both
+-- config fields in transformers does.
+local function set_dropout(model, p)
+  for _, mod in model:named_modules() do
+    if mod.__name == "Dropout" and mod.p then mod.p = p end
+    if mod.__name == "SelfAttention" then mod.attn_p = p end
+  end
+end
+
+-- ---------------------------------------------------------------- the plan's terms
+-- What a model of config c (config.json's fields as read, unchecked) builds and keeps, for
+-- trainer.plan. Parameters are { n, rows, cols, product (a weight a matrix product reads),
+-- linear (its module name, for a weight) }: the embeddings', one layer's and, for K labels,
+-- the head's (each with the lora.modules_to_save names that train it). activations(a) gives
+-- one layer's kept bytes for a.tokens tokens of a.bytes each: all of them (a.full), or under
+-- LoRA what the input gradients and the adapters on a.sites (of rank a.rank) need; the
+-- layer input's share; a segment boundary; the embeddings'; the backward's transient peak.
+local function plan_terms(c)
+  local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
+  local A, V = c.num_attention_heads, c.vocab_size
+  local P, TV = c.max_position_embeddings or 512, c.type_vocab_size or 2
+  local linears = Layer.linears({ hidden_size = H, intermediate_size = I })
+  local layer = {}
+  for _, lin in ipairs(linears) do
+    layer[#layer + 1] = { n = lin[2] * lin[3], rows = lin[3], cols = lin[2], product = true, linear = lin[1] }   -- [out, in]
+    layer[#layer + 1] = { n = lin[3], rows = lin[3], cols = 1 }                                               -- bias
+  end
+  layer[#layer + 1] = { n = 4 * H, rows = 4 * H, cols = 1 }   -- two LayerNorms
+  local function activations(a)
+    local N, e = a.tokens, a.bytes
+    local stats = (A + 4) * N * 4                  -- attention lse + LayerNorm mean/rstd, f32
+    local per_layer, layer_input
+    if a.full then
+      -- the layer input, q, k, v, the attention context, both LayerNorm inputs, the
+      -- pre-GELU and GELU outputs
+      per_layer = (8 * N * H + 2 * N * I) * e + stats
+      layer_input = N * H * e
+    else
+      -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
+      -- shared by the adapters that read it: query/key/value all read the layer's input; the
+      -- dropped-out copy is rebuilt in backward) and its rank-r intermediate
+      per_layer = (5 * N * H + N * I) * e + stats
+      local inputs = {}
+      for _, lin in ipairs(a.sites) do
+        local src = lin[1]:match("^attention%.self%.") and "layer" or lin[1]
+        if not inputs[src] then inputs[src] = N * lin[2] * e end
+        per_layer = per_layer + N * a.rank * e
+      end
+      layer_input = inputs.layer or 0
+      for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
+      -- the attention output, kept on CUDA for the backward's row terms (nn/attention.lua):
+      -- a tensor of its own unless an adapted output dense keeps the same one as its input
+      if a.gpu and not inputs["attention.output.dense"] then per_layer = per_layer + N * H * e end
+    end
+    -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
+    return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e,
+             embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H) * e }
+  end
+  return {
+    layers = L, positions = P, linears = linears, layer = layer, activations = activations,
+    embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H }, { n = TV * H, rows = TV, cols = H },
+                   { n = 2 * H, rows = 2 * H, cols = 1 } },
+    head = function(K)
+      return { { n = H * H + H, rows = H, cols = H, product = true, linear = "pooler.dense", saved_by = { "pooler", "pooler.dense" } },
+               { n = K * H + K, rows = K, cols = H, product = true, linear = "classifier", saved_by = { "classifier" } } }
+    end,
+  }
+end
+
+-- ---------------------------------------------------------------- the family
+-- Fills F (a new table by default) with the fields of the model-family interface for a
+-- BERT-shaped family. spec: name, weight_prefix (transformers' base_model_prefix: the encoder's
+-- names inside its *ForSequenceClassification), and what a variant changes: max_positions(cfg),
+-- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets.
+function M.shaped_family(spec, F)
+  F = F or {}
+  F.name, F.weight_prefix = spec.name, spec.weight_prefix
+  F.config_fields, F.defaults = fields, M.defaults
+  F.config = function(raw, source) return shaped_config(F, spec, raw, source) end
+  F.max_positions = spec.max_positions or absolute_max_positions
+  F.position_ids = spec.position_ids or absolute_position_ids
+  F.build = function(task, opts) return build(F, task, opts or {}) end
+  F.load_weights, F.state_list, F.has_head, F.is_head_param = M.load_weights, M.state_list, M.has_head, is_head_param
+  F.layer_stacks, F.layers, F.set_dropout, F.plan_terms = layer_stacks, layers, set_dropout, plan_terms
+  -- PEFT's target_modules for the family when none are given (its
+  -- TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)
+  F.peft_targets = spec.peft_targets or { "query", "value" }
+  return F
+end
+
+-- this module is the BERT family itself
+M.shaped_family({ name = "bert", weight_prefix = "bert" }, M)
 
 return M

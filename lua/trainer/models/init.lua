@@ -11,9 +11,11 @@
 -- adds modules.json (its Pooling module's config.json gives the pooling mode, a Normalize
 -- module L2-normalises), sentence_bert_config.json (max_seq_length). Models come back in
 -- eval mode, like transformers' from_pretrained; call model:train() to train.
+-- The family that builds a folder's model is config.json's model_type's
+-- (trainer.models.registry); everything here goes through the family interface.
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
-local bert = require("trainer.models.bert")
+local registry = require("trainer.models.registry")
 local T = require("trainer.core.tensor")
 
 local M = {}
@@ -109,10 +111,57 @@ local function labels_of(raw)
   return labels, n
 end
 
+-- ---------------------------------------------------------------- configs and families
+-- The checked config of a recipe's model table and the family that builds it: config.json of
+-- model.from (nil when the file is missing: the folder checks name it), model.config as a
+-- table, or a preset (nil for an unknown one: the run's build names it). model.arch chooses
+-- the family where the config names no model_type, and must agree where it does.
+function M.config_of(m)
+  if m.from then
+    local path = m.from .. "/config.json"
+    if not exists(path) then return nil end
+    return registry.config(json.read(path), path, m.arch)
+  end
+  if type(m.config) == "table" then return registry.config(m.config, "model.config", m.arch) end
+  local preset = require("trainer.models.presets")[m.config or ""]
+  if preset then return registry.config(preset, ("model.config = %q"):format(m.config), m.arch) end
+  return nil
+end
+
+-- The family of a model built by one; a user error naming `what` for any other module.
+local function family_needed(model, what)
+  local family = registry.of_model(model)
+  if not family then
+    errors.user("%s: not a model built from a model family (trainer.load_model or a recipe's model)", what)
+  end
+  return family
+end
+
+-- All parameters under their Hugging Face names, in order, for safetensors.save.
+function M.state_list(model) return family_needed(model, "state_list").state_list(model) end
+
+-- Copies the weights of a safetensors file, folder or reader into model by name (its
+-- family's load_weights: prefix-tolerant, missing weights an error, the rest warnings).
+function M.load_weights(model, source, opts)
+  return family_needed(model, "load_weights").load_weights(model, source, opts)
+end
+
+-- Whether the model folder dir holds a trained classification head (its family's names).
+function M.has_head(dir, arch)
+  local path = dir .. "/config.json"
+  local _, family = registry.config(json.read(path), path, arch)
+  local reader = require("trainer.core.safetensors").load(dir)
+  local ok, has = pcall(family.has_head, reader)
+  reader:close()
+  if not ok then error(has, 0) end
+  return has
+end
+
 -- ---------------------------------------------------------------- load_model
 -- opts: device, dtype (weights, default f32), activation_dtype (e.g. "bf16"), task ("embedding" | "classification"; default
 -- from architectures), pooling (override), normalize (override), max_length, seed,
 -- num_labels (classification: a new head of this size when it differs from config.json),
+-- arch (a recipe's model.arch: the folder's model_type must be of its family),
 -- on_warning(msg) (default: print to stderr).
 function M.load_model(dir, opts)
   opts = opts or {}
@@ -120,7 +169,7 @@ function M.load_model(dir, opts)
   M.check_folder(dir, false)
   local cfg_path = dir .. "/config.json"
   local raw = json.read(cfg_path)
-  local cfg = bert.config(raw, cfg_path)
+  local cfg, family = registry.config(raw, cfg_path, opts.arch)
   local task = opts.task or (is_classifier(raw) and "classification" or "embedding")
   if task ~= "embedding" and task ~= "classification" then
     errors.user("load_model: task %q is unknown (embedding or classification)", tostring(task))
@@ -131,35 +180,32 @@ function M.load_model(dir, opts)
   local on_warning = opts.on_warning or function(w) io.stderr:write("warning: ", w, "\n") end
   local load_opts = { on_warning = function(w) warnings[#warnings + 1] = w end }
   local ok, model = pcall(function()
-    local base_opts = { device = opts.device, seed = opts.seed, init = "none", activation_dtype = opts.activation_dtype }
+    local build_opts = { config = cfg, device = opts.device, seed = opts.seed, init = "none",
+      activation_dtype = opts.activation_dtype }
     local model
     if task == "classification" then
       local labels, n = labels_of(raw)
       if opts.num_labels and opts.num_labels ~= n then
         labels, n = labels_of({ num_labels = opts.num_labels })
       end
-      local prefix = cfg.family == "roberta" and "roberta" or "bert"
       -- random init first: a base checkpoint without a head still loads (the head and the
-      -- pooler it lacks are newly initialised, as transformers does, with a warning)
-      base_opts.init = nil
-      model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, base_opts), n,
-        { prefix = prefix, device = opts.device, seed = opts.seed })
+      -- parts of it the family starts anew are newly initialised, as transformers does, with
+      -- a warning)
+      build_opts.init, build_opts.num_labels = nil, n
+      model = family.build("classification", build_opts)
       model.labels, model.num_labels = labels, n
-      load_opts.optional = function(name)
-        return name:match("^classifier%.") ~= nil or name:match("%.pooler%.") ~= nil
-      end
+      load_opts.optional = family.is_head_param
     else
-      base_opts.pooler = bert.has_pooler(reader)
       local sc = M.read_sentence_config(dir)
-      model = bert.SentenceEncoder.new(bert.BertModel.new(cfg, base_opts), {
-        pooling = opts.pooling or sc.pooling,
-        normalize = opts.normalize == nil and sc.normalize or opts.normalize,
-      })
+      build_opts.weights = reader
+      build_opts.pooling = opts.pooling or sc.pooling
+      build_opts.normalize = opts.normalize == nil and sc.normalize or opts.normalize
+      model = family.build("embedding", build_opts)
       model.max_length = sc.max_seq_length
     end
     if opts.dtype and opts.dtype ~= "f32" then
       for _, p in model:parameters() do
-        if base_opts.init == "none" then
+        if build_opts.init == "none" then
           -- not initialised (load_weights fills them): reallocate rather than hold two copies
           local shape, device = p.value:shape(), p.value:device()
           p.value:free()
@@ -171,14 +217,15 @@ function M.load_model(dir, opts)
         end
       end
     end
-    bert.load_weights(model, reader, load_opts)
+    family.load_weights(model, reader, load_opts)
     return model
   end)
   reader:close()
   if not ok then error(model, 0) end
   for _, w in ipairs(warnings) do on_warning(w) end
   model.task, model.dir, model.config, model.warnings = task, dir, cfg, warnings
-  model.max_length = math.min(opts.max_length or model.max_length or bert.max_positions(cfg), bert.max_positions(cfg))
+  local limit = family.max_positions(cfg)
+  model.max_length = math.min(opts.max_length or model.max_length or limit, limit)
   model:eval()
   return model
 end
@@ -247,15 +294,11 @@ function M.tiny_folder(dir, opts)
     raw.label2id = { entailment = 0, neutral = 1, contradiction = 2 }
   end
   write_file(dir .. "/config.json", json.encode(raw, 2) .. "\n")
-  local cfg = bert.config(raw, dir .. "/config.json")
+  local cfg, family = registry.config(raw, dir .. "/config.json")
   local seed = opts.seed or 0
-  local model
-  if task == "classification" then
-    model = bert.SequenceClassifier.new(bert.BertModel.new(cfg, { seed = seed }), 3, { seed = seed })
-  else
-    model = bert.BertModel.new(cfg, { seed = seed })
-  end
-  require("trainer.core.safetensors").save(dir .. "/model.safetensors", bert.state_list(model))
+  -- an embedding folder keeps the pooler, as a BertModel saved by transformers does
+  local model = family.build(task, { config = cfg, seed = seed, num_labels = 3, pooler = true })
+  require("trainer.core.safetensors").save(dir .. "/model.safetensors", family.state_list(model))
   model:free()
   write_file(dir .. "/vocab.txt", table.concat(M.tiny_vocab, "\n") .. "\n")
   write_file(dir .. "/tokenizer.json", json.encode(tokenizer_json(M.tiny_vocab), 2) .. "\n")
@@ -280,6 +323,7 @@ function M.tiny_folder(dir, opts)
   return dir
 end
 
-M.bert = bert
+-- The BERT family module, where scripts and tests have long found it (trainer.models.bert).
+M.bert = require("trainer.models.bert")
 
 return M

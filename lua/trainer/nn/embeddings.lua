@@ -2,8 +2,8 @@
 --   y = Dropout(LayerNorm(word[ids] + token_type[type_ids] + position[pos_ids]))
 -- (summed in that order, as transformers does). Children: word_embeddings,
 -- position_embeddings, token_type_embeddings (absent when type_vocab_size is 0),
--- LayerNorm. Dropout site (layer 0, rng_sites.dropout.embeddings). The caller (models/bert.lua) builds the
--- position and token-type ids, which differ between BERT and RoBERTa.
+-- LayerNorm. Dropout site (layer 0, rng_sites.dropout.embeddings). The caller (the model
+-- family, lua/trainer/models/) builds the position and token-type ids by its own rule.
 -- forward({ input_ids =, token_type_ids =, position_ids = }) -> [B, T, C]; backward -> nil.
 -- When none of its parameters trains (LoRA on the encoder), the forward keeps nothing (no
 -- LayerNorm input or statistics) and the backward does nothing: no gradient is wanted here.

@@ -2,35 +2,25 @@
 --
 --   require("trainer.plan.check").check(recipe, device, path)   -- in trainer.run.build
 --
--- First the model's config (config.json of model.from, or model.config) goes through
--- trainer.models.bert.config, which names the file and the field of any mistyped or
+-- First the model's config (config.json of model.from, or model.config) goes through its
+-- family's config check (trainer.models.config_of: the registry chooses the family by
+-- model_type or model.arch), which names the file and the field of any mistyped or
 -- out-of-range value. Then trainer.plan predicts the run's ledger (the same figures as
 -- `trainer plan`) and compares its total with what the run may use: memory.limit, or the
 -- device itself (the host's RAM on the CPU, the card's memory on a GPU), whichever is
 -- smaller. A run predicted not to fit stops at once with the ledger, as an out-of-memory
 -- error (exit 2), instead of growing memory for minutes first. trainer.plan is called,
 -- never changed: a plan it cannot make (a recipe it does not model) lets the run go on.
-local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local schema = require("trainer.recipe.schema")
 
 local M = {}
 
 -- Validates the config the model will be built from; returns it checked (or nil when the
--- recipe names a preset that build_model reports).
+-- folder has no config.json, which check_model_folder / check_folder name, or the recipe
+-- names a preset that build_model reports).
 function M.check_config(m)
-  local bert = require("trainer.models.bert")
-  if m.from then
-    local path = m.from .. "/config.json"
-    local f = io.open(path, "rb")
-    if not f then return nil end   -- check_model_folder / check_folder name what is missing
-    f:close()
-    return bert.config(json.read(path), path)
-  end
-  if type(m.config) == "table" then return bert.config(m.config, "model.config") end
-  local preset = require("trainer.models.presets")[m.config or ""]
-  if preset then return bert.config(preset, ("model.config = %q"):format(m.config)) end
-  return nil
+  return (require("trainer.models").config_of(m))
 end
 
 -- The bytes this run may use on device and the words that say where that comes from;

@@ -1,7 +1,9 @@
 -- trainer.plan: the memory ledger of a recipe predicted before a run (`trainer plan`).
 --
 -- Nothing is allocated: the figures are computed from the model's config.json (or preset)
--- and the recipe's keys, following what this runtime's modules actually keep:
+-- and the recipe's keys, following what this runtime's modules actually keep; the model's
+-- own terms (its parameters, what a layer keeps) are its family's plan_terms
+-- (trainer.models.registry: config.json's model_type, or model.arch):
 --   weights      every parameter: 4 bytes, or 2 for frozen ones under bf16/fp16
 --   grads        4 bytes per trainable parameter (none for frozen ones)
 --   optimizer    AdamW 8 bytes per trainable parameter; SGD 4 with momentum; Adafactor the
@@ -46,6 +48,7 @@ function M.batch_feed_bytes(tokens, rows)
 end
 
 -- ---------------------------------------------------------------- the model's shape
+-- The model's config as config.json (or the preset, or model.config) gives it, unchecked.
 local function model_config(m)
   if m.from then
     local path = m.from .. "/config.json"
@@ -61,11 +64,6 @@ local function model_config(m)
   local preset = require("trainer.models.presets")[m.config or ""]
   if not preset then errors.user("model.config = %q is not a preset", tostring(m.config)) end
   return preset
-end
-
--- The Linear layers of one encoder layer: name suffix, in, out (the model's own list).
-local function layer_linears(H, I)
-  return require("trainer.nn.layer").linears({ hidden_size = H, intermediate_size = I })
 end
 
 -- The library of the CPU matrix products in this process ("onednn" or "openblas"; see
@@ -107,9 +105,11 @@ function M.estimate(recipe, opts)
   recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local m = recipe.model
   local c = opts.model_config or model_config(m)
-  local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
-  local A, V = c.num_attention_heads, c.vocab_size
-  local P, TV = c.max_position_embeddings or 512, c.type_vocab_size or 2
+  local source = m.from and (m.from .. "/config.json") or "model.config"
+  local registry = require("trainer.models.registry")
+  local family = registry.family(registry.model_type_of(c, source, m.arch), source)
+  local terms = family.plan_terms(c)
+  local L, P = terms.layers, terms.positions
   local classification = m.task == "classification"
   local K = m.num_labels or (m.labels and #m.labels) or 3
 
@@ -121,28 +121,26 @@ function M.estimate(recipe, opts)
     params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable, product = product }
   end
   local full = not lora
-  add(V * H, V, H, full); add(P * H, P, H, full); add(TV * H, TV, H, full); add(2 * H, 2 * H, 1, full)
+  for _, p in ipairs(terms.embeddings) do add(p.n, p.rows, p.cols, full, p.product) end
   local lora_sites = {}
-  for _, lin in ipairs(layer_linears(H, I)) do
+  for _, lin in ipairs(terms.linears) do
     local hit = lora and matches(lin[1], targets)
     if hit then lora_sites[#lora_sites + 1] = lin end
   end
   for _ = 1, L do
-    for _, lin in ipairs(layer_linears(H, I)) do
-      add(lin[2] * lin[3], lin[3], lin[2], full, true)   -- weight [out, in]
-      add(lin[3], lin[3], 1, full)                       -- bias
-    end
-    add(4 * H, 4 * H, 1, full)                           -- two LayerNorms
+    for _, p in ipairs(terms.layer) do add(p.n, p.rows, p.cols, full, p.product) end
     for _, lin in ipairs(lora_sites) do
       add(lora.r * lin[2], lora.r, lin[2], true, true)   -- lora_A [r, in]
       add(lin[3] * lora.r, lin[3], lora.r, true, true)   -- lora_B [out, r]
     end
   end
-  if classification then
-    local saved = {}
-    for _, n in ipairs(lora and lora.modules_to_save or {}) do saved[n] = true end
-    add(H * H + H, H, H, full or saved.pooler or saved["pooler.dense"] or false, true)
-    add(K * H + K, K, H, full or saved.classifier or false, true)
+  local head = classification and terms.head(K) or {}
+  local saved = {}
+  for _, n in ipairs(lora and lora.modules_to_save or {}) do saved[n] = true end
+  for _, p in ipairs(head) do
+    local trains = full
+    for _, n in ipairs(p.saved_by or {}) do trains = trains or saved[n] or false end
+    add(p.n, p.rows, p.cols, trains, p.product)
   end
 
   local half = recipe.precision == "bf16" or recipe.precision == "fp16"
@@ -185,46 +183,26 @@ function M.estimate(recipe, opts)
   local e = half and 2 or 4
   local device = recipe.device
   local gpu = device:match("^cuda") ~= nil or (device == "auto" and opts.cuda_available)
-  local stats = (A + 4) * N * 4                    -- attention lse + LayerNorm mean/rstd, f32
-  local per_layer, layer_input
-  if full then
-    per_layer = (8 * N * H + 2 * N * I) * e + stats
-    layer_input = N * H * e
-  else
-    -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
-    -- shared by the adapters that read it: query/key/value all read the layer's input; the
-    -- dropped-out copy is rebuilt in backward) and its rank-r intermediate
-    per_layer = (5 * N * H + N * I) * e + stats
-    local inputs = {}
-    for _, lin in ipairs(lora_sites) do
-      local src = lin[1]:match("^attention%.self%.") and "layer" or lin[1]
-      if not inputs[src] then inputs[src] = N * lin[2] * e end
-      per_layer = per_layer + N * lora.r * e
-    end
-    layer_input = inputs.layer or 0
-    for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
-    -- the attention output, kept on CUDA for the backward's row terms (nn/attention.lua):
-    -- a tensor of its own unless an adapted output dense keeps the same one as its input
-    if gpu and not inputs["attention.output.dense"] then per_layer = per_layer + N * H * e end
-  end
+  local act = terms.activations({ tokens = N, bytes = e, full = full, sites = lora_sites, rank = lora and lora.r,
+    gpu = gpu })
   local ck = recipe.checkpoint
   -- the segments training will use (trainer.checkpoint.segments; "auto": the segmentation of
   -- least peak for this shape), so the plan follows them; a recomputed segment's first layer
   -- reads its input from the boundary: not kept twice
   local gc = require("trainer.train.grad_checkpoint")
-  local cost = { per_layer = per_layer, boundary = N * H * e, credit = layer_input }
+  local cost = { per_layer = act.per_layer, boundary = act.boundary, credit = act.layer_input }
   local sizes = gc.segments(L, ck, cost)
-  -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
-  local embeddings = full and 2 * N * H * e or 0
-  local transient = (N * I + 2 * N * H) * e
   local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
   local function activations_of(sz)
-    return (sz and gc.peak(sz, cost) or L * per_layer) + embeddings + transient + feed
+    return (sz and gc.peak(sz, cost) or L * act.per_layer) + act.embeddings + act.transient + feed
   end
   local activations = activations_of(sizes)
   local workspace = 0
   local onednn = not gpu and (opts.cpu_gemm or cpu_gemm_library()) == "onednn"
-  if half and not gpu then workspace = 3 * 4 * math.max(H * I, H * H) + 4 * MiB end
+  -- half weights on the CPU: the largest Linear weight staged to f32, three times over
+  local largest = 0
+  for _, lin in ipairs(terms.linears) do largest = math.max(largest, lin[2] * lin[3]) end
+  if half and not gpu then workspace = 3 * 4 * largest + 4 * MiB end
   if gpu then workspace = workspace + M.CUBLASLT_WORKSPACE_BYTES end
   -- on a GPU under bf16, the bf16 copy of every trainable (f32) weight a product reads beside
   -- the bf16 activations (LoRA's factors, a full fine-tune's Linears), kept for the run and
@@ -238,8 +216,10 @@ function M.estimate(recipe, opts)
   -- (f32 weights only: half ones run unpacked, core/gemm/cpu_gemm.c)
   local packed = 0
   if onednn and not half then
-    for _, lin in ipairs(layer_linears(H, I)) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end
-    if classification then packed = packed + M.packed_weight_bytes(H, H) + M.packed_weight_bytes(K, H) end
+    for _, lin in ipairs(terms.linears) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end
+    for _, p in ipairs(head) do
+      if p.linear then packed = packed + M.packed_weight_bytes(p.rows, p.cols) end
+    end
     workspace = workspace + packed
   end
   -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every

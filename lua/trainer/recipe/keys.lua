@@ -35,7 +35,9 @@ local model = S.record {
     from = path { doc = "Hugging Face or sentence-transformers model folder" },
     hub = S.string { pattern = "^[%w%._%-]+/[%w%._%-]+$", pattern_doc = "a Hugging Face model id such as \"org/name\"",
                      doc = "where model.from comes from on the Hugging Face hub (used in download hints)" },
-    arch = S.string { enum = { "bert", "roberta", "xlm-roberta" }, doc = "architecture, when not loading a folder" },
+    -- the model_types of trainer.models.registry, one line each there
+    arch = S.string { enum = require("trainer.models.registry").model_types(),
+                      doc = "architecture (model_type) of a model built from config; with from, config.json's must agree" },
     config = S.oneof { doc = "named preset or a table of config.json fields (hidden_size, ...)",
                        type_doc = "a preset name or a table",
                        alternatives = { S.string { enum = { "bert-base", "bert-large", "minilm-l6", "minilm-l12", "tiny" } },

@@ -10,11 +10,11 @@
 --   local enc, n_tokens = feed:encode(tokenizer, texts, opts, targets, positions)
 --     -- enc.input_ids, enc.attention_mask, enc.token_type_ids: i32 [B, T] views on the
 --     -- device; enc.targets: an i64 [#targets] view when targets (a list of integers) is
---     -- given; enc.position_ids: i32 [B, T] when positions ({ roberta = bool, pad = id },
---     -- the model's config) is given, made on the host by models.bert's rule (BERT: 0..T-1;
---     -- RoBERTa / XLM-R: pad + the running count of non-pad tokens, pad at the pads), so
---     -- that the model neither uploads them nor reads the ids back; n_tokens counted on the
---     -- host (no read of the device mask)
+--     -- given; enc.position_ids: i32 [B, T] when positions (a function (ids, pos, B, T) that
+--     -- fills pos[0 .. B*T-1] from ids(), both 0-based [B, T] i32 host arrays: the model
+--     -- family's position_ids) is given, made on the host with the batch, so that the model
+--     -- neither uploads them nor reads the ids back; n_tokens counted on the host (no read
+--     -- of the device mask)
 --   ... forward, backward (the caller frees the views as it frees a tok:batch) ...
 --   feed:release()      -- the work that reads the batch is queued: its slot may be refilled
 --   feed:free()
@@ -79,21 +79,7 @@ function Feed:encode(tokenizer, texts, opts, targets, positions)
     ffi.copy(h32 + stride, out.attention_mask, n * 4)
     ffi.copy(h32 + 2 * stride, out.type_ids, n * 4)
     for i = 1, nt do h64p[0][i - 1] = targets[i] end
-    if positions then
-      local pos, ids = h32 + 3 * stride, out.ids
-      if positions.roberta then
-        local pad = positions.pad
-        for b = 0, B - 1 do
-          local count = 0
-          for t = 0, L - 1 do
-            local i = b * L + t
-            if ids[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
-          end
-        end
-      else
-        for b = 0, B - 1 do for t = 0, L - 1 do pos[b * L + t] = t end end
-      end
-    end
+    if positions then positions(function() return out.ids end, h32 + 3 * stride, B, L) end
   end)
   local mask = out.attention_mask
   local n_tokens = 0

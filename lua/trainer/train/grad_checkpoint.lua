@@ -5,7 +5,8 @@
 --   checkpoint.apply(model, { segments = 2 })   -- or { every = k }, "auto", false
 --   checkpoint.segments(6, "auto")              --> { 2, 2, 2 }   (layers per segment)
 --
--- apply finds every Encoder in the model (its `layers` list) and regroups the layers into
+-- apply asks the model's family for its layer stacks (layer_stacks: each with a `layers` list,
+-- trainer.models.registry) and regroups the layers into
 -- trainer.nn.Checkpoint containers, one per segment; parameter names, the layers
 -- themselves (LoRA-wrapped or not) and their order stay as they were. apply(model, false)
 -- restores the plain layers, so the same model can run both ways. Applying twice
@@ -94,12 +95,10 @@ local function rng_of(layers, model)
   return model.rng
 end
 
+-- The model's layer stacks (its family's layer_stacks); none for a module no family built.
 local function encoders(model)
-  local out = {}
-  for _, m in model:named_modules() do
-    if m.__name == "Encoder" and m.layers then out[#out + 1] = m end
-  end
-  return out
+  local family = require("trainer.models.registry").of_model(model)
+  return family and family.layer_stacks(model) or {}
 end
 
 -- Restores an encoder's plain layers (undoes a previous apply).

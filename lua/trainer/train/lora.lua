@@ -154,7 +154,7 @@ end
 
 -- PEFT's task_type for the model: SEQ_CLS for classifiers, FEATURE_EXTRACTION otherwise.
 local function task_type(model)
-  if model.task == "classification" or model:type() == "SequenceClassifier" then return "SEQ_CLS" end
+  if model.task == "classification" then return "SEQ_CLS" end
   return "FEATURE_EXTRACTION"
 end
 

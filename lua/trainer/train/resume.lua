@@ -155,6 +155,25 @@ end
 local function real(p) return native.realpath(p) or p end
 
 -- ---------------------------------------------------------------- the checks
+-- The checkpoint folder recipe.resume names ("latest": out's last one, or a path); a user
+-- error when there is none.
+function M.find_checkpoint(recipe)
+  local r = recipe.resume
+  if r == "latest" then
+    local list = outputs.checkpoints(recipe.out)
+    if #list == 0 then
+      errors.user("resume = \"latest\": %s holds no checkpoint-STEP folder; run without resume (resume=nil) or "
+        .. "name a checkpoint folder", recipe.out)
+    end
+    return list[#list].dir
+  end
+  if not native.is_dir(r) or not outputs.exists(r .. "/trainer_state") then
+    errors.user("resume = %q: not a checkpoint folder (one holds trainer_state); use \"latest\" or a path such "
+      .. "as %s/checkpoint-200", r, recipe.out)
+  end
+  return r
+end
+
 -- Refuses (a user error, before anything is written) a resume from checkpoint folder
 -- resume_dir into resolved.recipe.out when out holds another run's outputs.
 function M.check_target(resolved, resume_dir)

@@ -17,7 +17,7 @@
 --
 -- A row is what trainer.train.data yields: the text columns in order, then the score or label
 -- when there is one (the labels handed to the loss).
---   * classification models (model.task == "classification", a SequenceClassifier): the
+--   * classification models (model.task == "classification"): the
 --     1 or 2 text columns are one input (a text pair), the logits go to the loss;
 --   * embedding models: every text column is embedded and the loss gets one embeddings
 --     tensor [B, C] per column. All columns go through the model in ONE forward (rows
@@ -41,6 +41,7 @@ local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 local keys = require("trainer.recipe.keys")
+local registry = require("trainer.models.registry")
 
 local M = {}
 
@@ -112,10 +113,10 @@ end
 -- enc.position_ids), else tok:batch.
 local function encode(ctx, texts, opts, targets)
   if ctx.feed then
-    local cfg = ctx.model.config
-    local roberta = cfg and cfg.family == "roberta"
-    local positions = cfg and (not roberta or type(cfg.pad_token_id) == "number")
-      and { roberta = roberta, pad = cfg.pad_token_id } or nil
+    -- the position ids by the model family's rule (a model of no family makes its own)
+    local model = ctx.model
+    local family = registry.of_model(model)
+    local positions = family and function(ids, pos, B, L) family.position_ids(model.config, ids, pos, B, L, 0) end
     return ctx.feed:encode(ctx.tokenizer, texts, opts, targets, positions)
   end
   local enc = ctx.tokenizer:batch(texts, opts)
@@ -152,7 +153,7 @@ local function free_list(list)
 end
 
 local function is_classifier(model)
-  return model.task == "classification" or model.__name == "SequenceClassifier"
+  return model.task == "classification"
 end
 
 -- The loss gradients (one per embeddings tensor) as one [N, C] tensor scaled by ctx.scale

@@ -120,7 +120,7 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
       for file in pairs(shards) do os.remove(tmp .. "/" .. file) end
       os.remove(idx)
     end
-    require("trainer.core.safetensors").save(tmp .. "/model.safetensors", models.bert.state_list(model), { format = "pt" })
+    require("trainer.core.safetensors").save(tmp .. "/model.safetensors", models.state_list(model), { format = "pt" })
     write_file(tmp .. "/README.md", M.model_card(model_dir, adapter_dir:gsub("/+$", ""), out_dir, spec, merged_names,
       read_file(model_dir .. "/README.md")))
     local rok, rerr = os.rename(tmp, out_dir)

@@ -1,0 +1,41 @@
+-- trainer.models.roberta: the RoBERTa family (model_type "roberta", "xlm-roberta", "camembert"):
+-- BERT's modules and weights (trainer.models.bert) under the prefix "roberta.", with
+-- position ids offset past the padding id.
+--
+-- What differs from BERT, as transformers' RobertaEmbeddings has it:
+--   * position ids: create_position_ids_from_input_ids, the running count of non-pad tokens
+--     of the row offset by pad_token_id (the first real token is at pad_token_id + 1), and
+--     pad_token_id at the pads; the position table's row pad_token_id is the padding row;
+--   * so the longest input is max_position_embeddings - pad_token_id - 1 tokens;
+--   * token types: as the config says (type_vocab_size 1 in released checkpoints).
+-- Its classification head is BERT's (pooler + classifier under "roberta."), not yet
+-- transformers' RobertaClassificationHead.
+local bert = require("trainer.models.bert")
+local errors = require("trainer.core.errors")
+
+local spec = { name = "roberta", weight_prefix = "roberta" }
+
+function spec.max_positions(cfg) return cfg.max_position_embeddings - cfg.pad_token_id - 1 end
+
+-- Fills pos[base .. base + B*T - 1] (row-major [B, T]) from the ids (a function giving them,
+-- indexed as pos is): pad + the running count of non-pad tokens, pad at the pads.
+function spec.position_ids(cfg, ids, pos, B, Tn, base)
+  local v, pad = ids(), cfg.pad_token_id
+  for b = 0, B - 1 do
+    local count, row = 0, base + b * Tn
+    for t = 0, Tn - 1 do
+      local i = row + t
+      if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
+    end
+  end
+end
+
+function spec.finish_config(cfg, source)
+  cfg.position_padding_idx = cfg.pad_token_id
+  if cfg.max_position_embeddings <= cfg.pad_token_id + 1 then
+    errors.user("%s: max_position_embeddings %d leaves no position after the %d that %s reserves for padding",
+      source, cfg.max_position_embeddings, cfg.pad_token_id + 1, cfg.model_type)
+  end
+end
+
+return bert.shaped_family(spec)

@@ -1,0 +1,94 @@
+-- trainer.train.run_evaluate: a run's evaluation, t:evaluate(): eval.fn(t) when the recipe
+-- has one, else the eval data through the model in eval mode to the evaluators of
+-- trainer.train.evaluate (STS correlations for embedding models, NLI accuracy for
+-- classifiers); the scores are recorded (summary.json's eval, the step's metrics row,
+-- TensorBoard) and handed to on_eval. Under mpirun rank 0 alone evaluates.
+local errors = require("trainer.core.errors")
+
+local Run = {}   -- methods of the run (trainer.train.run gathers them)
+
+local function runtime_of() return require("trainer.core.runtime") end
+
+-- An evaluation batch's tensors on the run's device: through the batch feed on a device
+-- (uploads that do not wait for the device, as a training batch's), else tok:batch. Returns
+-- the batch and the function that ends it (after the forward is queued).
+local function eval_batch(self, texts)
+  local tk = require("trainer.core.tokenizer")
+  if self.feed then
+    local enc = require("trainer.train.step").encode({ feed = self.feed, model = self.model, tokenizer = self.tokenizer },
+      texts, { max_length = self.max_length })
+    return enc, function() tk.free_batch(enc) self.feed:release() end
+  end
+  local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+  return b, function() tk.free_batch(b) end
+end
+
+-- The model's output for evaluation texts; the batch ends (tensors freed, feed slot
+-- released) once the forward is queued, also when it fails.
+local function eval_forward(self, texts)
+  local b, done = eval_batch(self, texts)
+  local ok, out = pcall(self.model.forward, self.model, b)
+  done()
+  if not ok then error(out, 0) end
+  return out
+end
+
+-- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
+-- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
+function Run:evaluate()
+  self:read_scalars()
+  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
+  local recipe = self.recipe
+  local evaluate = require("trainer.train.evaluate")
+  local scores
+  self.model:eval()
+  local ok, err = pcall(function()
+    if recipe.eval.fn then
+      scores = evaluate.custom(recipe.eval.fn, self)
+    elseif self.eval_rows and #self.eval_rows > 0 then
+      local pairs_, gold = {}, {}
+      for i, r in ipairs(self.eval_rows) do
+        if type(r[#r]) ~= "number" then
+          errors.user("%s: row %d has no numeric score or label in its last column; set data.eval_columns",
+            recipe.data.eval, i)
+        end
+      end
+      -- pairs sorted by length (stable): batches of similar lengths pad less; correlations
+      -- and accuracy do not depend on the order of the pairs
+      local order = {}
+      for i = 1, #self.eval_rows do order[i] = i end
+      local function len(i) local r = self.eval_rows[i] return #r[1] + #r[2] end
+      table.sort(order, function(a, b)
+        local la, lb = len(a), len(b)
+        if la ~= lb then return la < lb end
+        return a < b
+      end)
+      for k, i in ipairs(order) do
+        local r = self.eval_rows[i]
+        pairs_[k], gold[k] = { r[1], r[2] }, r[#r]
+      end
+      local opts = { batch_size = recipe.eval.batch_size }
+      if self.model.task == "classification" then
+        scores = evaluate.nli(function(batch) return eval_forward(self, batch) end, pairs_, gold, opts)
+      else
+        scores = evaluate.sts(function(texts) return eval_forward(self, texts) end, pairs_, gold, opts)
+      end
+      scores.n = nil
+    end
+  end)
+  self.model:train()
+  if not ok then error(err, 0) end
+  -- the evaluation's batches may have held a bad token id: their check, read now
+  runtime_of().check_device_errors(self.device)
+  if not scores then return nil end
+  self.last_eval = scores
+  self.evals[#self.evals + 1] = { step = self.step, scores = scores }
+  if self.step == 0 then self.first_eval = scores end
+  if self.tb then self.tb:eval(self.step, scores) end
+  if self.pending and self.pending.step == self.step then self.pending.eval = scores end
+  if self.progress then self.progress:eval(self, scores) end
+  if self.hooks.on_eval then self:call_hook("on_eval", scores) end
+  return scores
+end
+
+return Run
