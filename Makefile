@@ -166,7 +166,7 @@ ASAN_OBJ := $(patsubst %.c,$(BUILD)/asan/%.o,$(CORE_SRC) $(KERNEL_SRC))
 # the .cu files compiled by the stand-in nvcc with the sanitizers, linked with the emulator's
 # sanitized runtime (libcudart_asan.a).
 ifeq ($(CUDA_ASAN)$(HAVE_CUDA),yesyes)
-  CFLAGS_ASAN += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include
+  CFLAGS_ASAN += -DTR_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DTR_HAVE_NCCL,)
   ASAN_OBJ += $(patsubst %.cu,$(BUILD)/asan/%.o,$(CUDA_SRC))
   HEADERS  += $(wildcard tools/cudacpu/include/*.h)
   # DT_RPATH, not RUNPATH: ASan intercepts dlopen, and glibc searches a RUNPATH only of the

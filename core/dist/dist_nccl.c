@@ -6,12 +6,21 @@
  * needs it. The NCCL unique id is made by rank 0 and broadcast over MPI (a world of one
  * makes its own, so one rank on one GPU needs no mpirun).
  *
+ * The set-up is agreed: the ranks learn over MPI whether every one of them loaded libnccl,
+ * whether rank 0 made the id (it is broadcast with that flag) and whether every communicator
+ * came up, and all of them switch to NCCL or none does. So a rank that cannot load libnccl
+ * makes every rank of an "auto" run fall back to MPI together, instead of going on alone
+ * while the others wait for an id it never sends.
+ *
  * Streams: the reduction runs on a stream of its own. Each issue waits for an event recorded
  * on the device's compute stream (the gradients it reduces are final: issued while backward
  * goes on, dist_grads.c), each bucket is one ncclGroupStart/End of
  * in-place ncclAvg all-reduces, and the compute stream waits for the reduction's event
- * before the optimizer step. The host polls that event with the timeout: a rank that never
- * joins makes the others stop (ncclCommAbort), never hang. */
+ * before the optimizer step. The host polls that event with the timeout, and the
+ * communicator's asynchronous error beside it (what NCCL reports of a rank that exited or
+ * aborted, as its documentation asks callers to poll): a rank that never joins or fails makes
+ * the others stop (ncclCommAbort), never hang, and a failed all-reduce is never taken for a
+ * finished one. After an abort the state has no communicator and every later call says so. */
 #include "dist_internal.h"
 
 #include <stdio.h>
@@ -35,7 +44,9 @@ typedef struct nccl_api {
     ncclResult_t (*group_end)(void);
     ncclResult_t (*comm_destroy)(ncclComm_t);
     ncclResult_t (*comm_abort)(ncclComm_t);
+    ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t *);
     const char *(*error_string)(ncclResult_t);
+    const char *(*last_error)(ncclComm_t); /* NCCL 2.13 and newer; NULL before */
 } nccl_api;
 
 typedef struct nccl_state {
@@ -51,10 +62,27 @@ static int cuda_fail(tr_ctx *ctx, const char *call, cudaError_t e)
     return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): %s failed: %s", call, cudaGetErrorString(e));
 }
 
+/* NCCL's text for r, and its last error's message where the library has one */
+static void nccl_describe(const nccl_state *s, ncclResult_t r, char *out, size_t size)
+{
+    const char *last = s->api.last_error ? s->api.last_error(s->comm) : NULL;
+    snprintf(out, size, "%s%s%s", s->api.error_string ? s->api.error_string(r) : "unknown NCCL error",
+             last && *last ? ": " : "", last && *last ? last : "");
+}
+
 static int nccl_fail(tr_ctx *ctx, const nccl_state *s, const char *call, ncclResult_t r)
 {
-    return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): %s failed: %s", call,
-                   s->api.error_string ? s->api.error_string(r) : "unknown NCCL error");
+    char why[1200];
+    nccl_describe(s, r, why, sizeof why);
+    return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): %s failed: %s", call, why);
+}
+
+/* The communicator cannot be trusted any more: abort it (its collectives in flight end, the
+ * other ranks' waits too) and forget it. */
+static void abort_comm(nccl_state *s)
+{
+    if (s->comm) (void)s->api.comm_abort(s->comm); /* what it returns changes nothing: the run stops */
+    s->comm = NULL;
 }
 
 #define CUDA_TRY(ctx, call)                                                                                            \
@@ -83,10 +111,15 @@ static int load_api(tr_ctx *ctx, nccl_api *a)
         void **slot;
         const char *name;
     } syms[] = {
-        {(void **)&a->get_unique_id, "ncclGetUniqueId"}, {(void **)&a->comm_init_rank, "ncclCommInitRank"},
-        {(void **)&a->all_reduce, "ncclAllReduce"},      {(void **)&a->group_start, "ncclGroupStart"},
-        {(void **)&a->group_end, "ncclGroupEnd"},        {(void **)&a->comm_destroy, "ncclCommDestroy"},
-        {(void **)&a->comm_abort, "ncclCommAbort"},      {(void **)&a->error_string, "ncclGetErrorString"},
+        {(void **)&a->get_unique_id, "ncclGetUniqueId"},
+        {(void **)&a->comm_init_rank, "ncclCommInitRank"},
+        {(void **)&a->all_reduce, "ncclAllReduce"},
+        {(void **)&a->group_start, "ncclGroupStart"},
+        {(void **)&a->group_end, "ncclGroupEnd"},
+        {(void **)&a->comm_destroy, "ncclCommDestroy"},
+        {(void **)&a->comm_abort, "ncclCommAbort"},
+        {(void **)&a->error_string, "ncclGetErrorString"},
+        {(void **)&a->comm_get_async_error, "ncclCommGetAsyncError"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(a->lib, syms[i].name);
@@ -98,20 +131,80 @@ static int load_api(tr_ctx *ctx, nccl_api *a)
                            syms[i].name);
         }
     }
+    void *last = dlsym(a->lib, "ncclGetLastError");
+    memcpy(&a->last_error, &last, sizeof last);
     return 0;
 }
 
-/* The unique id from rank 0 to every rank, over MPI (a world of one: its own). */
+/* Whether every rank succeeded at a step of the set-up (mine_failed: this one did not): 0,
+ * or the error, TR_EUSER naming how many ranks failed (this rank's own error stays when it
+ * is one of them). */
+static int agree(tr_dist *d, tr_ctx *ctx, int mine_failed, const char *step)
+{
+    if (d->size == 1) return mine_failed ? tr_ctx_err(ctx)->status : 0;
+    /* this rank's own message, kept: the sum below overwrites ctx's error when it fails */
+    int st = mine_failed ? tr_ctx_err(ctx)->status : 0;
+    double failed = mine_failed ? 1.0 : 0.0;
+    int rc = tr_dist_allreduce_sum_f64(d, ctx, &failed, 1, step);
+    if (rc) return rc;
+    if (st) return st;
+    if (failed > 0) {
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "distributed (NCCL): %s failed on %g of %d ranks (their messages say why), so no rank uses "
+                       "NCCL",
+                       step, failed, d->size);
+    }
+    return 0;
+}
+
+/* The unique id from rank 0 to every rank, over MPI, with whether rank 0 made it (a world of
+ * one: its own). */
 static int share_id(tr_dist *d, tr_ctx *ctx, nccl_state *s, ncclUniqueId *id)
 {
-    if (d->rank == 0) NCCL_TRY(ctx, s, s->api.get_unique_id(id));
-    if (d->size == 1) return 0;
-    return tr_dist_bcast_bytes(d, ctx, id, sizeof *id, 0);
+    unsigned char msg[1 + sizeof *id];
+    memset(msg, 0, sizeof msg);
+    int st = 0;
+    if (d->rank == 0) {
+        ncclResult_t r = s->api.get_unique_id(id);
+        if (r == ncclSuccess) {
+            msg[0] = 1;
+            memcpy(msg + 1, id, sizeof *id);
+        } else {
+            st = nccl_fail(ctx, s, "ncclGetUniqueId", r);
+        }
+    }
+    if (d->size == 1) return st;
+    /* on rank 0 a failed broadcast overwrites ctx's error with its own, the one that matters */
+    int rc = tr_dist_bcast_bytes(d, ctx, msg, sizeof msg, 0);
+    if (rc) return rc;
+    if (st) return st;
+    if (!msg[0]) {
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "distributed (NCCL): rank 0 could not make the NCCL unique id (its message says why), so no "
+                       "rank uses NCCL");
+    }
+    memcpy(id, msg + 1, sizeof *id);
+    return 0;
 }
 
 int tr_dist_have_nccl(void)
 {
     return 1;
+}
+
+/* This rank's communicator, stream and events; 0 or the error. */
+static int open_comm(tr_dist *d, tr_ctx *ctx, nccl_state *s, const ncclUniqueId *id)
+{
+    CUDA_TRY(ctx, cudaSetDevice(s->device));
+    ncclResult_t r = s->api.comm_init_rank(&s->comm, d->size, *id, d->rank);
+    if (r != ncclSuccess) {
+        s->comm = NULL;
+        return nccl_fail(ctx, s, "ncclCommInitRank", r);
+    }
+    CUDA_TRY(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    CUDA_TRY(ctx, cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
+    CUDA_TRY(ctx, cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
+    return 0;
 }
 
 int tr_dist_use_nccl(tr_dist *d, tr_ctx *ctx, int device)
@@ -120,36 +213,14 @@ int tr_dist_use_nccl(tr_dist *d, tr_ctx *ctx, int device)
     nccl_state *s = calloc(1, sizeof *s);
     if (!s) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "distributed: out of host memory for the NCCL state");
     s->device = device;
-    int st = load_api(ctx, &s->api);
-    if (st) {
-        free(s);
-        return st;
-    }
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
-    if ((st = share_id(d, ctx, s, &id)) != 0) goto fail;
-    cudaError_t e = cudaSetDevice(device);
-    if (e != cudaSuccess) {
-        st = cuda_fail(ctx, "cudaSetDevice", e);
-        goto fail;
-    }
-    ncclResult_t r = s->api.comm_init_rank(&s->comm, d->size, id, d->rank);
-    if (r != ncclSuccess) {
-        st = nccl_fail(ctx, s, "ncclCommInitRank", r);
-        s->comm = NULL;
-        goto fail;
-    }
-    if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming)) != cudaSuccess) {
-        st = cuda_fail(ctx, "creating the NCCL stream and events", e);
-        goto fail;
-    }
+    /* every step is agreed, so that every rank gets here and leaves the same way */
+    int st = agree(d, ctx, load_api(ctx, &s->api) != 0, "loading libnccl");
+    if (st == 0) st = share_id(d, ctx, s, &id);
+    if (st == 0) st = agree(d, ctx, open_comm(d, ctx, s, &id) != 0, "setting up the NCCL communicator");
     d->nccl = s;
-    return 0;
-fail:
-    d->nccl = s;
-    tr_dist_nccl_release(d);
+    if (st) tr_dist_nccl_release(d);
     return st;
 }
 
@@ -173,6 +244,11 @@ int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo,
     nccl_state *s = d->nccl;
     *buckets = 0;
     if (hi <= lo) return 0;
+    if (!s->comm) {
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "distributed (NCCL): the communicator was aborted after an earlier failure (above); the run "
+                       "cannot go on");
+    }
     void *dev = tr_ctx_cuda_state(ctx, s->device);
     if (!dev) return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): cuda:%d has no state", s->device);
     cudaStream_t compute = (cudaStream_t)tr_cuda_stream(dev);
@@ -211,6 +287,11 @@ int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo,
 int tr_dist_nccl_wait(tr_dist *d, tr_ctx *ctx)
 {
     nccl_state *s = d->nccl;
+    if (!s->comm) {
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "distributed (NCCL): the communicator was aborted after an earlier failure (above); the run "
+                       "cannot go on");
+    }
     void *dev = tr_ctx_cuda_state(ctx, s->device);
     if (!dev) return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): cuda:%d has no state", s->device);
     cudaStream_t compute = (cudaStream_t)tr_cuda_stream(dev);
@@ -218,14 +299,28 @@ int tr_dist_nccl_wait(tr_dist *d, tr_ctx *ctx)
     CUDA_TRY(ctx, cudaEventRecord(s->done, s->stream));
     CUDA_TRY(ctx, cudaStreamWaitEvent(compute, s->done, 0));
     double deadline = tr_dist_now() + d->timeout_s;
-    tr_host_sync_note(TR_HOST_SYNC_EVENT);   /* the poll below is one host wait */
+    tr_host_sync_note(TR_HOST_SYNC_EVENT); /* the poll below is one host wait */
     for (;;) {
         cudaError_t e = cudaEventQuery(s->done);
+        /* after the query: a failure that ended the collective is seen with its completion */
+        ncclResult_t async = ncclSuccess, r = s->api.comm_get_async_error(s->comm, &async);
+        if (r != ncclSuccess) async = r;
+        if (async != ncclSuccess && async != ncclInProgress) {
+            char why[1200];
+            nccl_describe(s, async, why, sizeof why);
+            abort_comm(s);
+            return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                           "distributed: the NCCL all-reduce of the gradients failed on rank %d of %d: %s. The run "
+                           "stops on every rank; look above for the other ranks' messages.",
+                           d->rank, d->size, why);
+        }
         if (e == cudaSuccess) return 0;
-        if (e != cudaErrorNotReady) return cuda_fail(ctx, "cudaEventQuery (the NCCL all-reduce)", e);
+        if (e != cudaErrorNotReady) {
+            abort_comm(s);
+            return cuda_fail(ctx, "cudaEventQuery (the NCCL all-reduce)", e);
+        }
         if (tr_dist_now() > deadline) {
-            (void)s->api.comm_abort(s->comm);
-            s->comm = NULL;
+            abort_comm(s);
             return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                            "distributed: the NCCL all-reduce of the gradients did not complete within %g s on rank %d "
                            "of %d: a rank has died or hangs. The run stops on every rank; raise distributed.timeout "

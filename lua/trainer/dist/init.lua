@@ -104,7 +104,11 @@ function Dist:choose_backend()
     local dev = runtime.parse_device(self.device_name)
     local st = C.tr_dist_use_nccl(self.ptr, runtime.ctx, dev)
     if st == 0 then self.backend = "nccl" return self.backend end
-    if want == "nccl" then runtime.check(st, "dist.use_nccl") end
+    -- the set-up is agreed (core/dist/dist_nccl.c): every rank failed, and each says why
+    if want == "nccl" then
+      self:agree_to_fail()
+      runtime.check(st, "dist.use_nccl")
+    end
   end
   self.backend = self.size > 1 and "mpi" or "none"
   return self.backend

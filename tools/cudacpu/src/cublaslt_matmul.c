@@ -11,8 +11,8 @@
  * own tests) gets the product at once. Device memory is host memory, so the workspace serves
  * directly as f32 scratch. */
 #include "cublaslt_internal.h"
+#include "host_launch.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,22 +31,6 @@ static void run_job(void *arg)
     free(j->own);
     free(j->bgrad);
     free(j);
-}
-
-typedef int (*launch_host_fn)(cudaStream_t, void (*)(void *), void *);
-
-/* the emulated runtime's cudaLaunchHostFunc, from the program (which exports its symbols);
- * NULL in a program without it */
-static launch_host_fn launcher(void)
-{
-    static launch_host_fn fn;
-    static int looked;
-    if (!looked) {
-        void *sym = dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc");
-        memcpy(&fn, &sym, sizeof fn);
-        looked = 1;
-    }
-    return fn;
 }
 
 static int handle_ok(cublasLtHandle_t h) { return h && h->magic == LT_HANDLE_MAGIC; }
@@ -142,7 +126,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
         p.bgrad = j->bgrad;
     }
     j->p = p;
-    launch_host_fn launch = launcher();
+    cudacpu_launch_host_fn launch = cudacpu_host_launcher();
     if (!launch) {
         run_job(j);
     } else if (launch(stream, run_job, j) != 0) { /* cudaSuccess is 0; a bad stream handle */

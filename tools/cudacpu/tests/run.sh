@@ -135,6 +135,28 @@ else
   fail build_cublaslt_streams "$(grep -m1 -E 'error|undefined' "$log")"
 fi
 
+# ------------------------------------------------------------ NCCL between processes
+# nccl forks one process per rank (devices 0.. of CUDACPU_DEVICES=4); linked as the project's
+# programs are (the runtime's symbols exported, for the stand-in's cudaLaunchHostFunc)
+exe="$B/nccl"; log="$exe.build.log"
+if "$NVCC" -O2 -std=c++17 -Xcompiler -Wall,-Wextra,-Werror -c "$HERE/nccl.cu" -o "$exe.o" >"$log" 2>&1 &&
+  g++ -o "$exe" "$exe.o" -Wl,--export-dynamic "$OUT/lib64/libcudart_static.a" -L"$OUT/lib64" -Wl,-rpath,"$OUT/lib64" \
+    -lnccl -lpthread >>"$log" 2>&1; then
+  for m in deferred sync; do
+    for c in values rank_order group_chunks stream_order missing_wait_twin destroy_flushes peer_exit peer_abort \
+      abort_unblocks mismatch init_checks call_checks; do
+      expect_ok "nccl_$c[$m]" "$exe" $c CUDACPU_STREAMS=$m CUDACPU_DEVICES=4 CUDACPU_NCCL_TIMEOUT=30
+    done
+    for c in timeout init_missing_rank; do
+      expect_ok "nccl_$c[$m]" "$exe" $c CUDACPU_STREAMS=$m CUDACPU_DEVICES=4 CUDACPU_NCCL_TIMEOUT=1
+    done
+  done
+  expect_ok "nccl_missing_wait[deferred]" "$exe" missing_wait CUDACPU_STREAMS=deferred CUDACPU_DEVICES=4
+  expect_exit "bad_nccl_timeout" 2 "CUDACPU_NCCL_TIMEOUT=soon is not valid" "$exe" call_checks CUDACPU_NCCL_TIMEOUT=soon
+else
+  fail build_nccl "$(grep -m1 -E 'error|undefined' "$log")"
+fi
+
 # ------------------------------------------------------------ counters, settings
 if build counters; then
   for m in deferred sync; do
