@@ -1,29 +1,33 @@
 # bench/torch_train_step.py: one training configuration in one process, the PyTorch side of
 # bench/vs_pytorch.sh (its trainer twin is bench/train_step.lua; keep the two alike).
-# transformers' BertForSequenceClassification (random init, 2 labels, dropout 0.1), AdamW
+# transformers' AutoModelForSequenceClassification of one model family (--family: bert,
+# distilbert, mpnet, modernbert; the config fields and LoRA targets of bench/families.json, as
+# bench/train_step.lua reads them; random init, 2 labels), AdamW
 # (lr 1e-5), cross entropy, one fixed batch of random token ids; warm-up steps precede the
 # measured ones. Needs torch, transformers and peft (bench/vs_pytorch.sh --setup), never the
 # build or the tests.
 #
-#   python bench/torch_train_step.py --config fp32-full --layers 6 --hidden 384 --heads 12 \
-#       --intermediate 1536 --batch 32 --seq 128 --warmup 1 --steps 3
+#   python bench/torch_train_step.py --config fp32-full --family bert --layers 6 --hidden 384 \
+#       --heads 12 --intermediate 1536 --batch 32 --seq 128 --warmup 1 --steps 3
 # Configurations as in bench/train_step.lua:
 #   fp32-full       every parameter trains, fp32
-#   fp32-lora       peft LoraConfig(r=8, lora_alpha=16, lora_dropout=0, target_modules=
-#                   ["query", "value"]), no task type: only the adapters train
+#   fp32-lora       peft LoraConfig(r=8, lora_alpha=16, lora_dropout=0, target_modules= the
+#                   family's lora_targets), no task type: only the adapters train
 #   bf16-ckpt-lora  fp32-lora + torch.autocast("cpu", bfloat16) + gradient_checkpointing_enable
 #                   (every layer)
 # Prints one line: "tokens_s=N step_s=N threads=N".
 import argparse
+import json
 import os
 import time
 
 import torch
-from transformers import BertConfig, BertForSequenceClassification
+from transformers import AutoConfig, AutoModelForSequenceClassification
 
 p = argparse.ArgumentParser()
 p.add_argument("--config", default="fp32-full", choices=["fp32-full", "fp32-lora", "bf16-ckpt-lora"])
-for name, default in [("layers", 6), ("hidden", 384), ("heads", 12), ("intermediate", 1536), ("vocab", 30522),
+p.add_argument("--family", default="bert")
+for name, default in [("layers", 6), ("hidden", 384), ("heads", 12), ("intermediate", 1536),
                       ("seq", 128), ("batch", 32), ("warmup", 1), ("steps", 3)]:
     p.add_argument("--" + name, type=int, default=default)
 a = p.parse_args()
@@ -31,10 +35,16 @@ a = p.parse_args()
 # The same thread count as the trainer side: OMP_NUM_THREADS when set, else every core.
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count()))
 torch.manual_seed(1)
-cfg = BertConfig(vocab_size=a.vocab, hidden_size=a.hidden, num_hidden_layers=a.layers, num_attention_heads=a.heads,
-                 intermediate_size=a.intermediate, max_position_embeddings=max(512, a.seq),
-                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, num_labels=2)
-model = BertForSequenceClassification(cfg)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "families.json")) as f:
+    families = json.load(f)
+if a.family not in families or a.family.startswith("_"):
+    raise SystemExit(f"bench: --family {a.family} is not in bench/families.json")
+fam = families[a.family]
+fields = dict(fam["config"], vocab_size=fam["vocab_size"], num_labels=2)
+for flag, field in fam["shape"].items():
+    fields[field] = max(512, a.seq) if flag == "positions" else getattr(a, flag)
+cfg = AutoConfig.for_model(fam["model_type"], **fields)
+model = AutoModelForSequenceClassification.from_config(cfg)
 lora = a.config != "fp32-full"
 bf16 = a.config == "bf16-ckpt-lora"
 if bf16:
@@ -42,12 +52,12 @@ if bf16:
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 if lora:
     from peft import LoraConfig, get_peft_model
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["query", "value"]))
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=fam["lora_targets"]))
 model.train()
 opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=1e-5)
 
 g = torch.Generator().manual_seed(42)
-ids = torch.randint(1000, a.vocab, (a.batch, a.seq), generator=g)
+ids = torch.randint(1000, fam["vocab_size"], (a.batch, a.seq), generator=g)
 ids[:, 0], ids[:, -1] = 101, 102
 mask = torch.ones(a.batch, a.seq, dtype=torch.long)
 labels = torch.randint(0, 2, (a.batch,), generator=g)

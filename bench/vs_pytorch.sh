@@ -10,6 +10,8 @@
 #   bench/vs_pytorch.sh [--quick]      run (the venv must exist)
 #     --quick     all-MiniLM-L6-v2 shape only, fewer steps: a few minutes on 2 idle cores
 #     --shapes=LIST the 32 x 128 shapes to run, of "minilm bert-base" (default: both; --quick: minilm)
+#     --families=LIST the model families of the 32 x 128 rows, of "bert distilbert mpnet modernbert"
+#                 (default: bert; bench/families.json gives each one's config fields and LoRA targets)
 #     --train-only  only the 32 x 128 rows (no STS-B fine-tune, no encode)
 #     --encode-only only the encode rows
 #     ROUNDS=N    alternations A B per row (default 2): on a VM whose speed swings between runs,
@@ -19,6 +21,7 @@
 #
 # Rows:
 #   32 x 128 random token ids a step, AdamW, random init, 2-label classifier, cross entropy, for
+#   each family of --families
 #   the all-MiniLM-L6-v2 shape (6 layers x 384, 12 heads, 1536) and the BERT-base shape
 #   (12 x 768, 12 heads, 3072), in three configurations: fp32 full; fp32 LoRA r 8 on query and
 #   value; bf16 + checkpointing of every layer + LoRA (bench/train_step.lua against
@@ -42,7 +45,7 @@ THREADS=${THREADS:-$(nproc)}
 ROUNDS=${ROUNDS:-2}
 case "$ROUNDS" in ''|*[!0-9]*|0) echo "bench/vs_pytorch.sh: ROUNDS must be a whole number from 1, got '$ROUNDS'" >&2; exit 1 ;; esac
 MODEL=models/all-MiniLM-L6-v2
-quick=0 setup=0 run=1 shapes_opt="" train_only=0 encode_only=0
+quick=0 setup=0 run=1 shapes_opt="" train_only=0 encode_only=0 families="bert"
 for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
@@ -50,10 +53,12 @@ for a in "$@"; do
     --setup-only) setup=1; run=0 ;;
     --shapes=*) shapes_opt=${a#--shapes=}
       for s in $shapes_opt; do case "$s" in minilm|bert-base) ;; *) echo "bench/vs_pytorch.sh: --shapes: unknown shape $s (shapes: minilm, bert-base)" >&2; exit 1 ;; esac; done ;;
+    --families=*) families=${a#--families=}
+      for f in $families; do case "$f" in bert|distilbert|mpnet|modernbert) ;; *) echo "bench/vs_pytorch.sh: --families: unknown family $f (families: bert, distilbert, mpnet, modernbert)" >&2; exit 1 ;; esac; done ;;
     --train-only) train_only=1 ;;
     --encode-only) encode_only=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --train-only, --encode-only, --help)" >&2; exit 1 ;;
+    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --families=LIST, --train-only, --encode-only, --help)" >&2; exit 1 ;;
   esac
 done
 
@@ -128,19 +133,21 @@ echo 'print(require("trainer.core.ops").built("matmul", "cuda") and "cuda" or "c
 cuda_note=$(if [ "$(./trainer run "$work/built.lua" 2>/dev/null)" = cuda ]; then echo "a CUDA build; cuBLASLt is loaded on a GPU only"; else echo "a CPU-only build"; fi)
 
 # ---------------------------------------------------------------- 32 x 128 training steps
+for fam in $families; do
 for shape in $shapes; do
   for cfg in $configs; do
     for round in $rounds; do
-      progress "$shape $cfg round $round: trainer"
+      progress "$fam $shape $cfg round $round: trainer"
       # shellcheck disable=SC2046
-      measure "train.$shape.$cfg.$round.A" ./trainer run bench/train_step.lua --config "$cfg" $(shape_flags "$shape") \
-        --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
-      progress "$shape $cfg round $round: PyTorch"
+      measure "train.$fam.$shape.$cfg.$round.A" ./trainer run bench/train_step.lua --config "$cfg" --family "$fam" \
+        $(shape_flags "$shape") --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
+      progress "$fam $shape $cfg round $round: PyTorch"
       # shellcheck disable=SC2046
-      measure "train.$shape.$cfg.$round.B" "$PY" bench/torch_train_step.py --config "$cfg" $(shape_flags "$shape") \
-        --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
+      measure "train.$fam.$shape.$cfg.$round.B" "$PY" bench/torch_train_step.py --config "$cfg" --family "$fam" \
+        $(shape_flags "$shape") --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
     done
   done
+done
 done
 
 # ---------------------------------------------------------------- STS-B LoRA fine-tune
@@ -216,7 +223,7 @@ row() {
     for (i in RA) if (RA[i] + 0 > ma) ma = RA[i] + 0
     for (i in RB) if (RB[i] + 0 > mb) mb = RB[i] + 0
     if (ma > 0 && mb > 0) { mem = sprintf("%d / %d", ma, mb); mratio = sprintf("%.2fx", ma / mb) }
-    printf "| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n", label, shape, ta, tb, ratio, med, mem, mratio
+    printf "| %-36s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n", label, shape, ta, tb, ratio, med, mem, mratio
   }'
 }
 
@@ -233,17 +240,20 @@ echo "CPU flags: $(grep -o -w -e avx2 -e avx512f -e avx512_bf16 -e amx_bf16 -e a
 ./trainer run "$work/cpu_products.lua" 2>/dev/null || true
 echo "32 x 128 rows: $warmup warm-up + $steps measured step(s) per process; STS-B: $sts_steps steps; $ROUNDS rounds A B A B..."
 echo
-printf '| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "median" "peak RSS MiB" "ratio"
-printf '| %-30s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "" "" "" "" "" "" "trainer / PT" ""
+printf '| %-36s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "median" "peak RSS MiB" "ratio"
+printf '| %-36s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "" "" "" "" "" "" "trainer / PT" ""
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
+for fam in $families; do
 for shape in $shapes; do
   for cfg in $configs; do
     case "$cfg" in
       fp32-full) label="fp32 full, tok/s" ;; fp32-lora) label="fp32 LoRA q,v, tok/s" ;;
       bf16-ckpt-lora) label="bf16 + ckpt + LoRA, tok/s" ;;
     esac
-    row "$label" "$shape" "train.$shape.$cfg" tokens_s
+    [ "$fam" = bert ] || label="$fam $label"
+    row "$label" "$shape" "train.$fam.$shape.$cfg" tokens_s
   done
+done
 done
 if [ "$train_only" = 0 ]; then
 [ "$encode_only" = 1 ] || row "STS-B LoRA fine-tune, pairs/s" "minilm" sts samples_s
