@@ -273,6 +273,8 @@ echo
 [ "$train_only" = 1 ] || echo "texts for encode: $texts_note; whole process = sentences / wall time of \`trainer encode\` against a Python"
 [ "$train_only" = 1 ] || echo "process that imports sentence-transformers, loads the model and encodes (the in-process figures warm up on"
 [ "$train_only" = 1 ] || echo "one batch first, both sides)."
+nockpt=$(grep -l 'checkpointing=unsupported' "$work"/train.*.B.out 2>/dev/null | sed 's|.*/train\.\([a-z]*\)\..*|\1|' | sort -u | tr '\n' ' ' || true)
+[ -z "$nockpt" ] || echo "PyTorch side of bf16 + ckpt + LoRA without checkpointing for: $nockpt(transformers has none for that family)."
 echo "Throughput: mean of the rounds; ratio: the range of the rounds' trainer/PyTorch, and their median; peak RSS:"
 echo "the largest round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "Fixed cost of a process before any work (peak RSS): \`trainer run\` of an empty script $(rss base.A) MiB ($cuda_note),"
