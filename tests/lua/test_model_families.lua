@@ -185,6 +185,56 @@ return {
     assert(not ok and errors.message(err):find("sinusoidal_pos_embds is \"yes\", but it must be true or false", 1, true))
   end },
 
+  { "distilbert_lora_matches_peft", function()
+    -- PEFT's adapter (q_lin, v_lin) loaded by trainer.lora: the embedding and every adapter gradient
+    local lora = require("trainer.train.lora")
+    local m = trainer.load_model(data .. "/tiny_distilbert", { on_warning = quiet })
+    local names = lora.load(m, data .. "/tiny_distilbert_lora")
+    assert(#names == 4 and names[1] == "transformer.layer.0.attention.q_lin", table.concat(names, ","))
+    local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
+    local gl = st.load(data .. "/golden_tiny_distilbert_lora.safetensors")
+    local x = input_of(g)
+    m:eval():set_grad_enabled(true)
+    local e = m:forward(x)
+    local rel = rel_err(e:values(), values(gl, "embedding"))
+    assert(rel <= 1e-5, "embedding relative error " .. rel)
+    local lw = g:tensor("loss_weight", { tag = "activations" })
+    m:backward(lw)
+    local n = 0
+    for name, p in m:parameters() do
+      if p.trainable then
+        n = n + 1
+        local r = rel_err(p.grad:values(), values(gl, "grad." .. name))
+        assert(r <= 1e-3, ("%s: gradient relative error %g"):format(name, r))
+      end
+    end
+    assert(n == 8, n .. " trainable tensors")
+    e:free(); lw:free(); lib.free_input(x); g:close(); gl:close()
+    m:free()
+  end },
+
+  { "lora_targets_default_to_the_family", function()
+    local lora = require("trainer.train.lora")
+    local json = require("trainer.core.json")
+    local dir = lib.tmpdir()
+    for _, case in ipairs({ { "tiny_distilbert", "transformer.layer.1.attention.v_lin", "q_lin" },
+                            { "tiny_roberta_cls", "roberta.encoder.layer.1.attention.self.value", "query" } }) do
+      local m = trainer.load_model(data .. "/" .. case[1], { on_warning = quiet })
+      local names = lora.apply(m, { r = 2 })
+      assert(#names == 4 and names[4] == case[2], table.concat(names, ","))
+      lora.save(m, dir .. "/" .. case[1])
+      local c = json.read(dir .. "/" .. case[1] .. "/adapter_config.json")
+      assert(c.target_modules[1] == case[3] and #c.target_modules == 2, case[1])
+      m:free()
+    end
+    -- BERT's names on DistilBERT: the error names the family's own
+    local m = trainer.load_model(data .. "/tiny_distilbert", { on_warning = quiet })
+    local ok, err = pcall(lora.apply, m, { targets = { "query" } })
+    assert(not ok and errors.message(err):find("PEFT's defaults for distilbert models are q_lin, v_lin", 1, true),
+      errors.message(err))
+    m:free()
+  end },
+
   { "distilbert_tokenizer_specials", function()
     local tok = require("trainer.core.tokenizer").load(data .. "/tiny_distilbert")
     local g = st.load(data .. "/golden_tiny_distilbert.safetensors")

@@ -205,7 +205,9 @@ function M.plan_terms(c)
     head = head_terms(H) })
 end
 
--- PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["distilbert"]
+-- LoRA's targets when a recipe names none: the query and value projections, as for BERT
+-- (PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING has no "distilbert" entry; its
+-- DistilBERT examples name these two)
 M.peft_targets = { "q_lin", "v_lin" }
 
 return M
