@@ -240,7 +240,8 @@ return {
     local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
     local ids = g:tensor("input_ids")
     local mask = g:tensor("attention_mask")
-    local texts = require("trainer.core.json").read(data .. "/golden_tiny_distilbert_texts.json")
+    local texts = {}
+    for line in io.lines(data .. "/golden_tiny_bert_texts.txt") do texts[#texts + 1] = line end
     local b = tok:batch(texts, { max_length = 64 })
     local want, wm = ids:values(), mask:values()
     local got = b.input_ids:values()

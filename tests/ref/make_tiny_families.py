@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer, processors
 from transformers import (AutoTokenizer, DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel,
                           RobertaConfig, RobertaForSequenceClassification)
 
@@ -82,8 +83,18 @@ def randomize(model, seed, skip=()):
                 p[model.config.pad_token_id].zero_()
 
 
-def tokenizer_files(out, vocab, cls):
+def tokenizer_files(out, vocab, cls, one_type=False):
+    """The tiny WordPiece tokenizer; one_type: a pair's second text gets type id 0 too, as RoBERTa's
+    tokenizers give (its type_vocab_size is 1)."""
     tb.write_tokenizer(out, vocab, 64)
+    if one_type:
+        path = os.path.join(out, "tokenizer.json")
+        tok = Tokenizer.from_file(path)
+        ids = {t: i for i, t in enumerate(vocab)}
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+            special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+        tok.save(path)
     path = os.path.join(out, "tokenizer_config.json")
     with open(path, encoding="utf-8") as f:
         c = json.load(f)
@@ -167,7 +178,11 @@ def make_distil_embedder(vocab):
     t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "loss_weight": lw, **res, **grads(m)}
     ref = dict(res64, **grads(m64))
     report(t, ref)
-    tb.write_json(os.path.join(DATA, "golden_tiny_distilbert_texts.json"), TEXTS)
+    # the texts and pairs of the tiny BERT goldens (tests/cli/test_models.sh reads those files)
+    with open(os.path.join(DATA, "golden_tiny_bert_texts.txt"), encoding="utf-8") as f:
+        assert f.read().splitlines() == TEXTS
+    with open(os.path.join(DATA, "golden_tiny_bert_cls_pairs.tsv"), encoding="utf-8") as f:
+        assert [tuple(line.split("\t")) for line in f.read().splitlines()] == PAIRS
     save(os.path.join(DATA, "golden_tiny_distilbert.safetensors"), t)
 
 
@@ -178,14 +193,14 @@ def cls_loss(model, enc, labels):
     return {"logits": out.logits.detach(), "loss": out.loss.detach().reshape(1)}
 
 
-def make_classifier(name, model_cls, config, tok_class):
+def make_classifier(name, model_cls, config, tok_class, one_type=False):
     out = os.path.join(DATA, name)
     tb.fresh_dir(out)
     torch.manual_seed(7)
     model = model_cls(config)
     randomize(model, 7)
     model.save_pretrained(out, safe_serialization=True)
-    tokenizer_files(out, tb.build_vocab(), tok_class)
+    tokenizer_files(out, tb.build_vocab(), tok_class, one_type)
     tok = AutoTokenizer.from_pretrained(out)
     a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
     enc = tok(a, b, padding="longest", return_tensors="pt")
@@ -238,6 +253,7 @@ def make_distil_lora():
     with open(os.path.join(dest, "adapter_config.json")) as f:
         c = json.load(f)
     c["base_model_name_or_path"] = "tests/data/tiny_distilbert"
+    c["target_modules"] = sorted(c["target_modules"])   # PEFT writes a set: in any order
     with open(os.path.join(dest, "adapter_config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -274,7 +290,7 @@ def main():
                                   bos_token_id=2, eos_token_id=3, hidden_act="gelu", layer_norm_eps=1e-5,
                                   initializer_range=INIT_STD, architectures=["RobertaForSequenceClassification"],
                                   **labels),
-                    "BertTokenizer")
+                    "BertTokenizer", one_type=True)
 
 
 if __name__ == "__main__":
