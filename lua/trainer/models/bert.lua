@@ -12,8 +12,10 @@
 -- fields M.shaped_family fills in. Three top-level models share the encoder:
 --   BertModel           embeddings.*, encoder.layer.N.*, pooler.* (optional);
 --   SentenceEncoder     the same names (the BertModel is transparent) + Pooling (+ Normalize);
---   SequenceClassifier  PREFIX. (the family's: "bert.", "roberta.") + the BertModel with
---                       pooler, classifier.*.
+--   SequenceClassifier  PREFIX. (the family's: "bert.") + the BertModel with pooler,
+--                       classifier.*;
+--   HeadClassifier      PREFIX. + the BertModel without pooler + a head on the first token
+--                       (spec.head: RoBERTa's classifier.dense / out_proj, DistilBERT's).
 -- Each holds `rng = { seed, step }`, shared by every dropout site (keys (seed, step,
 -- layer, op)): the training loop sets model.rng.step; a re-run forward replays masks.
 -- Inputs: input_ids [B, T] i32/i64, attention_mask [B, T] (nil: all ones), token_type_ids
