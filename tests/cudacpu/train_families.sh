@@ -10,12 +10,18 @@
 #   train_distil_bf16_ckpt_lora     the same in bf16, checkpointing every layer, LoRA on the
 #                                   family's default targets (q_lin, v_lin): within 1e-2;
 #   train_distil_cls_fp32_full      the DistilBERT classifier, cross-entropy, fp32: within 1e-5;
-#   train_distil_cls_bf16_ckpt_lora its bf16 + checkpointing + LoRA run, the head saved
-#                                   (modules_to_save pre_classifier, classifier): within 1e-2;
+#   train_distil_cls_ckpt_lora      checkpointing every layer + LoRA with the head saved
+#                                   (modules_to_save pre_classifier, classifier), fp32: within 1e-5;
+#   train_distil_cls_bf16_ckpt_lora the same in bf16: loss within 1e-2, clip norm within 2e-2 (the
+#                                   ReLUs of the feed-forward and the head pass a gradient or none
+#                                   by the sign of a bf16 value, which the devices' different sums
+#                                   round apart near 0: measured 1.2e-2 where the GELU runs stay
+#                                   under 4e-3; the fp32 run above holds the same path to 1e-5);
 #   train_roberta_cls_fp32_full     the RoBERTa classifier, fp32: within 1e-5.
 set -u
 . "$(dirname "$0")/train_lib.sh"
-names "train_distil_fp32_full train_distil_bf16_ckpt_lora train_distil_cls_fp32_full train_distil_cls_bf16_ckpt_lora train_roberta_cls_fp32_full"
+names "train_distil_fp32_full train_distil_bf16_ckpt_lora train_distil_cls_fp32_full train_distil_cls_ckpt_lora
+  train_distil_cls_bf16_ckpt_lora train_roberta_cls_fp32_full"
 need_cuda
 fixture
 
@@ -54,9 +60,12 @@ train cls_cuda "$FX/distil_cls.lua" device=cuda; b=$?
 judge train_distil_cls_fp32_full cls_cuda $b cls_cpu $a "$FP32"
 
 LORA_HEAD='lora={r=4,alpha=8,dropout=0.1,modules_to_save={"pre_classifier","classifier"}}'
+train cls_lora_cpu "$FX/distil_cls.lua" device=cpu checkpoint='{every=1}' "$LORA_HEAD"; a=$?
+train cls_lora_cuda "$FX/distil_cls.lua" device=cuda checkpoint='{every=1}' "$LORA_HEAD"; b=$?
+judge train_distil_cls_ckpt_lora cls_lora_cuda $b cls_lora_cpu $a "$FP32"
 train cls_bf16_cpu "$FX/distil_cls.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; a=$?
 train cls_bf16_cuda "$FX/distil_cls.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; b=$?
-judge train_distil_cls_bf16_ckpt_lora cls_bf16_cuda $b cls_bf16_cpu $a "$BF16"
+judge train_distil_cls_bf16_ckpt_lora cls_bf16_cuda $b cls_bf16_cpu $a "loss:1e-2,grad_norm:2e-2,lr:0,tokens:0"
 
 train roberta_cpu "$FX/distil_cls.lua" device=cpu model.from="$D/tiny_roberta_cls"; a=$?
 train roberta_cuda "$FX/distil_cls.lua" device=cuda model.from="$D/tiny_roberta_cls"; b=$?
