@@ -17,11 +17,17 @@
 #                                   by the sign of a bf16 value, which the devices' different sums
 #                                   round apart near 0: measured 1.2e-2 where the GELU runs stay
 #                                   under 4e-3; the fp32 run above holds the same path to 1e-5);
-#   train_roberta_cls_fp32_full     the RoBERTa classifier, fp32: within 1e-5.
+#   train_roberta_cls_fp32_full     the RoBERTa classifier, fp32: within 1e-5;
+#   train_plan_distil_fp32, train_plan_distil_bf16_ckpt_lora
+#                                   `trainer plan device=cuda --json` of a random DistilBERT
+#                                   classifier of tests/lua/test_plan_families.lua's shape (dim 64,
+#                                   4 layers) on the fixture's long pairs at max_length 32, against
+#                                   the ledger of its cuda run, per tag within 15 % or 64 KiB
+#                                   (plan_compare.lua, as train_plan.sh holds BERT's).
 set -u
 . "$(dirname "$0")/train_lib.sh"
 names "train_distil_fp32_full train_distil_bf16_ckpt_lora train_distil_cls_fp32_full train_distil_cls_ckpt_lora
-  train_distil_cls_bf16_ckpt_lora train_roberta_cls_fp32_full"
+  train_distil_cls_bf16_ckpt_lora train_roberta_cls_fp32_full train_plan_distil_fp32 train_plan_distil_bf16_ckpt_lora"
 need_cuda
 fixture
 
@@ -70,4 +76,28 @@ judge train_distil_cls_bf16_ckpt_lora cls_bf16_cuda $b cls_bf16_cpu $a "loss:1e-
 train roberta_cpu "$FX/distil_cls.lua" device=cpu model.from="$D/tiny_roberta_cls"; a=$?
 train roberta_cuda "$FX/distil_cls.lua" device=cuda model.from="$D/tiny_roberta_cls"; b=$?
 judge train_roberta_cls_fp32_full roberta_cuda $b roberta_cpu $a "$FP32"
+
+cat >"$FX/distil_plan.lua" <<LUA
+return {
+  steps = 2,
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 },
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+  model = { arch = "distilbert", init = "random", tokenizer = "$FX/cls", task = "classification", num_labels = 3,
+    max_length = 32, config = { dim = 64, n_layers = 4, n_heads = 4, hidden_dim = 256, vocab_size = 500,
+    max_position_embeddings = 512 } },
+  data = { train = "$FX/long.jsonl", columns = { "sentence1", "sentence2", "label" } },
+}
+LUA
+plan_check() { # NAME RUN overrides...
+  local name=$1 run=$2 why rc; shift 2
+  "$TRAINER" plan "$FX/distil_plan.lua" device=cuda "$@" --json >"$W/$run.plan.json" 2>"$W/$run.plan.err" || {
+    fail "$name" "trainer plan failed: $(tail -n 2 "$W/$run.plan.err" | tr '\n' ' ')"; return; }
+  train "$run" "$FX/distil_plan.lua" device=cuda "$@"; rc=$?
+  if [ $rc != 0 ]; then fail "$name" "the cuda run failed (rc $rc): $(tail -n 2 "$W/runs/$run.log" | tr '\n' ' ')"
+  elif why=$("$TRAINER" run tests/cudacpu/plan_compare.lua "$W/$run.plan.json" "$W/runs/$run" 2>&1); then pass "$name" "$why"
+  else fail "$name" "$why"; fi
+}
+plan_check train_plan_distil_fp32 plan_fp32 precision=fp32
+plan_check train_plan_distil_bf16_ckpt_lora plan_bf16 precision=bf16 checkpoint='{every=1}' "$LORA"
 finish
