@@ -6,7 +6,8 @@
 # classifiers (their first-token heads) full in fp32 and under LoRA in bf16 with
 # checkpointing, the head saved. Each run ends with a finite loss; a full run's checkpoint
 # holds transformers' names and runs `trainer encode` / `trainer classify`; an adapter's config
-# names the targets applied.
+# names the targets applied; a run resumed from its step-2 checkpoint (the DistilBERT
+# classifier's full weights, the embedder's bf16 adapter) gives the unbroken run's losses.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
@@ -61,6 +62,24 @@ train distil_lora_bf16_ckpt "$TMP/emb.lua" precision=bf16 'checkpoint={every=1}'
 if grep -q '"q_lin"' "$TMP/distil_lora_bf16_ckpt/checkpoint-4/adapter_config.json" 2>/dev/null; then
   pass distil_lora_default_targets
 else fail distil_lora_default_targets "no q_lin in adapter_config.json"; fi
+
+# resume NAME: the run NAME again from its checkpoint-2 (the folder as a run stopped there left
+# it), its losses of steps 3-4 the unbroken run's, bit for bit
+resume() { # NAME RECIPE overrides...
+  local name=$1 recipe=$2 b="$TMP/$1_resumed"; shift 2
+  rm -rf "$b"; cp -r "$TMP/$name" "$b"; rm -rf "$b/checkpoint-4"
+  head -n 2 "$TMP/$name/metrics.jsonl" >"$b/metrics.jsonl"
+  run_trainer "$recipe" out="$b" resume=latest "$@"
+  expect_rc "${name}_resume_rc" 0
+  steps() { sed -E 's/.*"loss": ?([-0-9.e+]+).*"step": ?([0-9]+).*/\2 \1/' "$1" | tr '\n' ';'; }
+  if [ "$(steps "$TMP/$name/metrics.jsonl")" = "$(steps "$b/metrics.jsonl")" ] && [ -n "$(steps "$b/metrics.jsonl")" ]; then
+    pass "${name}_resume_same_losses"
+  else fail "${name}_resume_same_losses" "$(steps "$TMP/$name/metrics.jsonl") vs $(steps "$b/metrics.jsonl")"; fi
+}
+train distil_cls_saved "$TMP/cls.lua" save.every=2
+resume distil_cls_saved "$TMP/cls.lua" save.every=2
+train distil_lora_saved "$TMP/emb.lua" save.every=2 precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
+resume distil_lora_saved "$TMP/emb.lua" save.every=2 precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
 
 for f in distilbert roberta; do
   train ${f}_cls_full "$TMP/cls.lua" model.from="$D/tiny_${f}_cls"
