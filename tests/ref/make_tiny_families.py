@@ -183,7 +183,7 @@ def make_distil_embedder(vocab):
     st_emb = SentenceTransformer(out, device="cpu").encode(TEXTS, convert_to_tensor=True, batch_size=len(TEXTS))
     cos = F.cosine_similarity(st_emb.float(), res["embedding"], dim=1).min().item()
     assert cos >= 0.99999, cos
-    print(f"sentence-transformers {SentenceTransformer.__module__.split('.')[0]}: embedding cosine >= {cos:.7f}")
+    print(f"sentence-transformers' encode of tiny_distilbert: cosine with the golden >= {cos:.7f}")
     # the texts and pairs of the tiny BERT goldens (tests/cli/test_models.sh reads those files)
     with open(os.path.join(DATA, "golden_tiny_bert_texts.txt"), encoding="utf-8") as f:
         assert f.read().splitlines() == TEXTS
