@@ -86,10 +86,11 @@ end
 function M.apply(model, spec)
   if spec == false or spec == nil then return {} end
   local s = M.normalize(spec)
-  local family = require("trainer.models.registry").of_model(model)
-  if not s.targets then
+  if not s.targets then   -- the family's default target_modules, as PEFT's mapping gives them
+    local family = require("trainer.models.registry").of_model(model)
     if not family then
-      errors.user("lora.targets: this model was not built by a model family, so it has no default targets; give them")
+      errors.user("lora.targets: this model was not built by a model family, so it has no default targets; give "
+        .. "targets (module-name suffixes, e.g. { \"query\", \"value\" })")
     end
     s.targets = family.peft_targets
   end
@@ -108,6 +109,7 @@ function M.apply(model, spec)
       end
     end
   end
+  local family = require("trainer.models.registry").of_model(model)
   for _, t in ipairs(s.targets) do
     if not found[t] then
       errors.user("lora.targets: %q matches no Linear module of this model; its Linear modules are %s (a target " ..
@@ -207,7 +209,7 @@ end
 function M.save(model, dir, spec, base_model_name_or_path)
   if not model.lora then errors.user("lora.save: the model has no LoRA adapters (call lora.apply or lora.load first)") end
   spec = spec and M.normalize(spec) or model.lora.spec
-  spec.targets = spec.targets or model.lora.spec.targets   -- the family's defaults, as applied
+  if not spec.targets then spec.targets = model.lora.spec.targets end   -- the family's default, as applied
   mkdir_p(dir)
   local st = require("trainer.core.safetensors")
   local path = dir .. "/" .. M.weights_file
