@@ -235,6 +235,25 @@ return {
     m:free()
   end },
 
+  { "distilbert_dropout_sites", function()
+    -- no dropout after out_lin; model.dropout sets every other site (embeddings, attention
+    -- probabilities, the feed-forward's output, the head's)
+    local m = trainer.load_model(data .. "/tiny_distilbert_cls", { on_warning = quiet })
+    local fam = registry.of_model(m)
+    fam.set_dropout(m, 0.3)
+    local seen = { attn = 0, zero = 0, set = 0 }
+    for _, mod in m:named_modules() do
+      if mod.__name == "SelfAttention" then
+        seen.attn = seen.attn + 1
+        assert(mod.attn_p == 0.3 and mod.dropout.p == 0, "attention: probabilities 0.3, out_lin's output none")
+        seen.zero = seen.zero + 1
+      elseif mod.__name == "Dropout" and mod.p == 0.3 then seen.set = seen.set + 1 end
+    end
+    -- embeddings + 2 feed-forwards + the head
+    assert(seen.attn == 2 and seen.set == 4, ("%d attention blocks, %d dropouts at 0.3"):format(seen.attn, seen.set))
+    m:free()
+  end },
+
   { "distilbert_tokenizer_specials", function()
     local tok = require("trainer.core.tokenizer").load(data .. "/tiny_distilbert")
     local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
