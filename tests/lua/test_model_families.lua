@@ -130,6 +130,31 @@ return {
     want:free(); r:close(); m:free()
   end },
 
+  { "distilbert_sinusoidal_table_missing_from_a_checkpoint", function()
+    -- a checkpoint without the table: the computed one, said in a warning
+    local dir = lib.tmpdir() .. "/nopos"
+    assert(native.mkdir_p(dir))
+    for _, f in ipairs({ "config.json", "tokenizer.json", "vocab.txt" }) do
+      assert(native.write_file(dir .. "/" .. f, lib.read(data .. "/tiny_distilbert/" .. f)))
+    end
+    local r = st.load(data .. "/tiny_distilbert/model.safetensors")
+    local list, want = {}, nil
+    for _, n in ipairs(r:names()) do
+      local t = r:tensor(n)
+      if n == "embeddings.position_embeddings.weight" then want = t:values(); t:free()
+      else list[#list + 1] = { n, t } end
+    end
+    r:close()
+    st.save(dir .. "/model.safetensors", list)
+    for _, e in ipairs(list) do e[2]:free() end
+    local warned = {}
+    local m = trainer.load_model(dir, { on_warning = function(w) warned[#warned + 1] = w end })
+    assert(#warned == 1 and warned[1]:find("position_embeddings", 1, true), table.concat(warned, "\n"))
+    local got = m:parameter_map()["embeddings.position_embeddings.weight"].value:values()
+    for i = 1, #want do assert(math.abs(got[i] - want[i]) <= 1e-7, i) end
+    m:free()
+  end },
+
   { "distilbert_classifier_matches_transformers", function()
     local m = classifier_parity("tiny_distilbert_cls")
     assert(m.config.activation == "relu")
