@@ -46,6 +46,7 @@ from transformers import (AutoTokenizer, DistilBertConfig, DistilBertForSequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
 import make_tiny_bert as tb  # noqa: E402  (the vocabulary and tokenizer files of the tiny BERT)
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
