@@ -9,8 +9,8 @@
  * f32 a block of batch elements at a time (attention is independent per batch element),
  * with the dropout stream offset by the block's first element so that element
  * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse (f32)
- * and the mask (i32 or f32) are used in place. A relative-position bias table (f32, tiny)
- * is read in place; its gradient (f32) is accumulated in place, through per-(b, h) sums by
+ * and the mask (i32 or f32) are used in place. A relative-position bias table (tiny) is
+ * staged whole (read in place when f32); its gradient (f32) is accumulated in place, through per-(b, h) sums by
  * relative position (B x H x (2T - 1) floats of workspace, the kernel's rel->dist). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
@@ -52,10 +52,7 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
                   {NULL, NULL, NULL, 0, 0, 0}, rel_table};
     r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
     if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
-    if (rel_table) {
-        r.rel = (tr_attn_relpos){rel_table->data, drel_table ? drel_table->data : NULL, NULL, rel_table->shape[0],
-                                 c->i[0], (int)c->i[1]};
-    }
+    if (rel_table) r.rel = (tr_attn_relpos){NULL, NULL, NULL, rel_table->shape[0], c->i[0], (int)c->i[1]};
     int rc =
         tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r.T, r.D, r.nthreads) * sizeof(float), (void **)&r.scratch);
     if (rc == TR_OK && drel_table)
@@ -66,9 +63,13 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
     return rc;
 }
 
-static const tr_attn_relpos *attn_rel(const attn_run *r)
+/* The run's bias with the block's table and gradient pointers (staged by the loop), or NULL. */
+static const tr_attn_relpos *attn_rel(attn_run *r, float *table, float *dtable)
 {
-    return r->rel_table ? &r->rel : NULL;
+    if (!r->rel_table) return NULL;
+    r->rel.table = table;
+    r->rel.dtable = dtable;
+    return &r->rel;
 }
 
 static tr_attn_dropout *attn_block(attn_run *r, tr_attn_dropout *drop, int64_t b0)
@@ -88,6 +89,7 @@ static int mask_dtype(const tr_tensor *mask)
 static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
     [FWD(out)] = TR_ROWS_BLOCK, [FWD(lse)] = TR_ROWS_ONE, [FWD(q)] = TR_ROWS_BLOCK,
     [FWD(k)] = TR_ROWS_BLOCK,   [FWD(v)] = TR_ROWS_BLOCK, [FWD(mask)] = TR_ROWS_ONE,
+    [FWD(rel_bias)] = TR_ROWS_WHOLE,
 };
 
 static int fwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t C, void *work)
@@ -95,7 +97,7 @@ static int fwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb
     attn_run *r = work;
     tr_attn_dropout drop;
     tr_k_attention_fwd_rel_f32(p[FWD(out)], p[FWD(lse)], p[FWD(q)], p[FWD(k)], p[FWD(v)], p[FWD(mask)],
-                               mask_dtype(c->attention.mask), attn_block(r, &drop, b0), attn_rel(r), r->scale, nb,
+                               mask_dtype(c->attention.mask), attn_block(r, &drop, b0), attn_rel(r, p[FWD(rel_bias)], NULL), r->scale, nb,
                                r->T, r->H, r->D, r->scratch, r->nthreads);
     return TR_OK;
 }
@@ -114,6 +116,7 @@ static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
     [BWD(dq)] = TR_ROWS_BLOCK,   [BWD(dk)] = TR_ROWS_BLOCK, [BWD(dv)] = TR_ROWS_BLOCK,
     [BWD(dout)] = TR_ROWS_BLOCK, [BWD(q)] = TR_ROWS_BLOCK,  [BWD(k)] = TR_ROWS_BLOCK,
     [BWD(v)] = TR_ROWS_BLOCK,    [BWD(lse)] = TR_ROWS_ONE,  [BWD(mask)] = TR_ROWS_ONE,
+    [BWD(drel_bias)] = TR_ROWS_DIRECT, [BWD(rel_bias)] = TR_ROWS_WHOLE,
 };
 
 static int bwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t C, void *work)
@@ -122,8 +125,8 @@ static int bwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb
     tr_attn_dropout drop;
     tr_k_attention_bwd_rel_f32(p[BWD(dq)], p[BWD(dk)], p[BWD(dv)], p[BWD(dout)], p[BWD(q)], p[BWD(k)], p[BWD(v)],
                                p[BWD(lse)], p[BWD(mask)], mask_dtype(c->attention_backward.mask),
-                               attn_block(r, &drop, b0), attn_rel(r), r->scale, nb, r->T, r->H, r->D, r->scratch,
-                               r->nthreads);
+                               attn_block(r, &drop, b0), attn_rel(r, p[BWD(rel_bias)], p[BWD(drel_bias)]), r->scale,
+                               nb, r->T, r->H, r->D, r->scratch, r->nthreads);
     return TR_OK;
 }
 

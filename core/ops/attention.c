@@ -60,8 +60,9 @@ static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *const *bthd,
     return TR_OK;
 }
 
-/* The relative-position bias table [num_buckets, H] (f32; the dtype rule checks that), its
- * gradient of the same shape, the bucketing's scalars and the window. */
+/* The relative-position bias table [num_buckets, H] (a float dtype; the gradient f32: the
+ * dtype rules check those), its gradient of the same shape, the bucketing's scalars and the
+ * window. */
 static int check_position(tr_ctx *ctx, const char *op, const tr_tensor *q, const tr_tensor *rel_bias,
                           const tr_tensor *drel_bias, int64_t max_distance, int64_t bidirectional, int64_t window)
 {

@@ -117,7 +117,8 @@ int tr_op_tanh_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const
  * none. scale <= 0 means 1/sqrt(D). dropout_p in [0, 1) on the attention probabilities,
  * drawn from key (element ((b*H + h)*T + i)*T + j of key's stream); key may be NULL when
  * dropout_p == 0. Memory: O(threads * 64 * T) scratch, never T x T per head.
- * rel_bias: NULL, or a relative-position bias table [num_buckets, H] f32 (MPNet's and T5's
+ * rel_bias: NULL, or a relative-position bias table [num_buckets, H] (f32, or half: a frozen
+ * table under bf16 / fp16; read in f32) (MPNet's and T5's
  * relative_attention_bias): the score of query i and key j of head h gains
  * rel_bias[bucket(j - i), h] after the scaling, bucket() being T5's bucketing of the relative
  * position with num_buckets (the table's rows: >= 4 bidirectional, >= 2 otherwise),
