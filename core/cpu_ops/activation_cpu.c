@@ -1,4 +1,4 @@
-/* activation_cpu.c — the CPU slots of GELU, softmax and tanh over kernels/cpu/gelu.c,
+/* activation_cpu.c — the CPU slots of GELU (and ReLU, its kind 2), softmax and tanh over kernels/cpu/gelu.c,
  * softmax.c and tanh.c. Half tensors are converted to f32 span by span on each thread for
  * GELU and tanh, and staged in chunks of rows for softmax (whose sums are always f32). */
 #include "ops_nn.h"
@@ -67,7 +67,7 @@ static int run(tr_ctx *ctx, const tr_op_call *c, const tr_op_desc *d, int kind)
 {
     const tr_tensor *y = c->gelu_backward.dx, *a = c->gelu_backward.dout, *b = c->gelu_backward.x;
     int rowwise = kind == ACT_SOFTMAX_FWD || kind == ACT_SOFTMAX_BWD;
-    int arg = c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF;
+    int arg = c->i[0] == TR_OP_ACT_RELU ? TR_GELU_RELU : c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF;
     int all_f32 = y->dtype == TR_F32 && a->dtype == TR_F32 && (!b || b->dtype == TR_F32);
     if (!rowwise && !all_f32) {
         span_kind k = {kind, arg};

@@ -8,7 +8,7 @@
 
 static int gelu_approx(const tr_op_call *c)
 {
-    return c->i[0] == TR_OP_GELU_TANH ? 1 : 0;
+    return c->i[0] == TR_OP_ACT_RELU ? 2 : c->i[0] == TR_OP_GELU_TANH ? 1 : 0;
 }
 
 TR_CSLOT_DEFINE(gelu)

@@ -19,10 +19,10 @@ static int same_shapes(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d)
 
 static int gelu_kind_check(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d)
 {
-    if (c->i[0] != TR_OP_GELU_ERF && c->i[0] != TR_OP_GELU_TANH)
+    if (c->i[0] != TR_OP_GELU_ERF && c->i[0] != TR_OP_GELU_TANH && c->i[0] != TR_OP_ACT_RELU)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "%s: GELU kind %lld is unknown: use 0 (erf, BERT's \"gelu\") or 1 (tanh, "
-                       "\"gelu_new\" / \"gelu_pytorch_tanh\")",
+                       "%s: GELU kind %lld is unknown: use 0 (erf, BERT's \"gelu\"), 1 (tanh, "
+                       "\"gelu_new\" / \"gelu_pytorch_tanh\") or 2 (ReLU)",
                        d->name, (long long)c->i[0]);
     return same_shapes(ctx, c, d);
 }

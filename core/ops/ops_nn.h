@@ -20,10 +20,13 @@
 #include "tensor.h"
 #include "rng.h"
 
-/* GELU forms: BERT's "gelu" (erf) and "gelu_new" / "gelu_pytorch_tanh" (tanh). */
+/* GELU forms: BERT's "gelu" (erf) and "gelu_new" / "gelu_pytorch_tanh" (tanh); the gelu op
+ * and its backward also take ReLU (DistilBERT's activation = "relu", its classification
+ * head), which the fused bias / linear GELU ops do not. */
 typedef enum tr_gelu_kind {
     TR_OP_GELU_ERF = 0,
-    TR_OP_GELU_TANH = 1
+    TR_OP_GELU_TANH = 1,
+    TR_OP_ACT_RELU = 2
 } tr_gelu_kind;
 
 /* ------------------------------------------------------------ matmul, linear */

@@ -44,7 +44,9 @@ TR_SIMD_CLONES static void KFN(gelu_fwd_span)(REAL *out, const REAL *x, int64_t 
     const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
     const REAL k = (REAL)0.79788456080286535588;    /* sqrt(2/pi) */
     const REAL c = (REAL)0.044715;
-    if (approx == TR_GELU_TANH) {
+    if (approx == TR_GELU_RELU) {
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0;
+    } else if (approx == TR_GELU_TANH) {
         for (int64_t i = 0; i < n; i++) {
             REAL v = x[i];
             out[i] = (REAL)0.5 * v * (1 + tanh(k * (v + c * v * v * v)));
@@ -62,7 +64,9 @@ TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const 
 {
     const REAL k = (REAL)0.79788456080286535588;
     const REAL c = (REAL)0.044715;
-    if (approx == TR_GELU_TANH) {
+    if (approx == TR_GELU_RELU) {
+        for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0 ? dout[i] : 0;
+    } else if (approx == TR_GELU_TANH) {
         for (int64_t i = 0; i < n; i++) {
             REAL v = x[i];
             REAL t = tanh(k * (v + c * v * v * v));

@@ -8,7 +8,9 @@
 
 #include <stdint.h>
 
-enum { TR_GELU_ERF = 0, TR_GELU_TANH = 1 };
+/* TR_GELU_RELU: max(x, 0) (gradient 1 where x > 0, else 0, as PyTorch's), the same kernels'
+ * third form, for DistilBERT's activation = "relu". */
+enum { TR_GELU_ERF = 0, TR_GELU_TANH = 1, TR_GELU_RELU = 2 };
 
 /* out[n] (=); out may alias x. */
 void tr_k_gelu_fwd_f32(float *out, const float *x, int64_t n, int approx);

@@ -1,4 +1,4 @@
-/* activation.cu — GELU (erf and tanh forms) and tanh on the GPU, forward and backward,
+/* activation.cu — GELU (erf and tanh forms, and ReLU as approx 2) and tanh on the GPU, forward and backward,
  * the twins of kernels/cpu/gelu.c and tanh.c. One thread per element in a grid-stride
  * loop; fp32 math, one rounding to the output dtype. In-place (out == x, dx == dout) is
  * allowed: each element is read before it is written by the same thread. */
@@ -50,7 +50,7 @@ extern "C" int tr_k_gelu_fwd_cuda(void *out, int out_dt, const void *x, int x_dt
     int rc = want3("gelu", out_dt, x_dt, x_dt, n, err);
     if (rc || n == 0) return rc;
     gelu_fwd_kernel<<<tr_cuda_grid(n, ACT_THREADS), ACT_THREADS, 0, (cudaStream_t)stream>>>(out, out_dt, x, x_dt, n,
-                                                                                           approx != 0);
+                                                                                           approx);
     return tr_cuda_launched("gelu", err);
 }
 
@@ -60,7 +60,7 @@ extern "C" int tr_k_gelu_bwd_cuda(void *dx, int dx_dt, const void *dout, int dou
     int rc = want3("gelu_backward", dx_dt, dout_dt, x_dt, n, err);
     if (rc || n == 0) return rc;
     gelu_bwd_kernel<<<tr_cuda_grid(n, ACT_THREADS), ACT_THREADS, 0, (cudaStream_t)stream>>>(
-        dx, dx_dt, dout, dout_dt, x, x_dt, n, approx != 0);
+        dx, dx_dt, dout, dout_dt, x, x_dt, n, approx);
     return tr_cuda_launched("gelu_backward", err);
 }
 

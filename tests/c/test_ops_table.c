@@ -795,7 +795,8 @@ static void ref_dl_bwd(double **t, const int64_t *d, const tr_op_call *c)
 static void sc_gelu(const int64_t *d, tr_op_call *c) { c->i[0] = d[2]; }
 static void ref_gelu(double **t, const int64_t *d, const tr_op_call *c)
 {
-    tr_k_gelu_fwd_f64(t[0], t[1], d[0] * d[1], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+    int form = c->i[0] == TR_OP_ACT_RELU ? TR_GELU_RELU : c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF;
+    tr_k_gelu_fwd_f64(t[0], t[1], d[0] * d[1], form);
 }
 static void ref_softmax(double **t, const int64_t *d, const tr_op_call *c)
 {
@@ -955,9 +956,10 @@ static const op_case cases[] = {
     { "layernorm_backward", sh_layernorm_bwd, sc_ln, NULL, "layernorm",
       { G(3), G(4), G(5), D(0), I(3), I(4), S(1), S(2) }, .nd = 3,
       .dims = { DIMS(3, 7, 1), DIMS(1, 1, 0), DIMS(4, 5, 0) } },
-    { "gelu", sh_unary, sc_gelu, ref_gelu, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(1, 1, 1), DIMS(5, 3, 1) } },
-    { "gelu_backward", sh_unary_bwd, sc_gelu, NULL, "gelu", { G(1), D(0), I(1) }, .nd = 2,
-      .dims = { DIMS(3, 7, 0), DIMS(1, 5, 1) } },
+    { "gelu", sh_unary, sc_gelu, ref_gelu, .nd = 4,
+      .dims = { DIMS(3, 7, 0), DIMS(1, 1, 1), DIMS(5, 3, 1), DIMS(4, 6, 2) } },
+    { "gelu_backward", sh_unary_bwd, sc_gelu, NULL, "gelu", { G(1), D(0), I(1) }, .nd = 3,
+      .dims = { DIMS(3, 7, 0), DIMS(1, 5, 1), DIMS(3, 5, 2) } },
     { "softmax", sh_unary, NULL, ref_softmax, .nd = 3, .dims = { DIMS(3, 7), DIMS(1, 1), DIMS(4, 13) } },
     { "softmax_backward", sh_unary_bwd, NULL, NULL, "softmax", { G(1), D(0), S(0) }, .nd = 2,
       .dims = { DIMS(3, 7), DIMS(1, 1) } },

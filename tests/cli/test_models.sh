@@ -28,6 +28,18 @@ expect_rc classify_tiny_rc 0
 echo "$OUT" >"$TMP/cls"
 check classify_tiny_labels_equal_golden labels "$TMP/cls" $D/golden_tiny_bert_cls.safetensors entailment neutral contradiction
 
+# the other families' tiny folders (tests/ref/make_tiny_families.py): the same texts and pairs
+run_trainer encode $D/tiny_distilbert $D/golden_tiny_bert_texts.txt --batch 3
+expect_rc encode_distilbert_rc 0
+echo "$OUT" >"$TMP/emb_distil"
+check encode_distilbert_equals_golden embeddings "$TMP/emb_distil" $D/golden_tiny_distilbert.safetensors embedding
+for f in tiny_distilbert_cls tiny_roberta_cls; do
+  run_trainer classify $D/$f $D/golden_tiny_bert_cls_pairs.tsv
+  expect_rc classify_${f}_rc 0
+  echo "$OUT" >"$TMP/cls_$f"
+  check classify_${f}_labels_equal_golden labels "$TMP/cls_$f" $D/golden_$f.safetensors entailment neutral contradiction
+done
+
 run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt --max-length 5
 expect_out tokenize_max_length_truncates "[2,"
 if echo "$OUT" | awk -F, '{ if (NF > 5) exit 1 }'; then pass tokenize_max_length_at_most_5; else fail tokenize_max_length_at_most_5 "$OUT"; fi

@@ -12,6 +12,11 @@ local T = require("trainer.core.tensor")
 local root = native.root()
 local shape = { hidden_size = 32, num_hidden_layers = 3, num_attention_heads = 4, intermediate_size = 64,
                 vocab_size = 60, max_position_embeddings = 64 }
+-- the same shape in the config.json fields of a family that names them its own way
+local own_shapes = {
+  distilbert = { dim = 32, n_layers = 3, n_heads = 4, hidden_dim = 64, vocab_size = 60, max_position_embeddings = 64 },
+}
+local function shape_of(name) return own_shapes[name] or shape end
 
 local function raises(fn, ...)
   local ok, err = pcall(fn, ...)
@@ -30,6 +35,7 @@ local function has(text, what) assert(text:find(what, 1, true), ("%q not in: %s"
 local forbidden = {
   { "models[%./]bert", "the BERT family's module" },
   { "models[%./]roberta", "the RoBERTa family's module" },
+  { "models[%./]distilbert", "the DistilBERT family's module" },
   { "%f[%w_]bert%.%a", "a field of the BERT family" },
   { "%f[%w_]roberta%.%a", "a field of the RoBERTa family" },
   { "Bert[ML][oa][dy]e[lr]", "a BERT class name" },
@@ -95,14 +101,15 @@ return {
 
   { "model_types_map_to_families", function()
     local types = registry.model_types()
-    assert(table.concat(types, ",") == "bert,roberta,xlm-roberta,camembert", table.concat(types, ","))
+    assert(table.concat(types, ",") == "bert,roberta,xlm-roberta,camembert,distilbert", table.concat(types, ","))
     local bert, roberta = require("trainer.models.bert"), require("trainer.models.roberta")
     assert(registry.family("bert") == bert and bert.name == "bert")
     for _, t in ipairs({ "roberta", "xlm-roberta", "camembert" }) do
       assert(registry.family(t) == roberta, t .. " is not built by the RoBERTa family")
     end
     local fams = registry.families()
-    assert(#fams == 2 and fams[1] == bert and fams[2] == roberta, "families: " .. #fams)
+    assert(#fams == 3 and fams[1] == bert and fams[2] == roberta, "families: " .. #fams)
+    assert(registry.family("distilbert") == require("trainer.models.distilbert") and fams[3].name == "distilbert")
     assert(table.concat(registry.model_types_of(roberta), ",") == "roberta,xlm-roberta,camembert")
     -- the recipe key model.arch takes exactly the registry's model_types
     local keys_text = io.open(root .. "/lua/trainer/recipe/keys.lua"):read("*a")
@@ -115,7 +122,7 @@ return {
     raw.model_type = "gpt2"
     local msg = raises(registry.config, raw, "models/x/config.json")
     has(msg, "models/x/config.json")
-    has(msg, 'model_type "gpt2" is not supported (bert, roberta, xlm-roberta, camembert)')
+    has(msg, 'model_type "gpt2" is not supported (bert, roberta, xlm-roberta, camembert, distilbert)')
     msg = raises(registry.config, shape, "model.config", "mpnet")
     has(msg, "model.arch")
     has(msg, '"mpnet"')
@@ -190,7 +197,7 @@ return {
   { "layers_and_stacks_survive_checkpointing", function()
     local checkpoint = require("trainer.train.grad_checkpoint")
     for _, fam in ipairs(registry.families()) do
-      local cfg = fam.config(shape, "test")
+      local cfg = fam.config(shape_of(fam.name), "test")
       local m = fam.build("embedding", { config = cfg, seed = 2 })
       assert(#fam.layer_stacks(m) == 1, fam.name .. ": one layer stack")
       local plain = fam.layers(m)
@@ -208,7 +215,7 @@ return {
     local lora = require("trainer.train.lora")
     for _, fam in ipairs(registry.families()) do
       assert(type(fam.peft_targets) == "table" and #fam.peft_targets > 0, fam.name .. ": no peft_targets")
-      local m = fam.build("embedding", { config = fam.config(shape, "test"), seed = 3 })
+      local m = fam.build("embedding", { config = fam.config(shape_of(fam.name), "test"), seed = 3 })
       local names = lora.apply(m, { r = 2, targets = fam.peft_targets })
       assert(#names == #fam.peft_targets * shape.num_hidden_layers, fam.name .. ": adapted " .. #names)
       m:free()
@@ -219,12 +226,13 @@ return {
     local plan = require("trainer.plan")
     for _, arch in ipairs(registry.model_types()) do
       for _, task in ipairs({ "embedding", "classification" }) do
-        local cfg, fam = registry.config(shape, "test", arch)
+        local cfg, fam = registry.config(shape_of(arch), "test", arch)
         local m = fam.build(task, { config = cfg, seed = 4, num_labels = 5, pooler = false })
         local n = 0
         for _, p in m:parameters() do n = n + p.value:numel() end
         m:free()
-        local p = plan.estimate({ model = { arch = arch, config = shape, task = task, num_labels = 5 }, device = "cpu" },
+        local p = plan.estimate({ model = { arch = arch, config = shape_of(arch), task = task, num_labels = 5 },
+          device = "cpu" },
           { cpu_gemm = "openblas" })
         assert(p.parameters == n, ("%s %s: the plan counts %d parameters, the model has %d"):format(arch, task,
           p.parameters, n))

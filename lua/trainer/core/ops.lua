@@ -163,11 +163,13 @@ function M.dropout_add_layernorm_backward(dout, sum, weight, mean, rstd, dweight
   return dx, dres
 end
 
-M.GELU_ERF, M.GELU_TANH = 0, 1
-local gelu_kinds = { gelu = 0, erf = 0, gelu_new = 1, gelu_pytorch_tanh = 1, tanh = 1, gelu_fast = 1 }
+-- the gelu op's forms; "relu" (2) only through gelu / gelu_backward, not the fused bias and
+-- linear GELU ops
+M.GELU_ERF, M.GELU_TANH, M.RELU = 0, 1, 2
+local gelu_kinds = { gelu = 0, erf = 0, gelu_new = 1, gelu_pytorch_tanh = 1, tanh = 1, gelu_fast = 1, relu = 2 }
 function M.gelu_kind(name)
   local k = gelu_kinds[name or "gelu"]
-  if not k then errors.user("unsupported activation %q (gelu, gelu_new, gelu_pytorch_tanh)", tostring(name)) end
+  if not k then errors.user("unsupported activation %q (gelu, gelu_new, gelu_pytorch_tanh, relu)", tostring(name)) end
   return k
 end
 

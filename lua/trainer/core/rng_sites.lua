@@ -13,6 +13,7 @@ M.dropout = {
   attention_output = 2,  -- attention.output.dropout
   feedforward_output = 3, -- output.dropout of the feed-forward block
   head = 4,              -- the dropout before a classification head (layer: head_layer)
+  head_input = 5,        -- a head's dropout of the first token before its dense (RoBERTa's)
   lora = 7,              -- lora_dropout of an adapter (layer: lora_layer)
 }
 

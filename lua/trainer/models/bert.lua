@@ -12,8 +12,10 @@
 -- fields M.shaped_family fills in. Three top-level models share the encoder:
 --   BertModel           embeddings.*, encoder.layer.N.*, pooler.* (optional);
 --   SentenceEncoder     the same names (the BertModel is transparent) + Pooling (+ Normalize);
---   SequenceClassifier  PREFIX. (the family's: "bert.", "roberta.") + the BertModel with
---                       pooler, classifier.*.
+--   SequenceClassifier  PREFIX. (the family's: "bert.") + the BertModel with pooler,
+--                       classifier.*;
+--   HeadClassifier      PREFIX. + the BertModel without pooler + a head on the first token
+--                       (spec.head: RoBERTa's classifier.dense / out_proj, DistilBERT's).
 -- Each holds `rng = { seed, step }`, shared by every dropout site (keys (seed, step,
 -- layer, op)): the training loop sets model.rng.step; a re-run forward replays masks.
 -- Inputs: input_ids [B, T] i32/i64, attention_mask [B, T] (nil: all ones), token_type_ids
@@ -70,6 +72,7 @@ M.config_fields = fields
 
 local function describe(f)
   if f[2] == "string" then return "a string" end
+  if f[2] == "boolean" then return "true or false" end
   local lo = (f.open_low and "> " or ">= ") .. tostring(f[3])
   local hi = (f.open_high and "< " or "<= ") .. tostring(f[4])
   return ("%s %s and %s"):format(f[2] == "integer" and "a whole number" or "a number", lo, hi)
@@ -83,20 +86,24 @@ local function shown(v)
 end
 
 -- Raises the error of field f of cfg (from source) unless its value is of its type and
--- range; a null (json.null) where null is allowed becomes nil.
-local function check_field(cfg, f, source)
+-- range; a null (json.null) where null is allowed becomes nil. fields: the family's list
+-- (BERT's by default), whose required ones a missing field's message names; label: the
+-- family's name in it ("BERT").
+local function check_field(cfg, f, source, fields_of, label)
   local name, v = f[1], cfg[f[1]]
   if type(v) == "userdata" and f.nullable then cfg[name] = nil return end
   if v == nil then
     if f.required then
-      errors.user("%s: %s is missing; a BERT config.json gives it as %s (the fields needed are hidden_size, "
-        .. "num_hidden_layers, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)",
-        source, name, describe(f))
+      local needed = {}
+      for _, g in ipairs(fields_of or fields) do if g.required then needed[#needed + 1] = g[1] end end
+      errors.user("%s: %s is missing; a %s config.json gives it as %s (the fields needed are %s)",
+        source, name, label or "BERT", describe(f), table.concat(needed, ", "))
     end
     return
   end
   local ok
   if f[2] == "string" then ok = type(v) == "string"
+  elseif f[2] == "boolean" then ok = type(v) == "boolean"
   else
     ok = type(v) == "number" and v == v
       and (f.open_low and v > f[3] or not f.open_low and v >= f[3])
@@ -141,6 +148,11 @@ local function shaped_config(fam, spec, raw, source)
   end
   if spec.finish_config then spec.finish_config(cfg, source) end
   return cfg
+end
+
+-- Checks every field of a family's list in cfg (a copy it may write: nulls become nil).
+function M.check_fields(cfg, fields_of, source, label)
+  for _, f in ipairs(fields_of) do check_field(cfg, f, source, fields_of, label) end
 end
 
 -- ---------------------------------------------------------------- positions
@@ -205,7 +217,8 @@ local BertModel = Module:extend("BertModel")
 M.BertModel = BertModel
 
 -- opts: seed (init and dropout), pooler (default true), device, init ("random" default, or
--- "none": parameters stay as allocated), rng (a shared { seed, step } table),
+-- "none": parameters stay as allocated), rng (a shared { seed, step } table), names ({ encoder,
+-- attention_name, attention = SelfAttention's, ffn = FeedForward's }: other weight names),
 -- activation_dtype (of the embeddings' output, hence of every activation after it:
 -- "bf16" / "f16" run the encoder in half with f32 weights; default the weights' dtype).
 function BertModel.new(cfg, opts)
@@ -218,7 +231,10 @@ function BertModel.new(cfg, opts)
   c.device = opts.device
   c.activation_dtype = opts.activation_dtype
   self:add_module("embeddings", Embeddings.new(c, self.rng))
-  self:add_module("encoder", Encoder.new(c, self.rng))
+  -- opts.names: another family's weight names for the same modules (trainer.models.distilbert)
+  local names = opts.names or {}
+  c.names, c.ffn_names, c.attention_name = names.attention, names.ffn, names.attention_name
+  self:add_module(names.encoder or "encoder", Encoder.new(c, self.rng), "encoder")
   if opts.pooler ~= false then self:add_module("pooler", Pooler.new(c)) end
   if opts.init ~= "none" then M.init_weights(self, cfg, opts.seed or 0) end
   return self
@@ -379,6 +395,48 @@ function SequenceClassifier:backward(dlogits)
   return nil
 end
 
+-- ---------------------------------------------------------------- HeadClassifier
+-- A family's *ForSequenceClassification whose head reads the first token's hidden row itself
+-- (trainer.nn.classification_head: RoBERTa's dense + tanh + out_proj, DistilBERT's
+-- pre_classifier + ReLU + classifier), over a BertModel without pooler.
+local HeadClassifier = Module:extend("HeadClassifier")
+M.HeadClassifier = HeadClassifier
+
+-- bert: a BertModel without pooler; num_labels; opts: prefix (the family's weight_prefix),
+-- head (ClassificationHead's opts: dense, out, act, input_dropout), under (the name the head
+-- is added under: "classifier" for RoBERTa, "" for DistilBERT), p (the head's dropout),
+-- device, seed, init.
+function HeadClassifier.new(bert, num_labels, opts)
+  local ClassificationHead = require("trainer.nn.classification_head")
+  local self = HeadClassifier:create()
+  local cfg = bert.config
+  self.rng, self.config, self.num_labels, self.task = bert.rng, cfg, num_labels, "classification"
+  self:add_module(opts.prefix, bert, "bert")
+  local h = {}
+  for k, v in pairs(opts.head) do h[k] = v end
+  h.p, h.rng, h.layer, h.device = opts.p, self.rng, sites.head_layer(cfg.num_hidden_layers), opts.device
+  self:add_module(opts.under, ClassificationHead.new(cfg.hidden_size, num_labels, h), "head")
+  if opts.init ~= "none" then
+    M.init_weights(self.head, cfg, (opts.seed or 0) + 7919, opts.under == "" and "" or opts.under .. ".")
+  end
+  return self
+end
+
+-- -> logits [B, num_labels]; the head reads row 0 only, so padding rows are skipped
+-- (self.pack_rows = false computes them).
+function HeadClassifier:forward(input)
+  local ok, logits = pcall(T.scope, function()
+    return self.head:forward(self.bert:forward(input, { pack_rows = self.pack_rows ~= false }))
+  end)
+  if not ok then self:clear_saved(); error(logits, 0) end
+  return logits
+end
+
+function HeadClassifier:backward(dlogits)
+  T.scope(function() self.bert:backward(T.scope(function() return self.head:backward(dlogits) end)) end)
+  return nil
+end
+
 -- ---------------------------------------------------------------- init
 -- transformers' _init_weights: Linear and Embedding weights ~ N(0, initializer_range),
 -- biases 0, LayerNorm weight 1 / bias 0, the padding rows of embeddings 0. Seeded: the
@@ -390,7 +448,7 @@ function M.init_weights(model, cfg, seed, prefix)
     k = k + 1
     local full = (prefix or "") .. name
     local v = p.value
-    if full:match("LayerNorm%.weight$") then v:fill(1)
+    if full:match("LayerNorm%.weight$") or full:match("layer_norm%.weight$") then v:fill(1)
     elseif full:match("%.bias$") then v:fill(0)
     else
       local dtype, device = v:dtype(), v:device()
@@ -418,7 +476,16 @@ function M.init_weights(model, cfg, seed, prefix)
 end
 
 -- ---------------------------------------------------------------- loading weights
-local prefixes = { "", "bert.", "roberta.", "model." }
+-- "", every family's weight_prefix (a *ForSequenceClassification's encoder), "model."
+local prefix_list
+local function prefixes_now()
+  if not prefix_list then
+    prefix_list = { "" }
+    for _, fam in ipairs(registry.families()) do prefix_list[#prefix_list + 1] = fam.weight_prefix .. "." end
+    prefix_list[#prefix_list + 1] = "model."
+  end
+  return prefix_list
+end
 local known_buffers = { "position_ids$", "token_type_ids$" }
 
 local function is_buffer(name)
@@ -429,6 +496,7 @@ end
 -- The checkpoint key for a model parameter name: itself, or with the model's own prefix
 -- stripped and any of the known prefixes added (checkpoints with or without "bert.").
 local function candidates(name)
+  local prefixes = prefixes_now()
   local base = name
   for _, p in ipairs(prefixes) do
     if p ~= "" and name:sub(1, #p) == p then base = name:sub(#p + 1) break end
@@ -503,7 +571,7 @@ end
 
 -- Whether a safetensors reader holds pooler weights (under any known prefix).
 function M.has_pooler(reader)
-  for _, p in ipairs(prefixes) do if reader:has(p .. "pooler.dense.weight") then return true end end
+  for _, p in ipairs(prefixes_now()) do if reader:has(p .. "pooler.dense.weight") then return true end end
   return false
 end
 
@@ -538,7 +606,14 @@ local function build(fam, task, opts)
     errors.user("%s.build: opts.config must be a config checked by %s.config", fam.name, fam.name)
   end
   local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype }
-  if task == "classification" then
+  local head = fam.head
+  if task == "classification" and head then
+    base_opts.pooler = false
+    local p = cfg.classifier_dropout
+    if type(p) ~= "number" then p = cfg.hidden_dropout_prob end
+    return HeadClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = fam.weight_prefix,
+      head = head, under = head.under, p = p, device = opts.device, seed = opts.seed, init = opts.init })
+  elseif task == "classification" then
     return SequenceClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3,
       { prefix = fam.weight_prefix, device = opts.device, seed = opts.seed, init = opts.init })
   elseif task == "embedding" then
@@ -554,6 +629,40 @@ end
 local function is_head_param(name)
   return name:match("^classifier%.") ~= nil or name:match("%.pooler%.") ~= nil
 end
+
+-- Whether a reader holds a checkpoint's tensor named `leaf` under any prefix.
+local function has_tensor(reader, leaf)
+  for _, n in ipairs(reader:names()) do
+    if n == leaf or n:sub(-#leaf - 1) == "." .. leaf then return true end
+  end
+  return false
+end
+M.has_tensor = has_tensor
+
+-- The head parts of a family whose head reads the first token (spec.head: its names under
+-- `under`): has_head, is_head_param and the plan's head terms.
+local function head_fields(head)
+  local at = head.under == "" and "" or head.under .. "."
+  local dense, out = at .. head.dense, at .. head.out
+  local function has(reader) return has_tensor(reader, out .. ".weight") end
+  local function is_param(name)
+    return name:sub(1, #dense + 1) == dense .. "." or name:sub(1, #out + 1) == out .. "."
+  end
+  local function terms(H)
+    return function(K)
+      local by = head.under ~= "" and { head.under } or {}
+      local function saved(name, leaf)
+        local t = { name, leaf }
+        for _, b in ipairs(by) do t[#t + 1] = b end
+        return t
+      end
+      return { { n = H * H + H, rows = H, cols = H, product = true, linear = dense, saved_by = saved(dense, head.dense) },
+               { n = K * H + K, rows = K, cols = H, product = true, linear = out, saved_by = saved(out, head.out) } }
+    end
+  end
+  return has, is_param, terms
+end
+M.head_fields = head_fields
 
 -- ---------------------------------------------------------------- structure
 local function instances(model, class)
@@ -591,11 +700,17 @@ end
 -- one layer's kept bytes for a.tokens tokens of a.bytes each: all of them (a.full), or under
 -- LoRA what the input gradients and the adapters on a.sites (of rank a.rank) need; the
 -- layer input's share; a segment boundary; the embeddings'; the backward's transient peak.
-local function plan_terms(c)
-  local H, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
-  local A, V = c.num_attention_heads, c.vocab_size
-  local P, TV = c.max_position_embeddings or 512, c.type_vocab_size or 2
-  local linears = Layer.linears({ hidden_size = H, intermediate_size = I })
+-- d: the shape (H hidden, L layers, I intermediate, A heads, V vocabulary, P positions, TV token
+-- types), names (Layer.linears' renames: names, ffn_names, attention_name: another family's
+-- weight names for BERT's layer) and head(K), the head's parameters.
+function M.shaped_plan_terms(d)
+  local H, L, I, A, V, P, TV = d.H, d.L, d.I, d.A, d.V, d.P, d.TV
+  local n = d.names or {}
+  local linears = Layer.linears({ hidden_size = H, intermediate_size = I, names = n.names, ffn_names = n.ffn_names,
+    attention_name = n.attention_name })
+  -- q, k, v read the layer's input; the attention's output dense is the fourth
+  local qkv, out_dense = {}, linears[4][1]
+  for i = 1, 3 do qkv[linears[i][1]] = true end
   local layer = {}
   for _, lin in ipairs(linears) do
     layer[#layer + 1] = { n = lin[2] * lin[3], rows = lin[3], cols = lin[2], product = true, linear = lin[1] }   -- [out, in]
@@ -618,7 +733,7 @@ local function plan_terms(c)
       per_layer = (5 * N * H + N * I) * e + stats
       local inputs = {}
       for _, lin in ipairs(a.sites) do
-        local src = lin[1]:match("^attention%.self%.") and "layer" or lin[1]
+        local src = qkv[lin[1]] and "layer" or lin[1]
         if not inputs[src] then inputs[src] = N * lin[2] * e end
         per_layer = per_layer + N * a.rank * e
       end
@@ -626,21 +741,29 @@ local function plan_terms(c)
       for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
       -- the attention output, kept on CUDA for the backward's row terms (nn/attention.lua):
       -- a tensor of its own unless an adapted output dense keeps the same one as its input
-      if a.gpu and not inputs["attention.output.dense"] then per_layer = per_layer + N * H * e end
+      if a.gpu and not inputs[out_dense] then per_layer = per_layer + N * H * e end
     end
     -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e,
              embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H) * e }
   end
+  local embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H } }
+  if TV > 0 then embeddings[#embeddings + 1] = { n = TV * H, rows = TV, cols = H } end
+  embeddings[#embeddings + 1] = { n = 2 * H, rows = 2 * H, cols = 1 }
   return {
     layers = L, positions = P, linears = linears, layer = layer, activations = activations,
-    embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H }, { n = TV * H, rows = TV, cols = H },
-                   { n = 2 * H, rows = 2 * H, cols = 1 } },
+    embeddings = embeddings, head = d.head,
+  }
+end
+
+local function plan_terms(c)
+  local H = c.hidden_size
+  return M.shaped_plan_terms({ H = H, L = c.num_hidden_layers, I = c.intermediate_size, A = c.num_attention_heads,
+    V = c.vocab_size, P = c.max_position_embeddings or 512, TV = c.type_vocab_size or 2,
     head = function(K)
       return { { n = H * H + H, rows = H, cols = H, product = true, linear = "pooler.dense", saved_by = { "pooler", "pooler.dense" } },
                { n = K * H + K, rows = K, cols = H, product = true, linear = "classifier", saved_by = { "classifier" } } }
-    end,
-  }
+    end })
 end
 
 -- ---------------------------------------------------------------- the family
@@ -657,7 +780,20 @@ function M.shaped_family(spec, F)
   F.position_ids = spec.position_ids or absolute_position_ids
   F.build = function(task, opts) return build(F, task, opts or {}) end
   F.load_weights, F.state_list, F.has_head, F.is_head_param = M.load_weights, M.state_list, M.has_head, is_head_param
-  F.layer_stacks, F.layers, F.set_dropout, F.plan_terms = layer_stacks, layers, set_dropout, plan_terms
+  -- spec.head: a head on the first token (nn.classification_head's names and activation)
+  -- instead of BERT's pooler + classifier
+  F.head = spec.head
+  if spec.head then
+    local terms
+    F.has_head, F.is_head_param, terms = head_fields(spec.head)
+    F.plan_terms = function(c)
+      local t = plan_terms(c)
+      t.head = terms(c.hidden_size)
+      return t
+    end
+  end
+  F.layer_stacks, F.layers, F.set_dropout = layer_stacks, layers, set_dropout
+  F.plan_terms = F.plan_terms or plan_terms
   -- PEFT's target_modules for the family when none are given (its
   -- TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)
   F.peft_targets = spec.peft_targets or { "query", "value" }

@@ -24,6 +24,7 @@ local lines = {
   { "roberta", "trainer.models.roberta" },
   { "xlm-roberta", "trainer.models.roberta" },
   { "camembert", "trainer.models.roberta" },   -- RoBERTa's shape and weights, a SentencePiece vocabulary
+  { "distilbert", "trainer.models.distilbert" },
 }
 
 local module_of = {}

@@ -8,12 +8,14 @@
 --     pad_token_id at the pads; the position table's row pad_token_id is the padding row;
 --   * so the longest input is max_position_embeddings - pad_token_id - 1 tokens;
 --   * token types: as the config says (type_vocab_size 1 in released checkpoints).
--- Its classification head is BERT's (pooler + classifier under "roberta."), not yet
--- transformers' RobertaClassificationHead.
+--   * classification: transformers' RobertaClassificationHead on the first token (dropout,
+--     classifier.dense, tanh, dropout, classifier.out_proj), no pooler, the encoder under
+--     "roberta." as RobertaForSequenceClassification saves it.
 local bert = require("trainer.models.bert")
 local errors = require("trainer.core.errors")
 
-local spec = { name = "roberta", weight_prefix = "roberta" }
+local spec = { name = "roberta", weight_prefix = "roberta",
+  head = { under = "classifier", dense = "dense", out = "out_proj", act = "tanh", input_dropout = true } }
 
 function spec.max_positions(cfg) return cfg.max_position_embeddings - cfg.pad_token_id - 1 end
 

@@ -26,11 +26,14 @@ local packing = require("trainer.nn.packing")
 local SelfAttention = Module:extend("SelfAttention")
 
 -- The Linear children: { name, in, out, field } in construction order (and so parameter
--- order). trainer.plan reads the same list through Layer.linears.
+-- order). trainer.plan reads the same list through Layer.linears. cfg.names (a family whose
+-- layers compute BERT's math under other weight names: DistilBERT's q_lin, ...) renames
+-- children by field: names.query, names.key, names.value, names.dense, names.norm,
+-- names.dropout.
 function SelfAttention.linears(cfg)
-  local C = cfg.hidden_size
-  return { { "self.query", C, C, "query" }, { "self.key", C, C, "key" }, { "self.value", C, C, "value" },
-           { "output.dense", C, C, "dense" } }
+  local C, n = cfg.hidden_size, cfg.names or {}
+  return { { n.query or "self.query", C, C, "query" }, { n.key or "self.key", C, C, "key" },
+           { n.value or "self.value", C, C, "value" }, { n.dense or "output.dense", C, C, "dense" } }
 end
 
 -- cfg: hidden_size, num_attention_heads, attention_probs_dropout_prob, hidden_dropout_prob,
@@ -43,8 +46,10 @@ function SelfAttention.new(cfg, rng, layer)
   self.attn_p = cfg.attention_probs_dropout_prob or 0
   self.rng, self.layer = rng, layer
   for _, l in ipairs(SelfAttention.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
-  self:add_module("output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
-  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, sites.dropout.attention_output), "dropout")
+  local n = cfg.names or {}
+  self:add_module(n.norm or "output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
+  self:add_module(n.dropout or "output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer,
+    sites.dropout.attention_output), "dropout")
   return self
 end
 

@@ -17,9 +17,11 @@ local TANH_GELU = ops.gelu_kind("gelu_new")
 
 -- The Linear children: { name, in, out, field } in construction order (and so parameter
 -- order). trainer.plan reads the same list through Layer.linears.
+-- cfg.ffn_names renames children by field (dense1, dense2, norm, dropout), as cfg.names does
+-- SelfAttention's.
 function FeedForward.linears(cfg)
-  local C, I = cfg.hidden_size, cfg.intermediate_size
-  return { { "intermediate.dense", C, I, "dense1" }, { "output.dense", I, C, "dense2" } }
+  local C, I, n = cfg.hidden_size, cfg.intermediate_size, cfg.ffn_names or {}
+  return { { n.dense1 or "intermediate.dense", C, I, "dense1" }, { n.dense2 or "output.dense", I, C, "dense2" } }
 end
 
 function FeedForward.new(cfg, rng, layer)
@@ -27,8 +29,10 @@ function FeedForward.new(cfg, rng, layer)
   local C, o = cfg.hidden_size, { device = cfg.device }
   self.act = ops.gelu_kind(cfg.hidden_act or "gelu")
   for _, l in ipairs(FeedForward.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
-  self:add_module("output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
-  self:add_module("output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer, sites.dropout.feedforward_output), "dropout")
+  local n = cfg.ffn_names or {}
+  self:add_module(n.norm or "output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
+  self:add_module(n.dropout or "output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer,
+    sites.dropout.feedforward_output), "dropout")
   return self
 end
 

@@ -12,9 +12,13 @@ local Layer = Module:extend("Layer")
 -- The Linear layers of one encoder layer, named relative to it ("attention.self.query",
 -- "output.dense", ...): { name, in, out } in parameter order, from the blocks' own lists, so
 -- the planner (trainer.plan) counts what the model builds. cfg: hidden_size, intermediate_size.
+-- cfg.attention_name: where the attention block sits ("attention" default; "" transparent,
+-- its children's names then relative to the layer, as DistilBERT's sa_layer_norm).
 function Layer.linears(cfg)
   local out = {}
-  for _, l in ipairs(SelfAttention.linears(cfg)) do out[#out + 1] = { "attention." .. l[1], l[2], l[3] } end
+  local at = cfg.attention_name or "attention"
+  at = at == "" and "" or at .. "."
+  for _, l in ipairs(SelfAttention.linears(cfg)) do out[#out + 1] = { at .. l[1], l[2], l[3] } end
   for _, l in ipairs(FeedForward.linears(cfg)) do out[#out + 1] = { l[1], l[2], l[3] } end
   return out
 end
@@ -22,7 +26,7 @@ end
 -- layer: the dropout layer id (1-based for encoder layers; 0 is the embeddings).
 function Layer.new(cfg, rng, layer)
   local self = Layer:create()
-  self:add_module("attention", SelfAttention.new(cfg, rng, layer))
+  self:add_module(cfg.attention_name or "attention", SelfAttention.new(cfg, rng, layer), "attention")
   self:add_module("", FeedForward.new(cfg, rng, layer), "ffn")
   return self
 end

@@ -185,15 +185,17 @@ local lora = S.oneof {
         r = S.integer { gt = 0, default = 8, doc = "adapter rank" },
         alpha = S.number { gt = 0, default = 16, aliases = { "lora_alpha" }, doc = "scale numerator: scale = alpha / r (alpha / sqrt(r) with rslora)" },
         dropout = S.number { min = 0, lt = 1, default = 0, aliases = { "lora_dropout" }, doc = "dropout on the LoRA input" },
-        targets = S.list { of = S.string {}, required = true, aliases = { "target_modules" },
-                           doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value)" },
+        targets = S.list { of = S.string {}, aliases = { "target_modules" },
+                           doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value); "
+                             .. "default: PEFT's for the model's family (query, value; DistilBERT's q_lin, v_lin)" },
         rslora = S.boolean { default = false, aliases = { "use_rslora" }, doc = "rank-stabilised scale alpha / sqrt(r)" },
         bias = S.string { enum = { "none", "all", "lora_only" }, default = "none", doc = "which biases train" },
         modules_to_save = S.list { of = S.string {}, doc = "modules trained fully and saved with the adapter (e.g. classifier)" },
       },
       check = function(l, err)
         if type(l.targets) == "table" and #l.targets == 0 then
-          err("targets", "is required: the module-name suffixes to adapt, e.g. { \"query\", \"value\" }")
+          err("targets", "is empty: give the module-name suffixes to adapt, e.g. { \"query\", \"value\" }, or leave "
+            .. "it out for PEFT's defaults of the model's family")
         end
       end,
     },

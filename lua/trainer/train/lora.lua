@@ -9,7 +9,8 @@
 --
 -- Spec: the recipe's lora table (its keys, defaults and checks are trainer.recipe.keys'):
 -- r, alpha, dropout, targets (module-name suffixes, like PEFT's target_modules: "query"
--- matches "...attention.self.query"), rslora (false: scale alpha / r; true: alpha / sqrt(r)),
+-- matches "...attention.self.query"; left out, PEFT's defaults for the model's family, its
+-- peft_targets: "query", "value" for BERT, DistilBERT's "q_lin", "v_lin"), rslora (false: scale alpha / r; true: alpha / sqrt(r)),
 -- bias ("none" | "all" | "lora_only"), modules_to_save (module-name suffixes trained fully
 -- and saved with the adapter).
 -- Invariants: every base parameter is frozen (no grad buffer, no optimizer state) except the
@@ -85,6 +86,13 @@ end
 function M.apply(model, spec)
   if spec == false or spec == nil then return {} end
   local s = M.normalize(spec)
+  local family = require("trainer.models.registry").of_model(model)
+  if not s.targets then
+    if not family then
+      errors.user("lora.targets: this model was not built by a model family, so it has no default targets; give them")
+    end
+    s.targets = family.peft_targets
+  end
   if M.is_applied(model) then
     errors.user("lora.apply: this model already has LoRA adapters; merge them first (lora.merge) or load a fresh model")
   end
@@ -103,8 +111,9 @@ function M.apply(model, spec)
   for _, t in ipairs(s.targets) do
     if not found[t] then
       errors.user("lora.targets: %q matches no Linear module of this model; its Linear modules are %s (a target " ..
-        "matches every module whose name ends with it, e.g. \"query\" or \"attention.output.dense\")", t,
-        table.concat(linear_names(model), ", "))
+        "matches every module whose name ends with it, e.g. \"query\" or \"attention.output.dense\"%s)", t,
+        table.concat(linear_names(model), ", "), family and ("; PEFT's defaults for %s models are %s"):format(family.name,
+        table.concat(family.peft_targets, ", ")) or "")
     end
   end
   local save_modules = {}
@@ -198,6 +207,7 @@ end
 function M.save(model, dir, spec, base_model_name_or_path)
   if not model.lora then errors.user("lora.save: the model has no LoRA adapters (call lora.apply or lora.load first)") end
   spec = spec and M.normalize(spec) or model.lora.spec
+  spec.targets = spec.targets or model.lora.spec.targets   -- the family's defaults, as applied
   mkdir_p(dir)
   local st = require("trainer.core.safetensors")
   local path = dir .. "/" .. M.weights_file
@@ -286,7 +296,7 @@ function M.load(model, dir)
       for _, ab in ipairs({ ".lora_A.weight", ".lora_B.weight" }) do
         if not loaded[n .. ab] then
           errors.user("%s: %s%s%s is missing (the adapter's config targets %s)", path, M.prefix, n, ab,
-            table.concat(spec.targets, ", "))
+            table.concat(model.lora.spec.targets, ", "))
         end
       end
     end

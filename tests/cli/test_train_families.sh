@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Training runs of the families beside BERT on the CPU (`trainer RECIPE.lua`), on the tiny
+# folders transformers made (tests/ref/make_tiny_families.py) and the training fixture's pairs
+# (tests/cudacpu/train_fixture.lua): DistilBERT as an embedder (MNRL) full in fp32 and under
+# LoRA (its default targets q_lin, v_lin) in bf16 with checkpointing; the DistilBERT and RoBERTa
+# classifiers (their first-token heads) full in fp32 and under LoRA in bf16 with
+# checkpointing, the head saved. Each run ends with a finite loss; a full run's checkpoint
+# holds transformers' names and runs `trainer encode` / `trainer classify`; an adapter's config
+# names the targets applied.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+D=tests/data
+run_trainer run tests/cudacpu/train_fixture.lua "$TMP/fx"
+expect_rc fixture_rc 0
+
+cat >"$TMP/emb.lua" <<LUA
+return {
+  model = { from = "$D/tiny_distilbert" }, data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2" } },
+  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
+  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
+}
+LUA
+cat >"$TMP/cls.lua" <<LUA
+return {
+  model = { from = "$D/tiny_distilbert_cls", task = "classification" },
+  data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
+  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
+}
+LUA
+
+# The run NAME: its exit status and a finite last loss in its metrics.jsonl.
+train() { # NAME RECIPE overrides...
+  local name=$1 recipe=$2 last; shift 2
+  run_trainer "$recipe" out="$TMP/$name" "$@"
+  expect_rc "${name}_rc" 0
+  last=$(tail -n 1 "$TMP/$name/metrics.jsonl" 2>/dev/null | sed -E 's/.*"loss": ?([-0-9.e+]+).*/\1/')
+  if awk -v l="$last" 'BEGIN { exit !(l + 0 == l && l > 0 && l < 100) }'; then pass "${name}_loss_finite"
+  else fail "${name}_loss_finite" "last loss '$last'"; fi
+}
+# The tensor names of a safetensors file, sorted, one a line.
+keys() {
+  "$TRAINER" run /dev/stdin <<LUA
+local r = require("trainer.core.safetensors").load("$1")
+local n = r:names()
+table.sort(n)
+print(table.concat(n, "\n"))
+r:close()
+LUA
+}
+
+train distil_full "$TMP/emb.lua"
+keys "$TMP/distil_full/checkpoint-4/model.safetensors" >"$TMP/k1"
+if grep -qx 'transformer.layer.1.ffn.lin2.weight' "$TMP/k1" && ! grep -q '^distilbert\.' "$TMP/k1"; then
+  pass distil_full_checkpoint_names
+else fail distil_full_checkpoint_names "$(head -3 "$TMP/k1")"; fi
+run_trainer encode "$TMP/distil_full/checkpoint-4" $D/golden_tiny_bert_texts.txt
+expect_rc distil_full_checkpoint_encodes 0
+
+train distil_lora_bf16_ckpt "$TMP/emb.lua" precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
+if grep -q '"q_lin"' "$TMP/distil_lora_bf16_ckpt/checkpoint-4/adapter_config.json" 2>/dev/null; then
+  pass distil_lora_default_targets
+else fail distil_lora_default_targets "no q_lin in adapter_config.json"; fi
+
+for f in distilbert roberta; do
+  train ${f}_cls_full "$TMP/cls.lua" model.from="$D/tiny_${f}_cls"
+  keys "$TMP/${f}_cls_full/checkpoint-4/model.safetensors" >"$TMP/k2"
+  want=$([ $f = distilbert ] && echo pre_classifier.weight || echo classifier.out_proj.weight)
+  if grep -qx "$want" "$TMP/k2" && grep -q "^$f\." "$TMP/k2"; then pass ${f}_cls_checkpoint_names
+  else fail ${f}_cls_checkpoint_names "no $want"; fi
+  run_trainer classify "$TMP/${f}_cls_full/checkpoint-4" $D/golden_tiny_bert_cls_pairs.tsv
+  expect_rc ${f}_cls_checkpoint_classifies 0
+  expect_out ${f}_cls_checkpoint_labels '"label":'
+  save=$([ $f = distilbert ] && echo '"pre_classifier","classifier"' || echo '"classifier"')
+  train ${f}_cls_lora_bf16_ckpt "$TMP/cls.lua" model.from="$D/tiny_${f}_cls" precision=bf16 'checkpoint={every=1}' \
+    "lora={r=4,alpha=8,dropout=0.1,modules_to_save={$save}}"
+done
+finish

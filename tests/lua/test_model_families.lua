@@ -1,0 +1,257 @@
+-- DistilBERT and the first-token classification heads (RoBERTa's, DistilBERT's) against
+-- transformers on tiny random models it made (tests/ref/make_tiny_families.py): sentence
+-- embeddings (cosine >= 0.99999), logits (within 1e-4), and every parameter's gradient of a
+-- loss (relative error <= 1e-3); the checkpoints saved under transformers' names; the config's
+-- own field names in its errors; the tokenizer's specials.
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local st = require("trainer.core.safetensors")
+local errors = require("trainer.core.errors")
+local registry = require("trainer.models.registry")
+local native = require("trainer.native")
+
+local root = native.root()
+local data = root .. "/tests/data"
+local lib = dofile(root .. "/tests/lua/testlib.lua")
+local rel_err = lib.rel_err
+
+local function quiet(w) error("unexpected warning: " .. w) end
+
+local function input_of(g)
+  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
+           attention_mask = g:tensor("attention_mask", { tag = "activations" }) }
+end
+
+local function values(g, name)
+  local t = g:tensor(name)
+  local v = t:values()
+  t:free()
+  return v
+end
+
+-- Every parameter's gradient against grad.<name>; the attention key biases (zero in exact
+-- arithmetic) within 1e-5 absolute.
+local function check_grads(model, g)
+  local n = 0
+  for name, p in model:parameters() do
+    n = n + 1
+    local r = values(g, "grad." .. name)
+    local v = p.grad and p.grad:values()
+    if not v then v = {} for i = 1, #r do v[i] = 0 end end
+    if name:match("k_lin%.bias$") or name:match("self%.key%.bias$") then
+      for i = 1, #r do assert(math.abs(v[i] - r[i]) <= 1e-5, ("%s[%d]: %g vs %g"):format(name, i, v[i], r[i])) end
+    else
+      local rel = rel_err(v, r)
+      assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
+    end
+  end
+  assert(n > 20, "only " .. n .. " parameters")
+end
+
+local function cosine_rows(a, b, rows, cols)
+  local worst = 1
+  for r = 0, rows - 1 do
+    local dot, na, nb = 0, 0, 0
+    for c = 1, cols do
+      local x, y = a[r * cols + c], b[r * cols + c]
+      dot, na, nb = dot + x * y, na + x * x, nb + y * y
+    end
+    worst = math.min(worst, dot / math.sqrt(na * nb))
+  end
+  return worst
+end
+
+-- The classifier folder's golden: logits within 1e-4, the loss, every gradient.
+local function classifier_parity(name)
+  local m = trainer.load_model(data .. "/" .. name, { on_warning = quiet })
+  assert(m.task == "classification" and m.num_labels == 3, m.task)
+  local g = st.load(data .. "/golden_" .. name .. ".safetensors")
+  local x = input_of(g)
+  m:eval():set_grad_enabled(true)
+  local logits = m:forward(x)
+  local want = values(g, "logits")
+  local got = logits:values()
+  for i = 1, #want do
+    assert(math.abs(got[i] - want[i]) <= 1e-4, ("%s logits[%d]: %.7g vs %.7g"):format(name, i, got[i], want[i]))
+  end
+  local labels = g:tensor("labels", { tag = "activations" })
+  local loss, lse = ops.cross_entropy(logits, labels)
+  local l = loss:values()[1]
+  assert(math.abs(l - values(g, "loss")[1]) <= 1e-5, ("%s loss %.7g"):format(name, l))
+  local dl = ops.cross_entropy_backward(logits, lse, labels)
+  m:backward(dl)
+  check_grads(m, g)
+  for _, t in ipairs({ logits, labels, loss, lse, dl }) do t:free() end
+  lib.free_input(x)
+  g:close()
+  return m
+end
+
+-- The state_list of a model: its names, in order.
+local function names_of(model)
+  local out = {}
+  for i, e in ipairs(registry.of_model(model).state_list(model)) do out[i] = e[1] end
+  return out
+end
+
+return {
+  { "distilbert_embeddings_and_gradients_match_transformers", function()
+    local m = trainer.load_model(data .. "/tiny_distilbert", { on_warning = quiet })
+    assert(registry.of_model(m).name == "distilbert")
+    assert(m.config.sinusoidal_pos_embds == true and m.config.dim == 32)
+    local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
+    local x = input_of(g)
+    m:eval():set_grad_enabled(true)
+    local e = m:forward(x)
+    local want, got = values(g, "embedding"), e:values()
+    local cos = cosine_rows(got, want, 4, 32)
+    assert(cos >= 0.99999, "cosine " .. cos)
+    assert(rel_err(got, want) <= 1e-5, "embedding relative error " .. rel_err(got, want))
+    -- loss = sum(embedding * loss_weight): its gradient is loss_weight
+    local lw = g:tensor("loss_weight", { tag = "activations" })
+    m:backward(lw)
+    check_grads(m, g)
+    e:free(); lw:free()
+    lib.free_input(x)
+    g:close()
+    m:free()
+  end },
+
+  { "distilbert_sinusoidal_table_is_transformers", function()
+    -- a model built from the config (random init) starts from the table the folder holds
+    local path = data .. "/tiny_distilbert/config.json"
+    local cfg, fam = registry.config(require("trainer.core.json").read(path), path)
+    local m = fam.build("embedding", { config = cfg, seed = 3 })
+    local r = st.load(data .. "/tiny_distilbert/model.safetensors")
+    local want = r:tensor("embeddings.position_embeddings.weight")
+    local w = want:values()
+    local got = m:parameter_map()["embeddings.position_embeddings.weight"].value:values()
+    for i = 1, #w do assert(math.abs(got[i] - w[i]) <= 1e-7, ("row-major %d: %.9g vs %.9g"):format(i, got[i], w[i])) end
+    want:free(); r:close(); m:free()
+  end },
+
+  { "distilbert_classifier_matches_transformers", function()
+    local m = classifier_parity("tiny_distilbert_cls")
+    assert(m.config.activation == "relu")
+    m:free()
+  end },
+
+  { "roberta_classifier_matches_transformers", function()
+    local m = classifier_parity("tiny_roberta_cls")
+    m:free()
+  end },
+
+  { "heads_save_under_transformers_names", function()
+    for _, name in ipairs({ "tiny_distilbert_cls", "tiny_roberta_cls", "tiny_distilbert" }) do
+      local m = trainer.load_model(data .. "/" .. name, { on_warning = quiet })
+      local r = st.load(data .. "/" .. name .. "/model.safetensors")
+      local ours = names_of(m)
+      local theirs = {}
+      for _, n in ipairs(r:names()) do theirs[n] = true end
+      for _, n in ipairs(ours) do assert(theirs[n], name .. ": saves " .. n .. ", which transformers does not have") end
+      local count = 0
+      for _ in pairs(theirs) do count = count + 1 end
+      assert(count == #ours, ("%s: %d names, transformers %d"):format(name, #ours, count))
+      local fam = registry.of_model(m)
+      assert(fam.has_head(r) == (m.task == "classification"), name)
+      r:close()
+      m:free()
+    end
+  end },
+
+  { "a_base_checkpoint_gets_a_new_head", function()
+    -- the embedder folder as a classifier: only the head is new (transformers' warning)
+    local warned = {}
+    local m = trainer.load_model(data .. "/tiny_distilbert", { task = "classification", num_labels = 2,
+      on_warning = function(w) warned[#warned + 1] = w end })
+    assert(#warned == 1 and warned[1]:find("pre_classifier.weight", 1, true) and warned[1]:find("4 weights", 1, true),
+      table.concat(warned, "\n"))
+    m:free()
+  end },
+
+  { "distilbert_config_errors_name_its_fields", function()
+    local raw = require("trainer.core.json").read(data .. "/tiny_distilbert/config.json")
+    raw.dim = nil
+    local ok, err = pcall(registry.config, raw, "x/config.json")
+    assert(not ok)
+    local msg = errors.message(err)
+    assert(msg:find("x/config.json: dim is missing; a DistilBERT config.json", 1, true), msg)
+    assert(not msg:find("hidden_size", 1, true), msg)
+    raw.dim, raw.activation = 32, "swish"
+    ok, err = pcall(registry.config, raw, "x/config.json")
+    assert(not ok and errors.message(err):find("activation \"swish\" is not supported (gelu, relu)", 1, true))
+    raw.activation, raw.sinusoidal_pos_embds = "gelu", "yes"
+    ok, err = pcall(registry.config, raw, "x/config.json")
+    assert(not ok and errors.message(err):find("sinusoidal_pos_embds is \"yes\", but it must be true or false", 1, true))
+  end },
+
+  { "distilbert_lora_matches_peft", function()
+    -- PEFT's adapter (q_lin, v_lin) loaded by trainer.lora: the embedding and every adapter gradient
+    local lora = require("trainer.train.lora")
+    local m = trainer.load_model(data .. "/tiny_distilbert", { on_warning = quiet })
+    local names = lora.load(m, data .. "/tiny_distilbert_lora")
+    assert(#names == 4 and names[1] == "transformer.layer.0.attention.q_lin", table.concat(names, ","))
+    local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
+    local gl = st.load(data .. "/golden_tiny_distilbert_lora.safetensors")
+    local x = input_of(g)
+    m:eval():set_grad_enabled(true)
+    local e = m:forward(x)
+    local rel = rel_err(e:values(), values(gl, "embedding"))
+    assert(rel <= 1e-5, "embedding relative error " .. rel)
+    local lw = g:tensor("loss_weight", { tag = "activations" })
+    m:backward(lw)
+    local n = 0
+    for name, p in m:parameters() do
+      if p.trainable then
+        n = n + 1
+        local r = rel_err(p.grad:values(), values(gl, "grad." .. name))
+        assert(r <= 1e-3, ("%s: gradient relative error %g"):format(name, r))
+      end
+    end
+    assert(n == 8, n .. " trainable tensors")
+    e:free(); lw:free(); lib.free_input(x); g:close(); gl:close()
+    m:free()
+  end },
+
+  { "lora_targets_default_to_the_family", function()
+    local lora = require("trainer.train.lora")
+    local json = require("trainer.core.json")
+    local dir = lib.tmpdir()
+    for _, case in ipairs({ { "tiny_distilbert", "transformer.layer.1.attention.v_lin", "q_lin" },
+                            { "tiny_roberta_cls", "roberta.encoder.layer.1.attention.self.value", "query" } }) do
+      local m = trainer.load_model(data .. "/" .. case[1], { on_warning = quiet })
+      local names = lora.apply(m, { r = 2 })
+      assert(#names == 4 and names[4] == case[2], table.concat(names, ","))
+      lora.save(m, dir .. "/" .. case[1])
+      local c = json.read(dir .. "/" .. case[1] .. "/adapter_config.json")
+      assert(c.target_modules[1] == case[3] and #c.target_modules == 2, case[1])
+      m:free()
+    end
+    -- BERT's names on DistilBERT: the error names the family's own
+    local m = trainer.load_model(data .. "/tiny_distilbert", { on_warning = quiet })
+    local ok, err = pcall(lora.apply, m, { targets = { "query" } })
+    assert(not ok and errors.message(err):find("PEFT's defaults for distilbert models are q_lin, v_lin", 1, true),
+      errors.message(err))
+    m:free()
+  end },
+
+  { "distilbert_tokenizer_specials", function()
+    local tok = require("trainer.core.tokenizer").load(data .. "/tiny_distilbert")
+    local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
+    local ids = g:tensor("input_ids")
+    local mask = g:tensor("attention_mask")
+    local texts = {}
+    for line in io.lines(data .. "/golden_tiny_bert_texts.txt") do texts[#texts + 1] = line end
+    local b = tok:batch(texts, { max_length = 64 })
+    local want, wm = ids:values(), mask:values()
+    local got = b.input_ids:values()
+    local Tn = ids:shape()[2]
+    assert(b.input_ids:shape()[2] == Tn, "padded length")
+    for i = 1, #want do
+      if wm[i] ~= 0 then assert(got[i] == want[i], ("token %d: %d vs %d"):format(i, got[i], want[i])) end
+    end
+    assert(want[1] == 2, "[CLS] first")
+    for _, t in pairs(b) do if T.is_tensor(t) then t:free() end end
+    ids:free(); mask:free(); g:close()
+  end },
+}

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Writes tiny random DistilBERT and RoBERTa folders made by transformers, and their parity goldens
+(reference side; never run by tests).
+
+  tests/data/tiny_distilbert/       DistilBertModel (2 layers, dim 32, 4 heads, hidden_dim 64, GELU,
+                                    sinusoidal positions) saved as a sentence-transformers folder (no
+                                    "distilbert." prefix, mean pooling), WordPiece tokenizer.
+  tests/data/tiny_distilbert_cls/   DistilBertForSequenceClassification (ReLU, learned positions), 3 labels.
+  tests/data/tiny_roberta_cls/      RobertaForSequenceClassification (RobertaClassificationHead), 3 labels,
+                                    the same WordPiece vocabulary (pad id 0: positions start at 1).
+  tests/data/golden_tiny_distilbert.safetensors      input_ids, attention_mask, last_hidden_state,
+                                    embedding (mean pooling), loss = sum(embedding * loss_weight),
+                                    grad.<name> of every parameter
+  tests/data/golden_tiny_distilbert_cls.safetensors  input_ids, attention_mask, labels, logits, loss (mean
+  tests/data/golden_tiny_roberta_cls.safetensors     cross-entropy), grad.<name> of every parameter
+  tests/data/tiny_distilbert_lora/  a PEFT LoRA adapter on tiny_distilbert as save_pretrained writes it: r 4,
+                                    lora_alpha 8, target_modules q_lin, v_lin (the DistilBERT family's
+                                    peft_targets), A and B random; golden_tiny_distilbert_lora.safetensors: its
+                                    embedding and loss on golden_tiny_distilbert's inputs, and the gradient of
+                                    every lora_A / lora_B (trainer's names).
+The other way, trainer -> PEFT: `./trainer run tests/ref/lora_roundtrip_ours.lua` loads the adapter with
+trainer.lora.load and saves it with trainer.lora.save; PEFT must load that and give the same embedding, from
+the same keys as its own file (asserted here; needs a built ./trainer).
+
+Every parameter is random (gains around 1, biases non-zero) except DistilBERT's sinusoidal table, which
+transformers computes at init (and, in transformers 5, trains). Models run in eval mode (no dropout), eager attention, float32.
+
+Usage: /tmp/refvenv/bin/python tests/ref/make_tiny_families.py
+"""
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer, processors
+from transformers import (AutoTokenizer, DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel,
+                          RobertaConfig, RobertaForSequenceClassification)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_tiny_bert as tb  # noqa: E402  (the vocabulary and tokenizer files of the tiny BERT)
+
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+DATA = os.path.join(ROOT, "tests", "data")
+INIT_STD = 0.2
+TEXTS = [
+    "The cat sat on the mat.",
+    "Katten sitter på mattan och hunden är inte där!",
+    "A dog, 2 birds and a cat were playing in the house today.",
+    "Hej!",
+]
+PAIRS = [
+    ("The cat sat on the mat.", "A cat is sitting."),
+    ("Jag har en hund och en katt.", "Det är inte en katt!"),
+    ("This was very good today.", "It was bad, walking with the dog?"),
+]
+LABELS = [0, 2, 1]
+LABEL_NAMES = ["entailment", "neutral", "contradiction"]
+
+
+def randomize(model, seed, skip=()):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if any(name.endswith(s) for s in skip):
+                continue
+            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if "LayerNorm.weight" in name or "layer_norm.weight" in name:
+                p.copy_(1.0 + 0.1 * noise)
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * noise)
+            else:
+                p.copy_(INIT_STD * noise)
+            if name.endswith("word_embeddings.weight"):
+                p[model.config.pad_token_id].zero_()
+
+
+def tokenizer_files(out, vocab, cls, one_type=False):
+    """The tiny WordPiece tokenizer; one_type: a pair's second text gets type id 0 too, as RoBERTa's
+    tokenizers give (its type_vocab_size is 1)."""
+    tb.write_tokenizer(out, vocab, 64)
+    if one_type:
+        path = os.path.join(out, "tokenizer.json")
+        tok = Tokenizer.from_file(path)
+        ids = {t: i for i, t in enumerate(vocab)}
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+            special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+        tok.save(path)
+    path = os.path.join(out, "tokenizer_config.json")
+    with open(path, encoding="utf-8") as f:
+        c = json.load(f)
+    c["tokenizer_class"] = cls
+    tb.write_json(path, c)
+
+
+def grads(model):
+    return {"grad." + n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().contiguous()
+            for n, p in model.named_parameters()}
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    d = b.norm().item()
+    return (a - b).norm().item() / d if d > 0 else (a - b).norm().item()
+
+
+def save(path, tensors):
+    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
+    save_file(tensors, path, metadata={"format": "pt"})
+    print(f"wrote {os.path.relpath(path, ROOT)}: {os.path.getsize(path)} bytes")
+
+
+def report(t, ref):
+    for k, v in t.items():
+        line = f"  {k:60s} {str(list(v.shape)):12s} max|x| {v.abs().max().item():.4g}" if v.is_floating_point() else \
+            f"  {k:60s} {str(list(v.shape)):12s}"
+        if k in ref and v.is_floating_point():
+            line += f"  f32-vs-f64 rel {rel_err(v, ref[k]):.3g}"
+        print(line)
+
+
+# ------------------------------------------------------------ DistilBERT embedder
+def distil_config(vocab, **extra):
+    return DistilBertConfig(vocab_size=len(vocab), dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                            max_position_embeddings=64, dropout=0.1, attention_dropout=0.1,
+                            initializer_range=INIT_STD, pad_token_id=0, **extra)
+
+
+def mean_pool(last, mask):
+    m = mask.unsqueeze(-1).to(last.dtype)
+    return (last * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
+
+
+def embed_loss(model, enc, lw):
+    last = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+    emb = mean_pool(last, enc["attention_mask"])
+    loss = (emb * lw).sum()
+    loss.backward()
+    return {"last_hidden_state": last.detach(), "embedding": emb.detach(), "loss": loss.detach().reshape(1)}
+
+
+def make_distil_embedder(vocab):
+    out = os.path.join(DATA, "tiny_distilbert")
+    tb.fresh_dir(out)
+    torch.manual_seed(11)
+    model = DistilBertModel(distil_config(vocab, activation="gelu", sinusoidal_pos_embds=True,
+                                          architectures=["DistilBertModel"]))
+    randomize(model, 11, skip=("position_embeddings.weight",))
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer_files(out, vocab, "DistilBertTokenizer")
+    tb.write_json(os.path.join(out, "modules.json"), [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ])
+    tb.write_json(os.path.join(out, "1_Pooling", "config.json"), {
+        "word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
+    tb.write_json(os.path.join(out, "sentence_bert_config.json"), {"max_seq_length": 64, "do_lower_case": False})
+
+    tok = AutoTokenizer.from_pretrained(out)
+    enc = tok(TEXTS, padding="longest", return_tensors="pt")
+    assert "token_type_ids" not in enc
+    lw = torch.randn(len(TEXTS), 32, generator=torch.Generator().manual_seed(42))
+    m = DistilBertModel.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    # transformers 5 starts the table from the sinusoids and trains it (requires_grad stays on)
+    assert m.embeddings.position_embeddings.weight.requires_grad
+    m64 = copy.deepcopy(m).double()
+    res, res64 = embed_loss(m, enc, lw), embed_loss(m64, enc, lw.double())
+    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "loss_weight": lw, **res, **grads(m)}
+    ref = dict(res64, **grads(m64))
+    report(t, ref)
+    # the texts and pairs of the tiny BERT goldens (tests/cli/test_models.sh reads those files)
+    with open(os.path.join(DATA, "golden_tiny_bert_texts.txt"), encoding="utf-8") as f:
+        assert f.read().splitlines() == TEXTS
+    with open(os.path.join(DATA, "golden_tiny_bert_cls_pairs.tsv"), encoding="utf-8") as f:
+        assert [tuple(line.split("\t")) for line in f.read().splitlines()] == PAIRS
+    save(os.path.join(DATA, "golden_tiny_distilbert.safetensors"), t)
+
+
+# ------------------------------------------------------------ classifiers
+def cls_loss(model, enc, labels):
+    out = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels)
+    out.loss.backward()
+    return {"logits": out.logits.detach(), "loss": out.loss.detach().reshape(1)}
+
+
+def make_classifier(name, model_cls, config, tok_class, one_type=False):
+    out = os.path.join(DATA, name)
+    tb.fresh_dir(out)
+    torch.manual_seed(7)
+    model = model_cls(config)
+    randomize(model, 7)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer_files(out, tb.build_vocab(), tok_class, one_type)
+    tok = AutoTokenizer.from_pretrained(out)
+    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    enc = tok(a, b, padding="longest", return_tensors="pt")
+    labels = torch.tensor(LABELS, dtype=torch.int64)
+    m = model_cls.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    m64 = copy.deepcopy(m).double()
+    res, res64 = cls_loss(m, enc, labels), cls_loss(m64, enc, labels)
+    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels, **res, **grads(m)}
+    ref = dict(res64, **grads(m64))
+    report(t, ref)
+    save(os.path.join(DATA, f"golden_{name}.safetensors"), t)
+
+
+# ------------------------------------------------------------ PEFT on DistilBERT
+def our_name(key):
+    return key.replace("base_model.model.", "", 1).replace(".default", "").replace(".base_layer", "")
+
+
+def make_distil_lora():
+    base = os.path.join(DATA, "tiny_distilbert")
+    g = load_file(os.path.join(DATA, "golden_tiny_distilbert.safetensors"))
+
+    def model():
+        return DistilBertModel.from_pretrained(base, attn_implementation="eager", dtype=torch.float32).eval()
+
+    def embed(m):
+        last = m(input_ids=g["input_ids"], attention_mask=g["attention_mask"]).last_hidden_state
+        return mean_pool(last, g["attention_mask"])
+
+    # PEFT 0.21's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING has no "distilbert": name the modules
+    cfg = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_lin", "v_lin"],
+                     task_type="FEATURE_EXTRACTION")
+    pm = get_peft_model(model(), cfg).eval()
+    gen = torch.Generator().manual_seed(13)
+    with torch.no_grad():
+        for key, p in pm.named_parameters():
+            if "lora_" in key:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+    emb = embed(pm)
+    loss = (emb * g["loss_weight"]).sum()
+    loss.backward()
+    t = {"embedding": emb.detach(), "loss": loss.detach().reshape(1)}
+    for key, p in pm.named_parameters():
+        if p.requires_grad:
+            t["grad." + our_name(key)] = p.grad.detach().clone()
+    dest = os.path.join(DATA, "tiny_distilbert_lora")
+    shutil.rmtree(dest, ignore_errors=True)
+    pm.save_pretrained(dest)
+    os.remove(os.path.join(dest, "README.md"))   # PEFT's model card names this machine's path
+    with open(os.path.join(dest, "adapter_config.json")) as f:
+        c = json.load(f)
+    c["base_model_name_or_path"] = "tests/data/tiny_distilbert"
+    c["target_modules"] = sorted(c["target_modules"])   # PEFT writes a set: in any order
+    with open(os.path.join(dest, "adapter_config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+        f.write("\n")
+    save(os.path.join(DATA, "golden_tiny_distilbert_lora.safetensors"), t)
+    with safe_open(os.path.join(dest, "adapter_model.safetensors"), "pt") as f:
+        peft_keys = sorted(f.keys())
+
+    ours = tempfile.mkdtemp()
+    subprocess.run([os.path.join(ROOT, "trainer"), "run", os.path.join(HERE, "lora_roundtrip_ours.lua"),
+                    "tests/data/tiny_distilbert", dest, ours], check=True, cwd=ROOT)
+    with safe_open(os.path.join(ours, "adapter_model.safetensors"), "pt") as f:
+        our_keys = sorted(f.keys())
+    assert our_keys == peft_keys, ("key sets differ", set(our_keys) ^ set(peft_keys))
+    loaded = PeftModel.from_pretrained(model(), ours).eval()
+    with torch.no_grad():
+        err = (embed(loaded) - t["embedding"]).abs().max().item()
+    assert err <= 1e-5, err
+    print(f"trainer-saved DistilBERT adapter: {len(our_keys)} keys = PEFT's; PEFT's output max |diff| {err:.3g}")
+    shutil.rmtree(ours)
+
+
+def main():
+    vocab = tb.build_vocab()
+    make_distil_embedder(vocab)
+    make_distil_lora()
+    labels = dict(num_labels=3, id2label=dict(enumerate(LABEL_NAMES)), label2id={n: i for i, n in enumerate(LABEL_NAMES)})
+    make_classifier("tiny_distilbert_cls", DistilBertForSequenceClassification,
+                    distil_config(vocab, activation="relu", seq_classif_dropout=0.2,
+                                  architectures=["DistilBertForSequenceClassification"], **labels),
+                    "DistilBertTokenizer")
+    make_classifier("tiny_roberta_cls", RobertaForSequenceClassification,
+                    RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, max_position_embeddings=66, type_vocab_size=1, pad_token_id=0,
+                                  bos_token_id=2, eos_token_id=3, hidden_act="gelu", layer_norm_eps=1e-5,
+                                  initializer_range=INIT_STD, architectures=["RobertaForSequenceClassification"],
+                                  **labels),
+                    "BertTokenizer", one_type=True)
+
+
+if __name__ == "__main__":
+    main()
