@@ -25,6 +25,7 @@ local lines = {
   { "xlm-roberta", "trainer.models.roberta" },
   { "camembert", "trainer.models.roberta" },   -- RoBERTa's shape and weights, a SentencePiece vocabulary
   { "distilbert", "trainer.models.distilbert" },
+  { "mpnet", "trainer.models.mpnet" },
 }
 
 local module_of = {}
