@@ -27,7 +27,9 @@
 #include "cpu/embedding.h"
 #include "cpu/pair_features.h"
 #include "cpu/bias_gelu.h"
+#include "cpu/geglu.h"
 #include "cpu/gelu.h"
+#include "cpu/rotary.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
 #include "cpu/matmul.h"
@@ -872,6 +874,35 @@ static void ref_attention_packed(double **t, const int64_t *d, const tr_op_call 
     free(scr);
 }
 
+/* geglu. d: N, I, kind (0 erf, 1 tanh). */
+static void sh_geglu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], 2 * d[1]);
+}
+static void sh_geglu_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], 2 * d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = A(2, d[0], 2 * d[1]);
+}
+static void ref_geglu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_geglu_fwd_f64(t[0], t[1], d[0], d[1], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+
+/* rotary. d: B, T, H, D, theta. */
+static void sh_rotary(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(4, d[0], d[1], d[2], d[3]);
+    a[1] = A(4, d[0], d[1], d[2], d[3]);
+}
+static void sc_rotary(const int64_t *d, tr_op_call *c) { c->f[0] = (float)d[4]; }
+static void ref_rotary(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_rotary_f64(t[0], t[1], 0, d[0] * d[1], d[1], d[2], d[3], c->f[0], 0);
+}
+
 /* ------------------------------------------------------------ list ops */
 
 static void custom_global_norm(int dtype, int device);
@@ -998,6 +1029,16 @@ static const op_case cases[] = {
     { "dropout_linear_backward", sh_dl_bwd, sc_dl, ref_dl_bwd, .nd = 5, .rounds_inside = 1,
       .dims = { DIMS(5, 37, 8, 30, 3), DIMS(1, 1, 1, 0, 3), DIMS(9, 20, 20, 50, 1), DIMS(4, 33, 3, 0, 2),
                 DIMS(6, 17, 4, 10, 3) } },
+    /* ModernBERT's GeGLU gate: x the first half, the gate the second */
+    { "geglu", sh_geglu, sc_gelu, ref_geglu, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(1, 1, 1), DIMS(70, 600, 0) } },
+    { "geglu_backward", sh_geglu_bwd, sc_gelu, NULL, "geglu", { G(1), D(0), I(1) }, .nd = 2,
+      .dims = { DIMS(3, 7, 0), DIMS(2, 5, 1) } },
+    /* rotary position embedding: theta 10 turns the pairs fast at a few positions; 160000 is
+     * ModernBERT's global theta; H*D over several staging rows */
+    { "rotary", sh_rotary, sc_rotary, ref_rotary, .nd = 4,
+      .dims = { DIMS(2, 5, 3, 8, 10), DIMS(1, 1, 1, 2, 10), DIMS(3, 7, 2, 16, 160000), DIMS(2, 40, 4, 64, 10000) } },
+    { "rotary_backward", sh_rotary, sc_rotary, NULL, "rotary", { G(1), D(0) }, .nd = 2,
+      .dims = { DIMS(2, 5, 3, 8, 10), DIMS(1, 3, 2, 4, 160000) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
