@@ -1428,7 +1428,8 @@ static int attention_out_of_device_forward(tr_tensor *const *dev, tr_tensor *con
                                            tr_op_call *c2)
 {
     int rc = tr_op_attention(ctx, dev[AB(out)], dev[AB(lse)], dev[AB(q)], dev[AB(k)], dev[AB(v)], dev[AB(mask)],
-                             c->f[0], c->f[1], c->p);
+                             c->f[0], c->f[1], c->p, dev[AB(rel_bias)], (int)c->i[0], (int)c->i[1],
+                             (int)c->i[2]);
     if (rc == TR_OK) rc = tr_tensor_copy(ctx, dev2[AB(lse)], dev[AB(lse)]);
     c2->t[AB(out)] = NULL;
     CHECK(rc == TR_OK, "the device's forward for out: %s", tr_ctx_errmsg(ctx));
