@@ -95,14 +95,15 @@ return {
 
   { "model_types_map_to_families", function()
     local types = registry.model_types()
-    assert(table.concat(types, ",") == "bert,roberta,xlm-roberta,camembert", table.concat(types, ","))
+    assert(table.concat(types, ",") == "bert,roberta,xlm-roberta,camembert,modernbert", table.concat(types, ","))
     local bert, roberta = require("trainer.models.bert"), require("trainer.models.roberta")
     assert(registry.family("bert") == bert and bert.name == "bert")
     for _, t in ipairs({ "roberta", "xlm-roberta", "camembert" }) do
       assert(registry.family(t) == roberta, t .. " is not built by the RoBERTa family")
     end
     local fams = registry.families()
-    assert(#fams == 2 and fams[1] == bert and fams[2] == roberta, "families: " .. #fams)
+    assert(#fams == 3 and fams[1] == bert and fams[2] == roberta, "families: " .. #fams)
+    assert(registry.family("modernbert") == fams[3] and fams[3].name == "modernbert")
     assert(table.concat(registry.model_types_of(roberta), ",") == "roberta,xlm-roberta,camembert")
     -- the recipe key model.arch takes exactly the registry's model_types
     local keys_text = io.open(root .. "/lua/trainer/recipe/keys.lua"):read("*a")
@@ -115,7 +116,7 @@ return {
     raw.model_type = "gpt2"
     local msg = raises(registry.config, raw, "models/x/config.json")
     has(msg, "models/x/config.json")
-    has(msg, 'model_type "gpt2" is not supported (bert, roberta, xlm-roberta, camembert)')
+    has(msg, 'model_type "gpt2" is not supported (bert, roberta, xlm-roberta, camembert, modernbert)')
     msg = raises(registry.config, shape, "model.config", "mpnet")
     has(msg, "model.arch")
     has(msg, '"mpnet"')

@@ -24,6 +24,7 @@ local lines = {
   { "roberta", "trainer.models.roberta" },
   { "xlm-roberta", "trainer.models.roberta" },
   { "camembert", "trainer.models.roberta" },   -- RoBERTa's shape and weights, a SentencePiece vocabulary
+  { "modernbert", "trainer.models.modernbert" },
 }
 
 local module_of = {}
