@@ -1,6 +1,6 @@
 /* attention.c — tensor-level scaled-dot-product attention (kernels/cpu/attention.c).
  *
- * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + Tp + 64) floats,
+ * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + 3 x Tp + 64) floats,
  * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
  * tr_k_attention_scratch_elems) comes from the allocator with tag workspace, so it is
  * visible in the memory ledger. f32 tensors run
@@ -90,11 +90,17 @@ static int check_position(tr_ctx *ctx, const char *op, const tr_tensor *q, const
     if (bidirectional != 0 && bidirectional != 1)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: bidirectional = %lld must be 0 or 1", op,
                        (long long)bidirectional);
-    if (rel_bias->shape[0] < (bidirectional ? 2 : 1) || rel_bias->shape[0] > INT_MAX / 4)
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: rel_bias has %lld buckets; a bidirectional bucketing needs >= 2",
-                       op, (long long)rel_bias->shape[0]);
-    return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                   "%s: a relative-position bias (rel_bias) is not built yet; pass NULL", op);
+    int64_t nb = rel_bias->shape[0], side = bidirectional ? nb / 2 : nb;
+    if (side < 2 || nb > INT_MAX / 4)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: rel_bias has %lld buckets; the bucketing needs >= %d (%s)", op, (long long)nb,
+                       bidirectional ? 4 : 2, bidirectional ? "bidirectional" : "one-directional");
+    if (max_distance <= side / 2)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: max_distance = %lld must exceed the %lld exact buckets of a side (num_buckets %lld%s)", op,
+                       (long long)max_distance, (long long)(side / 2), (long long)nb,
+                       bidirectional ? ", bidirectional: half a side each way" : "");
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------ forward */

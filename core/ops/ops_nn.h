@@ -132,9 +132,11 @@ int tr_op_tanh_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const
  * rel_bias: NULL, or a relative-position bias table [num_buckets, H] f32 (MPNet's and T5's
  * relative_attention_bias): the score of query i and key j of head h gains
  * rel_bias[bucket(j - i), h] after the scaling, bucket() being T5's bucketing of the relative
- * position with num_buckets (the table's rows), max_distance (>= 1) and bidirectional (0 or 1;
- * 1: half the buckets for keys after the query); computed per pair inside the kernels, never
- * a B x H x T x T tensor. max_distance and bidirectional are ignored without a table.
+ * position with num_buckets (the table's rows: >= 4 bidirectional, >= 2 otherwise),
+ * max_distance (above the exact buckets, num_buckets / 4 bidirectional, / 2 otherwise) and
+ * bidirectional (0 or 1; 1: half the buckets for keys after the query;
+ * kernels/cpu/attn_bucket.h); computed per pair inside the kernels, never a B x H x T x T
+ * tensor. max_distance and bidirectional are ignored without a table.
  * window: 0 = every key; w > 0 = query i sees only keys j with |i - j| <= w (a local window,
  * ModernBERT's local_attention / 2). */
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,

@@ -805,34 +805,87 @@ static void ref_softmax(double **t, const int64_t *d, const tr_op_call *c)
 }
 static void ref_tanh(double **t, const int64_t *d, const tr_op_call *c) { tr_k_tanh_fwd_f64(t[0], t[1], d[0] * d[1]); }
 
-static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked */
+/* The relative-position bias of attention case d (d[6]: 0 none; 1 bidirectional, 8 buckets,
+ * max_distance 5; 2 one-directional, 6 buckets, max_distance 4): at these T every kind of
+ * bucket occurs (exact, logarithmic, beyond max_distance, and both sides). */
+static int64_t attn_rel_buckets(const int64_t *d) { return d[6] == 1 ? 8 : d[6] == 2 ? 6 : 0; }
+
+static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked, -, bias */
 {
     for (int i = 0; i < 5; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
     a[1] = A(3, d[0], d[2], d[1]);
     a[5] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+    a[6] = d[6] ? A(2, attn_rel_buckets(d), d[2]) : ANULL;
 }
 static void sc_attention(const int64_t *d, tr_op_call *c)
 {
     c->f[0] = 0;   /* 1/sqrt(D) */
     c->f[1] = 0;
+    c->i[0] = d[6] == 1 ? 5 : d[6] == 2 ? 4 : 0;   /* max_distance */
+    c->i[1] = d[6] == 1;                           /* bidirectional */
+    c->i[2] = 0;                                   /* window */
 }
+/* The buckets of attn_rel_buckets' two bucketings for relative position j - i in [-6, 6],
+ * worked out by hand from transformers' relative_position_bucket (n = i - j; 8 buckets
+ * bidirectional: 4 a side, 2 exact, log(n/2)/log(5/2)*2 above; 6 one-directional: 3 exact,
+ * 3 + log(n/3)/log(4/3)*3 above, capped at 5). */
+static const int rel_bucket_bidir[13] = { 3, 3, 3, 2, 2, 1, 0, 5, 6, 6, 7, 7, 7 };
+static const int rel_bucket_onedir[13] = { 5, 5, 5, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0 };
+
+/* Attention with a relative-position bias, naively: each row's T scores in full. */
+static void ref_attention_rel(double **t, const int64_t *d, const int32_t *m)
+{
+    const int64_t B = d[0], T = d[1], H = d[2], D = d[3];
+    const int *bucket = d[6] == 1 ? rel_bucket_bidir : rel_bucket_onedir;
+    double s[64];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < T; i++) {
+                const double *qi = t[2] + ((b * T + i) * H + h) * D;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < T; j++) {
+                    const double *kj = t[3] + ((b * T + j) * H + h) * D;
+                    double dot = 0;
+                    for (int64_t e = 0; e < D; e++) dot += qi[e] * kj[e];
+                    s[j] = m[b * T + j] ? dot / sqrt((double)D) + t[6][bucket[j - i + 6] * H + h] : -INFINITY;
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                double *oi = t[0] + ((b * T + i) * H + h) * D;
+                for (int64_t e = 0; e < D; e++) oi[e] = 0;
+                for (int64_t j = 0; j < T; j++) sum += s[j] == -INFINITY ? 0 : exp(s[j] - mx);
+                t[1][(b * H + h) * T + i] = mx == -INFINITY ? -INFINITY : mx + log(sum);
+                if (mx == -INFINITY) continue;
+                for (int64_t j = 0; j < T; j++) {
+                    double pj = s[j] == -INFINITY ? 0 : exp(s[j] - mx) / sum;
+                    for (int64_t e = 0; e < D; e++) oi[e] += pj * t[4][((b * T + j) * H + h) * D + e];
+                }
+            }
+}
+
 static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
 {
     int nt = tr_k_attention_threads();
     double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], d[3], nt));
     int32_t m[1024];   /* B * T of every case, the device-only ones included */
     mask32(m, t[5], d[0] * d[1]);
-    tr_k_attention_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, 1 / sqrt((double)d[3]), d[0],
-                           d[1], d[2], d[3], scr, nt);
+    if (t[6] && d[1] <= 7) {   /* the naive reference, at the T its buckets are written out for */
+        ref_attention_rel(t, d, m);
+    } else {
+        tr_attn_relpos rel = { t[6], NULL, NULL, attn_rel_buckets(d), c->i[0], (int)c->i[1] };
+        tr_k_attention_fwd_rel_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, t[6] ? &rel : NULL,
+                                   1 / sqrt((double)d[3]), d[0], d[1], d[2], d[3], scr, nt);
+    }
     free(scr);
 }
-/* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it). */
+/* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it), bias (as the
+ * forward's). */
 static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 {
     for (int i = 0; i < 8; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
     if (!d[5]) a[7] = ANULL;
     a[8] = A(3, d[0], d[2], d[1]);
     a[9] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+    a[10] = a[11] = d[6] ? A(2, attn_rel_buckets(d), d[2]) : ANULL;
 }
 
 /* attention_packed. d: variant (the lengths below), H, D. Variant 3 and up: the device-only
@@ -942,11 +995,13 @@ static const op_case cases[] = {
     { "tanh", sh_unary, NULL, ref_tanh, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
     { "tanh_backward", sh_unary_bwd, NULL, NULL, "tanh", { G(1), D(0), S(0) }, .nd = 2,
       .dims = { DIMS(3, 7), DIMS(1, 1) } },
-    { "attention", sh_attention, sc_attention, ref_attention, .nd = 3,
-      .dims = { DIMS(2, 5, 2, 3, 1), DIMS(1, 1, 1, 1, 0), DIMS(1, 7, 3, 4, 0) } },
+    { "attention", sh_attention, sc_attention, ref_attention, .nd = 5,
+      .dims = { DIMS(2, 5, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(1, 7, 3, 4, 0, 0, 0),
+                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 3, 4, 0, 0, 2) } },
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
-      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5) }, .nd = 3,
-      .dims = { DIMS(2, 3, 2, 3, 1, 0), DIMS(1, 1, 1, 1, 0, 0), DIMS(2, 3, 2, 3, 1, 1) } },
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5), G(6), I(6) }, .nd = 5,
+      .dims = { DIMS(2, 3, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(2, 3, 2, 3, 1, 1, 0),
+                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 2, 3, 0, 1, 2) } },
     { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
       .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
@@ -2200,7 +2255,7 @@ static void test_dispatch_rules(void)
  * (aligned) beside the table's odd ones. */
 static const struct {
     const char *op;
-    int64_t dims[6];
+    int64_t dims[7];
     float attn_dropout;
 } device_extra[] = {
     { "attention", { 2, 37, 2, 32, 1 }, 0 },          { "attention", { 1, 19, 1, 64, 1 }, 0 },
@@ -2219,6 +2274,12 @@ static const struct {
     { "attention_backward", { 2, 37, 2, 32, 1, 1 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1, 1 }, 0.2f },
     { "attention_backward", { 1, 9, 2, 128, 0, 1 }, 0 }, { "attention_backward", { 2, 70, 2, 64, 1, 1 }, 0 },
     { "attention_backward", { 1, 33, 2, 128, 1, 1 }, 0.1f }, { "attention_backward", { 2, 17, 1, 96, 1, 1 }, 0.3f },
+    /* a relative-position bias (the seventh number, sh_attention): the scalar kernels and the
+     * tensor-core ones (bf16, f16), forward and backward, masks and dropout */
+    { "attention", { 2, 37, 2, 32, 1, 0, 1 }, 0 },    { "attention", { 2, 70, 2, 64, 1, 0, 1 }, 0.1f },
+    { "attention", { 1, 9, 2, 128, 0, 0, 2 }, 0 },
+    { "attention_backward", { 2, 37, 2, 32, 1, 0, 1 }, 0 }, { "attention_backward", { 2, 70, 2, 64, 1, 1, 1 }, 0.1f },
+    { "attention_backward", { 1, 9, 2, 128, 0, 0, 2 }, 0 }, { "attention_backward", { 1, 33, 2, 64, 1, 0, 1 }, 0.2f },
     { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },
