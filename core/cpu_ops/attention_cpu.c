@@ -11,7 +11,8 @@
  * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse (f32)
  * and the mask (i32 or f32) are used in place. A relative-position bias table (f32, tiny)
  * is read in place; its gradient (f32) is accumulated in place, through per-(b, h) sums by
- * relative position (B x H x (2T - 1) floats of workspace, the kernel's rel->dist). */
+ * relative position (B x H x (2T - 1) floats of workspace, the kernel's rel->dist). A window
+ * (window > 0) reaches the kernel in the same struct, without a table. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/attention.h"
@@ -49,13 +50,14 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
                      const tr_tensor *rel_table, const tr_tensor *drel_table, tr_rows_fn fn)
 {
     attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads(),
-                  {NULL, NULL, NULL, 0, 0, 0}, rel_table};
+                  {NULL, NULL, NULL, 0, 0, 0, 0}, rel_table};
     r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
     if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
     if (rel_table) {
         r.rel = (tr_attn_relpos){rel_table->data, drel_table ? drel_table->data : NULL, NULL, rel_table->shape[0],
-                                 c->i[0], (int)c->i[1]};
+                                 c->i[0], (int)c->i[1], 0};
     }
+    r.rel.window = c->i[2];   /* 0: every key */
     int rc =
         tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r.T, r.D, r.nthreads) * sizeof(float), (void **)&r.scratch);
     if (rc == TR_OK && drel_table)
@@ -68,7 +70,7 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
 
 static const tr_attn_relpos *attn_rel(const attn_run *r)
 {
-    return r->rel_table ? &r->rel : NULL;
+    return r->rel_table || r->rel.window > 0 ? &r->rel : NULL;
 }
 
 static tr_attn_dropout *attn_block(attn_run *r, tr_attn_dropout *drop, int64_t b0)

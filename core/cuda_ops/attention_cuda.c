@@ -34,6 +34,15 @@ static int want_head_dim(tr_cslot *s, int64_t D)
                    s->op, s->device, (long long)D, ATTN_MAX_D, ATTN_MAX_D);
 }
 
+/* A window narrower than the keys (window < T - 1; wider sees every key) is the CPU's for now. */
+static int want_no_window(tr_cslot *s, int64_t window, int64_t T)
+{
+    if (window <= 0 || window >= T - 1) return TR_OK;
+    return tr_fail(s->err, TR_EUSER,
+                   "%s on cuda:%d: window = %lld (local attention) is not built for CUDA yet; run it on the CPU",
+                   s->op, s->device, (long long)window);
+}
+
 /* The dtype every tensor of ts is run in: theirs when they agree, else f32. */
 static int common_dtype(const tr_tensor *const *ts, int n)
 {
@@ -74,7 +83,9 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     fwd_operands f;
-    if ((rc = want_head_dim(s, D)) || (rc = stage_forward(s, q, k, v, out, &f))) return rc;
+    if ((rc = want_head_dim(s, D)) || (rc = want_no_window(s, c->i[2], T)) ||
+        (rc = stage_forward(s, q, k, v, out, &f)))
+        return rc;
     const tr_rng_key key = key_of(c);
     if ((rc = tr_k_attention_fwd_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
                                       mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
@@ -93,7 +104,7 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
                     *mask = c->attention_backward.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
-    if ((rc = want_head_dim(s, D))) return rc;
+    if ((rc = want_head_dim(s, D)) || (rc = want_no_window(s, c->i[2], T))) return rc;
     /* out is left out of the run's dtype, so the kernels are those the recompute would run */
     const tr_tensor *all[] = {dq, dk, dv, dout, q, k, v};
     const int dt = common_dtype(all, 7);

@@ -823,7 +823,7 @@ static void sc_attention(const int64_t *d, tr_op_call *c)
     c->f[1] = 0;
     c->i[0] = d[6] == 1 ? 5 : d[6] == 2 ? 4 : 0;   /* max_distance */
     c->i[1] = d[6] == 1;                           /* bidirectional */
-    c->i[2] = 0;                                   /* window */
+    c->i[2] = d[7];                                /* window (0: every key) */
 }
 /* The buckets of attn_rel_buckets' two bucketings for relative position j - i in [-6, 6],
  * worked out by hand from transformers' relative_position_bucket (n = i - j; 8 buckets
@@ -832,12 +832,13 @@ static void sc_attention(const int64_t *d, tr_op_call *c)
 static const int rel_bucket_bidir[13] = { 3, 3, 3, 2, 2, 1, 0, 5, 6, 6, 7, 7, 7 };
 static const int rel_bucket_onedir[13] = { 5, 5, 5, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0 };
 
-/* Attention with a relative-position bias, naively: each row's T scores in full. */
+/* Attention with a relative-position bias (d[6]) or a window (d[7]: keys within d[7] positions),
+ * naively: each row's T scores in full. */
 static void ref_attention_rel(double **t, const int64_t *d, const int32_t *m)
 {
-    const int64_t B = d[0], T = d[1], H = d[2], D = d[3];
+    const int64_t B = d[0], T = d[1], H = d[2], D = d[3], w = d[7];
     const int *bucket = d[6] == 1 ? rel_bucket_bidir : rel_bucket_onedir;
-    double s[64];
+    double s[128];
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = 0; i < T; i++) {
@@ -847,7 +848,8 @@ static void ref_attention_rel(double **t, const int64_t *d, const int32_t *m)
                     const double *kj = t[3] + ((b * T + j) * H + h) * D;
                     double dot = 0;
                     for (int64_t e = 0; e < D; e++) dot += qi[e] * kj[e];
-                    s[j] = m[b * T + j] ? dot / sqrt((double)D) + t[6][bucket[j - i + 6] * H + h] : -INFINITY;
+                    const int seen = m[b * T + j] && (w == 0 || (j - i <= w && i - j <= w));
+                    s[j] = seen ? dot / sqrt((double)D) + (t[6] ? t[6][bucket[j - i + 6] * H + h] : 0) : -INFINITY;
                     mx = s[j] > mx ? s[j] : mx;
                 }
                 double *oi = t[0] + ((b * T + i) * H + h) * D;
@@ -868,10 +870,10 @@ static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
     double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], d[3], nt));
     int32_t m[1024];   /* B * T of every case, the device-only ones included */
     mask32(m, t[5], d[0] * d[1]);
-    if (t[6] && d[1] <= 7) {   /* the naive reference, at the T its buckets are written out for */
+    if ((t[6] && d[1] <= 7) || d[7]) {   /* the naive reference, at the T its buckets are written out for */
         ref_attention_rel(t, d, m);
     } else {
-        tr_attn_relpos rel = { t[6], NULL, NULL, attn_rel_buckets(d), c->i[0], (int)c->i[1] };
+        tr_attn_relpos rel = { t[6], NULL, NULL, attn_rel_buckets(d), c->i[0], (int)c->i[1], 0 };
         tr_k_attention_fwd_rel_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, t[6] ? &rel : NULL,
                                    1 / sqrt((double)d[3]), d[0], d[1], d[2], d[3], scr, nt);
     }
@@ -995,13 +997,15 @@ static const op_case cases[] = {
     { "tanh", sh_unary, NULL, ref_tanh, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
     { "tanh_backward", sh_unary_bwd, NULL, NULL, "tanh", { G(1), D(0), S(0) }, .nd = 2,
       .dims = { DIMS(3, 7), DIMS(1, 1) } },
-    { "attention", sh_attention, sc_attention, ref_attention, .nd = 5,
+    { "attention", sh_attention, sc_attention, ref_attention, .nd = 8,
       .dims = { DIMS(2, 5, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(1, 7, 3, 4, 0, 0, 0),
-                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 3, 4, 0, 0, 2) } },
+                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 3, 4, 0, 0, 2), DIMS(2, 9, 2, 3, 1, 0, 0, 2),
+                DIMS(2, 70, 2, 3, 1, 0, 0, 5), DIMS(1, 75, 1, 4, 0, 0, 0, 30) } },
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
-      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5), G(6), I(6) }, .nd = 5,
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5), G(6), I(6) }, .nd = 7,
       .dims = { DIMS(2, 3, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(2, 3, 2, 3, 1, 1, 0),
-                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 2, 3, 0, 1, 2) } },
+                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 2, 3, 0, 1, 2), DIMS(2, 9, 2, 3, 1, 0, 0, 2),
+                DIMS(1, 70, 1, 2, 1, 0, 0, 3) } },
     { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
       .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
@@ -2255,7 +2259,7 @@ static void test_dispatch_rules(void)
  * (aligned) beside the table's odd ones. */
 static const struct {
     const char *op;
-    int64_t dims[7];
+    int64_t dims[8];
     float attn_dropout;
 } device_extra[] = {
     { "attention", { 2, 37, 2, 32, 1 }, 0 },          { "attention", { 1, 19, 1, 64, 1 }, 0 },
@@ -2317,7 +2321,16 @@ static void device_cases_of(const tr_op_desc *desc, const op_case *oc, int o, in
             oc->custom(dtypes[di], device);
             continue;
         }
-        for (int s = 0; s < oc->nd; s++) run_on_device(oc, desc, oc->dims[s], dtypes[di], device, s, 0);
+        for (int s = 0; s < oc->nd; s++) {
+            if (strncmp(desc->name, "attention", 9) == 0 && oc->dims[s][7] > 0) {
+                /* a local attention window runs on the CPU only: the CUDA slots refuse it */
+                printf("SKIP ops_table.%s.cuda shape %d: window %lld is not built for CUDA yet\n", desc->name, s,
+                       (long long)oc->dims[s][7]);
+                skipped++;
+                continue;
+            }
+            run_on_device(oc, desc, oc->dims[s], dtypes[di], device, s, 0);
+        }
         for (int x = 0; x < N_DEVICE_EXTRA; x++)
             if (strcmp(device_extra[x].op, desc->name) == 0)
                 run_on_device(oc, desc, device_extra[x].dims, dtypes[di], device, 100 + x,

@@ -157,4 +157,32 @@ return {
   end },
 
   { "embedding_loss_and_every_gradient_window_over_all_keys", function() embedding_parity(0, "wall.") end },
+
+  { "embedding_loss_and_every_gradient_window_of_4", function() embedding_parity(nil, "w8.") end },
+
+  { "classifier_logits_loss_and_every_gradient", function()
+    local m = trainer.load_model(data .. "/tiny_modernbert_cls", { on_warning = no_warning })
+    assert(m.task == "classification" and m.num_labels == 3)
+    local g = st.load(data .. "/golden_tiny_modernbert.safetensors")
+    local x = input_of(g, "cls.")
+    m:eval():set_grad_enabled(true)
+    local a0 = memory.stats().by_tag.activations
+    local logits = m:forward(x)
+    local lref = g:tensor("cls.logits")
+    local _, abs = rel_err(logits:values(), lref:values())
+    assert(abs <= 1e-4, ("logits max abs error %g"):format(abs))
+    local labels = g:tensor("cls.labels", { tag = "activations" })
+    local loss, lse = ops.cross_entropy(logits, labels)
+    local ref_loss = g:tensor("cls.loss")
+    assert(math.abs(loss:item() - ref_loss:item()) <= 1e-4, ("loss %g vs %g"):format(loss:item(), ref_loss:item()))
+    local dl = ops.cross_entropy_backward(logits, lse, labels)
+    m:backward(dl)
+    for _, t in ipairs({ logits, lref, labels, loss, lse, ref_loss, dl }) do t:free() end
+    assert(memory.stats().by_tag.activations == a0, "activations left after backward")
+    local n = check_grads(m, g, "cls.")
+    assert(n == 18, "18 parameters, got " .. n)
+    lib.free_input(x)
+    g:close()
+    m:free()
+  end },
 }
