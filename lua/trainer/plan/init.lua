@@ -116,7 +116,7 @@ function M.estimate(recipe, opts)
   -- parameters: { count, rows, cols, trainable, product (a weight that a matrix product reads) }
   local params = {}
   local lora = recipe.lora
-  local targets = lora and lora.targets or {}
+  local targets = lora and (lora.targets or family.peft_targets) or {}
   local function add(n, rows, cols, trainable, product)
     params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable, product = product }
   end

@@ -185,8 +185,9 @@ local lora = S.oneof {
         r = S.integer { gt = 0, default = 8, doc = "adapter rank" },
         alpha = S.number { gt = 0, default = 16, aliases = { "lora_alpha" }, doc = "scale numerator: scale = alpha / r (alpha / sqrt(r) with rslora)" },
         dropout = S.number { min = 0, lt = 1, default = 0, aliases = { "lora_dropout" }, doc = "dropout on the LoRA input" },
-        targets = S.list { of = S.string {}, required = true, aliases = { "target_modules" },
-                           doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value)" },
+        targets = S.list { of = S.string {}, aliases = { "target_modules" },
+                           doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value); "
+                             .. "default: the model family's (query and value for BERT and RoBERTa)" },
         rslora = S.boolean { default = false, aliases = { "use_rslora" }, doc = "rank-stabilised scale alpha / sqrt(r)" },
         bias = S.string { enum = { "none", "all", "lora_only" }, default = "none", doc = "which biases train" },
         modules_to_save = S.list { of = S.string {}, doc = "modules trained fully and saved with the adapter (e.g. classifier)" },

@@ -85,6 +85,14 @@ end
 function M.apply(model, spec)
   if spec == false or spec == nil then return {} end
   local s = M.normalize(spec)
+  if not s.targets then   -- the family's default target_modules, as PEFT's mapping gives them
+    local family = require("trainer.models.registry").of_model(model)
+    if not family then
+      errors.user("lora.targets: this model was not built by a model family, so it has no default targets; give "
+        .. "targets (module-name suffixes, e.g. { \"query\", \"value\" })")
+    end
+    s.targets = family.peft_targets
+  end
   if M.is_applied(model) then
     errors.user("lora.apply: this model already has LoRA adapters; merge them first (lora.merge) or load a fresh model")
   end
@@ -198,6 +206,7 @@ end
 function M.save(model, dir, spec, base_model_name_or_path)
   if not model.lora then errors.user("lora.save: the model has no LoRA adapters (call lora.apply or lora.load first)") end
   spec = spec and M.normalize(spec) or model.lora.spec
+  if not spec.targets then spec.targets = model.lora.spec.targets end   -- the family's default, as applied
   mkdir_p(dir)
   local st = require("trainer.core.safetensors")
   local path = dir .. "/" .. M.weights_file
