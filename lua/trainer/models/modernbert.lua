@@ -696,7 +696,7 @@ function M.plan_terms(c)
       if a.gpu then per_layer = per_layer + N * C * e end
     end
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * C * e,
-             embeddings = a.full and 2 * N * C * e or 0, transient = (4 * N * I + 4 * N * C) * e }
+             embeddings = a.full and 2 * N * C * e or 0, transient = (3 * N * I + 2 * N * C) * e }
   end
   return {
     layers = L, positions = c.max_position_embeddings or 8192, linears = plain, layer = layer,
