@@ -185,4 +185,41 @@ return {
     g:close()
     m:free()
   end },
+  { "checkpointing_gives_the_same_gradients_and_lora_adapts_the_family_targets", function()
+    local checkpoint = require("trainer.train.grad_checkpoint")
+    local lora = require("trainer.train.lora")
+    local g = st.load(data .. "/golden_tiny_modernbert.safetensors")
+    local function grads(ckpt, adapters)
+      local m = trainer.load_model(data .. "/tiny_modernbert", { on_warning = no_warning })
+      m:train()
+      m.rng.seed, m.rng.step = 5, 2
+      local names = adapters and lora.apply(m, { r = 2, alpha = 4, dropout = 0.1 }) or nil
+      if ckpt then checkpoint.apply(m, { every = 1 }) end
+      local x = input_of(g, "")
+      local e = m:forward(x)
+      local w = g:tensor("loss_weight", { tag = "activations" })
+      m:backward(w)
+      local out = {}
+      for name, p in m:parameters() do if p.grad then out[name] = p.grad:values() end end
+      e:free(); w:free(); lib.free_input(x); m:free()
+      return out, names
+    end
+    local plain, ck = grads(false), grads(true)
+    local n = 0
+    for name, v in pairs(plain) do
+      n = n + 1
+      local c = assert(ck[name], name .. ": no gradient under checkpointing")
+      for i = 1, #v do assert(v[i] == c[i], ("%s[%d]: %g vs %g under checkpointing"):format(name, i, c[i], v[i])) end
+    end
+    assert(n == 14, n .. " gradients")
+    local lg, names = grads(true, true)
+    assert(#names == 4 and names[1] == "layers.0.attn.Wqkv" and names[2] == "layers.0.mlp.Wi", table.concat(names, " "))
+    local trained = 0
+    for name in pairs(lg) do
+      assert(name:match("lora_[AB]"), name .. " trains under LoRA")
+      trained = trained + 1
+    end
+    assert(trained == 8, trained .. " LoRA gradients")
+    g:close()
+  end },
 }
