@@ -18,6 +18,9 @@
 -- ("full_attention" / "sliding_attention") and rope_parameters instead; both forms are read.
 -- Initialisation: N(0, std) with transformers' stds per weight (its truncation at
 -- initializer_cutoff_factor std is not applied).
+-- Every row runs padded ([B, T], the attention op's key mask): the packed inference path
+-- (ops.attention_packed) takes neither rotary positions nor a window, so the model ignores
+-- pack_rows; padded query rows cost compute, not correctness (pooling reads the real rows).
 local Module = require("trainer.nn.module")
 local registry = require("trainer.models.registry")
 local bert = require("trainer.models.bert")
@@ -481,7 +484,8 @@ function Model.new(cfg, opts)
   return self
 end
 
--- -> the last hidden state [B, T, C] (final_norm's output), every row computed.
+-- -> the last hidden state [B, T, C] (final_norm's output), every row computed (opts.pack_rows,
+-- which the sentence encoder passes, is not taken: see the top of the file).
 function Model:forward(input)
   local ok, h = pcall(T.scope, function()
     local mask = prepare_mask(self.config, input)   -- one this scope made dies with it
