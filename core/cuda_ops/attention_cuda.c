@@ -9,7 +9,8 @@
  * dtypes, all of them are staged to f32 workspace. The backward's row terms delta_i =
  * dout_i . out_i need the forward's output: the caller's out when it kept it (read as it
  * is, no forward run), else recomputed into workspace by the forward kernel with the same
- * key and mask (the same bits as the forward's). Head sizes up to 128. */
+ * key and mask (the same bits as the forward's). Head sizes up to 128. A window (local
+ * attention) goes to the kernels' _win launchers. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -32,15 +33,6 @@ static int want_head_dim(tr_cslot *s, int64_t D)
                    "%s on cuda:%d: head dim %lld is above the %d the CUDA kernels hold in registers; run this "
                    "attention on the CPU or use a model with heads of at most %d",
                    s->op, s->device, (long long)D, ATTN_MAX_D, ATTN_MAX_D);
-}
-
-/* A window narrower than the keys (window < T - 1; wider sees every key) is the CPU's for now. */
-static int want_no_window(tr_cslot *s, int64_t window, int64_t T)
-{
-    if (window <= 0 || window >= T - 1) return TR_OK;
-    return tr_fail(s->err, TR_EUSER,
-                   "%s on cuda:%d: window = %lld (local attention) is not built for CUDA yet; run it on the CPU",
-                   s->op, s->device, (long long)window);
 }
 
 /* The dtype every tensor of ts is run in: theirs when they agree, else f32. */
@@ -83,13 +75,11 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     fwd_operands f;
-    if ((rc = want_head_dim(s, D)) || (rc = want_no_window(s, c->i[2], T)) ||
-        (rc = stage_forward(s, q, k, v, out, &f)))
-        return rc;
+    if ((rc = want_head_dim(s, D)) || (rc = stage_forward(s, q, k, v, out, &f))) return rc;
     const tr_rng_key key = key_of(c);
-    if ((rc = tr_k_attention_fwd_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
-                                      mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
-                                      scale_of(c->f[0], D), B, T, H, D, s->stream, s->err)))
+    if ((rc = tr_k_attention_fwd_win_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
+                                          mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
+                                          scale_of(c->f[0], D), B, T, H, D, c->i[2], s->stream, s->err)))
         return rc;
     return tr_cslot_store(s, out, f.dt, f.O);
 }
@@ -104,7 +94,7 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
                     *mask = c->attention_backward.mask;
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
-    if ((rc = want_head_dim(s, D)) || (rc = want_no_window(s, c->i[2], T))) return rc;
+    if ((rc = want_head_dim(s, D))) return rc;
     /* out is left out of the run's dtype, so the kernels are those the recompute would run */
     const tr_tensor *all[] = {dq, dk, dv, dout, q, k, v};
     const int dt = common_dtype(all, 7);
@@ -125,13 +115,14 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
         /* the forward's output, recomputed (its lse lands in lse2; the backward reads the op's) */
         void *O2, *lse2;
         if ((rc = tr_cslot_ws(s, q->numel, dt, &O2)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
-            (rc = tr_k_attention_fwd_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer, key.op,
-                                          scale, B, T, H, D, s->stream, s->err)))
+            (rc = tr_k_attention_fwd_win_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer,
+                                              key.op, scale, B, T, H, D, c->i[2], s->stream, s->err)))
             return rc;
         O = O2;
     }
-    if ((rc = tr_k_attention_bwd_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
-                                      key.layer, key.op, scale, B, T, H, D, scratch, s->stream, s->err)))
+    if ((rc = tr_k_attention_bwd_win_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
+                                          key.layer, key.op, scale, B, T, H, D, c->i[2], scratch, s->stream,
+                                          s->err)))
         return rc;
     if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;
     return tr_cslot_store(s, dv, dt, DV);
