@@ -10,8 +10,10 @@
  * with the dropout stream offset by the block's first element so that element
  * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse (f32)
  * and the mask (i32 or f32) are used in place. A relative-position bias table (tiny) is
- * staged whole (read in place when f32); its gradient (f32) is accumulated in place, through per-(b, h) sums by
- * relative position (B x H x (2T - 1) floats of workspace, the kernel's rel->dist). */
+ * staged whole (read in place when f32); its gradient (f32) is accumulated in place, through
+ * per-(b, h) sums by relative position (B x H x (2T - 1) floats of workspace, the kernel's
+ * rel->dist). A window (window > 0) reaches the kernel in the same struct, with or without a
+ * table. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/attention.h"
@@ -49,10 +51,11 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
                      const tr_tensor *rel_table, const tr_tensor *drel_table, tr_rows_fn fn)
 {
     attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads(),
-                  {NULL, NULL, NULL, 0, 0, 0}, rel_table};
+                  {NULL, NULL, NULL, 0, 0, 0, 0}, rel_table};
     r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
     if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
-    if (rel_table) r.rel = (tr_attn_relpos){NULL, NULL, NULL, rel_table->shape[0], c->i[0], (int)c->i[1]};
+    if (rel_table) r.rel = (tr_attn_relpos){NULL, NULL, NULL, rel_table->shape[0], c->i[0], (int)c->i[1], 0};
+    r.rel.window = c->i[2];   /* 0: every key */
     int rc =
         tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r.T, r.D, r.nthreads) * sizeof(float), (void **)&r.scratch);
     if (rc == TR_OK && drel_table)
@@ -66,7 +69,7 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
 /* The run's bias with the block's table and gradient pointers (staged by the loop), or NULL. */
 static const tr_attn_relpos *attn_rel(attn_run *r, float *table, float *dtable)
 {
-    if (!r->rel_table) return NULL;
+    if (!r->rel_table && r->rel.window <= 0) return NULL;
     r->rel.table = table;
     r->rel.dtable = dtable;
     return &r->rel;

@@ -10,8 +10,9 @@
  * dout_i . out_i need the forward's output: the caller's out when it kept it (read as it
  * is, no forward run), else recomputed into workspace by the forward kernel with the same
  * key and mask (the same bits as the forward's). Head sizes up to 128. A relative-position
- * bias table is read in f32 (a half one staged), its gradient (f32) accumulated in place; their scratch (each
- * head's biases by relative position, the buckets, the per-(b, h) sums) is workspace. */
+ * bias table is read in f32 (a half one staged), its gradient (f32) accumulated in place; their
+ * scratch (each head's biases by relative position, the buckets, the per-(b, h) sums) is
+ * workspace. A window (local attention) goes to the kernels' _win launchers with the bias. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -98,9 +99,9 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
         (rc = rel_of(s, c, c->attention.rel_bias, NULL, B, T, H, &rel)))
         return rc;
     const tr_rng_key key = key_of(c);
-    if ((rc = tr_k_attention_fwd_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
-                                      mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
-                                      &rel, scale_of(c->f[0], D), B, T, H, D, s->stream, s->err)))
+    if ((rc = tr_k_attention_fwd_win_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
+                                          mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
+                                          &rel, scale_of(c->f[0], D), B, T, H, D, c->i[2], s->stream, s->err)))
         return rc;
     return tr_cslot_store(s, out, f.dt, f.O);
 }
@@ -139,13 +140,14 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
         /* the forward's output, recomputed (its lse lands in lse2; the backward reads the op's) */
         void *O2, *lse2;
         if ((rc = tr_cslot_ws(s, q->numel, dt, &O2)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
-            (rc = tr_k_attention_fwd_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer, key.op,
-                                          &rel, scale, B, T, H, D, s->stream, s->err)))
+            (rc = tr_k_attention_fwd_win_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer,
+                                              key.op, &rel, scale, B, T, H, D, c->i[2], s->stream, s->err)))
             return rc;
         O = O2;
     }
-    if ((rc = tr_k_attention_bwd_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
-                                      key.layer, key.op, &rel, scale, B, T, H, D, scratch, s->stream, s->err)))
+    if ((rc = tr_k_attention_bwd_win_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
+                                          key.layer, key.op, &rel, scale, B, T, H, D, c->i[2], scratch, s->stream,
+                                          s->err)))
         return rc;
     if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;
     return tr_cslot_store(s, dv, dt, DV);

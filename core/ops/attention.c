@@ -72,10 +72,10 @@ static int check_position(tr_ctx *ctx, const char *op, const tr_tensor *q, const
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "%s: window = %lld must be >= 0 (0: every key; w: keys within w positions)", op,
                        (long long)window);
-    if (window > 0)
+    if (window > 0 && rel_bias)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "%s: window = %lld: windowed (local) attention is not built yet; pass window = 0", op,
-                       (long long)window);
+                       "%s: window = %lld with a relative-position bias table: the two are not built together; "
+                       "pass window = 0 or no rel_bias", op, (long long)window);
     if (drel_bias && !rel_bias)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: drel_bias is given but rel_bias is NULL", op);
     if (!rel_bias) return TR_OK;

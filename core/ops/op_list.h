@@ -119,3 +119,8 @@ TR_OP(dropout_linear_backward, TR_A(dx, ACC, FLOAT, 1) TR_A(dw, ACC, F32, 1) TR_
  * the middle would change the other ops' draws. */
 TR_OP(linear_backward_acc, TR_A(dx, ACC, FLOAT, 0) TR_A(dw, ACC, F32, 1) TR_A(dbias, ACC, F32, 1) \
       TR_A(dout, IN, FLOAT, 0) TR_A(x, IN, FLOAT, 1) TR_A(w, IN, FLOAT, 0),)
+/* ModernBERT's GeGLU gate (geglu.c) and rotary position embedding (rotary.c). */
+TR_OP(geglu, TR_A(out, OUT, FLOAT, 0) TR_A(h, IN, FLOAT, 0), TR_S(kind, i, 0, 0))
+TR_OP(geglu_backward, TR_A(dh, OUT, FLOAT, 0) TR_A(dout, IN, FLOAT, 0) TR_A(h, IN, FLOAT, 0), TR_S(kind, i, 0, 0))
+TR_OP(rotary, TR_A(out, OUT, FLOAT, 0) TR_A(x, IN, FLOAT, 0), TR_S(theta, f, 0, NAN))
+TR_OP(rotary_backward, TR_A(dx, OUT, FLOAT, 0) TR_A(dout, IN, FLOAT, 0), TR_S(theta, f, 0, NAN))

@@ -102,6 +102,18 @@ int tr_op_bias_gelu(tr_ctx *ctx, tr_tensor *out, tr_tensor *h, const tr_tensor *
 int tr_op_bias_gelu_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *h,
                              int kind);
 
+/* GeGLU's gate (core/ops/geglu.c): h[..., 2I] is [x | g], out[..., I] (=) = gelu(x) * g,
+ * kind a tr_gelu_kind. The backward: dh[..., 2I] (=) = [dout * g * gelu'(x) | dout * gelu(x)]
+ * from the forward's h. */
+int tr_op_geglu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *h, int kind);
+int tr_op_geglu_backward(tr_ctx *ctx, tr_tensor *dh, const tr_tensor *dout, const tr_tensor *h, int kind);
+
+/* Rotary position embedding (core/ops/rotary.c), rotate-half convention: out[B, T, H, D] (=)
+ * = x rotated by the angles t / theta^(2i / D) of position t (the sequence index) and pair
+ * (i, i + D/2); D even. The backward: dx (=) = dout rotated back. */
+int tr_op_rotary(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float theta);
+int tr_op_rotary_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float theta);
+
 /* out (=) = softmax over the last dim of x. */
 int tr_op_softmax(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);
 /* dx (=) from dout and the forward's output y. */

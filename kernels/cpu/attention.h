@@ -25,6 +25,11 @@
  * The backward sums the scores' gradient per relative position and head into rel->dist, then
  * into the table's gradient per bucket, in a fixed order (the same bits whatever the threads).
  *
+ * Window (rel->window = w > 0, ModernBERT's local layers): query i sees keys j with |i - j| <= w.
+ * A block of queries [i0, i0 + nb) computes its scores over keys [i0 - w, i0 + nb + w) only, so a
+ * local layer costs O(T x w); those products run on BLAS (the tile paths' packed k^T spans every
+ * key). The backward zeroes dk and dv first and adds each block's key range into them.
+ *
  * A row whose keys are all masked has out = 0, zero gradients and lse = -inf (no NaN). */
 #ifndef TR_KERNELS_CPU_ATTENTION_H
 #define TR_KERNELS_CPU_ATTENTION_H
@@ -47,11 +52,12 @@ typedef struct tr_attn_dropout {
 /* A relative-position bias table and its bucketing (T5's, MPNet's). The pointers are of the
  * kernel's type (float for _f32, double for _f64). */
 typedef struct tr_attn_relpos {
-    const void *table;        /* [nbuckets, H] */
+    const void *table;        /* [nbuckets, H], or NULL: no bias */
     void *dtable;             /* backward: [nbuckets, H] (+=), or NULL: no table gradient */
     void *dist;               /* backward with dtable: scratch of B*H*(2T-1) elements */
     int64_t nbuckets, max_distance;
     int bidirectional;
+    int64_t window;           /* 0: every key; w > 0: query i sees keys j with |i - j| <= w (not with a table) */
 } tr_attn_relpos;
 
 /* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch

@@ -49,6 +49,19 @@ int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void *dout, cons
                             const tr_k_attn_rel *rel, float scale, int64_t B, int64_t T, int64_t H, int64_t D,
                             float *scratch, void *stream, tr_error *err);
 
+/* The two launchers above with a window: query i sees keys j with |i - j| <= window (0 or
+ * window >= T - 1: every key, the launchers above). A window narrower than the keys runs on the
+ * fp32-register kernels (the tensor-core ones take none), as a bias does. */
+int tr_k_attention_fwd_win_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
+                                const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step, uint32_t layer,
+                                uint32_t op, const tr_k_attn_rel *rel, float scale, int64_t B, int64_t T, int64_t H,
+                                int64_t D, int64_t window, void *stream, tr_error *err);
+int tr_k_attention_bwd_win_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const void *q,
+                                const void *k, const void *v, int dt, const float *lse, const void *mask, int mask_dt,
+                                float p, uint64_t seed, uint32_t step, uint32_t layer, uint32_t op,
+                                const tr_k_attn_rel *rel, float scale, int64_t B, int64_t T, int64_t H, int64_t D,
+                                int64_t window, float *scratch, void *stream, tr_error *err);
+
 TR_K_END_DECLS
 
 #endif

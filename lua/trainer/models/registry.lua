@@ -26,6 +26,7 @@ local lines = {
   { "camembert", "trainer.models.roberta" },   -- RoBERTa's shape and weights, a SentencePiece vocabulary
   { "distilbert", "trainer.models.distilbert" },
   { "mpnet", "trainer.models.mpnet" },
+  { "modernbert", "trainer.models.modernbert" },
 }
 
 local module_of = {}

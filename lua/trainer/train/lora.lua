@@ -87,9 +87,10 @@ function M.apply(model, spec)
   if spec == false or spec == nil then return {} end
   local s = M.normalize(spec)
   local family = require("trainer.models.registry").of_model(model)
-  if not s.targets then
+  if not s.targets then   -- the family's default target_modules, as PEFT's mapping gives them
     if not family then
-      errors.user("lora.targets: this model was not built by a model family, so it has no default targets; give them")
+      errors.user("lora.targets: this model was not built by a model family, so it has no default targets; give "
+        .. "targets (module-name suffixes, e.g. { \"query\", \"value\" })")
     end
     s.targets = family.peft_targets
   end
