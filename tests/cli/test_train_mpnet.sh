@@ -49,8 +49,23 @@ r:close()
 LUA
 }
 
-run_trainer encode $D/tiny_mpnet $D/golden_tiny_mpnet_texts.txt
+check() { # name, mode, args...: tests/cli/check_outputs.lua against a golden
+  local name=$1; shift
+  if "$TRAINER" run tests/cli/check_outputs.lua "$@" >"$TMP/check" 2>&1; then pass "$name"
+  else fail "$name" "$(tail -3 "$TMP/check")"; fi
+}
+
+# the folder itself: trainer tokenize and encode (--batch 3: two batches of other lengths) give
+# transformers' ids and embeddings (the packed inference path keeps the padded layout for the
+# biased attention op)
+run_trainer tokenize $D/tiny_mpnet $D/golden_tiny_mpnet_texts.txt
+expect_rc mpnet_folder_tokenizes 0
+echo "$OUT" >"$TMP/ids"
+check mpnet_tokenize_equals_golden ids "$TMP/ids" $D/golden_tiny_mpnet.safetensors
+run_trainer encode $D/tiny_mpnet $D/golden_tiny_mpnet_texts.txt --batch 3
 expect_rc mpnet_folder_encodes 0
+echo "$OUT" >"$TMP/emb"
+check mpnet_encode_equals_golden embeddings "$TMP/emb" $D/golden_tiny_mpnet.safetensors embedding
 
 train mpnet_full "$TMP/emb.lua"
 keys "$TMP/mpnet_full/checkpoint-4/model.safetensors" >"$TMP/k1"
