@@ -1,7 +1,7 @@
 /* attention_cpu.c — the CPU slots (checks and wrappers: core/ops/attention.c): tensor-level scaled-dot-product
  * attention (kernels/cpu/attention.c).
  *
- * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + Tp + 64) floats,
+ * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + 3 x Tp + 64) floats,
  * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
  * tr_k_attention_scratch_elems) comes from the allocator with tag workspace, so it is
  * visible in the memory ledger. The staging loop (stage_rows.h) sees a batch element as a
@@ -9,7 +9,11 @@
  * f32 a block of batch elements at a time (attention is independent per batch element),
  * with the dropout stream offset by the block's first element so that element
  * (b, h, i, j) always draws element ((b*H + h)*T + i)*T + j of the key's stream. lse (f32)
- * and the mask (i32 or f32) are used in place. */
+ * and the mask (i32 or f32) are used in place. A relative-position bias table (tiny) is
+ * staged whole (read in place when f32); its gradient (f32) is accumulated in place, through
+ * per-(b, h) sums by relative position (B x H x (2T - 1) floats of workspace, the kernel's
+ * rel->dist). A window (window > 0) reaches the kernel in the same struct, with or without a
+ * table. */
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/attention.h"
@@ -23,13 +27,16 @@ typedef struct attn_stream {
     uint64_t base; /* stream index of the first element of this block of batch elements */
 } attn_stream;
 
-/* What the kernel calls of a block share: the call's sizes, scale, dropout and scratch. */
+/* What the kernel calls of a block share: the call's sizes, scale, dropout, scratch and
+ * relative-position bias. */
 typedef struct attn_run {
     int64_t T, H, D;
     float scale, dropout_p;
     attn_stream stream;
     float *scratch;
     int nthreads;
+    tr_attn_relpos rel;
+    const tr_tensor *rel_table;  /* NULL: no bias */
 } attn_run;
 
 static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64_t offset)
@@ -41,16 +48,31 @@ static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64
 /* fn over the call's batch elements (rows of T*H*D of q [B, T, H, D]) with the run's sizes
  * and the kernel's scratch. */
 static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_tensor *q, const unsigned char *layout,
-                     tr_rows_fn fn)
+                     const tr_tensor *rel_table, const tr_tensor *drel_table, tr_rows_fn fn)
 {
-    attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads()};
+    attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads(),
+                  {NULL, NULL, NULL, 0, 0, 0, 0}, rel_table};
     r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
     if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
+    if (rel_table) r.rel = (tr_attn_relpos){NULL, NULL, NULL, rel_table->shape[0], c->i[0], (int)c->i[1], 0};
+    r.rel.window = c->i[2];   /* 0: every key */
     int rc =
         tr_stage_scratch(ctx, tr_k_attention_scratch_elems(r.T, r.D, r.nthreads) * sizeof(float), (void **)&r.scratch);
+    if (rc == TR_OK && drel_table)
+        rc = tr_stage_scratch(ctx, (size_t)(q->shape[0] * r.H * (2 * r.T - 1)) * sizeof(float), &r.rel.dist);
     if (rc == TR_OK) rc = tr_stage_rows(ctx, d, c, layout, q->shape[0], r.T * r.H * r.D, fn, &r);
+    if (r.rel.dist) tr_stage_scratch_free(ctx, r.rel.dist);
     tr_stage_scratch_free(ctx, r.scratch);
     return rc;
+}
+
+/* The run's bias with the block's table and gradient pointers (staged by the loop), or NULL. */
+static const tr_attn_relpos *attn_rel(attn_run *r, float *table, float *dtable)
+{
+    if (!r->rel_table && r->rel.window <= 0) return NULL;
+    r->rel.table = table;
+    r->rel.dtable = dtable;
+    return &r->rel;
 }
 
 static tr_attn_dropout *attn_block(attn_run *r, tr_attn_dropout *drop, int64_t b0)
@@ -70,21 +92,22 @@ static int mask_dtype(const tr_tensor *mask)
 static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
     [FWD(out)] = TR_ROWS_BLOCK, [FWD(lse)] = TR_ROWS_ONE, [FWD(q)] = TR_ROWS_BLOCK,
     [FWD(k)] = TR_ROWS_BLOCK,   [FWD(v)] = TR_ROWS_BLOCK, [FWD(mask)] = TR_ROWS_ONE,
+    [FWD(rel_bias)] = TR_ROWS_WHOLE,
 };
 
 static int fwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t C, void *work)
 {
     attn_run *r = work;
     tr_attn_dropout drop;
-    tr_k_attention_fwd_f32(p[FWD(out)], p[FWD(lse)], p[FWD(q)], p[FWD(k)], p[FWD(v)], p[FWD(mask)],
-                           mask_dtype(c->attention.mask), attn_block(r, &drop, b0), r->scale, nb, r->T, r->H, r->D,
-                           r->scratch, r->nthreads);
+    tr_k_attention_fwd_rel_f32(p[FWD(out)], p[FWD(lse)], p[FWD(q)], p[FWD(k)], p[FWD(v)], p[FWD(mask)],
+                               mask_dtype(c->attention.mask), attn_block(r, &drop, b0), attn_rel(r, p[FWD(rel_bias)], NULL), r->scale, nb,
+                               r->T, r->H, r->D, r->scratch, r->nthreads);
     return TR_OK;
 }
 
 int tr_cpu_attention(tr_ctx *ctx, tr_op_call *c)
 {
-    return attn_rows(ctx, &tr_opd_attention, c, c->attention.q, fwd_layout, fwd_rows);
+    return attn_rows(ctx, &tr_opd_attention, c, c->attention.q, fwd_layout, c->attention.rel_bias, NULL, fwd_rows);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -96,19 +119,22 @@ static const unsigned char bwd_layout[TR_OP_MAX_TENSORS] = {
     [BWD(dq)] = TR_ROWS_BLOCK,   [BWD(dk)] = TR_ROWS_BLOCK, [BWD(dv)] = TR_ROWS_BLOCK,
     [BWD(dout)] = TR_ROWS_BLOCK, [BWD(q)] = TR_ROWS_BLOCK,  [BWD(k)] = TR_ROWS_BLOCK,
     [BWD(v)] = TR_ROWS_BLOCK,    [BWD(lse)] = TR_ROWS_ONE,  [BWD(mask)] = TR_ROWS_ONE,
+    [BWD(drel_bias)] = TR_ROWS_DIRECT, [BWD(rel_bias)] = TR_ROWS_WHOLE,
 };
 
 static int bwd_rows(const tr_op_call *c, float *const *p, int64_t b0, int64_t nb, int64_t C, void *work)
 {
     attn_run *r = work;
     tr_attn_dropout drop;
-    tr_k_attention_bwd_f32(p[BWD(dq)], p[BWD(dk)], p[BWD(dv)], p[BWD(dout)], p[BWD(q)], p[BWD(k)], p[BWD(v)],
-                           p[BWD(lse)], p[BWD(mask)], mask_dtype(c->attention_backward.mask), attn_block(r, &drop, b0),
-                           r->scale, nb, r->T, r->H, r->D, r->scratch, r->nthreads);
+    tr_k_attention_bwd_rel_f32(p[BWD(dq)], p[BWD(dk)], p[BWD(dv)], p[BWD(dout)], p[BWD(q)], p[BWD(k)], p[BWD(v)],
+                               p[BWD(lse)], p[BWD(mask)], mask_dtype(c->attention_backward.mask),
+                               attn_block(r, &drop, b0), attn_rel(r, p[BWD(rel_bias)], p[BWD(drel_bias)]), r->scale,
+                               nb, r->T, r->H, r->D, r->scratch, r->nthreads);
     return TR_OK;
 }
 
 int tr_cpu_attention_backward(tr_ctx *ctx, tr_op_call *c)
 {
-    return attn_rows(ctx, &tr_opd_attention_backward, c, c->attention_backward.q, bwd_layout, bwd_rows);
+    return attn_rows(ctx, &tr_opd_attention_backward, c, c->attention_backward.q, bwd_layout,
+                     c->attention_backward.rel_bias, c->attention_backward.drel_bias, bwd_rows);
 }

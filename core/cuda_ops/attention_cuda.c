@@ -9,7 +9,10 @@
  * dtypes, all of them are staged to f32 workspace. The backward's row terms delta_i =
  * dout_i . out_i need the forward's output: the caller's out when it kept it (read as it
  * is, no forward run), else recomputed into workspace by the forward kernel with the same
- * key and mask (the same bits as the forward's). Head sizes up to 128. */
+ * key and mask (the same bits as the forward's). Head sizes up to 128. A relative-position
+ * bias table is read in f32 (a half one staged), its gradient (f32) accumulated in place; their
+ * scratch (each head's biases by relative position, the buckets, the per-(b, h) sums) is
+ * workspace. A window (local attention) goes to the kernels' _win launchers with the bias. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -47,6 +50,23 @@ static tr_rng_key key_of(const tr_op_call *c)
     return c->p ? *(const tr_rng_key *)c->p : (tr_rng_key){0, 0, 0, 0};
 }
 
+/* The call's relative-position bias for the launchers (r->table NULL: none), its scratch
+ * from workspace. */
+static int rel_of(tr_cslot *s, const tr_op_call *c, const tr_tensor *table, const tr_tensor *dtable, int64_t B,
+                  int64_t T, int64_t H, tr_k_attn_rel *r)
+{
+    *r = (tr_k_attn_rel){NULL, NULL, NULL, 0, 0, 0};
+    if (!table) return TR_OK;
+    void *scratch;
+    const void *tab;
+    int rc;
+    if ((rc = tr_cslot_ws(s, tr_k_attention_rel_scratch_cuda(B, T, H), TR_F32, &scratch)) ||
+        (rc = tr_cslot_in(s, table, TR_F32, &tab)))
+        return rc;
+    *r = (tr_k_attn_rel){tab, dtable ? dtable->data : NULL, scratch, table->shape[0], c->i[0], (int)c->i[1]};
+    return TR_OK;
+}
+
 /* The forward's q, k, v (in) and out (out) in one dtype (*dt): theirs, or f32 workspace. */
 typedef struct fwd_operands {
     int dt;
@@ -74,11 +94,14 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
     const int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int rc;
     fwd_operands f;
-    if ((rc = want_head_dim(s, D)) || (rc = stage_forward(s, q, k, v, out, &f))) return rc;
+    tr_k_attn_rel rel;
+    if ((rc = want_head_dim(s, D)) || (rc = stage_forward(s, q, k, v, out, &f)) ||
+        (rc = rel_of(s, c, c->attention.rel_bias, NULL, B, T, H, &rel)))
+        return rc;
     const tr_rng_key key = key_of(c);
-    if ((rc = tr_k_attention_fwd_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
-                                      mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
-                                      scale_of(c->f[0], D), B, T, H, D, s->stream, s->err)))
+    if ((rc = tr_k_attention_fwd_win_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
+                                          mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
+                                          &rel, scale_of(c->f[0], D), B, T, H, D, c->i[2], s->stream, s->err)))
         return rc;
     return tr_cslot_store(s, out, f.dt, f.O);
 }
@@ -104,6 +127,9 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
         (rc = tr_cslot_out(s, dk, dt, 0, &DK)) || (rc = tr_cslot_out(s, dv, dt, 0, &DV)) ||
         (rc = tr_cslot_ws(s, tr_k_attention_bwd_scratch_cuda(B, T, H), TR_F32, &scratch)))
         return rc;
+    tr_k_attn_rel rel;
+    if ((rc = rel_of(s, c, c->attention_backward.rel_bias, c->attention_backward.drel_bias, B, T, H, &rel)))
+        return rc;
     const tr_rng_key key = key_of(c);
     const void *m = mask ? mask->data : NULL;
     const int mdt = mask ? mask->dtype : TR_I32;
@@ -114,13 +140,14 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
         /* the forward's output, recomputed (its lse lands in lse2; the backward reads the op's) */
         void *O2, *lse2;
         if ((rc = tr_cslot_ws(s, q->numel, dt, &O2)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
-            (rc = tr_k_attention_fwd_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer, key.op,
-                                          scale, B, T, H, D, s->stream, s->err)))
+            (rc = tr_k_attention_fwd_win_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer,
+                                              key.op, &rel, scale, B, T, H, D, c->i[2], s->stream, s->err)))
             return rc;
         O = O2;
     }
-    if ((rc = tr_k_attention_bwd_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
-                                      key.layer, key.op, scale, B, T, H, D, scratch, s->stream, s->err)))
+    if ((rc = tr_k_attention_bwd_win_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
+                                          key.layer, key.op, &rel, scale, B, T, H, D, c->i[2], scratch, s->stream,
+                                          s->err)))
         return rc;
     if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;
     return tr_cslot_store(s, dv, dt, DV);
@@ -147,8 +174,8 @@ static int attention_packed_body(tr_cslot *s, tr_op_call *c)
         if (n > 0)
             rc = tr_k_attention_fwd_cuda((char *)f.O + off * row_bytes, (float *)lse->data + H * off,
                                          (const char *)f.Q + off * row_bytes, (const char *)f.K + off * row_bytes,
-                                         (const char *)f.V + off * row_bytes, f.dt, NULL, TR_I32, 0, 0, 0, 0, 0, scale,
-                                         1, n, H, D, s->stream, s->err);
+                                         (const char *)f.V + off * row_bytes, f.dt, NULL, TR_I32, 0, 0, 0, 0, 0, NULL,
+                                         scale, 1, n, H, D, s->stream, s->err);
         off += n;
     }
     if (rc != TR_OK) return rc;

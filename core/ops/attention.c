@@ -1,6 +1,6 @@
 /* attention.c — tensor-level scaled-dot-product attention (kernels/cpu/attention.c).
  *
- * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + Tp + 64) floats,
+ * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + 3 x Tp + 64) floats,
  * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
  * tr_k_attention_scratch_elems) comes from the allocator with tag workspace, so it is
  * visible in the memory ledger. f32 tensors run
@@ -60,11 +60,55 @@ static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *const *bthd,
     return TR_OK;
 }
 
+/* The relative-position bias table [num_buckets, H] (a float dtype; the gradient f32: the
+ * dtype rules check those), its gradient of the same shape, the bucketing's scalars and the
+ * window. */
+static int check_position(tr_ctx *ctx, const char *op, const tr_tensor *q, const tr_tensor *rel_bias,
+                          const tr_tensor *drel_bias, int64_t max_distance, int64_t bidirectional, int64_t window)
+{
+    char s1[160];
+    int rc;
+    if (window < 0)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: window = %lld must be >= 0 (0: every key; w: keys within w positions)", op,
+                       (long long)window);
+    if (window > 0 && rel_bias)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: window = %lld with a relative-position bias table: the two are not built together; "
+                       "pass window = 0 or no rel_bias", op, (long long)window);
+    if (drel_bias && !rel_bias)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: drel_bias is given but rel_bias is NULL", op);
+    if (!rel_bias) return TR_OK;
+    if (rel_bias->ndim != 2 || rel_bias->shape[0] < 1 || rel_bias->shape[1] != q->shape[2])
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: rel_bias has shape %s but must be [num_buckets, H] with H = %lld (the heads of q)", op,
+                       tr_op_shape(rel_bias, s1), (long long)q->shape[2]);
+    if (drel_bias && (rc = tr_op_want_shape(ctx, op, "drel_bias", drel_bias, 2, rel_bias->shape))) return rc;
+    if (max_distance < 1 || max_distance > INT_MAX)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: max_distance = %lld must be >= 1 (the bucketing's relative_attention_max_distance)",
+                       op, (long long)max_distance);
+    if (bidirectional != 0 && bidirectional != 1)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "%s: bidirectional = %lld must be 0 or 1", op,
+                       (long long)bidirectional);
+    int64_t nb = rel_bias->shape[0], side = bidirectional ? nb / 2 : nb;
+    if (side < 2 || nb > INT_MAX / 4)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: rel_bias has %lld buckets; the bucketing needs >= %d (%s)", op, (long long)nb,
+                       bidirectional ? 4 : 2, bidirectional ? "bidirectional" : "one-directional");
+    if (max_distance <= side / 2)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: max_distance = %lld must exceed the %lld exact buckets of a side (num_buckets %lld%s)", op,
+                       (long long)max_distance, (long long)(side / 2), (long long)nb,
+                       bidirectional ? ", bidirectional: half a side each way" : "");
+    return TR_OK;
+}
+
 /* ------------------------------------------------------------ forward */
 
 static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *lse, const tr_tensor *q,
                             const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p,
-                            const tr_rng_key *key)
+                            const tr_rng_key *key, const tr_tensor *rel_bias, const int64_t *pos)
 {
     static const char *op = "attention";
     const tr_tensor *ts[] = { q, k, v, out, lse, mask };
@@ -72,7 +116,7 @@ static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *
     int rc;
     attn_dims d;
     if ((rc = check_args(ctx, op, ts, names, 4, lse, mask, dropout_p, key, &d))) return rc;
-    return TR_OK;
+    return check_position(ctx, op, q, rel_bias, NULL, pos[0], pos[1], pos[2]);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -80,7 +124,8 @@ static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *
 static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_tensor *dk, const tr_tensor *dv,
                                      const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k, const tr_tensor *v,
                                      const tr_tensor *out, const tr_tensor *lse, const tr_tensor *mask, float scale,
-                                     float dropout_p, const tr_rng_key *key)
+                                     float dropout_p, const tr_rng_key *key, const tr_tensor *drel_bias,
+                                     const tr_tensor *rel_bias, const int64_t *pos)
 {
     static const char *op = "attention_backward";
     const tr_tensor *ts[] = { q, k, v, dout, dq, dk, dv, out };
@@ -88,7 +133,7 @@ static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_
     int rc;
     attn_dims d;
     if ((rc = check_args(ctx, op, ts, names, out ? 8 : 7, lse, mask, dropout_p, key, &d))) return rc;
-    return TR_OK;
+    return check_position(ctx, op, q, rel_bias, drel_bias, pos[0], pos[1], pos[2]);
 }
 
 /* ------------------------------------------------------------ the op table */
@@ -96,7 +141,7 @@ static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_
 int tr_check_attention(tr_ctx *ctx, tr_op_call *c)
 {
     return attention_checks(ctx, c->attention.out, c->attention.lse, c->attention.q, c->attention.k, c->attention.v,
-                            c->attention.mask, c->f[0], c->f[1], c->p);
+                            c->attention.mask, c->f[0], c->f[1], c->p, c->attention.rel_bias, c->i);
 }
 
 int tr_check_attention_backward(tr_ctx *ctx, tr_op_call *c)
@@ -104,21 +149,30 @@ int tr_check_attention_backward(tr_ctx *ctx, tr_op_call *c)
     return attention_backward_checks(ctx, c->attention_backward.dq, c->attention_backward.dk, c->attention_backward.dv,
                                      c->attention_backward.dout, c->attention_backward.q, c->attention_backward.k,
                                      c->attention_backward.v, c->attention_backward.out, c->attention_backward.lse,
-                                     c->attention_backward.mask, c->f[0], c->f[1], c->p);
+                                     c->attention_backward.mask, c->f[0], c->f[1], c->p,
+                                     c->attention_backward.drel_bias, c->attention_backward.rel_bias, c->i);
 }
 
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
-                    const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p, const tr_rng_key *key)
+                    const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p, const tr_rng_key *key,
+                    const tr_tensor *rel_bias, int max_distance, int bidirectional, int window)
 {
-    tr_op_call c = { .t = { out, lse, q, k, v, mask }, .f = { scale, dropout_p }, .p = key };
+    tr_op_call c = { .t = { out, lse, q, k, v, mask, rel_bias },
+                     .f = { scale, dropout_p },
+                     .i = { max_distance, bidirectional, window },
+                     .p = key };
     return tr_op_run(ctx, &tr_opd_attention, &c);
 }
 
 int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv, const tr_tensor *dout,
                              const tr_tensor *q, const tr_tensor *k, const tr_tensor *v, const tr_tensor *out,
                              const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
-                             const tr_rng_key *key)
+                             const tr_rng_key *key, tr_tensor *drel_bias, const tr_tensor *rel_bias, int max_distance,
+                             int bidirectional, int window)
 {
-    tr_op_call c = { .t = { dq, dk, dv, dout, q, k, v, out, lse, mask }, .f = { scale, dropout_p }, .p = key };
+    tr_op_call c = { .t = { dq, dk, dv, dout, q, k, v, out, lse, mask, drel_bias, rel_bias },
+                     .f = { scale, dropout_p },
+                     .i = { max_distance, bidirectional, window },
+                     .p = key };
     return tr_op_run(ctx, &tr_opd_attention_backward, &c);
 }

@@ -50,7 +50,7 @@ typedef struct tr_op_arg {
     unsigned char nullable;  /* 1: NULL is allowed (skipped gradient, optional bias/mask) */
 } tr_op_arg;
 
-enum { TR_OP_MAX_TENSORS = 10, TR_OP_MAX_SCALARS = 8, TR_OP_MAX_INTS = 4, TR_OP_MAX_DIMS = 6 };
+enum { TR_OP_MAX_TENSORS = 12, TR_OP_MAX_SCALARS = 8, TR_OP_MAX_INTS = 4, TR_OP_MAX_DIMS = 6 };
 
 /* Op ids: an op's position in op_list.h; TR_OP_COUNT ops in all. */
 enum tr_op_id {

@@ -102,6 +102,18 @@ int tr_op_bias_gelu(tr_ctx *ctx, tr_tensor *out, tr_tensor *h, const tr_tensor *
 int tr_op_bias_gelu_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *dbias, const tr_tensor *dout, const tr_tensor *h,
                              int kind);
 
+/* GeGLU's gate (core/ops/geglu.c): h[..., 2I] is [x | g], out[..., I] (=) = gelu(x) * g,
+ * kind a tr_gelu_kind. The backward: dh[..., 2I] (=) = [dout * g * gelu'(x) | dout * gelu(x)]
+ * from the forward's h. */
+int tr_op_geglu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *h, int kind);
+int tr_op_geglu_backward(tr_ctx *ctx, tr_tensor *dh, const tr_tensor *dout, const tr_tensor *h, int kind);
+
+/* Rotary position embedding (core/ops/rotary.c), rotate-half convention: out[B, T, H, D] (=)
+ * = x rotated by the angles t / theta^(2i / D) of position t (the sequence index) and pair
+ * (i, i + D/2); D even. The backward: dx (=) = dout rotated back. */
+int tr_op_rotary(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float theta);
+int tr_op_rotary_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float theta);
+
 /* out (=) = softmax over the last dim of x. */
 int tr_op_softmax(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x);
 /* dx (=) from dout and the forward's output y. */
@@ -119,21 +131,37 @@ int tr_op_tanh_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const
  * are all padded; its out is 0). mask: [B, T] i32 or f32, nonzero = keep, 0 = pad; NULL =
  * none. scale <= 0 means 1/sqrt(D). dropout_p in [0, 1) on the attention probabilities,
  * drawn from key (element ((b*H + h)*T + i)*T + j of key's stream); key may be NULL when
- * dropout_p == 0. Memory: O(threads * 64 * T) scratch, never T x T per head. */
+ * dropout_p == 0. Memory: O(threads * 64 * T) scratch, never T x T per head.
+ * rel_bias: NULL, or a relative-position bias table [num_buckets, H] (f32, or half: a frozen
+ * table under bf16 / fp16; read in f32) (MPNet's and T5's
+ * relative_attention_bias): the score of query i and key j of head h gains
+ * rel_bias[bucket(j - i), h] after the scaling, bucket() being T5's bucketing of the relative
+ * position with num_buckets (the table's rows: >= 4 bidirectional, >= 2 otherwise),
+ * max_distance (above the exact buckets, num_buckets / 4 bidirectional, / 2 otherwise) and
+ * bidirectional (0 or 1; 1: half the buckets for keys after the query;
+ * kernels/cpu/attn_bucket.h); computed per pair inside the kernels, never a B x H x T x T
+ * tensor. max_distance and bidirectional are ignored without a table.
+ * window: 0 = every key; w > 0 = query i sees only keys j with |i - j| <= w (a local window,
+ * ModernBERT's local_attention / 2). */
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,
                     const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
-                    float dropout_p, const tr_rng_key *key);
+                    float dropout_p, const tr_rng_key *key, const tr_tensor *rel_bias,
+                    int max_distance, int bidirectional, int window);
 /* dq, dk, dv (=) [B, T, H, D]; mask, scale, dropout_p and key must be the forward's. out:
  * the forward's output [B, T, H, D] (the dropped-out P v, from the same q, k, v, mask and key),
  * or NULL. The backward's row terms delta_i = dout_i . out_i need it: CUDA reads it when given
  * and otherwise recomputes it into workspace (the same kernel, so the same bits either way);
  * the CPU takes delta from the probabilities and their gradient it forms anyway
- * (rowsum(P dP), the same sum) and reads no out. */
+ * (rowsum(P dP), the same sum) and reads no out. rel_bias, max_distance, bidirectional and
+ * window must be the forward's; drel_bias (+=) [num_buckets, H] f32 accumulates the bias
+ * table's gradient (the scores' gradient summed per bucket and head), or is NULL (no table,
+ * or a frozen one). */
 int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv,
                              const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
                              const tr_tensor *v, const tr_tensor *out, const tr_tensor *lse,
                              const tr_tensor *mask, float scale, float dropout_p,
-                             const tr_rng_key *key);
+                             const tr_rng_key *key, tr_tensor *drel_bias, const tr_tensor *rel_bias,
+                             int max_distance, int bidirectional, int window);
 
 /* The sequence lengths of attention_packed (its tr_op_call's p). */
 typedef struct tr_attn_lengths {

@@ -13,6 +13,7 @@
 #include <omp.h>
 #endif
 
+#include "cpu/attn_bucket.h"
 #include "cpu/attn_short.h"
 #include "cpu/attn_tile.h"
 #include "cpu/fast_math.h"
@@ -44,13 +45,13 @@ int64_t tr_k_attention_row_stride(int64_t T)
 }
 
 /* Per thread (the body below, attn_bufs_of): the block buffers S, G and the 32-bit keep
- * masks, TR_ATTN_BLOCK x Tp each; the packed k^T and v^T, D x Tp each; the key selects (Tp)
- * and the output row scales (TR_ATTN_BLOCK). */
+ * masks, TR_ATTN_BLOCK x Tp each; the packed k^T and v^T, D x Tp each; the key selects (Tp),
+ * the output row scales (TR_ATTN_BLOCK) and the head's relative-position biases (2 Tp). */
 size_t tr_k_attention_scratch_elems(int64_t T, int64_t D, int nthreads)
 {
     size_t Tp = (size_t)tr_k_attention_row_stride(T), d = (size_t)(D > 0 ? D : 0);
     if (Tp == 0) return 0;
-    size_t per = TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * Tp + 2 * d * Tp + Tp + TR_ATTN_BLOCK;
+    size_t per = TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * Tp + 2 * d * Tp + 3 * Tp + TR_ATTN_BLOCK;
     return (size_t)(nthreads > 0 ? nthreads : 1) * per;
 }
 
@@ -86,6 +87,17 @@ static int blas_single_begin(void)
 static void blas_single_end(int prev)
 {
     if (prev != 1) openblas_set_num_threads(prev);
+}
+
+/* The first key and the count of keys [j0, j0 + nk) that a block of queries [i0, i0 + nb) sees
+ * through a window of w keys each side, and nkp: nk rounded up to TR_ATTN_ROW_ALIGN, the stride
+ * of the block's score rows (nkp <= Tp). */
+static void attn_win_range(int64_t i0, int64_t nb, int64_t w, int64_t T, int64_t *j0, int64_t *nk, int64_t *nkp)
+{
+    int64_t lo = i0 - w < 0 ? 0 : i0 - w, hi = i0 + nb + w < T ? i0 + nb + w : T;
+    *j0 = lo;
+    *nk = hi - lo;
+    *nkp = tr_k_attention_row_stride(*nk);
 }
 
 /* ------------------------------------------------------------ instances */
@@ -314,6 +326,7 @@ typedef struct KFN(attn_bufs) {
     REAL *kt, *vt;      /* [D, Tp] packed k^T and v^T of the current head (tile paths) */
     REAL *ck;           /* [Tp] the current batch row's key selects (col_keep) */
     REAL *rs;           /* [BLOCK] output row scales (forward) */
+    REAL *rb;           /* [2T - 1] the head's bias of relative position j - i, at j - i + T - 1 */
 } KFN(attn_bufs);
 
 /* The thread's part of the scratch, zeroed once per call: the GEMM path never writes the
@@ -333,25 +346,102 @@ static KFN(attn_bufs) KFN(attn_bufs_of)(REAL *scratch, int64_t T, int64_t D)
     u.vt = u.kt + D * Tp;
     u.ck = u.vt + D * Tp;
     u.rs = u.ck + Tp;
+    u.rb = u.rs + TR_ATTN_BLOCK;
     return u;
+}
+
+/* ------------------------------------------------------------ relative-position bias */
+
+/* rb[d] (=) = the table's bias of head h for relative position d - (T - 1), d in [0, 2T - 1). */
+static void KFN(rel_row)(REAL *rb, const tr_attn_relpos *rel, int64_t h, int64_t H, int64_t T)
+{
+    const REAL *table = rel->table;
+    for (int64_t d = 0; d < 2 * T - 1; d++)
+        rb[d] = table[tr_attn_rel_bucket(d - (T - 1), rel->nbuckets, rel->max_distance, rel->bidirectional) * H + h];
+}
+
+/* Rows [0, nb) of a block of queries from i0 gain their biases: S[r][j] += rb[j - i + T - 1]
+ * for the T real columns (the padding columns are masked after). */
+static void KFN(rel_add)(REAL *S, int64_t Tp, const REAL *rb, int64_t i0, int64_t nb, int64_t T)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        REAL *Sr = S + r * Tp;
+        const REAL *br = rb + (T - 1 - (i0 + r));
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) Sr[j] += br[j];
+    }
+}
+
+/* dd[j - i + T - 1] (+=) the scores' gradient dS[r][j] of rows [0, nb) from query i0. */
+static void KFN(rel_grad)(REAL *dd, const REAL *dS, int64_t Tp, int64_t i0, int64_t nb, int64_t T)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        const REAL *Gr = dS + r * Tp;
+        REAL *dr = dd + (T - 1 - (i0 + r));
+#pragma omp simd
+        for (int64_t j = 0; j < T; j++) dr[j] += Gr[j];
+    }
+}
+
+/* The table's gradient (+=) from the per-(b, h) sums by relative position, in one order: by
+ * head, then batch element, then relative position. */
+static void KFN(rel_reduce)(const tr_attn_relpos *rel, int64_t B, int64_t T, int64_t H)
+{
+    REAL *dtable = rel->dtable;
+    const REAL *dist = rel->dist;
+    const int64_t nd = 2 * T - 1;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t b = 0; b < B; b++) {
+            const REAL *dd = dist + (b * H + h) * nd;
+            for (int64_t d = 0; d < nd; d++)
+                dtable[tr_attn_rel_bucket(d - (T - 1), rel->nbuckets, rel->max_distance, rel->bidirectional) * H + h] +=
+                    dd[d];
+        }
+}
+
+/* ------------------------------------------------------------ window */
+
+/* Rows [0, nb) of a windowed block (stride nkp; column c is key j0 + c, c < nk real): fill where
+ * the key is outside query i0 + r's window, padded (ck) or a padding column. */
+static void KFN(win_fill)(REAL *S, int64_t nkp, const REAL *ck, int64_t i0, int64_t nb, int64_t j0, int64_t nk,
+                          int64_t w, REAL fill)
+{
+    for (int64_t r = 0; r < nb; r++) {
+        REAL *Sr = S + r * nkp;
+        int64_t lo = i0 + r - w - j0, hi = i0 + r + w + 1 - j0;
+        if (lo < 0) lo = 0;
+        if (hi > nk) hi = nk;
+        for (int64_t c = 0; c < nkp; c++)
+            if (c < lo || c >= hi || ck[j0 + c] == 0) Sr[c] = fill;
+    }
+}
+
+/* Columns [nk, nkp) of rows [0, nb) (stride nkp) set to 0: what a product over nk columns left there. */
+static void KFN(win_zero_tail)(REAL *G, int64_t nkp, int64_t nb, int64_t nk)
+{
+    for (int64_t r = 0; r < nb; r++)
+        for (int64_t c = nk; c < nkp; c++) G[r * nkp + c] = 0;
 }
 
 /* ------------------------------------------------------------ forward */
 
-void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, const REAL *k,
-                            const REAL *v, const void *mask, int mask_dtype,
-                            const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
-                            int64_t H, int64_t D, REAL *scratch, int nthreads)
+static void KFN(attn_fwd)(int isa, REAL *out, REAL *lse, const REAL *q, const REAL *k,
+                          const REAL *v, const void *mask, int mask_dtype,
+                          const tr_attn_dropout *drop, const tr_attn_relpos *rel, REAL scale,
+                          int64_t B, int64_t T, int64_t H, int64_t D, REAL *scratch, int nthreads)
 {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
-    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
+    /* bias: a relative-position table; win: a window narrower than the keys (w >= T - 1 sees them all) */
+    const tr_attn_relpos *bias = rel && rel->table ? rel : NULL;
+    const int64_t win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
+    if (!KTILE || !tr_attn_tile_usable(isa) || win) isa = TR_ATTN_ISA_BLAS;
     const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
     const int64_t nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
     const int use_drop = drop && drop->p > 0;
 #if KTILE
     /* short rows (T <= 32 on AVX-512, 8 on AVX2), heads of 32 or 64, no dropout: a head in
      * registers (attn_short.h) */
-    if (tr_attn_short_usable(isa, T, D, use_drop)) {
+    if (!bias && !win && tr_attn_short_usable(isa, T, D, use_drop)) {
         tr_attn_short_fwd_f32(isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
         return;
     }
@@ -373,11 +463,31 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
             const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
             KFN(pack_t)(isa, u.kt, kb, ld, T, D, Tp);
             KFN(col_keep)(u.ck, mask, mask_dtype, b, T, Tp);
+            if (bias) KFN(rel_row)(u.rb, bias, h, H, T);
+            if (win)   /* the windowed blocks' select row: win_fill did the masking */
+                for (int64_t j = 0; j < Tp; j++) u.rb[j] = 1;
             for (int64_t blk = blk0; blk < blk1; blk++) {
                 int64_t i0 = blk * TR_ATTN_BLOCK;
                 int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
                 const REAL *qb = q + ((b * T + i0) * H + h) * D;
+                if (win) {
+                    int64_t j0, nk, nkp;
+                    attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
+                    KFN(scores)(isa, u.S, nkp, qb, ld, kb + j0 * ld, ld, NULL, nb, nk, D, scale);
+                    KFN(win_fill)(u.S, nkp, u.ck, i0, nb, j0, nk, win, -INFINITY);
+                    KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, nkp, u.rb, isa);
+                    if (use_drop) {   /* whole rows drawn, the window's columns applied */
+                        attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+                        for (int64_t r = 0; r < nb; r++)
+                            KFN(dropout_span)(u.S + r * nkp, u.S + r * nkp, u.keep + r * Tp + j0, 1, nk);
+                        for (int64_t r = 0; r < nb; r++) u.rs[r] *= keep_scale;
+                    }
+                    KFN(product)(isa, 0, out + ((b * T + i0) * H + h) * D, ld, u.S, nkp, vb + j0 * ld, ld, nb, D,
+                                 nk, 1, u.rs, 0);
+                    continue;
+                }
                 KFN(scores)(isa, u.S, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
+                if (bias) KFN(rel_add)(u.S, Tp, u.rb, i0, nb, T);
                 KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, Tp, u.ck, isa);
                 if (use_drop) {   /* the block's rows are consecutive in the stream: one draw */
                     attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
@@ -395,14 +505,16 @@ void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, c
 
 /* ------------------------------------------------------------ backward */
 
-void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
-                            const REAL *q, const REAL *k, const REAL *v, const REAL *lse,
-                            const void *mask, int mask_dtype, const tr_attn_dropout *drop,
-                            REAL scale, int64_t B, int64_t T, int64_t H, int64_t D,
-                            REAL *scratch, int nthreads)
+static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
+                          const REAL *q, const REAL *k, const REAL *v, const REAL *lse,
+                          const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                          const tr_attn_relpos *rel, REAL scale, int64_t B, int64_t T, int64_t H,
+                          int64_t D, REAL *scratch, int nthreads)
 {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
-    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
+    const tr_attn_relpos *bias = rel && rel->table ? rel : NULL;
+    const int64_t win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
+    if (!KTILE || !tr_attn_tile_usable(isa) || win) isa = TR_ATTN_ISA_BLAS;
     const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
     const int use_drop = drop && drop->p > 0;
     const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
@@ -421,13 +533,51 @@ void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const RE
             KFN(pack_t)(isa, u.kt, kb, ld, T, D, Tp);
             KFN(pack_t)(isa, u.vt, vb, ld, T, D, Tp);
             KFN(col_keep)(u.ck, mask, mask_dtype, b, T, Tp);
+            REAL *dd = bias && bias->dtable ? (REAL *)bias->dist + bh * (2 * T - 1) : NULL;
+            if (bias) KFN(rel_row)(u.rb, bias, h, H, T);
+            if (dd) memset(dd, 0, (size_t)(2 * T - 1) * sizeof *dd);
+            if (win) {   /* each block adds into its key range's rows */
+                for (int64_t j = 0; j < Tp; j++) u.rb[j] = 1;
+                for (int64_t t = 0; t < T; t++) {
+                    memset(dkb + t * ld, 0, (size_t)D * sizeof *dkb);
+                    memset(dvb + t * ld, 0, (size_t)D * sizeof *dvb);
+                }
+            }
             for (int64_t i0 = 0; i0 < T; i0 += TR_ATTN_BLOCK) {
                 int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
                 int acc = i0 > 0;
                 const REAL *qb = q + ((b * T + i0) * H + h) * D;
                 const REAL *dob = dout + ((b * T + i0) * H + h) * D;
+                if (win) {
+                    int64_t j0, nk, nkp;
+                    attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
+                    const REAL *kw = kb + j0 * ld, *vw = vb + j0 * ld;
+                    KFN(scores)(isa, P, nkp, qb, ld, kw, ld, NULL, nb, nk, D, scale);
+                    KFN(win_fill)(P, nkp, u.ck, i0, nb, j0, nk, win, -INFINITY);
+                    for (int64_t r = 0; r < nb; r++)
+                        KFN(probs_from_lse)(P + r * nkp, P + r * nkp, lse[bh * T + i0 + r], u.rb, nkp);
+                    const REAL *Pd = P;
+                    if (use_drop) {
+                        attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+                        for (int64_t r = 0; r < nb; r++)
+                            KFN(dropout_span)(G + r * nkp, P + r * nkp, u.keep + r * Tp + j0, keep_scale, nk);
+                        Pd = G;
+                    }
+                    KFN(product)(isa, 1, dvb + j0 * ld, ld, Pd, nkp, dob, ld, nk, D, nb, 1, NULL, 1);
+                    KFN(scores)(isa, G, nkp, dob, ld, vw, ld, NULL, nb, nk, D, 1);
+                    KFN(win_zero_tail)(G, nkp, nb, nk);
+                    if (use_drop)
+                        for (int64_t r = 0; r < nb; r++)
+                            KFN(dropout_span)(G + r * nkp, G + r * nkp, u.keep + r * Tp + j0, keep_scale, nk);
+                    KFN(dsoftmax_block)(P, G, nb, nkp, isa);
+                    KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, nkp, kw, ld, nb, D, nk, scale, NULL,
+                                 0);
+                    KFN(product)(isa, 1, dkb + j0 * ld, ld, P, nkp, qb, ld, nk, D, nb, scale, NULL, 1);
+                    continue;
+                }
                 /* P = softmax probabilities (before dropout) of the block, from lse */
                 KFN(scores)(isa, P, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
+                if (bias) KFN(rel_add)(P, Tp, u.rb, i0, nb, T);
                 for (int64_t r = 0; r < nb; r++)
                     KFN(probs_from_lse)(P + r * Tp, P + r * Tp, lse[bh * T + i0 + r], u.ck, Tp);
                 /* dv (+)= Pd^T dout, Pd the dropped-out probabilities (built in G) */
@@ -442,6 +592,7 @@ void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const RE
                 KFN(scores)(isa, G, Tp, dob, ld, vb, ld, u.vt, nb, T, D, 1);
                 if (use_drop) KFN(dropout_span)(G, G, u.keep, keep_scale, nb * Tp);
                 KFN(dsoftmax_block)(P, G, nb, Tp, isa);
+                if (dd) KFN(rel_grad)(dd, P, Tp, i0, nb, T);
                 /* dq = scale dS k; dk (+)= scale dS^T q */
                 KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, Tp, kb, ld, nb, D, T,
                              scale, NULL, 0);
@@ -450,9 +601,47 @@ void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const RE
         }
     }
     blas_single_end(blas_prev);
+    if (bias && bias->dtable) KFN(rel_reduce)(bias, B, T, H);
 }
 
 /* ------------------------------------------------------------ entry points */
+
+void KFN(tr_k_attention_fwd_isa)(int isa, REAL *out, REAL *lse, const REAL *q, const REAL *k,
+                                 const REAL *v, const void *mask, int mask_dtype,
+                                 const tr_attn_dropout *drop, REAL scale, int64_t B, int64_t T,
+                                 int64_t H, int64_t D, REAL *scratch, int nthreads)
+{
+    KFN(attn_fwd)(isa, out, lse, q, k, v, mask, mask_dtype, drop, NULL, scale, B, T, H, D, scratch, nthreads);
+}
+
+void KFN(tr_k_attention_bwd_isa)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
+                                 const REAL *q, const REAL *k, const REAL *v, const REAL *lse,
+                                 const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                                 REAL scale, int64_t B, int64_t T, int64_t H, int64_t D,
+                                 REAL *scratch, int nthreads)
+{
+    KFN(attn_bwd)(isa, dq, dk, dv, dout, q, k, v, lse, mask, mask_dtype, drop, NULL, scale, B, T, H, D, scratch,
+                  nthreads);
+}
+
+void KFN(tr_k_attention_fwd_rel)(REAL *out, REAL *lse, const REAL *q, const REAL *k, const REAL *v,
+                                 const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                                 const tr_attn_relpos *rel, REAL scale, int64_t B, int64_t T, int64_t H,
+                                 int64_t D, REAL *scratch, int nthreads)
+{
+    KFN(attn_fwd)(KTILE ? tr_attn_tile_isa() : TR_ATTN_ISA_BLAS, out, lse, q, k, v, mask, mask_dtype, drop, rel,
+                  scale, B, T, H, D, scratch, nthreads);
+}
+
+void KFN(tr_k_attention_bwd_rel)(REAL *dq, REAL *dk, REAL *dv, const REAL *dout, const REAL *q,
+                                 const REAL *k, const REAL *v, const REAL *lse, const void *mask,
+                                 int mask_dtype, const tr_attn_dropout *drop, const tr_attn_relpos *rel,
+                                 REAL scale, int64_t B, int64_t T, int64_t H, int64_t D, REAL *scratch,
+                                 int nthreads)
+{
+    KFN(attn_bwd)(KTILE ? tr_attn_tile_isa() : TR_ATTN_ISA_BLAS, dq, dk, dv, dout, q, k, v, lse, mask, mask_dtype,
+                  drop, rel, scale, B, T, H, D, scratch, nthreads);
+}
 
 void KFN(tr_k_attention_fwd)(REAL *out, REAL *lse, const REAL *q, const REAL *k,
                                const REAL *v, const void *mask, int mask_dtype,

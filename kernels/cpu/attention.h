@@ -19,6 +19,17 @@
  * keyed counter RNG in the runtime, tr_dropout_mask_words), a whole query block's rows in one
  * call (they are consecutive in the stream), so the backward regenerates the forward's mask.
  *
+ * Relative-position bias (rel, tr_attn_relpos): the score of query i and key j in head h
+ * gains table[bucket(j - i), h] after the scaling (attn_bucket.h), added to each block's score
+ * rows from a per-head row of the 2T - 1 relative positions' biases, never a T x T matrix.
+ * The backward sums the scores' gradient per relative position and head into rel->dist, then
+ * into the table's gradient per bucket, in a fixed order (the same bits whatever the threads).
+ *
+ * Window (rel->window = w > 0, ModernBERT's local layers): query i sees keys j with |i - j| <= w.
+ * A block of queries [i0, i0 + nb) computes its scores over keys [i0 - w, i0 + nb + w) only, so a
+ * local layer costs O(T x w); those products run on BLAS (the tile paths' packed k^T spans every
+ * key). The backward zeroes dk and dv first and adds each block's key range into them.
+ *
  * A row whose keys are all masked has out = 0, zero gradients and lse = -inf (no NaN). */
 #ifndef TR_KERNELS_CPU_ATTENTION_H
 #define TR_KERNELS_CPU_ATTENTION_H
@@ -37,6 +48,17 @@ typedef struct tr_attn_dropout {
     tr_keep_fn keep;
     const void *key;          /* passed to keep */
 } tr_attn_dropout;
+
+/* A relative-position bias table and its bucketing (T5's, MPNet's). The pointers are of the
+ * kernel's type (float for _f32, double for _f64). */
+typedef struct tr_attn_relpos {
+    const void *table;        /* [nbuckets, H], or NULL: no bias */
+    void *dtable;             /* backward: [nbuckets, H] (+=), or NULL: no table gradient */
+    void *dist;               /* backward with dtable: scratch of B*H*(2T-1) elements */
+    int64_t nbuckets, max_distance;
+    int bidirectional;
+    int64_t window;           /* 0: every key; w > 0: query i sees keys j with |i - j| <= w (not with a table) */
+} tr_attn_relpos;
 
 /* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch
  * they need for that many threads and heads of D values, in elements of the kernel's type. */
@@ -69,6 +91,26 @@ void tr_k_attention_bwd_f64(double *dq, double *dk, double *dv, const double *do
                                const double *lse, const void *mask, int mask_dtype,
                                const tr_attn_dropout *drop, double scale, int64_t B, int64_t T,
                                int64_t H, int64_t D, double *scratch, int nthreads);
+
+/* The kernels above with a relative-position bias (rel NULL: none, as above). */
+void tr_k_attention_fwd_rel_f32(float *out, float *lse, const float *q, const float *k, const float *v,
+                                const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                                const tr_attn_relpos *rel, float scale, int64_t B, int64_t T, int64_t H,
+                                int64_t D, float *scratch, int nthreads);
+void tr_k_attention_fwd_rel_f64(double *out, double *lse, const double *q, const double *k, const double *v,
+                                const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                                const tr_attn_relpos *rel, double scale, int64_t B, int64_t T, int64_t H,
+                                int64_t D, double *scratch, int nthreads);
+void tr_k_attention_bwd_rel_f32(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                                const float *k, const float *v, const float *lse, const void *mask,
+                                int mask_dtype, const tr_attn_dropout *drop, const tr_attn_relpos *rel,
+                                float scale, int64_t B, int64_t T, int64_t H, int64_t D, float *scratch,
+                                int nthreads);
+void tr_k_attention_bwd_rel_f64(double *dq, double *dk, double *dv, const double *dout, const double *q,
+                                const double *k, const double *v, const double *lse, const void *mask,
+                                int mask_dtype, const tr_attn_dropout *drop, const tr_attn_relpos *rel,
+                                double scale, int64_t B, int64_t T, int64_t H, int64_t D, double *scratch,
+                                int nthreads);
 
 /* The same kernels on a chosen product path (TR_ATTN_ISA_*, attn_tile.h), for the tests that
  * run every path this CPU has; a path the CPU lacks runs the cblas one, and the double

@@ -15,7 +15,30 @@ struct attn_shape {
     float scale;
     float p, keep_scale;        /* dropout probability and 1 / (1 - p) */
     tr_k_rng rng;
+    int window;                 /* 0: every key; w > 0: query i sees keys j with |i - j| <= w (T < 2^30) */
+    const float *relrow;        /* NULL, or [H, 2T - 1]: head h's bias of relative position j - i at
+                                   h*(2T - 1) + j - i + T - 1 (attention.cu fills it from the table) */
 };
+
+/* Whether query i sees key j through the launch's window. */
+__device__ __forceinline__ bool attn_in_window(const attn_shape &s, int64_t i, int64_t j)
+{
+    const int d = (int)(i - j);
+    return s.window <= 0 || (d <= s.window && -d <= s.window);
+}
+
+/* The tiles of `tile` rows from *t0 to *t1 (exclusive) that rows [r0, r0 + n) see through the
+ * window (all T rows without one). */
+__device__ __forceinline__ void attn_window_tiles(const attn_shape &s, int64_t r0, int64_t n, int tile, int64_t *t0,
+                                                  int64_t *t1)
+{
+    *t0 = 0;
+    *t1 = s.T;
+    if (s.window <= 0) return;
+    const int64_t lo = r0 - s.window, hi = r0 + n + s.window;
+    *t0 = lo > 0 ? lo / tile * tile : 0;
+    *t1 = hi < s.T ? hi : s.T;
+}
 
 __device__ __forceinline__ int64_t attn_idx(const attn_shape &s, int64_t b, int64_t t, int64_t h)
 {
@@ -28,6 +51,12 @@ __device__ __forceinline__ bool attn_keep_key(const void *mask, int mask_dt, int
     if (!mask) return true;
     if (mask_dt == TR_I32) return ((const int32_t *)mask)[b * T + j] != 0;
     return ((const float *)mask)[b * T + j] != 0.0f;
+}
+
+/* The relative-position bias of query i and key j in head h, 0 without one. */
+__device__ __forceinline__ float attn_bias(const attn_shape &s, int64_t h, int64_t i, int64_t j)
+{
+    return s.relrow ? s.relrow[h * (2 * s.T - 1) + j - i + s.T - 1] : 0.0f;
 }
 
 /* The dropout factor Z of (b, h, i, j): 0 or 1 / (1 - p), the CPU's stream element. */
@@ -66,6 +95,8 @@ static inline attn_shape attn_make(int64_t B, int64_t T, int64_t H, int64_t D, f
     s.p = p;
     s.keep_scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
     s.rng = tr_k_rng_make(seed, step, layer, op);
+    s.window = 0;
+    s.relrow = NULL;
     return s;
 }
 

@@ -27,7 +27,9 @@
 #include "cpu/embedding.h"
 #include "cpu/pair_features.h"
 #include "cpu/bias_gelu.h"
+#include "cpu/geglu.h"
 #include "cpu/gelu.h"
+#include "cpu/rotary.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
 #include "cpu/matmul.h"
@@ -804,34 +806,89 @@ static void ref_softmax(double **t, const int64_t *d, const tr_op_call *c)
 }
 static void ref_tanh(double **t, const int64_t *d, const tr_op_call *c) { tr_k_tanh_fwd_f64(t[0], t[1], d[0] * d[1]); }
 
-static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked */
+/* The relative-position bias of attention case d (d[6]: 0 none; 1 bidirectional, 8 buckets,
+ * max_distance 5; 2 one-directional, 6 buckets, max_distance 4): at these T every kind of
+ * bucket occurs (exact, logarithmic, beyond max_distance, and both sides). */
+static int64_t attn_rel_buckets(const int64_t *d) { return d[6] == 1 ? 8 : d[6] == 2 ? 6 : 0; }
+
+static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked, -, bias */
 {
     for (int i = 0; i < 5; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
     a[1] = A(3, d[0], d[2], d[1]);
     a[5] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+    a[6] = d[6] ? A(2, attn_rel_buckets(d), d[2]) : ANULL;
 }
 static void sc_attention(const int64_t *d, tr_op_call *c)
 {
     c->f[0] = 0;   /* 1/sqrt(D) */
     c->f[1] = 0;
+    c->i[0] = d[6] == 1 ? 5 : d[6] == 2 ? 4 : 0;   /* max_distance */
+    c->i[1] = d[6] == 1;                           /* bidirectional */
+    c->i[2] = d[7];                                /* window (0: every key) */
 }
+/* The buckets of attn_rel_buckets' two bucketings for relative position j - i in [-6, 6],
+ * worked out by hand from transformers' relative_position_bucket (n = i - j; 8 buckets
+ * bidirectional: 4 a side, 2 exact, log(n/2)/log(5/2)*2 above; 6 one-directional: 3 exact,
+ * 3 + log(n/3)/log(4/3)*3 above, capped at 5). */
+static const int rel_bucket_bidir[13] = { 3, 3, 3, 2, 2, 1, 0, 5, 6, 6, 7, 7, 7 };
+static const int rel_bucket_onedir[13] = { 5, 5, 5, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0 };
+
+/* Attention with a relative-position bias (d[6]) or a window (d[7]: keys within d[7] positions),
+ * naively: each row's T scores in full. */
+static void ref_attention_rel(double **t, const int64_t *d, const int32_t *m)
+{
+    const int64_t B = d[0], T = d[1], H = d[2], D = d[3], w = d[7];
+    const int *bucket = d[6] == 1 ? rel_bucket_bidir : rel_bucket_onedir;
+    double s[128];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < T; i++) {
+                const double *qi = t[2] + ((b * T + i) * H + h) * D;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < T; j++) {
+                    const double *kj = t[3] + ((b * T + j) * H + h) * D;
+                    double dot = 0;
+                    for (int64_t e = 0; e < D; e++) dot += qi[e] * kj[e];
+                    const int seen = m[b * T + j] && (w == 0 || (j - i <= w && i - j <= w));
+                    s[j] = seen ? dot / sqrt((double)D) + (t[6] ? t[6][bucket[j - i + 6] * H + h] : 0) : -INFINITY;
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                double *oi = t[0] + ((b * T + i) * H + h) * D;
+                for (int64_t e = 0; e < D; e++) oi[e] = 0;
+                for (int64_t j = 0; j < T; j++) sum += s[j] == -INFINITY ? 0 : exp(s[j] - mx);
+                t[1][(b * H + h) * T + i] = mx == -INFINITY ? -INFINITY : mx + log(sum);
+                if (mx == -INFINITY) continue;
+                for (int64_t j = 0; j < T; j++) {
+                    double pj = s[j] == -INFINITY ? 0 : exp(s[j] - mx) / sum;
+                    for (int64_t e = 0; e < D; e++) oi[e] += pj * t[4][((b * T + j) * H + h) * D + e];
+                }
+            }
+}
+
 static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
 {
     int nt = tr_k_attention_threads();
     double *scr = malloc(sizeof(double) * tr_k_attention_scratch_elems(d[1], d[3], nt));
     int32_t m[1024];   /* B * T of every case, the device-only ones included */
     mask32(m, t[5], d[0] * d[1]);
-    tr_k_attention_fwd_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, 1 / sqrt((double)d[3]), d[0],
-                           d[1], d[2], d[3], scr, nt);
+    if ((t[6] && d[1] <= 7) || d[7]) {   /* the naive reference, at the T its buckets are written out for */
+        ref_attention_rel(t, d, m);
+    } else {
+        tr_attn_relpos rel = { t[6], NULL, NULL, attn_rel_buckets(d), c->i[0], (int)c->i[1], 0 };
+        tr_k_attention_fwd_rel_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, t[6] ? &rel : NULL,
+                                   1 / sqrt((double)d[3]), d[0], d[1], d[2], d[3], scr, nt);
+    }
     free(scr);
 }
-/* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it). */
+/* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it), bias (as the
+ * forward's). */
 static void sh_attention_bwd(const int64_t *d, arg_spec *a)
 {
     for (int i = 0; i < 8; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
     if (!d[5]) a[7] = ANULL;
     a[8] = A(3, d[0], d[2], d[1]);
     a[9] = d[4] ? (arg_spec){ 2, { d[0], d[1] }, MASK, 0, TR_I32 + 1 } : ANULL;
+    a[10] = a[11] = d[6] ? A(2, attn_rel_buckets(d), d[2]) : ANULL;
 }
 
 /* attention_packed. d: variant (the lengths below), H, D. Variant 3 and up: the device-only
@@ -871,6 +928,35 @@ static void ref_attention_packed(double **t, const int64_t *d, const tr_op_call 
                                    1 / sqrt((double)Dh), 1, L->len[b], H, Dh, scr, nt);
     }
     free(scr);
+}
+
+/* geglu. d: N, I, kind (0 erf, 1 tanh). */
+static void sh_geglu(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], d[1]);
+    a[1] = A(2, d[0], 2 * d[1]);
+}
+static void sh_geglu_bwd(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(2, d[0], 2 * d[1]);
+    a[1] = A(2, d[0], d[1]);
+    a[2] = A(2, d[0], 2 * d[1]);
+}
+static void ref_geglu(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_geglu_fwd_f64(t[0], t[1], d[0], d[1], c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF);
+}
+
+/* rotary. d: B, T, H, D, theta. */
+static void sh_rotary(const int64_t *d, arg_spec *a)
+{
+    a[0] = A(4, d[0], d[1], d[2], d[3]);
+    a[1] = A(4, d[0], d[1], d[2], d[3]);
+}
+static void sc_rotary(const int64_t *d, tr_op_call *c) { c->f[0] = (float)d[4]; }
+static void ref_rotary(double **t, const int64_t *d, const tr_op_call *c)
+{
+    tr_k_rotary_f64(t[0], t[1], 0, d[0] * d[1], d[1], d[2], d[3], c->f[0], 0);
 }
 
 /* ------------------------------------------------------------ list ops */
@@ -913,11 +999,18 @@ static const op_case cases[] = {
     { "tanh", sh_unary, NULL, ref_tanh, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
     { "tanh_backward", sh_unary_bwd, NULL, NULL, "tanh", { G(1), D(0), S(0) }, .nd = 2,
       .dims = { DIMS(3, 7), DIMS(1, 1) } },
-    { "attention", sh_attention, sc_attention, ref_attention, .nd = 3,
-      .dims = { DIMS(2, 5, 2, 3, 1), DIMS(1, 1, 1, 1, 0), DIMS(1, 7, 3, 4, 0) } },
+    { "attention", sh_attention, sc_attention, ref_attention, .nd = 8,
+      .dims = { DIMS(2, 5, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(1, 7, 3, 4, 0, 0, 0),
+                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 3, 4, 0, 0, 2), DIMS(2, 9, 2, 3, 1, 0, 0, 2),
+                DIMS(2, 70, 2, 3, 1, 0, 0, 5), DIMS(1, 75, 1, 4, 0, 0, 0, 30) } },
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
-      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5) }, .nd = 3,
-      .dims = { DIMS(2, 3, 2, 3, 1, 0), DIMS(1, 1, 1, 1, 0, 0), DIMS(2, 3, 2, 3, 1, 1) } },
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5), G(6), I(6) }, .nd = 7,
+      /* the bias table's f32 gradient sums scores' gradients whose row terms CUDA forms from the
+       * forward's output rounded to the half dtype */
+      .rounds_inside = 1,
+      .dims = { DIMS(2, 3, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(2, 3, 2, 3, 1, 1, 0),
+                DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 2, 3, 0, 1, 2), DIMS(2, 9, 2, 3, 1, 0, 0, 2),
+                DIMS(1, 70, 1, 2, 1, 0, 0, 3) } },
     { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
       .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
@@ -1000,6 +1093,16 @@ static const op_case cases[] = {
     { "dropout_linear_backward", sh_dl_bwd, sc_dl, ref_dl_bwd, .nd = 5, .rounds_inside = 1,
       .dims = { DIMS(5, 37, 8, 30, 3), DIMS(1, 1, 1, 0, 3), DIMS(9, 20, 20, 50, 1), DIMS(4, 33, 3, 0, 2),
                 DIMS(6, 17, 4, 10, 3) } },
+    /* ModernBERT's GeGLU gate: x the first half, the gate the second */
+    { "geglu", sh_geglu, sc_gelu, ref_geglu, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(1, 1, 1), DIMS(70, 600, 0) } },
+    { "geglu_backward", sh_geglu_bwd, sc_gelu, NULL, "geglu", { G(1), D(0), I(1) }, .nd = 2,
+      .dims = { DIMS(3, 7, 0), DIMS(2, 5, 1) } },
+    /* rotary position embedding: theta 10 turns the pairs fast at a few positions; 160000 is
+     * ModernBERT's global theta; H*D over several staging rows */
+    { "rotary", sh_rotary, sc_rotary, ref_rotary, .nd = 4,
+      .dims = { DIMS(2, 5, 3, 8, 10), DIMS(1, 1, 1, 2, 10), DIMS(3, 7, 2, 16, 160000), DIMS(2, 40, 4, 64, 10000) } },
+    { "rotary_backward", sh_rotary, sc_rotary, NULL, "rotary", { G(1), D(0) }, .nd = 2,
+      .dims = { DIMS(2, 5, 3, 8, 10), DIMS(1, 3, 2, 4, 160000) } },
 };
 enum { N_CASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -1389,7 +1492,8 @@ static int attention_out_of_device_forward(tr_tensor *const *dev, tr_tensor *con
                                            tr_op_call *c2)
 {
     int rc = tr_op_attention(ctx, dev[AB(out)], dev[AB(lse)], dev[AB(q)], dev[AB(k)], dev[AB(v)], dev[AB(mask)],
-                             c->f[0], c->f[1], c->p);
+                             c->f[0], c->f[1], c->p, dev[AB(rel_bias)], (int)c->i[0], (int)c->i[1],
+                             (int)c->i[2]);
     if (rc == TR_OK) rc = tr_tensor_copy(ctx, dev2[AB(lse)], dev[AB(lse)]);
     c2->t[AB(out)] = NULL;
     CHECK(rc == TR_OK, "the device's forward for out: %s", tr_ctx_errmsg(ctx));
@@ -1489,7 +1593,9 @@ static void run_on_device(const op_case *oc, const tr_op_desc *desc, const int64
         double *a = dup(NULL, n), *b = dup(NULL, n);
         tensor_to_host(a, &host);
         tensor_to_host(b, &k.t[i]);
-        int half = k.t[i].dtype == TR_BF16 || k.t[i].dtype == TR_F16;
+        /* an f32 output of an op that rounds intermediates to the half dtype under test is
+         * held to that dtype's bound */
+        int half = k.t[i].dtype == TR_BF16 || k.t[i].dtype == TR_F16 || (oc->rounds_inside && dtype != TR_F32);
         double e = nmse_of(a, b, n), m = max_err(a, b, n, half ? 1e-2 : 1e-3);
         double tol = exact_op(desc->name) ? 0 : half ? 1e-4 : 1e-7;
         if (exact_op(desc->name))
@@ -2160,7 +2266,7 @@ static void test_dispatch_rules(void)
  * (aligned) beside the table's odd ones. */
 static const struct {
     const char *op;
-    int64_t dims[6];
+    int64_t dims[8];
     float attn_dropout;
 } device_extra[] = {
     { "attention", { 2, 37, 2, 32, 1 }, 0 },          { "attention", { 1, 19, 1, 64, 1 }, 0 },
@@ -2179,6 +2285,17 @@ static const struct {
     { "attention_backward", { 2, 37, 2, 32, 1, 1 }, 0 }, { "attention_backward", { 2, 13, 2, 32, 1, 1 }, 0.2f },
     { "attention_backward", { 1, 9, 2, 128, 0, 1 }, 0 }, { "attention_backward", { 2, 70, 2, 64, 1, 1 }, 0 },
     { "attention_backward", { 1, 33, 2, 128, 1, 1 }, 0.1f }, { "attention_backward", { 2, 17, 1, 96, 1, 1 }, 0.3f },
+    /* a relative-position bias (the seventh number, sh_attention): the scalar kernels and the
+     * tensor-core ones (bf16, f16), forward and backward, masks and dropout */
+    { "attention", { 2, 37, 2, 32, 1, 0, 1 }, 0 },    { "attention", { 2, 70, 2, 64, 1, 0, 1 }, 0.1f },
+    { "attention", { 1, 9, 2, 128, 0, 0, 2 }, 0 },
+    { "attention_backward", { 2, 37, 2, 32, 1, 0, 1 }, 0 }, { "attention_backward", { 2, 70, 2, 64, 1, 1, 1 }, 0.1f },
+    { "attention_backward", { 1, 9, 2, 128, 0, 0, 2 }, 0 }, { "attention_backward", { 1, 33, 2, 64, 1, 0, 1 }, 0.2f },
+    /* a window (the eighth number): the fp32-register kernels in every dtype, over several key
+     * tiles and query blocks, with masks and dropout */
+    { "attention", { 2, 70, 2, 64, 1, 0, 0, 5 }, 0 }, { "attention", { 1, 45, 2, 32, 1, 0, 0, 9 }, 0.1f },
+    { "attention_backward", { 2, 70, 2, 64, 1, 1, 0, 5 }, 0 },
+    { "attention_backward", { 1, 45, 2, 32, 1, 0, 0, 9 }, 0.1f },
     { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },

@@ -44,6 +44,16 @@ run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt --max-length 5
 expect_out tokenize_max_length_truncates "[2,"
 if echo "$OUT" | awk -F, '{ if (NF > 5) exit 1 }'; then pass tokenize_max_length_at_most_5; else fail tokenize_max_length_at_most_5 "$OUT"; fi
 
+# ModernBERT (byte-level BPE, rotary, GeGLU, a local layer's window of 4 keys) against transformers
+run_trainer tokenize $D/tiny_modernbert $D/golden_tiny_modernbert_texts.txt
+expect_rc tokenize_modernbert_rc 0
+echo "$OUT" >"$TMP/mb_ids"
+check tokenize_modernbert_ids_equal_golden ids "$TMP/mb_ids" $D/golden_tiny_modernbert.safetensors
+run_trainer encode $D/tiny_modernbert $D/golden_tiny_modernbert_texts.txt --batch 3
+expect_rc encode_modernbert_rc 0
+echo "$OUT" >"$TMP/mb_emb"
+check encode_modernbert_equals_golden embeddings "$TMP/mb_emb" $D/golden_tiny_modernbert.safetensors w8.embedding
+
 # ---------------------------------------------------------------- generated tiny folders
 "$TRAINER" run /dev/stdin >/dev/null 2>"$TMP/gen_err" <<LUA
 trainer.models.tiny_folder("$TMP/tiny", { seed = 3, normalize = true })

@@ -676,7 +676,7 @@ static void attention_case(int dt, int64_t B, int64_t T, int64_t H, int64_t D, f
     darr_new(&dmask, (size_t)(B * T), TR_I32), darr_put_raw(&dmask, mask);
     KCALL("attention", tr_k_attention_fwd_cuda(dout.g.data, dlse.g.data, dq.g.data, dk.g.data, dv.g.data, dt,
                                                dmask.g.data, TR_I32, p, attn_key.seed, attn_key.step, attn_key.layer,
-                                               attn_key.op, scale, B, T, H, D, dev_stream, ERR));
+                                               attn_key.op, NULL, scale, B, T, H, D, dev_stream, ERR));
     sync_ok("attention");
     int nth = tr_k_attention_threads();
     double *scr = malloc(tr_k_attention_scratch_elems(T, D, nth) * sizeof *scr);
@@ -700,7 +700,8 @@ static void attention_case(int dt, int64_t B, int64_t T, int64_t H, int64_t D, f
     KCALL("attention_backward",
           tr_k_attention_bwd_cuda(ddq.g.data, ddk.g.data, ddv.g.data, dg.g.data, dout.g.data, dq.g.data, dk.g.data,
                                   dv.g.data, dt, dlse.g.data, dmask.g.data, TR_I32, p, attn_key.seed, attn_key.step,
-                                  attn_key.layer, attn_key.op, scale, B, T, H, D, dscr.g.data, dev_stream, ERR));
+                                  attn_key.layer, attn_key.op, NULL, scale, B, T, H, D, dscr.g.data, dev_stream,
+                                  ERR));
     sync_ok("attention_backward");
     tr_k_attention_bwd_f64(rq, rk, rv, g64, q64, k64, v64, rl, mask, TR_I32, p > 0 ? &drop : NULL, scale, B, T, H, D,
                            scr, nth);

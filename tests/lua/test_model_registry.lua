@@ -101,15 +101,17 @@ return {
 
   { "model_types_map_to_families", function()
     local types = registry.model_types()
-    assert(table.concat(types, ",") == "bert,roberta,xlm-roberta,camembert,distilbert", table.concat(types, ","))
+    assert(table.concat(types, ",") == "bert,roberta,xlm-roberta,camembert,distilbert,mpnet,modernbert", table.concat(types, ","))
     local bert, roberta = require("trainer.models.bert"), require("trainer.models.roberta")
     assert(registry.family("bert") == bert and bert.name == "bert")
     for _, t in ipairs({ "roberta", "xlm-roberta", "camembert" }) do
       assert(registry.family(t) == roberta, t .. " is not built by the RoBERTa family")
     end
     local fams = registry.families()
-    assert(#fams == 3 and fams[1] == bert and fams[2] == roberta, "families: " .. #fams)
+    assert(#fams == 5 and fams[1] == bert and fams[2] == roberta, "families: " .. #fams)
     assert(registry.family("distilbert") == require("trainer.models.distilbert") and fams[3].name == "distilbert")
+    assert(registry.family("mpnet") == require("trainer.models.mpnet") and fams[4].name == "mpnet")
+    assert(registry.family("modernbert") == fams[5] and fams[5].name == "modernbert")
     assert(table.concat(registry.model_types_of(roberta), ",") == "roberta,xlm-roberta,camembert")
     -- the recipe key model.arch takes exactly the registry's model_types
     local keys_text = io.open(root .. "/lua/trainer/recipe/keys.lua"):read("*a")
@@ -122,10 +124,10 @@ return {
     raw.model_type = "gpt2"
     local msg = raises(registry.config, raw, "models/x/config.json")
     has(msg, "models/x/config.json")
-    has(msg, 'model_type "gpt2" is not supported (bert, roberta, xlm-roberta, camembert, distilbert)')
-    msg = raises(registry.config, shape, "model.config", "mpnet")
+    has(msg, 'model_type "gpt2" is not supported (bert, roberta, xlm-roberta, camembert, distilbert, mpnet, modernbert)')
+    msg = raises(registry.config, shape, "model.config", "gpt2")
     has(msg, "model.arch")
-    has(msg, '"mpnet"')
+    has(msg, '"gpt2"')
   end },
 
   { "arch_chooses_the_family_of_a_preset", function()

@@ -1,5 +1,6 @@
 -- trainer.plan against measurement for the families other than BERT (tests/lua/test_plan.lua
--- holds BERT's): a small DistilBERT and a RoBERTa classifier (its first-token head), the
+-- holds BERT's): a small DistilBERT, a RoBERTa classifier (its first-token head) and an MPNet
+-- classifier (its relative-position bias), the
 -- predicted bytes per tag within 15 % (or 64 KiB) of the allocator's peaks of a steady-state
 -- training step, full and under LoRA (the family's default targets), bf16 and checkpointing.
 local memory = require("trainer.core.memory")
@@ -16,6 +17,8 @@ local shapes = {
   distilbert = { dim = 64, n_layers = 4, n_heads = 4, hidden_dim = 256, vocab_size = 500, max_position_embeddings = 512 },
   roberta = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 256, vocab_size = 500,
               max_position_embeddings = 514, pad_token_id = 1, type_vocab_size = 1 },
+  mpnet = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 256, vocab_size = 500,
+            max_position_embeddings = 514, layer_norm_eps = 1e-5, relative_attention_num_buckets = 32 },
 }
 local B, S = 8, 32
 
@@ -90,4 +93,11 @@ return {
   end },
   { "roberta_head_fp32", function() compare("roberta", {}) end },
   { "roberta_head_lora", function() compare("roberta", { lora = { r = 8, alpha = 16, modules_to_save = { "classifier" } } }) end },
+  -- MPNet: its bias table beside the embeddings, LoRA on q and v
+  { "mpnet_fp32", function() compare("mpnet", {}) end },
+  { "mpnet_lora", function() compare("mpnet", { lora = lora_default }) end },
+  { "mpnet_bf16_checkpoint_lora", function()
+    compare("mpnet", { lora = lora_default, precision = "bf16", checkpoint = "auto" })
+  end },
+  { "mpnet_checkpoint_fp32", function() compare("mpnet", { checkpoint = "auto" }) end },
 }

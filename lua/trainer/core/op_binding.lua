@@ -22,7 +22,7 @@ local T = require("trainer.core.tensor")
 
 local M = {}
 
-local MAX_TENSORS, MAX_DIMS = 10, 8
+local MAX_TENSORS, MAX_DIMS = 12, 8
 local ROLE_OUT = 1
 local t_args = ffi.new("tr_tensor*[?]", MAX_TENSORS)
 local f_args = ffi.new("float[8]")

@@ -182,7 +182,18 @@ function M.bias_gelu_backward(dout, h, kind, dbias)
 end
 
 -- ---------------------------------------------------------------- attention
--- q, k, v: [B, T, H, D]; mask [B, T] or nil; opts: scale, dropout, key (an rng_key).
+-- The relative-position and window arguments of both attention ops, from opts:
+-- rel_bias ([num_buckets, H] f32 table or nil), max_distance (128), bidirectional (true),
+-- window (0: every key).
+local function attn_position(opts)
+  local bidir = opts.bidirectional
+  return p(opts.rel_bias), opts.max_distance or 128, (bidir == nil or bidir) and 1 or 0, opts.window or 0
+end
+
+-- q, k, v: [B, T, H, D]; mask [B, T] or nil; opts: scale, dropout, key (an rng_key),
+-- rel_bias (a relative-position bias table [num_buckets, H], f32, added per query/key pair by
+-- the bucket of j - i), max_distance (the bucketing's, 128), bidirectional (true), window (0
+-- = every key; w > 0: keys within w positions of the query).
 -- Returns out [B, T, H, D] and lse [B, H, T] (f32), which the backward needs.
 function M.attention(q, k, v, mask, opts)
   opts = opts or {}
@@ -190,7 +201,7 @@ function M.attention(q, k, v, mask, opts)
   local out = new(s, q, opts.dtype, opts.tag)
   local lse = new({ s[1], s[3], s[2] }, q, "f32", opts.tag)
   fill({ out, lse }, C.tr_op_attention(ctx, out:ptr(), lse:ptr(), q:ptr(), k:ptr(), v:ptr(), p(mask),
-    opts.scale or 0, opts.dropout or 0, opts.key), "attention")
+    opts.scale or 0, opts.dropout or 0, opts.key, attn_position(opts)), "attention")
   return out, lse
 end
 
@@ -210,13 +221,17 @@ function M.attention_packed(q, k, v, lengths, opts)
 end
 
 -- dq, dk, dv (new) from the gradient of the forward's output; lse, mask and opts' scale,
--- dropout and key are the forward's. opts.out: the forward's output itself, when it was
--- kept (CUDA reads it instead of recomputing it; the same numbers either way).
+-- dropout, key, rel_bias, max_distance, bidirectional and window are the forward's.
+-- opts.out: the forward's output itself, when it was kept (CUDA reads it instead of
+-- recomputing it; the same numbers either way). opts.drel_bias: the bias table's gradient
+-- [num_buckets, H] f32, accumulated (+=).
 function M.attention_backward(dout, q, k, v, lse, mask, opts)
   opts = opts or {}
   local dq, dk, dv = new(q:shape(), q, dout:dtype()), new(k:shape(), k, dout:dtype()), new(v:shape(), v, dout:dtype())
+  local rel_bias, max_distance, bidirectional, window = attn_position(opts)
   fill({ dq, dk, dv }, C.tr_op_attention_backward(ctx, dq:ptr(), dk:ptr(), dv:ptr(), dout:ptr(), q:ptr(), k:ptr(),
-    v:ptr(), p(opts.out), lse:ptr(), p(mask), opts.scale or 0, opts.dropout or 0, opts.key), "attention_backward")
+    v:ptr(), p(opts.out), lse:ptr(), p(mask), opts.scale or 0, opts.dropout or 0, opts.key, p(opts.drel_bias),
+    rel_bias, max_distance, bidirectional, window), "attention_backward")
   return dq, dk, dv
 end
 

@@ -25,6 +25,8 @@ local lines = {
   { "xlm-roberta", "trainer.models.roberta" },
   { "camembert", "trainer.models.roberta" },   -- RoBERTa's shape and weights, a SentencePiece vocabulary
   { "distilbert", "trainer.models.distilbert" },
+  { "mpnet", "trainer.models.mpnet" },
+  { "modernbert", "trainer.models.modernbert" },
 }
 
 local module_of = {}

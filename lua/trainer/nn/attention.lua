@@ -13,6 +13,10 @@
 -- for the attention op and its output gathered back, the same numbers as the padded path;
 -- a forward without gradients or attention dropout over prefix masks runs
 -- ops.attention_packed on the packed rows instead (the same bits, no copies).
+-- A relative-position bias (MPNet's): `rel` = { weight = the table parameter [num_buckets, H],
+-- shared by the layers (the encoder owns it), max_distance }, added to every head's scores
+-- inside ops.attention, its gradient accumulated by ops.attention_backward; the packed
+-- inference path takes no bias, so such a model keeps the padded layout for the attention op.
 local Module = require("trainer.nn.module")
 local T = require("trainer.core.tensor")
 local sites = require("trainer.core.rng_sites")
@@ -37,14 +41,15 @@ function SelfAttention.linears(cfg)
 end
 
 -- cfg: hidden_size, num_attention_heads, attention_probs_dropout_prob, hidden_dropout_prob,
--- layer_norm_eps, device; rng: the model's shared rng table; layer: this layer's id.
-function SelfAttention.new(cfg, rng, layer)
+-- layer_norm_eps, device; rng: the model's shared rng table; layer: this layer's id; rel: the
+-- relative-position bias (above) or nil.
+function SelfAttention.new(cfg, rng, layer, rel)
   local self = SelfAttention:create()
   local C, o = cfg.hidden_size, { device = cfg.device }
   self.heads = cfg.num_attention_heads
   self.head_dim = C / self.heads
   self.attn_p = cfg.attention_probs_dropout_prob or 0
-  self.rng, self.layer = rng, layer
+  self.rng, self.layer, self.rel = rng, layer, rel
   for _, l in ipairs(SelfAttention.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
   local n = cfg.names or {}
   self:add_module(n.norm or "output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
@@ -57,7 +62,9 @@ function SelfAttention:attn_opts()
   local p = self.training and self.attn_p or 0
   local key = nil
   if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs }) end
-  return { dropout = p, key = key }
+  local rel = self.rel
+  if not rel then return { dropout = p, key = key } end
+  return { dropout = p, key = key, rel_bias = rel.weight.value, max_distance = rel.max_distance, bidirectional = true }
 end
 
 local function heads_view(t, H, D)
@@ -72,7 +79,7 @@ local function attend(self, x, mask, pk)
   local H, D = self.heads, self.head_dim
   local aopts = self:attn_opts()
   local function project() return self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk) end
-  if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 then
+  if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 and not aopts.rel_bias then
     -- no backward to save for: attention on the packed rows, no scatter and gather (the
     -- padded op's bits for prefix masks, so a replay with gradients matches)
     local N = pk.N
@@ -134,8 +141,10 @@ function SelfAttention:backward(dy, want_dx)
   local a = s.attn
   local key = nil
   if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs }) end
+  local rel = self.rel
   local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask,
-    { dropout = a.dropout, key = key, out = s.out })
+    { dropout = a.dropout, key = key, out = s.out, rel_bias = rel and rel.weight.value,
+      drel_bias = rel and Module.grad_of(rel.weight), max_distance = rel and rel.max_distance, bidirectional = true })
   da4:free()
   self:release()
   local xs = dsum:shape()

@@ -1,16 +1,28 @@
 -- trainer.nn.Encoder: a stack of Layers registered as "layer.0", "layer.1", ...; forward
 -- frees each intermediate hidden state as soon as the next layer has kept what it needs.
+-- cfg.relative_attention_num_buckets (a family with a relative-position bias: MPNet): the
+-- encoder owns the bias table "relative_attention_bias" (an Embedding [num_buckets, heads],
+-- registered after the layers as transformers does), which every layer's attention adds to
+-- its scores (bucketed with cfg.relative_attention_max_distance, default 128) and whose
+-- gradient every layer's backward accumulates.
 local Module = require("trainer.nn.module")
 local Layer = require("trainer.nn.layer")
+local Embedding = require("trainer.nn.embedding")
 
 local Encoder = Module:extend("Encoder")
 
 function Encoder.new(cfg, rng)
   local self = Encoder:create()
   self.layers = {}
-  for i = 0, cfg.num_hidden_layers - 1 do
-    self.layers[i + 1] = self:add_module("layer." .. i, Layer.new(cfg, rng, i + 1), false)
+  local bias, rel = nil, nil
+  if cfg.relative_attention_num_buckets then
+    bias = Embedding.new(cfg.relative_attention_num_buckets, cfg.num_attention_heads, { device = cfg.device })
+    rel = { weight = bias.weight, max_distance = cfg.relative_attention_max_distance or 128 }
   end
+  for i = 0, cfg.num_hidden_layers - 1 do
+    self.layers[i + 1] = self:add_module("layer." .. i, Layer.new(cfg, rng, i + 1, rel), false)
+  end
+  if bias then self:add_module("relative_attention_bias", bias) end
   return self
 end
 

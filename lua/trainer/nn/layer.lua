@@ -23,10 +23,11 @@ function Layer.linears(cfg)
   return out
 end
 
--- layer: the dropout layer id (1-based for encoder layers; 0 is the embeddings).
-function Layer.new(cfg, rng, layer)
+-- layer: the dropout layer id (1-based for encoder layers; 0 is the embeddings); rel: the
+-- encoder's relative-position bias (nn.attention) or nil.
+function Layer.new(cfg, rng, layer, rel)
   local self = Layer:create()
-  self:add_module(cfg.attention_name or "attention", SelfAttention.new(cfg, rng, layer), "attention")
+  self:add_module(cfg.attention_name or "attention", SelfAttention.new(cfg, rng, layer, rel), "attention")
   self:add_module("", FeedForward.new(cfg, rng, layer), "ffn")
   return self
 end

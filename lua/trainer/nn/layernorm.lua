@@ -7,19 +7,20 @@ local ops = require("trainer.core.ops")
 
 local LayerNorm = Module:extend("LayerNorm")
 
--- opts: eps (default 1e-12, BERT's), device, dtype (of the parameters, default f32).
+-- opts: eps (default 1e-12, BERT's), device, dtype (of the parameters, default f32), bias
+-- (default true; false: no bias parameter, as torch's LayerNorm(bias=False)).
 function LayerNorm.new(dim, opts)
   opts = opts or {}
   local self = LayerNorm:create()
   self.dim, self.eps = dim, opts.eps or 1e-12
   local o = { dtype = opts.dtype or "f32", device = opts.device, tag = "weights" }
   self:add_param("weight", T.ones({ dim }, o))
-  self:add_param("bias", T.zeros({ dim }, o))
+  if opts.bias ~= false then self:add_param("bias", T.zeros({ dim }, o)) end
   return self
 end
 
 function LayerNorm:forward(x)
-  local y, mean, rstd = ops.layernorm(x, self.weight.value, self.bias.value, self.eps)
+  local y, mean, rstd = ops.layernorm(x, self.weight.value, self.bias and self.bias.value, self.eps)
   self:keep("x", x)
   self:keep_owned("mean", mean)
   self:keep_owned("rstd", rstd)
@@ -29,7 +30,7 @@ end
 function LayerNorm:backward(dy)
   local s = self.saved
   local dx = ops.layernorm_backward(dy, self:saved_tensor("x"), self.weight.value, s.mean, s.rstd,
-    Module.grad_of(self.weight), Module.grad_of(self.bias))
+    Module.grad_of(self.weight), self.bias and Module.grad_of(self.bias))
   self:release()
   return dx
 end

@@ -187,7 +187,7 @@ local lora = S.oneof {
         dropout = S.number { min = 0, lt = 1, default = 0, aliases = { "lora_dropout" }, doc = "dropout on the LoRA input" },
         targets = S.list { of = S.string {}, aliases = { "target_modules" },
                            doc = "module-name suffixes to adapt, like PEFT's target_modules (e.g. query, value); "
-                             .. "default: the model family's (query and value for BERT and RoBERTa)" },
+                             .. "default: PEFT's for the model's family (query, value; DistilBERT's q_lin, v_lin; MPNet's q, v; ModernBERT's Wqkv, Wi)" },
         rslora = S.boolean { default = false, aliases = { "use_rslora" }, doc = "rank-stabilised scale alpha / sqrt(r)" },
         bias = S.string { enum = { "none", "all", "lora_only" }, default = "none", doc = "which biases train" },
         modules_to_save = S.list { of = S.string {}, doc = "modules trained fully and saved with the adapter (e.g. classifier)" },

@@ -145,6 +145,8 @@ function M.apply(model, spec, planned)
         segs[s] = ckpt
         children[s] = { "", ckpt, false }
       end
+      -- an encoder's children after its layers stay (MPNet's relative_attention_bias)
+      for i = k + 1, #plain do children[#children + 1] = plain[i] end
       enc._plain, enc._children, enc.layers = plain, children, segs
     end
   end

@@ -1,0 +1,719 @@
+-- trainer.models.modernbert: the ModernBERT family (model_type "modernbert"), transformers'
+-- modeling_modernbert.py over trainer.nn modules whose parameter names are its state-dict names.
+--
+--   ModernBertModel     embeddings.tok_embeddings, embeddings.norm, layers.N.{attn_norm (none in
+--                       layer 0), attn.Wqkv, attn.Wo, mlp_norm, mlp.Wi, mlp.Wo}, final_norm
+--   SentenceEncoder     the same names + Pooling (+ Normalize): a sentence-transformers folder
+--   Classifier          model.* + head.dense, head.norm, classifier (ModernBertForSequenceClassification:
+--                       pooling "cls" or "mean" by classifier_pooling, then dense, act, norm, dropout,
+--                       classifier)
+--
+-- What differs from BERT: pre-norm layers (x + attn(attn_norm(x)), then h + mlp(mlp_norm(h))) and a
+-- final norm; LayerNorms and Linears without biases by default (norm_bias, attention_bias,
+-- mlp_bias); no position table: queries and keys are rotated (ops.rotary, rotate-half RoPE at the
+-- sequence index) with global_rope_theta in global layers and local_rope_theta in local ones;
+-- every global_attn_every_n_layers-th layer (0, n, 2n, ...) is global, the others see keys within
+-- local_attention / 2 positions (the attention op's window); the MLP is GeGLU (ops.geglu: Wi's
+-- output halves [x | gate], gelu(x) * gate). Newer config.json files give layer_types
+-- ("full_attention" / "sliding_attention") and rope_parameters instead; both forms are read.
+-- Initialisation: N(0, std) with transformers' stds per weight (its truncation at
+-- initializer_cutoff_factor std is not applied).
+-- Every row runs padded ([B, T], the attention op's key mask): the packed inference path
+-- (ops.attention_packed) takes neither rotary positions nor a window, so the model ignores
+-- pack_rows; padded query rows cost compute, not correctness (pooling reads the real rows).
+local Module = require("trainer.nn.module")
+local registry = require("trainer.models.registry")
+local bert = require("trainer.models.bert")
+local sites = require("trainer.core.rng_sites")
+local Embedding = require("trainer.nn.embedding")
+local LayerNorm = require("trainer.nn.layernorm")
+local Linear = require("trainer.nn.linear")
+local Dropout = require("trainer.nn.dropout")
+local Pooling = require("trainer.nn.pooling")
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local errors = require("trainer.core.errors")
+
+local M = {}
+M.name = "modernbert"
+M.weight_prefix = "model"
+
+-- ---------------------------------------------------------------- config
+M.defaults = {
+  hidden_activation = "gelu", max_position_embeddings = 8192, initializer_range = 0.02,
+  initializer_cutoff_factor = 2.0, norm_eps = 1e-5, norm_bias = false, pad_token_id = 50283,
+  attention_bias = false, attention_dropout = 0, global_attn_every_n_layers = 3, local_attention = 128,
+  global_rope_theta = 160000.0, local_rope_theta = 10000.0, embedding_dropout = 0, mlp_bias = false,
+  mlp_dropout = 0, classifier_pooling = "cls", classifier_dropout = 0, classifier_bias = false,
+  classifier_activation = "gelu",
+}
+
+M.config_fields = {
+  { "hidden_size", "integer", 1, 65536, required = true },
+  { "num_hidden_layers", "integer", 1, 1024, required = true },
+  { "num_attention_heads", "integer", 1, 4096, required = true },
+  { "intermediate_size", "integer", 1, 1048576, required = true },
+  { "vocab_size", "integer", 1, 16777216, required = true },
+  { "max_position_embeddings", "integer", 1, 1048576 },
+  { "pad_token_id", "integer", 0, 16777216, nullable = true },
+  { "norm_eps", "number", 0, 1, open_low = true, open_high = true },
+  { "norm_bias", "boolean" },
+  { "attention_bias", "boolean" },
+  { "mlp_bias", "boolean" },
+  { "classifier_bias", "boolean" },
+  { "attention_dropout", "number", 0, 1, open_high = true },
+  { "embedding_dropout", "number", 0, 1, open_high = true },
+  { "mlp_dropout", "number", 0, 1, open_high = true },
+  { "classifier_dropout", "number", 0, 1, open_high = true, nullable = true },
+  { "global_attn_every_n_layers", "integer", 1, 1024 },
+  { "local_attention", "integer", 0, 1048576 },
+  { "global_rope_theta", "number", 0, 1e12, open_low = true },
+  { "local_rope_theta", "number", 0, 1e12, open_low = true },
+  { "initializer_range", "number", 0, 1e3 },
+  { "initializer_cutoff_factor", "number", 0, 1e3, nullable = true },
+  { "hidden_activation", "string" },
+  { "classifier_activation", "string" },
+  { "classifier_pooling", "string" },
+  { "layer_types", "table", nullable = true },
+  { "rope_parameters", "table", nullable = true },
+  { "model_type", "string" },
+}
+
+local function fail(source, field, v, what)
+  errors.user("%s: %s is %s, but it must be %s; fix the value in %s (or use the config.json that came with the "
+    .. "weights)", source, field, type(v) == "string" and ("%q"):format(v) or tostring(v), what, source)
+end
+
+local function check_field(cfg, f, source)
+  local name, v = f[1], cfg[f[1]]
+  if type(v) == "userdata" then   -- json null
+    if f.nullable then cfg[name] = nil return end
+    fail(source, name, "null", "given")
+  end
+  if v == nil then
+    if f.required then
+      errors.user("%s: %s is missing; a ModernBERT config.json gives it (the fields needed are hidden_size, "
+        .. "num_hidden_layers, num_attention_heads, intermediate_size, vocab_size)", source, name)
+    end
+    return
+  end
+  local kind = f[2]
+  if kind == "string" or kind == "boolean" or kind == "table" then
+    if type(v) ~= kind then fail(source, name, v, "a " .. kind) end
+    return
+  end
+  local ok = type(v) == "number" and v == v
+    and (f.open_low and v > f[3] or not f.open_low and v >= f[3])
+    and (f.open_high and v < f[4] or not f.open_high and v <= f[4])
+    and (kind ~= "integer" or v == math.floor(v))
+  if not ok then
+    fail(source, name, v, ("%s %s%s and %s%s"):format(kind == "integer" and "a whole number" or "a number",
+      f.open_low and "> " or ">= ", tostring(f[3]), f.open_high and "< " or "<= ", tostring(f[4])))
+  end
+end
+
+-- Each layer's kind, "full_attention" or "sliding_attention": config.json's layer_types, else
+-- transformers' rule (layer i is global when i % global_attn_every_n_layers == 0).
+local function layer_kinds(cfg, source)
+  local kinds = {}
+  if cfg.layer_types then
+    if #cfg.layer_types ~= cfg.num_hidden_layers then
+      errors.user("%s: layer_types lists %d layers but num_hidden_layers is %d", source, #cfg.layer_types,
+        cfg.num_hidden_layers)
+    end
+    for i, k in ipairs(cfg.layer_types) do
+      if k ~= "full_attention" and k ~= "sliding_attention" then
+        errors.user("%s: layer_types[%d] is %q; ModernBERT's are \"full_attention\" and \"sliding_attention\"",
+          source, i, tostring(k))
+      end
+      kinds[i] = k
+    end
+  else
+    for i = 1, cfg.num_hidden_layers do
+      kinds[i] = (i - 1) % cfg.global_attn_every_n_layers == 0 and "full_attention" or "sliding_attention"
+    end
+  end
+  return kinds
+end
+
+-- rope_parameters { full_attention = { rope_theta = }, sliding_attention = { ... } } (newer
+-- config.json files) overrides global_rope_theta / local_rope_theta; only the default rope type.
+local function read_rope(cfg, source)
+  local rp = cfg.rope_parameters
+  if not rp then return end
+  for kind, field in pairs({ full_attention = "global_rope_theta", sliding_attention = "local_rope_theta" }) do
+    local t = rp[kind]
+    if type(t) == "table" then
+      if t.rope_type ~= nil and t.rope_type ~= "default" then
+        errors.user("%s: rope_parameters.%s.rope_type %q is not supported (default only)", source, kind,
+          tostring(t.rope_type))
+      end
+      if type(t.rope_theta) == "number" then cfg[field] = t.rope_theta end
+    end
+  end
+end
+
+-- A checked copy of a config.json table (source names the file in errors), defaults filled in.
+function M.config(raw, source)
+  source = source or "config"
+  if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
+  local cfg = {}
+  for k, v in pairs(raw) do cfg[k] = v end
+  for _, f in ipairs(M.config_fields) do check_field(cfg, f, source) end
+  for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
+  if cfg.model_type == nil then cfg.model_type = M.name end
+  if registry.family(cfg.model_type, source) ~= M then
+    errors.user("%s: model_type %q is not a ModernBERT model; check it with trainer.models.registry.config",
+      source, cfg.model_type)
+  end
+  cfg.family = M.name
+  if cfg.hidden_size % cfg.num_attention_heads ~= 0 then
+    errors.user("%s: hidden_size %d is not a multiple of num_attention_heads %d", source, cfg.hidden_size,
+      cfg.num_attention_heads)
+  end
+  local D = cfg.hidden_size / cfg.num_attention_heads
+  if D % 2 ~= 0 then
+    errors.user("%s: the head size hidden_size / num_attention_heads = %d is odd; rotary embeddings rotate pairs",
+      source, D)
+  end
+  for _, f in ipairs({ "hidden_activation", "classifier_activation" }) do
+    if not pcall(ops.gelu_kind, cfg[f]) then
+      errors.user("%s: %s %q is not supported (gelu, gelu_new, gelu_pytorch_tanh)", source, f, cfg[f])
+    end
+  end
+  if cfg.classifier_pooling ~= "cls" and cfg.classifier_pooling ~= "mean" then
+    errors.user("%s: classifier_pooling %q is not supported (cls or mean)", source, cfg.classifier_pooling)
+  end
+  -- transformers' default pad id (50283) belongs to ModernBERT's own vocabulary: a smaller
+  -- config that names none has no padding row
+  if raw.pad_token_id == nil and cfg.pad_token_id >= cfg.vocab_size then cfg.pad_token_id = nil end
+  if cfg.pad_token_id and cfg.pad_token_id >= cfg.vocab_size then
+    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
+  end
+  read_rope(cfg, source)
+  cfg.layer_kinds = layer_kinds(cfg, source)
+  return cfg
+end
+
+-- No position table: rotary embeddings take any position; the config's bound stands.
+function M.max_positions(cfg) return cfg.max_position_embeddings end
+
+-- Positions 0..T-1 per row (the rotary angle's position); the ids are never read.
+function M.position_ids(cfg, ids, pos, B, Tn, base)
+  for b = 0, B - 1 do
+    local row = base + b * Tn
+    for t = 0, Tn - 1 do pos[row + t] = t end
+  end
+end
+
+-- ---------------------------------------------------------------- layers
+local function add(a, b)   -- a + b, new
+  return ops.add(a, b)
+end
+
+-- ModernBertAttention: qkv = Wqkv(x) split into q, k, v [B, T, H, D]; q and k rotated; the
+-- attention op (window for a local layer); Wo; out_drop.
+local Attention = Module:extend("ModernBertAttention")
+
+function Attention.new(cfg, rng, layer, kind)
+  local self = Attention:create()
+  local C = cfg.hidden_size
+  self.heads, self.head_dim, self.C = cfg.num_attention_heads, C / cfg.num_attention_heads, C
+  self.global = kind == "full_attention"
+  self.theta = self.global and cfg.global_rope_theta or cfg.local_rope_theta
+  self.window = self.global and 0 or math.floor(cfg.local_attention / 2)
+  self.attn_p = cfg.attention_dropout or 0
+  self.rng, self.layer = rng, layer
+  local o = { device = cfg.device, bias = cfg.attention_bias }
+  self:add_module("Wqkv", Linear.new(C, 3 * C, o))
+  self:add_module("Wo", Linear.new(C, C, o))
+  self:add_module("out_drop", Dropout.new(self.attn_p, rng, layer, sites.dropout.attention_output), "drop")
+  return self
+end
+
+-- The window the op takes for T keys: 0 (every key) in a global layer, or when the window
+-- already covers every key.
+function Attention:window_for(Tn)
+  if self.window == 0 or self.window >= Tn - 1 then return 0 end
+  return self.window
+end
+
+function Attention:attn_opts(Tn)
+  local p = self.training and self.attn_p or 0
+  local key = nil
+  if p > 0 then
+    key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs })
+  end
+  return { dropout = p, key = key, window = self:window_for(Tn) }
+end
+
+function Attention:forward(x, mask)
+  local s = x:shape()
+  local B, Tn, C, H, D = s[1], s[2], self.C, self.heads, self.head_dim
+  return T.scope(function()
+    local aopts = self:attn_opts(Tn)
+    local q4, k4, v4 = T.scope(function()
+      local qkv = self.Wqkv:forward(x)
+      local q, k, v = ops.narrow_cols(qkv, 0, C), ops.narrow_cols(qkv, C, C), ops.narrow_cols(qkv, 2 * C, C)
+      local shape4 = { B, Tn, H, D }
+      return ops.rotary(q:reshape(shape4), self.theta), ops.rotary(k:reshape(shape4), self.theta), v:reshape(shape4)
+    end)
+    local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
+    if self.grad_enabled then
+      self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
+      self.saved.lse = T.keep(lse)
+      if a4:device() ~= "cpu" then self:keep("out", a4) end
+      self.saved.attn = { dropout = aopts.dropout, window = aopts.window, seed = self.rng.seed, step = self.rng.step }
+      if mask then self:keep("mask", mask) end
+    end
+    local o = self.Wo:forward(a4:reshape({ B, Tn, C }))
+    return self.drop:forward(o)
+  end)
+end
+
+function Attention:backward(dy, want_dx)
+  local s = self.saved
+  local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
+  local sh = dy:shape()
+  return T.scope(function()
+    local da = self.Wo:backward(self.drop:backward(dy))
+    local a = s.attn
+    local key = nil
+    if a.dropout > 0 then
+      key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs })
+    end
+    local dq4, dk4, dv4 = ops.attention_backward(da:reshape(q4:shape()), q4, k4, v4, s.lse, s.mask,
+      { dropout = a.dropout, key = key, out = s.out, window = a.window })
+    self:release()
+    local dqkv = T.scope(function()
+      local dq, dk = ops.rotary_backward(dq4, self.theta), ops.rotary_backward(dk4, self.theta)
+      local C = self.C
+      return ops.cat_cols({ dq:reshape({ sh[1], sh[2], C }), dk:reshape({ sh[1], sh[2], C }),
+                            dv4:reshape({ sh[1], sh[2], C }) })
+    end)
+    if want_dx == false and not self.Wqkv:any_trainable() then
+      self.Wqkv:release()
+      return nil
+    end
+    return self.Wqkv:backward(dqkv, want_dx)
+  end)
+end
+
+-- ModernBertMLP: Wi (C -> 2I), GeGLU (gelu(x) * gate), drop, Wo (I -> C).
+local MLP = Module:extend("ModernBertMLP")
+
+function MLP.new(cfg, rng, layer)
+  local self = MLP:create()
+  local C, I = cfg.hidden_size, cfg.intermediate_size
+  self.act = ops.gelu_kind(cfg.hidden_activation or "gelu")
+  local o = { device = cfg.device, bias = cfg.mlp_bias }
+  self:add_module("Wi", Linear.new(C, 2 * I, o))
+  self:add_module("drop", Dropout.new(cfg.mlp_dropout or 0, rng, layer, sites.dropout.feedforward_output))
+  self:add_module("Wo", Linear.new(I, C, o))
+  return self
+end
+
+function MLP:forward(x)
+  return T.scope(function()
+    local h = self.Wi:forward(x)
+    self:keep("h", h)
+    return self.Wo:forward(self.drop:forward(ops.geglu(h, self.act)))
+  end)
+end
+
+function MLP:backward(dy, want_dx)
+  local h = self:saved_tensor("h")
+  return T.scope(function()
+    local dh = ops.geglu_backward(self.drop:backward(self.Wo:backward(dy)), h, self.act)
+    self:release()
+    return self.Wi:backward(dh, want_dx)
+  end)
+end
+
+-- ModernBertEncoderLayer: pre-norm, h = x + attn(attn_norm(x)) (no attn_norm in layer 0),
+-- y = h + mlp(mlp_norm(h)).
+local Layer = Module:extend("ModernBertEncoderLayer")
+
+function Layer.new(cfg, rng, index)
+  local self = Layer:create()
+  local C = cfg.hidden_size
+  local no = { eps = cfg.norm_eps, device = cfg.device, bias = cfg.norm_bias }
+  if index > 0 then self:add_module("attn_norm", LayerNorm.new(C, no)) end
+  self:add_module("attn", Attention.new(cfg, rng, index + 1, cfg.layer_kinds[index + 1]))
+  self:add_module("mlp_norm", LayerNorm.new(C, no))
+  self:add_module("mlp", MLP.new(cfg, rng, index + 1))
+  return self
+end
+
+function Layer:forward(x, mask)
+  return T.scope(function()
+    local h = T.scope(function()
+      local a = self.attn_norm and self.attn_norm:forward(x) or x
+      return add(x, self.attn:forward(a, mask))
+    end)
+    return add(h, self.mlp:forward(self.mlp_norm:forward(h)))
+  end)
+end
+
+-- want_dx = false: no input gradient is owed (the first layer over frozen embeddings).
+function Layer:backward(dy, want_dx)
+  local dx = T.scope(function()
+    local dh = T.scope(function() return ops.add_(self.mlp_norm:backward(self.mlp:backward(dy)), dy) end)
+    local need = want_dx ~= false
+    local da = self.attn:backward(dh, need or (self.attn_norm ~= nil and self.attn_norm:any_trainable()))
+    if not need then
+      if da and self.attn_norm then self.attn_norm:backward(da):free() elseif self.attn_norm then
+        self.attn_norm:release()
+      end
+      if da then da:free() end
+      return nil
+    end
+    local dxa = self.attn_norm and self.attn_norm:backward(da) or da
+    if dxa ~= da then da:free() end
+    return ops.add_(dxa, dh)
+  end)
+  if self.on_grads_final then self.on_grads_final() end
+  return dx
+end
+
+-- The layer stack (its children are exactly the layers "layers.N": gradient checkpointing
+-- regroups them), added to the model transparently.
+local Stack = Module:extend("ModernBertStack")
+
+function Stack.new(cfg, rng)
+  local self = Stack:create()
+  self.layers = {}
+  for i = 0, cfg.num_hidden_layers - 1 do
+    self.layers[i + 1] = self:add_module("layers." .. i, Layer.new(cfg, rng, i), false)
+  end
+  return self
+end
+
+function Stack:forward(x, mask)
+  local h = x:reshape(x:shape())
+  for _, layer in ipairs(self.layers) do
+    local nh = layer:forward(h, mask)
+    h:free()
+    h = nh
+  end
+  return h
+end
+
+function Stack:backward(dy, want_dx)
+  local g = dy:reshape(dy:shape())
+  for i = #self.layers, 1, -1 do
+    local ng = self.layers[i]:backward(g, i > 1 or want_dx)
+    g:free()
+    g = ng
+  end
+  return g
+end
+
+-- ModernBertEmbeddings: drop(norm(tok_embeddings(ids))).
+local Embeddings = Module:extend("ModernBertEmbeddings")
+
+function Embeddings.new(cfg, rng)
+  local self = Embeddings:create()
+  local C = cfg.hidden_size
+  self:add_module("tok_embeddings", Embedding.new(cfg.vocab_size, C, { padding_idx = cfg.pad_token_id,
+    device = cfg.device, activation_dtype = cfg.activation_dtype }), "tok")
+  self:add_module("norm", LayerNorm.new(C, { eps = cfg.norm_eps, device = cfg.device, bias = cfg.norm_bias }))
+  self:add_module("drop", Dropout.new(cfg.embedding_dropout or 0, rng, 0, sites.dropout.embeddings))
+  return self
+end
+
+function Embeddings:forward(ids)
+  self.frozen = not self:any_trainable()
+  return T.scope(function()
+    local n = T.scope(function()
+      local e = self.tok:forward(ids)
+      if self.frozen or not self.grad_enabled then
+        return (ops.layernorm(e, self.norm.weight.value, self.norm.bias and self.norm.bias.value, self.norm.eps))
+      end
+      return self.norm:forward(e)
+    end)
+    return self.drop:forward(n)
+  end)
+end
+
+function Embeddings:backward(dy)
+  if self.frozen then self:clear_saved() return nil end
+  T.scope(function()
+    local de = T.scope(function() return self.norm:backward(self.drop:backward(dy)) end)
+    self.tok:backward(de)
+  end)
+  return nil
+end
+
+-- ---------------------------------------------------------------- ModernBertModel
+local Model = Module:extend("ModernBertModel")
+M.ModernBertModel = Model
+
+-- The attention mask as the op reads it (i32 or f32): the input's, or a new one.
+local function prepare_mask(cfg, input)
+  if type(input) ~= "table" or not T.is_tensor(input.input_ids) then
+    errors.user("model:forward: the input must be { input_ids = tensor [B, T], attention_mask = }")
+  end
+  local ids = input.input_ids
+  local shape = ids:shape()
+  if #shape ~= 2 then errors.user("model:forward: input_ids must be [B, T], got %d dims", #shape) end
+  if shape[2] > M.max_positions(cfg) then
+    errors.user("model:forward: %d tokens is longer than the model's %d positions: truncate (max_length)", shape[2],
+      M.max_positions(cfg))
+  end
+  local mask = input.attention_mask
+  if mask == nil then return T.ones(shape, { dtype = "i32", device = ids:device() }) end
+  if mask:dtype() == "i32" or mask:dtype() == "f32" then return mask end
+  return ops.cast(mask, "i32", { tag = "activations" })
+end
+
+-- opts: seed, device, init ("none": parameters stay as allocated), rng, activation_dtype.
+function Model.new(cfg, opts)
+  opts = opts or {}
+  local self = Model:create()
+  self.config = cfg
+  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  c.device, c.activation_dtype = opts.device, opts.activation_dtype
+  self:add_module("embeddings", Embeddings.new(c, self.rng))
+  self:add_module("", Stack.new(c, self.rng), "stack")
+  self:add_module("final_norm", LayerNorm.new(cfg.hidden_size, { eps = cfg.norm_eps, device = opts.device,
+    bias = cfg.norm_bias }))
+  if opts.init ~= "none" then M.init_weights(self, cfg, opts.seed or 0) end
+  return self
+end
+
+-- -> the last hidden state [B, T, C] (final_norm's output), every row computed (opts.pack_rows,
+-- which the sentence encoder passes, is not taken: see the top of the file).
+function Model:forward(input)
+  local ok, h = pcall(T.scope, function()
+    local mask = prepare_mask(self.config, input)   -- one this scope made dies with it
+    local h = self.stack:forward(self.embeddings:forward(input.input_ids), mask)
+    return self.final_norm:forward(h)
+  end)
+  if not ok then self:clear_saved(); error(h, 0) end
+  return h
+end
+
+function Model:backward(dhidden)
+  T.scope(function()
+    local frozen = not self.embeddings:any_trainable()
+    if frozen then self.embeddings:clear_saved() end
+    local de = T.scope(function() return self.stack:backward(self.final_norm:backward(dhidden), not frozen) end)
+    if de then self.embeddings:backward(de) end
+  end)
+  return nil
+end
+
+-- ---------------------------------------------------------------- the classifier
+-- ModernBertForSequenceClassification: pooled = cls row or masked mean (classifier_pooling);
+-- logits = classifier(drop(head.norm(act(head.dense(pooled))))).
+local Classifier = Module:extend("ModernBertClassifier")
+M.Classifier = Classifier
+
+function Classifier.new(model, num_labels, opts)
+  opts = opts or {}
+  local self = Classifier:create()
+  local cfg = model.config
+  local C = cfg.hidden_size
+  self.rng, self.config, self.num_labels, self.task = model.rng, cfg, num_labels, "classification"
+  self.act = ops.gelu_kind(cfg.classifier_activation)
+  self:add_module("model", model)
+  self:add_module("pooling", Pooling.new(cfg.classifier_pooling))
+  self:add_module("head.dense", Linear.new(C, C, { device = opts.device, bias = cfg.classifier_bias }), "dense")
+  self:add_module("head.norm", LayerNorm.new(C, { eps = cfg.norm_eps, device = opts.device, bias = cfg.norm_bias }),
+    "norm")
+  self:add_module("drop", Dropout.new(cfg.classifier_dropout or 0, self.rng, sites.head_layer(cfg.num_hidden_layers),
+    sites.dropout.head))
+  self:add_module("classifier", Linear.new(C, num_labels, { device = opts.device }))
+  if opts.init ~= "none" then M.init_head(self, cfg, (opts.seed or 0) + 7919) end
+  return self
+end
+
+function Classifier:forward(input)
+  local ok, logits = pcall(T.scope, function()
+    local d = T.scope(function()
+      local pooled = T.scope(function() return self.pooling:forward(self.model:forward(input), input.attention_mask) end)
+      local hd = self.dense:forward(pooled)
+      self:keep("hd", hd)
+      return self.drop:forward(self.norm:forward(ops.gelu(hd, self.act)))
+    end)
+    return self.classifier:forward(d)
+  end)
+  if not ok then self:clear_saved(); error(logits, 0) end
+  return logits
+end
+
+function Classifier:backward(dlogits)
+  local hd = self:saved_tensor("hd")
+  T.scope(function()
+    local dh = T.scope(function()
+      local da = self.norm:backward(self.drop:backward(self.classifier:backward(dlogits)))
+      local dp = self.dense:backward(ops.gelu_backward(da, hd, self.act))
+      self:release()
+      return self.pooling:backward(dp)
+    end)
+    self.model:backward(dh)
+  end)
+  return nil
+end
+
+-- ---------------------------------------------------------------- init
+-- transformers' _init_weights: weights ~ N(0, std) with std initializer_range for the token
+-- embeddings, Wqkv and Wi, initializer_range / sqrt(2 L) for both Wo and head.dense, and
+-- hidden_size^-0.5 for the classifier; biases 0, LayerNorm weights 1. Seeded: the k-th parameter
+-- draws stream k of seed.
+local function std_of(name, cfg)
+  local r = cfg.initializer_range or 0.02
+  if name:match("Wo%.weight$") or name:match("head%.dense%.weight$") then
+    return r / math.sqrt(2 * cfg.num_hidden_layers)
+  end
+  if name:match("^classifier%.weight$") then return cfg.hidden_size ^ -0.5 end
+  return r
+end
+
+local function init_params(model, cfg, seed, prefix)
+  local k = 0
+  for name, p in model:parameters() do
+    k = k + 1
+    local full = (prefix or "") .. name
+    local v = p.value
+    if full:match("norm%.weight$") then v:fill(1)
+    elseif full:match("%.bias$") then v:fill(0)
+    else
+      local dtype, device = v:dtype(), v:device()
+      local direct = dtype == "f32" and device == "cpu"
+      local r = T.randn(v:shape(), { seed = seed, stream = sites.bert_param(k), tag = direct and "weights" or "workspace" })
+      ops.scale_(r, std_of(full, cfg))
+      v:free()
+      if direct then v = r
+      else
+        v = r:to({ dtype = dtype, device = device, tag = "weights" })
+        r:free()
+      end
+      p.value = T.keep(v)
+      if full:match("tok_embeddings%.weight$") and cfg.pad_token_id and cfg.pad_token_id < v:shape()[1] then
+        local row = v:narrow(cfg.pad_token_id, 1)
+        row:fill(0)
+        row:free()
+      end
+    end
+  end
+end
+
+function M.init_weights(model, cfg, seed) init_params(model, cfg, seed) end
+
+function M.init_head(clf, cfg, seed)
+  for _, name in ipairs({ "dense", "norm", "classifier" }) do
+    init_params(clf[name], cfg, seed, name == "classifier" and "classifier." or "head." .. name .. ".")
+    seed = seed + 1
+  end
+end
+
+-- ---------------------------------------------------------------- build
+-- task "embedding": a SentenceEncoder over the ModernBertModel (opts.pooling, default mean;
+-- opts.normalize); "classification": the classifier of opts.num_labels (default 3).
+function M.build(task, opts)
+  opts = opts or {}
+  local cfg = opts.config
+  if type(cfg) ~= "table" or cfg.family ~= M.name then
+    errors.user("%s.build: opts.config must be a config checked by %s.config", M.name, M.name)
+  end
+  local base = Model.new(cfg, { device = opts.device, seed = opts.seed, init = opts.init,
+    activation_dtype = opts.activation_dtype })
+  if task == "classification" then
+    return Classifier.new(base, opts.num_labels or 3, { device = opts.device, seed = opts.seed, init = opts.init })
+  elseif task == "embedding" then
+    return bert.SentenceEncoder.new(base, { pooling = opts.pooling, normalize = opts.normalize })
+  end
+  base:free()
+  errors.user("%s.build: task %q is unknown (embedding or classification)", M.name, tostring(task))
+end
+
+-- Loading and saving by the Hugging Face names, prefix-tolerant ("model." or none): BERT's.
+M.load_weights, M.state_list, M.has_head = bert.load_weights, bert.state_list, bert.has_head
+
+-- The head a base checkpoint lacks: head.* and classifier.*.
+function M.is_head_param(name)
+  return name:match("^classifier%.") ~= nil or name:match("^head%.") ~= nil
+end
+
+-- ---------------------------------------------------------------- structure
+local function instances(model, class)
+  local out = {}
+  for _, m in model:named_modules() do
+    if getmetatable(m) == class then out[#out + 1] = m end
+  end
+  return out
+end
+
+function M.layer_stacks(model) return instances(model, Stack) end
+function M.layers(model) return instances(model, Layer) end
+
+-- Every dropout probability of the config: the Dropout modules' and the attention
+-- probabilities'.
+function M.set_dropout(model, p)
+  for _, mod in model:named_modules() do
+    if mod.__name == "Dropout" and mod.p then mod.p = p end
+    if getmetatable(mod) == Attention then mod.attn_p = p end
+  end
+end
+
+-- PEFT has no default target_modules for ModernBERT: its fused attention input and the GeGLU
+-- up-projection ("Wo" names both output projections).
+M.peft_targets = { "Wqkv", "Wi" }
+
+-- ---------------------------------------------------------------- the plan's terms
+-- As bert.lua's plan_terms. Layer 0 has no attn_norm, and final_norm has its size: the
+-- parameters add up as L equal layers.
+function M.plan_terms(c)
+  local C, L, I = c.hidden_size, c.num_hidden_layers, c.intermediate_size
+  local A, V = c.num_attention_heads, c.vocab_size
+  local nb = c.norm_bias == true and 2 or 1   -- LayerNorm vectors
+  local ab, mb = c.attention_bias == true, c.mlp_bias == true
+  local linears = { { "attn.Wqkv", C, 3 * C, ab }, { "attn.Wo", C, C, ab }, { "mlp.Wi", C, 2 * I, mb },
+                    { "mlp.Wo", I, C, mb } }
+  local layer = {}
+  for _, lin in ipairs(linears) do
+    layer[#layer + 1] = { n = lin[2] * lin[3], rows = lin[3], cols = lin[2], product = true, linear = lin[1] }
+    if lin[4] then layer[#layer + 1] = { n = lin[3], rows = lin[3], cols = 1 } end
+  end
+  layer[#layer + 1] = { n = 2 * nb * C, rows = 2 * nb * C, cols = 1 }   -- attn_norm and mlp_norm
+  local plain = {}
+  for _, lin in ipairs(linears) do plain[#plain + 1] = { lin[1], lin[2], lin[3] } end
+  local function activations(a)
+    local N, e = a.tokens, a.bytes
+    local stats = (A + 8) * N * 4   -- attention lse + two LayerNorms' mean/rstd, f32
+    local per_layer, layer_input
+    if a.full then
+      -- the layer input (attn_norm's), Wqkv's input, q, k, v, the attention output (Wo's
+      -- input), the residual sum (mlp_norm's), Wi's input, Wi's output (2I) and the gate's (I)
+      per_layer = (8 * N * C + 3 * N * I) * e + stats
+      layer_input = N * C * e
+    else
+      -- both LayerNorm inputs, q, k, v, Wi's output; each adapted Linear's input and its rank-r
+      -- intermediate
+      per_layer = (5 * N * C + 2 * N * I) * e + stats
+      layer_input = N * C * e
+      for _, lin in ipairs(a.sites) do per_layer = per_layer + N * (lin[2] + a.rank) * e end
+      if a.gpu then per_layer = per_layer + N * C * e end
+    end
+    return { per_layer = per_layer, layer_input = layer_input, boundary = N * C * e,
+             embeddings = a.full and 2 * N * C * e or 0, transient = (3 * N * I + 2 * N * C) * e }
+  end
+  return {
+    layers = L, positions = c.max_position_embeddings or 8192, linears = plain, layer = layer,
+    activations = activations,
+    embeddings = { { n = V * C, rows = V, cols = C }, { n = nb * C, rows = nb * C, cols = 1 } },
+    head = function(K)
+      local hb = c.classifier_bias == true and C or 0
+      return { { n = C * C + hb, rows = C, cols = C, product = true, linear = "head.dense",
+                 saved_by = { "head", "head.dense" } },
+               { n = nb * C, rows = nb * C, cols = 1, saved_by = { "head", "head.norm" } },
+               { n = K * C + K, rows = K, cols = C, product = true, linear = "classifier", saved_by = { "classifier" } } }
+    end,
+  }
+end
+
+return M

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# MPNet training runs on the CPU (`trainer RECIPE.lua`), on the tiny folders transformers made
+# (tests/ref/make_tiny_mpnet.py) and the training fixture's pairs (tests/cudacpu/train_fixture.lua):
+# the embedder (MNRL) full in fp32 and under LoRA (the family's default targets q, v) in bf16 with
+# checkpointing; the classifier (its dense + tanh + out_proj head) full in fp32 and under LoRA in
+# bf16 with checkpointing, the head saved. Each run ends with a finite loss; a full run's
+# checkpoint holds transformers' names (the bias table among them) and runs `trainer encode` /
+# `trainer classify`; an adapter's config names the targets applied; `trainer encode` runs on
+# the folder itself.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+D=tests/data
+run_trainer run tests/cudacpu/train_fixture.lua "$TMP/fx"
+expect_rc fixture_rc 0
+
+cat >"$TMP/emb.lua" <<LUA
+return {
+  model = { from = "$D/tiny_mpnet" }, data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2" } },
+  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
+  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
+}
+LUA
+cat >"$TMP/cls.lua" <<LUA
+return {
+  model = { from = "$D/tiny_mpnet_cls", task = "classification" },
+  data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
+  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
+}
+LUA
+
+# The run NAME: its exit status and a finite last loss in its metrics.jsonl.
+train() { # NAME RECIPE overrides...
+  local name=$1 recipe=$2 last; shift 2
+  run_trainer "$recipe" out="$TMP/$name" "$@"
+  expect_rc "${name}_rc" 0
+  last=$(tail -n 1 "$TMP/$name/metrics.jsonl" 2>/dev/null | sed -E 's/.*"loss": ?([-0-9.e+]+).*/\1/')
+  if awk -v l="$last" 'BEGIN { exit !(l + 0 == l && l > 0 && l < 100) }'; then pass "${name}_loss_finite"
+  else fail "${name}_loss_finite" "last loss '$last'"; fi
+}
+# The tensor names of a safetensors file, sorted, one a line.
+keys() {
+  "$TRAINER" run /dev/stdin <<LUA
+local r = require("trainer.core.safetensors").load("$1")
+local n = r:names()
+table.sort(n)
+print(table.concat(n, "\n"))
+r:close()
+LUA
+}
+
+check() { # name, mode, args...: tests/cli/check_outputs.lua against a golden
+  local name=$1; shift
+  if "$TRAINER" run tests/cli/check_outputs.lua "$@" >"$TMP/check" 2>&1; then pass "$name"
+  else fail "$name" "$(tail -3 "$TMP/check")"; fi
+}
+
+# the folder itself: trainer tokenize and encode (--batch 3: two batches of other lengths) give
+# transformers' ids and embeddings (the packed inference path keeps the padded layout for the
+# biased attention op)
+run_trainer tokenize $D/tiny_mpnet $D/golden_tiny_mpnet_texts.txt
+expect_rc mpnet_folder_tokenizes 0
+echo "$OUT" >"$TMP/ids"
+check mpnet_tokenize_equals_golden ids "$TMP/ids" $D/golden_tiny_mpnet.safetensors
+run_trainer encode $D/tiny_mpnet $D/golden_tiny_mpnet_texts.txt --batch 3
+expect_rc mpnet_folder_encodes 0
+echo "$OUT" >"$TMP/emb"
+check mpnet_encode_equals_golden embeddings "$TMP/emb" $D/golden_tiny_mpnet.safetensors embedding
+
+train mpnet_full "$TMP/emb.lua"
+keys "$TMP/mpnet_full/checkpoint-4/model.safetensors" >"$TMP/k1"
+if grep -qx 'encoder.layer.1.attention.attn.q.weight' "$TMP/k1" && grep -qx 'encoder.relative_attention_bias.weight' "$TMP/k1" \
+    && ! grep -q '^mpnet\.' "$TMP/k1"; then
+  pass mpnet_full_checkpoint_names
+else fail mpnet_full_checkpoint_names "$(head -3 "$TMP/k1")"; fi
+run_trainer encode "$TMP/mpnet_full/checkpoint-4" $D/golden_tiny_mpnet_texts.txt
+expect_rc mpnet_full_checkpoint_encodes 0
+
+train mpnet_lora_bf16_ckpt "$TMP/emb.lua" precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
+if grep -q '"q"' "$TMP/mpnet_lora_bf16_ckpt/checkpoint-4/adapter_config.json" 2>/dev/null; then
+  pass mpnet_lora_default_targets
+else fail mpnet_lora_default_targets "no q in adapter_config.json"; fi
+
+train mpnet_cls_full "$TMP/cls.lua"
+keys "$TMP/mpnet_cls_full/checkpoint-4/model.safetensors" >"$TMP/k2"
+if grep -qx classifier.out_proj.weight "$TMP/k2" && grep -qx mpnet.encoder.relative_attention_bias.weight "$TMP/k2"; then
+  pass mpnet_cls_checkpoint_names
+else fail mpnet_cls_checkpoint_names "no classifier.out_proj.weight"; fi
+run_trainer classify "$TMP/mpnet_cls_full/checkpoint-4" $D/golden_tiny_bert_cls_pairs.tsv
+expect_rc mpnet_cls_checkpoint_classifies 0
+expect_out mpnet_cls_checkpoint_labels '"label":'
+train mpnet_cls_lora_bf16_ckpt "$TMP/cls.lua" precision=bf16 'checkpoint={every=1}' \
+  'lora={r=4,alpha=8,dropout=0.1,modules_to_save={"classifier"}}'
+finish

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# tests/cudacpu/train_mpnet.sh — MPNet training runs on device = "cuda" against the same recipe on
+# the CPU, one binary (TRAINER; tests/cudacpu/train_lib.sh), as train_parity.sh holds BERT's: the
+# tiny folders transformers made (tests/data/tiny_mpnet, an embedder, and tiny_mpnet_cls, its
+# dense + tanh + out_proj head; tests/ref/make_tiny_mpnet.py), whose every attention adds the
+# relative-position bias (on cuda the fp32-register kernels, the tensor-core ones take no bias),
+# on the fixture's pairs, AdamW, dropout 0.1, grad_clip 1, 6 steps:
+#   train_mpnet_fp32_full           the embedder, MNRL, fp32: every step's loss and clip norm
+#                                   within 1e-5 relative (the bias table trains);
+#   train_mpnet_bf16_ckpt_lora      the same in bf16, checkpointing every layer, LoRA on the
+#                                   family's default targets (q, v; the table frozen, in bf16):
+#                                   within 1e-2;
+#   train_mpnet_cls_fp32_full       the classifier, cross-entropy, fp32: within 1e-5;
+#   train_mpnet_cls_bf16_ckpt_lora  its bf16 + checkpointing + LoRA run, the head saved
+#                                   (modules_to_save classifier): within 1e-2.
+set -u
+. "$(dirname "$0")/train_lib.sh"
+names "train_mpnet_fp32_full train_mpnet_bf16_ckpt_lora train_mpnet_cls_fp32_full train_mpnet_cls_bf16_ckpt_lora"
+need_cuda
+fixture
+
+D="$(pwd)/tests/data"
+cat >"$FX/mpnet.lua" <<LUA
+return {
+  model = { from = "$D/tiny_mpnet" }, data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
+  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+cat >"$FX/mpnet_cls.lua" <<LUA
+return {
+  model = { from = "$D/tiny_mpnet_cls", task = "classification" },
+  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
+BF16="loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
+
+train mpnet_cpu "$FX/mpnet.lua" device=cpu; a=$?
+train mpnet_cuda "$FX/mpnet.lua" device=cuda; b=$?
+judge train_mpnet_fp32_full mpnet_cuda $b mpnet_cpu $a "$FP32"
+
+LORA='lora={r=4,alpha=8,dropout=0.1}'
+train mpnet_bf16_cpu "$FX/mpnet.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA"; a=$?
+train mpnet_bf16_cuda "$FX/mpnet.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA"; b=$?
+judge train_mpnet_bf16_ckpt_lora mpnet_bf16_cuda $b mpnet_bf16_cpu $a "$BF16"
+
+train cls_cpu "$FX/mpnet_cls.lua" device=cpu; a=$?
+train cls_cuda "$FX/mpnet_cls.lua" device=cuda; b=$?
+judge train_mpnet_cls_fp32_full cls_cuda $b cls_cpu $a "$FP32"
+
+LORA_HEAD='lora={r=4,alpha=8,dropout=0.1,modules_to_save={"classifier"}}'
+train cls_bf16_cpu "$FX/mpnet_cls.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; a=$?
+train cls_bf16_cuda "$FX/mpnet_cls.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; b=$?
+judge train_mpnet_cls_bf16_ckpt_lora cls_bf16_cuda $b cls_bf16_cpu $a "$BF16"
+finish

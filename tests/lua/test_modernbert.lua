@@ -1,0 +1,225 @@
+-- The ModernBERT family against transformers on the tiny goldens (tests/ref/make_tiny_modernbert.py):
+-- the byte-level BPE tokenizer's ids, the sentence embedding (cosine >= 0.99999), the loss and
+-- every parameter gradient (relative 1e-3) with the local layer's window covering every key and
+-- with a window of 4 keys each side; the classifier's logits (1e-4), loss and gradients.
+local T = require("trainer.core.tensor")
+local ops = require("trainer.core.ops")
+local st = require("trainer.core.safetensors")
+local memory = require("trainer.core.memory")
+local tokenizer = require("trainer.core.tokenizer")
+local registry = require("trainer.models.registry")
+local native = require("trainer.native")
+
+local root = native.root()
+local data = root .. "/tests/data"
+local lib = dofile(root .. "/tests/lua/testlib.lua")
+local rel_err = lib.rel_err
+
+local function no_warning(w) error("unexpected warning: " .. w) end
+
+local function lines(path)
+  local out = {}
+  for l in io.lines(path) do out[#out + 1] = l end
+  return out
+end
+
+local function input_of(g, prefix)
+  return { input_ids = g:tensor(prefix .. "input_ids", { tag = "activations" }),
+           attention_mask = g:tensor(prefix .. "attention_mask", { tag = "activations" }) }
+end
+
+-- Every parameter's gradient against the golden's: grad.<name>, or for the token embeddings the
+-- rows grad_rows.<name> at grad_ids (the others zero). Returns the count.
+local function check_grads(model, g, prefix, strip)
+  local ids = g:tensor(prefix .. "grad_ids"):values()
+  local n = 0
+  for name, p in model:parameters() do
+    n = n + 1
+    local hf = strip and name:gsub("^" .. strip, "") or name
+    assert(p.grad, name .. ": no gradient")
+    local v = p.grad:values()
+    local r
+    if g:has(prefix .. "grad_rows." .. hf) then
+      local rows = g:tensor(prefix .. "grad_rows." .. hf)
+      local rv, C = rows:values(), rows:shape()[2]
+      rows:free()
+      local want, got = {}, {}
+      for i, id in ipairs(ids) do
+        for c = 1, C do want[#want + 1] = rv[(i - 1) * C + c]; got[#got + 1] = v[id * C + c] end
+      end
+      local total = 0
+      for _, x in ipairs(v) do total = total + math.abs(x) end
+      local picked = 0
+      for _, x in ipairs(got) do picked = picked + math.abs(x) end
+      assert(math.abs(total - picked) <= 1e-6 * math.max(1, total), name .. ": gradient outside the batch's rows")
+      v, r = got, want
+    else
+      local ref = g:tensor(prefix .. "grad." .. hf)
+      r = ref:values()
+      ref:free()
+    end
+    local rel = rel_err(v, r)
+    assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
+  end
+  return n
+end
+
+local function cosine_min(a, b, B, C)
+  local worst = 1
+  for i = 0, B - 1 do
+    local d, na, nb = 0, 0, 0
+    for c = 1, C do
+      local x, y = a[i * C + c], b[i * C + c]
+      d, na, nb = d + x * y, na + x * x, nb + y * y
+    end
+    worst = math.min(worst, d / math.sqrt(na * nb))
+  end
+  return worst
+end
+
+-- The tiny embedder with every local layer's window set (0: every key), its golden's embedding,
+-- loss and gradients under prefix.
+local function embedding_parity(window, prefix)
+  local m = trainer.load_model(data .. "/tiny_modernbert", { on_warning = no_warning })
+  local fam = registry.of_model(m)
+  assert(fam.name == "modernbert")
+  if window then for _, layer in ipairs(fam.layers(m)) do if layer.attn.window > 0 then layer.attn.window = window end end end
+  local g = st.load(data .. "/golden_tiny_modernbert.safetensors")
+  local x = input_of(g, "")
+  m:eval():set_grad_enabled(true)
+  local a0 = memory.stats().by_tag.activations
+  local e = m:forward(x)
+  local eref = g:tensor(prefix .. "embedding")
+  local B, C = e:shape()[1], e:shape()[2]
+  local cos = cosine_min(e:values(), eref:values(), B, C)
+  assert(cos >= 0.99999, ("embedding cosine %.8f < 0.99999"):format(cos))
+  local _, abs = rel_err(e:values(), eref:values())
+  assert(abs <= 1e-4, ("embedding max abs error %g"):format(abs))
+  local w = g:tensor("loss_weight", { tag = "activations" })
+  local prod = ops.mul(e, w)
+  local loss = ops.sum(prod)
+  local lref = g:tensor(prefix .. "loss")
+  assert(math.abs(loss:item() - lref:item()) <= 1e-4 * math.max(1, math.abs(lref:item())),
+    ("loss %g vs %g"):format(loss:item(), lref:item()))
+  m:backward(w)
+  for _, t in ipairs({ e, eref, w, prod, loss, lref }) do t:free() end
+  assert(memory.stats().by_tag.activations == a0, ("activations after backward: %d bytes, not %d"):format(
+    memory.stats().by_tag.activations, a0))
+  local n = check_grads(m, g, prefix)
+  assert(n == 14, "14 parameters, got " .. n)
+  lib.free_input(x)
+  g:close()
+  m:free()
+end
+
+return {
+  { "tokenizer_ids_are_transformers", function()
+    local tok = tokenizer.load(data .. "/tiny_modernbert")
+    local g = st.load(data .. "/golden_tiny_modernbert.safetensors")
+    for _, set in ipairs({ { "", "golden_tiny_modernbert_texts.txt" }, { "cls.", "golden_tiny_modernbert_cls_texts.txt" } }) do
+      local texts = lines(data .. "/" .. set[2])
+      local ids, mask = g:tensor(set[1] .. "input_ids"), g:tensor(set[1] .. "attention_mask")
+      local iv, mv, Tn = ids:values(), mask:values(), ids:shape()[2]
+      for i, text in ipairs(texts) do
+        local got = tok:encode(text)
+        local n = 0
+        for t = 1, Tn do n = n + mv[(i - 1) * Tn + t] end
+        assert(#got == n, ("%q: %d ids, transformers %d"):format(text, #got, n))
+        for t = 1, n do
+          assert(got[t] == iv[(i - 1) * Tn + t], ("%q: id %d is %d, transformers %d"):format(text, t, got[t],
+            iv[(i - 1) * Tn + t]))
+        end
+      end
+      ids:free(); mask:free()
+    end
+    g:close()
+    tok:free()
+  end },
+
+  { "config_names_and_layer_kinds", function()
+    local m = trainer.load_model(data .. "/tiny_modernbert", { on_warning = no_warning })
+    local fam = registry.of_model(m)
+    local names = {}
+    for name in m:parameters() do names[#names + 1] = name end
+    assert(names[1] == "embeddings.tok_embeddings.weight" and names[3] == "layers.0.attn.Wqkv.weight"
+      and names[#names] == "final_norm.weight", table.concat(names, " "))
+    assert(not m:parameter_map()["layers.0.attn_norm.weight"] and m:parameter_map()["layers.1.attn_norm.weight"])
+    local ls = fam.layers(m)
+    assert(#ls == 2 and ls[1].attn.window == 0 and ls[2].attn.window == 4, "layer 0 global, layer 1 window 4")
+    assert(ls[1].attn.theta == 160000 and ls[2].attn.theta == 10000, "rope thetas")
+    -- the older config.json form: global_attn_every_n_layers and the two thetas
+    local cfg = fam.config({ model_type = "modernbert", hidden_size = 32, num_hidden_layers = 4, num_attention_heads = 4,
+      intermediate_size = 48, vocab_size = 100, pad_token_id = 0, global_attn_every_n_layers = 3, global_rope_theta = 5e5,
+      local_rope_theta = 1e4, local_attention = 64 }, "test")
+    assert(table.concat(cfg.layer_kinds, ",") == "full_attention,sliding_attention,sliding_attention,full_attention")
+    assert(cfg.global_rope_theta == 5e5 and cfg.local_rope_theta == 1e4 and not cfg.norm_bias)
+    m:free()
+  end },
+
+  { "embedding_loss_and_every_gradient_window_over_all_keys", function() embedding_parity(0, "wall.") end },
+
+  { "embedding_loss_and_every_gradient_window_of_4", function() embedding_parity(nil, "w8.") end },
+
+  { "classifier_logits_loss_and_every_gradient", function()
+    local m = trainer.load_model(data .. "/tiny_modernbert_cls", { on_warning = no_warning })
+    assert(m.task == "classification" and m.num_labels == 3)
+    local g = st.load(data .. "/golden_tiny_modernbert.safetensors")
+    local x = input_of(g, "cls.")
+    m:eval():set_grad_enabled(true)
+    local a0 = memory.stats().by_tag.activations
+    local logits = m:forward(x)
+    local lref = g:tensor("cls.logits")
+    local _, abs = rel_err(logits:values(), lref:values())
+    assert(abs <= 1e-4, ("logits max abs error %g"):format(abs))
+    local labels = g:tensor("cls.labels", { tag = "activations" })
+    local loss, lse = ops.cross_entropy(logits, labels)
+    local ref_loss = g:tensor("cls.loss")
+    assert(math.abs(loss:item() - ref_loss:item()) <= 1e-4, ("loss %g vs %g"):format(loss:item(), ref_loss:item()))
+    local dl = ops.cross_entropy_backward(logits, lse, labels)
+    m:backward(dl)
+    for _, t in ipairs({ logits, lref, labels, loss, lse, ref_loss, dl }) do t:free() end
+    assert(memory.stats().by_tag.activations == a0, "activations left after backward")
+    local n = check_grads(m, g, "cls.")
+    assert(n == 18, "18 parameters, got " .. n)
+    lib.free_input(x)
+    g:close()
+    m:free()
+  end },
+  { "checkpointing_gives_the_same_gradients_and_lora_adapts_the_family_targets", function()
+    local checkpoint = require("trainer.train.grad_checkpoint")
+    local lora = require("trainer.train.lora")
+    local g = st.load(data .. "/golden_tiny_modernbert.safetensors")
+    local function grads(ckpt, adapters)
+      local m = trainer.load_model(data .. "/tiny_modernbert", { on_warning = no_warning })
+      m:train()
+      m.rng.seed, m.rng.step = 5, 2
+      local names = adapters and lora.apply(m, { r = 2, alpha = 4, dropout = 0.1 }) or nil
+      if ckpt then checkpoint.apply(m, { every = 1 }) end
+      local x = input_of(g, "")
+      local e = m:forward(x)
+      local w = g:tensor("loss_weight", { tag = "activations" })
+      m:backward(w)
+      local out = {}
+      for name, p in m:parameters() do if p.grad then out[name] = p.grad:values() end end
+      e:free(); w:free(); lib.free_input(x); m:free()
+      return out, names
+    end
+    local plain, ck = grads(false), grads(true)
+    local n = 0
+    for name, v in pairs(plain) do
+      n = n + 1
+      local c = assert(ck[name], name .. ": no gradient under checkpointing")
+      for i = 1, #v do assert(v[i] == c[i], ("%s[%d]: %g vs %g under checkpointing"):format(name, i, c[i], v[i])) end
+    end
+    assert(n == 14, n .. " gradients")
+    local lg, names = grads(true, true)
+    assert(#names == 4 and names[1] == "layers.0.attn.Wqkv" and names[2] == "layers.0.mlp.Wi", table.concat(names, " "))
+    local trained = 0
+    for name in pairs(lg) do
+      assert(name:match("lora_[AB]"), name .. " trains under LoRA")
+      trained = trained + 1
+    end
+    assert(trained == 8, trained .. " LoRA gradients")
+    g:close()
+  end },
+}

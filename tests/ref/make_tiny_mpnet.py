@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Writes tiny random MPNet folders made by transformers, and their parity goldens (reference side;
+never run by tests).
+
+  tests/data/tiny_mpnet/       MPNetModel (2 layers, hidden 32, 4 heads, intermediate 64, GELU, the
+                               relative-position bias of 32 buckets) saved as a sentence-transformers
+                               folder (no "mpnet." prefix, with its pooler, mean pooling), and the
+                               MPNetTokenizer of a tiny WordPiece vocabulary (<s> 0, <pad> 1, </s> 2;
+                               tokenizer.json: WordPiece + RobertaProcessing).
+  tests/data/tiny_mpnet_cls/   MPNetForSequenceClassification (MPNetClassificationHead), 3 labels.
+  tests/data/golden_tiny_mpnet.safetensors      input_ids, attention_mask, loss_weight, last_hidden_state,
+                               embedding (mean pooling), loss = sum(embedding * loss_weight), grad.<name> of
+                               every parameter (encoder.relative_attention_bias.weight included)
+  tests/data/golden_tiny_mpnet_cls.safetensors  input_ids, attention_mask, labels, logits, loss (mean
+                               cross-entropy), grad.<name> of every parameter
+The texts are long enough (38 tokens) that relative positions reach the logarithmic buckets. The
+script also checks the bucketing of kernels/cpu/attn_bucket.h (double precision) against transformers'
+relative_position_bucket (float32) for every relative position within 4096.
+
+Every parameter is random (gains around 1, biases non-zero). Models run in eval mode (no dropout),
+eager attention, float32.
+
+Usage: /work/venv/bin/python tests/ref/make_tiny_mpnet.py
+"""
+import copy
+import math
+import os
+import sys
+
+import torch
+from safetensors.torch import save_file
+from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
+from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_tiny_bert as tb  # noqa: E402  (the tiny WordPiece vocabulary)
+
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+DATA = os.path.join(ROOT, "tests", "data")
+INIT_STD = 0.2
+TEXTS = [
+    "The cat sat on the mat.",
+    "Katten sitter på mattan och hunden är inte där!",
+    "A dog, 2 birds and a cat were playing in the house today, and the very good bird sat on that bad mat with "
+    "the dog.",
+    "Hej!",
+]
+PAIRS = [
+    ("The cat sat on the mat.", "A cat is sitting."),
+    ("Jag har en hund och en katt.", "Det är inte en katt!"),
+    ("This was very good today, the bird and the dog sat on the mat with a cat.", "It was bad, walking with the dog?"),
+]
+LABELS = [0, 2, 1]
+
+
+def vocab():
+    return ["<s>", "<pad>", "</s>", "<unk>"] + tb.build_vocab() + ["<mask>"]
+
+
+def bucket_c(rel, nbuckets=32, max_distance=128):
+    """kernels/cpu/attn_bucket.h's tr_attn_rel_bucket, bidirectional (double precision)."""
+    n, nb = -rel, nbuckets // 2
+    ret = nb if n < 0 else 0
+    n = abs(n)
+    exact = nb // 2
+    if n < exact:
+        return ret + n
+    v = math.log(n / exact) / math.log(max_distance / exact) * (nb - exact)
+    large = exact + int(v) if v < nb else nb - 1
+    return ret + min(large, nb - 1)
+
+
+def check_buckets():
+    rel = torch.arange(-4096, 4097)
+    theirs = MPNetEncoder.relative_position_bucket(rel).tolist()
+    ours = [bucket_c(r) for r in rel.tolist()]
+    bad = [(r, a, b) for r, a, b in zip(rel.tolist(), ours, theirs) if a != b]
+    assert not bad, bad[:10]
+    print(f"buckets: attn_bucket.h = transformers for every relative position in [-4096, 4096]")
+
+
+def randomize(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if "LayerNorm.weight" in name:
+                p.copy_(1.0 + 0.1 * noise)
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * noise)
+            elif name.endswith("relative_attention_bias.weight"):
+                p.copy_(noise)   # a bias of the scores' own scale
+            else:
+                p.copy_(INIT_STD * noise)
+            if name.endswith("word_embeddings.weight"):
+                p[model.config.pad_token_id].zero_()
+
+
+def config(v, **extra):
+    return MPNetConfig(vocab_size=len(v), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=64, max_position_embeddings=80, hidden_dropout_prob=0.1,
+                       attention_probs_dropout_prob=0.1, initializer_range=INIT_STD, layer_norm_eps=1e-5,
+                       relative_attention_num_buckets=32, pad_token_id=1, bos_token_id=0, eos_token_id=2, **extra)
+
+
+def tokenizer_files(out, v):
+    tok = MPNetTokenizer(vocab={w: i for i, w in enumerate(v)}, unk_token="[UNK]", model_max_length=78)
+    tok.save_pretrained(out)
+    with open(os.path.join(out, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(v) + "\n")
+
+
+def grads(model):
+    return {"grad." + n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().contiguous()
+            for n, p in model.named_parameters()}
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    d = b.norm().item()
+    return (a - b).norm().item() / d if d > 0 else (a - b).norm().item()
+
+
+def save(path, tensors):
+    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
+    save_file(tensors, path, metadata={"format": "pt"})
+    print(f"wrote {os.path.relpath(path, ROOT)}: {os.path.getsize(path)} bytes")
+
+
+def report(t, ref):
+    for k, v in t.items():
+        line = f"  {k:60s} {str(list(v.shape)):12s}"
+        if v.is_floating_point():
+            line += f" max|x| {v.abs().max().item():.4g}"
+            if k in ref:
+                line += f"  f32-vs-f64 rel {rel_err(v, ref[k]):.3g}"
+        print(line)
+
+
+def mean_pool(last, mask):
+    m = mask.unsqueeze(-1).to(last.dtype)
+    return (last * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
+
+
+def embed_loss(model, enc, lw):
+    last = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+    emb = mean_pool(last, enc["attention_mask"])
+    loss = (emb * lw).sum()
+    loss.backward()
+    return {"last_hidden_state": last.detach(), "embedding": emb.detach(), "loss": loss.detach().reshape(1)}
+
+
+def make_embedder(v):
+    out = os.path.join(DATA, "tiny_mpnet")
+    tb.fresh_dir(out)
+    torch.manual_seed(17)
+    model = MPNetModel(config(v, architectures=["MPNetModel"]))
+    randomize(model, 17)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer_files(out, v)
+    tb.write_json(os.path.join(out, "modules.json"), [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ])
+    tb.write_json(os.path.join(out, "1_Pooling", "config.json"), {
+        "word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
+    tb.write_json(os.path.join(out, "sentence_bert_config.json"), {"max_seq_length": 78, "do_lower_case": False})
+
+    tok = MPNetTokenizer.from_pretrained(out)
+    enc = tok(TEXTS, padding="longest", return_tensors="pt")
+    assert "token_type_ids" not in enc
+    assert enc["input_ids"].shape[1] >= 30, enc["input_ids"].shape
+    lw = torch.randn(len(TEXTS), 32, generator=torch.Generator().manual_seed(42))
+    m = MPNetModel.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    m64 = copy.deepcopy(m).double()
+    res, res64 = embed_loss(m, enc, lw), embed_loss(m64, enc, lw.double())
+    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "loss_weight": lw, **res, **grads(m)}
+    ref = dict(res64, **grads(m64))
+    report(t, ref)
+    save(os.path.join(DATA, "golden_tiny_mpnet.safetensors"), t)
+    with open(os.path.join(DATA, "golden_tiny_mpnet_texts.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(TEXTS) + "\n")
+
+
+def make_classifier(v):
+    out = os.path.join(DATA, "tiny_mpnet_cls")
+    tb.fresh_dir(out)
+    torch.manual_seed(7)
+    model = MPNetForSequenceClassification(config(
+        v, num_labels=3, architectures=["MPNetForSequenceClassification"],
+        id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
+        label2id={"entailment": 0, "neutral": 1, "contradiction": 2}))
+    randomize(model, 7)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer_files(out, v)
+    tok = MPNetTokenizer.from_pretrained(out)
+    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    enc = tok(a, b, padding="longest", return_tensors="pt")
+    labels = torch.tensor(LABELS, dtype=torch.int64)
+
+    def run(mm):
+        o = mm(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels)
+        o.loss.backward()
+        return {"logits": o.logits.detach(), "loss": o.loss.detach().reshape(1)}
+
+    m = MPNetForSequenceClassification.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    m64 = copy.deepcopy(m).double()
+    res, res64 = run(m), run(m64)
+    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels, **res, **grads(m)}
+    ref = dict(res64, **grads(m64))
+    report(t, ref)
+    save(os.path.join(DATA, "golden_tiny_mpnet_cls.safetensors"), t)
+
+
+def main():
+    check_buckets()
+    v = vocab()
+    make_embedder(v)
+    make_classifier(v)
+
+
+if __name__ == "__main__":
+    main()
