@@ -9,7 +9,10 @@
 #define FWD(name) TR_ARGI(geglu, name)
 #define BWD(name) TR_ARGI(geglu_backward, name)
 
-static int gelu_kind(const tr_op_call *c) { return c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF; }
+static int gelu_kind(const tr_op_call *c)
+{
+    return c->i[0] == TR_OP_GELU_TANH ? TR_GELU_TANH : TR_GELU_ERF;
+}
 
 static const unsigned char fwd_layout[TR_OP_MAX_TENSORS] = {
     [FWD(out)] = TR_ROWS_BLOCK,

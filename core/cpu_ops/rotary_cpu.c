@@ -6,7 +6,7 @@
 #include "cpu_slot.h"
 #include "cpu/rotary.h"
 
-static const unsigned char layout[TR_OP_MAX_TENSORS] = { TR_ROWS_BLOCK, TR_ROWS_BLOCK };
+static const unsigned char layout[TR_OP_MAX_TENSORS] = {TR_ROWS_BLOCK, TR_ROWS_BLOCK};
 
 static int rows_fwd(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t C, void *work)
 {

@@ -35,7 +35,10 @@ static int check_rows(tr_ctx *ctx, tr_op_call *c, const char *op, const tr_tenso
     return TR_OK;
 }
 
-int tr_check_geglu(tr_ctx *ctx, tr_op_call *c) { return check_rows(ctx, c, "geglu", c->geglu.h, c->geglu.out, "out"); }
+int tr_check_geglu(tr_ctx *ctx, tr_op_call *c)
+{
+    return check_rows(ctx, c, "geglu", c->geglu.h, c->geglu.out, "out");
+}
 
 /* out: h's shape with the last dimension halved, h's dtype. */
 int tr_infer_geglu(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *ndim, int *dtype)
@@ -50,7 +53,7 @@ int tr_infer_geglu(tr_ctx *ctx, const tr_op_call *c, int64_t shape[][8], int *nd
 
 int tr_op_geglu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *h, int kind)
 {
-    return TR_OP_RUN_CALL(ctx, geglu, .t = { out, h }, .i = { kind });
+    return TR_OP_RUN_CALL(ctx, geglu, .t = {out, h}, .i = {kind});
 }
 
 int tr_check_geglu_backward(tr_ctx *ctx, tr_op_call *c)
@@ -66,5 +69,5 @@ TR_OP_INFER_LIKE(geglu_backward, c->geglu_backward.h, c->geglu_backward.dout->dt
 
 int tr_op_geglu_backward(tr_ctx *ctx, tr_tensor *dh, const tr_tensor *dout, const tr_tensor *h, int kind)
 {
-    return TR_OP_RUN_CALL(ctx, geglu_backward, .t = { dh, dout, h }, .i = { kind });
+    return TR_OP_RUN_CALL(ctx, geglu_backward, .t = {dh, dout, h}, .i = {kind});
 }

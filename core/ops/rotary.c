@@ -10,7 +10,7 @@
 
 #include <math.h>
 
-enum { ROTARY_MAX_D = 1024 };   /* kernels/cpu/rotary.c keeps a row's D/2 angles on the stack */
+enum { ROTARY_MAX_D = 1024 }; /* kernels/cpu/rotary.c keeps a row's D/2 angles on the stack */
 
 static int check(tr_ctx *ctx, tr_op_call *c, const char *op, const tr_tensor *out, const char *out_name,
                  const tr_tensor *x, const char *x_name)
@@ -32,13 +32,16 @@ static int check(tr_ctx *ctx, tr_op_call *c, const char *op, const tr_tensor *ou
     return TR_OK;
 }
 
-int tr_check_rotary(tr_ctx *ctx, tr_op_call *c) { return check(ctx, c, "rotary", c->rotary.out, "out", c->rotary.x, "x"); }
+int tr_check_rotary(tr_ctx *ctx, tr_op_call *c)
+{
+    return check(ctx, c, "rotary", c->rotary.out, "out", c->rotary.x, "x");
+}
 
 TR_OP_INFER_LIKE(rotary, c->rotary.x, c->rotary.x->dtype | TR_INFER_CHOOSE)
 
 int tr_op_rotary(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float theta)
 {
-    return TR_OP_RUN_CALL(ctx, rotary, .t = { out, x }, .f = { theta });
+    return TR_OP_RUN_CALL(ctx, rotary, .t = {out, x}, .f = {theta});
 }
 
 int tr_check_rotary_backward(tr_ctx *ctx, tr_op_call *c)
@@ -50,5 +53,5 @@ TR_OP_INFER_LIKE(rotary_backward, c->rotary_backward.dout, c->rotary_backward.do
 
 int tr_op_rotary_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, float theta)
 {
-    return TR_OP_RUN_CALL(ctx, rotary_backward, .t = { dx, dout }, .f = { theta });
+    return TR_OP_RUN_CALL(ctx, rotary_backward, .t = {dx, dout}, .f = {theta});
 }

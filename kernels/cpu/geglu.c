@@ -11,7 +11,10 @@
  * under its parallel threshold, so a block runs on the thread that took it), at least one row. */
 enum { GG_BLOCK = 16384 };
 
-static int64_t gg_rows(int64_t I) { return I > 0 && I < GG_BLOCK ? GG_BLOCK / I : 1; }
+static int64_t gg_rows(int64_t I)
+{
+    return I > 0 && I < GG_BLOCK ? GG_BLOCK / I : 1;
+}
 
 #define KERNEL_IMPL "cpu/geglu.c"
 #include "cpu/instantiate.h"
@@ -47,8 +50,8 @@ void KFN(tr_k_geglu_bwd)(REAL *dh, const REAL *dout, const REAL *h, int64_t N, i
         for (int64_t r = r0; r < r1; r++) {
             REAL *dx = dh + r * 2 * I, *dg = dx + I;
             const REAL *x = h + r * 2 * I, *g = x + I, *d = dout + r * I;
-            KFN(tr_k_gelu_bwd)(dx, d, x, I, approx);   /* dout * gelu'(x) */
-            KFN(tr_k_gelu_fwd)(dg, x, I, approx);      /* gelu(x) */
+            KFN(tr_k_gelu_bwd)(dx, d, x, I, approx); /* dout * gelu'(x) */
+            KFN(tr_k_gelu_fwd)(dg, x, I, approx);    /* gelu(x) */
 #pragma omp simd
             for (int64_t c = 0; c < I; c++) {
                 dx[c] *= g[c];

@@ -16,8 +16,8 @@ __global__ void geglu_fwd_kernel(void *out, int out_dt, const void *h, int h_dt,
     }
 }
 
-__global__ void geglu_bwd_kernel(void *dh, int dh_dt, const void *dout, int dout_dt, const void *h, int h_dt,
-                                 int64_t n, int64_t I, int approx)
+__global__ void geglu_bwd_kernel(void *dh, int dh_dt, const void *dout, int dout_dt, const void *h, int h_dt, int64_t n,
+                                 int64_t I, int approx)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / I, c = i - r * I, xi = r * 2 * I + c;
@@ -36,7 +36,7 @@ extern "C" int tr_k_geglu_fwd_cuda(void *out, int out_dt, const void *h, int h_d
     if (N == 0) return TR_OK;
     const int64_t n = N * I;
     geglu_fwd_kernel<<<tr_cuda_grid(n, GG_THREADS), GG_THREADS, 0, (cudaStream_t)stream>>>(out, out_dt, h, h_dt, n, I,
-                                                                                          approx);
+                                                                                           approx);
     return tr_cuda_launched(op, err);
 }
 
@@ -45,11 +45,10 @@ extern "C" int tr_k_geglu_bwd_cuda(void *dh, int dh_dt, const void *dout, int do
 {
     const char *op = "geglu_backward";
     int rc;
-    if ((rc = tr_cuda_want_rows(op, N, I, err)) || (rc = tr_cuda_want_floats(op, dh_dt, dout_dt, h_dt, err)))
-        return rc;
+    if ((rc = tr_cuda_want_rows(op, N, I, err)) || (rc = tr_cuda_want_floats(op, dh_dt, dout_dt, h_dt, err))) return rc;
     if (N == 0) return TR_OK;
     const int64_t n = N * I;
     geglu_bwd_kernel<<<tr_cuda_grid(n, GG_THREADS), GG_THREADS, 0, (cudaStream_t)stream>>>(dh, dh_dt, dout, dout_dt, h,
-                                                                                          h_dt, n, I, approx);
+                                                                                           h_dt, n, I, approx);
     return tr_cuda_launched(op, err);
 }

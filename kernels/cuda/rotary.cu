@@ -11,7 +11,7 @@ __global__ void rotary_kernel(void *out, int out_dt, const void *x, int x_dt, in
 {
     const float D = (float)(2 * half);
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t i = k % half, row = k / half;   /* row: (b, t, h) */
+        const int64_t i = k % half, row = k / half; /* row: (b, t, h) */
         const int64_t t = (row / H) % T;
         const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / D);
         const float a = (float)t * inv_freq;
@@ -34,6 +34,6 @@ extern "C" int tr_k_rotary_cuda(void *out, int out_dt, const void *x, int x_dt, 
     const int64_t n = B * T * H * (D / 2);
     if (n == 0) return TR_OK;
     rotary_kernel<<<tr_cuda_grid(n, ROT_THREADS), ROT_THREADS, 0, (cudaStream_t)stream>>>(out, out_dt, x, x_dt, n, T, H,
-                                                                                         D / 2, theta, inverse);
+                                                                                          D / 2, theta, inverse);
     return tr_cuda_launched(op, err);
 }

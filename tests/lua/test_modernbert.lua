@@ -2,7 +2,6 @@
 -- the byte-level BPE tokenizer's ids, the sentence embedding (cosine >= 0.99999), the loss and
 -- every parameter gradient (relative 1e-3) with the local layer's window covering every key and
 -- with a window of 4 keys each side; the classifier's logits (1e-4), loss and gradients.
-local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local st = require("trainer.core.safetensors")
 local memory = require("trainer.core.memory")

@@ -10,7 +10,6 @@ local ops = require("trainer.core.ops")
 local lora = require("trainer.train.lora")
 local checkpoint = require("trainer.train.grad_checkpoint")
 local plan = require("trainer.plan")
-local recipes = require("trainer.recipe")
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 
 local shape = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 128,
