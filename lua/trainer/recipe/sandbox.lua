@@ -499,7 +499,8 @@ function M.scan(text)
     local prev, nxt, field = tokens[k - 1], tokens[k + 1], tokens[k + 2]
     local is_field = prev and prev.t == "op" and (prev.v == "." or prev.v == ":")
     local is_key = nxt and nxt.t == "op" and nxt.v == "=" and prev and prev.t == "op" and (prev.v == "{" or prev.v == ",")
-    if tok.t == "name" and not is_field and not is_key then
+    local is_local = prev and prev.t == "name" and (prev.v == "local" or prev.v == "function")
+    if tok.t == "name" and not is_field and not is_key and not is_local and tok.v ~= "ffi" then
       local v = tok.v
       local dot = nxt and nxt.t == "op" and nxt.v == "." and field and field.t == "name" and field.v
       if v == "os" and dot and not os_free[dot] then

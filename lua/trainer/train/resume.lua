@@ -112,11 +112,9 @@ end
 -- ---------------------------------------------------------------- recipes
 -- The table a resolved_recipe.lua returns (its functions are nil), or nil if unreadable.
 function M.stored_recipe(dir)
-  local chunk = loadfile(dir .. "/resolved_recipe.lua")
-  if not chunk then return nil end
-  setfenv(chunk, { math = { huge = math.huge } })
-  local ok, t = pcall(chunk)
-  if ok and type(t) == "table" then return t end
+  -- read as a recipe is: source text only, in the sandbox's limits
+  local t = require("trainer.recipe.sandbox").read_data(dir .. "/resolved_recipe.lua", { math = { huge = math.huge } })
+  if type(t) == "table" then return t end
   return nil
 end
 
