@@ -269,8 +269,57 @@ fetch-models:
 demo:
 	@bash scripts/demo.sh
 
-test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
-	@CUDACPU=$(CUDACPU) bash tests/run.sh $(TEST_BIN)
+test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu) fuzz-build
+	@CUDACPU=$(CUDACPU) FUZZ_TEST_S=$(FUZZ_TEST_S) bash tests/run.sh $(TEST_BIN)
+
+# ---------------------------------------------------------------- fuzzing
+# libFuzzer targets for the parsers of files a user gets from elsewhere (tests/fuzz/fuzz_*.c:
+# safetensors and its index, tokenizer.json, vocab.txt, the JSON binding of config.json, the
+# JSONL/TSV/CSV reader), built by clang with -fsanitize=fuzzer,address,undefined into
+# build/fuzz/ over the parsers' sources compiled with coverage. `make fuzz FUZZ_S=N` runs each
+# for N seconds (tests/fuzz/run.sh prints its executions); `make test` runs each for
+# FUZZ_TEST_S seconds. Without a clang that has libFuzzer (`make deps` installs it), both say
+# so and `make test` skips them.
+FUZZ_CC ?= clang
+FUZZ_S ?= 60
+FUZZ_TEST_S ?= 3
+HAVE_FUZZ = $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' \
+              | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes)
+FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(wildcard core/tokenizer/*.c) \
+            core/binding/lua_json.c $(wildcard core/base/*.c)
+FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRC))
+FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv
+FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+CFLAGS_FUZZ := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined $(INCS) -DTR_VERSION='"$(VERSION)"'
+
+$(BUILD)/fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,CC-FUZZ,$<)
+	$(Q)$(FUZZ_CC) $(CFLAGS_FUZZ) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_tokenizer_json: FUZZ_SOURCE := tests/fuzz/fuzz_tokenizer.c
+$(BUILD)/fuzz/fuzz_vocab_txt: FUZZ_SOURCE := tests/fuzz/fuzz_tokenizer.c
+$(BUILD)/fuzz/fuzz_vocab_txt: FUZZ_DEFS := -DFUZZ_VOCAB_TXT
+$(BUILD)/fuzz/fuzz_reader_jsonl $(BUILD)/fuzz/fuzz_reader_tsv $(BUILD)/fuzz/fuzz_reader_csv: FUZZ_SOURCE := tests/fuzz/fuzz_reader.c
+$(BUILD)/fuzz/fuzz_reader_jsonl: FUZZ_DEFS := -DFUZZ_FORMAT=0
+$(BUILD)/fuzz/fuzz_reader_tsv: FUZZ_DEFS := -DFUZZ_FORMAT=1
+$(BUILD)/fuzz/fuzz_reader_csv: FUZZ_DEFS := -DFUZZ_FORMAT=2
+
+$(BUILD)/fuzz/fuzz_%: $(FUZZ_OBJ) $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(call say,FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(CFLAGS_FUZZ) -fsanitize=fuzzer $(FUZZ_DEFS) -Itests/fuzz -o $@ \
+	    $(or $(FUZZ_SOURCE),tests/fuzz/fuzz_$*.c) $(FUZZ_OBJ) $(PKG_LIBS) -lm -lpthread -ldl
+
+.PHONY: fuzz fuzz-build
+fuzz-build:
+	@if [ "$(HAVE_FUZZ)" = yes ]; then $(MAKE) --no-print-directory $(FUZZ_BIN); \
+	 else echo "fuzz: $(FUZZ_CC) with libFuzzer (-fsanitize=fuzzer) is missing: make deps installs clang"; fi
+
+fuzz: fuzz-build
+	@[ "$(HAVE_FUZZ)" = yes ] || { echo "fuzz: no libFuzzer; nothing run"; exit 1; }
+	@bash tests/fuzz/run.sh $(FUZZ_S) $(FUZZ_TARGETS)
 
 # ---------------------------------------------------------------- CUDA on the CPU
 # `make cudacpu` (part of `make test`; `make test CUDACPU=0` leaves it out): the CUDA backend

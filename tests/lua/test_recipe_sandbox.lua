@@ -57,6 +57,7 @@ end } }
   end },
   { "untrusted_hook_gets_trainer_api_only", function()
     local r, d = chain('return trainer.version, os.getenv("HOME")')
+    assert(d)
     local v = r.recipe.hooks.on_step({})
     assert(v == require("trainer").version)
     r, d = chain('local ok = os.execute("true") return ok')

@@ -15,7 +15,6 @@
 local errors = require("trainer.core.errors")
 local schema = require("trainer.recipe.schema")
 local spec = require("trainer.recipe.keys")
-local suggest = require("trainer.recipe.suggest")
 local native = require("trainer.native")
 local rpath = require("trainer.recipe.path")
 local version = require("trainer.recipe.version")
