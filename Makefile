@@ -5,6 +5,8 @@
 #   make test       C unit tests under ASan+UBSan, the kernels' vectorisation check (tests/vec),
 #                   Lua tests inside ./trainer, CLI tests;
 #                   ends with one line "N passed, N failed"
+#   make fuzz FUZZ_S=N   runs every libFuzzer target (tests/fuzz) for N seconds
+#   make soak       a 5000-step training run checked for memory, descriptor and checkpoint leaks
 #   make install PREFIX=/usr/local   installs bin/trainer and share/trainer/{lua,recipes}
 #   make deps       apt-installs missing build dependencies (idempotent; `make` never installs:
 #                   it names what is missing and stops)
@@ -320,6 +322,16 @@ fuzz-build:
 fuzz: fuzz-build
 	@[ "$(HAVE_FUZZ)" = yes ] || { echo "fuzz: no libFuzzer; nothing run"; exit 1; }
 	@bash tests/fuzz/run.sh $(FUZZ_S) $(FUZZ_TARGETS)
+
+# ---------------------------------------------------------------- soak
+# `make soak [SOAK_STEPS=N]`: a tiny model trains N steps (5000) on the CPU, evaluating and
+# saving every 100, and on emulated CUDA (N/20) when build/cudacpu/trainer is built; resident
+# memory and reserved bytes must stay flat after warm-up, no descriptor may leak, every
+# checkpoint must load (tests/soak/soak.sh). About ten minutes on 2 cores: not part of `make test`.
+SOAK_STEPS ?= 5000
+.PHONY: soak
+soak: trainer
+	@bash tests/soak/soak.sh $(SOAK_STEPS)
 
 # ---------------------------------------------------------------- CUDA on the CPU
 # `make cudacpu` (part of `make test`; `make test CUDACPU=0` leaves it out): the CUDA backend
