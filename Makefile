@@ -289,8 +289,11 @@ HAVE_FUZZ = $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, u
               | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes)
 FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(wildcard core/tokenizer/*.c) \
             core/binding/lua_json.c $(wildcard core/base/*.c)
+# the targets of parsers written in Lua (tests/fuzz/fuzz_lua.c) also embed trainer.native
+FUZZ_LUA_OBJ := $(BUILD)/fuzz/obj/core/binding/lua_native.o
 FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRC))
-FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv
+FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv \
+                tfrecord trainer_state
 FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 CFLAGS_FUZZ := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined $(INCS) -DTR_VERSION='"$(VERSION)"'
@@ -307,12 +310,17 @@ $(BUILD)/fuzz/fuzz_reader_jsonl $(BUILD)/fuzz/fuzz_reader_tsv $(BUILD)/fuzz/fuzz
 $(BUILD)/fuzz/fuzz_reader_jsonl: FUZZ_DEFS := -DFUZZ_FORMAT=0
 $(BUILD)/fuzz/fuzz_reader_tsv: FUZZ_DEFS := -DFUZZ_FORMAT=1
 $(BUILD)/fuzz/fuzz_reader_csv: FUZZ_DEFS := -DFUZZ_FORMAT=2
+$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
+$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
+$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: $(FUZZ_LUA_OBJ)
+$(BUILD)/fuzz/fuzz_tfrecord: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"tfrecord"'
+$(BUILD)/fuzz/fuzz_trainer_state: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"trainer_state"'
 
 $(BUILD)/fuzz/fuzz_%: $(FUZZ_OBJ) $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,FUZZ,$@)
 	$(Q)$(FUZZ_CC) $(CFLAGS_FUZZ) -fsanitize=fuzzer $(FUZZ_DEFS) -Itests/fuzz -o $@ \
-	    $(or $(FUZZ_SOURCE),tests/fuzz/fuzz_$*.c) $(FUZZ_OBJ) $(PKG_LIBS) -lm -lpthread -ldl
+	    $(or $(FUZZ_SOURCE),tests/fuzz/fuzz_$*.c) $(FUZZ_OBJ) $(FUZZ_EXTRA) $(PKG_LIBS) -lm -lpthread -ldl
 
 .PHONY: fuzz fuzz-build
 fuzz-build:

@@ -3,15 +3,16 @@
 # `make fuzz-build`) for SECONDS on its seed corpus and prints one line per target:
 #   PASS fuzz_TARGET: N executions in S s (R/s), corpus C inputs, coverage F features
 #   FAIL fuzz_TARGET: crashed on an input, saved as build/fuzz/crashes/TARGET-...
-# The seeds are files of tests/data (the list below) plus tests/fuzz/corpus/TARGET/, the
-# inputs that once crashed a target: after the fix, a crash input goes there so that every
+# The seeds are files of tests/data (the list below) plus tests/fuzz/corpus/TARGET/: seeds
+# that tests/data lacks (an event file, a trainer_state) and the inputs that once crashed a
+# target: after the fix, a crash input goes there so that every
 # run, `make test`'s included, tries it again. New inputs found go to a temporary folder
 # (FUZZ_KEEP=1: build/fuzz/work/TARGET, kept between runs).
 set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-5}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv tfrecord trainer_state)
 
 # target: seed files (globs relative to the repository root), longest input tried
 seeds() {
@@ -24,6 +25,8 @@ seeds() {
     reader_jsonl)      echo "tests/data/data/*.jsonl tests/data/data/*.jsonl.gz" ;;
     reader_tsv)        echo "tests/data/data/*.tsv tests/data/golden_tiny_bert_cls_pairs.tsv" ;;
     reader_csv)        echo "tests/data/data/*.csv tests/data/data/*.tsv" ;;
+    # an event file and a decompressed trainer_state of a tiny LoRA run: tests/fuzz/corpus/
+    tfrecord|trainer_state) echo "" ;;
   esac
 }
 max_len() {
