@@ -259,15 +259,20 @@ local function is_write_mode(mode)
 end
 
 local function io_proxy(sp)
-  local p = { write = io.write, read = io.read, stdout = io.stdout, stderr = io.stderr, stdin = io.stdin,
-              type = io.type, flush = io.flush }
+  -- no stdin while reading: `trainer check` must not wait for input
+  local p = { write = io.write, stdout = io.stdout, stderr = io.stderr, type = io.type, flush = io.flush }
+  p.read = guard(sp, "io.read", io.read, "process")
+  setmetatable(p, { __index = function(_, k)
+    if k == "stdin" and allowed(sp, "process") then return io.stdin end
+    return nil
+  end })
   p.open = function(path, mode)
     local write = is_write_mode(mode)
     if allowed(sp, write and "write" or "read") then return io.open(path, mode) end
     refuse(sp, write and "io.open (writing)" or "io.open")
   end
   p.lines = function(path, ...)
-    if path == nil or allowed(sp, "read") then return io.lines(path, ...) end
+    if allowed(sp, path == nil and "process" or "read") then return io.lines(path, ...) end
     refuse(sp, "io.lines")
   end
   p.input = function(f)
