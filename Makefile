@@ -284,7 +284,7 @@ test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,
 # so and `make test` skips them.
 FUZZ_CC ?= clang
 FUZZ_S ?= 60
-FUZZ_TEST_S ?= 3
+FUZZ_TEST_S ?= 2
 HAVE_FUZZ = $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' \
               | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes)
 FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(wildcard core/tokenizer/*.c) \

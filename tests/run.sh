@@ -59,7 +59,7 @@ for t in tests/cli/test_*.sh; do
 done
 # the libFuzzer targets (make fuzz-build), a few seconds each on their seed corpora
 if [ -x build/fuzz/fuzz_safetensors ]; then
-  run_suite "fuzz" bash tests/fuzz/run.sh "${FUZZ_TEST_S:-3}"
+  run_suite "fuzz" bash tests/fuzz/run.sh "${FUZZ_TEST_S:-2}"
 else
   echo "SKIP fuzz: the libFuzzer targets are not built (make fuzz-build needs clang with -fsanitize=fuzzer)"
   skipped=$((skipped + 1))
