@@ -62,6 +62,9 @@ end } }
     assert(v == require("trainer").version)
     r, d = chain('local ok = os.execute("true") return ok')
     refused(function() r.recipe.hooks.on_step({}) end, d .. "/p.lua:1: os.execute is refused: ")
+    -- a tail call leaves no frame of the recipe: the line is the one that names the function
+    r, d = chain('return os.execute("true")')
+    refused(function() r.recipe.hooks.on_step({}) end, d .. "/p.lua:1: os.execute is refused: ")
     r = chain('local f = io.open("/etc/hostname") return f')
     refused(function() r.recipe.hooks.on_step({}) end, "p.lua:1: io.open is refused: ")
     r = chain('local m = require("trainer.core.ffi") return m')

@@ -224,7 +224,16 @@ local function refusal(sp, what, where)
 end
 
 local function refuse(sp, what)
-  local where = recipe_where(2) or sp.name
+  local where = recipe_where(2)
+  if not where and sp.file then
+    -- no frame of the file left (`return os.execute(...)` is a tail call): the line where
+    -- the file names the function, when the scan finds it
+    local name = what:gsub(" %(writing%)$", "")
+    for _, u in ipairs(M.scan_file(sp.file)) do
+      if u.what == name then where = ("%s:%d"):format(sp.file, u.line) break end
+    end
+  end
+  where = where or sp.name
   local msg = refusal(sp, what, where)
   if sp.record then sp.record({ what = what, where = where, msg = msg, reading = depth > 0 }) end
   errors.user("%s", msg)
