@@ -1,6 +1,6 @@
 /* fuzz.h — what the libFuzzer targets (tests/fuzz/fuzz_*.c) share. The parsers under test
  * read files, so each input is written to a file in a private temporary folder (under
- * /dev/shm when there is one) and the parser opens it. A target calls FUZZ_FAIL for a
+ * FUZZ_TMPDIR, else /dev/shm when there is one) and the parser opens it. A target calls FUZZ_FAIL for a
  * broken contract (a failure that is not TR_EUSER or TR_EOOM, a message that does not
  * name the file): libFuzzer reports it as a crash, like a sanitizer report. */
 #ifndef TR_FUZZ_H
@@ -34,7 +34,9 @@ static inline void fuzz_cleanup(void)
 static inline const char *fuzz_dir(void)
 {
     if (!fuzz_dir_path[0]) {
-        const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+        /* FUZZ_TMPDIR: where tests/fuzz/run.sh wants it (and removes it, after a crash too) */
+        const char *base = getenv("FUZZ_TMPDIR");
+        if (!base) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
         snprintf(fuzz_dir_path, sizeof fuzz_dir_path, "%s/trainer-fuzz.XXXXXX", base);
         if (!mkdtemp(fuzz_dir_path)) {
             perror("fuzz: mkdtemp");

@@ -48,7 +48,8 @@ for t in "${targets[@]}"; do
   for f in $(seeds "$t"); do [ -f "$f" ] && cp "$f" "$seed_dir/$(echo "$f" | tr / _)"; done
   [ -d "tests/fuzz/corpus/$t" ] && cp tests/fuzz/corpus/"$t"/* "$seed_dir/" 2>/dev/null
   log=$(mktemp)
-  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  scratch=$(mktemp -d -p "$( [ -w /dev/shm ] && echo /dev/shm || echo /tmp )")
+  FUZZ_TMPDIR=$scratch ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 -max_len="$(max_len "$t")" \
     -print_final_stats=1 -artifact_prefix="build/fuzz/crashes/$t-" "$work" "$seed_dir" >"$log" 2>&1
   rc=$?
@@ -64,7 +65,7 @@ for t in "${targets[@]}"; do
     grep -m1 -B2 -A25 'ERROR: \|fuzz contract broken\|runtime error' "$log" | head -40
     failed=1
   fi
-  rm -rf "$seed_dir" "$log"
+  rm -rf "$seed_dir" "$log" "$scratch"
   [ "${FUZZ_KEEP:-}" = 1 ] || rm -rf "$work"
 done
 exit $failed
