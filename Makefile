@@ -5,6 +5,8 @@
 #   make test       C unit tests under ASan+UBSan, the kernels' vectorisation check (tests/vec),
 #                   Lua tests inside ./trainer, CLI tests;
 #                   ends with one line "N passed, N failed"
+#   make fuzz FUZZ_S=N   runs every libFuzzer target (tests/fuzz) for N seconds
+#   make soak       a 5000-step training run checked for memory, descriptor and checkpoint leaks
 #   make install PREFIX=/usr/local   installs bin/trainer and share/trainer/{lua,recipes}
 #   make deps       apt-installs missing build dependencies (idempotent; `make` never installs:
 #                   it names what is missing and stops)
@@ -269,8 +271,75 @@ fetch-models:
 demo:
 	@bash scripts/demo.sh
 
-test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu)
-	@CUDACPU=$(CUDACPU) bash tests/run.sh $(TEST_BIN)
+test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,$(CUDACPU)),,cudacpu) fuzz-build
+	@CUDACPU=$(CUDACPU) FUZZ_TEST_S=$(FUZZ_TEST_S) bash tests/run.sh $(TEST_BIN)
+
+# ---------------------------------------------------------------- fuzzing
+# libFuzzer targets for the parsers of files a user gets from elsewhere (tests/fuzz/fuzz_*.c:
+# safetensors and its index, tokenizer.json, vocab.txt, the JSON binding of config.json, the
+# JSONL/TSV/CSV reader), built by clang with -fsanitize=fuzzer,address,undefined into
+# build/fuzz/ over the parsers' sources compiled with coverage. `make fuzz FUZZ_S=N` runs each
+# for N seconds (tests/fuzz/run.sh prints its executions); `make test` runs each for
+# FUZZ_TEST_S seconds. Without a clang that has libFuzzer (`make deps` installs it), both say
+# so and `make test` skips them.
+FUZZ_CC ?= clang
+FUZZ_S ?= 60
+FUZZ_TEST_S ?= 2
+HAVE_FUZZ = $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' \
+              | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes)
+FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(wildcard core/tokenizer/*.c) \
+            core/binding/lua_json.c $(wildcard core/base/*.c)
+# the targets of parsers written in Lua (tests/fuzz/fuzz_lua.c) also embed trainer.native
+FUZZ_LUA_OBJ := $(BUILD)/fuzz/obj/core/binding/lua_native.o
+FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRC))
+FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv \
+                tfrecord trainer_state
+FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+CFLAGS_FUZZ := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined $(INCS) -DTR_VERSION='"$(VERSION)"'
+
+$(BUILD)/fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(call say,CC-FUZZ,$<)
+	$(Q)$(FUZZ_CC) $(CFLAGS_FUZZ) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_tokenizer_json: FUZZ_SOURCE := tests/fuzz/fuzz_tokenizer.c
+$(BUILD)/fuzz/fuzz_vocab_txt: FUZZ_SOURCE := tests/fuzz/fuzz_tokenizer.c
+$(BUILD)/fuzz/fuzz_vocab_txt: FUZZ_DEFS := -DFUZZ_VOCAB_TXT
+$(BUILD)/fuzz/fuzz_reader_jsonl $(BUILD)/fuzz/fuzz_reader_tsv $(BUILD)/fuzz/fuzz_reader_csv: FUZZ_SOURCE := tests/fuzz/fuzz_reader.c
+$(BUILD)/fuzz/fuzz_reader_jsonl: FUZZ_DEFS := -DFUZZ_FORMAT=0
+$(BUILD)/fuzz/fuzz_reader_tsv: FUZZ_DEFS := -DFUZZ_FORMAT=1
+$(BUILD)/fuzz/fuzz_reader_csv: FUZZ_DEFS := -DFUZZ_FORMAT=2
+$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
+$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
+$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: $(FUZZ_LUA_OBJ)
+$(BUILD)/fuzz/fuzz_tfrecord: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"tfrecord"'
+$(BUILD)/fuzz/fuzz_trainer_state: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"trainer_state"'
+
+$(BUILD)/fuzz/fuzz_%: $(FUZZ_OBJ) $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(call say,FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(CFLAGS_FUZZ) -fsanitize=fuzzer $(FUZZ_DEFS) -Itests/fuzz -o $@ \
+	    $(or $(FUZZ_SOURCE),tests/fuzz/fuzz_$*.c) $(FUZZ_OBJ) $(FUZZ_EXTRA) $(PKG_LIBS) -lm -lpthread -ldl
+
+.PHONY: fuzz fuzz-build
+fuzz-build:
+	@if [ "$(HAVE_FUZZ)" = yes ]; then $(MAKE) --no-print-directory $(FUZZ_BIN); \
+	 else echo "fuzz: $(FUZZ_CC) with libFuzzer (-fsanitize=fuzzer) is missing: make deps installs clang"; fi
+
+fuzz: fuzz-build
+	@[ "$(HAVE_FUZZ)" = yes ] || { echo "fuzz: no libFuzzer; nothing run"; exit 1; }
+	@bash tests/fuzz/run.sh $(FUZZ_S) $(FUZZ_TARGETS)
+
+# ---------------------------------------------------------------- soak
+# `make soak [SOAK_STEPS=N]`: a tiny model trains N steps (5000) on the CPU, evaluating and
+# saving every 100, and on emulated CUDA (N/20) when build/cudacpu/trainer is built; resident
+# memory and reserved bytes must stay flat after warm-up, no descriptor may leak, every
+# checkpoint must load (tests/soak/soak.sh). About ten minutes on 2 cores: not part of `make test`.
+SOAK_STEPS ?= 5000
+.PHONY: soak
+soak: trainer
+	@bash tests/soak/soak.sh $(SOAK_STEPS)
 
 # ---------------------------------------------------------------- CUDA on the CPU
 # `make cudacpu` (part of `make test`; `make test CUDACPU=0` leaves it out): the CUDA backend

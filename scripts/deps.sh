@@ -35,6 +35,13 @@ command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v cppcheck >/dev/null 2>&1 || missing+=(cppcheck)
 command -v luacheck >/dev/null 2>&1 || missing+=(lua-check)
 command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
+# clang with libFuzzer: the fuzz targets of tests/fuzz (make fuzz; make test runs them briefly)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+if ! printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' \
+    | clang -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
+  v=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+  missing+=("libclang-rt-${v:-14}-dev")
+fi
 # Open MPI: `mpirun -np N trainer RECIPE.lua` (core/dist/) and tests/cli/test_distributed.sh;
 # optional for the build (the Makefile builds without it), installed here so that CI runs them
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)

@@ -57,6 +57,13 @@ for t in tests/cli/test_*.sh; do
   [ -e "$t" ] || continue
   run_suite "$(basename "$t" .sh)" bash "$t"
 done
+# the libFuzzer targets (make fuzz-build), a few seconds each on their seed corpora
+if [ -x build/fuzz/fuzz_safetensors ]; then
+  run_suite "fuzz" bash tests/fuzz/run.sh "${FUZZ_TEST_S:-2}"
+else
+  echo "SKIP fuzz: the libFuzzer targets are not built (make fuzz-build needs clang with -fsanitize=fuzzer)"
+  skipped=$((skipped + 1))
+fi
 if [ "${CUDACPU:-}" != 0 ] && [ -x build/cudacpu/trainer ]; then
   run_cudacpu_suites
 else

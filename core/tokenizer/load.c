@@ -243,8 +243,9 @@ int tr_tok_load_vocab_object(tr_tokenizer *tok, json_t *vocab, const char *path,
             return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[\"%s\"] is not an id in 0..%d", path, key, *n - 1);
         if (!tr_tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return OOM(err);
     }
+    /* two tokens of one id leave another id unset, and the table shorter than n */
     for (int32_t i = 0; i < *n; i++)
-        if (!tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, *n - 1);
+        if (i >= tok->vocab.n || !tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, *n - 1);
     return TR_OK;
 }
 

@@ -196,10 +196,12 @@ static void test_bad_files(void)
         " \"post_processor\": {\"type\": \"BertProcessing\", \"cls\": [\"[CLS]\", 7], \"sep\": [\"[SEP]\", 0]}}",
         "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
         " \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}}",
+        /* two tokens of one id: id 1 has none (once read past the vocabulary's end) */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}",
     };
     const char *why[] = { "top level", "BPE", "not an id", "[UNK]", "vocab[0]", "base64", "charsmap",
-                          "unk_id", "added_tokens[0]", "adds id 7", "regex" };
-    for (int i = 0; i < 11; i++) {
+                          "unk_id", "added_tokens[0]", "adds id 7", "regex", "no token with id 1" };
+    for (int i = 0; i < 12; i++) {
         write_file(path, garbled[i], strlen(garbled[i]));
         expect_user_error(dir, why[i]);
         expect_user_error(dir, path);

@@ -16,7 +16,7 @@ local function parse(args)
   for i = 2, #args do
     local a = args[i]
     if a:sub(1, 2) == "--" then
-      if a ~= "--diff" then errors.user("check --diff takes no option %s: %s", a, M.usage) end
+      if a ~= "--diff" and a ~= "--trust" then errors.user("check --diff takes no option %s: %s", a, M.usage) end
     elseif #paths < 2 and not (a:find("=", 1, true) and not a:match("%.lua$")) then
       paths[#paths + 1] = a
     elseif a:find("=", 1, true) then

@@ -30,7 +30,9 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the 
        trainer --help | --version
 
 Overrides set any recipe key: optim.lr=1e-4 batch.size=8 lora.targets={"query","key"}
-precision=bf16 resume=nil (deletes the key). See README.md for the recipe keys.]]
+precision=bf16 resume=nil (deletes the key). See README.md for the recipe keys.
+--trust (train, resume): the hooks and loop of every file of the recipe may run commands and
+reach files, not only those of trusted ones (README.md, "Trusting recipes").]]
 
 local subcommands = { "check", "plan", "repl", "resume", "run", "help" }
 
@@ -90,17 +92,23 @@ function M.check(args)
   for i = 2, #args do
     if args[i] == "--diff" then return require("trainer.cli.check_diff").run(args) end
   end
-  local path, overrides, flags = split_args(args, 2, { keys = "bool", quiet = "bool" })
+  local path, overrides, flags = split_args(args, 2, { keys = "bool", quiet = "bool", trust = "bool" })
   if flags.keys then
     io.write(require("trainer.recipe.keys_doc").markdown())
     return 0
   end
   if not path then errors.user("check needs a recipe: trainer check RECIPE.lua [key=value ...]") end
   local recipe = require("trainer.recipe")
-  local r = recipe.load(path, overrides)
+  local r = recipe.load(path, overrides, { trust = flags.trust })
   if not flags.quiet then
     io.write("-- ", r.path, " resolved", #r.files > 1 and (" (extends " .. table.concat(r.files, " <- ", 2) .. ")") or "", "\n")
     for _, line in ipairs(require("trainer.recipe.path").describe(r.resolved)) do io.write("-- ", line, "\n") end
+    -- what each file uses that the sandbox denies, and whether its hooks and loop may
+    for _, u in ipairs(r.uses) do
+      io.write(("-- %s uses what the sandbox denies: %s; %s (%s): its hooks and loop %s\n"):format(u.file,
+        recipe.describe_uses(u.uses), u.trusted and "trusted" or "not trusted", u.why,
+        u.trusted and "may call them during training" or "may not call them"))
+    end
     io.write("return ", require("trainer.cli.pretty").literal(r.recipe), "\n")
   end
   print_warnings(r)
@@ -109,18 +117,18 @@ function M.check(args)
 end
 
 function M.train(args)
-  local path, overrides, flags = split_args(args, 1, { quiet = "bool" })
-  local r = require("trainer.recipe").load(path, overrides)
+  local path, overrides, flags = split_args(args, 1, { quiet = "bool", trust = "bool" })
+  local r = require("trainer.recipe").load(path, overrides, { trust = flags.trust })
   print_warnings(r)
   return (require("trainer.train.loop").train(r, { quiet = flags.quiet }))
 end
 
 -- trainer resume RUN_DIR [key=value ...]: the folder's own run, from its latest checkpoint.
 function M.resume(args)
-  local dir, overrides, flags = split_args(args, 2, { quiet = "bool" })
+  local dir, overrides, flags = split_args(args, 2, { quiet = "bool", trust = "bool" })
   if not dir then errors.user("resume needs a run folder: trainer resume RUN_DIR [key=value ...], e.g. trainer resume "
     .. "runs/minilm_sts_lora") end
-  local r, summary = require("trainer.train.resume").load(dir, overrides)
+  local r, summary = require("trainer.train.resume").load(dir, overrides, { trust = flags.trust })
   if #overrides == 0 and summary and not summary.stopped_by_signal and type(summary.steps) == "number"
       and type(summary.total_steps) == "number" and summary.steps >= summary.total_steps then
     eprint(("trainer: %s is complete (step %d of %d); nothing to resume. To train it further on purpose: trainer "
@@ -161,13 +169,14 @@ end
 -- Exit 0 when the plan fits its budget (or there is none), 2 when it does not (as a run
 -- that runs out of memory), 1 for a user error.
 function M.plan(args)
-  local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool", card = "value" })
+  local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool", card = "value",
+                                                       trust = "bool" })
   if not path then
     errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--card a10] [--json]")
   end
   -- --card NAME: plan for that card on a machine without it (its memory, its precisions)
   local planned_card = flags.card and require("trainer.plan.cards").find(flags.card)
-  local r = require("trainer.recipe").load(path, overrides)
+  local r = require("trainer.recipe").load(path, overrides, { trust = flags.trust })
   if planned_card and not tostring(r.recipe.device):match("^cuda") then r.recipe.device = "cuda" end
   local schema = require("trainer.recipe.schema")
   local plan = require("trainer.plan")

@@ -15,10 +15,10 @@
 local errors = require("trainer.core.errors")
 local schema = require("trainer.recipe.schema")
 local spec = require("trainer.recipe.keys")
-local suggest = require("trainer.recipe.suggest")
 local native = require("trainer.native")
 local rpath = require("trainer.recipe.path")
 local version = require("trainer.recipe.version")
+local sandbox = require("trainer.recipe.sandbox")
 
 local M = {}
 
@@ -29,36 +29,44 @@ local readable = rpath.readable
 M.normalize = rpath.normalize
 
 -- ---------------------------------------------------------------- environment
-local std_names = {
-  "assert", "error", "ipairs", "next", "pairs", "pcall", "print", "rawequal", "rawget", "rawset",
-  "select", "setmetatable", "getmetatable", "tonumber", "tostring", "type", "unpack", "xpcall",
-  "string", "table", "math", "os", "io", "coroutine", "bit", "jit", "debug",
-}
-
 local Loader = {}
 Loader.__index = Loader
 
-function Loader.new()
+-- opts: trust (--trust: every file trusted), direct (the file named on the command line).
+function Loader.new(opts)
   -- module_files: { path, value } of each module a recipe required, for `trainer plan`'s
   -- "where the budget came from"
   -- resolved: where each extends and require resolved (Loader:note)
-  return setmetatable({ modules = {}, module_files = {}, resolved = {} }, Loader)
+  -- trust: { file, trusted, why } of each file read (trainer.recipe.sandbox)
+  -- refused: the calls the sandbox refused (each { what, where, msg, reading })
+  opts = opts or {}
+  return setmetatable({ modules = {}, module_files = {}, resolved = {}, trust = {}, refused = {},
+                        opts = opts }, Loader)
 end
 
--- A fresh environment for a recipe or a module it requires.
-function Loader:env(file)
-  local env = {}
-  for _, n in ipairs(std_names) do env[n] = _G[n] end
-  env.trainer = require("trainer")
-  env.require = function(name) return self:require(file, name) end
-  env._RECIPE = file
-  local known = {}
-  for k in pairs(env) do known[#known + 1] = k end
-  return setmetatable(env, {
-    __index = function(_, k)
-      error(("undefined global '%s'%s"):format(tostring(k), suggest.hint(tostring(k), known)), 2)
-    end,
-  })
+-- A fresh sandbox environment (trainer.recipe.sandbox) for a recipe file or a module it
+-- requires; via: how the file was reached ("TRAINER_RECIPE_PATH", "extends", "require").
+function Loader:env(file, via)
+  local trusted, why = sandbox.trust_of(file, { all = self.opts.trust, direct = self.opts.direct, via = via })
+  local seen = false
+  for _, t in ipairs(self.trust) do seen = seen or t.file == file end
+  if not seen then self.trust[#self.trust + 1] = { file = file, trusted = trusted, why = why } end
+  return self:sandbox_env({ name = file, file = file, trusted = trusted, why = why }, file)
+end
+
+function Loader:sandbox_env(sp, from_file)
+  sp.record = function(r) self.refused[#self.refused + 1] = r end
+  sp.require = function(name) return self:require(from_file, name) end
+  sp.require_missing = function(name) return self:require_missing(from_file, name) end
+  return sandbox.env(sp)
+end
+
+-- Raises the first refusal of the reading, if any: a recipe that catches a refused call with
+-- pcall still stops.
+function Loader:raise_refused()
+  for _, r in ipairs(self.refused) do
+    if r.reading then errors.user("%s", r.msg) end
+  end
 end
 
 -- Notes where a name given in from_file resolved, for `trainer check`: kind "extends" or
@@ -70,29 +78,33 @@ function Loader:note(kind, from_file, name, file, folder)
   self.resolved[#self.resolved + 1] = { kind = kind, from = from_file, name = name, file = file, folder = folder }
 end
 
+local function via_of(folder, kind)
+  return folder and folder.from == rpath.variable and rpath.variable or kind
+end
+
 -- require() inside recipes: NAME.lua or NAME/init.lua (dots are folders) on the recipe
--- path (trainer.recipe.path), else one of trainer's own modules.
+-- path (trainer.recipe.path), read in the sandbox as recipes are. Returns true and the
+-- module's value, or false when there is no such file (the sandbox then decides about
+-- trainer's own modules).
 function Loader:require(from_file, name)
   local rel = name:gsub("%.lua$", ""):gsub("%.", "/")
   local c, folder = rpath.find(from_file, { rel .. ".lua", rel .. "/init.lua" })
-  if c then
-    self:note("require", from_file, name, c, folder)
-    local key = native.realpath(c) or c
-    if self.modules[key] == nil then
-      local chunk, err = loadfile(c)
-      if not chunk then errors.user("%s (required by %s)", err, from_file) end
-      setfenv(chunk, self:env(c))
-      local value = chunk(name)
-      self.modules[key] = value == nil and true or value
-      self.module_files[#self.module_files + 1] = { path = c, value = value }
-    end
-    return self.modules[key]
+  if not c then return false end
+  self:note("require", from_file, name, c, folder)
+  local key = native.realpath(c) or c
+  if self.modules[key] == nil then
+    local chunk, err = sandbox.load_file(c, self:env(c, via_of(folder, "require")))
+    if not chunk then errors.user("%s (required by %s)", err, from_file) end
+    local value = chunk(name)
+    self.modules[key] = value == nil and true or value
+    self.module_files[#self.module_files + 1] = { path = c, value = value }
   end
-  local ok, mod = pcall(require, name)
-  if ok then
-    self:note("require", from_file, name, nil, nil)
-    return mod
-  end
+  return true, self.modules[key]
+end
+
+function Loader:require_missing(from_file, name)
+  local rel = name:gsub("%.lua$", ""):gsub("%.", "/")
+  local _, folder = rpath.find(from_file, { rel .. ".lua", rel .. "/init.lua" })
   errors.user("%s: require(%q): %s\n%s", from_file, name,
     rpath.not_found(folder, ("file %s.lua or %s/init.lua"):format(rel, rel)), rpath.fix)
 end
@@ -132,17 +144,17 @@ local function check_written_pin(path)
   if pin and version.satisfies(version.current(), pin) == false then check_pin(path, pin) end
 end
 
--- Runs one recipe file; returns its table.
-function Loader:run_file(path)
+-- Runs one recipe file in the sandbox; returns its table. via: how it was reached (Loader:env).
+function Loader:run_file(path, via)
   if not readable(path) then
     errors.user("%s: no such recipe file (give a path to a .lua recipe, e.g. recipes/scandi_lora.lua)", path)
   end
-  local chunk, err = loadfile(path)
+  local chunk, err = sandbox.load_file(path, self:env(path, via))
   if not chunk then
+    if err:find("bytecode", 1, true) then errors.user("%s", err) end
     check_written_pin(path)
     errors.user("%s\nThat is a Lua syntax error in the recipe: fix the line it names.", err)
   end
-  setfenv(chunk, self:env(path))
   local ok, result = xpcall(chunk, function(e)
     if errors.is_user_error(e) then return e end
     return tostring(e)
@@ -192,7 +204,7 @@ local function mark_origins(t, prefix, file, origins)
 end
 
 -- Loads path and its extends chain; returns the merged table, origins and the chain.
-function Loader:load_chain(path, chain)
+function Loader:load_chain(path, chain, via)
   chain = chain or {}
   local real = native.realpath(path) or path
   for i, c in ipairs(chain) do
@@ -205,7 +217,7 @@ function Loader:load_chain(path, chain)
     end
   end
   chain[#chain + 1] = { path = path, real = real }
-  local t = self:run_file(path)
+  local t = self:run_file(path, via)
   check_pin(path, t.requires)
   local origins = {}
   local parent_table, parent_origins = {}, {}
@@ -218,7 +230,7 @@ function Loader:load_chain(path, chain)
       errors.user("%s: extends = %q: %s\n%s", path, t.extends, rpath.not_found(folder), rpath.fix)
     end
     self:note("extends", path, t.extends, found, folder)
-    parent_table, parent_origins = self:load_chain(found, chain)
+    parent_table, parent_origins = self:load_chain(found, chain, via_of(folder, "extends"))
   end
   local own = schema.copy(t)
   own.extends = nil
@@ -228,20 +240,25 @@ function Loader:load_chain(path, chain)
 end
 
 -- ---------------------------------------------------------------- overrides
--- Reads the text after '=' as a Lua literal; anything that is not one is a plain string.
-local function parse_value(text)
+-- Reads the text after '=' as a Lua value, evaluated in the sandbox as recipes are (plain
+-- Lua: `1e-4`, `{"query","key"}`, `math.huge`); a bare word, and anything that is not a
+-- value (it names an undefined global, or does not parse), is a plain string. A refused
+-- function or a limit stops with its error. env: the override's sandbox environment.
+local function parse_value(text, chunkname, env)
   if text == "nil" then return nil, true end
-  local chunk = load("return " .. text, "=override", "t", setmetatable({}, {
-    __index = function() error("not a literal", 0) end }))
+  if text:match("^[%a_][%w_]*$") and text ~= "true" and text ~= "false" then return text end
+  -- in parentheses: `return f(x)` would be a tail call, leaving no frame to name the override
+  local chunk = sandbox.load_text("return (" .. text .. "\n)", chunkname, env)
   if chunk then
     local ok, v = pcall(chunk)
+    if not ok and errors.is_user_error(v) then error(v, 0) end
     if ok and v ~= nil then return v end
   end
   return text
 end
 
 -- Applies "a.b.c=value" texts to t; reports unknown paths into report.
-local function apply_overrides(t, overrides, origins, report)
+local function apply_overrides(t, overrides, origins, report, loader)
   for _, o in ipairs(overrides or {}) do
     local key, text = o:match("^([%w_%.]+)=(.*)$")
     if not key then
@@ -252,7 +269,9 @@ local function apply_overrides(t, overrides, origins, report)
         report.error("", ("command line: unknown key '%s'%s"):format(key,
           schema.key_hint(spec, prefix, bad, names or {}, true)), "")
       else
-        local value, delete = parse_value(text)
+        local name = ("command line (%s)"):format(o)
+        local env = loader:sandbox_env({ name = name, trusted = true, why = "typed on the command line" }, name)
+        local value, delete = parse_value(text, "=" .. name, env)
         local parts = {}
         for p in key:gmatch("[^%.]+") do parts[#parts + 1] = tonumber(p) or p end
         local origin = ("command line (%s)"):format(o)
@@ -299,7 +318,7 @@ end
 function M.locate(name)
   if readable(name) then return name end
   local found, folders = rpath.find(nil, name)
-  if found then return found end
+  if found then return found, folders end
   errors.user("%s: %s\nGive the path of a .lua recipe (e.g. recipes/scandi_lora.lua) or its name on %s "
     .. "(`trainer recipes` lists them).", name, rpath.not_found(folders, "recipe file"), rpath.variable)
 end
@@ -309,20 +328,46 @@ end
 -- the file (or "command line (...)") that set it }, modules = { { path, value } required },
 -- resolved = where each extends and require resolved (Loader:note) }.
 -- Loading problems (missing file, syntax error, cycle) still raise.
-function M.resolve(path, overrides)
-  path = M.locate(path)
-  local loader = Loader.new()
-  local t, origins, chain = loader:load_chain(path)
+-- opts: trust (--trust: trust every file; trainer.recipe.sandbox). The reading happens in
+-- the sandbox; result.trust lists each file read with whether it is trusted and why, and
+-- result.uses the functions each uses that the sandbox denies (sandbox.scan).
+function M.resolve(path, overrides, opts)
+  return sandbox.read(M.resolve_unguarded, path, overrides, opts)
+end
+
+function M.resolve_unguarded(path, overrides, opts)
+  opts = opts or {}
+  local direct = readable(path) and path or nil
+  local folder
+  path, folder = M.locate(path)
+  local loader = Loader.new({ trust = opts.trust, direct = direct })
+  local t, origins, chain = loader:load_chain(path, nil, folder and via_of(folder, nil))
   local report = schema.new_report()
-  apply_overrides(t, overrides, origins, report)
+  apply_overrides(t, overrides, origins, report, loader)
+  loader:raise_refused()
   schema.check(spec, t, "", report)
   local result = { recipe = t, files = {}, errors = {}, warnings = {}, path = path,
-                   origins = origins, modules = loader.module_files, resolved = loader.resolved }
+                   origins = origins, modules = loader.module_files, resolved = loader.resolved,
+                   trust = loader.trust, uses = {} }
+  for _, tr in ipairs(loader.trust) do
+    local uses = sandbox.scan_file(tr.file)
+    if #uses > 0 then
+      result.uses[#result.uses + 1] = { file = tr.file, trusted = tr.trusted, why = tr.why, uses = uses }
+    end
+  end
   result.overrides = overrides or {}   -- the command line, for resume (trainer.train.resume)
   for i, c in ipairs(chain) do result.files[i] = c.path end
   table.sort(report.errors, function(a, b) return a.at < b.at end)
   table.sort(report.warnings, function(a, b) return a.at < b.at end)
   for _, e in ipairs(report.errors) do result.errors[#result.errors + 1] = format_problem(e, origins, path) end
+  for _, u in ipairs(result.uses) do
+    if not u.trusted then
+      result.warnings[#result.warnings + 1] = ("%s: %s: the sandbox denies %s to a recipe that is not trusted "
+        .. "(%s), so a hook or loop that calls %s will stop the run. If you trust its code: --trust, or add its "
+        .. "folder to %s."):format(u.file, M.describe_uses(u.uses), #u.uses == 1 and "it" or "them", u.why,
+        #u.uses == 1 and "it" or "one", sandbox.trust_variable)
+    end
+  end
   for _, w in ipairs(report.warnings) do
     local msg = format_problem(w, origins, path)
     if w.path == "model.from" and type(t.model) == "table" then
@@ -341,8 +386,15 @@ function M.resolve(path, overrides)
 end
 
 -- Resolves and raises one user error listing every problem; returns the result of resolve.
-function M.load(path, overrides)
-  local r = M.resolve(path, overrides)
+-- "os.execute (line 7), io.open (line 9)" of sandbox.scan's uses.
+function M.describe_uses(uses)
+  local parts = {}
+  for _, u in ipairs(uses) do parts[#parts + 1] = ("%s (line %d)"):format(u.what, u.line) end
+  return table.concat(parts, ", ")
+end
+
+function M.load(path, overrides, opts)
+  local r = M.resolve(path, overrides, opts)
   if #r.errors == 1 then
     errors.user("%s", r.errors[1])
   elseif #r.errors > 1 then

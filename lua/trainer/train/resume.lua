@@ -112,11 +112,9 @@ end
 -- ---------------------------------------------------------------- recipes
 -- The table a resolved_recipe.lua returns (its functions are nil), or nil if unreadable.
 function M.stored_recipe(dir)
-  local chunk = loadfile(dir .. "/resolved_recipe.lua")
-  if not chunk then return nil end
-  setfenv(chunk, { math = { huge = math.huge } })
-  local ok, t = pcall(chunk)
-  if ok and type(t) == "table" then return t end
+  -- read as a recipe is: source text only, in the sandbox's limits
+  local t = require("trainer.recipe.sandbox").read_data(dir .. "/resolved_recipe.lua", { math = { huge = math.huge } })
+  if type(t) == "table" then return t end
   return nil
 end
 
@@ -237,7 +235,7 @@ end
 -- The resolved recipe that continues the run in run_dir from its latest checkpoint (for
 -- `trainer resume RUN_DIR [key=value ...]`). Also returns the folder's summary.json
 -- (or nil), so that the caller can say when the run is already complete.
-function M.load(run_dir, overrides)
+function M.load(run_dir, overrides, opts)
   local recipe = require("trainer.recipe")
   overrides = overrides or {}
   run_dir = run_dir:gsub("(.)/+$", "%1")
@@ -262,16 +260,16 @@ function M.load(run_dir, overrides)
   if text:find("--[[ function defined at", 1, true) then
     -- The recipe's functions (hooks, loop, ...) are not serialisable: they come from the
     -- recipe file that defined them, which must still give the run's recipe.
-    local src = command[1] ~= rpath and recipe.load(command[1], { unpack(command, 2) })
+    local src = command[1] ~= rpath and recipe.load(command[1], { unpack(command, 2) }, opts)
     local diffs = src and M.differences(M.identity(stored), M.identity(src.recipe))
     if not src or #diffs > 0 then
       errors.user("resume: the run in %s has functions (hooks or loop) that resolved_recipe.lua cannot hold, so they "
         .. "are taken from %s; but that recipe no longer gives this run%s. Restore it as it was, or start a new run.%s",
         run_dir, tostring(command[1]), src and "" or " (it is not recorded)", src and diff_block(diffs) or "")
     end
-    resolved = recipe.load(command[1], append({ unpack(command, 2) }, overrides))
+    resolved = recipe.load(command[1], append({ unpack(command, 2) }, overrides), opts)
   else
-    resolved = recipe.load(rpath, overrides)
+    resolved = recipe.load(rpath, overrides, opts)
   end
   resolved.recipe.out = run_dir
   resolved.recipe.resume = "latest"

@@ -231,11 +231,8 @@ end
 -- The loss's name from the run's resolved_recipe.lua (a data-only table), for the y label;
 -- nil when the file is absent or unreadable (the label then says just "loss").
 local function recipe_loss_name(dir)
-  local chunk = loadfile(dir .. "/resolved_recipe.lua")
-  if not chunk then return nil end
-  setfenv(chunk, {})
-  local ok, r = pcall(chunk)
-  if ok and type(r) == "table" and type(r.loss) == "table" and type(r.loss.name) == "string" then return r.loss.name end
+  local r = require("trainer.recipe.sandbox").read_data(dir .. "/resolved_recipe.lua", {})
+  if type(r) == "table" and type(r.loss) == "table" and type(r.loss.name) == "string" then return r.loss.name end
   return nil
 end
 

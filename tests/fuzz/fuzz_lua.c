@@ -1,0 +1,70 @@
+/* fuzz_lua.c — libFuzzer targets for parsers written in Lua, built once per target with
+ * -DFUZZ_LUA_TARGET="NAME": the Lua state is set up as core/main.c sets up trainer's
+ * (package.path on lua/, trainer.native, the root), and tests/fuzz/lua_targets.lua's
+ * function NAME gets each input as a string. A user error (trainer.core.errors) is the
+ * parser refusing the input, as it should; any other Lua error is a broken contract and
+ * aborts. The C the Lua calls through the FFI (CRC-32C, safetensors, JSON) is the
+ * coverage-instrumented code libFuzzer is guided by; the Lua itself runs in LuaJIT's
+ * interpreter. Targets: tfrecord (event files: a resume's cut-back reads them),
+ * trainer_state (a checkpoint's gzip'd safetensors + JSON state). */
+#include "fuzz.h"
+#include "lua_native.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#ifndef FUZZ_LUA_TARGET
+#define FUZZ_LUA_TARGET "tfrecord"
+#endif
+
+static lua_State *L;
+
+static void setup(void)
+{
+    const char *root = getenv("FUZZ_ROOT");
+    char cwd[1024];
+    if (!root) root = getcwd(cwd, sizeof cwd);
+    L = luaL_newstate();
+    if (!L) FUZZ_FAIL("no Lua state");
+    luaL_openlibs(L);
+    lua_getglobal(L, "package");
+    lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/tests/fuzz/?.lua", root, root, root);
+    lua_setfield(L, -2, "path");
+    lua_getfield(L, -1, "preload");
+    lua_pushcfunction(L, tr_lua_open_native);
+    lua_setfield(L, -2, "trainer.native");
+    lua_pop(L, 2);
+    lua_pushstring(L, root);
+    lua_setfield(L, LUA_REGISTRYINDEX, "trainer.root");
+    /* check(data): runs the target; true, or false and the message of a broken contract */
+    const char *driver =
+        "local target = require('lua_targets')[...]\n"
+        "local errors = require('trainer.core.errors')\n"
+        "local dir = ...\n"
+        "return function(data, tmp)\n"
+        "  local ok, e = xpcall(target, debug.traceback, data, tmp)\n"
+        "  if ok or errors.is_user_error(e) then return true end\n"
+        "  return false, tostring(e)\n"
+        "end\n";
+    if (luaL_loadstring(L, driver) != 0) FUZZ_FAIL("%s", lua_tostring(L, -1));
+    lua_pushstring(L, FUZZ_LUA_TARGET);
+    if (lua_pcall(L, 1, 1, 0) != 0) FUZZ_FAIL("setting up %s: %s", FUZZ_LUA_TARGET, lua_tostring(L, -1));
+    lua_setglobal(L, "check");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!L) setup();
+    lua_getglobal(L, "check");
+    lua_pushlstring(L, (const char *)data, size);
+    lua_pushstring(L, fuzz_dir());
+    if (lua_pcall(L, 2, 2, 0) != 0) FUZZ_FAIL("%s", lua_tostring(L, -1));
+    if (!lua_toboolean(L, -2)) {
+        const char *msg = lua_tostring(L, -1);
+        if (!(msg && (strstr(msg, "not enough memory") || strstr(msg, "stack overflow"))))
+            FUZZ_FAIL("%s: %s", FUZZ_LUA_TARGET, msg ? msg : "(no message)");
+    }
+    lua_pop(L, 2);
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return 0;
+}

@@ -1,0 +1,95 @@
+-- tests/fuzz/lua_targets.lua — the parsers written in Lua that tests/fuzz/fuzz_lua.c fuzzes:
+-- each function takes one input (a string) and the target's temporary folder, and either
+-- returns, raises a trainer user error (the input refused), or has found a bug (any other
+-- error: an assert here, or an error inside trainer's code).
+local ffi = require("ffi")
+
+local M = {}
+
+-- An event file (TFRecord frames of Event protos), as a resume reads an earlier run's to cut
+-- it back: the whole records found lie end to end from the start, each re-frames to its
+-- own bytes, and each has a step.
+function M.tfrecord(data)
+  local C = require("trainer.core.ffi")
+  local proto = require("trainer.train.event_proto")
+  local pos = 1
+  for _, r in ipairs(proto.records(data)) do
+    assert(r.first == pos, "a record does not start where the previous one ended")
+    assert(r.last <= #data and #r.event == r.last - r.first - 15, "a record's bounds are wrong")
+    local buf = ffi.new("uint8_t[?]", #r.event + 16)
+    local n = tonumber(C.tr_tfrecord_frame(buf, r.event, #r.event))
+    assert(ffi.string(buf, n) == data:sub(r.first, r.last), "a record does not re-frame to its bytes")
+    local step = proto.step_of(r.event)
+    assert(type(step) == "number" and step >= 0, "no step")
+    pos = r.last + 1
+  end
+end
+
+-- The safetensors reader trainer_state uses, over core/io/safetensors.h alone: the tensors'
+-- values are not copied into runtime tensors (the fuzz binary has no runtime); names,
+-- dtypes, shapes and metadata are the C reader's.
+local function reader_stub()
+  local C = require("trainer.core.ffi")
+  local errors = require("trainer.core.errors")
+  local Reader = {}
+  Reader.__index = Reader
+  local st = {}
+  function st.load(path)
+    local out, err = ffi.new("tr_st_file *[1]"), ffi.new("tr_error")
+    if C.tr_st_open(out, path, err) ~= 0 then errors.user("%s", ffi.string(err.msg)) end
+    return setmetatable({ h = out[0], path = path }, Reader)
+  end
+  function Reader:names()
+    local out, info = {}, ffi.new("tr_st_info")
+    for i = 0, tonumber(C.tr_st_count(self.h)) - 1 do
+      assert(C.tr_st_get(self.h, i, info) == 0)
+      out[#out + 1] = ffi.string(info.name)
+    end
+    return out
+  end
+  function Reader:info(name)
+    local info, err = ffi.new("tr_st_info"), ffi.new("tr_error")
+    if C.tr_st_lookup(self.h, name, info, err) ~= 0 then errors.user("%s", ffi.string(err.msg)) end
+    local shape = {}
+    for d = 0, info.ndim - 1 do shape[#shape + 1] = tonumber(info.shape[d]) end
+    return { dtype = ffi.string(info.dtype_name), shape = shape, numel = tonumber(info.numel) }
+  end
+  function Reader:metadata()
+    local out, k, v = {}, ffi.new("const char *[1]"), ffi.new("const char *[1]")
+    for i = 0, tonumber(C.tr_st_metadata_count(self.h)) - 1 do
+      if C.tr_st_metadata_at(self.h, i, k, v) == 0 then out[ffi.string(k[0])] = ffi.string(v[0]) end
+    end
+    return out
+  end
+  function Reader:tensor(name)
+    self:info(name)
+    return { free = function() end }
+  end
+  function Reader:close()
+    if self.h ~= nil then C.tr_st_close(self.h) self.h = nil end
+  end
+  return st
+end
+
+-- A checkpoint's trainer_state: the input is the decompressed state (a safetensors file
+-- whose metadata holds the JSON), gzip'd here so that mutations reach the layers behind
+-- the gzip check; an input that starts with the gzip magic is written as it is.
+function M.trainer_state(data, tmp)
+  package.loaded["trainer.core.safetensors"] = package.loaded["trainer.core.safetensors"] or reader_stub()
+  local C = require("trainer.core.ffi")
+  local dir = tmp .. "/state"
+  require("trainer.native").mkdir_p(dir)
+  local path = dir .. "/trainer_state"
+  if data:sub(1, 2) == "\31\139" then
+    local f = assert(io.open(path, "wb")) f:write(data) f:close()
+  else
+    local gz = C.gzopen(path, "wb")
+    assert(gz ~= nil, "gzopen")
+    if #data > 0 then assert(C.gzwrite(gz, data, #data) == #data, "gzwrite") end
+    assert(C.gzclose(gz) == 0, "gzclose")
+  end
+  local meta = require("trainer.train.trainer_state").read(dir, { scratch = tmp })
+  assert(type(meta) == "table" and type(meta.step) == "number", "a state read without its step")
+end
+
+return M
