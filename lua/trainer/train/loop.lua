@@ -27,15 +27,16 @@ local M = {}
 function M.default(t)
   local r = t.recipe
   if r.eval.at_start ~= false and t.step == 0 and not t.resume_dir then t:evaluate() end
-  local evaluated_at, saved_at = t.step, nil
+  local evaluated_at = t.step
   while not t:done() do
     local m = t:train_step()
     if not m then break end
     if r.eval.every and t.step % r.eval.every == 0 then t:evaluate() evaluated_at = t.step end
-    if r.save.every and t.step % r.save.every == 0 then t:save() saved_at = t.step end
+    -- (t.saved_step: a new best evaluation may have saved this step already)
+    if r.save.every and t.step % r.save.every == 0 and t.saved_step ~= t.step then t:save() end
   end
   if not t.stop_signal and (evaluated_at ~= t.step or t.step == 0) then t:evaluate() end
-  if (r.save.final ~= false or t.stop_signal) and saved_at ~= t.step then t:save() end
+  if (r.save.final ~= false or t.stop_signal) and t.saved_step ~= t.step then t:save() end
 end
 
 -- A score as it reads best: a whole number as one ("custom_steps 20"), else 4 decimals.
@@ -144,6 +145,7 @@ function M.train(resolved, opts)
     if type(recipe.loop) == "function" then require("trainer.train.user_code").call("loop", recipe.loop, t)
     else M.default(t) end
     if t:stop_requested() and t.last_checkpoint == nil then t:save() end
+    t:write_best()   -- save.best: out/best
     t.summary_ = t:finish()
     t.progress:finish()
   end)

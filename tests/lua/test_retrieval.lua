@@ -1,0 +1,172 @@
+-- The retrieval evaluators (trainer.train.evaluate.ir, triplet, binary) against
+-- sentence-transformers' InformationRetrievalEvaluator, TripletEvaluator and
+-- BinaryClassificationEvaluator (tests/data/retrieval_golden.json, written by
+-- tests/ref/make_retrieval_golden.py): on ST's own embeddings and on tiny_bert's run here;
+-- the chunked search against one chunk, ties ranked by corpus id, memory returned; the
+-- BEIR reader's errors naming the file and the line.
+local T = require("trainer.core.tensor")
+local json = require("trainer.core.json")
+local evaluate = require("trainer.train.evaluate")
+local beir = require("trainer.train.beir")
+local errors = require("trainer.core.errors")
+local memory = require("trainer.core.memory")
+local native = require("trainer.native")
+
+local root = native.root()
+local data = root .. "/tests/data"
+local golden = json.read(data .. "/retrieval_golden.json")
+local BOTH = { similarity_fn_names = { "cosine", "dot" } }
+
+local function raises(fn, pattern)
+  local ok, e = pcall(fn)
+  assert(not ok and errors.is_user_error(e), "expected a user error: " .. tostring(e))
+  assert(errors.message(e):find(pattern, 1, true), ("message %q lacks %q"):format(errors.message(e), pattern))
+end
+
+-- ST's metric names carry the evaluator's name ("tiny_"); ours are unprefixed.
+local function compare(ours, theirs, tol, what)
+  local n = 0
+  for k, v in pairs(theirs) do
+    local mine = ours[k:gsub("^tiny_", "")]
+    assert(mine ~= nil, ("%s: no %s in ours"):format(what, k))
+    -- a threshold is a score (or the midpoint of two): ST computes it in float32 from float32
+    -- embeddings, we in float64 (then rounded): 1e-6 relative
+    local t = k:find("threshold", 1, true) and math.max(tol, 1e-6 * math.max(1, math.abs(v))) or tol
+    assert(math.abs(mine - v) <= t, ("%s %s: %.12g vs sentence-transformers %.12g"):format(what, k, mine, v))
+    n = n + 1
+  end
+  for k in pairs(ours) do assert(theirs["tiny_" .. k] ~= nil, ("%s: %s is not ST's"):format(what, k)) end
+  assert(n > 0)
+end
+
+-- ST's embedding of each text (the golden's), as an embed function.
+local function golden_embedder(texts)
+  local rows = {}
+  for i, t in ipairs(texts) do rows[i] = assert(golden.embeddings[t], "no golden embedding for " .. t) end
+  return T.from_table(rows)
+end
+
+-- tiny_bert run here (eval mode), as an embed function.
+local function model_embedder()
+  local m = trainer.load_model(data .. "/tiny_bert", { on_warning = function() end })
+  m:eval()
+  local tk = require("trainer.core.tokenizer")
+  local tok = tk.load(data .. "/tiny_bert")
+  local function embed(texts)
+    local b = tok:batch(texts, { max_length = 64 })
+    local out = m:forward(b)
+    tk.free_batch(b)
+    return out
+  end
+  return embed, function() m:free() tok:free() end
+end
+
+local function rows_of(path)
+  local out = {}
+  for line in io.lines(path) do out[#out + 1] = json.decode(line) end
+  return out
+end
+
+local function ir_data()
+  return beir.load({ folder = data .. "/ir_tiny", split = "test" })
+end
+
+local function triplets()
+  local t = {}
+  for i, r in ipairs(rows_of(data .. "/triplets_tiny.jsonl")) do t[i] = { r.anchor, r.positive, r.negative } end
+  return t
+end
+
+local function binary_pairs()
+  local p, l = {}, {}
+  for i, r in ipairs(rows_of(data .. "/pairs_binary_tiny.jsonl")) do p[i], l[i] = { r.sentence1, r.sentence2 }, r.label end
+  return p, l
+end
+
+return {
+  { "ir_on_st_embeddings_equals_information_retrieval_evaluator", function()
+    local q, c, rel, summary = ir_data()
+    assert(summary.documents == 60 and summary.queries_n == 14 and summary.queries_with_relevant == 12)
+    compare(evaluate.ir(golden_embedder, q, c, rel, BOTH), golden.ir, 1e-12, "ir")
+  end },
+  { "ir_chunked_search_equals_one_chunk", function()
+    collectgarbage()
+    local before = memory.stats().allocated
+    local q, c, rel = ir_data()
+    local whole = evaluate.ir(golden_embedder, q, c, rel, BOTH)
+    -- chunks of 7 documents, tiles of one query: the same ranks
+    local chunked = evaluate.ir(golden_embedder, q, c, rel,
+      { similarity_fn_names = { "cosine", "dot" }, corpus_chunk_size = 7, tile = 5, batch_size = 3 })
+    for k, v in pairs(whole) do assert(chunked[k] == v, k) end
+    collectgarbage()
+    assert(memory.stats().allocated == before, "evaluate.ir must free its embeddings and scores")
+  end },
+  { "ir_model_equals_st_within_1e-6", function()
+    local embed, free = model_embedder()
+    local q, c, rel = ir_data()
+    local ok, err = pcall(function()
+      compare(evaluate.ir(embed, q, c, rel, { similarity_fn_names = { "cosine", "dot" }, batch_size = 8 }),
+        golden.ir, 1e-6, "ir (tiny_bert)")
+    end)
+    free()
+    assert(ok, err)
+  end },
+  { "ir_ties_rank_by_corpus_id", function()
+    local function embed(texts)
+      local rows = {}
+      for i, t in ipairs(texts) do
+        local r = {}
+        for v in t:gmatch("[^,]+") do r[#r + 1] = tonumber(v) end
+        rows[i] = r
+      end
+      return T.from_table(rows)
+    end
+    -- b and a score the same for q1: a ranks first (smaller id), whatever the file order or chunk
+    local corpus = { { id = "b", text = "1,0" }, { id = "a", text = "1,0" }, { id = "c", text = "0,1" } }
+    local queries = { { id = "q1", text = "1,0.1" }, { id = "q2", text = "0,1" }, { id = "q3", text = "1,1" } }
+    local rel = { q1 = { b = true }, q2 = { c = true } }   -- q3: no relevant document, left out
+    for _, chunk in ipairs({ 1, 2, 3 }) do
+      local r = evaluate.ir(embed, queries, corpus, rel, { corpus_chunk_size = chunk })
+      assert(r["cosine_mrr@10"] == (0.5 + 1) / 2, r["cosine_mrr@10"])
+      assert(r["cosine_accuracy@1"] == 0.5 and r["cosine_recall@3"] == 1)
+    end
+    raises(function() evaluate.ir(embed, queries, {}, rel) end, "corpus is empty")
+    raises(function() evaluate.ir(embed, queries, corpus, rel, { similarity_fn_names = { "l2" } }) end, "cosine, dot")
+  end },
+  { "triplet_and_binary_equal_st", function()
+    compare(evaluate.triplet(golden_embedder, triplets(), BOTH), golden.triplet, 1e-12, "triplet")
+    local p, l = binary_pairs()
+    compare(evaluate.binary(golden_embedder, p, l, BOTH), golden.binary, 1e-12, "binary")
+    local embed, free = model_embedder()
+    local ok, err = pcall(function()
+      compare(evaluate.triplet(embed, triplets(), BOTH), golden.triplet, 1e-6, "triplet (tiny_bert)")
+      compare(evaluate.binary(embed, p, l, BOTH), golden.binary, 1e-6, "binary (tiny_bert)")
+    end)
+    free()
+    assert(ok, err)
+    raises(function() evaluate.binary(golden_embedder, p, (function() local z = {} for i = 1, #p do z[i] = 0 end return z end)()) end,
+      "no pair has label 1")
+  end },
+  { "beir_errors_name_the_file_and_line", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    native.mkdir_p(dir .. "/qrels")
+    local function write(name, text) local f = assert(io.open(dir .. "/" .. name, "w")) f:write(text) f:close() end
+    write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"title": "x", "text": "b"}\n')
+    write("queries.jsonl", '{"_id": "q1", "text": "a"}\n')
+    write("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    raises(function() beir.load({ folder = dir }) end, dir .. "/corpus.jsonl: line 2: no _id")
+    write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n')
+    write("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n")
+    raises(function() beir.load({ folder = dir }) end, dir .. "/qrels/test.tsv: line 3: document \"d9\" is not in the corpus")
+    write("qrels/test.tsv", "q2\td1\t1\n")
+    raises(function() beir.load({ folder = dir }) end, "line 1: query \"q2\" is not in the queries")
+    write("corpus.jsonl", "")
+    raises(function() beir.load({ folder = dir }) end, dir .. "/corpus.jsonl: the corpus is empty")
+    write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n')
+    raises(function() beir.load({ folder = dir }) end, "line 2: _id \"d1\" repeats line 1")
+    write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n')
+    raises(function() beir.load({ folder = dir, split = "dev" }) end, "qrels/dev.tsv: cannot open")
+    native.remove_tree(dir)
+  end },
+}
