@@ -3,7 +3,8 @@
 # name_metric in metrics.jsonl, summary.json and TensorBoard; eval.primary naming a metric the
 # run does not have is refused with the names it has; a bad BEIR file ends the run before
 # training with the file and line (exit 1); save.best keeps the best checkpoint through
-# save.keep and copies it to out/best; early_stopping ends the run where the metric stalls.
+# save.keep and copies it to out/best; early_stopping ends the run where the metric stalls;
+# `trainer eval` gives a run's own numbers for the base model and for a checkpoint.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tiny_fixtures.sh"
 cd "$ROOT"
@@ -38,6 +39,34 @@ run_trainer run "$TMP/check.lua"
 expect_rc eval_sets_in_summary_and_metrics 0
 if grep -qaF "eval/ir_cosine_ndcg@10" "$TMP"/runs/ir/tb/events.out.tfevents.*; then pass eval_sets_in_tensorboard
 else fail eval_sets_in_tensorboard "no eval/ir_cosine_ndcg@10 tag in the event file"; fi
+
+# trainer eval: the base model's metrics are the run's evaluation before training; a checkpoint's
+# are the run's at that step; a LoRA adapter on the model is applied
+run_trainer eval "$TMP/ir.lua" --out "$TMP/base_eval.json"
+expect_rc eval_base 0
+expect_out eval_prints_json '"ir_cosine_ndcg@10"'
+run_trainer eval "$TMP/ir.lua" --checkpoint "$TMP/runs/ir/checkpoint-6" --out "$TMP/ck_eval.json" --quiet
+expect_rc eval_checkpoint 0
+cat >"$TMP/check_eval.lua" <<EOF
+local json = require("trainer.core.json")
+local s = json.read("$TMP/runs/ir/summary.json")
+local base, ck = json.read("$TMP/base_eval.json"), json.read("$TMP/ck_eval.json")
+for k, v in pairs(s.eval_start) do assert(base.eval[k] == v, "base " .. k) end
+for k, v in pairs(s.eval) do assert(math.abs(ck.eval[k] - v) <= 1e-9, "checkpoint-6 " .. k) end
+assert(ck.checkpoint == "$TMP/runs/ir/checkpoint-6")
+EOF
+run_trainer run "$TMP/check_eval.lua"
+expect_rc eval_equals_the_run 0
+cat >"$TMP/lora_eval.lua" <<EOF
+return { model = { from = "$DATA/tiny_bert" }, data = { train = "$TMP/train.jsonl" }, device = "cpu",
+         out = "$TMP/runs/lora_eval", eval = { sets = { ir = { type = "ir", folder = "$DATA/ir_tiny" } } } }
+EOF
+run_trainer eval "$TMP/lora_eval.lua" --adapter "$DATA/tiny_lora_adapter" --quiet
+expect_rc eval_adapter 0
+expect_out eval_adapter_named "tiny_lora_adapter"
+run_trainer eval "$TMP/lora_eval.lua" eval.sets=nil
+expect_rc eval_nothing 1
+expect_err eval_nothing_said "nothing to evaluate"
 
 run_trainer "$TMP/ir.lua" eval.primary="ir_cosine_ndcg@5" out="$TMP/runs/ir2"
 expect_rc primary_unknown 1

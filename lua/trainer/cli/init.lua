@@ -18,6 +18,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the 
        trainer plan RECIPE.lua [--budget SIZE] [--json]    memory plan without training
                                                            (exit 2 when it does not fit the budget)
        trainer report RUN_DIR                              draw a run's loss, lr, eval and memory (SVG + HTML)
+       trainer eval RECIPE.lua [--checkpoint DIR]          evaluate a model only: the metrics as JSON
        trainer tokenize MODEL_DIR FILE                     token ids, one JSON array a line
        trainer encode MODEL_DIR FILE [--adapter DIR]       sentence embeddings, one JSON array a line
        trainer classify MODEL_DIR FILE [--adapter DIR]     labels of texts or TAB-separated pairs

@@ -91,6 +91,8 @@ local function build_model(recipe, device)
   return model, tok_dir
 end
 
+M.build_model = build_model   -- (also `trainer eval`'s)
+
 -- ---------------------------------------------------------------- the run
 -- The run of resolved (trainer.recipe.load's result): an object of class Run
 -- (trainer.train.run, whose methods the rest of the build calls).

@@ -33,11 +33,12 @@ local function eval_forward(self, texts)
   return out
 end
 
--- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
--- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
-function Run:evaluate()
-  self:read_scalars()
-  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
+-- The scores of the model in eval mode (self: the run, or `trainer eval`'s context with
+-- recipe, model, tokenizer, max_length, device, eval_rows, eval_sets and an optional feed):
+-- eval.fn(self) if given, else STS (embedding models: Spearman and Pearson of cosine vs gold)
+-- or NLI accuracy (classifiers) on data.eval, and eval.sets' metrics; nil when there is no
+-- evaluation. The model is back in train mode after.
+function Run:eval_scores()
   local recipe = self.recipe
   local evaluate = require("trainer.train.evaluate")
   local scores
@@ -89,6 +90,16 @@ function Run:evaluate()
   if not ok then error(err, 0) end
   -- the evaluation's batches may have held a bad token id: their check, read now
   runtime_of().check_device_errors(self.device)
+  return scores
+end
+
+-- Evaluates the current model (t:eval_scores()) and records the scores: summary.json's
+-- eval, the step's metrics row, TensorBoard, the progress line, on_eval, the best checkpoint.
+function Run:evaluate()
+  self:read_scalars()
+  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
+  local recipe = self.recipe
+  local scores = self:eval_scores()
   if not scores then return nil end
   local primary = recipe.eval.primary
   if primary and scores[primary] == nil then
