@@ -147,6 +147,44 @@ return {
     raises(function() evaluate.binary(golden_embedder, p, (function() local z = {} for i = 1, #p do z[i] = 0 end return z end)()) end,
       "no pair has label 1")
   end },
+  { "plan_bounds_the_ir_memory", function()
+    -- 3000 documents, 200 queries, chunks of 1000: the plan's bytes against the measured peak
+    local dir = os.tmpname()
+    os.remove(dir)
+    native.mkdir_p(dir .. "/qrels")
+    local c = assert(io.open(dir .. "/corpus.jsonl", "w"))
+    for i = 1, 3000 do c:write(('{"_id": "d%d", "text": "%d"}\n'):format(i, i)) end
+    c:close()
+    local q, r = assert(io.open(dir .. "/queries.jsonl", "w")), assert(io.open(dir .. "/qrels/test.tsv", "w"))
+    for i = 1, 200 do
+      q:write(('{"_id": "q%d", "text": "%d"}\n'):format(i, i * 13))
+      r:write(("q%d\td%d\t1\n"):format(i, i * 11))
+    end
+    q:close() r:close()
+    local H = 32
+    local function embed(texts)   -- a text "n" embeds as sin(n * j), j = 1..H
+      local rows = {}
+      for i, t in ipairs(texts) do
+        local row = {}
+        for j = 1, H do row[j] = math.sin(tonumber(t) * j) end
+        rows[i] = row
+      end
+      return T.from_table(rows)
+    end
+    local spec = { type = "ir", folder = dir, corpus_chunk_size = 1000 }
+    local est = require("trainer.plan.eval").estimate({ eval = { sets = { s = spec } } }, H)[1]
+    assert(est.documents == 3000 and est.queries == 200 and est.chunk == 1000)
+    assert(est.bytes == 4 * H * 200 + 4 * H * 1000 + 4 * 200 * 1000, est.bytes)
+    local queries, corpus, rel = beir.load(spec)
+    collectgarbage()
+    local before = memory.stats().allocated
+    memory.reset_peak()
+    evaluate.ir(embed, queries, corpus, rel, { corpus_chunk_size = 1000, batch_size = 32 })
+    local used = memory.stats().peak_allocated - before
+    native.remove_tree(dir)
+    assert(used <= est.bytes * 1.10 and used >= est.bytes * 0.8,
+      ("measured %d bytes while evaluating, the plan says %d"):format(used, est.bytes))
+  end },
   { "beir_errors_name_the_file_and_line", function()
     local dir = os.tmpname()
     os.remove(dir)

@@ -208,6 +208,8 @@ local IR_DEFAULTS = {
   precision_recall_at_k = { 1, 3, 5, 10 }, map_at_k = { 100 },
 }
 M.ir_defaults = IR_DEFAULTS
+M.IR_CHUNK = 50000   -- documents embedded and searched at once (ST's corpus_chunk_size)
+M.IR_TILE = 2 ^ 22   -- scores in one [queries, chunk] block (16 MiB of f32)
 
 -- A bounded "best k" set of (score, document index) under ST's order: a higher score first,
 -- a tie to the smaller corpus id. A binary heap with the WORST kept entry at its root, so a
@@ -371,8 +373,8 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
   for _, list in pairs(ks) do max_k = math.max(max_k, max_of(list)) end
   local names = similarity_names(opts, "ir")
   local bs = opts.batch_size or 32
-  local chunk = opts.corpus_chunk_size or 50000
-  local tile = opts.tile or 2 ^ 22
+  local chunk = opts.corpus_chunk_size or M.IR_CHUNK
+  local tile = opts.tile or M.IR_TILE
   -- the queries that have a relevant document, in the given order (ST's queries_ids)
   local qs, qids = {}, {}
   for _, q in ipairs(queries) do
@@ -380,6 +382,18 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
     if type(rel) == "table" and next(rel) ~= nil then qs[#qs + 1] = q qids[#qids + 1] = q.id end
   end
   if #qs == 0 then errors.user("evaluate.ir: no query has a relevant document") end
+  -- the corpus embedded shortest first (as sentence-transformers' encode sorts by length), so
+  -- that a batch pads little; the ranks depend on scores and ids alone, not on this order
+  local shortest = {}
+  for i = 1, #corpus do shortest[i] = i end
+  table.sort(shortest, function(a, b)
+    local la, lb = #corpus[a].text, #corpus[b].text
+    if la ~= lb then return la < lb end
+    return a < b
+  end)
+  local by_length = {}
+  for i, o in ipairs(shortest) do by_length[i] = corpus[o] end
+  corpus = by_length
   local cids = {}
   for i, d in ipairs(corpus) do cids[i] = d.id end
   local heaps = {}
@@ -407,7 +421,11 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
               local hs = heaps[name]
               for qi = 0, nq - 1 do
                 local h, base = hs[q0 + qi + 1], qi * nc
-                for j = 0, nc - 1 do heap_push(h, max_k, v[base + j], c0 + j, cids) end
+                for j = 0, nc - 1 do
+                  local sc = v[base + j]
+                  -- fast path: a full heap whose worst beats this score outright keeps it out
+                  if h.n < max_k or sc >= h.s[1] then heap_push(h, max_k, sc, c0 + j, cids) end
+                end
               end
             end)
           end
