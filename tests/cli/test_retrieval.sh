@@ -104,6 +104,8 @@ EOF
 run_trainer "$TMP/es.lua"
 expect_rc early_stopping_run 0
 expect_err early_stopping_said "early stopping: m has not improved by more than 0.1 for 2 evaluations (best 0.55 at step 10); stopping at step 10"
+expect_err early_stopping_done_line "stopped early at step 10: no improvement by more than 0.1000 in 2 evaluations"
+expect_err best_done_line "best m 0.5500 at step 10, copied to $TMP/runs/es/best"
 cat >"$TMP/check_es.lua" <<EOF
 local json = require("trainer.core.json")
 local native = require("trainer.native")

@@ -67,6 +67,15 @@ function M.done_line(summary, out)
   if before and after then text = text .. ("; eval before: %s; after: %s"):format(before, after)
   elseif after then text = text .. ("; eval: %s"):format(after)
   elseif before then text = text .. ("; eval before training: %s"):format(before) end
+  local best = summary.best
+  if type(best) == "table" and best.step then
+    text = text .. ("\n  best %s %s at step %d%s"):format(best.metric, score_text(best.score), best.step,
+      best.folder and (", copied to " .. best.folder) or "")
+  end
+  if type(summary.early_stopped) == "table" then
+    text = text .. ("\n  stopped early at step %d: no improvement by more than %s in %d evaluations"):format(
+      summary.early_stopped.step, score_text(summary.early_stopped.threshold), summary.early_stopped.patience)
+  end
   return text .. ("\n  outputs in %s (`trainer report %s` draws them)"):format(out, out)
 end
 
