@@ -86,7 +86,7 @@ end
 return {
   { "ir_on_st_embeddings_equals_information_retrieval_evaluator", function()
     local q, c, rel, summary = ir_data()
-    assert(summary.documents == 60 and summary.queries_n == 14 and summary.queries_with_relevant == 12)
+    assert(summary.documents == 60 and summary.queries_count == 14 and summary.queries_with_relevant == 12)
     compare(evaluate.ir(golden_embedder, q, c, rel, BOTH), golden.ir, 1e-12, "ir")
   end },
   { "ir_chunked_search_equals_one_chunk", function()

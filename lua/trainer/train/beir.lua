@@ -135,7 +135,7 @@ function M.load(spec, what)
   for _, q in ipairs(queries) do if relevant[q.id] then nq = nq + 1 end end
   if nq == 0 then errors.user("%s: no query has a relevant document (a pair with score > 0)", rpath) end
   return queries, corpus, relevant, {
-    corpus = cpath, queries = qpath, qrels = rpath, documents = #corpus, queries_n = #queries,
+    corpus = cpath, queries = qpath, qrels = rpath, documents = #corpus, queries_count = #queries,
     queries_with_relevant = nq, relevant_pairs = npairs,
   }
 end
