@@ -120,6 +120,22 @@ EOF
 run_trainer run "$TMP/check_es.lua"
 expect_rc early_stopping_summary 0
 
+# a run that stopped early is not resumed by accident; on purpose it continues, and its step 12
+# (0.9) becomes the best
+run_trainer resume "$TMP/runs/es"
+expect_rc resume_early_stopped 0
+expect_err resume_early_stopped_said "stopped early at step 10"
+run_trainer resume "$TMP/runs/es" early_stopping=nil --quiet
+expect_rc resume_early_stopped_on_purpose 0
+cat >"$TMP/check_resumed.lua" <<EOF
+local s = require("trainer.core.json").read("$TMP/runs/es/summary.json")
+assert(s.steps == 12 and s.best.step == 12 and s.best.score == 0.9, "best after resume")
+EOF
+run_trainer run "$TMP/check_resumed.lua"
+expect_rc resume_tracks_best 0
+if cmp -s "$TMP/runs/es/best/model.safetensors" "$TMP/runs/es/checkpoint-12/model.safetensors"; then pass resume_best_copied
+else fail resume_best_copied "out/best is not checkpoint-12"; fi
+
 # the best checkpoint (step 6) survives save.keep = 1 while later ones come and go
 sed -e 's/\[10\] = 0.55, \[12\] = 0.9/[10] = 0.4, [12] = 0.3/' -e 's/early_stopping = .*//' -e 's#runs/es#runs/keep#' \
   "$TMP/es.lua" >"$TMP/keep.lua"
@@ -130,6 +146,15 @@ if [ -d "$TMP/runs/keep/checkpoint-6" ] && [ -d "$TMP/runs/keep/checkpoint-12" ]
   pass best_checkpoint_survives_keep
 else
   fail best_checkpoint_survives_keep "$(ls "$TMP/runs/keep")"
+fi
+# resumed from the best checkpoint (its trainer_state names it the best), the run keeps protecting it
+rm -rf "$TMP/runs/keep/checkpoint-12" "$TMP/runs/keep/best"
+run_trainer "$TMP/keep.lua" resume="$TMP/runs/keep/checkpoint-6" --quiet
+expect_rc best_resumed_run 0
+if [ -d "$TMP/runs/keep/checkpoint-6" ] && cmp -s "$TMP/runs/keep/best/model.safetensors" "$TMP/runs/keep/checkpoint-6/model.safetensors"; then
+  pass best_kept_after_resume
+else
+  fail best_kept_after_resume "$(ls "$TMP/runs/keep")"
 fi
 sed -e 's/primary = "m", //' "$TMP/keep.lua" >"$TMP/noprimary.lua"
 run_trainer "$TMP/noprimary.lua" out="$TMP/runs/noprimary"

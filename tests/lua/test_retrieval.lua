@@ -130,6 +130,16 @@ return {
       assert(r["cosine_mrr@10"] == (0.5 + 1) / 2, r["cosine_mrr@10"])
       assert(r["cosine_accuracy@1"] == 0.5 and r["cosine_recall@3"] == 1)
     end
+    -- other k lists, and prompts put before the texts
+    local seen = {}
+    local function prompted(texts)
+      for _, t in ipairs(texts) do seen[#seen + 1] = t end
+      return embed((function() local o = {} for i, t in ipairs(texts) do o[i] = t:gsub("^[qd]:", "") end return o end)())
+    end
+    local r = evaluate.ir(prompted, queries, corpus, rel, { mrr_at_k = { 1, 2 }, ndcg_at_k = { 2 }, map_at_k = { 2 },
+      accuracy_at_k = { 2 }, precision_recall_at_k = { 2 }, query_prompt = "q:", corpus_prompt = "d:" })
+    assert(r["cosine_mrr@1"] == 0.5 and r["cosine_mrr@2"] == 0.75 and r["cosine_accuracy@2"] == 1 and r["cosine_mrr@10"] == nil)
+    assert(seen[1]:match("^q:") and seen[#seen]:match("^d:"), "prompts")
     raises(function() evaluate.ir(embed, queries, {}, rel) end, "corpus is empty")
     raises(function() evaluate.ir(embed, queries, corpus, rel, { similarity_fn_names = { "l2" } }) end, "cosine, dot")
   end },

@@ -128,6 +128,12 @@ function M.resume(args)
       .. "resume %s steps=N"):format(r.recipe.out, summary.steps, summary.total_steps, r.recipe.out))
     return 0
   end
+  if #overrides == 0 and summary and type(summary.early_stopped) == "table" then
+    eprint(("trainer: %s stopped early at step %d (early_stopping: %s stopped improving); nothing to resume. To train "
+      .. "it further on purpose: trainer resume %s early_stopping=nil"):format(r.recipe.out, summary.early_stopped.step,
+      tostring(r.recipe.eval.primary), r.recipe.out))
+    return 0
+  end
   print_warnings(r)
   return (require("trainer.train.loop").train(r, { quiet = flags.quiet }))
 end

@@ -204,7 +204,8 @@ local lora = S.oneof {
 local eval_set = S.record {
   doc = "one evaluator of eval.sets",
   order = { "type", "folder", "split", "corpus", "queries", "qrels", "file", "columns", "similarity_fn_names",
-            "corpus_chunk_size", "margin" },
+            "corpus_chunk_size", "query_prompt", "corpus_prompt", "accuracy_at_k", "precision_recall_at_k", "mrr_at_k",
+            "ndcg_at_k", "map_at_k", "margin" },
   fields = {
     type = S.string { enum = { "ir", "triplet", "binary", "sts", "nli" }, required = true,
                       doc = "ir (information retrieval), triplet, binary (pair classification), sts or nli" },
@@ -219,6 +220,14 @@ local eval_set = S.record {
     similarity_fn_names = S.list { of = S.string { enum = { "cosine", "dot" } }, min_items = 1,
                                    doc = "ir, triplet, binary: similarities to report (default: cosine)" },
     corpus_chunk_size = S.integer { gt = 0, doc = "ir: documents embedded and searched at once (default 50000)" },
+    query_prompt = S.string { doc = "ir: text put before every query (e.g. \"query: \")" },
+    corpus_prompt = S.string { doc = "ir: text put before every document (e.g. \"passage: \")" },
+    accuracy_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }", doc = "ir: k of accuracy@k" },
+    precision_recall_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }",
+                                     doc = "ir: k of precision@k and recall@k" },
+    mrr_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 10 }", doc = "ir: k of mrr@k" },
+    ndcg_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 10 }", doc = "ir: k of ndcg@k" },
+    map_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 100 }", doc = "ir: k of map@k" },
     margin = S.number { doc = "triplet: sim(a, p) must exceed sim(a, n) by this much (default 0)" },
   },
   check = function(v, err)

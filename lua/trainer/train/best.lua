@@ -62,8 +62,10 @@ function Run:track_best(scores)
   if beats(v, prev, greater, 0) then
     self.best = { metric = primary, score = v, step = self.step }
     if recipe.save.best then
+      -- named before the save, so that the checkpoint's own trainer_state knows it is the best
+      -- (a run resumed from it keeps protecting it)
+      self.best.checkpoint = ("%s/checkpoint-%d"):format(self.out, self.step)
       if self.saved_step ~= self.step then self:save() end
-      self.best.checkpoint = self.last_checkpoint
     end
   end
   if es and self.patience_used >= es.patience and not self.early_stop then

@@ -81,7 +81,9 @@ local function run_one(set, embed_fn, classify_fn, opts, scores)
   local evaluate = require("trainer.train.evaluate")
   local spec = set.spec
   local o = { batch_size = opts.batch_size, similarity_fn_names = spec.similarity_fn_names,
-              corpus_chunk_size = spec.corpus_chunk_size, margin = spec.margin }
+              corpus_chunk_size = spec.corpus_chunk_size, margin = spec.margin, query_prompt = spec.query_prompt,
+              corpus_prompt = spec.corpus_prompt }
+  for key in pairs(require("trainer.train.evaluate").ir_defaults) do o[key] = spec[key] end
   local r
   if set.type ~= "nli" and not embed_fn then
     errors.user("eval.sets.%s: type %q evaluates embeddings; this model is a classifier (use type \"nli\")",

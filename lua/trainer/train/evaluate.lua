@@ -22,7 +22,9 @@
 --       once, the corpus in chunks of opts.corpus_chunk_size documents (default 50000), each
 --       chunk scored against blocks of queries by one matrix product whose [queries, chunk]
 --       tile has at most opts.tile (default 2^22) scores, and a running top-k per query (a
---       heap) keeps the best; no queries x corpus matrix is ever made.
+--       heap) keeps the best; no queries x corpus matrix is ever made. opts.accuracy_at_k,
+--       precision_recall_at_k, mrr_at_k, ndcg_at_k, map_at_k replace ST's k lists;
+--       opts.query_prompt / corpus_prompt are put before every query / document text.
 --   evaluate.triplet(embed_fn, triplets [, opts]) -> { cosine_accuracy = }
 --       sentence-transformers' TripletEvaluator: the fraction of (anchor, positive, negative)
 --       with sim(a, p) > sim(a, n) + opts.margin (default 0).
@@ -252,24 +254,24 @@ local function heap_push(h, k, score, di, ids)
   hs[i], hd[i] = score, di
 end
 
--- The texts of list[first..last] (items { id =, text = }) as a Lua array.
-local function texts_of(list, first, last)
+-- The texts of list[first..last] (items { id =, text = }) as a Lua array, each after prompt.
+local function texts_of(list, first, last, prompt)
   local t = {}
-  for i = first, last do t[#t + 1] = list[i].text end
+  for i = first, last do t[#t + 1] = prompt and (prompt .. list[i].text) or list[i].text end
   return t
 end
 
 -- Embeds list[first..last] in batches of bs into a new tensor [last - first + 1, C]; with
 -- normalize, each row L2-normalised (torch.nn.functional.normalize's eps 1e-12).
 local ops_mod
-local function embed_rows(embed_fn, list, first, last, bs, normalize, what)
+local function embed_rows(embed_fn, list, first, last, bs, normalize, what, prompt)
   ops_mod = ops_mod or require("trainer.core.ops")
   local runtime = require("trainer.core.runtime")
   local C = require("trainer.core.ffi")
   local out
   for s = first, last, bs do
     local e = math.min(s + bs - 1, last)
-    local texts = texts_of(list, s, e)
+    local texts = texts_of(list, s, e, prompt)
     T.scope(function()
       local emb = embed_fn(texts)
       want_tensor(emb, #texts, what)
@@ -404,14 +406,16 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
   local ops = require("trainer.core.ops")
   local qemb = {}
   local ok, err = pcall(function()
-    for _, name in ipairs(names) do qemb[name] = embed_rows(embed_fn, qs, 1, #qs, bs, name == "cosine", "ir") end
+    for _, name in ipairs(names) do
+      qemb[name] = embed_rows(embed_fn, qs, 1, #qs, bs, name == "cosine", "ir", opts.query_prompt)
+    end
     for c0 = 1, #corpus, chunk do
       local c1 = math.min(c0 + chunk - 1, #corpus)
       local nc = c1 - c0 + 1
       local qb = math.max(1, math.floor(tile / nc))
       for _, name in ipairs(names) do
         T.scope(function()
-          local docs = embed_rows(embed_fn, corpus, c0, c1, bs, name == "cosine", "ir")
+          local docs = embed_rows(embed_fn, corpus, c0, c1, bs, name == "cosine", "ir", opts.corpus_prompt)
           for q0 = 0, #qs - 1, qb do
             local nq = math.min(qb, #qs - q0)
             T.scope(function()
