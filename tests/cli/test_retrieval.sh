@@ -68,9 +68,10 @@ run_trainer eval "$TMP/lora_eval.lua" eval.sets=nil
 expect_rc eval_nothing 1
 expect_err eval_nothing_said "nothing to evaluate"
 
-run_trainer "$TMP/ir.lua" eval.primary="ir_cosine_ndcg@5" out="$TMP/runs/ir2"
+run_trainer "$TMP/ir.lua" eval.primary="ir_cosine_ndgc@10" eval.at_start=false out="$TMP/runs/ir2"
 expect_rc primary_unknown 1
-expect_err primary_unknown_names_it "eval.primary = \"ir_cosine_ndcg@5\" is not a metric"
+expect_err primary_unknown_names_it "eval.primary = \"ir_cosine_ndgc@10\" is not a metric of this run's evaluation (did you mean 'ir_cosine_ndcg@10'?)"
+if grep -qF "step 1/" "$TMP/err"; then fail primary_unknown_before_training "a step ran"; else pass primary_unknown_before_training; fi
 
 # a qrel naming a document the corpus lacks: the file and the line, before any step
 mkdir -p "$TMP/bad/qrels"

@@ -157,6 +157,35 @@ return {
     raises(function() evaluate.binary(golden_embedder, p, (function() local z = {} for i = 1, #p do z[i] = 0 end return z end)()) end,
       "no pair has label 1")
   end },
+  { "predicted_metric_names_are_the_evaluators", function()
+    -- eval.primary is checked against eval_sets.metric_names before a run: they must be the
+    -- names the evaluators return
+    local es = require("trainer.train.eval_sets")
+    local function keys(prefix, t)
+      local k = {}
+      for x in pairs(t) do k[#k + 1] = prefix .. x end
+      table.sort(k)
+      return table.concat(k, ",")
+    end
+    local q, c, rel = ir_data()
+    local p, l = binary_pairs()
+    for _, fns in ipairs({ { "cosine" }, { "dot", "cosine" } }) do
+      local o = { similarity_fn_names = fns, mrr_at_k = { 1, 5 }, map_at_k = { 7 } }
+      local sets = { a = { type = "ir", similarity_fn_names = fns, mrr_at_k = { 1, 5 }, map_at_k = { 7 } },
+                     t = { type = "triplet", similarity_fn_names = fns }, b = { type = "binary", similarity_fn_names = fns } }
+      local predicted = table.concat(es.metric_names({ eval = { sets = sets }, model = {} }), ",")
+      local got = {}
+      for _, part in ipairs({ keys("a_", evaluate.ir(golden_embedder, q, c, rel, o)),
+                              keys("b_", evaluate.binary(golden_embedder, p, l, o)),
+                              keys("t_", evaluate.triplet(golden_embedder, triplets(), o)) }) do
+        for n in part:gmatch("[^,]+") do got[#got + 1] = n end
+      end
+      table.sort(got)
+      assert(predicted == table.concat(got, ","), predicted .. "\n" .. table.concat(got, ","))
+    end
+    assert(table.concat(es.metric_names({ eval = { sets = {} }, data = { eval = "x" }, model = {} }), ",") == "pearson,spearman")
+    assert(es.metric_names({ eval = { fn = print }, model = {} }) == nil)
+  end },
   { "plan_bounds_the_ir_memory", function()
     -- 3000 documents, 200 queries, chunks of 1000: the plan's bytes against the measured peak
     local dir = os.tmpname()

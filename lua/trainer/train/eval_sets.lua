@@ -56,7 +56,56 @@ local function read_rows(recipe, name, spec)
   return rows, summary
 end
 
+-- The metric names a run's evaluation will report (data.eval's and eval.sets'), or nil when
+-- eval.fn decides them; sorted.
+function M.metric_names(recipe)
+  if recipe.eval.fn then return nil end
+  local names, classifier = {}, recipe.model and recipe.model.task == "classification"
+  if recipe.data and recipe.data.eval then
+    if classifier then names[#names + 1] = "accuracy" else names[#names + 1] = "spearman" names[#names + 1] = "pearson" end
+  end
+  local defaults = require("trainer.train.evaluate").ir_defaults
+  for name, spec in pairs(recipe.eval.sets or {}) do
+    local fns, seen = {}, {}
+    for _, f in ipairs(spec.similarity_fn_names or { "cosine" }) do
+      if not seen[f] then seen[f] = true fns[#fns + 1] = f end
+    end
+    local function add(m) names[#names + 1] = name .. "_" .. m end
+    if spec.type == "ir" then
+      local lists = { accuracy = spec.accuracy_at_k or defaults.accuracy_at_k,
+        precision = spec.precision_recall_at_k or defaults.precision_recall_at_k,
+        recall = spec.precision_recall_at_k or defaults.precision_recall_at_k, mrr = spec.mrr_at_k or defaults.mrr_at_k,
+        ndcg = spec.ndcg_at_k or defaults.ndcg_at_k, map = spec.map_at_k or defaults.map_at_k }
+      for _, f in ipairs(fns) do
+        for m, ks in pairs(lists) do for _, k in ipairs(ks) do add(("%s_%s@%d"):format(f, m, k)) end end
+      end
+    elseif spec.type == "triplet" or spec.type == "binary" then
+      local ms = spec.type == "triplet" and { "accuracy" }
+        or { "accuracy", "accuracy_threshold", "f1", "f1_threshold", "precision", "recall", "ap", "mcc" }
+      for _, m in ipairs(ms) do
+        for _, f in ipairs(fns) do add(f .. "_" .. m) end
+        if #fns > 1 then add("max_" .. m) end
+      end
+    elseif spec.type == "sts" then add("spearman") add("pearson")
+    elseif spec.type == "nli" then add("accuracy") end
+  end
+  table.sort(names)
+  return names
+end
+
+-- eval.primary against the names the evaluation will report: a typo stops the run before
+-- the model is loaded, not at its first evaluation.
+local function check_primary(recipe)
+  local primary = recipe.eval.primary
+  local names = primary and M.metric_names(recipe)
+  if not names then return end
+  for _, n in ipairs(names) do if n == primary then return end end
+  errors.user("eval.primary = %q is not a metric of this run's evaluation%s; it has: %s", primary,
+    require("trainer.recipe.suggest").hint(primary, names), #names > 0 and table.concat(names, ", ") or "none")
+end
+
 function M.load(recipe)
+  check_primary(recipe)
   local sets = recipe.eval and recipe.eval.sets
   if not sets then return nil end
   local names = {}
