@@ -18,6 +18,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the 
        trainer plan RECIPE.lua [--budget SIZE] [--json]    memory plan without training
                                                            (exit 2 when it does not fit the budget)
        trainer report RUN_DIR                              draw a run's loss, lr, eval and memory (SVG + HTML)
+       trainer eval RECIPE.lua [--checkpoint DIR]          evaluate a model only: the metrics as JSON
        trainer tokenize MODEL_DIR FILE                     token ids, one JSON array a line
        trainer encode MODEL_DIR FILE [--adapter DIR]       sentence embeddings, one JSON array a line
        trainer classify MODEL_DIR FILE [--adapter DIR]     labels of texts or TAB-separated pairs
@@ -133,6 +134,12 @@ function M.resume(args)
       and type(summary.total_steps) == "number" and summary.steps >= summary.total_steps then
     eprint(("trainer: %s is complete (step %d of %d); nothing to resume. To train it further on purpose: trainer "
       .. "resume %s steps=N"):format(r.recipe.out, summary.steps, summary.total_steps, r.recipe.out))
+    return 0
+  end
+  if #overrides == 0 and summary and type(summary.early_stopped) == "table" then
+    eprint(("trainer: %s stopped early at step %d (early_stopping: %s stopped improving); nothing to resume. To train "
+      .. "it further on purpose: trainer resume %s early_stopping=nil"):format(r.recipe.out, summary.early_stopped.step,
+      tostring(r.recipe.eval.primary), r.recipe.out))
     return 0
   end
   print_warnings(r)

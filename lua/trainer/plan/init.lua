@@ -263,6 +263,7 @@ function M.estimate(recipe, opts)
     layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices,
     cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
     packed_weight_bytes = packed > 0 and packed or nil,
+    eval = require("trainer.plan.eval").estimate(recipe, c.hidden_size or c.dim or c.d_model),   -- eval.sets' ir
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
   }
@@ -333,6 +334,7 @@ function M.json(plan, budget, info)
     cuda_context_bytes = plan.cuda_context_bytes,
     -- under mpirun every figure is one rank's; collective_bytes is part of workspace
     collective_bytes = plan.collective_bytes, per_rank = plan.collective_bytes and true or nil,
+    eval = plan.eval,
   }
   if plan.checkpoint_choices then
     local list = {}
@@ -427,6 +429,7 @@ function M.format(plan, budget, path, info)
       .. "an estimate)"):format("+ context", "~" .. fs(plan.cuda_context_bytes))
   end
   for _, l in ipairs(M.format_choices(plan)) do lines[#lines + 1] = l end
+  for _, l in ipairs(require("trainer.plan.eval").lines(plan)) do lines[#lines + 1] = l end
   if not budget then return table.concat(lines, "\n") end
   local source = info.budget_source and ("; the budget is " .. info.budget_source) or ""
   if plan.total_bytes <= budget then

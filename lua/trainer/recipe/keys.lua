@@ -202,10 +202,51 @@ local lora = S.oneof {
   },
 }
 
+-- One evaluator of eval.sets (trainer.train.eval_sets): its type and its data.
+local eval_set = S.record {
+  doc = "one evaluator of eval.sets",
+  order = { "type", "folder", "split", "corpus", "queries", "qrels", "file", "columns", "similarity_fn_names",
+            "corpus_chunk_size", "query_prompt", "corpus_prompt", "accuracy_at_k", "precision_recall_at_k", "mrr_at_k",
+            "ndcg_at_k", "map_at_k", "margin" },
+  fields = {
+    type = S.string { enum = { "ir", "triplet", "binary", "sts", "nli" }, required = true,
+                      doc = "ir (information retrieval), triplet, binary (pair classification), sts or nli" },
+    folder = path { doc = "ir: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)" },
+    split = S.string { default_doc = "test", doc = "ir: the qrels file of the BEIR folder, qrels/<split>.tsv" },
+    corpus = path { doc = "ir: corpus JSONL (_id, title, text), with queries and qrels instead of folder" },
+    queries = path { doc = "ir: queries JSONL (_id, text)" },
+    qrels = path { doc = "ir: TSV of query-id, corpus-id, score (score > 0 is relevant)" },
+    file = path { doc = "triplet, binary, sts, nli: the data file (.jsonl, .tsv or .csv)" },
+    columns = S.list { of = S.string {}, min_items = 3, max_items = 3,
+                       doc = "fields of file (default: anchor, positive, negative; or sentence1, sentence2, label/score)" },
+    similarity_fn_names = S.list { of = S.string { enum = { "cosine", "dot" } }, min_items = 1,
+                                   doc = "ir, triplet, binary: similarities to report (default: cosine)" },
+    corpus_chunk_size = S.integer { gt = 0, doc = "ir: documents embedded and searched at once (default 50000)" },
+    query_prompt = S.string { doc = "ir: text put before every query (e.g. \"query: \")" },
+    corpus_prompt = S.string { doc = "ir: text put before every document (e.g. \"passage: \")" },
+    accuracy_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }", doc = "ir: k of accuracy@k" },
+    precision_recall_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }",
+                                     doc = "ir: k of precision@k and recall@k" },
+    mrr_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 10 }", doc = "ir: k of mrr@k" },
+    ndcg_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 10 }", doc = "ir: k of ndcg@k" },
+    map_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 100 }", doc = "ir: k of map@k" },
+    margin = S.number { doc = "triplet: sim(a, p) must exceed sim(a, n) by this much (default 0)" },
+  },
+  check = function(v, err)
+    if v.type == "ir" then
+      if not v.folder and not (v.corpus and v.queries and v.qrels) then
+        err("", "type \"ir\" needs folder (a BEIR folder) or corpus, queries and qrels")
+      end
+    elseif v.type and not v.file then
+      err("file", ("is required for type %q"):format(v.type))
+    end
+  end,
+}
+
 local M = S.record {
   doc = "a recipe",
   order = { "name", "description", "extends", "requires", "device", "seed", "model", "data", "loss", "optim", "schedule",
-            "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save",
+            "batch", "epochs", "steps", "precision", "checkpoint", "lora", "grad_clip", "eval", "save", "early_stopping",
             "log", "resume", "memory", "distributed", "out", "overwrite", "hooks", "loop" },
   fields = {
     name = S.string { doc = "a short name for the run (default: the recipe's file name)" },
@@ -237,20 +278,39 @@ local M = S.record {
                           type_doc = "a positive number or false",
                           alternatives = { S.number { gt = 0 }, S.const { value = false } } },
     eval = S.record {
-      default_table = true, doc = "evaluation", order = { "every", "at_start", "batch_size", "fn" },
+      default_table = true, doc = "evaluation",
+      order = { "every", "at_start", "batch_size", "fn", "sets", "primary", "greater_is_better" },
       fields = {
         every = S.integer { gt = 0, aliases = { "eval_steps" }, doc = "evaluate every N optimizer steps (and always at the end)" },
         at_start = S.boolean { default = true, doc = "also evaluate before training, to show the gain" },
         batch_size = S.integer { gt = 0, default = 64, doc = "texts embedded at once during evaluation" },
         fn = S.func { doc = "custom evaluator: function(t) returning a table of metric = value" },
+        sets = S.map { of = eval_set, doc = "evaluators by name: { name = { type = \"ir\", folder = ... }, ... }; "
+                       .. "metrics are reported as name_metric (e.g. scifact_cosine_ndcg@10)" },
+        primary = S.string { aliases = { "metric_for_best_model" },
+                             doc = "the metric that decides the best checkpoint, e.g. \"scifact_cosine_ndcg@10\"" },
+        greater_is_better = S.boolean { default_doc = "true (false for a metric named *loss*)",
+                                        doc = "whether a higher eval.primary is better" },
       },
     },
     save = S.record {
-      default_table = true, doc = "checkpoints", order = { "every", "keep", "final" },
+      default_table = true, doc = "checkpoints", order = { "every", "keep", "final", "best" },
       fields = {
         every = S.integer { gt = 0, aliases = { "save_steps" }, doc = "save a checkpoint every N optimizer steps" },
         keep = S.integer { gt = 0, default = 3, aliases = { "save_total_limit" }, doc = "keep the last K checkpoints" },
         final = S.boolean { default = true, doc = "save at the end of the run" },
+        best = S.boolean { default = false, aliases = { "load_best_model_at_end" },
+                           doc = "keep the checkpoint with the best eval.primary (never pruned by save.keep) and copy "
+                             .. "it to out/best at the end" },
+      },
+    },
+    early_stopping = S.record {
+      doc = "end the run when eval.primary stops improving", order = { "patience", "threshold" },
+      fields = {
+        patience = S.integer { gt = 0, required = true, aliases = { "early_stopping_patience" },
+                               doc = "evaluations in a row without improvement that end the run" },
+        threshold = S.number { min = 0, default = 0, aliases = { "early_stopping_threshold" },
+                               doc = "an improvement must exceed this to count" },
       },
     },
     log = S.record {

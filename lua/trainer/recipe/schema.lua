@@ -489,6 +489,7 @@ function M.reference(spec)
       for _, n in ipairs(names) do walk(rec.fields[n], path == "" and n or (path .. "." .. n)) end
     end
     if s.kind == "record" then fields_of(s) end
+    if s.kind == "map" and s.of.kind == "record" then walk(s.of, path .. ".NAME") end   -- a map of records' keys
     if s.kind == "oneof" then
       local seen = {}
       for _, alt in ipairs(s.alternatives) do

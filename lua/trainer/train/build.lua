@@ -91,6 +91,8 @@ local function build_model(recipe, device)
   return model, tok_dir
 end
 
+M.build_model = build_model   -- (also `trainer eval`'s)
+
 -- ---------------------------------------------------------------- the run
 -- The run of resolved (trainer.recipe.load's result): an object of class Run
 -- (trainer.train.run, whose methods the rest of the build calls).
@@ -125,6 +127,7 @@ function M.run(resolved, opts, Run)
   -- the checks above, so that a recipe's mistake ends every rank plainly, before MPI starts
   self.dist = require("trainer.dist").setup(recipe)
   if self.dist then self.device = self.dist:device(self.device, recipe.device) end
+  self:check_best()   -- save.best / early_stopping: eval.primary, one process
   -- a precision the card does not compute in (bf16 before Ampere) stops here, before the model
   require("trainer.core.card").check_precision(self.device, recipe.precision, resolved.path)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
@@ -137,6 +140,7 @@ function M.run(resolved, opts, Run)
     self.eval_summary = eval_ds:summary()
     eval_ds:close()
   end
+  self.eval_sets = require("trainer.train.eval_sets").load(recipe)   -- eval.sets' files, checked now
 
   local model, tok_dir = build_model(recipe, self.device)
   self.model = model

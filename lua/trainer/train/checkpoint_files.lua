@@ -44,7 +44,7 @@ end
 function Run:save()
   self:read_scalars()   -- a checkpoint's steps are checked (finite) and its last_loss known
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
-  if not self:writes_outputs() then self.last_checkpoint = dir return dir end   -- rank 0 writes it
+  if not self:writes_outputs() then self.last_checkpoint, self.saved_step = dir, self.step return dir end   -- rank 0 writes it
   local tmp = dir .. ".tmp"
   outputs.remove_tree(tmp)
   outputs.mkdir(tmp)
@@ -57,8 +57,8 @@ function Run:save()
     errors.user("%s: cannot rename the checkpoint into place (%s)", dir, tostring(rerr))
   end
   outputs.sync(self.out)
-  self.last_checkpoint = dir
-  if self.recipe.save.keep then outputs.prune(self.out, self.recipe.save.keep) end
+  self.last_checkpoint, self.saved_step = dir, self.step
+  if self.recipe.save.keep then outputs.prune(self.out, self.recipe.save.keep, self:protected_checkpoint()) end
   if self.progress then self.progress:saved(self, dir) end
   if self.hooks.on_save then self:call_hook("on_save", dir) end
   return dir
@@ -99,7 +99,7 @@ function Run:write_checkpoint(tmp)
     step = self.step, micro = self.micro, epoch = self.epoch, tokens = self.tokens, train_time = self.train_time,
     data = self.loader:state(), scaler = self.scaler:state(), rng = { seed = self.model.rng.seed, step = self.micro },
     optimizer = ometa, total_steps = self.total_steps, last_loss = self.last_loss,
-    first_eval = self.first_eval, last_eval = self.last_eval,
+    first_eval = self.first_eval, last_eval = self.last_eval, best = self.best, patience_used = self.patience_used,
     dist = self.dist and self.dist:checkpoint_meta(self.loader:state()) or nil,
   }
   local list = {}
@@ -154,6 +154,7 @@ function Run:load_checkpoint(dir)
   self.wall_before = meta.wall_time or 0
   if meta.peaks then self:merge_peaks(meta.peaks) end
   self.last_loss, self.first_eval, self.last_eval = meta.last_loss, meta.first_eval, meta.last_eval
+  self.best, self.patience_used = meta.best, meta.patience_used
   self.model.rng.step = meta.rng.step
   if self.scaler.load_state and meta.scaler and next(meta.scaler) then self.scaler:load_state(meta.scaler) end
   self.loader:restore(meta.data)

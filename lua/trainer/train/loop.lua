@@ -27,15 +27,16 @@ local M = {}
 function M.default(t)
   local r = t.recipe
   if r.eval.at_start ~= false and t.step == 0 and not t.resume_dir then t:evaluate() end
-  local evaluated_at, saved_at = t.step, nil
+  local evaluated_at = t.step
   while not t:done() do
     local m = t:train_step()
     if not m then break end
     if r.eval.every and t.step % r.eval.every == 0 then t:evaluate() evaluated_at = t.step end
-    if r.save.every and t.step % r.save.every == 0 then t:save() saved_at = t.step end
+    -- (t.saved_step: a new best evaluation may have saved this step already)
+    if r.save.every and t.step % r.save.every == 0 and t.saved_step ~= t.step then t:save() end
   end
   if not t.stop_signal and (evaluated_at ~= t.step or t.step == 0) then t:evaluate() end
-  if (r.save.final ~= false or t.stop_signal) and saved_at ~= t.step then t:save() end
+  if (r.save.final ~= false or t.stop_signal) and t.saved_step ~= t.step then t:save() end
 end
 
 -- A score as it reads best: a whole number as one ("custom_steps 20"), else 4 decimals.
@@ -66,6 +67,15 @@ function M.done_line(summary, out)
   if before and after then text = text .. ("; eval before: %s; after: %s"):format(before, after)
   elseif after then text = text .. ("; eval: %s"):format(after)
   elseif before then text = text .. ("; eval before training: %s"):format(before) end
+  local best = summary.best
+  if type(best) == "table" and best.step then
+    text = text .. ("\n  best %s %s at step %d%s"):format(best.metric, score_text(best.score), best.step,
+      best.folder and (", copied to " .. best.folder) or "")
+  end
+  if type(summary.early_stopped) == "table" then
+    text = text .. ("\n  stopped early at step %d: no improvement by more than %s in %d evaluations"):format(
+      summary.early_stopped.step, score_text(summary.early_stopped.threshold), summary.early_stopped.patience)
+  end
   return text .. ("\n  outputs in %s (`trainer report %s` draws them)"):format(out, out)
 end
 
@@ -144,6 +154,7 @@ function M.train(resolved, opts)
     if type(recipe.loop) == "function" then require("trainer.train.user_code").call("loop", recipe.loop, t)
     else M.default(t) end
     if t:stop_requested() and t.last_checkpoint == nil then t:save() end
+    t:write_best()   -- save.best: out/best
     t.summary_ = t:finish()
     t.progress:finish()
   end)

@@ -344,7 +344,7 @@ end
 -- summary, report, TensorBoard event files (tb/) and checkpoints, finished or half-built. Anything else in out is the
 -- user's and is left alone.
 local RUN_FILES = { ["resolved_recipe.lua"] = true, ["metrics.jsonl"] = true, ["summary.json"] = true,
-  ["report.svg"] = true, ["report.html"] = true, tb = true }
+  ["report.svg"] = true, ["report.html"] = true, tb = true, best = true }
 function M.run_files(out)
   local list = {}
   for _, name in ipairs(native.list_dir(out) or {}) do
@@ -354,10 +354,12 @@ function M.run_files(out)
   return list
 end
 
--- Removes all but the last `keep` checkpoints.
-function M.prune(out, keep)
+-- Removes all but the last `keep` checkpoints, never the folder `protect` (the best one).
+function M.prune(out, keep, protect)
   local list = M.checkpoints(out)
-  for i = 1, #list - keep do M.remove_tree(list[i].dir) end
+  for i = 1, #list - keep do
+    if list[i].dir ~= protect then M.remove_tree(list[i].dir) end
+  end
 end
 
 return M

@@ -78,7 +78,12 @@ end
 function P:eval(t, scores)
   local keys = {}
   for k in pairs(scores) do keys[#keys + 1] = k end
-  table.sort(keys)
+  -- eval.primary first (the metric that decides), then the rest by name
+  local primary = t.recipe and t.recipe.eval and t.recipe.eval.primary
+  table.sort(keys, function(a, b)
+    if (a == primary) ~= (b == primary) then return a == primary end
+    return a < b
+  end)
   local parts = {}
   for _, k in ipairs(keys) do parts[#parts + 1] = ("%s %.4f"):format(k, scores[k]) end
   self:message(("eval at step %d: %s"):format(t.step, table.concat(parts, "  ")))

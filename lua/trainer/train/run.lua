@@ -49,7 +49,8 @@ Run.__index = Run
 M.Run = Run
 
 for _, part in ipairs({ "trainer.train.train_step", "trainer.train.dist_step", "trainer.train.step_reads",
-    "trainer.train.run_evaluate", "trainer.train.checkpoint_files", "trainer.train.summary" }) do
+    "trainer.train.run_evaluate", "trainer.train.checkpoint_files", "trainer.train.summary",
+    "trainer.train.best" }) do
   for name, method in pairs(require(part)) do
     assert(Run[name] == nil, name .. " is a method of two parts of the run")
     Run[name] = method
@@ -74,7 +75,7 @@ end
 
 -- ---------------------------------------------------------------- end
 function Run:done()
-  return self.step >= self.total_steps or self:stop_requested()
+  return self.step >= self.total_steps or self.early_stop ~= nil or self:stop_requested()
 end
 
 function Run:stop_requested()

@@ -33,11 +33,12 @@ local function eval_forward(self, texts)
   return out
 end
 
--- Scores of the current model: eval.fn(t) if given, else STS (embedding models: Spearman
--- and Pearson of cosine vs gold) or NLI accuracy (classifiers) on data.eval.
-function Run:evaluate()
-  self:read_scalars()
-  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
+-- The scores of the model in eval mode (self: the run, or `trainer eval`'s context with
+-- recipe, model, tokenizer, max_length, device, eval_rows, eval_sets and an optional feed):
+-- eval.fn(self) if given, else STS (embedding models: Spearman and Pearson of cosine vs gold)
+-- or NLI accuracy (classifiers) on data.eval, and eval.sets' metrics; nil when there is no
+-- evaluation. The model is back in train mode after.
+function Run:eval_scores()
   local recipe = self.recipe
   local evaluate = require("trainer.train.evaluate")
   local scores
@@ -75,18 +76,46 @@ function Run:evaluate()
       end
       scores.n = nil
     end
+    if self.eval_sets then
+      -- eval.sets: each evaluator's metrics under name_metric, with data.eval's (if any)
+      local classifier = self.model.task == "classification"
+      local forward = function(texts) return eval_forward(self, texts) end
+      local set_scores = require("trainer.train.eval_sets").run(self.eval_sets, not classifier and forward or nil,
+        classifier and forward or nil, { batch_size = recipe.eval.batch_size })
+      scores = scores or {}
+      for k, v in pairs(set_scores) do scores[k] = v end
+    end
   end)
   self.model:train()
   if not ok then error(err, 0) end
   -- the evaluation's batches may have held a bad token id: their check, read now
   runtime_of().check_device_errors(self.device)
+  return scores
+end
+
+-- Evaluates the current model (t:eval_scores()) and records the scores: summary.json's
+-- eval, the step's metrics row, TensorBoard, the progress line, on_eval, the best checkpoint.
+function Run:evaluate()
+  self:read_scalars()
+  if not self:writes_outputs() then return nil end   -- under mpirun: once, on rank 0
+  local recipe = self.recipe
+  local scores = self:eval_scores()
   if not scores then return nil end
+  local primary = recipe.eval.primary
+  if primary and scores[primary] == nil then
+    local names = {}
+    for k in pairs(scores) do names[#names + 1] = k end
+    table.sort(names)
+    errors.user("eval.primary = %q is not a metric of this run's evaluation%s; it has: %s", primary,
+      require("trainer.recipe.suggest").hint(primary, names), table.concat(names, ", "))
+  end
   self.last_eval = scores
   self.evals[#self.evals + 1] = { step = self.step, scores = scores }
   if self.step == 0 then self.first_eval = scores end
   if self.tb then self.tb:eval(self.step, scores) end
   if self.pending and self.pending.step == self.step then self.pending.eval = scores end
   if self.progress then self.progress:eval(self, scores) end
+  self:track_best(scores)   -- eval.primary: the best checkpoint, early stopping (trainer.train.best)
   if self.hooks.on_eval then self:call_hook("on_eval", scores) end
   return scores
 end

@@ -41,8 +41,9 @@ function Run:summary()
     eval = self.last_eval or {}, eval_start = self.first_eval, epoch = self:epochs_done(),
     skipped_steps = self.scaler.skipped or 0, precision = self.recipe.precision, device = self.device,
     data = self.train_ds:summary(), eval_data = self.eval_summary,
+    eval_sets = self.eval_sets and require("trainer.train.eval_sets").summaries(self.eval_sets) or nil,
     resumed_from = self.resumed_from, last_checkpoint = self.last_checkpoint,
-    stopped_by_signal = self.stop_signal and true or nil,
+    stopped_by_signal = self.stop_signal and true or nil, best = self.best, early_stopped = self.early_stop,
     distributed = self.dist and self.dist:summary(s.peak_allocated, s.peak_reserved) or nil,
   }
 end
