@@ -1,5 +1,5 @@
 -- trainer.losses against sentence-transformers' own loss classes (tests/data/loss_golden.json,
--- written by tests/ref/make_loss_golden.py): loss values and the gradient with respect to every
+-- written by tests/ref/make_loss_golden.py, and loss_golden_pairs.json, by make_pair_loss_golden.py): loss values and the gradient with respect to every
 -- embeddings input (and SoftmaxLoss's classifier) at rel 1e-5 in f32; the lifetime contract
 -- (nothing left allocated); argument errors.
 local T = require("trainer.core.tensor")
@@ -10,6 +10,10 @@ local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local golden = json.read(native.root() .. "/tests/data/loss_golden.json")
+-- the distance losses (contrastive, triplet, batch_*_triplet): tests/ref/make_pair_loss_golden.py
+for _, c in ipairs(json.read(native.root() .. "/tests/data/loss_golden_pairs.json").cases) do
+  golden.cases[#golden.cases + 1] = c
+end
 
 local function case_named(name)
   for _, c in ipairs(golden.cases) do if c.name == name then return c end end
@@ -121,7 +125,7 @@ local more = {
   end },
   { "errors_name_the_problem", function()
     local a, b = T.randn({ 4, 8 }, { seed = 1 }), T.randn({ 3, 8 }, { seed = 2 })
-    raises(function() losses.new({ name = "triplet" }) end, "loss.name: expected one of")
+    raises(function() losses.new({ name = "triplett" }) end, "loss.name: expected one of")
     raises(function() losses.new({ name = "mnrl", scael = 20 }) end, "scael")
     raises(function() losses.new({ name = "softmax" }, { dim = 8 }) end, "num_labels")
     raises(function() losses.new({ name = "softmax", num_labels = 3 }) end, "width")

@@ -173,7 +173,9 @@ function M.estimate(recipe, opts)
   if not classification then
     local cols = recipe.data and recipe.data.columns and #recipe.data.columns or 2
     texts = cols
-    if recipe.loss and (recipe.loss.name == "cosent" or recipe.loss.name == "cosine" or recipe.loss.name == "softmax") then
+    local labelled = { cosent = true, cosine = true, softmax = true, contrastive = true, online_contrastive = true,
+      batch_hard_triplet = true, batch_semi_hard_triplet = true, batch_all_triplet = true }
+    if recipe.loss and labelled[recipe.loss.name] then
       texts = cols - 1
     end
     texts = math.max(1, texts)

@@ -95,10 +95,14 @@ local data = S.record {
 local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
-            "num_labels", "label_smoothing" },
+            "num_labels", "label_smoothing", "margin", "distance" },
   fields = {
-    name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka" }, default = "mnrl",
-                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka" },
+    name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
+                               "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
+                               "batch_all_triplet" }, default = "mnrl",
+                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka, "
+                         .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
+                         .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label)" },
     scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl and cosent" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
@@ -109,12 +113,20 @@ local loss = S.record {
     inner = S.string { enum = { "mnrl", "cosent", "cosine" }, default = "mnrl", doc = "matryoshka: the loss applied at each size" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
+    margin = S.number { min = 0, doc = "contrastive, online_contrastive: distance margin of negatives (default 0.5); triplet, "
+                        .. "batch_*_triplet: margin between positive and negative distance (default 5)" },
+    distance = S.string { enum = { "euclidean", "cosine", "manhattan" },
+                          doc = "contrastive, online_contrastive: default cosine (1 - cos); triplet, batch_*_triplet: default "
+                             .. "euclidean (manhattan: not for batch_*_triplet)" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
     if l.name == "matryoshka" and not l.dims then err("dims", "is required with name = \"matryoshka\", e.g. { 768, 512, 256 }") end
     if l.weights and l.dims and #l.weights ~= #l.dims then
       err("weights", ("must list one number per entry of loss.dims (%d), got %d"):format(#l.dims, #l.weights))
+    end
+    if l.distance == "manhattan" and l.name:match("^batch_") then
+      err("distance", "batch_*_triplet losses take \"euclidean\" or \"cosine\"")
     end
     if l.name == "softmax" and not l.num_labels then
       err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")

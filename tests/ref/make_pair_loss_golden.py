@@ -1,0 +1,119 @@
+"""Golden values for the distance losses in tests/lua/test_losses.lua: sentence-transformers'
+own ContrastiveLoss, OnlineContrastiveLoss, TripletLoss, BatchHardTripletLoss,
+BatchSemiHardTripletLoss and BatchAllTripletLoss (each distance metric trainer offers) on
+fixed float32 embeddings, run in float64 through the stand-in model of make_loss_golden.py.
+Writes tests/data/loss_golden_pairs.json in the same layout as loss_golden.json.
+
+    /work/venv-losses/bin/python tests/ref/make_pair_loss_golden.py
+"""
+import json
+import os
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+
+from sentence_transformers.sentence_transformer import losses as L
+from sentence_transformers.sentence_transformer.losses.batch_hard_triplet import BatchHardTripletLossDistanceFunction as BD
+from sentence_transformers.sentence_transformer.losses.contrastive import SiameseDistanceMetric as SD
+from sentence_transformers.sentence_transformer.losses.triplet import TripletDistanceMetric as TD
+
+warnings.filterwarnings("ignore")
+torch.set_num_threads(1)
+OUT = os.path.join(os.path.dirname(__file__), "..", "data", "loss_golden_pairs.json")
+B, C = 8, 12
+
+
+class FixedModel(nn.Module):
+    """A stand-in SentenceTransformer: features {"emb": tensor} -> {"sentence_embedding": tensor}."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, features):
+        return {"sentence_embedding": features["emb"]}
+
+    def get_embedding_dimension(self):
+        return self.dim
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+
+rng = np.random.default_rng(4321)
+
+
+def f32(shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def run(loss_fn, embs, labels, dtype=torch.float64):
+    leaves = [torch.tensor(e, dtype=dtype, requires_grad=True) for e in embs]
+    loss = loss_fn([{"emb": t} for t in leaves], labels)
+    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, leaves)]
+    return float(loss), grads
+
+
+def case(name, spec, embs, labels, loss_fn):
+    dtype = torch.float64 if labels is not None and isinstance(labels[0], float) else torch.long
+    lab = None if labels is None else torch.tensor(labels, dtype=dtype)
+    value, grads = run(loss_fn, embs, lab)
+    # float32 must reach the same selections and 1e-5 (relative to each tensor's largest value)
+    v32, g32 = run(loss_fn, embs, lab, torch.float32)
+    err = abs(v32 - value) / max(abs(value), 1.0)
+    for a, b in zip(g32, grads):
+        err = max(err, float((a.double() - b).abs().max() / max(float(b.abs().max()), 1e-30)))
+    assert err < 2e-6, f"{name}: float32 error {err:.3g}; use other inputs"
+    assert any(float(g.abs().max()) > 0 for g in grads), f"{name}: all gradients zero; use other inputs"
+    print(f"{name:36s} loss {value:.9g}  float32 error {err:.2g}")
+    return {"name": name, "spec": spec, "inputs": [e.tolist() for e in embs], "labels": labels, "loss": value,
+            "grads": [g.tolist() for g in grads]}
+
+
+model = FixedModel(C)
+cases = []
+a, p, n = f32((B, C)), f32((B, C)), f32((B, C))
+p = (a + 2.0 * p).astype(np.float32)
+pair_labels = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+b2 = np.where(np.array(pair_labels)[:, None] > 0, p, n).astype(np.float32)
+
+for dist, sd, margin in (("cosine", SD.COSINE_DISTANCE, 0.5), ("euclidean", SD.EUCLIDEAN, 6.0),
+                         ("manhattan", SD.MANHATTAN, 15.0)):
+    spec = {"name": "contrastive"}
+    if dist != "cosine":
+        spec.update(distance=dist, margin=margin)
+    cases.append(case(f"contrastive_{dist}", spec, [a, b2], pair_labels,
+                      L.ContrastiveLoss(model, distance_metric=sd, margin=margin)))
+    spec = dict(spec, name="online_contrastive")
+    cases.append(case(f"online_contrastive_{dist}", spec, [a, b2], pair_labels,
+                      L.OnlineContrastiveLoss(model, distance_metric=sd, margin=margin)))
+cases.append(case("contrastive_cosine_margin_0_9", {"name": "contrastive", "margin": 0.9}, [a, b2], pair_labels,
+                  L.ContrastiveLoss(model, margin=0.9)))
+
+for dist, td, margin in (("euclidean", TD.EUCLIDEAN, 5.0), ("cosine", TD.COSINE, 0.5), ("manhattan", TD.MANHATTAN, 8.0)):
+    spec = {"name": "triplet"}
+    if dist != "euclidean":
+        spec.update(distance=dist, margin=margin)
+    cases.append(case(f"triplet_{dist}", spec, [a, p, n], None,
+                      L.TripletLoss(model, distance_metric=td, triplet_margin=margin)))
+
+classes = [0, 1, 2, 0, 1, 2, 0, 1, 3, 2]
+E = f32((len(classes), C))
+# rows of one class share a centre, so some triplets are satisfied and some are not
+centres = f32((4, C), 0.9)
+E = (E + centres[classes]).astype(np.float32)
+for name, cls in (("batch_hard_triplet", L.BatchHardTripletLoss), ("batch_semi_hard_triplet", L.BatchSemiHardTripletLoss),
+                  ("batch_all_triplet", L.BatchAllTripletLoss)):
+    cases.append(case(name, {"name": name}, [E], classes, cls(model)))
+    cases.append(case(name + "_margin_2", {"name": name, "margin": 2}, [E], classes, cls(model, margin=2.0)))
+    cases.append(case(name + "_cosine", {"name": name, "distance": "cosine", "margin": 0.5}, [E], classes,
+                      cls(model, distance_metric=BD.cosine_distance, margin=0.5)))
+
+with open(OUT, "w") as f:
+    json.dump({"generator": "tests/ref/make_pair_loss_golden.py", "cases": cases}, f, indent=None)
+    f.write("\n")
+print("wrote", os.path.normpath(OUT), os.path.getsize(OUT), "bytes")
