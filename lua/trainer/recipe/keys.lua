@@ -71,7 +71,7 @@ local model = S.record {
 local data = S.record {
   doc = "training and evaluation data",
   order = { "train", "eval", "columns", "eval_columns", "format", "build", "label_map", "filter",
-            "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
+            "shuffle", "bucket", "sampler", "max_rows", "skip_bad", "hint" },
   fields = {
     train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
     eval = path { doc = "evaluation file (STS pairs with scores, or labelled NLI pairs)" },
@@ -85,6 +85,9 @@ local data = S.record {
     filter = S.func { doc = "function(row) returning true for the rows to keep" },
     shuffle = S.boolean { default = true, doc = "shuffle training rows each epoch (seeded)" },
     bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
+    sampler = S.string { enum = { "default", "group_by_label" }, default = "default",
+                         doc = "group_by_label: several rows of each label in every batch (even batch.size >= 4), for "
+                            .. "batch_*_triplet" },
     max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
     skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping (the count and the first one are printed "
                           .. "before training and kept in summary.json)" },

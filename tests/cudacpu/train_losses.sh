@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# tests/cudacpu/train_losses.sh — the distance losses (contrastive, online_contrastive,
+# triplet, batch_hard/semi_hard/all_triplet) training on device = "cuda" against the same
+# recipe on the CPU, with one binary (TRAINER, default build/cudacpu/trainer;
+# tests/cudacpu/train_lib.sh): tests/recipes/losses/NAME.lua on the shipped data (data/), the
+# tiny encoder of train_fixture.lua, 3 steps in fp32. The loss reads the embeddings back and
+# computes in double on the host (trainer.losses.host) on both devices, and uploads its
+# gradients to the embeddings' device; the runs differ only by the order of float sums in
+# the encoder:
+#   train_loss_NAME   every step's loss and clip norm within 1e-5 relative.
+set -u
+. "$(dirname "$0")/train_lib.sh"
+LOSSES="contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet"
+n=""; for l in $LOSSES; do n="$n train_loss_$l"; done
+names "$n"
+need_cuda
+fixture
+
+for l in $LOSSES; do
+  R="tests/recipes/losses/$l.lua"
+  train "${l}_cpu" "$R" model.from="$FX/emb" device=cpu; a=$?
+  train "${l}_cuda" "$R" model.from="$FX/emb" device=cuda; b=$?
+  judge "train_loss_$l" "${l}_cuda" $b "${l}_cpu" $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
+done
+finish
