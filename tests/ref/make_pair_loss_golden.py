@@ -1,6 +1,7 @@
-"""Golden values for the distance losses in tests/lua/test_losses.lua: sentence-transformers'
-own ContrastiveLoss, OnlineContrastiveLoss, TripletLoss, BatchHardTripletLoss,
-BatchSemiHardTripletLoss and BatchAllTripletLoss (each distance metric trainer offers) on
+"""Golden values for the distance and distillation losses in tests/lua/test_losses.lua:
+sentence-transformers' own ContrastiveLoss, OnlineContrastiveLoss, TripletLoss,
+BatchHardTripletLoss, BatchSemiHardTripletLoss and BatchAllTripletLoss (each distance metric
+trainer offers), MSELoss and MarginMSELoss (each label layout) on
 fixed float32 embeddings, run in float64 through the stand-in model of make_loss_golden.py.
 Writes tests/data/loss_golden_pairs.json in the same layout as loss_golden.json.
 
@@ -59,7 +60,7 @@ def run(loss_fn, embs, labels, dtype=torch.float64):
 
 
 def case(name, spec, embs, labels, loss_fn):
-    dtype = torch.float64 if labels is not None and isinstance(labels[0], float) else torch.long
+    dtype = torch.float64 if labels is not None and isinstance(labels[0], (float, list)) else torch.long
     lab = None if labels is None else torch.tensor(labels, dtype=dtype)
     value, grads = run(loss_fn, embs, lab)
     # float32 must reach the same selections and 1e-5 (relative to each tensor's largest value)
@@ -112,6 +113,21 @@ for name, cls in (("batch_hard_triplet", L.BatchHardTripletLoss), ("batch_semi_h
     cases.append(case(name + "_margin_2", {"name": name, "margin": 2}, [E], classes, cls(model, margin=2.0)))
     cases.append(case(name + "_cosine", {"name": name, "distance": "cosine", "margin": 0.5}, [E], classes,
                       cls(model, distance_metric=BD.cosine_distance, margin=0.5)))
+
+# distillation: teacher embeddings / scores as labels (float64 lists)
+t1, t2 = f32((B, C)), f32((B, C))
+one = [[float(x) for x in r] for r in t1]
+per_col = [[[float(x) for x in t1[i]], [float(x) for x in t2[i]]] for i in range(B)]
+cases.append(case("mse_one_teacher_vector", {"name": "mse"}, [a, p], one, L.MSELoss(model)))
+cases.append(case("mse_per_column", {"name": "mse"}, [a, p], per_col, L.MSELoss(model)))
+cases.append(case("mse_single_column", {"name": "mse"}, [a], one, L.MSELoss(model)))
+n2 = f32((B, C))
+margins1 = [float(x) for x in f32((B,), 3.0)]
+cases.append(case("margin_mse", {"name": "margin_mse"}, [a, p, n], margins1, L.MarginMSELoss(model)))
+margins2 = [[float(x) for x in r] for r in f32((B, 2), 3.0)]
+cases.append(case("margin_mse_two_negatives", {"name": "margin_mse"}, [a, p, n, n2], margins2, L.MarginMSELoss(model)))
+scores3 = [[float(x) for x in r] for r in f32((B, 3), 3.0)]
+cases.append(case("margin_mse_teacher_scores", {"name": "margin_mse"}, [a, p, n, n2], scores3, L.MarginMSELoss(model)))
 
 with open(OUT, "w") as f:
     json.dump({"generator": "tests/ref/make_pair_loss_golden.py", "cases": cases}, f, indent=None)

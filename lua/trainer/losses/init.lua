@@ -11,7 +11,9 @@
 -- num_labels and opts.dim), cross_entropy (classification-head logits; label_smoothing),
 -- matryoshka (MatryoshkaLoss over dims, weights, inner), contrastive (ContrastiveLoss),
 -- online_contrastive (OnlineContrastiveLoss), triplet (TripletLoss), batch_hard_triplet,
--- batch_semi_hard_triplet, batch_all_triplet (Batch*TripletLoss; margin, distance). The protocol every loss follows is
+-- batch_semi_hard_triplet, batch_all_triplet (Batch*TripletLoss; margin, distance), mse
+-- (MSELoss) and margin_mse (MarginMSELoss): distillation from a teacher's embeddings or
+-- margins in the labels, or from loss.teacher (a model folder). The protocol every loss follows is
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
 -- deferred (forward returns a trainer.train.deferred value, read once per logged step).
@@ -30,6 +32,8 @@ local modules = {
   batch_hard_triplet = "trainer.losses.batch_triplet",
   batch_semi_hard_triplet = "trainer.losses.batch_triplet",
   batch_all_triplet = "trainer.losses.batch_triplet",
+  mse = "trainer.losses.distill",
+  margin_mse = "trainer.losses.distill",
 }
 
 function M.names()

@@ -233,6 +233,16 @@ function M.estimate(recipe, opts)
     workspace = workspace + collective
   end
 
+  -- a distillation teacher (loss.teacher): its frozen weights, bf16 on a GPU (trainer.losses.teacher)
+  if recipe.loss and recipe.loss.teacher then
+    local tc = model_config({ from = recipe.loss.teacher })
+    local tsource = recipe.loss.teacher .. "/config.json"
+    local tterms = registry.family(registry.model_type_of(tc, tsource), tsource).plan_terms(tc)
+    local n = 0
+    for _, p in ipairs(tterms.embeddings) do n = n + p.n end
+    for _, p in ipairs(tterms.layer) do n = n + tterms.layers * p.n end
+    weights = weights + (gpu and 2 or 4) * n
+  end
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
   local total = weights + grads + optimizer + activations + workspace

@@ -98,14 +98,15 @@ local data = S.record {
 local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
-            "num_labels", "label_smoothing", "margin", "distance" },
+            "num_labels", "label_smoothing", "margin", "distance", "teacher" },
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
                                "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
-                               "batch_all_triplet" }, default = "mnrl",
+                               "batch_all_triplet", "mse", "margin_mse" }, default = "mnrl",
                       doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka, "
                          .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
-                         .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label)" },
+                         .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label), "
+                         .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher)" },
     scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl and cosent" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
@@ -121,6 +122,8 @@ local loss = S.record {
     distance = S.string { enum = { "euclidean", "cosine", "manhattan" },
                           doc = "contrastive, online_contrastive: default cosine (1 - cos); triplet, batch_*_triplet: default "
                              .. "euclidean (manhattan: not for batch_*_triplet)" },
+    teacher = path { doc = "mse, margin_mse: the teacher's model folder (embeds each batch without gradients, in "
+                        .. "bf16 on a GPU); without it the label column holds the teacher's embeddings or margins" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
@@ -130,6 +133,9 @@ local loss = S.record {
     end
     if l.distance == "manhattan" and l.name:match("^batch_") then
       err("distance", "batch_*_triplet losses take \"euclidean\" or \"cosine\"")
+    end
+    if l.teacher and l.name ~= "mse" and l.name ~= "margin_mse" then
+      err("teacher", "only the distillation losses (mse, margin_mse) take a teacher")
     end
     if l.name == "softmax" and not l.num_labels then
       err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")

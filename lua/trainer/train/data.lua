@@ -78,7 +78,7 @@ local PURPOSE_ROWS, PURPOSE_BATCHES, PURPOSE_NLI = sites.shuffle.rows, sites.shu
 local FORMAT_ID = { jsonl = 0, tsv = 1, csv = 2 }
 local TARGET_NAMES = {
   score = true, scores = true, label = true, labels = true, gold_label = true, similarity = true,
-  relatedness = true, relatedness_score = true, target = true,
+  relatedness = true, relatedness_score = true, target = true, teacher = true, margin = true, margins = true,
 }
 local NLI_LABELS = { entailment = true, neutral = true, contradiction = true }
 local DEFAULT_COLUMNS = {
@@ -226,6 +226,21 @@ function Dataset:_target(v, name, line)
     if NLI_LABELS[m] then return m end
     return nil, ("%s: line %d: field '%s' is %q, not entailment, neutral or contradiction (map it to one with "
       .. "data.label_map)"):format(self.path, line, name, tostring(v))
+  end
+  -- a list of numbers (or of such lists): a teacher's embeddings, margins or scores (mse, margin_mse)
+  if type(v) == "table" and self.label_map == nil then
+    for i, x in ipairs(v) do
+      local ok = type(x) == "number"
+      if type(x) == "table" then
+        ok = #x > 0
+        for _, y in ipairs(x) do if type(y) ~= "number" then ok = false end end
+      end
+      if not ok then
+        return nil, ("%s: line %d: field '%s' item %d is not a number (or a list of numbers)"):format(self.path,
+          line, name, i)
+      end
+    end
+    if #v > 0 then return v end
   end
   if self.label_map then
     local m = self.label_map[key_of(v)]
