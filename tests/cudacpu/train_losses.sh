@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tests/cudacpu/train_losses.sh — the distance losses (contrastive, online_contrastive,
-# triplet, batch_hard/semi_hard/all_triplet) training on device = "cuda" against the same
+# tests/cudacpu/train_losses.sh — the host-computed losses (contrastive, online_contrastive,
+# triplet, batch_hard/semi_hard/all_triplet, matryoshka over batch_hard_triplet, angle, mse,
+# margin_mse) training on device = "cuda" against the same
 # recipe on the CPU, with one binary (TRAINER, default build/cudacpu/trainer;
 # tests/cudacpu/train_lib.sh): tests/recipes/losses/NAME.lua on the shipped data (data/), the
 # tiny encoder of train_fixture.lua, 3 steps in fp32. The loss reads the embeddings back and
@@ -13,7 +14,8 @@
 #                     fp32, so its labels differ by bf16's rounding: within 3e-2.
 set -u
 . "$(dirname "$0")/train_lib.sh"
-LOSSES="contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet"
+LOSSES="contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet
+  matryoshka_batch_hard_triplet angle"
 n=""; for l in $LOSSES; do n="$n train_loss_$l"; done
 names "$n train_loss_mse train_loss_margin_mse"
 need_cuda

@@ -39,6 +39,9 @@ class FixedModel(nn.Module):
     def get_embedding_dimension(self):
         return self.dim
 
+    def _get_untruncated_embedding_dimension(self):
+        return self.dim
+
     @property
     def device(self):
         return torch.device("cpu")
@@ -113,6 +116,27 @@ for name, cls in (("batch_hard_triplet", L.BatchHardTripletLoss), ("batch_semi_h
     cases.append(case(name + "_margin_2", {"name": name, "margin": 2}, [E], classes, cls(model, margin=2.0)))
     cases.append(case(name + "_cosine", {"name": name, "distance": "cosine", "margin": 0.5}, [E], classes,
                       cls(model, distance_metric=BD.cosine_distance, margin=0.5)))
+
+# MatryoshkaLoss around the distance losses (each size truncated and L2-normalised)
+cases.append(case("matryoshka_batch_hard_triplet", {"name": "matryoshka", "inner": "batch_hard_triplet", "margin": 0.5,
+                                                    "dims": [12, 6, 3], "weights": [1, 0.5, 0.25]}, [E], classes,
+                  L.MatryoshkaLoss(model, L.BatchHardTripletLoss(model, margin=0.5), [12, 6, 3], [1, 0.5, 0.25])))
+cases.append(case("matryoshka_contrastive_euclidean", {"name": "matryoshka", "inner": "contrastive",
+                                                       "distance": "euclidean", "margin": 1.0, "dims": [12, 4]},
+                  [a, b2], pair_labels,
+                  L.MatryoshkaLoss(model, L.ContrastiveLoss(model, distance_metric=SD.EUCLIDEAN, margin=1.0), [12, 4])))
+cases.append(case("matryoshka_triplet", {"name": "matryoshka", "inner": "triplet", "margin": 0.5, "dims": [8, 12]},
+                  [a, p, n], None, L.MatryoshkaLoss(model, L.TripletLoss(model, triplet_margin=0.5), [8, 12])))
+
+# AnglELoss: pairs with scores (an odd width pads), triplets with and without labels
+scores = [4.5, 1.0, 3.0, 1.0, 5.0, 3.0, 2.0, 0.5]
+cases.append(case("angle", {"name": "angle"}, [a, b2], scores, L.AnglELoss(model)))
+cases.append(case("angle_odd_width_scale_7", {"name": "angle", "scale": 7}, [a[:, :11].copy(), b2[:, :11].copy()], scores,
+                  L.AnglELoss(model, scale=7.0)))
+cases.append(case("angle_triplets", {"name": "angle"}, [a, p, n], None, L.AnglELoss(model)))
+cases.append(case("angle_triplets_labelled", {"name": "angle"}, [a, p, n], pair_labels, L.AnglELoss(model)))
+cases.append(case("matryoshka_angle", {"name": "matryoshka", "inner": "angle", "dims": [12, 6]}, [a, b2], scores,
+                  L.MatryoshkaLoss(model, L.AnglELoss(model), [12, 6])))
 
 # distillation: teacher embeddings / scores as labels (float64 lists)
 t1, t2 = f32((B, C)), f32((B, C))

@@ -13,7 +13,8 @@
 -- online_contrastive (OnlineContrastiveLoss), triplet (TripletLoss), batch_hard_triplet,
 -- batch_semi_hard_triplet, batch_all_triplet (Batch*TripletLoss; margin, distance), mse
 -- (MSELoss) and margin_mse (MarginMSELoss): distillation from a teacher's embeddings or
--- margins in the labels, or from loss.teacher (a model folder). The protocol every loss follows is
+-- margins in the labels, or from loss.teacher (a model folder), angle (AnglELoss: CoSENT over
+-- the angle similarity; scale). The protocol every loss follows is
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
 -- deferred (forward returns a trainer.train.deferred value, read once per logged step).
@@ -34,6 +35,7 @@ local modules = {
   batch_all_triplet = "trainer.losses.batch_triplet",
   mse = "trainer.losses.distill",
   margin_mse = "trainer.losses.distill",
+  angle = "trainer.losses.angle",
 }
 
 function M.names()

@@ -173,9 +173,9 @@ function M.estimate(recipe, opts)
   if not classification then
     local cols = recipe.data and recipe.data.columns and #recipe.data.columns or 2
     texts = cols
-    local labelled = { cosent = true, cosine = true, softmax = true, contrastive = true, online_contrastive = true,
+    local labelled = { cosent = true, cosine = true, softmax = true, angle = true, contrastive = true, online_contrastive = true,
       batch_hard_triplet = true, batch_semi_hard_triplet = true, batch_all_triplet = true }
-    if recipe.loss and labelled[recipe.loss.name] then
+    if recipe.loss and (labelled[recipe.loss.name] or (recipe.loss.name == "matryoshka" and labelled[recipe.loss.inner])) then
       texts = cols - 1
     end
     texts = math.max(1, texts)

@@ -102,19 +102,22 @@ local loss = S.record {
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
                                "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
-                               "batch_all_triplet", "mse", "margin_mse" }, default = "mnrl",
+                               "batch_all_triplet", "mse", "margin_mse", "angle" }, default = "mnrl",
                       doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka, "
                          .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
                          .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label), "
-                         .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher)" },
-    scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl and cosent" },
+                         .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher), "
+                         .. "angle (AnglE: CoSENT over the angle similarity)" },
+    scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl, cosent and angle" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
     mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
     score_scale = S.number { gt = 0, default = 1, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
     weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
-    inner = S.string { enum = { "mnrl", "cosent", "cosine" }, default = "mnrl", doc = "matryoshka: the loss applied at each size" },
+    inner = S.string { enum = { "mnrl", "cosent", "cosine", "angle", "contrastive", "online_contrastive", "triplet",
+                                "batch_hard_triplet", "batch_semi_hard_triplet", "batch_all_triplet" },
+                       default = "mnrl", doc = "matryoshka: the loss applied at each size" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
     margin = S.number { min = 0, doc = "contrastive, online_contrastive: distance margin of negatives (default 0.5); triplet, "
