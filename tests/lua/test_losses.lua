@@ -143,6 +143,27 @@ local more = {
     raises(function() ce:forward({ a }, { 0, 1, 8, 2 }) end, "label 8 is not a class id 0..7")
     a:free() b:free()
   end },
+  { "new_losses_errors_name_the_problem", function()
+    local a = T.randn({ 4, 8 }, { seed = 1 })
+    raises(function() losses.new({ name = "batch_hard_triplet", distance = "manhattan" }) end, "euclidean")
+    raises(function() losses.new({ name = "contrastive", distance = "chebyshev" }) end, "loss.distance")
+    raises(function() losses.new({ name = "triplet", teacher = "x" }) end, "only the distillation losses")
+    raises(function() losses.new({ name = "triplet" }):forward({ a, a }) end, "3 embeddings")
+    raises(function() losses.new({ name = "contrastive" }):forward({ a, a }, { 1, 0 }) end, "expects 4 labels")
+    raises(function() losses.new({ name = "batch_all_triplet" }):forward({ a }) end, "expects 4 labels")
+    local four = { { 1, 2 }, { 1, 2 }, { 1, 2 }, { 1, 2 } }
+    raises(function() losses.new({ name = "mse" }):forward({ a }, four) end, "has 2 numbers, the student's has 8")
+    local threes = { { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 } }
+    raises(function() losses.new({ name = "margin_mse" }):forward({ a, a, a }, threes) end, "label 1 must be")
+    raises(function() losses.new({ name = "angle" }):forward({ a, a }) end, "expects 4 labels")
+    -- no state is kept by a failed forward, and a host loss frees what it saved
+    local before = memory.stats().allocated
+    local l = losses.new({ name = "batch_hard_triplet" })
+    l:forward({ a }, { 0, 0, 1, 1 })
+    for _, g in ipairs(l:backward()) do g:free() end
+    assert(memory.stats().allocated == before)
+    a:free()
+  end },
   { "parameters_iterate_and_index", function()
     local loss = losses.new({ name = "softmax", num_labels = 3 }, { dim = 4, seed = 3 })
     local names = {}
