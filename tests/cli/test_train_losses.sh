@@ -11,8 +11,8 @@ cd "$ROOT"
 "$TRAINER" run <(echo "require('trainer.models').tiny_folder('$TMP/teacher', { seed = 9 })") || fail teacher "could not make it"
 
 for l in contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet \
-         matryoshka_batch_hard_triplet angle mse margin_mse; do
-  teacher=""; case $l in mse | margin_mse) teacher="loss.teacher=$TMP/teacher" ;; esac
+         matryoshka_batch_hard_triplet angle mse margin_mse gist; do
+  teacher=""; case $l in mse | margin_mse | gist) teacher="loss.teacher=$TMP/teacher" ;; esac
   run_trainer "tests/recipes/losses/$l.lua" model.from="$TMP/tiny" $teacher out="$TMP/$l" --quiet
   expect_rc "${l}_trains_rc" 0
   said=$("$TRAINER" run <(cat <<LUA

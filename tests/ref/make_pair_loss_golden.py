@@ -153,6 +153,52 @@ cases.append(case("margin_mse_two_negatives", {"name": "margin_mse"}, [a, p, n, 
 scores3 = [[float(x) for x in r] for r in f32((B, 3), 3.0)]
 cases.append(case("margin_mse_teacher_scores", {"name": "margin_mse"}, [a, p, n, n2], scores3, L.MarginMSELoss(model)))
 
+# GISTEmbedLoss: ST's forward with a stand-in guide that returns the guide embeddings stored in
+# the features (built without __init__, which wants real tokenizers; must_retokenize False)
+
+
+class FixedGuide(FixedModel):
+    def forward(self, features):
+        return {"sentence_embedding": features["guide"]}
+
+
+def gist(cols, guides, **kw):
+    g = L.GISTEmbedLoss.__new__(L.GISTEmbedLoss)
+    nn.Module.__init__(g)
+    g.model, g.guide = model, FixedGuide(C)
+    g.temperature = kw.get("temperature", 0.01)
+    g.similarity_fct = nn.CosineSimilarity(dim=-1)
+    g.must_retokenize = False
+    g.margin_strategy, g.margin = kw.get("margin_strategy", "absolute"), kw.get("margin", 0.0)
+    g.contrast_anchors, g.contrast_positives = kw.get("contrast_anchors", True), kw.get("contrast_positives", True)
+    g.gather_across_devices = False
+    g.cross_entropy_loss = nn.CrossEntropyLoss()
+    gt = [torch.tensor(x, dtype=torch.float64) for x in guides]
+
+    def fn(feats, labels):
+        return g([dict(f, guide=t) for f, t in zip(feats, gt)], labels)
+    return fn
+
+
+def guide_labels(guides):
+    return [[[float(x) for x in gcol[i]] for gcol in guides] for i in range(B)]
+
+
+# the guide: the inputs plus noise, so it agrees with them on most pairs but not all
+ga = (a + 0.7 * f32((B, C))).astype(np.float32)
+gp = (p + 0.7 * f32((B, C))).astype(np.float32)
+gn = (n + 0.7 * f32((B, C))).astype(np.float32)
+cases.append(case("gist", {"name": "gist", "temperature": 0.05}, [a, p], guide_labels([ga, gp]),
+                  gist([a, p], [ga, gp], temperature=0.05)))
+cases.append(case("gist_negatives_margin", {"name": "gist", "temperature": 0.05, "margin": 0.1},
+                  [a, p, n], guide_labels([ga, gp, gn]), gist([a, p, n], [ga, gp, gn], temperature=0.05, margin=0.1)))
+cases.append(case("gist_relative_no_contrast", {"name": "gist", "temperature": 0.1, "margin": 0.2,
+                                                "margin_strategy": "relative", "contrast_anchors": False,
+                                                "contrast_positives": False},
+                  [a, p, n], guide_labels([ga, gp, gn]),
+                  gist([a, p, n], [ga, gp, gn], temperature=0.1, margin=0.2, margin_strategy="relative",
+                       contrast_anchors=False, contrast_positives=False)))
+
 with open(OUT, "w") as f:
     json.dump({"generator": "tests/ref/make_pair_loss_golden.py", "cases": cases}, f, indent=None)
     f.write("\n")

@@ -14,7 +14,8 @@
 -- batch_semi_hard_triplet, batch_all_triplet (Batch*TripletLoss; margin, distance), mse
 -- (MSELoss) and margin_mse (MarginMSELoss): distillation from a teacher's embeddings or
 -- margins in the labels, or from loss.teacher (a model folder), angle (AnglELoss: CoSENT over
--- the angle similarity; scale). The protocol every loss follows is
+-- the angle similarity; scale), gist (GISTEmbedLoss: MNRL with a guide's false-negative
+-- filter; the guide's embeddings in the labels or loss.teacher). The protocol every loss follows is
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
 -- deferred (forward returns a trainer.train.deferred value, read once per logged step).
@@ -36,6 +37,7 @@ local modules = {
   mse = "trainer.losses.distill",
   margin_mse = "trainer.losses.distill",
   angle = "trainer.losses.angle",
+  gist = "trainer.losses.gist",
 }
 
 function M.names()

@@ -2,7 +2,7 @@
 -- folder with its tokenizer): it embeds each batch's texts without gradients (eval mode: no
 -- dropout, nothing saved for a backward; its weights frozen, so no gradient buffers) and
 -- gives the loss its labels:
---   mse: per row, the teacher's embedding of each text column;
+--   mse, gist: per row, the teacher's (gist: the guide's) embedding of each text column;
 --   margin_mse: per row, the teacher's dot-product scores [q.p, q.n_1, ..., q.n_n].
 -- On a GPU the teacher's weights and activations are bf16 (half the memory, the student's
 -- precision does not matter to it); on the CPU f32. Its weights are tagged "weights", so the
@@ -45,7 +45,7 @@ function Teacher:labels(cols, max_length)
   for k, col in ipairs(cols) do embs[k] = self:embed(col, max_length) end
   local B, labels = #cols[1], {}
   for i = 1, B do
-    if self.kind == "mse" then
+    if self.kind ~= "margin_mse" then
       local per = {}
       for k = 1, #cols do per[k] = embs[k][i] end
       labels[i] = per

@@ -98,16 +98,17 @@ local data = S.record {
 local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
-            "num_labels", "label_smoothing", "margin", "distance", "teacher" },
+            "num_labels", "label_smoothing", "margin", "distance", "teacher", "temperature", "margin_strategy",
+            "contrast_anchors", "contrast_positives" },
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
                                "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
-                               "batch_all_triplet", "mse", "margin_mse", "angle" }, default = "mnrl",
+                               "batch_all_triplet", "mse", "margin_mse", "angle", "gist" }, default = "mnrl",
                       doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka, "
                          .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
                          .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label), "
                          .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher), "
-                         .. "angle (AnglE: CoSENT over the angle similarity)" },
+                         .. "angle (AnglE: CoSENT over the angle similarity), gist (GISTEmbed: mnrl with a guide model, loss.teacher)" },
     scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl, cosent and angle" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
@@ -125,8 +126,14 @@ local loss = S.record {
     distance = S.string { enum = { "euclidean", "cosine", "manhattan" },
                           doc = "contrastive, online_contrastive: default cosine (1 - cos); triplet, batch_*_triplet: default "
                              .. "euclidean (manhattan: not for batch_*_triplet)" },
-    teacher = path { doc = "mse, margin_mse: the teacher's model folder (embeds each batch without gradients, in "
-                        .. "bf16 on a GPU); without it the label column holds the teacher's embeddings or margins" },
+    teacher = path { doc = "mse, margin_mse: the teacher's model folder, gist: the guide's (embeds each batch without "
+                        .. "gradients, in bf16 on a GPU); without it the label column holds the teacher's embeddings or margins" },
+    temperature = S.number { gt = 0, default = 0.01, doc = "gist: temperature dividing the cosine scores" },
+    margin_strategy = S.string { enum = { "absolute", "relative" }, default = "absolute",
+                                 doc = "gist: a negative is dropped when the guide scores it above the positive's score less "
+                                    .. "loss.margin (absolute) or less |score| * loss.margin (relative); gist's margin defaults to 0" },
+    contrast_anchors = S.boolean { default = true, doc = "gist: anchors are negatives of each other" },
+    contrast_positives = S.boolean { default = true, doc = "gist: positives are negatives of each other" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
@@ -137,8 +144,8 @@ local loss = S.record {
     if l.distance == "manhattan" and l.name:match("^batch_") then
       err("distance", "batch_*_triplet losses take \"euclidean\" or \"cosine\"")
     end
-    if l.teacher and l.name ~= "mse" and l.name ~= "margin_mse" then
-      err("teacher", "only the distillation losses (mse, margin_mse) take a teacher")
+    if l.teacher and l.name ~= "mse" and l.name ~= "margin_mse" and l.name ~= "gist" then
+      err("teacher", "only the distillation losses (mse, margin_mse) and gist (its guide) take a teacher")
     end
     if l.name == "softmax" and not l.num_labels then
       err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")

@@ -830,7 +830,7 @@ end
 
 -- ---------------------------------------------------------------- from a recipe
 
-local IN_BATCH_NEGATIVES = { mnrl = true }
+local IN_BATCH_NEGATIVES = { mnrl = true, gist = true }
 
 -- The training dataset and loader of a recipe (recipe.data.train required; the schema's
 -- defaults fill what a partial one leaves out);
