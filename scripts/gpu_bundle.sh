@@ -14,6 +14,7 @@
 #   tests/gpu/ (run.sh, NOTES.md, *.lua, train_parity.sh)  bench/gpu/ (trainer against transformers + peft)
 #   tests/cudacpu/ (train_*.sh and their *.lua: the whole-run comparisons)
 #   tests/lua/testlib.lua (the helpers those Lua files load)
+#   tests/recipes/losses/ and data/ (STS-B train, SweNLI dev: what train_losses.sh trains on)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,10 @@ mkdir -p "$stage/tests/cudacpu"
 cp tests/cudacpu/train_*.sh tests/cudacpu/*.lua "$stage/tests/cudacpu/"
 mkdir -p "$stage/tests/lua"
 cp tests/lua/testlib.lua "$stage/tests/lua/"
+# tests/cudacpu/train_losses.sh: the loss recipes and the shipped data they train on
+mkdir -p "$stage/tests/recipes" "$stage/data"
+cp -R tests/recipes/losses "$stage/tests/recipes/"
+cp data/stsb_train.jsonl.gz data/swenli_dev.jsonl.gz "$stage/data/"
 mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done
