@@ -41,6 +41,10 @@ if [ -n "$p_student" ] && awk -v a="$p_both" -v b="$p_student" 'BEGIN { exit !(a
   pass teacher_weights_in_plan
 else fail teacher_weights_in_plan "plan weights with the teacher $p_both KiB, without $p_student KiB"; fi
 
+run_trainer tests/recipes/losses/mse.lua model.from="$TMP/tiny" loss.teacher="$TMP/nothere" out="$TMP/noteacher" --quiet
+expect_rc missing_teacher_rc 1
+expect_err missing_teacher_says_why "loss.teacher: $TMP/nothere: no config.json there"
+
 run_trainer tests/recipes/losses/batch_hard_triplet.lua model.from="$TMP/tiny" out="$TMP/odd" steps=1 \
   batch.size=7 --quiet
 expect_rc group_by_label_odd_batch_rc 1

@@ -235,6 +235,12 @@ function M.estimate(recipe, opts)
 
   -- a distillation teacher (loss.teacher): its frozen weights, bf16 on a GPU (trainer.losses.teacher)
   if recipe.loss and recipe.loss.teacher then
+    local tf = io.open(recipe.loss.teacher .. "/config.json", "r")
+    if not tf then
+      errors.user("loss.teacher: %s: no config.json there; point loss.teacher at a model folder (config.json, "
+        .. "model.safetensors and a tokenizer), as model.from", recipe.loss.teacher)
+    end
+    tf:close()
     local tc = model_config({ from = recipe.loss.teacher })
     local tsource = recipe.loss.teacher .. "/config.json"
     local tterms = registry.family(registry.model_type_of(tc, tsource), tsource).plan_terms(tc)
