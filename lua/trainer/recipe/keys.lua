@@ -122,7 +122,8 @@ local loss = S.record {
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
     margin = S.number { min = 0, doc = "contrastive, online_contrastive: distance margin of negatives (default 0.5); triplet, "
-                        .. "batch_*_triplet: margin between positive and negative distance (default 5)" },
+                        .. "batch_*_triplet: margin between positive and negative distance (default 5); gist: "
+                        .. "how far below the positive's guide score a negative may be and still be dropped (default 0)" },
     distance = S.string { enum = { "euclidean", "cosine", "manhattan" },
                           doc = "contrastive, online_contrastive: default cosine (1 - cos); triplet, batch_*_triplet: default "
                              .. "euclidean (manhattan: not for batch_*_triplet)" },
@@ -131,7 +132,7 @@ local loss = S.record {
     temperature = S.number { gt = 0, default = 0.01, doc = "gist: temperature dividing the cosine scores" },
     margin_strategy = S.string { enum = { "absolute", "relative" }, default = "absolute",
                                  doc = "gist: a negative is dropped when the guide scores it above the positive's score less "
-                                    .. "loss.margin (absolute) or less |score| * loss.margin (relative); gist's margin defaults to 0" },
+                                    .. "loss.margin (absolute) or less |score| * loss.margin (relative)" },
     contrast_anchors = S.boolean { default = true, doc = "gist: anchors are negatives of each other" },
     contrast_positives = S.boolean { default = true, doc = "gist: positives are negatives of each other" },
   },
