@@ -15,6 +15,7 @@
 #   tests/cudacpu/ (train_*.sh and their *.lua: the whole-run comparisons)
 #   tests/lua/testlib.lua (the helpers those Lua files load)
 #   tests/data/tiny_{distilbert,distilbert_cls,roberta_cls}/ (what train_families.sh trains)
+#   tests/recipes/losses/ and data/ (STS-B train, SweNLI dev: what train_losses.sh trains on)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,10 @@ mkdir -p "$stage/tests/lua"
 cp tests/lua/testlib.lua "$stage/tests/lua/"
 mkdir -p "$stage/tests/data"
 cp -R tests/data/tiny_distilbert tests/data/tiny_distilbert_cls tests/data/tiny_roberta_cls "$stage/tests/data/"
+# tests/cudacpu/train_losses.sh: the loss recipes and the shipped data they train on
+mkdir -p "$stage/tests/recipes" "$stage/data"
+cp -R tests/recipes/losses "$stage/tests/recipes/"
+cp data/stsb_train.jsonl.gz data/swenli_dev.jsonl.gz "$stage/data/"
 mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done

@@ -1,5 +1,5 @@
 -- trainer.losses against sentence-transformers' own loss classes (tests/data/loss_golden.json,
--- written by tests/ref/make_loss_golden.py): loss values and the gradient with respect to every
+-- written by tests/ref/make_loss_golden.py, and loss_golden_pairs.json, by make_pair_loss_golden.py): loss values and the gradient with respect to every
 -- embeddings input (and SoftmaxLoss's classifier) at rel 1e-5 in f32; the lifetime contract
 -- (nothing left allocated); argument errors.
 local T = require("trainer.core.tensor")
@@ -10,6 +10,10 @@ local memory = require("trainer.core.memory")
 local native = require("trainer.native")
 
 local golden = json.read(native.root() .. "/tests/data/loss_golden.json")
+-- the distance losses (contrastive, triplet, batch_*_triplet): tests/ref/make_pair_loss_golden.py
+for _, c in ipairs(json.read(native.root() .. "/tests/data/loss_golden_pairs.json").cases) do
+  golden.cases[#golden.cases + 1] = c
+end
 
 local function case_named(name)
   for _, c in ipairs(golden.cases) do if c.name == name then return c end end
@@ -121,7 +125,7 @@ local more = {
   end },
   { "errors_name_the_problem", function()
     local a, b = T.randn({ 4, 8 }, { seed = 1 }), T.randn({ 3, 8 }, { seed = 2 })
-    raises(function() losses.new({ name = "triplet" }) end, "loss.name: expected one of")
+    raises(function() losses.new({ name = "triplett" }) end, "loss.name: expected one of")
     raises(function() losses.new({ name = "mnrl", scael = 20 }) end, "scael")
     raises(function() losses.new({ name = "softmax" }, { dim = 8 }) end, "num_labels")
     raises(function() losses.new({ name = "softmax", num_labels = 3 }) end, "width")
@@ -138,6 +142,27 @@ local more = {
     local ce = losses.new({ name = "cross_entropy" })
     raises(function() ce:forward({ a }, { 0, 1, 8, 2 }) end, "label 8 is not a class id 0..7")
     a:free() b:free()
+  end },
+  { "new_losses_errors_name_the_problem", function()
+    local a = T.randn({ 4, 8 }, { seed = 1 })
+    raises(function() losses.new({ name = "batch_hard_triplet", distance = "manhattan" }) end, "euclidean")
+    raises(function() losses.new({ name = "contrastive", distance = "chebyshev" }) end, "loss.distance")
+    raises(function() losses.new({ name = "triplet", teacher = "x" }) end, "only the distillation losses")
+    raises(function() losses.new({ name = "triplet" }):forward({ a, a }) end, "3 embeddings")
+    raises(function() losses.new({ name = "contrastive" }):forward({ a, a }, { 1, 0 }) end, "expects 4 labels")
+    raises(function() losses.new({ name = "batch_all_triplet" }):forward({ a }) end, "expects 4 labels")
+    local four = { { 1, 2 }, { 1, 2 }, { 1, 2 }, { 1, 2 } }
+    raises(function() losses.new({ name = "mse" }):forward({ a }, four) end, "has 2 numbers, the student's has 8")
+    local threes = { { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 } }
+    raises(function() losses.new({ name = "margin_mse" }):forward({ a, a, a }, threes) end, "label 1 must be")
+    raises(function() losses.new({ name = "angle" }):forward({ a, a }) end, "expects 4 labels")
+    -- no state is kept by a failed forward, and a host loss frees what it saved
+    local before = memory.stats().allocated
+    local l = losses.new({ name = "batch_hard_triplet" })
+    l:forward({ a }, { 0, 0, 1, 1 })
+    for _, g in ipairs(l:backward()) do g:free() end
+    assert(memory.stats().allocated == before)
+    a:free()
   end },
   { "parameters_iterate_and_index", function()
     local loss = losses.new({ name = "softmax", num_labels = 3 }, { dim = 4, seed = 3 })

@@ -53,6 +53,8 @@ local function host_loss(scale, cos, y)
   return loss, dcos
 end
 
+M.host_loss = host_loss   -- also AnglE's (trainer.losses.angle), over its own similarity
+
 function CoSENT:forward(embs, labels)
   return base.pair_score_forward(self, embs, labels, ops.cosent_loss, self.scale,
     function(cos, y) return host_loss(self.scale, cos, y) end)

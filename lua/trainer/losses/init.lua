@@ -9,7 +9,13 @@
 -- symmetric = true: MultipleNegativesSymmetricRankingLoss), cosent (CoSENTLoss), cosine
 -- (CosineSimilarityLoss; score_scale divides the gold scores), softmax (SoftmaxLoss; needs
 -- num_labels and opts.dim), cross_entropy (classification-head logits; label_smoothing),
--- matryoshka (MatryoshkaLoss over dims, weights, inner). The protocol every loss follows is
+-- matryoshka (MatryoshkaLoss over dims, weights, inner), contrastive (ContrastiveLoss),
+-- online_contrastive (OnlineContrastiveLoss), triplet (TripletLoss), batch_hard_triplet,
+-- batch_semi_hard_triplet, batch_all_triplet (Batch*TripletLoss; margin, distance), mse
+-- (MSELoss) and margin_mse (MarginMSELoss): distillation from a teacher's embeddings or
+-- margins in the labels, or from loss.teacher (a model folder), angle (AnglELoss: CoSENT over
+-- the angle similarity; scale), gist (GISTEmbedLoss: MNRL with a guide's false-negative
+-- filter; the guide's embeddings in the labels or loss.teacher). The protocol every loss follows is
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
 -- deferred (forward returns a trainer.train.deferred value, read once per logged step).
@@ -22,6 +28,16 @@ local modules = {
   softmax = "trainer.losses.softmax",
   cross_entropy = "trainer.losses.cross_entropy",
   matryoshka = "trainer.losses.matryoshka",
+  contrastive = "trainer.losses.pair",
+  online_contrastive = "trainer.losses.pair",
+  triplet = "trainer.losses.pair",
+  batch_hard_triplet = "trainer.losses.batch_triplet",
+  batch_semi_hard_triplet = "trainer.losses.batch_triplet",
+  batch_all_triplet = "trainer.losses.batch_triplet",
+  mse = "trainer.losses.distill",
+  margin_mse = "trainer.losses.distill",
+  angle = "trainer.losses.angle",
+  gist = "trainer.losses.gist",
 }
 
 function M.names()

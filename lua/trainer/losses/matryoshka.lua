@@ -1,8 +1,9 @@
 -- trainer.losses.matryoshka: MatryoshkaLoss (sentence-transformers 6.x) around an inner loss
--- (mnrl, cosent or cosine):
+-- (mnrl, cosent, cosine, or one of the distance losses: contrastive, online_contrastive,
+-- triplet, batch_*_triplet):
 --   loss = sum over dims d of weight_d * inner(normalize(e_1[:, :d]), normalize(e_2[:, :d]), ...)
 -- with each embedding truncated to its first d dims and L2-normalised (sentence-transformers'
--- `shrink`; the cosine losses do not see the normalisation, other inner losses would).
+-- `shrink`; the cosine losses do not see the normalisation, the euclidean and manhattan ones do).
 -- weights default to 1 each; dims are visited largest first, as there. Each dim has its own
 -- inner loss object, so their saved states coexist between forward and backward.
 -- Gradients: for every input, the truncated gradients go back through the normalisation and

@@ -173,7 +173,9 @@ function M.estimate(recipe, opts)
   if not classification then
     local cols = recipe.data and recipe.data.columns and #recipe.data.columns or 2
     texts = cols
-    if recipe.loss and (recipe.loss.name == "cosent" or recipe.loss.name == "cosine" or recipe.loss.name == "softmax") then
+    local labelled = { cosent = true, cosine = true, softmax = true, angle = true, contrastive = true, online_contrastive = true,
+      batch_hard_triplet = true, batch_semi_hard_triplet = true, batch_all_triplet = true }
+    if recipe.loss and (labelled[recipe.loss.name] or (recipe.loss.name == "matryoshka" and labelled[recipe.loss.inner])) then
       texts = cols - 1
     end
     texts = math.max(1, texts)
@@ -231,6 +233,22 @@ function M.estimate(recipe, opts)
     workspace = workspace + collective
   end
 
+  -- a distillation teacher (loss.teacher): its frozen weights, bf16 on a GPU (trainer.losses.teacher)
+  if recipe.loss and recipe.loss.teacher then
+    local tf = io.open(recipe.loss.teacher .. "/config.json", "r")
+    if not tf then
+      errors.user("loss.teacher: %s: no config.json there; point loss.teacher at a model folder (config.json, "
+        .. "model.safetensors and a tokenizer), as model.from", recipe.loss.teacher)
+    end
+    tf:close()
+    local tc = model_config({ from = recipe.loss.teacher })
+    local tsource = recipe.loss.teacher .. "/config.json"
+    local tterms = registry.family(registry.model_type_of(tc, tsource), tsource).plan_terms(tc)
+    local n = 0
+    for _, p in ipairs(tterms.embeddings) do n = n + p.n end
+    for _, p in ipairs(tterms.layer) do n = n + tterms.layers * p.n end
+    weights = weights + (gpu and 2 or 4) * n
+  end
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
   local total = weights + grads + optimizer + activations + workspace

@@ -71,7 +71,7 @@ local model = S.record {
 local data = S.record {
   doc = "training and evaluation data",
   order = { "train", "eval", "columns", "eval_columns", "format", "build", "label_map", "filter",
-            "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
+            "shuffle", "bucket", "sampler", "max_rows", "skip_bad", "hint" },
   fields = {
     train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
     eval = path { doc = "evaluation file (STS pairs with scores, or labelled NLI pairs)" },
@@ -85,6 +85,9 @@ local data = S.record {
     filter = S.func { doc = "function(row) returning true for the rows to keep" },
     shuffle = S.boolean { default = true, doc = "shuffle training rows each epoch (seeded)" },
     bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
+    sampler = S.string { enum = { "default", "group_by_label" }, default = "default",
+                         doc = "group_by_label: several rows of each label in every batch (even batch.size >= 4), for "
+                            .. "batch_*_triplet" },
     max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
     skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping (the count and the first one are printed "
                           .. "before training and kept in summary.json)" },
@@ -95,26 +98,55 @@ local data = S.record {
 local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
-            "num_labels", "label_smoothing" },
+            "num_labels", "label_smoothing", "margin", "distance", "teacher", "temperature", "margin_strategy",
+            "contrast_anchors", "contrast_positives" },
   fields = {
-    name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka" }, default = "mnrl",
-                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka" },
-    scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl and cosent" },
+    name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
+                               "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
+                               "batch_all_triplet", "mse", "margin_mse", "angle", "gist" }, default = "mnrl",
+                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka, "
+                         .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
+                         .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label), "
+                         .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher), "
+                         .. "angle (AnglE: CoSENT over the angle similarity), gist (GISTEmbed: mnrl with a guide model, loss.teacher)" },
+    scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl, cosent and angle" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
     mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
     score_scale = S.number { gt = 0, default = 1, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
     weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
-    inner = S.string { enum = { "mnrl", "cosent", "cosine" }, default = "mnrl", doc = "matryoshka: the loss applied at each size" },
+    inner = S.string { enum = { "mnrl", "cosent", "cosine", "angle", "contrastive", "online_contrastive", "triplet",
+                                "batch_hard_triplet", "batch_semi_hard_triplet", "batch_all_triplet" },
+                       default = "mnrl", doc = "matryoshka: the loss applied at each size" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
+    margin = S.number { min = 0, doc = "contrastive, online_contrastive: distance margin of negatives (default 0.5); triplet, "
+                        .. "batch_*_triplet: margin between positive and negative distance (default 5); gist: "
+                        .. "how far below the positive's guide score a negative may be and still be dropped (default 0)" },
+    distance = S.string { enum = { "euclidean", "cosine", "manhattan" },
+                          doc = "contrastive, online_contrastive: default cosine (1 - cos); triplet, batch_*_triplet: default "
+                             .. "euclidean (manhattan: not for batch_*_triplet)" },
+    teacher = path { doc = "mse, margin_mse: the teacher's model folder, gist: the guide's (embeds each batch without "
+                        .. "gradients, in bf16 on a GPU); without it the label column holds the teacher's embeddings or margins" },
+    temperature = S.number { gt = 0, default = 0.01, doc = "gist: temperature dividing the cosine scores" },
+    margin_strategy = S.string { enum = { "absolute", "relative" }, default = "absolute",
+                                 doc = "gist: a negative is dropped when the guide scores it above the positive's score less "
+                                    .. "loss.margin (absolute) or less |score| * loss.margin (relative)" },
+    contrast_anchors = S.boolean { default = true, doc = "gist: anchors are negatives of each other" },
+    contrast_positives = S.boolean { default = true, doc = "gist: positives are negatives of each other" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
     if l.name == "matryoshka" and not l.dims then err("dims", "is required with name = \"matryoshka\", e.g. { 768, 512, 256 }") end
     if l.weights and l.dims and #l.weights ~= #l.dims then
       err("weights", ("must list one number per entry of loss.dims (%d), got %d"):format(#l.dims, #l.weights))
+    end
+    if l.distance == "manhattan" and l.name:match("^batch_") then
+      err("distance", "batch_*_triplet losses take \"euclidean\" or \"cosine\"")
+    end
+    if l.teacher and l.name ~= "mse" and l.name ~= "margin_mse" and l.name ~= "gist" then
+      err("teacher", "only the distillation losses (mse, margin_mse) and gist (its guide) take a teacher")
     end
     if l.name == "softmax" and not l.num_labels then
       err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")

@@ -78,7 +78,7 @@ local PURPOSE_ROWS, PURPOSE_BATCHES, PURPOSE_NLI = sites.shuffle.rows, sites.shu
 local FORMAT_ID = { jsonl = 0, tsv = 1, csv = 2 }
 local TARGET_NAMES = {
   score = true, scores = true, label = true, labels = true, gold_label = true, similarity = true,
-  relatedness = true, relatedness_score = true, target = true,
+  relatedness = true, relatedness_score = true, target = true, teacher = true, margin = true, margins = true,
 }
 local NLI_LABELS = { entailment = true, neutral = true, contradiction = true }
 local DEFAULT_COLUMNS = {
@@ -226,6 +226,21 @@ function Dataset:_target(v, name, line)
     if NLI_LABELS[m] then return m end
     return nil, ("%s: line %d: field '%s' is %q, not entailment, neutral or contradiction (map it to one with "
       .. "data.label_map)"):format(self.path, line, name, tostring(v))
+  end
+  -- a list of numbers (or of such lists): a teacher's embeddings, margins or scores (mse, margin_mse)
+  if type(v) == "table" and self.label_map == nil then
+    for i, x in ipairs(v) do
+      local ok = type(x) == "number"
+      if type(x) == "table" then
+        ok = #x > 0
+        for _, y in ipairs(x) do if type(y) ~= "number" then ok = false end end
+      end
+      if not ok then
+        return nil, ("%s: line %d: field '%s' item %d is not a number (or a list of numbers)"):format(self.path,
+          line, name, i)
+      end
+    end
+    if #v > 0 then return v end
   end
   if self.label_map then
     local m = self.label_map[key_of(v)]
@@ -535,7 +550,8 @@ M.Loader = Loader
 
 -- opts: batch_size (required), seed (default the dataset's), shuffle (true), bucket
 -- (false), no_duplicates (false), window (batches per bucketing window, 100),
--- drop_last (false), length (function(row) -> number, for bucketing).
+-- drop_last (false), length (function(row) -> number, for bucketing), group_by_label (false:
+-- Loader:_grouped's batches, several rows of each label per batch).
 function Dataset:loader(opts)
   opts = opts or {}
   local b = opts.batch_size
@@ -545,6 +561,7 @@ function Dataset:loader(opts)
   local ld = setmetatable({
     ds = self, batch_size = b, seed = opts.seed or self.seed, shuffle = opts.shuffle ~= false,
     bucket = opts.bucket == true, no_duplicates = opts.no_duplicates == true,
+    group_by_label = opts.group_by_label == true,
     window = opts.window or M.DEFAULT_WINDOW, drop_last = opts.drop_last == true, length = opts.length,
     epoch = 0, position = 0,
   }, Loader)
@@ -602,8 +619,86 @@ function Loader:_cut(pool, exhausted)
   return batches, {}
 end
 
+-- group_by_label: the batches of one epoch as sentence-transformers' GroupByLabelBatchSampler
+-- makes them, for losses that compare the rows of a batch by label (batch_*_triplet): rows
+-- are grouped by their label (the field after the texts), labels with fewer than 2 rows left
+-- out; each label's rows are shuffled and cut to an even count; then round by round, in a
+-- label order shuffled each round, every label still holding rows gives 2, until fewer than 2
+-- labels do; the stream is cut into batches, the last one kept when it has at least 4 rows
+-- (and drop_last is false). Seeded per epoch like the other orders.
+function Loader:_grouped(epoch)
+  local B = self.batch_size
+  if B < 4 or B % 2 == 1 then
+    errors.user("data.sampler = \"group_by_label\": batch.size must be an even number >= 4, got %d", B)
+  end
+  local src, close = self.ds:_stream(epoch, false, self.seed)
+  local groups, labels, at = {}, {}, self.ds.ntexts + 1
+  while true do
+    local row = src()
+    if row == nil then break end
+    local y = row[at]
+    if y == nil then
+      errors.user("data.sampler = \"group_by_label\": rows need a label after their %d text column(s) (data.columns)",
+        self.ds.ntexts)
+    end
+    if not groups[y] then groups[y] = {} labels[#labels + 1] = y end
+    local g = groups[y]
+    g[#g + 1] = row
+  end
+  close()
+  local counter = 0
+  local function permute(t)
+    for i = #t - 1, 1, -1 do
+      local j = below(self.seed, epoch, PURPOSE_BATCHES, counter, i + 1)
+      counter = counter + 1
+      t[i + 1], t[j + 1] = t[j + 1], t[i + 1]
+    end
+  end
+  local queues, remaining = {}, {}
+  for _, y in ipairs(labels) do
+    local g = groups[y]
+    if #g >= 2 then
+      permute(g)
+      if #g % 2 == 1 then g[#g] = nil end
+      queues[y] = { rows = g, next = 1 }
+      remaining[#remaining + 1] = y
+    end
+  end
+  if #remaining < 2 then
+    errors.user("data.sampler = \"group_by_label\": needs at least 2 labels with 2 or more rows each, the data has %d",
+      #remaining)
+  end
+  local batches, batch, last = {}, {}, nil
+  while #remaining >= 2 do
+    permute(remaining)
+    -- consecutive pairs within a batch come from different labels
+    if #batch > 0 and remaining[1] == last then remaining[1], remaining[2] = remaining[2], remaining[1] end
+    for _, y in ipairs(remaining) do
+      local q = queues[y]
+      batch[#batch + 1], batch[#batch + 2] = q.rows[q.next], q.rows[q.next + 1]
+      q.next = q.next + 2
+      if #batch >= B then
+        local rest = {}
+        for k = B + 1, #batch do rest[#rest + 1] = batch[k] batch[k] = nil end
+        batches[#batches + 1], batch = batch, rest
+      end
+    end
+    last = remaining[#remaining]
+    local still = {}
+    for _, y in ipairs(remaining) do if queues[y].next <= #queues[y].rows then still[#still + 1] = y end end
+    remaining = still
+  end
+  if not self.drop_last and #batch >= 4 then batches[#batches + 1] = batch end
+  local i = 0
+  return function()
+    i = i + 1
+    return batches[i]
+  end, function() end
+end
+
 -- The pipeline of one epoch: next() -> batch or nil, close().
 function Loader:_pipeline(epoch)
+  if self.group_by_label then return self:_grouped(epoch) end
   local src, close = self.ds:_stream(epoch, self.shuffle, self.seed)
   local ready, ri, nready, carry, exhausted, bcounter = {}, 1, 0, {}, false, 0
   local target = self.window * self.batch_size
@@ -670,10 +765,10 @@ function Loader:batches()
   return function() return self:next() end
 end
 
--- Batches in one epoch: exact without no_duplicates; with it, epoch 0's count from a
+-- Batches in one epoch: exact without no_duplicates and group_by_label; with either, epoch 0's count from a
 -- dry run (other epochs may differ by a batch or two).
 function Loader:batches_per_epoch()
-  if not self.no_duplicates then
+  if not self.no_duplicates and not self.group_by_label then
     local n, B = self.ds.n, self.batch_size
     return self.drop_last and math.floor(n / B) or math.ceil(n / B)
   end
@@ -735,7 +830,7 @@ end
 
 -- ---------------------------------------------------------------- from a recipe
 
-local IN_BATCH_NEGATIVES = { mnrl = true }
+local IN_BATCH_NEGATIVES = { mnrl = true, gist = true }
 
 -- The training dataset and loader of a recipe (recipe.data.train required; the schema's
 -- defaults fill what a partial one leaves out);
@@ -752,7 +847,7 @@ function M.train(recipe, opts)
   local nodup = IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
   local ld = ds:loader {
     batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
-    bucket = d.bucket, no_duplicates = nodup, length = opts.length,
+    bucket = d.bucket, no_duplicates = nodup, length = opts.length, group_by_label = d.sampler == "group_by_label",
   }
   return ds, ld
 end

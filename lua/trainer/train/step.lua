@@ -294,6 +294,8 @@ function M.micro(ctx)
   local cols, labels = M.split_rows(ctx.batch, ctx.ntexts)
   local opts = { max_length = ctx.max_length or model.max_length, truncation = true, padding = "longest",
     device = device_of(model) }
+  -- a distillation loss with a teacher model: the teacher's embeddings or scores are the labels
+  if ctx.loss.teacher then labels = ctx.loss.teacher:labels(cols, opts.max_length) end
   local cached = ctx.cached
   if cached == nil then cached = ctx.loss.cached end
   local ok, value, n_tokens = pcall(function()
