@@ -9,10 +9,13 @@
 -- symmetric = true: MultipleNegativesSymmetricRankingLoss), cosent (CoSENTLoss), cosine
 -- (CosineSimilarityLoss; score_scale divides the gold scores), softmax (SoftmaxLoss; needs
 -- num_labels and opts.dim), cross_entropy (classification-head logits; label_smoothing),
--- matryoshka (MatryoshkaLoss over dims, weights, inner). The protocol every loss follows is
+-- matryoshka (MatryoshkaLoss over dims, weights, inner); for cross-encoders (one logit per
+-- text pair): bce (BinaryCrossEntropyLoss) and, with opts.cross_encoder, cross_entropy is the
+-- listwise loss over each query's positive and negatives (trainer.losses.listwise). The protocol every loss follows is
 -- in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
--- deferred (forward returns a trainer.train.deferred value, read once per logged step).
+-- deferred (forward returns a trainer.train.deferred value, read once per logged step),
+-- cross_encoder (the model scores text pairs: cross_entropy is the listwise loss).
 local M = {}
 
 local modules = {
@@ -22,6 +25,7 @@ local modules = {
   softmax = "trainer.losses.softmax",
   cross_entropy = "trainer.losses.cross_entropy",
   matryoshka = "trainer.losses.matryoshka",
+  bce = "trainer.losses.bce",
 }
 
 function M.names()
@@ -36,7 +40,9 @@ end
 function M.new(spec, opts)
   if type(spec) == "string" then spec = { name = spec } end
   spec = require("trainer.recipe.keys").resolve("loss", spec or {})
-  local loss = require(modules[spec.name]).new(spec, opts or {}, M.new)
+  local module = modules[spec.name]
+  if spec.name == "cross_entropy" and opts and opts.cross_encoder then module = "trainer.losses.listwise" end
+  local loss = require(module).new(spec, opts or {}, M.new)
   -- opts.deferred (a run on a device): forward returns trainer.train.deferred values
   if opts and opts.deferred then loss.deferred = true end
   return loss

@@ -1,0 +1,112 @@
+-- Cross-encoders (rerankers) against sentence-transformers on a tiny random BERT cross-encoder
+-- it saved (tests/ref/make_tiny_reranker.py: tests/data/tiny_reranker,
+-- golden_tiny_reranker.json): the logits and CrossEncoder.predict's sigmoid scores (within
+-- 1e-5); BinaryCrossEntropyLoss and the listwise cross_entropy (MultipleNegativesRankingLoss
+-- over each query's positive and hard negatives) through trainer.train.step: the loss within
+-- 1e-5 relative, gradients of the classifier and of encoder weights within 1e-5 relative (1e-6 absolute).
+local T = require("trainer.core.tensor")
+local json = require("trainer.core.json")
+local models = require("trainer.models")
+local losses = require("trainer.losses")
+local tokenizer = require("trainer.core.tokenizer")
+local step = require("trainer.train.step")
+local native = require("trainer.native")
+
+local root = native.root()
+local dir = root .. "/tests/data/tiny_reranker"
+local lib = dofile(root .. "/tests/lua/testlib.lua")
+local golden = json.read(root .. "/tests/data/golden_tiny_reranker.json")
+
+local function load()
+  local model = models.load_model(dir, { on_warning = function(w) error("unexpected warning: " .. w) end })
+  return model, tokenizer.load(dir)
+end
+
+local function check_grads(model, want, what)
+  local got = lib.grads_of(model)
+  for name, ref in pairs(want) do
+    assert(got[name], what .. ": no gradient for " .. name)
+    local rel, abs = lib.rel_err(got[name], ref)
+    -- the listwise loss's classifier.bias gradient is zero in exact arithmetic (a softmax
+    -- ignores a constant added to every score): only rounding there, checked absolutely
+    if abs <= 1e-6 then rel = 0 end
+    assert(rel <= 1e-5, ("%s: %s gradient relative error %.3g > 1e-5"):format(what, name, rel))
+  end
+end
+
+local function check_loss(v, want, what)
+  assert(math.abs(v - want) <= 1e-5 * math.abs(want), ("%s: loss %.9g vs %.9g"):format(what, v, want))
+end
+
+return {
+  { "scores_match_crossencoder_predict", function()
+    local model, tok = load()
+    assert(model.task == "classification" and model.num_labels == 1, "a one-label sequence classifier")
+    local b = tok:batch(golden.pairs, { max_length = model.max_length })
+    local logits = model:forward(b)
+    tokenizer.free_batch(b)
+    assert(logits:shape()[1] == #golden.pairs and logits:shape()[2] == 1, "logits [B, 1]")
+    local v = logits:values()
+    logits:free()
+    local sigmoid = require("trainer.losses.bce").sigmoid
+    for i = 1, #golden.pairs do
+      assert(math.abs(v[i] - golden.logits[i]) <= 1e-5, ("logit %d: %.9g vs %.9g"):format(i, v[i], golden.logits[i]))
+      local s = sigmoid(v[i])
+      assert(math.abs(s - golden.scores[i]) <= 1e-5, ("score %d: %.9g vs %.9g"):format(i, s, golden.scores[i]))
+    end
+    tok:free(); model:free()
+  end },
+
+  { "bce_matches_binary_cross_entropy_loss", function()
+    local model, tok = load()
+    model:eval():set_grad_enabled(true)
+    local rows = {}
+    for i, p in ipairs(golden.pairs) do rows[i] = { p[1], p[2], golden.bce.labels[i] } end
+    local loss = losses.new({ name = "bce" })
+    local v = step.micro { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64 }
+    check_loss(v, golden.bce.loss, "bce")
+    check_grads(model, golden.bce.grads, "bce")
+    -- score_scale divides the gold scores: 0-5 scores give the same loss
+    lib.clear_grads(model)
+    for _, r in ipairs(rows) do r[3] = r[3] * 5 end
+    v = step.micro { model = model, loss = losses.new({ name = "bce", score_scale = 5 }), tokenizer = tok, batch = rows,
+      max_length = 64 }
+    check_loss(v, golden.bce.loss, "bce score_scale 5")
+    -- a label outside [0, 1] names the row
+    local ok, err = pcall(step.micro, { model = model, loss = losses.new({ name = "bce" }), tokenizer = tok, batch = rows,
+      max_length = 64 })
+    assert(not ok and tostring(require("trainer.core.errors").message(err)):find("not in %[0, 1%]"), tostring(err))
+    lib.clear_grads(model)
+    tok:free(); model:free()
+  end },
+
+  { "listwise_cross_entropy_matches_mnrl_hard_negatives", function()
+    local model, tok = load()
+    model:eval():set_grad_enabled(true)
+    local lw = golden.listwise
+    local rows = {}
+    for i, q in ipairs(lw.queries) do
+      rows[i] = { q, lw.positives[i] }
+      for _, n in ipairs(lw.negatives[i]) do rows[i][#rows[i] + 1] = n end
+    end
+    local loss = losses.new({ name = "cross_entropy" }, { cross_encoder = true })
+    assert(loss.listwise, "cross_entropy of a cross-encoder is the listwise loss")
+    local v = step.micro { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64 }
+    check_loss(v, lw.loss, "listwise")
+    check_grads(model, lw.grads, "listwise")
+    lib.clear_grads(model)
+    -- a row without a negative is an error that says what the rows need
+    local ok, err = pcall(step.micro, { model = model, loss = loss, tokenizer = tok, max_length = 64,
+      batch = { { "q", "p" }, { "q2", "p2" } } })
+    assert(not ok and tostring(require("trainer.core.errors").message(err)):find("at least one negative"), tostring(err))
+    tok:free(); model:free()
+  end },
+
+  { "bce_needs_one_logit", function()
+    local loss = losses.new({ name = "bce" })
+    local logits = T.from_table({ { 1, 2 }, { 3, 4 } })
+    local ok, err = pcall(loss.forward, loss, { logits }, { 1, 0 })
+    logits:free()
+    assert(not ok and tostring(require("trainer.core.errors").message(err)):find("a cross%-encoder gives one"), tostring(err))
+  end },
+}
