@@ -17,11 +17,18 @@ sentence-transformers' CrossEncoder, and the goldens of its scores, losses and r
     rerank                         CrossEncoderRerankingEvaluator(samples, at_k 10) metrics (map, mrr@10, ndcg@10)
 
 The model runs in eval mode (no dropout), eager attention, float32, one thread.
-Usage: /work/venv-rerank/bin/python tests/ref/make_tiny_reranker.py
+
+The other way, trainer -> sentence-transformers (needs a built ./trainer; writes nothing): the cross-encoders
+`./trainer tests/cli/cross_encoder_stsb.lua` trains (a new head on tests/data/tiny_bert, and tiny_reranker
+further trained) must load in CrossEncoder, whose predict must equal `trainer classify` within 1e-5.
+
+Usage: /work/venv-rerank/bin/python tests/ref/make_tiny_reranker.py [--check-trainer]
 """
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 import torch
 from transformers import BertForSequenceClassification
@@ -137,5 +144,31 @@ def main():
           gold["rerank"]["metrics"])
 
 
+def check_trainer():
+    trainer = os.path.join(ROOT, "trainer")
+    pairs = PAIRS + [[q, p] for q, p in zip(QUERIES, POSITIVES)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tsv = os.path.join(tmp, "pairs.tsv")
+        with open(tsv, "w", encoding="utf-8") as f:
+            f.writelines(f"{a}\t{b}\n" for a, b in pairs)
+        for name, extra in (("new_head", []), ("from_crossencoder", ["model.from=tests/data/tiny_reranker"])):
+            out = os.path.join(tmp, name)
+            subprocess.run([trainer, "tests/cli/cross_encoder_stsb.lua", f"out={out}"] + extra, cwd=ROOT, check=True)
+            ckpt = os.path.join(out, "checkpoint-4")
+            got = subprocess.run([trainer, "classify", ckpt, tsv], cwd=ROOT, check=True, capture_output=True,
+                                 text=True).stdout.splitlines()
+            ours = [json.loads(line)["score"] for line in got]
+            ce = CrossEncoder(ckpt, model_kwargs={"attn_implementation": "eager", "dtype": torch.float32})
+            ce.eval()
+            assert ce.num_labels == 1 and isinstance(ce.activation_fn, torch.nn.Sigmoid), (ce.num_labels, ce.activation_fn)
+            ref = [float(x) for x in ce.predict(pairs)]
+            worst = max(abs(a - b) for a, b in zip(ours, ref))
+            print(f"{name}: CrossEncoder loads the checkpoint; predict vs trainer classify max |diff| {worst:.3g}")
+            assert worst <= 1e-5, (ours, ref)
+
+
 if __name__ == "__main__":
-    main()
+    if "--check-trainer" in sys.argv:
+        check_trainer()
+    else:
+        main()
