@@ -5,7 +5,8 @@
 # sentence-transformers' CrossEncoder applies (none of the embedding model's
 # sentence-transformers files), and `trainer classify` scores pairs with it (sigmoid scores);
 # the listwise cross_entropy trains on (query, positive, negative, negative) rows; a
-# cross-encoder with an embedding loss is refused with the two losses it takes.
+# cross-encoder with an embedding loss is refused with the two losses it takes; `trainer rerank`
+# ranks documents as CrossEncoder.rank does, keeps --top-k, refuses a folder without a head.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
@@ -32,6 +33,21 @@ run_trainer classify "$C" "$TMP/pairs.tsv"
 expect_rc bce_checkpoint_classifies 0
 if [ "$(grep -c '^{"score":0\.[0-9]*}$' "$TMP/out")" = 2 ]; then pass classify_sigmoid_scores
 else fail classify_sigmoid_scores "$(head -c 300 "$TMP/out")"; fi
+
+# trainer rerank: CrossEncoder.rank's order and scores (golden_tiny_reranker.json's rank), --top-k
+printf 'is the dog good?\nhej katt\n' >"$TMP/queries.txt"
+printf 'The dog is very good.\nThe cat is not on the mat.\nJag har en hund.\nA good dog.\nHej!\n' >"$TMP/docs.txt"
+run_trainer rerank $D/tiny_reranker "$TMP/queries.txt" "$TMP/docs.txt" --batch 2
+expect_rc rerank_rc 0
+if [ "$(wc -l <"$TMP/out")" = 2 ] && head -1 "$TMP/out" | grep -q '^{"query":"is the dog good?","ranking":\[{"corpus_id":0,"score":0.74851[0-9]*},{"corpus_id":4,"score":0.70965[0-9]*},{"corpus_id":2,.*{"corpus_id":3,.*{"corpus_id":1,'; then
+  pass rerank_matches_crossencoder_rank
+else fail rerank_matches_crossencoder_rank "$(head -c 400 "$TMP/out")"; fi
+run_trainer rerank "$C" "$TMP/queries.txt" "$TMP/docs.txt" --top-k 2
+if [ "$RC" = 0 ] && [ "$(grep -o corpus_id "$TMP/out" | wc -l)" = 4 ]; then pass rerank_top_k
+else fail rerank_top_k "rc $RC: $(head -c 300 "$TMP/out")"; fi
+run_trainer rerank $D/tiny_bert "$TMP/queries.txt" "$TMP/docs.txt"
+expect_rc rerank_refuses_headless_folder 1
+expect_err rerank_says_no_head 'no classification head'
 
 # the listwise loss: a query, its positive and two negatives a row
 {

@@ -10,6 +10,7 @@ local models = require("trainer.models")
 local losses = require("trainer.losses")
 local tokenizer = require("trainer.core.tokenizer")
 local step = require("trainer.train.step")
+local rerank = require("trainer.train.rerank")
 local native = require("trainer.native")
 
 local root = native.root()
@@ -108,5 +109,49 @@ return {
     local ok, err = pcall(loss.forward, loss, { logits }, { 1, 0 })
     logits:free()
     assert(not ok and tostring(require("trainer.core.errors").message(err)):find("a cross%-encoder gives one"), tostring(err))
+  end },
+
+  { "rank_matches_crossencoder_rank", function()
+    local model, tok = load()
+    local g = golden.rank
+    local pairs = {}
+    for i, d in ipairs(g.documents) do pairs[i] = { g.query, d } end
+    local r = rerank.rank(rerank.scores(model, tok, pairs, { batch_size = 2 }))
+    for i, want in ipairs(g.ranking) do
+      assert(r[i].corpus_id == want.corpus_id, ("rank %d: document %d vs %d"):format(i, r[i].corpus_id, want.corpus_id))
+      assert(math.abs(r[i].score - want.score) <= 1e-5, ("rank %d: score %.9g vs %.9g"):format(i, r[i].score, want.score))
+    end
+    tok:free(); model:free()
+  end },
+
+  { "reranking_evaluator_matches", function()
+    local model, tok = load()
+    local got = rerank.evaluate(function(pairs) return rerank.scores(model, tok, pairs) end, golden.rerank.samples)
+    for name, want in pairs(golden.rerank.metrics) do
+      assert(got[name] and math.abs(got[name] - want) <= 1e-9, ("%s: %s vs %.12g"):format(name, tostring(got[name]), want))
+    end
+    assert(got.n == #golden.rerank.samples, "n")
+    tok:free(); model:free()
+  end },
+
+  { "reranking_metrics_ties_and_misses", function()
+    -- ties: sklearn averages tied gains (dcg) and counts a tied group at once (AP); numpy's
+    -- reversed argsort puts the later of tied candidates first (MRR)
+    local samples = { { query = "q", positive = { "a", "c" }, negative = { "b", "d" } },
+                      { query = "q2", positive = "x", documents = { "y", "z" } } }
+    local m = rerank.evaluate(function(p) assert(#p == 7) return { 0.5, 0.5, 0.5, 0.1, 0.9, 0.2, 0.3 } end,
+      samples)
+    -- sample 1: candidates a, c (relevant), b, d scored 0.5, 0.5, 0.5, 0.1: the three tied
+    -- share positions 1-3 (gain 2/3 each); AP: precision 2/3 at recall 1; MRR: the later of
+    -- the tie (b, irrelevant) first, then c: 1/2
+    local d = (2 / 3) * (1 + 1 / math.log(3, 2) + 0.5)
+    local ideal = 1 + 1 / math.log(3, 2)
+    assert(math.abs(d / ideal - 0.8710490642551526) <= 1e-12, "compute_metrics' NDCG of sample 1")
+    assert(math.abs(m["ndcg@10"] - (d / ideal + 1) / 2) <= 1e-12, "ndcg " .. m["ndcg@10"])
+    assert(math.abs(m.map - (2 / 3 + 1) / 2) <= 1e-12, "map " .. m.map)
+    assert(math.abs(m["mrr@10"] - (0.5 + 1) / 2) <= 1e-12, "mrr " .. m["mrr@10"])
+    -- sample 2: x, the positive, is reranked with the documents y, z (0.9 first): 1 each; its
+    -- base (the documents' order) finds no positive: 0, the only sample with documents
+    assert(m.base_map == 0 and m["base_mrr@10"] == 0, "base")
   end },
 }
