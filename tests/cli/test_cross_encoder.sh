@@ -6,7 +6,8 @@
 # sentence-transformers files), and `trainer classify` scores pairs with it (sigmoid scores);
 # the listwise cross_entropy trains on (query, positive, negative, negative) rows; a
 # cross-encoder with an embedding loss is refused with the two losses it takes; `trainer rerank`
-# ranks documents as CrossEncoder.rank does, keeps --top-k, refuses a folder without a head.
+# ranks documents as CrossEncoder.rank does, keeps --top-k, refuses a folder without a head; a
+# run's evaluation groups labelled eval pairs by query into reranking metrics (MAP, MRR@10, NDCG@10).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
@@ -58,6 +59,21 @@ expect_err rerank_says_no_head 'no classification head'
 } >"$TMP/listwise.jsonl"
 train listwise tests/cli/cross_encoder_stsb.lua loss.name=cross_entropy data.train="$TMP/listwise.jsonl" \
   'data.columns={"query","pos","n1","n2"}' batch.size=2
+
+# evaluation: labelled pairs grouped by query, the reranking metrics in summary.json
+{
+  echo '{"q": "what is the cat doing?", "d": "A bird.", "label": 0}'
+  echo '{"q": "is the dog good?", "d": "The dog is very good.", "label": 1}'
+  echo '{"q": "what is the cat doing?", "d": "The cat sat on the mat.", "label": 1}'
+  echo '{"q": "what is the cat doing?", "d": "This was bad.", "label": 0}'
+  echo '{"q": "is the dog good?", "d": "Hej!", "label": 0}'
+} >"$TMP/rerank_eval.jsonl"
+train eval tests/cli/cross_encoder_stsb.lua data.eval="$TMP/rerank_eval.jsonl" 'data.eval_columns={"q","d","label"}' \
+  loss.name=cross_entropy data.train="$TMP/listwise.jsonl" 'data.columns={"query","pos","n1"}' \
+  eval.at_start=true
+if grep -q '"mrr@10"' "$TMP/eval/summary.json" && grep -q '"ndcg@10"' "$TMP/eval/summary.json" \
+  && grep -q '"base_map"' "$TMP/eval/summary.json"; then pass eval_reranking_metrics
+else fail eval_reranking_metrics "$(grep -A8 '"eval"' "$TMP/eval/summary.json" | head -c 400)"; fi
 
 run_trainer tests/cli/cross_encoder_stsb.lua out="$TMP/bad" loss.name=mnrl
 expect_rc cross_encoder_refuses_mnrl 1

@@ -140,6 +140,27 @@ local function text_list(v, what, i)
   return v
 end
 
+-- Reranking samples of labelled pairs (query, document, label), as a recipe's eval file gives
+-- them: the rows of one query, in file order, are its candidate documents; those whose label
+-- is at least `threshold` its positives.
+function M.samples_of_rows(rows, threshold)
+  local samples, of = {}, {}
+  for i, r in ipairs(rows) do
+    local q, d, y = r[1], r[2], r[#r]
+    if type(q) ~= "string" or type(d) ~= "string" or type(y) ~= "number" then
+      errors.user("evaluate.rerank: eval row %d must be a query, a document and a label (data.eval_columns)", i)
+    end
+    local s = of[q]
+    if not s then
+      s = { query = q, positive = {}, documents = {} }
+      of[q], samples[#samples + 1] = s, s
+    end
+    s.documents[#s.documents + 1] = d
+    if y >= threshold then s.positive[#s.positive + 1] = d end
+  end
+  return samples
+end
+
 function M.evaluate(score_fn, samples, opts)
   opts = opts or {}
   local k = opts.at_k or 10
