@@ -15,6 +15,8 @@
 #   tests/cudacpu/ (train_*.sh and their *.lua: the whole-run comparisons)
 #   tests/lua/testlib.lua (the helpers those Lua files load)
 #   tests/data/tiny_{distilbert,distilbert_cls,roberta_cls}/ (what train_families.sh trains)
+#   tests/data/tiny_bert/, tests/cli/cross_encoder_stsb.lua, data/{stsb_train,swenli_dev}.jsonl.gz
+#     (what train_cross_encoder.sh trains)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,11 @@ mkdir -p "$stage/tests/lua"
 cp tests/lua/testlib.lua "$stage/tests/lua/"
 mkdir -p "$stage/tests/data"
 cp -R tests/data/tiny_distilbert tests/data/tiny_distilbert_cls tests/data/tiny_roberta_cls "$stage/tests/data/"
+# train_cross_encoder.sh: its recipe, the tiny BERT it puts a head on, the shipped pairs it trains on
+cp -R tests/data/tiny_bert "$stage/tests/data/"
+mkdir -p "$stage/tests/cli" "$stage/data"
+cp tests/cli/cross_encoder_stsb.lua "$stage/tests/cli/"
+cp data/stsb_train.jsonl.gz data/swenli_dev.jsonl.gz "$stage/data/"
 mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"
 for f in "$built"/tests/* "$built"/bench/*; do [ -f "$f" ] && cp "$f" "$stage/bin/"; done
