@@ -110,8 +110,8 @@ function M.estimate(recipe, opts)
   local family = registry.family(registry.model_type_of(c, source, m.arch), source)
   local terms = family.plan_terms(c)
   local L, P = terms.layers, terms.positions
-  local classification = m.task == "classification"
-  local K = m.num_labels or (m.labels and #m.labels) or 3
+  local classification = m.task == "classification" or m.task == "cross_encoder"
+  local K = m.task == "cross_encoder" and 1 or m.num_labels or (m.labels and #m.labels) or 3
 
   -- parameters: { count, rows, cols, trainable, product (a weight that a matrix product reads) }
   local params = {}
