@@ -4,6 +4,7 @@
 # transformers BertForSequenceClassification folder with one label and the sigmoid activation
 # sentence-transformers' CrossEncoder applies (none of the embedding model's
 # sentence-transformers files), and `trainer classify` scores pairs with it (sigmoid scores);
+# a LoRA run's adapter (the head in modules_to_save) scores with --adapter on the headless base;
 # the listwise cross_entropy trains on (query, positive, negative, negative) rows; a
 # cross-encoder with an embedding loss is refused with the two losses it takes; `trainer rerank`
 # ranks documents as CrossEncoder.rank does, keeps --top-k, refuses a folder without a head; a
@@ -34,6 +35,12 @@ run_trainer classify "$C" "$TMP/pairs.tsv"
 expect_rc bce_checkpoint_classifies 0
 if [ "$(grep -c '^{"score":0\.[0-9]*}$' "$TMP/out")" = 2 ]; then pass classify_sigmoid_scores
 else fail classify_sigmoid_scores "$(head -c 300 "$TMP/out")"; fi
+
+# LoRA with the head saved: classify and rerank take the adapter on the headless base folder
+train lora tests/cli/cross_encoder_stsb.lua 'lora={r=4,alpha=8,modules_to_save={"classifier"}}'
+run_trainer classify $D/tiny_bert "$TMP/pairs.tsv" --adapter "$TMP/lora/checkpoint-4"
+if [ "$RC" = 0 ] && [ "$(grep -c '^{"score":0\.[0-9]*}$' "$TMP/out")" = 2 ]; then pass lora_adapter_classifies
+else fail lora_adapter_classifies "rc $RC: $(head -c 300 "$TMP/out") $(head -c 300 "$TMP/err")"; fi
 
 # trainer rerank: CrossEncoder.rank's order and scores (golden_tiny_reranker.json's rank), --top-k
 printf 'is the dog good?\nhej katt\n' >"$TMP/queries.txt"

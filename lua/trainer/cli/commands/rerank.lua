@@ -26,7 +26,7 @@ return {
         .. "model.task = \"cross_encoder\" (recipes/reranker_stsb.lua) and rerank with the checkpoint it saves", pos[1])
     end
     local model = require("trainer.models").load_model(pos[1], { task = "classification", device = flags.device,
-      max_length = cl.int(flags, "max-length", nil) })
+      max_length = cl.int(flags, "max-length", nil), num_labels = flags.adapter and cl.adapter_num_labels(flags.adapter) })
     if flags.adapter then cl.apply_adapter(model, flags.adapter, "rerank") end
     local tok = require("trainer.core.tokenizer").load(pos[1])
     local opts = { batch_size = cl.int(flags, "batch", 32), device = flags.device }
