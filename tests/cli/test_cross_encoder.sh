@@ -8,7 +8,8 @@
 # the listwise cross_entropy trains on (query, positive, negative, negative) rows; a
 # cross-encoder with an embedding loss is refused with the two losses it takes; `trainer rerank`
 # ranks documents as CrossEncoder.rank does, keeps --top-k, refuses a folder without a head; a
-# run's evaluation groups labelled eval pairs by query into reranking metrics (MAP, MRR@10, NDCG@10).
+# run's evaluation groups labelled eval pairs by query into reranking metrics (MAP, MRR@10, NDCG@10);
+# a run resumed from a checkpoint repeats the unbroken run's losses.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
@@ -81,6 +82,18 @@ train eval tests/cli/cross_encoder_stsb.lua data.eval="$TMP/rerank_eval.jsonl" '
 if grep -q '"mrr@10"' "$TMP/eval/summary.json" && grep -q '"ndcg@10"' "$TMP/eval/summary.json" \
   && grep -q '"base_map"' "$TMP/eval/summary.json"; then pass eval_reranking_metrics
 else fail eval_reranking_metrics "$(grep -A8 '"eval"' "$TMP/eval/summary.json" | head -c 400)"; fi
+
+# resumed from its step-2 checkpoint (the new head among the saved weights), a run's losses of
+# steps 3-4 are the unbroken run's, bit for bit
+train saved tests/cli/cross_encoder_stsb.lua save.every=2
+b="$TMP/saved_resumed"; cp -r "$TMP/saved" "$b"; rm -rf "$b/checkpoint-4"
+head -n 2 "$TMP/saved/metrics.jsonl" >"$b/metrics.jsonl"
+run_trainer tests/cli/cross_encoder_stsb.lua out="$b" save.every=2 resume=latest
+expect_rc resume_rc 0
+steps() { sed -E 's/.*"loss": ?([-0-9.e+]+).*"step": ?([0-9]+).*/\2 \1/' "$1" | tr '\n' ';'; }
+if [ "$(steps "$TMP/saved/metrics.jsonl")" = "$(steps "$b/metrics.jsonl")" ] && [ -n "$(steps "$b/metrics.jsonl")" ]; then
+  pass resume_same_losses
+else fail resume_same_losses "$(steps "$TMP/saved/metrics.jsonl") vs $(steps "$b/metrics.jsonl")"; fi
 
 run_trainer tests/cli/cross_encoder_stsb.lua out="$TMP/bad" loss.name=mnrl
 expect_rc cross_encoder_refuses_mnrl 1
