@@ -1,7 +1,7 @@
 -- Cross-encoders (rerankers) against sentence-transformers on a tiny random BERT cross-encoder
 -- it saved (tests/ref/make_tiny_reranker.py: tests/data/tiny_reranker,
 -- golden_tiny_reranker.json): the logits and CrossEncoder.predict's sigmoid scores (within
--- 1e-5); BinaryCrossEntropyLoss and the listwise cross_entropy (MultipleNegativesRankingLoss
+-- 1e-5); BinaryCrossEntropyLoss (also with pos_weight) and the listwise cross_entropy (MultipleNegativesRankingLoss
 -- over each query's positive and hard negatives) through trainer.train.step: the loss within
 -- 1e-5 relative, gradients of the classifier and of encoder weights within 1e-5 relative (1e-6 absolute).
 local T = require("trainer.core.tensor")
@@ -67,6 +67,12 @@ return {
     local v = step.micro { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64 }
     check_loss(v, golden.bce.loss, "bce")
     check_grads(model, golden.bce.grads, "bce")
+    -- pos_weight (BCEWithLogitsLoss' pos_weight 3)
+    lib.clear_grads(model)
+    v = step.micro { model = model, loss = losses.new({ name = "bce", pos_weight = 3 }), tokenizer = tok, batch = rows,
+      max_length = 64 }
+    check_loss(v, golden.bce_pos_weight.loss, "bce pos_weight 3")
+    check_grads(model, golden.bce_pos_weight.grads, "bce pos_weight 3")
     -- score_scale divides the gold scores: 0-5 scores give the same loss
     lib.clear_grads(model)
     for _, r in ipairs(rows) do r[3] = r[3] * 5 end

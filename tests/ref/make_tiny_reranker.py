@@ -9,7 +9,8 @@ sentence-transformers' CrossEncoder, and the goldens of its scores, losses and r
   tests/data/golden_tiny_reranker.json
     pairs, logits, scores          CrossEncoder.predict (sigmoid of the logit) of fixed pairs
     bce                            BinaryCrossEntropyLoss on pairs with labels (1, 0, graded 0.3): loss and the
-                                   gradient of the classifier and of one attention weight
+                                   gradient of the classifier, one attention weight and the word embeddings
+    bce_pos_weight                 the same with pos_weight 3
     listwise                       MultipleNegativesRankingLoss over each query's positive and two hard
                                    negatives, no in-batch negatives, activation_fn None, scale 1 (its
                                    calculate_loss on the pairs' logits): loss and the same gradients
@@ -117,6 +118,11 @@ def main():
     loss = loss_fn([[p[0] for p in PAIRS], [p[1] for p in PAIRS]], torch.tensor(BCE_LABELS))
     loss.backward()
     gold["bce"] = {"labels": BCE_LABELS, "loss": loss.item(), "grads": grads(hf_model)}
+    loss_fn = BinaryCrossEntropyLoss(ce, pos_weight=torch.tensor(3.0))
+    ce.zero_grad()
+    loss = loss_fn([[p[0] for p in PAIRS], [p[1] for p in PAIRS]], torch.tensor(BCE_LABELS))
+    loss.backward()
+    gold["bce_pos_weight"] = {"pos_weight": 3.0, "loss": loss.item(), "grads": grads(hf_model)}
 
     mnrl = MultipleNegativesRankingLoss(ce, num_negatives=None, scale=1, activation_fn=None)
     ce.zero_grad()

@@ -1,9 +1,9 @@
 -- trainer.losses.bce: a cross-encoder's binary cross-entropy on scored pairs
 -- (sentence-transformers' cross_encoder.losses.BinaryCrossEntropyLoss, torch's
 -- BCEWithLogitsLoss): logits x [B, 1] (one score per (query, document) pair), gold y in [0, 1]
--- (1 relevant, 0 not, or a graded score):
---   loss = mean_i ( max(x_i, 0) - x_i y_i + log(1 + exp(-|x_i|)) )
---   d loss / d x_i = (sigmoid(x_i) - y_i) / B
+-- (1 relevant, 0 not, or a graded score), pos_weight p (1: plain BCE):
+--   loss = mean_i ( (1 - y_i) x_i + (1 + (p - 1) y_i) softplus(-x_i) )
+--   d loss / d x_i = ( (1 - y_i) - (1 + (p - 1) y_i) sigmoid(-x_i) ) / B
 -- The B logits are read to the host and the loss and its gradient computed there in double:
 -- one number per pair, so the read is the whole cost (it waits for the forward).
 local T = require("trainer.core.tensor")
@@ -14,9 +14,10 @@ local BCE = base.class()
 
 local M = {}
 
--- spec.score_scale: the gold scores are divided by it (5 for 0-5 STS scores).
+-- spec.score_scale: the gold scores are divided by it (5 for 0-5 STS scores); spec.pos_weight.
 function M.new(spec)
-  return setmetatable({ kind = "bce", score_scale = spec and spec.score_scale or 1 }, BCE)
+  return setmetatable({ kind = "bce", score_scale = spec and spec.score_scale or 1,
+                        pos_weight = spec and spec.pos_weight or 1 }, BCE)
 end
 
 -- The one-column logits of a cross-encoder as a Lua array of B numbers.
@@ -50,9 +51,10 @@ function BCE:forward(embs, labels)
         .. "loss.score_scale = %s; set loss.score_scale (5 for 0-5 scores) or map the labels with data.label_map",
         tostring(y[i] * self.score_scale), tostring(self.score_scale))
     end
-    local v = x[i]
-    sum = sum + math.max(v, 0) - v * y[i] + math.log(1 + math.exp(-math.abs(v)))
-    d[i] = { (sigmoid(v) - y[i]) / B }
+    local v, w = x[i], 1 + (self.pos_weight - 1) * y[i]
+    local softplus_neg = math.max(-v, 0) + math.log(1 + math.exp(-math.abs(v)))   -- log(1 + exp(-v))
+    sum = sum + (1 - y[i]) * v + w * softplus_neg
+    d[i] = { ((1 - y[i]) - w * sigmoid(-v)) / B }
   end
   self:save({}, { d = d, device = logits:device() })
   return sum / B

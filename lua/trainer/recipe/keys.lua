@@ -95,7 +95,7 @@ local data = S.record {
 local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
-            "num_labels", "label_smoothing" },
+            "num_labels", "label_smoothing", "pos_weight" },
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "bce" }, default = "mnrl",
                       doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy (a cross-encoder's: "
@@ -110,6 +110,7 @@ local loss = S.record {
     inner = S.string { enum = { "mnrl", "cosent", "cosine" }, default = "mnrl", doc = "matryoshka: the loss applied at each size" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
+    pos_weight = S.number { gt = 0, default = 1, doc = "bce: weight of the positive term (negatives per positive, for unbalanced pairs)" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
