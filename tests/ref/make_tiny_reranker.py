@@ -20,8 +20,8 @@ sentence-transformers' CrossEncoder, and the goldens of its scores, losses and r
 The model runs in eval mode (no dropout), eager attention, float32, one thread.
 
 The other way, trainer -> sentence-transformers (needs a built ./trainer; writes nothing): the cross-encoders
-`./trainer tests/cli/cross_encoder_stsb.lua` trains (a new head on tests/data/tiny_bert, and tiny_reranker
-further trained) must load in CrossEncoder, whose predict must equal `trainer classify` within 1e-5.
+`./trainer tests/cli/cross_encoder_stsb.lua` trains (a new head on tests/data/tiny_bert and on tiny_distilbert,
+tiny_reranker further trained) must load in CrossEncoder, whose predict must equal `trainer classify` within 1e-5.
 
 Usage: /work/venv-rerank/bin/python tests/ref/make_tiny_reranker.py [--check-trainer]
 """
@@ -157,7 +157,8 @@ def check_trainer():
         tsv = os.path.join(tmp, "pairs.tsv")
         with open(tsv, "w", encoding="utf-8") as f:
             f.writelines(f"{a}\t{b}\n" for a, b in pairs)
-        for name, extra in (("new_head", []), ("from_crossencoder", ["model.from=tests/data/tiny_reranker"])):
+        for name, extra in (("new_head", []), ("from_crossencoder", ["model.from=tests/data/tiny_reranker"]),
+                            ("distilbert", ["model.from=tests/data/tiny_distilbert"])):
             out = os.path.join(tmp, name)
             subprocess.run([trainer, "tests/cli/cross_encoder_stsb.lua", f"out={out}"] + extra, cwd=ROOT, check=True)
             ckpt = os.path.join(out, "checkpoint-4")
