@@ -4,7 +4,8 @@
 # transformers BertForSequenceClassification folder with one label and the sigmoid activation
 # sentence-transformers' CrossEncoder applies (none of the embedding model's
 # sentence-transformers files), and `trainer classify` scores pairs with it (sigmoid scores);
-# a LoRA run's adapter (the head in modules_to_save) scores with --adapter on the headless base;
+# a LoRA run's adapter (the head in modules_to_save) scores with --adapter on the headless base,
+# and merged it is a cross-encoder folder that scores the same;
 # the listwise cross_entropy trains on (query, positive, negative, negative) rows; a
 # cross-encoder with an embedding loss is refused with the two losses it takes; `trainer rerank`
 # ranks documents as CrossEncoder.rank does, keeps --top-k, refuses a folder without a head; a
@@ -42,6 +43,19 @@ train lora tests/cli/cross_encoder_stsb.lua 'lora={r=4,alpha=8,modules_to_save={
 run_trainer classify $D/tiny_bert "$TMP/pairs.tsv" --adapter "$TMP/lora/checkpoint-4"
 if [ "$RC" = 0 ] && [ "$(grep -c '^{"score":0\.[0-9]*}$' "$TMP/out")" = 2 ]; then pass lora_adapter_classifies
 else fail lora_adapter_classifies "rc $RC: $(head -c 300 "$TMP/out") $(head -c 300 "$TMP/err")"; fi
+
+cp "$TMP/out" "$TMP/adapter_scores"
+rm -rf "$TMP/merged"
+run_trainer merge $D/tiny_bert "$TMP/lora/checkpoint-4" "$TMP/merged"
+expect_rc lora_merges 0
+if grep -q 'activation.Sigmoid' "$TMP/merged/config.json" && [ ! -e "$TMP/merged/modules.json" ] \
+  && [ ! -e "$TMP/merged/1_Pooling" ]; then pass merged_is_a_cross_encoder_folder
+else fail merged_is_a_cross_encoder_folder "$(ls "$TMP/merged")"; fi
+run_trainer classify "$TMP/merged" "$TMP/pairs.tsv"
+if why=$(paste -d' ' "$TMP/adapter_scores" "$TMP/out" | sed 's/{"score":\([^}]*\)}/\1/g' | awk '
+    { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ }
+    END { printf "%d scores, max |diff| %.3g", n, m; exit !(n == 2 && m <= 1e-5) }'); then pass merged_scores_as_adapter
+else fail merged_scores_as_adapter "$why"; fi
 
 # trainer rerank: CrossEncoder.rank's order and scores (golden_tiny_reranker.json's rank), --top-k
 printf 'is the dog good?\nhej katt\n' >"$TMP/queries.txt"

@@ -21,7 +21,7 @@ The model runs in eval mode (no dropout), eager attention, float32, one thread.
 
 The other way, trainer -> sentence-transformers (needs a built ./trainer; writes nothing): the cross-encoders
 `./trainer tests/cli/cross_encoder_stsb.lua` trains (a new head on tests/data/tiny_bert and on tiny_distilbert,
-tiny_reranker further trained) must load in CrossEncoder, whose predict must equal `trainer classify` within 1e-5.
+tiny_reranker further trained, and a LoRA adapter merged by `trainer merge`) must load in CrossEncoder, whose predict must equal `trainer classify` within 1e-5.
 
 Usage: /work/venv-rerank/bin/python tests/ref/make_tiny_reranker.py [--check-trainer]
 """
@@ -158,10 +158,15 @@ def check_trainer():
         with open(tsv, "w", encoding="utf-8") as f:
             f.writelines(f"{a}\t{b}\n" for a, b in pairs)
         for name, extra in (("new_head", []), ("from_crossencoder", ["model.from=tests/data/tiny_reranker"]),
-                            ("distilbert", ["model.from=tests/data/tiny_distilbert"])):
+                            ("distilbert", ["model.from=tests/data/tiny_distilbert"]),
+                            ("lora_merged", ['lora={r=4,alpha=8,modules_to_save={"classifier"}}'])):
             out = os.path.join(tmp, name)
             subprocess.run([trainer, "tests/cli/cross_encoder_stsb.lua", f"out={out}"] + extra, cwd=ROOT, check=True)
             ckpt = os.path.join(out, "checkpoint-4")
+            if name == "lora_merged":
+                merged = os.path.join(tmp, "merged")
+                subprocess.run([trainer, "merge", "tests/data/tiny_bert", ckpt, merged], cwd=ROOT, check=True)
+                ckpt = merged
             got = subprocess.run([trainer, "classify", ckpt, tsv], cwd=ROOT, check=True, capture_output=True,
                                  text=True).stdout.splitlines()
             ours = [json.loads(line)["score"] for line in got]

@@ -11,40 +11,13 @@ local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
 local outputs = require("trainer.train.outputs")
+local rerank = require("trainer.train.rerank")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
 
 local MODEL_FILES = { "config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
   "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json",
   "sentencepiece.bpe.model" }
-
--- A cross-encoder's folder is a transformers *ForSequenceClassification one (sentence-
--- transformers' CrossEncoder loads it): the embedding model's sentence-transformers files
--- would make it a pooling model, so they stay out.
-local EMBEDDING_FILES = { ["modules.json"] = true, ["sentence_bert_config.json"] = true,
-  ["config_sentence_transformers.json"] = true, ["1_Pooling/config.json"] = true }
-
-local CLASS_PREFIX = { bert = "Bert", roberta = "Roberta", distilbert = "DistilBert", ["xlm-roberta"] = "XLMRoberta",
-  mpnet = "MPNet", modernbert = "ModernBert" }
-
--- config.json of a cross-encoder: the source's config (src/config.json, else the model's)
--- with the one-label head's architecture and labels, and the sigmoid CrossEncoder.predict
--- applies (sentence_transformers.activation_fn, as CrossEncoder.save writes it).
-local function cross_encoder_config(src, model)
-  local raw = {}
-  local path = src and (src .. "/config.json")
-  if path and outputs.exists(path) then raw = json.read(path)
-  else for k, v in pairs(model.config) do raw[k] = v end end
-  local arch = type(raw.architectures) == "table" and raw.architectures[1]
-  if type(arch) ~= "string" or not arch:match("ForSequenceClassification$") then
-    arch = (CLASS_PREFIX[raw.model_type] or "Bert") .. "ForSequenceClassification"
-  end
-  local label = model.labels and model.labels[0] or "LABEL_0"
-  raw.architectures, raw.num_labels = { arch }, nil
-  raw.id2label, raw.label2id = { ["0"] = label }, { [label] = 0 }
-  raw.sentence_transformers = { activation_fn = "torch.nn.modules.activation.Sigmoid" }
-  return json.encode(raw, 2) .. "\n"
-end
 
 -- A safetensors write error of the C writer ("PATH: writing failed: `call`: strerror (...)"
 -- or "PATH: cannot create PATH.tmp: strerror; ...") re-raised as trainer.outputs'
@@ -107,7 +80,7 @@ function Run:write_checkpoint(tmp)
     local src = recipe.model.from or recipe.model.tokenizer
     local ce = self.model.cross_encoder
     for _, f in ipairs(MODEL_FILES) do
-      if src and outputs.exists(src .. "/" .. f) and not (ce and (EMBEDDING_FILES[f] or f == "config.json")) then
+      if src and outputs.exists(src .. "/" .. f) and not (ce and (rerank.EMBEDDING_FILES[f] or f == "config.json")) then
         if f:find("/") then
           local sub = tmp .. "/" .. f:match("^(.*)/")
           outputs.mkdir(sub)
@@ -116,7 +89,11 @@ function Run:write_checkpoint(tmp)
         outputs.copy_file(src .. "/" .. f, tmp .. "/" .. f)
       end
     end
-    if ce then outputs.write_atomic(tmp .. "/config.json", cross_encoder_config(src, self.model)) end
+    if ce then
+      local path = src and (src .. "/config.json")
+      local raw = path and outputs.exists(path) and json.read(path) or self.model.config
+      outputs.write_atomic(tmp .. "/config.json", rerank.cross_encoder_config(raw, self.model.labels))
+    end
   end
   local loss_params = {}
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end

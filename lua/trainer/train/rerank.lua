@@ -62,6 +62,34 @@ function M.rank(scores)
   return out
 end
 
+-- ---------------------------------------------------------------- folders
+-- A cross-encoder's folder is a transformers *ForSequenceClassification one (sentence-
+-- transformers' CrossEncoder loads it): an embedding model's sentence-transformers files
+-- would make it a pooling model, so they stay out.
+M.EMBEDDING_FILES = { ["modules.json"] = true, ["sentence_bert_config.json"] = true,
+  ["config_sentence_transformers.json"] = true, ["1_Pooling/config.json"] = true }
+
+local CLASS_PREFIX = { bert = "Bert", roberta = "Roberta", distilbert = "DistilBert", ["xlm-roberta"] = "XLMRoberta",
+  mpnet = "MPNet", modernbert = "ModernBert" }
+
+-- config.json's text for a cross-encoder from the config table raw (its source's): the
+-- one-label head's architecture and label (labels[0], default LABEL_0), and the sigmoid
+-- CrossEncoder.predict applies (sentence_transformers.activation_fn, as CrossEncoder.save
+-- writes it).
+function M.cross_encoder_config(raw, labels)
+  local out = {}
+  for k, v in pairs(raw) do out[k] = v end
+  local arch = type(out.architectures) == "table" and out.architectures[1]
+  if type(arch) ~= "string" or not arch:match("ForSequenceClassification$") then
+    arch = (CLASS_PREFIX[out.model_type] or "Bert") .. "ForSequenceClassification"
+  end
+  local label = labels and labels[0] or "LABEL_0"
+  out.architectures, out.num_labels = { arch }, nil
+  out.id2label, out.label2id = { ["0"] = label }, { [label] = 0 }
+  out.sentence_transformers = { activation_fn = "torch.nn.modules.activation.Sigmoid" }
+  return require("trainer.core.json").encode(out, 2) .. "\n"
+end
+
 -- ---------------------------------------------------------------- the evaluator's metrics
 -- Positions (1-based) best first as numpy's argsort(scores)[::-1]: ties put the later index
 -- first.
