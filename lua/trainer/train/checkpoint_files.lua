@@ -79,6 +79,11 @@ function Run:write_checkpoint(tmp)
     save_tensors(tmp .. "/model.safetensors", require("trainer.models").state_list(self.model), { format = "pt" })
     local src = recipe.model.from or recipe.model.tokenizer
     local ce = self.model.cross_encoder
+    if ce then
+      local path = src and (src .. "/config.json")
+      local raw = path and outputs.exists(path) and json.read(path) or self.model.config
+      outputs.write_atomic(tmp .. "/config.json", rerank.cross_encoder_config(raw, self.model.labels))
+    end
     for _, f in ipairs(MODEL_FILES) do
       if src and outputs.exists(src .. "/" .. f) and not (ce and (rerank.EMBEDDING_FILES[f] or f == "config.json")) then
         if f:find("/") then
@@ -88,11 +93,6 @@ function Run:write_checkpoint(tmp)
         end
         outputs.copy_file(src .. "/" .. f, tmp .. "/" .. f)
       end
-    end
-    if ce then
-      local path = src and (src .. "/config.json")
-      local raw = path and outputs.exists(path) and json.read(path) or self.model.config
-      outputs.write_atomic(tmp .. "/config.json", rerank.cross_encoder_config(raw, self.model.labels))
     end
   end
   local loss_params = {}

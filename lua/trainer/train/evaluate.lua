@@ -11,8 +11,6 @@
 --       the argmax) or a Lua array of predicted class ids.
 --   evaluate.custom(fn, ...) -> fn(...)'s table, checked to map names to finite numbers
 --       (a recipe's own evaluator).
---   evaluate.rerank(score_fn, samples [, opts]) -> { map =, ["mrr@10"] =, ["ndcg@10"] =, n = }
---       a cross-encoder's CrossEncoderRerankingEvaluator (trainer.train.rerank.evaluate).
 -- opts.batch_size (default 32): texts/pairs per call of embed_fn / classify_fn.
 -- Also under the names evaluate_sts and evaluate_nli.
 local T = require("trainer.core.tensor")
@@ -131,7 +129,5 @@ function M.custom(fn, ...)
 end
 
 M.evaluate_sts, M.evaluate_nli = M.sts, M.nli
--- a cross-encoder's reranking evaluator (trainer.train.rerank.evaluate: MAP, MRR@k, NDCG@k)
-function M.rerank(score_fn, samples, opts) return require("trainer.train.rerank").evaluate(score_fn, samples, opts) end
 
 return M
