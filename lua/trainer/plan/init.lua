@@ -178,6 +178,10 @@ function M.estimate(recipe, opts)
     end
     texts = math.max(1, texts)
     N = N * texts
+  elseif m.task == "cross_encoder" and recipe.loss and recipe.loss.name == "cross_entropy" then
+    -- the listwise loss: a row's query paired with each of its candidates, one text pair each
+    texts = math.max(1, (recipe.data and recipe.data.columns and #recipe.data.columns or 3) - 1)
+    N = N * texts
   end
   if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end
   local e = half and 2 or 4
