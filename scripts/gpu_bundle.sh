@@ -16,6 +16,8 @@
 #   tests/lua/testlib.lua (the helpers those Lua files load)
 #   tests/data/tiny_{distilbert,distilbert_cls,roberta_cls}/ (what train_families.sh trains)
 #   tests/recipes/losses/ and data/ (STS-B train, SweNLI dev: what train_losses.sh trains on)
+#   tests/data/tiny_bert/, tests/cli/cross_encoder_stsb.lua, data/{stsb_train,swenli_dev}.jsonl.gz
+#     (what train_cross_encoder.sh trains)
 # On the GPU machine: tar xzf trainer-gpu.tar.gz && OUT=... bash trainer-gpu/tests/gpu/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +45,10 @@ cp -R tests/data/tiny_distilbert tests/data/tiny_distilbert_cls tests/data/tiny_
 # tests/cudacpu/train_losses.sh: the loss recipes and the shipped data they train on
 mkdir -p "$stage/tests/recipes" "$stage/data"
 cp -R tests/recipes/losses "$stage/tests/recipes/"
+# train_cross_encoder.sh: its recipe, the tiny BERT it puts a head on, the shipped pairs it trains on
+cp -R tests/data/tiny_bert "$stage/tests/data/"
+mkdir -p "$stage/tests/cli" "$stage/data"
+cp tests/cli/cross_encoder_stsb.lua "$stage/tests/cli/"
 cp data/stsb_train.jsonl.gz data/swenli_dev.jsonl.gz "$stage/data/"
 mkdir -p "$stage/bench/gpu"
 cp bench/gpu/run.sh bench/gpu/trainer_side.lua bench/gpu/torch_side.py "$stage/bench/gpu/"

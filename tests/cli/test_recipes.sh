@@ -25,6 +25,9 @@ for r in recipes/*.lua; do
   summary=$(ls runs/*/summary.json 2>/dev/null | head -1)
   steps=$([ -n "$summary" ] && sed -n 's/^ *"steps": \([0-9]*\),*$/\1/p' "$summary")
   if [ "$steps" = 2 ]; then pass "${name}_ran_2_steps"; else fail "${name}_ran_2_steps" "summary: ${summary:-none}, steps: $steps"; fi
+  if [ "$name" = reranker_swenli ]; then
+    if grep -q '"ndcg@10"' "$summary"; then pass reranker_evaluates_ndcg; else fail reranker_evaluates_ndcg "$(cat "$summary")"; fi
+  fi
   if [ "$name" = nli_classifier ]; then
     if grep -q '"accuracy"' "$summary"; then pass nli_classifier_evaluates_accuracy; else fail nli_classifier_evaluates_accuracy "$(cat "$summary")"; fi
   fi

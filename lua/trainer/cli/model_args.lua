@@ -94,6 +94,22 @@ function M.check_model_folder(dir, example, need_tokenizer, adapter_how)
   require("trainer.models").check_folder(dir, need_tokenizer)
 end
 
+-- The labels of the classification head an adapter in dir saves (modules_to_save: its
+-- classifier's bias, e.g. one for a cross-encoder's), or nil when it saves none; the base
+-- folder's config may say otherwise (a new head was trained on an embedding model).
+function M.adapter_num_labels(dir)
+  local lora = require("trainer.train.lora")
+  dir = dir:gsub("/+$", "")
+  if not is_file(dir .. "/" .. lora.weights_file) then return nil end
+  local r = require("trainer.core.safetensors").load(dir .. "/" .. lora.weights_file)
+  local n
+  for _, name in ipairs(r:names()) do
+    if name:match("classifier%.bias$") or name:match("classifier%.out_proj%.bias$") then n = r:info(name).shape[1] end
+  end
+  r:close()
+  return n
+end
+
 -- Applies the PEFT LoRA adapter in dir (ours or peft's save_pretrained) to model, unmerged,
 -- and puts the model back in eval mode. command: "encode" or "classify", for messages.
 function M.apply_adapter(model, dir, command)
@@ -142,7 +158,7 @@ function M.load_for(command, task, args, usage)
     end
   end
   local model = require("trainer.models").load_model(pos[1], { task = task, device = flags.device,
-    max_length = M.int(flags, "max-length", nil) })
+    max_length = M.int(flags, "max-length", nil), num_labels = flags.adapter and M.adapter_num_labels(flags.adapter) })
   if flags.adapter then M.apply_adapter(model, flags.adapter, command) end
   local tok = require("trainer.core.tokenizer").load(pos[1])
   return flags, lines, model, tok, M.int(flags, "batch", 32)

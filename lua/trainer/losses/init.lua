@@ -15,10 +15,13 @@
 -- (MSELoss) and margin_mse (MarginMSELoss): distillation from a teacher's embeddings or
 -- margins in the labels, or from loss.teacher (a model folder), angle (AnglELoss: CoSENT over
 -- the angle similarity; scale), gist (GISTEmbedLoss: MNRL with a guide's false-negative
--- filter; the guide's embeddings in the labels or loss.teacher). The protocol every loss follows is
--- in trainer/losses/base.lua.
+-- filter; the guide's embeddings in the labels or loss.teacher); for cross-encoders (one logit
+-- per text pair): bce (BinaryCrossEntropyLoss) and, with opts.cross_encoder, cross_entropy is
+-- the listwise loss over each query's positive and negatives (trainer.losses.listwise). The
+-- protocol every loss follows is in trainer/losses/base.lua.
 -- opts: dim (embedding width, for softmax), device (where owned weights live), seed,
--- deferred (forward returns a trainer.train.deferred value, read once per logged step).
+-- deferred (forward returns a trainer.train.deferred value, read once per logged step),
+-- cross_encoder (the model scores text pairs: cross_entropy is the listwise loss).
 local M = {}
 
 local modules = {
@@ -38,6 +41,7 @@ local modules = {
   margin_mse = "trainer.losses.distill",
   angle = "trainer.losses.angle",
   gist = "trainer.losses.gist",
+  bce = "trainer.losses.bce",
 }
 
 function M.names()
@@ -52,7 +56,9 @@ end
 function M.new(spec, opts)
   if type(spec) == "string" then spec = { name = spec } end
   spec = require("trainer.recipe.keys").resolve("loss", spec or {})
-  local loss = require(modules[spec.name]).new(spec, opts or {}, M.new)
+  local module = modules[spec.name]
+  if spec.name == "cross_entropy" and opts and opts.cross_encoder then module = "trainer.losses.listwise" end
+  local loss = require(module).new(spec, opts or {}, M.new)
   -- opts.deferred (a run on a device): forward returns trainer.train.deferred values
   if opts and opts.deferred then loss.deferred = true end
   return loss

@@ -116,7 +116,7 @@ local function moves(recipe, base, estimate)
 
   local loss = recipe.loss
   local model = recipe.model or {}   -- a test's partial recipe may have none
-  if loss.name == "mnrl" and model.task ~= "classification" then
+  if loss.name == "mnrl" and model.task ~= "classification" and model.task ~= "cross_encoder" then
     local texts = base.micro_batch * base.texts
     local v = {}
     local current = loss.mini_batch
@@ -158,7 +158,7 @@ local function moves(recipe, base, estimate)
 
   if not recipe.lora then
     local spec = { r = 8, alpha = 16, targets = { "query", "value" } }
-    if model.task == "classification" then spec.modules_to_save = { "classifier" } end
+    if model.task == "classification" or model.task == "cross_encoder" then spec.modules_to_save = { "classifier" } end
     list[#list + 1] = { name = "lora", rank = 4, variants = {
       variant({ { "lora", spec } }, "trains rank-8 adapters on query and value, not the whole model") } }
   end

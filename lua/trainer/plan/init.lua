@@ -110,8 +110,8 @@ function M.estimate(recipe, opts)
   local family = registry.family(registry.model_type_of(c, source, m.arch), source)
   local terms = family.plan_terms(c)
   local L, P = terms.layers, terms.positions
-  local classification = m.task == "classification"
-  local K = m.num_labels or (m.labels and #m.labels) or 3
+  local classification = m.task == "classification" or m.task == "cross_encoder"
+  local K = m.task == "cross_encoder" and 1 or m.num_labels or (m.labels and #m.labels) or 3
 
   -- parameters: { count, rows, cols, trainable, product (a weight that a matrix product reads) }
   local params = {}
@@ -179,6 +179,10 @@ function M.estimate(recipe, opts)
       texts = cols - 1
     end
     texts = math.max(1, texts)
+    N = N * texts
+  elseif m.task == "cross_encoder" and recipe.loss and recipe.loss.name == "cross_entropy" then
+    -- the listwise loss: a row's query paired with each of its candidates, one text pair each
+    texts = math.max(1, (recipe.data and recipe.data.columns and #recipe.data.columns or 3) - 1)
     N = N * texts
   end
   if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end

@@ -44,8 +44,8 @@ local model = S.record {
                                         S.map { of = S.any {} } } },
     init = S.string { enum = { "pretrained", "random" }, doc = "load weights from `from`, or random init" },
     tokenizer = path { doc = "folder with tokenizer.json or vocab.txt (default: the model folder)" },
-    task = S.string { enum = { "embedding", "classification" }, default = "embedding",
-                      doc = "sentence embeddings (pooling) or a sequence-classification head" },
+    task = S.string { enum = { "embedding", "classification", "cross_encoder" }, default = "embedding",
+                      doc = "sentence embeddings (pooling), a sequence-classification head, or a cross-encoder (reranker: one score per text pair)" },
     num_labels = S.integer { gt = 0, doc = "classes of the classification head (default: the config's)" },
     labels = S.list { of = S.string {}, doc = "class names in id order (default: the config's id2label)" },
     pooling = S.string { enum = { "mean", "cls", "max", "mean_sqrt_len" },
@@ -99,21 +99,23 @@ local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
             "num_labels", "label_smoothing", "margin", "distance", "teacher", "temperature", "margin_strategy",
-            "contrast_anchors", "contrast_positives" },
+            "contrast_anchors", "contrast_positives", "pos_weight" },
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
                                "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
-                               "batch_all_triplet", "mse", "margin_mse", "angle", "gist" }, default = "mnrl",
-                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy, matryoshka, "
+                               "batch_all_triplet", "mse", "margin_mse", "angle", "gist", "bce" }, default = "mnrl",
+                      doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy (a cross-encoder's: "
+                        .. "listwise over each query's positive and negatives), matryoshka, "
                          .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
                          .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label), "
                          .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher), "
-                         .. "angle (AnglE: CoSENT over the angle similarity), gist (GISTEmbed: mnrl with a guide model, loss.teacher)" },
+                         .. "angle (AnglE: CoSENT over the angle similarity), gist (GISTEmbed: mnrl with a guide model, loss.teacher), "
+                        .. "bce (cross-encoder: scored pairs)" },
     scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl, cosent and angle" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
     cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
     mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
-    score_scale = S.number { gt = 0, default = 1, doc = "cosine: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
+    score_scale = S.number { gt = 0, default = 1, doc = "cosine and bce: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
     weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
     inner = S.string { enum = { "mnrl", "cosent", "cosine", "angle", "contrastive", "online_contrastive", "triplet",
@@ -135,6 +137,7 @@ local loss = S.record {
                                     .. "loss.margin (absolute) or less |score| * loss.margin (relative)" },
     contrast_anchors = S.boolean { default = true, doc = "gist: anchors are negatives of each other" },
     contrast_positives = S.boolean { default = true, doc = "gist: positives are negatives of each other" },
+    pos_weight = S.number { gt = 0, default = 1, doc = "bce: weight of the positive term (negatives per positive, for unbalanced pairs)" },
   },
   check = function(l, err)
     if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end

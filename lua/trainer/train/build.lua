@@ -49,23 +49,33 @@ end
 local function build_model(recipe, device)
   local models = require("trainer.models")
   local m = recipe.model
-  local opts = { device = device, seed = recipe.seed, task = m.task, pooling = m.pooling,
+  -- a cross-encoder is a sequence classifier with one label (its logit is the pair's score)
+  local task, num_labels = m.task, m.num_labels
+  if task == "cross_encoder" then
+    if num_labels and num_labels ~= 1 then
+      errors.user("model.num_labels = %d: a cross-encoder scores a pair with one logit; remove model.num_labels "
+        .. "or use model.task = \"classification\"", num_labels)
+    end
+    task, num_labels = "classification", 1
+  end
+  local opts = { device = device, seed = recipe.seed, task = task, pooling = m.pooling,
                  normalize = m.normalize, max_length = m.max_length, arch = m.arch }
   local model, tok_dir
   if m.from then
     M.check_model_folder(m)
     models.check_folder(m.from, m.tokenizer == nil)
     tok_dir = m.tokenizer or m.from
-    if m.task == "classification" and not models.has_head(m.from, m.arch) then
+    if task == "classification" and not models.has_head(m.from, m.arch) then
       -- a new classification head on a pretrained encoder (transformers' behaviour): the head
       -- is new, and so is what the family starts anew with it; every other weight must be in
       -- the folder
-      local n = m.num_labels or (m.labels and #m.labels) or 3
+      local n = num_labels or (m.labels and #m.labels) or 3
       opts.num_labels, opts.on_warning = n, function() end
       model = models.load_model(m.from, opts)
       model.labels = {}
       for i = 0, n - 1 do model.labels[i] = (m.labels and m.labels[i + 1]) or ("LABEL_" .. i) end
     else
+      opts.num_labels = m.task == "cross_encoder" and 1 or nil
       model = models.load_model(m.from, opts)
     end
   else
@@ -77,12 +87,13 @@ local function build_model(recipe, device)
 
     if not m.tokenizer then errors.user("model.tokenizer: a model built from model.config needs a tokenizer folder") end
     tok_dir = m.tokenizer
-    model = family.build(m.task == "classification" and "classification" or "embedding", { config = cfg,
-      device = device, seed = recipe.seed, num_labels = m.num_labels, pooler = false, pooling = m.pooling,
+    model = family.build(task == "classification" and "classification" or "embedding", { config = cfg,
+      device = device, seed = recipe.seed, num_labels = num_labels, pooler = false, pooling = m.pooling,
       normalize = m.normalize })
     local limit = family.max_positions(cfg)
     model.max_length = math.min(m.max_length or limit, limit)
   end
+  model.cross_encoder = m.task == "cross_encoder" or nil
   -- model.dropout overrides every dropout probability of the config (the family's set_dropout)
   if m.dropout then
     local family = require("trainer.models.registry").of_model(model)
@@ -170,7 +181,11 @@ function M.run(resolved, opts, Run)
   self.deferred = opts.lazy_scalars or self.device ~= "cpu"
   if self.device ~= "cpu" or opts.batch_feed then self.feed = require("trainer.train.batch_feed").new(self.device) end
   self.loss = losses.new(lspec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed,
-    deferred = self.deferred })
+    deferred = self.deferred, cross_encoder = model.cross_encoder })
+  if model.cross_encoder and lspec.name ~= "bce" and lspec.name ~= "cross_entropy" then
+    errors.user("loss.name = %q: a cross-encoder trains with \"bce\" (scored pairs) or \"cross_entropy\" (each "
+      .. "query's positive and negatives)", lspec.name)
+  end
 
   -- parameters: the model's and the loss's own (SoftmaxLoss' classifier), as (name, param)
   self.params = {}

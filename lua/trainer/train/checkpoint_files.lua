@@ -11,6 +11,7 @@ local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
 local outputs = require("trainer.train.outputs")
+local rerank = require("trainer.train.rerank")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
 
@@ -77,8 +78,14 @@ function Run:write_checkpoint(tmp)
   else
     save_tensors(tmp .. "/model.safetensors", require("trainer.models").state_list(self.model), { format = "pt" })
     local src = recipe.model.from or recipe.model.tokenizer
+    local ce = self.model.cross_encoder
+    if ce then
+      local path = src and (src .. "/config.json")
+      local raw = path and outputs.exists(path) and json.read(path) or self.model.config
+      outputs.write_atomic(tmp .. "/config.json", rerank.cross_encoder_config(raw, self.model.labels))
+    end
     for _, f in ipairs(MODEL_FILES) do
-      if src and outputs.exists(src .. "/" .. f) then
+      if src and outputs.exists(src .. "/" .. f) and not (ce and (rerank.EMBEDDING_FILES[f] or f == "config.json")) then
         if f:find("/") then
           local sub = tmp .. "/" .. f:match("^(.*)/")
           outputs.mkdir(sub)

@@ -1,7 +1,7 @@
 -- trainer.train.run_evaluate: a run's evaluation, t:evaluate(): eval.fn(t) when the recipe
 -- has one, else the eval data through the model in eval mode to the evaluators of
 -- trainer.train.evaluate (STS correlations for embedding models, NLI accuracy for
--- classifiers); the scores are recorded (summary.json's eval, the step's metrics row,
+-- classifiers) or trainer.train.rerank (a cross-encoder's MAP, MRR@10, NDCG@10); the scores are recorded (summary.json's eval, the step's metrics row,
 -- TensorBoard) and handed to on_eval. Under mpirun rank 0 alone evaluates.
 local errors = require("trainer.core.errors")
 
@@ -69,7 +69,21 @@ function Run:eval_scores()
         pairs_[k], gold[k] = { r[1], r[2] }, r[#r]
       end
       local opts = { batch_size = recipe.eval.batch_size }
-      if self.model.task == "classification" then
+      if self.model.cross_encoder then
+        -- the rows in file order, grouped by query: trainer.train.rerank.samples_of_rows
+        local rerank = require("trainer.train.rerank")
+        scores = rerank.evaluate(function(all)
+          local out = {}
+          for first = 1, #all, opts.batch_size do
+            local chunk = {}
+            for i = first, math.min(first + opts.batch_size - 1, #all) do chunk[#chunk + 1] = all[i] end
+            local logits = eval_forward(self, chunk)
+            for _, v in ipairs(logits:values()) do out[#out + 1] = v end
+            logits:free()
+          end
+          return out
+        end, rerank.samples_of_rows(self.eval_rows, recipe.loss.score_scale / 2))
+      elseif self.model.task == "classification" then
         scores = evaluate.nli(function(batch) return eval_forward(self, batch) end, pairs_, gold, opts)
       else
         scores = evaluate.sts(function(texts) return eval_forward(self, texts) end, pairs_, gold, opts)

@@ -192,7 +192,24 @@ local function plain_step(ctx, texts, B, labels, opts, loss_inputs)
   return value, n_tokens
 end
 
+-- A listwise loss (a cross-encoder's cross_entropy): the rows are (query, positive,
+-- negative, ...); every (query, candidate) pair is one input, in column blocks (the B
+-- positives' pairs, then each negative column's), one logit each.
+local function listwise_classifier(ctx, cols, labels, opts)
+  if #cols < 3 then
+    errors.user("cross_entropy (listwise) loss: rows need a query, its positive and at least one negative; got %d "
+      .. "text columns (data.columns: query, positive, negative, ...)", #cols)
+  end
+  local B, texts = #cols[1], {}
+  for c = 2, #cols do
+    for i = 1, B do texts[#texts + 1] = { cols[1][i], cols[c][i] } end
+  end
+  ctx.loss.queries = B
+  return plain_step(ctx, texts, B, labels, opts, function(logits) return { logits } end)
+end
+
 local function plain_classifier(ctx, cols, labels, opts)
+  if ctx.loss.listwise then return listwise_classifier(ctx, cols, labels, opts) end
   if #cols > 2 then errors.user("step.micro: a classifier takes 1 or 2 text columns, got %d", #cols) end
   local texts = cols[1]
   if #cols == 2 then

@@ -100,7 +100,9 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
   local acfg = json.read(cfg_path)
   local task = nil
   if type(acfg) == "table" and acfg.task_type == "SEQ_CLS" then task = "classification" end
-  local model = models.load_model(model_dir, { task = task, on_warning = opts.on_warning })
+  -- a head the adapter saves may be sized otherwise than the base's config says (a new head)
+  local num_labels = task and require("trainer.cli.model_args").adapter_num_labels(adapter_dir)
+  local model = models.load_model(model_dir, { task = task, on_warning = opts.on_warning, num_labels = num_labels })
   local ok, err = pcall(function()
     lora.load(model, adapter_dir)
     local spec = model.lora.spec
@@ -121,6 +123,13 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
       os.remove(idx)
     end
     require("trainer.core.safetensors").save(tmp .. "/model.safetensors", models.state_list(model), { format = "pt" })
+    if num_labels == 1 then
+      -- a cross-encoder's adapter: the merged folder is one CrossEncoder loads
+      local rerank = require("trainer.train.rerank")
+      write_file(tmp .. "/config.json", rerank.cross_encoder_config(json.read(model_dir .. "/config.json"), model.labels))
+      for f in pairs(rerank.EMBEDDING_FILES) do os.remove(tmp .. "/" .. f) end
+      os.remove(tmp .. "/1_Pooling")
+    end
     write_file(tmp .. "/README.md", M.model_card(model_dir, adapter_dir:gsub("/+$", ""), out_dir, spec, merged_names,
       read_file(model_dir .. "/README.md")))
     local rok, rerr = os.rename(tmp, out_dir)
