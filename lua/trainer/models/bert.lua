@@ -770,7 +770,8 @@ end
 -- Fills F (a new table by default) with the fields of the model-family interface for a
 -- BERT-shaped family. spec: name, weight_prefix (transformers' base_model_prefix: the encoder's
 -- names inside its *ForSequenceClassification), and what a variant changes: max_positions(cfg),
--- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets.
+-- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets;
+-- classifier_class: transformers' *ForSequenceClassification class of each model_type.
 function M.shaped_family(spec, F)
   F = F or {}
   F.name, F.weight_prefix = spec.name, spec.weight_prefix
@@ -797,10 +798,12 @@ function M.shaped_family(spec, F)
   -- PEFT's target_modules for the family when none are given (its
   -- TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)
   F.peft_targets = spec.peft_targets or { "query", "value" }
+  F.classifier_class = spec.classifier_class
   return F
 end
 
 -- this module is the BERT family itself
-M.shaped_family({ name = "bert", weight_prefix = "bert" }, M)
+M.shaped_family({ name = "bert", weight_prefix = "bert",
+  classifier_class = { bert = "BertForSequenceClassification" } }, M)
 
 return M

@@ -210,4 +210,7 @@ end
 -- DistilBERT examples name these two)
 M.peft_targets = { "q_lin", "v_lin" }
 
+-- transformers' sequence classifier of the family (a cross-encoder's config.json names it)
+M.classifier_class = { distilbert = "DistilBertForSequenceClassification" }
+
 return M

@@ -664,6 +664,9 @@ end
 -- up-projection ("Wo" names both output projections).
 M.peft_targets = { "Wqkv", "Wi" }
 
+-- transformers' sequence classifier of the family (a cross-encoder's config.json names it)
+M.classifier_class = { modernbert = "ModernBertForSequenceClassification" }
+
 -- ---------------------------------------------------------------- the plan's terms
 -- As bert.lua's plan_terms. Layer 0 has no attn_norm, and final_norm has its size: the
 -- parameters add up as L equal layers.

@@ -36,6 +36,7 @@ local NAMES = { attention = { query = "attn.q", key = "attn.k", value = "attn.v"
 
 local spec = {
   name = "mpnet", weight_prefix = "mpnet",
+  classifier_class = { mpnet = "MPNetForSequenceClassification" },
   head = { under = "classifier", dense = "dense", out = "out_proj", act = "tanh", input_dropout = true },
   -- PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["mpnet"]
   peft_targets = { "q", "v" },

@@ -15,6 +15,8 @@ local bert = require("trainer.models.bert")
 local errors = require("trainer.core.errors")
 
 local spec = { name = "roberta", weight_prefix = "roberta",
+  classifier_class = { roberta = "RobertaForSequenceClassification", ["xlm-roberta"] = "XLMRobertaForSequenceClassification",
+    camembert = "CamembertForSequenceClassification" },
   head = { under = "classifier", dense = "dense", out = "out_proj", act = "tanh", input_dropout = true } }
 
 function spec.max_positions(cfg) return cfg.max_position_embeddings - cfg.pad_token_id - 1 end

@@ -69,9 +69,6 @@ end
 M.EMBEDDING_FILES = { ["modules.json"] = true, ["sentence_bert_config.json"] = true,
   ["config_sentence_transformers.json"] = true, ["1_Pooling/config.json"] = true }
 
-local CLASS_PREFIX = { bert = "Bert", roberta = "Roberta", distilbert = "DistilBert", ["xlm-roberta"] = "XLMRoberta",
-  mpnet = "MPNet", modernbert = "ModernBert" }
-
 -- config.json's text for a cross-encoder from the config table raw (its source's): the
 -- one-label head's architecture and label (labels[0], default LABEL_0), and the sigmoid
 -- CrossEncoder.predict applies (sentence_transformers.activation_fn, as CrossEncoder.save
@@ -81,7 +78,9 @@ function M.cross_encoder_config(raw, labels)
   for k, v in pairs(raw) do out[k] = v end
   local arch = type(out.architectures) == "table" and out.architectures[1]
   if type(arch) ~= "string" or not arch:match("ForSequenceClassification$") then
-    arch = (CLASS_PREFIX[out.model_type] or "Bert") .. "ForSequenceClassification"
+    local registry = require("trainer.models.registry")
+    local model_type = out.model_type or registry.default
+    arch = registry.family(model_type, "config.json").classifier_class[model_type]
   end
   local label = labels and labels[0] or "LABEL_0"
   out.architectures, out.num_labels = { arch }, nil
