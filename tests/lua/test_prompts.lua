@@ -101,6 +101,33 @@ return {
     end
     assert(n == #golden.cases)
   end },
+  { "the IR evaluator's query_prompt_name / corpus_prompt_name equal sentence-transformers'", function()
+    local dir = folder("exclude")
+    local m = trainer.load_model(dir, { on_warning = function() end })
+    local tok = tk.load(dir)
+    -- the embed function a run gives the evaluators: the prompt's tokens left out of the pooling
+    local function embed(texts, eopts)
+      local pl = eopts and prompts.pool_length(m, tok, eopts.prompt) or 0
+      local b = tok:batch(texts, { max_length = 64, prompt_length = pl })
+      local out = m:forward(b)
+      tk.free_batch(b)
+      return out
+    end
+    local spec = { type = "ir", folder = data .. "/ir_tiny", query_prompt_name = "query", corpus_prompt_name = "doc" }
+    local set = { name = "tiny", spec = spec, type = "ir" }
+    set.queries, set.corpus, set.relevant = require("trainer.train.beir").load(spec, "eval.sets.tiny")
+    local scores = require("trainer.train.eval_sets").run({ set }, embed, nil, { batch_size = 8, model = m })
+    local n = 0
+    for k, v in pairs(golden.ir) do
+      local mine = scores[k]
+      assert(mine and math.abs(mine - v) <= 1e-9, ("%s: %s vs sentence-transformers %.12g"):format(k, tostring(mine), v))
+      n = n + 1
+    end
+    assert(n > 10)
+    tok:free()
+    m:free()
+    native.remove_tree(dir)
+  end },
   { "an unknown prompt name is a user error naming the model's prompts", function()
     local m = { prompts = { query = "q: ", doc = "d: " } }
     local ok, e = pcall(prompts.resolve, m, "passage")

@@ -7,7 +7,9 @@ them into a copy of tiny_bert, so no second copy of the weights is committed):
 Writes tests/data/prompts_golden.json:
   texts, prompts, default_prompt_name, pooling (the Pooling config with include_prompt),
   prompt_length {prompt: n} (Transformer._get_prompt_length),
-  cases: [{include_prompt, prompt_name | prompt | neither, embeddings}] as SentenceTransformer.encode gives them.
+  cases: [{include_prompt, prompt_name | prompt | neither, embeddings}] as SentenceTransformer.encode gives them,
+  ir: InformationRetrievalEvaluator's metrics on tests/data/ir_tiny with query_prompt_name "query" and
+      corpus_prompt_name "doc", on the folder with include_prompt false.
 Run: /work/venv-retrieval/bin/python tests/ref/make_prompts_golden.py   (see tests/ref/README.md for the versions)
 """
 import json
@@ -18,6 +20,7 @@ import tempfile
 import sentence_transformers
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.evaluation import InformationRetrievalEvaluator
 
 torch.set_num_threads(1)
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -45,6 +48,32 @@ def rows(e):
     return [[float(x) for x in r] for r in e.tolist()]
 
 
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def ir_metrics(model):
+    """InformationRetrievalEvaluator on tests/data/ir_tiny with query_prompt_name "query" and
+    corpus_prompt_name "doc" (the model leaves the prompts out of its pooling)."""
+    folder = os.path.join(DATA, "ir_tiny")
+    corpus = read_jsonl(os.path.join(folder, "corpus.jsonl"))
+    queries = read_jsonl(os.path.join(folder, "queries.jsonl"))
+    docs = {d["_id"]: (d["title"] + " " + d["text"]) if d.get("title", "").strip() else d["text"] for d in corpus}
+    relevant = {}
+    with open(os.path.join(folder, "qrels", "test.tsv")) as f:
+        for i, line in enumerate(f):
+            q, d, s = line.rstrip("\n").split("\t")
+            if i == 0 and s == "score":
+                continue
+            if int(s) > 0:
+                relevant.setdefault(q, set()).add(d)
+    ir = InformationRetrievalEvaluator(queries={q["_id"]: q["text"] for q in queries}, corpus=docs,
+                                       relevant_docs=relevant, name="tiny", batch_size=8, write_csv=False,
+                                       query_prompt_name="query", corpus_prompt_name="doc")
+    return {k: float(v) for k, v in ir(model).items()}
+
+
 out = {"sentence_transformers": sentence_transformers.__version__, "texts": TEXTS, "prompts": PROMPTS,
        "default_prompt_name": DEFAULT, "cases": []}
 with tempfile.TemporaryDirectory() as tmp:
@@ -63,6 +92,8 @@ with tempfile.TemporaryDirectory() as tmp:
         # no prompt at all: encode(prompt="") skips the default
         e = model.encode(TEXTS, batch_size=4, convert_to_numpy=True, prompt="")
         out["cases"].append({"include_prompt": include, "prompt": "", "embeddings": rows(e)})
+        if not include:
+            out["ir"] = ir_metrics(model)
 
 with open(os.path.join(DATA, "prompts_golden.json"), "w") as f:
     json.dump(out, f, indent=1, sort_keys=True)

@@ -110,22 +110,25 @@ local function batch_tensors(ids, mask, types, B, L, device, prompt_length)
     local parts = { input_ids = ids, attention_mask = mask, token_type_ids = types }
     local prompts = require("trainer.models.prompts")
     if prompts.any(prompt_length) then parts.pool_mask = prompts.pool_mask(mask, B, L, prompt_length) end
-    for name, src in pairs(parts) do
-      local t = T.empty({ B, L }, { dtype = "i32", tag = "activations" })
-      runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), src, B * L * 4), "tokenizer:batch")
-      if device and device ~= "cpu" then
-        local d = t:to({ device = device })
-        t:free()
-        t = d
-      end
-      result[name] = t
-    end
+    for name, src in pairs(parts) do result[name] = M.host_tensor(src, B, L, device) end
   end)
   if not ok then
     for _, t in pairs(result) do t:free() end
     error(e, 0)
   end
   return result
+end
+
+-- A new i32 tensor [B, L] of the host array src (on device when given).
+function M.host_tensor(src, B, L, device)
+  local t = T.empty({ B, L }, { dtype = "i32", tag = "activations" })
+  runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), src, B * L * 4), "tokenizer:batch")
+  if device and device ~= "cpu" then
+    local d = t:to({ device = device })
+    t:free()
+    t = d
+  end
+  return t
 end
 
 -- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,

@@ -204,7 +204,8 @@ local lora = S.oneof {
 local eval_set = S.record {
   doc = "one evaluator of eval.sets",
   order = { "type", "folder", "split", "corpus", "queries", "qrels", "file", "columns", "similarity_fn_names",
-            "corpus_chunk_size", "query_prompt", "corpus_prompt", "accuracy_at_k", "precision_recall_at_k", "mrr_at_k",
+            "corpus_chunk_size", "query_prompt", "corpus_prompt", "query_prompt_name", "corpus_prompt_name",
+            "accuracy_at_k", "precision_recall_at_k", "mrr_at_k",
             "ndcg_at_k", "map_at_k", "margin" },
   fields = {
     type = S.string { enum = { "ir", "triplet", "binary", "sts", "nli" }, required = true,
@@ -222,6 +223,8 @@ local eval_set = S.record {
     corpus_chunk_size = S.integer { gt = 0, doc = "ir: documents embedded and searched at once (default 50000)" },
     query_prompt = S.string { doc = "ir: text put before every query (e.g. \"query: \")" },
     corpus_prompt = S.string { doc = "ir: text put before every document (e.g. \"passage: \")" },
+    query_prompt_name = S.string { doc = "ir: the model's prompt of this name before every query (its config_sentence_transformers.json)" },
+    corpus_prompt_name = S.string { doc = "ir: the model's prompt of this name before every document" },
     accuracy_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }", doc = "ir: k of accuracy@k" },
     precision_recall_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }",
                                      doc = "ir: k of precision@k and recall@k" },
