@@ -79,6 +79,41 @@ function M.pool_length(model, tok, prompt)
   return M.length(tok, prompt)
 end
 
+-- The prompt of each text column (a list by column index; nil where none) from data.prompts
+-- (a string for every column, or { column = text }) and the dataset's columns; a name that
+-- is not a text column is a user error.
+function M.of_columns(spec, columns, ntexts, what)
+  if spec == nil then return nil end
+  local out = {}
+  if type(spec) == "string" then
+    for c = 1, ntexts do out[c] = spec ~= "" and spec or nil end
+    return out
+  end
+  local index = {}
+  for c = 1, ntexts do index[columns[c]] = c end
+  for name, text in pairs(spec) do
+    if not index[name] then
+      local names = {}
+      for c = 1, ntexts do names[c] = columns[c] end
+      errors.user("%s.%s: not a text column of the training data (its text columns: %s)", what or "data.prompts",
+        tostring(name), table.concat(names, ", "))
+    end
+    out[index[name]] = text ~= "" and text or nil
+  end
+  return out
+end
+
+-- The prompts a checkpoint's config_sentence_transformers.json names: the model folder's,
+-- then data.prompts' under their column names (a single prompt for every column: under
+-- "default"). nil when there are none.
+function M.to_save(model, spec)
+  local out, any = {}, false
+  for k, v in pairs(model.prompts or {}) do out[k] = v; any = true end
+  if type(spec) == "string" then out.default = spec; any = true
+  elseif type(spec) == "table" then for k, v in pairs(spec) do out[k] = v; any = true end end
+  return any and out or nil
+end
+
 -- Whether any row has a prompt to leave out of the pooling.
 function M.any(lengths)
   if type(lengths) == "number" then return lengths > 0 end

@@ -70,7 +70,7 @@ local model = S.record {
 
 local data = S.record {
   doc = "training and evaluation data",
-  order = { "train", "eval", "columns", "eval_columns", "format", "build", "label_map", "filter",
+  order = { "train", "eval", "columns", "eval_columns", "prompts", "format", "build", "label_map", "filter",
             "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
   fields = {
     train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
@@ -78,6 +78,9 @@ local data = S.record {
     columns = S.list { of = S.string {}, min_items = 1,
                        doc = "record fields fed to the loss in order: texts first, then the score or label" },
     eval_columns = S.list { of = S.string {}, min_items = 1, doc = "fields of the eval file (default: sentence1, sentence2, score or label)" },
+    prompts = S.oneof { type_doc = "a string or a table", doc = "text put before the texts as sentence-transformers' prompts: one "
+                        .. "for every text column, or { column = \"query: \" }; saved in checkpoints' config_sentence_transformers.json",
+                        alternatives = { S.string {}, S.map { of = S.string {} } } },
     format = S.string { enum = { "auto", "jsonl", "tsv", "csv" }, default = "auto", doc = "file format (auto: by extension)" },
     build = S.string { enum = { "rows", "nli_triplets" }, default = "rows",
                        doc = "rows as they are, or NLI rows turned into (anchor, positive, hard negative) triplets" },

@@ -133,6 +133,7 @@ function M.run(resolved, opts, Run)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.train.data")
   self.train_ds, self.loader = data.train(recipe, { world = self.dist and self.dist.size })
+  self:column_prompts()   -- data.prompts names text columns: checked before the model loads
   local eval_ds = data.eval(recipe)
   if eval_ds then
     self.eval_rows = {}

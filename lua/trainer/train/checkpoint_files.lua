@@ -64,6 +64,22 @@ function Run:save()
   return dir
 end
 
+-- config_sentence_transformers.json with the prompts a checkpoint's model knows (the model
+-- folder's and data.prompts', trainer.models.prompts.to_save), the folder's other fields kept.
+function Run:write_prompts(tmp, src)
+  local P = require("trainer.models.prompts")
+  local spec = self.recipe.data and self.recipe.data.prompts
+  local saved = spec ~= nil and P.to_save(self.model, spec)
+  if not saved then return end
+  local json = require("trainer.core.json")
+  local path = tmp .. "/config_sentence_transformers.json"
+  local cfg = src and outputs.exists(src .. "/config_sentence_transformers.json")
+    and json.read(src .. "/config_sentence_transformers.json") or {}
+  cfg.prompts = saved
+  if cfg.default_prompt_name == nil then cfg.default_prompt_name = self.model.default_prompt_name end
+  outputs.write_atomic(path, json.encode(cfg, 2) .. "\n")
+end
+
 -- The files of one checkpoint, written into the folder tmp.
 function Run:write_checkpoint(tmp)
   self:sync_scaler()   -- the scaler's and the optimizer's numbers as of this step
@@ -87,6 +103,7 @@ function Run:write_checkpoint(tmp)
         outputs.copy_file(src .. "/" .. f, tmp .. "/" .. f)
       end
     end
+    self:write_prompts(tmp, src)
   end
   local loss_params = {}
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end

@@ -40,7 +40,18 @@ function Run:micro_step(batch, scale)
   return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
     batch = batch, max_length = self.max_length, scale = scale, scale_by = self.scale_by,
     cached = self.recipe.loss.cached, feed = self.feed,
-    mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts })
+    mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts, prompts = self:column_prompts() })
+end
+
+-- data.prompts as a list by text column (trainer.models.prompts.of_columns), made once.
+function Run:column_prompts()
+  local spec = self.recipe.data and self.recipe.data.prompts
+  if spec == nil then return nil end
+  if not self._column_prompts then
+    self._column_prompts = require("trainer.models.prompts").of_columns(spec, self.train_ds.columns,
+      self.train_ds.ntexts or #self.train_ds.columns)
+  end
+  return self._column_prompts
 end
 
 -- step: the step it happened at (default the one running).
