@@ -147,6 +147,7 @@ function M.load_for(command, task, args, usage, extra)
     max_length = M.int(flags, "max-length", nil) })
   if flags.adapter then M.apply_adapter(model, flags.adapter, command) end
   local tok = require("trainer.core.tokenizer").load(pos[1])
+  flags._positional = pos
   return flags, lines, model, tok, M.int(flags, "batch", 32)
 end
 

@@ -456,6 +456,9 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
   return out
 end
 
+-- What trainer.train.mine shares with the IR search.
+M.embed_rows, M.host_floats, M.heap_push, M.better = embed_rows, host_floats, heap_push, better
+
 -- ---------------------------------------------------------------- triplets
 function M.triplet(embed_fn, triplets, opts)
   opts = opts or {}
