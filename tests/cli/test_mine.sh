@@ -43,7 +43,7 @@ EOF
 run_trainer mine "$DATA/tiny_bert" "$TMP/pairs.jsonl" --batch 8
 expect_rc mine 0
 cp "$TMP/out" "$TMP/mined.jsonl"
-expect_err mine_progress "mine: corpus [##############################] 46/46"
+expect_err mine_progress "mine: embedding [##############################] 86/86"
 expect_err mine_counts "mine: 138 rows from 40 anchors over a corpus of 46 (range_max 5)"
 run_trainer run "$TMP/compare.lua" "$TMP/mined.jsonl" 1
 expect_rc mine_equals_st 0

@@ -9,7 +9,7 @@
 --           10 * num_negatives where a margin or max_score filters), max_score, min_score,
 --           margin (ST's absolute_margin), relative_margin, sampling ("top" | "random"), seed
 --           (random sampling), format ("triplet" | "n-tuple"), query_prompt, corpus_prompt,
---           batch_size, corpus_chunk_size, tile, progress (function(done, total, what))
+--           batch_size, corpus_chunk_size, tile, progress (function(done, total, what): texts embedded)
 --     rows: triplet:  { anchor, positive, negative, scores = { pos, neg } }, one per negative
 --           n-tuple:  { anchor, positive, negatives = { ... }, scores = { pos, neg_1, ... } }, one
 --                     per (anchor, positive) with num_negatives negatives found
@@ -107,6 +107,14 @@ function M.run(embed_fn, pairs_, opts)
   local chunk = opts.corpus_chunk_size or evaluate.IR_CHUNK
   local tile = opts.tile or evaluate.IR_TILE
   local progress = opts.progress or function() end
+  -- progress: texts embedded of the anchors and the corpus
+  local embedded, to_embed, inner = 0, nq + nc, embed_fn
+  embed_fn = function(texts, eopts)
+    local e = inner(texts, eopts)
+    embedded = embedded + #texts
+    progress(embedded, to_embed, "embedding")
+    return e
+  end
   -- the corpus embedded shortest first (less padding); heaps rank by score, then corpus index
   local order = {}
   for i = 1, nc do order[i] = i end
@@ -129,7 +137,6 @@ function M.run(embed_fn, pairs_, opts)
     qemb = evaluate.embed_rows(embed_fn, qitems, 1, nq, bs, true, "mine", opts.query_prompt)
     C = qemb:shape()[2]
     qhost = evaluate.host_floats(qemb)
-    progress(0, nc, "corpus")
     for c0 = 1, nc, chunk do
       local c1 = math.min(c0 + chunk - 1, nc)
       local n = c1 - c0 + 1
@@ -166,7 +173,6 @@ function M.run(embed_fn, pairs_, opts)
         end
         docs:free()
       end)
-      progress(c1, nc, "corpus")
     end
   end)
   if qemb then qemb:free() end

@@ -112,8 +112,8 @@ return {
     local last = 0
     local function progress(done, total, what)
       if quiet then return end
-      local now = os.clock()
-      if done < total and now - last < 0.5 then return end
+      local now = os.time()
+      if done < total and now == last then return end
       last = now
       local width = 30
       local fill = total > 0 and math.floor(width * done / total) or width
