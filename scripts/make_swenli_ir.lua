@@ -5,7 +5,10 @@
 --   train_pairs.jsonl     {"anchor": premise, "positive": entailed hypothesis} of the training premises
 --   train_corpus.txt      every hypothesis of the training premises (entailed, neutral, contradicted),
 --                         one a line: the candidates `trainer mine` draws hard negatives from
---   test/corpus.jsonl     every hypothesis of the file ({"_id": "h<n>", "text": ...}), each once
+--   test/corpus.jsonl     every hypothesis of the held-out premises, entailed, neutral and contradicted
+--                         ({"_id": "h<n>", "text": ...}), each once: the premise's own neutral and
+--                         contradicted hypotheses are the hard distractors (the whole file's 9,801
+--                         would quintuple the evaluation's time on a CPU)
 --   test/queries.jsonl    the held-out premises ({"_id": "q<n>", "text": ...})
 --   test/qrels/test.tsv   each held-out premise's entailed hypotheses
 -- Deterministic: the same files on every run.
@@ -35,7 +38,7 @@ local function open(path) return assert(io.open(out .. "/" .. path, "w")) end
 local pairs_f, corpus_f = open("train_pairs.jsonl"), open("train_corpus.txt")
 local queries_f, qrels_f = open("test/queries.jsonl"), open("test/qrels/test.tsv")
 qrels_f:write("query-id\tcorpus-id\tscore\n")
-local nq, ntrain, npairs, seen = 0, 0, 0, {}
+local nq, ntrain, npairs, seen, test_hyps = 0, 0, 0, {}, {}
 for _, p in ipairs(premises) do
   local e = by_premise[p]
   if #e.entailed > 0 then
@@ -44,6 +47,9 @@ for _, p in ipairs(premises) do
       local id = "q" .. nq
       queries_f:write(json.encode({ _id = id, text = p }), "\n")
       for _, h in ipairs(e.entailed) do qrels_f:write(id, "\t", hyp_id[h], "\t1\n") end
+      for _, h in ipairs(e.all) do
+        if not test_hyps[h] then test_hyps[h] = true test_hyps[#test_hyps + 1] = h end
+      end
     else
       ntrain = ntrain + 1
       for _, h in ipairs(e.entailed) do
@@ -57,7 +63,7 @@ for _, p in ipairs(premises) do
   end
 end
 local corpus_out = open("test/corpus.jsonl")
-for i, h in ipairs(hyps) do corpus_out:write(json.encode({ _id = "h" .. i, text = h }), "\n") end
+for _, h in ipairs(test_hyps) do corpus_out:write(json.encode({ _id = hyp_id[h], text = h }), "\n") end
 for _, f in ipairs({ pairs_f, corpus_f, queries_f, qrels_f, corpus_out }) do f:close() end
 io.write(("make_swenli_ir: %d training pairs of %d premises; %d held-out queries over a corpus of %d hypotheses, in %s\n")
-  :format(npairs, ntrain, nq - ntrain, #hyps, out))
+  :format(npairs, ntrain, nq - ntrain, #test_hyps, out))
