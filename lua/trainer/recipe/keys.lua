@@ -68,12 +68,32 @@ local model = S.record {
   end,
 }
 
+-- One of several training datasets (data.train = { name = { file = ... } }).
+local train_set = S.record {
+  doc = "one training dataset of several",
+  order = { "file", "columns", "prompts", "format", "max_rows" },
+  fields = {
+    file = path { required = true, doc = "the dataset's file: .jsonl, .tsv or .csv, optionally .gz" },
+    columns = S.list { of = S.string {}, min_items = 1, doc = "its fields fed to the loss (default: data.columns, or the file's layout)" },
+    prompts = S.oneof { type_doc = "a string or a table", doc = "its prompts (as data.prompts)",
+                        alternatives = { S.string {}, S.map { of = S.string {} } } },
+    format = S.string { enum = { "auto", "jsonl", "tsv", "csv" }, doc = "its file format (default: data.format)" },
+    max_rows = S.integer { gt = 0, doc = "use only its first N rows" },
+  },
+}
+
 local data = S.record {
   doc = "training and evaluation data",
-  order = { "train", "eval", "columns", "eval_columns", "prompts", "format", "build", "label_map", "filter",
+  order = { "train", "sampler", "eval", "columns", "eval_columns", "prompts", "format", "build", "label_map", "filter",
             "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
   fields = {
-    train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
+    train = S.oneof { type_doc = "a path or a table of datasets",
+                      doc = "training file: .jsonl, .tsv or .csv, optionally .gz; or several datasets by name, "
+                        .. "{ nli = { file = ..., columns = ..., prompts = ... }, ... }, whose batches never mix",
+                      alternatives = { path {}, S.map { of = train_set } } },
+    sampler = S.string { enum = { "proportional", "round_robin" }, default_doc = "proportional",
+                         doc = "several training datasets: each batch's dataset drawn in proportion to its batches, "
+                           .. "or one of each in turn until one runs out (sentence-transformers' multi-dataset samplers)" },
     eval = path { doc = "evaluation file (STS pairs with scores, or labelled NLI pairs)" },
     columns = S.list { of = S.string {}, min_items = 1,
                        doc = "record fields fed to the loss in order: texts first, then the score or label" },

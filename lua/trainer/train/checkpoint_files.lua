@@ -69,6 +69,17 @@ end
 function Run:write_prompts(tmp, src)
   local P = require("trainer.models.prompts")
   local spec = self.recipe.data and self.recipe.data.prompts
+  if self.train_ds and self.train_ds.multi then
+    -- several datasets: every dataset's per-column prompts, under their column names
+    local merged
+    for _, p in ipairs(self.train_ds.parts) do
+      if type(p.ds.prompts_spec) == "table" then
+        merged = merged or {}
+        for k, v in pairs(p.ds.prompts_spec) do merged[k] = v end
+      end
+    end
+    spec = merged or spec
+  end
   local saved = spec ~= nil and P.to_save(self.model, spec)
   if not saved then return end
   local json = require("trainer.core.json")

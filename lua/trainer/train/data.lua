@@ -103,6 +103,8 @@ end
 M.below = below
 
 -- Seeded Fisher-Yates over list t in place, the same permutation tr_shuffle_perm makes.
+M.below = below   -- trainer.train.multi_data draws its dataset order with it
+
 local function shuffle_list(t, seed, epoch, purpose)
   local n = #t
   for i = n - 1, 1, -1 do
@@ -747,9 +749,11 @@ function M.train(recipe, opts)
   recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local d = recipe.data or {}
   if not d.train then errors.user("data.train: no training file given; set data.train = \"data/x.jsonl.gz\"") end
-  local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })
   local loss = recipe.loss
   local nodup = IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
+  -- several datasets by name (trainer.train.multi_data)
+  if type(d.train) == "table" then return require("trainer.train.multi_data").train(recipe, opts, nodup) end
+  local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })
   local ld = ds:loader {
     batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
     bucket = d.bucket, no_duplicates = nodup, length = opts.length,
