@@ -2,7 +2,8 @@
 # Several training datasets: data.train = { name = { file, columns, prompts } } trains with
 # batches of one dataset each (data.sampler proportional and round_robin); a run stopped by
 # SIGINT and resumed gives the unbroken run's losses; the datasets' prompts reach the
-# checkpoint; a prompt for a column one dataset lacks is refused naming the dataset.
+# checkpoint; a prompt for a column one dataset lacks is refused naming the dataset; a dataset
+# with its own loss (data.train.NAME.loss) trains and resumes the same way.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tiny_fixtures.sh"
 cd "$ROOT"
@@ -41,4 +42,17 @@ expect_rc multi_round_robin 0
 run_trainer "$TMP/multi.lua" 'data.train.pairs.prompts={anchor="x"}' out="$TMP/runs/bad" --quiet
 expect_rc multi_bad_prompt 1
 expect_err multi_bad_prompt_said "data.train.pairs.prompts.anchor: not a text column of the training data (its text columns: sentence1, sentence2)"
+
+# a dataset with its own loss: STS pairs under CoSENT beside the MNRL pairs; resumed exactly
+sed "s|qa = {|sts = { file = \"$TMP/train.jsonl\", columns = { \"sentence1\", \"sentence2\", \"score\" }, loss = { name = \"cosent\" } }, qa = {|" "$TMP/multi.lua" >"$TMP/multi3.lua"
+run_trainer "$TMP/multi3.lua" steps=8 save.every=3 out="$TMP/runs/u3" --quiet
+expect_rc own_loss_trains 0
+STOP_AT=5 run_trainer "$TMP/multi3.lua" steps=8 save.every=3 out="$TMP/runs/s3"
+run_trainer resume "$TMP/runs/s3"
+expect_rc own_loss_resume 0
+a=$(steps_losses "$TMP/runs/u3/metrics.jsonl"); b=$(steps_losses "$TMP/runs/s3/metrics.jsonl")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then pass own_loss_resume_same_losses; else fail own_loss_resume_same_losses "$a vs $b"; fi
+run_trainer check "$TMP/multi3.lua" 'data.train.sts.loss.name="hinge"'
+expect_rc own_loss_checked 1
+expect_err own_loss_checked_said "data.train.sts.loss.name"
 finish

@@ -71,7 +71,7 @@ local model = S.record {
 -- One of several training datasets (data.train = { name = { file = ... } }).
 local train_set = S.record {
   doc = "one training dataset of several",
-  order = { "file", "columns", "prompts", "format", "max_rows" },
+  order = { "file", "columns", "prompts", "loss", "format", "max_rows" },
   fields = {
     file = path { required = true, doc = "the dataset's file: .jsonl, .tsv or .csv, optionally .gz" },
     columns = S.list { of = S.string {}, min_items = 1, doc = "its fields fed to the loss (default: data.columns, or the file's layout)" },
@@ -144,6 +144,10 @@ local loss = S.record {
     end
   end,
 }
+
+-- a dataset's own loss (one of several training datasets): the loss record again
+train_set.fields.loss = S.record { doc = "its loss (default: the recipe's loss)", order = loss.order, fields = loss.fields,
+                                   check = loss.check }
 
 local optim = S.record {
   doc = "the optimizer",

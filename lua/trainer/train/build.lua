@@ -190,6 +190,18 @@ function M.run(resolved, opts, Run)
   self.params = {}
   for name, p in model:parameters() do self.params[#self.params + 1] = { name, p } end
   for name, p in self.loss:parameters() do self.params[#self.params + 1] = { "loss." .. name, p } end
+  -- several datasets: each dataset's own loss (data.train.NAME.loss), its parameters as "NAME.<param>"
+  self.losses = {}
+  if self.train_ds.multi then
+    for _, part in ipairs(self.train_ds.parts) do
+      if part.ds.loss_spec then
+        local l = losses.new(part.ds.loss_spec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed,
+          deferred = self.deferred })
+        self.losses[part.name] = l
+        for name, p in l:parameters() do self.params[#self.params + 1] = { "loss." .. part.name .. "." .. name, p } end
+      end
+    end
+  end
   local function iter()
     local i = 0
     return function()

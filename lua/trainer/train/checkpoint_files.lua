@@ -118,6 +118,9 @@ function Run:write_checkpoint(tmp)
   end
   local loss_params = {}
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end
+  for _, dname in ipairs(require("trainer.train.multi_data").names(self.losses or {})) do
+    for name, p in self.losses[dname]:parameters() do loss_params[#loss_params + 1] = { dname .. "." .. name, p.value } end
+  end
   if #loss_params > 0 then save_tensors(tmp .. "/loss.safetensors", loss_params) end
   local tensors, ometa = optim.flatten(self.optimizer:state())
   -- the run's peaks and wall time so far, so that a resumed run's summary covers every part
@@ -159,7 +162,13 @@ function Run:load_checkpoint(dir)
   if outputs.exists(dir .. "/loss.safetensors") then
     local r = st.load(dir .. "/loss.safetensors")
     local runtime = require("trainer.core.runtime")
-    for name, p in self.loss:parameters() do
+    local all = {}
+    for name, p in self.loss:parameters() do all[#all + 1] = { name, p } end
+    for dname, l in pairs(self.losses or {}) do
+      for name, p in l:parameters() do all[#all + 1] = { dname .. "." .. name, p } end
+    end
+    for _, np in ipairs(all) do
+      local name, p = np[1], np[2]
       T.scope(function()
         local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
         runtime.check(require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr()),

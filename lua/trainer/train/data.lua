@@ -744,13 +744,17 @@ local IN_BATCH_NEGATIVES = { mnrl = true }
 -- opts { label_map, length, shuffle_buffer, world } (length: tokens of a row, for bucketing;
 -- world: ranks under mpirun, whose global batches of batch.size x world rows trainer.dist
 -- shards, every rank reading the same ones).
+-- Whether a loss spec ranks against in-batch negatives (its batches hold no text twice).
+function M.in_batch_negatives(loss)
+  return IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
+end
+
 function M.train(recipe, opts)
   opts = opts or {}
   recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local d = recipe.data or {}
   if not d.train then errors.user("data.train: no training file given; set data.train = \"data/x.jsonl.gz\"") end
-  local loss = recipe.loss
-  local nodup = IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
+  local nodup = M.in_batch_negatives(recipe.loss)
   -- several datasets by name (trainer.train.multi_data)
   if type(d.train) == "table" then return require("trainer.train.multi_data").train(recipe, opts, nodup) end
   local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })

@@ -7,7 +7,8 @@
 --   }
 --
 -- Every dataset is read by trainer.train.data with the data table's settings and its own file,
--- columns and prompts, and cut into batches by its own loader; a batch never mixes datasets
+-- columns and prompts (and trained with its own loss, if it names one), and cut into batches by
+-- its own loader; a batch never mixes datasets
 -- (batch.dataset names its dataset). The sampler orders the datasets' batches within an epoch
 -- as sentence-transformers' multi-dataset batch samplers:
 --   proportional  every batch of every dataset once, the datasets drawn in a seeded random
@@ -52,9 +53,12 @@ function M.train(recipe, opts, nodup)
     if spec.max_rows then cfg.max_rows = spec.max_rows end
     local ds = data.open(spec.file, cfg, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer,
       label_map = opts.label_map })
-    ds.name, ds.prompts_spec = name, spec.prompts or d.prompts
+    ds.name, ds.prompts_spec, ds.loss_spec = name, spec.prompts or d.prompts, spec.loss
+    -- a dataset with its own loss: no duplicate texts in a batch where that loss uses in-batch negatives
+    local dnodup = nodup
+    if spec.loss then dnodup = data.in_batch_negatives(spec.loss) end
     local ld = ds:loader { batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
-      bucket = d.bucket, no_duplicates = nodup, length = opts.length }
+      bucket = d.bucket, no_duplicates = dnodup, length = opts.length }
     parts[i] = { name = name, ds = ds, loader = ld }
   end
   local n = 0

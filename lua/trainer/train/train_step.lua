@@ -37,10 +37,14 @@ function Run:micro_step(batch, scale)
   -- under mpirun each rank draws its own dropout masks (micro * N + rank; micro for one)
   self.model.rng.step = self.dist and (self.micro * self.dist.size + self.dist.rank) or self.micro
   self.micro = self.micro + 1
-  return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
+  -- the batch's dataset's own loss (data.train.NAME.loss), else the recipe's
+  local loss, lspec = self.loss, self.recipe.loss
+  local own = batch.dataset and self.losses and self.losses[batch.dataset]
+  if own then loss, lspec = own, self:batch_dataset(batch).loss_spec end
+  return require("trainer.train.step").micro({ model = self.model, loss = loss, tokenizer = self.tokenizer,
     batch = batch, max_length = self.max_length, scale = scale, scale_by = self.scale_by,
-    cached = self.recipe.loss.cached, feed = self.feed,
-    mini_batch = self.recipe.loss.mini_batch, ntexts = self:batch_dataset(batch).ntexts,
+    cached = lspec.cached, feed = self.feed,
+    mini_batch = lspec.mini_batch, ntexts = self:batch_dataset(batch).ntexts,
     prompts = self:column_prompts(batch.dataset) })
 end
 
