@@ -53,10 +53,15 @@ function M.train(recipe, opts, nodup)
     if spec.max_rows then cfg.max_rows = spec.max_rows end
     local ds = data.open(spec.file, cfg, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer,
       label_map = opts.label_map })
-    ds.name, ds.prompts_spec, ds.loss_spec = name, spec.prompts or d.prompts, spec.loss
+    ds.name, ds.prompts_spec = name, spec.prompts or d.prompts
+    if spec.loss then
+      -- the loss keys' defaults, as the recipe's own loss has them
+      local schema, keys = require("trainer.recipe.schema"), require("trainer.recipe.keys")
+      ds.loss_spec = schema.apply_defaults(keys.fields.loss, schema.copy(spec.loss))
+    end
     -- a dataset with its own loss: no duplicate texts in a batch where that loss uses in-batch negatives
     local dnodup = nodup
-    if spec.loss then dnodup = data.in_batch_negatives(spec.loss) end
+    if ds.loss_spec then dnodup = data.in_batch_negatives(ds.loss_spec) end
     local ld = ds:loader { batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
       bucket = d.bucket, no_duplicates = dnodup, length = opts.length }
     parts[i] = { name = name, ds = ds, loader = ld }
