@@ -89,7 +89,7 @@ local data = S.record {
   fields = {
     train = S.oneof { type_doc = "a path or a table of datasets",
                       doc = "training file: .jsonl, .tsv or .csv, optionally .gz; or several datasets by name, "
-                        .. "{ nli = { file = ..., columns = ..., prompts = ... }, ... }, whose batches never mix",
+                        .. "{ nli = { file = ..., columns = ..., prompts = ..., loss = { ... } }, ... }, whose batches never mix",
                       alternatives = { path {}, S.map { of = train_set } } },
     sampler = S.string { enum = { "proportional", "round_robin" }, default_doc = "proportional",
                          doc = "several training datasets: each batch's dataset drawn in proportion to its batches, "
