@@ -15,7 +15,8 @@
 --   trainer run scripts/retrieval_result.lua runs/minilm_retrieval   # NDCG@10 before and after
 -- The hard negatives are the hypotheses (of the training premises) nearest each premise, other
 -- than its entailed ones, at least 5 % of the positive's score below it (NV-Retriever's
--- TopK-PercPos); premises without such a candidate keep their pair (MNRL's in-batch negatives).
+-- TopK-PercPos); as in sentence-transformers' triplet output, a pair without such a candidate
+-- is left out (about 1,660 triplets of the 2,783 pairs). 45 steps of 32: about one epoch.
 return {
   description = "all-MiniLM-L6-v2 + MNRL on SweNLI premise -> entailed hypothesis triplets with mined hard negatives, "
     .. "evaluated as retrieval on held-out premises",
