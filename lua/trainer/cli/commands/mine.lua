@@ -109,14 +109,14 @@ return {
       return e
     end
     local quiet = flags.quiet
-    local last = 0
+    -- the bar is redrawn when it grows a mark (at most 31 times) and at the end
+    local last_fill = -1
     local function progress(done, total, what)
       if quiet then return end
-      local now = os.time()
-      if done < total and now == last then return end
-      last = now
       local width = 30
       local fill = total > 0 and math.floor(width * done / total) or width
+      if done < total and fill == last_fill then return end
+      last_fill = fill
       io.stderr:write(("\rmine: %s [%s%s] %d/%d"):format(what, ("#"):rep(fill), ("."):rep(width - fill), done, total))
       if done >= total then io.stderr:write("\n") end
     end
