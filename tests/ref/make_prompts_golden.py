@@ -81,7 +81,8 @@ with tempfile.TemporaryDirectory() as tmp:
         d, pooling = folder(tmp, include)
         out.setdefault("pooling", {})["include" if include else "exclude"] = pooling
         model = SentenceTransformer(d, device="cpu")
-        print(model.prompts, model.default_prompt_name)
+        # ST adds its default "query" / "document" names; ours are all there
+        assert all(model.prompts[k] == v for k, v in PROMPTS.items()) and model.default_prompt_name == DEFAULT
         tr = model[0]
         out["prompt_length"] = {p: tr._get_prompt_length(p) for p in list(PROMPTS.values()) + ["hej: "]}
         for how in ({"prompt_name": "query"}, {"prompt_name": "doc"}, {"prompt": "hej: "}, {}):
