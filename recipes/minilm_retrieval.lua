@@ -17,6 +17,10 @@
 -- than its entailed ones, at least 5 % of the positive's score below it (NV-Retriever's
 -- TopK-PercPos); as in sentence-transformers' triplet output, a pair without such a candidate
 -- is left out (about 1,660 triplets of the 2,783 pairs). 45 steps of 32: about one epoch.
+-- On a shared 2-core CPU (mining about 10 minutes, training with both evaluations 4.5 minutes):
+--                     NDCG@10  MRR@10  Recall@10  Accuracy@1
+--   before training:   0.5457  0.5167     0.6768      0.4144
+--   after  training:   0.6593  0.6294     0.7928      0.5152
 return {
   description = "all-MiniLM-L6-v2 + MNRL on SweNLI premise -> entailed hypothesis triplets with mined hard negatives, "
     .. "evaluated as retrieval on held-out premises",
