@@ -43,6 +43,13 @@ run_trainer "$TMP/multi.lua" 'data.train.pairs.prompts={anchor="x"}' out="$TMP/r
 expect_rc multi_bad_prompt 1
 expect_err multi_bad_prompt_said "data.train.pairs.prompts.anchor: not a text column of the training data (its text columns: sentence1, sentence2)"
 
+# data.prompts keyed by dataset: the same losses as the datasets' own prompts
+sed 's|, prompts = { anchor = "is " } }|, prompts = nil }|' "$TMP/multi.lua" >"$TMP/multi_top.lua"
+run_trainer "$TMP/multi_top.lua" steps=8 'data.prompts={qa={anchor="is "}}' out="$TMP/runs/top" --quiet
+expect_rc prompts_by_dataset 0
+a=$(steps_losses "$TMP/runs/unbroken/metrics.jsonl"); b=$(steps_losses "$TMP/runs/top/metrics.jsonl")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then pass prompts_by_dataset_same_losses; else fail prompts_by_dataset_same_losses "$a vs $b"; fi
+
 # a dataset with its own loss: STS pairs under CoSENT beside the MNRL pairs; resumed exactly
 sed "s|qa = {|sts = { file = \"$TMP/train.jsonl\", columns = { \"sentence1\", \"sentence2\", \"score\" }, loss = { name = \"cosent\" } }, qa = {|" "$TMP/multi.lua" >"$TMP/multi3.lua"
 run_trainer "$TMP/multi3.lua" steps=8 save.every=3 out="$TMP/runs/u3" --quiet

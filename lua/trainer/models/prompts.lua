@@ -92,6 +92,10 @@ function M.of_columns(spec, columns, ntexts, what)
   local index = {}
   for c = 1, ntexts do index[columns[c]] = c end
   for name, text in pairs(spec) do
+    if type(text) ~= "string" then
+      errors.user("%s.%s: a prompt is a string (prompts by dataset need several training datasets)", what or "data.prompts",
+        tostring(name))
+    end
     if not index[name] then
       local names = {}
       for c = 1, ntexts do names[c] = columns[c] end

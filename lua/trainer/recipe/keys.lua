@@ -99,8 +99,10 @@ local data = S.record {
                        doc = "record fields fed to the loss in order: texts first, then the score or label" },
     eval_columns = S.list { of = S.string {}, min_items = 1, doc = "fields of the eval file (default: sentence1, sentence2, score or label)" },
     prompts = S.oneof { type_doc = "a string or a table", doc = "text put before the texts as sentence-transformers' prompts: one "
-                        .. "for every text column, or { column = \"query: \" }; saved in checkpoints' config_sentence_transformers.json",
-                        alternatives = { S.string {}, S.map { of = S.string {} } } },
+                        .. "for every text column, or { column = \"query: \" }, or with several training datasets "
+                        .. "{ dataset = either }; saved in checkpoints' config_sentence_transformers.json",
+                        alternatives = { S.string {}, S.map { of = S.oneof { type_doc = "a string or a table",
+                          alternatives = { S.string {}, S.map { of = S.string {} } } } } } },
     format = S.string { enum = { "auto", "jsonl", "tsv", "csv" }, default = "auto", doc = "file format (auto: by extension)" },
     build = S.string { enum = { "rows", "nli_triplets" }, default = "rows",
                        doc = "rows as they are, or NLI rows turned into (anchor, positive, hard negative) triplets" },

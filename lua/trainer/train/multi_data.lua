@@ -53,7 +53,15 @@ function M.train(recipe, opts, nodup)
     if spec.max_rows then cfg.max_rows = spec.max_rows end
     local ds = data.open(spec.file, cfg, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer,
       label_map = opts.label_map })
-    ds.name, ds.prompts_spec = name, spec.prompts or d.prompts
+    -- its prompts: its own, else data.prompts' entry for it (data.prompts keyed by dataset, as
+    -- sentence-transformers' nested prompts), else data.prompts for every dataset
+    local top = d.prompts
+    if type(top) == "table" then
+      local by_dataset = false
+      for _, n in ipairs(names) do if top[n] ~= nil then by_dataset = true end end
+      if by_dataset then top = top[name] end
+    end
+    ds.name, ds.prompts_spec = name, spec.prompts or top
     if spec.loss then
       -- the loss keys' defaults, as the recipe's own loss has them
       local schema, keys = require("trainer.recipe.schema"), require("trainer.recipe.keys")
