@@ -2,7 +2,7 @@
 # Every recipe in recipes/ trains as written on data that ships (or that a script in
 # scripts/ makes from what ships): each runs 2 steps of 4 rows on a tiny random model in a
 # scratch folder that holds only the shipped data, the files scripts/prepare_nli_data.sh
-# makes, and recipes/. The only overrides are the model (tiny, 32 tokens, on the CPU, no
+# and scripts/make_swenli_ir.lua (with `trainer mine`) make, and recipes/. The only overrides are the model (tiny, 32 tokens, on the CPU, no
 # memory limit) and the length of the run; data paths and out are the recipes' own, so
 # every run writes under the scratch folder.
 source "$(dirname "$0")/lib.sh"
@@ -12,6 +12,11 @@ for f in "$ROOT"/data/*.jsonl.gz; do ln -s "$f" "$work/data/"; done
 ln -s "$ROOT/recipes" "$work/recipes"
 bash "$ROOT/scripts/prepare_nli_data.sh" "$work/data" >/dev/null || fail prepare_nli_data "the script failed"
 "$TRAINER" run <(echo "require('trainer.models').tiny_folder('$TMP/tiny', { seed = 1 })") || fail tiny_model "could not make it"
+# recipes/minilm_retrieval.lua's files: the SweNLI retrieval task and its mined triplets (by the tiny model)
+IR="$work/build/swenli_ir"
+"$TRAINER" run "$ROOT/scripts/make_swenli_ir.lua" "$IR" >/dev/null &&
+  "$TRAINER" mine "$TMP/tiny" "$IR/train_pairs.jsonl" --corpus "$IR/train_corpus.txt" --num-negatives 1 --quiet \
+    --out "$IR/train_triplets.jsonl" || fail swenli_ir "make_swenli_ir.lua or trainer mine failed"
 cd "$work"
 
 n=0

@@ -136,9 +136,11 @@ end
 -- adapter given in its place is named), the input lines read, the model loaded for `task`
 -- with --adapter applied, and its tokenizer. Returns flags, lines, model, tokenizer and the
 -- --batch size (32 when it is not given).
-function M.load_for(command, task, args, usage)
-  local pos, flags = M.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
-    device = "value" }, usage)
+-- extra: more flags of this command ({ name = "value" | "bool" }).
+function M.load_for(command, task, args, usage, extra)
+  local known = { adapter = "value", batch = "value", ["max-length"] = "value", device = "value" }
+  for k, v in pairs(extra or {}) do known[k] = v end
+  local pos, flags = M.parse(args, known, usage)
   if #pos ~= 2 then errors.user("%s needs a model folder and an input file\nusage: %s", command, usage) end
   M.check_model_folder(pos[1], ("trainer %s BASE %s --adapter ADAPTER"):format(command, pos[2]), true)
   local lines = M.read_lines(pos[2])
@@ -161,6 +163,7 @@ function M.load_for(command, task, args, usage)
     max_length = M.int(flags, "max-length", nil), num_labels = flags.adapter and M.adapter_num_labels(flags.adapter) })
   if flags.adapter then M.apply_adapter(model, flags.adapter, command) end
   local tok = require("trainer.core.tokenizer").load(pos[1])
+  flags._positional = pos
   return flags, lines, model, tok, M.int(flags, "batch", 32)
 end
 

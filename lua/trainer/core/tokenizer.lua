@@ -104,19 +104,13 @@ end
 
 -- { input_ids, attention_mask, token_type_ids } tensors [B, L] from host i32 arrays of
 -- B x L (on device when given); on failure the tensors made so far are freed.
-local function batch_tensors(ids, mask, types, B, L, device)
+local function batch_tensors(ids, mask, types, B, L, device, prompt_length)
   local result = {}
   local ok, e = pcall(function()
-    for name, src in pairs({ input_ids = ids, attention_mask = mask, token_type_ids = types }) do
-      local t = T.empty({ B, L }, { dtype = "i32", tag = "activations" })
-      runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), src, B * L * 4), "tokenizer:batch")
-      if device and device ~= "cpu" then
-        local d = t:to({ device = device })
-        t:free()
-        t = d
-      end
-      result[name] = t
-    end
+    local parts = { input_ids = ids, attention_mask = mask, token_type_ids = types }
+    local prompts = require("trainer.models.prompts")
+    if prompts.any(prompt_length) then parts.pool_mask = prompts.pool_mask(mask, B, L, prompt_length) end
+    for name, src in pairs(parts) do result[name] = M.host_tensor(src, B, L, device) end
   end)
   if not ok then
     for _, t in pairs(result) do t:free() end
@@ -125,13 +119,28 @@ local function batch_tensors(ids, mask, types, B, L, device)
   return result
 end
 
+-- A new i32 tensor [B, L] of the host array src (on device when given).
+function M.host_tensor(src, B, L, device)
+  local t = T.empty({ B, L }, { dtype = "i32", tag = "activations" })
+  runtime.check(C.tr_tensor_write(runtime.ctx, t:ptr(), src, B * L * 4), "tokenizer:batch")
+  if device and device ~= "cpu" then
+    local d = t:to({ device = device })
+    t:free()
+    t = d
+  end
+  return t
+end
+
 -- texts: a list of strings, or of { text, pair } tables. Returns { input_ids,
 -- attention_mask, token_type_ids } (i32 tensors [B, T], tag activations, opts.device).
+-- opts.prompt_length (a number, or one per text) adds pool_mask: the attention mask with
+-- each row's first prompt_length positions zeroed, what a pooling that leaves the prompt
+-- out reads (trainer.models.prompts).
 function Tokenizer:batch(texts, opts)
   opts = opts or {}
   local out = self:encode_host(texts, opts)
   local ok, result = pcall(batch_tensors, out.ids, out.attention_mask, out.type_ids,
-    tonumber(out.batch), tonumber(out.seq_len), opts.device)
+    tonumber(out.batch), tonumber(out.seq_len), opts.device, opts.prompt_length)
   C.tr_tok_batch_free(out)
   if not ok then error(result, 0) end
   return result
@@ -165,7 +174,8 @@ function Tokenizer:by_length(texts, opts)
     if len[a] ~= len[b] then return len[a] > len[b] end
     return a < b
   end)
-  return setmetatable({ host = host, n = n, L = L, len = len, order = order, device = opts.device }, Sorted)
+  return setmetatable({ host = host, n = n, L = L, len = len, order = order, device = opts.device,
+    prompt_length = opts.prompt_length }, Sorted)
 end
 
 function Sorted:batch(first, last)
@@ -179,7 +189,13 @@ function Sorted:batch(first, last)
     ffi.copy(mask + r * L, self.host.attention_mask + src, L * 4)
     ffi.copy(types + r * L, self.host.type_ids + src, L * 4)
   end
-  return batch_tensors(ids, mask, types, B, L, self.device)
+  local pl = self.prompt_length
+  if type(pl) == "table" then
+    local rows = {}
+    for r = 1, B do rows[r] = pl[self.order[first + r - 1]] end
+    pl = rows
+  end
+  return batch_tensors(ids, mask, types, B, L, self.device, pl)
 end
 
 function Sorted:free()

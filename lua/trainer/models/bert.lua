@@ -326,7 +326,8 @@ end
 function SentenceEncoder:forward(input)
   local ok, y = pcall(T.scope, function()
     local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
-    local pooled = self.pooling:forward(h, input.attention_mask)
+    -- pool_mask: the attention mask less the prompt's tokens, where the pooling leaves them out
+    local pooled = self.pooling:forward(h, input.pool_mask or input.attention_mask)
     if not self.normalize then return pooled end
     return self.normalize:forward(pooled)
   end)

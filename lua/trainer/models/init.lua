@@ -50,9 +50,11 @@ local pooling_keys = {
   { "pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len" }, { "pooling_mode_mean_tokens", "mean" },
 }
 
--- { pooling = mode, normalize = bool, max_seq_length = n or nil, sentence_transformers = bool }
+-- { pooling = mode, normalize = bool, max_seq_length = n or nil, sentence_transformers = bool,
+--   include_prompt = bool (the Pooling config's, default true), prompts = { name = text },
+--   default_prompt_name = name or nil (config_sentence_transformers.json's) }
 function M.read_sentence_config(dir)
-  local out = { pooling = "mean", normalize = false, sentence_transformers = false }
+  local out = { pooling = "mean", normalize = false, sentence_transformers = false, include_prompt = true, prompts = {} }
   local modules_path = dir .. "/modules.json"
   if exists(modules_path) then
     out.sentence_transformers = true
@@ -72,9 +74,30 @@ function M.read_sentence_config(dir)
               table.concat(modes, ", "))
           end
           if #modes == 1 then out.pooling = modes[1] end
+          if pc.include_prompt == false then out.include_prompt = false end
         end
       elseif ty:match("Normalize$") then
         out.normalize = true
+      end
+    end
+  end
+  local cst = dir .. "/config_sentence_transformers.json"
+  if exists(cst) then
+    local c = json.read(cst)
+    if type(c) == "table" then
+      if type(c.prompts) == "table" then
+        for k, v in pairs(c.prompts) do
+          if type(k) ~= "string" or type(v) ~= "string" then
+            errors.user("%s: prompts must map names to texts ({\"query\": \"query: \"})", cst)
+          end
+          out.prompts[k] = v
+        end
+      end
+      if type(c.default_prompt_name) == "string" then
+        if out.prompts[c.default_prompt_name] == nil then
+          errors.user("%s: default_prompt_name %q is not one of its prompts", cst, c.default_prompt_name)
+        end
+        out.default_prompt_name = c.default_prompt_name
       end
     end
   end
@@ -202,6 +225,8 @@ function M.load_model(dir, opts)
       build_opts.normalize = opts.normalize == nil and sc.normalize or opts.normalize
       model = family.build("embedding", build_opts)
       model.max_length = sc.max_seq_length
+      model.prompts, model.default_prompt_name, model.include_prompt = sc.prompts, sc.default_prompt_name,
+        sc.include_prompt
     end
     if opts.dtype and opts.dtype ~= "f32" then
       for _, p in model:parameters() do

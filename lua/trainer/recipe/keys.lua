@@ -68,16 +68,43 @@ local model = S.record {
   end,
 }
 
+-- One of several training datasets (data.train = { name = { file = ... } }).
+local train_set = S.record {
+  doc = "one training dataset of several",
+  order = { "file", "columns", "prompts", "loss", "format", "max_rows" },
+  fields = {
+    file = path { required = true, doc = "the dataset's file: .jsonl, .tsv or .csv, optionally .gz" },
+    columns = S.list { of = S.string {}, min_items = 1, doc = "its fields fed to the loss (default: data.columns, or the file's layout)" },
+    prompts = S.oneof { type_doc = "a string or a table", doc = "its prompts (as data.prompts)",
+                        alternatives = { S.string {}, S.map { of = S.string {} } } },
+    format = S.string { enum = { "auto", "jsonl", "tsv", "csv" }, doc = "its file format (default: data.format)" },
+    max_rows = S.integer { gt = 0, doc = "use only its first N rows" },
+  },
+}
+
 local data = S.record {
   doc = "training and evaluation data",
-  order = { "train", "eval", "columns", "eval_columns", "format", "build", "label_map", "filter",
-            "shuffle", "bucket", "sampler", "max_rows", "skip_bad", "hint" },
+  order = { "train", "sampler", "eval", "columns", "eval_columns", "prompts", "format", "build", "label_map", "filter",
+            "shuffle", "bucket", "max_rows", "skip_bad", "hint" },
   fields = {
-    train = path { doc = "training file: .jsonl, .tsv or .csv, optionally .gz" },
+    train = S.oneof { type_doc = "a path or a table of datasets",
+                      doc = "training file: .jsonl, .tsv or .csv, optionally .gz; or several datasets by name, "
+                        .. "{ nli = { file = ..., columns = ..., prompts = ..., loss = { ... } }, ... }, whose batches never mix",
+                      alternatives = { path {}, S.map { of = train_set } } },
+    sampler = S.string { enum = { "default", "group_by_label", "proportional", "round_robin" }, default = "default",
+                         doc = "default: shuffled rows (several training datasets: proportional); group_by_label: several rows "
+                           .. "of each label in every batch (even batch.size >= 4), for batch_*_triplet; with several training "
+                           .. "datasets, proportional (each batch's dataset drawn in proportion to its batches) or round_robin "
+                           .. "(one of each in turn until one runs out), sentence-transformers' multi-dataset samplers" },
     eval = path { doc = "evaluation file (STS pairs with scores, or labelled NLI pairs)" },
     columns = S.list { of = S.string {}, min_items = 1,
                        doc = "record fields fed to the loss in order: texts first, then the score or label" },
     eval_columns = S.list { of = S.string {}, min_items = 1, doc = "fields of the eval file (default: sentence1, sentence2, score or label)" },
+    prompts = S.oneof { type_doc = "a string or a table", doc = "text put before the texts as sentence-transformers' prompts: one "
+                        .. "for every text column, or { column = \"query: \" }, or with several training datasets "
+                        .. "{ dataset = either }; saved in checkpoints' config_sentence_transformers.json",
+                        alternatives = { S.string {}, S.map { of = S.oneof { type_doc = "a string or a table",
+                          alternatives = { S.string {}, S.map { of = S.string {} } } } } } },
     format = S.string { enum = { "auto", "jsonl", "tsv", "csv" }, default = "auto", doc = "file format (auto: by extension)" },
     build = S.string { enum = { "rows", "nli_triplets" }, default = "rows",
                        doc = "rows as they are, or NLI rows turned into (anchor, positive, hard negative) triplets" },
@@ -85,9 +112,6 @@ local data = S.record {
     filter = S.func { doc = "function(row) returning true for the rows to keep" },
     shuffle = S.boolean { default = true, doc = "shuffle training rows each epoch (seeded)" },
     bucket = S.boolean { default = false, doc = "batch rows of similar length together to cut padding" },
-    sampler = S.string { enum = { "default", "group_by_label" }, default = "default",
-                         doc = "group_by_label: several rows of each label in every batch (even batch.size >= 4), for "
-                            .. "batch_*_triplet" },
     max_rows = S.integer { gt = 0, doc = "use only the first N rows (quick experiments)" },
     skip_bad = S.boolean { default = false, doc = "skip and count malformed lines instead of stopping (the count and the first one are printed "
                           .. "before training and kept in summary.json)" },
@@ -156,6 +180,10 @@ local loss = S.record {
     end
   end,
 }
+
+-- a dataset's own loss (one of several training datasets): the loss record again
+train_set.fields.loss = S.record { doc = "its loss (default: the recipe's loss)", order = loss.order, fields = loss.fields,
+                                   check = loss.check }
 
 local optim = S.record {
   doc = "the optimizer",
@@ -241,7 +269,8 @@ local lora = S.oneof {
 local eval_set = S.record {
   doc = "one evaluator of eval.sets",
   order = { "type", "folder", "split", "corpus", "queries", "qrels", "file", "columns", "similarity_fn_names",
-            "corpus_chunk_size", "query_prompt", "corpus_prompt", "accuracy_at_k", "precision_recall_at_k", "mrr_at_k",
+            "corpus_chunk_size", "query_prompt", "corpus_prompt", "query_prompt_name", "corpus_prompt_name",
+            "accuracy_at_k", "precision_recall_at_k", "mrr_at_k",
             "ndcg_at_k", "map_at_k", "margin" },
   fields = {
     type = S.string { enum = { "ir", "triplet", "binary", "sts", "nli" }, required = true,
@@ -259,6 +288,8 @@ local eval_set = S.record {
     corpus_chunk_size = S.integer { gt = 0, doc = "ir: documents embedded and searched at once (default 50000)" },
     query_prompt = S.string { doc = "ir: text put before every query (e.g. \"query: \")" },
     corpus_prompt = S.string { doc = "ir: text put before every document (e.g. \"passage: \")" },
+    query_prompt_name = S.string { doc = "ir: the model's prompt of this name before every query (its config_sentence_transformers.json)" },
+    corpus_prompt_name = S.string { doc = "ir: the model's prompt of this name before every document" },
     accuracy_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }", doc = "ir: k of accuracy@k" },
     precision_recall_at_k = S.list { of = S.integer { gt = 0 }, min_items = 1, default_doc = "{ 1, 3, 5, 10 }",
                                      doc = "ir: k of precision@k and recall@k" },

@@ -64,7 +64,8 @@ local h32p, h64p = ffi.new("int32_t*[1]"), ffi.new("int64_t*[1]")
 local d32p, d64p = ffi.new("tr_tensor*[1]"), ffi.new("tr_tensor*[1]")
 
 -- Tokenises texts (tok:batch's opts: max_length, truncation, padding) into the next slot and
--- queues its upload. Returns the batch's tensors and its count of non-padding tokens.
+-- queues its upload. Returns the batch's tensors and its count of non-padding tokens;
+-- opts.prompt_length (tok:batch's) adds enc.pool_mask.
 function Feed:encode(tokenizer, texts, opts, targets, positions)
   local f = self:handle()
   local out = tokenizer:encode_host(texts, opts)
@@ -84,6 +85,10 @@ function Feed:encode(tokenizer, texts, opts, targets, positions)
   local mask = out.attention_mask
   local n_tokens = 0
   if ok then for i = 0, n - 1 do n_tokens = n_tokens + mask[i] end end
+  -- opts.prompt_length: the pooling's mask without the prompt's tokens (trainer.models.prompts),
+  -- uploaded on its own (it exists only where a model leaves its prompts out)
+  local prompts = require("trainer.models.prompts")
+  local pool = ok and prompts.any(opts and opts.prompt_length) and prompts.pool_mask(mask, B, L, opts.prompt_length)
   C.tr_tok_batch_free(out)
   if not ok then error(err, 0) end
   runtime.check(C.tr_batch_feed_upload(f, d32p, d64p), "batch_feed.encode")
@@ -93,6 +98,14 @@ function Feed:encode(tokenizer, texts, opts, targets, positions)
              token_type_ids = view(d32, 2 * stride, B, L), targets = nt > 0 and view(d64, 0, nt) or nil,
              position_ids = positions and view(d32, 3 * stride, B, L) or nil }
   end)
+  if pool then
+    local pok, pm = pcall(require("trainer.core.tokenizer").host_tensor, pool, B, L, self.device)
+    if not pok then
+      for _, t in pairs(enc) do t:free() end
+      error(pm, 0)
+    end
+    enc.pool_mask = pm
+  end
   return enc, n_tokens
 end
 

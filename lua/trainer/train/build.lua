@@ -30,8 +30,15 @@ end
 -- Missing data files fail before any work, with the recipe's data.hint when it has one.
 function M.check_data_files(d)
   if not d then return end
-  for _, key in ipairs({ "train", "eval" }) do
-    local path = d[key]
+  local files = { { "train", d.train }, { "eval", d.eval } }
+  if type(d.train) == "table" then   -- several datasets by name
+    files = { { "eval", d.eval } }
+    for _, name in ipairs(require("trainer.train.multi_data").names(d.train)) do
+      files[#files + 1] = { "train." .. name .. ".file", d.train[name].file }
+    end
+  end
+  for _, kp in ipairs(files) do
+    local key, path = kp[1], kp[2]
     if path then
       local f = io.open(path, "rb")
       if f then f:close() else
@@ -144,6 +151,13 @@ function M.run(resolved, opts, Run)
   -- data before the model, as it is cheap to fail: a malformed line ends the run before model loading
   local data = require("trainer.train.data")
   self.train_ds, self.loader = data.train(recipe, { world = self.dist and self.dist.size })
+  -- data.prompts names text columns: checked before the model loads
+  if self.train_ds.multi then
+    if self.dist then errors.user("data.train: several datasets under mpirun are not supported yet; train on one") end
+    for _, p in ipairs(self.train_ds.parts) do self:column_prompts(p.name) end
+  else
+    self:column_prompts()
+  end
   local eval_ds = data.eval(recipe)
   if eval_ds then
     self.eval_rows = {}
@@ -191,6 +205,18 @@ function M.run(resolved, opts, Run)
   self.params = {}
   for name, p in model:parameters() do self.params[#self.params + 1] = { name, p } end
   for name, p in self.loss:parameters() do self.params[#self.params + 1] = { "loss." .. name, p } end
+  -- several datasets: each dataset's own loss (data.train.NAME.loss), its parameters as "NAME.<param>"
+  self.losses = {}
+  if self.train_ds.multi then
+    for _, part in ipairs(self.train_ds.parts) do
+      if part.ds.loss_spec then
+        local l = losses.new(part.ds.loss_spec, { dim = model.config.hidden_size, device = self.device, seed = recipe.seed,
+          deferred = self.deferred })
+        self.losses[part.name] = l
+        for name, p in l:parameters() do self.params[#self.params + 1] = { "loss." .. part.name .. "." .. name, p } end
+      end
+    end
+  end
   local function iter()
     local i = 0
     return function()

@@ -65,6 +65,33 @@ function Run:save()
   return dir
 end
 
+-- config_sentence_transformers.json with the prompts a checkpoint's model knows (the model
+-- folder's and data.prompts', trainer.models.prompts.to_save), the folder's other fields kept.
+function Run:write_prompts(tmp, src)
+  local P = require("trainer.models.prompts")
+  local spec = self.recipe.data and self.recipe.data.prompts
+  if self.train_ds and self.train_ds.multi then
+    -- several datasets: every dataset's per-column prompts, under their column names
+    local merged
+    for _, p in ipairs(self.train_ds.parts) do
+      if type(p.ds.prompts_spec) == "table" then
+        merged = merged or {}
+        for k, v in pairs(p.ds.prompts_spec) do merged[k] = v end
+      end
+    end
+    spec = merged or spec
+  end
+  local saved = spec ~= nil and P.to_save(self.model, spec)
+  if not saved then return end
+  local json = require("trainer.core.json")
+  local path = tmp .. "/config_sentence_transformers.json"
+  local cfg = src and outputs.exists(src .. "/config_sentence_transformers.json")
+    and json.read(src .. "/config_sentence_transformers.json") or {}
+  cfg.prompts = saved
+  if cfg.default_prompt_name == nil then cfg.default_prompt_name = self.model.default_prompt_name end
+  outputs.write_atomic(path, json.encode(cfg, 2) .. "\n")
+end
+
 -- The files of one checkpoint, written into the folder tmp.
 function Run:write_checkpoint(tmp)
   self:sync_scaler()   -- the scaler's and the optimizer's numbers as of this step
@@ -94,9 +121,13 @@ function Run:write_checkpoint(tmp)
         outputs.copy_file(src .. "/" .. f, tmp .. "/" .. f)
       end
     end
+    self:write_prompts(tmp, src)
   end
   local loss_params = {}
   for name, p in self.loss:parameters() do loss_params[#loss_params + 1] = { name, p.value } end
+  for _, dname in ipairs(require("trainer.train.multi_data").names(self.losses or {})) do
+    for name, p in self.losses[dname]:parameters() do loss_params[#loss_params + 1] = { dname .. "." .. name, p.value } end
+  end
   if #loss_params > 0 then save_tensors(tmp .. "/loss.safetensors", loss_params) end
   local tensors, ometa = optim.flatten(self.optimizer:state())
   -- the run's peaks and wall time so far, so that a resumed run's summary covers every part
@@ -138,7 +169,13 @@ function Run:load_checkpoint(dir)
   if outputs.exists(dir .. "/loss.safetensors") then
     local r = st.load(dir .. "/loss.safetensors")
     local runtime = require("trainer.core.runtime")
-    for name, p in self.loss:parameters() do
+    local all = {}
+    for name, p in self.loss:parameters() do all[#all + 1] = { name, p } end
+    for dname, l in pairs(self.losses or {}) do
+      for name, p in l:parameters() do all[#all + 1] = { dname .. "." .. name, p } end
+    end
+    for _, np in ipairs(all) do
+      local name, p = np[1], np[2]
       T.scope(function()
         local t = r:tensor(name, { dtype = p.value:dtype(), device = self.device })
         runtime.check(require("trainer.core.ffi").tr_tensor_copy(runtime.ctx, p.value:ptr(), t:ptr()),

@@ -103,6 +103,8 @@ end
 M.below = below
 
 -- Seeded Fisher-Yates over list t in place, the same permutation tr_shuffle_perm makes.
+M.below = below   -- trainer.train.multi_data draws its dataset order with it
+
 local function shuffle_list(t, seed, epoch, purpose)
   local n = #t
   for i = n - 1, 1, -1 do
@@ -837,14 +839,24 @@ local IN_BATCH_NEGATIVES = { mnrl = true, gist = true }
 -- opts { label_map, length, shuffle_buffer, world } (length: tokens of a row, for bucketing;
 -- world: ranks under mpirun, whose global batches of batch.size x world rows trainer.dist
 -- shards, every rank reading the same ones).
+-- Whether a loss spec ranks against in-batch negatives (its batches hold no text twice).
+function M.in_batch_negatives(loss)
+  return IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
+end
+
 function M.train(recipe, opts)
   opts = opts or {}
   recipe = require("trainer.recipe.keys").with_defaults(recipe)
   local d = recipe.data or {}
   if not d.train then errors.user("data.train: no training file given; set data.train = \"data/x.jsonl.gz\"") end
+  local nodup = M.in_batch_negatives(recipe.loss)
+  -- several datasets by name (trainer.train.multi_data)
+  if type(d.train) == "table" then return require("trainer.train.multi_data").train(recipe, opts, nodup) end
+  if d.sampler == "proportional" or d.sampler == "round_robin" then
+    errors.user("data.sampler = %q orders several training datasets, and data.train names one file; name several "
+      .. "(data.train = { a = { file = ... }, b = { file = ... } }) or leave data.sampler out", d.sampler)
+  end
   local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })
-  local loss = recipe.loss
-  local nodup = IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
   local ld = ds:loader {
     batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
     bucket = d.bucket, no_duplicates = nodup, length = opts.length, group_by_label = d.sampler == "group_by_label",

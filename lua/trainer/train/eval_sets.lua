@@ -133,6 +133,14 @@ local function run_one(set, embed_fn, classify_fn, opts, scores)
               corpus_chunk_size = spec.corpus_chunk_size, margin = spec.margin, query_prompt = spec.query_prompt,
               corpus_prompt = spec.corpus_prompt }
   for key in pairs(require("trainer.train.evaluate").ir_defaults) do o[key] = spec[key] end
+  -- a prompt by name: the model's (opts.model.prompts), as sentence-transformers' query_prompt_name
+  local prompts = require("trainer.models.prompts")
+  if spec.query_prompt_name and not o.query_prompt then
+    o.query_prompt = prompts.resolve(opts.model or {}, spec.query_prompt_name)
+  end
+  if spec.corpus_prompt_name and not o.corpus_prompt then
+    o.corpus_prompt = prompts.resolve(opts.model or {}, spec.corpus_prompt_name)
+  end
   local r
   if set.type ~= "nli" and not embed_fn then
     errors.user("eval.sets.%s: type %q evaluates embeddings; this model is a classifier (use type \"nli\")",

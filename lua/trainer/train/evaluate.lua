@@ -273,7 +273,7 @@ local function embed_rows(embed_fn, list, first, last, bs, normalize, what, prom
     local e = math.min(s + bs - 1, last)
     local texts = texts_of(list, s, e, prompt)
     T.scope(function()
-      local emb = embed_fn(texts)
+      local emb = embed_fn(texts, prompt and { prompt = prompt } or nil)
       want_tensor(emb, #texts, what)
       if normalize then emb = ops_mod.l2norm(emb, 1e-12) end
       if not out then
@@ -455,6 +455,9 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
   end
   return out
 end
+
+-- What trainer.train.mine shares with the IR search.
+M.embed_rows, M.host_floats, M.heap_push, M.better = embed_rows, host_floats, heap_push, better
 
 -- ---------------------------------------------------------------- triplets
 function M.triplet(embed_fn, triplets, opts)

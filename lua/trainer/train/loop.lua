@@ -144,7 +144,12 @@ function M.train(resolved, opts)
     end
     if t.resume_dir then t.progress:message(("resumed from %s at step %d"):format(t.resume_dir, t.step)) end
     -- data.skip_bad: what was skipped is said once, before the first step
-    for _, d in ipairs({ t.train_ds:summary(), t.eval_summary }) do
+    local sums = { t.train_ds:summary(), t.eval_summary }
+    if sums[1].datasets then   -- several training datasets: each one's
+      sums = { t.eval_summary }
+      for _, p in ipairs(t.train_ds.parts) do sums[#sums + 1] = p.ds:summary() end
+    end
+    for _, d in pairs(sums) do
       if d.skipped and d.skipped > 0 then
         t.progress:message(("data.skip_bad: skipped %d malformed line%s of %s; the first: %s"):format(d.skipped,
           d.skipped == 1 and "" or "s", d.path, tostring(d.first_bad)))

@@ -101,6 +101,7 @@ function Run:free()
   if self.train_ds then self.train_ds:close() end
   if self.optimizer then self.optimizer:free() end
   if self.loss then self.loss:free() end
+  for _, l in pairs(self.losses or {}) do l:free() end
   if self.model then self.model:free() end
   if self.tokenizer then self.tokenizer:free() end
   if self.feed then self.feed:free() self.feed = nil end

@@ -12,21 +12,25 @@ local function runtime_of() return require("trainer.core.runtime") end
 -- An evaluation batch's tensors on the run's device: through the batch feed on a device
 -- (uploads that do not wait for the device, as a training batch's), else tok:batch. Returns
 -- the batch and the function that ends it (after the forward is queued).
-local function eval_batch(self, texts)
+-- eopts.prompt: the prompt the texts begin with (left out of the pooling where the model's
+-- pooling config says include_prompt false).
+local function eval_batch(self, texts, eopts)
   local tk = require("trainer.core.tokenizer")
+  local pl = eopts and eopts.prompt and
+    require("trainer.models.prompts").pool_length(self.model, self.tokenizer, eopts.prompt) or 0
   if self.feed then
     local enc = require("trainer.train.step").encode({ feed = self.feed, model = self.model, tokenizer = self.tokenizer },
-      texts, { max_length = self.max_length })
+      texts, { max_length = self.max_length, prompt_length = pl })
     return enc, function() tk.free_batch(enc) self.feed:release() end
   end
-  local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device })
+  local b = self.tokenizer:batch(texts, { max_length = self.max_length, device = self.device, prompt_length = pl })
   return b, function() tk.free_batch(b) end
 end
 
 -- The model's output for evaluation texts; the batch ends (tensors freed, feed slot
 -- released) once the forward is queued, also when it fails.
-local function eval_forward(self, texts)
-  local b, done = eval_batch(self, texts)
+local function eval_forward(self, texts, eopts)
+  local b, done = eval_batch(self, texts, eopts)
   local ok, out = pcall(self.model.forward, self.model, b)
   done()
   if not ok then error(out, 0) end
@@ -93,9 +97,9 @@ function Run:eval_scores()
     if self.eval_sets then
       -- eval.sets: each evaluator's metrics under name_metric, with data.eval's (if any)
       local classifier = self.model.task == "classification"
-      local forward = function(texts) return eval_forward(self, texts) end
+      local forward = function(texts, eopts) return eval_forward(self, texts, eopts) end
       local set_scores = require("trainer.train.eval_sets").run(self.eval_sets, not classifier and forward or nil,
-        classifier and forward or nil, { batch_size = recipe.eval.batch_size })
+        classifier and forward or nil, { batch_size = recipe.eval.batch_size, model = self.model })
       scores = scores or {}
       for k, v in pairs(set_scores) do scores[k] = v end
     end

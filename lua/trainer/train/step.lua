@@ -248,7 +248,15 @@ local function cached_embedding(ctx, cols, labels, opts)
   for s = 1, N, mb do
     local chunk = {}
     for i = s, math.min(s + mb - 1, N) do chunk[#chunk + 1] = texts[i] end
-    chunks[#chunks + 1] = { start = s - 1, texts = chunk }
+    local copts = opts
+    if type(opts.prompt_length) == "table" then
+      copts = {}
+      for k, v in pairs(opts) do copts[k] = v end
+      local pl = {}
+      for i = s, math.min(s + mb - 1, N) do pl[#pl + 1] = opts.prompt_length[i] end
+      copts.prompt_length = pl
+    end
+    chunks[#chunks + 1] = { start = s - 1, texts = chunk, opts = copts }
   end
   local rng = model.rng or { seed = 0, step = 0 }
   local seed0, grad_was = rng.seed, model.grad_enabled
@@ -267,7 +275,7 @@ local function cached_embedding(ctx, cols, labels, opts)
         for j, ch in ipairs(chunks) do
           rng.seed = chunk_seed(j)
           parts[j] = T.scope(function()
-            local enc, k = encode(ctx, ch.texts, opts)
+            local enc, k = encode(ctx, ch.texts, ch.opts)
             n_tokens = n_tokens + k
             return model:forward(enc)
           end)
@@ -286,7 +294,7 @@ local function cached_embedding(ctx, cols, labels, opts)
     for j, ch in ipairs(chunks) do
       rng.seed = chunk_seed(j)
       T.scope(function()
-        T.scope(function() model:forward((encode(ctx, ch.texts, opts))) end)
+        T.scope(function() model:forward((encode(ctx, ch.texts, ch.opts))) end)
         model:backward(d:narrow(ch.start, #ch.texts))
       end)
       release(ctx)
@@ -313,6 +321,24 @@ function M.micro(ctx)
     device = device_of(model) }
   -- a distillation loss with a teacher model: the teacher's embeddings or scores are the labels
   if ctx.loss.teacher then labels = ctx.loss.teacher:labels(cols, opts.max_length) end
+  -- ctx.prompts[c]: the text put before column c's texts (data.prompts); where the model's
+  -- pooling leaves prompts out, each text's prompt length rides along (opts.prompt_length)
+  if ctx.prompts then
+    local P = require("trainer.models.prompts")
+    local lengths, any = {}, false
+    for c, col in ipairs(cols) do
+      local p = ctx.prompts[c]
+      local n = (p and not is_classifier(model)) and P.pool_length(model, ctx.tokenizer, p) or 0
+      if p then
+        local t = {}
+        for i, s in ipairs(col) do t[i] = p .. s end
+        cols[c] = t
+      end
+      for _ = 1, #col do lengths[#lengths + 1] = n end
+      any = any or n > 0
+    end
+    if any then opts.prompt_length = lengths end
+  end
   local cached = ctx.cached
   if cached == nil then cached = ctx.loss.cached end
   local ok, value, n_tokens = pcall(function()

@@ -37,10 +37,38 @@ function Run:micro_step(batch, scale)
   -- under mpirun each rank draws its own dropout masks (micro * N + rank; micro for one)
   self.model.rng.step = self.dist and (self.micro * self.dist.size + self.dist.rank) or self.micro
   self.micro = self.micro + 1
-  return require("trainer.train.step").micro({ model = self.model, loss = self.loss, tokenizer = self.tokenizer,
+  -- the batch's dataset's own loss (data.train.NAME.loss), else the recipe's
+  local loss, lspec = self.loss, self.recipe.loss
+  local own = batch.dataset and self.losses and self.losses[batch.dataset]
+  if own then loss, lspec = own, self:batch_dataset(batch).loss_spec end
+  return require("trainer.train.step").micro({ model = self.model, loss = loss, tokenizer = self.tokenizer,
     batch = batch, max_length = self.max_length, scale = scale, scale_by = self.scale_by,
-    cached = self.recipe.loss.cached, feed = self.feed,
-    mini_batch = self.recipe.loss.mini_batch, ntexts = self.train_ds.ntexts })
+    cached = lspec.cached, feed = self.feed,
+    mini_batch = lspec.mini_batch, ntexts = self:batch_dataset(batch).ntexts,
+    prompts = self:column_prompts(batch.dataset) })
+end
+
+-- The dataset a batch came from (one of several: batch.dataset names it).
+function Run:batch_dataset(batch)
+  if self.train_ds.multi then return self.train_ds:part(batch.dataset).ds end
+  return self.train_ds
+end
+
+-- data.prompts (or a dataset's prompts) as a list by text column (trainer.models.prompts.of_columns),
+-- made once per dataset; name: the dataset of several, nil for one.
+function Run:column_prompts(name)
+  self._column_prompts = self._column_prompts or {}
+  local key = name or ""
+  if self._column_prompts[key] == nil then
+    local ds, spec, what = self.train_ds, self.recipe.data and self.recipe.data.prompts, "data.prompts"
+    if name then
+      ds = self.train_ds:part(name).ds
+      spec, what = ds.prompts_spec, ("data.train.%s.prompts"):format(name)
+    end
+    self._column_prompts[key] = spec ~= nil and require("trainer.models.prompts").of_columns(spec, ds.columns,
+      ds.ntexts or #ds.columns, what) or false
+  end
+  return self._column_prompts[key] or nil
 end
 
 -- step: the step it happened at (default the one running).

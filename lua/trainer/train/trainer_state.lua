@@ -180,7 +180,9 @@ local function check_meta(meta, dir, opts)
   count(data, "epoch", "data.", 0, meta.epoch + 1)
   count(data, "position", "data.", 0, opts.batches_per_epoch)
   if data.seed ~= nil then count(data, "seed", "data.") end
-  if data.rows ~= nil then count(data, "rows", "data.") end
+  if type(data.rows) == "table" then   -- several datasets: rows by dataset name
+    for name in pairs(data.rows) do count(data.rows, name, "data.rows.") end
+  elseif data.rows ~= nil then count(data, "rows", "data.") end
   if data.batch_size ~= nil then count(data, "batch_size", "data.", 1) end
 
   -- a run under mpirun: its world size and each rank's data cursor (trainer.dist)
