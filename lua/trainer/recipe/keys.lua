@@ -113,8 +113,8 @@ local loss = S.record {
                         .. "bce (cross-encoder: scored pairs)" },
     scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl, cosent and angle" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
-    cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
-    mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
+    cached = S.boolean { default = false, doc = "mnrl, gist: GradCache, activation memory bounded by mini_batch" },
+    mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl or gist: texts embedded at once" },
     score_scale = S.number { gt = 0, default = 1, doc = "cosine and bce: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
     weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
@@ -140,7 +140,9 @@ local loss = S.record {
     pos_weight = S.number { gt = 0, default = 1, doc = "bce: weight of the positive term (negatives per positive, for unbalanced pairs)" },
   },
   check = function(l, err)
-    if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
+    if l.cached and l.name ~= "mnrl" and l.name ~= "gist" then
+      err("cached", "only mnrl and gist have a cached form; remove loss.cached or use name = \"mnrl\" or \"gist\"")
+    end
     if l.name == "matryoshka" and not l.dims then err("dims", "is required with name = \"matryoshka\", e.g. { 768, 512, 256 }") end
     if l.weights and l.dims and #l.weights ~= #l.dims then
       err("weights", ("must list one number per entry of loss.dims (%d), got %d"):format(#l.dims, #l.weights))
