@@ -26,7 +26,8 @@
 -- Parameter gradients ACCUMULATE (+=) into param.grad, scaled by ctx.scale; the returned
 -- loss value is unscaled. n_tokens counts the non-padding tokens the model saw.
 --
--- The cached path (GradCache, as sentence-transformers' CachedMultipleNegativesRankingLoss):
+-- The cached path (GradCache, as sentence-transformers' CachedMultipleNegativesRankingLoss and
+-- CachedGISTEmbedLoss; any embedding loss):
 --   1. embed the texts in chunks of mini_batch with grad disabled (nothing is kept);
 --   2. compute the loss on all the embeddings and its gradient with respect to them;
 --   3. re-run each chunk with grad enabled and back-propagate that chunk's gradient.
