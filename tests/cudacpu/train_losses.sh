@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/cudacpu/train_losses.sh — the host-computed losses (contrastive, online_contrastive,
-# triplet, batch_hard/semi_hard/all_triplet, matryoshka over batch_hard_triplet, angle, mse,
+# triplet, batch_hard/semi_hard/all_triplet, matryoshka over batch_hard_triplet, angle,
+# adaptive_layer over mnrl, mse,
 # margin_mse, gist, cached gist) training on device = "cuda" against the same
 # recipe on the CPU, with one binary (TRAINER, default build/cudacpu/trainer;
 # tests/cudacpu/train_lib.sh): tests/recipes/losses/NAME.lua on the shipped data (data/), the
@@ -16,7 +17,7 @@
 set -u
 . "$(dirname "$0")/train_lib.sh"
 LOSSES="contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet
-  matryoshka_batch_hard_triplet angle"
+  matryoshka_batch_hard_triplet angle adaptive_layer"
 n=""; for l in $LOSSES; do n="$n train_loss_$l"; done
 names "$n train_loss_mse train_loss_margin_mse train_loss_gist train_loss_cached_gist"
 need_cuda
