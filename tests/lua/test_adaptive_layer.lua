@@ -4,7 +4,8 @@
 -- (n_layers_per_step = -1), around mnrl (default weights; other weights and temperature) and
 -- cosent (no KL term): the loss value and the gradients of a few parameters after one
 -- step.micro, within 1e-5 relative. Also: the layer draw (n_layers_per_step = 1) depends on
--- the dropout key only, and the keys' argument checks.
+-- the dropout key only, and the keys' argument checks (loss.teacher with an inner loss that
+-- takes one).
 local json = require("trainer.core.json")
 local models = require("trainer.models")
 local losses = require("trainer.losses")
@@ -113,5 +114,10 @@ tests[#tests + 1] = { "argument_errors", function()
   assert(msg({ name = "adaptive_layer", n_layers_per_step = 0 }):find("n_layers_per_step"))
   assert(msg({ name = "adaptive_layer", kl_temperature = -1 }):find("kl_temperature"))
   assert(msg({ name = "matryoshka", dims = { 4 }, inner = "mse" }):find("inner"))
+  -- a teacher (guide) only with an inner loss that takes one
+  local keys = require("trainer.recipe.keys")
+  assert(pcall(keys.resolve, "loss", { name = "adaptive_layer", inner = "gist", teacher = "models/guide" }))
+  local ok, e = pcall(keys.resolve, "loss", { name = "adaptive_layer", inner = "cosent", teacher = "models/guide" })
+  assert(not ok and tostring(type(e) == "table" and (e.detail or e.message) or e):find("teacher"))
 end }
 return tests

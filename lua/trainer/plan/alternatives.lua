@@ -72,7 +72,7 @@ end
 -- ---------------------------------------------------------------- the moves
 -- Losses whose value depends on which rows share a micro-batch (in-batch negatives or
 -- pairs): accumulation does not give them the gradient of the whole batch.
-local in_batch = { mnrl = true, cosent = true, matryoshka = true, gist = true }
+local in_batch = { mnrl = true, cosent = true, matryoshka = true, gist = true, adaptive_layer = true }
 
 -- The segment count and the largest segment's layer count of ck, as training segments L
 -- layers (trainer.checkpoint.segments); 0, 0 without checkpointing.

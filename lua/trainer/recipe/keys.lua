@@ -166,8 +166,10 @@ local loss = S.record {
     if l.distance == "manhattan" and l.name:match("^batch_") then
       err("distance", "batch_*_triplet losses take \"euclidean\" or \"cosine\"")
     end
-    if l.teacher and l.name ~= "mse" and l.name ~= "margin_mse" and l.name ~= "gist" then
-      err("teacher", "only the distillation losses (mse, margin_mse) and gist (its guide) take a teacher")
+    local takes = { mse = true, margin_mse = true, gist = true }
+    if l.teacher and not (takes[l.name] or (l.name == "adaptive_layer" and takes[l.inner])) then
+      err("teacher", "only the distillation losses (mse, margin_mse) and gist (its guide) take a teacher (also as "
+        .. "adaptive_layer's inner)")
     end
     if l.name == "softmax" and not l.num_labels then
       err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")

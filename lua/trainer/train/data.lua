@@ -844,7 +844,8 @@ function M.train(recipe, opts)
   if not d.train then errors.user("data.train: no training file given; set data.train = \"data/x.jsonl.gz\"") end
   local ds = M.open(d.train, d, { seed = recipe.seed, shuffle_buffer = opts.shuffle_buffer, label_map = opts.label_map })
   local loss = recipe.loss
-  local nodup = IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
+  local nodup = IN_BATCH_NEGATIVES[loss.name] or ((loss.name == "matryoshka" or loss.name == "adaptive_layer")
+    and IN_BATCH_NEGATIVES[loss.inner]) or false
   local ld = ds:loader {
     batch_size = recipe.batch.size * (opts.world or 1), seed = recipe.seed, shuffle = d.shuffle,
     bucket = d.bucket, no_duplicates = nodup, length = opts.length, group_by_label = d.sampler == "group_by_label",
