@@ -98,6 +98,14 @@ two_ranks_against_one() { # recipe, prefix ("" or lora_), what the side-by-side 
 
 # ---- full fine-tune: 2 ranks x batch 4 against 1 process x batch 8
 two_ranks_against_one "$TMP/dist.lua" "" "full fine-tune"
+
+# ---- adaptive_layer over cosine (several backwards per micro-batch: the all-reduce waits for
+# the last one): every earlier layer each step, so both runs compute the same terms
+cat >"$TMP/adaptive.lua" <<EOF
+return { extends = "$TMP/dist.lua", save = { every = 6, keep = 1 },
+         loss = { name = "adaptive_layer", inner = "cosine", n_layers_per_step = -1 } }
+EOF
+two_ranks_against_one "$TMP/adaptive.lua" "adaptive_" "adaptive_layer over cosine"
 if [ "$(wc -l <"$TMP/runs/two/metrics.jsonl")" = 6 ]; then pass only_rank0_writes_metrics
 else fail only_rank0_writes_metrics "$(wc -l <"$TMP/runs/two/metrics.jsonl") lines for 6 steps"; fi
 if [ -d "$TMP/runs/two/checkpoint-3" ] && [ -d "$TMP/runs/two/checkpoint-6" ] && [ -f "$TMP/runs/two/summary.json" ] \

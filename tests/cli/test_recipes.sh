@@ -2,9 +2,10 @@
 # Every recipe in recipes/ trains as written on data that ships (or that a script in
 # scripts/ makes from what ships): each runs 2 steps of 4 rows on a tiny random model in a
 # scratch folder that holds only the shipped data, the files scripts/prepare_nli_data.sh
-# and scripts/make_swenli_ir.lua (with `trainer mine`) make, and recipes/. The only overrides are the model (tiny, 32 tokens, on the CPU, no
-# memory limit) and the length of the run; data paths and out are the recipes' own, so
-# every run writes under the scratch folder.
+# and scripts/make_swenli_ir.lua (with `trainer mine`) make, and recipes/. The only overrides
+# are the model (tiny, 32 tokens, on the CPU, no memory limit), a distillation recipe's teacher
+# (loss.teacher: the same tiny folder) and the length of the run; data paths and out are the
+# recipes' own, so every run writes under the scratch folder.
 source "$(dirname "$0")/lib.sh"
 work="$TMP/work"
 mkdir -p "$work/data"
@@ -23,8 +24,10 @@ n=0
 for r in recipes/*.lua; do
   name=$(basename "$r" .lua)
   n=$((n + 1))
+  teacher=()
+  if grep -q '^ *loss = {.*teacher *=' "$r"; then teacher=(loss.teacher="$TMP/tiny"); fi
   run_trainer "$r" model.from="$TMP/tiny" model.hub=nil model.max_length=32 device=cpu memory=nil \
-    steps=2 batch.size=4 log.every=1 --quiet
+    steps=2 batch.size=4 log.every=1 "${teacher[@]}" --quiet
   expect_rc "${name}_trains_rc" 0
   # out is the recipe's own runs/NAME, under the scratch folder
   summary=$(ls runs/*/summary.json 2>/dev/null | head -1)
@@ -32,6 +35,9 @@ for r in recipes/*.lua; do
   if [ "$steps" = 2 ]; then pass "${name}_ran_2_steps"; else fail "${name}_ran_2_steps" "summary: ${summary:-none}, steps: $steps"; fi
   if [ "$name" = reranker_swenli ]; then
     if grep -q '"ndcg@10"' "$summary"; then pass reranker_evaluates_ndcg; else fail reranker_evaluates_ndcg "$(cat "$summary")"; fi
+  fi
+  if [ "$name" = minilm_distill ]; then
+    if [ ${#teacher[@]} = 1 ] && grep -q '"spearman"' "$summary"; then pass minilm_distill_with_teacher_evaluates; else fail minilm_distill_with_teacher_evaluates "$(cat "$summary")"; fi
   fi
   if [ "$name" = nli_classifier ]; then
     if grep -q '"accuracy"' "$summary"; then pass nli_classifier_evaluates_accuracy; else fail nli_classifier_evaluates_accuracy "$(cat "$summary")"; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The distance and distillation losses train from their recipes (tests/recipes/losses/NAME.lua) on the shipped
 # data (data/): 3 steps each of a tiny random encoder on the CPU, every step's loss a finite
-# positive number in metrics.jsonl (mse and margin_mse from a second tiny folder as
+# positive number in metrics.jsonl (adaptive_layer over mnrl; mse, margin_mse and gist, cached too, from a second tiny folder as
 # loss.teacher, whose weights the ledger and the plan count); an odd batch size with data.sampler = "group_by_label"
 # stops with the reason. (tests/cudacpu/train_losses.sh runs the same recipes on emulated
 # CUDA against the CPU.)
@@ -11,8 +11,8 @@ cd "$ROOT"
 "$TRAINER" run <(echo "require('trainer.models').tiny_folder('$TMP/teacher', { seed = 9 })") || fail teacher "could not make it"
 
 for l in contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet \
-         matryoshka_batch_hard_triplet angle mse margin_mse gist; do
-  teacher=""; case $l in mse | margin_mse | gist) teacher="loss.teacher=$TMP/teacher" ;; esac
+         matryoshka_batch_hard_triplet angle mse margin_mse gist cached_gist adaptive_layer; do
+  teacher=""; case $l in mse | margin_mse | gist | cached_gist) teacher="loss.teacher=$TMP/teacher" ;; esac
   run_trainer "tests/recipes/losses/$l.lua" model.from="$TMP/tiny" $teacher out="$TMP/$l" --quiet
   expect_rc "${l}_trains_rc" 0
   said=$("$TRAINER" run <(cat <<LUA

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cudacpu/train_losses.sh — the host-computed losses (contrastive, online_contrastive,
-# triplet, batch_hard/semi_hard/all_triplet, matryoshka over batch_hard_triplet, angle, mse,
-# margin_mse, gist) training on device = "cuda" against the same
+# triplet, batch_hard/semi_hard/all_triplet, matryoshka over batch_hard_triplet, angle,
+# adaptive_layer over mnrl, mse,
+# margin_mse, gist, cached gist) training on device = "cuda" against the same
 # recipe on the CPU, with one binary (TRAINER, default build/cudacpu/trainer;
 # tests/cudacpu/train_lib.sh): tests/recipes/losses/NAME.lua on the shipped data (data/), the
 # tiny encoder of train_fixture.lua, 3 steps in fp32. The loss reads the embeddings back and
@@ -9,15 +10,16 @@
 # gradients to the embeddings' device; the runs differ only by the order of float sums in
 # the encoder:
 #   train_loss_NAME   every step's loss and clip norm within 1e-5 relative;
-#   train_loss_mse, train_loss_margin_mse, train_loss_gist  from a teacher (gist: guide)
+#   train_loss_mse, train_loss_margin_mse, train_loss_gist, train_loss_cached_gist  from a
+#                     teacher (gist: guide)
 #                     folder, a second tiny encoder (loss.teacher): on cuda the teacher runs in
 #                     bf16, on the CPU in fp32, so its labels differ by bf16's rounding: within 3e-2.
 set -u
 . "$(dirname "$0")/train_lib.sh"
 LOSSES="contrastive online_contrastive triplet batch_hard_triplet batch_semi_hard_triplet batch_all_triplet
-  matryoshka_batch_hard_triplet angle"
+  matryoshka_batch_hard_triplet angle adaptive_layer"
 n=""; for l in $LOSSES; do n="$n train_loss_$l"; done
-names "$n train_loss_mse train_loss_margin_mse train_loss_gist"
+names "$n train_loss_mse train_loss_margin_mse train_loss_gist train_loss_cached_gist"
 need_cuda
 fixture
 
@@ -29,7 +31,7 @@ for l in $LOSSES; do
 done
 
 "$TRAINER" run <(echo "require('trainer.models').tiny_folder('$FX/teacher', { seed = 9 })") >/dev/null 2>&1
-for l in mse margin_mse gist; do
+for l in mse margin_mse gist cached_gist; do
   R="tests/recipes/losses/$l.lua"
   train "${l}_cpu" "$R" model.from="$FX/emb" loss.teacher="$FX/teacher" device=cpu; a=$?
   train "${l}_cuda" "$R" model.from="$FX/emb" loss.teacher="$FX/teacher" device=cuda; b=$?

@@ -2,7 +2,8 @@
 -- for cosent / cosine, triplets for mnrl, pairs with labels for softmax and for
 -- cross_entropy on the classifier) against the same computation done by hand, column by
 -- column; ctx.scale scaling the gradients; the cached (GradCache) path against plain MNRL
--- (batch 16, mini_batch 4: gradients within 1e-5 relative, lower peak activations); with
+-- (batch 16, mini_batch 4: gradients within 1e-5 relative, lower peak activations) and plain
+-- GISTEmbed (guide embeddings as labels, or a guide model); with
 -- dropout on, the cached path replaying its masks (bitwise the plain path when one chunk
 -- holds every text, deterministic with several); malformed rows as user errors.
 local memory = require("trainer.core.memory")
@@ -141,6 +142,59 @@ tests[#tests + 1] = { "cached_mnrl_equals_plain_with_lower_peak", function()
   compare(g0, g1, 1e-5, "cached vs plain")
   assert(peak1 < peak0, ("cached peak activations %d not below plain %d"):format(peak1, peak0))
   assert(model.grad_enabled, "grad mode restored")
+  model:free()
+end }
+
+-- Cached GISTEmbed (sentence-transformers' CachedGISTEmbedLoss) against the plain loss: the
+-- guide's embeddings (the labels here: a fixed vector per text; loss.teacher below) filter
+-- the same in-batch negatives whether the texts are embedded at once or in mini-batches.
+local function guide_vec(i, c)
+  local v = {}
+  for d = 1, 6 do v[d] = math.sin(i * 0.7 + c * 1.3 + d) + (d == 1 and 1 or 0) end
+  return v
+end
+
+local function gist_run(model, rows, spec, cached, mini_batch)
+  local f = setup()
+  local loss = losses.new(spec, { dim = 32, seed = 1 })
+  clear_grads(model)
+  memory.reset_peak()
+  local a0 = memory.stats().by_tag.activations
+  local v = step.micro { model = model, loss = loss, tokenizer = f.tok, batch = rows, max_length = 64,
+    cached = cached, mini_batch = mini_batch, scale = 0.5 }
+  local st = memory.stats()
+  assert(st.by_tag.activations == a0, "activations left behind")
+  if loss.teacher then loss.teacher:free() end
+  loss:free()
+  return v, grads_of(model), st.peak_by_tag.activations - a0
+end
+
+tests[#tests + 1] = { "cached_gist_equals_plain_with_lower_peak", function()
+  local model = load("emb")
+  local rows = rows_of(12, 3, function(i) return { guide_vec(i, 1), guide_vec(i, 2), guide_vec(i, 3) } end)
+  model:eval():set_grad_enabled(true)
+  local spec = { name = "gist", temperature = 0.05, margin = 0.1 }
+  local v0, g0, peak0 = gist_run(model, rows, spec, false)
+  local v1, g1, peak1 = gist_run(model, rows, spec, true, 5)
+  assert(math.abs(v1 - v0) <= 1e-6 * math.abs(v0), ("cached loss %.9g vs plain %.9g"):format(v1, v0))
+  compare(g0, g1, 1e-5, "cached gist vs plain")
+  assert(peak1 < peak0, ("cached peak activations %d not below plain %d"):format(peak1, peak0))
+  assert(model.grad_enabled, "grad mode restored")
+  model:free()
+end }
+
+tests[#tests + 1] = { "cached_gist_with_a_guide_model_equals_plain", function()
+  local f = setup()
+  local model = load("emb")
+  local rows = rows_of(8, 2)
+  model:eval():set_grad_enabled(true)
+  local guide = f.dir .. "/guide"
+  models.tiny_folder(guide, { seed = 9 })
+  local spec = { name = "gist", teacher = guide, margin_strategy = "relative", margin = 0.05 }
+  local v0, g0 = gist_run(model, rows, spec, false)
+  local v1, g1 = gist_run(model, rows, spec, true, 3)
+  assert(math.abs(v1 - v0) <= 1e-6 * math.abs(v0), ("cached loss %.9g vs plain %.9g"):format(v1, v0))
+  compare(g0, g1, 1e-5, "cached gist (guide model) vs plain")
   model:free()
 end }
 

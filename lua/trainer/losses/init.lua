@@ -41,6 +41,7 @@ local modules = {
   margin_mse = "trainer.losses.distill",
   angle = "trainer.losses.angle",
   gist = "trainer.losses.gist",
+  adaptive_layer = "trainer.losses.adaptive_layer",
   bce = "trainer.losses.bce",
 }
 

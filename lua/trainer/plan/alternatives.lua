@@ -4,7 +4,7 @@
 --
 -- A "move" is one memory technique the recipe does not use yet (or uses less than it could):
 --   precision  bf16 (fp16 plans the same)           checkpoint  more segments
---   loss       cached MNRL (GradCache), smaller mini-batches
+--   loss       cached MNRL or GISTEmbed (GradCache), smaller mini-batches
 --   batch      a smaller batch.size, batch.accumulate raised to keep the effective batch
 --   optimizer  Adafactor                             lora        adapters on query, value
 -- Each move has variants, least disruptive first (the largest micro-batch, the largest cached
@@ -72,7 +72,7 @@ end
 -- ---------------------------------------------------------------- the moves
 -- Losses whose value depends on which rows share a micro-batch (in-batch negatives or
 -- pairs): accumulation does not give them the gradient of the whole batch.
-local in_batch = { mnrl = true, cosent = true, matryoshka = true }
+local in_batch = { mnrl = true, cosent = true, matryoshka = true, gist = true, adaptive_layer = true }
 
 -- The segment count and the largest segment's layer count of ck, as training segments L
 -- layers (trainer.checkpoint.segments); 0, 0 without checkpointing.
@@ -116,7 +116,8 @@ local function moves(recipe, base, estimate)
 
   local loss = recipe.loss
   local model = recipe.model or {}   -- a test's partial recipe may have none
-  if loss.name == "mnrl" and model.task ~= "classification" and model.task ~= "cross_encoder" then
+  local cachable = loss.name == "mnrl" or loss.name == "gist"
+  if cachable and model.task ~= "classification" and model.task ~= "cross_encoder" then
     local texts = base.micro_batch * base.texts
     local v = {}
     local current = loss.mini_batch
@@ -135,13 +136,13 @@ local function moves(recipe, base, estimate)
 
   local size, acc = recipe.batch.size, recipe.batch.accumulate
   local bv = {}
-  local changes_loss = in_batch[loss.name] and not (loss.name == "mnrl" and loss.cached)
+  local changes_loss = in_batch[loss.name] and not (cachable and loss.cached)
   for s = size - 1, 1, -1 do
     if size % s == 0 then
       local note
       if changes_loss then
         note = ("the same %d rows per step, but %s then compares %d rows at a time, not %d%s")
-          :format(size * acc, loss.name, s, size, loss.name == "mnrl" and "; loss.cached=true keeps them together" or "")
+          :format(size * acc, loss.name, s, size, cachable and "; loss.cached=true keeps them together" or "")
       else
         note = ("the same %d rows per optimizer step"):format(size * acc)
       end

@@ -175,7 +175,8 @@ function M.estimate(recipe, opts)
     texts = cols
     local labelled = { cosent = true, cosine = true, softmax = true, angle = true, contrastive = true, online_contrastive = true,
       batch_hard_triplet = true, batch_semi_hard_triplet = true, batch_all_triplet = true }
-    if recipe.loss and (labelled[recipe.loss.name] or (recipe.loss.name == "matryoshka" and labelled[recipe.loss.inner])) then
+    if recipe.loss and (labelled[recipe.loss.name] or ((recipe.loss.name == "matryoshka" or recipe.loss.name == "adaptive_layer")
+      and labelled[recipe.loss.inner])) then
       texts = cols - 1
     end
     texts = math.max(1, texts)

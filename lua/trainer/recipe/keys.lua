@@ -123,28 +123,32 @@ local loss = S.record {
   doc = "the training objective",
   order = { "name", "scale", "symmetric", "cached", "mini_batch", "score_scale", "dims", "weights", "inner",
             "num_labels", "label_smoothing", "margin", "distance", "teacher", "temperature", "margin_strategy",
-            "contrast_anchors", "contrast_positives", "pos_weight" },
+            "contrast_anchors", "contrast_positives", "pos_weight", "n_layers_per_step", "last_layer_weight",
+            "prior_layers_weight", "kl_div_weight", "kl_temperature" },
   fields = {
     name = S.string { enum = { "mnrl", "cosent", "cosine", "softmax", "cross_entropy", "matryoshka", "contrastive",
                                "online_contrastive", "triplet", "batch_hard_triplet", "batch_semi_hard_triplet",
-                               "batch_all_triplet", "mse", "margin_mse", "angle", "gist", "bce" }, default = "mnrl",
+                               "batch_all_triplet", "mse", "margin_mse", "angle", "gist", "bce", "adaptive_layer" }, default = "mnrl",
                       doc = "mnrl (in-batch negatives), cosent, cosine (MSE), softmax (SoftmaxLoss), cross_entropy (a cross-encoder's: "
                         .. "listwise over each query's positive and negatives), matryoshka, "
                          .. "contrastive / online_contrastive (pairs labelled 1 or 0), triplet (anchor, positive, negative), "
                          .. "batch_hard_triplet / batch_semi_hard_triplet / batch_all_triplet (one text column and a class label), "
                          .. "mse / margin_mse (distillation: the teacher's embeddings or margins as the label, or loss.teacher), "
                          .. "angle (AnglE: CoSENT over the angle similarity), gist (GISTEmbed: mnrl with a guide model, loss.teacher), "
-                        .. "bce (cross-encoder: scored pairs)" },
+                        .. "bce (cross-encoder: scored pairs), adaptive_layer (AdaptiveLayerLoss: inner on the final and "
+                        .. "on earlier layers' pooled outputs)" },
     scale = S.number { gt = 0, default = 20, doc = "similarity scale of mnrl, cosent and angle" },
     symmetric = S.boolean { default = false, doc = "mnrl: also rank anchors given positives" },
-    cached = S.boolean { default = false, doc = "mnrl: GradCache, activation memory bounded by mini_batch" },
-    mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl: texts embedded at once" },
+    cached = S.boolean { default = false, doc = "mnrl, gist: GradCache, activation memory bounded by mini_batch" },
+    mini_batch = S.integer { gt = 0, default = 32, doc = "cached mnrl or gist: texts embedded at once" },
     score_scale = S.number { gt = 0, default = 1, doc = "cosine and bce: divide gold scores by this (5 for 0-5 STS scores) to get [0, 1]" },
     dims = S.list { of = S.integer { gt = 0 }, min_items = 1, doc = "matryoshka: embedding sizes to train" },
     weights = S.list { of = S.number { min = 0 }, min_items = 1, doc = "matryoshka: weight of each size's loss (default 1 each)" },
     inner = S.string { enum = { "mnrl", "cosent", "cosine", "angle", "contrastive", "online_contrastive", "triplet",
-                                "batch_hard_triplet", "batch_semi_hard_triplet", "batch_all_triplet" },
-                       default = "mnrl", doc = "matryoshka: the loss applied at each size" },
+                                "batch_hard_triplet", "batch_semi_hard_triplet", "batch_all_triplet", "mse", "margin_mse",
+                                "gist" },
+                       default = "mnrl", doc = "matryoshka: the loss applied at each size (not mse, margin_mse, gist); "
+                         .. "adaptive_layer: the loss applied at each layer" },
     num_labels = S.integer { gt = 1, doc = "softmax: number of classes" },
     label_smoothing = S.number { min = 0, lt = 1, default = 0, doc = "cross_entropy: label smoothing" },
     margin = S.number { min = 0, doc = "contrastive, online_contrastive: distance margin of negatives (default 0.5); triplet, "
@@ -161,10 +165,24 @@ local loss = S.record {
                                     .. "loss.margin (absolute) or less |score| * loss.margin (relative)" },
     contrast_anchors = S.boolean { default = true, doc = "gist: anchors are negatives of each other" },
     contrast_positives = S.boolean { default = true, doc = "gist: positives are negatives of each other" },
+    n_layers_per_step = S.integer { min = -1, default = 1,
+                                    doc = "adaptive_layer: earlier layers drawn per step besides the last (-1: all)" },
+    last_layer_weight = S.number { min = 0, default = 1, doc = "adaptive_layer: weight of the final layer's loss" },
+    prior_layers_weight = S.number { min = 0, default = 1, doc = "adaptive_layer: weight of the earlier layers' losses" },
+    kl_div_weight = S.number { min = 0, default = 1, doc = "adaptive_layer: weight of the KL term" },
+    kl_temperature = S.number { min = 0, default = 0.3, doc = "adaptive_layer: temperature of the KL term (0: none)" },
     pos_weight = S.number { gt = 0, default = 1, doc = "bce: weight of the positive term (negatives per positive, for unbalanced pairs)" },
   },
   check = function(l, err)
-    if l.cached and l.name ~= "mnrl" then err("cached", "only mnrl has a cached form; remove loss.cached or use name = \"mnrl\"") end
+    if l.cached and l.name ~= "mnrl" and l.name ~= "gist" then
+      err("cached", "only mnrl and gist have a cached form; remove loss.cached or use name = \"mnrl\" or \"gist\"")
+    end
+    if l.name == "matryoshka" and (l.inner == "mse" or l.inner == "margin_mse" or l.inner == "gist") then
+      err("inner", "matryoshka takes a distance loss or angle, not " .. l.inner)
+    end
+    if l.name == "adaptive_layer" and l.n_layers_per_step == 0 then
+      err("n_layers_per_step", "must be -1 (all layers) or a positive number")
+    end
     if l.name == "matryoshka" and not l.dims then err("dims", "is required with name = \"matryoshka\", e.g. { 768, 512, 256 }") end
     if l.weights and l.dims and #l.weights ~= #l.dims then
       err("weights", ("must list one number per entry of loss.dims (%d), got %d"):format(#l.dims, #l.weights))
@@ -172,8 +190,10 @@ local loss = S.record {
     if l.distance == "manhattan" and l.name:match("^batch_") then
       err("distance", "batch_*_triplet losses take \"euclidean\" or \"cosine\"")
     end
-    if l.teacher and l.name ~= "mse" and l.name ~= "margin_mse" and l.name ~= "gist" then
-      err("teacher", "only the distillation losses (mse, margin_mse) and gist (its guide) take a teacher")
+    local takes = { mse = true, margin_mse = true, gist = true }
+    if l.teacher and not (takes[l.name] or (l.name == "adaptive_layer" and takes[l.inner])) then
+      err("teacher", "only the distillation losses (mse, margin_mse) and gist (its guide) take a teacher (also as "
+        .. "adaptive_layer's inner)")
     end
     if l.name == "softmax" and not l.num_labels then
       err("num_labels", "is required with name = \"softmax\": the number of classes (e.g. 3 for NLI)")

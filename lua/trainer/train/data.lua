@@ -834,15 +834,18 @@ end
 
 local IN_BATCH_NEGATIVES = { mnrl = true, gist = true }
 
+-- Whether a loss spec ranks against in-batch negatives (its batches hold no text twice); a
+-- wrapper (matryoshka, adaptive_layer) as its inner loss.
+function M.in_batch_negatives(loss)
+  return IN_BATCH_NEGATIVES[loss.name] or ((loss.name == "matryoshka" or loss.name == "adaptive_layer")
+    and IN_BATCH_NEGATIVES[loss.inner]) or false
+end
+
 -- The training dataset and loader of a recipe (recipe.data.train required; the schema's
 -- defaults fill what a partial one leaves out);
 -- opts { label_map, length, shuffle_buffer, world } (length: tokens of a row, for bucketing;
 -- world: ranks under mpirun, whose global batches of batch.size x world rows trainer.dist
 -- shards, every rank reading the same ones).
--- Whether a loss spec ranks against in-batch negatives (its batches hold no text twice).
-function M.in_batch_negatives(loss)
-  return IN_BATCH_NEGATIVES[loss.name] or (loss.name == "matryoshka" and IN_BATCH_NEGATIVES[loss.inner]) or false
-end
 
 function M.train(recipe, opts)
   opts = opts or {}

@@ -14,12 +14,14 @@ local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge en
 -- sum over ranks is the loss), and its tokens. A non-finite loss is kept for dist_reduce
 -- (0 is returned), so that every rank fails at the same step instead of this one alone.
 -- On the step's last micro-batch (last) the gradient all-reduce begins before its backward,
--- and buckets start as the encoder layers finish (DDP's overlap; not with GradCache, whose
--- several backwards per micro-batch make no gradient final before the last); accumulation
--- micro-batches before it reduce nothing.
+-- and buckets start as the encoder layers finish (DDP's overlap; not with GradCache or
+-- adaptive_layer, whose several backwards per micro-batch make no gradient final before the
+-- last); accumulation micro-batches before it reduce nothing.
 function Run:dist_micro_step(batch, scale, last)
   local dist = self.dist
-  if last then dist:begin_grads(self.params, not self.recipe.loss.cached and self.model or nil) end
+  local loss = self.recipe.loss
+  local several = loss.cached or loss.name == "adaptive_layer"
+  if last then dist:begin_grads(self.params, not several and self.model or nil) end
   local rows, w = dist:shard(batch)
   if #rows == 0 then
     self.micro = self.micro + 1

@@ -26,7 +26,8 @@
 -- Parameter gradients ACCUMULATE (+=) into param.grad, scaled by ctx.scale; the returned
 -- loss value is unscaled. n_tokens counts the non-padding tokens the model saw.
 --
--- The cached path (GradCache, as sentence-transformers' CachedMultipleNegativesRankingLoss):
+-- The cached path (GradCache, as sentence-transformers' CachedMultipleNegativesRankingLoss and
+-- CachedGISTEmbedLoss; any embedding loss):
 --   1. embed the texts in chunks of mini_batch with grad disabled (nothing is kept);
 --   2. compute the loss on all the embeddings and its gradient with respect to them;
 --   3. re-run each chunk with grad enabled and back-propagate that chunk's gradient.
@@ -42,6 +43,8 @@ local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 local keys = require("trainer.recipe.keys")
 local registry = require("trainer.models.registry")
+local deferred = require("trainer.train.deferred")
+local host = require("trainer.losses.host")
 
 local M = {}
 
@@ -308,6 +311,87 @@ local function cached_embedding(ctx, cols, labels, opts)
   return value, n_tokens
 end
 
+-- ---------------------------------------------------------------- adaptive layers
+-- AdaptiveLayerLoss (trainer.losses.adaptive_layer): one full run of the model, then one
+-- per sampled hidden state k with the encoder cut after its k-th layer (its first k; 0: the
+-- embeddings' output), each run's forward, loss and backward done before the next, so at
+-- most one run's activations are alive. The cut runs see the same dropout keys as the full
+-- one (keyed by layer, site and position), so each reproduces the full run's hidden state.
+local function cut_encoder(model)
+  local enc = model.bert and model.bert.encoder
+  if type(enc) ~= "table" or type(enc.layers) ~= "table" then
+    errors.user("loss.name = \"adaptive_layer\": this model family has no encoder layer stack trainer can cut "
+      .. "(BERT, RoBERTa, DistilBERT and MPNet have)")
+  end
+  for _, layer in ipairs(enc.layers) do
+    if layer.__name == "Checkpoint" then
+      errors.user("loss.name = \"adaptive_layer\" with checkpoint: not supported; set checkpoint = false")
+    end
+  end
+  return enc
+end
+
+local function adaptive_pass(ctx, loss, texts, B, ncols, labels, opts, weight, kl)
+  local model = ctx.model
+  local n_tokens, rows
+  local sub = setmetatable({ scale = (ctx.scale or 1) * weight }, { __index = ctx })
+  local ok, value = pcall(T.scope, function()
+    local enc, k = encode(ctx, texts, opts, ctx.feed and feed_targets(loss.loss, B, labels))
+    n_tokens = k
+    give_targets(loss.loss, enc)
+    local out = model:forward(enc)
+    free_enc(enc)
+    local v = loss.loss:forward(column_views(out, ncols, B), labels)
+    take_back_targets(loss.loss)
+    v = deferred.mul(weight, v)
+    local d = joined_grad(loss.loss:backward(), sub)
+    if kl then
+      rows = host.rows(out)
+      if kl.target then
+        local kv, g = loss:kl(rows, kl.target)
+        v = deferred.add(v, kv)
+        local gt = T.from_table(g, { device = d:device() })
+        if ctx.scale_by then ops.scale_by_scalar_(gt, ctx.scale_by, ctx.scale or 1)
+        elseif (ctx.scale or 1) ~= 1 then ops.scale_(gt, ctx.scale) end
+        ops.add_(d, gt)
+      end
+    end
+    model:backward(d)
+    return v
+  end)
+  take_back_targets(loss.loss)
+  release(ctx)
+  if not ok then error(value, 0) end
+  return value, n_tokens, rows
+end
+
+local function adaptive_embedding(ctx, cols, labels, opts)
+  local loss, model = ctx.loss, ctx.model
+  local enc = cut_encoder(model)
+  local full = enc.layers
+  local L = #full
+  local B, ncols, texts = #cols[1], #cols, flatten(cols)
+  local rng = model.rng or { seed = 0, step = 0 }
+  local picks = loss:layers(L, rng.seed, rng.step)
+  local want_kl = loss.kl_temperature > 0 and #picks > 0
+  local value, n_tokens, final = adaptive_pass(ctx, loss, texts, B, ncols, labels, opts, loss.last_layer_weight,
+    want_kl and {} or nil)
+  local target = want_kl and loss:target(final) or nil
+  local ok, err = pcall(function()
+    for _, k in ipairs(picks) do
+      local cut = {}
+      for i = 1, k do cut[i] = full[i] end
+      enc.layers = cut
+      local v = adaptive_pass(ctx, loss, texts, B, ncols, labels, opts, loss.prior_layers_weight / #picks,
+        want_kl and { target = target } or nil)
+      value = deferred.add(value, v)
+    end
+  end)
+  enc.layers = full
+  if not ok then deferred.free(value); error(err, 0) end
+  return value, n_tokens
+end
+
 -- ---------------------------------------------------------------- entry
 -- One micro-batch (see the top of the file). Returns the loss value (unscaled) and the
 -- number of non-padding tokens.
@@ -345,6 +429,9 @@ function M.micro(ctx)
     if is_classifier(model) then
       if cached then errors.user("loss.cached: the cached (GradCache) form is for embedding losses, not a classifier") end
       return plain_classifier(ctx, cols, labels, opts)
+    elseif ctx.loss.adaptive then
+      if cached then errors.user("loss.cached: adaptive_layer has no cached form (nor has sentence-transformers')") end
+      return adaptive_embedding(ctx, cols, labels, opts)
     elseif cached then
       return cached_embedding(ctx, cols, labels, opts)
     end

@@ -1,0 +1,34 @@
+-- recipes/minilm_distill.lua — knowledge distillation (sentence-transformers' MSELoss, its
+-- model_distillation example): the student all-MiniLM-L6-v2 (6 layers) learns to reproduce the
+-- sentence embeddings of the bigger all-MiniLM-L12-v2 (12 layers, the same 384 dimensions) on
+-- the STS Benchmark train sentences. The teacher (loss.teacher, a model folder) embeds both
+-- columns of every batch without gradients, and the loss is the mean squared difference of the
+-- student's embeddings from them; the STS-B dev split is scored before and after (Spearman of
+-- cosine similarity), so the student's scores can be compared with the teacher's.
+-- Full fine-tuning (no LoRA): the student is to become a copy of the teacher, not to adapt.
+--
+--   bash scripts/fetch_minilm.sh          # the student (or: make fetch-models)
+--   huggingface-cli download sentence-transformers/all-MiniLM-L12-v2 --local-dir models/all-MiniLM-L12-v2
+--   trainer recipes/minilm_distill.lua
+--   trainer recipes/minilm_distill.lua loss.teacher=models/OTHER   # any 384-dimension embedder
+return {
+  description = "all-MiniLM-L6-v2 distilled from all-MiniLM-L12-v2 (MSE of embeddings) on STS-B sentences",
+  model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2", max_length = 64 },
+  data = {
+    train = "data/stsb_train.jsonl.gz",
+    eval = "data/stsb_dev.jsonl.gz",
+    columns = { "sentence1", "sentence2" },
+    eval_columns = { "sentence1", "sentence2", "score" },
+  },
+  loss = { name = "mse", teacher = "models/all-MiniLM-L12-v2" },
+  optim = { name = "adamw", lr = 1e-4, weight_decay = 0.01 },
+  schedule = { name = "linear", warmup_ratio = 0.1 },
+  batch = { size = 16 },
+  steps = 100,
+  precision = "fp32",
+  device = "cpu",
+  eval = { at_start = true, batch_size = 128 },
+  save = { keep = 1 },
+  log = { every = 10 },
+  out = "runs/minilm_distill",
+}
