@@ -23,6 +23,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the 
        trainer encode MODEL_DIR FILE [--adapter DIR]       sentence embeddings, one JSON array a line
        trainer classify MODEL_DIR FILE [--adapter DIR]     labels of texts or TAB-separated pairs
        trainer mine MODEL_DIR FILE [--num-negatives N]     hard negatives for (anchor, positive) rows, JSONL
+       trainer rerank MODEL_DIR QUERIES DOCS [--top-k N]   a cross-encoder's ranking of the documents per query
        trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR         fold a LoRA adapter into a copy of its model
        trainer keys                                        the recipe key reference (Markdown)
        trainer recipes                                     the recipes on TRAINER_RECIPE_PATH and recipes/

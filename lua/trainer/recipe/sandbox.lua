@@ -226,7 +226,7 @@ end
 local function refuse(sp, what)
   local where = recipe_where(2)
   if not where and sp.file then
-    -- no frame of the file left (`return os.execute(...)` is a tail call): the line where
+    -- no frame of the file left (`return os.execute "..."` is a tail call): the line where
     -- the file names the function, when the scan finds it
     local name = what:gsub(" %(writing%)$", "")
     for _, u in ipairs(M.scan_file(sp.file)) do
