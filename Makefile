@@ -293,7 +293,7 @@ FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(
 FUZZ_LUA_OBJ := $(BUILD)/fuzz/obj/core/binding/lua_native.o
 FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRC))
 FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv \
-                tfrecord trainer_state
+                tfrecord trainer_state beir
 FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 CFLAGS_FUZZ := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined $(INCS) -DTR_VERSION='"$(VERSION)"'
@@ -310,11 +310,11 @@ $(BUILD)/fuzz/fuzz_reader_jsonl $(BUILD)/fuzz/fuzz_reader_tsv $(BUILD)/fuzz/fuzz
 $(BUILD)/fuzz/fuzz_reader_jsonl: FUZZ_DEFS := -DFUZZ_FORMAT=0
 $(BUILD)/fuzz/fuzz_reader_tsv: FUZZ_DEFS := -DFUZZ_FORMAT=1
 $(BUILD)/fuzz/fuzz_reader_csv: FUZZ_DEFS := -DFUZZ_FORMAT=2
-$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
-$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
-$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: $(FUZZ_LUA_OBJ)
-$(BUILD)/fuzz/fuzz_tfrecord: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"tfrecord"'
-$(BUILD)/fuzz/fuzz_trainer_state: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"trainer_state"'
+FUZZ_LUA_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,tfrecord trainer_state beir)
+$(FUZZ_LUA_BIN): FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
+$(FUZZ_LUA_BIN): FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
+$(FUZZ_LUA_BIN): FUZZ_DEFS = -DFUZZ_LUA_TARGET='"$(patsubst fuzz_%,%,$(notdir $@))"'
+$(FUZZ_LUA_BIN): $(FUZZ_LUA_OBJ)
 
 $(BUILD)/fuzz/fuzz_%: $(FUZZ_OBJ) $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 	@mkdir -p $(dir $@)

@@ -92,4 +92,62 @@ function M.trainer_state(data, tmp)
   assert(type(meta) == "table" and type(meta.step) == "number", "a state read without its step")
 end
 
+-- An information-retrieval set in BEIR's layout (trainer.train.beir): the input is the three
+-- files end to end, corpus.jsonl NUL queries.jsonl NUL qrels/test.tsv (a part left out is an
+-- empty file). What the reader returns is consistent: every document and query has a
+-- non-empty id of its own and a text, every relevant pair names a query and a document read,
+-- and the summary counts them. A refusal names one of the files.
+function M.beir(data, tmp)
+  local beir = require("trainer.train.beir")
+  local errors = require("trainer.core.errors")
+  local dir = tmp .. "/beir"
+  require("trainer.native").mkdir_p(dir .. "/qrels")
+  local parts, from = {}, 1
+  for _ = 1, 2 do
+    local nul = data:find("\0", from, true)
+    if not nul then break end
+    parts[#parts + 1] = data:sub(from, nul - 1)
+    from = nul + 1
+  end
+  parts[#parts + 1] = data:sub(from)
+  local names = { dir .. "/corpus.jsonl", dir .. "/queries.jsonl", dir .. "/qrels/test.tsv" }
+  for i, path in ipairs(names) do
+    local f = assert(io.open(path, "wb")) f:write(parts[i] or "") f:close()
+  end
+  local ok, queries, corpus, relevant, summary = pcall(beir.load, { folder = dir, split = "test" })
+  if not ok then
+    local e = queries
+    if errors.is_user_error(e) then
+      local named = false
+      for _, path in ipairs(names) do named = named or e.msg:find(path, 1, true) ~= nil end
+      assert(named, "a refusal that names none of the files: " .. e.msg)
+    end
+    error(e, 0)
+  end
+  local function items(list, what)
+    assert(type(list) == "table" and #list > 0, "no " .. what)
+    local by_id = {}
+    for i, it in ipairs(list) do
+      assert(type(it.id) == "string" and it.id ~= "", what .. " " .. i .. " without an id")
+      assert(type(it.text) == "string", what .. " " .. it.id .. " without a text")
+      assert(not by_id[it.id], what .. " id " .. it.id .. " twice")
+      by_id[it.id] = it
+    end
+    return by_id
+  end
+  local c_by_id, q_by_id = items(corpus, "document"), items(queries, "query")
+  local npairs, nq = 0, 0
+  for qid, docs in pairs(relevant) do
+    assert(q_by_id[qid], "relevant documents of a query not read: " .. tostring(qid))
+    for cid, v in pairs(docs) do
+      assert(v == true and c_by_id[cid], "a relevant document not read: " .. tostring(cid))
+      npairs = npairs + 1
+    end
+  end
+  for _, q in ipairs(queries) do if relevant[q.id] then nq = nq + 1 end end
+  assert(nq > 0, "no query has a relevant document")
+  assert(summary.documents == #corpus and summary.queries_count == #queries, "summary counts")
+  assert(summary.queries_with_relevant == nq and summary.relevant_pairs == npairs, "summary pair counts")
+end
+
 return M
