@@ -6,12 +6,15 @@
  * aborts. The C the Lua calls through the FFI (CRC-32C, safetensors, JSON) is the
  * coverage-instrumented code libFuzzer is guided by; the Lua itself runs in LuaJIT's
  * interpreter. Targets: tfrecord (event files: a resume's cut-back reads them),
- * trainer_state (a checkpoint's gzip'd safetensors + JSON state). */
+ * trainer_state (a checkpoint's gzip'd safetensors + JSON state), beir (an IR evaluation
+ * set's three files), model_config (a config.json checked by its model family: this one
+ * links the whole runtime, which the family modules load). */
 #include "fuzz.h"
 #include "lua_native.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
+#include <sanitizer/lsan_interface.h>
 
 #ifndef FUZZ_LUA_TARGET
 #define FUZZ_LUA_TARGET "tfrecord"
@@ -36,11 +39,15 @@ static void setup(void)
     lua_pop(L, 2);
     lua_pushstring(L, root);
     lua_setfield(L, LUA_REGISTRYINDEX, "trainer.root");
-    /* check(data): runs the target; true, or false and the message of a broken contract */
+    /* check(data): runs the target; true, or false and the message of a broken contract.
+     * The target's modules load first (lua_targets.prepare[NAME]): what they allocate for the
+     * process's life (model_config: the runtime's context) is held from LuaJIT's heap, which
+     * LeakSanitizer does not scan, so setup runs with leak detection off. */
     const char *driver =
-        "local target = require('lua_targets')[...]\n"
+        "local targets = require('lua_targets')\n"
+        "local target = targets[...]\n"
         "local errors = require('trainer.core.errors')\n"
-        "local dir = ...\n"
+        "if targets.prepare[...] then targets.prepare[...]() end\n"
         "return function(data, tmp)\n"
         "  local ok, e = xpcall(target, debug.traceback, data, tmp)\n"
         "  if ok or errors.is_user_error(e) then return true end\n"
@@ -52,9 +59,18 @@ static void setup(void)
     lua_setglobal(L, "check");
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    __lsan_disable();
+    setup();
+    __lsan_enable();
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!L) setup();
     lua_getglobal(L, "check");
     lua_pushlstring(L, (const char *)data, size);
     lua_pushstring(L, fuzz_dir());

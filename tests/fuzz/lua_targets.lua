@@ -6,6 +6,12 @@ local ffi = require("ffi")
 
 local M = {}
 
+-- What a target loads before its first input (tests/fuzz/fuzz_lua.c runs it with leak
+-- detection off): modules that keep allocations for the process's life.
+M.prepare = {
+  model_config = function() require("trainer.models.registry").families() end,
+}
+
 -- An event file (TFRecord frames of Event protos), as a resume reads an earlier run's to cut
 -- it back: the whole records found lie end to end from the start, each re-frames to its
 -- own bytes, and each has a step.
@@ -148,6 +154,42 @@ function M.beir(data, tmp)
   assert(nq > 0, "no query has a relevant document")
   assert(summary.documents == #corpus and summary.queries_count == #queries, "summary counts")
   assert(summary.queries_with_relevant == nq and summary.relevant_pairs == npairs, "summary pair counts")
+end
+
+-- A model's config.json, as trainer.load_model checks it: the JSON binding decodes the input
+-- and trainer.models.registry.config has the family of its model_type check it. A checked
+-- config is the family's, with every field the family reads of its type and in its range;
+-- a refusal names the file.
+function M.model_config(data)
+  local json = require("trainer.core.json")
+  local registry = require("trainer.models.registry")
+  local errors = require("trainer.core.errors")
+  local ok, cfg, family = pcall(function()
+    return registry.config(json.decode(data, "config.json"), "config.json")
+  end)
+  if not ok then
+    if errors.is_user_error(cfg) then
+      assert(cfg.msg:find("config.json", 1, true), "a refusal that does not name the file: " .. cfg.msg)
+    end
+    error(cfg, 0)
+  end
+  assert(type(cfg) == "table" and type(family) == "table", "no config or family")
+  assert(cfg.family == family.name, "the config's family is not the family's")
+  assert(registry.family(cfg.model_type) == family, "model_type " .. tostring(cfg.model_type) .. " of another family")
+  for _, f in ipairs(family.config_fields) do
+    local v = cfg[f[1]]
+    if v == nil then
+      assert(not f.required, f[1] .. " is required but missing")
+    elseif f[2] == "string" or f[2] == "boolean" or f[2] == "table" then
+      assert(type(v) == f[2], f[1] .. " is not a " .. f[2])
+    else
+      assert(type(v) == "number" and (f.open_low and v > f[3] or not f.open_low and v >= f[3])
+        and (f.open_high and v < f[4] or not f.open_high and v <= f[4]), f[1] .. " is out of its range")
+      assert(f[2] ~= "integer" or v == math.floor(v), f[1] .. " is not whole")
+    end
+  end
+  local n = family.max_positions(cfg)
+  assert(type(n) == "number" and n >= 1 and n == math.floor(n), "max_positions is not a count")
 end
 
 return M

@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-5}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv tfrecord trainer_state beir)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv tfrecord trainer_state beir model_config)
 
 # target: seed files (globs relative to the repository root), longest input tried
 seeds() {
@@ -25,6 +25,7 @@ seeds() {
     reader_jsonl)      echo "tests/data/data/*.jsonl tests/data/data/*.jsonl.gz" ;;
     reader_tsv)        echo "tests/data/data/*.tsv tests/data/golden_tiny_bert_cls_pairs.tsv" ;;
     reader_csv)        echo "tests/data/data/*.csv tests/data/data/*.tsv" ;;
+    model_config)      echo "tests/data/*/config.json" ;;
     # an event file, a decompressed trainer_state of a tiny LoRA run, tests/data/ir_tiny's
     # three files end to end: tests/fuzz/corpus/
     tfrecord|trainer_state|beir) echo "" ;;
