@@ -157,24 +157,33 @@ function M.beir(data, tmp)
 end
 
 -- A model's config.json, as trainer.load_model checks it: the JSON binding decodes the input
--- and trainer.models.registry.config has the family of its model_type check it. A checked
--- config is the family's, with every field the family reads of its type and in its range;
--- a refusal names the file.
+-- and trainer.models.registry.config has the family of its model_type check it. An input
+-- that starts with a line "arch=NAME" is checked as a recipe's model.arch NAME chooses. A
+-- checked config is the family's, of the model_type that decides, with every field the
+-- family reads of its type and in its range; a refusal names the file or model.arch.
 function M.model_config(data)
   local json = require("trainer.core.json")
   local registry = require("trainer.models.registry")
   local errors = require("trainer.core.errors")
+  local arch, text = data:match("^arch=([^\n]*)\n(.*)$")
+  text = text or data
+  local raw
   local ok, cfg, family = pcall(function()
-    return registry.config(json.decode(data, "config.json"), "config.json")
+    raw = json.decode(text, "config.json")
+    return registry.config(raw, "config.json", arch)
   end)
   if not ok then
     if errors.is_user_error(cfg) then
-      assert(cfg.msg:find("config.json", 1, true), "a refusal that does not name the file: " .. cfg.msg)
+      assert(cfg.msg:find("config.json", 1, true) or cfg.msg:find("model.arch", 1, true),
+        "a refusal that names neither the file nor model.arch: " .. cfg.msg)
     end
     error(cfg, 0)
   end
   assert(type(cfg) == "table" and type(family) == "table", "no config or family")
   assert(cfg.family == family.name, "the config's family is not the family's")
+  local own = type(raw.model_type) == "string" and raw.model_type or nil
+  assert(cfg.model_type == (own or arch or registry.default), "model_type " .. tostring(cfg.model_type)
+    .. " is not the one that decides")
   assert(registry.family(cfg.model_type) == family, "model_type " .. tostring(cfg.model_type) .. " of another family")
   for _, f in ipairs(family.config_fields) do
     local v = cfg[f[1]]
