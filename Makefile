@@ -277,7 +277,8 @@ test: $(CUDA_RES) trainer $(TEST_BIN) $(VEC_DUMPS) fetch-models $(if $(filter 0,
 # ---------------------------------------------------------------- fuzzing
 # libFuzzer targets for the parsers of files a user gets from elsewhere (tests/fuzz/fuzz_*.c:
 # safetensors and its index, tokenizer.json, vocab.txt, the JSON binding of config.json, the
-# JSONL/TSV/CSV reader), built by clang with -fsanitize=fuzzer,address,undefined into
+# JSONL/TSV/CSV reader; through an embedded LuaJIT (tests/fuzz/fuzz_lua.c): event files,
+# trainer_state, a BEIR set's files, config.json as each model family checks it), built by clang with -fsanitize=fuzzer,address,undefined into
 # build/fuzz/ over the parsers' sources compiled with coverage. `make fuzz FUZZ_S=N` runs each
 # for N seconds (tests/fuzz/run.sh prints its executions); `make test` runs each for
 # FUZZ_TEST_S seconds. Without a clang that has libFuzzer (`make deps` installs it), both say
@@ -293,7 +294,7 @@ FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(
 FUZZ_LUA_OBJ := $(BUILD)/fuzz/obj/core/binding/lua_native.o
 FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRC))
 FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv \
-                tfrecord trainer_state
+                tfrecord trainer_state beir model_config
 FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 CFLAGS_FUZZ := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined $(INCS) -DTR_VERSION='"$(VERSION)"'
@@ -310,11 +311,19 @@ $(BUILD)/fuzz/fuzz_reader_jsonl $(BUILD)/fuzz/fuzz_reader_tsv $(BUILD)/fuzz/fuzz
 $(BUILD)/fuzz/fuzz_reader_jsonl: FUZZ_DEFS := -DFUZZ_FORMAT=0
 $(BUILD)/fuzz/fuzz_reader_tsv: FUZZ_DEFS := -DFUZZ_FORMAT=1
 $(BUILD)/fuzz/fuzz_reader_csv: FUZZ_DEFS := -DFUZZ_FORMAT=2
-$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
-$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
-$(BUILD)/fuzz/fuzz_tfrecord $(BUILD)/fuzz/fuzz_trainer_state: $(FUZZ_LUA_OBJ)
-$(BUILD)/fuzz/fuzz_tfrecord: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"tfrecord"'
-$(BUILD)/fuzz/fuzz_trainer_state: FUZZ_DEFS := -DFUZZ_LUA_TARGET='"trainer_state"'
+FUZZ_LUA_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,tfrecord trainer_state beir model_config)
+$(FUZZ_LUA_BIN): FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
+$(FUZZ_LUA_BIN): FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
+$(FUZZ_LUA_BIN): FUZZ_DEFS = -DFUZZ_LUA_TARGET='"$(patsubst fuzz_%,%,$(notdir $@))"'
+$(FUZZ_LUA_BIN): $(FUZZ_LUA_OBJ)
+# model_config requires the model families, which load the whole runtime (its context, the
+# op table): the runtime's release objects are linked in, uninstrumented, but for the files
+# the fuzz objects already hold (compiled with coverage), with the symbols exported for the
+# FFI and GCC's OpenMP runtime, which those objects were compiled for.
+FUZZ_RUNTIME_OBJ := $(filter-out $(patsubst %.c,$(BUILD)/rel/%.o,$(FUZZ_SRC) core/binding/lua_native.c),$(REL_OBJ))
+$(BUILD)/fuzz/fuzz_model_config: $(FUZZ_RUNTIME_OBJ)
+$(BUILD)/fuzz/fuzz_model_config: FUZZ_EXTRA += $(FUZZ_RUNTIME_OBJ) $(MPI_LIBS) $(CUDA_LIBS) \
+    $(if $(HAVE_OMP),$(shell $(CC) -print-file-name=libgomp.so))
 
 $(BUILD)/fuzz/fuzz_%: $(FUZZ_OBJ) $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 	@mkdir -p $(dir $@)

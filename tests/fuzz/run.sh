@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-5}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv tfrecord trainer_state)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv tfrecord trainer_state beir model_config)
 
 # target: seed files (globs relative to the repository root), longest input tried
 seeds() {
@@ -25,8 +25,10 @@ seeds() {
     reader_jsonl)      echo "tests/data/data/*.jsonl tests/data/data/*.jsonl.gz" ;;
     reader_tsv)        echo "tests/data/data/*.tsv tests/data/golden_tiny_bert_cls_pairs.tsv" ;;
     reader_csv)        echo "tests/data/data/*.csv tests/data/data/*.tsv" ;;
-    # an event file and a decompressed trainer_state of a tiny LoRA run: tests/fuzz/corpus/
-    tfrecord|trainer_state) echo "" ;;
+    model_config)      echo "tests/data/*/config.json" ;;
+    # an event file, a decompressed trainer_state of a tiny LoRA run, tests/data/ir_tiny's
+    # three files end to end: tests/fuzz/corpus/
+    tfrecord|trainer_state|beir) echo "" ;;
   esac
 }
 max_len() {
@@ -47,11 +49,13 @@ for t in "${targets[@]}"; do
   # shellcheck disable=SC2046
   for f in $(seeds "$t"); do [ -f "$f" ] && cp "$f" "$seed_dir/$(echo "$f" | tr / _)"; done
   [ -d "tests/fuzz/corpus/$t" ] && cp tests/fuzz/corpus/"$t"/* "$seed_dir/" 2>/dev/null
+  # a target's dictionary of the words its format is made of (field names, keywords)
+  dict=(); [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
   log=$(mktemp)
   scratch=$(mktemp -d -p "$( [ -w /dev/shm ] && echo /dev/shm || echo /tmp )")
   FUZZ_TMPDIR=$scratch ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 -max_len="$(max_len "$t")" \
-    -print_final_stats=1 -artifact_prefix="build/fuzz/crashes/$t-" "$work" "$seed_dir" >"$log" 2>&1
+    -print_final_stats=1 -artifact_prefix="build/fuzz/crashes/$t-" "${dict[@]}" "$work" "$seed_dir" >"$log" 2>&1
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)

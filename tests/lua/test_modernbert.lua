@@ -155,6 +155,21 @@ return {
     m:free()
   end },
 
+  { "rope_parameters_thetas_are_checked_like_the_fields", function()
+    local fam = registry.family("modernbert")
+    local function with(theta)
+      return { model_type = "modernbert", hidden_size = 32, num_hidden_layers = 2, num_attention_heads = 4,
+        intermediate_size = 48, vocab_size = 100, rope_parameters = {
+          full_attention = { rope_theta = theta, rope_type = "default" },
+          sliding_attention = { rope_theta = 1e4 } } }
+    end
+    assert(fam.config(with(2e5), "c.json").global_rope_theta == 2e5)
+    for _, bad in ipairs({ 0, -1e4, 1.6e19, "1e4", { 1 } }) do
+      local ok, e = pcall(fam.config, with(bad), "c.json")
+      assert(not ok and tostring(e):find("^c.json: rope_parameters.full_attention.rope_theta is "), tostring(e))
+    end
+  end },
+
   { "embedding_loss_and_every_gradient_window_over_all_keys", function() embedding_parity(0, "wall.") end },
 
   { "embedding_loss_and_every_gradient_window_of_4", function() embedding_parity(nil, "w8.") end },

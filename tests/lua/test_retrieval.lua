@@ -242,6 +242,8 @@ return {
     raises(function() beir.load({ folder = dir }) end, dir .. "/corpus.jsonl: the corpus is empty")
     write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n')
     raises(function() beir.load({ folder = dir }) end, "line 2: _id \"d1\" repeats line 1")
+    write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"_id": 12345678901234567, "text": "b"}\n')
+    raises(function() beir.load({ folder = dir }) end, "line 2: _id 12345678901234568 is a number too large")
     write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n')
     raises(function() beir.load({ folder = dir, split = "dev" }) end, "qrels/dev.tsv: cannot open")
     native.remove_tree(dir)

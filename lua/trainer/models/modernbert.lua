@@ -137,7 +137,8 @@ local function layer_kinds(cfg, source)
 end
 
 -- rope_parameters { full_attention = { rope_theta = }, sliding_attention = { ... } } (newer
--- config.json files) overrides global_rope_theta / local_rope_theta; only the default rope type.
+-- config.json files) overrides global_rope_theta / local_rope_theta, each checked against
+-- that field's range; only the default rope type.
 local function read_rope(cfg, source)
   local rp = cfg.rope_parameters
   if not rp then return end
@@ -148,7 +149,18 @@ local function read_rope(cfg, source)
         errors.user("%s: rope_parameters.%s.rope_type %q is not supported (default only)", source, kind,
           tostring(t.rope_type))
       end
-      if type(t.rope_theta) == "number" then cfg[field] = t.rope_theta end
+      local theta = t.rope_theta
+      if theta ~= nil and type(theta) ~= "userdata" then
+        local f
+        for _, g in ipairs(M.config_fields) do if g[1] == field then f = g end end
+        if not (type(theta) == "number" and theta > f[3] and theta <= f[4]) then
+          errors.user("%s: rope_parameters.%s.rope_theta is %s, but it must be a number > %s and <= %s; fix the value "
+            .. "in %s (or use the config.json that came with the weights)", source, kind,
+            type(theta) == "string" and ("%q"):format(theta) or type(theta) == "table" and "a list or object"
+            or tostring(theta), tostring(f[3]), tostring(f[4]), source)
+        end
+        cfg[field] = theta
+      end
     end
   end
 end

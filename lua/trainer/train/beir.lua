@@ -9,7 +9,8 @@
 -- document's text is "title text" when the title is not empty, as sentence-transformers'
 -- BEIR examples join them). queries.jsonl: `_id` and `text`. qrels/<split>.tsv: tab-separated
 -- `query-id corpus-id score` (a first line naming the columns is skipped); a pair with score
--- > 0 is relevant. Ids are read as text (a JSON number id becomes its decimal text).
+-- > 0 is relevant. Ids are read as text (a JSON number id becomes its decimal text; a whole
+-- number above 2^53, which JSON readers round, is refused: such an id must be a string).
 -- Every problem is a user error naming the file and the line: a line that is not a JSON
 -- object, a missing or repeated `_id`, a missing `text`, a qrel line without three fields
 -- or naming a query or document the files do not have, an empty corpus.
@@ -24,11 +25,14 @@ local function open(path, what)
   return f
 end
 
+-- An id as text, or nil; a whole number is read exactly only up to 2^53 (beyond, the JSON
+-- number is already rounded, and ("%d") wraps past 2^63): false for one beyond.
 local function id_text(v)
   if type(v) == "string" and v ~= "" then return v end
   if type(v) == "number" then
-    if v == math.floor(v) then return ("%d"):format(v) end
-    return tostring(v)
+    if v ~= math.floor(v) then return tostring(v) end
+    if math.abs(v) > 2 ^ 53 then return false end
+    return ("%d"):format(v)
   end
   return nil
 end
@@ -48,6 +52,11 @@ local function read_jsonl(path, what, with_title)
         errors.user("%s: line %d: expected a JSON object with _id and text", path, n)
       end
       local id = id_text(rec._id)
+      if id == false then
+        f:close()
+        errors.user("%s: line %d: _id %.17g is a number too large to read exactly (above 2^53); write the id as a "
+          .. "string", path, n, rec._id)
+      end
       if not id then f:close() errors.user("%s: line %d: no _id (each line needs \"_id\" and \"text\")", path, n) end
       if by_id[id] then
         f:close()
