@@ -56,9 +56,6 @@ return {
   end },
   { "restore replays to the same batch, mid-epoch and in a later epoch", function()
     for _, sampler in ipairs({ "proportional", "round_robin" }) do
-      local _, ld = data.train(recipe(sampler))
-      local seq = {}
-      for _ = 1, 3 do for _, k in ipairs(epoch(ld)) do seq[#seq + 1] = k end seq[#seq + 1] = "|" end
       for _, cut in ipairs({ 0, 5, 17 }) do
         local _, a = data.train(recipe(sampler))
         local taken = 0

@@ -106,7 +106,7 @@ return {
     local m = trainer.load_model(dir, { on_warning = function() end })
     local tok = tk.load(dir)
     -- the embed function a run gives the evaluators: the prompt's tokens left out of the pooling
-    local function embed(texts, eopts)
+    local function embed_excluding(texts, eopts)
       local pl = eopts and prompts.pool_length(m, tok, eopts.prompt) or 0
       local b = tok:batch(texts, { max_length = 64, prompt_length = pl })
       local out = m:forward(b)
@@ -116,7 +116,7 @@ return {
     local spec = { type = "ir", folder = data .. "/ir_tiny", query_prompt_name = "query", corpus_prompt_name = "doc" }
     local set = { name = "tiny", spec = spec, type = "ir" }
     set.queries, set.corpus, set.relevant = require("trainer.train.beir").load(spec, "eval.sets.tiny")
-    local scores = require("trainer.train.eval_sets").run({ set }, embed, nil, { batch_size = 8, model = m })
+    local scores = require("trainer.train.eval_sets").run({ set }, embed_excluding, nil, { batch_size = 8, model = m })
     local n = 0
     for k, v in pairs(golden.ir) do
       local mine = scores[k]

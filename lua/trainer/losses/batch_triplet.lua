@@ -62,12 +62,12 @@ local function semi_hard(_, D, y, m)
     table.sort(negs, function(p, q) if D[i][p] ~= D[i][q] then return D[i][p] < D[i][q] end return p < q end)
     local mn, mnj = math.huge, nil
     for j = 1, B do if D[i][j] < mn then mn, mnj = D[i][j], j end end
-    local inside, insj, insv = nil, nil, -math.huge
+    local insj, insv = nil, -math.huge
     for j = 1, B do
       local v = (y[j] ~= y[i]) and (D[i][j] - mn) or 0
       if v > insv then insv, insj = v, j end
     end
-    inside = insv + mn
+    local inside = insv + mn
     for j = 1, B do
       if j ~= i and y[j] == y[i] then
         local nj

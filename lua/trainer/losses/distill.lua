@@ -10,7 +10,6 @@
 --     negative, or n numbers), or the teacher scores [q.p, q.n_1, ..., q.n_n] (n + 1 numbers).
 local host = require("trainer.losses.host")
 local errors = require("trainer.core.errors")
-local base = require("trainer.losses.base")
 
 local M = {}
 

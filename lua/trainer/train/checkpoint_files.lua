@@ -83,7 +83,6 @@ function Run:write_prompts(tmp, src)
   end
   local saved = spec ~= nil and P.to_save(self.model, spec)
   if not saved then return end
-  local json = require("trainer.core.json")
   local path = tmp .. "/config_sentence_transformers.json"
   local cfg = src and outputs.exists(src .. "/config_sentence_transformers.json")
     and json.read(src .. "/config_sentence_transformers.json") or {}
