@@ -795,6 +795,11 @@ function M.shaped_family(spec, F)
     end
   end
   F.layer_stacks, F.layers, F.set_dropout = layer_stacks, layers, set_dropout
+  -- the one encoder stack: its first k layers give hidden state k, as transformers returns it
+  F.adaptive_stack = function(model)
+    local s = layer_stacks(model)
+    return #s == 1 and s[1] or nil
+  end
   F.plan_terms = F.plan_terms or plan_terms
   -- PEFT's target_modules for the family when none are given (its
   -- TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)

@@ -185,7 +185,7 @@ M.state_list = bert.state_list
 local has_head, is_head_param, head_terms = bert.head_fields(HEAD)
 M.has_head, M.is_head_param = has_head, is_head_param
 
-M.layer_stacks, M.layers = bert.layer_stacks, bert.layers
+M.layer_stacks, M.layers, M.adaptive_stack = bert.layer_stacks, bert.layers, bert.adaptive_stack
 
 -- model.dropout: dropout, attention_dropout and seq_classif_dropout at once (the attention
 -- output's Dropout, absent in DistilBERT, stays at 0).

@@ -662,6 +662,10 @@ end
 
 function M.layer_stacks(model) return instances(model, Stack) end
 function M.layers(model) return instances(model, Layer) end
+-- No stack to cut for adaptive_layer: the final norm follows the layers, and transformers'
+-- hidden states (what sentence-transformers' AdaptiveLayerLoss reads) come before it, so a
+-- cut run would not reproduce them.
+function M.adaptive_stack() return nil end
 
 -- Every dropout probability of the config: the Dropout modules' and the attention
 -- probabilities'.

@@ -318,10 +318,11 @@ end
 -- most one run's activations are alive. The cut runs see the same dropout keys as the full
 -- one (keyed by layer, site and position), so each reproduces the full run's hidden state.
 local function cut_encoder(model)
-  local enc = model.bert and model.bert.encoder
+  local family = require("trainer.models.registry").of_model(model)
+  local enc = family and family.adaptive_stack(model)
   if type(enc) ~= "table" or type(enc.layers) ~= "table" then
-    errors.user("loss.name = \"adaptive_layer\": this model family has no encoder layer stack trainer can cut "
-      .. "(BERT, RoBERTa, DistilBERT and MPNet have)")
+    errors.user("loss.name = \"adaptive_layer\": the %s family has no encoder layer stack trainer can cut into the "
+      .. "hidden states sentence-transformers reads; use another loss for this model", family and family.name or "model's")
   end
   for _, layer in ipairs(enc.layers) do
     if layer.__name == "Checkpoint" then
