@@ -49,6 +49,18 @@ for i, c in ipairs(golden.cases) do
   end }
 end
 
+tests[#tests + 1] = { "modernbert_is_refused_naming_its_family", function()
+  local mdir = native.root() .. "/tests/data/tiny_modernbert"
+  local model = models.load_model(mdir, { on_warning = function() end })
+  local tok = require("trainer.core.tokenizer").load(mdir)
+  local loss = losses.new({ name = "adaptive_layer", inner = "mnrl" }, { seed = 1 })
+  local ok, e = pcall(step.micro, { model = model, loss = loss, tokenizer = tok, max_length = 32,
+    batch = { { golden.anchors[1], golden.positives[1] }, { golden.anchors[2], golden.positives[2] } } })
+  loss:free()
+  model:free()
+  assert(not ok and tostring(e):find("the modernbert family has no encoder layer stack", 1, true), tostring(e))
+end }
+
 tests[#tests + 1] = { "layer_draw_follows_the_dropout_key", function()
   local loss = losses.new({ name = "adaptive_layer", n_layers_per_step = 2 })
   local a, b = loss:layers(6, 3, 10), loss:layers(6, 3, 10)
