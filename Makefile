@@ -289,8 +289,9 @@ FUZZ_TEST_S ?= 2
 HAVE_FUZZ = $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' \
               | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes)
 FUZZ_SRC := $(filter-out core/io/safetensors_write.c,$(wildcard core/io/*.c)) $(wildcard core/tokenizer/*.c) \
-            core/binding/lua_json.c $(wildcard core/base/*.c)
-# the targets of parsers written in Lua (tests/fuzz/fuzz_lua.c) also embed trainer.native
+            core/binding/lua_json.c $(wildcard core/base/*.c) $(wildcard core/sys/*.c)
+# the targets of parsers written in Lua (tests/fuzz/fuzz_lua.c) also embed trainer.native and
+# call core/sys/ (folders, files) through the FFI
 FUZZ_LUA_OBJ := $(BUILD)/fuzz/obj/core/binding/lua_native.o
 FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRC))
 FUZZ_TARGETS := safetensors safetensors_index tokenizer_json vocab_txt json reader_jsonl reader_tsv reader_csv \

@@ -13,9 +13,6 @@
 -- Never a test: figures depend on the machine and its load.
 local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
-local ffi = require("ffi")
-local C = require("trainer.core.ffi")
-local native = require("trainer.native")
 
 local opt = { tokens = 4096, hidden = 384, intermediate = 1536, dtype = "f32", reps = 25 }
 do
@@ -30,11 +27,7 @@ do
   end
 end
 
-local function now()
-  local ts = ffi.new("struct tr_sys_timespec")
-  C.clock_gettime(native.clock_monotonic_id(), ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local now = require("trainer.core.sys").now
 
 local N, H, I, dt = opt.tokens, opt.hidden, opt.intermediate, opt.dtype
 local key = ops.rng_key({ seed = 1, step = 2, layer = 3, op = 4 })

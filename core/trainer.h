@@ -5,6 +5,7 @@
 #ifndef TRAINER_H
 #define TRAINER_H
 #include "tr_base.h"
+#include "sys.h"
 #include "alloc.h"
 #include "ctx.h"
 #include "tensor.h"

@@ -14,6 +14,7 @@
 -- Deterministic: the same files on every run.
 local json = require("trainer.core.json")
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local out = arg[1] or "build/swenli_ir"
 local src = native.root() .. "/data/swenli_dev.jsonl.gz"
 
@@ -33,7 +34,7 @@ for r in ds:iter() do
 end
 ds:close()
 
-assert(native.mkdir_p(out .. "/test/qrels"))
+assert(sys.mkdir_p(out .. "/test/qrels"))
 local function open(path) return assert(io.open(out .. "/" .. path, "w")) end
 local pairs_f, corpus_f = open("train_pairs.jsonl"), open("train_corpus.txt")
 local queries_f, qrels_f = open("test/queries.jsonl"), open("test/qrels/test.tsv")

@@ -52,6 +52,7 @@ for bin in "$@"; do
 done
 run_suite "vectorised" bash tests/vec/check_vectorised.sh
 run_suite "include_layers" bash tests/layers/check_include_cycles.sh
+run_suite "lua_c_api" bash tests/layers/check_lua_c_api.sh
 run_suite "lua" ./trainer run tests/lua/run.lua
 for t in tests/cli/test_*.sh; do
   [ -e "$t" ] || continue

@@ -76,7 +76,7 @@ end
 local function write(dir, shape_name)
   local shape = shapes[shape_name]
   if not shape then fail("--shape must be large, minilm or tiny, got %s", tostring(shape_name)) end
-  assert(require("trainer.native").mkdir_p(dir))
+  assert(require("trainer.core.sys").mkdir_p(dir))
   local raw = { model_type = "bert", architectures = { "BertModel" }, hidden_act = "gelu", layer_norm_eps = 1e-12,
     type_vocab_size = 2, pad_token_id = 0, hidden_dropout_prob = 0.1, attention_probs_dropout_prob = 0.1,
     initializer_range = 0.02, position_embedding_type = "absolute" }

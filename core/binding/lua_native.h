@@ -1,6 +1,7 @@
-/* lua_native.h — the C functions the Lua layer needs that the FFI cannot give safely:
- * line editing (libedit), signal-aware protected calls, terminal checks. Registered as
- * the module `trainer.native` by main.c. Not part of the FFI header on purpose. */
+/* lua_native.h — the Lua C-API module `trainer.native`: what needs a lua_State (the
+ * Ctrl-C-interruptible call, the REPL's line editor, the root folder, the JSON binding).
+ * Registered by main.c. Not part of the FFI header on purpose: every other C function the
+ * Lua layer calls is in core/trainer.h. */
 #ifndef TR_LUA_NATIVE_H
 #define TR_LUA_NATIVE_H
 #include <lua.h>

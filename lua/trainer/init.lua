@@ -1,9 +1,10 @@
 -- trainer: the module recipes, scripts and the REPL see as `trainer` (also a global).
--- Submodules load on first use, so `trainer check` never touches the FFI or a GPU.
+-- Submodules load on first use, so `trainer check` never makes a context or touches a GPU.
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local trainer = {
-  version = native.version(),
+  version = sys.version(),
   root = native.root(),
 }
 

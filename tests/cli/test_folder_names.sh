@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Folder names with a space and a single quote: folders are made, listed
-# and removed through trainer.native (mkdir_p, list_dir, remove_tree), never through a
+# and removed through trainer.core.sys (mkdir_p, list_dir, remove_tree), never through a
 # shell, so a run saves into "it's a dir/run 'one'", keeps only its newest checkpoint
 # (the older ones removed), resumes from it with `trainer resume` (the checkpoints listed), and
 # a tiny model folder is made under such a name.

@@ -18,10 +18,10 @@ cp -r "$DATA/tiny_bert" "$M"
 cat >"$TMP/setup.lua" <<EOF
 local json = require("trainer.core.json")
 local g = json.read("$DATA/prompts_golden.json")
-local native = require("trainer.native")
-native.write_file("$M/config_sentence_transformers.json", json.encode({ prompts = g.prompts, default_prompt_name = g.default_prompt_name }))
-native.write_file("$M/1_Pooling/config.json", json.encode(g.pooling.exclude))
-native.write_file("$TMP/texts.txt", table.concat(g.texts, "\n") .. "\n")
+local sys = require("trainer.core.sys")
+sys.write_file("$M/config_sentence_transformers.json", json.encode({ prompts = g.prompts, default_prompt_name = g.default_prompt_name }))
+sys.write_file("$M/1_Pooling/config.json", json.encode(g.pooling.exclude))
+sys.write_file("$TMP/texts.txt", table.concat(g.texts, "\n") .. "\n")
 EOF
 run_trainer run "$TMP/setup.lua"
 expect_rc setup 0

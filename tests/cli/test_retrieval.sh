@@ -109,12 +109,12 @@ expect_err early_stopping_done_line "stopped early at step 10: no improvement by
 expect_err best_done_line "best m 0.5500 at step 10, copied to $TMP/runs/es/best"
 cat >"$TMP/check_es.lua" <<EOF
 local json = require("trainer.core.json")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local s = json.read("$TMP/runs/es/summary.json")
 assert(s.steps == 10, "stopped at " .. tostring(s.steps))
 assert(s.early_stopped and s.early_stopped.step == 10, "summary.json early_stopped")
 assert(s.best.step == 10 and s.best.score == 0.55 and s.best.metric == "m", "summary.json best")
-assert(native.is_dir("$TMP/runs/es/best"), "out/best")
+assert(sys.is_dir("$TMP/runs/es/best"), "out/best")
 local function read(p) local f = assert(io.open(p, "rb")) local d = f:read("*a") f:close() return d end
 assert(read("$TMP/runs/es/best/model.safetensors") == read("$TMP/runs/es/checkpoint-10/model.safetensors"))
 EOF

@@ -53,7 +53,7 @@ done
 
 # ---- 1b. a file-size limit (ulimit -f; needs no root) reached by metrics.jsonl near step 97 of
 # a 200-step run: exit 1 naming metrics.jsonl, whole lines only. By then LuaJIT has compiled
-# the writer; before native.append_file its compiled f:flush() turned the failed flush into a
+# the writer; before sys.append_file its compiled f:flush() turned the failed flush into a
 # success (the interpreter reran it on an emptied buffer), lines were lost silently and the
 # file was left ending mid-line (3 runs in 4 here, 1 in 3 on the tmpfs below).
 cat >"$TMP/long.lua" <<EOF

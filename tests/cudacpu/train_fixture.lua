@@ -13,19 +13,19 @@
 -- the fixture never changes between runs or machines.
 local dir = arg and arg[1]
 if not dir then error("usage: trainer run tests/cudacpu/train_fixture.lua DIR", 0) end
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local models = require("trainer.models")
 -- the tests' helpers, beside this file's folder (the GPU bundle carries them too)
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu"
 local lib = dofile(here .. "/../lua/testlib.lua")
-assert(native.mkdir_p(dir))
+assert(sys.mkdir_p(dir))
 models.tiny_folder(dir .. "/emb", { seed = 1 })
 models.tiny_folder(dir .. "/cls", { seed = 6, task = "classification" })
 
 local words = lib.concat(lib.words, { "very" })
 local rnd, sent = lib.sentences(7, words, 3, 6)
 
-local function write(name, text) assert(native.write_file(dir .. "/" .. name, text)) end
+local function write(name, text) assert(sys.write_file(dir .. "/" .. name, text)) end
 
 local rows, texts, tsv = {}, {}, {}
 for i = 1, 48 do

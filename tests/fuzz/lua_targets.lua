@@ -84,7 +84,7 @@ function M.trainer_state(data, tmp)
   package.loaded["trainer.core.safetensors"] = package.loaded["trainer.core.safetensors"] or reader_stub()
   local C = require("trainer.core.ffi")
   local dir = tmp .. "/state"
-  require("trainer.native").mkdir_p(dir)
+  require("trainer.core.sys").mkdir_p(dir)
   local path = dir .. "/trainer_state"
   if data:sub(1, 2) == "\31\139" then
     local f = assert(io.open(path, "wb")) f:write(data) f:close()
@@ -107,7 +107,7 @@ function M.beir(data, tmp)
   local beir = require("trainer.train.beir")
   local errors = require("trainer.core.errors")
   local dir = tmp .. "/beir"
-  require("trainer.native").mkdir_p(dir .. "/qrels")
+  require("trainer.core.sys").mkdir_p(dir .. "/qrels")
   local parts, from = {}, 1
   for _ = 1, 2 do
     local nul = data:find("\0", from, true)

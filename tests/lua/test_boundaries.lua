@@ -1,5 +1,5 @@
 -- One place for each piece of knowledge, and the FFI boundary:
---   * trainer.native's folder helpers (mkdir_p, list_dir, copy_tree, remove_tree) handle a
+--   * trainer.core.sys's folder helpers (mkdir_p, list_dir, copy_tree, remove_tree) handle a
 --     name with a space and a single quote, and report failures as nil, "PATH: reason";
 --   * no module of lua/trainer but trainer.core.ffi declares C (ffi.cdef) or shells out
 --     (os.execute, io.popen), and none reads the never-set param.half;
@@ -9,6 +9,7 @@
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local tmpdir, write, read = lib.tmpdir, lib.write, lib.read
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local ffi = require("ffi")
 local C = require("trainer.core.ffi")
 local T = require("trainer.core.tensor")
@@ -22,12 +23,12 @@ local function same_list(a, b)
   return true
 end
 
--- Every .lua file under dir (recursively), through native.list_dir.
+-- Every .lua file under dir (recursively), through sys.list_dir.
 local function lua_files(dir, out)
   out = out or {}
-  for _, name in ipairs(assert(native.list_dir(dir))) do
+  for _, name in ipairs(assert(sys.list_dir(dir))) do
     local p = dir .. "/" .. name
-    if native.is_dir(p) then lua_files(p, out)
+    if sys.is_dir(p) then lua_files(p, out)
     elseif name:match("%.lua$") then out[#out + 1] = p end
   end
   return out
@@ -37,49 +38,49 @@ return {
   { "folders_with_a_quote_and_a_space", function()
     local base = tmpdir()
     local d = base .. "/it's a dir/sub 'two'"
-    assert(native.mkdir_p(d))
-    assert(native.mkdir_p(d), "mkdir_p of an existing folder is success")
-    assert(native.is_dir(d))
+    assert(sys.mkdir_p(d))
+    assert(sys.mkdir_p(d), "mkdir_p of an existing folder is success")
+    assert(sys.is_dir(d))
     write(d .. "/b file", "B")
     write(d .. "/a'file", "A")
-    assert(native.mkdir_p(d .. "/inner dir"))
+    assert(sys.mkdir_p(d .. "/inner dir"))
     write(d .. "/inner dir/x", "X")
-    assert(same_list(assert(native.list_dir(d)), { "a'file", "b file", "inner dir" }))
+    assert(same_list(assert(sys.list_dir(d)), { "a'file", "b file", "inner dir" }))
     -- copy_tree copies files and folders, following a symbolic link to its content
     -- (a Hugging Face cache snapshot links its files to ../../blobs: copies must be real files)
     write(base .. "/blob", "L")
     local copy = base .. "/copy of 'it'"
-    assert(native.copy_tree(d, copy))
+    assert(sys.copy_tree(d, copy))
     assert(read(copy .. "/a'file") == "A" and read(copy .. "/b file") == "B" and read(copy .. "/inner dir/x") == "X")
-    assert(same_list(assert(native.list_dir(copy)), { "a'file", "b file", "inner dir" }))
+    assert(same_list(assert(sys.list_dir(copy)), { "a'file", "b file", "inner dir" }))
     local linked = base .. "/linked"
-    assert(native.mkdir_p(linked))
+    assert(sys.mkdir_p(linked))
     local rc = os.execute("ln -s ../blob " .. linked .. "/to_blob")
     assert(rc == 0 or rc == true, "made a symbolic link")
-    assert(native.copy_tree(linked, base .. "/linked copy"))
+    assert(sys.copy_tree(linked, base .. "/linked copy"))
     assert(read(base .. "/linked copy/to_blob") == "L")
-    assert(native.remove_tree(linked))
+    assert(sys.remove_tree(linked))
     assert(read(base .. "/blob") == "L", "remove_tree removes a link, not its target")
-    assert(native.remove_tree(base .. "/it's a dir"))
-    assert(not native.is_dir(base .. "/it's a dir"))
-    assert(native.remove_tree(base .. "/it's a dir"), "removing a missing path is success")
-    assert(native.is_dir(copy), "remove_tree removed only its own tree")
-    assert(native.remove_tree(base))
-    assert(not native.is_dir(base))
+    assert(sys.remove_tree(base .. "/it's a dir"))
+    assert(not sys.is_dir(base .. "/it's a dir"))
+    assert(sys.remove_tree(base .. "/it's a dir"), "removing a missing path is success")
+    assert(sys.is_dir(copy), "remove_tree removed only its own tree")
+    assert(sys.remove_tree(base))
+    assert(not sys.is_dir(base))
   end },
 
   { "folder_helpers_return_nil_and_a_message", function()
     local base = tmpdir()
     write(base .. "/plain", "x")
-    local ok, err = native.mkdir_p(base .. "/plain/below")
+    local ok, err = sys.mkdir_p(base .. "/plain/below")
     assert(ok == nil and err:find(base .. "/plain", 1, true) and err:find("Not a directory"), tostring(err))
-    local list, lerr = native.list_dir(base .. "/missing")
+    local list, lerr = sys.list_dir(base .. "/missing")
     assert(list == nil and lerr:find(base .. "/missing", 1, true) and lerr:find("No such file"), tostring(lerr))
-    local cok, cerr = native.copy_tree(base .. "/plain", base .. "/to")
+    local cok, cerr = sys.copy_tree(base .. "/plain", base .. "/to")
     assert(cok == nil and cerr:find("Not a directory"), tostring(cerr))
-    assert(not pcall(native.remove_tree, "/"), "remove_tree refuses /")
-    assert(not pcall(native.remove_tree, ""), "remove_tree refuses an empty path")
-    assert(native.remove_tree(base))
+    assert(not pcall(sys.remove_tree, "/"), "remove_tree refuses /")
+    assert(not pcall(sys.remove_tree, ""), "remove_tree refuses an empty path")
+    assert(sys.remove_tree(base))
   end },
 
   { "one_ffi_boundary_no_shell_no_half_reads", function()

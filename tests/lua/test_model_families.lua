@@ -9,6 +9,7 @@ local st = require("trainer.core.safetensors")
 local errors = require("trainer.core.errors")
 local registry = require("trainer.models.registry")
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local root = native.root()
 local data = root .. "/tests/data"
@@ -133,9 +134,9 @@ return {
   { "distilbert_sinusoidal_table_missing_from_a_checkpoint", function()
     -- a checkpoint without the table: the computed one, said in a warning
     local dir = lib.tmpdir() .. "/nopos"
-    assert(native.mkdir_p(dir))
+    assert(sys.mkdir_p(dir))
     for _, f in ipairs({ "config.json", "tokenizer.json", "vocab.txt" }) do
-      assert(native.write_file(dir .. "/" .. f, lib.read(data .. "/tiny_distilbert/" .. f)))
+      assert(sys.write_file(dir .. "/" .. f, lib.read(data .. "/tiny_distilbert/" .. f)))
     end
     local r = st.load(data .. "/tiny_distilbert/model.safetensors")
     local list, want = {}, nil

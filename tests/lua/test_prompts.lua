@@ -6,6 +6,7 @@
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local prompts = require("trainer.models.prompts")
 local tk = require("trainer.core.tokenizer")
 local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
@@ -16,7 +17,7 @@ local golden = json.read(data .. "/prompts_golden.json")
 -- A copy of tiny_bert with the golden's prompts and its pooling config (include or exclude).
 local function folder(which)
   local dir = lib.tmpdir()
-  assert(native.mkdir_p(dir .. "/1_Pooling"))
+  assert(sys.mkdir_p(dir .. "/1_Pooling"))
   for _, f in ipairs({ "config.json", "model.safetensors", "modules.json", "sentence_bert_config.json",
       "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt" }) do
     lib.write(dir .. "/" .. f, lib.read(data .. "/tiny_bert/" .. f))
@@ -97,7 +98,7 @@ return {
       end
       tok:free()
       m:free()
-      native.remove_tree(dir)
+      sys.remove_tree(dir)
     end
     assert(n == #golden.cases)
   end },
@@ -126,7 +127,7 @@ return {
     assert(n > 10)
     tok:free()
     m:free()
-    native.remove_tree(dir)
+    sys.remove_tree(dir)
   end },
   { "an unknown prompt name is a user error naming the model's prompts", function()
     local m = { prompts = { query = "q: ", doc = "d: " } }

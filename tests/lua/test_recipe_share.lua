@@ -69,7 +69,7 @@ return {
   { "path_lists_and_shadows", function()
     local a, b = lib.tmpdir(), lib.tmpdir()
     lib.write(a .. "/t.lua", "-- team a's t\nreturn {}")
-    assert(require("trainer.native").mkdir_p(b .. "/sub"))
+    assert(require("trainer.core.sys").mkdir_p(b .. "/sub"))
     lib.write(b .. "/t.lua", "#!/usr/bin/env trainer\n\n-- t.lua — team b's t\nreturn {}")
     lib.write(b .. "/sub/u.lua", "return {}")
     lib.write(b .. "/.hidden.lua", "return {}")

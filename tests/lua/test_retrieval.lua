@@ -11,6 +11,7 @@ local beir = require("trainer.train.beir")
 local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local root = native.root()
 local data = root .. "/tests/data"
@@ -190,7 +191,7 @@ return {
     -- 3000 documents, 200 queries, chunks of 1000: the plan's bytes against the measured peak
     local dir = os.tmpname()
     os.remove(dir)
-    native.mkdir_p(dir .. "/qrels")
+    sys.mkdir_p(dir .. "/qrels")
     local c = assert(io.open(dir .. "/corpus.jsonl", "w"))
     for i = 1, 3000 do c:write(('{"_id": "d%d", "text": "%d"}\n'):format(i, i)) end
     c:close()
@@ -220,14 +221,14 @@ return {
     memory.reset_peak()
     evaluate.ir(embed, queries, corpus, rel, { corpus_chunk_size = 1000, batch_size = 32 })
     local used = memory.stats().peak_allocated - before
-    native.remove_tree(dir)
+    sys.remove_tree(dir)
     assert(used <= est.bytes * 1.10 and used >= est.bytes * 0.8,
       ("measured %d bytes while evaluating, the plan says %d"):format(used, est.bytes))
   end },
   { "beir_errors_name_the_file_and_line", function()
     local dir = os.tmpname()
     os.remove(dir)
-    native.mkdir_p(dir .. "/qrels")
+    sys.mkdir_p(dir .. "/qrels")
     local function write(name, text) local f = assert(io.open(dir .. "/" .. name, "w")) f:write(text) f:close() end
     write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n{"title": "x", "text": "b"}\n')
     write("queries.jsonl", '{"_id": "q1", "text": "a"}\n')
@@ -246,6 +247,6 @@ return {
     raises(function() beir.load({ folder = dir }) end, "line 2: _id 12345678901234568 is a number too large")
     write("corpus.jsonl", '{"_id": "d1", "text": "a"}\n')
     raises(function() beir.load({ folder = dir, split = "dev" }) end, "qrels/dev.tsv: cannot open")
-    native.remove_tree(dir)
+    sys.remove_tree(dir)
   end },
 }

@@ -5,7 +5,7 @@
 -- golden files' model input, the user-error check, and the case runner of the suites that
 -- run as their own script (tests/gpu, tests/cudacpu).
 --   local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local M = {}
 
@@ -13,12 +13,12 @@ local M = {}
 function M.tmpdir()
   local name = os.tmpname() -- a fresh file; the folder goes beside it
   os.remove(name)
-  assert(native.mkdir_p(name))
+  assert(sys.mkdir_p(name))
   return name
 end
 
 function M.write(path, text)
-  assert(native.write_file(path, text))
+  assert(sys.write_file(path, text))
 end
 
 function M.read(path)

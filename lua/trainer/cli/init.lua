@@ -4,6 +4,7 @@
 -- user errors print their message; anything else is a bug and prints a traceback.
 local errors = require("trainer.core.errors")
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local suggest = require("trainer.recipe.suggest")
 local cli_flags = require("trainer.cli.flags")
 
@@ -288,7 +289,7 @@ end
 
 function M.command_names()
   local names = {}
-  for _, file in ipairs(native.list_dir(native.root() .. "/lua/trainer/cli/commands") or {}) do
+  for _, file in ipairs(sys.list_dir(native.root() .. "/lua/trainer/cli/commands") or {}) do
     local n = file:match("^([%w_]+)%.lua$")
     if n then names[#names + 1] = n end
   end

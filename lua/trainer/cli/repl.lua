@@ -8,6 +8,7 @@
 -- With stdin not a terminal it reads the script from stdin, prints no prompts, and exits
 -- at end of input (exit status 0, or 1 when any chunk failed).
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local errors = require("trainer.core.errors")
 local pretty = require("trainer.cli.pretty")
 
@@ -229,7 +230,7 @@ end
 -- ---------------------------------------------------------------- loop
 function M.run(opts)
   opts = opts or {}
-  local interactive = native.isatty(0) and native.isatty(1)
+  local interactive = sys.isatty(0) and sys.isatty(1)
   local env = setmetatable({ trainer = require("trainer") }, { __index = _G })
   env._G = env
   local read = make_reader(interactive, env)

@@ -5,7 +5,7 @@ local ffi = require("ffi")
 local native = require("trainer.native")
 
 -- core/ and its folders by concern (docs/ARCHITECTURE.md), searched in this order.
-local header_dirs = { "", "base/", "mem/", "ctx/", "tensor/", "gemm/", "io/", "tokenizer/", "ops/", "device/", "binding/", "dist/" }
+local header_dirs = { "", "base/", "mem/", "ctx/", "tensor/", "gemm/", "io/", "tokenizer/", "ops/", "device/", "binding/", "dist/", "sys/" }
 
 local function header_text()
   local root = native.root()
@@ -36,21 +36,17 @@ end
 
 ffi.cdef(header_text())
 
--- The second block: the few functions of the system libraries the Lua layer calls
--- directly, declared here once so that no other module needs a private ffi.cdef.
---   zlib (linked into the binary): trainer_state files are gzip streams (trainer.outputs
---     writes and copies them, trainer.train.trainer_state reads them).
---   clock_gettime: the monotonic clock behind trainer.train.run's tokens/s and ETA; its clock id
---     comes from native.clock_monotonic_id(), never a hard-coded number.
--- The struct is named for this project so that it cannot clash with another declaration.
+-- The second block: zlib's few functions the Lua layer calls directly (linked into the
+-- binary), declared here once so that no other module needs a private ffi.cdef:
+-- trainer_state files are gzip streams (trainer.outputs writes and copies them,
+-- trainer.train.trainer_state reads them). The system calls are the runtime's own
+-- (core/sys/sys.h, through trainer.core.sys).
 ffi.cdef([[
 typedef struct gzFile_s *gzFile;
 gzFile gzopen(const char *path, const char *mode);
 int gzwrite(gzFile file, const void *buf, unsigned len);
 int gzread(gzFile file, void *buf, unsigned len);
 int gzclose(gzFile file);
-struct tr_sys_timespec { long tv_sec; long tv_nsec; };
-int clock_gettime(int clk_id, struct tr_sys_timespec *tp);
 ]])
 
 return ffi.C

@@ -305,7 +305,7 @@ end
 function M.tiny_folder(dir, opts)
   opts = opts or {}
   local task = opts.task or "embedding"
-  local mok, merr = require("trainer.native").mkdir_p(dir .. "/1_Pooling")
+  local mok, merr = require("trainer.core.sys").mkdir_p(dir .. "/1_Pooling")
   if not mok then errors.user("%s: cannot create the folder (%s)", dir, merr) end
   local raw = {
     architectures = { task == "classification" and "BertForSequenceClassification" or "BertModel" },

@@ -15,7 +15,7 @@
 local errors = require("trainer.core.errors")
 local schema = require("trainer.recipe.schema")
 local spec = require("trainer.recipe.keys")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local rpath = require("trainer.recipe.path")
 local version = require("trainer.recipe.version")
 local sandbox = require("trainer.recipe.sandbox")
@@ -91,7 +91,7 @@ function Loader:require(from_file, name)
   local c, folder = rpath.find(from_file, { rel .. ".lua", rel .. "/init.lua" })
   if not c then return false end
   self:note("require", from_file, name, c, folder)
-  local key = native.realpath(c) or c
+  local key = sys.realpath(c) or c
   if self.modules[key] == nil then
     local chunk, err = sandbox.load_file(c, self:env(c, via_of(folder, "require")))
     if not chunk then errors.user("%s (required by %s)", err, from_file) end
@@ -206,7 +206,7 @@ end
 -- Loads path and its extends chain; returns the merged table, origins and the chain.
 function Loader:load_chain(path, chain, via)
   chain = chain or {}
-  local real = native.realpath(path) or path
+  local real = sys.realpath(path) or path
   for i, c in ipairs(chain) do
     if c.real == real then
       local names = {}

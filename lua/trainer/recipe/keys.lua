@@ -9,7 +9,7 @@ local S = require("trainer.recipe.schema")
 local function exists(path)
   local f = io.open(path, "r")
   if f then f:close() return true end
-  return require("trainer.native").is_dir(path)
+  return require("trainer.core.sys").is_dir(path)
 end
 
 local function path(t)

@@ -12,6 +12,7 @@
 -- Folders that do not exist are skipped but still named in the "searched" list of an error,
 -- so that a misspelt TRAINER_RECIPE_PATH entry shows.
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local M = {}
 
@@ -45,7 +46,7 @@ function M.join(dir, p)
 end
 
 function M.readable(p)
-  if native.is_dir(p) then return false end
+  if sys.is_dir(p) then return false end
   local f = io.open(p, "r")
   if f then f:close() return true end
   return false
@@ -59,13 +60,13 @@ function M.folders()
   local list, seen = {}, {}
   local function add(dir, from)
     dir = M.normalize(dir)
-    local key = native.realpath(dir) or dir
+    local key = sys.realpath(dir) or dir
     if seen[key] then return end
     seen[key] = true
     list[#list + 1] = { dir = dir, from = from }
   end
   for entry in (os.getenv(M.variable) or ""):gmatch("[^:]+") do add(entry, M.variable) end
-  if native.is_dir("recipes") then add("recipes", "built-in") end
+  if sys.is_dir("recipes") then add("recipes", "built-in") end
   local root = native.root()
   if root then add(root .. "/recipes", "built-in") end
   return list
@@ -77,9 +78,9 @@ local function search_folders(from_file)
   local first = from_file and { dir = M.dirname(from_file), from = "the recipe's folder" }
     or { dir = ".", from = "the working directory" }
   local list = { first }
-  local first_key = native.realpath(first.dir) or M.normalize(first.dir)
+  local first_key = sys.realpath(first.dir) or M.normalize(first.dir)
   for _, f in ipairs(M.folders()) do
-    if (native.realpath(f.dir) or f.dir) ~= first_key then list[#list + 1] = f end
+    if (sys.realpath(f.dir) or f.dir) ~= first_key then list[#list + 1] = f end
   end
   return list
 end
@@ -114,7 +115,7 @@ function M.not_found(folders, what)
   if #folders == 0 then return ("no such %s (an absolute path names only that file)"):format(what) end
   local lines = { ("no such %s in the folders searched, in order:"):format(what) }
   for _, f in ipairs(folders) do
-    lines[#lines + 1] = ("  %s (%s%s)"):format(f.dir, f.from, native.is_dir(f.dir) and "" or "; no such folder")
+    lines[#lines + 1] = ("  %s (%s%s)"):format(f.dir, f.from, sys.is_dir(f.dir) and "" or "; no such folder")
   end
   return table.concat(lines, "\n")
 end
@@ -143,10 +144,10 @@ function M.files_under(dir)
   local out = {}
   local function walk(d, prefix, depth)
     if depth > max_depth then return end
-    for _, n in ipairs(native.list_dir(d) or {}) do
+    for _, n in ipairs(sys.list_dir(d) or {}) do
       if n:sub(1, 1) ~= "." then
         local full = d .. "/" .. n
-        if native.is_dir(full) then
+        if sys.is_dir(full) then
           walk(full, prefix .. n .. "/", depth + 1)
         elseif n:match("%.lua$") then
           out[#out + 1] = prefix .. n

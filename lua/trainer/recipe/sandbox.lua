@@ -25,6 +25,7 @@
 -- Each file gets its own environment, so each function a recipe defines keeps the rights
 -- of the file that defined it.
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local errors = require("trainer.core.errors")
 
 local M = {}
@@ -167,7 +168,7 @@ end
 
 -- ---------------------------------------------------------------- trust
 local function realdir(d)
-  return native.realpath(d) or d
+  return sys.realpath(d) or d
 end
 
 local function under(file_real, dir)
@@ -188,8 +189,8 @@ end
 function M.trust_of(file, opts)
   opts = opts or {}
   if opts.all then return true, "--trust" end
-  local real = native.realpath(file) or file
-  if opts.direct and (native.realpath(opts.direct) or opts.direct) == real then
+  local real = sys.realpath(file) or file
+  if opts.direct and (sys.realpath(opts.direct) or opts.direct) == real then
     return true, "named on the command line"
   end
   local root = native.root()
@@ -216,7 +217,7 @@ local function refusal(sp, what, where)
       .. "during training, with %s for a trusted recipe (named on the command line, in recipes/, on %s, or run "
       .. "with --trust)."):format(where, what, what, M.trust_variable)
   end
-  local dir = sp.file and (native.realpath(sp.file) or sp.file):match("^(.*)/[^/]*$") or "FOLDER"
+  local dir = sp.file and (sys.realpath(sp.file) or sp.file):match("^(.*)/[^/]*$") or "FOLDER"
   return ("%s: %s is refused: %s is not a trusted recipe (%s), so its hooks and loop run with the trainer API "
     .. "only, without processes, files or native code. If you trust its code, run again with --trust, or add "
     .. "its folder to %s (folders separated by ':'), e.g. export %s=%s"):format(where, what, sp.name, sp.why,

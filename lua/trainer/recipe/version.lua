@@ -99,7 +99,7 @@ end
 
 -- The running binary's version (what `trainer --version` prints).
 function M.current()
-  return require("trainer.native").version()
+  return require("trainer.core.sys").version()
 end
 
 return M

@@ -14,7 +14,7 @@
 -- At the end, t:write_best() copies the best checkpoint to out/best (built in best.tmp/,
 -- then renamed), and summary.json's best says its step, score and metric.
 local errors = require("trainer.core.errors")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local outputs = require("trainer.train.outputs")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
@@ -87,9 +87,9 @@ end
 -- Copies the folder src (files and sub-folders) into dst.
 local function copy_tree(src, dst)
   outputs.mkdir(dst)
-  for _, name in ipairs(native.list_dir(src) or {}) do
+  for _, name in ipairs(sys.list_dir(src) or {}) do
     local s, d = src .. "/" .. name, dst .. "/" .. name
-    if native.is_dir(s) then copy_tree(s, d) else outputs.copy_file(s, d) end
+    if sys.is_dir(s) then copy_tree(s, d) else outputs.copy_file(s, d) end
   end
   outputs.sync(dst)
 end
@@ -99,7 +99,7 @@ function Run:write_best()
   if not self.recipe.save.best or not self:writes_outputs() then return end
   local ck = self.best and self.best.checkpoint
   if not ck then return end
-  if not native.is_dir(ck) then
+  if not sys.is_dir(ck) then
     errors.user("save.best: the best checkpoint %s is gone; it cannot be copied to %s/best", ck, self.out)
   end
   local dst, tmp = self.out .. "/best", self.out .. "/best.tmp"

@@ -6,10 +6,9 @@
 -- scaler; last, a resume restores the checkpoint's state (trainer.train.checkpoint_files).
 -- Nothing is allocated before the checks pass: a run that cannot fit stops before its model.
 local errors = require("trainer.core.errors")
-local native = require("trainer.native")
 local memory = require("trainer.core.memory")
 local outputs = require("trainer.train.outputs")
-local clock = require("trainer.train.clock")
+local sys = require("trainer.core.sys")
 
 local M = {}
 
@@ -21,7 +20,7 @@ end
 
 -- A missing model folder is the most common first error: it names the download command.
 function M.check_model_folder(m)
-  if m.from and not native.is_dir(m.from) then
+  if m.from and not sys.is_dir(m.from) then
     errors.user("model.from: %s: no such model folder. Download it with:\n  %s\nor point model.from at a folder "
       .. "that holds config.json, model.safetensors and a tokenizer.", m.from, download_hint(m))
   end
@@ -120,7 +119,7 @@ function M.run(resolved, opts, Run)
   local self = setmetatable({ recipe = recipe, source = resolved.path, out = recipe.out, opts = opts,
     step = 0, micro = 0, tokens = 0, train_time = 0, epoch = 0, hooks = recipe.hooks or {},
     last_loss = nil, last_eval = nil, first_eval = nil, evals = {}, last_checkpoint = nil,
-    stop_signal = nil, pending = nil, held = {}, unread = {}, started = clock.now(), wall_before = 0 }, Run)
+    stop_signal = nil, pending = nil, held = {}, unread = {}, started = sys.now(), wall_before = 0 }, Run)
   local runtime = require("trainer.core.runtime")
   self.device = runtime.device_name(runtime.parse_device(recipe.device))
   if recipe.memory then

@@ -2,7 +2,7 @@
 -- semantics): each rank's share of a global micro-batch, and after the micro-batches the
 -- gradients averaged and the loss, tokens, a non-finite loss and a stop signal agreed, so
 -- that every rank takes the same decision after the same step.
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local deferred = require("trainer.train.deferred")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
@@ -47,7 +47,7 @@ function Run:dist_reduce(sum, ntok)
   -- begun on the last micro-batch (dist_micro_step), or here when the data ended before it
   if not dist.pending then dist:begin_grads(self.params) end
   self.last_allreduce_s = dist:finish_grads() or 0
-  local sig = native.stop_requested and native.stop_requested()
+  local sig = sys.stop_requested()
   local agreed = dist:agree({ sum, ntok, bad and 1 or 0, sig and 1 or 0, sig or 0 })
   if agreed[3] > 0 then
     dist:agree_to_fail()

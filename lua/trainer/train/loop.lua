@@ -19,7 +19,7 @@
 --   end
 -- (recipes/custom_loop.lua is a working example).
 local outputs = require("trainer.train.outputs")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local resume = require("trainer.train.resume")
 
 local M = {}
@@ -95,7 +95,7 @@ function M.train(resolved, opts)
   -- the folders this run creates: removed again when it stops before writing anything
   local created = {}
   local dir = recipe.out
-  while dir and dir ~= "" and dir ~= "." and dir ~= "/" and not native.is_dir(dir) do
+  while dir and dir ~= "" and dir ~= "." and dir ~= "/" and not sys.is_dir(dir) do
     created[#created + 1] = dir
     dir = dir:match("^(.*)/[^/]*$")
   end
@@ -155,7 +155,7 @@ function M.train(resolved, opts)
           d.skipped == 1 and "" or "s", d.path, tostring(d.first_bad)))
       end
     end
-    if native.watch_stop then native.watch_stop() end
+    sys.watch_stop()
     if type(recipe.loop) == "function" then require("trainer.train.user_code").call("loop", recipe.loop, t)
     else M.default(t) end
     if t:stop_requested() and t.last_checkpoint == nil then t:save() end
@@ -163,7 +163,7 @@ function M.train(resolved, opts)
     t.summary_ = t:finish()
     t.progress:finish()
   end)
-  if native.unwatch_stop then native.unwatch_stop() end
+  sys.unwatch_stop()
   if not ok then
     pcall(function() t:flush_metrics() end)
     if t.progress then t.progress:finish() end

@@ -154,7 +154,7 @@ end
 
 -- ---------------------------------------------------------------- save
 local function mkdir_p(dir)
-  local ok, err = require("trainer.native").mkdir_p(dir)
+  local ok, err = require("trainer.core.sys").mkdir_p(dir)
   if not ok then errors.user("%s: cannot create the folder (%s; check the path and its permissions)", dir, err) end
 end
 

@@ -21,6 +21,7 @@
 local ffi = require("ffi")
 local json = require("trainer.core.json")
 local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local errors = require("trainer.core.errors")
 local pretty = require("trainer.cli.pretty")
 
@@ -35,19 +36,19 @@ M.quote = q
 function M.exists(p)
   local f = io.open(p, "rb")
   if f then f:close() return true end
-  return native.is_dir(p)
+  return sys.is_dir(p)
 end
 
 function M.mkdir(p)
-  if native.is_dir(p) then return end
-  local ok, err = native.mkdir_p(p)
+  if sys.is_dir(p) then return end
+  local ok, err = sys.mkdir_p(p)
   if not ok then errors.user("%s: cannot create the folder (%s; check permissions, or set out = ...)", p, err) end
 end
 
 -- Removes p and all it holds (a missing p is fine); a failure is a user error naming the entry.
 function M.remove_tree(p)
   if p and p ~= "" and p ~= "/" then
-    local ok, err = native.remove_tree(p)
+    local ok, err = sys.remove_tree(p)
     if not ok then errors.user("%s: cannot remove it (%s); remove it by hand", p, err) end
   end
 end
@@ -64,8 +65,8 @@ end
 function M.free_text(path)
   local dir = path:match("^(.*)/[^/]*$") or "."
   if dir == "" then dir = "/" end
-  while not native.is_dir(dir) and dir:find("/") do dir = dir:match("^(.*)/[^/]*$") end
-  local n = native.free_space(dir)
+  while not sys.is_dir(dir) and dir:find("/") do dir = dir:match("^(.*)/[^/]*$") end
+  local n = sys.free_space(dir)
   if not n then return "free space unknown on the file system of " .. dir end
   return ("%s free on the file system of %s"):format(require("trainer.recipe.schema").format_size(n), dir)
 end
@@ -88,8 +89,8 @@ M.injected = injected
 
 -- fsyncs a file or folder; raises the write error naming it on failure.
 function M.sync(path)
-  local ok, err = native.fsync(path)
-  if not ok then M.write_failed(path, "fsync: " .. tostring(err)) end
+  local ok, _, why = sys.fsync(path)
+  if not ok then M.write_failed(path, "fsync: " .. tostring(why)) end
 end
 
 local function dirname(path) return path:match("^(.*)/[^/]*$") or "." end
@@ -98,8 +99,9 @@ local function dirname(path) return path:match("^(.*)/[^/]*$") or "." end
 -- the rename survives a crash). Any failure removes path.tmp and raises write_failed.
 function M.write_atomic(path, text)
   local tmp = path .. ".tmp"
-  local ok, err = nil, injected(path)
-  if not err then ok, err = native.write_file(tmp, text, true) end
+  local ok, msg, err = nil, nil, injected(path)
+  if not err then ok, msg, err = sys.write_file(tmp, text, true) end
+  err = err or msg
   if not ok then os.remove(tmp) M.write_failed(path, err) end
   local rok, rerr = os.rename(tmp, path)
   if not rok then os.remove(tmp) M.write_failed(path, "rename: " .. tostring(rerr)) end
@@ -182,10 +184,10 @@ function M.open_metrics(out, keep_until)
   end
   local text = #kept > 0 and (table.concat(kept, "\n") .. "\n") or ""
   M.write_atomic(path, text)
-  return setmetatable({ path = path, size = #text, is_open = true, append = native.append_file }, Metrics)
+  return setmetatable({ path = path, size = #text, is_open = true, append = sys.append_file }, Metrics)
 end
 
--- Appends one line. Each line is one native.append_file (open, write all, close, each
+-- Appends one line. Each line is one sys.append_file (open, write all, close, each
 -- checked), not Lua's f:write + f:flush: under the JIT a failed fflush is retried by the
 -- interpreter and then reports success (stdio had dropped the buffer), so lines were lost
 -- on a full disk without an error. self.size is the file's size after the last whole line
@@ -195,10 +197,14 @@ function Metrics:write(obj)
   if not self.is_open then error(self.path .. ": written after it was closed", 2) end
   local line = json.encode(obj) .. "\n"
   local size, err = nil, injected(self.path)
-  if not err then size, err = self.append(self.path, line) end
+  if not err then
+    local msg, why
+    size, msg, why = self.append(self.path, line)
+    err = why or msg
+  end
   if not size then
     self.is_open = false
-    local tok, terr = native.truncate(self.path, self.size)
+    local tok, _, terr = sys.truncate(self.path, self.size)
     if not tok then
       errors.user("%s: cannot write (%s); %s. Cutting it back to its last whole line failed too (truncate: %s): "
         .. "its last line may be cut off; delete that line, free some space and run again.", self.path,
@@ -310,11 +316,12 @@ end
 -- another run is a user error naming that run's pid and command.
 function M.lock(out)
   local path = out .. "/" .. M.LOCK
-  local fd, why, holder = native.lock_file(path, ("pid %d\ncommand %s\n"):format(native.pid(), own_command()))
+  -- nil, "locked", the holder's text | nil, "PATH: reason", reason
+  local fd, why, holder = sys.lock_file(path, ("pid %d\ncommand %s\n"):format(sys.pid(), own_command()))
   if fd then return fd end
   if why ~= "locked" then
     errors.user("%s: cannot create the run's lock file (%s); check the folder's permissions, or set out = ... to "
-      .. "another folder", path, tostring(why))
+      .. "another folder", path, tostring(holder))
   end
   local pid = holder:match("pid (%d+)")
   local cmd = holder:match("command ([^\n]*)")
@@ -325,14 +332,14 @@ function M.lock(out)
 end
 
 function M.unlock(fd)
-  if fd then native.unlock_file(fd) end
+  if fd then sys.unlock_file(fd) end
 end
 
 -- ---------------------------------------------------------------- checkpoints
 -- checkpoint-STEP folders of out, sorted by step: { { step = n, dir = path }, ... }
 function M.checkpoints(out)
   local list = {}
-  for _, name in ipairs(native.list_dir(out) or {}) do -- a missing out has none
+  for _, name in ipairs(sys.list_dir(out) or {}) do -- a missing out has none
     local n = name:match("^checkpoint%-(%d+)$")
     if n then list[#list + 1] = { step = tonumber(n), dir = out .. "/" .. name } end
   end
@@ -347,7 +354,7 @@ local RUN_FILES = { ["resolved_recipe.lua"] = true, ["metrics.jsonl"] = true, ["
   ["report.svg"] = true, ["report.html"] = true, tb = true, best = true }
 function M.run_files(out)
   local list = {}
-  for _, name in ipairs(native.list_dir(out) or {}) do
+  for _, name in ipairs(sys.list_dir(out) or {}) do
     local base = name:gsub("%.tmp$", "")
     if RUN_FILES[base] or base:match("^checkpoint%-%d+$") then list[#list + 1] = out .. "/" .. name end
   end

@@ -3,7 +3,7 @@
 --     allocated and peak, ETA); evaluations and checkpoints print as lines above it;
 --   otherwise (a pipe, a log file): one line every log.every steps, and at the last step;
 --   quiet: nothing but errors.
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local M = {}
 
@@ -14,7 +14,7 @@ P.__index = P
 function M.new(opts)
   opts = opts or {}
   local tty = opts.tty
-  if tty == nil then tty = native.isatty(2) end
+  if tty == nil then tty = sys.isatty(2) end
   return setmetatable({ every = opts.every or 10, quiet = opts.quiet, tty = tty, out = opts.out or io.stderr,
                         drawn = false }, P)
 end

@@ -17,7 +17,7 @@
 -- that step on, deliberately (e.g. optim.lr after a diverged step), and are recorded.
 local errors = require("trainer.core.errors")
 local json = require("trainer.core.json")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local outputs = require("trainer.train.outputs")
 
 local M = {}
@@ -150,7 +150,7 @@ function M.holds_outputs(dir)
   return #outputs.checkpoints(dir) > 0
 end
 
-local function real(p) return native.realpath(p) or p end
+local function real(p) return sys.realpath(p) or p end
 
 -- ---------------------------------------------------------------- the checks
 -- The checkpoint folder recipe.resume names ("latest": out's last one, or a path); a user
@@ -165,7 +165,7 @@ function M.find_checkpoint(recipe)
     end
     return list[#list].dir
   end
-  if not native.is_dir(r) or not outputs.exists(r .. "/trainer_state") then
+  if not sys.is_dir(r) or not outputs.exists(r .. "/trainer_state") then
     errors.user("resume = %q: not a checkpoint folder (one holds trainer_state); use \"latest\" or a path such "
       .. "as %s/checkpoint-200", r, recipe.out)
   end
@@ -239,7 +239,7 @@ function M.load(run_dir, overrides, opts)
   local recipe = require("trainer.recipe")
   overrides = overrides or {}
   run_dir = run_dir:gsub("(.)/+$", "%1")
-  if not native.is_dir(run_dir) then
+  if not sys.is_dir(run_dir) then
     errors.user("resume: %s: no such run folder; give the out folder of a run, e.g. trainer resume runs/minilm_sts_lora",
       run_dir)
   end

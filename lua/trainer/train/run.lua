@@ -39,7 +39,7 @@
 --   trainer.train.checkpoint_files  t:save(), and a resume's restore
 --   trainer.train.summary           t:finish(): summary.json
 -- trainer.train.loop is the loop that drives them.
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local build = require("trainer.train.build")
 
 local M = {}
@@ -58,7 +58,7 @@ for _, part in ipairs({ "trainer.train.train_step", "trainer.train.dist_step", "
 end
 
 -- Seconds on the monotonic clock, for tokens/s and ETA.
-M.now = require("trainer.train.clock").now
+M.now = sys.now
 M.check_model_folder, M.check_data_files = build.check_model_folder, build.check_data_files
 M.find_resume = require("trainer.train.resume").find_checkpoint
 
@@ -81,7 +81,7 @@ end
 function Run:stop_requested()
   if self.stop_signal then return true end
   if self.dist then return false end   -- under mpirun: only the signal all ranks agreed on (dist_reduce)
-  local sig = native.stop_requested and native.stop_requested()
+  local sig = sys.stop_requested()
   if sig then self.stop_signal = sig end
   return sig and true or false
 end

@@ -4,7 +4,7 @@
 local json = require("trainer.core.json")
 local memory = require("trainer.core.memory")
 local outputs = require("trainer.train.outputs")
-local clock = require("trainer.train.clock")
+local sys = require("trainer.core.sys")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
 
@@ -23,7 +23,7 @@ end
 -- Seconds of wall time of the whole run: this process's since it was built, plus those of
 -- the parts before it up to the checkpoint it resumed from.
 function Run:wall_time()
-  return self.wall_before + (clock.now() - self.started)
+  return self.wall_before + (sys.now() - self.started)
 end
 
 -- summary.json: the final figures.

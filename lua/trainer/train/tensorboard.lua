@@ -27,12 +27,12 @@
 -- TensorBoard's simple_value stores them.
 --
 -- Writes are checked as metrics.jsonl's are (trainer.outputs): the file is created under
--- a temporary name and renamed; each step's events are one native.append_file (open,
+-- a temporary name and renamed; each step's events are one sys.append_file (open,
 -- write all, close, each checked), so they are in the file system, where TensorBoard
 -- reads them, when the step is logged; a failed append cuts the file back to its last
 -- whole record and stops the run with a user error naming the file and the free space
 -- (exit 1). TRAINER_FAIL_WRITE=tfevents makes every write fail, for tests.
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 local errors = require("trainer.core.errors")
 local outputs = require("trainer.train.outputs")
 local memory = require("trainer.core.memory")
@@ -53,8 +53,8 @@ M.TRAIN_TAGS = {
 }
 
 local function now()
-  local t, err = native.wall_time()
-  if not t then error("trainer.tensorboard: clock_gettime(CLOCK_REALTIME) failed: " .. tostring(err), 0) end
+  local t, err = sys.wall_time()
+  if not t then error("trainer.tensorboard: " .. tostring(err), 0) end
   return t
 end
 
@@ -68,7 +68,7 @@ end
 
 -- The event files in dir, sorted by name (the order TensorBoard reads them).
 local function event_files(dir)
-  local list, names, err = {}, native.list_dir(dir)
+  local list, names, err = {}, sys.list_dir(dir)
   if not names then errors.user("%s: cannot list the folder (%s); check its permissions, or set out = ...", dir, err) end
   for _, name in ipairs(names) do
     if name:sub(1, #M.PREFIX) == M.PREFIX and not name:find("%.tmp$") then list[#list + 1] = name end
@@ -85,9 +85,9 @@ local function file_name(dir)
     local s = tonumber(name:sub(#M.PREFIX + 1):match("^(%d+)"))
     if s and s >= secs then secs = s + 1 end
   end
-  local host = native.hostname() or "localhost"   -- a name part only: a failure is not fatal
+  local host = sys.hostname() or "localhost"   -- a name part only: a failure is not fatal
   host = host:gsub("[/%s]", "_")
-  return ("%s%010d.%s.%d"):format(M.PREFIX, secs, host, native.pid())
+  return ("%s%010d.%s.%d"):format(M.PREFIX, secs, host, sys.pid())
 end
 
 -- The resolved recipe as Markdown for the text plugin: a fenced Lua block.
@@ -98,8 +98,9 @@ end
 -- Writes text to path through path.tmp, fsync and rename; a failure is write_failed.
 local function write_whole(path, text)
   local tmp = path .. ".tmp"
-  local ok, err = nil, outputs.injected(path)
-  if not err then ok, err = native.write_file(tmp, text, true) end
+  local ok, msg, err = nil, nil, outputs.injected(path)
+  if not err then ok, msg, err = sys.write_file(tmp, text, true) end
+  err = err or msg
   if not ok then os.remove(tmp) write_failed(path, err) end
   local rok, rerr = os.rename(tmp, path)
   if not rok then os.remove(tmp) write_failed(path, "rename: " .. tostring(rerr)) end
@@ -143,7 +144,7 @@ function M.open(out, opts)
   local text = table.concat(head)
   write_whole(path, text)   -- created whole under a temporary name, as every file of the run
   outputs.sync(dir)
-  return setmetatable({ path = path, size = #text, is_open = true, append_fn = native.append_file }, Writer)
+  return setmetatable({ path = path, size = #text, is_open = true, append_fn = sys.append_file }, Writer)
 end
 
 -- Appends records (framed events) in one checked write; on failure cuts the file back to
@@ -151,10 +152,14 @@ end
 function Writer:append(records)
   if not self.is_open then return end
   local size, err = nil, outputs.injected(self.path)
-  if not err then size, err = self.append_fn(self.path, records) end
+  if not err then
+    local msg, why
+    size, msg, why = self.append_fn(self.path, records)
+    err = why or msg
+  end
   if not size then
     self.is_open = false
-    local tok, terr = native.truncate(self.path, self.size)
+    local tok, _, terr = sys.truncate(self.path, self.size)
     write_failed(self.path, err, tok and "The file was cut back to its last whole record, so TensorBoard reads "
       .. "all of it. " or ("Cutting it back to its last whole record failed too (truncate: %s); TensorBoard stops "
       .. "reading at the cut-off record. "):format(tostring(terr)))

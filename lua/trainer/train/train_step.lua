@@ -11,7 +11,7 @@ local T = require("trainer.core.tensor")
 local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
 local deferred = require("trainer.train.deferred")
-local clock = require("trainer.train.clock")
+local sys = require("trainer.core.sys")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
 
@@ -92,7 +92,7 @@ function Run:train_step()
   -- run's peak is the maximum over steps and over what happened between them
   self:merge_peaks(memory.stats(self.device))
   memory.reset_peak(self.device)
-  local t0 = clock.now()
+  local t0 = sys.now()
   self.model:train()
   self.optimizer:zero_grad()
   local scale = self.scaler.scale / acc
@@ -137,7 +137,7 @@ function Run:train_step()
   end
   if not seen then self.scaler:update(skipped) end
   self.step = self.step + 1
-  local dt = math.max(clock.now() - t0, 1e-9)
+  local dt = math.max(sys.now() - t0, 1e-9)
   self.train_time = self.train_time + dt
   self.tokens = self.tokens + ntok
   if not deferred.is(loss_value) then self.last_loss = loss_value end

@@ -21,7 +21,7 @@
 local ffi = require("ffi")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
-local native = require("trainer.native")
+local sys = require("trainer.core.sys")
 
 local M = {}
 
@@ -45,7 +45,7 @@ local function previous_checkpoint(dir)
   if not parent then return nil end
   local best
   for _, c in ipairs(require("trainer.train.outputs").checkpoints(parent)) do
-    if c.step < tonumber(step) and native.is_dir(c.dir) then best = c end
+    if c.step < tonumber(step) and sys.is_dir(c.dir) then best = c end
   end
   return best and best.dir or nil
 end
@@ -301,7 +301,7 @@ function M.read(dir, opts)
   local ok, a, b = pcall(function()
     local bytes = gunzip_bounded(path, size_limit(opts.optimizer))
     -- one checked native write (Lua's f:write + close can miss a failed flush under the JIT)
-    local wok, werr = require("trainer.native").write_file(tmp, bytes)
+    local wok, _, werr = require("trainer.core.sys").write_file(tmp, bytes)
     if not wok then
       os.remove(tmp)
       errors.user("%s: cannot write the decompressed state (%s); is the disk full?", tmp, tostring(werr))

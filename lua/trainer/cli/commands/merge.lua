@@ -108,10 +108,10 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
     local spec = model.lora.spec
     local merged_names = lora.merge(model)
     local tmp = out_dir .. ".tmp-merge"
-    local native = require("trainer.native")
-    local dok, derr = native.remove_tree(tmp)
+    local sys = require("trainer.core.sys")
+    local dok, derr = sys.remove_tree(tmp)
     if not dok then errors.user("%s: cannot remove the leftover of an earlier merge (%s)", tmp, derr) end
-    local cok, cerr = native.copy_tree(model_dir, tmp)
+    local cok, cerr = sys.copy_tree(model_dir, tmp)
     if not cok then errors.user("%s: cannot copy %s into it (%s)", tmp, model_dir, cerr) end
     -- the base weights (single file or shards) are replaced by one merged file
     local idx = tmp .. "/model.safetensors.index.json"
@@ -137,7 +137,7 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
   end)
   model:free()
   if not ok then
-    require("trainer.native").remove_tree(out_dir .. ".tmp-merge") -- best effort: the first error is the one to report
+    require("trainer.core.sys").remove_tree(out_dir .. ".tmp-merge") -- best effort: the first error is the one to report
     error(err, 0)
   end
   return out_dir

@@ -10,11 +10,11 @@ return {
   usage = usage,
   run = function(args)
     local errors = require("trainer.core.errors")
-    local native = require("trainer.native")
+    local sys = require("trainer.core.sys")
     local rpath = require("trainer.recipe.path")
     if args[2] ~= nil then errors.user("recipes takes no arguments, got %q\nusage: %s", args[2], usage) end
     for _, f in ipairs(rpath.folders()) do
-      if f.from == rpath.variable and not native.is_dir(f.dir) then
+      if f.from == rpath.variable and not sys.is_dir(f.dir) then
         io.stderr:write(("warning: %s: %s: no such folder\n"):format(rpath.variable, f.dir))
       end
     end
