@@ -2,7 +2,7 @@
  * devices and their allocators and states (cuda_device.c), their cards (cuda_card.c), transfers and fills
  * (cuda_copy.c), and the pinned staging buffers as the backend's private state in each
  * context. Registered before main by a constructor, so that the context and tensors reach
- * CUDA without including this folder.
+ * CUDA without including this folder. This file calls its helpers, never the other way.
  *
  * Compiled only with TR_HAVE_CUDA: a build without it registers no device backend. */
 #ifdef TR_HAVE_CUDA
@@ -36,7 +36,5 @@ static const tr_backend cuda_backend = {
 };
 
 __attribute__((constructor)) static void register_cuda_backend(void) { tr_backend_register(&cuda_backend); }
-
-tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx) { return tr_ctx_backend_private(ctx, &cuda_backend); }
 
 #endif

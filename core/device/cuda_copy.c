@@ -12,6 +12,7 @@
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_copy.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,13 @@ struct tr_cuda_staging {
     void *buf[2];   /* TR_CUDA_STAGING_CHUNK bytes each */
     int pinned;     /* 1: cudaHostAlloc (portable, every device); 0: malloc fallback */
 };
+
+#ifndef TR_CUDA_COPY_TEST_RUNTIME
+/* The device backend's private state, found through the registry rather than
+ * cuda_context_backend.c's table: that file calls this one, never the other way. (The test
+ * runtime brings its own.) */
+tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx) { return tr_ctx_backend_private(ctx, tr_backend_of(0)); }
+#endif
 
 /* One transfer's bookkeeping: where errors go and what they are called. */
 typedef struct xfer {

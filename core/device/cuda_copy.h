@@ -56,8 +56,8 @@ int tr_cuda_fill(tr_ctx *ctx, const char *fn, void *dst, int device, const void 
 typedef struct tr_cuda_staging tr_cuda_staging;
 tr_cuda_staging *tr_cuda_staging_new(void);
 void tr_cuda_staging_free(tr_cuda_staging *s);
-/* The staging of ctx, made on first use (core/device/cuda_context_backend.c); NULL when host
- * memory is short. */
+/* The staging of ctx: the private state of the registered device backend
+ * (core/device/cuda_context_backend.c), made on first use; NULL when host memory is short. */
 tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx);
 
 #endif

@@ -157,6 +157,17 @@ void tr_dist_pending_release(tr_dist *d)
     memset(&d->pending, 0, sizeof d->pending);
 }
 
+/* Here rather than in dist_mpi.c: the job ends from the top down (the step's pending
+ * all-reduce, NCCL, the buckets, then MPI), and the files below never call up. */
+void tr_dist_free(tr_dist *d)
+{
+    if (!d) return;
+    tr_dist_pending_release(d);
+    tr_dist_nccl_release(d);
+    for (int k = 0; k < 2; k++) tr_tensor_free(d->bucket[k]);
+    tr_dist_mpi_end(d);
+}
+
 int tr_dist_grads_begin(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int n, int64_t bucket_bytes)
 {
     if (d->pending.active) {

@@ -64,6 +64,10 @@ int tr_dist_mpi_fail(tr_ctx *ctx, const char *call, int rc);
 int tr_dist_mpi_wait(tr_dist *d, tr_ctx *ctx, MPI_Request *req, const char *what);
 #endif
 
+/* Ends the MPI job and frees d (dist_mpi.c); what sits on it is released first by
+ * tr_dist_free (dist_grads.c). */
+void tr_dist_mpi_end(tr_dist *d);
+
 /* Seconds on the monotonic clock. */
 double tr_dist_now(void);
 

@@ -1,4 +1,5 @@
-/* dist_mpi.c — the job and its small collectives over MPI (dist.h): init and finalize,
+/* dist_mpi.c — the job and its small collectives over MPI (dist.h): init and finalize (the
+ * end of tr_dist_free, which releases what sits on the job first, in dist_grads.c),
  * rank, world and local rank, a check-in (barrier) that names the ranks that did not
  * arrive, broadcast and a small f64 sum; the waits with a timeout that dist_grads.c's
  * gradient all-reduce shares.
@@ -199,12 +200,9 @@ int tr_dist_init(tr_ctx *ctx, double timeout_s, tr_dist **out)
     return 0;
 }
 
-void tr_dist_free(tr_dist *d)
+/* The end of tr_dist_free (dist_grads.c), once the gradient state and NCCL are released. */
+void tr_dist_mpi_end(tr_dist *d)
 {
-    if (!d) return;
-    tr_dist_pending_release(d);
-    tr_dist_nccl_release(d);
-    for (int k = 0; k < 2; k++) tr_tensor_free(d->bucket[k]);
 #ifdef TR_HAVE_MPI
     /* the job is over: a failure here has no one left to tell */
     if (d->comm != MPI_COMM_NULL) (void)MPI_Comm_free(&d->comm);

@@ -6,6 +6,7 @@
  * the same bytes (data pointer, shape, storage version) as the weight has now; otherwise
  * it is refilled in place (its block reused when the size matches). */
 #include "cpu_gemm.h"
+#include "backend.h"
 #include "gemm_query.h"
 #include "tensor_version.h"
 #include "gemm_onednn.h"
@@ -66,6 +67,9 @@ void tr_cpu_gemm_free(tr_cpu_gemm *g)
     tr_onednn_close(g->dnnl);
     free(g);
 }
+
+/* Through the registry, not host_context_backend.c's table: that file calls this one. */
+tr_cpu_gemm *tr_ctx_cpu_gemm(tr_ctx *ctx) { return tr_ctx_backend_private(ctx, tr_backend_of(TR_CPU)); }
 
 const char *tr_cpu_gemm_library(tr_ctx *ctx)
 {

@@ -35,8 +35,9 @@ typedef struct tr_cpu_gemm tr_cpu_gemm;
 int tr_cpu_gemm_create(tr_cpu_gemm **out, tr_error *err);
 void tr_cpu_gemm_free(tr_cpu_gemm *g);   /* NULL is a no-op */
 
-/* The router of ctx; NULL with ctx's error set when tr_cpu_gemm_create fails (defined in
- * host_context_backend.c). */
+/* The router of ctx: the private state of the registered host backend
+ * (host_context_backend.c), made on first use; NULL with ctx's error set when
+ * tr_cpu_gemm_create fails. */
 tr_cpu_gemm *tr_ctx_cpu_gemm(tr_ctx *ctx);
 
 /* Which of W's products a pack is for. */

@@ -3,7 +3,9 @@
  * CPU GEMM router (cpu_gemm.h) as the backend's private state in each context, made on the
  * first product and freed with the context. The host's allocator is the context's own and
  * host bytes are moved by core/tensor/ itself, so the backend has neither. Registered before
- * main by a constructor, so that the context reaches the router without including it. */
+ * main by a constructor, so that the context reaches the router without including it. This
+ * file calls cpu_gemm.c, never the other way: cpu_gemm.c finds its router through the
+ * registry (tr_ctx_cpu_gemm). */
 #include "backend.h"
 #include "blas_core.h"
 #include "cpu_gemm.h"
@@ -27,5 +29,3 @@ static const tr_backend cpu_backend = {
 };
 
 __attribute__((constructor)) static void register_cpu_backend(void) { tr_backend_register(&cpu_backend); }
-
-tr_cpu_gemm *tr_ctx_cpu_gemm(tr_ctx *ctx) { return tr_ctx_backend_private(ctx, &cpu_backend); }

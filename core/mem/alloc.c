@@ -566,28 +566,6 @@ void tr_alloc_reset_peak(tr_alloc *a)
     }
 }
 
-uint64_t tr_alloc_largest_free(const tr_alloc *a)
-{
-    uint64_t m = 0;
-    for (int p = 0; p < 2; p++)
-        if (a->free_tree[p] && a->free_tree[p]->sub_max > m) m = a->free_tree[p]->sub_max;
-    return m;
-}
-
-void tr_alloc_get_stats(const tr_alloc *a, tr_alloc_stats *out)
-{
-    *out = a->st;
-    out->largest_free = tr_alloc_largest_free(a);
-    out->limit = a->limit;
-    out->max_split_size = a->max_split_size;
-}
-
-const char *tr_alloc_event_name(int kind)
-{
-    static const char *const names[TR_EV_KINDS] = { "alloc", "free", "raw_alloc", "raw_free", "oom" };
-    return kind >= 0 && kind < TR_EV_KINDS ? names[kind] : "?";
-}
-
 /* ------------------------------------------------------------ CPU raw backend */
 
 static void *cpu_raw_alloc(void *user, size_t size)

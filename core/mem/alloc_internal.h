@@ -93,14 +93,14 @@ struct tr_alloc {
 };
 
 /* alloc.c */
-uint64_t tr_alloc_largest_free(const tr_alloc *a);
 /* Compares free block b with the key (stream, size, address): <0, 0, >0. */
 int tr_alloc_key_cmp(const tr_blk *b, uintptr_t stream, uint64_t size, uintptr_t addr);
 /* The live block that starts at addr, or NULL. */
 tr_blk *tr_alloc_find_live(const tr_alloc *a, uintptr_t addr);
-const char *tr_alloc_event_name(int kind);
 
 /* alloc_report.c */
+uint64_t tr_alloc_largest_free(const tr_alloc *a);
+const char *tr_alloc_event_name(int kind);
 /* "0 B", "512 B", "1.50 KiB", "128.00 MiB", "2.00 GiB" into buf (>= 32 bytes). */
 const char *tr_alloc_fmt_size(uint64_t bytes, char *buf, size_t len);
 /* Fills err with the out-of-memory paragraph and ledger table. */

@@ -1,7 +1,9 @@
 /* alloc_report.c — what the caching allocator tells people: the out-of-memory message
  * (one paragraph with the ledger and what shrinks which tag, then a table), the
  * human-readable report, and the JSON snapshot (segments, blocks, recent events),
- * written atomically: path.tmp, fsync, rename. Reads allocator state only. */
+ * written atomically: path.tmp, fsync, rename; and the reads behind them (stats, the largest
+ * free block, event names). Reads allocator state only, through alloc_internal.h: alloc.c
+ * calls this file (for the OOM message), never the other way. */
 #include "alloc_internal.h"
 
 #include <errno.h>
@@ -11,6 +13,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ------------------------------------------------------------ reading the state */
+
+uint64_t tr_alloc_largest_free(const tr_alloc *a)
+{
+    uint64_t m = 0;
+    for (int p = 0; p < 2; p++)
+        if (a->free_tree[p] && a->free_tree[p]->sub_max > m) m = a->free_tree[p]->sub_max;
+    return m;
+}
+
+void tr_alloc_get_stats(const tr_alloc *a, tr_alloc_stats *out)
+{
+    *out = a->st;
+    out->largest_free = tr_alloc_largest_free(a);
+    out->limit = a->limit;
+    out->max_split_size = a->max_split_size;
+}
+
+const char *tr_alloc_event_name(int kind)
+{
+    static const char *const names[TR_EV_KINDS] = { "alloc", "free", "raw_alloc", "raw_free", "oom" };
+    return kind >= 0 && kind < TR_EV_KINDS ? names[kind] : "?";
+}
 
 /* ------------------------------------------------------------ formatting */
 

@@ -231,24 +231,6 @@ static int add_pretok(tr_tokenizer *tok, json_t *o, const char *path, tr_error *
 }
 
 /* ------------------------------------------------------------ model */
-int tr_tok_load_vocab_object(tr_tokenizer *tok, json_t *vocab, const char *path, int32_t *n, tr_error *err)
-{
-    if (!json_is_object(vocab)) return tr_fail(err, TR_EUSER, "tokenizer: %s: the model has no \"vocab\" object {token: id}", path);
-    const char *key;
-    json_t *val;
-    *n = (int32_t)json_object_size(vocab);
-    json_object_foreach(vocab, key, val) {
-        json_int_t id = json_integer_value(val);
-        if (!json_is_integer(val) || id < 0 || id >= *n)
-            return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[\"%s\"] is not an id in 0..%d", path, key, *n - 1);
-        if (!tr_tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return OOM(err);
-    }
-    /* two tokens of one id leave another id unset, and the table shorter than n */
-    for (int32_t i = 0; i < *n; i++)
-        if (i >= tok->vocab.n || !tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, *n - 1);
-    return TR_OK;
-}
-
 static int set_model(tr_tokenizer *tok, json_t *m, const char *path, tr_error *err)
 {
     if (!json_is_object(m)) return tr_fail(err, TR_EUSER, "tokenizer: %s: no \"model\" object; the file is not a Hugging Face tokenizer.json", path);

@@ -232,7 +232,7 @@ void tr_tok_bpe_cache_free(tok_bpe_cache *c);
 /* bpe_load.c: model.type "BPE" of tokenizer.json (fills tok->vocab and tok->model). */
 struct json_t;
 int tr_tok_load_bpe(tr_tokenizer *tok, struct json_t *model, const char *path, tr_error *err);
-/* load.c: a model.vocab object {token: id} with ids dense from 0 into tok->vocab; the
+/* vocab.c: a model.vocab object {token: id} with ids dense from 0 into tok->vocab; the
  * count in *n. */
 int tr_tok_load_vocab_object(tr_tokenizer *tok, struct json_t *vocab, const char *path, int32_t *n,
                              tr_error *err);

@@ -1,10 +1,12 @@
 /* vocab.c — the tokenizer's containers: growable byte/id/span buffers, UTF-8
- * decoding, and the token string <-> id table (open addressing, FNV-1a).
+ * decoding, the token string <-> id table (open addressing, FNV-1a), and tokenizer.json's
+ * model.vocab object read into it.
  *
  * Invariant: vocab.slot holds each id at most once; ids with a NULL string (holes) are
  * never indexed. */
 #include "tokenizer_impl.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,4 +196,24 @@ void tr_tok_vocab_free(tok_vocab *v)
     free(v->score);
     free(v->slot);
     memset(v, 0, sizeof *v);
+}
+
+/* ------------------------------------------------------------ model.vocab of tokenizer.json
+ * Here, below load.c and bpe_load.c, which both read one (WordPiece, BPE). */
+int tr_tok_load_vocab_object(tr_tokenizer *tok, json_t *vocab, const char *path, int32_t *n, tr_error *err)
+{
+    if (!json_is_object(vocab)) return tr_fail(err, TR_EUSER, "tokenizer: %s: the model has no \"vocab\" object {token: id}", path);
+    const char *key;
+    json_t *val;
+    *n = (int32_t)json_object_size(vocab);
+    json_object_foreach(vocab, key, val) {
+        json_int_t id = json_integer_value(val);
+        if (!json_is_integer(val) || id < 0 || id >= *n)
+            return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab[\"%s\"] is not an id in 0..%d", path, key, *n - 1);
+        if (!tr_tok_vocab_set(&tok->vocab, (int32_t)id, key, strlen(key))) return tr_fail(err, TR_EOOM, "tokenizer: out of host memory while loading");
+    }
+    /* two tokens of one id leave another id unset, and the table shorter than n */
+    for (int32_t i = 0; i < *n; i++)
+        if (i >= tok->vocab.n || !tok->vocab.str[i]) return tr_fail(err, TR_EUSER, "tokenizer: %s: model.vocab has no token with id %d (ids must be 0..%d)", path, i, *n - 1);
+    return TR_OK;
 }
