@@ -1,6 +1,7 @@
 -- One place for each piece of knowledge, and the FFI boundary:
 --   * trainer.core.sys's folder helpers (mkdir_p, list_dir, copy_tree, remove_tree) handle a
---     name with a space and a single quote, and report failures as nil, "PATH: reason";
+--     name with a space and a single quote, and report failures as nil, "PATH: reason"
+--     (its file calls too, with the reason alone third); a held lock answers "locked";
 --   * no module of lua/trainer but trainer.core.ffi declares C (ffi.cdef) or shells out
 --     (os.execute, io.popen), and none reads the never-set param.half;
 --   * the RNG site ids of trainer.core.rng_sites are the numbers resumed runs were drawn with;
@@ -78,6 +79,14 @@ return {
     assert(list == nil and lerr:find(base .. "/missing", 1, true) and lerr:find("No such file"), tostring(lerr))
     local cok, cerr = sys.copy_tree(base .. "/plain", base .. "/to")
     assert(cok == nil and cerr:find("Not a directory"), tostring(cerr))
+    -- a file call's failure: the message names the file, the third value is the reason alone
+    local wok, werr, why = sys.write_file(base .. "/missing/f", "x")
+    assert(wok == nil and werr == base .. "/missing/f: " .. why and why:find("No such file"), tostring(werr))
+    -- a held lock answers "locked" and the holder's text, until it is released
+    local fd = assert(sys.lock_file(base .. "/.lock", "pid 1\n"))
+    local none, locked, holder = sys.lock_file(base .. "/.lock", "pid 2\n")
+    assert(none == nil and locked == "locked" and holder == "pid 1\n", tostring(locked))
+    assert(sys.unlock_file(fd))
     assert(not pcall(sys.remove_tree, "/"), "remove_tree refuses /")
     assert(not pcall(sys.remove_tree, ""), "remove_tree refuses an empty path")
     assert(sys.remove_tree(base))
