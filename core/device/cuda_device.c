@@ -20,7 +20,7 @@
 #include "cuda/card.h"
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
-#include "cuda/gemm.h"
+#include "cuda/matmul.h"
 #include "cuda/index_check.h"
 #include "cuda_sync.h"
 

@@ -42,7 +42,7 @@ void tr_cuda_release_device(void *state);
  * for the legacy default stream, so copies and memsets for it must be the Async forms
  * on this stream (plain cudaMemcpy/cudaMemset do not order with its kernels). */
 void *tr_cuda_stream(void *state);
-/* The tr_cuda_blas (kernels/cuda/gemm.h) to pass to tr_k_matmul_fwd_cuda. The first
+/* The tr_cuda_blas (kernels/cuda/matmul.h) to pass to tr_k_matmul_fwd_cuda. The first
  * call loads cuBLASLt (dlopen of libcublasLt.so.N, N the major version of the cuBLAS headers
  * the build used, then libcublasLt.so) and creates the handle; when that fails, the
  * environment's lt is NULL and its `unavailable` says why (every product on the device then

@@ -19,7 +19,7 @@
 #include "cuda/attention.h"
 #include "cuda/dropout.h"
 #include "cuda/embedding.h"
-#include "cuda/features.h"
+#include "cuda/pair_features.h"
 #include "cuda/layernorm.h"
 #include "cuda/loss.h"
 #include "cuda/optim.h"

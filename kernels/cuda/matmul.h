@@ -1,8 +1,8 @@
-/* gemm.h — matrix products through cuBLASLt (gemm.cu), the device twin of kernels/cpu/matmul.h,
+/* matmul.h — matrix products through cuBLASLt (matmul.cu), the device twin of kernels/cpu/matmul.h,
  * and the cache of their plans; host launchers with C linkage and no CUDA types, under
  * launcher.h's contract. */
-#ifndef TR_KERNELS_CUDA_GEMM_H
-#define TR_KERNELS_CUDA_GEMM_H
+#ifndef TR_KERNELS_CUDA_MATMUL_H
+#define TR_KERNELS_CUDA_MATMUL_H
 
 #include "cuda/launcher.h"
 

@@ -1,7 +1,7 @@
-/* features.cu — the column-block copy between row-major matrices (concatenation along
+/* pair_features.cu — the column-block copy between row-major matrices (concatenation along
  * the last dim, truncation to the first d dims, and their backwards) and |a - b| with its
  * backward, on the GPU: the twins of kernels/cpu/pair_features.c. One thread per element. */
-#include "cuda/features.h"
+#include "cuda/pair_features.h"
 #include "cuda/dtype.cuh"
 
 enum { FEAT_THREADS = 256 };

@@ -1,8 +1,8 @@
-/* features.h — the feature-matrix kernels (features.cu), the device twin of
+/* pair_features.h — the feature-matrix kernels (pair_features.cu), the device twin of
  * kernels/cpu/pair_features.h; host launchers with C linkage and no CUDA types, under
  * launcher.h's contract. */
-#ifndef TR_KERNELS_CUDA_FEATURES_H
-#define TR_KERNELS_CUDA_FEATURES_H
+#ifndef TR_KERNELS_CUDA_PAIR_FEATURES_H
+#define TR_KERNELS_CUDA_PAIR_FEATURES_H
 
 #include "cuda/launcher.h"
 

@@ -1,5 +1,5 @@
-/* gemm.cu — row-major batched GEMM through cuBLASLt, with its bias, bias-gradient and GELU
- * epilogues (gemm.h) and a cache of matmul plans.
+/* matmul.cu — row-major batched GEMM through cuBLASLt, with its bias, bias-gradient and GELU
+ * epilogues (matmul.h) and a cache of matmul plans.
  *
  * cuBLASLt is column-major. A row-major matrix X[r,c] is the column-major X^T[c,r] with
  * leading dimension c, so the row-major C = op(A) op(B) is computed as the column-major
@@ -17,7 +17,7 @@
  * form the key. The bias and aux pointers themselves are set on the descriptor at each call. */
 #include "cuda/cublaslt_api.h"
 #include "cuda/cuda_check.h"
-#include "cuda/gemm.h"
+#include "cuda/matmul.h"
 
 #include <stdlib.h>
 #include <string.h>
