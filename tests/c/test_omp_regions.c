@@ -10,7 +10,7 @@
 #include "cpu/adamw.h"
 #include "cpu/dropout.h"
 #include "cpu/elementwise.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/layernorm.h"
 
 #include <dlfcn.h>

@@ -28,7 +28,7 @@
 #include "cpu/pair_features.h"
 #include "cpu/bias_gelu.h"
 #include "cpu/geglu.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/rotary.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
@@ -40,7 +40,6 @@
 #include "cpu/score_loss.h"
 #include "cpu/similarity.h"
 #include "cpu/softmax.h"
-#include "cpu/tanh.h"
 #include "op_table.h"
 #include "trainer.h"
 

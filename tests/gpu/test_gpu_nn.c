@@ -32,7 +32,7 @@
 #include "cpu/attention.h"
 #include "cpu/embedding.h"
 #include "cpu/pair_features.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/layernorm.h"
 #include "cpu/loss.h"
 #include "cpu/adamw.h"
@@ -41,7 +41,6 @@
 #include "cpu/reduce.h"
 #include "cpu/similarity.h"
 #include "cpu/softmax.h"
-#include "cpu/tanh.h"
 #include "rng.h"
 
 static const int float_dtypes[] = { TR_F32, TR_BF16, TR_F16 };

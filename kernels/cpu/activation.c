@@ -1,9 +1,10 @@
-/* gelu.c — the gelu kernels (gelu.h), written once over REAL and instantiated here for float
- * and double (<tgmath.h> picks tanhf for float). The float kernels take erf and exp from
+/* activation.c — the elementwise activations' kernels (activation.h): GELU (and ReLU, its third
+ * form) and tanh, written once over REAL and instantiated here for float and double
+ * (<tgmath.h> picks tanhf for float). The float GELU kernels take erf and exp from
  * fast_math.h (vectorised; libm's erff was 3 % of an fp32 training step as a scalar call per
  * element), the double reference libm's. */
 #ifndef KFN
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 
 #include <tgmath.h>
 
@@ -26,7 +27,7 @@ static inline double gelu_deriv_f64(double v)
     return 0.5 * (1 + erf(v * 0.70710678118654752440)) + v * 0.39894228040143267794 * exp(-0.5 * v * v);
 }
 
-#define KERNEL_IMPL "cpu/gelu.c"
+#define KERNEL_IMPL "cpu/activation.c"
 #include "cpu/instantiate.h"
 
 #else /* KFN defined: this file included again, once per REAL (the instantiation above) */
@@ -34,7 +35,7 @@ static inline double gelu_deriv_f64(double v)
 /* The body over REAL, instantiated for float and double. The
  * element loops are spans of GELU_SPAN elements, each span one vectorised call (compiled
  * for AVX-512, AVX2 and the baseline, see fast_math.h), the spans shared among threads.
- * KFN(gelu_one_plus_erf) and KFN(gelu_deriv) are gelu.c's per-type 1 + erf and GELU derivative
+ * KFN(gelu_one_plus_erf) and KFN(gelu_deriv) are this file's per-type 1 + erf and GELU derivative
  * (vectorisable for float, libm for the double reference). */
 
 /* ------------------------------------------------------------ spans */
@@ -106,6 +107,20 @@ void KFN(tr_k_gelu_bwd)(REAL *dx, const REAL *dout, const REAL *x, int64_t n, in
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < n; b += GELU_SPAN)
         KFN(gelu_bwd_span)(dx + b, dout + b, x + b, n - b < GELU_SPAN ? n - b : GELU_SPAN, approx);
+}
+
+/* ------------------------------------------------------------ tanh */
+
+void KFN(tr_k_tanh_fwd)(REAL *out, const REAL *x, int64_t n)
+{
+#pragma omp parallel for if (n > 65536)
+    for (int64_t i = 0; i < n; i++) out[i] = tanh(x[i]);
+}
+
+void KFN(tr_k_tanh_bwd)(REAL *dx, const REAL *dout, const REAL *y, int64_t n)
+{
+#pragma omp parallel for if (n > 65536)
+    for (int64_t i = 0; i < n; i++) dx[i] = dout[i] * (1 - y[i] * y[i]);
 }
 
 #endif
