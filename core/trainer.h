@@ -12,7 +12,7 @@
 #include "safetensors.h"
 #include "ops_elem.h"
 #include "ops_row_segments.h"
-#include "ops_sgd_adafactor.h"
+#include "ops_optim.h"
 #include "op_query.h"
 #include "gemm_query.h"
 #include "cuda_device.h"

@@ -7,6 +7,7 @@
  * core/cuda_ops/multi_tensor_cuda.c. */
 #include "ops_multi_tensor.h"
 #include "ops_elem.h"
+#include "ops_optim.h"
 #include "cpu_slot.h"
 #include "multi_tensor_args.h"
 #include "ops_elem.h"

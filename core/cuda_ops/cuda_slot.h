@@ -19,7 +19,6 @@
 
 #include "op_table.h"
 #include "cuda/activation.h"
-#include "cuda/adafactor.h"
 #include "cuda/attention.h"
 #include "cuda/bias_gelu.h"
 #include "cuda/dropout.h"

@@ -1,6 +1,6 @@
 /* ops_elem.h — tensor-level ops outside the network layers: elementwise arithmetic,
  * embedding lookup, dropout, cross-entropy, masked pooling, L2 normalisation and
- * cosine similarity, reductions, casts and the fused AdamW step.
+ * cosine similarity, reductions and casts.
  *
  * Contract shared by every op here:
  *   - outputs come first and are allocated by the caller (who owns their lifetime and
@@ -123,18 +123,5 @@ int tr_op_scale_check_finite(tr_ctx *ctx, int *found_inf, tr_tensor **ts, int n,
 
 /* out (=) = in converted to out's dtype (any of the five); equal numel. */
 int tr_op_cast(tr_ctx *ctx, tr_tensor *out, const tr_tensor *in);
-
-/* ------------------------------------------------------------ optimizer */
-
-/* One torch.optim.AdamW step in place on param (f32), m and v (f32, zero before step 1):
- * g = grad / grad_scale (grad f32, bf16 or f16; grad_scale 1 when the gradients carry no
- * loss scale); param -= lr * weight_decay * param; m = beta1 m + (1 - beta1) g;
- * v = beta2 v + (1 - beta2) g^2; param -= lr / (1 - beta1^step) * m /
- * (sqrt(v) / sqrt(1 - beta2^step) + eps). step counts from 1. When half_copy is not NULL
- * (bf16 or f16, param's numel) it receives the new param (=): the half weight the
- * forward reads. */
-int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m, tr_tensor *v,
-                tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,
-                int64_t step, float grad_scale);
 
 #endif

@@ -12,6 +12,7 @@
 #include "cpu_gemm.h"
 #include "gemm_onednn.h"
 #include "ops_elem.h"
+#include "ops_optim.h"
 #include "ops_nn.h"
 #include "op_query.h"
 #include "tensor_version.h"

@@ -7,7 +7,7 @@
  * to libgomp's; the kernel objects linked into it call this one. */
 #include "check.h"
 #include "trainer.h"
-#include "cpu/adamw.h"
+#include "cpu/optim.h"
 #include "cpu/dropout.h"
 #include "cpu/elementwise.h"
 #include "cpu/activation.h"

@@ -14,6 +14,7 @@
 #include "cpu/similarity.h"
 #include "trainer.h"
 #include "ops_elem.h"
+#include "ops_optim.h"
 #include "op_stage.h"
 
 #include <string.h>

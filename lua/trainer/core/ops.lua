@@ -395,7 +395,7 @@ function M.adamw_(param, grad, m, v, o)
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 
--- One torch.optim.SGD step in place (core/ops/ops_sgd_adafactor.h). buf: the momentum buffer
+-- One torch.optim.SGD step in place (core/ops/ops_optim.h). buf: the momentum buffer
 -- (nil when o.momentum is 0). o: lr, momentum, dampening, weight_decay, nesterov (bool), step
 -- (1-based), grad_scale; skip_if (a found-inf flag, nil: never skip), skipped / skipped_known
 -- (the device loss scale's skip count and the value of it the host last read: the step

@@ -1,10 +1,17 @@
-/* sgd_adafactor.h — CPU fused steps of SGD (torch.optim.SGD) and Adafactor (transformers'
- * Adafactor), _f32 and _f64. Each updates the parameter and its optimizer state in
+/* optim.h — CPU fused optimizer steps (optim.c): AdamW (torch.optim.AdamW), SGD
+ * (torch.optim.SGD) and Adafactor (transformers' Adafactor), _f32 and _f64. Each updates the parameter and its optimizer state in
  * place; grad is read only. No allocation: scratch arrays come from the caller. */
-#ifndef TR_KERNELS_CPU_SGD_ADAFACTOR_H
-#define TR_KERNELS_CPU_SGD_ADAFACTOR_H
+#ifndef TR_KERNELS_CPU_OPTIM_H
+#define TR_KERNELS_CPU_OPTIM_H
 
 #include <stdint.h>
+
+/* AdamW: updates param, m and v in place; grad is read only. */
+void tr_k_adamw_step_f32(float *param, float *m, float *v, const float *grad, int64_t n, float lr, float beta1,
+                    float beta2, float eps, float weight_decay, int64_t step, float grad_scale);
+void tr_k_adamw_step_f64(double *param, double *m, double *v, const double *grad, int64_t n, double lr,
+                    double beta1, double beta2, double eps, double weight_decay, int64_t step,
+                    double grad_scale);
 
 /* Adafactor's hyper-parameters (transformers.optimization.Adafactor's arguments), shared
  * by both instantiations. beta1 is read only when the caller passes a first moment. */

@@ -1,6 +1,7 @@
-/* ops_sgd_adafactor.h — fused optimizer steps besides AdamW (which is tr_op_adamw in
- * ops_elem.h): SGD with momentum and Nesterov (torch.optim.SGD) and Adafactor
- * (transformers.optimization.Adafactor). Same contract as ops_elem.h: the caller owns
+/* ops_optim.h — the fused optimizer steps, one parameter a call: AdamW (torch.optim.AdamW),
+ * SGD with momentum and Nesterov (torch.optim.SGD) and Adafactor
+ * (transformers.optimization.Adafactor); the steps over a whole list of parameters are in
+ * ops_multi_tensor.h. Same contract as ops_elem.h: the caller owns
  * every tensor (state tensors are f32, tag optimizer, zero before the first step), all
  * tensors of a call are on one device, errors are TR_EUSER naming the op and argument.
  * The master parameter is f32 and updated in place (=); the gradient may be f32, bf16
@@ -8,7 +9,7 @@
  * (the half weight a mixed-precision forward reads; a skipped step leaves it alone). grad_scale divides the gradient
  * (the loss scale it still carries; 1 when none). step counts from 1.
  *
- * Both steps can be skipped and their step number corrected where the fp16 loss scale
+ * SGD and Adafactor can be skipped and their step number corrected where the fp16 loss scale
  * lives, so that a step on a GPU reads nothing back (as tr_op_adamw_multi_steps,
  * ops_multi_tensor.h): skip_if (1-element i32, may be NULL) nonzero leaves every tensor
  * as it was (param, the state, half_copy); skipped (1-element i32, may be NULL: the step
@@ -17,10 +18,23 @@
  * (its step counts leave those skips out and still count the later ones). On the CPU both
  * are read directly; on CUDA the kernels read them (an effective step below 1, which the
  * CPU refuses, counts as 1 there: a device cannot report it without a read). */
-#ifndef TR_OPS_SGD_ADAFACTOR_H
-#define TR_OPS_SGD_ADAFACTOR_H
+#ifndef TR_OPS_OPTIM_H
+#define TR_OPS_OPTIM_H
 
 #include "tensor.h"
+
+/* ------------------------------------------------------------ adamw */
+
+/* One torch.optim.AdamW step in place on param (f32), m and v (f32, zero before step 1):
+ * g = grad / grad_scale (grad f32, bf16 or f16; grad_scale 1 when the gradients carry no
+ * loss scale); param -= lr * weight_decay * param; m = beta1 m + (1 - beta1) g;
+ * v = beta2 v + (1 - beta2) g^2; param -= lr / (1 - beta1^step) * m /
+ * (sqrt(v) / sqrt(1 - beta2^step) + eps). step counts from 1. When half_copy is not NULL
+ * (bf16 or f16, param's numel) it receives the new param (=): the half weight the
+ * forward reads. */
+int tr_op_adamw(tr_ctx *ctx, tr_tensor *param, const tr_tensor *grad, tr_tensor *m, tr_tensor *v,
+                tr_tensor *half_copy, float lr, float beta1, float beta2, float eps, float weight_decay,
+                int64_t step, float grad_scale);
 
 /* ------------------------------------------------------------ sgd */
 
