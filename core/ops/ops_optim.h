@@ -1,7 +1,7 @@
 /* ops_optim.h — the fused optimizer steps, one parameter a call: AdamW (torch.optim.AdamW),
  * SGD with momentum and Nesterov (torch.optim.SGD) and Adafactor
  * (transformers.optimization.Adafactor); the steps over a whole list of parameters are in
- * ops_multi_tensor.h. Same contract as ops_elem.h: the caller owns
+ * ops_multi_tensor.h. Same contract as ops_elementwise.h: the caller owns
  * every tensor (state tensors are f32, tag optimizer, zero before the first step), all
  * tensors of a call are on one device, errors are TR_EUSER naming the op and argument.
  * The master parameter is f32 and updated in place (=); the gradient may be f32, bf16

@@ -11,7 +11,6 @@
 #include "blas_core.h"
 #include "cpu_gemm.h"
 #include "gemm_onednn.h"
-#include "ops_elem.h"
 #include "ops_optim.h"
 #include "ops_nn.h"
 #include "op_query.h"

@@ -1,4 +1,4 @@
--- trainer.core.ops: the C ops (core/ops/ops_nn.h, core/ops/ops_elem.h) callable from Lua, so that
+-- trainer.core.ops: the C ops (core/ops/ops_*.h) callable from Lua, so that
 -- models, losses and tests are written in Lua.
 --
 -- Conventions:
