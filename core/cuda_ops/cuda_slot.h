@@ -54,7 +54,7 @@ typedef struct tr_cslot {
     tr_error *err;
     const char *op;
     int device;
-    void *state;  /* core/device/cuda_device.h's state */
+    void *state;  /* core/cuda_device/cuda_device.h's state */
     void *stream; /* its cudaStream_t */
     const tr_cuda_blas *blas;    /* the cuBLASLt environment, fetched (and cuBLASLt loaded) by the first GEMM */
     tr_tensor *ws[TR_CSLOT_MAX_WS];

@@ -8,7 +8,7 @@
 
 TR_K_BEGIN_DECLS
 
-/* What a GEMM needs from the device: owned by the device state (core/device/cuda_device.c),
+/* What a GEMM needs from the device: owned by the device state (core/cuda_device/cuda_device.c),
  * which hands out a pointer to it (tr_cuda_blas_env). */
 typedef struct tr_cuda_blas {
     void *lt;                  /* cublasLtHandle_t; NULL until cuBLASLt is loaded (lazily) */

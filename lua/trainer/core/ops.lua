@@ -532,7 +532,7 @@ function M.cuda_built() return C.tr_cuda_built() == 1 end
 
 -- How this process runs its CPU matrix products: { library = "onednn" | "openblas",
 -- bf16 = "native" | "f32" } (bf16 x bf16 products in bf16 on the CPU's bf16 instructions,
--- or widened to f32; core/gemm/cpu_gemm.h). TRAINER_CPU_GEMM chooses the library; a value
+-- or widened to f32; core/cpu_device/cpu_gemm.h). TRAINER_CPU_GEMM chooses the library; a value
 -- it cannot have is a user error.
 function M.cpu_products()
   local lib = C.tr_cpu_gemm_library(runtime.ctx)

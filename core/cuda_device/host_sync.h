@@ -8,7 +8,7 @@
  * reads them on any device.
  *
  * Not a round trip, and counted apart (feed_waits): the batch feed's wait for the upload
- * that last read a pinned slot, before the host rewrites it (core/device/batch_feed.c). It
+ * that last read a pinned slot, before the host rewrites it (core/cuda_device/batch_feed.c). It
  * waits on the feed's copy stream for a copy queued two batches earlier, never on the
  * compute stream; it is what bounds how far the host runs ahead of the device. */
 #ifndef TR_HOST_SYNC_H

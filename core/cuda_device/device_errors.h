@@ -1,7 +1,7 @@
 /* device_errors.h — errors the device finds and the host learns of later. The ops that take
  * indices (embedding ids, cross-entropy targets) check them on a CUDA device with a kernel
  * instead of a copy to the host (so a training step never waits for the device): the first
- * bad index goes into the device's error word (core/device/cuda_device.h), and the op goes on
+ * bad index goes into the device's error word (core/cuda_device/cuda_device.h), and the op goes on
  * with that index left out. The host asks here at the points where it synchronises anyway (a
  * logged step, the end of an evaluation, a checkpoint, the end of a run: trainer.train.run)
  * and fails then with the CPU's user error for the op, which stops at once. */

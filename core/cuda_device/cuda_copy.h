@@ -26,7 +26,7 @@
  * "tr_tensor_copy to cuda:0: out of memory (cudaErrorMemoryAllocation; `...` at file:line)".
  *
  * The functions exist only in builds with the CUDA backend (TR_HAVE_CUDA); they are the
- * copy and fill of the device backend (core/device/cuda_context_backend.c), which core/tensor/
+ * copy and fill of the device backend (core/cuda_device/cuda_context_backend.c), which core/tensor/
  * reaches through core/ctx/backend.h. Not part of core/trainer.h (Lua reaches them through
  * tr_tensor_copy and friends). */
 #ifndef TR_CUDA_COPY_H
@@ -56,7 +56,7 @@ int tr_cuda_fill(tr_ctx *ctx, const char *fn, void *dst, int device, const void 
 typedef struct tr_cuda_staging tr_cuda_staging;
 tr_cuda_staging *tr_cuda_staging_new(void);
 void tr_cuda_staging_free(tr_cuda_staging *s);
-/* The staging of ctx, made on first use (core/device/cuda_context_backend.c); NULL when host
+/* The staging of ctx, made on first use (core/cuda_device/cuda_context_backend.c); NULL when host
  * memory is short. */
 tr_cuda_staging *tr_ctx_cuda_staging(tr_ctx *ctx);
 

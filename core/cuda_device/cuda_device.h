@@ -1,7 +1,7 @@
 /* cuda_device.h — one CUDA device as the runtime sees it: its caching allocator (over
  * cudaMalloc/cudaFree), its compute stream, its cuBLASLt handle and cached workspace.
  * The context (core/ctx/ctx.c) creates a device's state on first use through the device
- * backend (core/device/cuda_context_backend.c) and releases it with the context; kernels receive the
+ * backend (core/cuda_device/cuda_context_backend.c) and releases it with the context; kernels receive the
  * stream and the cuBLASLt environment from here.
  *
  * Ownership: tr_cuda_init_device gives the caller two things. The allocator belongs to
