@@ -1,4 +1,4 @@
--- trainer.nn.Embeddings: BERT's input embeddings,
+-- trainer.models.bert.embeddings (BertEmbeddings): BERT's input embeddings,
 --   y = Dropout(LayerNorm(word[ids] + token_type[type_ids] + position[pos_ids]))
 -- (summed in that order, as transformers does). Children: word_embeddings,
 -- position_embeddings, token_type_embeddings (absent when type_vocab_size is 0),
@@ -15,12 +15,12 @@ local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
 local ops = require("trainer.core.ops")
 
-local Embeddings = Module:extend("Embeddings")
+local BertEmbeddings = Module:extend("BertEmbeddings")
 
 -- cfg: vocab_size, hidden_size, max_position_embeddings, type_vocab_size, pad_token_id,
 -- layer_norm_eps, hidden_dropout_prob, device, activation_dtype, position_padding_idx.
-function Embeddings.new(cfg, rng)
-  local self = Embeddings:create()
+function BertEmbeddings.new(cfg, rng)
+  local self = BertEmbeddings:create()
   local C, o = cfg.hidden_size, { device = cfg.device, activation_dtype = cfg.activation_dtype }
   local function with(t) for k, v in pairs(o) do t[k] = v end return t end
   self:add_module("word_embeddings", Embedding.new(cfg.vocab_size, C, with({ padding_idx = cfg.pad_token_id })))
@@ -34,7 +34,7 @@ function Embeddings.new(cfg, rng)
   return self
 end
 
-function Embeddings:forward(input)
+function BertEmbeddings:forward(input)
   self.frozen = not self:any_trainable()
   return T.scope(function()
     -- the summed lookups and their norm die before the dropout's output is made
@@ -54,7 +54,7 @@ function Embeddings:forward(input)
   end)
 end
 
-function Embeddings:backward(dy)
+function BertEmbeddings:backward(dy)
   if self.frozen then self:clear_saved() return nil end
   T.scope(function()
     local de = T.scope(function() return self.norm:backward(self.dropout:backward(dy)) end)   -- the dropout's gradient dies here
@@ -65,4 +65,4 @@ function Embeddings:backward(dy)
   return nil
 end
 
-return Embeddings
+return BertEmbeddings

@@ -1,4 +1,4 @@
--- trainer.nn.Pooler: BERT's pooler, tanh(dense(hidden[:, 0])) (child "dense", so names are
+-- trainer.models.bert.pooler (BertPooler): BERT's pooler, tanh(dense(hidden[:, 0])) (child "dense", so names are
 -- pooler.dense.weight / pooler.dense.bias). forward(hidden [B, T, C]) -> [B, C]; keeps the
 -- tanh output (its backward needs only that) and a view of hidden for the shape.
 local Module = require("trainer.nn.module")
@@ -6,16 +6,16 @@ local Linear = require("trainer.nn.linear")
 local ops = require("trainer.core.ops")
 local T = require("trainer.core.tensor")
 
-local Pooler = Module:extend("Pooler")
+local BertPooler = Module:extend("BertPooler")
 
-function Pooler.new(cfg)
-  local self = Pooler:create()
+function BertPooler.new(cfg)
+  local self = BertPooler:create()
   self:add_module("dense", Linear.new(cfg.hidden_size, cfg.hidden_size, { device = cfg.device }))
   return self
 end
 
 -- the first token's row dies before the tanh, the dense output after it
-function Pooler:forward(hidden)
+function BertPooler:forward(hidden)
   local y = T.scope(function()
     local d = T.scope(function() return self.dense:forward(ops.pool(hidden, nil, "cls")) end)
     return ops.tanh(d)
@@ -26,7 +26,7 @@ function Pooler:forward(hidden)
 end
 
 -- the tanh's gradient dies before the pooling's backward, the dense's after it
-function Pooler:backward(dy)
+function BertPooler:backward(dy)
   local y, hidden = self:saved_tensor("y"), self.saved.hidden
   local dh = T.scope(function()
     local dfirst = T.scope(function() return self.dense:backward(ops.tanh_backward(dy, y)) end)
@@ -36,4 +36,4 @@ function Pooler:backward(dy)
   return dh
 end
 
-return Pooler
+return BertPooler

@@ -1,4 +1,4 @@
--- trainer.nn.Encoder: a stack of Layers registered as "layer.0", "layer.1", ...; forward
+-- trainer.models.bert.encoder (BertEncoder): a stack of Layers registered as "layer.0", "layer.1", ...; forward
 -- frees each intermediate hidden state as soon as the next layer has kept what it needs.
 -- cfg.relative_attention_num_buckets (a family with a relative-position bias: MPNet): the
 -- encoder owns the bias table "relative_attention_bias" (an Embedding [num_buckets, heads],
@@ -6,13 +6,13 @@
 -- its scores (bucketed with cfg.relative_attention_max_distance, default 128) and whose
 -- gradient every layer's backward accumulates.
 local Module = require("trainer.nn.module")
-local Layer = require("trainer.nn.layer")
+local BertLayer = require("trainer.models.bert.layer")
 local Embedding = require("trainer.nn.embedding")
 
-local Encoder = Module:extend("Encoder")
+local BertEncoder = Module:extend("BertEncoder")
 
-function Encoder.new(cfg, rng)
-  local self = Encoder:create()
+function BertEncoder.new(cfg, rng)
+  local self = BertEncoder:create()
   self.layers = {}
   local bias, rel = nil, nil
   if cfg.relative_attention_num_buckets then
@@ -20,13 +20,13 @@ function Encoder.new(cfg, rng)
     rel = { weight = bias.weight, max_distance = cfg.relative_attention_max_distance or 128 }
   end
   for i = 0, cfg.num_hidden_layers - 1 do
-    self.layers[i + 1] = self:add_module("layer." .. i, Layer.new(cfg, rng, i + 1, rel), false)
+    self.layers[i + 1] = self:add_module("layer." .. i, BertLayer.new(cfg, rng, i + 1, rel), false)
   end
   if bias then self:add_module("relative_attention_bias", bias) end
   return self
 end
 
-function Encoder:forward(x, mask)
+function BertEncoder:forward(x, mask)
   local h = x:reshape(x:shape())
   for _, layer in ipairs(self.layers) do
     local nh = layer:forward(h, mask)
@@ -38,7 +38,7 @@ end
 
 -- want_dx = false: the caller needs no gradient of the encoder's input (frozen embeddings, as
 -- under LoRA), so the first layer skips the products that only feed it; returns nil then.
-function Encoder:backward(dy, want_dx)
+function BertEncoder:backward(dy, want_dx)
   local g = dy:reshape(dy:shape())
   for i = #self.layers, 1, -1 do
     local ng = self.layers[i]:backward(g, i > 1 or want_dx)
@@ -48,4 +48,4 @@ function Encoder:backward(dy, want_dx)
   return g
 end
 
-return Encoder
+return BertEncoder

@@ -1,4 +1,4 @@
--- trainer.nn.SelfAttention: BERT's attention block, post-LN:
+-- trainer.models.bert.attention (BertAttention): BERT's attention block, post-LN:
 --   y = LayerNorm(x + Dropout(Dense(Attention(Q x, K x, V x, mask))))
 -- (the last three in one fused op over the Dropout and LayerNorm children: nn.dropout_add_norm)
 -- Children carry the Hugging Face names relative to the layer's "attention":
@@ -27,14 +27,14 @@ local add_norm = require("trainer.nn.dropout_add_norm")
 local ops = require("trainer.core.ops")
 local packing = require("trainer.nn.packing")
 
-local SelfAttention = Module:extend("SelfAttention")
+local BertAttention = Module:extend("BertAttention")
 
 -- The Linear children: { name, in, out, field } in construction order (and so parameter
--- order). trainer.plan reads the same list through Layer.linears. cfg.names (a family whose
+-- order). trainer.plan reads the same list through BertLayer.linears. cfg.names (a family whose
 -- layers compute BERT's math under other weight names: DistilBERT's q_lin, ...) renames
 -- children by field: names.query, names.key, names.value, names.dense, names.norm,
 -- names.dropout.
-function SelfAttention.linears(cfg)
+function BertAttention.linears(cfg)
   local C, n = cfg.hidden_size, cfg.names or {}
   return { { n.query or "self.query", C, C, "query" }, { n.key or "self.key", C, C, "key" },
            { n.value or "self.value", C, C, "value" }, { n.dense or "output.dense", C, C, "dense" } }
@@ -43,14 +43,14 @@ end
 -- cfg: hidden_size, num_attention_heads, attention_probs_dropout_prob, hidden_dropout_prob,
 -- layer_norm_eps, device; rng: the model's shared rng table; layer: this layer's id; rel: the
 -- relative-position bias (above) or nil.
-function SelfAttention.new(cfg, rng, layer, rel)
-  local self = SelfAttention:create()
+function BertAttention.new(cfg, rng, layer, rel)
+  local self = BertAttention:create()
   local C, o = cfg.hidden_size, { device = cfg.device }
   self.heads = cfg.num_attention_heads
   self.head_dim = C / self.heads
   self.attn_p = cfg.attention_probs_dropout_prob or 0
   self.rng, self.layer, self.rel = rng, layer, rel
-  for _, l in ipairs(SelfAttention.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
+  for _, l in ipairs(BertAttention.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
   local n = cfg.names or {}
   self:add_module(n.norm or "output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
   self:add_module(n.dropout or "output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer,
@@ -58,7 +58,7 @@ function SelfAttention.new(cfg, rng, layer, rel)
   return self
 end
 
-function SelfAttention:attn_opts()
+function BertAttention:attn_opts()
   local p = self.training and self.attn_p or 0
   local key = nil
   if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs }) end
@@ -112,7 +112,7 @@ local function attend(self, x, mask, pk)
   return a4:reshape(x:shape())
 end
 
-function SelfAttention:forward(x, mask)
+function BertAttention:forward(x, mask)
   local pk = packing.is(mask) and mask or nil
   if pk then mask = pk.mask end
   return T.scope(function()
@@ -124,7 +124,7 @@ end
 -- want_dx = false: no gradient of x is owed. The projections still back-propagate into their
 -- own trainable parameters (LoRA's q, v) but skip their input products, a projection with
 -- nothing trainable (LoRA's frozen key) is skipped whole, and nil is returned.
-function SelfAttention:backward(dy, want_dx)
+function BertAttention:backward(dy, want_dx)
   local s = self.saved
   local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
   local pk = s.pk
@@ -167,4 +167,4 @@ function SelfAttention:backward(dy, want_dx)
   return dx
 end
 
-return SelfAttention
+return BertAttention

@@ -1,4 +1,4 @@
--- trainer.nn.FeedForward: BERT's feed-forward block, post-LN:
+-- trainer.models.bert.feedforward (BertFeedForward): BERT's feed-forward block, post-LN:
 --   y = LayerNorm(x + Dropout(Dense2(act(Dense1(x)))))
 -- (the last three in one fused op over the Dropout and LayerNorm children: nn.dropout_add_norm)
 -- Children carry the Hugging Face names relative to the layer: intermediate.dense,
@@ -12,23 +12,23 @@ local Dropout = require("trainer.nn.dropout")
 local add_norm = require("trainer.nn.dropout_add_norm")
 local ops = require("trainer.core.ops")
 
-local FeedForward = Module:extend("FeedForward")
+local BertFeedForward = Module:extend("BertFeedForward")
 local TANH_GELU = ops.gelu_kind("gelu_new")
 
 -- The Linear children: { name, in, out, field } in construction order (and so parameter
--- order). trainer.plan reads the same list through Layer.linears.
+-- order). trainer.plan reads the same list through BertLayer.linears.
 -- cfg.ffn_names renames children by field (dense1, dense2, norm, dropout), as cfg.names does
--- SelfAttention's.
-function FeedForward.linears(cfg)
+-- BertAttention's.
+function BertFeedForward.linears(cfg)
   local C, I, n = cfg.hidden_size, cfg.intermediate_size, cfg.ffn_names or {}
   return { { n.dense1 or "intermediate.dense", C, I, "dense1" }, { n.dense2 or "output.dense", I, C, "dense2" } }
 end
 
-function FeedForward.new(cfg, rng, layer)
-  local self = FeedForward:create()
+function BertFeedForward.new(cfg, rng, layer)
+  local self = BertFeedForward:create()
   local C, o = cfg.hidden_size, { device = cfg.device }
   self.act = ops.gelu_kind(cfg.hidden_act or "gelu")
-  for _, l in ipairs(FeedForward.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
+  for _, l in ipairs(BertFeedForward.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
   local n = cfg.ffn_names or {}
   self:add_module(n.norm or "output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
   self:add_module(n.dropout or "output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer,
@@ -46,7 +46,7 @@ end
 -- keeps the two ops.
 -- x: [.., C], or the packed real rows [N, C] with pk their packing (trainer.nn.packing),
 -- which the dropout needs for the padded layout's masks.
-function FeedForward:forward(x, pk)
+function BertFeedForward:forward(x, pk)
   local h, a
   -- both plain Linears: the backward then goes through dense2:backward_dgelu on CUDA
   self.fused_gelu = self.act == TANH_GELU and type(self.dense1.forward_gelu) == "function" and
@@ -69,7 +69,7 @@ end
 -- On CUDA, after forward_gelu, dense2's input gradient and the GELU derivative (and dense1's
 -- bias gradient) are one op, Linear:backward_dgelu; the CPU keeps the ops it ran before
 -- (linear_backward_dgelu there composes them, with dense1's bias gradient summed apart).
-function FeedForward:backward(dy)
+function BertFeedForward:backward(dy)
   local h = self:saved_tensor("h")
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)
   local dh, bias_done
@@ -88,4 +88,4 @@ function FeedForward:backward(dy)
   return dsum
 end
 
-return FeedForward
+return BertFeedForward
