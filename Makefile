@@ -77,7 +77,7 @@ CUDA_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a
 # NCCL for the GPU collectives: its header beside the CUDA toolkit's (libnccl itself is
 # loaded at run time by core/dist/dist_nccl.c, so the binary starts without it).
 HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),yes,),)
-# oneDNN 2.x (Debian: libdnnl-dev) for the CPU matrix products (core/gemm/gemm_onednn.c):
+# oneDNN 2.x (Debian: libdnnl-dev) for the CPU matrix products (core/cpu_device/gemm_onednn.c):
 # only its headers at build time; libdnnl itself is loaded at run time, so the binary runs
 # on OpenBLAS where it is missing. `make DNNL=0` builds without it.
 ifeq ($(DNNL),0)
@@ -139,7 +139,7 @@ ifeq ($(HAVE_CUDA),yes)
   NVCCFLAGS  := -O2 -std=c++17 $(CORE_INCS) -Ikernels -DTR_HAVE_CUDA \
                 $(CUDA_GENCODE) -DTR_CUDA_TARGET_LIST=$(subst $(space),_,$(strip $(CUDA_ARCHS))) -DTR_CUDA_PTX=$(CUDA_PTX) \
                 -Xcompiler -fPIC,-Wall,-Werror
-  # cuBLASLt is not linked: core/device/cuda_device.c dlopens it on a device's first matrix
+  # cuBLASLt is not linked: core/cuda_device/cuda_device.c dlopens it on a device's first matrix
   # product (linked, it costs ~150 MiB of resident memory at start, GPU or not). The rpath
   # stays: dlopen searches it.
   CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
@@ -517,8 +517,8 @@ lint:
 	    $(CORE_INCS) -Ikernels core kernels/cpu
 	$(call say,LINT,host-syncs)
 	$(Q)! grep -rnE 'cuda(Stream|Event|Device)Synchronize|cudaMemcpyDeviceToHost' core --include='*.c' --include='*.h' \
-	    | grep -v '^core/device/cuda_sync.h:' | grep -v '^core/device/host_sync.h:' \
-	    || { echo "lint: core/ waits for a device or copies to the host only through core/device/cuda_sync.h" \
+	    | grep -v '^core/cuda_device/cuda_sync.h:' | grep -v '^core/cuda_device/host_sync.h:' \
+	    || { echo "lint: core/ waits for a device or copies to the host only through core/cuda_device/cuda_sync.h" \
 	         "(its wrappers count each call: host_sync.h)"; false; }
 	$(call say,LINT,luacheck)
 	$(Q)luacheck -q --no-color lua recipes tests/lua $(wildcard bench/*.lua bench/gpu/*.lua scripts/*.lua tests/cli/*.lua tests/cudacpu/*.lua tests/gpu/*.lua)

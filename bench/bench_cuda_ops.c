@@ -18,7 +18,7 @@ int main(void)
 
 #include "trainer.h"
 #include "cuda/elementwise.h"
-#include "cuda/gemm.h"
+#include "cuda/matmul.h"
 
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
 /* bench_gemm_onednn.c — the CPU products of a training step, OpenBLAS against oneDNN, in
- * GFLOP/s: what core/gemm/cpu_gemm.c's routing is decided from.
+ * GFLOP/s: what core/cpu_device/cpu_gemm.c's routing is decided from.
  *
  * For each Linear shape of all-MiniLM-L6-v2 (384 <-> 384, 384 <-> 1536) and BERT-base
  * (768 <-> 768, 768 <-> 3072) at 4096 tokens (32 x 128) and 1024, the three products of a

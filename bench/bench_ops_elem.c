@@ -1,4 +1,5 @@
-/* bench_ops_elem.c — throughput of the opselem ops on this CPU: memory-bound ops in GB/s
+/* bench_ops_elem.c — throughput of the tensor-level ops outside the network layers
+ * (core/ops/ops_elementwise.h and its neighbours) on this CPU: memory-bound ops in GB/s
  * of tensor bytes moved (read + written, as stored), so f32 and half paths compare
  * directly, plus the workspace each call took. Prints one table; each time is the best
  * of a few runs. */

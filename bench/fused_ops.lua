@@ -6,7 +6,7 @@
 --              parameter gradients accumulated), the end of a BERT block
 --   ffn up     linear without bias + ops.bias_gelu + ops.bias_gelu_backward, against linear
 --              with its bias + gelu + gelu_backward + the linear backward's bias gradient (the
---              GEMM is in both; the BERT layer keeps the unfused form, see nn/feedforward.lua)
+--              GEMM is in both; the BERT layer keeps the unfused form, see models/bert/feedforward.lua)
 --
 --   ./trainer run bench/fused_ops.lua [--tokens 4096] [--hidden 384] [--intermediate 1536]
 --       [--dtype f32|bf16|f16] [--reps 25]

@@ -46,7 +46,7 @@ fi
 # optional for the build (the Makefile builds without it), installed here so that CI runs them
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
 pkg-config --exists ompi-c 2>/dev/null || missing+=(libopenmpi-dev)
-# oneDNN: the CPU matrix products (core/gemm/gemm_onednn.c; headers at build time, libdnnl2
+# oneDNN: the CPU matrix products (core/cpu_device/gemm_onednn.c; headers at build time, libdnnl2
 # loaded at run time); optional, the build runs on OpenBLAS without it
 [ -f /usr/include/dnnl.h ] || missing+=(libdnnl-dev)
 # The OpenMP build of OpenBLAS shares the kernels' thread pool (the Makefile prefers it).

@@ -1,11 +1,10 @@
-/* activation_cpu.c — the CPU slots of GELU (and ReLU, its kind 2), softmax and tanh over kernels/cpu/gelu.c,
- * softmax.c and tanh.c. Half tensors are converted to f32 span by span on each thread for
+/* activation_cpu.c — the CPU slots of GELU (and ReLU, its kind 2), softmax and tanh over kernels/cpu/activation.c
+ * and softmax.c. Half tensors are converted to f32 span by span on each thread for
  * GELU and tanh, and staged in chunks of rows for softmax (whose sums are always f32). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/softmax.h"
-#include "cpu/tanh.h"
 
 enum { ACT_GELU_FWD, ACT_GELU_BWD, ACT_SOFTMAX_FWD, ACT_SOFTMAX_BWD, ACT_TANH_FWD, ACT_TANH_BWD };
 

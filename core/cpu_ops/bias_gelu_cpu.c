@@ -6,7 +6,7 @@
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/bias_gelu.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 
 #define FWD(name) TR_ARGI(bias_gelu, name)
 #define BWD(name) TR_ARGI(bias_gelu_backward, name)

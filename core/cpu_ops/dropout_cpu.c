@@ -3,7 +3,7 @@
  * regenerates its keep bits from (key, offset + index), so the forward, the backward and a checkpoint recomputation see
  * the same mask, on any number of threads. Works in chunks with stack buffers: no workspace, any float dtype in and
  * out. */
-#include "ops_elem.h"
+#include "ops_dropout.h"
 #include "cpu_slot.h"
 #include "cpu/dropout.h"
 #include <string.h>

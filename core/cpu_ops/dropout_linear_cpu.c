@@ -5,7 +5,8 @@
  * slot fuses them. */
 #include "cpu_slot.h"
 #include "ops_dropout_linear.h"
-#include "ops_elem.h"
+#include "ops_elementwise.h"
+#include "ops_dropout.h"
 
 /* A workspace tensor of t's shape in dtype dt (NULL with the error set). */
 static tr_tensor *scratch_like(tr_ctx *ctx, const tr_tensor *t, int dt)

@@ -2,7 +2,7 @@
  * scale, axpy, fill over the kernels in kernels/cpu/elementwise.c. b broadcasts when it is a vector of a's last
  * dimension; every tensor may be f32, bf16 or f16 (computed in f32, block by block, so
  * half tensors need only a few MiB of workspace). */
-#include "ops_elem.h"
+#include "ops_elementwise.h"
 #include "cpu_slot.h"
 #include "cpu/elementwise.h"
 #include <string.h>

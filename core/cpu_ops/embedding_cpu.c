@@ -1,7 +1,7 @@
 /* embedding_cpu.c — the CPU slots (checks and wrappers: core/ops/embedding.c): tensor-level embedding lookup and its
  * deterministic scatter-add backward over kernels/cpu/embedding.c. ids (i32 or i64) are validated against the
  * vocabulary before any kernel runs, so a bad id never reads or writes out of bounds. */
-#include "ops_elem.h"
+#include "ops_embedding.h"
 #include "cpu_slot.h"
 #include "cpu/embedding.h"
 #include <string.h>

@@ -4,7 +4,7 @@
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/geglu.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 
 #define FWD(name) TR_ARGI(geglu, name)
 #define BWD(name) TR_ARGI(geglu_backward, name)

@@ -1,7 +1,7 @@
 /* loss_cpu.c — the CPU slots (checks and wrappers: core/ops/loss.c): tensor-level cross-entropy over
  * kernels/cpu/loss.c. The forward keeps only the row log-sum-exp (f32 [N]); the backward recomputes the softmax from it
  * and recounts the rows that are not ignored. Targets are validated before any kernel runs. */
-#include "ops_elem.h"
+#include "ops_loss.h"
 #include "cpu_slot.h"
 #include "cpu/loss.h"
 #include "cpu/reduce.h"

@@ -4,7 +4,7 @@
  * (powers of two: the f32 scale then holds exactly the double the host rule computes). The CUDA slots are in
  * core/cuda_ops/loss_scale_cuda.c. */
 #include "ops_loss_scale.h"
-#include "ops_elem.h"
+#include "ops_elementwise.h"
 #include "cpu_slot.h"
 #include <math.h>
 

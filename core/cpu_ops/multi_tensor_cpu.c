@@ -6,10 +6,11 @@
  * training loop use one code path on every device. The CUDA slots are in
  * core/cuda_ops/multi_tensor_cuda.c. */
 #include "ops_multi_tensor.h"
-#include "ops_elem.h"
+#include "ops_elementwise.h"
+#include "ops_reduce.h"
+#include "ops_optim.h"
 #include "cpu_slot.h"
 #include "multi_tensor_args.h"
-#include "ops_elem.h"
 #include <math.h>
 
 static void flag_set(const tr_tensor *f)

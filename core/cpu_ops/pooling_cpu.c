@@ -1,7 +1,7 @@
 /* pooling_cpu.c — the CPU slots (checks and wrappers: core/ops/pooling.c): tensor-level masked pooling [B, T, C] -> [B,
  * C] over kernels/cpu/pooling.c. The mask (i32, i64 or float, or NULL for "all real") becomes an int32 workspace copy;
  * hidden and the outputs may be any float dtype and are processed in blocks of whole sequences. */
-#include "ops_elem.h"
+#include "ops_pooling.h"
 #include "cpu_slot.h"
 #include "cpu/pooling.h"
 

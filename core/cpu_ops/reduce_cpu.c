@@ -3,7 +3,7 @@
  * Inputs of any float dtype are read in chunks converted to f32 on the stack; each chunk
  * is summed pairwise in f32 and chunk totals are added in order in f64, so results do not
  * depend on the thread count and 1e6 bf16 elements sum to f32 accuracy. */
-#include "ops_elem.h"
+#include "ops_reduce.h"
 #include "cpu_slot.h"
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"

@@ -1,7 +1,7 @@
 /* similarity_cpu.c — the CPU slots (checks and wrappers: core/ops/similarity.c): tensor-level row L2 normalisation and
  * the cosine-similarity matrix over kernels/cpu/similarity.c. The cosine backward recomputes the normalised rows in
  * workspace instead of keeping them from the forward. */
-#include "ops_elem.h"
+#include "ops_similarity.h"
 #include "cpu_slot.h"
 #include "cpu/similarity.h"
 

@@ -2,10 +2,10 @@
  * a table of functions that the backend defines in its own folder and registers itself, so
  * that the context owns every backend's state without including any backend.
  *
- * Two backends exist: the host (TR_BACKEND_HOST, core/gemm/host_context_backend.c: process-wide
+ * Two backends exist: the host (TR_BACKEND_HOST, core/cpu_device/host_context_backend.c: process-wide
  * setup of the CPU BLAS, the GEMM router as private state; its allocator is the context's own
  * malloc allocator and tensor.c moves host bytes itself) and the device backend of the CUDA
- * ordinals 0..TR_CTX_MAX_DEVICES-1 (TR_BACKEND_DEVICE, core/device/cuda_context_backend.c). A build
+ * ordinals 0..TR_CTX_MAX_DEVICES-1 (TR_BACKEND_DEVICE, core/cuda_device/cuda_context_backend.c). A build
  * without the CUDA backend registers no device backend: the context then refuses every
  * ordinal, and a copy or fill that names one says the build lacks CUDA.
  *

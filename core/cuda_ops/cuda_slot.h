@@ -19,17 +19,16 @@
 
 #include "op_table.h"
 #include "cuda/activation.h"
-#include "cuda/adafactor.h"
 #include "cuda/attention.h"
 #include "cuda/bias_gelu.h"
 #include "cuda/dropout.h"
 #include "cuda/dropout_add_layernorm.h"
 #include "cuda/elementwise.h"
 #include "cuda/embedding.h"
-#include "cuda/features.h"
+#include "cuda/pair_features.h"
 #include "cuda/geglu.h"
 #include "cuda/dropout_linear.h"
-#include "cuda/gemm.h"
+#include "cuda/matmul.h"
 #include "cuda/index_check.h"
 #include "cuda/layernorm.h"
 #include "cuda/loss.h"
@@ -55,7 +54,7 @@ typedef struct tr_cslot {
     tr_error *err;
     const char *op;
     int device;
-    void *state;  /* core/device/cuda_device.h's state */
+    void *state;  /* core/cuda_device/cuda_device.h's state */
     void *stream; /* its cudaStream_t */
     const tr_cuda_blas *blas;    /* the cuBLASLt environment, fetched (and cuBLASLt loaded) by the first GEMM */
     tr_tensor *ws[TR_CSLOT_MAX_WS];
@@ -114,7 +113,7 @@ int tr_cslot_gemm(tr_cslot *s, void *c, int c_dt, int64_t nc, const void *a, int
                   int b_dt, int64_t nb, const void *bias, int bias_dt, tr_cuda_gemm_desc d);
 
 /* c (c_dt) = op(a) op(b) (alpha, beta, shape from d) with the fused epilogue d.epilogue
- * (kernels/cuda/gemm.h), in a's and b's dtype pair (as tr_cslot_gemm), c written directly
+ * (kernels/cuda/matmul.h), in a's and b's dtype pair (as tr_cslot_gemm), c written directly
  * (c_dt f32 or the pair's). GELU_AUX reads bias (any dtype, or NULL) and writes d.aux, which
  * has c's dtype; BGRAD_A, and DGELU with dbias, ACCUMULATE (+=) the bias gradient into dbias
  * (f32: m elements for BGRAD_A, n for DGELU) through workspace. *fused = 0, with nothing

@@ -1,17 +1,16 @@
-/* optim_cuda.c — the CUDA slots of adamw, sgd and adafactor (CPU slots: core/cpu_ops/adamw_cpu.c,
- * core/cpu_ops/sgd_adafactor_cpu.c). AdamW and SGD run the multi-tensor kernels of
- * kernels/cuda/optim.cu (one launch for a whole list of parameters: the fp32 master, its
+/* optim_cuda.c — the CUDA slots of adamw, sgd and adafactor (CPU slots: core/cpu_ops/optim_cpu.c).
+ * AdamW and SGD run the multi-tensor kernels of kernels/cuda/optim.cu (one launch for a whole list of parameters: the fp32 master, its
  * moments and the optional half copy refreshed in the same pass); the op table's ops name
  * one parameter, so the list holds one record here, and a fused step over all parameters
  * calls the same kernel with the full list. A half gradient is converted to f32 workspace
- * first (the kernels read f32 gradients). Adafactor: kernels/cuda/adafactor.cu, its
+ * first (the kernels read f32 gradients). Adafactor: optim.cu's Adafactor kernels, its
  * learning rate and clip computed on the device. SGD and Adafactor take the found-inf flag
  * and the loss scale's skip count as device pointers (skipped, and the step from the count,
  * on the device), as AdamW's multi-tensor step does. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
-#include "ops_sgd_adafactor.h"
+#include "ops_optim.h"
 
 #include <math.h>
 

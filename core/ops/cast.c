@@ -2,7 +2,7 @@
  * tr_convert (core/tensor/tensor.h: round-to-nearest-even, integers by value) in parallel chunks.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/cast_cpu.c, core/cuda_ops/cast_cuda.c. */
-#include "ops_elem.h"
+#include "ops_cast.h"
 
 #include "op_stage.h"
 #include "op_table.h"

@@ -5,7 +5,7 @@
  * stack buffers: no workspace, any float dtype in and out.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/dropout_cpu.c, core/cuda_ops/dropout_cuda.c. */
-#include "ops_elem.h"
+#include "ops_dropout.h"
 
 #include "cpu/dropout.h"
 #include "op_stage.h"

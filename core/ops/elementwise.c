@@ -4,7 +4,7 @@
  * half tensors need only a few MiB of workspace).
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/elementwise_cpu.c, core/cuda_ops/elementwise_cuda.c. */
-#include "ops_elem.h"
+#include "ops_elementwise.h"
 
 #include "cpu/elementwise.h"
 #include "op_stage.h"

@@ -3,7 +3,7 @@
  * vocabulary before any kernel runs, so a bad id never reads or writes out of bounds.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/embedding_cpu.c, core/cuda_ops/embedding_cuda.c. */
-#include "ops_elem.h"
+#include "ops_embedding.h"
 
 #include "cpu/embedding.h"
 #include "op_stage.h"

@@ -3,7 +3,7 @@
  * recounts the rows that are not ignored. Targets are validated before any kernel runs.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/loss_cpu.c, core/cuda_ops/loss_cuda.c. */
-#include "ops_elem.h"
+#include "ops_loss.h"
 
 #include "cpu/loss.h"
 #include "cpu/reduce.h"

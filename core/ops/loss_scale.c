@@ -8,7 +8,6 @@
 #include "ops_loss_scale.h"
 
 #include "op_table.h"
-#include "ops_elem.h"
 
 #include <math.h>
 

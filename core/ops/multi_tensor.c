@@ -13,7 +13,6 @@
 #include "multi_tensor_args.h"
 #include "op_stage.h"
 #include "op_table.h"
-#include "ops_elem.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  * first d dims, and their backwards) and |a - b| (sentence-transformers' SoftmaxLoss
  * features [u, v, |u - v|]).
  *
- * Contract, as in ops_elem.h: outputs first, allocated by the caller; one device per
+ * Contract, as in ops_elementwise.h: outputs first, allocated by the caller; one device per
  * call (the op table dispatches; a backend without the op answers TR_EUSER); f32, bf16 or f16
  * tensors, each independently, computed in f32; TR_EUSER with a message naming the op,
  * the argument and its shape; "(=)" overwritten, "(+=)" accumulated. */

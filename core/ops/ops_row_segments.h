@@ -25,7 +25,7 @@ int tr_op_scatter_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, cons
 /* out = x * keep / (1 - p) (=), x and out packed [N, C] (same number of elements; out may
  * alias x): the rows of a segment draw their keep bits from stream element padded first
  * row * C on, so every real element gets exactly the mask tr_op_dropout gives it in the
- * padded tensor (core/ops/ops_elem.h): packing changes which elements are computed,
+ * padded tensor (core/ops/ops_dropout.h): packing changes which elements are computed,
  * never a mask. Rows outside every segment are left as they are. */
 int tr_op_dropout_segments(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, float p, const tr_rng_key *key,
                            const int64_t *segs, int64_t nseg);

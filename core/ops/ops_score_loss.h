@@ -6,7 +6,7 @@
  * cosine_sim_backward. The scores are a host array of B floats (the batch's labels), copied
  * before the call returns.
  *
- * Contract, as in ops_elem.h: outputs first, allocated by the caller; one device per call;
+ * Contract, as in ops_elementwise.h: outputs first, allocated by the caller; one device per call;
  * sim f32, bf16 or f16 (computed in f32 on a GPU, in double on the CPU); loss (one element)
  * and dsim ([B, B]) f32, both overwritten (=); TR_EUSER naming the op and the argument. */
 #ifndef TR_OPS_SCORE_LOSS_H

@@ -4,7 +4,7 @@
  * processed in blocks of whole sequences.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/pooling_cpu.c, core/cuda_ops/pooling_cuda.c. */
-#include "ops_elem.h"
+#include "ops_pooling.h"
 
 #include "cpu/pooling.h"
 #include "op_stage.h"

@@ -5,7 +5,7 @@
  * depend on the thread count and 1e6 bf16 elements sum to f32 accuracy.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/reduce_cpu.c, core/cuda_ops/reduce_cuda.c. */
-#include "ops_elem.h"
+#include "ops_reduce.h"
 
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"

@@ -2,7 +2,7 @@
  * per run of rows on stack views (see ops_row_segments.h). */
 #include "ops_row_segments.h"
 
-#include "ops_elem.h"
+#include "ops_dropout.h"
 #include "op_table.h"
 
 #include <stdint.h>

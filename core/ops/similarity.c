@@ -3,7 +3,7 @@
  * workspace instead of keeping them from the forward.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/similarity_cpu.c, core/cuda_ops/similarity_cuda.c. */
-#include "ops_elem.h"
+#include "ops_similarity.h"
 
 #include "cpu/similarity.h"
 #include "op_stage.h"

@@ -36,7 +36,7 @@ void tr_tensor_free(tr_tensor *t);
 size_t tr_tensor_nbytes(const tr_tensor *t);
 
 /* dst = src with dtype conversion, across devices too (cpu <-> cuda:N, cuda:N <-> cuda:M);
- * shapes must have equal numel. With a GPU involved (core/device/cuda_copy.h): queued on
+ * shapes must have equal numel. With a GPU involved (core/cuda_device/cuda_copy.h): queued on
  * the destination device's stream; returns after the data arrived when either side is the
  * host; device -> device copies are only queued. */
 int tr_tensor_copy(tr_ctx *ctx, tr_tensor *dst, const tr_tensor *src);

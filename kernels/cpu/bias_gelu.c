@@ -1,14 +1,14 @@
 /* bias_gelu.c — the bias_gelu kernels (bias_gelu.h), written once over REAL and instantiated
- * here for float (the runtime) and double (the tests' reference); the GELU itself is gelu.c's
+ * here for float (the runtime) and double (the tests' reference); the GELU itself is activation.c's
  * (vectorised for float). */
 #ifndef KFN
 #include "cpu/bias_gelu.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/fast_math.h"
 
 #include <stdint.h>
 
-/* Rows per block: a block is at most BG_BLOCK elements (one of gelu.c's spans stays under
+/* Rows per block: a block is at most BG_BLOCK elements (one of activation.c's spans stays under
  * its parallel threshold, so a block runs on the thread that took it), at least one row. */
 enum { BG_BLOCK = 32768 };
 

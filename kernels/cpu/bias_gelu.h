@@ -3,11 +3,11 @@
  *   forward:  h = h + bias (in place: h then holds the pre-activation the backward reads),
  *             out = gelu(h)
  *   backward: dx = dout * gelu'(h), dbias += column sums of dx
- * over rows of I, in blocks of rows shared among threads (gelu.c's vectorised spans). The
+ * over rows of I, in blocks of rows shared among threads (activation.c's vectorised spans). The
  * column sums are deterministic: each fixed block of rows sums its columns in row order
  * into its own partial row, and the partial rows are added in block order, whatever the
  * number of threads. _f32 is the runtime, _f64 the test reference. approx: TR_GELU_ERF or
- * TR_GELU_TANH (cpu/gelu.h). */
+ * TR_GELU_TANH (cpu/activation.h). */
 #ifndef TR_KERNELS_CPU_BIAS_GELU_H
 #define TR_KERNELS_CPU_BIAS_GELU_H
 

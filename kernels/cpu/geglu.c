@@ -1,13 +1,13 @@
 /* geglu.c — the GeGLU kernels (geglu.h), written once over REAL and instantiated here for
- * float (the runtime) and double (the tests' reference); the GELU itself is gelu.c's
+ * float (the runtime) and double (the tests' reference); the GELU itself is activation.c's
  * (vectorised for float), run on a row's x half and then multiplied by its gate half. */
 #ifndef KFN
 #include "cpu/geglu.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 
 #include <stdint.h>
 
-/* Rows per block: a block is at most GG_BLOCK elements of out (one of gelu.c's spans stays
+/* Rows per block: a block is at most GG_BLOCK elements of out (one of activation.c's spans stays
  * under its parallel threshold, so a block runs on the thread that took it), at least one row. */
 enum { GG_BLOCK = 16384 };
 

@@ -4,7 +4,7 @@
  *             `input, gate = Wi(h).chunk(2, dim=-1); act(input) * gate`)
  *   backward: dh[:, :I] = dout * g * gelu'(x), dh[:, I:] = dout * gelu(x)
  * over N rows, in blocks of rows shared among threads. _f32 is the runtime, _f64 the test
- * reference. approx: TR_GELU_ERF or TR_GELU_TANH (cpu/gelu.h). */
+ * reference. approx: TR_GELU_ERF or TR_GELU_TANH (cpu/activation.h). */
 #ifndef TR_KERNELS_CPU_GEGLU_H
 #define TR_KERNELS_CPU_GEGLU_H
 

@@ -1,5 +1,5 @@
 /* pooling.h — CPU masked pooling [B, T, C] -> [B, C], _f32 and _f64; modes (the int
- * `mode`, equal to tr_pool_mode in core/ops/ops_elem.h): 0 mean, 1 cls, 2 max,
+ * `mode`, equal to tr_pool_mode in core/ops/ops_pooling.h): 0 mean, 1 cls, 2 max,
  * 3 mean_sqrt_len. mask [B, T] int32, non-zero = real token.
  * Gradient contract: pool_backward OVERWRITES dhidden (padding positions get 0). */
 #ifndef TR_KERNELS_CPU_POOLING_H

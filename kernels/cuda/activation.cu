@@ -1,5 +1,5 @@
 /* activation.cu — GELU (erf and tanh forms, and ReLU as approx 2) and tanh on the GPU, forward and backward,
- * the twins of kernels/cpu/gelu.c and tanh.c. One thread per element in a grid-stride
+ * the twins of kernels/cpu/activation.c. One thread per element in a grid-stride
  * loop; fp32 math, one rounding to the output dtype. In-place (out == x, dx == dout) is
  * allowed: each element is read before it is written by the same thread. */
 #include "cuda/activation.h"

@@ -1,5 +1,5 @@
 /* activation.h — the GELU and tanh kernels (activation.cu), the device twins of
- * kernels/cpu/gelu.h and kernels/cpu/tanh.h; host launchers with C linkage and no CUDA types,
+ * kernels/cpu/activation.h; host launchers with C linkage and no CUDA types,
  * under launcher.h's contract. */
 #ifndef TR_KERNELS_CUDA_ACTIVATION_H
 #define TR_KERNELS_CUDA_ACTIVATION_H

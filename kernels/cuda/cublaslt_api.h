@@ -1,9 +1,9 @@
 /* cublaslt_api.h — the cuBLASLt functions the CUDA backend calls, as a table of function
- * pointers that core/device/cuda_device.c fills with dlsym from TR_CUBLASLT_SONAME (then
+ * pointers that core/cuda_device/cuda_device.c fills with dlsym from TR_CUBLASLT_SONAME (then
  * libcublasLt.so) on a device's first matrix product. The binary does not link cuBLASLt:
  * loading it costs ~150 MiB of resident memory at process start, which a CPU run, a
  * `trainer check` or a REPL without a GPU never needs. The table lives in the device state
- * (no global mutable state); kernels/cuda/gemm.cu calls through it (env->api).
+ * (no global mutable state); kernels/cuda/matmul.cu calls through it (env->api).
  *
  * cublasLt.h still gives the types and, through typeof/decltype, each pointer's exact
  * signature, so a mismatch with the header is a compile error, never a wrong call.

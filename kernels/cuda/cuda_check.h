@@ -1,5 +1,5 @@
 /* cuda_check.h — the check macros for CUDA runtime and cuBLASLt calls, shared by the host
- * C of core/device/cuda_device.c (gcc) and the .cu files (nvcc). Private to the CUDA backend:
+ * C of core/cuda_device/cuda_device.c (gcc) and the .cu files (nvcc). Private to the CUDA backend:
  * never included by core/trainer.h, so it may use macros and CUDA types freely.
  *
  * Contract: every CUDA or cuBLASLt call's result goes through one of these. A failure

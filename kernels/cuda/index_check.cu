@@ -4,7 +4,7 @@
  * kernels that read them skip such a row), counts the rows that are neither bad nor ignored,
  * and records the first bad index (its value and position) in the device's error word, unless
  * the word holds an earlier error already. The host reads the word where it synchronises
- * anyway (core/device/device_errors.c) and then fails with the CPU's user error. */
+ * anyway (core/cuda_device/device_errors.c) and then fails with the CPU's user error. */
 #include "cuda/index_check.h"
 #include "cuda/dtype.cuh"
 

@@ -7,9 +7,9 @@
 
 TR_K_BEGIN_DECLS
 
-/* The device's error word (one per device, core/device/cuda_device.h): the first bad index an
+/* The device's error word (one per device, core/cuda_device/cuda_device.h): the first bad index an
  * op's check found, 0 in op while there is none. The ops that check (tr_k_index_op) are named
- * by the host when it reads the word (core/device/device_errors.c). */
+ * by the host when it reads the word (core/cuda_device/device_errors.c). */
 typedef struct tr_k_index_error {
     int64_t op;            /* 0: no error; else a tr_k_index_op */
     int64_t value;         /* the bad index */

@@ -6,7 +6,7 @@
  *
  * Contract (the same gradient rules as the CPU kernels):
  *   - asynchronous on `stream` (a cudaStream_t); the caller made the stream's device current
- *     (tr_cuda_set_current in core/device/cuda_device.h);
+ *     (tr_cuda_set_current in core/cuda_device/cuda_device.h);
  *   - pointers are device pointers; n counts elements; n == 0 does nothing; an output may be
  *     the same pointer as an input, never a partial overlap;
  *   - every float buffer comes with its own dtype (`*_dt`: TR_F32, TR_BF16, TR_F16), as on

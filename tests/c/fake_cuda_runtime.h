@@ -1,4 +1,4 @@
-/* fake_cuda_runtime.h — the few CUDA runtime calls core/device/cuda_copy.c makes, faked on
+/* fake_cuda_runtime.h — the few CUDA runtime calls core/cuda_device/cuda_copy.c makes, faked on
  * the CPU for tests/c/test_cuda_copy.c (never for a real build: cuda_copy.c includes it only
  * when TR_CUDA_COPY_TEST_RUNTIME names it).
  *

@@ -5,7 +5,7 @@
  * the vector clones and the tail). Gradients, half dtypes: tests/c/test_ops_table.c. */
 #include "check.h"
 #include "op_check.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/softmax.h"
 #include "cpu/fast_math.h"
 

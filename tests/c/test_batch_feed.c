@@ -1,4 +1,4 @@
-/* test_batch_feed.c — core/device/batch_feed.c, its CUDA half, run on the CPU against
+/* test_batch_feed.c — core/cuda_device/batch_feed.c, its CUDA half, run on the CPU against
  * tests/c/fake_cuda_runtime.h (copies wait in their stream's queue until a sync point, so a
  * missing wait or a host buffer rewritten too early gives wrong bytes), and its CPU
  * stand-in. What it shows without a GPU: the order of the calls of one batch (copy stream:
@@ -26,7 +26,7 @@
 #define tr_ctx_cuda_state fake_ctx_cuda_state
 #define tr_cuda_stream fake_cuda_stream
 #define tr_tensor_new fake_tensor_new
-#include "../../core/device/batch_feed.c"
+#include "../../core/cuda_device/batch_feed.c"
 #undef tr_tensor_new
 #undef tr_batch_feed_new
 #undef tr_batch_feed_free

@@ -1,4 +1,4 @@
-/* test_cpu_gemm.c — the CPU GEMM router (core/gemm/cpu_gemm.h): Linear on oneDNN with packed
+/* test_cpu_gemm.c — the CPU GEMM router (core/cpu_device/cpu_gemm.h): Linear on oneDNN with packed
  * weights against the same Linear on OpenBLAS, in two contexts of one process
  * (TRAINER_CPU_GEMM chooses each one's library when it first runs a product). A stale pack
  * (a weight changed, its packed copy not) would give the previous step's results, far
@@ -11,7 +11,7 @@
 #include "blas_core.h"
 #include "cpu_gemm.h"
 #include "gemm_onednn.h"
-#include "ops_elem.h"
+#include "ops_optim.h"
 #include "ops_nn.h"
 #include "op_query.h"
 #include "tensor_version.h"
@@ -228,7 +228,7 @@ static void test_packs_are_workspace_and_made_once(void)
     run_free(&b);
 }
 
-/* A bf16 weight is not packed (core/gemm/cpu_gemm.c): the same products as OpenBLAS's, and
+/* A bf16 weight is not packed (core/cpu_device/cpu_gemm.c): the same products as OpenBLAS's, and
  * no workspace kept after them. */
 static void test_half_weight(void)
 {

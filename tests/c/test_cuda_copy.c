@@ -1,4 +1,4 @@
-/* test_cuda_copy.c — core/device/cuda_copy.c itself, its CUDA half, run on the CPU against
+/* test_cuda_copy.c — core/cuda_device/cuda_copy.c itself, its CUDA half, run on the CPU against
  * tests/c/fake_cuda_runtime.h: a runtime whose copies and memsets wait in their stream's
  * queue until a sync point, with two fake devices whose "memory" is host memory. What it
  * shows without a GPU: the chunking (direct below 1 MiB; 8 MiB staged chunks, partial last
@@ -20,7 +20,7 @@
 #define tr_ctx_cuda_staging fake_ctx_cuda_staging
 #define tr_ctx_cuda_state fake_ctx_cuda_state
 #define tr_cuda_stream fake_cuda_stream
-#include "../../core/device/cuda_copy.c"
+#include "../../core/cuda_device/cuda_copy.c"
 
 #include "check.h"
 #include "ctx_check.h"

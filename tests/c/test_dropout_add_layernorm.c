@@ -18,7 +18,8 @@
 #include "op_check.h"
 #include "tensor_check.h"
 
-#include "ops_elem.h"
+#include "ops_elementwise.h"
+#include "ops_dropout.h"
 #include "ops_nn.h"
 #include "trainer.h"
 

@@ -7,10 +7,10 @@
  * to libgomp's; the kernel objects linked into it call this one. */
 #include "check.h"
 #include "trainer.h"
-#include "cpu/adamw.h"
+#include "cpu/optim.h"
 #include "cpu/dropout.h"
 #include "cpu/elementwise.h"
-#include "cpu/gelu.h"
+#include "cpu/activation.h"
 #include "cpu/layernorm.h"
 
 #include <dlfcn.h>

@@ -1,4 +1,6 @@
-/* test_ops_elem.c — the tensor-level opselem ops (core/ops/ops_elem.h): results against the
+/* test_ops_elem.c — the tensor-level ops outside the network layers (core/ops/: ops_elementwise.h,
+ * ops_embedding.h, ops_dropout.h, ops_loss.h, ops_pooling.h, ops_similarity.h, ops_reduce.h,
+ * ops_cast.h, AdamW of ops_optim.h): results against the
  * float64 kernels, bf16/f16 against f32 with per-dtype tolerances (bf16 2e-2, f16 2e-3
  * relative), argument errors and their messages, the "CUDA path not built yet" error, dropout regeneration,
  * AdamW with half gradients and a half weight copy, and that every op returns its
@@ -13,7 +15,15 @@
 #include "cpu/pooling.h"
 #include "cpu/similarity.h"
 #include "trainer.h"
-#include "ops_elem.h"
+#include "ops_elementwise.h"
+#include "ops_embedding.h"
+#include "ops_dropout.h"
+#include "ops_loss.h"
+#include "ops_pooling.h"
+#include "ops_similarity.h"
+#include "ops_reduce.h"
+#include "ops_cast.h"
+#include "ops_optim.h"
 #include "op_stage.h"
 
 #include <string.h>

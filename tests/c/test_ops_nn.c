@@ -8,7 +8,7 @@
 #include "ctx_check.h"
 #include "op_check.h"
 #include "trainer.h"
-#include "ops_elem.h"
+#include "ops_elementwise.h"
 #include "cpu/attention.h"
 #include "cpu/layernorm.h"
 

@@ -4,7 +4,7 @@
 #include "check.h"
 #include "op_check.h"
 
-#include "cpu/adamw.h"
+#include "cpu/optim.h"
 
 /* torch.optim.AdamW's single-tensor step, written out independently of the kernel. */
 static void adamw_reference(double *p, double *m, double *v, const double *g_scaled, int64_t n, double lr,

@@ -1,14 +1,14 @@
-/* test_optim2.c — the SGD and Adafactor kernels (kernels/cpu/sgd_adafactor.c) against
+/* test_optim2.c — the SGD and Adafactor kernels (kernels/cpu/optim.c) against
  * float64 references written out from torch.optim.SGD and transformers' Adafactor
  * independently of the kernels, for 10 steps with changing gradients (f64 tightly, f32
- * loosely); closed-form first steps; and the ops (core/ops/ops_sgd_adafactor.h): half gradients,
+ * loosely); closed-form first steps; and the ops (core/ops/ops_optim.h): half gradients,
  * the half weight copy, state-shape and argument errors, and no workspace left behind.
  * Finite differences do not apply to optimizer steps. */
 #include "check.h"
 #include "ctx_check.h"
 #include "op_check.h"
 
-#include "cpu/sgd_adafactor.h"
+#include "cpu/optim.h"
 #include "trainer.h"
 
 #include <string.h>

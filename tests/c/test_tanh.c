@@ -3,7 +3,7 @@
 #include "check.h"
 #include "ctx_check.h"
 #include "op_check.h"
-#include "cpu/tanh.h"
+#include "cpu/activation.h"
 #include "trainer.h"
 
 /* ------------------------------------------------------------ kernel */

@@ -1,6 +1,6 @@
 /* test_tensor_device.c — tensor data movement that involves a GPU, as far as it runs without
  * one (this program is the ASan build, which has no CUDA backend): every entry point of
- * core/tensor/tensor.c that reaches core/device/cuda_copy.c fails with TR_EUSER and a
+ * core/tensor/tensor.c that reaches core/cuda_device/cuda_copy.c fails with TR_EUSER and a
  * message that names the function, the direction and the device and says the build lacks
  * CUDA; the checks of tensor.c still come first; the CPU path is unchanged (copy with
  * conversion, fill, write/read, write_converted from an unaligned buffer). The GPU itself is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU matrix library (core/gemm/cpu_gemm.h, TRAINER_CPU_GEMM=openblas|onednn). The rest of
+# The CPU matrix library (core/cpu_device/cpu_gemm.h, TRAINER_CPU_GEMM=openblas|onednn). The rest of
 # the suite runs on the default (oneDNN where this build and machine have it, the tiny test
 # models' Linears included); here the OpenBLAS path keeps its own checks: the step's golden
 # metrics with their memory figures, PyTorch parity of all-MiniLM-L6-v2, bitwise

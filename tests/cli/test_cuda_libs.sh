@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_cuda_libs.sh — the binary does not link cuBLASLt (core/device/cuda_device.c dlopens
+# test_cuda_libs.sh — the binary does not link cuBLASLt (core/cuda_device/cuda_device.c dlopens
 # it on a device's first matrix product; linked, it cost ~150 MiB of resident memory at
 # start, GPU or not), and a build with the CUDA backend still starts and runs a script on
 # a machine without a GPU.

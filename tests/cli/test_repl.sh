@@ -42,8 +42,8 @@ expect_no_out repl_report_not_escaped '\n'
 run_trainer_stdin $'m = trainer.load_model("tests/data/tiny_bert")\nm\nprint(m.bert.embeddings.word_embeddings)\n' repl
 expect_rc repl_model_rc 0
 expect_out repl_model_summary_class "SentenceEncoder: 24,032 parameters"
-expect_out repl_model_summary_children "    (embeddings) Embeddings: 5,888"
-expect_out repl_model_summary_repeats "(layer.0-1) 2 x Layer: 8,544 each"
+expect_out repl_model_summary_children "    (embeddings) BertEmbeddings: 5,888"
+expect_out repl_model_summary_repeats "(layer.0-1) 2 x BertLayer: 8,544 each"
 expect_out repl_model_summary_leaf "(word_embeddings) Embedding: weight [116, 32]"
 expect_out_text repl_module_tostring $'Embedding: 3,712 parameters, all trainable, f32 on cpu, eval mode\n  weight [116, 32]'
 expect_no_out repl_model_no_internals "_children"

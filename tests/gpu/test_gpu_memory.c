@@ -1,5 +1,5 @@
 /* test_gpu_memory.c — device memory and tensor transfers on a real GPU, through the public
- * tensor API (core/tensor/tensor.h over core/device/cuda_copy.c) and a runtime context:
+ * tensor API (core/tensor/tensor.h over core/cuda_device/cuda_copy.c) and a runtime context:
  *   - every dtype cpu -> cuda -> cpu bit for bit, below and above the 1 MiB direct limit and
  *     across several 8 MiB staging chunks (odd element counts);
  *   - converting copies (f32 <-> bf16/f16, i64 <-> i32) host -> device, device -> host and

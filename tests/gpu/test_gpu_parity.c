@@ -18,7 +18,7 @@
  * core/tensor/convert.c's rule: quiet, sign and top payload bits kept); elementwise results too,
  * on finite random inputs. */
 #include "cuda/elementwise.h"
-#include "cuda/gemm.h"
+#include "cuda/matmul.h"
 #include "gpu_testutil.h"
 
 #include <cuda_runtime.h>

@@ -146,7 +146,7 @@ return {
   { "planner_follows_the_model_and_the_training_segments", function()
     local plan = require("trainer.plan")
     local checkpoint = require("trainer.train.grad_checkpoint")
-    local Layer = require("trainer.nn.layer")
+    local BertLayer = require("trainer.models.bert.layer")
     local shape = { hidden_size = 32, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 64,
                     vocab_size = 100, max_position_embeddings = 64 }
     local function est(ck)
@@ -165,13 +165,13 @@ return {
     for n = 1, 4 do assert(est("auto") <= est({ segments = n }), "auto above segments = " .. n) end
     -- the planner's Linear list is the one a built layer has
     local cfg = require("trainer.models.bert").config(shape, "test")
-    local layer = Layer.new(cfg, { seed = 0, step = 0 }, 1)
+    local layer = BertLayer.new(cfg, { seed = 0, step = 0 }, 1)
     local built = {}
     for name, m in layer:named_modules() do
       if m.__name == "Linear" then built[#built + 1] = ("%s %d %d"):format(name, m.in_features, m.out_features) end
     end
     local listed = {}
-    for _, l in ipairs(Layer.linears(cfg)) do listed[#listed + 1] = ("%s %d %d"):format(l[1], l[2], l[3]) end
+    for _, l in ipairs(BertLayer.linears(cfg)) do listed[#listed + 1] = ("%s %d %d"):format(l[1], l[2], l[3]) end
     assert(#built == 6 and same_list(built, listed), table.concat(built, ", ") .. " vs " .. table.concat(listed, ", "))
     layer:free()
   end },

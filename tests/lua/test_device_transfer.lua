@@ -82,7 +82,7 @@ return {
     x:free()
   end },
   { "a_device_copy_names_function_and_device", function()
-    -- A header that claims cuda:0: the copy reaches core/device/cuda_copy.c, whose message
+    -- A header that claims cuda:0: the copy reaches core/cuda_device/cuda_copy.c, whose message
     -- names the function, the direction and the device whatever went wrong there.
     if has_gpu then return end
     local h = T.from_table({ 1, 2 })

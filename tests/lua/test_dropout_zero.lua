@@ -57,7 +57,7 @@ tests[#tests + 1] = { "dropout_override_reaches_attention", function()
   local t = run.build(r, { quiet = true })
   local n = 0
   for _, mod in t.model:named_modules() do
-    if mod.__name == "SelfAttention" then assert(mod.attn_p == 0.25, "attn_p " .. tostring(mod.attn_p)) n = n + 1 end
+    if mod.__name == "BertAttention" then assert(mod.attn_p == 0.25, "attn_p " .. tostring(mod.attn_p)) n = n + 1 end
   end
   t:free()
   assert(n == 2, "expected 2 attention modules, got " .. n)

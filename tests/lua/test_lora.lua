@@ -426,8 +426,8 @@ return {
   end },
 
   -- Under frozen embeddings the first layer owes its input no gradient: its frozen key
-  -- projection is skipped whole and q, v skip their input products (BertModel -> Encoder ->
-  -- Layer -> SelfAttention want_dx = false). Every LoRA gradient is bit for bit the one of the
+  -- projection is skipped whole and q, v skip their input products (BertModel -> BertEncoder ->
+  -- BertLayer -> BertAttention want_dx = false). Every LoRA gradient is bit for bit the one of the
   -- same model with trainable word embeddings (where the whole input gradient is computed), in
   -- train mode (dropout on) and with checkpointing.
   { "frozen_embeddings_skip_the_first_layers_input_products_same_grads", function()

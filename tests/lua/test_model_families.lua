@@ -269,7 +269,7 @@ return {
     fam.set_dropout(m, 0.3)
     local seen = { attn = 0, zero = 0, set = 0 }
     for _, mod in m:named_modules() do
-      if mod.__name == "SelfAttention" then
+      if mod.__name == "BertAttention" then
         seen.attn = seen.attn + 1
         assert(mod.attn_p == 0.3 and mod.dropout.p == 0, "attention: probabilities 0.3, out_lin's output none")
         seen.zero = seen.zero + 1

@@ -133,7 +133,7 @@ return {
   { "bf16", function() compare({ precision = "bf16" }) end },
   { "lora", function() compare({ lora = lora_qv }) end },
   { "all_combined", function() compare({ lora = lora_qv, precision = "bf16", checkpoint = "auto", accumulate = 4 }) end },
-  -- oneDNN's packed Linear weights are workspace (core/gemm/cpu_gemm.h): two f32 copies of
+  -- oneDNN's packed Linear weights are workspace (core/cpu_device/cpu_gemm.h): two f32 copies of
   -- every Linear weight with both sides >= 32, none on a GPU or on OpenBLAS
   { "packed_weights_in_workspace", function()
     local over = with(preset, { "precision=fp32" })
@@ -148,7 +148,7 @@ return {
     assert(text:find("workspace holds 2.25 GiB of Linear weights packed for oneDNN", 1, true), text)
     local gpu = plan.estimate(recipes.load(flagship, over).recipe, { cuda_available = true, cpu_gemm = "onednn" })
     assert(gpu.packed_weight_bytes == nil, "packed weights planned on a GPU")
-    -- half weights run unpacked (core/gemm/cpu_gemm.c): the flagship as written is bf16
+    -- half weights run unpacked (core/cpu_device/cpu_gemm.c): the flagship as written is bf16
     assert(plan_of(flagship, preset, "onednn").packed_weight_bytes == nil, "packed half weights planned")
     assert(plan.packed_weight_bytes(8, 384) == 0 and plan.packed_weight_bytes(384, 384) == 2 * 4 * 384 * 384)
     -- tests/c/test_cpu_gemm.c measures this one: [96, 128] packs as 128 x 128 and 128 x 96

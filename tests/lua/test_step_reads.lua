@@ -41,7 +41,7 @@ local function compare_rows(rows, want, skip, rel)
   for i = 1, #rows do same(rows[i], want[i], "row " .. i, skip, rel) end
 end
 -- The golden's memory fields are the OpenBLAS path's: with oneDNN the workspace also holds
--- the packed Linear weights (core/gemm/cpu_gemm.h), so there only the values are compared
+-- the packed Linear weights (core/cpu_device/cpu_gemm.h), so there only the values are compared
 -- (tests/cli/test_cpu_gemm.sh runs this file with TRAINER_CPU_GEMM=openblas, memory too).
 local memory_fields
 local function compare(rows)

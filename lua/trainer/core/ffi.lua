@@ -5,7 +5,7 @@ local ffi = require("ffi")
 local native = require("trainer.native")
 
 -- core/ and its folders by concern (docs/ARCHITECTURE.md), searched in this order.
-local header_dirs = { "", "base/", "mem/", "ctx/", "tensor/", "gemm/", "io/", "tokenizer/", "ops/", "device/", "binding/", "dist/", "sys/" }
+local header_dirs = { "", "base/", "mem/", "ctx/", "tensor/", "cpu_device/", "io/", "tokenizer/", "ops/", "cuda_device/", "binding/", "dist/", "sys/" }
 
 local function header_text()
   local root = native.root()

@@ -1,4 +1,4 @@
--- trainer.core.ops: the C ops (core/ops/ops_nn.h, core/ops/ops_elem.h) callable from Lua, so that
+-- trainer.core.ops: the C ops (core/ops/ops_*.h) callable from Lua, so that
 -- models, losses and tests are written in Lua.
 --
 -- Conventions:
@@ -395,7 +395,7 @@ function M.adamw_(param, grad, m, v, o)
     o.beta2 or 0.999, o.eps or 1e-8, o.weight_decay or 0, o.step, o.grad_scale or 1), "adamw")
 end
 
--- One torch.optim.SGD step in place (core/ops/ops_sgd_adafactor.h). buf: the momentum buffer
+-- One torch.optim.SGD step in place (core/ops/ops_optim.h). buf: the momentum buffer
 -- (nil when o.momentum is 0). o: lr, momentum, dampening, weight_decay, nesterov (bool), step
 -- (1-based), grad_scale; skip_if (a found-inf flag, nil: never skip), skipped / skipped_known
 -- (the device loss scale's skip count and the value of it the host last read: the step
@@ -532,7 +532,7 @@ function M.cuda_built() return C.tr_cuda_built() == 1 end
 
 -- How this process runs its CPU matrix products: { library = "onednn" | "openblas",
 -- bf16 = "native" | "f32" } (bf16 x bf16 products in bf16 on the CPU's bf16 instructions,
--- or widened to f32; core/gemm/cpu_gemm.h). TRAINER_CPU_GEMM chooses the library; a value
+-- or widened to f32; core/cpu_device/cpu_gemm.h). TRAINER_CPU_GEMM chooses the library; a value
 -- it cannot have is a user error.
 function M.cpu_products()
   local lib = C.tr_cpu_gemm_library(runtime.ctx)

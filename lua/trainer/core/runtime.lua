@@ -76,7 +76,7 @@ function M.device_name(index)
   return "cuda:" .. index
 end
 
--- The CUDA backend's host round trips since the process started (core/device/host_sync.h):
+-- The CUDA backend's host round trips since the process started (core/cuda_device/host_sync.h):
 -- { copies_d2h, stream_syncs, event_syncs, device_syncs, round_trips (their sum),
 -- feed_waits (the batch feed's slot waits, not round trips) }; all 0 on the CPU. Take it
 -- before and after some work and subtract (trainer.core.runtime.host_syncs_since).
@@ -98,7 +98,7 @@ function M.host_syncs_since(before)
 end
 
 -- Raises the user error a device's kernels recorded since the last check (a token id outside
--- the vocabulary, a label that is not a class: core/device/device_errors.h), if any. One read
+-- the vocabulary, a label that is not a class: core/cuda_device/device_errors.h), if any. One read
 -- of the device's error word (a synchronisation): call it where the host waits anyway.
 -- Nothing to do on the CPU, whose ops fail at once.
 function M.check_device_errors(device)

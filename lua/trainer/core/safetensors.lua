@@ -140,7 +140,7 @@ function Reader:tensor(name, opts)
   local dtype, device = opts.dtype or file_dtype, opts.device or "cpu"
   if runtime.parse_device(device) ~= C.TR_CPU then
     -- Straight from the mapping into the device tensor: converted on the host a chunk at a
-    -- time into the pinned staging and uploaded from there (core/device/cuda_copy.c), so
+    -- time into the pinned staging and uploaded from there (core/cuda_device/cuda_copy.c), so
     -- the file is never copied whole into host memory.
     local out = T.empty(shape, { dtype = dtype, device = device, tag = opts.tag or "weights" })
     local rc = C.tr_tensor_write_converted(runtime.ctx, out:ptr(), info.data, info.dtype, info.numel)

@@ -300,7 +300,7 @@ end
 -- t:to("cpu"), t:to{ dtype =, device =, tag = }. Between devices the copy is
 -- core/tensor/tensor.c's tr_tensor_copy: to or from the host it has finished when :to
 -- returns; GPU to GPU it is queued on the destination's stream. A dtype change on the way is
--- done on the host, in chunks through the pinned staging buffers (core/device/cuda_copy.c),
+-- done on the host, in chunks through the pinned staging buffers (core/cuda_device/cuda_copy.c),
 -- until the CUDA cast op is used there.
 local to_keys = { dtype = true, device = true, tag = true }
 function Tensor:to(spec)

@@ -24,11 +24,11 @@
 local Module = require("trainer.nn.module")
 local registry = require("trainer.models.registry")
 local sites = require("trainer.core.rng_sites")
-local Embeddings = require("trainer.nn.embeddings")
-local Encoder = require("trainer.nn.encoder")
-local Layer = require("trainer.nn.layer")
+local BertEmbeddings = require("trainer.models.bert.embeddings")
+local BertEncoder = require("trainer.models.bert.encoder")
+local BertLayer = require("trainer.models.bert.layer")
 local packing = require("trainer.nn.packing")
-local Pooler = require("trainer.nn.pooler")
+local BertPooler = require("trainer.models.bert.pooler")
 local Pooling = require("trainer.nn.pooling")
 local Normalize = require("trainer.nn.normalize")
 local Dropout = require("trainer.nn.dropout")
@@ -218,7 +218,7 @@ M.BertModel = BertModel
 
 -- opts: seed (init and dropout), pooler (default true), device, init ("random" default, or
 -- "none": parameters stay as allocated), rng (a shared { seed, step } table), names ({ encoder,
--- attention_name, attention = SelfAttention's, ffn = FeedForward's }: other weight names),
+-- attention_name, attention = BertAttention's, ffn = BertFeedForward's }: other weight names),
 -- activation_dtype (of the embeddings' output, hence of every activation after it:
 -- "bf16" / "f16" run the encoder in half with f32 weights; default the weights' dtype).
 function BertModel.new(cfg, opts)
@@ -230,12 +230,12 @@ function BertModel.new(cfg, opts)
   for k, v in pairs(cfg) do c[k] = v end
   c.device = opts.device
   c.activation_dtype = opts.activation_dtype
-  self:add_module("embeddings", Embeddings.new(c, self.rng))
+  self:add_module("embeddings", BertEmbeddings.new(c, self.rng))
   -- opts.names: another family's weight names for the same modules (trainer.models.distilbert)
   local names = opts.names or {}
   c.names, c.ffn_names, c.attention_name = names.attention, names.ffn, names.attention_name
-  self:add_module(names.encoder or "encoder", Encoder.new(c, self.rng), "encoder")
-  if opts.pooler ~= false then self:add_module("pooler", Pooler.new(c)) end
+  self:add_module(names.encoder or "encoder", BertEncoder.new(c, self.rng), "encoder")
+  if opts.pooler ~= false then self:add_module("pooler", BertPooler.new(c)) end
   if opts.init ~= "none" then M.init_weights(self, cfg, opts.seed or 0) end
   return self
 end
@@ -674,22 +674,22 @@ local function instances(model, class)
   return out
 end
 
--- The stacks gradient checkpointing regroups (trainer.train.grad_checkpoint): each Encoder,
+-- The stacks gradient checkpointing regroups (trainer.train.grad_checkpoint): each BertEncoder,
 -- whose `layers` list it replaces with segments.
-local function layer_stacks(model) return instances(model, Encoder) end
+local function layer_stacks(model) return instances(model, BertEncoder) end
 
 -- Every encoder layer in order, found inside checkpoint segments too: DDP hooks each one's
--- on_grads_final (trainer.dist), which Layer:backward calls.
-local function layers(model) return instances(model, Layer) end
+-- on_grads_final (trainer.dist), which BertLayer:backward calls.
+local function layers(model) return instances(model, BertLayer) end
 
 -- model.dropout: every dropout probability of the config, the Dropout modules'
 -- (hidden_dropout_prob, the classifier's) and the attention probabilities', which
--- SelfAttention applies inside ops.attention (attention_probs_dropout_prob), as setting both
+-- BertAttention applies inside ops.attention (attention_probs_dropout_prob), as setting both
 -- config fields in transformers does.
 local function set_dropout(model, p)
   for _, mod in model:named_modules() do
     if mod.__name == "Dropout" and mod.p then mod.p = p end
-    if mod.__name == "SelfAttention" then mod.attn_p = p end
+    if mod.__name == "BertAttention" then mod.attn_p = p end
   end
 end
 
@@ -702,12 +702,12 @@ end
 -- LoRA what the input gradients and the adapters on a.sites (of rank a.rank) need; the
 -- layer input's share; a segment boundary; the embeddings'; the backward's transient peak.
 -- d: the shape (H hidden, L layers, I intermediate, A heads, V vocabulary, P positions, TV token
--- types), names (Layer.linears' renames: names, ffn_names, attention_name: another family's
+-- types), names (BertLayer.linears' renames: names, ffn_names, attention_name: another family's
 -- weight names for BERT's layer) and head(K), the head's parameters.
 function M.shaped_plan_terms(d)
   local H, L, I, A, V, P, TV = d.H, d.L, d.I, d.A, d.V, d.P, d.TV
   local n = d.names or {}
-  local linears = Layer.linears({ hidden_size = H, intermediate_size = I, names = n.names, ffn_names = n.ffn_names,
+  local linears = BertLayer.linears({ hidden_size = H, intermediate_size = I, names = n.names, ffn_names = n.ffn_names,
     attention_name = n.attention_name })
   -- q, k, v read the layer's input; the attention's output dense is the fourth
   local qkv, out_dense = {}, linears[4][1]
@@ -740,7 +740,7 @@ function M.shaped_plan_terms(d)
       end
       layer_input = inputs.layer or 0
       for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
-      -- the attention output, kept on CUDA for the backward's row terms (nn/attention.lua):
+      -- the attention output, kept on CUDA for the backward's row terms (models/bert/attention.lua):
       -- a tensor of its own unless an adapted output dense keeps the same one as its input
       if a.gpu and not inputs[out_dense] then per_layer = per_layer + N * H * e end
     end

@@ -145,7 +145,7 @@ function M.build(task, opts)
   local base = bert.BertModel.new(cfg, base_opts)
   -- no dropout after the attention's out_lin in DistilBERT
   for _, mod in base:named_modules() do
-    if mod.__name == "SelfAttention" then mod.dropout.p, mod.dropout.fixed = 0, true end
+    if mod.__name == "BertAttention" then mod.dropout.p, mod.dropout.fixed = 0, true end
   end
   local model
   if task == "classification" then
@@ -192,7 +192,7 @@ M.layer_stacks, M.layers, M.adaptive_stack = bert.layer_stacks, bert.layers, ber
 function M.set_dropout(model, p)
   for _, mod in model:named_modules() do
     if mod.__name == "Dropout" and mod.p and not mod.fixed then mod.p = p end
-    if mod.__name == "SelfAttention" then mod.attn_p = p end
+    if mod.__name == "BertAttention" then mod.attn_p = p end
   end
 end
 

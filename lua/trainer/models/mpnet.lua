@@ -14,7 +14,7 @@
 --   * the attention scores gain encoder.relative_attention_bias[bucket(j - i), h] (one table
 --     [32, heads] shared by the layers; T5's bidirectional bucketing with 32 buckets and
 --     max_distance 128, computed in the attention kernels per query and key, never as a
---     B x H x T x T tensor): the encoder owns the table (trainer.nn.encoder);
+--     B x H x T x T tensor): the encoder owns the table (trainer.models.bert.encoder);
 --   * LayerNorm eps from config.json (1e-5 in released checkpoints);
 --   * classification: MPNetClassificationHead on the first token (dropout, classifier.dense,
 --     tanh, dropout, classifier.out_proj; hidden_dropout_prob), no pooler, the encoder under

@@ -185,7 +185,7 @@ function Module.grad_of(p)
 end
 
 -- True when a parameter of this module or a descendant trains: a backward that owes no input
--- gradient can skip a module without one (SelfAttention's frozen key under LoRA).
+-- gradient can skip a module without one (an attention block's frozen key under LoRA).
 function Module:any_trainable()
   for _, p in self:parameters() do
     if p.trainable then return true end

@@ -20,7 +20,7 @@
 --                real batches pad to their longest); on a GPU also the batch feed's two slots
 --   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU, and there
 --                under bf16 a bf16 copy of each trainable weight a product reads; on the
---                CPU with oneDNN (core/gemm/cpu_gemm.h), every f32 Linear weight with both sides
+--                CPU with oneDNN (core/cpu_device/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed twice in f32 (forward and input gradient), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
@@ -38,7 +38,7 @@ M.CUBLASLT_WORKSPACE_BYTES = 32 * MiB
 -- `trainer plan` prints it beside the total, never in it.
 M.CUDA_CONTEXT_BYTES = 500 * MiB
 
--- The batch feed's device buffers on a GPU (core/device/batch_feed.c, tag activations, kept
+-- The batch feed's device buffers on a GPU (core/cuda_device/batch_feed.c, tag activations, kept
 -- for the run): two slots, each the micro-batch's i32 token ids, mask, type ids and position
 -- ids (4 per token) and the loss's i64 targets (at most one per text row), each rounded up to
 -- a multiple of 4096 elements as the feed grows them.
@@ -67,7 +67,7 @@ local function model_config(m)
 end
 
 -- The library of the CPU matrix products in this process ("onednn" or "openblas"; see
--- core/gemm/cpu_gemm.h); a user error when TRAINER_CPU_GEMM asks for something unusable.
+-- core/cpu_device/cpu_gemm.h); a user error when TRAINER_CPU_GEMM asks for something unusable.
 local function cpu_gemm_library()
   local runtime = require("trainer.core.runtime")
   local C = require("trainer.core.ffi")
@@ -220,7 +220,7 @@ function M.estimate(recipe, opts)
     end
   end
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
-  -- (f32 weights only: half ones run unpacked, core/gemm/cpu_gemm.c)
+  -- (f32 weights only: half ones run unpacked, core/cpu_device/cpu_gemm.c)
   local packed = 0
   if onednn and not half then
     for _, lin in ipairs(terms.linears) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end

@@ -1,5 +1,5 @@
 -- trainer.train.batch_feed: a training micro-batch's way to the device without a host wait
--- over core/device/batch_feed.h. The tokenizer's host output (ids, type
+-- over core/cuda_device/batch_feed.h. The tokenizer's host output (ids, type
 -- ids, mask) and the loss's integer targets are copied into one of two pinned host slots
 -- and uploaded on the feed's own copy stream; the compute stream waits for the upload on
 -- the device. So the host tokenises and pads batch n + 1 while the GPU still runs batch n,

@@ -1,6 +1,6 @@
 /* test_cublaslt_bench.c (cudacpu) — a benchmark, not a test: GFLOP/s of a 1024 x 1024 x 1024
  * product (f32 -> f32 and bf16 -> bf16, CUBLAS_COMPUTE_32F) through one or two cuBLASLt stand-ins
- * loaded with dlopen, as core/device/cuda_device.c loads the library. With two libraries the
+ * loaded with dlopen, as core/cuda_device/cuda_device.c loads the library. With two libraries the
  * runs alternate (new, other, new, other, ...) so that a change of machine load hits both; the
  * table gives the best of the rounds. The BLAS runs with the threads OpenBLAS is configured with.
  *

@@ -1,0 +1,170 @@
+-- trainer.models.bert.attention (BertAttention): BERT's attention block, post-LN:
+--   y = LayerNorm(x + Dropout(Dense(Attention(Q x, K x, V x, mask))))
+-- (the last three in one fused op over the Dropout and LayerNorm children: nn.dropout_add_norm)
+-- Children carry the Hugging Face names relative to the layer's "attention":
+-- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
+-- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
+-- which never materialises T x T probabilities; the backward gets its row log-sum-exp and,
+-- on CUDA, its output (kept, so the backward need not run the forward again).
+-- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
+-- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept. Or x is
+-- the packed real rows [N, C] and mask their packing (trainer.nn.packing): the linears and
+-- the output block run on the N rows; q, k, v are scattered to [B, T, C] (padding rows 0)
+-- for the attention op and its output gathered back, the same numbers as the padded path;
+-- a forward without gradients or attention dropout over prefix masks runs
+-- ops.attention_packed on the packed rows instead (the same bits, no copies).
+-- A relative-position bias (MPNet's): `rel` = { weight = the table parameter [num_buckets, H],
+-- shared by the layers (the encoder owns it), max_distance }, added to every head's scores
+-- inside ops.attention, its gradient accumulated by ops.attention_backward; the packed
+-- inference path takes no bias, so such a model keeps the padded layout for the attention op.
+local Module = require("trainer.nn.module")
+local T = require("trainer.core.tensor")
+local sites = require("trainer.core.rng_sites")
+local Linear = require("trainer.nn.linear")
+local LayerNorm = require("trainer.nn.layernorm")
+local Dropout = require("trainer.nn.dropout")
+local add_norm = require("trainer.nn.dropout_add_norm")
+local ops = require("trainer.core.ops")
+local packing = require("trainer.nn.packing")
+
+local BertAttention = Module:extend("BertAttention")
+
+-- The Linear children: { name, in, out, field } in construction order (and so parameter
+-- order). trainer.plan reads the same list through BertLayer.linears. cfg.names (a family whose
+-- layers compute BERT's math under other weight names: DistilBERT's q_lin, ...) renames
+-- children by field: names.query, names.key, names.value, names.dense, names.norm,
+-- names.dropout.
+function BertAttention.linears(cfg)
+  local C, n = cfg.hidden_size, cfg.names or {}
+  return { { n.query or "self.query", C, C, "query" }, { n.key or "self.key", C, C, "key" },
+           { n.value or "self.value", C, C, "value" }, { n.dense or "output.dense", C, C, "dense" } }
+end
+
+-- cfg: hidden_size, num_attention_heads, attention_probs_dropout_prob, hidden_dropout_prob,
+-- layer_norm_eps, device; rng: the model's shared rng table; layer: this layer's id; rel: the
+-- relative-position bias (above) or nil.
+function BertAttention.new(cfg, rng, layer, rel)
+  local self = BertAttention:create()
+  local C, o = cfg.hidden_size, { device = cfg.device }
+  self.heads = cfg.num_attention_heads
+  self.head_dim = C / self.heads
+  self.attn_p = cfg.attention_probs_dropout_prob or 0
+  self.rng, self.layer, self.rel = rng, layer, rel
+  for _, l in ipairs(BertAttention.linears(cfg)) do self:add_module(l[1], Linear.new(l[2], l[3], o), l[4]) end
+  local n = cfg.names or {}
+  self:add_module(n.norm or "output.LayerNorm", LayerNorm.new(C, { eps = cfg.layer_norm_eps, device = cfg.device }), "norm")
+  self:add_module(n.dropout or "output.dropout", Dropout.new(cfg.hidden_dropout_prob, rng, layer,
+    sites.dropout.attention_output), "dropout")
+  return self
+end
+
+function BertAttention:attn_opts()
+  local p = self.training and self.attn_p or 0
+  local key = nil
+  if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs }) end
+  local rel = self.rel
+  if not rel then return { dropout = p, key = key } end
+  return { dropout = p, key = key, rel_bias = rel.weight.value, max_distance = rel.max_distance, bidirectional = true }
+end
+
+local function heads_view(t, H, D)
+  local s = t:shape()
+  return t:reshape({ s[1], s[2], H, D })
+end
+
+-- The attention heads' output in x's row layout (the packed rows when pk); run in a scope,
+-- so that each temporary dies where its step ends: the packed projections at the scatter,
+-- q, k, v and the log-sum-exp (without gradients) before the gather.
+local function attend(self, x, mask, pk)
+  local H, D = self.heads, self.head_dim
+  local aopts = self:attn_opts()
+  local function project() return self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk) end
+  if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 and not aopts.rel_bias then
+    -- no backward to save for: attention on the packed rows, no scatter and gather (the
+    -- padded op's bits for prefix masks, so a replay with gradients matches)
+    local N = pk.N
+    local q, k, v = project()
+    local a3 = ops.attention_packed(q:reshape({ N, H, D }), k:reshape({ N, H, D }), v:reshape({ N, H, D }), pk.lengths)
+    return a3:reshape(x:shape())
+  end
+  local a4 = T.scope(function()
+    local q4, k4, v4 = T.scope(function()
+      local q, k, v = project()
+      if pk then q, k, v = pk:scatter(q), pk:scatter(k), pk:scatter(v) end   -- the padded layout the op reads
+      return heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
+    end)
+    local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
+    if self.grad_enabled then
+      self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
+      self.saved.lse = T.keep(lse)
+      -- the output too, on a device whose backward reads it for its row terms (dout . out;
+      -- CUDA; the CPU's takes them from the probabilities and keeps nothing more): a view,
+      -- so when the trainable dense keeps its input the two share one tensor; with packing,
+      -- the padded layout the op wrote (dense reads its gather)
+      if a4:device() ~= "cpu" then self:keep("out", a4) end
+      self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
+      self.saved.pk = pk
+      if mask then self:keep("mask", mask) end
+    end
+    return a4
+  end)
+  if pk then return pk:gather(a4) end
+  return a4:reshape(x:shape())
+end
+
+function BertAttention:forward(x, mask)
+  local pk = packing.is(mask) and mask or nil
+  if pk then mask = pk.mask end
+  return T.scope(function()
+    local o = T.scope(function() return self.dense:forward(T.scope(attend, self, x, mask, pk)) end)
+    return add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
+  end)
+end
+
+-- want_dx = false: no gradient of x is owed. The projections still back-propagate into their
+-- own trainable parameters (LoRA's q, v) but skip their input products, a projection with
+-- nothing trainable (LoRA's frozen key) is skipped whole, and nil is returned.
+function BertAttention:backward(dy, want_dx)
+  local s = self.saved
+  local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
+  local pk = s.pk
+  local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
+  local da = self.dense:backward(dod)
+  dod:free()
+  if pk then
+    local das = pk:scatter(da)
+    da:free()
+    da = das
+  end
+  local da4 = heads_view(da, self.heads, self.head_dim)
+  da:free()
+  local a = s.attn
+  local key = nil
+  if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs }) end
+  local rel = self.rel
+  local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask,
+    { dropout = a.dropout, key = key, out = s.out, rel_bias = rel and rel.weight.value,
+      drel_bias = rel and Module.grad_of(rel.weight), max_distance = rel and rel.max_distance, bidirectional = true })
+  da4:free()
+  self:release()
+  local xs = dsum:shape()
+  local dx = dsum
+  local skip_dx = want_dx == false
+  if skip_dx then dsum:free(); dx = nil end
+  for _, pair in ipairs({ { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }) do
+    if skip_dx and not pair[1]:any_trainable() then
+      pair[2]:free()
+      pair[1]:release()
+    else
+      -- the projection's input gradient has x's layout (packed or not), as dsum has: it adds
+      -- into dx in the projection's product
+      local d3 = pk and pk:gather(pair[2]) or pair[2]:reshape(xs)
+      pair[2]:free()
+      pair[1]:backward(d3, not skip_dx, nil, dx)
+      d3:free()
+    end
+  end
+  return dx
+end
+
+return BertAttention

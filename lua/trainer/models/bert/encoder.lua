@@ -1,0 +1,51 @@
+-- trainer.models.bert.encoder (BertEncoder): a stack of Layers registered as "layer.0", "layer.1", ...; forward
+-- frees each intermediate hidden state as soon as the next layer has kept what it needs.
+-- cfg.relative_attention_num_buckets (a family with a relative-position bias: MPNet): the
+-- encoder owns the bias table "relative_attention_bias" (an Embedding [num_buckets, heads],
+-- registered after the layers as transformers does), which every layer's attention adds to
+-- its scores (bucketed with cfg.relative_attention_max_distance, default 128) and whose
+-- gradient every layer's backward accumulates.
+local Module = require("trainer.nn.module")
+local BertLayer = require("trainer.models.bert.layer")
+local Embedding = require("trainer.nn.embedding")
+
+local BertEncoder = Module:extend("BertEncoder")
+
+function BertEncoder.new(cfg, rng)
+  local self = BertEncoder:create()
+  self.layers = {}
+  local bias, rel = nil, nil
+  if cfg.relative_attention_num_buckets then
+    bias = Embedding.new(cfg.relative_attention_num_buckets, cfg.num_attention_heads, { device = cfg.device })
+    rel = { weight = bias.weight, max_distance = cfg.relative_attention_max_distance or 128 }
+  end
+  for i = 0, cfg.num_hidden_layers - 1 do
+    self.layers[i + 1] = self:add_module("layer." .. i, BertLayer.new(cfg, rng, i + 1, rel), false)
+  end
+  if bias then self:add_module("relative_attention_bias", bias) end
+  return self
+end
+
+function BertEncoder:forward(x, mask)
+  local h = x:reshape(x:shape())
+  for _, layer in ipairs(self.layers) do
+    local nh = layer:forward(h, mask)
+    h:free()
+    h = nh
+  end
+  return h
+end
+
+-- want_dx = false: the caller needs no gradient of the encoder's input (frozen embeddings, as
+-- under LoRA), so the first layer skips the products that only feed it; returns nil then.
+function BertEncoder:backward(dy, want_dx)
+  local g = dy:reshape(dy:shape())
+  for i = #self.layers, 1, -1 do
+    local ng = self.layers[i]:backward(g, i > 1 or want_dx)
+    g:free()
+    g = ng
+  end
+  return g
+end
+
+return BertEncoder
