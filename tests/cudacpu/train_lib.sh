@@ -6,6 +6,9 @@
 #   names "a b c"       the checks this script reports (each SKIPped when no CUDA device)
 #   need_cuda           SKIP every name and exit 0 without the binary or a CUDA device
 #   fixture             the tiny models, data and recipes in $FX (train_fixture.lua), once
+#   pair_recipes NAME EMB CLS   two recipes of 6 steps on the fixture's pairs: $FX/NAME.lua
+#                       (the model folder EMB, MNRL) and $FX/NAME_cls.lua (the classifier
+#                       folder CLS, cross-entropy); AdamW, dropout as the folders say, clip 1
 #   train NAME ARGS...  $TRAINER ARGS... out=$W/runs/NAME --quiet; its output in NAME.log
 #   drive NAME ARGS...  the same through train_run.lua (the scaler's test options)
 #   compare A B SPEC    the runs A and B within SPEC (FIELD:TOL,...); prints the verdict line
@@ -41,6 +44,26 @@ need_cuda() {
 
 fixture() { "$TRAINER" run tests/cudacpu/train_fixture.lua "$FX" >"$W/fixture.log" 2>&1 || {
   echo "FAIL fixture: $(tail -n 3 "$W/fixture.log")"; failed=$((failed + 1)); finish; }; }
+
+pair_recipes() { # NAME EMB_FOLDER CLS_FOLDER
+  cat >"$FX/$1.lua" <<LUA
+return {
+  model = { from = "$2" }, data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
+  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+  cat >"$FX/$1_cls.lua" <<LUA
+return {
+  model = { from = "$3", task = "classification" },
+  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+}
 
 train() { local n=$1; shift; "$TRAINER" "$@" out="$W/runs/$n" --quiet >"$W/runs/$n.log" 2>&1; }
 drive() { local n=$1; shift
