@@ -1,4 +1,4 @@
-/* test_optim2.c — the SGD and Adafactor kernels (kernels/cpu/sgd_adafactor.c) against
+/* test_sgd_adafactor.c — the SGD and Adafactor kernels (kernels/cpu/sgd_adafactor.c) against
  * float64 references written out from torch.optim.SGD and transformers' Adafactor
  * independently of the kernels, for 10 steps with changing gradients (f64 tightly, f32
  * loosely); closed-form first steps; and the ops (core/ops/ops_sgd_adafactor.h): half gradients,
