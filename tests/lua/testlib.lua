@@ -208,10 +208,12 @@ function M.golden_values(g, name)
   return v
 end
 
--- input_ids and attention_mask of golden file g, for families without token types.
-function M.golden_ids(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }) }
+-- input_ids and attention_mask of golden file g (named prefix .. "input_ids", ... when a
+-- golden holds several inputs), for families without token types.
+function M.golden_ids(g, prefix)
+  prefix = prefix or ""
+  return { input_ids = g:tensor(prefix .. "input_ids", { tag = "activations" }),
+           attention_mask = g:tensor(prefix .. "attention_mask", { tag = "activations" }) }
 end
 
 -- The smallest cosine between row r of a and of b (flat [rows, cols] value lists).
