@@ -1,7 +1,8 @@
-"""What the tiny-model generators (make_tiny_*.py) share (reference side; never run by tests): the random
-weights every tiny folder gets, and the parity goldens' pieces: each parameter's gradient, the f32 run
-against its float64 copy, the safetensors file written with a report, mean pooling, the embedder's and the
-classifier's loss, and the sentence-transformers files of an embedding folder.
+"""What the golden generators of tests/ref share (reference side; never run by tests): the random weights
+every tiny folder gets (make_tiny_*.py), and the parity goldens' pieces: each parameter's gradient, the f32
+run against its float64 copy, the safetensors file written with a report, mean pooling, the embedder's and
+the classifier's loss, the sentence-transformers files of an embedding folder, and the stand-in model the
+loss goldens feed fixed embeddings through (make_loss_golden.py, make_pair_loss_golden.py).
 """
 import json
 import os
@@ -121,3 +122,24 @@ def golden(model, run, inputs, *args):
     args64 = [a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args]
     res, res64 = run(model, *args), run(m64, *args64)
     return dict(inputs, **res, **grads(model)), dict(res64, **grads(m64))
+
+
+class FixedModel(torch.nn.Module):
+    """A stand-in SentenceTransformer: features {"emb": tensor} -> {"sentence_embedding": tensor}."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, features):
+        return {"sentence_embedding": features["emb"]}
+
+    def get_embedding_dimension(self):
+        return self.dim
+
+    def _get_untruncated_embedding_dimension(self):
+        return self.dim
+
+    @property
+    def device(self):
+        return torch.device("cpu")
