@@ -334,6 +334,18 @@ function M.tokens_match_golden(tok, g, texts_file, max_length)
   return want
 end
 
+-- A fake embedder for the evaluators' tests: each text "x,y,z" is the row { x, y, z } of the
+-- [#texts, C] f32 tensor it returns.
+function M.embed_numbers(texts)
+  local rows = {}
+  for i, t in ipairs(texts) do
+    local r = {}
+    for v in t:gmatch("[^,]+") do r[#r + 1] = tonumber(v) end
+    rows[i] = r
+  end
+  return require("trainer.core.tensor").from_table(rows)
+end
+
 -- A new list: list's items, then more's (more may be nil).
 function M.concat(list, more)
   local out = { unpack(list) }
