@@ -47,18 +47,10 @@ function Run:save()
   self:read_scalars()   -- a checkpoint's steps are checked (finite) and its last_loss known
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
   if not self:writes_outputs() then self.last_checkpoint, self.saved_step = dir, self.step return dir end   -- rank 0 writes it
-  local tmp = dir .. ".tmp"
-  outputs.remove_tree(tmp)
-  outputs.mkdir(tmp)
-  local ok, err = pcall(self.write_checkpoint, self, tmp)
-  if not ok then outputs.remove_tree(tmp) error(err, 0) end
-  outputs.remove_tree(dir)
-  local rok, rerr = os.rename(tmp, dir)
-  if not rok then
-    outputs.remove_tree(tmp)
-    errors.user("%s: cannot rename the checkpoint into place (%s)", dir, tostring(rerr))
-  end
-  outputs.sync(self.out)
+  outputs.build_folder(dir, "the checkpoint", function(tmp)
+    outputs.mkdir(tmp)
+    self:write_checkpoint(tmp)
+  end)
   self.last_checkpoint, self.saved_step = dir, self.step
   if self.recipe.save.keep then outputs.prune(self.out, self.recipe.save.keep, self:protected_checkpoint()) end
   if self.progress then self.progress:saved(self, dir) end

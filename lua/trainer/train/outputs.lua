@@ -105,6 +105,24 @@ function M.copy_file(src, dst)
   M.write_atomic(dst, M.read(src))
 end
 
+-- Builds the folder dst whole or not at all: fn(tmp, ...) writes it as dst .. ".tmp" (a
+-- leftover of an earlier failure is removed first), which is then renamed over dst and the
+-- parent folder fsync'ed. Any failure removes the .tmp folder, so dst stays the old folder
+-- or becomes the whole new one; `what` names it in the message of a failed rename.
+function M.build_folder(dst, what, fn, ...)
+  local tmp = dst .. ".tmp"
+  M.remove_tree(tmp)
+  local ok, err = pcall(fn, tmp, ...)
+  if not ok then M.remove_tree(tmp) error(err, 0) end
+  M.remove_tree(dst)
+  local rok, rerr = os.rename(tmp, dst)
+  if not rok then
+    M.remove_tree(tmp)
+    errors.user("%s: cannot rename %s into place (%s)", dst, what, tostring(rerr))
+  end
+  M.sync(dirname(dst))
+end
+
 -- ---------------------------------------------------------------- gzip
 function M.gzip_file(src, dst)
   local data = M.read(src)
