@@ -1,5 +1,5 @@
--- luacheck settings for `make lint`: LuaJIT, the one global `trainer` (DESIGN: no globals
--- but trainer), long lines allowed (messages are written as one string).
+-- luacheck settings for `make lint`: LuaJIT, the one global `trainer` (no other global:
+-- docs/CONTRACT.md, "The Lua API"), long lines allowed (messages are written as one string).
 std = "luajit"
 globals = { "trainer" }
 max_line_length = false

@@ -317,13 +317,15 @@ $(FUZZ_LUA_BIN): FUZZ_SOURCE := tests/fuzz/fuzz_lua.c
 $(FUZZ_LUA_BIN): FUZZ_EXTRA := $(FUZZ_LUA_OBJ) -Wl,--export-dynamic
 $(FUZZ_LUA_BIN): FUZZ_DEFS = -DFUZZ_LUA_TARGET='"$(patsubst fuzz_%,%,$(notdir $@))"'
 $(FUZZ_LUA_BIN): $(FUZZ_LUA_OBJ)
-# model_config requires the model families, which load the whole runtime (its context, the
-# op table): the runtime's release objects are linked in, uninstrumented, but for the files
-# the fuzz objects already hold (compiled with coverage), with the symbols exported for the
-# FFI and GCC's OpenMP runtime, which those objects were compiled for.
+# model_config requires the model families and trainer_state the safetensors reader's
+# tensors, which load the whole runtime (its context, the op table): the runtime's release
+# objects are linked in, uninstrumented, but for the files the fuzz objects already hold
+# (compiled with coverage), with the symbols exported for the FFI and GCC's OpenMP runtime,
+# which those objects were compiled for.
 FUZZ_RUNTIME_OBJ := $(filter-out $(patsubst %.c,$(BUILD)/rel/%.o,$(FUZZ_SRC) core/binding/lua_native.c),$(REL_OBJ))
-$(BUILD)/fuzz/fuzz_model_config: $(FUZZ_RUNTIME_OBJ)
-$(BUILD)/fuzz/fuzz_model_config: FUZZ_EXTRA += $(FUZZ_RUNTIME_OBJ) $(MPI_LIBS) $(CUDA_LIBS) \
+FUZZ_RUNTIME_BIN := $(BUILD)/fuzz/fuzz_model_config $(BUILD)/fuzz/fuzz_trainer_state
+$(FUZZ_RUNTIME_BIN): $(FUZZ_RUNTIME_OBJ)
+$(FUZZ_RUNTIME_BIN): FUZZ_EXTRA += $(FUZZ_RUNTIME_OBJ) $(MPI_LIBS) $(CUDA_LIBS) \
     $(if $(HAVE_OMP),$(shell $(CC) -print-file-name=libgomp.so))
 
 $(BUILD)/fuzz/fuzz_%: $(FUZZ_OBJ) $(wildcard tests/fuzz/*.c tests/fuzz/*.h)

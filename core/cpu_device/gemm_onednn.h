@@ -1,8 +1,7 @@
 /* gemm_onednn.h — f32 matrix products on the CPU through oneDNN's matmul primitive, with
  * an optional right-hand matrix (a Linear's weight) packed once into oneDNN's own blocked
- * layout. On this project's machine (AVX-512, 2 cores) the packed products ran 35-45 %
- * faster than OpenBLAS's sgemm on the MiniLM Linear shapes with 2 threads on an idle machine
- * (263-284 against 160-200 GFLOP/s), 0-17 % faster on one core (bench/bench_gemm_onednn.c).
+ * layout: the packed products beat OpenBLAS's sgemm on the MiniLM Linear shapes (the figures:
+ * docs/BENCHMARKS.md, "Figures behind choices in the code"; bench/bench_gemm_onednn.c).
  *
  * libdnnl is loaded at run time (dlopen of the soname this build's headers describe), as
  * the CUDA backend loads cuBLASLt: a build with the headers runs, on OpenBLAS, on a machine
@@ -48,8 +47,8 @@ int tr_onednn_gemm(tr_onednn *d, float *C, const float *A, const void *B, int b_
 /* The same product over bf16 A and B (bf16 bits, uint16_t) with f32 accumulation inside
  * oneDNN, into C of bf16 (c_bf16, rounded to nearest even once, after the bias and the
  * sum) or f32; bias f32. B is plain (no packed bf16 layout: a pack would be a second copy
- * of a frozen half weight, and plain bf16 products measured within 2-7 % of packed ones
- * on an AMD EPYC with AVX512-BF16).
+ * of a frozen half weight, and plain bf16 products run about as fast as packed ones on an
+ * AMD EPYC with AVX512-BF16: docs/BENCHMARKS.md).
  * Only where tr_onednn_bf16_isa names bf16 instructions: elsewhere oneDNN may run it on
  * reference code. */
 int tr_onednn_gemm_bf16(tr_onednn *d, void *C, int c_bf16, const uint16_t *A, const uint16_t *B, const float *bias,

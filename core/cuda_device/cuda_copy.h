@@ -2,7 +2,7 @@
  * memory: what core/tensor/tensor.c calls for any tensor that is not on the CPU, so that
  * tensor.c itself holds no CUDA code.
  *
- * Streams and sync points (docs/ARCHITECTURE.md, "Device memory and transfers"):
+ * Streams and sync points (docs/CUDA.md, "Device memory and transfers"):
  *   - every copy and fill is queued on the compute stream of the destination device (of the
  *     source for a download to the host): tr_cuda_stream(tr_ctx_cuda_state(ctx, d)), a
  *     non-blocking stream; never the legacy default stream, never a plain cudaMemcpy or

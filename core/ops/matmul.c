@@ -9,9 +9,8 @@
  * until the weight changes) or once per call (a half weight, which is not packed: its
  * staged f32 copy goes to the router's plain product, oneDNN or OpenBLAS); the general
  * matmul converts whole operands. On Intel's AVX512-BF16 without AMX oneDNN's bf16 x bf16
- * product is slower than f32 (measured 130-167 against 263-284 GFLOP/s on a Xeon with
- * AVX512-BF16), and cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see
- * bench/bench_gemm.c.
+ * product is slower than f32 (docs/BENCHMARKS.md, "Figures behind choices in the code"), and
+ * cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see bench/bench_gemm.c.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public
  * wrappers; slots: core/cpu_ops/matmul_cpu.c, core/cuda_ops/matmul_cuda.c. */
 #include "ops_nn.h"

@@ -6,11 +6,10 @@
  * Why: `trainer encode` and short-text fine-tunes run T of 5 to 30. There the tiled path of
  * attention.c paid per row (a mask fill, a max, an exp loop, a sum, a log: five calls
  * per 16 scores) and per head (a zeroed scratch, a key-select row, two tile products of one
- * or two vectors a row): 0.24-0.31 ms for the 384 heads of a 32-sentence MiniLM batch at
- * T = 13, 6 % of an encode pass, for 10 MFLOP. A row of T <= 32 scores is one or two
- * vectors, so the whole head fits the register file: 0.10-0.13 ms there, and 0.06 against
- * 0.16 ms at T = 8, 0.41-0.54 against 0.63-0.67 ms at T = 30 (bench/attention_short.lua,
- * old and new binaries alternated, 2 threads).
+ * or two vectors a row), a cost out of proportion to the few FLOPs of a short head. A row of
+ * T <= 32 scores is one or two vectors, so the whole head fits the register file, and this
+ * path is faster than the tiled one at every such length (the figures:
+ * docs/BENCHMARKS.md, "Figures behind choices in the code"; bench/attention_short.lua).
  *
  * Same contract as tr_k_attention_fwd_f32 (attention.h): out [B,T,H,D] (=), lse [B,H,T] (=),
  * mask [B,T] i32 or f32 or NULL, a row whose keys are all masked gives out 0 and lse -inf.

@@ -3,6 +3,12 @@
 #   expect_rc NAME CODE        the last run exited with CODE
 #   expect_out NAME TEXT       stdout contains TEXT (fixed string)
 #   expect_err NAME TEXT       stderr contains TEXT (fixed string)
+#   train NAME RECIPE [k=v...] a run into $TMP/NAME: its exit status 0 and a finite last loss
+#   keys FILE                  the tensor names of a safetensors file, sorted, one a line
+#   check NAME MODE ARGS...    tests/cli/check_outputs.lua's comparison against a golden
+#   pair_recipes EMB CLS       the training fixture's pairs in $TMP/fx and two recipes of 4
+#                              steps on them: $TMP/emb.lua (model folder EMB, MNRL) and
+#                              $TMP/cls.lua (the classifier folder CLS, cross-entropy)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TRAINER="$ROOT/trainer"
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
@@ -25,3 +31,45 @@ expect_out() { if grep -qF -- "$2" "$TMP/out"; then pass "$1"; else fail "$1" "s
 expect_err() { if grep -qF -- "$2" "$TMP/err"; then pass "$1"; else fail "$1" "stderr lacks '$2'"; show; fi; }
 expect_no_out() { if grep -qF -- "$2" "$TMP/out"; then fail "$1" "stdout has '$2'"; show; else pass "$1"; fi; }
 finish() { [ "$failures" -eq 0 ]; }
+
+train() { # NAME RECIPE overrides...
+  local name=$1 recipe=$2 last; shift 2
+  run_trainer "$recipe" out="$TMP/$name" "$@"
+  expect_rc "${name}_rc" 0
+  last=$(tail -n 1 "$TMP/$name/metrics.jsonl" 2>/dev/null | sed -E 's/.*"loss": ?([-0-9.e+]+).*/\1/')
+  if awk -v l="$last" 'BEGIN { exit !(l + 0 == l && l > 0 && l < 100) }'; then pass "${name}_loss_finite"
+  else fail "${name}_loss_finite" "last loss '$last'"; fi
+}
+keys() {
+  "$TRAINER" run /dev/stdin <<LUA
+local r = require("trainer.core.safetensors").load("$1")
+local n = r:names()
+table.sort(n)
+print(table.concat(n, "\n"))
+r:close()
+LUA
+}
+check() { # name, mode, args...
+  local name=$1; shift
+  if "$TRAINER" run tests/cli/check_outputs.lua "$@" >"$TMP/check" 2>&1; then pass "$name"
+  else fail "$name" "$(tail -3 "$TMP/check")"; fi
+}
+pair_recipes() { # EMB_FOLDER CLS_FOLDER
+  run_trainer run "$ROOT/tests/cudacpu/train_fixture.lua" "$TMP/fx"
+  expect_rc fixture_rc 0
+  cat >"$TMP/emb.lua" <<LUA
+return {
+  model = { from = "$1" }, data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2" } },
+  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
+  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
+}
+LUA
+  cat >"$TMP/cls.lua" <<LUA
+return {
+  model = { from = "$2", task = "classification" },
+  data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
+  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
+}
+LUA
+}

@@ -15,15 +15,6 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
 
-train() { # NAME RECIPE overrides...
-  local name=$1 recipe=$2 last; shift 2
-  run_trainer "$recipe" out="$TMP/$name" "$@"
-  expect_rc "${name}_rc" 0
-  last=$(tail -n 1 "$TMP/$name/metrics.jsonl" 2>/dev/null | sed -E 's/.*"loss": ?([-0-9.e+]+).*/\1/')
-  if awk -v l="$last" 'BEGIN { exit !(l + 0 == l && l > 0 && l < 100) }'; then pass "${name}_loss_finite"
-  else fail "${name}_loss_finite" "last loss '$last'"; fi
-}
-
 train bce tests/cli/cross_encoder_stsb.lua
 C="$TMP/bce/checkpoint-4"
 if grep -q '"BertForSequenceClassification"' "$C/config.json" && grep -q '"LABEL_0"' "$C/config.json" \

@@ -6,11 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
-check() { # name, mode, args...
-  local name=$1; shift
-  if "$TRAINER" run tests/cli/check_outputs.lua "$@" >"$TMP/check" 2>&1; then pass "$name"
-  else fail "$name" "$(tail -3 "$TMP/check")"; fi
-}
 
 # ---------------------------------------------------------------- tiny goldens
 run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt

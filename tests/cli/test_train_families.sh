@@ -11,44 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 D=tests/data
-run_trainer run tests/cudacpu/train_fixture.lua "$TMP/fx"
-expect_rc fixture_rc 0
-
-cat >"$TMP/emb.lua" <<LUA
-return {
-  model = { from = "$D/tiny_distilbert" }, data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2" } },
-  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
-  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
-}
-LUA
-cat >"$TMP/cls.lua" <<LUA
-return {
-  model = { from = "$D/tiny_distilbert_cls", task = "classification" },
-  data = { train = "$TMP/fx/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
-  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 4,
-  grad_clip = 1.0, log = { every = 1, quiet = true }, eval = { at_start = false }, device = "cpu", seed = 3,
-}
-LUA
-
-# The run NAME: its exit status and a finite last loss in its metrics.jsonl.
-train() { # NAME RECIPE overrides...
-  local name=$1 recipe=$2 last; shift 2
-  run_trainer "$recipe" out="$TMP/$name" "$@"
-  expect_rc "${name}_rc" 0
-  last=$(tail -n 1 "$TMP/$name/metrics.jsonl" 2>/dev/null | sed -E 's/.*"loss": ?([-0-9.e+]+).*/\1/')
-  if awk -v l="$last" 'BEGIN { exit !(l + 0 == l && l > 0 && l < 100) }'; then pass "${name}_loss_finite"
-  else fail "${name}_loss_finite" "last loss '$last'"; fi
-}
-# The tensor names of a safetensors file, sorted, one a line.
-keys() {
-  "$TRAINER" run /dev/stdin <<LUA
-local r = require("trainer.core.safetensors").load("$1")
-local n = r:names()
-table.sort(n)
-print(table.concat(n, "\n"))
-r:close()
-LUA
-}
+pair_recipes "$D/tiny_distilbert" "$D/tiny_distilbert_cls"
 
 train distil_full "$TMP/emb.lua"
 keys "$TMP/distil_full/checkpoint-4/model.safetensors" >"$TMP/k1"

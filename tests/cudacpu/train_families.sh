@@ -32,23 +32,7 @@ need_cuda
 fixture
 
 D="$(pwd)/tests/data"
-cat >"$FX/distil.lua" <<LUA
-return {
-  model = { from = "$D/tiny_distilbert" }, data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
-  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
-cat >"$FX/distil_cls.lua" <<LUA
-return {
-  model = { from = "$D/tiny_distilbert_cls", task = "classification" },
-  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
-  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
+pair_recipes distil "$D/tiny_distilbert" "$D/tiny_distilbert_cls"
 FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
 BF16="loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
 
@@ -89,15 +73,6 @@ return {
   data = { train = "$FX/long.jsonl", columns = { "sentence1", "sentence2", "label" } },
 }
 LUA
-plan_check() { # NAME RUN overrides...
-  local name=$1 run=$2 why rc; shift 2
-  "$TRAINER" plan "$FX/distil_plan.lua" device=cuda "$@" --json >"$W/$run.plan.json" 2>"$W/$run.plan.err" || {
-    fail "$name" "trainer plan failed: $(tail -n 2 "$W/$run.plan.err" | tr '\n' ' ')"; return; }
-  train "$run" "$FX/distil_plan.lua" device=cuda "$@"; rc=$?
-  if [ $rc != 0 ]; then fail "$name" "the cuda run failed (rc $rc): $(tail -n 2 "$W/runs/$run.log" | tr '\n' ' ')"
-  elif why=$("$TRAINER" run tests/cudacpu/plan_compare.lua "$W/$run.plan.json" "$W/runs/$run" 2>&1); then pass "$name" "$why"
-  else fail "$name" "$why"; fi
-}
-plan_check train_plan_distil_fp32 plan_fp32 precision=fp32
-plan_check train_plan_distil_bf16_ckpt_lora plan_bf16 precision=bf16 checkpoint='{every=1}' "$LORA"
+plan_check train_plan_distil_fp32 plan_fp32 "$FX/distil_plan.lua" precision=fp32
+plan_check train_plan_distil_bf16_ckpt_lora plan_bf16 "$FX/distil_plan.lua" precision=bf16 checkpoint='{every=1}' "$LORA"
 finish

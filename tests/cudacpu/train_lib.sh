@@ -6,9 +6,14 @@
 #   names "a b c"       the checks this script reports (each SKIPped when no CUDA device)
 #   need_cuda           SKIP every name and exit 0 without the binary or a CUDA device
 #   fixture             the tiny models, data and recipes in $FX (train_fixture.lua), once
+#   pair_recipes NAME EMB CLS   two recipes of 6 steps on the fixture's pairs: $FX/NAME.lua
+#                       (the model folder EMB, MNRL) and $FX/NAME_cls.lua (the classifier
+#                       folder CLS, cross-entropy); AdamW, dropout as the folders say, clip 1
 #   train NAME ARGS...  $TRAINER ARGS... out=$W/runs/NAME --quiet; its output in NAME.log
 #   drive NAME ARGS...  the same through train_run.lua (the scaler's test options)
 #   compare A B SPEC    the runs A and B within SPEC (FIELD:TOL,...); prints the verdict line
+#   plan_check NAME RUN RECIPE ARGS...  `trainer plan RECIPE device=cuda ARGS --json` against the
+#                       ledger of the cuda run RUN of the same recipe (plan_compare.lua)
 #   pass/fail/skip NAME [WHY], finish: the PASS/FAIL/SKIP lines, "N passed, N failed", the status
 # Output goes under OUT (default build/cudacpu_out)/<script name>/.
 set -u
@@ -42,10 +47,40 @@ need_cuda() {
 fixture() { "$TRAINER" run tests/cudacpu/train_fixture.lua "$FX" >"$W/fixture.log" 2>&1 || {
   echo "FAIL fixture: $(tail -n 3 "$W/fixture.log")"; failed=$((failed + 1)); finish; }; }
 
+pair_recipes() { # NAME EMB_FOLDER CLS_FOLDER
+  cat >"$FX/$1.lua" <<LUA
+return {
+  model = { from = "$2" }, data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
+  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+  cat >"$FX/$1_cls.lua" <<LUA
+return {
+  model = { from = "$3", task = "classification" },
+  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
+  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
+  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
+  device = "cpu", seed = 3,
+}
+LUA
+}
+
 train() { local n=$1; shift; "$TRAINER" "$@" out="$W/runs/$n" --quiet >"$W/runs/$n.log" 2>&1; }
 drive() { local n=$1; shift
   "$TRAINER" run tests/cudacpu/train_run.lua "$@" out="$W/runs/$n" >"$W/runs/$n.log" 2>&1; }
 compare() { "$TRAINER" run tests/cudacpu/train_compare.lua "$W/runs/$1" "$W/runs/$2" "$3" 2>&1; }
+
+plan_check() { # NAME RUN RECIPE overrides...
+  local name=$1 run=$2 recipe=$3 why rc; shift 3
+  "$TRAINER" plan "$recipe" device=cuda "$@" --json >"$W/$run.plan.json" 2>"$W/$run.plan.err" || {
+    fail "$name" "trainer plan failed: $(tail -n 2 "$W/$run.plan.err" | tr '\n' ' ')"; return; }
+  train "$run" "$recipe" device=cuda "$@"; rc=$?
+  if [ $rc != 0 ]; then fail "$name" "the cuda run failed (rc $rc): $(tail -n 2 "$W/runs/$run.log" | tr '\n' ' ')"
+  elif why=$("$TRAINER" run tests/cudacpu/plan_compare.lua "$W/$run.plan.json" "$W/runs/$run" 2>&1); then pass "$name" "$why"
+  else fail "$name" "$why"; fi
+}
 
 # The verdict of a check that compares run A (cuda) with run B (reference) after both trained:
 #   judge NAME A rcA B rcB SPEC [WHAT]

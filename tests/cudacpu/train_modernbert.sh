@@ -14,24 +14,7 @@ names "train_modernbert_fp32_full train_modernbert_bf16_ckpt_lora train_modernbe
 need_cuda
 fixture
 
-cat >"$FX/modernbert.lua" <<LUA
-return {
-  model = { from = "$(pwd)/tests/data/tiny_modernbert" },
-  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
-  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
-cat >"$FX/modernbert_cls.lua" <<LUA
-return {
-  model = { from = "$(pwd)/tests/data/tiny_modernbert_cls", task = "classification" },
-  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
-  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
+pair_recipes modernbert "$(pwd)/tests/data/tiny_modernbert" "$(pwd)/tests/data/tiny_modernbert_cls"
 
 R="$FX/modernbert.lua"
 train fp32_cpu "$R" device=cpu; a=$?

@@ -20,23 +20,7 @@ need_cuda
 fixture
 
 D="$(pwd)/tests/data"
-cat >"$FX/mpnet.lua" <<LUA
-return {
-  model = { from = "$D/tiny_mpnet" }, data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
-  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
-cat >"$FX/mpnet_cls.lua" <<LUA
-return {
-  model = { from = "$D/tiny_mpnet_cls", task = "classification" },
-  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
-  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
+pair_recipes mpnet "$D/tiny_mpnet" "$D/tiny_mpnet_cls"
 FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
 BF16="loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
 

@@ -15,15 +15,6 @@ names "train_plan_fp32 train_plan_bf16_ckpt_lora"
 need_cuda
 fixture
 
-plan_check() { # NAME RUN overrides...
-  local name=$1 run=$2 why rc; shift 2
-  "$TRAINER" plan "$FX/plan.lua" device=cuda "$@" --json >"$W/$run.plan.json" 2>"$W/$run.plan.err" || {
-    fail "$name" "trainer plan failed: $(tail -n 2 "$W/$run.plan.err" | tr '\n' ' ')"; return; }
-  train "$run" "$FX/plan.lua" device=cuda "$@"; rc=$?
-  if [ $rc != 0 ]; then fail "$name" "the cuda run failed (rc $rc): $(tail -n 2 "$W/runs/$run.log" | tr '\n' ' ')"
-  elif why=$("$TRAINER" run tests/cudacpu/plan_compare.lua "$W/$run.plan.json" "$W/runs/$run" 2>&1); then pass "$name" "$why"
-  else fail "$name" "$why"; fi
-}
-plan_check train_plan_fp32 fp32 precision=fp32
-plan_check train_plan_bf16_ckpt_lora bf16 precision=bf16 checkpoint='{every=1}' 'lora={r=4,alpha=8,dropout=0.1,targets={"query","value"}}'
+plan_check train_plan_fp32 fp32 "$FX/plan.lua" precision=fp32
+plan_check train_plan_bf16_ckpt_lora bf16 "$FX/plan.lua" precision=bf16 checkpoint='{every=1}' 'lora={r=4,alpha=8,dropout=0.1,targets={"query","value"}}'
 finish

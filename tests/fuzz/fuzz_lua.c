@@ -7,8 +7,8 @@
  * (CRC-32C, safetensors, JSON: instrumented) and by the Lua's own lines (a line hook, below).
  * Targets: tfrecord (event files: a resume's cut-back reads them), trainer_state (a
  * checkpoint's gzip'd safetensors + JSON state), beir (an IR evaluation set's three files),
- * model_config (a config.json checked by its model family: this one links the whole
- * runtime, which the family modules load). */
+ * model_config (a config.json checked by its model family). trainer_state and model_config
+ * link the whole runtime, which the safetensors reader's tensors and the family modules load. */
 #include "fuzz.h"
 #include "lua_native.h"
 
@@ -62,7 +62,7 @@ static void setup(void)
     lua_setfield(L, LUA_REGISTRYINDEX, "trainer.root");
     /* check(data): runs the target; true, or false and the message of a broken contract.
      * The target's modules load first (lua_targets.prepare[NAME]): what they allocate for the
-     * process's life (model_config: the runtime's context) is held from LuaJIT's heap, which
+     * process's life (trainer_state, model_config: the runtime's context) is held from LuaJIT's heap, which
      * LeakSanitizer does not scan, so setup runs with leak detection off. */
     const char *driver =
         "local targets = require('lua_targets')\n"

@@ -10,6 +10,7 @@ local M = {}
 -- detection off): modules that keep allocations for the process's life.
 M.prepare = {
   model_config = function() require("trainer.models.registry").families() end,
+  trainer_state = function() require("trainer.core.safetensors") end,
 }
 
 -- An event file (TFRecord frames of Event protos), as a resume reads an earlier run's to cut
@@ -31,57 +32,11 @@ function M.tfrecord(data)
   end
 end
 
--- The safetensors reader trainer_state uses, over core/io/safetensors.h alone: the tensors'
--- values are not copied into runtime tensors (the fuzz binary has no runtime); names,
--- dtypes, shapes and metadata are the C reader's.
-local function reader_stub()
-  local C = require("trainer.core.ffi")
-  local errors = require("trainer.core.errors")
-  local Reader = {}
-  Reader.__index = Reader
-  local st = {}
-  function st.load(path)
-    local out, err = ffi.new("tr_st_file *[1]"), ffi.new("tr_error")
-    if C.tr_st_open(out, path, err) ~= 0 then errors.user("%s", ffi.string(err.msg)) end
-    return setmetatable({ h = out[0], path = path }, Reader)
-  end
-  function Reader:names()
-    local out, info = {}, ffi.new("tr_st_info")
-    for i = 0, tonumber(C.tr_st_count(self.h)) - 1 do
-      assert(C.tr_st_get(self.h, i, info) == 0)
-      out[#out + 1] = ffi.string(info.name)
-    end
-    return out
-  end
-  function Reader:info(name)
-    local info, err = ffi.new("tr_st_info"), ffi.new("tr_error")
-    if C.tr_st_lookup(self.h, name, info, err) ~= 0 then errors.user("%s", ffi.string(err.msg)) end
-    local shape = {}
-    for d = 0, info.ndim - 1 do shape[#shape + 1] = tonumber(info.shape[d]) end
-    return { dtype = ffi.string(info.dtype_name), shape = shape, numel = tonumber(info.numel) }
-  end
-  function Reader:metadata()
-    local out, k, v = {}, ffi.new("const char *[1]"), ffi.new("const char *[1]")
-    for i = 0, tonumber(C.tr_st_metadata_count(self.h)) - 1 do
-      if C.tr_st_metadata_at(self.h, i, k, v) == 0 then out[ffi.string(k[0])] = ffi.string(v[0]) end
-    end
-    return out
-  end
-  function Reader:tensor(name)
-    self:info(name)
-    return { free = function() end }
-  end
-  function Reader:close()
-    if self.h ~= nil then C.tr_st_close(self.h) self.h = nil end
-  end
-  return st
-end
-
--- A checkpoint's trainer_state: the input is the decompressed state (a safetensors file
--- whose metadata holds the JSON), gzip'd here so that mutations reach the layers behind
--- the gzip check; an input that starts with the gzip magic is written as it is.
+-- A checkpoint's trainer_state, read as a resume reads it (trainer.core.safetensors over
+-- the runtime, its tensors copied out and freed): the input is the decompressed state (a
+-- safetensors file whose metadata holds the JSON), gzip'd here so that mutations reach the
+-- layers behind the gzip check; an input that starts with the gzip magic is written as it is.
 function M.trainer_state(data, tmp)
-  package.loaded["trainer.core.safetensors"] = package.loaded["trainer.core.safetensors"] or reader_stub()
   local C = require("trainer.core.ffi")
   local dir = tmp .. "/state"
   require("trainer.core.sys").mkdir_p(dir)
@@ -94,7 +49,8 @@ function M.trainer_state(data, tmp)
     if #data > 0 then assert(C.gzwrite(gz, data, #data) == #data, "gzwrite") end
     assert(C.gzclose(gz) == 0, "gzclose")
   end
-  local meta = require("trainer.train.trainer_state").read(dir, { scratch = tmp })
+  local meta, tensors = require("trainer.train.trainer_state").read(dir, { scratch = tmp })
+  for _, t in pairs(tensors) do t:free() end
   assert(type(meta) == "table" and type(meta.step) == "number", "a state read without its step")
 end
 

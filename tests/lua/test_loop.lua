@@ -6,6 +6,7 @@
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local json = require("trainer.core.json")
 local outputs = require("trainer.train.outputs")
+local fs = require("trainer.core.fs")
 local progress = require("trainer.train.progress")
 local recipe = require("trainer.recipe")
 local loop = require("trainer.train.loop")
@@ -50,7 +51,7 @@ tests[#tests + 1] = { "atomic_write_and_prune", function()
   outputs.mkdir(d)
   outputs.write_atomic(d .. "/a.json", "{}")
   assert(outputs.read(d .. "/a.json") == "{}")
-  assert(not outputs.exists(d .. "/a.json.tmp"))
+  assert(not fs.exists(d .. "/a.json.tmp"))
   for _, s in ipairs({ 2, 10, 4, 6 }) do outputs.mkdir(("%s/checkpoint-%d"):format(d, s)) end
   outputs.prune(d, 2)
   local left = outputs.checkpoints(d)
@@ -152,7 +153,7 @@ end
 
 tests[#tests + 1] = { "lora_resume_exact", function()
   resume_case("lora", [[lora = { r = 4, alpha = 8, dropout = 0.1, targets = { "query", "value" } },]])
-  assert(outputs.exists(setup().dir .. "/lora_part/checkpoint-2/adapter_model.safetensors"))
+  assert(fs.exists(setup().dir .. "/lora_part/checkpoint-2/adapter_model.safetensors"))
 end }
 
 tests[#tests + 1] = { "accumulated_resume_exact", function()

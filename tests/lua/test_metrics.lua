@@ -22,15 +22,7 @@ local function raises(fn, pattern)
 end
 
 -- A fake embedder: each text is "x,y,z" parsed into a row.
-local function embed(texts)
-  local rows = {}
-  for i, t in ipairs(texts) do
-    local r = {}
-    for v in t:gmatch("[^,]+") do r[#r + 1] = tonumber(v) end
-    rows[i] = r
-  end
-  return T.from_table(rows)
-end
+local embed = dofile(native.root() .. "/tests/lua/testlib.lua").embed_numbers
 
 return {
   { "scipy_spearman_pearson", function()

@@ -3,8 +3,6 @@
 -- embeddings (cosine >= 0.99999), logits (within 1e-4), and every parameter's gradient of a
 -- loss (relative error <= 1e-3); the checkpoints saved under transformers' names; the config's
 -- own field names in its errors; the tokenizer's specials.
-local T = require("trainer.core.tensor")
-local ops = require("trainer.core.ops")
 local st = require("trainer.core.safetensors")
 local errors = require("trainer.core.errors")
 local registry = require("trainer.models.registry")
@@ -17,82 +15,20 @@ local lib = dofile(root .. "/tests/lua/testlib.lua")
 local rel_err = lib.rel_err
 
 local function quiet(w) error("unexpected warning: " .. w) end
+local input_of = lib.golden_ids
+local values = lib.golden_values
 
-local function input_of(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }) }
-end
-
-local function values(g, name)
-  local t = g:tensor(name)
-  local v = t:values()
-  t:free()
-  return v
-end
-
--- Every parameter's gradient against grad.<name>; the attention key biases (zero in exact
--- arithmetic) within 1e-5 absolute.
-local function check_grads(model, g)
-  local n = 0
-  for name, p in model:parameters() do
-    n = n + 1
-    local r = values(g, "grad." .. name)
-    local v = p.grad and p.grad:values()
-    if not v then v = {} for i = 1, #r do v[i] = 0 end end
-    if name:match("k_lin%.bias$") or name:match("self%.key%.bias$") then
-      for i = 1, #r do assert(math.abs(v[i] - r[i]) <= 1e-5, ("%s[%d]: %g vs %g"):format(name, i, v[i], r[i])) end
-    else
-      local rel = rel_err(v, r)
-      assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
-    end
-  end
-  assert(n > 20, "only " .. n .. " parameters")
-end
-
-local function cosine_rows(a, b, rows, cols)
-  local worst = 1
-  for r = 0, rows - 1 do
-    local dot, na, nb = 0, 0, 0
-    for c = 1, cols do
-      local x, y = a[r * cols + c], b[r * cols + c]
-      dot, na, nb = dot + x * y, na + x * x, nb + y * y
-    end
-    worst = math.min(worst, dot / math.sqrt(na * nb))
-  end
-  return worst
-end
+-- The attention key biases (zero in exact arithmetic) are compared within 1e-5 absolute.
+local KEY_BIAS = { "k_lin%.bias$", "self%.key%.bias$" }
 
 -- The classifier folder's golden: logits within 1e-4, the loss, every gradient.
 local function classifier_parity(name)
   local m = trainer.load_model(data .. "/" .. name, { on_warning = quiet })
   assert(m.task == "classification" and m.num_labels == 3, m.task)
   local g = st.load(data .. "/golden_" .. name .. ".safetensors")
-  local x = input_of(g)
-  m:eval():set_grad_enabled(true)
-  local logits = m:forward(x)
-  local want = values(g, "logits")
-  local got = logits:values()
-  for i = 1, #want do
-    assert(math.abs(got[i] - want[i]) <= 1e-4, ("%s logits[%d]: %.7g vs %.7g"):format(name, i, got[i], want[i]))
-  end
-  local labels = g:tensor("labels", { tag = "activations" })
-  local loss, lse = ops.cross_entropy(logits, labels)
-  local l = loss:values()[1]
-  assert(math.abs(l - values(g, "loss")[1]) <= 1e-5, ("%s loss %.7g"):format(name, l))
-  local dl = ops.cross_entropy_backward(logits, lse, labels)
-  m:backward(dl)
-  check_grads(m, g)
-  for _, t in ipairs({ logits, labels, loss, lse, dl }) do t:free() end
-  lib.free_input(x)
+  assert(lib.classifier_parity(m, g, KEY_BIAS) > 20)
   g:close()
   return m
-end
-
--- The state_list of a model: its names, in order.
-local function names_of(model)
-  local out = {}
-  for i, e in ipairs(registry.of_model(model).state_list(model)) do out[i] = e[1] end
-  return out
 end
 
 return {
@@ -101,19 +37,7 @@ return {
     assert(registry.of_model(m).name == "distilbert")
     assert(m.config.sinusoidal_pos_embds == true and m.config.dim == 32)
     local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
-    local x = input_of(g)
-    m:eval():set_grad_enabled(true)
-    local e = m:forward(x)
-    local want, got = values(g, "embedding"), e:values()
-    local cos = cosine_rows(got, want, 4, 32)
-    assert(cos >= 0.99999, "cosine " .. cos)
-    assert(rel_err(got, want) <= 1e-5, "embedding relative error " .. rel_err(got, want))
-    -- loss = sum(embedding * loss_weight): its gradient is loss_weight
-    local lw = g:tensor("loss_weight", { tag = "activations" })
-    m:backward(lw)
-    check_grads(m, g)
-    e:free(); lw:free()
-    lib.free_input(x)
+    assert(lib.embedder_parity(m, g, KEY_BIAS) > 20)
     g:close()
     m:free()
   end },
@@ -169,19 +93,7 @@ return {
 
   { "heads_save_under_transformers_names", function()
     for _, name in ipairs({ "tiny_distilbert_cls", "tiny_roberta_cls", "tiny_distilbert" }) do
-      local m = trainer.load_model(data .. "/" .. name, { on_warning = quiet })
-      local r = st.load(data .. "/" .. name .. "/model.safetensors")
-      local ours = names_of(m)
-      local theirs = {}
-      for _, n in ipairs(r:names()) do theirs[n] = true end
-      for _, n in ipairs(ours) do assert(theirs[n], name .. ": saves " .. n .. ", which transformers does not have") end
-      local count = 0
-      for _ in pairs(theirs) do count = count + 1 end
-      assert(count == #ours, ("%s: %d names, transformers %d"):format(name, #ours, count))
-      local fam = registry.of_model(m)
-      assert(fam.has_head(r) == (m.task == "classification"), name)
-      r:close()
-      m:free()
+      lib.saves_transformers_names(data .. "/" .. name)
     end
   end },
 
@@ -283,20 +195,8 @@ return {
   { "distilbert_tokenizer_specials", function()
     local tok = require("trainer.core.tokenizer").load(data .. "/tiny_distilbert")
     local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
-    local ids = g:tensor("input_ids")
-    local mask = g:tensor("attention_mask")
-    local texts = {}
-    for line in io.lines(data .. "/golden_tiny_bert_texts.txt") do texts[#texts + 1] = line end
-    local b = tok:batch(texts, { max_length = 64 })
-    local want, wm = ids:values(), mask:values()
-    local got = b.input_ids:values()
-    local Tn = ids:shape()[2]
-    assert(b.input_ids:shape()[2] == Tn, "padded length")
-    for i = 1, #want do
-      if wm[i] ~= 0 then assert(got[i] == want[i], ("token %d: %d vs %d"):format(i, got[i], want[i])) end
-    end
+    local want = lib.tokens_match_golden(tok, g, data .. "/golden_tiny_bert_texts.txt", 64)
+    g:close()
     assert(want[1] == 2, "[CLS] first")
-    for _, t in pairs(b) do if T.is_tensor(t) then t:free() end end
-    ids:free(); mask:free(); g:close()
   end },
 }

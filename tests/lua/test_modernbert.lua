@@ -22,10 +22,7 @@ local function lines(path)
   return out
 end
 
-local function input_of(g, prefix)
-  return { input_ids = g:tensor(prefix .. "input_ids", { tag = "activations" }),
-           attention_mask = g:tensor(prefix .. "attention_mask", { tag = "activations" }) }
-end
+local input_of = lib.golden_ids
 
 -- Every parameter's gradient against the golden's: grad.<name>, or for the token embeddings the
 -- rows grad_rows.<name> at grad_ids (the others zero). Returns the count.
@@ -63,19 +60,6 @@ local function check_grads(model, g, prefix, strip)
   return n
 end
 
-local function cosine_min(a, b, B, C)
-  local worst = 1
-  for i = 0, B - 1 do
-    local d, na, nb = 0, 0, 0
-    for c = 1, C do
-      local x, y = a[i * C + c], b[i * C + c]
-      d, na, nb = d + x * y, na + x * x, nb + y * y
-    end
-    worst = math.min(worst, d / math.sqrt(na * nb))
-  end
-  return worst
-end
-
 -- The tiny embedder with every local layer's window set (0: every key), its golden's embedding,
 -- loss and gradients under prefix.
 local function embedding_parity(window, prefix)
@@ -90,7 +74,7 @@ local function embedding_parity(window, prefix)
   local e = m:forward(x)
   local eref = g:tensor(prefix .. "embedding")
   local B, C = e:shape()[1], e:shape()[2]
-  local cos = cosine_min(e:values(), eref:values(), B, C)
+  local cos = lib.cosine_rows(e:values(), eref:values(), B, C)
   assert(cos >= 0.99999, ("embedding cosine %.8f < 0.99999"):format(cos))
   local _, abs = rel_err(e:values(), eref:values())
   assert(abs <= 1e-4, ("embedding max abs error %g"):format(abs))

@@ -4,7 +4,6 @@
 -- checkpoints' names both ways; the tokenizer (WordPiece, <s> ... </s></s> ... </s>); LoRA on the
 -- family's q and v; the plan's parameter count; checkpointing's gradients.
 local T = require("trainer.core.tensor")
-local ops = require("trainer.core.ops")
 local st = require("trainer.core.safetensors")
 local errors = require("trainer.core.errors")
 local registry = require("trainer.models.registry")
@@ -16,84 +15,26 @@ local lib = dofile(root .. "/tests/lua/testlib.lua")
 local rel_err = lib.rel_err
 
 local function quiet(w) error("unexpected warning: " .. w) end
+local input_of = lib.golden_ids
+local values = lib.golden_values
 
-local function input_of(g)
-  return { input_ids = g:tensor("input_ids", { tag = "activations" }),
-           attention_mask = g:tensor("attention_mask", { tag = "activations" }) }
-end
+-- The attention key biases (zero in exact arithmetic) are compared within 1e-5 absolute.
+local KEY_BIAS = { "attn%.k%.bias$" }
 
-local function values(g, name)
-  local t = g:tensor(name)
-  local v = t:values()
-  t:free()
-  return v
-end
-
--- Every parameter's gradient against grad.<name>; the attention key biases (zero in exact
--- arithmetic) within 1e-5 absolute. Returns the number of parameters.
-local function check_grads(model, g)
-  local n, saw_bias = 0, false
-  for name, p in model:parameters() do
-    n = n + 1
-    local r = values(g, "grad." .. name)
-    local v = p.grad and p.grad:values()
-    if not v then v = {} for i = 1, #r do v[i] = 0 end end
-    if name:match("attn%.k%.bias$") then
-      for i = 1, #r do assert(math.abs(v[i] - r[i]) <= 1e-5, ("%s[%d]: %g vs %g"):format(name, i, v[i], r[i])) end
-    else
-      local rel = rel_err(v, r)
-      assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
-    end
-    if name:match("relative_attention_bias%.weight$") then
-      saw_bias = true
-      local nz = 0
-      for i = 1, #r do if r[i] ~= 0 then nz = nz + 1 end end
-      assert(nz > 40, "the bias table's gradient reaches only " .. nz .. " entries")
-    end
-  end
-  assert(saw_bias and n > 30, "parameters: " .. n)
-  return n
-end
-
-local function cosine_rows(a, b, rows, cols)
-  local worst = 1
-  for r = 0, rows - 1 do
-    local dot, na, nb = 0, 0, 0
-    for c = 1, cols do
-      local x, y = a[r * cols + c], b[r * cols + c]
-      dot, na, nb = dot + x * y, na + x * x, nb + y * y
-    end
-    worst = math.min(worst, dot / math.sqrt(na * nb))
-  end
-  return worst
-end
-
--- The embedding model's forward and backward against the golden; returns the embedding's
--- relative error.
+-- The embedding model's forward and every gradient against the golden, and the relative-
+-- position bias table's gradient reaching most of its entries.
 local function embedder_parity(m)
   local g = st.load(data .. "/golden_tiny_mpnet.safetensors")
-  local x = input_of(g)
-  m:eval():set_grad_enabled(true)
-  local e = m:forward(x)
-  local want, got = values(g, "embedding"), e:values()
-  local cos = cosine_rows(got, want, 4, 32)
-  assert(cos >= 0.99999, "cosine " .. cos)
-  local rel = rel_err(got, want)
-  assert(rel <= 1e-5, "embedding relative error " .. rel)
-  -- loss = sum(embedding * loss_weight): its gradient is loss_weight
-  local lw = g:tensor("loss_weight", { tag = "activations" })
-  m:backward(lw)
-  check_grads(m, g)
-  e:free(); lw:free()
-  lib.free_input(x)
+  assert(lib.embedder_parity(m, g, KEY_BIAS) > 30)
+  local nz, saw = 0, false
+  for name in m:parameters() do
+    if name:match("relative_attention_bias%.weight$") then
+      saw = true
+      for _, v in ipairs(values(g, "grad." .. name)) do if v ~= 0 then nz = nz + 1 end end
+    end
+  end
+  assert(saw and nz > 40, "the bias table's gradient reaches only " .. nz .. " entries")
   g:close()
-  return rel
-end
-
-local function names_of(model)
-  local out = {}
-  for i, e in ipairs(registry.of_model(model).state_list(model)) do out[i] = e[1] end
-  return out
 end
 
 return {
@@ -125,40 +66,13 @@ return {
     local m = trainer.load_model(data .. "/tiny_mpnet_cls", { on_warning = quiet })
     assert(m.task == "classification" and m.num_labels == 3, m.task)
     local g = st.load(data .. "/golden_tiny_mpnet_cls.safetensors")
-    local x = input_of(g)
-    m:eval():set_grad_enabled(true)
-    local logits = m:forward(x)
-    local want, got = values(g, "logits"), logits:values()
-    for i = 1, #want do
-      assert(math.abs(got[i] - want[i]) <= 1e-4, ("logits[%d]: %.7g vs %.7g"):format(i, got[i], want[i]))
-    end
-    local labels = g:tensor("labels", { tag = "activations" })
-    local loss, lse = ops.cross_entropy(logits, labels)
-    assert(math.abs(loss:values()[1] - values(g, "loss")[1]) <= 1e-5, "loss")
-    local dl = ops.cross_entropy_backward(logits, lse, labels)
-    m:backward(dl)
-    check_grads(m, g)
-    for _, t in ipairs({ logits, labels, loss, lse, dl }) do t:free() end
-    lib.free_input(x)
+    lib.classifier_parity(m, g, KEY_BIAS)
     g:close()
     m:free()
   end },
 
   { "mpnet_saves_under_transformers_names", function()
-    for _, name in ipairs({ "tiny_mpnet_cls", "tiny_mpnet" }) do
-      local m = trainer.load_model(data .. "/" .. name, { on_warning = quiet })
-      local r = st.load(data .. "/" .. name .. "/model.safetensors")
-      local ours = names_of(m)
-      local theirs = {}
-      for _, n in ipairs(r:names()) do theirs[n] = true end
-      for _, n in ipairs(ours) do assert(theirs[n], name .. ": saves " .. n .. ", which transformers does not have") end
-      local count = 0
-      for _ in pairs(theirs) do count = count + 1 end
-      assert(count == #ours, ("%s: %d names, transformers %d"):format(name, #ours, count))
-      assert(registry.of_model(m).has_head(r) == (m.task == "classification"), name)
-      r:close()
-      m:free()
-    end
+    for _, name in ipairs({ "tiny_mpnet_cls", "tiny_mpnet" }) do lib.saves_transformers_names(data .. "/" .. name) end
   end },
 
   { "mpnet_loads_with_and_without_its_prefix", function()
@@ -177,15 +91,8 @@ return {
   { "mpnet_tokenizer_matches_transformers", function()
     local tok = require("trainer.core.tokenizer").load(data .. "/tiny_mpnet")
     local g = st.load(data .. "/golden_tiny_mpnet.safetensors")
-    local ids, mask = g:tensor("input_ids"), g:tensor("attention_mask")
-    local texts = {}
-    for line in io.lines(data .. "/golden_tiny_mpnet_texts.txt") do texts[#texts + 1] = line end
-    local b = tok:batch(texts, { max_length = 78 })
-    local want, wm, got = ids:values(), mask:values(), b.input_ids:values()
-    assert(b.input_ids:shape()[2] == ids:shape()[2], "padded length")
-    for i = 1, #want do
-      if wm[i] ~= 0 then assert(got[i] == want[i], ("token %d: %d vs %d"):format(i, got[i], want[i])) end
-    end
+    local want = lib.tokens_match_golden(tok, g, data .. "/golden_tiny_mpnet_texts.txt", 78)
+    g:close()
     assert(want[1] == 0, "<s> first")
     -- a pair: <s> A </s></s> B </s>
     local p = tok:batch({ { "the cat", "a dog" } }, {})
@@ -194,9 +101,7 @@ return {
     local seps = 0
     for _, id in ipairs(v) do if id == 2 then seps = seps + 1 end end
     assert(seps == 3, table.concat(v, " "))
-    for _, t in pairs(b) do if T.is_tensor(t) then t:free() end end
     for _, t in pairs(p) do if T.is_tensor(t) then t:free() end end
-    ids:free(); mask:free(); g:close()
   end },
 
   { "mpnet_lora_targets_q_and_v", function()

@@ -8,6 +8,7 @@
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 local tmpdir, read = lib.tmpdir, lib.read
 local outputs = require("trainer.train.outputs")
+local fs = require("trainer.core.fs")
 local resume = require("trainer.train.resume")
 local user_code = require("trainer.train.user_code")
 local errors = require("trainer.core.errors")
@@ -60,10 +61,10 @@ return {
     local dir = tmpdir()
     outputs.write_atomic(dir .. "/a.json", "{}\n")
     assert(read(dir .. "/a.json") == "{}\n")
-    assert(not outputs.exists(dir .. "/a.json.tmp"))
+    assert(not fs.exists(dir .. "/a.json.tmp"))
     local msg = user_error_of(function() outputs.write_atomic(dir .. "/no/such/b.json", "x") end)
     assert(msg:find(dir .. "/no/such/b.json: cannot write", 1, true), msg)
-    assert(not outputs.exists(dir .. "/no/such/b.json"))
+    assert(not fs.exists(dir .. "/no/such/b.json"))
     os.execute("rm -rf '" .. dir .. "'")
   end },
 

@@ -113,15 +113,7 @@ return {
     assert(ok, err)
   end },
   { "ir_ties_rank_by_corpus_id", function()
-    local function embed(texts)
-      local rows = {}
-      for i, t in ipairs(texts) do
-        local r = {}
-        for v in t:gmatch("[^,]+") do r[#r + 1] = tonumber(v) end
-        rows[i] = r
-      end
-      return T.from_table(rows)
-    end
+    local embed = dofile(root .. "/tests/lua/testlib.lua").embed_numbers
     -- b and a score the same for q1: a ranks first (smaller id), whatever the file order or chunk
     local corpus = { { id = "b", text = "1,0" }, { id = "a", text = "1,0" }, { id = "c", text = "0,1" } }
     local queries = { { id = "q1", text = "1,0.1" }, { id = "q2", text = "0,1" }, { id = "q3", text = "1,1" } }

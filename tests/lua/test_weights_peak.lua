@@ -5,6 +5,7 @@
 -- checkpoint save (skipped when models/all-MiniLM-L6-v2 is absent): summary.json's
 -- peak_by_tag.weights equals the sum of the parameters' bytes (the allocator's 512-byte blocks).
 local outputs = require("trainer.train.outputs")
+local fs = require("trainer.core.fs")
 local recipe = require("trainer.recipe")
 local loop = require("trainer.train.loop")
 local json = require("trainer.core.json")
@@ -55,7 +56,7 @@ return {
   local base = memory.stats().by_tag.weights
   local rc = loop.train(r, { quiet = true })
   assert(rc == 0, name .. ": exit " .. tostring(rc))
-  assert(outputs.exists(d .. "/" .. name .. "/checkpoint-1/model.safetensors"), name .. ": no checkpoint saved")
+  assert(fs.exists(d .. "/" .. name .. "/checkpoint-1/model.safetensors"), name .. ": no checkpoint saved")
   local s = json.decode(outputs.read(d .. "/" .. name .. "/summary.json"))
   return s, param_bytes, base
 end
@@ -70,7 +71,7 @@ tests[#tests + 1] = { "tiny_full_finetune_weights_peak_is_parameters", function(
 end }
 
 tests[#tests + 1] = { "minilm_full_finetune_weights_peak_is_parameters", function()
-  if not outputs.exists(minilm .. "/model.safetensors") then
+  if not fs.exists(minilm .. "/model.safetensors") then
     print("SKIP test_weights_peak.minilm: " .. minilm .. " is absent (run `make fetch-models`)")
     return
   end

@@ -195,6 +195,157 @@ function M.golden_forward(m, g)
   return m:forward(x), x, a0
 end
 
+-- ---------------------------------------------------------------- parity with transformers
+-- What the model-family suites share against the golden files of tests/ref/make_tiny_*.py:
+-- a golden tensor's values, its token ids and mask as tensors, each row's worst cosine, and
+-- the checks of an embedder's and a classifier's forward and every parameter's gradient.
+
+-- The values of golden file g's tensor name.
+function M.golden_values(g, name)
+  local t = g:tensor(name)
+  local v = t:values()
+  t:free()
+  return v
+end
+
+-- input_ids and attention_mask of golden file g (named prefix .. "input_ids", ... when a
+-- golden holds several inputs), for families without token types.
+function M.golden_ids(g, prefix)
+  prefix = prefix or ""
+  return { input_ids = g:tensor(prefix .. "input_ids", { tag = "activations" }),
+           attention_mask = g:tensor(prefix .. "attention_mask", { tag = "activations" }) }
+end
+
+-- The smallest cosine between row r of a and of b (flat [rows, cols] value lists).
+function M.cosine_rows(a, b, rows, cols)
+  local worst = 1
+  for r = 0, rows - 1 do
+    local dot, na, nb = 0, 0, 0
+    for c = 1, cols do
+      local x, y = a[r * cols + c], b[r * cols + c]
+      dot, na, nb = dot + x * y, na + x * x, nb + y * y
+    end
+    worst = math.min(worst, dot / math.sqrt(na * nb))
+  end
+  return worst
+end
+
+-- Every parameter's gradient against g's grad.<name> (relative error <= 1e-3); a parameter
+-- whose name matches a pattern of `absolute` (the attention key biases, zero in exact
+-- arithmetic) within 1e-5 absolute. Returns the number of parameters.
+function M.check_grads(model, g, absolute)
+  local n = 0
+  for name, p in model:parameters() do
+    n = n + 1
+    local r = M.golden_values(g, "grad." .. name)
+    local v = p.grad and p.grad:values()
+    if not v then v = {} for i = 1, #r do v[i] = 0 end end
+    local abs = false
+    for _, pat in ipairs(absolute or {}) do abs = abs or name:match(pat) ~= nil end
+    if abs then
+      for i = 1, #r do assert(math.abs(v[i] - r[i]) <= 1e-5, ("%s[%d]: %g vs %g"):format(name, i, v[i], r[i])) end
+    else
+      local rel = M.rel_err(v, r)
+      assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
+    end
+  end
+  return n
+end
+
+-- An embedding model m against golden file g: the embedding (each row's cosine >= 0.99999,
+-- relative error <= 1e-5), then the gradient of loss = sum(embedding * loss_weight), whose
+-- seed is loss_weight, for every parameter (check_grads). Returns the number of parameters.
+function M.embedder_parity(m, g, absolute)
+  local x = M.golden_ids(g)
+  m:eval():set_grad_enabled(true)
+  local e = m:forward(x)
+  local want, got = M.golden_values(g, "embedding"), e:values()
+  local shape = e:shape()
+  local cos = M.cosine_rows(got, want, shape[1], shape[2])
+  assert(cos >= 0.99999, "cosine " .. cos)
+  local rel = M.rel_err(got, want)
+  assert(rel <= 1e-5, "embedding relative error " .. rel)
+  local lw = g:tensor("loss_weight", { tag = "activations" })
+  m:backward(lw)
+  local n = M.check_grads(m, g, absolute)
+  e:free(); lw:free()
+  M.free_input(x)
+  return n
+end
+
+-- A classifier m against golden file g: logits within 1e-4, the cross-entropy of g's labels
+-- within 1e-5, and every parameter's gradient of it (check_grads). Returns the count.
+function M.classifier_parity(m, g, absolute)
+  local ops = require("trainer.core.ops")
+  local x = M.golden_ids(g)
+  m:eval():set_grad_enabled(true)
+  local logits = m:forward(x)
+  local want, got = M.golden_values(g, "logits"), logits:values()
+  for i = 1, #want do
+    assert(math.abs(got[i] - want[i]) <= 1e-4, ("logits[%d]: %.7g vs %.7g"):format(i, got[i], want[i]))
+  end
+  local labels = g:tensor("labels", { tag = "activations" })
+  local loss, lse = ops.cross_entropy(logits, labels)
+  local l = loss:values()[1]
+  assert(math.abs(l - M.golden_values(g, "loss")[1]) <= 1e-5, ("loss %.7g"):format(l))
+  local dl = ops.cross_entropy_backward(logits, lse, labels)
+  m:backward(dl)
+  local n = M.check_grads(m, g, absolute)
+  for _, t in ipairs({ logits, labels, loss, lse, dl }) do t:free() end
+  M.free_input(x)
+  return n
+end
+
+-- The model folder dir saves under transformers' names: the names of its family's
+-- state_list are the folder's model.safetensors', and has_head says whether it is a
+-- classifier.
+function M.saves_transformers_names(dir)
+  local st = require("trainer.core.safetensors")
+  local registry = require("trainer.models.registry")
+  local m = trainer.load_model(dir, { on_warning = function(w) error("unexpected warning: " .. w) end })
+  local r = st.load(dir .. "/model.safetensors")
+  local fam = registry.of_model(m)
+  local ours = {}
+  for i, e in ipairs(fam.state_list(m)) do ours[i] = e[1] end
+  local theirs, count = {}, 0
+  for _, n in ipairs(r:names()) do theirs[n] = true count = count + 1 end
+  for _, n in ipairs(ours) do assert(theirs[n], dir .. ": saves " .. n .. ", which transformers does not have") end
+  assert(count == #ours, ("%s: %d names, transformers %d"):format(dir, #ours, count))
+  assert(fam.has_head(r) == (m.task == "classification"), dir)
+  r:close()
+  m:free()
+end
+
+-- tok's ids of the lines of texts_file padded to max_length equal golden file g's
+-- input_ids where its mask is set, at g's padded length. Returns g's ids (a flat list).
+function M.tokens_match_golden(tok, g, texts_file, max_length)
+  local ids, mask = g:tensor("input_ids"), g:tensor("attention_mask")
+  local texts = {}
+  for line in io.lines(texts_file) do texts[#texts + 1] = line end
+  local b = tok:batch(texts, { max_length = max_length })
+  local want, wm, got = ids:values(), mask:values(), b.input_ids:values()
+  assert(b.input_ids:shape()[2] == ids:shape()[2], "padded length")
+  for i = 1, #want do
+    if wm[i] ~= 0 then assert(got[i] == want[i], ("token %d: %d vs %d"):format(i, got[i], want[i])) end
+  end
+  local T = require("trainer.core.tensor")
+  for _, t in pairs(b) do if T.is_tensor(t) then t:free() end end
+  ids:free(); mask:free()
+  return want
+end
+
+-- A fake embedder for the evaluators' tests: each text "x,y,z" is the row { x, y, z } of the
+-- [#texts, C] f32 tensor it returns.
+function M.embed_numbers(texts)
+  local rows = {}
+  for i, t in ipairs(texts) do
+    local r = {}
+    for v in t:gmatch("[^,]+") do r[#r + 1] = tonumber(v) end
+    rows[i] = r
+  end
+  return require("trainer.core.tensor").from_table(rows)
+end
+
 -- A new list: list's items, then more's (more may be nil).
 function M.concat(list, more)
   local out = { unpack(list) }
@@ -202,12 +353,8 @@ function M.concat(list, more)
   return out
 end
 
--- Whether a file can be opened for reading.
-function M.exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
-end
+-- Whether a file or folder is there.
+M.exists = require("trainer.core.fs").exists
 
 -- Whether the model folder dir holds its weights; prints suite's SKIP line when it does not.
 function M.model_present(dir, suite)

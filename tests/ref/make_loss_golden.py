@@ -14,6 +14,7 @@ scipy.stats.spearmanr / pearsonr on fixed score lists (with ties) for the metric
 """
 import json
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -24,28 +25,14 @@ from torch import nn
 
 from sentence_transformers.sentence_transformer import losses as L
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import FixedModel  # noqa: E402
+
 warnings.filterwarnings("ignore")
 torch.set_num_threads(1)
 OUT = os.path.join(os.path.dirname(__file__), "..", "data", "loss_golden.json")
 B, C = 6, 12
-
-
-class FixedModel(nn.Module):
-    """A stand-in SentenceTransformer: features {"emb": tensor} -> {"sentence_embedding": tensor}."""
-
-    def __init__(self, dim):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, features):
-        return {"sentence_embedding": features["emb"]}
-
-    def get_embedding_dimension(self):
-        return self.dim
-
-    @property
-    def device(self):
-        return torch.device("cpu")
 
 
 rng = np.random.default_rng(1234)

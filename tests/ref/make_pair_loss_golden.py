@@ -9,6 +9,7 @@ Writes tests/data/loss_golden_pairs.json in the same layout as loss_golden.json.
 """
 import json
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -20,32 +21,14 @@ from sentence_transformers.sentence_transformer.losses.batch_hard_triplet import
 from sentence_transformers.sentence_transformer.losses.contrastive import SiameseDistanceMetric as SD
 from sentence_transformers.sentence_transformer.losses.triplet import TripletDistanceMetric as TD
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import FixedModel  # noqa: E402
+
 warnings.filterwarnings("ignore")
 torch.set_num_threads(1)
 OUT = os.path.join(os.path.dirname(__file__), "..", "data", "loss_golden_pairs.json")
 B, C = 8, 12
-
-
-class FixedModel(nn.Module):
-    """A stand-in SentenceTransformer: features {"emb": tensor} -> {"sentence_embedding": tensor}."""
-
-    def __init__(self, dim):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, features):
-        return {"sentence_embedding": features["emb"]}
-
-    def get_embedding_dimension(self):
-        return self.dim
-
-    def _get_untruncated_embedding_dimension(self):
-        return self.dim
-
-    @property
-    def device(self):
-        return torch.device("cpu")
-
 
 rng = np.random.default_rng(4321)
 

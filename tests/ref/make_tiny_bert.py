@@ -13,9 +13,7 @@ gain/bias changes the outputs; the [PAD] row of the word embeddings is zero, as 
 
 Usage: /tmp/refvenv/bin/python tests/ref/make_tiny_bert.py [OUT_DIR]   (OUT_DIR defaults to tests/data)
 """
-import json
 import os
-import shutil
 import sys
 
 import torch
@@ -23,9 +21,12 @@ from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, process
 from tokenizers.models import WordPiece
 from transformers import BertConfig, BertForSequenceClassification, BertModel
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import INIT_STD, fresh_dir, randomize, write_json  # noqa: E402,F401  (the others use tb.*)
+
 SEED_BASE = 1234
 SEED_CLS = 5678
-INIT_STD = 0.2  # ~1/sqrt(hidden): attention is neither uniform nor one-hot, errors show up
 
 # ------------------------------------------------------------ vocabulary
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -77,42 +78,12 @@ def write_tokenizer(out, vocab, max_len):
 
 
 # ------------------------------------------------------------ weights
-def randomize(model, seed):
-    """Every parameter random: matrices N(0, INIT_STD), biases N(0, 0.1), LayerNorm gains 1 + N(0, 0.1).
-    The [PAD] embedding row stays zero (padding_idx)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
-            if "LayerNorm.weight" in name:
-                p.copy_(1.0 + 0.1 * noise)
-            elif name.endswith(".bias"):
-                p.copy_(0.1 * noise)
-            else:
-                p.copy_(INIT_STD * noise)
-            if name.endswith("word_embeddings.weight"):
-                p[model.config.pad_token_id].zero_()
-
-
 def make_config(vocab, **extra):
     return BertConfig(
         vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=64, max_position_embeddings=64, type_vocab_size=2, hidden_act="gelu",
         layer_norm_eps=1e-12, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
         initializer_range=INIT_STD, pad_token_id=0, position_embedding_type="absolute", **extra)
-
-
-def write_json(path, obj):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-
-
-def fresh_dir(path):
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    os.makedirs(path)
 
 
 # ------------------------------------------------------------ folders

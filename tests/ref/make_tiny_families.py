@@ -27,7 +27,6 @@ transformers computes at init (and, in transformers 5, trains). Models run in ev
 
 Usage: /tmp/refvenv/bin/python tests/ref/make_tiny_families.py
 """
-import copy
 import json
 import os
 import shutil
@@ -39,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from tokenizers import Tokenizer, processors
 from transformers import (AutoTokenizer, DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel,
                           RobertaConfig, RobertaForSequenceClassification)
@@ -48,10 +47,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
 import make_tiny_bert as tb  # noqa: E402  (the vocabulary and tokenizer files of the tiny BERT)
+from tiny_golden import INIT_STD, cls_loss, embed_loss, golden, mean_pool, randomize, report, save, \
+    sentence_transformers_files  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DATA = os.path.join(ROOT, "tests", "data")
-INIT_STD = 0.2
 TEXTS = [
     "The cat sat on the mat.",
     "Katten sitter på mattan och hunden är inte där!",
@@ -65,23 +65,6 @@ PAIRS = [
 ]
 LABELS = [0, 2, 1]
 LABEL_NAMES = ["entailment", "neutral", "contradiction"]
-
-
-def randomize(model, seed, skip=()):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if any(name.endswith(s) for s in skip):
-                continue
-            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
-            if "LayerNorm.weight" in name or "layer_norm.weight" in name:
-                p.copy_(1.0 + 0.1 * noise)
-            elif name.endswith(".bias"):
-                p.copy_(0.1 * noise)
-            else:
-                p.copy_(INIT_STD * noise)
-            if name.endswith("word_embeddings.weight"):
-                p[model.config.pad_token_id].zero_()
 
 
 def tokenizer_files(out, vocab, cls, one_type=False):
@@ -103,50 +86,11 @@ def tokenizer_files(out, vocab, cls, one_type=False):
     tb.write_json(path, c)
 
 
-def grads(model):
-    return {"grad." + n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().contiguous()
-            for n, p in model.named_parameters()}
-
-
-def rel_err(a, b):
-    a, b = a.double(), b.double()
-    d = b.norm().item()
-    return (a - b).norm().item() / d if d > 0 else (a - b).norm().item()
-
-
-def save(path, tensors):
-    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
-    save_file(tensors, path, metadata={"format": "pt"})
-    print(f"wrote {os.path.relpath(path, ROOT)}: {os.path.getsize(path)} bytes")
-
-
-def report(t, ref):
-    for k, v in t.items():
-        line = f"  {k:60s} {str(list(v.shape)):12s} max|x| {v.abs().max().item():.4g}" if v.is_floating_point() else \
-            f"  {k:60s} {str(list(v.shape)):12s}"
-        if k in ref and v.is_floating_point():
-            line += f"  f32-vs-f64 rel {rel_err(v, ref[k]):.3g}"
-        print(line)
-
-
 # ------------------------------------------------------------ DistilBERT embedder
 def distil_config(vocab, **extra):
     return DistilBertConfig(vocab_size=len(vocab), dim=32, n_layers=2, n_heads=4, hidden_dim=64,
                             max_position_embeddings=64, dropout=0.1, attention_dropout=0.1,
                             initializer_range=INIT_STD, pad_token_id=0, **extra)
-
-
-def mean_pool(last, mask):
-    m = mask.unsqueeze(-1).to(last.dtype)
-    return (last * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
-
-
-def embed_loss(model, enc, lw):
-    last = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
-    emb = mean_pool(last, enc["attention_mask"])
-    loss = (emb * lw).sum()
-    loss.backward()
-    return {"last_hidden_state": last.detach(), "embedding": emb.detach(), "loss": loss.detach().reshape(1)}
 
 
 def make_distil_embedder(vocab):
@@ -158,14 +102,7 @@ def make_distil_embedder(vocab):
     randomize(model, 11, skip=("position_embeddings.weight",))
     model.save_pretrained(out, safe_serialization=True)
     tokenizer_files(out, vocab, "DistilBertTokenizer")
-    tb.write_json(os.path.join(out, "modules.json"), [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ])
-    tb.write_json(os.path.join(out, "1_Pooling", "config.json"), {
-        "word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
-        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-    tb.write_json(os.path.join(out, "sentence_bert_config.json"), {"max_seq_length": 64, "do_lower_case": False})
+    sentence_transformers_files(out, 32, 64)
 
     tok = AutoTokenizer.from_pretrained(out)
     enc = tok(TEXTS, padding="longest", return_tensors="pt")
@@ -174,15 +111,13 @@ def make_distil_embedder(vocab):
     m = DistilBertModel.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
     # transformers 5 starts the table from the sinusoids and trains it (requires_grad stays on)
     assert m.embeddings.position_embeddings.weight.requires_grad
-    m64 = copy.deepcopy(m).double()
-    res, res64 = embed_loss(m, enc, lw), embed_loss(m64, enc, lw.double())
-    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "loss_weight": lw, **res, **grads(m)}
-    ref = dict(res64, **grads(m64))
+    t, ref = golden(m, embed_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
+                                    "loss_weight": lw}, enc, lw)
     report(t, ref)
     # the folder is a sentence-transformers model: its encode gives the golden embedding
     from sentence_transformers import SentenceTransformer
     st_emb = SentenceTransformer(out, device="cpu").encode(TEXTS, convert_to_tensor=True, batch_size=len(TEXTS))
-    cos = F.cosine_similarity(st_emb.float(), res["embedding"], dim=1).min().item()
+    cos = F.cosine_similarity(st_emb.float(), t["embedding"], dim=1).min().item()
     assert cos >= 0.99999, cos
     print(f"sentence-transformers' encode of tiny_distilbert: cosine with the golden >= {cos:.7f}")
     # the texts and pairs of the tiny BERT goldens (tests/cli/test_models.sh reads those files)
@@ -194,12 +129,6 @@ def make_distil_embedder(vocab):
 
 
 # ------------------------------------------------------------ classifiers
-def cls_loss(model, enc, labels):
-    out = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels)
-    out.loss.backward()
-    return {"logits": out.logits.detach(), "loss": out.loss.detach().reshape(1)}
-
-
 def make_classifier(name, model_cls, config, tok_class, one_type=False):
     out = os.path.join(DATA, name)
     tb.fresh_dir(out)
@@ -213,10 +142,8 @@ def make_classifier(name, model_cls, config, tok_class, one_type=False):
     enc = tok(a, b, padding="longest", return_tensors="pt")
     labels = torch.tensor(LABELS, dtype=torch.int64)
     m = model_cls.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
-    m64 = copy.deepcopy(m).double()
-    res, res64 = cls_loss(m, enc, labels), cls_loss(m64, enc, labels)
-    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels, **res, **grads(m)}
-    ref = dict(res64, **grads(m64))
+    t, ref = golden(m, cls_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
+                                  "labels": labels}, enc, labels)
     report(t, ref)
     save(os.path.join(DATA, f"golden_{name}.safetensors"), t)
 

@@ -24,6 +24,7 @@ import copy
 import json
 import os
 import shutil
+import sys
 
 import tokenizers
 import torch
@@ -33,12 +34,14 @@ from transformers import (AutoTokenizer, ModernBertConfig, ModernBertForSequence
                           ModernBertModel)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import INIT_STD, fresh_dir, randomize, write_json  # noqa: E402
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DATA = os.path.join(ROOT, "tests", "data")
 TOK = os.path.join(DATA, "tok_modernbert")
 
 SEED_BASE, SEED_CLS, SEED_LW = 2468, 1357, 44
-INIT_STD = 0.2
 
 TEXTS = [
     "The cat sat on the mat, and the dog slept by the door all day long.",
@@ -49,19 +52,6 @@ TEXTS = [
 CLS_TEXTS = ["The cat sat on the mat.", "A dog, 2 birds and a cat were playing in the house today, happily.",
              "Hej då!"]
 CLS_LABELS = [0, 2, 1]
-
-
-def write_json(path, obj):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-
-
-def fresh_dir(path):
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    os.makedirs(path)
 
 
 def vocab_size():
@@ -82,21 +72,6 @@ def make_config(**extra):
         global_rope_theta=160000.0, local_rope_theta=10000.0, norm_eps=1e-5, hidden_activation="gelu",
         pad_token_id=ids_of("[PAD]"), cls_token_id=ids_of("[CLS]"), sep_token_id=ids_of("[SEP]"),
         bos_token_id=ids_of("[CLS]"), eos_token_id=ids_of("[SEP]"), initializer_range=INIT_STD, **extra)
-
-
-def randomize(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
-            if "norm.weight" in name:
-                p.copy_(1.0 + 0.1 * noise)
-            elif name.endswith(".bias"):
-                p.copy_(0.1 * noise)
-            else:
-                p.copy_(INIT_STD * noise)
-            if name.endswith("tok_embeddings.weight"):
-                p[model.config.pad_token_id].zero_()
 
 
 def copy_tokenizer(out):

@@ -22,23 +22,23 @@ eager attention, float32.
 
 Usage: /work/venv/bin/python tests/ref/make_tiny_mpnet.py
 """
-import copy
 import math
 import os
 import sys
 
 import torch
-from safetensors.torch import save_file
 from transformers import MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizer
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
 import make_tiny_bert as tb  # noqa: E402  (the tiny WordPiece vocabulary)
+from tiny_golden import INIT_STD, cls_loss, embed_loss, golden, randomize, report, save, \
+    sentence_transformers_files  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DATA = os.path.join(ROOT, "tests", "data")
-INIT_STD = 0.2
 TEXTS = [
     "The cat sat on the mat.",
     "Katten sitter på mattan och hunden är inte där!",
@@ -80,23 +80,6 @@ def check_buckets():
     print(f"buckets: attn_bucket.h = transformers for every relative position in [-4096, 4096]")
 
 
-def randomize(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
-            if "LayerNorm.weight" in name:
-                p.copy_(1.0 + 0.1 * noise)
-            elif name.endswith(".bias"):
-                p.copy_(0.1 * noise)
-            elif name.endswith("relative_attention_bias.weight"):
-                p.copy_(noise)   # a bias of the scores' own scale
-            else:
-                p.copy_(INIT_STD * noise)
-            if name.endswith("word_embeddings.weight"):
-                p[model.config.pad_token_id].zero_()
-
-
 def config(v, **extra):
     return MPNetConfig(vocab_size=len(v), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                        intermediate_size=64, max_position_embeddings=80, hidden_dropout_prob=0.1,
@@ -111,46 +94,6 @@ def tokenizer_files(out, v):
         f.write("\n".join(v) + "\n")
 
 
-def grads(model):
-    return {"grad." + n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().contiguous()
-            for n, p in model.named_parameters()}
-
-
-def rel_err(a, b):
-    a, b = a.double(), b.double()
-    d = b.norm().item()
-    return (a - b).norm().item() / d if d > 0 else (a - b).norm().item()
-
-
-def save(path, tensors):
-    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
-    save_file(tensors, path, metadata={"format": "pt"})
-    print(f"wrote {os.path.relpath(path, ROOT)}: {os.path.getsize(path)} bytes")
-
-
-def report(t, ref):
-    for k, v in t.items():
-        line = f"  {k:60s} {str(list(v.shape)):12s}"
-        if v.is_floating_point():
-            line += f" max|x| {v.abs().max().item():.4g}"
-            if k in ref:
-                line += f"  f32-vs-f64 rel {rel_err(v, ref[k]):.3g}"
-        print(line)
-
-
-def mean_pool(last, mask):
-    m = mask.unsqueeze(-1).to(last.dtype)
-    return (last * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
-
-
-def embed_loss(model, enc, lw):
-    last = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
-    emb = mean_pool(last, enc["attention_mask"])
-    loss = (emb * lw).sum()
-    loss.backward()
-    return {"last_hidden_state": last.detach(), "embedding": emb.detach(), "loss": loss.detach().reshape(1)}
-
-
 def make_embedder(v):
     out = os.path.join(DATA, "tiny_mpnet")
     tb.fresh_dir(out)
@@ -159,14 +102,7 @@ def make_embedder(v):
     randomize(model, 17)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer_files(out, v)
-    tb.write_json(os.path.join(out, "modules.json"), [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ])
-    tb.write_json(os.path.join(out, "1_Pooling", "config.json"), {
-        "word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
-        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False})
-    tb.write_json(os.path.join(out, "sentence_bert_config.json"), {"max_seq_length": 78, "do_lower_case": False})
+    sentence_transformers_files(out, 32, 78)
 
     tok = MPNetTokenizer.from_pretrained(out)
     enc = tok(TEXTS, padding="longest", return_tensors="pt")
@@ -174,10 +110,8 @@ def make_embedder(v):
     assert enc["input_ids"].shape[1] >= 30, enc["input_ids"].shape
     lw = torch.randn(len(TEXTS), 32, generator=torch.Generator().manual_seed(42))
     m = MPNetModel.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
-    m64 = copy.deepcopy(m).double()
-    res, res64 = embed_loss(m, enc, lw), embed_loss(m64, enc, lw.double())
-    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "loss_weight": lw, **res, **grads(m)}
-    ref = dict(res64, **grads(m64))
+    t, ref = golden(m, embed_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
+                                    "loss_weight": lw}, enc, lw)
     report(t, ref)
     save(os.path.join(DATA, "golden_tiny_mpnet.safetensors"), t)
     with open(os.path.join(DATA, "golden_tiny_mpnet_texts.txt"), "w", encoding="utf-8") as f:
@@ -199,17 +133,9 @@ def make_classifier(v):
     a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
     enc = tok(a, b, padding="longest", return_tensors="pt")
     labels = torch.tensor(LABELS, dtype=torch.int64)
-
-    def run(mm):
-        o = mm(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels)
-        o.loss.backward()
-        return {"logits": o.logits.detach(), "loss": o.loss.detach().reshape(1)}
-
     m = MPNetForSequenceClassification.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
-    m64 = copy.deepcopy(m).double()
-    res, res64 = run(m), run(m64)
-    t = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels, **res, **grads(m)}
-    ref = dict(res64, **grads(m64))
+    t, ref = golden(m, cls_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
+                                  "labels": labels}, enc, labels)
     report(t, ref)
     save(os.path.join(DATA, "golden_tiny_mpnet_cls.safetensors"), t)
 

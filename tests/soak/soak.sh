@@ -53,7 +53,7 @@ return {
     on_eval = function(t)
       collectgarbage()
       local f = io.open("$samples", "a")
-      local fds = #require("trainer.native").list_dir("/proc/self/fd")
+      local fds = #require("trainer.core.sys").list_dir("/proc/self/fd")
       f:write(("%d %d %d %d\n"):format(t.step, rss_kib(), fds, reserved))
       f:close()
     end,

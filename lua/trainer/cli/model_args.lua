@@ -59,40 +59,7 @@ function M.read_lines(path)
 end
 
 -- ---------------------------------------------------------------- model and adapter folders
-local function is_file(p)
-  local f = io.open(p, "rb")
-  if f then f:close() return true end
-  return false
-end
-
--- The adapter_config.json of dir as a table, or nil when dir holds none.
-local function adapter_config(dir)
-  local path = dir .. "/" .. require("trainer.train.lora").config_file
-  if not is_file(path) then return nil end
-  local ok, cfg = pcall(require("trainer.core.json").read, path)
-  return ok and type(cfg) == "table" and cfg or {}
-end
-
--- Errors unless dir is a model folder (trainer.models.check_folder). A LoRA adapter given
--- in a model's place is named as one, with the command that uses it: `example` is that
--- command with BASE and ADAPTER as placeholders (BASE: the adapter's
--- base_model_name_or_path when it names a folder here); `adapter_how` says where the
--- adapter goes instead (default "with --adapter").
-function M.check_model_folder(dir, example, need_tokenizer, adapter_how)
-  if type(dir) == "string" and not is_file(dir .. "/config.json") then
-    local cfg = adapter_config(dir)
-    if cfg then
-      local base = type(cfg.base_model_name_or_path) == "string" and cfg.base_model_name_or_path or nil
-      -- functions as replacements: a path may hold '%'
-      local cmd = example:gsub("BASE", function() return base or "BASE_MODEL_DIR" end)
-        :gsub("ADAPTER", function() return dir end)
-      errors.user("%s is a LoRA adapter (it holds adapter_config.json), not a model folder: give the base model it "
-        .. "was trained on%s as the model, and the adapter %s:\n  %s", dir,
-        base and (" (%s, its base_model_name_or_path)"):format(base) or "", adapter_how or "with --adapter", cmd)
-    end
-  end
-  require("trainer.models").check_folder(dir, need_tokenizer)
-end
+local exists = require("trainer.core.fs").exists
 
 -- The labels of the classification head an adapter in dir saves (modules_to_save: its
 -- classifier's bias, e.g. one for a cross-encoder's), or nil when it saves none; the base
@@ -100,7 +67,7 @@ end
 function M.adapter_num_labels(dir)
   local lora = require("trainer.train.lora")
   dir = dir:gsub("/+$", "")
-  if not is_file(dir .. "/" .. lora.weights_file) then return nil end
+  if not exists(dir .. "/" .. lora.weights_file) then return nil end
   local r = require("trainer.core.safetensors").load(dir .. "/" .. lora.weights_file)
   local n
   for _, name in ipairs(r:names()) do
@@ -115,9 +82,9 @@ end
 function M.apply_adapter(model, dir, command)
   local lora = require("trainer.train.lora")
   dir = dir:gsub("/+$", "")
-  local cfg = adapter_config(dir)
+  local cfg = require("trainer.models").adapter_config(dir)
   if not cfg then
-    if is_file(dir .. "/config.json") then
+    if exists(dir .. "/config.json") then
       errors.user("%s: --adapter takes a PEFT LoRA adapter folder (%s and %s), and this is a model folder; give it "
         .. "as the model instead", dir, lora.config_file, lora.weights_file)
     end
@@ -142,13 +109,14 @@ function M.load_for(command, task, args, usage, extra)
   for k, v in pairs(extra or {}) do known[k] = v end
   local pos, flags = M.parse(args, known, usage)
   if #pos ~= 2 then errors.user("%s needs a model folder and an input file\nusage: %s", command, usage) end
-  M.check_model_folder(pos[1], ("trainer %s BASE %s --adapter ADAPTER"):format(command, pos[2]), true)
+  require("trainer.models").check_folder(pos[1], { tokenizer = true,
+    adapter_example = ("trainer %s BASE %s --adapter ADAPTER"):format(command, pos[2]) })
   local lines = M.read_lines(pos[2])
   -- a prediction from a random head is never what the user wanted: a head must come from
   -- the folder or from the adapter (PEFT's modules_to_save)
   if task == "classification" then
     local has_head = require("trainer.models").has_head(pos[1])
-    local acfg = flags.adapter and adapter_config(flags.adapter:gsub("/+$", "")) or {}
+    local acfg = flags.adapter and require("trainer.models").adapter_config(flags.adapter:gsub("/+$", "")) or {}
     for _, m in ipairs(type(acfg.modules_to_save) == "table" and acfg.modules_to_save or {}) do
       if m == "classifier" then has_head = true end
     end

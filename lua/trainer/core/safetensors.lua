@@ -26,17 +26,8 @@ local M = {}
 local Reader = {}
 Reader.__index = Reader
 
-local function is_dir(path)
-  local f = io.open(path .. "/.", "r")
-  if f then f:close() return true end
-  return false
-end
-
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
-end
+local fs = require("trainer.core.fs")
+local is_dir, exists = fs.is_dir, fs.exists
 
 -- ---------------------------------------------------------------- reading
 -- path: a .safetensors file, a model.safetensors.index.json, or a folder holding either.

@@ -216,6 +216,15 @@ function M.pair_score_backward(loss_obj)
   return grads
 end
 
+-- The backward of a loss whose forward computed its input's gradient on the host and saved
+-- it as { d = rows of values, device = the logits' device }: that gradient as a tensor there.
+function M.host_grad_backward(loss_obj)
+  local s = loss_obj:saved()
+  local g = T.from_table(s.d, { device = s.device })
+  loss_obj:release()
+  return { g }
+end
+
 -- The diagonal of a square [B, B] tensor as a Lua array.
 function M.diagonal(sim, B)
   local v, d = sim:values(), {}

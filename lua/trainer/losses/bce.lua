@@ -6,7 +6,6 @@
 --   d loss / d x_i = ( (1 - y_i) - (1 + (p - 1) y_i) sigmoid(-x_i) ) / B
 -- The B logits are read to the host and the loss and its gradient computed there in double:
 -- one number per pair, so the read is the whole cost (it waits for the forward).
-local T = require("trainer.core.tensor")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 
@@ -60,11 +59,6 @@ function BCE:forward(embs, labels)
   return sum / B
 end
 
-function BCE:backward()
-  local s = self:saved()
-  local g = T.from_table(s.d, { device = s.device })
-  self:release()
-  return { g }
-end
+function BCE:backward() return base.host_grad_backward(self) end
 
 return M

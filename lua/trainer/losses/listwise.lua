@@ -8,7 +8,6 @@
 -- The logits arrive as one column [(1 + k) B, 1] in column blocks: the B positives' pairs,
 -- then the B pairs of each negative column (trainer.train.step builds them so). They are
 -- read to the host and the loss and its gradient computed there in double (one number a pair).
-local T = require("trainer.core.tensor")
 local errors = require("trainer.core.errors")
 local base = require("trainer.losses.base")
 local bce = require("trainer.losses.bce")
@@ -49,11 +48,6 @@ function Listwise:forward(embs, labels, queries)
   return sum / B
 end
 
-function Listwise:backward()
-  local s = self:saved()
-  local g = T.from_table(s.d, { device = s.device })
-  self:release()
-  return { g }
-end
+function Listwise:backward() return base.host_grad_backward(self) end
 
 return M

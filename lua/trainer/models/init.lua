@@ -23,24 +23,55 @@ local M = {}
 M.valid_folder = "a model folder holds config.json, model.safetensors (or model.safetensors.index.json " ..
   "with its shards) and tokenizer.json or vocab.txt"
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
+local fs = require("trainer.core.fs")
+local exists = fs.exists
+
+-- The adapter_config.json in dir as a table ({} when it does not parse), or nil.
+function M.adapter_config(dir)
+  local path = dir .. "/" .. require("trainer.train.lora").config_file
+  if not exists(path) then return nil end
+  local ok, cfg = pcall(json.read, path)
+  return ok and type(cfg) == "table" and cfg or {}
 end
 
-local function is_dir(path) return exists(path .. "/.") end
-
--- Errors unless dir is a model folder; names the first missing file.
-function M.check_folder(dir, need_tokenizer)
-  if type(dir) ~= "string" then errors.user("load_model(dir): dir must be a folder path (%s)", M.valid_folder) end
-  if not is_dir(dir) then errors.user("%s: no such model folder (%s)", dir, M.valid_folder) end
-  if not exists(dir .. "/config.json") then errors.user("%s/config.json: missing (%s)", dir, M.valid_folder) end
-  if not exists(dir .. "/model.safetensors") and not exists(dir .. "/model.safetensors.index.json") then
-    errors.user("%s/model.safetensors: missing, and no model.safetensors.index.json either (%s)", dir, M.valid_folder)
+-- Errors unless dir is a model folder, naming the first thing missing. opts (all optional):
+--   tokenizer        the folder must hold a tokenizer too (tokenizer.json or vocab.txt)
+--   key              the recipe key that named dir (model.from), said before the folder
+--   download         how to fetch a folder that is not there (a command line)
+--   adapter_example  the command that takes dir as an adapter, BASE and ADAPTER its
+--                    placeholders: a LoRA adapter given in a model's place is named as one,
+--                    with that command (BASE: the adapter's base_model_name_or_path)
+--   adapter_how      where the adapter goes instead (default "with --adapter")
+function M.check_folder(dir, opts)
+  opts = opts or {}
+  local at = opts.key and (opts.key .. ": ") or ""
+  if type(dir) ~= "string" then errors.user("%sa model is a folder path, not %s (%s)", at, type(dir), M.valid_folder) end
+  if not fs.is_dir(dir) then
+    if opts.download then
+      errors.user("%s%s: no such model folder. Download it with:\n  %s\nor point %s at a folder (%s)", at, dir,
+        opts.download, opts.key or "it", M.valid_folder)
+    end
+    errors.user("%s%s: no such model folder (%s)", at, dir, M.valid_folder)
   end
-  if need_tokenizer and not exists(dir .. "/tokenizer.json") and not exists(dir .. "/vocab.txt") then
-    errors.user("%s/tokenizer.json: missing, and no vocab.txt either (%s)", dir, M.valid_folder)
+  if not exists(dir .. "/config.json") then
+    local cfg = opts.adapter_example and M.adapter_config(dir)
+    if cfg then
+      local base = type(cfg.base_model_name_or_path) == "string" and cfg.base_model_name_or_path or nil
+      -- functions as replacements: a path may hold '%'
+      local cmd = opts.adapter_example:gsub("BASE", function() return base or "BASE_MODEL_DIR" end)
+        :gsub("ADAPTER", function() return dir end)
+      errors.user("%s is a LoRA adapter (it holds adapter_config.json), not a model folder: give the base model it "
+        .. "was trained on%s as the model, and the adapter %s:\n  %s", dir,
+        base and (" (%s, its base_model_name_or_path)"):format(base) or "", opts.adapter_how or "with --adapter", cmd)
+    end
+    errors.user("%s%s/config.json: missing (%s)", at, dir, M.valid_folder)
+  end
+  if not exists(dir .. "/model.safetensors") and not exists(dir .. "/model.safetensors.index.json") then
+    errors.user("%s%s/model.safetensors: missing, and no model.safetensors.index.json either (%s)", at, dir,
+      M.valid_folder)
+  end
+  if opts.tokenizer and not exists(dir .. "/tokenizer.json") and not exists(dir .. "/vocab.txt") then
+    errors.user("%s%s/tokenizer.json: missing, and no vocab.txt either (%s)", at, dir, M.valid_folder)
   end
 end
 
@@ -189,7 +220,7 @@ end
 function M.load_model(dir, opts)
   opts = opts or {}
   dir = type(dir) == "string" and dir:gsub("/+$", "") or dir
-  M.check_folder(dir, false)
+  M.check_folder(dir)
   local cfg_path = dir .. "/config.json"
   local raw = json.read(cfg_path)
   local cfg, family = registry.config(raw, cfg_path, opts.arch)

@@ -17,7 +17,7 @@ local schema = require("trainer.recipe.schema")
 local M = {}
 
 -- Validates the config the model will be built from; returns it checked (or nil when the
--- folder has no config.json, which check_model_folder / check_folder name, or the recipe
+-- folder has no config.json, which trainer.models.check_folder names, or the recipe
 -- names a preset that build_model reports).
 function M.check_config(m)
   return (require("trainer.models").config_of(m))

@@ -6,15 +6,9 @@
 -- recipe uses one ("learning_rate" -> optim.lr).
 local S = require("trainer.recipe.schema")
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return require("trainer.core.sys").is_dir(path)
-end
-
 local function path(t)
   t.path = true
-  t.exists = exists
+  t.exists = require("trainer.core.fs").exists
   return S.string(t)
 end
 

@@ -102,17 +102,8 @@ function Run:write_best()
   if not sys.is_dir(ck) then
     errors.user("save.best: the best checkpoint %s is gone; it cannot be copied to %s/best", ck, self.out)
   end
-  local dst, tmp = self.out .. "/best", self.out .. "/best.tmp"
-  outputs.remove_tree(tmp)
-  local ok, err = pcall(copy_tree, ck, tmp)
-  if not ok then outputs.remove_tree(tmp) error(err, 0) end
-  outputs.remove_tree(dst)
-  local rok, rerr = os.rename(tmp, dst)
-  if not rok then
-    outputs.remove_tree(tmp)
-    errors.user("%s: cannot rename the best checkpoint into place (%s)", dst, tostring(rerr))
-  end
-  outputs.sync(self.out)
+  local dst = self.out .. "/best"
+  outputs.build_folder(dst, "the best checkpoint", function(tmp) copy_tree(ck, tmp) end)
   self.best.folder = dst
 end
 

@@ -20,9 +20,9 @@ end
 
 -- A missing model folder is the most common first error: it names the download command.
 function M.check_model_folder(m)
-  if m.from and not sys.is_dir(m.from) then
-    errors.user("model.from: %s: no such model folder. Download it with:\n  %s\nor point model.from at a folder "
-      .. "that holds config.json, model.safetensors and a tokenizer.", m.from, download_hint(m))
+  if m.from then
+    require("trainer.models").check_folder(m.from, { key = "model.from", download = download_hint(m),
+      tokenizer = m.tokenizer == nil })
   end
 end
 
@@ -69,7 +69,6 @@ local function build_model(recipe, device)
   local model, tok_dir
   if m.from then
     M.check_model_folder(m)
-    models.check_folder(m.from, m.tokenizer == nil)
     tok_dir = m.tokenizer or m.from
     if task == "classification" and not models.has_head(m.from, m.arch) then
       -- a new classification head on a pretrained encoder (transformers' behaviour): the head

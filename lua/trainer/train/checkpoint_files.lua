@@ -11,6 +11,7 @@ local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local memory = require("trainer.core.memory")
 local outputs = require("trainer.train.outputs")
+local fs = require("trainer.core.fs")
 local rerank = require("trainer.train.rerank")
 
 local Run = {}   -- methods of the run (trainer.train.run gathers them)
@@ -46,18 +47,10 @@ function Run:save()
   self:read_scalars()   -- a checkpoint's steps are checked (finite) and its last_loss known
   local dir = ("%s/checkpoint-%d"):format(self.out, self.step)
   if not self:writes_outputs() then self.last_checkpoint, self.saved_step = dir, self.step return dir end   -- rank 0 writes it
-  local tmp = dir .. ".tmp"
-  outputs.remove_tree(tmp)
-  outputs.mkdir(tmp)
-  local ok, err = pcall(self.write_checkpoint, self, tmp)
-  if not ok then outputs.remove_tree(tmp) error(err, 0) end
-  outputs.remove_tree(dir)
-  local rok, rerr = os.rename(tmp, dir)
-  if not rok then
-    outputs.remove_tree(tmp)
-    errors.user("%s: cannot rename the checkpoint into place (%s)", dir, tostring(rerr))
-  end
-  outputs.sync(self.out)
+  outputs.build_folder(dir, "the checkpoint", function(tmp)
+    outputs.mkdir(tmp)
+    self:write_checkpoint(tmp)
+  end)
   self.last_checkpoint, self.saved_step = dir, self.step
   if self.recipe.save.keep then outputs.prune(self.out, self.recipe.save.keep, self:protected_checkpoint()) end
   if self.progress then self.progress:saved(self, dir) end
@@ -84,7 +77,7 @@ function Run:write_prompts(tmp, src)
   local saved = spec ~= nil and P.to_save(self.model, spec)
   if not saved then return end
   local path = tmp .. "/config_sentence_transformers.json"
-  local cfg = src and outputs.exists(src .. "/config_sentence_transformers.json")
+  local cfg = src and fs.exists(src .. "/config_sentence_transformers.json")
     and json.read(src .. "/config_sentence_transformers.json") or {}
   cfg.prompts = saved
   if cfg.default_prompt_name == nil then cfg.default_prompt_name = self.model.default_prompt_name end
@@ -107,11 +100,11 @@ function Run:write_checkpoint(tmp)
     local ce = self.model.cross_encoder
     if ce then
       local path = src and (src .. "/config.json")
-      local raw = path and outputs.exists(path) and json.read(path) or self.model.config
+      local raw = path and fs.exists(path) and json.read(path) or self.model.config
       outputs.write_atomic(tmp .. "/config.json", rerank.cross_encoder_config(raw, self.model.labels))
     end
     for _, f in ipairs(MODEL_FILES) do
-      if src and outputs.exists(src .. "/" .. f) and not (ce and (rerank.EMBEDDING_FILES[f] or f == "config.json")) then
+      if src and fs.exists(src .. "/" .. f) and not (ce and (rerank.EMBEDDING_FILES[f] or f == "config.json")) then
         if f:find("/") then
           local sub = tmp .. "/" .. f:match("^(.*)/")
           outputs.mkdir(sub)
@@ -165,7 +158,7 @@ function Run:load_checkpoint(dir)
     require("trainer.models").load_weights(self.model, r, { on_warning = function() end })
     r:close()
   end
-  if outputs.exists(dir .. "/loss.safetensors") then
+  if fs.exists(dir .. "/loss.safetensors") then
     local r = st.load(dir .. "/loss.safetensors")
     local runtime = require("trainer.core.runtime")
     local all = {}

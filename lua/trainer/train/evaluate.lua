@@ -58,8 +58,9 @@ local function want_tensor(t, rows, what)
   end
 end
 
--- Row-wise cosines of two [n, C] tensors, in double on the host.
-local function row_cosines(e1, e2, out)
+-- fn(dot, |a|^2, |b|^2) of each pair of rows a, b of two [n, C] tensors, summed in double
+-- on the host in column order.
+local function each_row_products(e1, e2, fn)
   local n, c = e1:shape()[1], e1:shape()[2]
   local v1, v2 = e1:values(), e2:values()
   for i = 0, n - 1 do
@@ -68,9 +69,19 @@ local function row_cosines(e1, e2, out)
       local a, b = v1[i * c + j], v2[i * c + j]
       dot, n1, n2 = dot + a * b, n1 + a * a, n2 + b * b
     end
-    -- torch.nn.functional.normalize's eps: a zero vector has cosine 0
-    out[#out + 1] = dot / (math.max(math.sqrt(n1), 1e-12) * math.max(math.sqrt(n2), 1e-12))
+    fn(dot, n1, n2)
   end
+end
+
+-- The cosine of each_row_products' terms, with torch.nn.functional.normalize's eps: a zero
+-- vector has cosine 0.
+local function cosine_of(dot, n1, n2)
+  return dot / (math.max(math.sqrt(n1), 1e-12) * math.max(math.sqrt(n2), 1e-12))
+end
+
+-- Row-wise cosines of two [n, C] tensors, in double on the host.
+local function row_cosines(e1, e2, out)
+  each_row_products(e1, e2, function(dot, n1, n2) out[#out + 1] = cosine_of(dot, n1, n2) end)
 end
 
 function M.sts(embed_fn, pairs, scores, opts)
@@ -188,20 +199,12 @@ end
 -- Row-wise similarity of two [n, C] tensors, appended to out[name] for each name: computed
 -- in double, stored as float32.
 local function row_similarities(e1, e2, names, out)
-  local n, c = e1:shape()[1], e1:shape()[2]
-  local v1, v2 = e1:values(), e2:values()
-  for i = 0, n - 1 do
-    local dot, n1, n2 = 0, 0, 0
-    for j = 1, c do
-      local a, b = v1[i * c + j], v2[i * c + j]
-      dot, n1, n2 = dot + a * b, n1 + a * a, n2 + b * b
-    end
+  each_row_products(e1, e2, function(dot, n1, n2)
     for _, name in ipairs(names) do
       local o = out[name]
-      if name == "dot" then o[#o + 1] = f32(dot)
-      else o[#o + 1] = f32(dot / (math.max(math.sqrt(n1), 1e-12) * math.max(math.sqrt(n2), 1e-12))) end
+      o[#o + 1] = f32(name == "dot" and dot or cosine_of(dot, n1, n2))
     end
-  end
+  end)
 end
 
 -- ---------------------------------------------------------------- information retrieval

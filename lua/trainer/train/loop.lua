@@ -19,6 +19,7 @@
 --   end
 -- (recipes/custom_loop.lua is a working example).
 local outputs = require("trainer.train.outputs")
+local fs = require("trainer.core.fs")
 local sys = require("trainer.core.sys")
 local resume = require("trainer.train.resume")
 
@@ -133,7 +134,7 @@ function M.train(resolved, opts)
     -- the run's identity (trainer.train.resume): written when the run starts in its folder, kept
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
-    if root and (not t.resume_dir or resolved.rewrite_recipe or not outputs.exists(rpath)) then
+    if root and (not t.resume_dir or resolved.rewrite_recipe or not fs.exists(rpath)) then
       outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
     end
     t.metrics = root and outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil) or nil

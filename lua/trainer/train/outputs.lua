@@ -21,6 +21,7 @@
 local ffi = require("ffi")
 local json = require("trainer.core.json")
 local native = require("trainer.native")
+local fs = require("trainer.core.fs")
 local sys = require("trainer.core.sys")
 local errors = require("trainer.core.errors")
 local pretty = require("trainer.cli.pretty")
@@ -32,12 +33,6 @@ local C = require("trainer.core.ffi") -- declares zlib's gz* functions (its syst
 -- ---------------------------------------------------------------- files
 local function q(p) return "'" .. p:gsub("'", "'\\''") .. "'" end
 M.quote = q
-
-function M.exists(p)
-  local f = io.open(p, "rb")
-  if f then f:close() return true end
-  return sys.is_dir(p)
-end
 
 function M.mkdir(p)
   if sys.is_dir(p) then return end
@@ -112,6 +107,24 @@ function M.copy_file(src, dst)
   M.write_atomic(dst, M.read(src))
 end
 
+-- Builds the folder dst whole or not at all: fn(tmp, ...) writes it as dst .. ".tmp" (a
+-- leftover of an earlier failure is removed first), which is then renamed over dst and the
+-- parent folder fsync'ed. Any failure removes the .tmp folder, so dst stays the old folder
+-- or becomes the whole new one; `what` names it in the message of a failed rename.
+function M.build_folder(dst, what, fn, ...)
+  local tmp = dst .. ".tmp"
+  M.remove_tree(tmp)
+  local ok, err = pcall(fn, tmp, ...)
+  if not ok then M.remove_tree(tmp) error(err, 0) end
+  M.remove_tree(dst)
+  local rok, rerr = os.rename(tmp, dst)
+  if not rok then
+    M.remove_tree(tmp)
+    errors.user("%s: cannot rename %s into place (%s)", dst, what, tostring(rerr))
+  end
+  M.sync(dirname(dst))
+end
+
 -- ---------------------------------------------------------------- gzip
 function M.gzip_file(src, dst)
   local data = M.read(src)
@@ -129,40 +142,33 @@ function M.gzip_file(src, dst)
   if not ok then os.remove(tmp) M.write_failed(dst, "rename: " .. tostring(err)) end
 end
 
-function M.gunzip_file(src, dst)
-  local gz = C.gzopen(src, "rb")
-  if gz == nil then errors.user("%s: cannot open", src) end
-  local parts, buf = {}, ffi.new("char[65536]")
+-- The decompressed bytes of the gzip file path, or nil and what is wrong with it (a file
+-- without the gzip magic, which zlib would pass through as plain bytes; a damaged, cut or
+-- empty stream; more than `limit` bytes, checked while reading, so a gzip bomb ends early).
+function M.gunzip(path, limit)
+  local f = io.open(path, "rb")
+  if not f then return nil, "cannot open it" end
+  local magic = f:read(2)
+  f:close()
+  if magic ~= "\31\139" then return nil, "not a gzip stream: it does not start with the gzip magic bytes" end
+  local gz = C.gzopen(path, "rb")
+  if gz == nil then return nil, "cannot open it" end
+  local parts, total, buf = {}, 0, ffi.new("char[65536]")
   while true do
     local n = C.gzread(gz, buf, 65536)
-    if n < 0 then C.gzclose(gz) errors.user("%s: not a valid gzip stream (a damaged checkpoint?)", src) end
+    if n < 0 then C.gzclose(gz) return nil, "not a valid gzip stream" end
     if n == 0 then break end
+    total = total + n
+    if limit and total > limit then
+      C.gzclose(gz)
+      return nil, ("it decompresses to more than %d bytes, the most it may hold"):format(limit)
+    end
     parts[#parts + 1] = ffi.string(buf, n)
   end
-  C.gzclose(gz)
-  M.write_atomic(dst, table.concat(parts))
-end
-
--- The __metadata__ of a safetensors file (read from its JSON header).
-function M.safetensors_metadata(path)
-  local f = io.open(path, "rb")
-  if not f then errors.user("%s: cannot read", path) end
-  local head = f:read(8)
-  if not head or #head < 8 then f:close() errors.user("%s: not a safetensors file", path) end
-  local n = 0
-  for i = 8, 1, -1 do n = n * 256 + head:byte(i) end
-  -- the length is checked against the file (and the format's 100 MB limit) before reading
-  local size = f:seek("end")
-  if n > 100000000 or n > size - 8 then
-    f:close()
-    errors.user("%s: the header length field says %d bytes, but the file holds %d after it; the file is damaged",
-      path, n, size - 8)
-  end
-  f:seek("set", 8)
-  local text = f:read(n)
-  f:close()
-  local h = json.decode(text or "", path)
-  return type(h) == "table" and h.__metadata__ or {}
+  -- gzclose reports a bad trailer (CRC or length) of a cut or altered stream
+  if C.gzclose(gz) ~= 0 then return nil, "the gzip stream is cut short or its checksum does not match" end
+  if total == 0 then return nil, "it is empty" end
+  return table.concat(parts)
 end
 
 -- ---------------------------------------------------------------- metrics.jsonl
@@ -174,7 +180,7 @@ Metrics.__index = Metrics
 function M.open_metrics(out, keep_until)
   local path = out .. "/metrics.jsonl"
   local kept = {}
-  if keep_until and M.exists(path) then
+  if keep_until and fs.exists(path) then
     for line in io.lines(path) do
       local ok, obj = pcall(json.decode, line, path)
       if ok and type(obj) == "table" and type(obj.step) == "number" and obj.step <= keep_until then
@@ -228,7 +234,7 @@ end
 function M.read_metrics(out)
   local path = out .. "/metrics.jsonl"
   local list = {}
-  if not M.exists(path) then return list end
+  if not fs.exists(path) then return list end
   local n = 0
   for line in io.lines(path) do
     n = n + 1

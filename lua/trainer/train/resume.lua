@@ -19,6 +19,7 @@ local errors = require("trainer.core.errors")
 local json = require("trainer.core.json")
 local sys = require("trainer.core.sys")
 local outputs = require("trainer.train.outputs")
+local fs = require("trainer.core.fs")
 
 local M = {}
 
@@ -145,7 +146,7 @@ end
 -- Whether a folder holds any output of a run.
 function M.holds_outputs(dir)
   for _, f in ipairs({ "resolved_recipe.lua", "metrics.jsonl", "summary.json" }) do
-    if outputs.exists(dir .. "/" .. f) then return true end
+    if fs.exists(dir .. "/" .. f) then return true end
   end
   return #outputs.checkpoints(dir) > 0
 end
@@ -165,7 +166,7 @@ function M.find_checkpoint(recipe)
     end
     return list[#list].dir
   end
-  if not sys.is_dir(r) or not outputs.exists(r .. "/trainer_state") then
+  if not sys.is_dir(r) or not fs.exists(r .. "/trainer_state") then
     errors.user("resume = %q: not a checkpoint folder (one holds trainer_state); use \"latest\" or a path such "
       .. "as %s/checkpoint-200", r, recipe.out)
   end
@@ -210,7 +211,7 @@ end
 function M.check_new(resolved)
   local recipe = resolved.recipe
   local out = recipe.out
-  local has_summary = outputs.exists(out .. "/summary.json")
+  local has_summary = fs.exists(out .. "/summary.json")
   if not has_summary and #outputs.checkpoints(out) == 0 then return nil end
   if recipe.overwrite then return outputs.run_files(out) end
   local ok, summary = pcall(json.read, out .. "/summary.json")
@@ -244,7 +245,7 @@ function M.load(run_dir, overrides, opts)
       run_dir)
   end
   local rpath = run_dir .. "/resolved_recipe.lua"
-  if not outputs.exists(rpath) then
+  if not fs.exists(rpath) then
     errors.user("resume: %s is not a run folder: it has no resolved_recipe.lua (every run writes one into its out "
       .. "folder); give the folder a run wrote, e.g. trainer resume runs/minilm_sts_lora", run_dir)
   end
@@ -277,7 +278,7 @@ function M.load(run_dir, overrides, opts)
   resolved.command = append(command, overrides)
   resolved.rewrite_recipe = #overrides > 0
   local summary
-  if outputs.exists(run_dir .. "/summary.json") then
+  if fs.exists(run_dir .. "/summary.json") then
     local ok, s = pcall(json.read, run_dir .. "/summary.json")
     if ok and type(s) == "table" then summary = s end
   end

@@ -59,7 +59,6 @@ end
 
 -- Seconds on the monotonic clock, for tokens/s and ETA.
 M.now = sys.now
-M.check_model_folder, M.check_data_files = build.check_model_folder, build.check_data_files
 M.find_resume = require("trainer.train.resume").find_checkpoint
 
 -- The run of a resolved recipe (what trainer.recipe.load returns); opts: quiet, lazy_scalars

@@ -18,14 +18,11 @@
 -- checkpoint-K, the previous one" (or, with no earlier checkpoint, how to start over).
 -- The decompressed temporary file is removed on every path. Returned tensors (tag
 -- "optimizer") belong to the caller, who frees them.
-local ffi = require("ffi")
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
 local sys = require("trainer.core.sys")
 
 local M = {}
-
-local C = require("trainer.core.ffi") -- declares zlib's gz* functions (its system block)
 
 -- Room for the safetensors header and the metadata JSON beyond the tensors' bytes.
 M.HEADER_ALLOWANCE = 16 * 1024 * 1024
@@ -62,35 +59,14 @@ function M.damage_message(dir, what)
 end
 
 -- ---------------------------------------------------------------- gzip, bounded
--- The decompressed bytes of path, or a damage error past `limit` bytes.
+-- The decompressed bytes of path, or a damage error (past `limit` bytes: more than this
+-- model's optimizer state can take).
 local function gunzip_bounded(path, limit)
-  -- zlib reads a file without the gzip magic as plain bytes: a state is always gzip
-  local f = io.open(path, "rb")
-  if not f then damaged("cannot open it") end
-  local magic = f:read(2)
-  f:close()
-  if magic ~= "\31\139" then damaged("not a gzip stream: it does not start with the gzip magic bytes") end
-  local gz = C.gzopen(path, "rb")
-  if gz == nil then damaged("cannot open it") end
-  local parts, total, buf = {}, 0, ffi.new("char[65536]")
-  while true do
-    local n = C.gzread(gz, buf, 65536)
-    if n < 0 then C.gzclose(gz) damaged("not a valid gzip stream") end
-    if n == 0 then break end
-    total = total + n
-    if total > limit then
-      C.gzclose(gz)
-      damaged("it decompresses to more than %d bytes, more than this model's optimizer state can take", limit)
-    end
-    parts[#parts + 1] = ffi.string(buf, n)
-  end
-  -- gzclose reports a bad trailer (CRC or length) of a cut or altered stream
-  if C.gzclose(gz) ~= 0 then damaged("the gzip stream is cut short or its checksum does not match") end
-  if total == 0 then damaged("it is empty") end
-  return table.concat(parts)
+  local bytes, why = require("trainer.train.outputs").gunzip(path, limit)
+  if not bytes then damaged("%s", why) end
+  return bytes
 end
 
--- ---------------------------------------------------------------- field checks
 local function is_int(v) return type(v) == "number" and v == math.floor(v) and v >= 0 and v <= MAX_COUNT end
 local function is_finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
 local function show(v)

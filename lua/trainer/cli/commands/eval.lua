@@ -10,11 +10,7 @@
 local usage = "trainer eval RECIPE.lua [key=value ...] [--checkpoint DIR] [--adapter DIR] [--out FILE] [--quiet]   "
   .. "evaluate a model only (metrics JSON)"
 
-local function is_file(p)
-  local f = io.open(p, "rb")
-  if f then f:close() return true end
-  return false
-end
+local exists = require("trainer.core.fs").exists
 
 local function run(args)
   local errors = require("trainer.core.errors")
@@ -33,11 +29,11 @@ local function run(args)
   local adapter = flags.adapter
   local ck = flags.checkpoint and flags.checkpoint:gsub("/+$", "")
   if ck then
-    if is_file(ck .. "/" .. require("trainer.train.lora").config_file) then
+    if exists(ck .. "/" .. require("trainer.train.lora").config_file) then
       if adapter then errors.user("--checkpoint %s holds a LoRA adapter; give it or --adapter, not both", ck) end
       adapter = ck
     else
-      cl.check_model_folder(ck, "trainer eval " .. path .. " --adapter ADAPTER", false)
+      require("trainer.models").check_folder(ck, { adapter_example = "trainer eval " .. path .. " --adapter ADAPTER" })
       recipe.model.from = ck
     end
   end
@@ -47,7 +43,7 @@ local function run(args)
   local device = runtime.device_name(runtime.parse_device(recipe.device))
   build.check_model_folder(recipe.model)
   local d = recipe.data or {}
-  if d.eval and not is_file(d.eval) then errors.user("data.eval: %s: no such file", d.eval) end
+  if d.eval and not exists(d.eval) then errors.user("data.eval: %s: no such file", d.eval) end
   -- the evaluation data first: a bad file stops before the model is loaded
   local rows, data_summary
   local eval_ds = require("trainer.train.data").eval(recipe)

@@ -6,11 +6,7 @@
 -- renamed into place at the end: it never exists half-written.
 local usage = "trainer merge MODEL_DIR ADAPTER_DIR OUT_DIR   fold a LoRA adapter into its model, as a new HF folder"
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
-end
+local exists = require("trainer.core.fs").exists
 
 local M = { usage = usage }
 
@@ -87,9 +83,8 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
   local lora = require("trainer.train.lora")
   model_dir = model_dir:gsub("/+$", "")
   out_dir = out_dir:gsub("/+$", "")
-  require("trainer.cli.model_args").check_model_folder(model_dir, "trainer merge BASE ADAPTER " .. out_dir, false,
-    "after it")
-  if exists(out_dir .. "/.") or exists(out_dir) then
+  models.check_folder(model_dir, { adapter_example = "trainer merge BASE ADAPTER " .. out_dir, adapter_how = "after it" })
+  if exists(out_dir) then
     errors.user("%s: already exists; merge writes a new folder (remove it or pick another OUT_DIR)", out_dir)
   end
   local cfg_path = adapter_dir .. "/" .. lora.config_file

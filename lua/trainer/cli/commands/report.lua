@@ -238,14 +238,15 @@ end
 
 -- Builds the SVG text of a run folder; returns svg, summary (or nil), the metrics rows.
 function M.svg(dir)
+  local fs = require("trainer.core.fs")
   local outputs = require("trainer.train.outputs")
   local json = require("trainer.core.json")
   local errors = require("trainer.core.errors")
-  if not outputs.exists(dir .. "/metrics.jsonl") then
+  if not fs.exists(dir .. "/metrics.jsonl") then
     errors.user("%s/metrics.jsonl: missing; give the out folder of a run (e.g. runs/minilm_sts_lora)", dir)
   end
   local rows = outputs.read_metrics(dir)
-  local summary = outputs.exists(dir .. "/summary.json") and json.read(dir .. "/summary.json") or nil
+  local summary = fs.exists(dir .. "/summary.json") and json.read(dir .. "/summary.json") or nil
   local loss, lr, xmax = { name = "loss", points = {}, width = 1, color = "#9ab8d8" }, { name = "lr", points = {} }, 0
   local evals, eval_names = {}, {}
   local function eval_point(k, s, v)

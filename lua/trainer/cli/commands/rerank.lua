@@ -17,7 +17,8 @@ return {
     local pos, flags = cl.parse(args, { adapter = "value", batch = "value", ["max-length"] = "value",
       device = "value", ["top-k"] = "value" }, usage)
     if #pos ~= 3 then errors.user("rerank needs a model folder, a queries file and a documents file\nusage: %s", usage) end
-    cl.check_model_folder(pos[1], ("trainer rerank BASE %s %s --adapter ADAPTER"):format(pos[2], pos[3]), true)
+    require("trainer.models").check_folder(pos[1], { tokenizer = true,
+      adapter_example = ("trainer rerank BASE %s %s --adapter ADAPTER"):format(pos[2], pos[3]) })
     local queries, docs = cl.read_lines(pos[2]), cl.read_lines(pos[3])
     if #docs == 0 then errors.user("%s: no documents (one a line)", pos[3]) end
     local top_k = cl.int(flags, "top-k", #docs)

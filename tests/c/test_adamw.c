@@ -1,4 +1,4 @@
-/* test_optim.c — the fused AdamW kernel against a hand-written float64 reference of
+/* test_adamw.c — the fused AdamW kernel against a hand-written float64 reference of
  * torch.optim.AdamW for 10 steps (with weight decay, a loss scale on the gradients and
  * changing gradients), f32 and f64 instantiations. */
 #include "check.h"

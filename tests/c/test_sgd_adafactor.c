@@ -1,4 +1,4 @@
-/* test_optim2.c — the SGD and Adafactor kernels (kernels/cpu/optim.c) against
+/* test_sgd_adafactor.c — the SGD and Adafactor kernels (kernels/cpu/optim.c) against
  * float64 references written out from torch.optim.SGD and transformers' Adafactor
  * independently of the kernels, for 10 steps with changing gradients (f64 tightly, f32
  * loosely); closed-form first steps; and the ops (core/ops/ops_optim.h): half gradients,
