@@ -52,5 +52,5 @@ shape() { # NAME PRESET ROWS
   [ "$mo" = "$po" ] && echo "same order" || echo "orders differ"
 }
 
-shape minilm minilm-l6 ${MINILM_ROWS:-16}
-shape bertbase bert-base ${BERT_ROWS:-4}
+shape minilm minilm-l6 "${MINILM_ROWS:-16}"
+shape bertbase bert-base "${BERT_ROWS:-4}"

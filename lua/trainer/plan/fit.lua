@@ -188,11 +188,13 @@ function M.choose(recipe, opts)
 
   local record = { considered = 0, fitting = 0, reasons = {}, budget = budget, budget_what = opts.budget_what,
                    key = what.fit and "memory.fit" or "batch.size = \"auto\"" }
-  -- the recipe as written, when it can be planned as it is
+  local limit = budget and (M.HEADROOM * budget - M.SEGMENT_SLACK)
+  -- the recipe as written, when it can be planned as it is: kept when it fits with the same
+  -- headroom as any other choice
   if not what.auto then
     local p = estimate(r)
     record.written = { bytes = p.total_bytes, seconds = seconds_of(p) }
-    if not budget or p.total_bytes <= budget then
+    if not budget or p.total_bytes <= limit then
       record.recipe, record.plan, record.changes, record.args = r, p, {}, {}
       record.seconds, record.fits_as_written = record.written.seconds, true
       return record
@@ -203,7 +205,6 @@ function M.choose(recipe, opts)
       .. "the device's memory is known", opts.path and (opts.path .. ": ") or "")
   end
   local list, effective, compares = candidates(r, what, device, card)
-  local limit = M.HEADROOM * budget - M.SEGMENT_SLACK
   local best, smallest
   for _, c in ipairs(list) do
     local rec = schema.copy(r)
@@ -289,16 +290,16 @@ function M.describe(record)
   local time = require("trainer.plan.time")
   local r = record.recipe
   if record.fits_as_written then
-    return ("memory.fit: the recipe fits as written (%s of %s, %s); nothing changed"):format(fs(record.plan.total_bytes),
-      fs(record.budget or 0), record.budget_what or "the budget")
+    return ("memory.fit: the recipe fits as written (%s of %s, %s, with the headroom of a fitted run); nothing "
+      .. "changed"):format(fs(record.plan.total_bytes), fs(record.budget or 0), record.budget_what or "the budget")
   end
   local parts = {}
   for _, ch in ipairs(record.changes) do
     parts[#parts + 1] = ("%s %s -> %s"):format(ch.key, ch.from == nil and "nil" or literal(ch.from), literal(ch.to))
   end
   local head = record.written
-    and ("the recipe as written needs %s, above %s (%s)"):format(fs(record.written.bytes), fs(record.budget),
-      record.budget_what or "the budget")
+    and ("the recipe as written needs %s, and a run fitted to %s (%s) may plan %s"):format(fs(record.written.bytes),
+      fs(record.budget), record.budget_what or "the budget", fs(M.HEADROOM * record.budget - M.SEGMENT_SLACK))
     or ("the largest micro-batch within %s (%s)"):format(fs(record.budget), record.budget_what or "the budget")
   local price = record.written and (", %s against the recipe as written"):format(time.relative(record.seconds,
     record.written.seconds)) or ""

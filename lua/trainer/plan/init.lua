@@ -313,7 +313,8 @@ function M.estimate(recipe, opts)
 end
 
 -- The work of one optimizer step, for trainer.plan.time.predict (which says how each part is
--- counted): { products = { { rows, flops } }, bytes, ops, half, cpu_bf16_native }.
+-- counted): { products = { { rows, flops, calls } }, bytes, ops, token_units (tokens x layers x
+-- hidden x passes, a backward two), half, cpu_bf16_native }.
 -- a: what M.estimate knows of the run (the recipe, the family's terms, layers L, tokens N of
 -- a micro-batch's texts, seq T, ...).
 function M.step_cost(a)
@@ -350,7 +351,18 @@ function M.step_cost(a)
   local layer_ops = L * (16 * forwards + 24) * chunks
   local tensors = 0
   for _, p in ipairs(a.params) do if p.trainable then tensors = tensors + 1 end end
-  return { products = { { rows = rows, flops = acc * flops } }, bytes = acc * micro_bytes + step_bytes,
+  -- product calls: each Linear once a forward, twice a backward (once for a frozen weight),
+  -- the attention's two products (and twice that backward), per chunk
+  -- each call weighed by the geometric mean of its weight's sides over the probe's (384 x 1536:
+  -- 768), trainer.plan.time.call_seconds
+  local lin_calls, site_calls = 0, 0
+  for _, lin in ipairs(a.terms.linears) do lin_calls = lin_calls + math.sqrt(lin[2] * lin[3]) / 768 end
+  for _, lin in ipairs(a.sites or {}) do site_calls = site_calls + math.sqrt(a.rank * (lin[2] + lin[3]) / 2) / 768 end
+  local att_call = math.sqrt(T * H) / 768
+  local calls = acc * chunks * L * (lin_calls * (forwards + (a.full and 2 or 1)) + att_call * (2 * forwards + 4)
+    + site_calls * 3 * (forwards + 2))
+  return { products = { { rows = rows, flops = acc * flops, calls = calls } }, bytes = acc * micro_bytes + step_bytes,
+           token_units = acc * N * L * H * (forwards + 2),
            ops = acc * (layer_ops + 60) + 4 * tensors, half = a.half, cpu_bf16_native = a.cpu_bf16_native,
            micro_batches = acc }
 end

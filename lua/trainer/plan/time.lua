@@ -1,30 +1,32 @@
 -- trainer.plan.time: the predicted time of one optimizer step, so that `trainer plan` shows the
 -- price of each memory saving (checkpointing recomputes the forward, GradCache embeds twice,
--- accumulation runs smaller products more often) and memory.fit can choose by it.
+-- accumulation runs smaller products more often, half precision converts) and memory.fit can
+-- choose by it.
 --
--- A step's work (trainer.plan.estimate fills plan.cost with it) is counted in three parts:
+-- A step's work (trainer.plan.step_cost, in plan.cost) is counted in five parts:
 --   flops    the matrix products of every micro-batch: each Linear 2 x tokens x in x out in the
 --            forward, twice that in the backward of a trainable weight (input and weight
 --            gradients), once for a frozen one (input gradient only); the attention 4 x tokens x
 --            seq x hidden forward and twice that backward; plus one forward more of every
 --            checkpointed layer (the recompute) and of the whole model under a cached loss
 --            (GradCache's first pass without gradients)
+--   calls    the product calls, each with a fixed cost beyond its FLOPs (M.call_seconds):
+--            what makes many small products slower than few large ones at the same work
+--   tokens   the element-wise work (layer norms, GELU, softmax, dropout, residuals, casts):
+--            tokens x layers x hidden x passes (a backward counts two)
 --   bytes    what the step moves through memory: each product's weight read once per use, the
---            activations written in the forward and read in the backward, the gradients
---            accumulated per micro-batch, the optimizer's read and write of every trainable
---            parameter's weight, gradient and state once per step; half weights that the
---            device widens to f32 for a product (the CPU without native bf16) add that copy
---   ops      the ops each micro-batch launches, at a fixed cost each (Lua dispatch on the CPU,
---            a kernel launch on a GPU): what makes many small micro-batches slower than a few
---            large ones at the same work
--- at the device's rates: on the CPU measured once on this machine (a product and a streaming
--- add, timed through the runtime's own ops in CPU time over the threads, so that a busy
--- machine measures its own speed, not its load) and cached under the user's cache folder; on a GPU
--- the card's published peak rates (trainer.plan.cards), or, for a card not listed, a figure
--- from its compute capability and multiprocessors. A product of few rows runs below the
--- device's rate: its efficiency is rows / (rows + ROWS_HALF), the rows at which the device
--- reaches half its rate. The prediction is a model to rank choices, not a stopwatch:
--- docs/BENCHMARKS.md ("Predicted step time") puts it beside measured steps.
+--            activations written and read, the gradients accumulated per micro-batch, the
+--            optimizer's read and write of every trainable parameter's state once per step
+--   ops      the ops each micro-batch launches, at a fixed cost each (dispatch, a launch)
+-- at the device's rates. On the CPU they are measured once on this machine (M.probe_cpu: a
+-- product at two sizes, in f32 and with bf16 activations, a streaming add, a small model's
+-- micro-batch at two depths and two sizes in f32 and bf16; about two seconds, in CPU time over
+-- the threads, so that a busy machine measures its own speed, not its neighbours') and cached
+-- under the user's cache folder. On a GPU they are the card's published peak rates
+-- (trainer.plan.cards), or, for a card not listed, figures from its compute capability and
+-- multiprocessors, with the element-wise work left to the bytes. The prediction ranks choices
+-- rather than timing them: docs/BENCHMARKS.md ("Predicted step time") puts it beside measured
+-- steps.
 local json = require("trainer.core.json")
 
 local M = {}
@@ -105,11 +107,14 @@ local function best_time(fn, at_least)
   return best
 end
 
--- Measures this machine's f32 product rate (FLOP/s), the rows at which a product reaches half
--- of it, and its streaming rate (bytes/s), through the runtime's own ops, in CPU time over the
--- threads (cpu_now): a product of [rows x 384] by [384 x 1536] (MiniLM's feed-forward) at 128
--- and at 2048 rows, whose times t(r) = 2 K N (r + rows_half) / flops give both figures, and an
--- add over 16 MiB operands (larger than the caches). About a second.
+-- Measures this machine's rates through the runtime's own ops, in CPU time over the threads
+-- (cpu_now), in about two seconds:
+--   flops, rows_half   a product of [rows x 384] by [384 x 1536] (MiniLM's feed-forward) at 128
+--                      and at 2048 rows: its times t(r) = 2 K N (r + rows_half) / flops give both
+--   product_half       how much longer the same product takes with bf16 activations (widened
+--                      to f32 where the CPU has no native bf16 products)
+--   bytes              an add over 16 MiB operands (larger than the caches)
+--   op_seconds, token_seconds, token_half_seconds   a small model's micro-batch (M.probe_layers)
 function M.probe_cpu()
   local T = require("trainer.core.tensor")
   local ops = require("trainer.core.ops")
@@ -125,25 +130,32 @@ function M.probe_cpu()
     local flops = 2 * K * N / math.max(slope, 1e-15)
     local rows_half = math.max(1, (t[1] / slope) - 128)
     if slope <= 0 then flops, rows_half = 2 * K * N * 2048 / t[2], 1 end
+    local ah = ops.cast(T.randn({ 2048, K }), "bf16")
+    local th = best_time(function() local o = ops.matmul(ah, w, { dtype = "bf16" }) o:free() end, 0.15)
     local x, y = T.randn({ 4 * 2 ^ 20 }), T.randn({ 4 * 2 ^ 20 })
     local add = best_time(function() ops.add_(x, y) end, 0.15)
-    local layers = M.probe_layers(flops, rows_half)
-    return { flops = flops, rows_half = rows_half, bytes = 3 * 4 * 4 * 2 ^ 20 / add,
-             op_seconds = layers.op_seconds, half_factor = layers.half_factor }
+    local r = { flops = flops, rows_half = rows_half, product_half = math.max(0.25, th / t[2]),
+                bytes = 3 * 4 * 4 * 2 ^ 20 / add }
+    for k, v in pairs(M.probe_layers(r)) do r[k] = v end
+    return r
   end)
 end
 
 -- What a small BERT classifier's micro-batch (forward and backward; hidden 384, 6 heads)
--- takes on this CPU, for two figures the products alone do not give:
---   op_seconds   the fixed cost of an op whatever its size (the dispatch, the element-wise
---                kernels' threads, the allocator): 1 and 3 layers at 2 sequences of 16
---                tokens (small products), the difference less the two layers' products at
---                the rates measured (flops, rows_half), over their 80 ops (40 a layer: 16
---                forward, 24 backward, as trainer.plan counts them);
---   half_factor  how much longer the same micro-batch takes under bf16 (amp.prepare: half
---                activations, each product's operands widened to f32 where the CPU has no
---                native bf16, the conversions of every element-wise op), at 16 sequences of 32.
-function M.probe_layers(flops, rows_half)
+-- takes on this CPU beyond its products (counted as trainer.plan.step_cost counts them, at
+-- the rates measured):
+--   op_seconds           the fixed cost of an op whatever its size (dispatch, the element-wise
+--                        kernels' threads, the allocator): 1 and 3 layers at 2 sequences of 16
+--                        tokens, the difference less the two layers' products, over their 80
+--                        ops (40 a layer: 16 forward, 24 backward, as trainer.plan counts them);
+--   token_seconds        the element-wise work (layer norms, GELU, softmax, dropout, residuals,
+--                        the attention's own loops, the casts) per activation element of a
+--                        layer (a token's hidden state), a unit of a forward (a backward is
+--                        two): 2 layers at 8 and at 32 sequences of 32, less their products and
+--                        ops, the difference over the tokens between them x 2 layers x 3 units
+--                        x 384;
+--   token_half_seconds   the same under bf16 (amp.prepare: half activations, the conversions).
+function M.probe_layers(rates)
   local bert = require("trainer.models.bert")
   local T = require("trainer.core.tensor")
   local losses = require("trainer.losses")
@@ -170,35 +182,43 @@ function M.probe_layers(flops, rows_half)
     loss:free(); model:free(); input:free(); attn:free()
     return t
   end
+  -- one layer's products over N tokens of sequences of S, forward and backward
+  local wsum = 4 * 384 * 384 + 2 * 384 * 1536
+  local function products(N, S)
+    local weighed = 3 * (4 * 384 + 2 * math.sqrt(384 * 1536)) / 768 + 6 * math.sqrt(S * 384) / 768
+    return 3 * (2 * N * wsum + 4 * N * S * 384) / rates.flops + weighed * M.call_seconds(rates.flops, rates.rows_half)
+  end
   local ok, r = pcall(function()
     local t1, t3 = run(1, 2, 16, "fp32"), run(3, 2, 16, "fp32")
-    local f, h = run(2, 16, 32, "fp32"), run(2, 16, 32, "bf16")
-    -- a layer's products at 32 rows, at the rate and efficiency measured: not overhead
-    local N, wsum = 32, 4 * 384 * 384 + 2 * 384 * 1536
-    local work = 3 * (2 * N * wsum + 4 * N * 16 * 384) / (flops * N / (N + rows_half))
-    return { op_seconds = math.max(5e-6, ((t3 - t1) / 2 - work) / 40), half_factor = math.max(0.25, h / f) }
+    local op = math.max(5e-6, ((t3 - t1) / 2 - products(32, 16)) / 40)
+    local function rest(rows, precision)
+      local pf = precision == "fp32" and 1 or rates.product_half
+      return run(2, rows, 32, precision) - 2 * products(rows * 32, 32) * pf - 80 * op
+    end
+    -- the part that grows with the tokens: the difference of two sizes (what does not grow with
+    -- them, the casts of the weights under bf16, is not per token)
+    local units = (1024 - 256) * 2 * 3 * 384
+    return { op_seconds = op,
+             token_seconds = math.max(0, (rest(32, "fp32") - rest(8, "fp32")) / units),
+             token_half_seconds = math.max(0, (rest(32, "bf16") - rest(8, "bf16")) / units) }
   end)
   return ok and r or {}
 end
 
--- The CPU's rates: { flops, bytes, rows_half, op_seconds, half_factor, source }.
--- TRAINER_CPU_RATES="gflops=40,gbps=12" (and optionally rows_half=N, op_us=N, half_factor=X)
--- gives them (tests, or a machine whose figures are known); else the cache file
+-- The CPU's rates: { flops, bytes, rows_half, product_half, op_seconds, token_seconds,
+-- token_half_seconds, source }. TRAINER_CPU_RATES="gflops=40,gbps=12" (and optionally
+-- rows_half=N, product_half=X, op_us=N, token_ns=N, token_half_ns=N) gives them (tests, or a machine whose figures are known); else the cache file
 -- (cache_dir()/cpu_rates.json, one entry per CPU identity), else M.probe_cpu(), written there.
 local cpu_cache
 function M.cpu_rates()
   local given = os.getenv("TRAINER_CPU_RATES")
   if given and given ~= "" then
     local g, b = tonumber(given:match("gflops=([%d%.eE+-]+)")), tonumber(given:match("gbps=([%d%.eE+-]+)"))
-    local h = tonumber(given:match("rows_half=([%d%.eE+-]+)"))
-    local op = tonumber(given:match("op_us=([%d%.eE+-]+)"))
-    local hf = tonumber(given:match("half_factor=([%d%.eE+-]+)"))
-    if not g or not b or g <= 0 or b <= 0 then
-      require("trainer.core.errors").user("TRAINER_CPU_RATES=%q: give both rates as gflops=N,gbps=N (e.g. "
-        .. "TRAINER_CPU_RATES=gflops=40,gbps=12), or unset it to measure them", given)
-    end
-    return { flops = g * 1e9, bytes = b * 1e9, rows_half = h, op_seconds = op and op * 1e-6, half_factor = hf,
-             source = "TRAINER_CPU_RATES" }
+    local function num(k) return tonumber(given:match(k .. "=([%d%.eE+-]+)")) end
+    local op, tok, toh = num("op_us"), num("token_ns"), num("token_half_ns")
+    return { flops = g * 1e9, bytes = b * 1e9, rows_half = num("rows_half"), op_seconds = op and op * 1e-6,
+             token_seconds = tok and tok * 1e-9, token_half_seconds = toh and toh * 1e-9,
+             product_half = num("product_half"), source = "TRAINER_CPU_RATES" }
   end
   if cpu_cache then return cpu_cache end
   local id = cpu_identity()
@@ -211,7 +231,7 @@ function M.cpu_rates()
   end
   local r = all[id]
   if type(r) ~= "table" or type(r.flops) ~= "number" or type(r.bytes) ~= "number" or type(r.rows_half) ~= "number"
-      or type(r.half_factor) ~= "number" then
+      or type(r.token_half_seconds) ~= "number" then
     r = M.probe_cpu()
     all[id] = r
     if path and require("trainer.native").mkdir_p(dir) then
@@ -225,7 +245,8 @@ function M.cpu_rates()
     end
   end
   cpu_cache = { flops = r.flops, bytes = r.bytes, rows_half = r.rows_half, op_seconds = r.op_seconds,
-    half_factor = r.half_factor, source = path and ("measured on this CPU, cached in " .. path)
+    token_seconds = r.token_seconds, token_half_seconds = r.token_half_seconds, product_half = r.product_half,
+    source = path and ("measured on this CPU, cached in " .. path)
     or "measured on this CPU" }
   return cpu_cache
 end
@@ -249,6 +270,16 @@ function M.card_rates(card)
     source = ("estimated from compute capability %s and %d multiprocessors"):format(card and card.cc or "?", sms) }
 end
 
+-- What a product call costs beyond its FLOPs: a product of r rows of the probe's shape
+-- ([r x 384] by [384 x 1536]) takes 2 K N (r + rows_half) / flops, so the fixed part of such
+-- a call is 2 K N rows_half / flops. Another shape's call costs that times the geometric
+-- mean of its sides over the probe's (768): between a cost fixed per call and one that grows
+-- with the operand (a rows_half of its own), as measured on the MiniLM, BERT-base and small
+-- shapes (docs/BENCHMARKS.md); step_cost counts the calls so weighed.
+function M.call_seconds(flops, rows_half)
+  return 2 * 384 * 1536 * rows_half / flops
+end
+
 -- The rates of the device a plan is for.
 function M.rates(plan)
   if plan.device == "cuda" then return M.card_rates(plan.card) end
@@ -265,21 +296,25 @@ function M.predict(plan, rates)
   local flops_rate = rates.flops
   -- half products: the tensor cores on a GPU; on the CPU oneDNN's native bf16 where it has
   -- it (about twice f32), else widened to f32 (the same rate, and the copies counted in bytes)
-  -- the CPU's half step: as much longer as its probe measured (native bf16 products included)
-  local half_factor = 1
+  -- half products: the tensor cores on a GPU; on the CPU as much longer (or shorter, with
+  -- native bf16) as its probe measured
+  local product_factor = 1
   if c.half then
     if dev == "cuda" then flops_rate = rates.half_flops or flops_rate
-    else half_factor = rates.half_factor or (c.cpu_bf16_native and 0.6 or 1.2) end
+    else product_factor = rates.product_half or (c.cpu_bf16_native and 0.6 or 1.1) end
   end
   local compute = 0
   for _, p in ipairs(c.products) do
-    local eff = p.rows / (p.rows + (rates.rows_half or M.ROWS_HALF[dev]))
-    compute = compute + p.flops / (flops_rate * eff)
+    compute = compute + p.flops / flops_rate + p.calls * M.call_seconds(flops_rate, rates.rows_half or M.ROWS_HALF[dev])
   end
+  compute = compute * product_factor
+  -- the element-wise work per token and layer (measured on the CPU; on a GPU in the bytes)
+  local per_token = c.half and rates.token_half_seconds or rates.token_seconds or 0
+  local tokens = (c.token_units or 0) * per_token
   local memory = c.bytes / rates.bytes
   local ops = c.ops * (rates.op_seconds or M.OP_SECONDS[dev])
-  compute, ops = compute * half_factor, ops * half_factor
-  return { seconds = compute + memory + ops, compute_s = compute, memory_s = memory, ops_s = ops }
+  return { seconds = compute + tokens + memory + ops, compute_s = compute, tokens_s = tokens, memory_s = memory,
+           ops_s = ops }
 end
 
 -- "+30 %" (or "-12 %") of a time against a base time; "same" within half a percent.
