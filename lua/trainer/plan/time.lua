@@ -214,6 +214,11 @@ function M.cpu_rates()
   local given = os.getenv("TRAINER_CPU_RATES")
   if given and given ~= "" then
     local g, b = tonumber(given:match("gflops=([%d%.eE+-]+)")), tonumber(given:match("gbps=([%d%.eE+-]+)"))
+    if not g or not b or g <= 0 or b <= 0 then
+      require("trainer.core.errors").user("TRAINER_CPU_RATES=%q: give at least gflops=N,gbps=N (e.g. "
+        .. "TRAINER_CPU_RATES=gflops=40,gbps=12; optionally rows_half, product_half, op_us, token_ns, "
+        .. "token_half_ns), or unset it to measure them", given)
+    end
     local function num(k) return tonumber(given:match(k .. "=([%d%.eE+-]+)")) end
     local op, tok, toh = num("op_us"), num("token_ns"), num("token_half_ns")
     return { flops = g * 1e9, bytes = b * 1e9, rows_half = num("rows_half"), op_seconds = op and op * 1e-6,
