@@ -356,7 +356,7 @@ local M = S.record {
                            .. "(memory.limit or the device), with accumulate set to keep batch.effective",
                          alternatives = { S.integer { gt = 0 }, S.string { enum = { "auto" } } } },
         accumulate = S.integer { gt = 0, default = 1, aliases = { "gradient_accumulation_steps" }, doc = "micro-batches per optimizer step (gradient accumulation)" },
-        effective = S.integer { gt = 0, doc = "rows per optimizer step that batch.size = \"auto\" and memory.fit keep "
+        effective = S.integer { gt = 0, doc = "rows per optimizer step (per process under mpirun) that batch.size = \"auto\" and memory.fit keep "
                                 .. "(default: batch.size x accumulate, 16 x accumulate with \"auto\")" },
       },
       check = function(b, err)
