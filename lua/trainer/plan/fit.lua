@@ -101,8 +101,12 @@ local function candidates(r, what, device, card)
     sizes = { size == "auto" and effective or size }
   else
     local top = size == "auto" and effective or size
+    -- data.sampler = "group_by_label" draws pairs of each label: an even batch of at least 4
+    local paired = r.data and r.data.sampler == "group_by_label"
     for b = top, 1, -1 do
-      if effective % b == 0 and (size == "auto" or what.fit or b == size) then sizes[#sizes + 1] = b end
+      if effective % b == 0 and (size == "auto" or what.fit or b == size) and (not paired or (b % 2 == 0 and b >= 4)) then
+        sizes[#sizes + 1] = b
+      end
     end
   end
   local checkpoints = { r.checkpoint }
@@ -205,6 +209,10 @@ function M.choose(recipe, opts)
       .. "the device's memory is known", opts.path and (opts.path .. ": ") or "")
   end
   local list, effective, compares = candidates(r, what, device, card)
+  if #list == 0 then
+    errors.user("%sbatch.effective = %d: no micro-batch of data.sampler = \"group_by_label\" (an even size of at least "
+      .. "4) divides it; make batch.effective a multiple of 4", opts.path and (opts.path .. ": ") or "", effective)
+  end
   local best, smallest
   for _, c in ipairs(list) do
     local rec = schema.copy(r)
@@ -251,12 +259,12 @@ function M.choose(recipe, opts)
       or what.auto and "batch.size = \"auto\"" or "memory.fit = true"
     local args = {}
     for _, ch in ipairs(changes_of(r, smallest.recipe)) do args[#args + 1] = override(ch.key, ch.to) end
-    errors.oom(("%s%s: nothing fits the budget of %s (%s). Of the %d configurations planned (micro-batches down "
-      .. "to %d row%s%s), the smallest needs %s (%s), and a run keeps %d %% of the budget and 22 MiB "
+    errors.oom(("%s%s: nothing fits the budget of %s (%s). Of the %d configuration%s planned (micro-batches "
+      .. "down to %d row%s%s), the smallest needs %s (%s), and a run keeps %d %% of the budget and 22 MiB "
       .. "free for the plan's error and the allocator's segments. Raise memory.limit or run on a device with more memory, shorten model.max_length%s, "
       .. "use LoRA (lora = { r = 8 }), or train a smaller model; `trainer plan %s --fit` shows the ledger.")
       :format(opts.path and (opts.path .. ": ") or "", asked, fs(budget), opts.budget_what or "the budget",
-        record.considered, min_b, min_b == 1 and "" or "s",
+        record.considered, record.considered == 1 and "" or "s", min_b, min_b == 1 and "" or "s",
         what.fit and ", with checkpointing, the cached loss where there is one and half precision" or "",
         fs(smallest.plan.total_bytes), #args > 0 and table.concat(args, " ") or "the recipe as written",
         math.floor(100 * (1 - M.HEADROOM) + 0.5), mx and (" (now %d)"):format(mx) or "", opts.path or "RECIPE.lua"))
