@@ -18,6 +18,7 @@ usage: trainer RECIPE.lua [key=value ...] [--quiet]        train (validates the 
        trainer check --keys                                the recipe key reference
        trainer plan RECIPE.lua [--budget SIZE] [--json]    memory plan without training
                                                            (exit 2 when it does not fit the budget)
+       trainer plan RECIPE.lua --fit [--card NAME]         the changes memory.fit would make, without running
        trainer report RUN_DIR                              draw a run's loss, lr, eval and memory (SVG + HTML)
        trainer eval RECIPE.lua [--checkpoint DIR]          evaluate a model only: the metrics as JSON
        trainer tokenize MODEL_DIR FILE                     token ids, one JSON array a line
@@ -169,6 +170,7 @@ local function plan_needs_model(path, overrides, flags, model)
   if flags.budget then cmd[#cmd + 1] = "--budget"; cmd[#cmd + 1] = word(flags.budget) end
   if flags.card then cmd[#cmd + 1] = "--card"; cmd[#cmd + 1] = word(flags.card) end
   if flags.json then cmd[#cmd + 1] = "--json" end
+  if flags.fit then cmd[#cmd + 1] = "--fit" end
   errors.user("model.from: %s has no config.json, and `trainer plan` needs the model's shape. Download the model%s, "
     .. "or plan now with the %s preset's shape (%d layers, hidden size %d, a %d-word vocabulary; the model's own "
     .. "may differ):\n  %s", model.from,
@@ -180,9 +182,9 @@ end
 -- that runs out of memory), 1 for a user error.
 function M.plan(args)
   local path, overrides, flags = split_args(args, 2, { budget = "value", json = "bool", card = "value",
-                                                       trust = "bool" })
+                                                       trust = "bool", fit = "bool" })
   if not path then
-    errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--card a10] [--json]")
+    errors.user("plan needs a recipe: trainer plan RECIPE.lua [--budget 8GiB] [--card a10] [--json] [--fit]")
   end
   -- --card NAME: plan for that card on a machine without it (its memory, its precisions)
   local planned_card = flags.card and require("trainer.plan.cards").find(flags.card)
@@ -205,15 +207,19 @@ function M.plan(args)
     f:close()
   end
   local C = require("trainer.core.ffi")
-  local p = plan.estimate(r.recipe, { cuda_available = C.tr_cuda_device_count() > 0 })
+  local cuda_available = C.tr_cuda_device_count() > 0
+  local device = tostring(r.recipe.device)
+  local on_cuda = device:match("^cuda") ~= nil or (device == "auto" and cuda_available)
   local card = require("trainer.core.card")
-  if p.device == "cuda" then
-    local dev = tostring(r.recipe.device):match("^cuda") and r.recipe.device or "cuda"
-    p.card = planned_card or card.of(dev)
-    if p.card then
-      card.refuse_precision(p.card, planned_card and ("--card " .. flags.card) or dev, r.recipe.precision, path)
+  local the_card
+  if on_cuda then
+    local dev = device:match("^cuda") and device or "cuda"
+    the_card = planned_card or card.of(dev)
+    if the_card then
+      card.refuse_precision(the_card, planned_card and ("--card " .. flags.card) or dev, r.recipe.precision, path)
     end
   end
+  local kind = on_cuda and "cuda" or "cpu"
   if planned_card and not flags.budget then
     budget, source = planned_card.memory_bytes, ("the %s's memory (%s)"):format(planned_card.name,
       require("trainer.recipe.schema").format_size(planned_card.memory_bytes))
@@ -224,15 +230,40 @@ function M.plan(args)
   elseif not flags.budget then
     -- what a run on the planned device may use, as the run itself checks it: memory.limit or
     -- the device's own memory (this machine's RAM on the CPU), whichever is smaller
-    local cap, what = require("trainer.plan.check").capacity(r.recipe, p.device)
+    local cap, what = require("trainer.plan.check").capacity(r.recipe, kind)
     if cap and (not budget or cap < budget) then budget, source = cap, what end
-    if source then source = ("%s, for a run on %s"):format(source, p.device) end
+    if source then source = ("%s, for a run on %s"):format(source, kind) end
   end
+  -- batch.size = "auto", memory.fit = true or --fit: the configuration a run would choose
+  -- (trainer.plan.fit), planned in place of the recipe as written
+  local fit = require("trainer.plan.fit")
+  local record
+  if flags.fit or fit.wanted(r.recipe) then
+    local asked = r.recipe
+    if flags.fit and not (asked.memory and asked.memory.fit) then
+      asked = require("trainer.recipe.schema").copy(asked)
+      asked.memory = asked.memory or {}
+      asked.memory.fit = true
+    end
+    record = fit.choose(asked, { device = kind, budget = budget, budget_what = source, card = the_card,
+      estimate_opts = { cuda_available = cuda_available }, path = path })
+    r.recipe = record.recipe
+  end
+  local p = plan.estimate(r.recipe, { cuda_available = cuda_available })
+  if p.device == "cuda" then p.card = the_card end
   local fits = plan.fits(p, budget)
-  local info = { budget_source = source, alternatives = fits == false and plan.alternatives(p, budget) or nil }
+  local info = { budget_source = source, alternatives = fits == false and plan.alternatives(p, budget) or nil,
+    fit = record }
   if flags.json then
     io.write(require("trainer.core.json").encode(plan.json(p, budget, info), 2), "\n")
   else
+    if record then
+      io.write(fit.describe(record), "\n")
+      if #record.args > 0 then
+        io.write(("add to the recipe, or after it on the command line: %s\n"):format(table.concat(record.args, " ")))
+      end
+      if flags.fit then return 0 end
+    end
     io.write(plan.format(p, budget, path, info), "\n")
   end
   return fits == false and 2 or 0

@@ -184,8 +184,9 @@ function M.search(recipe, budget, estimate)
       for _, a in ipairs(v.args) do args[#args + 1] = a; words[#words + 1] = M.shell_word(a) end
       notes[#notes + 1] = v.note
     end
-    local t = total(variants)
-    return { args = args, text = table.concat(words, " "), note = table.concat(notes, "; "), total_bytes = t,
+    local p = estimate(apply(recipe, variants))
+    local t = p.total_bytes
+    return { args = args, text = table.concat(words, " "), note = table.concat(notes, "; "), total_bytes = t, plan = p,
              fits = t <= budget, combined = combined or nil }
   end
 

@@ -77,6 +77,12 @@ local function cpu_gemm_library()
 end
 M.cpu_gemm_library = cpu_gemm_library
 
+-- Whether this process's CPU products run bf16 natively (core/gemm/cpu_gemm.h), for the time model.
+local function cpu_bf16_native()
+  local runtime = require("trainer.core.runtime")
+  return require("trainer.core.ffi").tr_cpu_gemm_bf16_native(runtime.ctx) == 1
+end
+
 -- Bytes oneDNN's packed copies of one Linear weight [O, I] take: the forward's (B = W^T,
 -- N = O columns, K = I) and the input gradient's (B = W, N = I, K = O), f32, with N padded
 -- to 64 and K to 16 (oneDNN 2.6's AVX-512 blocking, measured; exact for BERT's sizes), each
@@ -186,6 +192,7 @@ function M.estimate(recipe, opts)
     texts = math.max(1, (recipe.data and recipe.data.columns and #recipe.data.columns or 3) - 1)
     N = N * texts
   end
+  local n_texts, N_full = N / T, N
   if recipe.loss and recipe.loss.cached then N = math.min(N, recipe.loss.mini_batch * T) end
   local e = half and 2 or 4
   local device = recipe.device
@@ -256,6 +263,10 @@ function M.estimate(recipe, opts)
   end
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
+  local step_cost = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
+    full = full, half = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
+    optimizer = optimizer, checkpointed = sizes ~= nil, e = e,
+    cpu_bf16_native = half and not gpu and (opts.cpu_bf16_native == nil and cpu_bf16_native() or opts.cpu_bf16_native) })
   local total = weights + grads + optimizer + activations + workspace
   -- what each checkpoint choice would cost for this shape (the table `trainer plan` prints)
   local choices = { { spec = false, sizes = nil } }
@@ -278,18 +289,82 @@ function M.estimate(recipe, opts)
   for _, c1 in ipairs(choices) do
     c1.activations = activations_of(c1.sizes)
     c1.total_bytes = total - activations + c1.activations
+    -- the work of a step with this choice: the recompute is there or not
+    local cost_c = {}
+    for k, v in pairs(step_cost) do cost_c[k] = v end
+    if (c1.sizes ~= nil) ~= (sizes ~= nil) then
+      cost_c = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
+        full = full, half = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
+        optimizer = optimizer, checkpointed = c1.sizes ~= nil, e = e, cpu_bf16_native = step_cost.cpu_bf16_native })
+    end
+    c1.cost = cost_c
   end
   table.sort(choices, function(x, y) return (x.sizes and #x.sizes or 0) < (y.sizes and #y.sizes or 0) end)
   return {
     device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
-    layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices,
+    layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices, cost = step_cost,
     cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
     packed_weight_bytes = packed > 0 and packed or nil,
     eval = require("trainer.plan.eval").estimate(recipe, c.hidden_size or c.dim or c.d_model),   -- eval.sets' ir
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
   }
+end
+
+-- The work of one optimizer step, for trainer.plan.time.predict (which says how each part is
+-- counted): { products = { { rows, flops, calls } }, bytes, ops, token_units (tokens x layers x
+-- hidden x passes, a backward two), half, cpu_bf16_native }.
+-- a: what M.estimate knows of the run (the recipe, the family's terms, layers L, tokens N of
+-- a micro-batch's texts, seq T, ...).
+function M.step_cost(a)
+  local recipe, L, T, N = a.recipe, a.L, a.T, a.N
+  local acc = recipe.batch.accumulate
+  local loss = recipe.loss or {}
+  local H = a.terms.linears[1] and a.terms.linears[1][2] or 0
+  local wsum = 0
+  for _, lin in ipairs(a.terms.linears) do wsum = wsum + lin[2] * lin[3] end
+  local lsum = 0
+  for _, lin in ipairs(a.sites or {}) do lsum = lsum + a.rank * (lin[2] + lin[3]) end
+  -- GradCache: the texts in chunks of loss.mini_batch, each embedded twice (without, then with gradients)
+  local chunks = 1
+  if loss.cached then chunks = math.max(1, math.ceil(a.texts / loss.mini_batch)) end
+  local rows = N / chunks
+  local fwd_lin, fwd_lora, fwd_att = 2 * N * L * wsum, 2 * N * L * lsum, 4 * N * T * H * L
+  local forwards = 1 + (loss.cached and 1 or 0) + (a.checkpointed and 1 or 0)
+  local fwd = fwd_lin + fwd_lora + fwd_att
+  local bwd = (a.full and 2 or 1) * fwd_lin + 2 * fwd_lora + 2 * fwd_att
+  local flops = forwards * fwd + bwd
+  -- bytes: weights read per use (a frozen half weight 2 bytes, else 4; widened to f32 for a
+  -- CPU product without native bf16: read 2, write 4, read 4), activations written and read
+  local widen = a.half and not a.gpu and not a.cpu_bf16_native
+  local wb = a.half and not a.full and (widen and 10 or 2) or 4
+  local weight_bytes = L * wsum * wb * (forwards + 1) + (a.full and 8 * L * wsum or 0)
+  local act = a.terms.activations({ tokens = N, bytes = a.e, full = a.full, sites = a.sites, rank = a.rank, gpu = a.gpu })
+  local act_bytes = L * act.per_layer * (2 + forwards) * (widen and 2.5 or 1)
+  local n_train = 0
+  for _, p in ipairs(a.params) do if p.trainable then n_train = n_train + p.n end end
+  local micro_bytes = weight_bytes + act_bytes + 8 * n_train
+  local step_bytes = 2 * (8 * n_train + a.optimizer)
+  -- ops: about 16 a layer forward and 24 backward, per chunk, and 60 around them (embeddings,
+  -- pooling, the loss); the optimizer's few per trainable tensor
+  local layer_ops = L * (16 * forwards + 24) * chunks
+  local tensors = 0
+  for _, p in ipairs(a.params) do if p.trainable then tensors = tensors + 1 end end
+  -- product calls: each Linear once a forward, twice a backward (once for a frozen weight),
+  -- the attention's two products (and twice that backward), per chunk
+  -- each call weighed by the geometric mean of its weight's sides over the probe's (384 x 1536:
+  -- 768), trainer.plan.time.call_seconds
+  local lin_calls, site_calls = 0, 0
+  for _, lin in ipairs(a.terms.linears) do lin_calls = lin_calls + math.sqrt(lin[2] * lin[3]) / 768 end
+  for _, lin in ipairs(a.sites or {}) do site_calls = site_calls + math.sqrt(a.rank * (lin[2] + lin[3]) / 2) / 768 end
+  local att_call = math.sqrt(T * H) / 768
+  local calls = acc * chunks * L * (lin_calls * (forwards + (a.full and 2 or 1)) + att_call * (2 * forwards + 4)
+    + site_calls * 3 * (forwards + 2))
+  return { products = { { rows = rows, flops = acc * flops, calls = calls } }, bytes = acc * micro_bytes + step_bytes,
+           token_units = acc * N * L * H * (forwards + 2),
+           ops = acc * (layer_ops + 60) + 4 * tensors, half = a.half, cpu_bf16_native = a.cpu_bf16_native,
+           micro_batches = acc }
 end
 
 -- true when the plan fits `budget` bytes, nil without a budget.
@@ -305,7 +380,30 @@ function M.alternatives(plan, budget)
   local o = {}
   for k, v in pairs(plan.opts or {}) do o[k] = v end
   o.model_config = plan.model_config
-  return require("trainer.plan.alternatives").search(plan.recipe, budget, function(r) return M.estimate(r, o) end)
+  local alts = require("trainer.plan.alternatives").search(plan.recipe, budget, function(r)
+    local p = M.estimate(r, o)
+    p.card = plan.card
+    return p
+  end)
+  -- each one's predicted step time against the recipe's (trainer.plan.time)
+  local base = M.step_seconds(plan)
+  for _, a in ipairs(alts) do
+    if a.plan and base then a.seconds = M.step_seconds(a.plan) end
+  end
+  return alts
+end
+
+-- The predicted seconds of one optimizer step of a plan (trainer.plan.time), or nil when the
+-- device's rates cannot be had.
+function M.step_seconds(plan)
+  local time = require("trainer.plan.time")
+  local ok, rates = pcall(time.rates, plan)
+  if not ok then
+    if errors.is_user_error(rates) then error(rates, 0) end
+    return nil
+  end
+  local t = time.predict(plan, rates)
+  return t and t.seconds, rates
 end
 
 -- The budget of a resolved recipe (trainer.recipe.resolve's result) and where it came from:
@@ -359,11 +457,19 @@ function M.json(plan, budget, info)
     collective_bytes = plan.collective_bytes, per_rank = plan.collective_bytes and true or nil,
     eval = plan.eval,
   }
+  local seconds, rates = M.step_seconds(plan)
+  if seconds then
+    out.predicted_step_s = seconds
+    out.rates = { flops = rates.flops, half_flops = rates.half_flops, bytes = rates.bytes, source = rates.source }
+  end
+  if info.fit then out.fit = require("trainer.plan.fit").summary(info.fit) end
+  M.choice_times(plan)
   if plan.checkpoint_choices then
     local list = {}
     for i, c in ipairs(plan.checkpoint_choices) do
       list[i] = { segments = c.sizes and #c.sizes or 0, sizes = c.sizes or json.null, activations = c.activations,
-                  total_bytes = c.total_bytes, auto = (c.note or ""):find("auto", 1, true) and true or nil }
+                  total_bytes = c.total_bytes, auto = (c.note or ""):find("auto", 1, true) and true or nil,
+                  predicted_step_s = c.seconds }
     end
     out.checkpoint = { sizes = plan.checkpoint_sizes or json.null, choices = list }
   end
@@ -373,12 +479,22 @@ function M.json(plan, budget, info)
     if not out.fits then
       local alts = {}
       for i, a in ipairs(info.alternatives or (plan.recipe and M.alternatives(plan, budget)) or {}) do
-        alts[i] = { overrides = a.args, command_line = a.text, note = a.note, total_bytes = a.total_bytes, fits = a.fits }
+        alts[i] = { overrides = a.args, command_line = a.text, note = a.note, total_bytes = a.total_bytes, fits = a.fits,
+                    predicted_step_s = a.seconds }
       end
       out.alternatives = alts
     end
   end
   return out
+end
+
+-- Fills each checkpoint choice's predicted step time (seconds) where the device's rates are known.
+function M.choice_times(plan)
+  for _, c in ipairs(plan.checkpoint_choices or {}) do
+    if c.seconds == nil and c.cost then
+      c.seconds = M.step_seconds({ device = plan.device, card = plan.card, cost = c.cost }) or false
+    end
+  end
 end
 
 -- The checkpoint choices as lines: segments, layers per segment, activations and total for
@@ -390,7 +506,11 @@ function M.format_choices(plan)
   local mine = plan.checkpoint_sizes and table.concat(plan.checkpoint_sizes, ",") or ""
   local lines = { ("checkpoint choices for this shape (%d layers; the backward recomputes one segment at a time, "
     .. "every segment's input kept):"):format(plan.layers),
-    ("  %-20s %-18s %12s %12s"):format("checkpoint", "layers/segment", "activations", "total") }
+    ("  %-20s %-18s %12s %12s %10s"):format("checkpoint", "layers/segment", "activations", "total", "step time") }
+  M.choice_times(plan)
+  local time = require("trainer.plan.time")
+  local base
+  for _, c in ipairs(cs) do if not c.sizes then base = c.seconds end end
   for _, c in ipairs(cs) do
     local what, per
     if not c.sizes then what, per = "false", "-"
@@ -404,7 +524,9 @@ function M.format_choices(plan)
     local marks = {}
     if c.note then marks[#marks + 1] = c.note == "auto" and "what \"auto\" picks" or c.note end
     if key == mine then marks[#marks + 1] = "<- this recipe" end
-    lines[#lines + 1] = ("  %-20s %-18s %12s %12s  %s"):format(what, per, fs(c.activations), fs(c.total_bytes),
+    local st = c.seconds and time.format_seconds(c.seconds) or "-"
+    if c.seconds and base and c.sizes then marks[#marks + 1] = time.relative(c.seconds, base) end
+    lines[#lines + 1] = ("  %-20s %-18s %12s %12s %10s  %s"):format(what, per, fs(c.activations), fs(c.total_bytes), st,
       table.concat(marks, ", ")):gsub("%s+$", "")
   end
   return lines
@@ -439,6 +561,13 @@ function M.format(plan, budget, path, info)
     lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / plan.total_bytes)
   end
   lines[#lines + 1] = ("%-12s %12s"):format("total", fs(plan.total_bytes))
+  local seconds, rates = M.step_seconds(plan)
+  if seconds then
+    lines[#lines + 1] = ("predicted step time: %s (%d micro-batch%s; %.0f GFLOP/s%s, %.0f GB/s: %s)"):format(
+      require("trainer.plan.time").format_seconds(seconds), plan.cost.micro_batches, plan.cost.micro_batches == 1 and ""
+      or "es", (plan.cost.half and plan.device == "cuda" and rates.half_flops or rates.flops) / 1e9,
+      plan.cost.half and plan.device == "cuda" and " half" or "", rates.bytes / 1e9, rates.source)
+  end
   if plan.collective_bytes then
     lines[#lines + 1] = ("per rank under mpirun: workspace holds %s of all-reduce bucket buffers (distributed.bucket); "
       .. "every rank needs the total"):format(fs(plan.collective_bytes))
@@ -467,8 +596,13 @@ function M.format(plan, budget, path, info)
     lines[#lines + 1] = fitting[1].combined
       and "No single change fits; together these do (add them after the recipe on the command line):"
       or "These changes fit (add one after the recipe on the command line):"
+    local time = require("trainer.plan.time")
     for _, a in ipairs(fitting) do
-      lines[#lines + 1] = ("  %s -> %s (fits; %s)"):format(a.text, fs(a.total_bytes), a.note)
+      local price = ""
+      if a.seconds and seconds then
+        price = ("; %s, %s"):format(time.format_seconds(a.seconds), time.relative(a.seconds, seconds))
+      end
+      lines[#lines + 1] = ("  %s -> %s (fits; %s%s)"):format(a.text, fs(a.total_bytes), a.note, price)
     end
   else
     local max_length = plan.recipe and plan.recipe.model and plan.recipe.model.max_length

@@ -342,11 +342,24 @@ local M = S.record {
     optim = S.record { default_table = true, doc = optim.doc, order = optim.order, fields = optim.fields },
     schedule = S.record { default_table = true, doc = schedule.doc, order = schedule.order, fields = schedule.fields, check = schedule.check },
     batch = S.record {
-      default_table = true, doc = "batching", order = { "size", "accumulate" },
+      default_table = true, doc = "batching", order = { "size", "accumulate", "effective" },
       fields = {
-        size = S.integer { gt = 0, default = 16, aliases = { "batch_size", "per_device_train_batch_size" }, doc = "examples per micro-batch" },
+        size = S.oneof { default = 16, aliases = { "batch_size", "per_device_train_batch_size", "auto_find_batch_size" },
+                         type_doc = "a positive integer or \"auto\"", narrow = true,
+                         doc = "examples per micro-batch; \"auto\": the largest that the memory plan fits in the budget "
+                           .. "(memory.limit or the device), with accumulate set to keep batch.effective",
+                         alternatives = { S.integer { gt = 0 }, S.string { enum = { "auto" } } } },
         accumulate = S.integer { gt = 0, default = 1, aliases = { "gradient_accumulation_steps" }, doc = "micro-batches per optimizer step (gradient accumulation)" },
+        effective = S.integer { gt = 0, doc = "rows per optimizer step (per process under mpirun) that batch.size = \"auto\" and memory.fit keep "
+                                .. "(default: batch.size x accumulate, 16 x accumulate with \"auto\")" },
       },
+      check = function(b, err)
+        if type(b.size) == "number" and b.effective and b.effective ~= b.size * (b.accumulate or 1) then
+          err("effective", ("%d is not batch.size x batch.accumulate = %d x %d = %d: set batch.size = \"auto\" to let "
+            .. "the memory plan choose the micro-batch, or remove batch.effective"):format(b.effective, b.size,
+            b.accumulate or 1, b.size * (b.accumulate or 1)))
+        end
+      end,
     },
     epochs = S.number { gt = 0, default = 1, aliases = { "num_train_epochs" }, doc = "passes over the training data" },
     steps = S.integer { gt = 0, aliases = { "max_steps" }, doc = "optimizer steps to run (overrides epochs)" },
@@ -404,9 +417,12 @@ local M = S.record {
     },
     resume = S.string { doc = "\"latest\" or a checkpoint folder such as runs/x/checkpoint-200" },
     memory = S.record {
-      doc = "allocator settings", order = { "limit", "max_split_size" },
+      doc = "allocator settings", order = { "limit", "max_split_size", "fit" },
       fields = {
         limit = S.size { doc = "fail with the memory ledger beyond this many bytes (e.g. \"8GiB\")" },
+        fit = S.boolean { default_doc = "false", doc = "when the memory plan does not fit the budget, apply the change of "
+                          .. "least predicted step time that fits (checkpointing, the cached loss, accumulation, half "
+                          .. "precision); `trainer plan --fit` shows it" },
         max_split_size = S.size { doc = "cached blocks at least this big are never split (limits fragmentation)" },
       },
     },

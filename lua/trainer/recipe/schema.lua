@@ -13,7 +13,8 @@
 --   record  { fields = { name = spec, ... }, order = { names in display order },
 --             check = function(value, report) (cross-field rules) }
 --   map     { of = spec } (any string keys)
---   oneof   { alternatives = { spec, ... } } — the first that accepts the value wins
+--   oneof   { alternatives = { spec, ... } } — the first that accepts the value wins;
+--             narrow = true: a number that fits none is reported as the number alternative's
 --   const   { value = v } (e.g. false to switch a feature off)
 -- Path specs (`path = true`) make the checker warn, not fail, when the file is missing.
 -- Any spec may carry `aliases = { "learning_rate", ... }`: names people write for it
@@ -228,6 +229,9 @@ check = function(spec, v, path, r, opts)
       end
       return check(best, v, path, r, opts)
     end
+    -- narrow = true: a number that one alternative alone could be gets that one's message
+    -- (batch.size = 0: "expected a positive integer", not every alternative's)
+    if spec.narrow and #same_type == 1 and type(v) == "number" then return check(same_type[1], v, path, r, opts) end
     return bad()
   end
   if k == "string" then

@@ -126,6 +126,13 @@ function M.run(resolved, opts, Run)
     if recipe.memory.max_split_size then memory.set_max_split_size(recipe.memory.max_split_size) end
   end
 
+  -- batch.size = "auto" / memory.fit = true: the configuration the memory plan fits in the
+  -- budget, written into the recipe before anything reads it (trainer.plan.fit); a resume
+  -- keeps the run's own choice
+  local fit = require("trainer.plan.fit")
+  if fit.wanted(recipe) then M.check_model_folder(recipe.model) end   -- its own message, before the plan's
+  self.fit = fit.apply(resolved, self.device, { quiet = opts.quiet })
+
   -- resume: find the checkpoint first, so a bad path fails before any work
   -- and a folder that holds another run's outputs is refused before anything is written
   if recipe.resume then

@@ -135,7 +135,8 @@ function M.train(resolved, opts)
     -- as it is when the run continues there, rewritten when `trainer resume DIR k=v` changes it
     local rpath = recipe.out .. "/resolved_recipe.lua"
     if root and (not t.resume_dir or resolved.rewrite_recipe or not fs.exists(rpath)) then
-      outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved)))
+      outputs.write_atomic(rpath, outputs.recipe_text(recipe, resolved.path, resume.command_of(resolved),
+        t.fit and not t.fit.kept and require("trainer.plan.fit").comment(t.fit) or nil))
     end
     t.metrics = root and outputs.open_metrics(recipe.out, t.resume_dir and t.step or nil) or nil
     -- TensorBoard event files beside it (log.tensorboard), rank 0 only, as metrics.jsonl

@@ -280,7 +280,7 @@ end
 -- The recipe as loadable Lua; each function is `nil --[[ function defined at FILE:LINE ]]`.
 -- command (a list: the recipe path and its overrides) is recorded in a "-- command:" line
 -- (JSON), so that `trainer resume` can reload a recipe's functions from their file.
-function M.recipe_text(recipe, source, command)
+function M.recipe_text(recipe, source, command, note)
   local body = pretty.literal(without_functions(recipe))
   body = body:gsub('"\\1FUNCTION\\1(.-)\\1FUNCTION\\1"', function(src)
     return "nil --[[ function defined at " .. src:gsub("%]%]", "] ]") .. " ]]"
@@ -292,7 +292,7 @@ function M.recipe_text(recipe, source, command)
     "-- command-line overrides applied. `trainer resume THIS_FOLDER` continues the run from its latest\n" ..
     "-- checkpoint; `trainer THIS_FILE` reruns it. Functions are not serialisable, so each is shown as a\n" ..
     "-- comment naming where it was defined (resume takes them from that file).\n" ..
-    "-- command: %s\nreturn %s\n"):format(source, json.encode(command or { source }), body)
+    "-- command: %s\n%sreturn %s\n"):format(source, json.encode(command or { source }), note or "", body)
 end
 
 -- ---------------------------------------------------------------- the run's lock

@@ -45,6 +45,9 @@ function Run:summary()
     resumed_from = self.resumed_from, last_checkpoint = self.last_checkpoint,
     stopped_by_signal = self.stop_signal and true or nil, best = self.best, early_stopped = self.early_stop,
     distributed = self.dist and self.dist:summary(s.peak_allocated, s.peak_reserved) or nil,
+    -- what batch.size = "auto" / memory.fit chose (trainer.plan.fit); a resume keeps the record
+    fit = self.fit and (self.fit.kept and self.fit.summary or (not self.fit.kept and #self.fit.changes > 0
+      and require("trainer.plan.fit").summary(self.fit))) or nil,
   }
 end
 
