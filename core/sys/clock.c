@@ -1,4 +1,4 @@
-/* clock.c — the monotonic and the wall clock in seconds (sys.h). */
+/* clock.c — the monotonic, the wall and the process's CPU clock in seconds (sys.h). */
 #include "sys.h"
 
 #include <errno.h>
@@ -19,3 +19,8 @@ int tr_sys_monotonic_seconds(double *seconds, tr_error *err)
 }
 
 int tr_sys_wall_seconds(double *seconds, tr_error *err) { return read_clock(CLOCK_REALTIME, "CLOCK_REALTIME", seconds, err); }
+
+int tr_sys_process_cpu_seconds(double *seconds, tr_error *err)
+{
+    return read_clock(CLOCK_PROCESS_CPUTIME_ID, "CLOCK_PROCESS_CPUTIME_ID", seconds, err);
+}

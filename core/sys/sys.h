@@ -103,6 +103,10 @@ int tr_sys_monotonic_seconds(double *seconds, tr_error *err);
 /* *seconds since the Unix epoch, with its fraction: the time stamps of TensorBoard events. */
 int tr_sys_wall_seconds(double *seconds, tr_error *err);
 
+/* *seconds of CPU this process has used, all its threads together: the work a timing did,
+ * which a shared machine's other processes do not stretch (the plan's measured CPU rates). */
+int tr_sys_process_cpu_seconds(double *seconds, tr_error *err);
+
 /* ---------------------------------------------------------------- stop flag (stop_signal.c) */
 
 /* SIGINT and SIGTERM set the stop flag instead of ending the process, so that a run

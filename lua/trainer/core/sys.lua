@@ -119,6 +119,14 @@ function M.now()
   return double_out[0]
 end
 
+-- Seconds of CPU this process has used, all its threads together.
+function M.cpu_time()
+  if C.tr_sys_process_cpu_seconds(double_out, err) ~= 0 then
+    error("trainer.core.sys.cpu_time: " .. ffi.string(err.msg), 0)
+  end
+  return double_out[0]
+end
+
 -- Seconds since the Unix epoch | nil, message.
 function M.wall_time()
   if C.tr_sys_wall_seconds(double_out, err) ~= 0 then return failed() end

@@ -264,7 +264,7 @@ function M.estimate(recipe, opts)
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
   local step_cost = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
-    full = full, half = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
+    full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
     optimizer = optimizer, checkpointed = sizes ~= nil, e = e,
     cpu_bf16_native = half and not gpu and (opts.cpu_bf16_native == nil and cpu_bf16_native() or opts.cpu_bf16_native) })
   local total = weights + grads + optimizer + activations + workspace
@@ -294,7 +294,7 @@ function M.estimate(recipe, opts)
     for k, v in pairs(step_cost) do cost_c[k] = v end
     if (c1.sizes ~= nil) ~= (sizes ~= nil) then
       cost_c = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
-        full = full, half = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
+        full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
         optimizer = optimizer, checkpointed = c1.sizes ~= nil, e = e, cpu_bf16_native = step_cost.cpu_bf16_native })
     end
     c1.cost = cost_c
@@ -337,8 +337,8 @@ function M.step_cost(a)
   local flops = forwards * fwd + bwd
   -- bytes: weights read per use (a frozen half weight 2 bytes, else 4; widened to f32 for a
   -- CPU product without native bf16: read 2, write 4, read 4), activations written and read
-  local widen = a.half and not a.gpu and not a.cpu_bf16_native
-  local wb = a.half and not a.full and (widen and 10 or 2) or 4
+  local widen = a.half_precision and not a.gpu and not a.cpu_bf16_native
+  local wb = a.half_precision and not a.full and (widen and 10 or 2) or 4
   local weight_bytes = L * wsum * wb * (forwards + 1) + (a.full and 8 * L * wsum or 0)
   local act = a.terms.activations({ tokens = N, bytes = a.e, full = a.full, sites = a.sites, rank = a.rank, gpu = a.gpu })
   local act_bytes = L * act.per_layer * (2 + forwards) * (widen and 2.5 or 1)
@@ -363,7 +363,7 @@ function M.step_cost(a)
     + site_calls * 3 * (forwards + 2))
   return { products = { { rows = rows, flops = acc * flops, calls = calls } }, bytes = acc * micro_bytes + step_bytes,
            token_units = acc * N * L * H * (forwards + 2),
-           ops = acc * (layer_ops + 60) + 4 * tensors, half = a.half, cpu_bf16_native = a.cpu_bf16_native,
+           ops = acc * (layer_ops + 60) + 4 * tensors, half_precision = a.half_precision, cpu_bf16_native = a.cpu_bf16_native,
            micro_batches = acc }
 end
 
@@ -565,8 +565,8 @@ function M.format(plan, budget, path, info)
   if seconds then
     lines[#lines + 1] = ("predicted step time: %s (%d micro-batch%s; %.0f GFLOP/s%s, %.0f GB/s: %s)"):format(
       require("trainer.plan.time").format_seconds(seconds), plan.cost.micro_batches, plan.cost.micro_batches == 1 and ""
-      or "es", (plan.cost.half and plan.device == "cuda" and rates.half_flops or rates.flops) / 1e9,
-      plan.cost.half and plan.device == "cuda" and " half" or "", rates.bytes / 1e9, rates.source)
+      or "es", (plan.cost.half_precision and plan.device == "cuda" and rates.half_flops or rates.flops) / 1e9,
+      plan.cost.half_precision and plan.device == "cuda" and " half" or "", rates.bytes / 1e9, rates.source)
   end
   if plan.collective_bytes then
     lines[#lines + 1] = ("per rank under mpirun: workspace holds %s of all-reduce bucket buffers (distributed.bucket); "

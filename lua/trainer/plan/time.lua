@@ -83,14 +83,9 @@ end
 
 -- Seconds of CPU this process has used, over the threads the products run on: the time its
 -- work takes on an idle machine, which the wall clock of a shared one does not show (a
--- neighbour's work stretches it). CLOCK_PROCESS_CPUTIME_ID is 2 in Linux's ABI.
-local CLOCK_PROCESS_CPUTIME_ID = 2
-local cpu_ts
+-- neighbour's work stretches it).
 local function cpu_now()
-  local C = require("trainer.core.ffi")
-  cpu_ts = cpu_ts or require("ffi").new("struct tr_sys_timespec")
-  if C.clock_gettime(CLOCK_PROCESS_CPUTIME_ID, cpu_ts) ~= 0 then return require("trainer.train.clock").now() end
-  return (tonumber(cpu_ts.tv_sec) + tonumber(cpu_ts.tv_nsec) * 1e-9) / M.cpu_threads()
+  return require("trainer.core.sys").cpu_time() / M.cpu_threads()
 end
 
 -- Times fn (repeated until `at_least` seconds passed) and returns seconds per call, the best
@@ -156,13 +151,14 @@ end
 --                        x 384;
 --   token_half_seconds   the same under bf16 (amp.prepare: half activations, the conversions).
 function M.probe_layers(rates)
-  local bert = require("trainer.models.bert")
+  local registry = require("trainer.models.registry")
   local T = require("trainer.core.tensor")
   local losses = require("trainer.losses")
   local function run(L, rows, S, precision)
     local shape = { hidden_size = 384, num_hidden_layers = L, num_attention_heads = 6, intermediate_size = 1536,
                     vocab_size = 64, max_position_embeddings = 64 }
-    local model = bert.SequenceClassifier.new(bert.BertModel.new(bert.config(shape, "probe"), { seed = 1 }), 2, { seed = 1 })
+    local cfg, family = registry.config(shape, "the plan's CPU probe", registry.default)
+    local model = family.build("classification", { config = cfg, seed = 1, num_labels = 2 })
     model:train()
     if precision ~= "fp32" then require("trainer.train.amp").prepare(model, precision) end
     local loss = losses.new({ name = "cross_entropy" })
@@ -304,7 +300,7 @@ function M.predict(plan, rates)
   -- half products: the tensor cores on a GPU; on the CPU as much longer (or shorter, with
   -- native bf16) as its probe measured
   local product_factor = 1
-  if c.half then
+  if c.half_precision then
     if dev == "cuda" then flops_rate = rates.half_flops or flops_rate
     else product_factor = rates.product_half or (c.cpu_bf16_native and 0.6 or 1.1) end
   end
@@ -314,7 +310,7 @@ function M.predict(plan, rates)
   end
   compute = compute * product_factor
   -- the element-wise work per token and layer (measured on the CPU; on a GPU in the bytes)
-  local per_token = c.half and rates.token_half_seconds or rates.token_seconds or 0
+  local per_token = c.half_precision and rates.token_half_seconds or rates.token_seconds or 0
   local tokens = (c.token_units or 0) * per_token
   local memory = c.bytes / rates.bytes
   local ops = c.ops * (rates.op_seconds or M.OP_SECONDS[dev])
