@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 passed=0; failed=0; skipped=0
-log=$(mktemp); trap 'rm -f "$log"' EXIT
+log=$(mktemp); fails=$(mktemp); trap 'rm -f "$log" "$fails"' EXIT
 
 count_log() { # name, log file, exit status: prints the log and adds its lines to the totals
   local name=$1 file=$2 rc=$3 p f s
@@ -16,7 +16,14 @@ count_log() { # name, log file, exit status: prints the log and adds its lines t
   p=$(grep -c '^PASS ' "$file"); f=$(grep -c '^FAIL ' "$file"); s=$(grep -c '^SKIP ' "$file")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "FAIL $name: exited with status $rc without a FAIL line (crash or sanitizer report above)"
+    echo "FAIL $name: exited with status $rc without a FAIL line; its last lines:" >>"$fails"
+    tail -n 5 "$file" | sed 's/^/    /' >>"$fails"
     f=1
+  fi
+  grep '^FAIL ' "$file" | sed "s/^FAIL /FAIL [$name] /" >>"$fails"
+  if [ "$rc" -gt 128 ] && [ "$f" -gt 0 ]; then   # failed, then died of a signal: the cases after it never ran
+    echo "FAIL [$name]: then ended by signal $((rc - 128)); its last lines:" >>"$fails"
+    tail -n 5 "$file" | sed 's/^/    /' >>"$fails"
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
@@ -72,6 +79,11 @@ else
   skipped=$((skipped + 1))
 fi
 
+# The failures again, just above the totals: a log read from its end (CI shows its tail) names them.
+if [ "$failed" -gt 0 ]; then
+  echo "== failures"
+  head -n 40 "$fails" | cut -c1-300
+fi
 if [ "$skipped" -gt 0 ]; then
   echo "$passed passed, $failed failed, $skipped skipped"
 else
