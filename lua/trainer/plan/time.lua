@@ -235,7 +235,7 @@ function M.cpu_rates()
       or type(r.token_half_seconds) ~= "number" then
     r = M.probe_cpu()
     all[id] = r
-    if path and require("trainer.native").mkdir_p(dir) then
+    if path and require("trainer.core.sys").mkdir_p(dir) then
       local tmp = path .. ".tmp" .. tostring(os.time())
       local f = io.open(tmp, "w")
       if f then
