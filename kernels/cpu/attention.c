@@ -431,8 +431,10 @@ static void KFN(win_fill)(REAL *S, int64_t nkp, const REAL *ck, int64_t i0, int6
         int64_t lo = i0 + r - w - j0, hi = i0 + r + w + 1 - j0;
         if (lo < 0) lo = 0;
         if (hi > nk) hi = nk;
-        for (int64_t c = 0; c < nkp; c++)
-            if (c < lo || c >= hi || ck[j0 + c] == 0) Sr[c] = fill;
+        /* three runs: before the window, the window (its padded keys), after it */
+        for (int64_t c = 0; c < lo; c++) Sr[c] = fill;
+        if (hi > lo) KFN(mask_fill)(Sr + lo, fill, ck + j0 + lo, hi - lo);
+        for (int64_t c = hi > lo ? hi : lo; c < nkp; c++) Sr[c] = fill;
     }
 }
 

@@ -1,6 +1,6 @@
 /* geglu.c — the GeGLU kernels (geglu.h), written once over REAL and instantiated here for
  * float (the runtime) and double (the tests' reference); the GELU itself is gelu.c's
- * (vectorised for float), run on a row's x half and then multiplied by its gate half. */
+ * (vectorised for float), one pass over a row's x and gate halves (tr_k_gelu_gate_*). */
 #ifndef KFN
 #include "cpu/geglu.h"
 #include "cpu/gelu.h"
@@ -30,11 +30,8 @@ void KFN(tr_k_geglu_fwd)(REAL *out, const REAL *h, int64_t N, int64_t I, int app
     for (int64_t k = 0; k < nblk; k++) {
         const int64_t r0 = k * rows, r1 = N - r0 < rows ? N : r0 + rows;
         for (int64_t r = r0; r < r1; r++) {
-            REAL *o = out + r * I;
-            const REAL *x = h + r * 2 * I, *g = x + I;
-            KFN(tr_k_gelu_fwd)(o, x, I, approx);
-#pragma omp simd
-            for (int64_t c = 0; c < I; c++) o[c] *= g[c];
+            const REAL *x = h + r * 2 * I;
+            KFN(tr_k_gelu_gate_fwd)(out + r * I, x, x + I, I, approx);
         }
     }
 }
@@ -48,15 +45,9 @@ void KFN(tr_k_geglu_bwd)(REAL *dh, const REAL *dout, const REAL *h, int64_t N, i
     for (int64_t k = 0; k < nblk; k++) {
         const int64_t r0 = k * rows, r1 = N - r0 < rows ? N : r0 + rows;
         for (int64_t r = r0; r < r1; r++) {
-            REAL *dx = dh + r * 2 * I, *dg = dx + I;
-            const REAL *x = h + r * 2 * I, *g = x + I, *d = dout + r * I;
-            KFN(tr_k_gelu_bwd)(dx, d, x, I, approx); /* dout * gelu'(x) */
-            KFN(tr_k_gelu_fwd)(dg, x, I, approx);    /* gelu(x) */
-#pragma omp simd
-            for (int64_t c = 0; c < I; c++) {
-                dx[c] *= g[c];
-                dg[c] *= d[c];
-            }
+            REAL *dx = dh + r * 2 * I;
+            const REAL *x = h + r * 2 * I;
+            KFN(tr_k_gelu_gate_bwd)(dx, dx + I, dout + r * I, x, x + I, I, approx);
         }
     }
 }

@@ -82,6 +82,54 @@ TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const 
     }
 }
 
+/* GeGLU's spans: the erf form in one vectorised pass, the others through the spans above. */
+TR_SIMD_CLONES static void KFN(gelu_gate_fwd_span)(REAL *out, const REAL *x, const REAL *g, int64_t n, int approx)
+{
+    const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
+    if (approx != TR_GELU_ERF) {
+        KFN(gelu_fwd_span)(out, x, n, approx);
+        for (int64_t i = 0; i < n; i++) out[i] *= g[i];
+        return;
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        REAL v = x[i];
+        out[i] = (REAL)0.5 * v * KFN(gelu_one_plus_erf)(v * inv_sqrt2) * g[i];
+    }
+}
+
+TR_SIMD_CLONES static void KFN(gelu_gate_bwd_span)(REAL *dx, REAL *dg, const REAL *dout, const REAL *x,
+                                                   const REAL *g, int64_t n, int approx)
+{
+    const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
+    if (approx != TR_GELU_ERF) {
+        KFN(gelu_bwd_span)(dx, dout, x, n, approx);
+        KFN(gelu_fwd_span)(dg, x, n, approx);
+        for (int64_t i = 0; i < n; i++) {
+            dx[i] *= g[i];
+            dg[i] *= dout[i];
+        }
+        return;
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        REAL v = x[i], d = dout[i];
+        dx[i] = d * g[i] * KFN(gelu_deriv)(v);
+        dg[i] = d * (REAL)0.5 * v * KFN(gelu_one_plus_erf)(v * inv_sqrt2);
+    }
+}
+
+void KFN(tr_k_gelu_gate_fwd)(REAL *out, const REAL *x, const REAL *g, int64_t n, int approx)
+{
+    KFN(gelu_gate_fwd_span)(out, x, g, n, approx);
+}
+
+void KFN(tr_k_gelu_gate_bwd)(REAL *dx, REAL *dg, const REAL *dout, const REAL *x, const REAL *g, int64_t n,
+                             int approx)
+{
+    KFN(gelu_gate_bwd_span)(dx, dg, dout, x, g, n, approx);
+}
+
 /* ------------------------------------------------------------ forward */
 
 void KFN(tr_k_gelu_fwd)(REAL *out, const REAL *x, int64_t n, int approx)
