@@ -102,12 +102,20 @@ TR_SIMD_CLONES static void KFN(gelu_gate_bwd_span)(REAL *dx, REAL *dg, const REA
                                                    const REAL *g, int64_t n, int approx)
 {
     const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
-    if (approx != TR_GELU_ERF) {
-        KFN(gelu_bwd_span)(dx, dout, x, n, approx);
-        KFN(gelu_fwd_span)(dg, x, n, approx);
+    if (approx != TR_GELU_ERF) {   /* element by element, each read before its writes */
+        const REAL k = (REAL)0.79788456080286535588, c = (REAL)0.044715;
         for (int64_t i = 0; i < n; i++) {
-            dx[i] *= g[i];
-            dg[i] *= dout[i];
+            REAL v = x[i], gi = g[i], d = dout[i], f, fd;
+            if (approx == TR_GELU_TANH) {
+                REAL t = tanh(k * (v + c * v * v * v));
+                f = (REAL)0.5 * v * (1 + t);
+                fd = (REAL)0.5 * (1 + t) + (REAL)0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+            } else {
+                f = v > 0 ? v : 0;
+                fd = v > 0 ? 1 : 0;
+            }
+            dx[i] = d * gi * fd;
+            dg[i] = d * f;
         }
         return;
     }

@@ -347,9 +347,20 @@ function MLP:backward(dy, want_dx)
   local h = self:saved_tensor("h")
   return T.scope(function()
     if self.saved.remake then self.Wo.saved.x = T.keep(self.drop:replay(ops.geglu(h, self.act))) end
-    local dh = ops.geglu_backward(self.drop:backward(self.Wo:backward(dy)), h, self.act)
+    local dg = self.drop:backward(self.Wo:backward(dy))
+    if dg:dtype() ~= h:dtype() or h:device() ~= "cpu" then
+      local dh = ops.geglu_backward(dg, h, self.act)
+      self:release()
+      return self.Wi:backward(dh, want_dx)
+    end
+    -- on the CPU, in place: dh overwrites h, which nothing reads after (no second [N, 2I] buffer)
+    self.saved.h = nil
     self:release()
-    return self.Wi:backward(dh, want_dx)
+    local dh = ops.geglu_backward_(dg, h, self.act)
+    dg:free()
+    local dx = self.Wi:backward(dh, want_dx)
+    dh:free()
+    return dx
   end)
 end
 
