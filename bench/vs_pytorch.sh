@@ -12,6 +12,8 @@
 #     --shapes=LIST the 32 x 128 shapes to run, of "minilm bert-base" (default: both; --quick: minilm)
 #     --families=LIST the model families of the 32 x 128 rows, of "bert distilbert mpnet modernbert"
 #                 (default: bert; bench/families.json gives each one's config fields and LoRA targets)
+#     --configs=LIST the configurations of the 32 x 128 rows, of "fp32-full fp32-lora bf16-ckpt-lora"
+#                 (default: all three; PyTorch's bf16 row is slow on CPUs without AVX512-BF16)
 #     --train-only  only the 32 x 128 rows (no STS-B fine-tune, no encode)
 #     --encode-only only the encode rows
 #     ROUNDS=N    alternations A B per row (default 2): on a VM whose speed swings between runs,
@@ -46,6 +48,7 @@ ROUNDS=${ROUNDS:-2}
 case "$ROUNDS" in ''|*[!0-9]*|0) echo "bench/vs_pytorch.sh: ROUNDS must be a whole number from 1, got '$ROUNDS'" >&2; exit 1 ;; esac
 MODEL=models/all-MiniLM-L6-v2
 quick=0 setup=0 run=1 shapes_opt="" train_only=0 encode_only=0 families="bert"
+configs="fp32-full fp32-lora bf16-ckpt-lora"
 for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
@@ -55,10 +58,12 @@ for a in "$@"; do
       for s in $shapes_opt; do case "$s" in minilm|bert-base) ;; *) echo "bench/vs_pytorch.sh: --shapes: unknown shape $s (shapes: minilm, bert-base)" >&2; exit 1 ;; esac; done ;;
     --families=*) families=${a#--families=}
       for f in $families; do case "$f" in bert|distilbert|mpnet|modernbert) ;; *) echo "bench/vs_pytorch.sh: --families: unknown family $f (families: bert, distilbert, mpnet, modernbert)" >&2; exit 1 ;; esac; done ;;
+    --configs=*) configs=${a#--configs=}
+      for c in $configs; do case "$c" in fp32-full|fp32-lora|bf16-ckpt-lora) ;; *) echo "bench/vs_pytorch.sh: --configs: unknown configuration $c (configurations: fp32-full, fp32-lora, bf16-ckpt-lora)" >&2; exit 1 ;; esac; done ;;
     --train-only) train_only=1 ;;
     --encode-only) encode_only=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --families=LIST, --train-only, --encode-only, --help)" >&2; exit 1 ;;
+    *) echo "bench/vs_pytorch.sh: unknown option $a (options: --setup, --setup-only, --quick, --shapes=LIST, --families=LIST, --configs=LIST, --train-only, --encode-only, --help)" >&2; exit 1 ;;
   esac
 done
 
@@ -93,7 +98,6 @@ if [ "$encode_only" = 1 ]; then
   shapes=""
 fi
 rounds=$(seq "$ROUNDS")
-configs="fp32-full fp32-lora bf16-ckpt-lora"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 t_start=$(date +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

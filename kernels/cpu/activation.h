@@ -34,4 +34,13 @@ void tr_k_tanh_fwd_f64(double *out, const double *x, int64_t n);
 void tr_k_tanh_bwd_f32(float *dx, const float *dout, const float *y, int64_t n);
 void tr_k_tanh_bwd_f64(double *dx, const double *dout, const double *y, int64_t n);
 
+/* GeGLU's halves of a row, on the calling thread: out[n] (=) gelu(x) * g; dx[n] (=)
+ * dout * g * gelu'(x) and dg[n] (=) dout * gelu(x), one pass (the erf form shares one exp
+ * between gelu and its derivative). Outputs must not alias inputs. */
+void tr_k_gelu_gate_fwd_f32(float *out, const float *x, const float *g, int64_t n, int approx);
+void tr_k_gelu_gate_fwd_f64(double *out, const double *x, const double *g, int64_t n, int approx);
+void tr_k_gelu_gate_bwd_f32(float *dx, float *dg, const float *dout, const float *x, const float *g, int64_t n,
+                            int approx);
+void tr_k_gelu_gate_bwd_f64(double *dx, double *dg, const double *dout, const double *x, const double *g, int64_t n,
+                            int approx);
 #endif

@@ -306,6 +306,26 @@ static void KFN(product)(int isa, int trans_a, REAL *C, int64_t ldc, const REAL 
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] *= rs[i];
 }
 
+/* S[nb, nkp] (=) alpha * A B^T for the window's keys [j0, j0 + nk): the scores of a windowed
+ * block. The tile paths read the head's packed Bt ([D, Tp]) from column j0 on, nkp columns:
+ * past key T - 1 that runs into the next packed row (or, from the last, the scratch buffer
+ * after it), finite values in columns nk..nkp-1, which the callers overwrite (win_fill,
+ * win_zero_tail). The GEMM path writes the nk real columns. */
+static void KFN(win_scores)(int isa, REAL *S, int64_t nkp, const REAL *A, int64_t lda, const REAL *B,
+                            int64_t ldb, const REAL *Bt, int64_t Tp, int64_t j0, int64_t nb, int64_t nk,
+                            int64_t D, REAL alpha)
+{
+#if KTILE
+    if (isa != TR_ATTN_ISA_BLAS) {
+        tr_attn_tile_gemm(isa, 0, S, nkp, A, lda, Bt + j0, Tp, nb, nkp, D, alpha, NULL, 0);
+        return;
+    }
+#endif
+    (void)isa; (void)Bt; (void)Tp;
+    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nk, (int)D, alpha, A, (int)lda, B + j0 * ldb,
+         (int)ldb, 0, S, (int)nkp);
+}
+
 /* The packed transpose of a head's k or v, for the tile paths' score products. */
 static void KFN(pack_t)(int isa, REAL *dst, const REAL *src, int64_t ld, int64_t T, int64_t D,
                         int64_t Tp)
@@ -411,8 +431,10 @@ static void KFN(win_fill)(REAL *S, int64_t nkp, const REAL *ck, int64_t i0, int6
         int64_t lo = i0 + r - w - j0, hi = i0 + r + w + 1 - j0;
         if (lo < 0) lo = 0;
         if (hi > nk) hi = nk;
-        for (int64_t c = 0; c < nkp; c++)
-            if (c < lo || c >= hi || ck[j0 + c] == 0) Sr[c] = fill;
+        /* three runs: before the window, the window (its padded keys), after it */
+        for (int64_t c = 0; c < lo; c++) Sr[c] = fill;
+        if (hi > lo) KFN(mask_fill)(Sr + lo, fill, ck + j0 + lo, hi - lo);
+        for (int64_t c = hi > lo ? hi : lo; c < nkp; c++) Sr[c] = fill;
     }
 }
 
@@ -434,7 +456,7 @@ static void KFN(attn_fwd)(int isa, REAL *out, REAL *lse, const REAL *q, const RE
     /* bias: a relative-position table; win: a window narrower than the keys (w >= T - 1 sees them all) */
     const tr_attn_relpos *bias = rel && rel->table ? rel : NULL;
     const int64_t win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
-    if (!KTILE || !tr_attn_tile_usable(isa) || win) isa = TR_ATTN_ISA_BLAS;
+    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
     const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
     const int64_t nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
     const int use_drop = drop && drop->p > 0;
@@ -473,7 +495,7 @@ static void KFN(attn_fwd)(int isa, REAL *out, REAL *lse, const REAL *q, const RE
                 if (win) {
                     int64_t j0, nk, nkp;
                     attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
-                    KFN(scores)(isa, u.S, nkp, qb, ld, kb + j0 * ld, ld, NULL, nb, nk, D, scale);
+                    KFN(win_scores)(isa, u.S, nkp, qb, ld, kb, ld, u.kt, Tp, j0, nb, nk, D, scale);
                     KFN(win_fill)(u.S, nkp, u.ck, i0, nb, j0, nk, win, -INFINITY);
                     KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, nkp, u.rb, isa);
                     if (use_drop) {   /* whole rows drawn, the window's columns applied */
@@ -514,7 +536,7 @@ static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dou
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
     const tr_attn_relpos *bias = rel && rel->table ? rel : NULL;
     const int64_t win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
-    if (!KTILE || !tr_attn_tile_usable(isa) || win) isa = TR_ATTN_ISA_BLAS;
+    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
     const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
     const int use_drop = drop && drop->p > 0;
     const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
@@ -551,8 +573,8 @@ static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dou
                 if (win) {
                     int64_t j0, nk, nkp;
                     attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
-                    const REAL *kw = kb + j0 * ld, *vw = vb + j0 * ld;
-                    KFN(scores)(isa, P, nkp, qb, ld, kw, ld, NULL, nb, nk, D, scale);
+                    const REAL *kw = kb + j0 * ld;
+                    KFN(win_scores)(isa, P, nkp, qb, ld, kb, ld, u.kt, Tp, j0, nb, nk, D, scale);
                     KFN(win_fill)(P, nkp, u.ck, i0, nb, j0, nk, win, -INFINITY);
                     for (int64_t r = 0; r < nb; r++)
                         KFN(probs_from_lse)(P + r * nkp, P + r * nkp, lse[bh * T + i0 + r], u.rb, nkp);
@@ -564,7 +586,7 @@ static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dou
                         Pd = G;
                     }
                     KFN(product)(isa, 1, dvb + j0 * ld, ld, Pd, nkp, dob, ld, nk, D, nb, 1, NULL, 1);
-                    KFN(scores)(isa, G, nkp, dob, ld, vw, ld, NULL, nb, nk, D, 1);
+                    KFN(win_scores)(isa, G, nkp, dob, ld, vb, ld, u.vt, Tp, j0, nb, nk, D, 1);
                     KFN(win_zero_tail)(G, nkp, nb, nk);
                     if (use_drop)
                         for (int64_t r = 0; r < nb; r++)

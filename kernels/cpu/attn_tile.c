@@ -95,6 +95,48 @@ __attribute__((target("avx512f"))) static void pack_t_avx512(float *dst, int64_t
         }
     }
 }
+
+/* r[0..7] (8 rows of 8) become their transpose in place: 32-bit unpacks and 64-bit shuffles
+ * give, in each 128-bit lane, the 4 x 4 transposes; a 128-bit lane permute joins them. */
+__attribute__((target("avx2,fma"))) static inline void transpose8_avx2(__m256 r[8])
+{
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* 8 x 8 blocks of whole rows and columns; the ragged edges (rows or columns past the last
+ * multiple of 8) element by element. */
+__attribute__((target("avx2,fma"))) static void pack_t_avx2(float *dst, int64_t ldd, const float *src,
+                                                            int64_t lds, int64_t rows, int64_t cols)
+{
+    const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+    for (int64_t r0 = 0; r0 < rows8; r0 += 8) {
+        for (int64_t c0 = 0; c0 < cols8; c0 += 8) {
+            __m256 r[8];
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (r0 + i) * lds + c0);
+            transpose8_avx2(r);
+            _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) _mm256_storeu_ps(dst + (c0 + c) * ldd + r0, r[c]);
+        }
+        for (int64_t r = r0; r < r0 + 8; r++)
+            for (int64_t c = cols8; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
+    }
+    for (int64_t r = rows8; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
+}
 #endif
 
 void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
@@ -105,6 +147,8 @@ void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds,
     if (ldd >= (rows + 15) / 16 * 16 && tr_attn_tile_usable(TR_ATTN_ISA_AVX512)) {
         pack_t_avx512(dst, ldd, src, lds, rows, cols);
         written = (rows + 15) / 16 * 16;   /* the blocks' zero rows: no memset per row for them */
+    } else if (tr_attn_tile_usable(TR_ATTN_ISA_AVX2)) {
+        pack_t_avx2(dst, ldd, src, lds, rows, cols);
     } else
 #endif
         pack_t_scalar(dst, ldd, src, lds, rows, cols);

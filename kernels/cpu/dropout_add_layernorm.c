@@ -102,20 +102,24 @@ void KFN(tr_k_dropout_add_layernorm_fwd)(REAL *out, REAL *sum, REAL *mean, REAL 
 TR_SIMD_CLONES static void KFN(dal_row_bwd)(REAL *dx, REAL *dres, const REAL *dout, const REAL *sum, const REAL *w,
                                             REAL m, REAL s, const uint8_t *keep, REAL scale, int64_t C)
 {
+    /* g is stored (rounded) and read back: recomputed, dout * w - gsum would contract into
+     * one FMA whose exact product leaves the rounding error of g where the row's g are all
+     * equal (one column), instead of 0 */
+    REAL *d = dres ? dres : dx;
     REAL gsum = 0, gxsum = 0;
 #pragma omp simd reduction(+ : gsum, gxsum)
     for (int64_t c = 0; c < C; c++) {
         REAL g = dout[c] * w[c];
+        d[c] = g;
         gsum += g;
         gxsum += g * (sum[c] - m) * s;
     }
     gsum /= (REAL)C;
     gxsum /= (REAL)C;
-    REAL *d = dres ? dres : dx;
 #pragma omp simd
     for (int64_t c = 0; c < C; c++) {
         REAL xhat = (sum[c] - m) * s;
-        d[c] = s * (dout[c] * w[c] - gsum - xhat * gxsum);
+        d[c] = s * (d[c] - gsum - xhat * gxsum);
     }
     if (!dx) return;
     if (keep) {

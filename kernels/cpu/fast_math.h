@@ -14,14 +14,18 @@
 #include <string.h>
 
 /* Hot float loops: clones for AVX-512 and AVX2 + FMA, chosen by the CPU at load time.
- * Empty where the compiler or target cannot clone (the loop then runs the baseline ISA). */
+ * Empty where the compiler or target cannot clone (the loop then runs the baseline ISA).
+ * The AVX2 clone is the x86-64-v3 level (AVX2, FMA, F16C, BMI), which the resolver picks
+ * by the CPU's features; "arch=haswell" was picked by the CPU's model, Intel Haswell only,
+ * so every AMD CPU without AVX-512 (and every later Intel core without it) ran the SSE2
+ * baseline. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define TR_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#define TR_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #else
 #define TR_SIMD_CLONES
 #endif
 
-/* The helpers are always inlined: the AVX2 clone is compiled for arch=haswell, and GCC does
+/* The helpers are always inlined: the AVX2 clone is compiled for arch=x86-64-v3, and GCC does
  * not inline a plain static inline function (compiled for the baseline arch) into a
  * function of another arch, so the call stayed and the AVX2 clones of GELU, the attention
  * softmax and probs_from_lse were scalar (the AVX-512 clone, same arch, inlined them). */

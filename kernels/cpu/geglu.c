@@ -1,15 +1,16 @@
 /* geglu.c — the GeGLU kernels (geglu.h), written once over REAL and instantiated here for
  * float (the runtime) and double (the tests' reference); the GELU itself is activation.c's
- * (vectorised for float), run on a row's x half and then multiplied by its gate half. */
+ * (vectorised for float), one pass over a row's x and gate halves (tr_k_gelu_gate_*). */
 #ifndef KFN
 #include "cpu/geglu.h"
 #include "cpu/activation.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* Rows per block: a block is at most GG_BLOCK elements of out (one of activation.c's spans stays
  * under its parallel threshold, so a block runs on the thread that took it), at least one row. */
-enum { GG_BLOCK = 16384 };
+enum { GG_BLOCK = 16384, GG_CHUNK = 512 };
 
 static int64_t gg_rows(int64_t I)
 {
@@ -30,11 +31,8 @@ void KFN(tr_k_geglu_fwd)(REAL *out, const REAL *h, int64_t N, int64_t I, int app
     for (int64_t k = 0; k < nblk; k++) {
         const int64_t r0 = k * rows, r1 = N - r0 < rows ? N : r0 + rows;
         for (int64_t r = r0; r < r1; r++) {
-            REAL *o = out + r * I;
-            const REAL *x = h + r * 2 * I, *g = x + I;
-            KFN(tr_k_gelu_fwd)(o, x, I, approx);
-#pragma omp simd
-            for (int64_t c = 0; c < I; c++) o[c] *= g[c];
+            const REAL *x = h + r * 2 * I;
+            KFN(tr_k_gelu_gate_fwd)(out + r * I, x, x + I, I, approx);
         }
     }
 }
@@ -48,14 +46,20 @@ void KFN(tr_k_geglu_bwd)(REAL *dh, const REAL *dout, const REAL *h, int64_t N, i
     for (int64_t k = 0; k < nblk; k++) {
         const int64_t r0 = k * rows, r1 = N - r0 < rows ? N : r0 + rows;
         for (int64_t r = r0; r < r1; r++) {
-            REAL *dx = dh + r * 2 * I, *dg = dx + I;
-            const REAL *x = h + r * 2 * I, *g = x + I, *d = dout + r * I;
-            KFN(tr_k_gelu_bwd)(dx, d, x, I, approx); /* dout * gelu'(x) */
-            KFN(tr_k_gelu_fwd)(dg, x, I, approx);    /* gelu(x) */
-#pragma omp simd
-            for (int64_t c = 0; c < I; c++) {
-                dx[c] *= g[c];
-                dg[c] *= d[c];
+            REAL *dx = dh + r * 2 * I;
+            const REAL *x = h + r * 2 * I, *d = dout + r * I;
+            if (dh != h) {
+                KFN(tr_k_gelu_gate_bwd)(dx, dx + I, d, x, x + I, I, approx);
+                continue;
+            }
+            /* in place: each chunk's x and g are copied out first, so that the span reads
+             * and writes separate memory (and vectorises without overlap checks failing) */
+            REAL xs[GG_CHUNK], gs[GG_CHUNK];
+            for (int64_t c0 = 0; c0 < I; c0 += GG_CHUNK) {
+                const int64_t n = I - c0 < GG_CHUNK ? I - c0 : GG_CHUNK;
+                memcpy(xs, x + c0, (size_t)n * sizeof *xs);
+                memcpy(gs, x + I + c0, (size_t)n * sizeof *gs);
+                KFN(tr_k_gelu_gate_bwd)(dx + c0, dx + I + c0, d + c0, xs, gs, n, approx);
             }
         }
     }

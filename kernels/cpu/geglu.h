@@ -14,7 +14,8 @@
 void tr_k_geglu_fwd_f32(float *out, const float *h, int64_t N, int64_t I, int approx);
 void tr_k_geglu_fwd_f64(double *out, const double *h, int64_t N, int64_t I, int approx);
 
-/* dh[N,2I] (=) from dout[N,I] and the forward's h[N,2I]; dh aliases neither. */
+/* dh[N,2I] (=) from dout[N,I] and the forward's h[N,2I]; dh may be h itself (in place: the
+ * backward then needs no second [N, 2I] buffer), else it aliases neither. */
 void tr_k_geglu_bwd_f32(float *dh, const float *dout, const float *h, int64_t N, int64_t I, int approx);
 void tr_k_geglu_bwd_f64(double *dh, const double *dout, const double *h, int64_t N, int64_t I, int approx);
 

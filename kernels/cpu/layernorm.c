@@ -51,9 +51,13 @@ TR_SIMD_CLONES static void KFN(layernorm_row)(REAL *o, REAL *mean, REAL *rstd, c
 TR_SIMD_CLONES static void KFN(layernorm_dx_row)(REAL *o, const REAL *dr, const REAL *xr, const REAL *weight,
                                                  REAL m, REAL s, int64_t C)
 {
+    /* g is stored (rounded) and read back, as in dropout_add_layernorm.c's row: recomputed,
+     * dr * weight - gsum contracts into an FMA that leaves g's rounding error where it should
+     * cancel */
     REAL gsum = 0, gxsum = 0;
     for (int64_t c = 0; c < C; c++) {
         REAL g = dr[c] * weight[c];
+        o[c] = g;
         gsum += g;
         gxsum += g * (xr[c] - m) * s;
     }
@@ -62,7 +66,7 @@ TR_SIMD_CLONES static void KFN(layernorm_dx_row)(REAL *o, const REAL *dr, const 
 #pragma omp simd
     for (int64_t c = 0; c < C; c++) {
         REAL xhat = (xr[c] - m) * s;
-        o[c] = s * (dr[c] * weight[c] - gsum - xhat * gxsum);
+        o[c] = s * (o[c] - gsum - xhat * gxsum);
     }
 }
 

@@ -220,4 +220,23 @@ return {
     assert(trained == 8, trained .. " LoRA gradients")
     g:close()
   end },
+  { "modernbert_geglu_backward_in_place", function()
+    -- the MLP's backward overwrites h with dh on the CPU: the same values as a new dh, in both
+    -- GELU forms, over a row longer than the kernel's in-place chunk (512)
+    local T = require("trainer.core.tensor")
+    for _, kind in ipairs({ 0, 1 }) do
+      local N, I = 3, 700
+      local h = T.randn({ N, 2 * I }, { seed = 5, stream = kind })
+      local d = T.randn({ N, I }, { seed = 6, stream = kind })
+      local dh = ops.geglu_backward(d, h, kind)
+      local want = dh:values()
+      dh:free()
+      local hc = h:clone()
+      local got = ops.geglu_backward_(d, hc, kind)
+      assert(got == hc, "the in-place form returns h")
+      local v = got:values()
+      for i = 1, #want do assert(v[i] == want[i], ("kind %d [%d]: %g vs %g"):format(kind, i, v[i], want[i])) end
+      h:free(); d:free(); hc:free()
+    end
+  end },
 }

@@ -28,7 +28,7 @@ while read -r file fn want; do
   # TR_SIMD_CLONES, not x86-64 GCC, has the baseline function only)
   bad=""
   clones="$fn:16"
-  grep -q "^;; Function $fn\\.avx512f " "$dump" && clones="$fn.avx512f:64 $fn.arch_haswell:32 $fn:16"
+  grep -q "^;; Function $fn\\.avx512f " "$dump" && clones="$fn.avx512f:64 $fn.arch_x86_64_v3:32 $fn:16"
   for clone in $clones; do
     cfn=${clone%:*} width=${clone##*:}
     if ! grep -q "^;; Function $cfn " "$dump"; then

@@ -239,6 +239,12 @@ end
 -- a = a + b.
 function M.add_(a, b) check(C.tr_op_add(ctx, a:ptr(), a:ptr(), b:ptr()), "add_") return a end
 
+-- GeGLU's backward in place: dh overwrites h (dout's dtype must be h's), and h is returned.
+function M.geglu_backward_(dout, h, kind)
+  check(C.tr_op_geglu_backward(ctx, h:ptr(), dout:ptr(), h:ptr(), kind or 0), "geglu_backward_")
+  return h
+end
+
 function M.scale_(x, alpha) check(C.tr_op_scale(ctx, x:ptr(), x:ptr(), alpha), "scale_") return x end
 
 -- y += alpha * x

@@ -325,20 +325,42 @@ function MLP.new(cfg, rng, layer)
   return self
 end
 
+-- Wo's input, drop(geglu(h)) ([N, I], the largest tensor of a layer), is not kept: a plain Wo
+-- that kept it for its weight gradient has it dropped here and remade from h in the backward
+-- (one GeGLU pass; the dropout replays its keyed mask), so a layer keeps h alone for its MLP.
 function MLP:forward(x)
   return T.scope(function()
     local h = self.Wi:forward(x)
     self:keep("h", h)
-    return self.Wo:forward(self.drop:forward(ops.geglu(h, self.act)))
+    local y = self.Wo:forward(self.drop:forward(ops.geglu(h, self.act)))
+    local wo = self.Wo
+    if getmetatable(wo) == Linear and wo.saved.x then
+      wo.saved.x:free()
+      wo.saved.x = nil
+      self.saved.remake = true
+    end
+    return y
   end)
 end
 
 function MLP:backward(dy, want_dx)
   local h = self:saved_tensor("h")
   return T.scope(function()
-    local dh = ops.geglu_backward(self.drop:backward(self.Wo:backward(dy)), h, self.act)
+    if self.saved.remake then self.Wo.saved.x = T.keep(self.drop:replay(ops.geglu(h, self.act))) end
+    local dg = self.drop:backward(self.Wo:backward(dy))
+    if dg:dtype() ~= h:dtype() or h:device() ~= "cpu" then
+      local dh = ops.geglu_backward(dg, h, self.act)
+      self:release()
+      return self.Wi:backward(dh, want_dx)
+    end
+    -- on the CPU, in place: dh overwrites h, which nothing reads after (no second [N, 2I] buffer)
+    self.saved.h = nil
     self:release()
-    return self.Wi:backward(dh, want_dx)
+    local dh = ops.geglu_backward_(dg, h, self.act)
+    dg:free()
+    local dx = self.Wi:backward(dh, want_dx)
+    dh:free()
+    return dx
   end)
 end
 
@@ -357,21 +379,48 @@ function Layer.new(cfg, rng, index)
   return self
 end
 
+-- A plain Linear after a LayerNorm keeps the norm's output for its weight gradient, while the
+-- norm keeps its input: the Linear's copy is dropped (flag set in saved) and remade from the
+-- norm's input in the backward (one layernorm pass, the same bits), so a layer keeps N x C
+-- less per norm.
+local function drop_norm_output(lin, saved, flag)
+  if getmetatable(lin) == Linear and lin.saved.x then
+    lin.saved.x:free()
+    lin.saved.x = nil
+    saved[flag] = true
+  end
+end
+
+local function remake_norm_output(lin, norm, saved, flag)
+  if not saved[flag] then return end
+  saved[flag] = nil
+  local x = norm:saved_tensor("x")
+  lin.saved.x = T.keep(T.scope(function()
+    return (ops.layernorm(x, norm.weight.value, norm.bias and norm.bias.value, norm.eps))
+  end))
+end
+
 function Layer:forward(x, mask)
   return T.scope(function()
     local h = T.scope(function()
       local a = self.attn_norm and self.attn_norm:forward(x) or x
-      return add(x, self.attn:forward(a, mask))
+      local o = self.attn:forward(a, mask)
+      if self.attn_norm then drop_norm_output(self.attn.Wqkv, self.saved, "remake_attn") end
+      return add(x, o)
     end)
-    return add(h, self.mlp:forward(self.mlp_norm:forward(h)))
+    local m = self.mlp:forward(self.mlp_norm:forward(h))
+    drop_norm_output(self.mlp.Wi, self.saved, "remake_mlp")
+    return add(h, m)
   end)
 end
 
 -- want_dx = false: no input gradient is owed (the first layer over frozen embeddings).
 function Layer:backward(dy, want_dx)
   local dx = T.scope(function()
+    remake_norm_output(self.mlp.Wi, self.mlp_norm, self.saved, "remake_mlp")
     local dh = T.scope(function() return ops.add_(self.mlp_norm:backward(self.mlp:backward(dy)), dy) end)
     local need = want_dx ~= false
+    if self.attn_norm then remake_norm_output(self.attn.Wqkv, self.attn_norm, self.saved, "remake_attn") end
     local da = self.attn:backward(dh, need or (self.attn_norm ~= nil and self.attn_norm:any_trainable()))
     if not need then
       if da and self.attn_norm then self.attn_norm:backward(da):free() elseif self.attn_norm then
@@ -706,9 +755,11 @@ function M.plan_terms(c)
     local stats = (A + 8) * N * 4   -- attention lse + two LayerNorms' mean/rstd, f32
     local per_layer, layer_input
     if a.full then
-      -- the layer input (attn_norm's), Wqkv's input, q, k, v, the attention output (Wo's
-      -- input), the residual sum (mlp_norm's), Wi's input, Wi's output (2I) and the gate's (I)
-      per_layer = (8 * N * C + 3 * N * I) * e + stats
+      -- the layer input (attn_norm's), q, k, v, the attention output (Wo's input), the
+      -- residual sum (mlp_norm's) and Wi's output (2I); the norms' outputs (Wqkv's and Wi's
+      -- inputs) and the gate's output (mlp.Wo's input) are remade in the backward. Layer 0,
+      -- without attn_norm, has Wqkv keep its input: in the embeddings' term
+      per_layer = (6 * N * C + 2 * N * I) * e + stats
       layer_input = N * C * e
     else
       -- both LayerNorm inputs, q, k, v, Wi's output; each adapted Linear's input and its rank-r
@@ -719,7 +770,7 @@ function M.plan_terms(c)
       if a.gpu then per_layer = per_layer + N * C * e end
     end
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * C * e,
-             embeddings = a.full and 2 * N * C * e or 0, transient = (3 * N * I + 2 * N * C) * e }
+             embeddings = a.full and 3 * N * C * e or 0, transient = (3 * N * I + 2 * N * C) * e }
   end
   return {
     layers = L, positions = c.max_position_embeddings or 8192, linears = plain, layer = layer,

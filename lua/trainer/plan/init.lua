@@ -77,7 +77,7 @@ local function cpu_gemm_library()
 end
 M.cpu_gemm_library = cpu_gemm_library
 
--- Whether this process's CPU products run bf16 natively (core/gemm/cpu_gemm.h), for the time model.
+-- Whether this process's CPU products run bf16 natively (core/cpu_device/cpu_gemm.h), for the time model.
 local function cpu_bf16_native()
   local runtime = require("trainer.core.runtime")
   return require("trainer.core.ffi").tr_cpu_gemm_bf16_native(runtime.ctx) == 1
