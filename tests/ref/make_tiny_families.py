@@ -13,14 +13,7 @@
                                     grad.<name> of every parameter
   tests/data/golden_tiny_distilbert_cls.safetensors  input_ids, attention_mask, labels, logits, loss (mean
   tests/data/golden_tiny_roberta_cls.safetensors     cross-entropy), grad.<name> of every parameter
-  tests/data/tiny_distilbert_lora/  a PEFT LoRA adapter on tiny_distilbert as save_pretrained writes it: r 4,
-                                    lora_alpha 8, target_modules q_lin, v_lin (the DistilBERT family's
-                                    peft_targets), A and B random; golden_tiny_distilbert_lora.safetensors: its
-                                    embedding and loss on golden_tiny_distilbert's inputs, and the gradient of
-                                    every lora_A / lora_B (trainer's names).
-The other way, trainer -> PEFT: `./trainer run tests/ref/lora_roundtrip_ours.lua` loads the adapter with
-trainer.lora.load and saves it with trainer.lora.save; PEFT must load that and give the same embedding, from
-the same keys as its own file (asserted here; needs a built ./trainer).
+The PEFT adapter on tiny_distilbert is made by tests/ref/make_family_lora.py.
 
 Every parameter is random (gains around 1, biases non-zero) except DistilBERT's sinusoidal table, which
 transformers computes at init (and, in transformers 5, trains). Models run in eval mode (no dropout), eager attention, float32.
@@ -29,16 +22,10 @@ Usage: /tmp/refvenv/bin/python tests/ref/make_tiny_families.py
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import torch
 import torch.nn.functional as F
-from peft import LoraConfig, PeftModel, get_peft_model
-from safetensors import safe_open
-from safetensors.torch import load_file
 from tokenizers import Tokenizer, processors
 from transformers import (AutoTokenizer, DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel,
                           RobertaConfig, RobertaForSequenceClassification)
@@ -47,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
 import make_tiny_bert as tb  # noqa: E402  (the vocabulary and tokenizer files of the tiny BERT)
-from tiny_golden import INIT_STD, cls_loss, embed_loss, golden, mean_pool, randomize, report, save, \
+from tiny_golden import INIT_STD, cls_loss, embed_loss, golden, randomize, report, save, \
     sentence_transformers_files  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -148,71 +135,9 @@ def make_classifier(name, model_cls, config, tok_class, one_type=False):
     save(os.path.join(DATA, f"golden_{name}.safetensors"), t)
 
 
-# ------------------------------------------------------------ PEFT on DistilBERT
-def our_name(key):
-    return key.replace("base_model.model.", "", 1).replace(".default", "").replace(".base_layer", "")
-
-
-def make_distil_lora():
-    base = os.path.join(DATA, "tiny_distilbert")
-    g = load_file(os.path.join(DATA, "golden_tiny_distilbert.safetensors"))
-
-    def model():
-        return DistilBertModel.from_pretrained(base, attn_implementation="eager", dtype=torch.float32).eval()
-
-    def embed(m):
-        last = m(input_ids=g["input_ids"], attention_mask=g["attention_mask"]).last_hidden_state
-        return mean_pool(last, g["attention_mask"])
-
-    # PEFT 0.21's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING has no "distilbert": name the modules
-    cfg = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_lin", "v_lin"],
-                     task_type="FEATURE_EXTRACTION")
-    pm = get_peft_model(model(), cfg).eval()
-    gen = torch.Generator().manual_seed(13)
-    with torch.no_grad():
-        for key, p in pm.named_parameters():
-            if "lora_" in key:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
-    emb = embed(pm)
-    loss = (emb * g["loss_weight"]).sum()
-    loss.backward()
-    t = {"embedding": emb.detach(), "loss": loss.detach().reshape(1)}
-    for key, p in pm.named_parameters():
-        if p.requires_grad:
-            t["grad." + our_name(key)] = p.grad.detach().clone()
-    dest = os.path.join(DATA, "tiny_distilbert_lora")
-    shutil.rmtree(dest, ignore_errors=True)
-    pm.save_pretrained(dest)
-    os.remove(os.path.join(dest, "README.md"))   # PEFT's model card names this machine's path
-    with open(os.path.join(dest, "adapter_config.json")) as f:
-        c = json.load(f)
-    c["base_model_name_or_path"] = "tests/data/tiny_distilbert"
-    c["target_modules"] = sorted(c["target_modules"])   # PEFT writes a set: in any order
-    with open(os.path.join(dest, "adapter_config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
-        f.write("\n")
-    save(os.path.join(DATA, "golden_tiny_distilbert_lora.safetensors"), t)
-    with safe_open(os.path.join(dest, "adapter_model.safetensors"), "pt") as f:
-        peft_keys = sorted(f.keys())
-
-    ours = tempfile.mkdtemp()
-    subprocess.run([os.path.join(ROOT, "trainer"), "run", os.path.join(HERE, "lora_roundtrip_ours.lua"),
-                    "tests/data/tiny_distilbert", dest, ours], check=True, cwd=ROOT)
-    with safe_open(os.path.join(ours, "adapter_model.safetensors"), "pt") as f:
-        our_keys = sorted(f.keys())
-    assert our_keys == peft_keys, ("key sets differ", set(our_keys) ^ set(peft_keys))
-    loaded = PeftModel.from_pretrained(model(), ours).eval()
-    with torch.no_grad():
-        err = (embed(loaded) - t["embedding"]).abs().max().item()
-    assert err <= 1e-5, err
-    print(f"trainer-saved DistilBERT adapter: {len(our_keys)} keys = PEFT's; PEFT's output max |diff| {err:.3g}")
-    shutil.rmtree(ours)
-
-
 def main():
     vocab = tb.build_vocab()
     make_distil_embedder(vocab)
-    make_distil_lora()
     labels = dict(num_labels=3, id2label=dict(enumerate(LABEL_NAMES)), label2id={n: i for i, n in enumerate(LABEL_NAMES)})
     make_classifier("tiny_distilbert_cls", DistilBertForSequenceClassification,
                     distil_config(vocab, activation="relu", seq_classif_dropout=0.2,
