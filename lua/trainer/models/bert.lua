@@ -116,26 +116,52 @@ local function check_field(cfg, f, source, fields_of, label)
   end
 end
 
--- A checked copy of a config.json table (source names the file in errors) with defaults
--- filled in and `family` (fam.name) added, for the BERT-shaped family fam; a config without
--- model_type is fam's own. spec.finish_config(cfg, source) adds what a variant needs.
-local function shaped_config(fam, spec, raw, source)
-  source = source or "config"
+-- Checks every field of a family's list in cfg (a copy it may write: nulls become nil).
+function M.check_fields(cfg, fields_of, source, label)
+  for _, f in ipairs(fields_of) do check_field(cfg, f, source, fields_of, label) end
+end
+
+-- The start of a config() of a family built on this file (fam: its table, with name): a copy
+-- of the config.json table raw (source names the file in errors) with fields_of checked
+-- (label: the family's name in a missing field's message), defaults filled in, `family`
+-- (fam.name) added, and model_type fam's own when absent, else one of fam's.
+function M.checked_copy(fam, raw, source, fields_of, defaults, label)
   if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
   local cfg = {}
   for k, v in pairs(raw) do cfg[k] = v end
-  for _, f in ipairs(fields) do check_field(cfg, f, source) end
-  for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
+  M.check_fields(cfg, fields_of, source, label)
+  for k, v in pairs(defaults) do if cfg[k] == nil then cfg[k] = v end end
   if cfg.model_type == nil then cfg.model_type = fam.name end
   if registry.family(cfg.model_type, source) ~= fam then
     errors.user("%s: model_type %q is not a %s model; check it with trainer.models.registry.config (or load it "
       .. "with trainer.load_model), which choose its family", source, cfg.model_type, fam.name)
   end
   cfg.family = fam.name
+  return cfg
+end
+
+-- The checks of a config whose shape and padding id have BERT's names: the heads divide the
+-- hidden size; the padding id (nil: none) is a row of the vocabulary.
+function M.check_heads(cfg, source)
   if cfg.hidden_size % cfg.num_attention_heads ~= 0 then
     errors.user("%s: hidden_size %d is not a multiple of num_attention_heads %d", source, cfg.hidden_size,
       cfg.num_attention_heads)
   end
+end
+
+function M.check_pad(cfg, source)
+  if cfg.pad_token_id and cfg.pad_token_id >= cfg.vocab_size then
+    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
+  end
+end
+
+-- A checked copy of a config.json table (source names the file in errors) with defaults
+-- filled in and `family` (fam.name) added, for the BERT-shaped family fam; a config without
+-- model_type is fam's own. spec.finish_config(cfg, source) adds what a variant needs.
+local function shaped_config(fam, spec, raw, source)
+  source = source or "config"
+  local cfg = M.checked_copy(fam, raw, source, fields, M.defaults)
+  M.check_heads(cfg, source)
   if cfg.position_embedding_type ~= "absolute" then
     errors.user("%s: position_embedding_type %q is not supported (absolute only)", source,
       tostring(cfg.position_embedding_type))
@@ -143,21 +169,15 @@ local function shaped_config(fam, spec, raw, source)
   if not pcall(ops.gelu_kind, cfg.hidden_act) then
     errors.user("%s: hidden_act %q is not supported (gelu, gelu_new, gelu_pytorch_tanh)", source, cfg.hidden_act)
   end
-  if cfg.pad_token_id >= cfg.vocab_size then
-    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
-  end
+  M.check_pad(cfg, source)
   if spec.finish_config then spec.finish_config(cfg, source) end
   return cfg
-end
-
--- Checks every field of a family's list in cfg (a copy it may write: nulls become nil).
-function M.check_fields(cfg, fields_of, source, label)
-  for _, f in ipairs(fields_of) do check_field(cfg, f, source, fields_of, label) end
 end
 
 -- ---------------------------------------------------------------- positions
 -- BERT's absolute positions: token t of every row is at t (0-based).
 local function absolute_max_positions(cfg) return cfg.max_position_embeddings end
+M.absolute_max_positions = absolute_max_positions
 
 -- Fills pos[base .. base + B*T - 1] (row-major [B, T]) with 0..T-1 per row; ids (a function
 -- giving the token ids, indexed as pos is) is never called: a device batch is not read back.
@@ -165,6 +185,22 @@ local function absolute_position_ids(cfg, ids, pos, B, Tn, base)
   for b = 0, B - 1 do
     local row = base + b * Tn
     for t = 0, Tn - 1 do pos[row + t] = t end
+  end
+end
+M.absolute_position_ids = absolute_position_ids
+
+-- RoBERTa's rule (transformers' create_position_ids_from_input_ids), for the padding index
+-- pad: fills pos[base .. base + B*T - 1] (row-major [B, T]) from the ids (a function giving
+-- them, indexed as pos is) with pad + the running count of the row's non-pad tokens, and pad
+-- at the pads.
+function M.padded_position_ids(pad, ids, pos, B, Tn, base)
+  local v = ids()
+  for b = 0, B - 1 do
+    local count, row = 0, base + b * Tn
+    for t = 0, Tn - 1 do
+      local i = row + t
+      if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
+    end
   end
 end
 
@@ -211,6 +247,16 @@ function M.prepare_inputs(cfg, input, device)
   end
   return out, owned
 end
+
+-- ---------------------------------------------------------------- forward
+-- A model's forward: fn(...) in a scope (which frees its temporaries); on an error the
+-- activations the model's modules saved so far are released and the error raised again.
+local function guarded_forward(self, fn, ...)
+  local ok, y = pcall(T.scope, fn, ...)
+  if not ok then self:clear_saved(); error(y, 0) end
+  return y
+end
+M.guarded_forward = guarded_forward
 
 -- ---------------------------------------------------------------- BertModel
 local BertModel = Module:extend("BertModel")
@@ -324,15 +370,13 @@ end
 -- -> embeddings [B, C] (normalised when the model has a Normalize module)
 -- self.pack_rows = false computes the padding rows too (the embeddings are the same).
 function SentenceEncoder:forward(input)
-  local ok, y = pcall(T.scope, function()
+  return guarded_forward(self, function()
     local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     -- pool_mask: the attention mask less the prompt's tokens, where the pooling leaves them out
     local pooled = self.pooling:forward(h, input.pool_mask or input.attention_mask)
     if not self.normalize then return pooled end
     return self.normalize:forward(pooled)
   end)
-  if not ok then self:clear_saved(); error(y, 0) end
-  return y
 end
 
 function SentenceEncoder:backward(demb)
@@ -375,13 +419,11 @@ end
 -- -> logits [B, num_labels]; the pooler reads row 0 only, so padding rows are skipped
 -- (self.pack_rows = false computes them).
 function SequenceClassifier:forward(input)
-  local ok, logits = pcall(T.scope, function()
+  return guarded_forward(self, function()
     local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     local d = T.scope(function() return self.dropout:forward(self.bert.pooler:forward(h)) end)
     return self.classifier:forward(d)
   end)
-  if not ok then self:clear_saved(); error(logits, 0) end
-  return logits
 end
 
 -- each gradient dies once the next one back is made
@@ -426,11 +468,9 @@ end
 -- -> logits [B, num_labels]; the head reads row 0 only, so padding rows are skipped
 -- (self.pack_rows = false computes them).
 function HeadClassifier:forward(input)
-  local ok, logits = pcall(T.scope, function()
+  return guarded_forward(self, function()
     return self.head:forward(self.bert:forward(input, { pack_rows = self.pack_rows ~= false }))
   end)
-  if not ok then self:clear_saved(); error(logits, 0) end
-  return logits
 end
 
 function HeadClassifier:backward(dlogits)
@@ -439,18 +479,17 @@ function HeadClassifier:backward(dlogits)
 end
 
 -- ---------------------------------------------------------------- init
--- transformers' _init_weights: Linear and Embedding weights ~ N(0, initializer_range),
--- biases 0, LayerNorm weight 1 / bias 0, the padding rows of embeddings 0. Seeded: the
--- k-th parameter draws stream k of seed.
-function M.init_weights(model, cfg, seed, prefix)
-  local std = cfg.initializer_range or 0.02
+-- transformers' _init_weights over model's parameters, by their full names (prefix .. name):
+-- rule(full) gives 1 (a LayerNorm weight) or 0 (a bias) to fill with, or "normal", the std of
+-- the weight's N(0, std) draw and the row to zero after it (a padding row; nil: none).
+-- Seeded: the k-th parameter draws stream k of seed.
+function M.init_params(model, seed, prefix, rule)
   local k = 0
   for name, p in model:parameters() do
     k = k + 1
-    local full = (prefix or "") .. name
+    local how, std, pad = rule((prefix or "") .. name)
     local v = p.value
-    if full:match("LayerNorm%.weight$") or full:match("layer_norm%.weight$") then v:fill(1)
-    elseif full:match("%.bias$") then v:fill(0)
+    if how ~= "normal" then v:fill(how)
     else
       local dtype, device = v:dtype(), v:device()
       local direct = dtype == "f32" and device == "cpu"
@@ -464,9 +503,6 @@ function M.init_weights(model, cfg, seed, prefix)
         r:free()
       end
       p.value = T.keep(v)
-      local pad
-      if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
-      if full:match("position_embeddings%.weight$") then pad = cfg.position_padding_idx end
       if pad and pad >= 0 and pad < v:shape()[1] then
         local row = v:narrow(pad, 1)
         row:fill(0)
@@ -474,6 +510,20 @@ function M.init_weights(model, cfg, seed, prefix)
       end
     end
   end
+end
+
+-- BERT's: Linear and Embedding weights ~ N(0, initializer_range), biases 0, LayerNorm weight
+-- 1 / bias 0, the padding rows of embeddings 0.
+function M.init_weights(model, cfg, seed, prefix)
+  local std = cfg.initializer_range or 0.02
+  M.init_params(model, seed, prefix, function(full)
+    if full:match("LayerNorm%.weight$") or full:match("layer_norm%.weight$") then return 1 end
+    if full:match("%.bias$") then return 0 end
+    local pad
+    if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
+    if full:match("position_embeddings%.weight$") then pad = cfg.position_padding_idx end
+    return "normal", std, pad
+  end)
 end
 
 -- ---------------------------------------------------------------- loading weights
@@ -666,6 +716,7 @@ end
 M.head_fields = head_fields
 
 -- ---------------------------------------------------------------- structure
+-- The modules of class inside model, in order.
 local function instances(model, class)
   local out = {}
   for _, m in model:named_modules() do
@@ -673,6 +724,7 @@ local function instances(model, class)
   end
   return out
 end
+M.instances = instances
 
 -- The stacks gradient checkpointing regroups (trainer.train.grad_checkpoint): each BertEncoder,
 -- whose `layers` list it replaces with segments.

@@ -18,7 +18,6 @@
 -- The checked config carries, beside config.json's own fields, the names BERT's modules read
 -- (hidden_size = dim, num_hidden_layers = n_layers, ...): the modules are BERT's.
 local bert = require("trainer.models.bert")
-local registry = require("trainer.models.registry")
 local T = require("trainer.core.tensor")
 local errors = require("trainer.core.errors")
 
@@ -58,26 +57,14 @@ local NAMES = {
 
 function M.config(raw, source)
   source = source or "config"
-  if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
-  local cfg = {}
-  for k, v in pairs(raw) do cfg[k] = v end
-  bert.check_fields(cfg, M.config_fields, source, "DistilBERT")
-  for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
-  if cfg.model_type == nil then cfg.model_type = M.name end
-  if registry.family(cfg.model_type, source) ~= M then
-    errors.user("%s: model_type %q is not a %s model; check it with trainer.models.registry.config (or load it "
-      .. "with trainer.load_model), which choose its family", source, cfg.model_type, M.name)
-  end
-  cfg.family = M.name
+  local cfg = bert.checked_copy(M, raw, source, M.config_fields, M.defaults, "DistilBERT")
   if cfg.dim % cfg.n_heads ~= 0 then
     errors.user("%s: dim %d is not a multiple of n_heads %d", source, cfg.dim, cfg.n_heads)
   end
   if cfg.activation ~= "gelu" and cfg.activation ~= "relu" then
     errors.user("%s: activation %q is not supported (gelu, relu)", source, cfg.activation)
   end
-  if cfg.pad_token_id >= cfg.vocab_size then
-    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
-  end
+  bert.check_pad(cfg, source)
   -- the names BERT's modules read
   cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads = cfg.dim, cfg.n_layers, cfg.n_heads
   cfg.intermediate_size, cfg.hidden_act, cfg.layer_norm_eps = cfg.hidden_dim, cfg.activation, 1e-12
@@ -86,15 +73,8 @@ function M.config(raw, source)
   return cfg
 end
 
-function M.max_positions(cfg) return cfg.max_position_embeddings end
-
--- Fills pos[base .. base + B*T - 1] (row-major [B, T]) with 0..T-1 per row; never reads the ids.
-function M.position_ids(cfg, ids, pos, B, Tn, base)
-  for b = 0, B - 1 do
-    local row = base + b * Tn
-    for t = 0, Tn - 1 do pos[row + t] = t end
-  end
-end
+-- BERT's absolute positions: 0..T-1 per row, the ids never read
+M.max_positions, M.position_ids = bert.absolute_max_positions, bert.absolute_position_ids
 
 -- ---------------------------------------------------------------- sinusoidal positions
 -- transformers' create_sinusoidal_embeddings: row p, column j = p / 10000^(2 floor(j/2) / dim),

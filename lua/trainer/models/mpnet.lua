@@ -44,18 +44,10 @@ local spec = {
 
 function spec.max_positions(cfg) return cfg.max_position_embeddings - PADDING_IDX - 1 end
 
--- Fills pos[base .. base + B*T - 1] (row-major [B, T]) from the ids (a function giving them,
--- indexed as pos is): the padding index + the running count of non-pad tokens, the padding
--- index at the pads (create_position_ids_from_input_ids with padding_idx 1).
+-- The padding index + the running count of non-pad tokens, the padding index at the pads
+-- (create_position_ids_from_input_ids with padding_idx 1: bert.padded_position_ids).
 function spec.position_ids(cfg, ids, pos, B, Tn, base)
-  local v = ids()
-  for b = 0, B - 1 do
-    local count, row = 0, base + b * Tn
-    for t = 0, Tn - 1 do
-      local i = row + t
-      if v[i] ~= PADDING_IDX then count = count + 1; pos[i] = count + PADDING_IDX else pos[i] = PADDING_IDX end
-    end
-  end
+  bert.padded_position_ids(PADDING_IDX, ids, pos, B, Tn, base)
 end
 
 function spec.finish_config(cfg, source)
