@@ -50,13 +50,25 @@ M.defaults = {
 -- any released encoder and keep a mistyped or absurd config.json (num_hidden_layers =
 -- 1e9) from reaching the allocator; whether a valid shape fits in memory is `trainer
 -- plan`'s question, asked before a run allocates (trainer.plan.check).
-local fields = {
-  { "hidden_size", "integer", 1, 65536, required = true },
-  { "num_hidden_layers", "integer", 1, 1024, required = true },
-  { "num_attention_heads", "integer", 1, 4096, required = true },
-  { "intermediate_size", "integer", 1, 1048576, required = true },
-  { "vocab_size", "integer", 1, 16777216, required = true },
-  { "max_position_embeddings", "integer", 1, 1048576, required = true },
+-- The fields of an encoder's shape, bounded alike in every family: the hidden size, layers,
+-- heads, intermediate size (names: the family's config.json names of these four, BERT's by
+-- default: { hidden =, layers =, heads =, intermediate = }), vocab_size and
+-- max_position_embeddings (not required when positions_optional), then the fields of rest.
+function M.shape_fields(names, positions_optional, rest)
+  local n = names or {}
+  local out = {
+    { n.hidden or "hidden_size", "integer", 1, 65536, required = true },
+    { n.layers or "num_hidden_layers", "integer", 1, 1024, required = true },
+    { n.heads or "num_attention_heads", "integer", 1, 4096, required = true },
+    { n.intermediate or "intermediate_size", "integer", 1, 1048576, required = true },
+    { "vocab_size", "integer", 1, 16777216, required = true },
+    { "max_position_embeddings", "integer", 1, 1048576, required = not positions_optional or nil },
+  }
+  for _, f in ipairs(rest) do out[#out + 1] = f end
+  return out
+end
+
+local fields = M.shape_fields(nil, false, {
   { "type_vocab_size", "integer", 0, 65536 },
   { "pad_token_id", "integer", 0, 16777216, nullable = true },
   { "layer_norm_eps", "number", 0, 1, open_low = true, open_high = true },
@@ -67,7 +79,7 @@ local fields = {
   { "hidden_act", "string" },
   { "model_type", "string" },
   { "position_embedding_type", "string", nullable = true },
-}
+})
 M.config_fields = fields
 
 local function describe(f)
@@ -258,7 +270,28 @@ local function guarded_forward(self, fn, ...)
 end
 M.guarded_forward = guarded_forward
 
+-- A top-level model's backward: fn() (the head's backward, in a scope of its own, so its
+-- temporaries die before the base model's backward) gives the gradient of the base model's
+-- output, which goes through base. Returns nil (the ids have no gradient).
+local function backward_through(base, fn)
+  T.scope(function() base:backward(T.scope(fn)) end)
+  return nil
+end
+M.backward_through = backward_through
+
 -- ---------------------------------------------------------------- BertModel
+-- The start of a base model's constructor (a family's other than BERT's too): self's config
+-- and rng (opts.rng, a shared { seed, step } table, or a new one of opts.seed); returns the
+-- config its modules are built from: a copy of cfg with opts.device and opts.activation_dtype.
+function M.model_config(self, cfg, opts)
+  self.config = cfg
+  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  c.device, c.activation_dtype = opts.device, opts.activation_dtype
+  return c
+end
+
 local BertModel = Module:extend("BertModel")
 M.BertModel = BertModel
 
@@ -270,12 +303,7 @@ M.BertModel = BertModel
 function BertModel.new(cfg, opts)
   opts = opts or {}
   local self = BertModel:create()
-  self.config = cfg
-  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
-  local c = {}
-  for k, v in pairs(cfg) do c[k] = v end
-  c.device = opts.device
-  c.activation_dtype = opts.activation_dtype
+  local c = M.model_config(self, cfg, opts)
   self:add_module("embeddings", BertEmbeddings.new(c, self.rng))
   -- opts.names: another family's weight names for the same modules (trainer.models.distilbert)
   local names = opts.names or {}
@@ -379,16 +407,12 @@ function SentenceEncoder:forward(input)
   end)
 end
 
+-- the pooled rows' gradient dies before the encoder's backward
 function SentenceEncoder:backward(demb)
-  T.scope(function()
-    -- the pooled rows' gradient dies before the encoder's backward
-    local dh = T.scope(function()
-      local dp = self.normalize and self.normalize:backward(demb) or demb
-      return self.pooling:backward(dp)
-    end)
-    self.bert:backward(dh)
+  return backward_through(self.bert, function()
+    local dp = self.normalize and self.normalize:backward(demb) or demb
+    return self.pooling:backward(dp)
   end)
-  return nil
 end
 
 -- ---------------------------------------------------------------- SequenceClassifier
@@ -428,14 +452,10 @@ end
 
 -- each gradient dies once the next one back is made
 function SequenceClassifier:backward(dlogits)
-  T.scope(function()
-    local dh = T.scope(function()
-      local dp = T.scope(function() return self.dropout:backward(self.classifier:backward(dlogits)) end)
-      return self.bert.pooler:backward(dp)
-    end)
-    self.bert:backward(dh)
+  return backward_through(self.bert, function()
+    local dp = T.scope(function() return self.dropout:backward(self.classifier:backward(dlogits)) end)
+    return self.bert.pooler:backward(dp)
   end)
-  return nil
 end
 
 -- ---------------------------------------------------------------- HeadClassifier
@@ -474,8 +494,7 @@ function HeadClassifier:forward(input)
 end
 
 function HeadClassifier:backward(dlogits)
-  T.scope(function() self.bert:backward(T.scope(function() return self.head:backward(dlogits) end)) end)
-  return nil
+  return backward_through(self.bert, function() return self.head:backward(dlogits) end)
 end
 
 -- ---------------------------------------------------------------- init

@@ -30,13 +30,8 @@ M.defaults = {
 }
 
 -- The fields read, typed and bounded as BERT's are (trainer.models.bert).
-M.config_fields = {
-  { "dim", "integer", 1, 65536, required = true },
-  { "n_layers", "integer", 1, 1024, required = true },
-  { "n_heads", "integer", 1, 4096, required = true },
-  { "hidden_dim", "integer", 1, 1048576, required = true },
-  { "vocab_size", "integer", 1, 16777216, required = true },
-  { "max_position_embeddings", "integer", 1, 1048576, required = true },
+M.config_fields = bert.shape_fields({ hidden = "dim", layers = "n_layers", heads = "n_heads", intermediate = "hidden_dim" },
+  false, {
   { "pad_token_id", "integer", 0, 16777216, nullable = true },
   { "dropout", "number", 0, 1, open_high = true },
   { "attention_dropout", "number", 0, 1, open_high = true },
@@ -45,7 +40,7 @@ M.config_fields = {
   { "activation", "string" },
   { "sinusoidal_pos_embds", "boolean" },
   { "model_type", "string" },
-}
+})
 
 -- DistilBERT's weight names for BERT's modules (BertModel's opts.names).
 local NAMES = {

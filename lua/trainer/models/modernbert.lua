@@ -50,13 +50,8 @@ M.defaults = {
   classifier_activation = "gelu",
 }
 
-M.config_fields = {
-  { "hidden_size", "integer", 1, 65536, required = true },
-  { "num_hidden_layers", "integer", 1, 1024, required = true },
-  { "num_attention_heads", "integer", 1, 4096, required = true },
-  { "intermediate_size", "integer", 1, 1048576, required = true },
-  { "vocab_size", "integer", 1, 16777216, required = true },
-  { "max_position_embeddings", "integer", 1, 1048576 },
+-- BERT's shape fields (max_position_embeddings has a default), then ModernBERT's own
+M.config_fields = bert.shape_fields(nil, true, {
   { "pad_token_id", "integer", 0, 16777216, nullable = true },
   { "norm_eps", "number", 0, 1, open_low = true, open_high = true },
   { "norm_bias", "boolean" },
@@ -79,7 +74,7 @@ M.config_fields = {
   { "layer_types", "table", nullable = true },
   { "rope_parameters", "table", nullable = true },
   { "model_type", "string" },
-}
+})
 
 local function fail(source, field, v, what)
   errors.user("%s: %s is %s, but it must be %s; fix the value in %s (or use the config.json that came with the "
@@ -477,11 +472,7 @@ end
 function Model.new(cfg, opts)
   opts = opts or {}
   local self = Model:create()
-  self.config = cfg
-  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
-  local c = {}
-  for k, v in pairs(cfg) do c[k] = v end
-  c.device, c.activation_dtype = opts.device, opts.activation_dtype
+  local c = bert.model_config(self, cfg, opts)
   self:add_module("embeddings", Embeddings.new(c, self.rng))
   -- the layer stack, BERT's encoder over these layers ("layers.N"), added transparently
   self:add_module("", BertEncoder.new(c, self.rng, { prefix = "layers.",
@@ -551,16 +542,12 @@ end
 
 function Classifier:backward(dlogits)
   local hd = self:saved_tensor("hd")
-  T.scope(function()
-    local dh = T.scope(function()
-      local da = self.norm:backward(self.drop:backward(self.classifier:backward(dlogits)))
-      local dp = self.dense:backward(ops.gelu_backward(da, hd, self.act))
-      self:release()
-      return self.pooling:backward(dp)
-    end)
-    self.model:backward(dh)
+  return bert.backward_through(self.model, function()
+    local da = self.norm:backward(self.drop:backward(self.classifier:backward(dlogits)))
+    local dp = self.dense:backward(ops.gelu_backward(da, hd, self.act))
+    self:release()
+    return self.pooling:backward(dp)
   end)
-  return nil
 end
 
 -- ---------------------------------------------------------------- init
