@@ -377,6 +377,17 @@ function BertModel:backward(dhidden)
   return nil
 end
 
+-- ---------------------------------------------------------------- top-level models
+-- A new model of class over base (a family's base model), carrying what the interface reads
+-- of a top-level model: base's rng (shared by every dropout site) and config, its task
+-- ("embedding", "classification") and, for a classifier, num_labels. Returns it and the
+-- config.
+function M.top_level(class, base, task, num_labels)
+  local self = class:create()
+  self.rng, self.config, self.num_labels, self.task = base.rng, base.config, num_labels, task
+  return self, base.config
+end
+
 -- ---------------------------------------------------------------- SentenceEncoder
 local SentenceEncoder = Module:extend("SentenceEncoder")
 M.SentenceEncoder = SentenceEncoder
@@ -385,10 +396,7 @@ M.SentenceEncoder = SentenceEncoder
 -- opts: pooling (default "mean"), normalize (bool).
 function SentenceEncoder.new(bert, opts)
   opts = opts or {}
-  local self = SentenceEncoder:create()
-  self.rng = bert.rng
-  self.config = bert.config
-  self.task = "embedding"
+  local self = M.top_level(SentenceEncoder, bert, "embedding")
   self:add_module("", bert, "bert")
   self:add_module("pooling", Pooling.new(opts.pooling or "mean"))
   if opts.normalize then self:add_module("normalize", Normalize.new()) end
@@ -424,10 +432,8 @@ M.SequenceClassifier = SequenceClassifier
 -- (classifier_dropout, default the config's hidden_dropout_prob).
 function SequenceClassifier.new(bert, num_labels, opts)
   opts = opts or {}
-  local self = SequenceClassifier:create()
-  local cfg = bert.config
   if not bert.pooler then errors.user("SequenceClassifier: the BertModel needs its pooler") end
-  self.rng, self.config, self.num_labels, self.task = bert.rng, cfg, num_labels, "classification"
+  local self, cfg = M.top_level(SequenceClassifier, bert, "classification", num_labels)
   self:add_module(opts.prefix or "bert", bert, "bert")
   local p = opts.dropout
   if p == nil then p = cfg.classifier_dropout end
@@ -471,9 +477,7 @@ M.HeadClassifier = HeadClassifier
 -- device, seed, init.
 function HeadClassifier.new(bert, num_labels, opts)
   local ClassificationHead = require("trainer.nn.classification_head")
-  local self = HeadClassifier:create()
-  local cfg = bert.config
-  self.rng, self.config, self.num_labels, self.task = bert.rng, cfg, num_labels, "classification"
+  local self, cfg = M.top_level(HeadClassifier, bert, "classification", num_labels)
   self:add_module(opts.prefix, bert, "bert")
   local h = {}
   for k, v in pairs(opts.head) do h[k] = v end

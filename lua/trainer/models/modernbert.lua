@@ -25,9 +25,9 @@ local Module = require("trainer.nn.module")
 local registry = require("trainer.models.registry")
 local bert = require("trainer.models.bert")
 local BertAttention = require("trainer.models.bert.attention")
+local BertEmbeddings = require("trainer.models.bert.embeddings")
 local BertEncoder = require("trainer.models.bert.encoder")
 local sites = require("trainer.core.rng_sites")
-local Embedding = require("trainer.nn.embedding")
 local LayerNorm = require("trainer.nn.layernorm")
 local Linear = require("trainer.nn.linear")
 local Dropout = require("trainer.nn.dropout")
@@ -410,42 +410,6 @@ function Layer:backward(dy, want_dx)
 end
 
 
--- ModernBertEmbeddings: drop(norm(tok_embeddings(ids))).
-local Embeddings = Module:extend("ModernBertEmbeddings")
-
-function Embeddings.new(cfg, rng)
-  local self = Embeddings:create()
-  local C = cfg.hidden_size
-  self:add_module("tok_embeddings", Embedding.new(cfg.vocab_size, C, { padding_idx = cfg.pad_token_id,
-    device = cfg.device, activation_dtype = cfg.activation_dtype }), "tok")
-  self:add_module("norm", LayerNorm.new(C, { eps = cfg.norm_eps, device = cfg.device, bias = cfg.norm_bias }))
-  self:add_module("drop", Dropout.new(cfg.embedding_dropout or 0, rng, 0, sites.dropout.embeddings))
-  return self
-end
-
-function Embeddings:forward(ids)
-  self.frozen = not self:any_trainable()
-  return T.scope(function()
-    local n = T.scope(function()
-      local e = self.tok:forward(ids)
-      if self.frozen or not self.grad_enabled then
-        return (ops.layernorm(e, self.norm.weight.value, self.norm.bias and self.norm.bias.value, self.norm.eps))
-      end
-      return self.norm:forward(e)
-    end)
-    return self.drop:forward(n)
-  end)
-end
-
-function Embeddings:backward(dy)
-  if self.frozen then self:clear_saved() return nil end
-  T.scope(function()
-    local de = T.scope(function() return self.norm:backward(self.drop:backward(dy)) end)
-    self.tok:backward(de)
-  end)
-  return nil
-end
-
 -- ---------------------------------------------------------------- ModernBertModel
 local Model = Module:extend("ModernBertModel")
 M.ModernBertModel = Model
@@ -473,7 +437,10 @@ function Model.new(cfg, opts)
   opts = opts or {}
   local self = Model:create()
   local c = bert.model_config(self, cfg, opts)
-  self:add_module("embeddings", Embeddings.new(c, self.rng))
+  -- ModernBertEmbeddings, drop(norm(tok_embeddings(ids))): BERT's without positions or token
+  -- types, under its names
+  self:add_module("embeddings", BertEmbeddings.new(c, self.rng, { names = { word = "tok_embeddings", norm = "norm",
+    dropout = "drop" }, word_only = true, eps = cfg.norm_eps, norm_bias = cfg.norm_bias, p = cfg.embedding_dropout or 0 }))
   -- the layer stack, BERT's encoder over these layers ("layers.N"), added transparently
   self:add_module("", BertEncoder.new(c, self.rng, { prefix = "layers.",
     layer = function(i) return Layer.new(c, self.rng, i) end }), "stack")
@@ -488,7 +455,7 @@ end
 function Model:forward(input)
   return bert.guarded_forward(self, function()
     local mask = prepare_mask(self.config, input)   -- one this scope made dies with it
-    local h = self.stack:forward(self.embeddings:forward(input.input_ids), mask)
+    local h = self.stack:forward(self.embeddings:forward({ input_ids = input.input_ids }), mask)
     return self.final_norm:forward(h)
   end)
 end
@@ -511,10 +478,8 @@ M.Classifier = Classifier
 
 function Classifier.new(model, num_labels, opts)
   opts = opts or {}
-  local self = Classifier:create()
-  local cfg = model.config
+  local self, cfg = bert.top_level(Classifier, model, "classification", num_labels)
   local C = cfg.hidden_size
-  self.rng, self.config, self.num_labels, self.task = model.rng, cfg, num_labels, "classification"
   self.act = ops.gelu_kind(cfg.classifier_activation)
   self:add_module("model", model)
   self:add_module("pooling", Pooling.new(cfg.classifier_pooling))
