@@ -672,30 +672,45 @@ end
 --                          keeps a pooler when opts.pooler says so, by default when opts.weights
 --                          (the safetensors reader its weights will come from) holds one
 --   task "classification"  a SequenceClassifier: the BertModel with its pooler under the
---                          family's weight_prefix, and a head of opts.num_labels (default 3)
--- opts: config, device, seed, init, activation_dtype, and the task's own above.
-local function build(fam, task, opts)
+--                          family's weight_prefix, and a head of opts.num_labels (default 3);
+--                          with spec.head, a HeadClassifier: that head on the first token, no
+--                          pooler
+-- opts: config, device, seed, init, activation_dtype, and the task's own above. spec (what a
+-- family built on BERT's modules changes): head, names (BertModel's opts.names: its weight
+-- names), pooler = false (none, whatever opts.pooler and the weights say), head_p(cfg) (the
+-- head's dropout; default classifier_dropout, else hidden_dropout_prob), finish(model, cfg,
+-- opts) (run on the model built).
+function M.shaped_build(fam, spec, task, opts)
   local cfg = opts.config
   if type(cfg) ~= "table" or cfg.family ~= fam.name then
     errors.user("%s.build: opts.config must be a config checked by %s.config", fam.name, fam.name)
   end
-  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype }
-  local head = fam.head
+  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype,
+    names = spec.names }
+  local head, model = spec.head, nil
   if task == "classification" and head then
     base_opts.pooler = false
-    local p = cfg.classifier_dropout
-    if type(p) ~= "number" then p = cfg.hidden_dropout_prob end
-    return HeadClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = fam.weight_prefix,
+    local p
+    if spec.head_p then p = spec.head_p(cfg)
+    else
+      p = cfg.classifier_dropout
+      if type(p) ~= "number" then p = cfg.hidden_dropout_prob end
+    end
+    model = HeadClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = fam.weight_prefix,
       head = head, under = head.under, p = p, device = opts.device, seed = opts.seed, init = opts.init })
   elseif task == "classification" then
-    return SequenceClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3,
+    model = SequenceClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3,
       { prefix = fam.weight_prefix, device = opts.device, seed = opts.seed, init = opts.init })
   elseif task == "embedding" then
     base_opts.pooler = opts.pooler
+    if spec.pooler == false then base_opts.pooler = false end
     if base_opts.pooler == nil then base_opts.pooler = opts.weights ~= nil and M.has_pooler(opts.weights) end
-    return SentenceEncoder.new(BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
+    model = SentenceEncoder.new(BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
+  else
+    errors.user("%s.build: task %q is unknown (embedding or classification)", fam.name, tostring(task))
   end
-  errors.user("%s.build: task %q is unknown (embedding or classification)", fam.name, tostring(task))
+  if spec.finish then spec.finish(model, cfg, opts) end
+  return model
 end
 
 -- The parameters a base checkpoint lacks that a classifier built on it starts anew (transformers
@@ -846,8 +861,9 @@ end
 -- Fills F (a new table by default) with the fields of the model-family interface for a
 -- BERT-shaped family. spec: name, weight_prefix (transformers' base_model_prefix: the encoder's
 -- names inside its *ForSequenceClassification), and what a variant changes: max_positions(cfg),
--- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets;
--- classifier_class: transformers' *ForSequenceClassification class of each model_type.
+-- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets, and
+-- M.shaped_build's head, names, head_p; classifier_class: transformers'
+-- *ForSequenceClassification class of each model_type.
 function M.shaped_family(spec, F)
   F = F or {}
   F.name, F.weight_prefix = spec.name, spec.weight_prefix
@@ -855,11 +871,10 @@ function M.shaped_family(spec, F)
   F.config = function(raw, source) return shaped_config(F, spec, raw, source) end
   F.max_positions = spec.max_positions or absolute_max_positions
   F.position_ids = spec.position_ids or absolute_position_ids
-  F.build = function(task, opts) return build(F, task, opts or {}) end
+  F.build = function(task, opts) return M.shaped_build(F, spec, task, opts or {}) end
   F.load_weights, F.state_list, F.has_head, F.is_head_param = M.load_weights, M.state_list, M.has_head, is_head_param
   -- spec.head: a head on the first token (nn.classification_head's names and activation)
   -- instead of BERT's pooler + classifier
-  F.head = spec.head
   if spec.head then
     local terms
     F.has_head, F.is_head_param, terms = head_fields(spec.head)

@@ -106,36 +106,22 @@ end
 -- ---------------------------------------------------------------- build
 local HEAD = { under = "", dense = "pre_classifier", out = "classifier", act = "relu" }
 
+-- What BERT's build (bert.shaped_build) takes from DistilBERT: its names, no pooler, its head
+-- (its dropout seq_classif_dropout, the checked config's classifier_dropout), and the
+-- sinusoidal table and no dropout after the attention's out_lin on the model built.
+local SPEC = { names = NAMES, pooler = false, head = HEAD }
+
+function SPEC.finish(model, cfg, opts)
+  for _, mod in model:named_modules() do
+    if mod.__name == "BertAttention" then mod.dropout.p, mod.dropout.fixed = 0, true end
+  end
+  if opts.init ~= "none" then sinusoidal_positions(model, cfg) end
+end
+
 -- The model of a task (see docs/ARCHITECTURE.md "Adding a model"): "embedding", the encoder
 -- under its own names (embeddings.*, transformer.*) with pooling; "classification",
 -- DistilBertForSequenceClassification's names (distilbert.*, pre_classifier, classifier).
-function M.build(task, opts)
-  opts = opts or {}
-  local cfg = opts.config
-  if type(cfg) ~= "table" or cfg.family ~= M.name then
-    errors.user("distilbert.build: opts.config must be a config checked by distilbert.config")
-  end
-  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype,
-    pooler = false, names = NAMES }
-  local base = bert.BertModel.new(cfg, base_opts)
-  -- no dropout after the attention's out_lin in DistilBERT
-  for _, mod in base:named_modules() do
-    if mod.__name == "BertAttention" then mod.dropout.p, mod.dropout.fixed = 0, true end
-  end
-  local model
-  if task == "classification" then
-    local p = cfg.seq_classif_dropout
-    if type(p) ~= "number" then p = 0.2 end
-    model = bert.HeadClassifier.new(base, opts.num_labels or 3, { prefix = M.weight_prefix, head = HEAD, under = "",
-      p = p, device = opts.device, seed = opts.seed, init = opts.init })
-  elseif task == "embedding" then
-    model = bert.SentenceEncoder.new(base, { pooling = opts.pooling, normalize = opts.normalize })
-  else
-    errors.user("distilbert.build: task %q is unknown (embedding or classification)", tostring(task))
-  end
-  if opts.init ~= "none" then sinusoidal_positions(model, cfg) end
-  return model
-end
+function M.build(task, opts) return bert.shaped_build(M, SPEC, task, opts or {}) end
 
 -- ---------------------------------------------------------------- weights
 -- bert.load_weights (prefix-tolerant, by name); a sinusoidal table a checkpoint lacks keeps

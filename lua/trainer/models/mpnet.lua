@@ -40,7 +40,13 @@ local spec = {
   head = { under = "classifier", dense = "dense", out = "out_proj", act = "tanh", input_dropout = true },
   -- PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["mpnet"]
   peft_targets = { "q", "v" },
+  -- build: BERT's with MPNet's names; the encoder's relative-position bias comes from the
+  -- checked config's relative_attention_num_buckets
+  names = NAMES,
 }
+
+-- MPNetClassificationHead's dropouts are hidden_dropout_prob
+function spec.head_p(cfg) return cfg.hidden_dropout_prob end
 
 function spec.max_positions(cfg) return cfg.max_position_embeddings - PADDING_IDX - 1 end
 
@@ -90,30 +96,6 @@ function F.config(raw, source)
   bert.check_fields(c, { F.config_fields[#F.config_fields] }, source or "config", "MPNet")
   return shaped_config(c, source)
 end
-
--- The model of a task: BERT's build with MPNet's names (BertModel's opts.names) and the
--- encoder's relative-position bias (the checked config's relative_attention_num_buckets).
-local function build(task, opts)
-  opts = opts or {}
-  local cfg = opts.config
-  if type(cfg) ~= "table" or cfg.family ~= F.name then
-    errors.user("mpnet.build: opts.config must be a config checked by mpnet.config")
-  end
-  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype,
-    names = NAMES }
-  if task == "classification" then
-    base_opts.pooler = false
-    return bert.HeadClassifier.new(bert.BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = F.weight_prefix,
-      head = spec.head, under = spec.head.under, p = cfg.hidden_dropout_prob, device = opts.device, seed = opts.seed,
-      init = opts.init })
-  elseif task == "embedding" then
-    base_opts.pooler = opts.pooler
-    if base_opts.pooler == nil then base_opts.pooler = opts.weights ~= nil and bert.has_pooler(opts.weights) end
-    return bert.SentenceEncoder.new(bert.BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
-  end
-  errors.user("mpnet.build: task %q is unknown (embedding or classification)", tostring(task))
-end
-F.build = build
 
 -- trainer plan's terms for a config.json table as read: BERT's layer under MPNet's names, no
 -- token types, the bias table beside the embeddings, the head on the first token.
