@@ -17,31 +17,11 @@ local data = root .. "/tests/data"
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 local rel_err, golden_input, free_input = lib.rel_err, lib.golden_input, lib.free_input
 
-local function values_or_zeros(t, n)
-  if t then return t:values() end
-  local z = {}
-  for i = 1, n do z[i] = 0 end
-  return z
-end
-
--- Every parameter's gradient against the golden's grad.<name>: relative error <= 1e-3,
--- or |g| <= 1e-5 for the attention key biases (zero in exact arithmetic); the model has
--- `want` parameters.
+-- Every parameter's gradient against the golden's grad.<name> (testlib's check_grads:
+-- relative error <= 1e-3, or |g| <= 1e-5 for the attention key biases, zero in exact
+-- arithmetic); the model has `want` parameters.
 local function check_grads(model, g, want)
-  local n = 0
-  for name, p in model:parameters() do
-    n = n + 1
-    local ref = g:tensor("grad." .. name)
-    local r = ref:values()
-    ref:free()
-    local v = values_or_zeros(p.grad, #r)
-    if name:match("attention%.self%.key%.bias$") then
-      for i = 1, #r do assert(math.abs(v[i] - r[i]) <= 1e-5, ("%s[%d]: %g vs %g"):format(name, i, v[i], r[i])) end
-    else
-      local rel = rel_err(v, r)
-      assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
-    end
-  end
+  local n = lib.check_grads(model, g, { "attention%.self%.key%.bias$" })
   assert(n == want, ("%d parameters, got %d"):format(want, n))
 end
 
