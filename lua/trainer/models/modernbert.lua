@@ -409,7 +409,6 @@ function Layer:backward(dy, want_dx)
   return dx
 end
 
-
 -- ---------------------------------------------------------------- ModernBertModel
 local Model = Module:extend("ModernBertModel")
 M.ModernBertModel = Model
