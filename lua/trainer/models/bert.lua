@@ -1,5 +1,6 @@
 -- trainer.models.bert: the BERT family (model_type "bert"), and the BERT-shaped machinery the
--- families built on it share (trainer.models.roberta): encoders made of trainer.nn modules
+-- families built on it share (trainer.models.roberta, distilbert, mpnet; ModernBERT takes its
+-- config checks, init, top-level models and blocks): encoders made of trainer.nn modules
 -- whose parameter names are exactly the Hugging Face state-dict names.
 --
 --   local bert = require("trainer.models.bert")
@@ -152,8 +153,8 @@ function M.checked_copy(fam, raw, source, fields_of, defaults, label)
   return cfg
 end
 
--- The checks of a config whose shape and padding id have BERT's names: the heads divide the
--- hidden size; the padding id (nil: none) is a row of the vocabulary.
+-- Checks of a config whose shape and padding id have BERT's names (ModernBERT's too).
+-- The heads divide the hidden size.
 function M.check_heads(cfg, source)
   if cfg.hidden_size % cfg.num_attention_heads ~= 0 then
     errors.user("%s: hidden_size %d is not a multiple of num_attention_heads %d", source, cfg.hidden_size,
@@ -161,6 +162,7 @@ function M.check_heads(cfg, source)
   end
 end
 
+-- The padding id (nil: none) is a row of the vocabulary.
 function M.check_pad(cfg, source)
   if cfg.pad_token_id and cfg.pad_token_id >= cfg.vocab_size then
     errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
