@@ -17,35 +17,16 @@ local data = root .. "/tests/data"
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 local rel_err, golden_input, free_input = lib.rel_err, lib.golden_input, lib.free_input
 
-local function values_or_zeros(t, n)
-  if t then return t:values() end
-  local z = {}
-  for i = 1, n do z[i] = 0 end
-  return z
-end
-
--- Every parameter's gradient against the golden's grad.<name>: relative error <= 1e-3,
--- or |g| <= 1e-5 for the attention key biases (zero in exact arithmetic).
-local function check_grads(model, g, prefix)
-  local n = 0
-  for name, p in model:parameters() do
-    n = n + 1
-    local ref = g:tensor("grad." .. (prefix or "") .. name)
-    local r = ref:values()
-    ref:free()
-    local v = values_or_zeros(p.grad, #r)
-    if name:match("attention%.self%.key%.bias$") then
-      for i = 1, #r do assert(math.abs(v[i] - r[i]) <= 1e-5, ("%s[%d]: %g vs %g"):format(name, i, v[i], r[i])) end
-    else
-      local rel = rel_err(v, r)
-      assert(rel <= 1e-3, ("%s: gradient relative error %g > 1e-3"):format(name, rel))
-    end
-  end
-  return n
+-- Every parameter's gradient against the golden's grad.<name> (testlib's check_grads:
+-- relative error <= 1e-3, or |g| <= 1e-5 for the attention key biases, zero in exact
+-- arithmetic); the model has `want` parameters.
+local function check_grads(model, g, want)
+  local n = lib.check_grads(model, g, { "attention%.self%.key%.bias$" })
+  assert(n == want, ("%d parameters, got %d"):format(want, n))
 end
 
 local function tiny_embedder()
-  local m = trainer.load_model(data .. "/tiny_bert", { on_warning = function(w) error("unexpected warning: " .. w) end })
+  local m = trainer.load_model(data .. "/tiny_bert", { on_warning = lib.no_warning })
   return m
 end
 
@@ -87,31 +68,19 @@ return {
     e:free(); prod:free(); loss:free(); w:free(); eref:free(); lref:free()
     assert(memory.stats().by_tag.activations == a0, ("activations after backward: %d bytes, not %d"):format(
       memory.stats().by_tag.activations, a0))
-    local n = check_grads(m, g)
-    assert(n == 39, "39 parameters, got " .. n)
+    check_grads(m, g, 39)
     free_input(x)
     g:close()
     m:free()
   end },
 
   { "tiny_classifier_logits_loss_and_every_gradient", function()
-    local m = trainer.load_model(data .. "/tiny_bert_cls", { on_warning = function(w) error("unexpected warning: " .. w) end })
+    local m = trainer.load_model(data .. "/tiny_bert_cls", { on_warning = lib.no_warning })
     assert(m.task == "classification" and m.labels[0] == "entailment" and m.labels[2] == "contradiction")
     local g = st.load(data .. "/golden_tiny_bert_cls.safetensors")
     local logits, x, a0 = lib.golden_forward(m, g)
-    local lref = g:tensor("logits")
-    local _, abs = rel_err(logits:values(), lref:values())
-    assert(abs <= 1e-5, ("logits max abs error %g"):format(abs))
-    local labels = g:tensor("labels", { tag = "activations" })
-    local loss, lse = ops.cross_entropy(logits, labels)
-    local ref_loss = g:tensor("loss")
-    assert(math.abs(loss:item() - ref_loss:item()) <= 1e-5, ("loss %g vs %g"):format(loss:item(), ref_loss:item()))
-    local dl = ops.cross_entropy_backward(logits, lse, labels)
-    m:backward(dl)
-    for _, t in ipairs({ logits, lref, labels, loss, lse, ref_loss, dl }) do t:free() end
-    assert(memory.stats().by_tag.activations == a0, "activations left after backward")
-    local n = check_grads(m, g)
-    assert(n == 41, "41 parameters, got " .. n)
+    lib.classifier_loss_backward(m, g, logits, a0, 1e-5)
+    check_grads(m, g, 41)
     free_input(x)
     g:close()
     m:free()

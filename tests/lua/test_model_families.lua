@@ -13,7 +13,7 @@ local root = native.root()
 local data = root .. "/tests/data"
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 
-local function quiet(w) error("unexpected warning: " .. w) end
+local quiet = lib.no_warning
 
 -- The attention key biases (zero in exact arithmetic) are compared within 1e-5 absolute.
 local KEY_BIAS = { "k_lin%.bias$", "self%.key%.bias$" }
@@ -162,10 +162,8 @@ return {
   end },
 
   { "distilbert_tokenizer_specials", function()
-    local tok = require("trainer.core.tokenizer").load(data .. "/tiny_distilbert")
-    local g = st.load(data .. "/golden_tiny_distilbert.safetensors")
-    local want = lib.tokens_match_golden(tok, g, data .. "/golden_tiny_bert_texts.txt", 64)
-    g:close()
+    local want = lib.tokenizer_matches_golden(data .. "/tiny_distilbert", data .. "/golden_tiny_distilbert.safetensors",
+      data .. "/golden_tiny_bert_texts.txt", 64)
     assert(want[1] == 2, "[CLS] first")
   end },
 }

@@ -14,7 +14,7 @@ local data = root .. "/tests/data"
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 local rel_err = lib.rel_err
 
-local function no_warning(w) error("unexpected warning: " .. w) end
+local no_warning = lib.no_warning
 
 local function lines(path)
   local out = {}
@@ -165,18 +165,7 @@ return {
     local x = input_of(g, "cls.")
     m:eval():set_grad_enabled(true)
     local a0 = memory.stats().by_tag.activations
-    local logits = m:forward(x)
-    local lref = g:tensor("cls.logits")
-    local _, abs = rel_err(logits:values(), lref:values())
-    assert(abs <= 1e-4, ("logits max abs error %g"):format(abs))
-    local labels = g:tensor("cls.labels", { tag = "activations" })
-    local loss, lse = ops.cross_entropy(logits, labels)
-    local ref_loss = g:tensor("cls.loss")
-    assert(math.abs(loss:item() - ref_loss:item()) <= 1e-4, ("loss %g vs %g"):format(loss:item(), ref_loss:item()))
-    local dl = ops.cross_entropy_backward(logits, lse, labels)
-    m:backward(dl)
-    for _, t in ipairs({ logits, lref, labels, loss, lse, ref_loss, dl }) do t:free() end
-    assert(memory.stats().by_tag.activations == a0, "activations left after backward")
+    lib.classifier_loss_backward(m, g, m:forward(x), a0, 1e-4, "cls.")
     local n = check_grads(m, g, "cls.")
     assert(n == 18, "18 parameters, got " .. n)
     lib.free_input(x)

@@ -14,7 +14,7 @@ local data = root .. "/tests/data"
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 local rel_err = lib.rel_err
 
-local function quiet(w) error("unexpected warning: " .. w) end
+local quiet = lib.no_warning
 local input_of = lib.golden_ids
 local values = lib.golden_values
 
@@ -89,10 +89,8 @@ return {
   end },
 
   { "mpnet_tokenizer_matches_transformers", function()
-    local tok = require("trainer.core.tokenizer").load(data .. "/tiny_mpnet")
-    local g = st.load(data .. "/golden_tiny_mpnet.safetensors")
-    local want = lib.tokens_match_golden(tok, g, data .. "/golden_tiny_mpnet_texts.txt", 78)
-    g:close()
+    local want, tok = lib.tokenizer_matches_golden(data .. "/tiny_mpnet", data .. "/golden_tiny_mpnet.safetensors",
+      data .. "/golden_tiny_mpnet_texts.txt", 78)
     assert(want[1] == 0, "<s> first")
     -- a pair: <s> A </s></s> B </s>
     local p = tok:batch({ { "the cat", "a dog" } }, {})

@@ -195,6 +195,29 @@ function M.golden_forward(m, g)
   return m:forward(x), x, a0
 end
 
+-- The on_warning of a load that must warn of nothing: a warning fails the test.
+function M.no_warning(w) error("unexpected warning: " .. w) end
+
+-- A classifier m's logits (of a forward after which the activations were a0 before it)
+-- against golden file g's prefix .. "logits" (max abs error <= tol), the cross-entropy of its
+-- prefix .. "labels" against its prefix .. "loss" (within tol), then m's backward of that
+-- loss; what this made is freed, and the activations must be back at a0.
+function M.classifier_loss_backward(m, g, logits, a0, tol, prefix)
+  prefix = prefix or ""
+  local ops = require("trainer.core.ops")
+  local lref = g:tensor(prefix .. "logits")
+  local _, abs = M.rel_err(logits:values(), lref:values())
+  assert(abs <= tol, ("logits max abs error %g"):format(abs))
+  local labels = g:tensor(prefix .. "labels", { tag = "activations" })
+  local loss, lse = ops.cross_entropy(logits, labels)
+  local ref_loss = g:tensor(prefix .. "loss")
+  assert(math.abs(loss:item() - ref_loss:item()) <= tol, ("loss %g vs %g"):format(loss:item(), ref_loss:item()))
+  local dl = ops.cross_entropy_backward(logits, lse, labels)
+  m:backward(dl)
+  for _, t in ipairs({ logits, lref, labels, loss, lse, ref_loss, dl }) do t:free() end
+  assert(require("trainer.core.memory").stats().by_tag.activations == a0, "activations left after backward")
+end
+
 -- ---------------------------------------------------------------- parity with transformers
 -- What the model-family suites share against the golden files of tests/ref/make_tiny_*.py:
 -- a golden tensor's values, its token ids and mask as tensors, each row's worst cosine, and
@@ -302,7 +325,7 @@ end
 function M.saves_transformers_names(dir)
   local st = require("trainer.core.safetensors")
   local registry = require("trainer.models.registry")
-  local m = trainer.load_model(dir, { on_warning = function(w) error("unexpected warning: " .. w) end })
+  local m = trainer.load_model(dir, { on_warning = M.no_warning })
   local r = st.load(dir .. "/model.safetensors")
   local fam = registry.of_model(m)
   local ours = {}
@@ -332,6 +355,16 @@ function M.tokens_match_golden(tok, g, texts_file, max_length)
   for _, t in pairs(b) do if T.is_tensor(t) then t:free() end end
   ids:free(); mask:free()
   return want
+end
+
+-- The tokenizer of model folder dir against its golden file (tokens_match_golden with the
+-- golden's texts_file and max_length). Returns the golden's ids and the tokenizer.
+function M.tokenizer_matches_golden(dir, golden, texts_file, max_length)
+  local tok = require("trainer.core.tokenizer").load(dir)
+  local g = require("trainer.core.safetensors").load(golden)
+  local want = M.tokens_match_golden(tok, g, texts_file, max_length)
+  g:close()
+  return want, tok
 end
 
 -- A fake embedder for the evaluators' tests: each text "x,y,z" is the row { x, y, z } of the

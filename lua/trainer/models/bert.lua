@@ -1,5 +1,6 @@
 -- trainer.models.bert: the BERT family (model_type "bert"), and the BERT-shaped machinery the
--- families built on it share (trainer.models.roberta): encoders made of trainer.nn modules
+-- families built on it share (trainer.models.roberta, distilbert, mpnet; ModernBERT takes its
+-- config checks, init, top-level models and blocks): encoders made of trainer.nn modules
 -- whose parameter names are exactly the Hugging Face state-dict names.
 --
 --   local bert = require("trainer.models.bert")
@@ -50,13 +51,25 @@ M.defaults = {
 -- any released encoder and keep a mistyped or absurd config.json (num_hidden_layers =
 -- 1e9) from reaching the allocator; whether a valid shape fits in memory is `trainer
 -- plan`'s question, asked before a run allocates (trainer.plan.check).
-local fields = {
-  { "hidden_size", "integer", 1, 65536, required = true },
-  { "num_hidden_layers", "integer", 1, 1024, required = true },
-  { "num_attention_heads", "integer", 1, 4096, required = true },
-  { "intermediate_size", "integer", 1, 1048576, required = true },
-  { "vocab_size", "integer", 1, 16777216, required = true },
-  { "max_position_embeddings", "integer", 1, 1048576, required = true },
+-- The fields of an encoder's shape, bounded alike in every family: the hidden size, layers,
+-- heads, intermediate size (names: the family's config.json names of these four, BERT's by
+-- default: { hidden =, layers =, heads =, intermediate = }), vocab_size and
+-- max_position_embeddings (not required when positions_optional), then the fields of rest.
+function M.shape_fields(names, positions_optional, rest)
+  local n = names or {}
+  local out = {
+    { n.hidden or "hidden_size", "integer", 1, 65536, required = true },
+    { n.layers or "num_hidden_layers", "integer", 1, 1024, required = true },
+    { n.heads or "num_attention_heads", "integer", 1, 4096, required = true },
+    { n.intermediate or "intermediate_size", "integer", 1, 1048576, required = true },
+    { "vocab_size", "integer", 1, 16777216, required = true },
+    { "max_position_embeddings", "integer", 1, 1048576, required = not positions_optional or nil },
+  }
+  for _, f in ipairs(rest) do out[#out + 1] = f end
+  return out
+end
+
+local fields = M.shape_fields(nil, false, {
   { "type_vocab_size", "integer", 0, 65536 },
   { "pad_token_id", "integer", 0, 16777216, nullable = true },
   { "layer_norm_eps", "number", 0, 1, open_low = true, open_high = true },
@@ -67,7 +80,7 @@ local fields = {
   { "hidden_act", "string" },
   { "model_type", "string" },
   { "position_embedding_type", "string", nullable = true },
-}
+})
 M.config_fields = fields
 
 local function describe(f)
@@ -116,26 +129,53 @@ local function check_field(cfg, f, source, fields_of, label)
   end
 end
 
--- A checked copy of a config.json table (source names the file in errors) with defaults
--- filled in and `family` (fam.name) added, for the BERT-shaped family fam; a config without
--- model_type is fam's own. spec.finish_config(cfg, source) adds what a variant needs.
-local function shaped_config(fam, spec, raw, source)
-  source = source or "config"
+-- Checks every field of a family's list in cfg (a copy it may write: nulls become nil).
+function M.check_fields(cfg, fields_of, source, label)
+  for _, f in ipairs(fields_of) do check_field(cfg, f, source, fields_of, label) end
+end
+
+-- The start of a config() of a family built on this file (fam: its table, with name): a copy
+-- of the config.json table raw (source names the file in errors) with fields_of checked
+-- (label: the family's name in a missing field's message), defaults filled in, `family`
+-- (fam.name) added, and model_type fam's own when absent, else one of fam's.
+function M.checked_copy(fam, raw, source, fields_of, defaults, label)
   if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
   local cfg = {}
   for k, v in pairs(raw) do cfg[k] = v end
-  for _, f in ipairs(fields) do check_field(cfg, f, source) end
-  for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
+  M.check_fields(cfg, fields_of, source, label)
+  for k, v in pairs(defaults) do if cfg[k] == nil then cfg[k] = v end end
   if cfg.model_type == nil then cfg.model_type = fam.name end
   if registry.family(cfg.model_type, source) ~= fam then
     errors.user("%s: model_type %q is not a %s model; check it with trainer.models.registry.config (or load it "
       .. "with trainer.load_model), which choose its family", source, cfg.model_type, fam.name)
   end
   cfg.family = fam.name
+  return cfg
+end
+
+-- Checks of a config whose shape and padding id have BERT's names (ModernBERT's too).
+-- The heads divide the hidden size.
+function M.check_heads(cfg, source)
   if cfg.hidden_size % cfg.num_attention_heads ~= 0 then
     errors.user("%s: hidden_size %d is not a multiple of num_attention_heads %d", source, cfg.hidden_size,
       cfg.num_attention_heads)
   end
+end
+
+-- The padding id (nil: none) is a row of the vocabulary.
+function M.check_pad(cfg, source)
+  if cfg.pad_token_id and cfg.pad_token_id >= cfg.vocab_size then
+    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
+  end
+end
+
+-- A checked copy of a config.json table (source names the file in errors) with defaults
+-- filled in and `family` (fam.name) added, for the BERT-shaped family fam; a config without
+-- model_type is fam's own. spec.finish_config(cfg, source) adds what a variant needs.
+local function shaped_config(fam, spec, raw, source)
+  source = source or "config"
+  local cfg = M.checked_copy(fam, raw, source, fields, M.defaults)
+  M.check_heads(cfg, source)
   if cfg.position_embedding_type ~= "absolute" then
     errors.user("%s: position_embedding_type %q is not supported (absolute only)", source,
       tostring(cfg.position_embedding_type))
@@ -143,21 +183,15 @@ local function shaped_config(fam, spec, raw, source)
   if not pcall(ops.gelu_kind, cfg.hidden_act) then
     errors.user("%s: hidden_act %q is not supported (gelu, gelu_new, gelu_pytorch_tanh)", source, cfg.hidden_act)
   end
-  if cfg.pad_token_id >= cfg.vocab_size then
-    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
-  end
+  M.check_pad(cfg, source)
   if spec.finish_config then spec.finish_config(cfg, source) end
   return cfg
-end
-
--- Checks every field of a family's list in cfg (a copy it may write: nulls become nil).
-function M.check_fields(cfg, fields_of, source, label)
-  for _, f in ipairs(fields_of) do check_field(cfg, f, source, fields_of, label) end
 end
 
 -- ---------------------------------------------------------------- positions
 -- BERT's absolute positions: token t of every row is at t (0-based).
 local function absolute_max_positions(cfg) return cfg.max_position_embeddings end
+M.absolute_max_positions = absolute_max_positions
 
 -- Fills pos[base .. base + B*T - 1] (row-major [B, T]) with 0..T-1 per row; ids (a function
 -- giving the token ids, indexed as pos is) is never called: a device batch is not read back.
@@ -165,6 +199,22 @@ local function absolute_position_ids(cfg, ids, pos, B, Tn, base)
   for b = 0, B - 1 do
     local row = base + b * Tn
     for t = 0, Tn - 1 do pos[row + t] = t end
+  end
+end
+M.absolute_position_ids = absolute_position_ids
+
+-- RoBERTa's rule (transformers' create_position_ids_from_input_ids), for the padding index
+-- pad: fills pos[base .. base + B*T - 1] (row-major [B, T]) from the ids (a function giving
+-- them, indexed as pos is) with pad + the running count of the row's non-pad tokens, and pad
+-- at the pads.
+function M.padded_position_ids(pad, ids, pos, B, Tn, base)
+  local v = ids()
+  for b = 0, B - 1 do
+    local count, row = 0, base + b * Tn
+    for t = 0, Tn - 1 do
+      local i = row + t
+      if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
+    end
   end
 end
 
@@ -212,7 +262,38 @@ function M.prepare_inputs(cfg, input, device)
   return out, owned
 end
 
+-- ---------------------------------------------------------------- forward
+-- A model's forward: fn(...) in a scope (which frees its temporaries); on an error the
+-- activations the model's modules saved so far are released and the error raised again.
+local function guarded_forward(self, fn, ...)
+  local ok, y = pcall(T.scope, fn, ...)
+  if not ok then self:clear_saved(); error(y, 0) end
+  return y
+end
+M.guarded_forward = guarded_forward
+
+-- A top-level model's backward: fn() (the head's backward, in a scope of its own, so its
+-- temporaries die before the base model's backward) gives the gradient of the base model's
+-- output, which goes through base. Returns nil (the ids have no gradient).
+local function backward_through(base, fn)
+  T.scope(function() base:backward(T.scope(fn)) end)
+  return nil
+end
+M.backward_through = backward_through
+
 -- ---------------------------------------------------------------- BertModel
+-- The start of a base model's constructor (a family's other than BERT's too): self's config
+-- and rng (opts.rng, a shared { seed, step } table, or a new one of opts.seed); returns the
+-- config its modules are built from: a copy of cfg with opts.device and opts.activation_dtype.
+function M.model_config(self, cfg, opts)
+  self.config = cfg
+  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  c.device, c.activation_dtype = opts.device, opts.activation_dtype
+  return c
+end
+
 local BertModel = Module:extend("BertModel")
 M.BertModel = BertModel
 
@@ -224,12 +305,7 @@ M.BertModel = BertModel
 function BertModel.new(cfg, opts)
   opts = opts or {}
   local self = BertModel:create()
-  self.config = cfg
-  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
-  local c = {}
-  for k, v in pairs(cfg) do c[k] = v end
-  c.device = opts.device
-  c.activation_dtype = opts.activation_dtype
+  local c = M.model_config(self, cfg, opts)
   self:add_module("embeddings", BertEmbeddings.new(c, self.rng))
   -- opts.names: another family's weight names for the same modules (trainer.models.distilbert)
   local names = opts.names or {}
@@ -303,6 +379,17 @@ function BertModel:backward(dhidden)
   return nil
 end
 
+-- ---------------------------------------------------------------- top-level models
+-- A new model of class over base (a family's base model), carrying what the interface reads
+-- of a top-level model: base's rng (shared by every dropout site) and config, its task
+-- ("embedding", "classification") and, for a classifier, num_labels. Returns it and the
+-- config.
+function M.top_level(class, base, task, num_labels)
+  local self = class:create()
+  self.rng, self.config, self.num_labels, self.task = base.rng, base.config, num_labels, task
+  return self, base.config
+end
+
 -- ---------------------------------------------------------------- SentenceEncoder
 local SentenceEncoder = Module:extend("SentenceEncoder")
 M.SentenceEncoder = SentenceEncoder
@@ -311,10 +398,7 @@ M.SentenceEncoder = SentenceEncoder
 -- opts: pooling (default "mean"), normalize (bool).
 function SentenceEncoder.new(bert, opts)
   opts = opts or {}
-  local self = SentenceEncoder:create()
-  self.rng = bert.rng
-  self.config = bert.config
-  self.task = "embedding"
+  local self = M.top_level(SentenceEncoder, bert, "embedding")
   self:add_module("", bert, "bert")
   self:add_module("pooling", Pooling.new(opts.pooling or "mean"))
   if opts.normalize then self:add_module("normalize", Normalize.new()) end
@@ -324,27 +408,21 @@ end
 -- -> embeddings [B, C] (normalised when the model has a Normalize module)
 -- self.pack_rows = false computes the padding rows too (the embeddings are the same).
 function SentenceEncoder:forward(input)
-  local ok, y = pcall(T.scope, function()
+  return guarded_forward(self, function()
     local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     -- pool_mask: the attention mask less the prompt's tokens, where the pooling leaves them out
     local pooled = self.pooling:forward(h, input.pool_mask or input.attention_mask)
     if not self.normalize then return pooled end
     return self.normalize:forward(pooled)
   end)
-  if not ok then self:clear_saved(); error(y, 0) end
-  return y
 end
 
+-- the pooled rows' gradient dies before the encoder's backward
 function SentenceEncoder:backward(demb)
-  T.scope(function()
-    -- the pooled rows' gradient dies before the encoder's backward
-    local dh = T.scope(function()
-      local dp = self.normalize and self.normalize:backward(demb) or demb
-      return self.pooling:backward(dp)
-    end)
-    self.bert:backward(dh)
+  return backward_through(self.bert, function()
+    local dp = self.normalize and self.normalize:backward(demb) or demb
+    return self.pooling:backward(dp)
   end)
-  return nil
 end
 
 -- ---------------------------------------------------------------- SequenceClassifier
@@ -356,10 +434,8 @@ M.SequenceClassifier = SequenceClassifier
 -- (classifier_dropout, default the config's hidden_dropout_prob).
 function SequenceClassifier.new(bert, num_labels, opts)
   opts = opts or {}
-  local self = SequenceClassifier:create()
-  local cfg = bert.config
   if not bert.pooler then errors.user("SequenceClassifier: the BertModel needs its pooler") end
-  self.rng, self.config, self.num_labels, self.task = bert.rng, cfg, num_labels, "classification"
+  local self, cfg = M.top_level(SequenceClassifier, bert, "classification", num_labels)
   self:add_module(opts.prefix or "bert", bert, "bert")
   local p = opts.dropout
   if p == nil then p = cfg.classifier_dropout end
@@ -375,25 +451,19 @@ end
 -- -> logits [B, num_labels]; the pooler reads row 0 only, so padding rows are skipped
 -- (self.pack_rows = false computes them).
 function SequenceClassifier:forward(input)
-  local ok, logits = pcall(T.scope, function()
+  return guarded_forward(self, function()
     local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     local d = T.scope(function() return self.dropout:forward(self.bert.pooler:forward(h)) end)
     return self.classifier:forward(d)
   end)
-  if not ok then self:clear_saved(); error(logits, 0) end
-  return logits
 end
 
 -- each gradient dies once the next one back is made
 function SequenceClassifier:backward(dlogits)
-  T.scope(function()
-    local dh = T.scope(function()
-      local dp = T.scope(function() return self.dropout:backward(self.classifier:backward(dlogits)) end)
-      return self.bert.pooler:backward(dp)
-    end)
-    self.bert:backward(dh)
+  return backward_through(self.bert, function()
+    local dp = T.scope(function() return self.dropout:backward(self.classifier:backward(dlogits)) end)
+    return self.bert.pooler:backward(dp)
   end)
-  return nil
 end
 
 -- ---------------------------------------------------------------- HeadClassifier
@@ -409,9 +479,7 @@ M.HeadClassifier = HeadClassifier
 -- device, seed, init.
 function HeadClassifier.new(bert, num_labels, opts)
   local ClassificationHead = require("trainer.nn.classification_head")
-  local self = HeadClassifier:create()
-  local cfg = bert.config
-  self.rng, self.config, self.num_labels, self.task = bert.rng, cfg, num_labels, "classification"
+  local self, cfg = M.top_level(HeadClassifier, bert, "classification", num_labels)
   self:add_module(opts.prefix, bert, "bert")
   local h = {}
   for k, v in pairs(opts.head) do h[k] = v end
@@ -426,31 +494,27 @@ end
 -- -> logits [B, num_labels]; the head reads row 0 only, so padding rows are skipped
 -- (self.pack_rows = false computes them).
 function HeadClassifier:forward(input)
-  local ok, logits = pcall(T.scope, function()
+  return guarded_forward(self, function()
     return self.head:forward(self.bert:forward(input, { pack_rows = self.pack_rows ~= false }))
   end)
-  if not ok then self:clear_saved(); error(logits, 0) end
-  return logits
 end
 
 function HeadClassifier:backward(dlogits)
-  T.scope(function() self.bert:backward(T.scope(function() return self.head:backward(dlogits) end)) end)
-  return nil
+  return backward_through(self.bert, function() return self.head:backward(dlogits) end)
 end
 
 -- ---------------------------------------------------------------- init
--- transformers' _init_weights: Linear and Embedding weights ~ N(0, initializer_range),
--- biases 0, LayerNorm weight 1 / bias 0, the padding rows of embeddings 0. Seeded: the
--- k-th parameter draws stream k of seed.
-function M.init_weights(model, cfg, seed, prefix)
-  local std = cfg.initializer_range or 0.02
+-- transformers' _init_weights over model's parameters, by their full names (prefix .. name):
+-- rule(full) gives 1 (a LayerNorm weight) or 0 (a bias) to fill with, or "normal", the std of
+-- the weight's N(0, std) draw and the row to zero after it (a padding row; nil: none).
+-- Seeded: the k-th parameter draws stream k of seed.
+function M.init_params(model, seed, prefix, rule)
   local k = 0
   for name, p in model:parameters() do
     k = k + 1
-    local full = (prefix or "") .. name
+    local how, std, pad = rule((prefix or "") .. name)
     local v = p.value
-    if full:match("LayerNorm%.weight$") or full:match("layer_norm%.weight$") then v:fill(1)
-    elseif full:match("%.bias$") then v:fill(0)
+    if how ~= "normal" then v:fill(how)
     else
       local dtype, device = v:dtype(), v:device()
       local direct = dtype == "f32" and device == "cpu"
@@ -464,9 +528,6 @@ function M.init_weights(model, cfg, seed, prefix)
         r:free()
       end
       p.value = T.keep(v)
-      local pad
-      if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
-      if full:match("position_embeddings%.weight$") then pad = cfg.position_padding_idx end
       if pad and pad >= 0 and pad < v:shape()[1] then
         local row = v:narrow(pad, 1)
         row:fill(0)
@@ -474,6 +535,20 @@ function M.init_weights(model, cfg, seed, prefix)
       end
     end
   end
+end
+
+-- BERT's: Linear and Embedding weights ~ N(0, initializer_range), biases 0, LayerNorm weight
+-- 1 / bias 0, the padding rows of embeddings 0.
+function M.init_weights(model, cfg, seed, prefix)
+  local std = cfg.initializer_range or 0.02
+  M.init_params(model, seed, prefix, function(full)
+    if full:match("LayerNorm%.weight$") or full:match("layer_norm%.weight$") then return 1 end
+    if full:match("%.bias$") then return 0 end
+    local pad
+    if full:match("word_embeddings%.weight$") then pad = cfg.pad_token_id end
+    if full:match("position_embeddings%.weight$") then pad = cfg.position_padding_idx end
+    return "normal", std, pad
+  end)
 end
 
 -- ---------------------------------------------------------------- loading weights
@@ -599,30 +674,45 @@ end
 --                          keeps a pooler when opts.pooler says so, by default when opts.weights
 --                          (the safetensors reader its weights will come from) holds one
 --   task "classification"  a SequenceClassifier: the BertModel with its pooler under the
---                          family's weight_prefix, and a head of opts.num_labels (default 3)
--- opts: config, device, seed, init, activation_dtype, and the task's own above.
-local function build(fam, task, opts)
+--                          family's weight_prefix, and a head of opts.num_labels (default 3);
+--                          with spec.head, a HeadClassifier: that head on the first token, no
+--                          pooler
+-- opts: config, device, seed, init, activation_dtype, and the task's own above. spec (what a
+-- family built on BERT's modules changes): head, names (BertModel's opts.names: its weight
+-- names), pooler = false (none, whatever opts.pooler and the weights say), head_p(cfg) (the
+-- head's dropout; default classifier_dropout, else hidden_dropout_prob), finish(model, cfg,
+-- opts) (run on the model built).
+function M.shaped_build(fam, spec, task, opts)
   local cfg = opts.config
   if type(cfg) ~= "table" or cfg.family ~= fam.name then
     errors.user("%s.build: opts.config must be a config checked by %s.config", fam.name, fam.name)
   end
-  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype }
-  local head = fam.head
+  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype,
+    names = spec.names }
+  local head, model = spec.head, nil
   if task == "classification" and head then
     base_opts.pooler = false
-    local p = cfg.classifier_dropout
-    if type(p) ~= "number" then p = cfg.hidden_dropout_prob end
-    return HeadClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = fam.weight_prefix,
+    local p
+    if spec.head_p then p = spec.head_p(cfg)
+    else
+      p = cfg.classifier_dropout
+      if type(p) ~= "number" then p = cfg.hidden_dropout_prob end
+    end
+    model = HeadClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = fam.weight_prefix,
       head = head, under = head.under, p = p, device = opts.device, seed = opts.seed, init = opts.init })
   elseif task == "classification" then
-    return SequenceClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3,
+    model = SequenceClassifier.new(BertModel.new(cfg, base_opts), opts.num_labels or 3,
       { prefix = fam.weight_prefix, device = opts.device, seed = opts.seed, init = opts.init })
   elseif task == "embedding" then
     base_opts.pooler = opts.pooler
+    if spec.pooler == false then base_opts.pooler = false end
     if base_opts.pooler == nil then base_opts.pooler = opts.weights ~= nil and M.has_pooler(opts.weights) end
-    return SentenceEncoder.new(BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
+    model = SentenceEncoder.new(BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
+  else
+    errors.user("%s.build: task %q is unknown (embedding or classification)", fam.name, tostring(task))
   end
-  errors.user("%s.build: task %q is unknown (embedding or classification)", fam.name, tostring(task))
+  if spec.finish then spec.finish(model, cfg, opts) end
+  return model
 end
 
 -- The parameters a base checkpoint lacks that a classifier built on it starts anew (transformers
@@ -666,6 +756,7 @@ end
 M.head_fields = head_fields
 
 -- ---------------------------------------------------------------- structure
+-- The modules of class inside model, in order.
 local function instances(model, class)
   local out = {}
   for _, m in model:named_modules() do
@@ -673,6 +764,7 @@ local function instances(model, class)
   end
   return out
 end
+M.instances = instances
 
 -- The stacks gradient checkpointing regroups (trainer.train.grad_checkpoint): each BertEncoder,
 -- whose `layers` list it replaces with segments.
@@ -771,8 +863,9 @@ end
 -- Fills F (a new table by default) with the fields of the model-family interface for a
 -- BERT-shaped family. spec: name, weight_prefix (transformers' base_model_prefix: the encoder's
 -- names inside its *ForSequenceClassification), and what a variant changes: max_positions(cfg),
--- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets;
--- classifier_class: transformers' *ForSequenceClassification class of each model_type.
+-- position_ids(cfg, ids, pos, B, T, base), finish_config(cfg, source), peft_targets, and
+-- M.shaped_build's head, names, head_p; classifier_class: transformers'
+-- *ForSequenceClassification class of each model_type.
 function M.shaped_family(spec, F)
   F = F or {}
   F.name, F.weight_prefix = spec.name, spec.weight_prefix
@@ -780,11 +873,10 @@ function M.shaped_family(spec, F)
   F.config = function(raw, source) return shaped_config(F, spec, raw, source) end
   F.max_positions = spec.max_positions or absolute_max_positions
   F.position_ids = spec.position_ids or absolute_position_ids
-  F.build = function(task, opts) return build(F, task, opts or {}) end
+  F.build = function(task, opts) return M.shaped_build(F, spec, task, opts or {}) end
   F.load_weights, F.state_list, F.has_head, F.is_head_param = M.load_weights, M.state_list, M.has_head, is_head_param
   -- spec.head: a head on the first token (nn.classification_head's names and activation)
   -- instead of BERT's pooler + classifier
-  F.head = spec.head
   if spec.head then
     local terms
     F.has_head, F.is_head_param, terms = head_fields(spec.head)

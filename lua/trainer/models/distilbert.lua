@@ -18,7 +18,6 @@
 -- The checked config carries, beside config.json's own fields, the names BERT's modules read
 -- (hidden_size = dim, num_hidden_layers = n_layers, ...): the modules are BERT's.
 local bert = require("trainer.models.bert")
-local registry = require("trainer.models.registry")
 local T = require("trainer.core.tensor")
 local errors = require("trainer.core.errors")
 
@@ -31,13 +30,8 @@ M.defaults = {
 }
 
 -- The fields read, typed and bounded as BERT's are (trainer.models.bert).
-M.config_fields = {
-  { "dim", "integer", 1, 65536, required = true },
-  { "n_layers", "integer", 1, 1024, required = true },
-  { "n_heads", "integer", 1, 4096, required = true },
-  { "hidden_dim", "integer", 1, 1048576, required = true },
-  { "vocab_size", "integer", 1, 16777216, required = true },
-  { "max_position_embeddings", "integer", 1, 1048576, required = true },
+M.config_fields = bert.shape_fields({ hidden = "dim", layers = "n_layers", heads = "n_heads", intermediate = "hidden_dim" },
+  false, {
   { "pad_token_id", "integer", 0, 16777216, nullable = true },
   { "dropout", "number", 0, 1, open_high = true },
   { "attention_dropout", "number", 0, 1, open_high = true },
@@ -46,7 +40,7 @@ M.config_fields = {
   { "activation", "string" },
   { "sinusoidal_pos_embds", "boolean" },
   { "model_type", "string" },
-}
+})
 
 -- DistilBERT's weight names for BERT's modules (BertModel's opts.names).
 local NAMES = {
@@ -58,26 +52,14 @@ local NAMES = {
 
 function M.config(raw, source)
   source = source or "config"
-  if type(raw) ~= "table" then errors.user("%s: a model config must be a JSON object", source) end
-  local cfg = {}
-  for k, v in pairs(raw) do cfg[k] = v end
-  bert.check_fields(cfg, M.config_fields, source, "DistilBERT")
-  for k, v in pairs(M.defaults) do if cfg[k] == nil then cfg[k] = v end end
-  if cfg.model_type == nil then cfg.model_type = M.name end
-  if registry.family(cfg.model_type, source) ~= M then
-    errors.user("%s: model_type %q is not a %s model; check it with trainer.models.registry.config (or load it "
-      .. "with trainer.load_model), which choose its family", source, cfg.model_type, M.name)
-  end
-  cfg.family = M.name
+  local cfg = bert.checked_copy(M, raw, source, M.config_fields, M.defaults, "DistilBERT")
   if cfg.dim % cfg.n_heads ~= 0 then
     errors.user("%s: dim %d is not a multiple of n_heads %d", source, cfg.dim, cfg.n_heads)
   end
   if cfg.activation ~= "gelu" and cfg.activation ~= "relu" then
     errors.user("%s: activation %q is not supported (gelu, relu)", source, cfg.activation)
   end
-  if cfg.pad_token_id >= cfg.vocab_size then
-    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
-  end
+  bert.check_pad(cfg, source)
   -- the names BERT's modules read
   cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads = cfg.dim, cfg.n_layers, cfg.n_heads
   cfg.intermediate_size, cfg.hidden_act, cfg.layer_norm_eps = cfg.hidden_dim, cfg.activation, 1e-12
@@ -86,15 +68,8 @@ function M.config(raw, source)
   return cfg
 end
 
-function M.max_positions(cfg) return cfg.max_position_embeddings end
-
--- Fills pos[base .. base + B*T - 1] (row-major [B, T]) with 0..T-1 per row; never reads the ids.
-function M.position_ids(cfg, ids, pos, B, Tn, base)
-  for b = 0, B - 1 do
-    local row = base + b * Tn
-    for t = 0, Tn - 1 do pos[row + t] = t end
-  end
-end
+-- BERT's absolute positions: 0..T-1 per row, the ids never read
+M.max_positions, M.position_ids = bert.absolute_max_positions, bert.absolute_position_ids
 
 -- ---------------------------------------------------------------- sinusoidal positions
 -- transformers' create_sinusoidal_embeddings: row p, column j = p / 10000^(2 floor(j/2) / dim),
@@ -131,36 +106,22 @@ end
 -- ---------------------------------------------------------------- build
 local HEAD = { under = "", dense = "pre_classifier", out = "classifier", act = "relu" }
 
+-- What BERT's build (bert.shaped_build) takes from DistilBERT: its names, no pooler, its head
+-- (its dropout seq_classif_dropout, the checked config's classifier_dropout), and the
+-- sinusoidal table and no dropout after the attention's out_lin on the model built.
+local SPEC = { names = NAMES, pooler = false, head = HEAD }
+
+function SPEC.finish(model, cfg, opts)
+  for _, mod in model:named_modules() do
+    if mod.__name == "BertAttention" then mod.dropout.p, mod.dropout.fixed = 0, true end
+  end
+  if opts.init ~= "none" then sinusoidal_positions(model, cfg) end
+end
+
 -- The model of a task (see docs/ARCHITECTURE.md "Adding a model"): "embedding", the encoder
 -- under its own names (embeddings.*, transformer.*) with pooling; "classification",
 -- DistilBertForSequenceClassification's names (distilbert.*, pre_classifier, classifier).
-function M.build(task, opts)
-  opts = opts or {}
-  local cfg = opts.config
-  if type(cfg) ~= "table" or cfg.family ~= M.name then
-    errors.user("distilbert.build: opts.config must be a config checked by distilbert.config")
-  end
-  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype,
-    pooler = false, names = NAMES }
-  local base = bert.BertModel.new(cfg, base_opts)
-  -- no dropout after the attention's out_lin in DistilBERT
-  for _, mod in base:named_modules() do
-    if mod.__name == "BertAttention" then mod.dropout.p, mod.dropout.fixed = 0, true end
-  end
-  local model
-  if task == "classification" then
-    local p = cfg.seq_classif_dropout
-    if type(p) ~= "number" then p = 0.2 end
-    model = bert.HeadClassifier.new(base, opts.num_labels or 3, { prefix = M.weight_prefix, head = HEAD, under = "",
-      p = p, device = opts.device, seed = opts.seed, init = opts.init })
-  elseif task == "embedding" then
-    model = bert.SentenceEncoder.new(base, { pooling = opts.pooling, normalize = opts.normalize })
-  else
-    errors.user("distilbert.build: task %q is unknown (embedding or classification)", tostring(task))
-  end
-  if opts.init ~= "none" then sinusoidal_positions(model, cfg) end
-  return model
-end
+function M.build(task, opts) return bert.shaped_build(M, SPEC, task, opts or {}) end
 
 -- ---------------------------------------------------------------- weights
 -- bert.load_weights (prefix-tolerant, by name); a sinusoidal table a checkpoint lacks keeps

@@ -81,6 +81,39 @@ local pooling_keys = {
   { "pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len" }, { "pooling_mode_mean_tokens", "mean" },
 }
 
+-- A Pooling module's config.json (path p) into out: its one mode, include_prompt.
+local function read_pooling(p, out)
+  local pc = json.read(p)
+  local modes = {}
+  for _, k in ipairs(pooling_keys) do if pc[k[1]] == true then modes[#modes + 1] = k[2] end end
+  if pc.pooling_mode and type(pc.pooling_mode) == "string" then modes = { pc.pooling_mode } end
+  if #modes > 1 then
+    errors.user("%s: several pooling modes at once (%s) are not supported; pick one with opts.pooling", p,
+      table.concat(modes, ", "))
+  end
+  if #modes == 1 then out.pooling = modes[1] end
+  if pc.include_prompt == false then out.include_prompt = false end
+end
+
+-- config_sentence_transformers.json's table c (from path cst) into out: prompts,
+-- default_prompt_name.
+local function read_prompts(c, cst, out)
+  if type(c.prompts) == "table" then
+    for k, v in pairs(c.prompts) do
+      if type(k) ~= "string" or type(v) ~= "string" then
+        errors.user("%s: prompts must map names to texts ({\"query\": \"query: \"})", cst)
+      end
+      out.prompts[k] = v
+    end
+  end
+  if type(c.default_prompt_name) == "string" then
+    if out.prompts[c.default_prompt_name] == nil then
+      errors.user("%s: default_prompt_name %q is not one of its prompts", cst, c.default_prompt_name)
+    end
+    out.default_prompt_name = c.default_prompt_name
+  end
+end
+
 -- { pooling = mode, normalize = bool, max_seq_length = n or nil, sentence_transformers = bool,
 --   include_prompt = bool (the Pooling config's, default true), prompts = { name = text },
 --   default_prompt_name = name or nil (config_sentence_transformers.json's) }
@@ -95,18 +128,7 @@ function M.read_sentence_config(dir)
       local ty = type(m) == "table" and tostring(m.type) or ""
       if ty:match("Pooling$") then
         local p = dir .. "/" .. (m.path or "") .. "/config.json"
-        if exists(p) then
-          local pc = json.read(p)
-          local modes = {}
-          for _, k in ipairs(pooling_keys) do if pc[k[1]] == true then modes[#modes + 1] = k[2] end end
-          if pc.pooling_mode and type(pc.pooling_mode) == "string" then modes = { pc.pooling_mode } end
-          if #modes > 1 then
-            errors.user("%s: several pooling modes at once (%s) are not supported; pick one with opts.pooling", p,
-              table.concat(modes, ", "))
-          end
-          if #modes == 1 then out.pooling = modes[1] end
-          if pc.include_prompt == false then out.include_prompt = false end
-        end
+        if exists(p) then read_pooling(p, out) end
       elseif ty:match("Normalize$") then
         out.normalize = true
       end
@@ -115,22 +137,7 @@ function M.read_sentence_config(dir)
   local cst = dir .. "/config_sentence_transformers.json"
   if exists(cst) then
     local c = json.read(cst)
-    if type(c) == "table" then
-      if type(c.prompts) == "table" then
-        for k, v in pairs(c.prompts) do
-          if type(k) ~= "string" or type(v) ~= "string" then
-            errors.user("%s: prompts must map names to texts ({\"query\": \"query: \"})", cst)
-          end
-          out.prompts[k] = v
-        end
-      end
-      if type(c.default_prompt_name) == "string" then
-        if out.prompts[c.default_prompt_name] == nil then
-          errors.user("%s: default_prompt_name %q is not one of its prompts", cst, c.default_prompt_name)
-        end
-        out.default_prompt_name = c.default_prompt_name
-      end
-    end
+    if type(c) == "table" then read_prompts(c, cst, out) end
   end
   local sb = dir .. "/sentence_bert_config.json"
   if exists(sb) then

@@ -24,8 +24,10 @@
 local Module = require("trainer.nn.module")
 local registry = require("trainer.models.registry")
 local bert = require("trainer.models.bert")
+local BertAttention = require("trainer.models.bert.attention")
+local BertEmbeddings = require("trainer.models.bert.embeddings")
+local BertEncoder = require("trainer.models.bert.encoder")
 local sites = require("trainer.core.rng_sites")
-local Embedding = require("trainer.nn.embedding")
 local LayerNorm = require("trainer.nn.layernorm")
 local Linear = require("trainer.nn.linear")
 local Dropout = require("trainer.nn.dropout")
@@ -48,13 +50,8 @@ M.defaults = {
   classifier_activation = "gelu",
 }
 
-M.config_fields = {
-  { "hidden_size", "integer", 1, 65536, required = true },
-  { "num_hidden_layers", "integer", 1, 1024, required = true },
-  { "num_attention_heads", "integer", 1, 4096, required = true },
-  { "intermediate_size", "integer", 1, 1048576, required = true },
-  { "vocab_size", "integer", 1, 16777216, required = true },
-  { "max_position_embeddings", "integer", 1, 1048576 },
+-- BERT's shape fields (max_position_embeddings has a default), then ModernBERT's own
+M.config_fields = bert.shape_fields(nil, true, {
   { "pad_token_id", "integer", 0, 16777216, nullable = true },
   { "norm_eps", "number", 0, 1, open_low = true, open_high = true },
   { "norm_bias", "boolean" },
@@ -77,7 +74,7 @@ M.config_fields = {
   { "layer_types", "table", nullable = true },
   { "rope_parameters", "table", nullable = true },
   { "model_type", "string" },
-}
+})
 
 local function fail(source, field, v, what)
   errors.user("%s: %s is %s, but it must be %s; fix the value in %s (or use the config.json that came with the "
@@ -179,10 +176,7 @@ function M.config(raw, source)
       source, cfg.model_type)
   end
   cfg.family = M.name
-  if cfg.hidden_size % cfg.num_attention_heads ~= 0 then
-    errors.user("%s: hidden_size %d is not a multiple of num_attention_heads %d", source, cfg.hidden_size,
-      cfg.num_attention_heads)
-  end
+  bert.check_heads(cfg, source)
   local D = cfg.hidden_size / cfg.num_attention_heads
   if D % 2 ~= 0 then
     errors.user("%s: the head size hidden_size / num_attention_heads = %d is odd; rotary embeddings rotate pairs",
@@ -199,9 +193,7 @@ function M.config(raw, source)
   -- transformers' default pad id (50283) belongs to ModernBERT's own vocabulary: a smaller
   -- config that names none has no padding row
   if raw.pad_token_id == nil and cfg.pad_token_id >= cfg.vocab_size then cfg.pad_token_id = nil end
-  if cfg.pad_token_id and cfg.pad_token_id >= cfg.vocab_size then
-    errors.user("%s: pad_token_id %d is not below vocab_size %d", source, cfg.pad_token_id, cfg.vocab_size)
-  end
+  bert.check_pad(cfg, source)
   read_rope(cfg, source)
   cfg.layer_kinds = layer_kinds(cfg, source)
   return cfg
@@ -210,13 +202,8 @@ end
 -- No position table: rotary embeddings take any position; the config's bound stands.
 function M.max_positions(cfg) return cfg.max_position_embeddings end
 
--- Positions 0..T-1 per row (the rotary angle's position); the ids are never read.
-function M.position_ids(cfg, ids, pos, B, Tn, base)
-  for b = 0, B - 1 do
-    local row = base + b * Tn
-    for t = 0, Tn - 1 do pos[row + t] = t end
-  end
-end
+-- Positions 0..T-1 per row (the rotary angle's position), as BERT's; the ids are never read.
+M.position_ids = bert.absolute_position_ids
 
 -- ---------------------------------------------------------------- layers
 local function add(a, b)   -- a + b, new
@@ -250,13 +237,11 @@ function Attention:window_for(Tn)
   return self.window
 end
 
+-- BERT's attention options (the probabilities' dropout) and the window.
 function Attention:attn_opts(Tn)
-  local p = self.training and self.attn_p or 0
-  local key = nil
-  if p > 0 then
-    key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs })
-  end
-  return { dropout = p, key = key, window = self:window_for(Tn) }
+  local o = BertAttention.attn_opts(self)
+  o.window = self:window_for(Tn)
+  return o
 end
 
 function Attention:forward(x, mask)
@@ -271,31 +256,18 @@ function Attention:forward(x, mask)
       return ops.rotary(q:reshape(shape4), self.theta), ops.rotary(k:reshape(shape4), self.theta), v:reshape(shape4)
     end)
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
-    if self.grad_enabled then
-      self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
-      self.saved.lse = T.keep(lse)
-      if a4:device() ~= "cpu" then self:keep("out", a4) end
-      self.saved.attn = { dropout = aopts.dropout, window = aopts.window, seed = self.rng.seed, step = self.rng.step }
-      if mask then self:keep("mask", mask) end
-    end
+    if self.grad_enabled then BertAttention.keep_attention(self, q4, k4, v4, lse, a4, mask, aopts) end
     local o = self.Wo:forward(a4:reshape({ B, Tn, C }))
     return self.drop:forward(o)
   end)
 end
 
 function Attention:backward(dy, want_dx)
-  local s = self.saved
-  local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
+  local q4 = self:saved_tensor("q")
   local sh = dy:shape()
   return T.scope(function()
     local da = self.Wo:backward(self.drop:backward(dy))
-    local a = s.attn
-    local key = nil
-    if a.dropout > 0 then
-      key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs })
-    end
-    local dq4, dk4, dv4 = ops.attention_backward(da:reshape(q4:shape()), q4, k4, v4, s.lse, s.mask,
-      { dropout = a.dropout, key = key, out = s.out, window = a.window })
+    local dq4, dk4, dv4 = BertAttention.attention_backward(self, da:reshape(q4:shape()))
     self:release()
     local dqkv = T.scope(function()
       local dq, dk = ops.rotary_backward(dq4, self.theta), ops.rotary_backward(dk4, self.theta)
@@ -437,75 +409,6 @@ function Layer:backward(dy, want_dx)
   return dx
 end
 
--- The layer stack (its children are exactly the layers "layers.N": gradient checkpointing
--- regroups them), added to the model transparently.
-local Stack = Module:extend("ModernBertStack")
-
-function Stack.new(cfg, rng)
-  local self = Stack:create()
-  self.layers = {}
-  for i = 0, cfg.num_hidden_layers - 1 do
-    self.layers[i + 1] = self:add_module("layers." .. i, Layer.new(cfg, rng, i), false)
-  end
-  return self
-end
-
-function Stack:forward(x, mask)
-  local h = x:reshape(x:shape())
-  for _, layer in ipairs(self.layers) do
-    local nh = layer:forward(h, mask)
-    h:free()
-    h = nh
-  end
-  return h
-end
-
-function Stack:backward(dy, want_dx)
-  local g = dy:reshape(dy:shape())
-  for i = #self.layers, 1, -1 do
-    local ng = self.layers[i]:backward(g, i > 1 or want_dx)
-    g:free()
-    g = ng
-  end
-  return g
-end
-
--- ModernBertEmbeddings: drop(norm(tok_embeddings(ids))).
-local Embeddings = Module:extend("ModernBertEmbeddings")
-
-function Embeddings.new(cfg, rng)
-  local self = Embeddings:create()
-  local C = cfg.hidden_size
-  self:add_module("tok_embeddings", Embedding.new(cfg.vocab_size, C, { padding_idx = cfg.pad_token_id,
-    device = cfg.device, activation_dtype = cfg.activation_dtype }), "tok")
-  self:add_module("norm", LayerNorm.new(C, { eps = cfg.norm_eps, device = cfg.device, bias = cfg.norm_bias }))
-  self:add_module("drop", Dropout.new(cfg.embedding_dropout or 0, rng, 0, sites.dropout.embeddings))
-  return self
-end
-
-function Embeddings:forward(ids)
-  self.frozen = not self:any_trainable()
-  return T.scope(function()
-    local n = T.scope(function()
-      local e = self.tok:forward(ids)
-      if self.frozen or not self.grad_enabled then
-        return (ops.layernorm(e, self.norm.weight.value, self.norm.bias and self.norm.bias.value, self.norm.eps))
-      end
-      return self.norm:forward(e)
-    end)
-    return self.drop:forward(n)
-  end)
-end
-
-function Embeddings:backward(dy)
-  if self.frozen then self:clear_saved() return nil end
-  T.scope(function()
-    local de = T.scope(function() return self.norm:backward(self.drop:backward(dy)) end)
-    self.tok:backward(de)
-  end)
-  return nil
-end
-
 -- ---------------------------------------------------------------- ModernBertModel
 local Model = Module:extend("ModernBertModel")
 M.ModernBertModel = Model
@@ -532,13 +435,14 @@ end
 function Model.new(cfg, opts)
   opts = opts or {}
   local self = Model:create()
-  self.config = cfg
-  self.rng = opts.rng or { seed = opts.seed or 0, step = 0 }
-  local c = {}
-  for k, v in pairs(cfg) do c[k] = v end
-  c.device, c.activation_dtype = opts.device, opts.activation_dtype
-  self:add_module("embeddings", Embeddings.new(c, self.rng))
-  self:add_module("", Stack.new(c, self.rng), "stack")
+  local c = bert.model_config(self, cfg, opts)
+  -- ModernBertEmbeddings, drop(norm(tok_embeddings(ids))): BERT's without positions or token
+  -- types, under its names
+  self:add_module("embeddings", BertEmbeddings.new(c, self.rng, { names = { word = "tok_embeddings", norm = "norm",
+    dropout = "drop" }, word_only = true, eps = cfg.norm_eps, norm_bias = cfg.norm_bias, p = cfg.embedding_dropout or 0 }))
+  -- the layer stack, BERT's encoder over these layers ("layers.N"), added transparently
+  self:add_module("", BertEncoder.new(c, self.rng, { prefix = "layers.",
+    layer = function(i) return Layer.new(c, self.rng, i) end }), "stack")
   self:add_module("final_norm", LayerNorm.new(cfg.hidden_size, { eps = cfg.norm_eps, device = opts.device,
     bias = cfg.norm_bias }))
   if opts.init ~= "none" then M.init_weights(self, cfg, opts.seed or 0) end
@@ -548,13 +452,11 @@ end
 -- -> the last hidden state [B, T, C] (final_norm's output), every row computed (opts.pack_rows,
 -- which the sentence encoder passes, is not taken: see the top of the file).
 function Model:forward(input)
-  local ok, h = pcall(T.scope, function()
+  return bert.guarded_forward(self, function()
     local mask = prepare_mask(self.config, input)   -- one this scope made dies with it
-    local h = self.stack:forward(self.embeddings:forward(input.input_ids), mask)
+    local h = self.stack:forward(self.embeddings:forward({ input_ids = input.input_ids }), mask)
     return self.final_norm:forward(h)
   end)
-  if not ok then self:clear_saved(); error(h, 0) end
-  return h
 end
 
 function Model:backward(dhidden)
@@ -575,10 +477,8 @@ M.Classifier = Classifier
 
 function Classifier.new(model, num_labels, opts)
   opts = opts or {}
-  local self = Classifier:create()
-  local cfg = model.config
+  local self, cfg = bert.top_level(Classifier, model, "classification", num_labels)
   local C = cfg.hidden_size
-  self.rng, self.config, self.num_labels, self.task = model.rng, cfg, num_labels, "classification"
   self.act = ops.gelu_kind(cfg.classifier_activation)
   self:add_module("model", model)
   self:add_module("pooling", Pooling.new(cfg.classifier_pooling))
@@ -593,7 +493,7 @@ function Classifier.new(model, num_labels, opts)
 end
 
 function Classifier:forward(input)
-  local ok, logits = pcall(T.scope, function()
+  return bert.guarded_forward(self, function()
     local d = T.scope(function()
       local pooled = T.scope(function() return self.pooling:forward(self.model:forward(input), input.attention_mask) end)
       local hd = self.dense:forward(pooled)
@@ -602,22 +502,16 @@ function Classifier:forward(input)
     end)
     return self.classifier:forward(d)
   end)
-  if not ok then self:clear_saved(); error(logits, 0) end
-  return logits
 end
 
 function Classifier:backward(dlogits)
   local hd = self:saved_tensor("hd")
-  T.scope(function()
-    local dh = T.scope(function()
-      local da = self.norm:backward(self.drop:backward(self.classifier:backward(dlogits)))
-      local dp = self.dense:backward(ops.gelu_backward(da, hd, self.act))
-      self:release()
-      return self.pooling:backward(dp)
-    end)
-    self.model:backward(dh)
+  return bert.backward_through(self.model, function()
+    local da = self.norm:backward(self.drop:backward(self.classifier:backward(dlogits)))
+    local dp = self.dense:backward(ops.gelu_backward(da, hd, self.act))
+    self:release()
+    return self.pooling:backward(dp)
   end)
-  return nil
 end
 
 -- ---------------------------------------------------------------- init
@@ -634,40 +528,21 @@ local function std_of(name, cfg)
   return r
 end
 
-local function init_params(model, cfg, seed, prefix)
-  local k = 0
-  for name, p in model:parameters() do
-    k = k + 1
-    local full = (prefix or "") .. name
-    local v = p.value
-    if full:match("norm%.weight$") then v:fill(1)
-    elseif full:match("%.bias$") then v:fill(0)
-    else
-      local dtype, device = v:dtype(), v:device()
-      local direct = dtype == "f32" and device == "cpu"
-      local r = T.randn(v:shape(), { seed = seed, stream = sites.bert_param(k), tag = direct and "weights" or "workspace" })
-      ops.scale_(r, std_of(full, cfg))
-      v:free()
-      if direct then v = r
-      else
-        v = r:to({ dtype = dtype, device = device, tag = "weights" })
-        r:free()
-      end
-      p.value = T.keep(v)
-      if full:match("tok_embeddings%.weight$") and cfg.pad_token_id and cfg.pad_token_id < v:shape()[1] then
-        local row = v:narrow(cfg.pad_token_id, 1)
-        row:fill(0)
-        row:free()
-      end
-    end
+-- The rule of bert.init_params for cfg: norms' weights 1, biases 0, the rest drawn (the token
+-- embeddings' padding row zeroed).
+local function init_rule(cfg)
+  return function(full)
+    if full:match("norm%.weight$") then return 1 end
+    if full:match("%.bias$") then return 0 end
+    return "normal", std_of(full, cfg), full:match("tok_embeddings%.weight$") and cfg.pad_token_id or nil
   end
 end
 
-function M.init_weights(model, cfg, seed) init_params(model, cfg, seed) end
+function M.init_weights(model, cfg, seed) bert.init_params(model, seed, nil, init_rule(cfg)) end
 
 function M.init_head(clf, cfg, seed)
   for _, name in ipairs({ "dense", "norm", "classifier" }) do
-    init_params(clf[name], cfg, seed, name == "classifier" and "classifier." or "head." .. name .. ".")
+    bert.init_params(clf[name], seed, name == "classifier" and "classifier." or "head." .. name .. ".", init_rule(cfg))
     seed = seed + 1
   end
 end
@@ -701,16 +576,8 @@ function M.is_head_param(name)
 end
 
 -- ---------------------------------------------------------------- structure
-local function instances(model, class)
-  local out = {}
-  for _, m in model:named_modules() do
-    if getmetatable(m) == class then out[#out + 1] = m end
-  end
-  return out
-end
-
-function M.layer_stacks(model) return instances(model, Stack) end
-function M.layers(model) return instances(model, Layer) end
+function M.layer_stacks(model) return bert.instances(model, BertEncoder) end
+function M.layers(model) return bert.instances(model, Layer) end
 -- No stack to cut for adaptive_layer: the final norm follows the layers, and transformers'
 -- hidden states (what sentence-transformers' AdaptiveLayerLoss reads) come before it, so a
 -- cut run would not reproduce them.

@@ -40,22 +40,20 @@ local spec = {
   head = { under = "classifier", dense = "dense", out = "out_proj", act = "tanh", input_dropout = true },
   -- PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["mpnet"]
   peft_targets = { "q", "v" },
+  -- build: BERT's with MPNet's names; the encoder's relative-position bias comes from the
+  -- checked config's relative_attention_num_buckets
+  names = NAMES,
 }
+
+-- MPNetClassificationHead's dropouts are hidden_dropout_prob
+function spec.head_p(cfg) return cfg.hidden_dropout_prob end
 
 function spec.max_positions(cfg) return cfg.max_position_embeddings - PADDING_IDX - 1 end
 
--- Fills pos[base .. base + B*T - 1] (row-major [B, T]) from the ids (a function giving them,
--- indexed as pos is): the padding index + the running count of non-pad tokens, the padding
--- index at the pads (create_position_ids_from_input_ids with padding_idx 1).
+-- The padding index + the running count of non-pad tokens, the padding index at the pads
+-- (create_position_ids_from_input_ids with padding_idx 1: bert.padded_position_ids).
 function spec.position_ids(cfg, ids, pos, B, Tn, base)
-  local v = ids()
-  for b = 0, B - 1 do
-    local count, row = 0, base + b * Tn
-    for t = 0, Tn - 1 do
-      local i = row + t
-      if v[i] ~= PADDING_IDX then count = count + 1; pos[i] = count + PADDING_IDX else pos[i] = PADDING_IDX end
-    end
-  end
+  bert.padded_position_ids(PADDING_IDX, ids, pos, B, Tn, base)
 end
 
 function spec.finish_config(cfg, source)
@@ -98,30 +96,6 @@ function F.config(raw, source)
   bert.check_fields(c, { F.config_fields[#F.config_fields] }, source or "config", "MPNet")
   return shaped_config(c, source)
 end
-
--- The model of a task: BERT's build with MPNet's names (BertModel's opts.names) and the
--- encoder's relative-position bias (the checked config's relative_attention_num_buckets).
-local function build(task, opts)
-  opts = opts or {}
-  local cfg = opts.config
-  if type(cfg) ~= "table" or cfg.family ~= F.name then
-    errors.user("mpnet.build: opts.config must be a config checked by mpnet.config")
-  end
-  local base_opts = { device = opts.device, seed = opts.seed, init = opts.init, activation_dtype = opts.activation_dtype,
-    names = NAMES }
-  if task == "classification" then
-    base_opts.pooler = false
-    return bert.HeadClassifier.new(bert.BertModel.new(cfg, base_opts), opts.num_labels or 3, { prefix = F.weight_prefix,
-      head = spec.head, under = spec.head.under, p = cfg.hidden_dropout_prob, device = opts.device, seed = opts.seed,
-      init = opts.init })
-  elseif task == "embedding" then
-    base_opts.pooler = opts.pooler
-    if base_opts.pooler == nil then base_opts.pooler = opts.weights ~= nil and bert.has_pooler(opts.weights) end
-    return bert.SentenceEncoder.new(bert.BertModel.new(cfg, base_opts), { pooling = opts.pooling, normalize = opts.normalize })
-  end
-  errors.user("mpnet.build: task %q is unknown (embedding or classification)", tostring(task))
-end
-F.build = build
 
 -- trainer plan's terms for a config.json table as read: BERT's layer under MPNet's names, no
 -- token types, the bias table beside the embeddings, the head on the first token.

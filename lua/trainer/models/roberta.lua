@@ -21,17 +21,9 @@ local spec = { name = "roberta", weight_prefix = "roberta",
 
 function spec.max_positions(cfg) return cfg.max_position_embeddings - cfg.pad_token_id - 1 end
 
--- Fills pos[base .. base + B*T - 1] (row-major [B, T]) from the ids (a function giving them,
--- indexed as pos is): pad + the running count of non-pad tokens, pad at the pads.
+-- pad + the running count of non-pad tokens, pad at the pads (bert.padded_position_ids)
 function spec.position_ids(cfg, ids, pos, B, Tn, base)
-  local v, pad = ids(), cfg.pad_token_id
-  for b = 0, B - 1 do
-    local count, row = 0, base + b * Tn
-    for t = 0, Tn - 1 do
-      local i = row + t
-      if v[i] ~= pad then count = count + 1; pos[i] = count + pad else pos[i] = pad end
-    end
-  end
+  bert.padded_position_ids(cfg.pad_token_id, ids, pos, B, Tn, base)
 end
 
 function spec.finish_config(cfg, source)

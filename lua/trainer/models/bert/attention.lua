@@ -58,13 +58,44 @@ function BertAttention.new(cfg, rng, layer, rel)
   return self
 end
 
+-- The key of the attention probabilities' dropout mask of a layer at (seed, step), or nil
+-- without dropout (p = 0).
+local function probs_key(p, seed, step, layer)
+  if p > 0 then return ops.rng_key({ seed = seed, step = step, layer = layer, op = sites.dropout.attention_probs }) end
+  return nil
+end
+
+-- The options of ops.attention for this layer (an attention module with attn_p, rng, layer
+-- and rel: ModernBERT's too).
 function BertAttention:attn_opts()
   local p = self.training and self.attn_p or 0
-  local key = nil
-  if p > 0 then key = ops.rng_key({ seed = self.rng.seed, step = self.rng.step, layer = self.layer, op = sites.dropout.attention_probs }) end
+  local key = probs_key(p, self.rng.seed, self.rng.step, self.layer)
   local rel = self.rel
   if not rel then return { dropout = p, key = key } end
   return { dropout = p, key = key, rel_bias = rel.weight.value, max_distance = rel.max_distance, bidirectional = true }
+end
+
+-- Keeps what ops.attention_backward reads of a forward of ops.attention(q4, k4, v4, mask,
+-- aopts) that gave out and lse: the inputs, the log-sum-exp, the output on a device whose
+-- backward reads it for its row terms (dout . out; CUDA; the CPU's takes them from the
+-- probabilities and keeps nothing more), the mask, and the dropout and window.
+function BertAttention:keep_attention(q4, k4, v4, lse, out, mask, aopts)
+  self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
+  self.saved.lse = T.keep(lse)
+  if out:device() ~= "cpu" then self:keep("out", out) end
+  self.saved.attn = { dropout = aopts.dropout, window = aopts.window, seed = self.rng.seed, step = self.rng.step }
+  if mask then self:keep("mask", mask) end
+end
+
+-- ops.attention_backward of the kept forward for the gradient da4 of its output: dq4, dk4, dv4
+-- (and the relative-position table's gradient accumulated).
+function BertAttention:attention_backward(da4)
+  local s, rel = self.saved, self.rel
+  local a = s.attn
+  return ops.attention_backward(da4, s.q, s.k, s.v, s.lse, s.mask,
+    { dropout = a.dropout, key = probs_key(a.dropout, a.seed, a.step, self.layer), out = s.out, window = a.window,
+      rel_bias = rel and rel.weight.value, drel_bias = rel and Module.grad_of(rel.weight),
+      max_distance = rel and rel.max_distance, bidirectional = true })
 end
 
 local function heads_view(t, H, D)
@@ -95,16 +126,10 @@ local function attend(self, x, mask, pk)
     end)
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
     if self.grad_enabled then
-      self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
-      self.saved.lse = T.keep(lse)
-      -- the output too, on a device whose backward reads it for its row terms (dout . out;
-      -- CUDA; the CPU's takes them from the probabilities and keeps nothing more): a view,
-      -- so when the trainable dense keeps its input the two share one tensor; with packing,
-      -- the padded layout the op wrote (dense reads its gather)
-      if a4:device() ~= "cpu" then self:keep("out", a4) end
-      self.saved.attn = { dropout = aopts.dropout, seed = self.rng.seed, step = self.rng.step }
+      -- the output, where kept, is a view, so when the trainable dense keeps its input the two
+      -- share one tensor; with packing, the padded layout the op wrote (dense reads its gather)
+      self:keep_attention(q4, k4, v4, lse, a4, mask, aopts)
       self.saved.pk = pk
-      if mask then self:keep("mask", mask) end
     end
     return a4
   end)
@@ -125,9 +150,8 @@ end
 -- own trainable parameters (LoRA's q, v) but skip their input products, a projection with
 -- nothing trainable (LoRA's frozen key) is skipped whole, and nil is returned.
 function BertAttention:backward(dy, want_dx)
-  local s = self.saved
-  local q4, k4, v4 = self:saved_tensor("q"), s.k, s.v
-  local pk = s.pk
+  self:saved_tensor("q")   -- raises unless a forward with gradients kept what this reads
+  local pk = self.saved.pk
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
   local da = self.dense:backward(dod)
   dod:free()
@@ -138,13 +162,7 @@ function BertAttention:backward(dy, want_dx)
   end
   local da4 = heads_view(da, self.heads, self.head_dim)
   da:free()
-  local a = s.attn
-  local key = nil
-  if a.dropout > 0 then key = ops.rng_key({ seed = a.seed, step = a.step, layer = self.layer, op = sites.dropout.attention_probs }) end
-  local rel = self.rel
-  local dq4, dk4, dv4 = ops.attention_backward(da4, q4, k4, v4, s.lse, s.mask,
-    { dropout = a.dropout, key = key, out = s.out, rel_bias = rel and rel.weight.value,
-      drel_bias = rel and Module.grad_of(rel.weight), max_distance = rel and rel.max_distance, bidirectional = true })
+  local dq4, dk4, dv4 = self:attention_backward(da4)
   da4:free()
   self:release()
   local xs = dsum:shape()

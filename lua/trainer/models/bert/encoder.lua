@@ -5,13 +5,16 @@
 -- registered after the layers as transformers does), which every layer's attention adds to
 -- its scores (bucketed with cfg.relative_attention_max_distance, default 128) and whose
 -- gradient every layer's backward accumulates.
+-- opts (a family whose layers are not BERT's: ModernBERT): layer(i), the layer of index i
+-- (0-based), and prefix, its children's names' ("layers." for "layers.0", ...).
 local Module = require("trainer.nn.module")
 local BertLayer = require("trainer.models.bert.layer")
 local Embedding = require("trainer.nn.embedding")
 
 local BertEncoder = Module:extend("BertEncoder")
 
-function BertEncoder.new(cfg, rng)
+function BertEncoder.new(cfg, rng, opts)
+  opts = opts or {}
   local self = BertEncoder:create()
   self.layers = {}
   local bias, rel = nil, nil
@@ -19,8 +22,9 @@ function BertEncoder.new(cfg, rng)
     bias = Embedding.new(cfg.relative_attention_num_buckets, cfg.num_attention_heads, { device = cfg.device })
     rel = { weight = bias.weight, max_distance = cfg.relative_attention_max_distance or 128 }
   end
+  local new_layer = opts.layer or function(i) return BertLayer.new(cfg, rng, i + 1, rel) end
   for i = 0, cfg.num_hidden_layers - 1 do
-    self.layers[i + 1] = self:add_module("layer." .. i, BertLayer.new(cfg, rng, i + 1, rel), false)
+    self.layers[i + 1] = self:add_module((opts.prefix or "layer.") .. i, new_layer(i), false)
   end
   if bias then self:add_module("relative_attention_bias", bias) end
   return self
