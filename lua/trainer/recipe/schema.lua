@@ -443,6 +443,29 @@ function M.copy(t)
 end
 
 -- ---------------------------------------------------------------- paths
+-- The value of t at a dotted path ("batch.size"), or nil where the path leaves the tables.
+function M.get_path(t, path)
+  local cur = t
+  for p in path:gmatch("[^%.]+") do
+    if type(cur) ~= "table" then return nil end
+    cur = cur[p]
+  end
+  return cur
+end
+
+-- Sets t's value at a dotted path, making the tables on the way that are missing (or are
+-- not tables).
+function M.set_path(t, path, value)
+  local cur = t
+  local parts = {}
+  for p in path:gmatch("[^%.]+") do parts[#parts + 1] = p end
+  for i = 1, #parts - 1 do
+    if type(cur[parts[i]]) ~= "table" then cur[parts[i]] = {} end
+    cur = cur[parts[i]]
+  end
+  cur[parts[#parts]] = value
+end
+
 -- The spec at a dotted path ("optim.lr"), or nil and the nearest known prefix and the
 -- names that would have been valid there.
 function M.lookup(spec, path)
