@@ -48,13 +48,7 @@ function M.remove_tree(p)
   end
 end
 
-function M.read(p)
-  local f, err = io.open(p, "rb")
-  if not f then errors.user("%s: cannot read (%s)", p, err) end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+M.read = fs.must_read
 
 -- "12.0 MiB free on the file system of runs/x" for the folder that holds path.
 function M.free_text(path)
@@ -305,11 +299,7 @@ M.LOCK = ".trainer.lock"
 
 -- The text of /proc/PID/NAME (pid: a number or "self"), or nil where there is none.
 function M.proc_text(pid, name)
-  local f = io.open(("/proc/%s/%s"):format(pid, name), "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
+  return (fs.read(("/proc/%s/%s"):format(pid, name)))
 end
 
 -- This process's command line as ps shows it (the words joined by spaces).
