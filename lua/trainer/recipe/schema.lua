@@ -500,35 +500,28 @@ end
 function M.reference(spec)
   local rows = {}
   local function walk(s, path)
-    local record
-    if s.kind == "record" then record = s end
-    if s.kind == "oneof" then
-      for _, alt in ipairs(s.alternatives) do if alt.kind == "record" then record = record or { merged = {} } end end
-    end
     if path ~= "" then
       local default = s.default
       local dtext = default == nil and "" or require("trainer.cli.pretty").literal(default)
       if s.default_doc then dtext = s.default_doc end
       rows[#rows + 1] = { path = path, type = s.type_doc or M.describe(s), default = dtext, doc = s.doc or "", spec = s }
     end
-    local function fields_of(rec)
-      local names = rec.order or field_names(rec)
-      for _, n in ipairs(names) do walk(rec.fields[n], path == "" and n or (path .. "." .. n)) end
+    -- rec's keys in display order, each name once: the records of a oneof may share a name,
+    -- and the first record's spec of it is the one shown
+    local function fields_of(rec, seen)
+      for _, n in ipairs(rec.order or field_names(rec)) do
+        if not seen[n] then
+          seen[n] = true
+          walk(rec.fields[n], path == "" and n or (path .. "." .. n))
+        end
+      end
     end
-    if s.kind == "record" then fields_of(s) end
+    if s.kind == "record" then fields_of(s, {}) end
     if s.kind == "map" and s.of.kind == "record" then walk(s.of, path .. ".NAME") end   -- a map of records' keys
     if s.kind == "oneof" then
       local seen = {}
       for _, alt in ipairs(s.alternatives) do
-        if alt.kind == "record" then
-          local names = alt.order or field_names(alt)
-          for _, n in ipairs(names) do
-            if not seen[n] then
-              seen[n] = true
-              walk(alt.fields[n], path .. "." .. n)
-            end
-          end
-        end
+        if alt.kind == "record" then fields_of(alt, seen) end
       end
     end
   end
