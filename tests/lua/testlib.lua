@@ -140,11 +140,7 @@ function M.rel_err(a, b)
 end
 
 -- sum of a[i] * b[i] over a (a loss = sum(output * weight) from their value lists).
-function M.dot(a, b)
-  local s = 0
-  for i = 1, #a do s = s + a[i] * b[i] end
-  return s
-end
+M.dot = require("trainer.losses.host").dot
 
 -- name -> the values of model's gradient, for each parameter that has one.
 function M.grads_of(model)
