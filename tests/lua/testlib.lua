@@ -248,14 +248,20 @@ function M.check_grads(model, g, absolute)
   return n
 end
 
+-- m's forward, in eval mode with gradients on, on golden file g's token ids: the input x,
+-- the output, and g's golden values of name beside the output's.
+local function golden_forward(m, g, name)
+  local x = M.golden_ids(g)
+  m:eval():set_grad_enabled(true)
+  local out = m:forward(x)
+  return x, out, M.golden_values(g, name), out:values()
+end
+
 -- An embedding model m against golden file g: the embedding (each row's cosine >= 0.99999,
 -- relative error <= 1e-5), then the gradient of loss = sum(embedding * loss_weight), whose
 -- seed is loss_weight, for every parameter (check_grads). Returns the number of parameters.
 function M.embedder_parity(m, g, absolute)
-  local x = M.golden_ids(g)
-  m:eval():set_grad_enabled(true)
-  local e = m:forward(x)
-  local want, got = M.golden_values(g, "embedding"), e:values()
+  local x, e, want, got = golden_forward(m, g, "embedding")
   local shape = e:shape()
   local cos = M.cosine_rows(got, want, shape[1], shape[2])
   assert(cos >= 0.99999, "cosine " .. cos)
@@ -273,10 +279,7 @@ end
 -- within 1e-5, and every parameter's gradient of it (check_grads). Returns the count.
 function M.classifier_parity(m, g, absolute)
   local ops = require("trainer.core.ops")
-  local x = M.golden_ids(g)
-  m:eval():set_grad_enabled(true)
-  local logits = m:forward(x)
-  local want, got = M.golden_values(g, "logits"), logits:values()
+  local x, logits, want, got = golden_forward(m, g, "logits")
   for i = 1, #want do
     assert(math.abs(got[i] - want[i]) <= 1e-4, ("logits[%d]: %.7g vs %.7g"):format(i, got[i], want[i]))
   end
