@@ -89,28 +89,25 @@ tests[#tests + 1] = { "cut_run_replays_the_full_runs_hidden_state_with_dropout",
   end
   model:forward(enc)
   l2.forward = nil
-  local cut
-  encoder.layers = { layers[1] }
-  encoder.forward = function(self, x, mask)
-    local h = getmetatable(self).forward(self, x, mask)
-    cut = h:values()
-    return h
+  -- the hidden state of the encoder cut after layer 1, as its values
+  local function cut_run()
+    local out
+    encoder.layers = { layers[1] }
+    encoder.forward = function(self, x, mask)
+      local h = getmetatable(self).forward(self, x, mask)
+      out = h:values()
+      return h
+    end
+    model:forward(enc)
+    encoder.forward, encoder.layers = nil, layers
+    return out
   end
-  model:forward(enc)
-  encoder.forward, encoder.layers = nil, layers
+  local cut = cut_run()
   assert(seen and cut and #seen == #cut and #cut > 0, "both hidden states recorded")
   for i = 1, #cut do assert(seen[i] == cut[i], "element " .. i .. " differs") end
   -- and dropout was on: the same run in eval mode differs
   model:eval()
-  encoder.layers = { layers[1] }
-  local plain
-  encoder.forward = function(self, x, mask)
-    local h = getmetatable(self).forward(self, x, mask)
-    plain = h:values()
-    return h
-  end
-  model:forward(enc)
-  encoder.forward, encoder.layers = nil, layers
+  local plain = cut_run()
   local differs = false
   for i = 1, #cut do if plain[i] ~= cut[i] then differs = true end end
   assert(differs, "dropout had no effect")
