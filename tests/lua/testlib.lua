@@ -149,6 +149,27 @@ function M.grads_of(model)
   return out
 end
 
+-- One step.micro of the loss spec (made with { dim = 32, seed = 1 }) over rows on the
+-- committed tiny BERT (tests/data/tiny_bert) in eval mode with gradients on: the loss value
+-- and the gradients (grads_of). micro: more step.micro fields (cached, mini_batch);
+-- check(model), when given, runs after the step, before the model is freed.
+function M.tiny_bert_step(spec, rows, micro, check)
+  local dir = require("trainer.native").root() .. "/tests/data/tiny_bert"
+  local model = require("trainer.models").load_model(dir, { on_warning = function() end })
+  model:eval():set_grad_enabled(true)
+  local tok = require("trainer.core.tokenizer").load(dir)
+  local loss = require("trainer.losses").new(spec, { dim = 32, seed = 1 })
+  local ctx = { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64 }
+  for k, v in pairs(micro or {}) do ctx[k] = v end
+  local v = require("trainer.train.step").micro(ctx)
+  local grads = M.grads_of(model)
+  if check then check(model) end
+  if loss.teacher then loss.teacher:free() end
+  loss:free()
+  model:free()
+  return v, grads
+end
+
 -- Frees and drops every parameter's gradient.
 function M.clear_grads(model)
   for _, p in model:parameters() do if p.grad then p.grad:free(); p.grad = nil end end
@@ -250,7 +271,7 @@ end
 
 -- m's forward, in eval mode with gradients on, on golden file g's token ids: the input x,
 -- the output, and g's golden values of name beside the output's.
-local function golden_forward(m, g, name)
+local function golden_ids_forward(m, g, name)
   local x = M.golden_ids(g)
   m:eval():set_grad_enabled(true)
   local out = m:forward(x)
@@ -261,7 +282,7 @@ end
 -- relative error <= 1e-5), then the gradient of loss = sum(embedding * loss_weight), whose
 -- seed is loss_weight, for every parameter (check_grads). Returns the number of parameters.
 function M.embedder_parity(m, g, absolute)
-  local x, e, want, got = golden_forward(m, g, "embedding")
+  local x, e, want, got = golden_ids_forward(m, g, "embedding")
   local shape = e:shape()
   local cos = M.cosine_rows(got, want, shape[1], shape[2])
   assert(cos >= 0.99999, "cosine " .. cos)
@@ -279,7 +300,7 @@ end
 -- within 1e-5, and every parameter's gradient of it (check_grads). Returns the count.
 function M.classifier_parity(m, g, absolute)
   local ops = require("trainer.core.ops")
-  local x, logits, want, got = golden_forward(m, g, "logits")
+  local x, logits, want, got = golden_ids_forward(m, g, "logits")
   for i = 1, #want do
     assert(math.abs(got[i] - want[i]) <= 1e-4, ("logits[%d]: %.7g vs %.7g"):format(i, got[i], want[i]))
   end
