@@ -20,6 +20,7 @@
 -- Any spec may carry `aliases = { "learning_rate", ... }`: names people write for it
 -- (another library's), suggested when a recipe uses one.
 local suggest = require("trainer.recipe.suggest")
+local pretty = require("trainer.cli.pretty")
 
 local M = {}
 
@@ -81,7 +82,7 @@ local function quote_list(list)
 end
 
 local function number_text(x)
-  return require("trainer.cli.pretty").number(x)
+  return pretty.number(x)
 end
 
 -- The plural of a description, for lists and maps: "a number >= 0" -> "numbers >= 0",
@@ -130,7 +131,7 @@ function M.describe(spec)
   elseif k == "list" then return "a list of " .. plural(M.describe(spec.of))
   elseif k == "record" then return "a table"
   elseif k == "map" then return "a table whose values are " .. plural(M.describe(spec.of))
-  elseif k == "const" then return require("trainer.cli.pretty").scalar(spec.value)
+  elseif k == "const" then return pretty.scalar(spec.value)
   elseif k == "oneof" then
     local parts = {}
     for i, alt in ipairs(spec.alternatives) do parts[i] = alt.short or M.describe(alt) end
@@ -166,12 +167,8 @@ local function join(path, key)
 end
 M.join = join
 
-local function is_list(t)
-  local n = 0
-  for _ in pairs(t) do n = n + 1 end
-  for i = 1, n do if t[i] == nil then return false end end
-  return true
-end
+-- Whether t is a list: keys 1..n and no others (the empty table is one).
+local function is_list(t) return pretty.sequence_length(t) ~= nil end
 
 local check
 
@@ -502,7 +499,7 @@ function M.reference(spec)
   local function walk(s, path)
     if path ~= "" then
       local default = s.default
-      local dtext = default == nil and "" or require("trainer.cli.pretty").literal(default)
+      local dtext = default == nil and "" or pretty.literal(default)
       if s.default_doc then dtext = s.default_doc end
       rows[#rows + 1] = { path = path, type = s.type_doc or M.describe(s), default = dtext, doc = s.doc or "", spec = s }
     end
