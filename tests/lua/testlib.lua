@@ -236,14 +236,9 @@ end
 -- The smallest cosine between row r of a and of b (flat [rows, cols] value lists).
 function M.cosine_rows(a, b, rows, cols)
   local worst = 1
-  for r = 0, rows - 1 do
-    local dot, na, nb = 0, 0, 0
-    for c = 1, cols do
-      local x, y = a[r * cols + c], b[r * cols + c]
-      dot, na, nb = dot + x * y, na + x * x, nb + y * y
-    end
+  require("trainer.train.evaluate").row_products(a, b, rows, cols, function(dot, na, nb)
     worst = math.min(worst, dot / math.sqrt(na * nb))
-  end
+  end)
   return worst
 end
 

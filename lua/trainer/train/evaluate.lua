@@ -58,11 +58,9 @@ local function want_tensor(t, rows, what)
   end
 end
 
--- fn(dot, |a|^2, |b|^2) of each pair of rows a, b of two [n, C] tensors, summed in double
--- on the host in column order.
-local function each_row_products(e1, e2, fn)
-  local n, c = e1:shape()[1], e1:shape()[2]
-  local v1, v2 = e1:values(), e2:values()
+-- fn(dot, |a|^2, |b|^2) of each pair of rows a, b of two [n, c] matrices given as flat value
+-- lists (row after row), summed in double in column order.
+function M.row_products(v1, v2, n, c, fn)
   for i = 0, n - 1 do
     local dot, n1, n2 = 0, 0, 0
     for j = 1, c do
@@ -71,6 +69,11 @@ local function each_row_products(e1, e2, fn)
     end
     fn(dot, n1, n2)
   end
+end
+
+-- row_products of two [n, C] tensors, read to the host.
+local function each_row_products(e1, e2, fn)
+  M.row_products(e1:values(), e2:values(), e1:shape()[1], e1:shape()[2], fn)
 end
 
 -- The cosine of each_row_products' terms, with torch.nn.functional.normalize's eps: a zero
