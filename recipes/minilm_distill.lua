@@ -12,8 +12,8 @@
 --   trainer recipes/minilm_distill.lua
 --   trainer recipes/minilm_distill.lua loss.teacher=models/OTHER   # any 384-dimension embedder
 return {
+  extends = "base/minilm_cpu.lua",
   description = "all-MiniLM-L6-v2 distilled from all-MiniLM-L12-v2 (MSE of embeddings) on STS-B sentences",
-  model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2", max_length = 64 },
   data = {
     train = "data/stsb_train.jsonl.gz",
     eval = "data/stsb_dev.jsonl.gz",
@@ -21,14 +21,9 @@ return {
     eval_columns = { "sentence1", "sentence2", "score" },
   },
   loss = { name = "mse", teacher = "models/all-MiniLM-L12-v2" },
-  optim = { name = "adamw", lr = 1e-4, weight_decay = 0.01 },
-  schedule = { name = "linear", warmup_ratio = 0.1 },
+  optim = { lr = 1e-4 },
   batch = { size = 16 },
   steps = 100,
-  precision = "fp32",
-  device = "cpu",
   eval = { at_start = true, batch_size = 128 },
-  save = { keep = 1 },
-  log = { every = 10 },
   out = "runs/minilm_distill",
 }

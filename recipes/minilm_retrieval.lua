@@ -22,9 +22,9 @@
 --   before training:   0.5457  0.5167     0.6768      0.4144
 --   after  training:   0.6593  0.6294     0.7928      0.5152
 return {
+  extends = "base/minilm_cpu.lua",
   description = "all-MiniLM-L6-v2 + MNRL on SweNLI premise -> entailed hypothesis triplets with mined hard negatives, "
     .. "evaluated as retrieval on held-out premises",
-  model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2", max_length = 64 },
   data = {
     train = "build/swenli_ir/train_triplets.jsonl",
     columns = { "anchor", "positive", "negative" },
@@ -32,17 +32,13 @@ return {
       .. "recipes/minilm_retrieval.lua), or bash scripts/retrieval_demo.sh",
   },
   loss = { name = "mnrl", scale = 20 },
-  optim = { name = "adamw", lr = 5e-5, weight_decay = 0.01 },
-  schedule = { name = "linear", warmup_ratio = 0.1 },
+  optim = { lr = 5e-5 },
   batch = { size = 32 },
   steps = 45,
-  precision = "fp32",
-  device = "cpu",
   eval = {
     at_start = true, batch_size = 128, primary = "swenli_cosine_ndcg@10",
     sets = { swenli = { type = "ir", folder = "build/swenli_ir/test" } },
   },
-  save = { keep = 1 },
   log = { every = 5 },
   out = "runs/minilm_retrieval",
 }

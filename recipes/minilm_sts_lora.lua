@@ -7,8 +7,8 @@
 --   trainer recipes/minilm_sts_lora.lua
 --   trainer report runs/minilm_sts_lora    # loss, lr, dev scores and memory as an SVG
 return {
+  extends = "base/minilm_cpu.lua",
   description = "all-MiniLM-L6-v2 + LoRA + CoSENT on STS-B train, evaluated on STS-B dev",
-  model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2", max_length = 64 },
   data = {
     train = "data/stsb_train.jsonl.gz",
     eval = "data/stsb_dev.jsonl.gz",
@@ -17,14 +17,10 @@ return {
   },
   loss = { name = "cosent", scale = 20 },
   lora = { r = 8, alpha = 16, dropout = 0.1, targets = { "query", "value" } },
-  optim = { name = "adamw", lr = 5e-4, weight_decay = 0.01 },
-  schedule = { name = "linear", warmup_ratio = 0.1 },
+  optim = { lr = 5e-4 },
   batch = { size = 16 },
   steps = 120,
-  precision = "fp32",
-  device = "cpu",
   eval = { at_start = true, batch_size = 128 },
   save = { keep = 2 },
-  log = { every = 10 },
   out = "runs/minilm_sts_lora",
 }

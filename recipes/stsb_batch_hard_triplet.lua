@@ -9,8 +9,8 @@
 --   bash scripts/fetch_minilm.sh          # or: make fetch-models
 --   trainer recipes/stsb_batch_hard_triplet.lua
 return {
+  extends = "base/minilm_cpu.lua",
   description = "all-MiniLM-L6-v2 + LoRA + BatchHardTripletLoss over STS-B sentences labelled by source corpus",
-  model = { from = "models/all-MiniLM-L6-v2", hub = "sentence-transformers/all-MiniLM-L6-v2", max_length = 64 },
   data = {
     train = "data/stsb_train.jsonl.gz",
     columns = { "sentence1", "dataset" },
@@ -19,13 +19,8 @@ return {
   },
   loss = { name = "batch_hard_triplet", margin = 5 },
   lora = { r = 8, alpha = 16, dropout = 0.1, targets = { "query", "value" } },
-  optim = { name = "adamw", lr = 5e-4, weight_decay = 0.01 },
-  schedule = { name = "linear", warmup_ratio = 0.1 },
+  optim = { lr = 5e-4 },
   batch = { size = 32 },
   steps = 100,
-  precision = "fp32",
-  device = "cpu",
-  save = { keep = 1 },
-  log = { every = 10 },
   out = "runs/stsb_batch_hard_triplet",
 }

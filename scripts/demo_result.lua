@@ -4,16 +4,14 @@
 -- first and of the last tenth of the steps: single batches are noisy). Returns 0 when both
 -- correlations rose and the loss fell, else 1 with a line that says which did not.
 --   ./trainer run scripts/demo_result.lua runs/minilm_sts_lora 280 "STS-B dev"
-local json = require("trainer.core.json")
-local outputs = require("trainer.train.outputs")
+local run = dofile(require("trainer.native").root() .. "/scripts/run_scores.lua")
 local dir, secs, what = arg[1], arg[2], arg[3] or "dev"
 if not dir then
   io.stderr:write("usage: trainer run scripts/demo_result.lua RUN_DIR SECONDS [WHAT]\n")
   return 1
 end
 
-local s = json.read(dir .. "/summary.json")
-local before, after = type(s.eval_start) == "table" and s.eval_start or {}, type(s.eval) == "table" and s.eval or {}
+local s, before, after = run.summary(dir)
 local names = { "spearman", "pearson" }
 for _, k in ipairs(names) do
   if type(before[k]) ~= "number" or type(after[k]) ~= "number" then
@@ -22,25 +20,14 @@ for _, k in ipairs(names) do
   end
 end
 
-local losses = {}
-for _, r in ipairs(outputs.read_metrics(dir)) do
-  if type(r.loss) == "number" then losses[#losses + 1] = r.loss end
-end
-local n = math.max(1, math.floor(#losses / 10))
-local function mean(a, b)
-  local sum = 0
-  for i = a, b do sum = sum + losses[i] end
-  return sum / (b - a + 1)
-end
+local losses, n, first, last = run.losses(dir)
 
 io.write(("\n%s, cosine similarity against the gold scores:\n"):format(what))
 io.write(("                   %9s %9s\n"):format("Spearman", "Pearson"))
 io.write(("  before training: %9.4f %9.4f\n"):format(before.spearman, before.pearson))
 io.write(("  after  training: %9.4f %9.4f\n"):format(after.spearman, after.pearson))
 io.write(("  change:          %+9.4f %+9.4f\n"):format(after.spearman - before.spearman, after.pearson - before.pearson))
-local first, last
-if #losses >= 2 then
-  first, last = mean(1, n), mean(#losses - n + 1, #losses)
+if first then
   io.write(("training loss, mean of the first and of the last %d step%s: %.4f -> %.4f\n"):format(n, n == 1 and "" or "s",
     first, last))
 end

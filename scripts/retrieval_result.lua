@@ -3,15 +3,13 @@
 -- training and the training loss at the start and at the end (the mean of the first and of the
 -- last tenth of the steps). Returns 0 when NDCG@10 rose, else 1 with a line that says so.
 --   ./trainer run scripts/retrieval_result.lua runs/minilm_retrieval
-local json = require("trainer.core.json")
-local outputs = require("trainer.train.outputs")
+local run = dofile(require("trainer.native").root() .. "/scripts/run_scores.lua")
 local dir, secs = arg[1], arg[2]
 if not dir then
   io.stderr:write("usage: trainer run scripts/retrieval_result.lua RUN_DIR [SECONDS]\n")
   return 1
 end
-local s = json.read(dir .. "/summary.json")
-local before, after = type(s.eval_start) == "table" and s.eval_start or {}, type(s.eval) == "table" and s.eval or {}
+local s, before, after = run.summary(dir)
 local metrics = { { "swenli_cosine_ndcg@10", "NDCG@10" }, { "swenli_cosine_mrr@10", "MRR@10" },
                   { "swenli_cosine_recall@10", "Recall@10" }, { "swenli_cosine_accuracy@1", "Accuracy@1" } }
 for _, m in ipairs(metrics) do
@@ -32,15 +30,10 @@ end
 io.write(("  %-16s"):format("change:"))
 for _, m in ipairs(metrics) do io.write(("%+11.4f"):format(after[m[1]] - before[m[1]])) end
 io.write("\n")
-local losses = {}
-for _, r in ipairs(outputs.read_metrics(dir)) do
-  if type(r.loss) == "number" then losses[#losses + 1] = r.loss end
-end
-if #losses >= 2 then
-  local n = math.max(1, math.floor(#losses / 10))
-  local function mean(a, b) local t = 0 for i = a, b do t = t + losses[i] end return t / (b - a + 1) end
+local _, n, first, last = run.losses(dir)
+if first then
   io.write(("training loss, mean of the first and of the last %d logged step%s: %.4f -> %.4f\n"):format(n,
-    n == 1 and "" or "s", mean(1, n), mean(#losses - n + 1, #losses)))
+    n == 1 and "" or "s", first, last))
 end
 io.write(("%d steps%s; outputs and checkpoints in %s\n"):format(s.steps or 0, secs and (" in " .. secs .. " s") or "", dir))
 local k = metrics[1][1]

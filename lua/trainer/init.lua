@@ -41,13 +41,7 @@ local lazy = {
 
 setmetatable(trainer, {
   __keys = lazy,   -- the REPL's Tab completion lists these before they are loaded
-  __index = function(t, k)
-    local name = lazy[k]
-    if not name then return nil end
-    local mod = require(name)
-    rawset(t, k, mod)
-    return mod
-  end,
+  __index = require("trainer.core.lazy").index(lazy),
 })
 
 -- A Hugging Face model folder as a trainer.nn model (see lua/trainer/models/init.lua).

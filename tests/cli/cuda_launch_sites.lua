@@ -59,13 +59,7 @@ local function line_of(text, pos)
   return nl + 1
 end
 
-local function read(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("trainer.core.fs").read
 
 -- Splits s at commas outside (), [] and {}.
 local function split_args(s)

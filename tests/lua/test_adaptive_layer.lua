@@ -17,23 +17,16 @@ local golden = json.read(native.root() .. "/tests/data/adaptive_layer_golden.jso
 local dir = native.root() .. "/tests/data/tiny_bert"
 
 local function run(spec)
-  local model = models.load_model(dir, { on_warning = function() end })
-  model:eval():set_grad_enabled(true)
-  local tok = require("trainer.core.tokenizer").load(dir)
   local full = { name = "adaptive_layer" }
   for k, v in pairs(spec) do full[k] = v end
-  local loss = losses.new(full, { dim = 32, seed = 1 })
   local rows = {}
   for i = 1, #golden.anchors do
     rows[i] = { golden.anchors[i], golden.positives[i] }
     if spec.inner == "cosent" then rows[i][3] = golden.scores[i] end
   end
-  local v = step.micro { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64 }
-  local grads = lib.grads_of(model)
-  assert(#model.bert.encoder.layers == 2, "the encoder's layers restored")
-  loss:free()
-  model:free()
-  return v, grads
+  return lib.tiny_bert_step(full, rows, nil, function(model)
+    assert(#model.bert.encoder.layers == 2, "the encoder's layers restored")
+  end)
 end
 
 local tests = {}
@@ -89,28 +82,25 @@ tests[#tests + 1] = { "cut_run_replays_the_full_runs_hidden_state_with_dropout",
   end
   model:forward(enc)
   l2.forward = nil
-  local cut
-  encoder.layers = { layers[1] }
-  encoder.forward = function(self, x, mask)
-    local h = getmetatable(self).forward(self, x, mask)
-    cut = h:values()
-    return h
+  -- the hidden state of the encoder cut after layer 1, as its values
+  local function cut_run()
+    local out
+    encoder.layers = { layers[1] }
+    encoder.forward = function(self, x, mask)
+      local h = getmetatable(self).forward(self, x, mask)
+      out = h:values()
+      return h
+    end
+    model:forward(enc)
+    encoder.forward, encoder.layers = nil, layers
+    return out
   end
-  model:forward(enc)
-  encoder.forward, encoder.layers = nil, layers
+  local cut = cut_run()
   assert(seen and cut and #seen == #cut and #cut > 0, "both hidden states recorded")
   for i = 1, #cut do assert(seen[i] == cut[i], "element " .. i .. " differs") end
   -- and dropout was on: the same run in eval mode differs
   model:eval()
-  encoder.layers = { layers[1] }
-  local plain
-  encoder.forward = function(self, x, mask)
-    local h = getmetatable(self).forward(self, x, mask)
-    plain = h:values()
-    return h
-  end
-  model:forward(enc)
-  encoder.forward, encoder.layers = nil, layers
+  local plain = cut_run()
   local differs = false
   for i = 1, #cut do if plain[i] ~= cut[i] then differs = true end end
   assert(differs, "dropout had no effect")

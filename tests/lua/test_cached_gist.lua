@@ -7,9 +7,6 @@
 -- checks it); ours within 1e-5 of ST's cached loss, value and gradients,
 -- and our plain path equals our cached one within 1e-5.
 local json = require("trainer.core.json")
-local models = require("trainer.models")
-local losses = require("trainer.losses")
-local step = require("trainer.train.step")
 local native = require("trainer.native")
 
 local lib = dofile(native.root() .. "/tests/lua/testlib.lua")
@@ -17,20 +14,10 @@ local golden = json.read(native.root() .. "/tests/data/cached_gist_golden.json")
 local dir = native.root() .. "/tests/data/tiny_bert"
 
 local function run(c, cached)
-  local model = models.load_model(dir, { on_warning = function() end })
-  model:eval():set_grad_enabled(true)
-  local tok = require("trainer.core.tokenizer").load(dir)
-  local loss = losses.new({ name = "gist", teacher = dir, margin_strategy = c.margin_strategy, margin = c.margin,
-    temperature = c.temperature }, { dim = 32, seed = 1 })
   local rows = {}
   for i = 1, #golden.anchors do rows[i] = { golden.anchors[i], golden.positives[i] } end
-  local v = step.micro { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64,
-    cached = cached, mini_batch = 2 }
-  local grads = lib.grads_of(model)
-  loss.teacher:free()
-  loss:free()
-  model:free()
-  return v, grads
+  return lib.tiny_bert_step({ name = "gist", teacher = dir, margin_strategy = c.margin_strategy, margin = c.margin,
+    temperature = c.temperature }, rows, { cached = cached, mini_batch = 2 })
 end
 
 local tests = {}

@@ -118,45 +118,12 @@ for _, c in ipairs(cases) do
   end }
 end
 
-local function mnrl_run(model, rows, cached, mini_batch)
+-- One micro-step (scale 0.5) of the loss spec (made with opts), plain or, with cached, in
+-- mini-batches of mini_batch rows: the loss, the gradients and the activations' peak above
+-- the start, after checking that it left no activations behind.
+local function loss_run(model, rows, spec, opts, cached, mini_batch)
   local f = setup()
-  local loss = losses.new({ name = "mnrl" })
-  clear_grads(model)
-  memory.reset_peak()
-  local a0 = memory.stats().by_tag.activations
-  local v = step.micro { model = model, loss = loss, tokenizer = f.tok, batch = rows, max_length = 64,
-    cached = cached, mini_batch = mini_batch, scale = 0.5 }
-  local st = memory.stats()
-  assert(st.by_tag.activations == a0, "activations left behind")
-  loss:free()
-  return v, grads_of(model), st.peak_by_tag.activations - a0
-end
-
-tests[#tests + 1] = { "cached_mnrl_equals_plain_with_lower_peak", function()
-  local model = load("emb")
-  local rows = rows_of(16, 2)
-  model:eval():set_grad_enabled(true)
-  local v0, g0, peak0 = mnrl_run(model, rows, false)
-  local v1, g1, peak1 = mnrl_run(model, rows, true, 4)
-  assert(math.abs(v1 - v0) <= 1e-6 * math.abs(v0), ("cached loss %.9g vs plain %.9g"):format(v1, v0))
-  compare(g0, g1, 1e-5, "cached vs plain")
-  assert(peak1 < peak0, ("cached peak activations %d not below plain %d"):format(peak1, peak0))
-  assert(model.grad_enabled, "grad mode restored")
-  model:free()
-end }
-
--- Cached GISTEmbed (sentence-transformers' CachedGISTEmbedLoss) against the plain loss: the
--- guide's embeddings (the labels here: a fixed vector per text; loss.teacher below) filter
--- the same in-batch negatives whether the texts are embedded at once or in mini-batches.
-local function guide_vec(i, c)
-  local v = {}
-  for d = 1, 6 do v[d] = math.sin(i * 0.7 + c * 1.3 + d) + (d == 1 and 1 or 0) end
-  return v
-end
-
-local function gist_run(model, rows, spec, cached, mini_batch)
-  local f = setup()
-  local loss = losses.new(spec, { dim = 32, seed = 1 })
+  local loss = losses.new(spec, opts)
   clear_grads(model)
   memory.reset_peak()
   local a0 = memory.stats().by_tag.activations
@@ -169,19 +136,45 @@ local function gist_run(model, rows, spec, cached, mini_batch)
   return v, grads_of(model), st.peak_by_tag.activations - a0
 end
 
-tests[#tests + 1] = { "cached_gist_equals_plain_with_lower_peak", function()
-  local model = load("emb")
-  local rows = rows_of(12, 3, function(i) return { guide_vec(i, 1), guide_vec(i, 2), guide_vec(i, 3) } end)
-  model:eval():set_grad_enabled(true)
-  local spec = { name = "gist", temperature = 0.05, margin = 0.1 }
-  local v0, g0, peak0 = gist_run(model, rows, spec, false)
-  local v1, g1, peak1 = gist_run(model, rows, spec, true, 5)
-  assert(math.abs(v1 - v0) <= 1e-6 * math.abs(v0), ("cached loss %.9g vs plain %.9g"):format(v1, v0))
-  compare(g0, g1, 1e-5, "cached gist vs plain")
-  assert(peak1 < peak0, ("cached peak activations %d not below plain %d"):format(peak1, peak0))
-  assert(model.grad_enabled, "grad mode restored")
-  model:free()
-end }
+local function mnrl_run(model, rows, cached, mini_batch)
+  return loss_run(model, rows, { name = "mnrl" }, nil, cached, mini_batch)
+end
+
+-- Cached GISTEmbed (sentence-transformers' CachedGISTEmbedLoss) against the plain loss: the
+-- guide's embeddings (the labels here: a fixed vector per text; loss.teacher below) filter
+-- the same in-batch negatives whether the texts are embedded at once or in mini-batches.
+local function guide_vec(i, c)
+  local v = {}
+  for d = 1, 6 do v[d] = math.sin(i * 0.7 + c * 1.3 + d) + (d == 1 and 1 or 0) end
+  return v
+end
+
+local function gist_run(model, rows, spec, cached, mini_batch)
+  return loss_run(model, rows, spec, { dim = 32, seed = 1 }, cached, mini_batch)
+end
+
+-- Cached MNRL and cached GISTEmbed against the plain loss: the same loss and gradients, at a
+-- lower peak of activations.
+local lower_peak_cases = {
+  { loss = "mnrl", spec = { name = "mnrl" }, texts = 16, columns = 2, mini_batch = 4, what = "cached vs plain" },
+  { loss = "gist", spec = { name = "gist", temperature = 0.05, margin = 0.1 }, opts = { dim = 32, seed = 1 },
+    texts = 12, columns = 3, labels = function(i) return { guide_vec(i, 1), guide_vec(i, 2), guide_vec(i, 3) } end,
+    mini_batch = 5, what = "cached gist vs plain" },
+}
+for _, c in ipairs(lower_peak_cases) do
+  tests[#tests + 1] = { ("cached_%s_equals_plain_with_lower_peak"):format(c.loss), function()
+    local model = load("emb")
+    local rows = rows_of(c.texts, c.columns, c.labels)
+    model:eval():set_grad_enabled(true)
+    local v0, g0, peak0 = loss_run(model, rows, c.spec, c.opts, false)
+    local v1, g1, peak1 = loss_run(model, rows, c.spec, c.opts, true, c.mini_batch)
+    assert(math.abs(v1 - v0) <= 1e-6 * math.abs(v0), ("cached loss %.9g vs plain %.9g"):format(v1, v0))
+    compare(g0, g1, 1e-5, c.what)
+    assert(peak1 < peak0, ("cached peak activations %d not below plain %d"):format(peak1, peak0))
+    assert(model.grad_enabled, "grad mode restored")
+    model:free()
+  end }
+end
 
 tests[#tests + 1] = { "cached_gist_with_a_guide_model_equals_plain", function()
   local f = setup()

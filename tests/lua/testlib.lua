@@ -140,17 +140,34 @@ function M.rel_err(a, b)
 end
 
 -- sum of a[i] * b[i] over a (a loss = sum(output * weight) from their value lists).
-function M.dot(a, b)
-  local s = 0
-  for i = 1, #a do s = s + a[i] * b[i] end
-  return s
-end
+M.dot = require("trainer.losses.host").dot
 
 -- name -> the values of model's gradient, for each parameter that has one.
 function M.grads_of(model)
   local out = {}
   for name, p in model:parameters() do if p.grad then out[name] = p.grad:values() end end
   return out
+end
+
+-- One step.micro of the loss spec (made with { dim = 32, seed = 1 }) over rows on the
+-- committed tiny BERT (tests/data/tiny_bert) in eval mode with gradients on: the loss value
+-- and the gradients (grads_of). micro: more step.micro fields (cached, mini_batch);
+-- check(model), when given, runs after the step, before the model is freed.
+function M.tiny_bert_step(spec, rows, micro, check)
+  local dir = require("trainer.native").root() .. "/tests/data/tiny_bert"
+  local model = require("trainer.models").load_model(dir, { on_warning = function() end })
+  model:eval():set_grad_enabled(true)
+  local tok = require("trainer.core.tokenizer").load(dir)
+  local loss = require("trainer.losses").new(spec, { dim = 32, seed = 1 })
+  local ctx = { model = model, loss = loss, tokenizer = tok, batch = rows, max_length = 64 }
+  for k, v in pairs(micro or {}) do ctx[k] = v end
+  local v = require("trainer.train.step").micro(ctx)
+  local grads = M.grads_of(model)
+  if check then check(model) end
+  if loss.teacher then loss.teacher:free() end
+  loss:free()
+  model:free()
+  return v, grads
 end
 
 -- Frees and drops every parameter's gradient.
@@ -242,14 +259,9 @@ end
 -- The smallest cosine between row r of a and of b (flat [rows, cols] value lists).
 function M.cosine_rows(a, b, rows, cols)
   local worst = 1
-  for r = 0, rows - 1 do
-    local dot, na, nb = 0, 0, 0
-    for c = 1, cols do
-      local x, y = a[r * cols + c], b[r * cols + c]
-      dot, na, nb = dot + x * y, na + x * x, nb + y * y
-    end
+  require("trainer.train.evaluate").row_products(a, b, rows, cols, function(dot, na, nb)
     worst = math.min(worst, dot / math.sqrt(na * nb))
-  end
+  end)
   return worst
 end
 
@@ -275,14 +287,20 @@ function M.check_grads(model, g, absolute)
   return n
 end
 
+-- m's forward, in eval mode with gradients on, on golden file g's token ids: the input x,
+-- the output, and g's golden values of name beside the output's.
+local function golden_ids_forward(m, g, name)
+  local x = M.golden_ids(g)
+  m:eval():set_grad_enabled(true)
+  local out = m:forward(x)
+  return x, out, M.golden_values(g, name), out:values()
+end
+
 -- An embedding model m against golden file g: the embedding (each row's cosine >= 0.99999,
 -- relative error <= 1e-5), then the gradient of loss = sum(embedding * loss_weight), whose
 -- seed is loss_weight, for every parameter (check_grads). Returns the number of parameters.
 function M.embedder_parity(m, g, absolute)
-  local x = M.golden_ids(g)
-  m:eval():set_grad_enabled(true)
-  local e = m:forward(x)
-  local want, got = M.golden_values(g, "embedding"), e:values()
+  local x, e, want, got = golden_ids_forward(m, g, "embedding")
   local shape = e:shape()
   local cos = M.cosine_rows(got, want, shape[1], shape[2])
   assert(cos >= 0.99999, "cosine " .. cos)
@@ -300,10 +318,7 @@ end
 -- within 1e-5, and every parameter's gradient of it (check_grads). Returns the count.
 function M.classifier_parity(m, g, absolute)
   local ops = require("trainer.core.ops")
-  local x = M.golden_ids(g)
-  m:eval():set_grad_enabled(true)
-  local logits = m:forward(x)
-  local want, got = M.golden_values(g, "logits"), logits:values()
+  local x, logits, want, got = golden_ids_forward(m, g, "logits")
   for i = 1, #want do
     assert(math.abs(got[i] - want[i]) <= 1e-4, ("logits[%d]: %.7g vs %.7g"):format(i, got[i], want[i]))
   end

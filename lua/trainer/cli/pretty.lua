@@ -57,6 +57,7 @@ local function sequence_length(t)
   for i = 1, n do if t[i] == nil then return nil end end
   return n
 end
+M.sequence_length = sequence_length
 
 local function sorted_keys(t)
   local keys = {}

@@ -4,6 +4,7 @@
 --   json.read(path) -> value; json.null stands for JSON null
 local native = require("trainer.native")
 local errors = require("trainer.core.errors")
+local fs = require("trainer.core.fs")
 
 local M = { null = native.json_null }
 
@@ -20,11 +21,7 @@ function M.encode(value, indent)
 end
 
 function M.read(path)
-  local f, err = io.open(path, "rb")
-  if not f then errors.user("%s: cannot read (%s)", path, err) end
-  local text = f:read("*a")
-  f:close()
-  return M.decode(text, path)
+  return M.decode(fs.must_read(path), path)
 end
 
 return M

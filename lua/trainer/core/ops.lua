@@ -514,22 +514,25 @@ function M.cat_cols(list, opts)
 end
 
 -- ---------------------------------------------------------------- the op table
+-- Raises the user error of trainer.ops.<caller> given an op name that is not a string.
+local function check_op_name(caller, name)
+  if type(name) ~= "string" then
+    errors.user("trainer.ops.%s: the op name must be a string such as \"linear\", got %s", caller, type(name))
+  end
+end
+
 -- Whether the op `name` (its name in the C op table, core/ops/op_list.h: "linear",
 -- "attention_backward", ...) can run on `device` ("cpu", "cuda", "cuda:N" or an index) in
 -- this build and this process, answered without running it.
 function M.supported(name, device)
-  if type(name) ~= "string" then
-    errors.user("trainer.ops.supported: the op name must be a string such as \"linear\", got %s", type(name))
-  end
+  check_op_name("supported", name)
   return C.tr_op_supported(name, runtime.parse_device(device)) == 1
 end
 
 -- Whether the op `name` has an implementation compiled for `device`'s backend ("cpu":
 -- its CPU slot; "cuda", "cuda:N": its CUDA slot) in this build, present device or not.
 function M.built(name, device)
-  if type(name) ~= "string" then
-    errors.user("trainer.ops.built: the op name must be a string such as \"linear\", got %s", type(name))
-  end
+  check_op_name("built", name)
   return C.tr_op_built(name, runtime.parse_device(device)) == 1
 end
 

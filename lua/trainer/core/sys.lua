@@ -24,12 +24,17 @@ local function failed(path)
   return nil, msg, reason
 end
 
+-- The result of a call that returns only a status: true, or failed(path)'s three values.
+local function done(rc, path)
+  if rc ~= 0 then return failed(path) end
+  return true
+end
+
 -- ---------------------------------------------------------------- files
 
 -- Creates or truncates path with data; with sync, fsyncs it before the close.
 function M.write_file(path, data, sync)
-  if C.tr_sys_write_file(path, data, #data, sync and 1 or 0, err) ~= 0 then return failed(path) end
-  return true
+  return done(C.tr_sys_write_file(path, data, #data, sync and 1 or 0, err), path)
 end
 
 -- Appends data to the existing file path; returns the file's size after it.
@@ -38,16 +43,10 @@ function M.append_file(path, data)
   return tonumber(int64_out[0])
 end
 
-function M.fsync(path)
-  if C.tr_sys_fsync(path, err) ~= 0 then return failed(path) end
-  return true
-end
+function M.fsync(path) return done(C.tr_sys_fsync(path, err), path) end
 
 -- Cuts path back to size bytes.
-function M.truncate(path, size)
-  if C.tr_sys_truncate(path, size, err) ~= 0 then return failed(path) end
-  return true
-end
+function M.truncate(path, size) return done(C.tr_sys_truncate(path, size, err), path) end
 
 -- Bytes available to this user on the file system of path.
 function M.free_space(path)
@@ -66,17 +65,13 @@ end
 
 -- ---------------------------------------------------------------- folders
 
-function M.mkdir_p(path)
-  if C.tr_sys_mkdir_p(path, err) ~= 0 then return failed(path) end
-  return true
-end
+function M.mkdir_p(path) return done(C.tr_sys_mkdir_p(path, err), path) end
 
 -- Like rm -rf (a missing path is success; links are removed, not followed). Raises for
 -- "" and "/".
 function M.remove_tree(path)
   if path == "" or path == "/" then error(("remove_tree: refusing to remove '%s'"):format(path), 2) end
-  if C.tr_sys_remove_tree(path, err) ~= 0 then return failed(path) end
-  return true
+  return done(C.tr_sys_remove_tree(path, err), path)
 end
 
 -- { name, ... } sorted bytewise, without "." and ".." | nil, message.
@@ -90,10 +85,7 @@ function M.list_dir(path)
 end
 
 -- Copies the folder src into dst, following symbolic links (sys.h).
-function M.copy_tree(src, dst)
-  if C.tr_sys_copy_tree(src, dst, err) ~= 0 then return failed(src) end
-  return true
-end
+function M.copy_tree(src, dst) return done(C.tr_sys_copy_tree(src, dst, err), src) end
 
 -- ---------------------------------------------------------------- locks
 
@@ -106,10 +98,7 @@ function M.lock_file(path, text)
   return lock.fd
 end
 
-function M.unlock_file(fd)
-  if C.tr_sys_unlock_file(fd, err) ~= 0 then return failed() end
-  return true
-end
+function M.unlock_file(fd) return done(C.tr_sys_unlock_file(fd, err)) end
 
 -- ---------------------------------------------------------------- clocks
 

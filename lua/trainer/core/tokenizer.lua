@@ -103,20 +103,16 @@ function Tokenizer:encode_host(texts, opts)
 end
 
 -- { input_ids, attention_mask, token_type_ids } tensors [B, L] from host i32 arrays of
--- B x L (on device when given); on failure the tensors made so far are freed.
+-- B x L (on device when given); on failure the tensors made so far are freed (T.scope).
 local function batch_tensors(ids, mask, types, B, L, device, prompt_length)
-  local result = {}
-  local ok, e = pcall(function()
+  return T.scope(function()
     local parts = { input_ids = ids, attention_mask = mask, token_type_ids = types }
     local prompts = require("trainer.models.prompts")
     if prompts.any(prompt_length) then parts.pool_mask = prompts.pool_mask(mask, B, L, prompt_length) end
+    local result = {}
     for name, src in pairs(parts) do result[name] = M.host_tensor(src, B, L, device) end
+    return result
   end)
-  if not ok then
-    for _, t in pairs(result) do t:free() end
-    error(e, 0)
-  end
-  return result
 end
 
 -- A new i32 tensor [B, L] of the host array src (on device when given).

@@ -216,8 +216,15 @@ function M.pair_score_backward(loss_obj)
   return grads
 end
 
--- The backward of a loss whose forward computed its input's gradient on the host and saved
--- it as { d = rows of values, device = the logits' device }: that gradient as a tensor there.
+-- For a forward that computed its input's gradient on the host: saves d (rows of values) and
+-- the device of its input for host_grad_backward, and returns value (the loss).
+function M.save_host_grad(loss_obj, d, device, value)
+  loss_obj:save({}, { d = d, device = device })
+  return value
+end
+
+-- The backward of a loss whose forward saved its input's gradient with save_host_grad: that
+-- gradient as a tensor on the input's device.
 function M.host_grad_backward(loss_obj)
   local s = loss_obj:saved()
   local g = T.from_table(s.d, { device = s.device })

@@ -55,10 +55,9 @@ function BCE:forward(embs, labels)
     sum = sum + (1 - y[i]) * v + w * softplus_neg
     d[i] = { ((1 - y[i]) - w * sigmoid(-v)) / B }
   end
-  self:save({}, { d = d, device = logits:device() })
-  return sum / B
+  return base.save_host_grad(self, d, logits:device(), sum / B)
 end
 
-function BCE:backward() return base.host_grad_backward(self) end
+BCE.backward = base.host_grad_backward
 
 return M

@@ -62,11 +62,7 @@ local function mse(self, rows, labels)
   return loss / ncols, grads
 end
 
-local function dot(x, y)
-  local s = 0
-  for c = 1, #x do s = s + x[c] * y[c] end
-  return s
-end
+local dot = host.dot
 
 local function margin_mse(self, rows, labels)
   local q, p = rows[1], rows[2]

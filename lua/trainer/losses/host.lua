@@ -43,11 +43,13 @@ function M.zeros(B, C)
   return out
 end
 
-local function dot(x, y)
+-- The dot product of two Lua arrays of the same length.
+function M.dot(x, y)
   local s = 0
   for c = 1, #x do s = s + x[c] * y[c] end
   return s
 end
+local dot = M.dot
 
 local function norm(x) return sqrt(dot(x, x)) end
 

@@ -44,10 +44,9 @@ function Listwise:forward(embs, labels, queries)
       d[c * B + i] = { (p - (c == 0 and 1 or 0)) / B }
     end
   end
-  self:save({}, { d = d, device = logits:device() })
-  return sum / B
+  return base.save_host_grad(self, d, logits:device(), sum / B)
 end
 
-function Listwise:backward() return base.host_grad_backward(self) end
+Listwise.backward = base.host_grad_backward
 
 return M

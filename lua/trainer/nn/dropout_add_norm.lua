@@ -18,6 +18,26 @@ local function forward_key(dropout)
   return dropout.p, dropout:key()
 end
 
+-- The three ops the fused one replaces, each child module's own forward and backward: the
+-- block end for packed rows under an active dropout (below), and the reference the fused op
+-- is tested against (tests/lua/test_dropout_add_norm.lua).
+M.unfused = {}
+
+function M.unfused.forward(dropout, norm, x, residual, pk)
+  local od = dropout:forward(x, pk)
+  local sum = ops.add(od, residual)
+  od:free()
+  local y = norm:forward(sum)
+  sum:free()
+  return y
+end
+
+function M.unfused.backward(dropout, norm, dy)
+  local dsum = norm:backward(dy)
+  local dod = dropout:backward(dsum)
+  return dod, dsum
+end
+
 -- y (new) = norm(residual + dropout(x)); x and residual stay the caller's. The sum is a tensor
 -- of its own, not written over x (the op allows that): keeping x's block alive instead moved
 -- the caching allocator's segments so that the fp32 LoRA step reserved one more
@@ -27,14 +47,7 @@ end
 -- The fused op draws each element's keep bit from its own row, the packed dropout from the
 -- row's padded position: with a packing and an active dropout the block end runs unfused.
 function M.forward(dropout, norm, x, residual, pk)
-  if pk and dropout:active() then
-    local od = dropout:forward(x, pk)
-    local sum = ops.add(od, residual)
-    od:free()
-    local y = norm:forward(sum)
-    sum:free()
-    return y
-  end
+  if pk and dropout:active() then return M.unfused.forward(dropout, norm, x, residual, pk) end
   local p, key = forward_key(dropout)
   if not norm.grad_enabled then   -- nothing for a backward: no sum, mean or rstd
     return ops.dropout_add_layernorm(x, residual, norm.weight.value, norm.bias.value, norm.eps, p, key, nil,
@@ -54,9 +67,7 @@ end
 -- LayerNorm's weight and bias gradients accumulate. Releases both children's saved state.
 function M.backward(dropout, norm, dy)
   if dropout.saved.pk then   -- the forward ran unfused (packed rows, active dropout)
-    local dsum = norm:backward(dy)
-    local dod = dropout:backward(dsum)
-    return dod, dsum
+    return M.unfused.backward(dropout, norm, dy)
   end
   local s = norm.saved
   local sum = norm:saved_tensor("x")

@@ -7,12 +7,4 @@ local files = {
   Normalize = "trainer.nn.normalize",
 }
 
-return setmetatable({}, {
-  __index = function(t, k)
-    local name = files[k]
-    if not name then return nil end
-    local mod = require(name)
-    rawset(t, k, mod)
-    return mod
-  end,
-})
+return setmetatable({}, { __index = require("trainer.core.lazy").index(files) })

@@ -50,16 +50,7 @@ local function override(path, value)
 end
 
 -- ---------------------------------------------------------------- recipe copies
-local function set(recipe, path, value)
-  local cur = recipe
-  local parts = {}
-  for p in path:gmatch("[^%.]+") do parts[#parts + 1] = p end
-  for i = 1, #parts - 1 do
-    if type(cur[parts[i]]) ~= "table" then cur[parts[i]] = {} end
-    cur = cur[parts[i]]
-  end
-  cur[parts[#parts]] = value
-end
+local set = schema.set_path
 
 local function apply(recipe, variants)
   local r = schema.copy(recipe)

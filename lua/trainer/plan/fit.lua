@@ -42,25 +42,7 @@ function M.wanted(recipe)
   return (recipe.batch and recipe.batch.size == "auto") or (recipe.memory and recipe.memory.fit == true) or false
 end
 
-local function set(recipe, path, value)
-  local cur = recipe
-  local parts = {}
-  for p in path:gmatch("[^%.]+") do parts[#parts + 1] = p end
-  for i = 1, #parts - 1 do
-    if type(cur[parts[i]]) ~= "table" then cur[parts[i]] = {} end
-    cur = cur[parts[i]]
-  end
-  cur[parts[#parts]] = value
-end
-
-local function get(recipe, path)
-  local cur = recipe
-  for p in path:gmatch("[^%.]+") do
-    if type(cur) ~= "table" then return nil end
-    cur = cur[p]
-  end
-  return cur
-end
+local set, get = schema.set_path, schema.get_path
 
 -- The keys a fit may change, in the order its changes are told.
 M.KEYS = { "batch.size", "batch.accumulate", "checkpoint", "loss.cached", "loss.mini_batch", "precision" }

@@ -20,6 +20,7 @@
 -- Any spec may carry `aliases = { "learning_rate", ... }`: names people write for it
 -- (another library's), suggested when a recipe uses one.
 local suggest = require("trainer.recipe.suggest")
+local pretty = require("trainer.cli.pretty")
 
 local M = {}
 
@@ -81,7 +82,7 @@ local function quote_list(list)
 end
 
 local function number_text(x)
-  return require("trainer.cli.pretty").number(x)
+  return pretty.number(x)
 end
 
 -- The plural of a description, for lists and maps: "a number >= 0" -> "numbers >= 0",
@@ -130,7 +131,7 @@ function M.describe(spec)
   elseif k == "list" then return "a list of " .. plural(M.describe(spec.of))
   elseif k == "record" then return "a table"
   elseif k == "map" then return "a table whose values are " .. plural(M.describe(spec.of))
-  elseif k == "const" then return require("trainer.cli.pretty").scalar(spec.value)
+  elseif k == "const" then return pretty.scalar(spec.value)
   elseif k == "oneof" then
     local parts = {}
     for i, alt in ipairs(spec.alternatives) do parts[i] = alt.short or M.describe(alt) end
@@ -166,12 +167,8 @@ local function join(path, key)
 end
 M.join = join
 
-local function is_list(t)
-  local n = 0
-  for _ in pairs(t) do n = n + 1 end
-  for i = 1, n do if t[i] == nil then return false end end
-  return true
-end
+-- Whether t is a list: keys 1..n and no others (the empty table is one).
+local function is_list(t) return pretty.sequence_length(t) ~= nil end
 
 local check
 
@@ -443,6 +440,29 @@ function M.copy(t)
 end
 
 -- ---------------------------------------------------------------- paths
+-- The value of t at a dotted path ("batch.size"), or nil where the path leaves the tables.
+function M.get_path(t, path)
+  local cur = t
+  for p in path:gmatch("[^%.]+") do
+    if type(cur) ~= "table" then return nil end
+    cur = cur[p]
+  end
+  return cur
+end
+
+-- Sets t's value at a dotted path, making the tables on the way that are missing (or are
+-- not tables).
+function M.set_path(t, path, value)
+  local cur = t
+  local parts = {}
+  for p in path:gmatch("[^%.]+") do parts[#parts + 1] = p end
+  for i = 1, #parts - 1 do
+    if type(cur[parts[i]]) ~= "table" then cur[parts[i]] = {} end
+    cur = cur[parts[i]]
+  end
+  cur[parts[#parts]] = value
+end
+
 -- The spec at a dotted path ("optim.lr"), or nil and the nearest known prefix and the
 -- names that would have been valid there.
 function M.lookup(spec, path)
@@ -477,35 +497,28 @@ end
 function M.reference(spec)
   local rows = {}
   local function walk(s, path)
-    local record
-    if s.kind == "record" then record = s end
-    if s.kind == "oneof" then
-      for _, alt in ipairs(s.alternatives) do if alt.kind == "record" then record = record or { merged = {} } end end
-    end
     if path ~= "" then
       local default = s.default
-      local dtext = default == nil and "" or require("trainer.cli.pretty").literal(default)
+      local dtext = default == nil and "" or pretty.literal(default)
       if s.default_doc then dtext = s.default_doc end
       rows[#rows + 1] = { path = path, type = s.type_doc or M.describe(s), default = dtext, doc = s.doc or "", spec = s }
     end
-    local function fields_of(rec)
-      local names = rec.order or field_names(rec)
-      for _, n in ipairs(names) do walk(rec.fields[n], path == "" and n or (path .. "." .. n)) end
+    -- rec's keys in display order, each name once: the records of a oneof may share a name,
+    -- and the first record's spec of it is the one shown
+    local function fields_of(rec, seen)
+      for _, n in ipairs(rec.order or field_names(rec)) do
+        if not seen[n] then
+          seen[n] = true
+          walk(rec.fields[n], path == "" and n or (path .. "." .. n))
+        end
+      end
     end
-    if s.kind == "record" then fields_of(s) end
+    if s.kind == "record" then fields_of(s, {}) end
     if s.kind == "map" and s.of.kind == "record" then walk(s.of, path .. ".NAME") end   -- a map of records' keys
     if s.kind == "oneof" then
       local seen = {}
       for _, alt in ipairs(s.alternatives) do
-        if alt.kind == "record" then
-          local names = alt.order or field_names(alt)
-          for _, n in ipairs(names) do
-            if not seen[n] then
-              seen[n] = true
-              walk(alt.fields[n], path .. "." .. n)
-            end
-          end
-        end
+        if alt.kind == "record" then fields_of(alt, seen) end
       end
     end
   end

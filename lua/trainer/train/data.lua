@@ -789,11 +789,28 @@ function Loader:state()
            batch_size = self.batch_size }
 end
 
--- Puts the cursor where state() was taken; the next batch is the one that followed.
-function Loader:restore(st)
+-- Raises the user error for a saved data cursor that is not { epoch, position, ... } (a
+-- loader's state(), here or in trainer.train.multi_data).
+function M.check_cursor(st)
   if type(st) ~= "table" or type(st.epoch) ~= "number" or type(st.position) ~= "number" then
     errors.user("data: cannot restore the data cursor: expected { epoch, position, ... }, got %s", tostring(st))
   end
+end
+
+-- Takes the st.position batches a restored loader's epoch had given before st was saved
+-- (take(): the epoch's next batch, nil at its end), counting them in loader.position.
+function M.replay_cursor(loader, st, take)
+  for _ = 1, st.position do
+    if take() == nil then
+      errors.user("data: the saved cursor (epoch %d, batch %d) is past the end of the epoch", st.epoch, st.position)
+    end
+    loader.position = loader.position + 1
+  end
+end
+
+-- Puts the cursor where state() was taken; the next batch is the one that followed.
+function Loader:restore(st)
+  M.check_cursor(st)
   if st.rows and st.rows ~= self.ds.n then
     errors.user("%s: the run being resumed saw %d rows, this file gives %d; resume with the same data and data "
       .. "settings (or start a new run)", self.ds.path, st.rows, self.ds.n)
@@ -806,12 +823,7 @@ function Loader:restore(st)
   self.seed = st.seed or self.seed
   self.epoch, self.position = st.epoch, 0
   self._next, self._close = self:_pipeline(self.epoch)
-  for _ = 1, st.position do
-    if self._next() == nil then
-      errors.user("data: the saved cursor (epoch %d, batch %d) is past the end of the epoch", st.epoch, st.position)
-    end
-    self.position = self.position + 1
-  end
+  M.replay_cursor(self, st, self._next)
 end
 
 function Loader:close()

@@ -58,11 +58,9 @@ local function want_tensor(t, rows, what)
   end
 end
 
--- fn(dot, |a|^2, |b|^2) of each pair of rows a, b of two [n, C] tensors, summed in double
--- on the host in column order.
-local function each_row_products(e1, e2, fn)
-  local n, c = e1:shape()[1], e1:shape()[2]
-  local v1, v2 = e1:values(), e2:values()
+-- fn(dot, |a|^2, |b|^2) of each pair of rows a, b of two [n, c] matrices given as flat value
+-- lists (row after row), summed in double in column order.
+function M.row_products(v1, v2, n, c, fn)
   for i = 0, n - 1 do
     local dot, n1, n2 = 0, 0, 0
     for j = 1, c do
@@ -71,6 +69,11 @@ local function each_row_products(e1, e2, fn)
     end
     fn(dot, n1, n2)
   end
+end
+
+-- row_products of two [n, C] tensors, read to the host.
+local function each_row_products(e1, e2, fn)
+  M.row_products(e1:values(), e2:values(), e1:shape()[1], e1:shape()[2], fn)
 end
 
 -- The cosine of each_row_products' terms, with torch.nn.functional.normalize's eps: a zero
@@ -304,6 +307,31 @@ local function host_floats(t)
   return buf
 end
 
+-- Scores every query of qemb [queries, C] against docs [n, C], the corpus chunk whose first
+-- document is number c0, qb queries at a time (one [qb, n] matmul each), and pushes each
+-- score into its query's heap of the best k: heaps[1 + the query's row]; ids: the corpus
+-- ids that break ties (heap_push).
+local function push_scores(qemb, docs, c0, qb, heaps, k, ids)
+  local ops = require("trainer.core.ops")
+  local nq, n = qemb:shape()[1], docs:shape()[1]
+  for q0 = 0, nq - 1, qb do
+    local m = math.min(qb, nq - q0)
+    T.scope(function()
+      local qv = qemb:narrow(q0, m)
+      local scores = ops.matmul(qv, docs, { trans_b = true, dtype = "f32", tag = "workspace" })
+      local v = host_floats(scores)
+      for qi = 0, m - 1 do
+        local h, base = heaps[q0 + qi + 1], qi * n
+        for j = 0, n - 1 do
+          local sc = v[base + j]
+          -- fast path: a full heap whose worst beats this score outright keeps it out
+          if h.n < k or sc >= h.s[1] then heap_push(h, k, sc, c0 + j, ids) end
+        end
+      end
+    end)
+  end
+end
+
 local function max_of(list) local m = 0 for _, v in ipairs(list) do m = math.max(m, v) end return m end
 
 -- ST's metrics of ranked hits (lists of corpus ids, best first) against the relevant sets.
@@ -406,7 +434,6 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
     heaps[name] = {}
     for q = 1, #qs do heaps[name][q] = { s = {}, d = {}, n = 0 } end
   end
-  local ops = require("trainer.core.ops")
   local qemb = {}
   local ok, err = pcall(function()
     for _, name in ipairs(names) do
@@ -419,23 +446,7 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
       for _, name in ipairs(names) do
         T.scope(function()
           local docs = embed_rows(embed_fn, corpus, c0, c1, bs, name == "cosine", "ir", opts.corpus_prompt)
-          for q0 = 0, #qs - 1, qb do
-            local nq = math.min(qb, #qs - q0)
-            T.scope(function()
-              local qv = qemb[name]:narrow(q0, nq)
-              local scores = ops.matmul(qv, docs, { trans_b = true, dtype = "f32", tag = "workspace" })
-              local v = host_floats(scores)
-              local hs = heaps[name]
-              for qi = 0, nq - 1 do
-                local h, base = hs[q0 + qi + 1], qi * nc
-                for j = 0, nc - 1 do
-                  local sc = v[base + j]
-                  -- fast path: a full heap whose worst beats this score outright keeps it out
-                  if h.n < max_k or sc >= h.s[1] then heap_push(h, max_k, sc, c0 + j, cids) end
-                end
-              end
-            end)
-          end
+          push_scores(qemb[name], docs, c0, qb, heaps[name], max_k, cids)
           docs:free()
         end)
       end
@@ -460,7 +471,7 @@ function M.ir(embed_fn, queries, corpus, relevant, opts)
 end
 
 -- What trainer.train.mine shares with the IR search.
-M.embed_rows, M.host_floats, M.heap_push, M.better = embed_rows, host_floats, heap_push, better
+M.embed_rows, M.host_floats, M.push_scores, M.better = embed_rows, host_floats, push_scores, better
 
 -- ---------------------------------------------------------------- triplets
 function M.triplet(embed_fn, triplets, opts)

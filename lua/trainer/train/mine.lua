@@ -131,7 +131,6 @@ function M.run(embed_fn, pairs_, opts)
   for q = 1, nq do heaps[q] = { s = {}, d = {}, n = 0 } end
   local qhost, C
   local pos_emb = {}   -- corpus index -> { floats } for the positives
-  local ops = require("trainer.core.ops")
   local qemb
   local ok, err = pcall(function()
     qemb = evaluate.embed_rows(embed_fn, qitems, 1, nq, bs, true, "mine", opts.query_prompt)
@@ -156,21 +155,7 @@ function M.run(embed_fn, pairs_, opts)
             end
           end
         end
-        for q0 = 0, nq - 1, qb do
-          local m = math.min(qb, nq - q0)
-          T.scope(function()
-            local qv = qemb:narrow(q0, m)
-            local scores = ops.matmul(qv, docs, { trans_b = true, dtype = "f32", tag = "workspace" })
-            local v = evaluate.host_floats(scores)
-            for qi = 0, m - 1 do
-              local h, base = heaps[q0 + qi + 1], qi * n
-              for j = 0, n - 1 do
-                local sc = v[base + j]
-                if h.n < K or sc >= h.s[1] then evaluate.heap_push(h, K, sc, c0 + j, order) end
-              end
-            end
-          end)
-        end
+        evaluate.push_scores(qemb, docs, c0, qb, heaps, K, order)
         docs:free()
       end)
     end

@@ -17,6 +17,7 @@
 -- The datasets are taken in name order. The loader's state holds the epoch and the batches
 -- taken in it; restore replays them, so a resumed run reads what the uninterrupted one would.
 local errors = require("trainer.core.errors")
+local data = require("trainer.train.data")
 
 local M = {}
 
@@ -38,7 +39,6 @@ end
 
 -- opens the datasets of recipe.data.train (a map); returns the datasets and the loader
 function M.train(recipe, opts, nodup)
-  local data = require("trainer.train.data")
   local d = recipe.data
   local parts, names = {}, M.names(d.train)
   if #names == 0 then errors.user("data.train: an empty table; name at least one dataset, e.g. { nli = { file = ... } }") end
@@ -106,7 +106,7 @@ function MultiLoader:_plan(epoch)
   for i, p in ipairs(self.parts) do
     for _ = 1, p.loader:batches_per_epoch() do plan[#plan + 1] = i end
   end
-  local below = require("trainer.train.data").below
+  local below = data.below
   for i = #plan - 1, 1, -1 do
     local j = below(self.seed, epoch, PURPOSE_DATASETS, #plan - 1 - i, i + 1)
     plan[i + 1], plan[j + 1] = plan[j + 1], plan[i + 1]
@@ -152,9 +152,8 @@ function MultiLoader:next()
   return b
 end
 
-function MultiLoader:batches()
-  return function() return self:next() end
-end
+-- Iterates the rest of the current epoch, as one dataset's loader does.
+MultiLoader.batches = data.Loader.batches
 
 function MultiLoader:batches_per_epoch()
   if self.sampler == "round_robin" then
@@ -175,9 +174,7 @@ function MultiLoader:state()
 end
 
 function MultiLoader:restore(st)
-  if type(st) ~= "table" or type(st.epoch) ~= "number" or type(st.position) ~= "number" then
-    errors.user("data: cannot restore the data cursor: expected { epoch, position, ... }, got %s", tostring(st))
-  end
+  data.check_cursor(st)
   if type(st.rows) ~= "table" then
     errors.user("data.train: the run being resumed trained on one dataset, this recipe names several; resume with "
       .. "the same data")
@@ -195,12 +192,7 @@ function MultiLoader:restore(st)
   self.seed = st.seed or self.seed
   self.epoch, self.position = st.epoch, 0
   self:_start(self.epoch)
-  for _ = 1, st.position do
-    if self:_take() == nil then
-      errors.user("data: the saved cursor (epoch %d, batch %d) is past the end of the epoch", st.epoch, st.position)
-    end
-    self.position = self.position + 1
-  end
+  data.replay_cursor(self, st, function() return self:_take() end)
 end
 
 function MultiLoader:close()

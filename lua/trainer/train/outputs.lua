@@ -48,13 +48,7 @@ function M.remove_tree(p)
   end
 end
 
-function M.read(p)
-  local f, err = io.open(p, "rb")
-  if not f then errors.user("%s: cannot read (%s)", p, err) end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+M.read = fs.must_read
 
 -- "12.0 MiB free on the file system of runs/x" for the folder that holds path.
 function M.free_text(path)
@@ -81,6 +75,27 @@ local function injected(path)
   return nil
 end
 M.injected = injected
+
+-- One checked append of data (whole records) to an append-only file f: f.path, f.size (its
+-- size after its last whole record), f.is_open; append is the write (sys.append_file, or a
+-- test's seam). Success sets f.size and returns true. A failure (TRAINER_FAIL_WRITE's
+-- included) closes f, cuts the file back to f.size, so it never ends mid-record, and returns
+-- false, the append's reason, and the truncate's result (true, or nil and its reason).
+function M.append_records(f, append, data)
+  local size, err = nil, injected(f.path)
+  if not err then
+    local msg, why
+    size, msg, why = append(f.path, data)
+    err = why or msg
+  end
+  if not size then
+    f.is_open = false
+    local tok, _, terr = sys.truncate(f.path, f.size)
+    return false, err, tok, terr
+  end
+  f.size = size
+  return true
+end
 
 -- fsyncs a file or folder; raises the write error naming it on failure.
 function M.sync(path)
@@ -201,16 +216,8 @@ end
 -- ends mid-object) and raises write_failed. self.append is the seam tests replace.
 function Metrics:write(obj)
   if not self.is_open then error(self.path .. ": written after it was closed", 2) end
-  local line = json.encode(obj) .. "\n"
-  local size, err = nil, injected(self.path)
-  if not err then
-    local msg, why
-    size, msg, why = self.append(self.path, line)
-    err = why or msg
-  end
-  if not size then
-    self.is_open = false
-    local tok, _, terr = sys.truncate(self.path, self.size)
+  local ok, err, tok, terr = M.append_records(self, self.append, json.encode(obj) .. "\n")
+  if not ok then
     if not tok then
       errors.user("%s: cannot write (%s); %s. Cutting it back to its last whole line failed too (truncate: %s): "
         .. "its last line may be cut off; delete that line, free some space and run again.", self.path,
@@ -218,7 +225,6 @@ function Metrics:write(obj)
     end
     M.write_failed(self.path, err)
   end
-  self.size = size
 end
 
 -- Ends the appends. Every append already checked its own write and close, so nothing is
@@ -305,11 +311,7 @@ M.LOCK = ".trainer.lock"
 
 -- The text of /proc/PID/NAME (pid: a number or "self"), or nil where there is none.
 function M.proc_text(pid, name)
-  local f = io.open(("/proc/%s/%s"):format(pid, name), "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
+  return (fs.read(("/proc/%s/%s"):format(pid, name)))
 end
 
 -- This process's command line as ps shows it (the words joined by spaces).

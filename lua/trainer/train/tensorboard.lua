@@ -151,20 +151,12 @@ end
 -- its last whole record and raises the user error. After a failure the writer is closed.
 function Writer:append(records)
   if not self.is_open then return end
-  local size, err = nil, outputs.injected(self.path)
-  if not err then
-    local msg, why
-    size, msg, why = self.append_fn(self.path, records)
-    err = why or msg
-  end
-  if not size then
-    self.is_open = false
-    local tok, _, terr = sys.truncate(self.path, self.size)
+  local ok, err, tok, terr = outputs.append_records(self, self.append_fn, records)
+  if not ok then
     write_failed(self.path, err, tok and "The file was cut back to its last whole record, so TensorBoard reads "
       .. "all of it. " or ("Cutting it back to its last whole record failed too (truncate: %s); TensorBoard stops "
       .. "reading at the cut-off record. "):format(tostring(terr)))
   end
-  self.size = size
 end
 
 local function number(v) return type(v) == "number" end

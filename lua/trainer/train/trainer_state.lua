@@ -235,17 +235,14 @@ local function check_tensors(reader, meta, opts)
       end
     end
   end
-  local tensors = {}
-  local ok, err = pcall(function()
+  -- all the state's tensors, or (T.scope) none: those read before a failure are freed
+  return require("trainer.core.tensor").scope(function()
+    local tensors = {}
     for _, name in ipairs(names) do
       if name ~= "marker" then tensors[name] = reader:tensor(name, { tag = "optimizer", device = opts.device }) end
     end
+    return tensors
   end)
-  if not ok then
-    for _, t in pairs(tensors) do t:free() end
-    error(err, 0)
-  end
-  return tensors
 end
 
 -- The most bytes a valid state can decompress to: every optimizer keeps at most three f32

@@ -62,13 +62,7 @@ function M.model_card(model_dir, adapter_dir, out_dir, spec, merged_names, base_
   return table.concat(lines, "\n"):gsub("\n*$", "\n")
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local read_file = require("trainer.core.fs").read
 
 -- Checked, fsync'ed and renamed into place (outputs.write_atomic): Lua's f:write under the
 -- JIT can report success for a write whose flush failed.
@@ -126,7 +120,7 @@ function M.merge(model_dir, adapter_dir, out_dir, opts)
       os.remove(tmp .. "/1_Pooling")
     end
     write_file(tmp .. "/README.md", M.model_card(model_dir, adapter_dir:gsub("/+$", ""), out_dir, spec, merged_names,
-      read_file(model_dir .. "/README.md")))
+      (read_file(model_dir .. "/README.md"))))
     local rok, rerr = os.rename(tmp, out_dir)
     if not rok then errors.user("%s: cannot rename %s into place (%s)", out_dir, tmp, tostring(rerr)) end
   end)
