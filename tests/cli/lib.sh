@@ -8,7 +8,10 @@
 #   check NAME MODE ARGS...    tests/cli/check_outputs.lua's comparison against a golden
 #   check_out RC_NAME NAME MODE GOLDEN ARGS...  after run_trainer: its exit status 0 (RC_NAME)
 #                              and its stdout against GOLDEN (check NAME MODE)
-#   adapter_targets NAME RUN TARGET  the adapter config of $TMP/RUN/checkpoint-4 names TARGET
+#   lora_default_targets NAME RUN TARGET  train RUN: $TMP/emb.lua in bf16, checkpointing every
+#                              layer, LoRA r 4 on the family's default targets; its adapter config
+#                              (checkpoint-4) names TARGET (the check NAME)
+#   encodes NAME CHECKPOINT TEXTS  `trainer encode` of TEXTS on CHECKPOINT exits 0 (NAME_encodes)
 #   classifies NAME CHECKPOINT `trainer classify` of the golden pairs (tests/data) on CHECKPOINT:
 #                              exit status 0 (NAME_classifies), rows with a label (NAME_labels)
 #   pair_recipes EMB CLS       the training fixture's pairs in $TMP/fx and two recipes of 4
@@ -65,9 +68,14 @@ check_out() { # rc name, name, mode, golden, args...
   echo "$OUT" >"$TMP/$name.out"
   check "$name" "$mode" "$TMP/$name.out" "$@"
 }
-adapter_targets() { # name, run, target
+lora_default_targets() { # name, run, target
+  train "$2" "$TMP/emb.lua" precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
   if grep -q "\"$3\"" "$TMP/$2/checkpoint-4/adapter_config.json" 2>/dev/null; then pass "$1"
   else fail "$1" "no $3 in adapter_config.json"; fi
+}
+encodes() { # name, checkpoint folder, texts file
+  run_trainer encode "$2" "$3"
+  expect_rc "$1_encodes" 0
 }
 classifies() { # name, checkpoint folder
   run_trainer classify "$2" "$ROOT/tests/data/golden_tiny_bert_cls_pairs.tsv"

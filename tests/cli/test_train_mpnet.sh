@@ -26,11 +26,8 @@ if grep -qx 'encoder.layer.1.attention.attn.q.weight' "$TMP/k1" && grep -qx 'enc
     && ! grep -q '^mpnet\.' "$TMP/k1"; then
   pass mpnet_full_checkpoint_names
 else fail mpnet_full_checkpoint_names "$(head -3 "$TMP/k1")"; fi
-run_trainer encode "$TMP/mpnet_full/checkpoint-4" $D/golden_tiny_mpnet_texts.txt
-expect_rc mpnet_full_checkpoint_encodes 0
-
-train mpnet_lora_bf16_ckpt "$TMP/emb.lua" precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
-adapter_targets mpnet_lora_default_targets mpnet_lora_bf16_ckpt q
+encodes mpnet_full_checkpoint "$TMP/mpnet_full/checkpoint-4" $D/golden_tiny_mpnet_texts.txt
+lora_default_targets mpnet_lora_default_targets mpnet_lora_bf16_ckpt q
 
 train mpnet_cls_full "$TMP/cls.lua"
 keys "$TMP/mpnet_cls_full/checkpoint-4/model.safetensors" >"$TMP/k2"
