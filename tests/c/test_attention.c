@@ -7,6 +7,7 @@
  * dropout, and results that do not depend on the number of threads. The dropout keep masks come from a
  * test hash here (uniform >= p); the tensor-level op feeds the keyed Philox stream. */
 #include "check.h"
+#include "attn_isa.h"
 #include "op_check.h"
 #include "tr_base.h"
 #include "cpu/attention.h"
@@ -272,10 +273,7 @@ static void test_attention_f32_every_path_matches_f64(void)
     };
     oc_seed(35);
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-        if (!tr_attn_tile_usable(isas[i])) {
-            printf("SKIP test_attention_f32_every_path_matches_f64.%s: this CPU lacks it\n", names[i]);
-            continue;
-        }
+        if (!attn_isa_runs(isas[i], names[i])) continue;
         int bad = 0;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && !bad; s++) {
             attn_case c;
@@ -356,10 +354,7 @@ static void test_attention_short_rows_match_f64(void)
     static const char *names[] = { "avx2 short", "avx512 short" };
     oc_seed(37);
     for (int i = 0; i < 2; i++) {
-        if (!tr_attn_tile_usable(isas[i])) {
-            printf("SKIP test_attention_short_rows_match_f64.%s: this CPU lacks it\n", names[i]);
-            continue;
-        }
+        if (!attn_isa_runs(isas[i], names[i])) continue;
         short_rows_match_f64(isas[i], names[i]);
     }
 }

@@ -7,6 +7,7 @@
 #include <cblas.h>
 
 #include "check.h"
+#include "attn_isa.h"
 #include "op_check.h"
 #include "cpu/attn_tile.h"
 
@@ -69,10 +70,7 @@ static void test_attn_tile_matches_cblas(void)
     static const int64_t Ks[] = { 1, 7, 16, 33, 128 };
     oc_seed(41);
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
-        if (!tr_attn_tile_usable(isas[s])) {
-            printf("SKIP test_attn_tile_matches_cblas.%s: this CPU lacks it\n", isa_names[s]);
-            continue;
-        }
+        if (!attn_isa_runs(isas[s], isa_names[s])) continue;
         int n = 0, bad = 0;
         for (int tr = 0; tr < 2; tr++)
             for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
@@ -90,10 +88,7 @@ static void test_attn_tile_attention_shapes(void)
     static const int64_t Ts[] = { 1, 7, 15, 16, 17, 128, 129 };
     oc_seed(42);
     for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
-        if (!tr_attn_tile_usable(isas[s])) {
-            printf("SKIP test_attn_tile_attention_shapes.%s: this CPU lacks it\n", isa_names[s]);
-            continue;
-        }
+        if (!attn_isa_runs(isas[s], isa_names[s])) continue;
         int bad = 0;
         for (size_t i = 0; i < sizeof Ds / sizeof Ds[0] && bad < 3; i++)
             for (size_t j = 0; j < sizeof Ts / sizeof Ts[0] && bad < 3; j++) {

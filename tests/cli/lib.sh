@@ -6,6 +6,14 @@
 #   train NAME RECIPE [k=v...] a run into $TMP/NAME: its exit status 0 and a finite last loss
 #   keys FILE                  the tensor names of a safetensors file, sorted, one a line
 #   check NAME MODE ARGS...    tests/cli/check_outputs.lua's comparison against a golden
+#   check_out RC_NAME NAME MODE GOLDEN ARGS...  after run_trainer: its exit status 0 (RC_NAME)
+#                              and its stdout against GOLDEN (check NAME MODE)
+#   lora_default_targets NAME RUN TARGET  train RUN: $TMP/emb.lua in bf16, checkpointing every
+#                              layer, LoRA r 4 on the family's default targets; its adapter config
+#                              (checkpoint-4) names TARGET (the check NAME)
+#   encodes NAME CHECKPOINT TEXTS  `trainer encode` of TEXTS on CHECKPOINT exits 0 (NAME_encodes)
+#   classifies NAME CHECKPOINT `trainer classify` of the golden pairs (tests/data) on CHECKPOINT:
+#                              exit status 0 (NAME_classifies), rows with a label (NAME_labels)
 #   pair_recipes EMB CLS       the training fixture's pairs in $TMP/fx and two recipes of 4
 #                              steps on them: $TMP/emb.lua (model folder EMB, MNRL) and
 #                              $TMP/cls.lua (the classifier folder CLS, cross-entropy)
@@ -53,6 +61,26 @@ check() { # name, mode, args...
   local name=$1; shift
   if "$TRAINER" run tests/cli/check_outputs.lua "$@" >"$TMP/check" 2>&1; then pass "$name"
   else fail "$name" "$(tail -3 "$TMP/check")"; fi
+}
+check_out() { # rc name, name, mode, golden, args...
+  local rc_name=$1 name=$2 mode=$3; shift 3
+  expect_rc "$rc_name" 0
+  echo "$OUT" >"$TMP/$name.out"
+  check "$name" "$mode" "$TMP/$name.out" "$@"
+}
+lora_default_targets() { # name, run, target
+  train "$2" "$TMP/emb.lua" precision=bf16 'checkpoint={every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
+  if grep -q "\"$3\"" "$TMP/$2/checkpoint-4/adapter_config.json" 2>/dev/null; then pass "$1"
+  else fail "$1" "no $3 in adapter_config.json"; fi
+}
+encodes() { # name, checkpoint folder, texts file
+  run_trainer encode "$2" "$3"
+  expect_rc "$1_encodes" 0
+}
+classifies() { # name, checkpoint folder
+  run_trainer classify "$2" "$ROOT/tests/data/golden_tiny_bert_cls_pairs.tsv"
+  expect_rc "$1_classifies" 0
+  expect_out "$1_labels" '"label":'
 }
 pair_recipes() { # EMB_FOLDER CLS_FOLDER
   run_trainer run "$ROOT/tests/cudacpu/train_fixture.lua" "$TMP/fx"

@@ -9,30 +9,20 @@ D=tests/data
 
 # ---------------------------------------------------------------- tiny goldens
 run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt
-expect_rc tokenize_tiny_rc 0
-echo "$OUT" >"$TMP/ids"
-check tokenize_tiny_ids_equal_golden ids "$TMP/ids" $D/golden_tiny_bert.safetensors
+check_out tokenize_tiny_rc tokenize_tiny_ids_equal_golden ids $D/golden_tiny_bert.safetensors
 
 run_trainer encode $D/tiny_bert $D/golden_tiny_bert_texts.txt --batch 3
-expect_rc encode_tiny_rc 0
-echo "$OUT" >"$TMP/emb"
-check encode_tiny_equals_golden embeddings "$TMP/emb" $D/golden_tiny_bert.safetensors embedding
+check_out encode_tiny_rc encode_tiny_equals_golden embeddings $D/golden_tiny_bert.safetensors embedding
 
 run_trainer classify $D/tiny_bert_cls $D/golden_tiny_bert_cls_pairs.tsv
-expect_rc classify_tiny_rc 0
-echo "$OUT" >"$TMP/cls"
-check classify_tiny_labels_equal_golden labels "$TMP/cls" $D/golden_tiny_bert_cls.safetensors entailment neutral contradiction
+check_out classify_tiny_rc classify_tiny_labels_equal_golden labels $D/golden_tiny_bert_cls.safetensors entailment neutral contradiction
 
 # the other families' tiny folders (tests/ref/make_tiny_families.py): the same texts and pairs
 run_trainer encode $D/tiny_distilbert $D/golden_tiny_bert_texts.txt --batch 3
-expect_rc encode_distilbert_rc 0
-echo "$OUT" >"$TMP/emb_distil"
-check encode_distilbert_equals_golden embeddings "$TMP/emb_distil" $D/golden_tiny_distilbert.safetensors embedding
+check_out encode_distilbert_rc encode_distilbert_equals_golden embeddings $D/golden_tiny_distilbert.safetensors embedding
 for f in tiny_distilbert_cls tiny_roberta_cls; do
   run_trainer classify $D/$f $D/golden_tiny_bert_cls_pairs.tsv
-  expect_rc classify_${f}_rc 0
-  echo "$OUT" >"$TMP/cls_$f"
-  check classify_${f}_labels_equal_golden labels "$TMP/cls_$f" $D/golden_$f.safetensors entailment neutral contradiction
+  check_out classify_${f}_rc classify_${f}_labels_equal_golden labels $D/golden_$f.safetensors entailment neutral contradiction
 done
 
 run_trainer tokenize $D/tiny_bert $D/golden_tiny_bert_texts.txt --max-length 5
@@ -41,13 +31,9 @@ if echo "$OUT" | awk -F, '{ if (NF > 5) exit 1 }'; then pass tokenize_max_length
 
 # ModernBERT (byte-level BPE, rotary, GeGLU, a local layer's window of 4 keys) against transformers
 run_trainer tokenize $D/tiny_modernbert $D/golden_tiny_modernbert_texts.txt
-expect_rc tokenize_modernbert_rc 0
-echo "$OUT" >"$TMP/mb_ids"
-check tokenize_modernbert_ids_equal_golden ids "$TMP/mb_ids" $D/golden_tiny_modernbert.safetensors
+check_out tokenize_modernbert_rc tokenize_modernbert_ids_equal_golden ids $D/golden_tiny_modernbert.safetensors
 run_trainer encode $D/tiny_modernbert $D/golden_tiny_modernbert_texts.txt --batch 3
-expect_rc encode_modernbert_rc 0
-echo "$OUT" >"$TMP/mb_emb"
-check encode_modernbert_equals_golden embeddings "$TMP/mb_emb" $D/golden_tiny_modernbert.safetensors w8.embedding
+check_out encode_modernbert_rc encode_modernbert_equals_golden embeddings $D/golden_tiny_modernbert.safetensors w8.embedding
 
 # ---------------------------------------------------------------- generated tiny folders
 "$TRAINER" run /dev/stdin >/dev/null 2>"$TMP/gen_err" <<LUA
@@ -97,13 +83,9 @@ expect_err encode_usage "usage: trainer encode"
 M=models/all-MiniLM-L6-v2
 if [ -f $M/model.safetensors ]; then
   run_trainer tokenize $M $D/golden_minilm_texts.txt --max-length 128
-  expect_rc tokenize_minilm_rc 0
-  echo "$OUT" >"$TMP/mids"
-  check tokenize_minilm_ids_equal_golden ids "$TMP/mids" $D/golden_minilm.safetensors
+  check_out tokenize_minilm_rc tokenize_minilm_ids_equal_golden ids $D/golden_minilm.safetensors
   run_trainer encode $M $D/golden_minilm_texts.txt --max-length 128 --batch 4
-  expect_rc encode_minilm_rc 0
-  echo "$OUT" >"$TMP/memb"
-  check encode_minilm_equals_golden embeddings "$TMP/memb" $D/golden_minilm.safetensors embedding
+  check_out encode_minilm_rc encode_minilm_equals_golden embeddings $D/golden_minilm.safetensors embedding
 else
   echo "SKIP test_models minilm: $M is absent (run \`make fetch-models\`)"
 fi

@@ -7,25 +7,9 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-# ---- fixtures: a tiny model folder, train/dev files (in $TMP: not in the repository)
-cat >"$TMP/mk.lua" <<EOF
-require("trainer.models").tiny_folder("$TMP/tiny", { seed = 1 })
-require("trainer.models").tiny_folder("$TMP/tiny_cls", { seed = 2, task = "classification" })
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird", "very" }
-local seed = 7
-local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-local function sent() local t = {} for i = 1, 3 + rnd(4) do t[i] = words[rnd(#words)] end return table.concat(t, " ") end
-local function write(path, n, fmt)
-  local f = assert(io.open(path, "w"))
-  for _ = 1, n do f:write(fmt()) end
-  f:close()
-end
-write("$TMP/train.jsonl", 48, function() return ('{"sentence1": "%s", "sentence2": "%s", "score": %.1f}\n'):format(sent(), sent(), rnd(50) / 10) end)
-write("$TMP/dev.jsonl", 16, function() return ('{"sentence1": "%s", "sentence2": "%s", "score": %.1f}\n'):format(sent(), sent(), rnd(50) / 10) end)
-local labels = { "entailment", "neutral", "contradiction" }
-write("$TMP/nli.jsonl", 24, function() return ('{"premise": "%s", "hypothesis": "%s", "label": "%s"}\n'):format(sent(), sent(), labels[rnd(3)]) end)
-EOF
-run_trainer run "$TMP/mk.lua"
+# ---- fixtures: tiny model folders, train/dev/NLI files (in $TMP: not in the repository;
+# tests/cli/sts_fixture.lua)
+run_trainer run tests/cli/sts_fixture.lua "$TMP" 48 4 24
 expect_rc fixtures_rc 0
 { head -2 "$TMP/train.jsonl"; echo '{"sentence1": "a cat", "sentence2": '; tail -3 "$TMP/train.jsonl"; } >"$TMP/bad.jsonl"
 

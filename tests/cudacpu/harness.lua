@@ -2,6 +2,7 @@
 -- `local h = dofile(dir .. "/harness.lua")`, then
 --   h.check(name, ok, why)     one PASS/FAIL line, counted
 --   h.rel_diff(a, b)           the largest |a - b| / max(1, |b|) over two tensors' values
+--   h.sines(n, k)              { sin(k), sin(2k), ..., sin(nk) }: fixed test values in [-1, 1]
 --   h.log_ok                   whether this binary has the emulator's launch log
 --   h.log_mark()               the launch log's length now
 --   h.launches(what, from)     the launches logged since `from` (default 0) whose kernel name has `what`
@@ -22,6 +23,12 @@ function h.rel_diff(a, b)
   local worst = 0
   for i = 1, #vb do worst = math.max(worst, math.abs(va[i] - vb[i]) / math.max(1, math.abs(vb[i]))) end
   return worst
+end
+
+function h.sines(n, k)
+  local v = {}
+  for i = 1, n do v[i] = math.sin(i * k) end
+  return v
 end
 
 function h.log_mark() return tonumber(ffi.C.cudacpu_launch_log_count()) end

@@ -12,14 +12,9 @@ local Linear = require("trainer.nn.linear")
 local lora = require("trainer.train.lora")
 
 local h = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu") .. "/harness.lua")
-local check, rel_diff, launches, log_ok = h.check, h.rel_diff, h.launches, h.log_ok
+local check, rel_diff, launches, log_ok, values = h.check, h.rel_diff, h.launches, h.log_ok, h.sines
 
 local N, I, O = 40, 48, 32
-local function values(n, k)
-  local v = {}
-  for i = 1, n do v[i] = math.sin(i * k) end
-  return v
-end
 
 -- forward and backward of one adapted Linear on `device`: y, dx, dA, dB and the launches
 local function run(device)

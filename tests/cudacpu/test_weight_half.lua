@@ -14,13 +14,9 @@ local runtime = require("trainer.core.runtime")
 
 local h = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/cudacpu") .. "/harness.lua")
 local check, rel_diff, launches, log_mark, log_ok = h.check, h.rel_diff, h.launches, h.log_mark, h.log_ok
+local values = h.sines
 
 local N, I, O = 24, 40, 16
-local function values(n, k)
-  local v = {}
-  for i = 1, n do v[i] = math.sin(i * k) end
-  return v
-end
 local xs, ws = values(N * I, 0.37), values(O * I, 0.11)
 local x = T.from_table(xs, { dtype = "bf16", device = "cuda", tag = "activations" }):reshape({ N, I })
 local w = T.scope(function()   -- the reshaped view alone holds the storage, so w:free() frees it

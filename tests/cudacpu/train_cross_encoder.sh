@@ -19,16 +19,11 @@ names "train_cross_encoder_bce train_cross_encoder_listwise train_cross_encoder_
 need_cuda
 
 R=tests/cli/cross_encoder_stsb.lua
-FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
-train bce_cpu $R device=cpu log.every=1; a=$?
-train bce_cuda $R device=cuda log.every=1; b=$?
-judge train_cross_encoder_bce bce_cuda $b bce_cpu $a "$FP32"
+parity train_cross_encoder_bce bce "$FP32" $R log.every=1
 
 LW=(loss.name=cross_entropy data.train=data/swenli_dev.jsonl.gz data.build=nli_triplets data.max_rows=nil
   'data.columns={"premise","hypothesis","label"}' batch.size=4 save.final=false log.every=1)
-train lw_cpu $R device=cpu "${LW[@]}"; a=$?
-train lw_cuda $R device=cuda "${LW[@]}"; b=$?
-judge train_cross_encoder_listwise lw_cuda $b lw_cpu $a "$FP32"
+parity train_cross_encoder_listwise lw "$FP32" $R "${LW[@]}"
 
 printf 'A man is playing a flute.\tA man plays the flute.\nA cat.\tThe stock market fell.\n' >"$W/pairs.tsv"
 if "$TRAINER" classify "$W/runs/bce_cpu/checkpoint-4" "$W/pairs.tsv" >"$W/cpu.out" 2>&1 \

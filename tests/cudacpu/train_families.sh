@@ -33,33 +33,17 @@ fixture
 
 D="$(pwd)/tests/data"
 pair_recipes distil "$D/tiny_distilbert" "$D/tiny_distilbert_cls"
-FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
-BF16="loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
-
-train distil_cpu "$FX/distil.lua" device=cpu; a=$?
-train distil_cuda "$FX/distil.lua" device=cuda; b=$?
-judge train_distil_fp32_full distil_cuda $b distil_cpu $a "$FP32"
-
 LORA='lora={r=4,alpha=8,dropout=0.1}'
-train distil_bf16_cpu "$FX/distil.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA"; a=$?
-train distil_bf16_cuda "$FX/distil.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA"; b=$?
-judge train_distil_bf16_ckpt_lora distil_bf16_cuda $b distil_bf16_cpu $a "$BF16"
-
-train cls_cpu "$FX/distil_cls.lua" device=cpu; a=$?
-train cls_cuda "$FX/distil_cls.lua" device=cuda; b=$?
-judge train_distil_cls_fp32_full cls_cuda $b cls_cpu $a "$FP32"
-
 LORA_HEAD='lora={r=4,alpha=8,dropout=0.1,modules_to_save={"pre_classifier","classifier"}}'
-train cls_lora_cpu "$FX/distil_cls.lua" device=cpu checkpoint='{every=1}' "$LORA_HEAD"; a=$?
-train cls_lora_cuda "$FX/distil_cls.lua" device=cuda checkpoint='{every=1}' "$LORA_HEAD"; b=$?
-judge train_distil_cls_ckpt_lora cls_lora_cuda $b cls_lora_cpu $a "$FP32"
-train cls_bf16_cpu "$FX/distil_cls.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; a=$?
-train cls_bf16_cuda "$FX/distil_cls.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; b=$?
-judge train_distil_cls_bf16_ckpt_lora cls_bf16_cuda $b cls_bf16_cpu $a "loss:1e-2,grad_norm:2e-2,lr:0,tokens:0"
+E="$FX/distil.lua" C="$FX/distil_cls.lua"
 
-train roberta_cpu "$FX/distil_cls.lua" device=cpu model.from="$D/tiny_roberta_cls"; a=$?
-train roberta_cuda "$FX/distil_cls.lua" device=cuda model.from="$D/tiny_roberta_cls"; b=$?
-judge train_roberta_cls_fp32_full roberta_cuda $b roberta_cpu $a "$FP32"
+parity train_distil_fp32_full distil "$FP32" "$E"
+parity train_distil_bf16_ckpt_lora distil_bf16 "$BF16" "$E" precision=bf16 checkpoint='{every=1}' "$LORA"
+parity train_distil_cls_fp32_full cls "$FP32" "$C"
+parity train_distil_cls_ckpt_lora cls_lora "$FP32" "$C" checkpoint='{every=1}' "$LORA_HEAD"
+parity train_distil_cls_bf16_ckpt_lora cls_bf16 "loss:1e-2,grad_norm:2e-2,lr:0,tokens:0" "$C" \
+  precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"
+parity train_roberta_cls_fp32_full roberta "$FP32" "$C" model.from="$D/tiny_roberta_cls"
 
 cat >"$FX/distil_plan.lua" <<LUA
 return {

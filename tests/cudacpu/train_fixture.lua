@@ -57,15 +57,13 @@ return {
   device = "cpu", seed = 3,
 }
 ]]):format(dir .. "/emb", dir .. "/pairs.jsonl"))
+-- nli.lua: mnrl.lua's run on the classifier, cross-entropy over the pairs' labels
 write("nli.lua", ([[
 return {
-  model = { from = %q, task = "classification" },
-  data = { train = %q, columns = { "sentence1", "sentence2", "label" } },
-  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
+  extends = "mnrl.lua", model = { from = %q, task = "classification" },
+  data = { columns = { "sentence1", "sentence2", "label" } }, loss = { name = "cross_entropy" },
 }
-]]):format(dir .. "/cls", dir .. "/pairs.jsonl"))
+]]):format(dir .. "/cls"))
 -- written whole, not extending nli.lua: a table key set to nil is absent, so an extending recipe
 -- would keep nli.lua's model.from and plan the small classifier instead of this shape
 write("plan.lua", ([[

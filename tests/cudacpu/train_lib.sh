@@ -6,12 +6,16 @@
 #   names "a b c"       the checks this script reports (each SKIPped when no CUDA device)
 #   need_cuda           SKIP every name and exit 0 without the binary or a CUDA device
 #   fixture             the tiny models, data and recipes in $FX (train_fixture.lua), once
-#   pair_recipes NAME EMB CLS   two recipes of 6 steps on the fixture's pairs: $FX/NAME.lua
-#                       (the model folder EMB, MNRL) and $FX/NAME_cls.lua (the classifier
-#                       folder CLS, cross-entropy); AdamW, dropout as the folders say, clip 1
+#   pair_recipes NAME EMB CLS   the fixture's two recipes on other model folders: $FX/NAME.lua
+#                       (mnrl.lua on the folder EMB) and $FX/NAME_cls.lua (nli.lua on the
+#                       classifier folder CLS); 6 steps, AdamW, dropout as the folders say, clip 1
 #   train NAME ARGS...  $TRAINER ARGS... out=$W/runs/NAME --quiet; its output in NAME.log
 #   drive NAME ARGS...  the same through train_run.lua (the scaler's test options)
 #   compare A B SPEC    the runs A and B within SPEC (FIELD:TOL,...); prints the verdict line
+#   parity NAME RUN SPEC RECIPE ARGS...  train RECIPE ARGS on the cpu (run RUN_cpu) and on cuda
+#                       (RUN_cuda) and judge the cuda run against the cpu one within SPEC
+#   FP32, BF16          the usual SPECs: every step's loss and clip norm within 1e-5 (fp32) or
+#                       1e-2 (bf16) relative, the same lr and token counts
 #   plan_check NAME RUN RECIPE ARGS...  `trainer plan RECIPE device=cuda ARGS --json` against the
 #                       ledger of the cuda run RUN of the same recipe (plan_compare.lua)
 #   pass/fail/skip NAME [WHY], finish: the PASS/FAIL/SKIP lines, "N passed, N failed", the status
@@ -23,6 +27,8 @@ W="${OUT:-build/cudacpu_out}/$(basename "$0" .sh)"
 case $W in /*) ;; *) W="$(pwd)/$W" ;; esac   # the recipes name files by absolute path
 FX="$W/fx"
 passed=0; failed=0; NAMES=""
+# shellcheck disable=SC2034  # the scripts that source this file use them
+FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0" BF16="loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
 rm -rf "$W"; mkdir -p "$W/runs"
 
 names() { NAMES="$1"; }
@@ -48,23 +54,8 @@ fixture() { "$TRAINER" run tests/cudacpu/train_fixture.lua "$FX" >"$W/fixture.lo
   echo "FAIL fixture: $(tail -n 3 "$W/fixture.log")"; failed=$((failed + 1)); finish; }; }
 
 pair_recipes() { # NAME EMB_FOLDER CLS_FOLDER
-  cat >"$FX/$1.lua" <<LUA
-return {
-  model = { from = "$2" }, data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2" } },
-  loss = { name = "mnrl" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
-  cat >"$FX/$1_cls.lua" <<LUA
-return {
-  model = { from = "$3", task = "classification" },
-  data = { train = "$FX/pairs.jsonl", columns = { "sentence1", "sentence2", "label" } },
-  loss = { name = "cross_entropy" }, optim = { name = "adamw", lr = 1e-3 }, batch = { size = 8 }, steps = 6,
-  grad_clip = 1.0, log = { every = 4, quiet = true }, eval = { at_start = false }, save = { final = false },
-  device = "cpu", seed = 3,
-}
-LUA
+  echo "return { extends = \"mnrl.lua\", model = { from = \"$2\" } }" >"$FX/$1.lua"
+  echo "return { extends = \"nli.lua\", model = { from = \"$3\" } }" >"$FX/$1_cls.lua"
 }
 
 train() { local n=$1; shift; "$TRAINER" "$@" out="$W/runs/$n" --quiet >"$W/runs/$n.log" 2>&1; }
@@ -90,4 +81,13 @@ judge() {
   elif [ "$rcb" != 0 ]; then fail "$name" "the $b run failed (rc $rcb): $(tail -n 2 "$W/runs/$b.log" | tr '\n' ' ')"
   elif why=$(compare "$a" "$b" "$spec"); then pass "$name" "${what:+$what; }$why"
   else fail "$name" "${what:+$what: }$why"; fi
+}
+
+# The same recipe trained on both devices, then judged: parity NAME RUN SPEC RECIPE ARGS...
+# (WHAT=... before the call labels the verdict, as judge's WHAT).
+parity() {
+  local name=$1 run=$2 spec=$3 recipe=$4 a b; shift 4
+  train "${run}_cpu" "$recipe" device=cpu "$@"; a=$?
+  train "${run}_cuda" "$recipe" device=cuda "$@"; b=$?
+  judge "$name" "${run}_cuda" $b "${run}_cpu" $a "$spec" "${WHAT:-}"
 }

@@ -25,16 +25,13 @@ fixture
 
 for l in $LOSSES; do
   R="tests/recipes/losses/$l.lua"
-  train "${l}_cpu" "$R" model.from="$FX/emb" device=cpu; a=$?
-  train "${l}_cuda" "$R" model.from="$FX/emb" device=cuda; b=$?
-  judge "train_loss_$l" "${l}_cuda" $b "${l}_cpu" $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
+  parity "train_loss_$l" "$l" "$FP32" "$R" model.from="$FX/emb"
 done
 
 "$TRAINER" run <(echo "require('trainer.models').tiny_folder('$FX/teacher', { seed = 9 })") >/dev/null 2>&1
 for l in mse margin_mse gist cached_gist; do
   R="tests/recipes/losses/$l.lua"
-  train "${l}_cpu" "$R" model.from="$FX/emb" loss.teacher="$FX/teacher" device=cpu; a=$?
-  train "${l}_cuda" "$R" model.from="$FX/emb" loss.teacher="$FX/teacher" device=cuda; b=$?
-  judge "train_loss_$l" "${l}_cuda" $b "${l}_cpu" $a "loss:3e-2,grad_norm:3e-2,lr:0,tokens:0" "teacher bf16 on cuda"
+  WHAT="teacher bf16 on cuda" parity "train_loss_$l" "$l" "loss:3e-2,grad_norm:3e-2,lr:0,tokens:0" "$R" \
+    model.from="$FX/emb" loss.teacher="$FX/teacher"
 done
 finish

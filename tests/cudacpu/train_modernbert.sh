@@ -17,16 +17,7 @@ fixture
 pair_recipes modernbert "$(pwd)/tests/data/tiny_modernbert" "$(pwd)/tests/data/tiny_modernbert_cls"
 
 R="$FX/modernbert.lua"
-train fp32_cpu "$R" device=cpu; a=$?
-train fp32_cuda "$R" device=cuda; b=$?
-judge train_modernbert_fp32_full fp32_cuda $b fp32_cpu $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
-
-LORA='lora={r=4,alpha=8,dropout=0.1}'
-train bf16_cpu "$R" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA"; a=$?
-train bf16_cuda "$R" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA"; b=$?
-judge train_modernbert_bf16_ckpt_lora bf16_cuda $b bf16_cpu $a "loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
-
-train cls_cpu "$FX/modernbert_cls.lua" device=cpu; a=$?
-train cls_cuda "$FX/modernbert_cls.lua" device=cuda; b=$?
-judge train_modernbert_cls cls_cuda $b cls_cpu $a "loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
+parity train_modernbert_fp32_full fp32 "$FP32" "$R"
+parity train_modernbert_bf16_ckpt_lora bf16 "$BF16" "$R" precision=bf16 checkpoint='{every=1}' 'lora={r=4,alpha=8,dropout=0.1}'
+parity train_modernbert_cls cls "$FP32" "$FX/modernbert_cls.lua"
 finish

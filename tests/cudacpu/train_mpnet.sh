@@ -21,24 +21,11 @@ fixture
 
 D="$(pwd)/tests/data"
 pair_recipes mpnet "$D/tiny_mpnet" "$D/tiny_mpnet_cls"
-FP32="loss:1e-5,grad_norm:1e-5,lr:0,tokens:0"
-BF16="loss:1e-2,grad_norm:1e-2,lr:0,tokens:0"
-
-train mpnet_cpu "$FX/mpnet.lua" device=cpu; a=$?
-train mpnet_cuda "$FX/mpnet.lua" device=cuda; b=$?
-judge train_mpnet_fp32_full mpnet_cuda $b mpnet_cpu $a "$FP32"
-
 LORA='lora={r=4,alpha=8,dropout=0.1}'
-train mpnet_bf16_cpu "$FX/mpnet.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA"; a=$?
-train mpnet_bf16_cuda "$FX/mpnet.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA"; b=$?
-judge train_mpnet_bf16_ckpt_lora mpnet_bf16_cuda $b mpnet_bf16_cpu $a "$BF16"
-
-train cls_cpu "$FX/mpnet_cls.lua" device=cpu; a=$?
-train cls_cuda "$FX/mpnet_cls.lua" device=cuda; b=$?
-judge train_mpnet_cls_fp32_full cls_cuda $b cls_cpu $a "$FP32"
-
 LORA_HEAD='lora={r=4,alpha=8,dropout=0.1,modules_to_save={"classifier"}}'
-train cls_bf16_cpu "$FX/mpnet_cls.lua" device=cpu precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; a=$?
-train cls_bf16_cuda "$FX/mpnet_cls.lua" device=cuda precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"; b=$?
-judge train_mpnet_cls_bf16_ckpt_lora cls_bf16_cuda $b cls_bf16_cpu $a "$BF16"
+
+parity train_mpnet_fp32_full mpnet "$FP32" "$FX/mpnet.lua"
+parity train_mpnet_bf16_ckpt_lora mpnet_bf16 "$BF16" "$FX/mpnet.lua" precision=bf16 checkpoint='{every=1}' "$LORA"
+parity train_mpnet_cls_fp32_full cls "$FP32" "$FX/mpnet_cls.lua"
+parity train_mpnet_cls_bf16_ckpt_lora cls_bf16 "$BF16" "$FX/mpnet_cls.lua" precision=bf16 checkpoint='{every=1}' "$LORA_HEAD"
 finish

@@ -74,15 +74,14 @@ elif why=$(within "$gpu" "$cpu" 1e-2); then pass "train_parity_minilm_bf16_lora 
 else fail train_parity_minilm_bf16_lora "$what: $why; cpu $cpu, gpu $gpu"; fi
 
 # ---- 3. exact resume on the GPU
+# a tiny BERT and 48 pairs of 4 to 7 words (testlib.sentences: the bundle carries tests/lua/testlib.lua)
 cat >"$W/fixture.lua" <<LUA
+local lib = dofile("tests/lua/testlib.lua")
 require("trainer.models").tiny_folder("$W/rtiny", { seed = 1 })
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird", "very" }
-local seed = 7
-local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-local function sent() local t = {} for i = 1, 3 + rnd(4) do t[i] = words[rnd(#words)] end return table.concat(t, " ") end
-local f = assert(io.open("$W/train.jsonl", "w"))
-for _ = 1, 48 do f:write(('{"sentence1": "%s", "sentence2": "%s"}\n'):format(sent(), sent())) end
-f:close()
+local _, sent = lib.sentences(7, lib.concat(lib.words, { "very" }), 3, 4)
+local rows = {}
+for i = 1, 48 do rows[i] = ('{"sentence1": "%s", "sentence2": "%s"}\n'):format(sent(), sent()) end
+lib.write("$W/train.jsonl", table.concat(rows))
 LUA
 "$TRAINER" run "$W/fixture.lua" 2>>"$W/stderr.txt"
 cat >"$W/resume.lua" <<LUA

@@ -6,53 +6,30 @@ backward. Writes tests/data/cached_gist_golden.json.
 
     /work/venv-losses/bin/python tests/ref/make_cached_gist_golden.py
 """
-import json
-import os
-import warnings
+import sys
 
-import torch
-
-from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer import losses as L
 
-warnings.filterwarnings("ignore")
-torch.set_num_threads(1)
-HERE = os.path.dirname(__file__)
-MODEL = os.path.join(HERE, "..", "data", "tiny_bert")
-OUT = os.path.join(HERE, "..", "data", "cached_gist_golden.json")
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from st_tiny_golden import ANCHORS, PARAMS, POSITIVES, param_grads, short, tiny_bert, write  # noqa: E402
 
-anchors = ["The cat sat on the mat.", "A dog and a cat.", "Hej!", "The house is big today.",
-           "Birds were playing.", "The dog sat in the house."]
-positives = ["A cat was on the mat.", "Two birds and a dog.", "Hej hej!", "A big house.",
-             "The birds played today.", "A dog in a house."]
-PARAMS = ["embeddings.LayerNorm.weight", "encoder.layer.0.attention.self.query.weight",
-          "encoder.layer.1.output.dense.bias", "encoder.layer.1.output.LayerNorm.bias"]
 CASES = [("absolute", 0.0, 0.05), ("relative", 0.05, 0.1)]
 
 
-def features(model, texts):
-    return model.tokenize(texts)
-
-
 def run(cached, strategy, margin, temperature):
-    model = SentenceTransformer(MODEL, device="cpu")
-    guide = SentenceTransformer(MODEL, device="cpu")
-    model.eval()
-    guide.eval()
+    model, guide = tiny_bert(), tiny_bert()
     kw = dict(margin_strategy=strategy, margin=margin, temperature=temperature)
     if cached:
         loss = L.CachedGISTEmbedLoss(model, guide, mini_batch_size=2, **kw)
     else:
         loss = L.GISTEmbedLoss(model, guide, **kw)
-    feats = [features(model, anchors), features(model, positives)]
+    feats = [model.tokenize(ANCHORS), model.tokenize(POSITIVES)]
     value = loss(feats, None)
     value.backward()
-    named = dict(model[0].auto_model.named_parameters())
-    grads = {p: named[p].grad.reshape(-1).tolist() for p in PARAMS}
-    return value.item(), grads
+    return value.item(), param_grads(model)
 
 
-out = {"anchors": anchors, "positives": positives, "cases": []}
+out = {"anchors": ANCHORS, "positives": POSITIVES, "cases": []}
 for strategy, margin, temperature in CASES:
     v_cached, grads = run(True, strategy, margin, temperature)
     v_plain, grads_plain = run(False, strategy, margin, temperature)
@@ -61,8 +38,5 @@ for strategy, margin, temperature in CASES:
     assert abs(v_cached - v_plain) <= 1e-5 * abs(v_plain) and worst <= 1e-5, (v_cached, v_plain, worst)
     out["cases"].append({"margin_strategy": strategy, "margin": margin, "temperature": temperature,
                          "loss_cached": v_cached, "loss_plain": v_plain,
-                         "grads": {p: [float("%.9g" % x) for x in g] for p, g in grads.items()}})
-with open(OUT, "w") as f:
-    json.dump(out, f, indent=None, separators=(",", ":"))
-    f.write("\n")
-print("wrote", OUT)
+                         "grads": {p: short(g) for p, g in grads.items()}})
+write("cached_gist_golden.json", out)

@@ -30,9 +30,9 @@ import transformers
 from safetensors.torch import save_file
 from transformers import AutoTokenizer, BertForSequenceClassification, BertModel
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-DATA = os.path.join(ROOT, "tests", "data")
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import CLS_LABELS, CLS_PAIRS, DATA, ROOT, TINY_TEXTS  # noqa: E402  (this folder is on sys.path)
+
 MINILM = os.path.join(ROOT, "models", "all-MiniLM-L6-v2")
 
 SEED_LOSS_WEIGHT_TINY = 42
@@ -40,18 +40,6 @@ SEED_LOSS_WEIGHT_MINILM = 43
 MINILM_MAX_LEN = 128
 SLICE = 64
 
-TINY_TEXTS = [
-    "The cat sat on the mat.",
-    "Katten sitter på mattan och hunden är inte där!",
-    "A dog, 2 birds and a cat were playing in the house today.",
-    "Hej!",
-]
-CLS_PAIRS = [
-    ("The cat sat on the mat.", "A cat is sitting."),
-    ("Jag har en hund och en katt.", "Det är inte en katt!"),
-    ("This was very good today.", "It was bad, walking with the dog?"),
-]
-CLS_LABELS = [0, 2, 1]
 MINILM_TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
     "Jag tycker om att läsa böcker på söndagar i sommarstugan.",

@@ -12,43 +12,25 @@ scipy.stats.spearmanr / pearsonr on fixed score lists (with ties) for the metric
 
     /tmp/refvenv/bin/python tests/ref/make_loss_golden.py
 """
-import json
 import os
 import sys
-import warnings
 
 import numpy as np
 import scipy.stats
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from sentence_transformers.sentence_transformer import losses as L
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
-from tiny_golden import FixedModel  # noqa: E402
+from tiny_golden import FixedModel, fixed_loss, float32_source, one_thread_quiet, write_loss_golden  # noqa: E402
 
-warnings.filterwarnings("ignore")
-torch.set_num_threads(1)
-OUT = os.path.join(os.path.dirname(__file__), "..", "data", "loss_golden.json")
+one_thread_quiet()
 B, C = 6, 12
 
 
-rng = np.random.default_rng(1234)
-
-
-def f32(shape, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def run(loss_fn, embs, labels, extra_params=(), dtype=torch.float64):
-    leaves = [torch.tensor(e, dtype=dtype, requires_grad=True) for e in embs]
-    feats = [{"emb": t} for t in leaves]
-    loss = loss_fn(feats, labels)
-    params = list(extra_params)
-    grads = torch.autograd.grad(loss, leaves + params)
-    return float(loss), grads
+f32 = float32_source(1234)
 
 
 def f32_error(loss_fn, embs, labels, params, value, grads):
@@ -57,7 +39,7 @@ def f32_error(loss_fn, embs, labels, params, value, grads):
     1e-5 (a saturated softmax, where p - 1 cancels, cannot)."""
     if params:
         return 0.0
-    v32, g32 = run(loss_fn, embs, labels, (), torch.float32)
+    v32, g32 = fixed_loss(loss_fn, embs, labels, dtype=torch.float32)
     err = abs(v32 - value) / max(abs(value), 1.0)
     for a, b in zip(g32, grads):
         err = max(err, float((a.double() - b).abs().max() / b.abs().max()))
@@ -68,7 +50,7 @@ def case(name, spec, embs, labels, loss_fn, extra=None):
     dtype = torch.float64 if labels is not None and isinstance(labels[0], float) else torch.long
     lab = None if labels is None else torch.tensor(labels, dtype=dtype)
     params = [] if extra is None else extra["params"]
-    value, grads = run(loss_fn, embs, lab, params)
+    value, grads = fixed_loss(loss_fn, embs, lab, params)
     err = f32_error(loss_fn, embs, lab, params, value, grads)
     assert err < 2e-6, f"{name}: float32 error {err:.3g} relative to the largest value; use other inputs"
     grads = [g.tolist() for g in grads]
@@ -144,7 +126,4 @@ metrics = {
 }
 print("spearman", metrics["spearman"], "pearson", metrics["pearson"])
 
-with open(OUT, "w") as f:
-    json.dump({"generator": "tests/ref/make_loss_golden.py", "cases": cases, "metrics": metrics}, f, indent=None)
-    f.write("\n")
-print("wrote", os.path.normpath(OUT), os.path.getsize(OUT), "bytes")
+write_loss_golden("loss_golden.json", {"generator": "tests/ref/make_loss_golden.py", "cases": cases, "metrics": metrics})

@@ -7,7 +7,7 @@ Run: /work/venv-retrieval/bin/python tests/ref/make_mine_golden.py   (needs `dat
 """
 import json
 import os
-import random
+import sys
 
 import sentence_transformers
 import torch
@@ -15,16 +15,13 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.util import mine_hard_negatives
 
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import word_sentences  # noqa: E402  (this folder is on sys.path)
+
 torch.set_num_threads(1)
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DATA = os.path.join(ROOT, "tests", "data")
-WORDS = ("the cat dog sat on mat and is was not it in of to good bad house play walk bird today very this that "
-         "with och ar en ett katt hund pa inte jag det bra hus har sitter idag hej").split()
-rng = random.Random(41)
-
-
-def sentence(lo, hi):
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+_, sentence = word_sentences(41)
 
 
 rows = []

@@ -7,10 +7,8 @@ Writes tests/data/loss_golden_pairs.json in the same layout as loss_golden.json.
 
     /work/venv-losses/bin/python tests/ref/make_pair_loss_golden.py
 """
-import json
 import os
 import sys
-import warnings
 
 import numpy as np
 import torch
@@ -23,34 +21,20 @@ from sentence_transformers.sentence_transformer.losses.triplet import TripletDis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
-from tiny_golden import FixedModel  # noqa: E402
+from tiny_golden import FixedModel, fixed_loss, float32_source, one_thread_quiet, write_loss_golden  # noqa: E402
 
-warnings.filterwarnings("ignore")
-torch.set_num_threads(1)
-OUT = os.path.join(os.path.dirname(__file__), "..", "data", "loss_golden_pairs.json")
+one_thread_quiet()
 B, C = 8, 12
 
-rng = np.random.default_rng(4321)
-
-
-def f32(shape, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def run(loss_fn, embs, labels, dtype=torch.float64):
-    leaves = [torch.tensor(e, dtype=dtype, requires_grad=True) for e in embs]
-    loss = loss_fn([{"emb": t} for t in leaves], labels)
-    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
-    grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, leaves)]
-    return float(loss), grads
+f32 = float32_source(4321)
 
 
 def case(name, spec, embs, labels, loss_fn):
     dtype = torch.float64 if labels is not None and isinstance(labels[0], (float, list)) else torch.long
     lab = None if labels is None else torch.tensor(labels, dtype=dtype)
-    value, grads = run(loss_fn, embs, lab)
+    value, grads = fixed_loss(loss_fn, embs, lab)
     # float32 must reach the same selections and 1e-5 (relative to each tensor's largest value)
-    v32, g32 = run(loss_fn, embs, lab, torch.float32)
+    v32, g32 = fixed_loss(loss_fn, embs, lab, dtype=torch.float32)
     err = abs(v32 - value) / max(abs(value), 1.0)
     for a, b in zip(g32, grads):
         err = max(err, float((a.double() - b).abs().max() / max(float(b.abs().max()), 1e-30)))
@@ -182,7 +166,4 @@ cases.append(case("gist_relative_no_contrast", {"name": "gist", "temperature": 0
                   gist([a, p, n], [ga, gp, gn], temperature=0.1, margin=0.2, margin_strategy="relative",
                        contrast_anchors=False, contrast_positives=False)))
 
-with open(OUT, "w") as f:
-    json.dump({"generator": "tests/ref/make_pair_loss_golden.py", "cases": cases}, f, indent=None)
-    f.write("\n")
-print("wrote", os.path.normpath(OUT), os.path.getsize(OUT), "bytes")
+write_loss_golden("loss_golden_pairs.json", {"generator": "tests/ref/make_pair_loss_golden.py", "cases": cases})

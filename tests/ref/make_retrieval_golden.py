@@ -14,7 +14,6 @@ Run: /work/venv/bin/python tests/ref/make_retrieval_golden.py   (see tests/ref/R
 """
 import json
 import os
-import random
 import sys
 
 # BinaryClassificationEvaluator embeds the set of its sentences: the set's order (hence the
@@ -33,17 +32,13 @@ from sentence_transformers.evaluation import (
 )
 from sentence_transformers.util import cos_sim, dot_score
 
+sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
+from tiny_golden import word_sentences  # noqa: E402  (this folder is on sys.path)
+
 torch.set_num_threads(1)
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DATA = os.path.join(ROOT, "tests", "data")
-WORDS = ("the cat dog sat on mat and is was not it in of to good bad house play walk bird today very this that "
-         "with och ar en ett katt hund pa inte jag det bra hus har sitter idag hej").split()
-
-rng = random.Random(39)
-
-
-def sentence(lo, hi):
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+rng, sentence = word_sentences(39)
 
 
 def write_jsonl(path, rows):

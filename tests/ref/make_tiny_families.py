@@ -34,24 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
 import make_tiny_bert as tb  # noqa: E402  (the vocabulary and tokenizer files of the tiny BERT)
-from tiny_golden import INIT_STD, cls_loss, embed_loss, golden, randomize, report, save, \
-    sentence_transformers_files  # noqa: E402
-
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-DATA = os.path.join(ROOT, "tests", "data")
-TEXTS = [
-    "The cat sat on the mat.",
-    "Katten sitter på mattan och hunden är inte där!",
-    "A dog, 2 birds and a cat were playing in the house today.",
-    "Hej!",
-]
-PAIRS = [
-    ("The cat sat on the mat.", "A cat is sitting."),
-    ("Jag har en hund och en katt.", "Det är inte en katt!"),
-    ("This was very good today.", "It was bad, walking with the dog?"),
-]
-LABELS = [0, 2, 1]
-LABEL_NAMES = ["entailment", "neutral", "contradiction"]
+# the tiny BERT goldens' texts and pairs (TINY_TEXTS, CLS_PAIRS, CLS_LABELS): the other families run on the same
+from tiny_golden import CLS_LABELS, CLS_PAIRS, DATA, INIT_STD, NLI_LABELS, TINY_TEXTS, cls_golden, embed_loss, \
+    golden, random_folder, report, save, sentence_transformers_files  # noqa: E402
 
 
 def tokenizer_files(out, vocab, cls, one_type=False):
@@ -82,19 +67,16 @@ def distil_config(vocab, **extra):
 
 def make_distil_embedder(vocab):
     out = os.path.join(DATA, "tiny_distilbert")
-    tb.fresh_dir(out)
-    torch.manual_seed(11)
-    model = DistilBertModel(distil_config(vocab, activation="gelu", sinusoidal_pos_embds=True,
-                                          architectures=["DistilBertModel"]))
-    randomize(model, 11, skip=("position_embeddings.weight",))
-    model.save_pretrained(out, safe_serialization=True)
+    random_folder(out, lambda: DistilBertModel(distil_config(vocab, activation="gelu", sinusoidal_pos_embds=True,
+                                                             architectures=["DistilBertModel"])),
+                  11, skip=("position_embeddings.weight",))
     tokenizer_files(out, vocab, "DistilBertTokenizer")
     sentence_transformers_files(out, 32, 64)
 
     tok = AutoTokenizer.from_pretrained(out)
-    enc = tok(TEXTS, padding="longest", return_tensors="pt")
+    enc = tok(TINY_TEXTS, padding="longest", return_tensors="pt")
     assert "token_type_ids" not in enc
-    lw = torch.randn(len(TEXTS), 32, generator=torch.Generator().manual_seed(42))
+    lw = torch.randn(len(TINY_TEXTS), 32, generator=torch.Generator().manual_seed(42))
     m = DistilBertModel.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
     # transformers 5 starts the table from the sinusoids and trains it (requires_grad stays on)
     assert m.embeddings.position_embeddings.weight.requires_grad
@@ -103,52 +85,40 @@ def make_distil_embedder(vocab):
     report(t, ref)
     # the folder is a sentence-transformers model: its encode gives the golden embedding
     from sentence_transformers import SentenceTransformer
-    st_emb = SentenceTransformer(out, device="cpu").encode(TEXTS, convert_to_tensor=True, batch_size=len(TEXTS))
+    st_emb = SentenceTransformer(out, device="cpu").encode(TINY_TEXTS, convert_to_tensor=True, batch_size=len(TINY_TEXTS))
     cos = F.cosine_similarity(st_emb.float(), t["embedding"], dim=1).min().item()
     assert cos >= 0.99999, cos
     print(f"sentence-transformers' encode of tiny_distilbert: cosine with the golden >= {cos:.7f}")
     # the texts and pairs of the tiny BERT goldens (tests/cli/test_models.sh reads those files)
     with open(os.path.join(DATA, "golden_tiny_bert_texts.txt"), encoding="utf-8") as f:
-        assert f.read().splitlines() == TEXTS
+        assert f.read().splitlines() == TINY_TEXTS
     with open(os.path.join(DATA, "golden_tiny_bert_cls_pairs.tsv"), encoding="utf-8") as f:
-        assert [tuple(line.split("\t")) for line in f.read().splitlines()] == PAIRS
+        assert [tuple(line.split("\t")) for line in f.read().splitlines()] == CLS_PAIRS
     save(os.path.join(DATA, "golden_tiny_distilbert.safetensors"), t)
 
 
 # ------------------------------------------------------------ classifiers
 def make_classifier(name, model_cls, config, tok_class, one_type=False):
     out = os.path.join(DATA, name)
-    tb.fresh_dir(out)
-    torch.manual_seed(7)
-    model = model_cls(config)
-    randomize(model, 7)
-    model.save_pretrained(out, safe_serialization=True)
+    random_folder(out, lambda: model_cls(config), 7)
     tokenizer_files(out, tb.build_vocab(), tok_class, one_type)
-    tok = AutoTokenizer.from_pretrained(out)
-    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
-    enc = tok(a, b, padding="longest", return_tensors="pt")
-    labels = torch.tensor(LABELS, dtype=torch.int64)
-    m = model_cls.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
-    t, ref = golden(m, cls_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
-                                  "labels": labels}, enc, labels)
-    report(t, ref)
-    save(os.path.join(DATA, f"golden_{name}.safetensors"), t)
+    cls_golden(out, model_cls, AutoTokenizer.from_pretrained(out), CLS_PAIRS, CLS_LABELS,
+               os.path.join(DATA, f"golden_{name}.safetensors"))
 
 
 def main():
     vocab = tb.build_vocab()
     make_distil_embedder(vocab)
-    labels = dict(num_labels=3, id2label=dict(enumerate(LABEL_NAMES)), label2id={n: i for i, n in enumerate(LABEL_NAMES)})
     make_classifier("tiny_distilbert_cls", DistilBertForSequenceClassification,
                     distil_config(vocab, activation="relu", seq_classif_dropout=0.2,
-                                  architectures=["DistilBertForSequenceClassification"], **labels),
+                                  architectures=["DistilBertForSequenceClassification"], **NLI_LABELS),
                     "DistilBertTokenizer")
     make_classifier("tiny_roberta_cls", RobertaForSequenceClassification,
                     RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                   intermediate_size=64, max_position_embeddings=66, type_vocab_size=1, pad_token_id=0,
                                   bos_token_id=2, eos_token_id=3, hidden_act="gelu", layer_norm_eps=1e-5,
                                   initializer_range=INIT_STD, architectures=["RobertaForSequenceClassification"],
-                                  **labels),
+                                  **NLI_LABELS),
                     "BertTokenizer", one_type=True)
 
 

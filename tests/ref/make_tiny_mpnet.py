@@ -34,11 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True   # no __pycache__ left in tests/ref
 import make_tiny_bert as tb  # noqa: E402  (the tiny WordPiece vocabulary)
-from tiny_golden import INIT_STD, cls_loss, embed_loss, golden, randomize, report, save, \
+from tiny_golden import DATA, INIT_STD, NLI_LABELS, cls_golden, embed_loss, golden, random_folder, report, save, \
     sentence_transformers_files  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-DATA = os.path.join(ROOT, "tests", "data")
 TEXTS = [
     "The cat sat on the mat.",
     "Katten sitter på mattan och hunden är inte där!",
@@ -96,11 +94,7 @@ def tokenizer_files(out, v):
 
 def make_embedder(v):
     out = os.path.join(DATA, "tiny_mpnet")
-    tb.fresh_dir(out)
-    torch.manual_seed(17)
-    model = MPNetModel(config(v, architectures=["MPNetModel"]))
-    randomize(model, 17)
-    model.save_pretrained(out, safe_serialization=True)
+    random_folder(out, lambda: MPNetModel(config(v, architectures=["MPNetModel"])), 17)
     tokenizer_files(out, v)
     sentence_transformers_files(out, 32, 78)
 
@@ -120,24 +114,11 @@ def make_embedder(v):
 
 def make_classifier(v):
     out = os.path.join(DATA, "tiny_mpnet_cls")
-    tb.fresh_dir(out)
-    torch.manual_seed(7)
-    model = MPNetForSequenceClassification(config(
-        v, num_labels=3, architectures=["MPNetForSequenceClassification"],
-        id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
-        label2id={"entailment": 0, "neutral": 1, "contradiction": 2}))
-    randomize(model, 7)
-    model.save_pretrained(out, safe_serialization=True)
+    random_folder(out, lambda: MPNetForSequenceClassification(config(
+        v, architectures=["MPNetForSequenceClassification"], **NLI_LABELS)), 7)
     tokenizer_files(out, v)
-    tok = MPNetTokenizer.from_pretrained(out)
-    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
-    enc = tok(a, b, padding="longest", return_tensors="pt")
-    labels = torch.tensor(LABELS, dtype=torch.int64)
-    m = MPNetForSequenceClassification.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
-    t, ref = golden(m, cls_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
-                                  "labels": labels}, enc, labels)
-    report(t, ref)
-    save(os.path.join(DATA, "golden_tiny_mpnet_cls.safetensors"), t)
+    cls_golden(out, MPNetForSequenceClassification, MPNetTokenizer.from_pretrained(out), PAIRS, LABELS,
+               os.path.join(DATA, "golden_tiny_mpnet_cls.safetensors"))
 
 
 def main():

@@ -1,11 +1,15 @@
 """What the golden generators of tests/ref share (reference side; never run by tests): the random weights
-every tiny folder gets (make_tiny_*.py), and the parity goldens' pieces: each parameter's gradient, the f32
-run against its float64 copy, the safetensors file written with a report, mean pooling, the embedder's and
-the classifier's loss, the sentence-transformers files of an embedding folder, and the stand-in model the
-loss goldens feed fixed embeddings through (make_loss_golden.py, make_pair_loss_golden.py).
+every tiny folder gets (make_tiny_*.py) and the folder they are saved in, the tiny BERT goldens' texts,
+pairs and labels, and the parity goldens' pieces: each parameter's gradient, the f32 run against its
+float64 copy, the safetensors file written with a report, mean pooling, the embedder's and the
+classifier's loss and the classifier golden, the sentence-transformers files of an embedding folder; the
+retrieval and mining goldens' random texts; for the loss goldens (make_loss_golden.py,
+make_pair_loss_golden.py) the stand-in model they feed fixed embeddings through, the source of those
+embeddings, a loss's value and gradients, how they run and the JSON file.
 """
 import json
 import os
+import random
 import shutil
 
 import torch
@@ -13,7 +17,29 @@ from safetensors.torch import save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+DATA = os.path.join(ROOT, "tests", "data")
 INIT_STD = 0.2  # ~1/sqrt(hidden): attention is neither uniform nor one-hot, errors show up
+
+# The tiny BERT goldens' inputs (make_golden.py writes them beside its goldens; make_tiny_families.py runs
+# the other families' folders on the same ones): four texts, three sentence pairs and their labels.
+TINY_TEXTS = [
+    "The cat sat on the mat.",
+    "Katten sitter på mattan och hunden är inte där!",
+    "A dog, 2 birds and a cat were playing in the house today.",
+    "Hej!",
+]
+CLS_PAIRS = [
+    ("The cat sat on the mat.", "A cat is sitting."),
+    ("Jag har en hund och en katt.", "Det är inte en katt!"),
+    ("This was very good today.", "It was bad, walking with the dog?"),
+]
+CLS_LABELS = [0, 2, 1]
+# The words of the retrieval and mining goldens' random texts (make_retrieval_golden.py, make_mine_golden.py)
+WORDS = ("the cat dog sat on mat and is was not it in of to good bad house play walk bird today very this that "
+         "with och ar en ett katt hund pa inte jag det bra hus har sitter idag hej").split()
+# The tiny classifiers' labels, as their config.json names them (id2label, label2id)
+LABEL_NAMES = ["entailment", "neutral", "contradiction"]
+NLI_LABELS = dict(num_labels=3, id2label=dict(enumerate(LABEL_NAMES)), label2id={n: i for i, n in enumerate(LABEL_NAMES)})
 
 
 def randomize(model, seed, skip=()):
@@ -39,10 +65,31 @@ def randomize(model, seed, skip=()):
                 p[model.config.pad_token_id].zero_()
 
 
+def word_sentences(seed):
+    """rng, a random.Random(seed), and sentence(lo, hi): lo to hi WORDS drawn from it (one stream: the same
+    seed and calls give the same texts)."""
+    rng = random.Random(seed)
+
+    def sentence(lo, hi):
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+    return rng, sentence
+
+
 def fresh_dir(path):
     if os.path.isdir(path):
         shutil.rmtree(path)
     os.makedirs(path)
+
+
+def random_folder(out, make, seed, skip=()):
+    """A fresh folder out holding the model make() builds, its weights random (randomize with seed and skip;
+    the global torch seed set to seed before it is built), saved as safetensors; returns the model."""
+    fresh_dir(out)
+    torch.manual_seed(seed)
+    model = make()
+    randomize(model, seed, skip)
+    model.save_pretrained(out, safe_serialization=True)
+    return model
 
 
 def write_json(path, obj):
@@ -124,6 +171,19 @@ def golden(model, run, inputs, *args):
     return dict(inputs, **res, **grads(model)), dict(res64, **grads(m64))
 
 
+def cls_golden(folder, model_cls, tok, pairs, labels, path):
+    """The classifier golden of folder, written to path: tok's encoding of the sentence pairs, model_cls from
+    the folder (eager attention, float32, eval), cls_loss on labels, against its float64 copy (reported)."""
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    enc = tok(a, b, padding="longest", return_tensors="pt")
+    labels = torch.tensor(labels, dtype=torch.int64)
+    m = model_cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+    t, ref = golden(m, cls_loss, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
+                                  "labels": labels}, enc, labels)
+    report(t, ref)
+    save(path, t)
+
+
 class FixedModel(torch.nn.Module):
     """A stand-in SentenceTransformer: features {"emb": tensor} -> {"sentence_embedding": tensor}."""
 
@@ -143,3 +203,41 @@ class FixedModel(torch.nn.Module):
     @property
     def device(self):
         return torch.device("cpu")
+
+
+def float32_source(seed):
+    """f32(shape, scale=1.0): float32 normal values times scale, drawn in turn from one numpy generator
+    seeded with seed (the loss goldens' fixed embeddings)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+
+    def f32(shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+    return f32
+
+
+def fixed_loss(loss_fn, embs, labels, params=(), dtype=torch.float64):
+    """loss_fn on the stand-in model's features of the embeddings embs (leaves of dtype): the loss value and
+    its gradients with respect to each embedding (zeros where it takes none) and to each of params."""
+    leaves = [torch.tensor(e, dtype=dtype, requires_grad=True) for e in embs]
+    loss = loss_fn([{"emb": t} for t in leaves], labels)
+    wrt = leaves + list(params)
+    grads = torch.autograd.grad(loss, wrt, allow_unused=True)
+    return float(loss), [torch.zeros_like(t) if g is None else g for g, t in zip(grads, wrt)]
+
+
+def one_thread_quiet():
+    """torch on one thread (the same reduction order, hence the same bits, on every machine) and Python's
+    warnings silenced: how the loss goldens run."""
+    import warnings
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+
+
+def write_loss_golden(name, obj):
+    """obj as one line of JSON in tests/data/name, with its size."""
+    path = os.path.join(DATA, name)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=None)
+        f.write("\n")
+    print("wrote", os.path.relpath(path, ROOT), os.path.getsize(path), "bytes")

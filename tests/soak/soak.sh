@@ -15,21 +15,8 @@ source "$(dirname "$0")/../cli/lib.sh"
 cd "$ROOT"
 STEPS=${1:-5000}
 
-cat >"$TMP/mk.lua" <<EOF
-require("trainer.models").tiny_folder("$TMP/tiny", { seed = 1 })
-local words = { "the", "cat", "dog", "sat", "on", "mat", "and", "is", "not", "good", "bad", "house", "bird", "very" }
-local seed = 7
-local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
-local function sent() local t = {} for i = 1, 3 + rnd(6) do t[i] = words[rnd(#words)] end return table.concat(t, " ") end
-local function write(path, n)
-  local f = assert(io.open(path, "w"))
-  for _ = 1, n do f:write(('{"sentence1": "%s", "sentence2": "%s", "score": %.1f}\n'):format(sent(), sent(), rnd(50) / 10)) end
-  f:close()
-end
-write("$TMP/train.jsonl", 256)
-write("$TMP/dev.jsonl", 16)
-EOF
-"$TRAINER" run "$TMP/mk.lua" || { echo "FAIL soak_fixtures: could not make the tiny model"; exit 1; }
+# $TMP/tiny, 256 train and 16 dev rows of up to 9 words (tests/cli/sts_fixture.lua)
+"$TRAINER" run tests/cli/sts_fixture.lua "$TMP" 256 6 || { echo "FAIL soak_fixtures: could not make the tiny model"; exit 1; }
 
 soak() { # name, binary, device, steps, every
   local name=$1 bin=$2 device=$3 steps=$4 every=$5
