@@ -262,7 +262,7 @@ static void KFN(scores)(int isa, REAL *S, int64_t Tp, const REAL *A, int64_t lda
 #endif
     (void)isa; (void)Bt;
     KGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, alpha, A, (int)lda, B,
-         (int)ldb, 0, S, (int)Tp);
+          (int)ldb, 0, S, (int)Tp);
 }
 
 /* C[M, N] (=, or += when accumulate) alpha * rs[i] * op(A) B, op(A)(i, k) = A[i*lda + k] or
@@ -279,7 +279,7 @@ static void KFN(product)(int isa, int trans_a, REAL *C, int64_t ldc, const REAL 
 #endif
     (void)isa;
     KGEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K,
-         alpha, A, (int)lda, B, (int)ldb, accumulate ? 1 : 0, C, (int)ldc);
+          alpha, A, (int)lda, B, (int)ldb, accumulate ? 1 : 0, C, (int)ldc);
     if (rs)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] *= rs[i];
@@ -302,7 +302,7 @@ static void KFN(win_scores)(int isa, REAL *S, int64_t nkp, const REAL *A, int64_
 #endif
     (void)isa; (void)Bt; (void)Tp;
     KGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nk, (int)D, alpha, A, (int)lda, B + j0 * ldb,
-         (int)ldb, 0, S, (int)nkp);
+          (int)ldb, 0, S, (int)nkp);
 }
 
 /* The packed transpose of a head's k or v, for the tile paths' score products. */
