@@ -128,15 +128,21 @@ int tr_cslot_gemm_fused(tr_cslot *s, void *c, int c_dt, const void *a, int a_dt,
  * the cast is made once per optimizer step, not once per product. t NULL gives NULL. */
 int tr_cslot_product_operand(tr_cslot *s, const tr_tensor *t, int other_dt, const void **data, int *dtype);
 
+/* Defines the slot tr_opc_<name> as a call of fn(s, ...) between tr_cslot_begin and
+ * tr_cslot_end, the macro's tail being expressions over the call `c` (as TR_CPU_SLOT_BY does
+ * for the CPU). */
+#define TR_CSLOT_BY(name, fn, ...)                                                                                     \
+    int tr_opc_##name(tr_ctx *ctx, tr_op_call *c)                                                                      \
+    {                                                                                                                  \
+        tr_cslot s;                                                                                                    \
+        int rc = tr_cslot_begin(&s, ctx, #name, c->device);                                                            \
+        if (rc == TR_OK) rc = fn(&s, __VA_ARGS__);                                                                     \
+        return tr_cslot_end(&s, rc);                                                                                   \
+    }
+
 /* Defines the slot tr_opc_<name> around `static int name##_body(tr_cslot *s, tr_op_call *c)`. */
 #define TR_CSLOT_DEFINE(name)                                                                                          \
     static int name##_body(tr_cslot *s, tr_op_call *c);                                                                \
-    int tr_opc_##name(tr_ctx *ctx, tr_op_call *call)                                                                   \
-    {                                                                                                                  \
-        tr_cslot s;                                                                                                    \
-        int rc = tr_cslot_begin(&s, ctx, #name, call->device);                                                         \
-        if (rc == TR_OK) rc = name##_body(&s, call);                                                                   \
-        return tr_cslot_end(&s, rc);                                                                                   \
-    }
+    TR_CSLOT_BY(name, name##_body, c)
 
 #endif

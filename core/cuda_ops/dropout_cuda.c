@@ -18,16 +18,7 @@ static int apply(tr_cslot *s, tr_op_call *c)
                              key.op, c->u, s->stream, s->err);
 }
 
-TR_CSLOT_DEFINE(dropout)
-static int dropout_body(tr_cslot *s, tr_op_call *c)
-{
-    return apply(s, c);
-}
-
-TR_CSLOT_DEFINE(dropout_backward)
-static int dropout_backward_body(tr_cslot *s, tr_op_call *c)
-{
-    return apply(s, c);
-}
+TR_CSLOT_BY(dropout, apply, c)
+TR_CSLOT_BY(dropout_backward, apply, c)
 
 #endif

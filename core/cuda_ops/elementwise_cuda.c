@@ -21,17 +21,8 @@ static int binary(tr_cslot *s, tr_op_call *c, int is_mul)
                                   s->stream, s->err);
 }
 
-TR_CSLOT_DEFINE(add)
-static int add_body(tr_cslot *s, tr_op_call *c)
-{
-    return binary(s, c, 0);
-}
-
-TR_CSLOT_DEFINE(mul)
-static int mul_body(tr_cslot *s, tr_op_call *c)
-{
-    return binary(s, c, 1);
-}
+TR_CSLOT_BY(add, binary, c, 0)
+TR_CSLOT_BY(mul, binary, c, 1)
 
 /* da (=) = dout * b; db (=) = dout * a, summed over rows when b was broadcast. */
 TR_CSLOT_DEFINE(mul_backward)

@@ -114,18 +114,10 @@ static int linear_backward_cuda(tr_cslot *s, tr_op_call *c, float dx_beta)
     return rc == TR_OK ? weight_grads(s, dw, dbias, dout, x, N, O, I) : rc;
 }
 
-TR_CSLOT_DEFINE(linear_backward)
-static int linear_backward_body(tr_cslot *s, tr_op_call *c)
-{
-    return linear_backward_cuda(s, c, 0.0f);
-}
+TR_CSLOT_BY(linear_backward, linear_backward_cuda, c, 0.0f)
 
 /* linear_backward with dx (+=) */
-TR_CSLOT_DEFINE(linear_backward_acc)
-static int linear_backward_acc_body(tr_cslot *s, tr_op_call *c)
-{
-    return linear_backward_cuda(s, c, 1.0f);
-}
+TR_CSLOT_BY(linear_backward_acc, linear_backward_cuda, c, 1.0f)
 
 /* dh (=) = (dout w) * gelu'(h); dhbias (+=, f32) += column sums of dh; dw, dbias: weight_grads.
  * The tanh form's derivative rides in the dh product's epilogue where dh and h share a dtype

@@ -39,17 +39,8 @@ static int reduce(tr_cslot *s, tr_op_call *c, int mean)
                                  s->err);
 }
 
-TR_CSLOT_DEFINE(sum)
-static int sum_body(tr_cslot *s, tr_op_call *c)
-{
-    return reduce(s, c, 0);
-}
-
-TR_CSLOT_DEFINE(mean)
-static int mean_body(tr_cslot *s, tr_op_call *c)
-{
-    return reduce(s, c, 1);
-}
+TR_CSLOT_BY(sum, reduce, c, 0)
+TR_CSLOT_BY(mean, reduce, c, 1)
 
 /* *res (float, host) = sqrt(sum of squares of every listed tensor): one launch, then a
  * synchronising read of the one float. */

@@ -20,16 +20,7 @@ static int score_loss(tr_cslot *s, tr_op_call *c, int kind)
 }
 
 /* loss (=), dsim (=) */
-TR_CSLOT_DEFINE(cosent_loss)
-static int cosent_loss_body(tr_cslot *s, tr_op_call *c)
-{
-    return score_loss(s, c, 0);
-}
-
-TR_CSLOT_DEFINE(cosine_mse_loss)
-static int cosine_mse_loss_body(tr_cslot *s, tr_op_call *c)
-{
-    return score_loss(s, c, 1);
-}
+TR_CSLOT_BY(cosent_loss, score_loss, c, 0)
+TR_CSLOT_BY(cosine_mse_loss, score_loss, c, 1)
 
 #endif

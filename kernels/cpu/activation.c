@@ -12,6 +12,10 @@
 
 enum { GELU_SPAN = 4096 };   /* elements per vectorised call; the unit threads share */
 
+/* the tanh form's constants: sqrt(2/pi) and the cubic term's coefficient */
+#define GELU_TANH_K 0.79788456080286535588
+#define GELU_TANH_C 0.044715
+
 TR_FAST_INLINE float gelu_one_plus_erf_f32(float x) { return tr_fast_one_plus_erff(x); }
 /* d GELU / dv = Phi(v) + v phi(v): 1 + erf(a) and the density share one exp, e^{-a^2} =
  * e^{-v^2/2} with a = v / sqrt 2 */
@@ -38,20 +42,29 @@ static inline double gelu_deriv_f64(double v)
  * KFN(gelu_one_plus_erf) and KFN(gelu_deriv) are this file's per-type 1 + erf and GELU derivative
  * (vectorisable for float, libm for the double reference). */
 
+/* GELU's tanh form: t = tanh(sqrt(2/pi) (v + 0.044715 v^3)), the GELU is 0.5 v (1 + t), and
+ * its derivative comes from v and t. */
+static inline REAL KFN(gelu_tanh_t)(REAL v)
+{
+    const REAL k = (REAL)GELU_TANH_K, c = (REAL)GELU_TANH_C;
+    return tanh(k * (v + c * v * v * v));
+}
+
+static inline REAL KFN(gelu_tanh_deriv)(REAL v, REAL t)
+{
+    const REAL k = (REAL)GELU_TANH_K, c = (REAL)GELU_TANH_C;
+    return (REAL)0.5 * (1 + t) + (REAL)0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+}
+
 /* ------------------------------------------------------------ spans */
 
 TR_SIMD_CLONES static void KFN(gelu_fwd_span)(REAL *out, const REAL *x, int64_t n, int approx)
 {
     const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
-    const REAL k = (REAL)0.79788456080286535588;    /* sqrt(2/pi) */
-    const REAL c = (REAL)0.044715;
     if (approx == TR_GELU_RELU) {
         for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0;
     } else if (approx == TR_GELU_TANH) {
-        for (int64_t i = 0; i < n; i++) {
-            REAL v = x[i];
-            out[i] = (REAL)0.5 * v * (1 + tanh(k * (v + c * v * v * v)));
-        }
+        for (int64_t i = 0; i < n; i++) out[i] = (REAL)0.5 * x[i] * (1 + KFN(gelu_tanh_t)(x[i]));
     } else {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
@@ -63,15 +76,11 @@ TR_SIMD_CLONES static void KFN(gelu_fwd_span)(REAL *out, const REAL *x, int64_t 
 
 TR_SIMD_CLONES static void KFN(gelu_bwd_span)(REAL *dx, const REAL *dout, const REAL *x, int64_t n, int approx)
 {
-    const REAL k = (REAL)0.79788456080286535588;
-    const REAL c = (REAL)0.044715;
     if (approx == TR_GELU_RELU) {
         for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0 ? dout[i] : 0;
     } else if (approx == TR_GELU_TANH) {
         for (int64_t i = 0; i < n; i++) {
-            REAL v = x[i];
-            REAL t = tanh(k * (v + c * v * v * v));
-            REAL d = (REAL)0.5 * (1 + t) + (REAL)0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+            REAL d = KFN(gelu_tanh_deriv)(x[i], KFN(gelu_tanh_t)(x[i]));
             dx[i] = dout[i] * d;
         }
     } else {
@@ -104,13 +113,12 @@ TR_SIMD_CLONES static void KFN(gelu_gate_bwd_span)(REAL *dx, REAL *dg, const REA
 {
     const REAL inv_sqrt2 = (REAL)0.70710678118654752440;
     if (approx != TR_GELU_ERF) {   /* element by element, each read before its writes */
-        const REAL k = (REAL)0.79788456080286535588, c = (REAL)0.044715;
         for (int64_t i = 0; i < n; i++) {
             REAL v = x[i], gi = g[i], d = dout[i], f, fd;
             if (approx == TR_GELU_TANH) {
-                REAL t = tanh(k * (v + c * v * v * v));
+                REAL t = KFN(gelu_tanh_t)(v);
                 f = (REAL)0.5 * v * (1 + t);
-                fd = (REAL)0.5 * (1 + t) + (REAL)0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+                fd = KFN(gelu_tanh_deriv)(v, t);
             } else {
                 f = v > 0 ? v : 0;
                 fd = v > 0 ? 1 : 0;

@@ -102,38 +102,17 @@ static void attn_win_range(int64_t i0, int64_t nb, int64_t w, int64_t T, int64_t
 
 /* ------------------------------------------------------------ instances */
 
-#define REAL float
-#define KFN(n) n##_f32
-#define GEMM cblas_sgemm
-#define KEXP tr_fast_expf
-#define KCAP tr_fast_capf
-#define KTILE 1
-#include "cpu/attention.c"
-#undef REAL
-#undef KFN
-#undef GEMM
-#undef KEXP
-#undef KCAP
-#undef KTILE
-
-#define REAL double
-#define KFN(n) n##_f64
-#define GEMM cblas_dgemm
-#define KEXP exp
-#define KCAP(x, c) ((x) < (c) ? (x) : (c))
-#define KTILE 0
-#include "cpu/attention.c"
-#undef REAL
-#undef KFN
-#undef GEMM
-#undef KEXP
-#undef KCAP
-#undef KTILE
+/* the float instance's fast exp and branch-free cap (fast_math.h), the double's libm exp */
+#define KEXP KPICK(tr_fast_expf, exp)
+#define KCAP(x, c) KPICK(tr_fast_capf(x, c), ((x) < (c) ? (x) : (c)))
+#define KTILE KPICK(1, 0)
+#define KERNEL_IMPL "cpu/attention.c"
+#include "cpu/instantiate.h"
 
 #else /* KFN defined: this file included again, once per REAL (the instantiation above) */
 
 /* The body over REAL, instantiated for float and double.
- * Expects REAL, KFN(name), GEMM (cblas_sgemm or cblas_dgemm), KEXP (exp for the type), KCAP
+ * Expects REAL, KFN(name), KGEMM (cblas_sgemm or cblas_dgemm), KEXP (exp for the type), KCAP
  * (min(x, cap), branch-free for float) and KTILE (1: the products may run on attn_tile.h's
  * micro-kernels, float only; 0: always GEMM, the double reference). Leading dimension of
  * every q/k/v/out row is H*D: row t of head h in batch b starts at ((b*T + t)*H + h)*D.
@@ -282,8 +261,8 @@ static void KFN(scores)(int isa, REAL *S, int64_t Tp, const REAL *A, int64_t lda
     }
 #endif
     (void)isa; (void)Bt;
-    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, alpha, A, (int)lda, B,
-         (int)ldb, 0, S, (int)Tp);
+    KGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)T, (int)D, alpha, A, (int)lda, B,
+          (int)ldb, 0, S, (int)Tp);
 }
 
 /* C[M, N] (=, or += when accumulate) alpha * rs[i] * op(A) B, op(A)(i, k) = A[i*lda + k] or
@@ -299,8 +278,8 @@ static void KFN(product)(int isa, int trans_a, REAL *C, int64_t ldc, const REAL 
     }
 #endif
     (void)isa;
-    GEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K,
-         alpha, A, (int)lda, B, (int)ldb, accumulate ? 1 : 0, C, (int)ldc);
+    KGEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K,
+          alpha, A, (int)lda, B, (int)ldb, accumulate ? 1 : 0, C, (int)ldc);
     if (rs)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] *= rs[i];
@@ -322,8 +301,8 @@ static void KFN(win_scores)(int isa, REAL *S, int64_t nkp, const REAL *A, int64_
     }
 #endif
     (void)isa; (void)Bt; (void)Tp;
-    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nk, (int)D, alpha, A, (int)lda, B + j0 * ldb,
-         (int)ldb, 0, S, (int)nkp);
+    KGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nk, (int)D, alpha, A, (int)lda, B + j0 * ldb,
+          (int)ldb, 0, S, (int)nkp);
 }
 
 /* The packed transpose of a head's k or v, for the tile paths' score products. */

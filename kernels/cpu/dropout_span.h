@@ -1,8 +1,8 @@
 /* dropout_span.h — the keep mask applied to one span: out[i] = x[i] * scale where mask[i]
  * is all ones (kept), else +0, even where x is not finite; out may be x. Written once for
  * the kernel families that apply a dropout mask (dropout.c, attention.c): each includes it
- * in its body, which instantiate.h (or the family's own instantiation) compiles once per
- * REAL / KFN(name); the bit types are defined once.
+ * in its body, which instantiate.h compiles once per REAL / KFN(name); the bit types are
+ * defined once.
  *
  * A bit select (the value's bits AND the mask, sign-extended to REAL's width) in `omp simd`
  * under the AVX-512 / AVX2 clones: a scalar loop with a branch per element costs ~5 % of a

@@ -229,6 +229,28 @@ __global__ void __launch_bounds__(TC_FWD_WARPS * 32)
 
 /* ------------------------------------------------------------ backward: dK and dV */
 
+/* The backward's two products of a 16 x 16 tile, over nd 16-wide slices of the head dim:
+ * sc = A1 B1^T (the scores) and dp = A2 B2^T (dP), the rows of A1, B1, A2, B2 in shared memory
+ * LD apart (the B rows read as a column-major matrix_b). The dK/dV kernel passes K, Q, V, dO
+ * (S^T, dP^T); the dQ kernel Q, K, dO, V (S, dP). */
+template <class T, int LD>
+__device__ __forceinline__ void tc_score_products(tc_acc &sc, tc_acc &dp, const T *a1, const T *b1, const T *a2,
+                                                  const T *b2, int nd)
+{
+    wmma::fill_fragment(sc, 0.0f);
+    wmma::fill_fragment(dp, 0.0f);
+    for (int kk = 0; kk < nd; kk++) {
+        tc_a_row<T> f1, f2;
+        tc_b_col<T> g1, g2;
+        wmma::load_matrix_sync(f1, a1 + kk * 16, LD);
+        wmma::load_matrix_sync(g1, b1 + kk * 16, LD);
+        wmma::mma_sync(sc, f1, g1, sc);
+        wmma::load_matrix_sync(f2, a2 + kk * 16, LD);
+        wmma::load_matrix_sync(g2, b2 + kk * 16, LD);
+        wmma::mma_sync(dp, f2, g2, dp);
+    }
+}
+
 template <class T, int DMAX> struct tc_dkv_smem {
     enum { LD = DMAX + TC_PAD, LS = 16 + 4, LP = 16 + TC_PAD, QT = 16 };
     T k[TC_BWD_WARPS * 16][LD] __align__(32);
@@ -277,18 +299,7 @@ __device__ __forceinline__ void attn_tc_dkv_tiles(T *dk, T *dv, const T *dout, c
         __syncthreads();
         /* S^T = K Q^T and dP^T = V dO^T, 16 keys x QT queries */
         tc_acc sc, dp;
-        wmma::fill_fragment(sc, 0.0f);
-        wmma::fill_fragment(dp, 0.0f);
-        for (int kk = 0; kk < nd; kk++) {
-            tc_a_row<T> kf, vf;
-            tc_b_col<T> qf, gf;
-            wmma::load_matrix_sync(kf, &sm.k[jw][kk * 16], LD);
-            wmma::load_matrix_sync(qf, &sm.q[0][kk * 16], LD);
-            wmma::mma_sync(sc, kf, qf, sc);
-            wmma::load_matrix_sync(vf, &sm.v[jw][kk * 16], LD);
-            wmma::load_matrix_sync(gf, &sm.g[0][kk * 16], LD);
-            wmma::mma_sync(dp, vf, gf, dp);
-        }
+        tc_score_products<T, LD>(sc, dp, sm.k[jw], sm.q[0], sm.v[jw], sm.g[0], nd);
         wmma::store_matrix_sync(&sm.st[warp][0][0], sc, LS, wmma::mem_row_major);
         wmma::store_matrix_sync(&sm.dpt[warp][0][0], dp, LS, wmma::mem_row_major);
         __syncwarp();
@@ -386,18 +397,7 @@ __device__ __forceinline__ void attn_tc_dq_tiles(T *dq, const T *dout, const T *
         /* S = Q K^T and dP = dO V^T, 16 queries x TC_BC keys */
         for (int n = 0; n < TC_BC / 16; n++) {
             tc_acc sc, dp;
-            wmma::fill_fragment(sc, 0.0f);
-            wmma::fill_fragment(dp, 0.0f);
-            for (int kk = 0; kk < nd; kk++) {
-                tc_a_row<T> qf, gf;
-                tc_b_col<T> kf, vf;
-                wmma::load_matrix_sync(qf, &sm.q[iw][kk * 16], LD);
-                wmma::load_matrix_sync(kf, &sm.k[n * 16][kk * 16], LD);
-                wmma::mma_sync(sc, qf, kf, sc);
-                wmma::load_matrix_sync(gf, &sm.g[iw][kk * 16], LD);
-                wmma::load_matrix_sync(vf, &sm.v[n * 16][kk * 16], LD);
-                wmma::mma_sync(dp, gf, vf, dp);
-            }
+            tc_score_products<T, LD>(sc, dp, sm.q[iw], sm.k[n * 16], sm.g[iw], sm.v[n * 16], nd);
             wmma::store_matrix_sync(&sm.st[warp][0][n * 16], sc, LS, wmma::mem_row_major);
             wmma::store_matrix_sync(&sm.dp[warp][0][n * 16], dp, LS, wmma::mem_row_major);
         }
@@ -468,33 +468,28 @@ static void tc_bwd_launch(void *dq, void *dk, void *dv, const void *dout, const 
                                                                    (const T *)v, lse, delta, mask, mask_dt, s);
 }
 
+/* Runs BODY with DMAX the kernel's head-size bound for D (32, 64 or 128). */
+#define TC_DISPATCH_D(D, BODY)                                                                                         \
+    if ((D) <= 32) {                                                                                                   \
+        enum { DMAX = 32 };                                                                                            \
+        BODY;                                                                                                          \
+    } else if ((D) <= 64) {                                                                                            \
+        enum { DMAX = 64 };                                                                                            \
+        BODY;                                                                                                          \
+    } else {                                                                                                           \
+        enum { DMAX = 128 };                                                                                           \
+        BODY;                                                                                                          \
+    }
+
 /* Runs BODY with T the C++ type of dt (bf16 or f16) and DMAX the kernel's head-size bound. */
 #define TC_DISPATCH(dt, D, BODY)                                                                                       \
     do {                                                                                                               \
         if ((dt) == TR_BF16) {                                                                                         \
             typedef __nv_bfloat16 T;                                                                                   \
-            if ((D) <= 32) {                                                                                           \
-                enum { DMAX = 32 };                                                                                    \
-                BODY;                                                                                                  \
-            } else if ((D) <= 64) {                                                                                    \
-                enum { DMAX = 64 };                                                                                    \
-                BODY;                                                                                                  \
-            } else {                                                                                                   \
-                enum { DMAX = 128 };                                                                                   \
-                BODY;                                                                                                  \
-            }                                                                                                          \
+            TC_DISPATCH_D(D, BODY);                                                                                    \
         } else {                                                                                                       \
             typedef __half T;                                                                                          \
-            if ((D) <= 32) {                                                                                           \
-                enum { DMAX = 32 };                                                                                    \
-                BODY;                                                                                                  \
-            } else if ((D) <= 64) {                                                                                    \
-                enum { DMAX = 64 };                                                                                    \
-                BODY;                                                                                                  \
-            } else {                                                                                                   \
-                enum { DMAX = 128 };                                                                                   \
-                BODY;                                                                                                  \
-            }                                                                                                          \
+            TC_DISPATCH_D(D, BODY);                                                                                    \
         }                                                                                                              \
     } while (0)
 

@@ -125,45 +125,46 @@ static inline unsigned tr_cuda_grid(int64_t n, int threads)
 
 /* ------------------------------------------------------------ reductions */
 
-__device__ __forceinline__ float tr_warp_sum(float v)
+/* The operations the reductions below combine values with. */
+struct tr_red_add {
+    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct tr_red_max {
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+/* op over the warp's 32 lanes, a butterfly: every lane gets the result. */
+template <typename Op> __device__ __forceinline__ float tr_warp_reduce(float v, Op op)
 {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
-__device__ __forceinline__ float tr_warp_max(float v)
+/* op over the block (blockDim.x a multiple of 32, at most 1024), returned to every thread;
+ * identity fills the lanes past the last warp. `scratch` is 32 floats of shared memory; the
+ * call ends with a barrier, so the same scratch may serve the next reduction. */
+template <typename Op> __device__ __forceinline__ float tr_block_reduce(float v, float *scratch, Op op, float identity)
 {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    v = tr_warp_reduce(v, op);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float t = lane < nwarps ? scratch[lane] : identity;
+    t = tr_warp_reduce(t, op);
+    __syncthreads();
+    return t;
 }
 
-/* Sum of v over the block (blockDim.x a multiple of 32, at most 1024), returned to every
- * thread. `scratch` is 32 floats of shared memory; the call ends with a barrier, so the
- * same scratch may serve the next reduction. */
+__device__ __forceinline__ float tr_warp_sum(float v) { return tr_warp_reduce(v, tr_red_add()); }
+__device__ __forceinline__ float tr_warp_max(float v) { return tr_warp_reduce(v, tr_red_max()); }
 __device__ __forceinline__ float tr_block_sum(float v, float *scratch)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    v = tr_warp_sum(v);
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    float t = lane < nwarps ? scratch[lane] : 0.0f;
-    t = tr_warp_sum(t);
-    __syncthreads();
-    return t;
+    return tr_block_reduce(v, scratch, tr_red_add(), 0.0f);
 }
-
 __device__ __forceinline__ float tr_block_max(float v, float *scratch)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    v = tr_warp_max(v);
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    float t = lane < nwarps ? scratch[lane] : -INFINITY;
-    t = tr_warp_max(t);
-    __syncthreads();
-    return t;
+    return tr_block_reduce(v, scratch, tr_red_max(), -INFINITY);
 }
 
 /* Threads for a kernel with one block per row of C elements: a multiple of 32 up to 1024. */
