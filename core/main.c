@@ -115,21 +115,7 @@ int main(int argc, char **argv)
         return 2;
     }
     luaL_openlibs(L);
-
-    lua_getglobal(L, "package");
-    lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua", root, root);
-    lua_setfield(L, -2, "path");
-    lua_pushstring(L, "");
-    lua_setfield(L, -2, "cpath");
-    lua_getfield(L, -1, "preload");
-    lua_pushcfunction(L, tr_lua_open_native);
-    lua_setfield(L, -2, "trainer.native");
-    lua_pop(L, 2);
-
-    /* The root is where recipes/ and core/ (headers for the FFI) live. */
-    lua_pushstring(L, root);
-    lua_setfield(L, LUA_REGISTRYINDEX, "trainer.root");
-
+    tr_lua_use_root(L, root, NULL);
     int status = run_cli(L, argc, argv);
     lua_close(L);
     return status;

@@ -105,6 +105,23 @@ __attribute__((target("avx2"))) static inline void mul_hi_lo(__m256i x, __m256i 
     *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 }
 
+/* One Philox round of one set of blocks, a block a 32-bit lane of registers of type V (x0..x3
+ * are lvalues, kk0 and kk1 the round's keys in every lane): vmul splits the lanes' products by
+ * the multipliers m0 and m1 (in scope) into high and low words, vxor is V's xor. The AVX2 and
+ * AVX-512 paths are this round at their widths. */
+#define PHILOX_ROUND_V(V, vmul, vxor, x0, x1, x2, x3, kk0, kk1)                     \
+    do {                                                                            \
+        V hi0_, lo0_, hi1_, lo1_;                                                   \
+        vmul(x0, m0, &hi0_, &lo0_);                                                 \
+        vmul(x2, m1, &hi1_, &lo1_);                                                 \
+        x0 = vxor(vxor(hi1_, x1), kk0);                                             \
+        x2 = vxor(vxor(hi0_, x3), kk1);                                             \
+        x1 = lo1_;                                                                  \
+        x3 = lo0_;                                                                  \
+    } while (0)
+#define PHILOX_ROUND_256(x0, x1, x2, x3, kk0, kk1)                                  \
+    PHILOX_ROUND_V(__m256i, mul_hi_lo, _mm256_xor_si256, x0, x1, x2, x3, kk0, kk1)
+
 /* The 8 blocks' words in registers, lane k = block block0 + k. */
 __attribute__((target("avx2"))) static inline void philox8_avx2(tr_rng_key key, uint64_t block0, __m256i x[4])
 {
@@ -114,13 +131,8 @@ __attribute__((target("avx2"))) static inline void philox8_avx2(tr_rng_key key, 
     __m256i x3 = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)block0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
     for (int r = 0; r < 10; r++) {
-        __m256i hi0, lo0, hi1, lo1;
-        mul_hi_lo(x0, m0, &hi0, &lo0);
-        mul_hi_lo(x2, m1, &hi1, &lo1);
-        x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32((int)k0));
-        x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32((int)k1));
-        x1 = lo1;
-        x3 = lo0;
+        const __m256i kk0 = _mm256_set1_epi32((int)k0), kk1 = _mm256_set1_epi32((int)k1);
+        PHILOX_ROUND_256(x0, x1, x2, x3, kk0, kk1);
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
     }
@@ -262,18 +274,6 @@ static void keep_batch_scalar(tr_rng_key key, uint64_t block0, uint32_t thr, uin
 }
 
 #ifdef RNG_HAVE_AVX2
-/* One Philox round of one set of 8 blocks on AVX2 (x0..x3 are lvalues). */
-#define PHILOX_ROUND_256(x0, x1, x2, x3, kk0, kk1)                                  \
-    do {                                                                            \
-        __m256i hi0_, lo0_, hi1_, lo1_;                                             \
-        mul_hi_lo(x0, m0, &hi0_, &lo0_);                                            \
-        mul_hi_lo(x2, m1, &hi1_, &lo1_);                                            \
-        x0 = _mm256_xor_si256(_mm256_xor_si256(hi1_, x1), kk0);                     \
-        x2 = _mm256_xor_si256(_mm256_xor_si256(hi0_, x3), kk1);                     \
-        x1 = lo1_;                                                                  \
-        x3 = lo0_;                                                                  \
-    } while (0)
-
 /* The 32 keep bytes of one set of 8 blocks, a word of 4 bytes per block. (w >> 8) >= thr
  * is a signed compare against thr - 1: both sides lie in [-1, 2^24]. */
 __attribute__((target("avx2"))) static inline void keep_store_256(__m256i x0, __m256i x1, __m256i x2, __m256i x3,
@@ -321,17 +321,8 @@ __attribute__((target("avx512f"))) static inline void mul_hi_lo_512(__m512i x, _
     *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
 }
 
-/* One Philox round of one set of 16 blocks (x0..x3 are lvalues). */
 #define PHILOX_ROUND_512(x0, x1, x2, x3, kk0, kk1)                                  \
-    do {                                                                            \
-        __m512i hi0_, lo0_, hi1_, lo1_;                                             \
-        mul_hi_lo_512(x0, m0, &hi0_, &lo0_);                                        \
-        mul_hi_lo_512(x2, m1, &hi1_, &lo1_);                                        \
-        x0 = _mm512_xor_si512(_mm512_xor_si512(hi1_, x1), kk0);                     \
-        x2 = _mm512_xor_si512(_mm512_xor_si512(hi0_, x3), kk1);                     \
-        x1 = lo1_;                                                                  \
-        x3 = lo0_;                                                                  \
-    } while (0)
+    PHILOX_ROUND_V(__m512i, mul_hi_lo_512, _mm512_xor_si512, x0, x1, x2, x3, kk0, kk1)
 
 /* The 64 keep bytes of one set, packed as in the AVX2 path (a word of 4 bytes per block). */
 __attribute__((target("avx512f"))) static inline void keep_store_512(__m512i x0, __m512i x1, __m512i x2, __m512i x3,

@@ -249,6 +249,25 @@ static int l_root(lua_State *L)
     return 1;
 }
 
+void tr_lua_use_root(lua_State *L, const char *root, const char *extra_path)
+{
+    lua_getglobal(L, "package");
+    lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua", root, root);
+    if (extra_path) {
+        lua_pushfstring(L, ";%s", extra_path);
+        lua_concat(L, 2);
+    }
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, "");
+    lua_setfield(L, -2, "cpath");
+    lua_getfield(L, -1, "preload");
+    lua_pushcfunction(L, tr_lua_open_native);
+    lua_setfield(L, -2, "trainer.native");
+    lua_pop(L, 2);
+    lua_pushstring(L, root);
+    lua_setfield(L, LUA_REGISTRYINDEX, "trainer.root");
+}
+
 int tr_lua_open_native(lua_State *L)
 {
     static const luaL_Reg fns[] = {

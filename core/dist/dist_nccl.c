@@ -238,12 +238,10 @@ void tr_dist_nccl_release(tr_dist *d)
     d->nccl = NULL;
 }
 
-int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo, int hi, int64_t bucket_bytes,
-                       int64_t *buckets)
+/* Makes the run's device current and gives its compute stream, which the collectives' stream
+ * waits for and is waited by; fails once the communicator was aborted after a failure. */
+static int enter_run_device(tr_ctx *ctx, nccl_state *s, cudaStream_t *compute)
 {
-    nccl_state *s = d->nccl;
-    *buckets = 0;
-    if (hi <= lo) return 0;
     if (!s->comm) {
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "distributed (NCCL): the communicator was aborted after an earlier failure (above); the run "
@@ -251,8 +249,20 @@ int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo,
     }
     void *dev = tr_ctx_cuda_state(ctx, s->device);
     if (!dev) return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): cuda:%d has no state", s->device);
-    cudaStream_t compute = (cudaStream_t)tr_cuda_stream(dev);
+    *compute = (cudaStream_t)tr_cuda_stream(dev);
     CUDA_TRY(ctx, cudaSetDevice(s->device));
+    return 0;
+}
+
+int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo, int hi, int64_t bucket_bytes,
+                       int64_t *buckets)
+{
+    nccl_state *s = d->nccl;
+    *buckets = 0;
+    if (hi <= lo) return 0;
+    cudaStream_t compute;
+    int rc = enter_run_device(ctx, s, &compute);
+    if (rc) return rc;
     /* the NCCL stream waits for the backward work enqueued so far (these gradients' last writes) */
     CUDA_TRY(ctx, cudaEventRecord(s->ready, compute));
     CUDA_TRY(ctx, cudaStreamWaitEvent(s->stream, s->ready, 0));
@@ -287,15 +297,9 @@ int tr_dist_nccl_issue(tr_dist *d, tr_ctx *ctx, tr_tensor *const *grads, int lo,
 int tr_dist_nccl_wait(tr_dist *d, tr_ctx *ctx)
 {
     nccl_state *s = d->nccl;
-    if (!s->comm) {
-        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
-                       "distributed (NCCL): the communicator was aborted after an earlier failure (above); the run "
-                       "cannot go on");
-    }
-    void *dev = tr_ctx_cuda_state(ctx, s->device);
-    if (!dev) return tr_fail(tr_ctx_err(ctx), TR_EINTERNAL, "distributed (NCCL): cuda:%d has no state", s->device);
-    cudaStream_t compute = (cudaStream_t)tr_cuda_stream(dev);
-    CUDA_TRY(ctx, cudaSetDevice(s->device));
+    cudaStream_t compute;
+    int rc = enter_run_device(ctx, s, &compute);
+    if (rc) return rc;
     CUDA_TRY(ctx, cudaEventRecord(s->done, s->stream));
     CUDA_TRY(ctx, cudaStreamWaitEvent(compute, s->done, 0));
     double deadline = tr_dist_now() + d->timeout_s;

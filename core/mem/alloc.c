@@ -477,6 +477,17 @@ static void split_block(tr_alloc *a, tr_blk *b, uint64_t rounded)
     free_insert(a, r);
 }
 
+/* Joins b->next, its neighbour in the segment, into b (the undoing of split_block); neither is
+ * in the treap. */
+static void merge_next(tr_alloc *a, tr_blk *b)
+{
+    tr_blk *n = b->next;
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    blk_recycle(a, n);
+}
+
 int tr_alloc_malloc(tr_alloc *a, size_t size, int tag, uintptr_t stream, void **out, tr_error *err)
 {
     *out = NULL;
@@ -522,19 +533,13 @@ void tr_alloc_free(tr_alloc *a, void *ptr)
     tr_blk *p = b->prev;
     if (p && !p->live) {
         free_erase(a, p);
-        p->size += b->size;
-        p->next = b->next;
-        if (b->next) b->next->prev = p;
-        blk_recycle(a, b);
+        merge_next(a, p);
         b = p;
     }
     tr_blk *n = b->next;
     if (n && !n->live) {
         free_erase(a, n);
-        b->size += n->size;
-        b->next = n->next;
-        if (n->next) n->next->prev = b;
-        blk_recycle(a, n);
+        merge_next(a, b);
     }
     free_insert(a, b);
     if (a->no_caching && b->seg->n_live == 0) segment_release(a, b->seg);

@@ -86,49 +86,6 @@ int tr_sys_mkdir_p(const char *path, tr_error *err)
     return fs_result(&w, err);
 }
 
-static void fs_remove(struct fs_walk *w, const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-        if (errno != ENOENT) fs_fail(w, path, errno);
-        return;
-    }
-    if (!S_ISDIR(st.st_mode)) { /* files and symbolic links (never followed) */
-        if (unlink(path) != 0 && errno != ENOENT) fs_fail(w, path, errno);
-        return;
-    }
-    DIR *d = opendir(path);
-    if (!d) {
-        fs_fail(w, path, errno);
-        return;
-    }
-    for (;;) {
-        errno = 0;
-        struct dirent *e = readdir(d);
-        if (!e) {
-            if (errno) fs_fail(w, path, errno);
-            break;
-        }
-        if (is_dot(e->d_name)) continue;
-        char *child = fs_join(w, path, e->d_name);
-        if (!child) break;
-        fs_remove(w, child);
-        free(child);
-        if (w->err) break;
-    }
-    if (closedir(d) != 0) fs_fail(w, path, errno);
-    if (!w->err && rmdir(path) != 0) fs_fail(w, path, errno);
-}
-
-int tr_sys_remove_tree(const char *path, tr_error *err)
-{
-    if (path[0] == '\0' || strcmp(path, "/") == 0)
-        return tr_fail(err, TR_EUSER, "remove_tree: refusing to remove '%s'", path);
-    struct fs_walk w = { 0, NULL, NULL };
-    fs_remove(&w, path);
-    return fs_result(&w, err);
-}
-
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The entry names of the folder path (no "." or ".."), sorted bytewise, in *out (count in
@@ -195,6 +152,37 @@ void tr_sys_names_free(tr_sys_names *names)
     free(names->names);
     names->names = NULL;
     names->count = 0;
+}
+
+static void fs_remove(struct fs_walk *w, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT) fs_fail(w, path, errno);
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) { /* files and symbolic links (never followed) */
+        if (unlink(path) != 0 && errno != ENOENT) fs_fail(w, path, errno);
+        return;
+    }
+    tr_sys_names list;
+    if (fs_names(w, path, &list.names, &list.count) != 0) return;
+    for (size_t i = 0; i < list.count && !w->err; i++) {
+        char *child = fs_join(w, path, list.names[i]);
+        if (child) fs_remove(w, child);
+        free(child);
+    }
+    tr_sys_names_free(&list);
+    if (!w->err && rmdir(path) != 0) fs_fail(w, path, errno);
+}
+
+int tr_sys_remove_tree(const char *path, tr_error *err)
+{
+    if (path[0] == '\0' || strcmp(path, "/") == 0)
+        return tr_fail(err, TR_EUSER, "remove_tree: refusing to remove '%s'", path);
+    struct fs_walk w = { 0, NULL, NULL };
+    fs_remove(&w, path);
+    return fs_result(&w, err);
 }
 
 enum { COPY_CHUNK = 1 << 20 };

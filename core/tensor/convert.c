@@ -119,16 +119,20 @@ float tr_f16_to_f32(uint16_t x) { return f16_to_f32_inline(x); }
 
 /* ------------------------------------------------------------ hot bulk loops */
 
-TR_SIMD_CLONES static void f32_to_bf16_n(uint16_t *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {
-        uint32_t u[CONVERT_BLOCK];
-        memcpy(u, src + i, sizeof u);
-        for (int k = 0; k < CONVERT_BLOCK; k++) dst[i + k] = bf16_from_bits(u[k]);
+/* f32 -> bf16 and f32 -> f16: name(dst, src, n) rounds each f32's bits by narrow_bits. */
+#define NARROW_F32_N(name, narrow_bits)                                                 \
+    TR_SIMD_CLONES static void name(uint16_t *dst, const float *src, size_t n)          \
+    {                                                                                   \
+        size_t i = 0;                                                                   \
+        for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {                            \
+            uint32_t u[CONVERT_BLOCK];                                                  \
+            memcpy(u, src + i, sizeof u);                                               \
+            for (int k = 0; k < CONVERT_BLOCK; k++) dst[i + k] = narrow_bits(u[k]);     \
+        }                                                                               \
+        for (; i < n; i++) dst[i] = narrow_bits(f32_bits(src[i]));                      \
     }
-    for (; i < n; i++) dst[i] = tr_f32_to_bf16(src[i]);
-}
+NARROW_F32_N(f32_to_bf16_n, bf16_from_bits)
+NARROW_F32_N(f32_to_f16_n, f16_from_bits)
 
 TR_SIMD_CLONES static void bf16_to_f32_n(float *dst, const uint16_t *src, size_t n)
 {
@@ -139,17 +143,6 @@ TR_SIMD_CLONES static void bf16_to_f32_n(float *dst, const uint16_t *src, size_t
         memcpy(dst + i, u, sizeof u);
     }
     for (; i < n; i++) dst[i] = tr_bf16_to_f32(src[i]);
-}
-
-TR_SIMD_CLONES static void f32_to_f16_n(uint16_t *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + CONVERT_BLOCK <= n; i += CONVERT_BLOCK) {
-        uint32_t u[CONVERT_BLOCK];
-        memcpy(u, src + i, sizeof u);
-        for (int k = 0; k < CONVERT_BLOCK; k++) dst[i + k] = f16_from_bits(u[k]);
-    }
-    for (; i < n; i++) dst[i] = tr_f32_to_f16(src[i]);
 }
 
 TR_SIMD_CLONES static void f16_to_f32_n(float *dst, const uint16_t *src, size_t n)

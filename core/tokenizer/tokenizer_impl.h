@@ -139,8 +139,8 @@ typedef enum tok_gpt2_class {
 
 /* Unicode helpers with the Rust semantics `tokenizers` relies on. */
 bool tr_tok_is_whitespace(int32_t cp);  /* char::is_whitespace */
-/* tokenizer_unicode.c (generated): `tokenizers`' answer where it differs from utf8proc's,
- * else -1: is control (clean_text removes it), is punctuation, is a nonspacing mark,
+/* unicode.c (over the generated unicode_tables.h): `tokenizers`' answer where it differs from
+ * utf8proc's, else -1: is control (clean_text removes it), is punctuation, is a nonspacing mark,
  * is not decomposed by NFD;
  * the lowercase mapping. */
 int tr_tok_hf_control(int32_t cp);

@@ -180,15 +180,24 @@ static inline cudaError_t cudaStreamSynchronize(cudaStream_t s)
     return e;
 }
 
+/* The creation of an event or a stream (as cudaMalloc, through a void **): an injected failure,
+ * or *out a zeroed object of `size` bytes on the current device (its first member, in both), or
+ * NULL when out of memory. */
+static inline cudaError_t fake_create(void **out, size_t size)
+{
+    cudaError_t e = fake_enter();
+    if (e) return e;
+    int *device = calloc(1, size);
+    *out = device;
+    if (!device) return cudaErrorMemoryAllocation;
+    *device = fake_current;
+    return cudaSuccess;
+}
+
 static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *ev, unsigned flags)
 {
     (void)flags;
-    cudaError_t e = fake_enter();
-    if (e) return e;
-    *ev = calloc(1, sizeof **ev);
-    if (!*ev) return cudaErrorMemoryAllocation;
-    (*ev)->device = fake_current;
-    return cudaSuccess;
+    return fake_create((void **)ev, sizeof **ev);
 }
 static inline cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
 {
@@ -247,13 +256,9 @@ static long fake_live_streams;
 static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
 {
     (void)flags;
-    cudaError_t e = fake_enter();
-    if (e) return e;
-    *s = calloc(1, sizeof **s);
-    if (!*s) return cudaErrorMemoryAllocation;
-    (*s)->device = fake_current;
-    fake_live_streams++;
-    return cudaSuccess;
+    cudaError_t e = fake_create((void **)s, sizeof **s);
+    if (!e) fake_live_streams++;
+    return e;
 }
 /* The real one lets queued work finish first; so does this. */
 static inline cudaError_t cudaStreamDestroy(cudaStream_t s)

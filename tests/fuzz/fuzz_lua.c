@@ -51,15 +51,9 @@ static void setup(void)
     if (!L) FUZZ_FAIL("no Lua state");
     luaL_openlibs(L);
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-    lua_getglobal(L, "package");
-    lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/tests/fuzz/?.lua", root, root, root);
-    lua_setfield(L, -2, "path");
-    lua_getfield(L, -1, "preload");
-    lua_pushcfunction(L, tr_lua_open_native);
-    lua_setfield(L, -2, "trainer.native");
-    lua_pop(L, 2);
-    lua_pushstring(L, root);
-    lua_setfield(L, LUA_REGISTRYINDEX, "trainer.root");
+    lua_pushfstring(L, "%s/tests/fuzz/?.lua", root); /* lua_targets.lua */
+    tr_lua_use_root(L, root, lua_tostring(L, -1));
+    lua_pop(L, 1);
     /* check(data): runs the target; true, or false and the message of a broken contract.
      * The target's modules load first (lua_targets.prepare[NAME]): what they allocate for the
      * process's life (trainer_state, model_config: the runtime's context) is held from LuaJIT's heap, which

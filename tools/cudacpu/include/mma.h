@@ -128,58 +128,46 @@ template <class F> inline void fill_fragment(F &f, typename F::element_type v)
     for (int i = 0; i < F::num_elements; i++) f.x[i] = v;
 }
 
-/* element (r, c) of a matrix_a/b operand in memory: row_major r * ldm + c, col_major c * ldm + r */
-template <class T, class Layout>
-inline void cudacpu_load_operand(cudacpu_operand<T, Layout> &f, int kind, const T *p, unsigned ldm)
+/* Where the matrix element of the calling lane's slot i (of n a lane) of a fragment of `kind`
+ * lies in memory: (r, c) at r * ldm + c in row-major memory, c * ldm + r in column-major. */
+inline unsigned cudacpu_slot_offset(int kind, int n, int i, unsigned ldm, bool row_major)
 {
-    const ::cudacpu::wmma_map &m = ::cudacpu::wmma_map_of(kind);
-    const unsigned lane = cudacpu_lane();
-    const bool row = cudacpu_layout_index<Layout>::value == 0;
-    for (int i = 0; i < 16; i++) {
-        const unsigned e = m.elem[lane * 16 + i], r = e / 16, c = e % 16;
-        f.x[i] = p[row ? r * ldm + c : c * ldm + r];
-    }
+    const unsigned e = ::cudacpu::wmma_map_of(kind).elem[cudacpu_lane() * n + i], r = e / 16, c = e % 16;
+    return row_major ? r * ldm + c : c * ldm + r;
 }
 
-template <class T, class Layout>
-inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, T, Layout> &f, const T *p, unsigned ldm,
+/* the name a failed load of a matrix_a or matrix_b fragment gives; none for the accumulator,
+ * whose load takes the memory layout */
+template <class Use> struct cudacpu_load_name;
+template <> struct cudacpu_load_name<matrix_a> {
+    static constexpr const char *value = "wmma::load_matrix_sync(matrix_a)";
+};
+template <> struct cudacpu_load_name<matrix_b> {
+    static constexpr const char *value = "wmma::load_matrix_sync(matrix_b)";
+};
+
+template <class Use, class T, class Layout>
+inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout> &f, const T *p, unsigned ldm,
                              const char *file = __builtin_FILE(), int line = __builtin_LINE())
 {
     ::cudacpu::wmma_collective(::cudacpu::WMMA_LOAD, file, line);
-    if (cudacpu_check_ptr(p, ldm, "wmma::load_matrix_sync(matrix_a)", file, line))
-        cudacpu_load_operand(f, f.kind, p, ldm);
-}
-template <class T, class Layout>
-inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, T, Layout> &f, const T *p, unsigned ldm,
-                             const char *file = __builtin_FILE(), int line = __builtin_LINE())
-{
-    ::cudacpu::wmma_collective(::cudacpu::WMMA_LOAD, file, line);
-    if (cudacpu_check_ptr(p, ldm, "wmma::load_matrix_sync(matrix_b)", file, line))
-        cudacpu_load_operand(f, f.kind, p, ldm);
+    if (!cudacpu_check_ptr(p, ldm, cudacpu_load_name<Use>::value, file, line)) return;
+    const bool row = cudacpu_layout_index<Layout>::value == 0;
+    for (int i = 0; i < 16; i++) f.x[i] = p[cudacpu_slot_offset(f.kind, 16, i, ldm, row)];
 }
 inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p, unsigned ldm, layout_t l,
                              const char *file = __builtin_FILE(), int line = __builtin_LINE())
 {
     ::cudacpu::wmma_collective(::cudacpu::WMMA_LOAD, file, line);
     if (!cudacpu_check_ptr(p, ldm, "wmma::load_matrix_sync(accumulator)", file, line)) return;
-    const ::cudacpu::wmma_map &m = ::cudacpu::wmma_map_of(f.kind);
-    const unsigned lane = cudacpu_lane();
-    for (int i = 0; i < 8; i++) {
-        const unsigned e = m.elem[lane * 8 + i], r = e / 16, c = e % 16;
-        f.x[i] = p[l == mem_row_major ? r * ldm + c : c * ldm + r];
-    }
+    for (int i = 0; i < 8; i++) f.x[i] = p[cudacpu_slot_offset(f.kind, 8, i, ldm, l == mem_row_major)];
 }
 inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f, unsigned ldm, layout_t l,
                               const char *file = __builtin_FILE(), int line = __builtin_LINE())
 {
     ::cudacpu::wmma_collective(::cudacpu::WMMA_STORE, file, line);
     if (!cudacpu_check_ptr(p, ldm, "wmma::store_matrix_sync", file, line)) return;
-    const ::cudacpu::wmma_map &m = ::cudacpu::wmma_map_of(f.kind);
-    const unsigned lane = cudacpu_lane();
-    for (int i = 0; i < 8; i++) {
-        const unsigned e = m.elem[lane * 8 + i], r = e / 16, c = e % 16;
-        p[l == mem_row_major ? r * ldm + c : c * ldm + r] = f.x[i];
-    }
+    for (int i = 0; i < 8; i++) p[cudacpu_slot_offset(f.kind, 8, i, ldm, l == mem_row_major)] = f.x[i];
 }
 
 /* d = a b + c: each lane publishes its slots of a and b and its elements of c before the

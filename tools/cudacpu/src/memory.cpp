@@ -112,17 +112,28 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
     return cudaSuccess;
 }
 
+/* Frees p, an allocation of `table` (allocs or pinned), after running every stream's queued
+ * work: CUDA's cudaFree synchronises the device, and a queued copy may still read or write a
+ * pinned buffer. Its size in *bytes; false, freeing nothing, when p is not in the table. */
+static bool release(std::map<uintptr_t, size_t> &table, void *p, size_t *bytes)
+{
+    auto it = table.find((uintptr_t)p);
+    if (it == table.end()) return false;
+    run_all_streams();
+    *bytes = it->second;
+    table.erase(it);
+    free(p);
+    return true;
+}
+
 cudaError_t cudaFree(void *p)
 {
     api_lock lk(api_mutex);
     counts.frees++;
     if (!p) return cudaSuccess;
-    auto it = allocs.find((uintptr_t)p);
-    if (it == allocs.end()) return set_err(cudaErrorInvalidValue);
-    run_all_streams(); /* CUDA's cudaFree synchronises the device */
-    alloc_bytes -= it->second;
-    allocs.erase(it);
-    free(p);
+    size_t bytes;
+    if (!release(allocs, p, &bytes)) return set_err(cudaErrorInvalidValue);
+    alloc_bytes -= bytes;
     return cfg().deferred ? set_err(take_unreported()) : cudaSuccess;
 }
 
@@ -153,12 +164,8 @@ cudaError_t cudaFreeHost(void *p)
     api_lock lk(api_mutex);
     counts.host_frees++;
     if (!p) return cudaSuccess;
-    auto it = pinned.find((uintptr_t)p);
-    if (it == pinned.end()) return set_err(cudaErrorInvalidValue);
-    run_all_streams(); /* a queued copy may still read or write it */
-    pinned.erase(it);
-    free(p);
-    return cudaSuccess;
+    size_t bytes;
+    return release(pinned, p, &bytes) ? cudaSuccess : set_err(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)

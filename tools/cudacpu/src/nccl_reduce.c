@@ -14,28 +14,6 @@
 #include <stdint.h>
 #include <string.h>
 
-size_t nc_type_size(int dtype)
-{
-    switch (dtype) {
-    case ncclInt8:
-    case ncclUint8:
-        return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-        return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-        return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
 const char *nc_type_name(int dtype)
 {
     static const char *const names[] = {"ncclInt8",    "ncclUint8",    "ncclInt32",      "ncclUint32",
@@ -128,40 +106,32 @@ static void reduce_half(int bf16, int op, int nranks, const void *const *in, voi
     }
 }
 
+static void reduce_f16(int op, int nranks, const void *const *in, void *out, size_t n)
+{
+    reduce_half(0, op, nranks, in, out, n);
+}
+static void reduce_bf16(int op, int nranks, const void *const *in, void *out, size_t n)
+{
+    reduce_half(1, op, nranks, in, out, n);
+}
+
+/* Each type's size in bytes and its reduction; fp8 has neither (size 0: refused at the call). */
+static const struct {
+    size_t size;
+    void (*reduce)(int op, int nranks, const void *const *in, void *out, size_t n);
+} types[ncclNumTypes] = {
+    [ncclInt8] = {1, reduce_int8_t},     [ncclUint8] = {1, reduce_uint8_t}, [ncclInt32] = {4, reduce_int32_t},
+    [ncclUint32] = {4, reduce_uint32_t}, [ncclInt64] = {8, reduce_int64_t}, [ncclUint64] = {8, reduce_uint64_t},
+    [ncclFloat16] = {2, reduce_f16},     [ncclBfloat16] = {2, reduce_bf16}, [ncclFloat32] = {4, reduce_float},
+    [ncclFloat64] = {8, reduce_double},
+};
+
+size_t nc_type_size(int dtype)
+{
+    return dtype >= 0 && dtype < ncclNumTypes ? types[dtype].size : 0;
+}
+
 void nc_reduce(int dtype, int op, int nranks, const void *const *in, void *out, size_t n)
 {
-    switch (dtype) {
-    case ncclInt8:
-        reduce_int8_t(op, nranks, in, out, n);
-        break;
-    case ncclUint8:
-        reduce_uint8_t(op, nranks, in, out, n);
-        break;
-    case ncclInt32:
-        reduce_int32_t(op, nranks, in, out, n);
-        break;
-    case ncclUint32:
-        reduce_uint32_t(op, nranks, in, out, n);
-        break;
-    case ncclInt64:
-        reduce_int64_t(op, nranks, in, out, n);
-        break;
-    case ncclUint64:
-        reduce_uint64_t(op, nranks, in, out, n);
-        break;
-    case ncclFloat16:
-        reduce_half(0, op, nranks, in, out, n);
-        break;
-    case ncclBfloat16:
-        reduce_half(1, op, nranks, in, out, n);
-        break;
-    case ncclFloat32:
-        reduce_float(op, nranks, in, out, n);
-        break;
-    case ncclFloat64:
-        reduce_double(op, nranks, in, out, n);
-        break;
-    default:
-        break; /* refused at the call (nc_type_size 0) */
-    }
+    if (nc_type_size(dtype) > 0) types[dtype].reduce(op, nranks, in, out, n);
 }

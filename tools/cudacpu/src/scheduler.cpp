@@ -378,16 +378,23 @@ failed:
 
 /* ------------------------------------------------------------ what a thread calls */
 
-int block_barrier(int kind, int pred, const char *file, int line)
+/* Parks the calling thread at a sync point (state ST_BAR or ST_WARP, the point's fields already
+ * set in t) at file:line until the scheduler resolves it; returns the point's result. */
+static uint64_t wait_at(cuda_thread &t, int state, const char *file, int line)
 {
-    cuda_thread &t = R.t[R.cur];
-    t.state = ST_BAR;
-    t.kind = kind;
-    t.value = (uint64_t)pred;
+    t.state = state;
     t.file = file;
     t.line = line;
     leave(t, false);
-    return (int)t.result;
+    return t.result;
+}
+
+int block_barrier(int kind, int pred, const char *file, int line)
+{
+    cuda_thread &t = R.t[R.cur];
+    t.kind = kind;
+    t.value = (uint64_t)pred;
+    return (int)wait_at(t, ST_BAR, file, line);
 }
 
 void fail_thread(const char *msg, const char *file, int line)
@@ -398,16 +405,12 @@ void fail_thread(const char *msg, const char *file, int line)
 uint64_t warp_collective(int mode, unsigned mask, uint64_t value, int arg, int width, const char *file, int line)
 {
     cuda_thread &t = R.t[R.cur];
-    t.state = ST_WARP;
     t.mode = mode;
     t.mask = mask;
     t.value = value;
     t.arg = arg;
     t.width = width;
-    t.file = file;
-    t.line = line;
-    leave(t, false);
-    return t.result;
+    return wait_at(t, ST_WARP, file, line);
 }
 
 } // namespace cudacpu

@@ -52,6 +52,21 @@ struct work {
     /* W_WAIT: run `on` up to and including `upto` */
     CUstream_st *on = nullptr;
     unsigned long long upto = 0;
+
+    /* One constructor a kind; the fields the kind does not use keep their defaults. */
+    work() = default;
+    work(const launch_config &c, const char *name, void (*call)(void *), void (*destroy)(void *), void *ctx)
+        : kind(W_KERNEL), lc(c), name(name), call(call), destroy(destroy), ctx(ctx)
+    {
+    }
+    work(void *dst, const void *src, char *snapshot, size_t n)
+        : kind(W_COPY), dst(dst), src(src), snapshot(snapshot), n(n)
+    {
+    }
+    work(void *dst, int value, size_t n) : kind(W_FILL), dst(dst), n(n), value(value) {}
+    explicit work(CUevent_st *event) : kind(W_RECORD), event(event) {}
+    work(CUstream_st *on, unsigned long long upto) : kind(W_WAIT), on(on), upto(upto) {}
+    work(void (*call)(void *), void *ctx) : kind(W_HOST), call(call), ctx(ctx) {}
 };
 
 } // namespace cudacpu
@@ -86,14 +101,7 @@ static void push_raw(CUstream_st *s, work &&w)
     s->q.push_back(static_cast<work &&>(w));
 }
 
-static void push_wait(CUstream_st *s, CUstream_st *on)
-{
-    work w;
-    w.kind = W_WAIT;
-    w.on = on;
-    w.upto = on->q.back().seq;
-    push_raw(s, static_cast<work &&>(w));
-}
+static void push_wait(CUstream_st *s, CUstream_st *on) { push_raw(s, work(on, on->q.back().seq)); }
 
 static void run_stream(CUstream_st *s, unsigned long long upto);
 
@@ -164,25 +172,12 @@ cudaError_t run_all_streams()
 void queue_kernel(CUstream_st *s, const launch_config &c, const char *name, void (*call)(void *),
                   void (*destroy)(void *), void *ctx)
 {
-    work w;
-    w.kind = W_KERNEL;
-    w.lc = c;
-    w.name = name;
-    w.call = call;
-    w.destroy = destroy;
-    w.ctx = ctx;
-    push(s, static_cast<work &&>(w));
+    push(s, work(c, name, call, destroy, ctx));
 }
 
 cudaError_t queue_copy(CUstream_st *s, void *dst, const void *src, char *src_snapshot, size_t n, bool wait)
 {
-    work w;
-    w.kind = W_COPY;
-    w.dst = dst;
-    w.src = src;
-    w.snapshot = src_snapshot;
-    w.n = n;
-    const unsigned long long seq = push(s, static_cast<work &&>(w));
+    const unsigned long long seq = push(s, work(dst, src, src_snapshot, n));
     if (!wait || !cfg().deferred) return cudaSuccess;
     run_stream(s, seq);
     return take_unreported();
@@ -190,12 +185,7 @@ cudaError_t queue_copy(CUstream_st *s, void *dst, const void *src, char *src_sna
 
 cudaError_t queue_fill(CUstream_st *s, void *dst, int value, size_t n)
 {
-    work w;
-    w.kind = W_FILL;
-    w.dst = dst;
-    w.value = value;
-    w.n = n;
-    push(s, static_cast<work &&>(w));
+    push(s, work(dst, value, n));
     return cudaSuccess;
 }
 
@@ -268,11 +258,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
     if (!st) return set_err(cudaErrorInvalidResourceHandle);
     if (!fn) return set_err(cudaErrorInvalidValue);
     log_launch("cudaLaunchHostFunc", config(dim3(1), dim3(1)), nullptr);
-    work w;
-    w.kind = W_HOST;
-    w.call = fn;
-    w.ctx = user;
-    push(st, static_cast<work &&>(w));
+    push(st, work(fn, user));
     return cudaSuccess;
 }
 
@@ -285,11 +271,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
     if (flags) return set_err(cudaErrorInvalidValue);
     /* the record the wait refers to is the latest one queued when the wait is queued */
     if (e->completed >= e->recorded || e->stream == st) return cudaSuccess;
-    work w;
-    w.kind = W_WAIT;
-    w.on = e->stream;
-    w.upto = e->recorded;
-    push(st, static_cast<work &&>(w));
+    push(st, work(e->stream, e->recorded));
     return cudaSuccess;
 }
 
@@ -319,12 +301,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     counts.event_records++;
     CUstream_st *st = stream_of(s);
     if (!st || !e || e->destroyed) return set_err(cudaErrorInvalidResourceHandle);
-    work w;
-    w.kind = W_RECORD;
-    w.event = e;
     e->pending++;
     e->stream = st;
-    e->recorded = push(st, static_cast<work &&>(w)); /* in sync mode it ran already: completed == recorded */
+    e->recorded = push(st, work(e)); /* in sync mode it ran already: completed == recorded */
     return cudaSuccess;
 }
 

@@ -128,6 +128,14 @@ static void same_on_every_rank(int nranks)
     }
 }
 
+/* A case of rank processes: body on NRANKS ranks, then, when SAME, the check that every rank kept
+ * the same result bytes (keep_result). */
+template <int NRANKS, rank_body BODY, bool SAME = false> static void on_ranks()
+{
+    run_ranks(NRANKS, BODY);
+    if (SAME) same_on_every_rank(NRANKS);
+}
+
 static ncclComm_t join(int rank, int nranks)
 {
     ncclComm_t c = NULL;
@@ -287,12 +295,6 @@ static void values_body(int rank, int nranks)
     NCCL_OK(ncclCommDestroy(c));
 }
 
-static void case_values(void)
-{
-    run_ranks(2, values_body);
-    same_on_every_rank(2);
-}
-
 /* (1e8 + 1) - 1e8 is 0 in f32 (1e8 + 1 rounds to 1e8); another order gives 1 */
 static void rank_order_body(int rank, int nranks)
 {
@@ -314,12 +316,6 @@ static void rank_order_body(int rank, int nranks)
     keep_result(rank, h, sizeof h);
     CUDA_OK(cudaFree(d));
     NCCL_OK(ncclCommDestroy(c));
-}
-
-static void case_rank_order(void)
-{
-    run_ranks(3, rank_order_body);
-    same_on_every_rank(3);
 }
 
 /* ------------------------------------------------------------ groups, streams */
@@ -348,11 +344,6 @@ static void group_chunks_body(int rank, int nranks)
     free(h);
     CUDA_OK(cudaStreamDestroy(s));
     NCCL_OK(ncclCommDestroy(c));
-}
-
-static void case_group_chunks(void)
-{
-    run_ranks(2, group_chunks_body);
 }
 
 /* d = 7 everywhere (finished), then an upload of rank + 1 from pinned memory on `copy`, and the
@@ -399,11 +390,6 @@ static void stream_order_body(int rank, int nranks)
         CHECK(before == 3.0f, "in sync mode the collective runs at the call; d holds %g", before);
 }
 
-static void case_stream_order(void)
-{
-    run_ranks(2, stream_order_body);
-}
-
 static void missing_wait_body(int rank, int nranks)
 {
     float before, after;
@@ -416,15 +402,6 @@ static void missing_wait_twin_body(int rank, int nranks)
     float before, after;
     upload_then_reduce(rank, nranks, 0, 1, &before, &after);
     CHECK(after == 3.0f, "with the event wait the collective should see the upload (3), got %g", after);
-}
-
-static void case_missing_wait(void)
-{
-    run_ranks(2, missing_wait_body);
-}
-static void case_missing_wait_twin(void)
-{
-    run_ranks(2, missing_wait_twin_body);
 }
 
 static void destroy_flushes_body(int rank, int nranks)
@@ -441,11 +418,6 @@ static void destroy_flushes_body(int rank, int nranks)
     CHECK(peek(d, 0) == 1.0f, "the collective queued before ncclCommDestroy gave %g, not 1", peek(d, 0));
     CUDA_OK(cudaStreamDestroy(s));
     CUDA_OK(cudaFree(d));
-}
-
-static void case_destroy_flushes(void)
-{
-    run_ranks(2, destroy_flushes_body);
 }
 
 /* ------------------------------------------------------------ faults */
@@ -562,27 +534,6 @@ static void mismatch_body(int rank, int nranks)
     CUDA_OK(cudaFree(d));
 }
 
-static void case_timeout(void)
-{
-    run_ranks(2, timeout_body);
-}
-static void case_peer_exit(void)
-{
-    run_ranks(2, peer_exit_body);
-}
-static void case_peer_abort(void)
-{
-    run_ranks(2, peer_abort_body);
-}
-static void case_abort_unblocks(void)
-{
-    run_ranks(2, abort_unblocks_body);
-}
-static void case_mismatch(void)
-{
-    run_ranks(2, mismatch_body);
-}
-
 /* ------------------------------------------------------------ checks at the calls */
 
 static void missing_rank_body(int rank, int nranks)
@@ -600,11 +551,6 @@ static void missing_rank_body(int rank, int nranks)
     for (int i = 16; i < 32; i++) snprintf(name + strlen(name), 3, "%02x", (unsigned char)the_id.internal[i]);
     struct stat st;
     CHECK(stat(name, &st) != 0, "%s is left behind by the failed init", name);
-}
-
-static void case_init_missing_rank(void)
-{
-    run_ranks(2, missing_rank_body);
 }
 
 static void duplicate_device_body(int rank, int nranks)
@@ -687,19 +633,19 @@ static void case_call_checks(void)
 int main(int argc, char **argv)
 {
     static const test_case cases[] = {
-        {"values", case_values},
-        {"rank_order", case_rank_order},
-        {"group_chunks", case_group_chunks},
-        {"stream_order", case_stream_order},
-        {"missing_wait", case_missing_wait},
-        {"missing_wait_twin", case_missing_wait_twin},
-        {"destroy_flushes", case_destroy_flushes},
-        {"timeout", case_timeout},
-        {"peer_exit", case_peer_exit},
-        {"peer_abort", case_peer_abort},
-        {"abort_unblocks", case_abort_unblocks},
-        {"mismatch", case_mismatch},
-        {"init_missing_rank", case_init_missing_rank},
+        {"values", on_ranks<2, values_body, true>},
+        {"rank_order", on_ranks<3, rank_order_body, true>},
+        {"group_chunks", on_ranks<2, group_chunks_body>},
+        {"stream_order", on_ranks<2, stream_order_body>},
+        {"missing_wait", on_ranks<2, missing_wait_body>},
+        {"missing_wait_twin", on_ranks<2, missing_wait_twin_body>},
+        {"destroy_flushes", on_ranks<2, destroy_flushes_body>},
+        {"timeout", on_ranks<2, timeout_body>},
+        {"peer_exit", on_ranks<2, peer_exit_body>},
+        {"peer_abort", on_ranks<2, peer_abort_body>},
+        {"abort_unblocks", on_ranks<2, abort_unblocks_body>},
+        {"mismatch", on_ranks<2, mismatch_body>},
+        {"init_missing_rank", on_ranks<2, missing_rank_body>},
         {"init_checks", case_init_checks},
         {"call_checks", case_call_checks},
     };
