@@ -12,7 +12,7 @@ local root = native.root()
 local data = root .. "/tests/data"
 local lib = dofile(root .. "/tests/lua/testlib.lua")
 
-local function quiet(w) error("unexpected warning: " .. w) end
+local quiet = lib.no_warning
 
 -- folder, the first adapted layer's name, how many adapted layers, PEFT's target_modules
 local FAMILIES = {
