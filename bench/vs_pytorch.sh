@@ -250,8 +250,10 @@ echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for fam in $families; do
 for shape in $shapes; do
   for cfg in $configs; do
+    # the family's LoRA targets (bench/families.json), as the rows train them
+    targets=$("$PY" -c 'import json, sys; print(",".join(json.load(open("bench/families.json"))[sys.argv[1]]["lora_targets"]))' "$fam")
     case "$cfg" in
-      fp32-full) label="fp32 full, tok/s" ;; fp32-lora) label="fp32 LoRA q,v, tok/s" ;;
+      fp32-full) label="fp32 full, tok/s" ;; fp32-lora) label="fp32 LoRA $targets, tok/s" ;;
       bf16-ckpt-lora) label="bf16 + ckpt + LoRA, tok/s" ;;
     esac
     [ "$fam" = bert ] || label="$fam $label"
