@@ -29,6 +29,7 @@ local BertEmbeddings = require("trainer.models.bert.embeddings")
 local BertEncoder = require("trainer.models.bert.encoder")
 local BertLayer = require("trainer.models.bert.layer")
 local packing = require("trainer.nn.packing")
+local row_pick = require("trainer.nn.row_pick")
 local BertPooler = require("trainer.models.bert.pooler")
 local Pooling = require("trainer.nn.pooling")
 local Normalize = require("trainer.nn.normalize")
@@ -322,25 +323,37 @@ end
 -- back to [B, T, C] with 0 in the padding rows. Without it every row is computed, as
 -- transformers' last_hidden_state (padding rows included). The packing lives until the
 -- backward (the layers saved it), or until the end of a forward without grad.
+-- opts.rows = "first" (what a head that reads each sequence's first row passes): the last
+-- layer computes that row only past its attention core (trainer.nn.row_pick), and the result
+-- is [B, 1, C], the first rows of the last hidden state; the backward then takes [B, 1, C].
 function BertModel:forward(input, opts)
   self:close_packing()
+  self.picked = nil
   local pk
   local ok, h = pcall(T.scope, function()   -- frees the inputs made here and every temporary
     local x = M.prepare_inputs(self.config, input, self.embeddings.word_embeddings.weight.value:device())
     pk = opts and opts.pack_rows and packing.from_mask(x.mask) or nil
-    if not pk then return self.encoder:forward(self.embeddings:forward(x), x.mask) end
+    local s = x.input_ids:shape()
+    local rows = opts and opts.rows == "first" and row_pick.first(s[1], s[2], pk) or nil
+    if rows then self.picked = { s[1], s[2] } end
+    local function picked(y) return y:reshape({ s[1], 1, y:shape()[2] }) end
+    if not pk then
+      local y = self.encoder:forward(self.embeddings:forward(x), x.mask, rows)
+      return rows and picked(y) or y
+    end
     -- each step in its own scope: the embeddings' output dies at the gather, the packed
     -- rows at the encoder's end, the encoder's output at the scatter
     local y = T.scope(function()
       local ep = T.scope(function() return pk:gather(self.embeddings:forward(x)) end)
-      return self.encoder:forward(ep, pk)
+      return self.encoder:forward(ep, pk, rows)
     end)
+    if rows then return picked(y) end
     return pk:scatter(y)
   end)
   if pk then
     if ok and self.grad_enabled then self.packing = pk else pk:close() end
   end
-  if not ok then self:clear_saved(); error(h, 0) end
+  if not ok then self.picked = nil; self:clear_saved(); error(h, 0) end
   return h
 end
 
@@ -351,25 +364,29 @@ end
 -- Saved state of this module (the packing) and, through Module, its tensors.
 function BertModel:release()
   self:close_packing()
+  self.picked = nil
   Module.release(self)
 end
 
--- dhidden [B, T, C]: parameter gradients accumulate; returns nil (ids have no gradient).
+-- dhidden [B, T, C] ([B, 1, C] after a forward with rows = "first"): parameter gradients
+-- accumulate; returns nil (ids have no gradient).
 function BertModel:backward(dhidden)
-  local pk = self.packing
+  local pk, picked = self.packing, self.picked
+  self.picked = nil
   local ok, err = pcall(T.scope, function()
     -- frozen embeddings (LoRA, a frozen stack) owe the encoder's input no gradient
     local frozen = not self.embeddings:any_trainable()
     if frozen then self.embeddings:clear_saved() end
+    local dh = picked and dhidden:reshape({ picked[1], dhidden:numel() / picked[1] }) or dhidden
     if not pk then
-      local de = self.encoder:backward(dhidden, not frozen)
+      local de = self.encoder:backward(dh, not frozen)
       if de then self.embeddings:backward(de) end
       return
     end
     -- each step in its own scope: the packed gradient dies at the encoder's end, the
     -- encoder's at the scatter
     local de = T.scope(function()
-      local dep = T.scope(function() return self.encoder:backward(pk:gather(dhidden), not frozen) end)
+      local dep = T.scope(function() return self.encoder:backward(picked and dh or pk:gather(dh), not frozen) end)
       return dep and pk:scatter(dep)
     end)
     if de then self.embeddings:backward(de) end
@@ -405,13 +422,22 @@ function SentenceEncoder.new(bert, opts)
   return self
 end
 
+-- The options of a base model's forward under a pooling: padding rows are skipped
+-- (top.pack_rows = false computes them too: the embeddings are the same), and CLS pooling,
+-- which reads each sequence's first row only, has the last layer compute that row alone
+-- (M.first_row_opts); the mask the pooling then reads, nil for the picked rows.
+function M.pooling_opts(top, pooling, mask)
+  if pooling.mode == "cls" then return M.first_row_opts(top), nil end
+  return { pack_rows = top.pack_rows ~= false }, mask
+end
+
 -- -> embeddings [B, C] (normalised when the model has a Normalize module)
--- self.pack_rows = false computes the padding rows too (the embeddings are the same).
 function SentenceEncoder:forward(input)
   return guarded_forward(self, function()
-    local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
     -- pool_mask: the attention mask less the prompt's tokens, where the pooling leaves them out
-    local pooled = self.pooling:forward(h, input.pool_mask or input.attention_mask)
+    local opts, mask = M.pooling_opts(self, self.pooling, input.pool_mask or input.attention_mask)
+    local h = self.bert:forward(input, opts)
+    local pooled = self.pooling:forward(h, mask)
     if not self.normalize then return pooled end
     return self.normalize:forward(pooled)
   end)
@@ -448,11 +474,17 @@ function SequenceClassifier.new(bert, num_labels, opts)
   return self
 end
 
--- -> logits [B, num_labels]; the pooler reads row 0 only, so padding rows are skipped
--- (self.pack_rows = false computes them).
+-- The options of a base model's forward for a head that reads each sequence's first row only:
+-- padding rows are skipped (self.pack_rows = false computes them) and the last layer
+-- computes the first rows only (self.pick_rows = false computes every row).
+function M.first_row_opts(top)
+  return { pack_rows = top.pack_rows ~= false, rows = top.pick_rows ~= false and "first" or nil }
+end
+
+-- -> logits [B, num_labels]; the pooler reads row 0 only (M.first_row_opts).
 function SequenceClassifier:forward(input)
   return guarded_forward(self, function()
-    local h = self.bert:forward(input, { pack_rows = self.pack_rows ~= false })
+    local h = self.bert:forward(input, M.first_row_opts(self))
     local d = T.scope(function() return self.dropout:forward(self.bert.pooler:forward(h)) end)
     return self.classifier:forward(d)
   end)
@@ -491,11 +523,10 @@ function HeadClassifier.new(bert, num_labels, opts)
   return self
 end
 
--- -> logits [B, num_labels]; the head reads row 0 only, so padding rows are skipped
--- (self.pack_rows = false computes them).
+-- -> logits [B, num_labels]; the head reads row 0 only (M.first_row_opts).
 function HeadClassifier:forward(input)
   return guarded_forward(self, function()
-    return self.head:forward(self.bert:forward(input, { pack_rows = self.pack_rows ~= false }))
+    return self.head:forward(self.bert:forward(input, M.first_row_opts(self)))
   end)
 end
 
@@ -792,7 +823,8 @@ end
 -- the head's (each with the lora.modules_to_save names that train it). activations(a) gives
 -- one layer's kept bytes for a.tokens tokens of a.bytes each: all of them (a.full), or under
 -- LoRA what the input gradients and the adapters on a.sites (of rank a.rank) need; the
--- layer input's share; a segment boundary; the embeddings'; the backward's transient peak.
+-- layer input's share; the share kept past the attention core (rowwise); a segment boundary;
+-- the embeddings'; the backward's transient peak.
 -- d: the shape (H hidden, L layers, I intermediate, A heads, V vocabulary, P positions, TV token
 -- types), names (BertLayer.linears' renames: names, ffn_names, attention_name: another family's
 -- weight names for BERT's layer) and head(K), the head's parameters.
@@ -813,32 +845,41 @@ function M.shaped_plan_terms(d)
   local function activations(a)
     local N, e = a.tokens, a.bytes
     local stats = (A + 4) * N * 4                  -- attention lse + LayerNorm mean/rstd, f32
-    local per_layer, layer_input
+    -- rowwise: the bytes of per_layer kept past the attention core, which the last layer keeps
+    -- for its first rows only under a head that reads nothing else (trainer.nn.row_pick)
+    local per_layer, layer_input, rowwise
     if a.full then
       -- the layer input, q, k, v, the attention context, both LayerNorm inputs, the
       -- pre-GELU and GELU outputs
       per_layer = (8 * N * H + 2 * N * I) * e + stats
       layer_input = N * H * e
+      rowwise = (4 * N * H + 2 * N * I) * e + 16 * N
     else
       -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
       -- shared by the adapters that read it: query/key/value all read the layer's input; the
       -- dropped-out copy is rebuilt in backward) and its rank-r intermediate
       per_layer = (5 * N * H + N * I) * e + stats
+      rowwise = (2 * N * H + N * I) * e + 16 * N
       local inputs = {}
       for _, lin in ipairs(a.sites) do
         local src = qkv[lin[1]] and "layer" or lin[1]
         if not inputs[src] then inputs[src] = N * lin[2] * e end
         per_layer = per_layer + N * a.rank * e
+        if src ~= "layer" then rowwise = rowwise + N * a.rank * e end
       end
       layer_input = inputs.layer or 0
-      for _, bytes in pairs(inputs) do per_layer = per_layer + bytes end
+      for src, bytes in pairs(inputs) do
+        per_layer = per_layer + bytes
+        if src ~= "layer" then rowwise = rowwise + bytes end
+      end
       -- the attention output, kept on CUDA for the backward's row terms (models/bert/attention.lua):
       -- a tensor of its own unless an adapted output dense keeps the same one as its input
       if a.gpu and not inputs[out_dense] then per_layer = per_layer + N * H * e end
     end
     -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
-    return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e,
-             embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H) * e }
+    return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e, rowwise = rowwise,
+             embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H) * e,
+             rowwise_transient = N * I * e }
   end
   local embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H } }
   if TV > 0 then embeddings[#embeddings + 1] = { n = TV * H, rows = TV, cols = H } end

@@ -32,6 +32,7 @@ local LayerNorm = require("trainer.nn.layernorm")
 local Linear = require("trainer.nn.linear")
 local Dropout = require("trainer.nn.dropout")
 local Pooling = require("trainer.nn.pooling")
+local row_pick = require("trainer.nn.row_pick")
 local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 local errors = require("trainer.core.errors")
@@ -244,9 +245,11 @@ function Attention:attn_opts(Tn)
   return o
 end
 
-function Attention:forward(x, mask)
+-- rows (trainer.nn.row_pick): Wo and the dropout run on the picked rows; the result is [B, C].
+function Attention:forward(x, mask, rows)
   local s = x:shape()
   local B, Tn, C, H, D = s[1], s[2], self.C, self.heads, self.head_dim
+  if self.grad_enabled then self.saved.rows = rows end
   return T.scope(function()
     local aopts = self:attn_opts(Tn)
     local q4, k4, v4 = T.scope(function()
@@ -257,16 +260,18 @@ function Attention:forward(x, mask)
     end)
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
     if self.grad_enabled then BertAttention.keep_attention(self, q4, k4, v4, lse, a4, mask, aopts) end
-    local o = self.Wo:forward(a4:reshape({ B, Tn, C }))
-    return self.drop:forward(o)
+    local a = a4:reshape({ B, Tn, C })
+    if rows then a = rows:gather(a) end
+    return self.drop:forward(self.Wo:forward(a, rows), rows)
   end)
 end
 
 function Attention:backward(dy, want_dx)
   local q4 = self:saved_tensor("q")
-  local sh = dy:shape()
+  local sh, rows = q4:shape(), self.saved.rows
   return T.scope(function()
     local da = self.Wo:backward(self.drop:backward(dy))
+    if rows then da = rows:scatter(da, { sh[1], sh[2], self.C }) end
     local dq4, dk4, dv4 = BertAttention.attention_backward(self, da:reshape(q4:shape()))
     self:release()
     local dqkv = T.scope(function()
@@ -300,11 +305,12 @@ end
 -- Wo's input, drop(geglu(h)) ([N, I], the largest tensor of a layer), is not kept: a plain Wo
 -- that kept it for its weight gradient has it dropped here and remade from h in the backward
 -- (one GeGLU pass; the dropout replays its keyed mask), so a layer keeps h alone for its MLP.
-function MLP:forward(x)
+-- rows: the trainer.nn.row_pick x's rows are (the dropout's masks), or nil.
+function MLP:forward(x, rows)
   return T.scope(function()
-    local h = self.Wi:forward(x)
+    local h = self.Wi:forward(x, rows)
     self:keep("h", h)
-    local y = self.Wo:forward(self.drop:forward(ops.geglu(h, self.act)))
+    local y = self.Wo:forward(self.drop:forward(ops.geglu(h, self.act), rows), rows)
     local wo = self.Wo
     if getmetatable(wo) == Linear and wo.saved.x then
       wo.saved.x:free()
@@ -372,15 +378,18 @@ local function remake_norm_output(lin, norm, saved, flag)
   end))
 end
 
-function Layer:forward(x, mask)
+-- rows (trainer.nn.row_pick, the last layer under a head that reads the first rows only):
+-- past the attention core the layer runs on those rows, and returns [B, C].
+function Layer:forward(x, mask, rows)
+  if self.grad_enabled then self.saved.rows, self.saved.x_shape = rows, rows and x:shape() end
   return T.scope(function()
     local h = T.scope(function()
       local a = self.attn_norm and self.attn_norm:forward(x) or x
-      local o = self.attn:forward(a, mask)
+      local o = self.attn:forward(a, mask, rows)
       if self.attn_norm then drop_norm_output(self.attn.Wqkv, self.saved, "remake_attn") end
-      return add(x, o)
+      return add(rows and rows:gather(x) or x, o)
     end)
-    local m = self.mlp:forward(self.mlp_norm:forward(h))
+    local m = self.mlp:forward(self.mlp_norm:forward(h), rows)
     drop_norm_output(self.mlp.Wi, self.saved, "remake_mlp")
     return add(h, m)
   end)
@@ -392,6 +401,8 @@ function Layer:backward(dy, want_dx)
     remake_norm_output(self.mlp.Wi, self.mlp_norm, self.saved, "remake_mlp")
     local dh = T.scope(function() return ops.add_(self.mlp_norm:backward(self.mlp:backward(dy)), dy) end)
     local need = want_dx ~= false
+    local rows, xs = self.saved.rows, self.saved.x_shape
+    self.saved.rows, self.saved.x_shape = nil, nil
     if self.attn_norm then remake_norm_output(self.attn.Wqkv, self.attn_norm, self.saved, "remake_attn") end
     local da = self.attn:backward(dh, need or (self.attn_norm ~= nil and self.attn_norm:any_trainable()))
     if not need then
@@ -403,7 +414,8 @@ function Layer:backward(dy, want_dx)
     end
     local dxa = self.attn_norm and self.attn_norm:backward(da) or da
     if dxa ~= da then da:free() end
-    return ops.add_(dxa, dh)
+    -- the residual's gradient: the picked rows' in x's layout (the others' is 0)
+    return ops.add_(dxa, rows and rows:scatter(dh, xs) or dh)
   end)
   if self.on_grads_final then self.on_grads_final() end
   return dx
@@ -450,20 +462,31 @@ function Model.new(cfg, opts)
 end
 
 -- -> the last hidden state [B, T, C] (final_norm's output), every row computed (opts.pack_rows,
--- which the sentence encoder passes, is not taken: see the top of the file).
-function Model:forward(input)
+-- which the sentence encoder passes, is not taken: see the top of the file); with opts.rows =
+-- "first" (a head that reads each sequence's first row only) the last layer computes that row
+-- alone past its attention core (trainer.nn.row_pick) and the result is [B, 1, C].
+function Model:forward(input, opts)
+  self.picked = nil
   return bert.guarded_forward(self, function()
     local mask = prepare_mask(self.config, input)   -- one this scope made dies with it
-    local h = self.stack:forward(self.embeddings:forward({ input_ids = input.input_ids }), mask)
-    return self.final_norm:forward(h)
+    local s = input.input_ids:shape()
+    local rows = opts and opts.rows == "first" and row_pick.first(s[1], s[2]) or nil
+    local h = self.stack:forward(self.embeddings:forward({ input_ids = input.input_ids }), mask, rows)
+    if not rows then return self.final_norm:forward(h) end
+    if self.grad_enabled then self.picked = s[1] end
+    return self.final_norm:forward(h):reshape({ s[1], 1, self.config.hidden_size })
   end)
 end
 
+-- dhidden: [B, T, C], or [B, 1, C] after a forward with opts.rows = "first".
 function Model:backward(dhidden)
+  local picked = self.picked
+  self.picked = nil
   T.scope(function()
     local frozen = not self.embeddings:any_trainable()
     if frozen then self.embeddings:clear_saved() end
-    local de = T.scope(function() return self.stack:backward(self.final_norm:backward(dhidden), not frozen) end)
+    local dh = picked and dhidden:reshape({ picked, self.config.hidden_size }) or dhidden
+    local de = T.scope(function() return self.stack:backward(self.final_norm:backward(dh), not frozen) end)
     if de then self.embeddings:backward(de) end
   end)
   return nil
@@ -495,7 +518,10 @@ end
 function Classifier:forward(input)
   return bert.guarded_forward(self, function()
     local d = T.scope(function()
-      local pooled = T.scope(function() return self.pooling:forward(self.model:forward(input), input.attention_mask) end)
+      local pooled = T.scope(function()
+        local opts, mask = bert.pooling_opts(self, self.pooling, input.attention_mask)
+        return self.pooling:forward(self.model:forward(input, opts), mask)
+      end)
       local hd = self.dense:forward(pooled)
       self:keep("hd", hd)
       return self.drop:forward(self.norm:forward(ops.gelu(hd, self.act)))
@@ -620,7 +646,11 @@ function M.plan_terms(c)
   local function activations(a)
     local N, e = a.tokens, a.bytes
     local stats = (A + 8) * N * 4   -- attention lse + two LayerNorms' mean/rstd, f32
-    local per_layer, layer_input
+    -- the MLP backward's [N, I] and [N, 2I] gradients; on the CPU the GeGLU's gradient
+    -- overwrites Wi's kept output (MLP:backward), so only the [N, I] one is new there
+    local mlp_t = (a.gpu and 3 or 1) * N * I
+    -- rowwise: the share kept past the attention core (the mlp_norm's statistics among them)
+    local per_layer, layer_input, rowwise
     if a.full then
       -- the layer input (attn_norm's), q, k, v, the attention output (Wo's input), the
       -- residual sum (mlp_norm's) and Wi's output (2I); the norms' outputs (Wqkv's and Wi's
@@ -628,16 +658,22 @@ function M.plan_terms(c)
       -- without attn_norm, has Wqkv keep its input: in the embeddings' term
       per_layer = (6 * N * C + 2 * N * I) * e + stats
       layer_input = N * C * e
+      rowwise = (2 * N * C + 2 * N * I) * e + 16 * N
     else
       -- both LayerNorm inputs, q, k, v, Wi's output; each adapted Linear's input and its rank-r
       -- intermediate
       per_layer = (5 * N * C + 2 * N * I) * e + stats
+      rowwise = (N * C + 2 * N * I) * e + 16 * N
       layer_input = N * C * e
-      for _, lin in ipairs(a.sites) do per_layer = per_layer + N * (lin[2] + a.rank) * e end
+      for _, lin in ipairs(a.sites) do
+        per_layer = per_layer + N * (lin[2] + a.rank) * e
+        if lin[1] ~= "attn.Wqkv" then rowwise = rowwise + N * (lin[2] + a.rank) * e end
+      end
       if a.gpu then per_layer = per_layer + N * C * e end
     end
-    return { per_layer = per_layer, layer_input = layer_input, boundary = N * C * e,
-             embeddings = a.full and 3 * N * C * e or 0, transient = (3 * N * I + 2 * N * C) * e }
+    return { per_layer = per_layer, layer_input = layer_input, boundary = N * C * e, rowwise = rowwise,
+             embeddings = a.full and 3 * N * C * e or 0, transient = (mlp_t + 2 * N * C) * e,
+             rowwise_transient = mlp_t * e }
   end
   return {
     layers = L, positions = c.max_position_embeddings or 8192, linears = plain, layer = layer,

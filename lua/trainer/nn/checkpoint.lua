@@ -32,10 +32,12 @@ function Checkpoint.new(layers, names, rng)
 end
 
 -- ---------------------------------------------------------------- running
-local function run(self, x, mask)
+-- rows (trainer.nn.row_pick): given to the last layer (the encoder's last segment).
+local function run(self, x, mask, rows)
   local h = x:reshape(x:shape())
-  for _, layer in ipairs(self.layers) do
-    local ok, nh = pcall(layer.forward, layer, h, mask)
+  local n = #self.layers
+  for i, layer in ipairs(self.layers) do
+    local ok, nh = pcall(layer.forward, layer, h, mask, i == n and rows or nil)
     h:free()
     if not ok then error(nh, 0) end
     h = nh
@@ -47,26 +49,27 @@ local function set_inner_grad(self, on)
   for _, layer in ipairs(self.layers) do layer:set_grad_enabled(on) end
 end
 
-function Checkpoint:forward(x, mask)
-  if not self.grad_enabled then return run(self, x, mask) end
+function Checkpoint:forward(x, mask, rows)
+  if not self.grad_enabled then return run(self, x, mask, rows) end
   set_inner_grad(self, false)
-  local ok, y = pcall(run, self, x, mask)
+  local ok, y = pcall(run, self, x, mask, rows)
   set_inner_grad(self, true)
   if not ok then error(y, 0) end
   self:keep("x", x)
   if packing.is(mask) then self.saved.mask = mask   -- the model owns (and closes) a packing
   elseif mask then self:keep("mask", mask) end
   self.saved.rng = { seed = self.rng.seed, step = self.rng.step }   -- numbers: the loop may move on
+  self.saved.rows = rows
   return y
 end
 
 -- want_dx = false: the segment's input gradient is not needed (see Encoder:backward); nil then.
 function Checkpoint:backward(dy, want_dx)
   local x = self:saved_tensor("x")
-  local mask, key = self.saved.mask, self.saved.rng
+  local mask, key, rows = self.saved.mask, self.saved.rng, self.saved.rows
   local seed, step = self.rng.seed, self.rng.step
   self.rng.seed, self.rng.step = key.seed, key.step
-  local ok, y = pcall(run, self, x, mask)
+  local ok, y = pcall(run, self, x, mask, rows)
   self.rng.seed, self.rng.step = seed, step
   self:release()
   if not ok then self:clear_saved(); error(y, 0) end

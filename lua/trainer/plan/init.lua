@@ -204,11 +204,18 @@ function M.estimate(recipe, opts)
   -- least peak for this shape), so the plan follows them; a recomputed segment's first layer
   -- reads its input from the boundary: not kept twice
   local gc = require("trainer.train.grad_checkpoint")
-  local cost = { per_layer = act.per_layer, boundary = act.boundary, credit = act.layer_input }
+  -- a head that reads each text's first row only (a classifier, a cross-encoder, CLS pooling):
+  -- the last layer keeps its share past the attention core for that row alone
+  -- (and its backward's row-wise transient for that row alone)
+  local pick = (classification or m.pooling == "cls") and (1 - 1 / T) or 0
+  local picked, picked_t = pick * (act.rowwise or 0), pick * (act.rowwise_transient or 0)
+  local cost = { per_layer = act.per_layer, boundary = act.boundary, credit = act.layer_input, last_credit = picked,
+                 last_transient = picked_t }
   local sizes = gc.segments(L, ck, cost)
   local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
+  local whole = { per_layer = act.per_layer, boundary = 0, last_credit = picked, last_transient = picked_t }
   local function activations_of(sz)
-    return (sz and gc.peak(sz, cost) or L * act.per_layer) + act.embeddings + act.transient + feed
+    return (sz and gc.peak(sz, cost) or gc.peak({ L }, whole)) + act.embeddings + act.transient + feed
   end
   local activations = activations_of(sizes)
   local workspace = 0

@@ -25,6 +25,9 @@
 -- first, and segment s's backward recomputes its layers while the inputs of segments 1..s are
 -- still kept, so the peak is max over s of (s * boundary + size_s * per_layer - credit),
 -- credit being what a segment's first layer keeps that is its input (already a boundary).
+-- When the head reads the first rows only (trainer.nn.row_pick) the encoder's last layer keeps
+-- last_credit less and its backward's transient is last_transient smaller, so the last
+-- segment's peak is the larger of its backward at that layer and at the layer before it.
 -- The even split puts the larger segments first, where fewer boundaries are alive.
 local errors = require("trainer.core.errors")
 local Checkpoint = require("trainer.nn.checkpoint")
@@ -33,11 +36,17 @@ local M = {}
 
 local function is_int(v) return type(v) == "number" and v >= 1 and v == math.floor(v) end
 
--- The peak bytes of segment sizes under cost { per_layer, boundary, credit } (see the top).
+-- The peak bytes of segment sizes under cost { per_layer, boundary, credit, last_credit,
+-- last_transient } (see the top), the backward's transient of a layer not included.
 function M.peak(sizes, cost)
   local worst = 0
   for s, n in ipairs(sizes) do
-    worst = math.max(worst, s * cost.boundary + n * cost.per_layer - (cost.credit or 0))
+    local base = s * cost.boundary + n * cost.per_layer - (cost.credit or 0)
+    if s == #sizes and (cost.last_credit or 0) + (cost.last_transient or 0) > 0 then
+      base = base - cost.last_credit - (cost.last_transient or 0)
+      if n > 1 then base = math.max(base, s * cost.boundary + (n - 1) * cost.per_layer - (cost.credit or 0)) end
+    end
+    worst = math.max(worst, base)
   end
   return worst
 end

@@ -137,12 +137,21 @@ local function attend(self, x, mask, pk)
   return a4:reshape(x:shape())
 end
 
-function BertAttention:forward(x, mask)
+-- rows (trainer.nn.row_pick, the encoder's last layer under a head that reads the first
+-- rows only): the output block runs on the picked rows of x, and the result is [B, C].
+function BertAttention:forward(x, mask, rows)
   local pk = packing.is(mask) and mask or nil
   if pk then mask = pk.mask end
+  if self.grad_enabled then self.saved.rows, self.saved.x_shape = rows, rows and x:shape() end
   return T.scope(function()
-    local o = T.scope(function() return self.dense:forward(T.scope(attend, self, x, mask, pk)) end)
-    return add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
+    local o = T.scope(function()
+      local a = T.scope(attend, self, x, mask, pk)
+      if rows then a = rows:gather(a) end
+      -- the rows' layout for a LoRA dropout's masks (the padded layout's, as q, k, v's)
+      return self.dense:forward(a, rows or pk)
+    end)
+    -- norm(x + dropout(o)), fused
+    return add_norm.forward(self.dropout, self.norm, o, rows and rows:gather(x) or x, rows or pk)
   end)
 end
 
@@ -151,10 +160,18 @@ end
 -- nothing trainable (LoRA's frozen key) is skipped whole, and nil is returned.
 function BertAttention:backward(dy, want_dx)
   self:saved_tensor("q")   -- raises unless a forward with gradients kept what this reads
-  local pk = self.saved.pk
+  local pk, rows, xs = self.saved.pk, self.saved.rows, self.saved.x_shape
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
   local da = self.dense:backward(dod)
   dod:free()
+  if rows then
+    -- the picked rows' gradients in x's layout, the other rows 0: what the full layer's
+    -- output block gives them when nothing reads their output
+    local dar, dsr = da, dsum
+    da, dsum = rows:scatter(dar, xs), rows:scatter(dsr, xs)
+    dar:free()
+    dsr:free()
+  end
   if pk then
     local das = pk:scatter(da)
     da:free()
@@ -165,7 +182,7 @@ function BertAttention:backward(dy, want_dx)
   local dq4, dk4, dv4 = self:attention_backward(da4)
   da4:free()
   self:release()
-  local xs = dsum:shape()
+  xs = dsum:shape()
   local dx = dsum
   local skip_dx = want_dx == false
   if skip_dx then dsum:free(); dx = nil end

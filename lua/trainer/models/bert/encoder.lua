@@ -30,10 +30,13 @@ function BertEncoder.new(cfg, rng, opts)
   return self
 end
 
-function BertEncoder:forward(x, mask)
+-- rows: a trainer.nn.row_pick or nil: the last layer (or segment) computes those rows only
+-- past its attention core, and the result is [B, C] (see BertLayer:forward).
+function BertEncoder:forward(x, mask, rows)
   local h = x:reshape(x:shape())
-  for _, layer in ipairs(self.layers) do
-    local nh = layer:forward(h, mask)
+  local n = #self.layers
+  for i, layer in ipairs(self.layers) do
+    local nh = layer:forward(h, mask, i == n and rows or nil)
     h:free()
     h = nh
   end

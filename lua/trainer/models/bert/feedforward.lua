@@ -54,12 +54,12 @@ function BertFeedForward:forward(x, pk)
   if self.fused_gelu then
     a, h = self.dense1:forward_gelu(x, self.act)
   else
-    h = self.dense1:forward(x)
+    h = self.dense1:forward(x, pk)   -- pk: a LoRA dropout's masks follow the padded layout
     a = ops.gelu(h, self.act)
   end
   self:keep("h", h)
   h:free()
-  local o = self.dense2:forward(a)
+  local o = self.dense2:forward(a, pk)
   a:free()
   local y = add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
   o:free()

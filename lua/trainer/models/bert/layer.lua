@@ -33,10 +33,12 @@ function BertLayer.new(cfg, rng, layer, rel)
 end
 
 -- mask: [B, T] or nil, or a packing (trainer.nn.packing) when x is the packed real rows.
-function BertLayer:forward(x, mask)
+-- rows: a trainer.nn.row_pick (the encoder's last layer under a head that reads the first rows
+-- only): past the attention core the layer runs on those rows, and returns [B, C].
+function BertLayer:forward(x, mask, rows)
   local pk = packing.is(mask) and mask or nil
   -- the attention output dies once the feed-forward's is made
-  return T.scope(function() return self.ffn:forward(self.attention:forward(x, mask), pk) end)
+  return T.scope(function() return self.ffn:forward(self.attention:forward(x, mask, rows), rows or pk) end)
 end
 
 -- want_dx = false: no input gradient is owed (the first layer over frozen embeddings); nil then.
