@@ -6,7 +6,7 @@
 # the unchanged recipe's where the change is exact (accumulation, checkpointing); the choice
 # is printed, recorded in resolved_recipe.lua and summary.json, and kept by a resume;
 # `trainer plan --fit` prints it without running; nothing that fits is exit 2 naming the key.
-# The shape: a classifier of hidden 128, 4 layers, 32 rows of 64 tokens (about 93 MiB planned).
+# The shape: a classifier of hidden 128, 5 layers, 32 rows of 64 tokens (about 98 MiB planned).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 # the time model's rates, fixed (the figures its probe measured on a 2-core AVX2 EPYC) so that the
@@ -21,7 +21,7 @@ return {
   grad_clip = 1.0, log = { every = 1, quiet = true, tensorboard = false }, eval = { at_start = false },
   save = { every = 1, final = false },
   model = { arch = "bert", init = "random", tokenizer = "$FX/cls", task = "classification", num_labels = 3,
-    max_length = 64, dropout = 0, config = { hidden_size = 128, num_hidden_layers = 4, num_attention_heads = 4,
+    max_length = 64, dropout = 0, config = { hidden_size = 128, num_hidden_layers = 5, num_attention_heads = 4,
     intermediate_size = 512, vocab_size = 500, max_position_embeddings = 512 } },
   data = { train = "$FX/long.jsonl", columns = { "sentence1", "sentence2", "label" } },
 }
@@ -48,7 +48,7 @@ expect_rc fit_base_rc 0
 read -r _ BASE_LOSS _ <<<"$(facts "$TMP/base")"
 run_trainer plan "$TMP/cls.lua" --json
 need=$(grep -m1 '"total_bytes"' "$TMP/out" | tr -dc 0-9)
-[ "$need" -gt $((80 * 1048576)) ] && pass fit_base_need || fail fit_base_need "planned $need bytes"
+[ "$need" -gt $((85 * 1048576)) ] && pass fit_base_need || fail fit_base_need "planned $need bytes"
 
 # ---- several budgets below the need: both keys fit, under the limit, the same rows a step
 for lim in 70MiB 60MiB 55MiB; do
@@ -76,12 +76,12 @@ done
 # at a time is slower than the recompute): exact, as accumulation is
 run_trainer "$TMP/cls.lua" batch.size=31 out="$TMP/base31"
 read -r _ BASE31_LOSS _ <<<"$(facts "$TMP/base31")"
-run_trainer "$TMP/cls.lua" batch.size=31 memory.limit=80MiB memory.fit=true out="$TMP/ck"
+run_trainer "$TMP/cls.lua" batch.size=31 memory.limit=85MiB memory.fit=true out="$TMP/ck"
 expect_rc fit_checkpoint_rc 0
 if [ "$RC" = 0 ]; then
   read -r peak loss b acc ck overrides <<<"$(facts "$TMP/ck")"
   [ "$overrides" = 'checkpoint="auto"' ] && pass fit_checkpoint_chosen || fail fit_checkpoint_chosen "chose $overrides"
-  [ "$peak" -lt "$(bytes 80MiB)" ] && pass fit_checkpoint_peak_under_limit || fail fit_checkpoint_peak_under_limit "$peak"
+  [ "$peak" -lt "$(bytes 85MiB)" ] && pass fit_checkpoint_peak_under_limit || fail fit_checkpoint_peak_under_limit "$peak"
   close "$loss" "$BASE31_LOSS" && pass fit_checkpoint_loss_exact || fail fit_checkpoint_loss_exact "$loss vs $BASE31_LOSS"
 fi
 
