@@ -1,6 +1,7 @@
 /* rotary.c — the rotary position embedding kernel (rotary.h), written once over REAL and
- * instantiated here for float (the runtime) and double (the tests' reference). Each row's
- * cos and sin are computed once and applied to its H heads. */
+ * instantiated here for float (the runtime) and double (the tests' reference). Each position's
+ * cos and sin are computed once (per row where the positions' table would not fit the stack)
+ * and applied to its H heads. */
 #ifndef KFN
 #include "cpu/rotary.h"
 
@@ -15,6 +16,16 @@ enum { ROT_MAX_HALF = 512 };
 
 #else /* KFN defined: this file included again, once per REAL (the instantiation above) */
 
+/* Row r's cos and sin (sn negated for the inverse rotation) at its position t. */
+static inline void KFN(rotary_angles)(REAL *cs, REAL *sn, const REAL *inv_freq, int64_t half, int64_t t, int inverse)
+{
+    for (int64_t i = 0; i < half; i++) {
+        const REAL a = (REAL)t * inv_freq[i];
+        cs[i] = cos(a);
+        sn[i] = inverse ? -sin(a) : sin(a);
+    }
+}
+
 void KFN(tr_k_rotary)(REAL *out, const REAL *x, int64_t r0, int64_t nr, int64_t T, int64_t H, int64_t D, double theta,
                       int inverse)
 {
@@ -22,14 +33,24 @@ void KFN(tr_k_rotary)(REAL *out, const REAL *x, int64_t r0, int64_t nr, int64_t 
     REAL inv_freq[ROT_MAX_HALF];
     for (int64_t i = 0; i < half && i < ROT_MAX_HALF; i++)
         inv_freq[i] = (REAL)1 / pow((REAL)theta, (REAL)(2 * i) / (REAL)D);
+    /* Rows of a batch repeat the T positions: when the rows span more than T and the T
+     * positions' tables fit ROT_TABLE_BYTES, each position's cos and sin are made once, here,
+     * instead of once per row (the same values: the same angle through the same functions). */
+    enum { ROT_TABLE_BYTES = 1 << 16 };
+    REAL table[ROT_TABLE_BYTES / sizeof(REAL)];
+    const int shared = nr > T && 2 * T * half * (int64_t)sizeof(REAL) <= ROT_TABLE_BYTES;
+    if (shared)
+        for (int64_t t = 0; t < T; t++) KFN(rotary_angles)(table + 2 * t * half, table + (2 * t + 1) * half, inv_freq, half, t, inverse);
 #pragma omp parallel for if (nr * H * D > 65536) schedule(static)
     for (int64_t r = 0; r < nr; r++) {
-        REAL cs[ROT_MAX_HALF], sn[ROT_MAX_HALF];
-        const REAL t = (REAL)((r0 + r) % T);
-        for (int64_t i = 0; i < half; i++) {
-            const REAL a = t * inv_freq[i];
-            cs[i] = cos(a);
-            sn[i] = inverse ? -sin(a) : sin(a);
+        REAL own_cs[ROT_MAX_HALF], own_sn[ROT_MAX_HALF];
+        const int64_t t = (r0 + r) % T;
+        const REAL *cs = own_cs, *sn = own_sn;
+        if (shared) {
+            cs = table + 2 * t * half;
+            sn = table + (2 * t + 1) * half;
+        } else {
+            KFN(rotary_angles)(own_cs, own_sn, inv_freq, half, t, inverse);
         }
         for (int64_t h = 0; h < H; h++) {
             const REAL *xr = x + (r * H + h) * D;

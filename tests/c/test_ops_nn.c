@@ -11,6 +11,7 @@
 #include "ops_elementwise.h"
 #include "cpu/attention.h"
 #include "cpu/layernorm.h"
+#include "cpu/rotary.h"
 
 #include <string.h>
 
@@ -476,6 +477,21 @@ static void test_errors_name_op_tensor_and_shape(void)
     tr_tensor_free(mean); tr_tensor_free(ix); tr_tensor_free(q);
 }
 
+/* The rotary kernel over a batch (rows past T: each position's cos and sin made once, in a
+ * table) has the bits of the same rows one at a time (each row's own cos and sin), forward and
+ * inverse, from a row offset too. */
+static void test_rotary_table_is_the_rows_bits(void)
+{
+    enum { B = 3, T = 7, H = 2, D = 8, N = B * T * H * D };
+    float x[N], batch[N], rows[N];
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 23) / 7.0f - 1.5f;
+    for (int inverse = 0; inverse <= 1; inverse++) {
+        tr_k_rotary_f32(batch, x, 2, B * T, T, H, D, 10000.0, inverse);
+        for (int64_t r = 0; r < B * T; r++) tr_k_rotary_f32(rows + r * H * D, x + r * H * D, 2 + r, 1, T, H, D, 10000.0, inverse);
+        CHECK(memcmp(batch, rows, sizeof batch) == 0, "inverse %d: the batch's rotation differs from the rows'", inverse);
+    }
+}
+
 static void test_workspace_released(void)
 {
     tr_alloc_stats st;
@@ -493,7 +509,7 @@ int main(void)
         CASE(test_bf16_against_f32), CASE(test_f16_against_f32),
         CASE(test_attention_f32_against_f64_kernel_with_philox_dropout), CASE(test_attention_half_in_batch_groups),
         CASE(test_half_elementwise_bits_are_the_f32_kernels), CASE(test_errors_name_op_tensor_and_shape),
-        CASE(test_workspace_released)
+        CASE(test_rotary_table_is_the_rows_bits), CASE(test_workspace_released)
     };
     return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }
