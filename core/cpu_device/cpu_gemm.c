@@ -157,6 +157,18 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     int N = product == TR_PACK_FORWARD ? (int)O : (int)I, K = product == TR_PACK_FORWARD ? (int)I : (int)O;
     int transB = product == TR_PACK_FORWARD;
     if (!route_onednn(g, 1, N, K)) return TR_OK;
+    /* An unblocked layout buys nothing over the weight itself (the product runs the same
+     * kernel, which packs panels of B inside each call; bench_gemm_onednn: packed and plain
+     * within 2 % on AVX2) and its pack costs a copy or a transposition of every trained
+     * weight each step: the weight as stored serves both products (the forward's as the
+     * plain transposed B, tr_cpu_linear_forward_packed). */
+    int plain;
+    int rc = tr_onednn_pack_plain(g->dnnl, N, K, transB, &plain, tr_ctx_err(ctx));
+    if (rc != TR_OK) return rc;
+    if (plain) {
+        *packed = w->data;
+        return TR_OK;
+    }
 
     weight_packs *wp = tr_tensor_derived(w);
     if (!wp) {
@@ -176,7 +188,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     }
     s->valid = 0;
     size_t bytes;
-    int rc = tr_onednn_pack_bytes(g->dnnl, N, K, transB, &bytes, tr_ctx_err(ctx));
+    rc = tr_onednn_pack_bytes(g->dnnl, N, K, transB, &bytes, tr_ctx_err(ctx));
     if (rc != TR_OK) return rc;
     if (s->data && s->bytes != bytes) {
         tr_alloc_free(wp->alloc, s->data);
@@ -198,7 +210,11 @@ int tr_cpu_linear_forward_packed(tr_ctx *ctx, float *Y, const float *X, const vo
     if (rows == 0) return TR_OK;
     tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
     if (!g) return tr_ctx_err(ctx)->status;
-    return tr_onednn_gemm(g->dnnl, Y, X, packed, 1, bias, rows, O, I, 0, 1, 1.0f, 0.0f, tr_ctx_err(ctx));
+    /* an unblocked layout: packed is W itself (tr_cpu_weight_packed), B = W^T plain */
+    int plain;
+    int rc = tr_onednn_pack_plain(g->dnnl, O, I, 1, &plain, tr_ctx_err(ctx));
+    if (rc != TR_OK) return rc;
+    return tr_onednn_gemm(g->dnnl, Y, X, packed, !plain, bias, rows, O, I, 0, 1, 1.0f, 0.0f, tr_ctx_err(ctx));
 }
 
 int tr_cpu_linear_input_grad_packed(tr_ctx *ctx, float *dX, const float *dY, const void *packed, int rows, int O,

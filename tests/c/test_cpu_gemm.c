@@ -181,16 +181,35 @@ static void test_writes_of_the_weight_repack(void)
     run_free(&b);
 }
 
-/* What oneDNN's pack of a K x N operand takes in the CPU allocator (512-byte rounding). */
+/* What oneDNN's pack of a K x N operand takes in the CPU allocator (512-byte rounding); 0
+ * where its layout is unblocked (AVX2), which the products take the weight as it is for. */
 static uint64_t pack_bytes(int N, int K, int transB)
 {
     tr_onednn *d = NULL;
     tr_error err;
     size_t bytes = 0;
+    int plain = 0;
     CHECK(tr_onednn_open(&d, &err) == TR_OK, "oneDNN: %s", err.msg);
     CHECK(tr_onednn_pack_bytes(d, N, K, transB, &bytes, &err) == TR_OK, "pack bytes: %s", err.msg);
+    CHECK(tr_onednn_pack_plain(d, N, K, transB, &plain, &err) == TR_OK, "pack plain: %s", err.msg);
     tr_onednn_close(d);
-    return (bytes + 511) / 512 * 512;
+    return plain ? 0 : (bytes + 511) / 512 * 512;
+}
+
+/* On AVX2 oneDNN's packed layout is the plain one: the input gradient's (B = W) is the
+ * weight as stored, the forward's (B = W^T) the weight transposed; blocked elsewhere. */
+static void test_plain_layouts_are_not_packed(void)
+{
+    tr_onednn *d = NULL;
+    tr_error err;
+    int fwd = -1, bwd = -1;
+    CHECK(tr_onednn_open(&d, &err) == TR_OK, "oneDNN: %s", err.msg);
+    CHECK(tr_onednn_pack_plain(d, O, I, 1, &fwd, &err) == TR_OK, "pack plain: %s", err.msg);
+    CHECK(tr_onednn_pack_plain(d, I, O, 0, &bwd, &err) == TR_OK, "pack plain: %s", err.msg);
+    tr_onednn_close(d);
+    CHECK(fwd == 0 || fwd == 2, "forward layout %d: a transposed weight's pack is blocked (0) or W^T plain (2)", fwd);
+    CHECK(bwd == 0 || bwd == 1, "input gradient layout %d: blocked (0) or W itself (1)", bwd);
+    CHECK((fwd == 0) == (bwd == 0), "forward %d, input gradient %d: blocked for one and not the other", fwd, bwd);
 }
 
 /* The two packs are workspace while the weight lives, and go with it; a frozen weight is
@@ -484,6 +503,7 @@ int main(void)
         RUN(test_steps_repack_after_each_update);
         RUN(test_writes_of_the_weight_repack);
         RUN(test_packs_are_workspace_and_made_once);
+        RUN(test_plain_layouts_are_not_packed);
         RUN(test_half_weight);
         RUN(test_repeatable_bits);
         RUN(test_matmul_matches_openblas);
