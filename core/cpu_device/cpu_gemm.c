@@ -157,15 +157,16 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     int N = product == TR_PACK_FORWARD ? (int)O : (int)I, K = product == TR_PACK_FORWARD ? (int)I : (int)O;
     int transB = product == TR_PACK_FORWARD;
     if (!route_onednn(g, 1, N, K)) return TR_OK;
-    /* An unblocked layout buys nothing over the weight itself (the product runs the same
-     * kernel, which packs panels of B inside each call; bench_gemm_onednn: packed and plain
-     * within 2 % on AVX2) and its pack costs a copy or a transposition of every trained
-     * weight each step: the weight as stored serves both products (the forward's as the
-     * plain transposed B, tr_cpu_linear_forward_packed). */
+    /* Where the packed layout is the weight as stored (the input gradient's on AVX2: oneDNN's
+     * sgemm packs panels of B inside each call), the pack would be a copy of every trained
+     * weight after each step: the product takes the weight itself, the same descriptor and
+     * bits. A transposing pack (the forward's there) stays: the plain transposed product
+     * ran up to 2 % slower (bench_gemm_onednn), which a frozen weight, packed once, would
+     * pay on every step. */
     int plain;
     int rc = tr_onednn_pack_plain(g->dnnl, N, K, transB, &plain, tr_ctx_err(ctx));
     if (rc != TR_OK) return rc;
-    if (plain) {
+    if (plain == 1) {
         *packed = w->data;
         return TR_OK;
     }
@@ -210,11 +211,7 @@ int tr_cpu_linear_forward_packed(tr_ctx *ctx, float *Y, const float *X, const vo
     if (rows == 0) return TR_OK;
     tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
     if (!g) return tr_ctx_err(ctx)->status;
-    /* an unblocked layout: packed is W itself (tr_cpu_weight_packed), B = W^T plain */
-    int plain;
-    int rc = tr_onednn_pack_plain(g->dnnl, O, I, 1, &plain, tr_ctx_err(ctx));
-    if (rc != TR_OK) return rc;
-    return tr_onednn_gemm(g->dnnl, Y, X, packed, !plain, bias, rows, O, I, 0, 1, 1.0f, 0.0f, tr_ctx_err(ctx));
+    return tr_onednn_gemm(g->dnnl, Y, X, packed, 1, bias, rows, O, I, 0, 1, 1.0f, 0.0f, tr_ctx_err(ctx));
 }
 
 int tr_cpu_linear_input_grad_packed(tr_ctx *ctx, float *dX, const float *dY, const void *packed, int rows, int O,

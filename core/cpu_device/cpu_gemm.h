@@ -45,9 +45,8 @@ enum { TR_PACK_FORWARD = 0, TR_PACK_INPUT_GRAD = 1 };
 
 /* *packed = W (2-D [O, I], CPU, any float dtype) packed for `product`, current with W's
  * bytes; NULL when that product does not run on a packed weight (OpenBLAS, or a shape
- * routed to it). Where oneDNN's packed layout is unblocked (AVX2), W's own data: the
- * products below take it as it is stored. The pointer is valid until W is next written or
- * freed. */
+ * routed to it). Where oneDNN's packed layout is W as stored (the input gradient's on
+ * AVX2), W's own data. The pointer is valid until W is next written or freed. */
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed);
 
 /* Y[rows, O] = X[rows, I] W^T + bias, with W packed for TR_PACK_FORWARD. */
