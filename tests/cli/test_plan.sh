@@ -35,7 +35,7 @@ expect_out plan_usage_exit_code "exit 2 when it does not fit the budget"
 
 # ---- the alternatives: planned for what scandi_lora lacks, each fits when pasted
 run_trainer plan $R $PRESET --budget 2GiB
-expect_out plan_alt_batch "  batch.size=8 batch.accumulate=2 -> 1.44 GiB (fits;"
+expect_out plan_alt_batch "  batch.size=8 batch.accumulate=2 -> 1.48 GiB (fits;"
 expect_out plan_alt_cached "  loss.cached=true"
 expect_no_out plan_alt_not_generic "shrink activations with checkpoint"
 expect_no_out plan_alt_not_lora "lora="

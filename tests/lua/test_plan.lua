@@ -100,7 +100,7 @@ return {
     assert(all:find("batch.size=8 batch.accumulate=2", 1, true), all)
     assert(all:find("loss.cached=true", 1, true), all)
     local text = plan.format(plan_of(flagship, preset), budget, flagship)
-    assert(text:find("  batch.size=8 batch.accumulate=2 -> 1.44 GiB (fits;", 1, true), text)
+    assert(text:find("  batch.size=8 batch.accumulate=2 -> 1.48 GiB (fits;", 1, true), text)
     assert(not text:find("shrink activations with checkpoint", 1, true), text)
     local j = plan.json(plan_of(flagship, preset), budget)
     assert(j.fits == false and #j.alternatives == #alts and j.alternatives[1].overrides[1], "json alternatives")

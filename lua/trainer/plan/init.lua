@@ -18,7 +18,8 @@
 --                batch.accumulate of them one after another, each freed before the next, so
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
 --                real batches pad to their longest); on a GPU also the batch feed's two slots
---   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU, and there
+--   workspace    half-precision GEMM staging on the CPU, and there an active LoRA dropout's two
+--                [tokens, in] copies in its fused op's backward; cuBLASLt's workspace on a GPU, and there
 --                under bf16 a bf16 copy of each trainable weight a product reads; on the
 --                CPU with oneDNN (core/cpu_device/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed twice in f32 (forward and input gradient), kept for the run
@@ -235,6 +236,14 @@ function M.estimate(recipe, opts)
       if p.linear then packed = packed + M.packed_weight_bytes(p.rows, p.cols) end
     end
     workspace = workspace + packed
+  end
+  -- an active LoRA dropout on the CPU: dropout_linear's backward holds the dropped-out input
+  -- and the adapter's input gradient beside its products, [N, in] each in the activations'
+  -- dtype, freed as it returns (core/cpu_ops/dropout_linear_cpu.c; the CUDA slot fuses them)
+  if lora and (lora.dropout or 0) > 0 and not gpu then
+    local widest = 0
+    for _, lin in ipairs(lora_sites) do widest = math.max(widest, lin[2]) end
+    workspace = workspace + 2 * N * widest * e
   end
   -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
