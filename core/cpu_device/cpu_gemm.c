@@ -13,6 +13,7 @@
 #include "cpu/matmul.h"
 #include "blas_core.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,56 @@ static void packs_free(void *p)
     free(w);
 }
 
+/* How `product` (TR_PACK_*) of an f32 weight [O, I] runs: PACK_NONE, the router's plain
+ * product (OpenBLAS, or a side under ONEDNN_MIN_SIDE); PACK_SELF, oneDNN on the weight as
+ * stored (its packed layout is that one); PACK_OWN, oneDNN on a copy of the weight in its
+ * packed layout, of *bytes bytes (bytes may be NULL). */
+enum { PACK_NONE = 0, PACK_SELF = 1, PACK_OWN = 2 };
+
+static int pack_kind(const tr_cpu_gemm *g, int64_t O, int64_t I, int product, int *kind, size_t *bytes,
+                     tr_error *err)
+{
+    *kind = PACK_NONE;
+    if (bytes) *bytes = 0;
+    /* forward: B = W^T, K = I, N = O, stored [N, K]; input gradient: B = W, K = O, N = I */
+    int N = product == TR_PACK_FORWARD ? (int)O : (int)I, K = product == TR_PACK_FORWARD ? (int)I : (int)O;
+    int transB = product == TR_PACK_FORWARD;
+    if (!route_onednn(g, 1, N, K)) return TR_OK;
+    /* Where the packed layout is the weight as stored (the input gradient's on AVX2: oneDNN's
+     * sgemm packs panels of B inside each call), the pack would be a copy of every trained
+     * weight after each step: the product takes the weight itself, the same descriptor and
+     * bits. A transposing pack (the forward's there) stays: the plain transposed product
+     * ran up to 2 % slower (bench_gemm_onednn), which a frozen weight, packed once, would
+     * pay on every step. */
+    int plain;
+    int rc = tr_onednn_pack_plain(g->dnnl, N, K, transB, &plain, err);
+    if (rc != TR_OK) return rc;
+    if (plain == 1) {
+        *kind = PACK_SELF;
+        return TR_OK;
+    }
+    *kind = PACK_OWN;
+    return bytes ? tr_onednn_pack_bytes(g->dnnl, N, K, transB, bytes, err) : TR_OK;
+}
+
+int tr_cpu_linear_pack_bytes(tr_ctx *ctx, int64_t O, int64_t I, int64_t bytes[2])
+{
+    bytes[0] = bytes[1] = 0;
+    if (O <= 0 || I <= 0 || O > INT_MAX || I > INT_MAX)
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER, "tr_cpu_linear_pack_bytes: a weight of [%lld, %lld]",
+                       (long long)O, (long long)I);
+    tr_cpu_gemm *g = tr_ctx_cpu_gemm(ctx);
+    if (!g) return tr_ctx_err(ctx)->status;
+    for (int product = TR_PACK_FORWARD; product <= TR_PACK_INPUT_GRAD; product++) {
+        int kind;
+        size_t b;
+        int rc = pack_kind(g, O, I, product, &kind, &b, tr_ctx_err(ctx));
+        if (rc != TR_OK) return rc;
+        bytes[product] = kind == PACK_OWN ? (int64_t)b : 0;
+    }
+    return TR_OK;
+}
+
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed)
 {
     *packed = NULL;
@@ -153,10 +204,15 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
      * packed against 2044 and 1978 on OpenBLAS, alternated, for 90 MiB more). */
     if (w->dtype != TR_F32) return TR_OK;
     int64_t O = w->shape[0], I = w->shape[1];
-    /* forward: B = W^T, K = I, N = O, stored [N, K]; input gradient: B = W, K = O, N = I */
     int N = product == TR_PACK_FORWARD ? (int)O : (int)I, K = product == TR_PACK_FORWARD ? (int)I : (int)O;
     int transB = product == TR_PACK_FORWARD;
-    if (!route_onednn(g, 1, N, K)) return TR_OK;
+    int kind;
+    int rc = pack_kind(g, O, I, product, &kind, NULL, tr_ctx_err(ctx));
+    if (rc != TR_OK || kind == PACK_NONE) return rc;
+    if (kind == PACK_SELF) {
+        *packed = w->data;
+        return TR_OK;
+    }
 
     weight_packs *wp = tr_tensor_derived(w);
     if (!wp) {
@@ -176,7 +232,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     }
     s->valid = 0;
     size_t bytes;
-    int rc = tr_onednn_pack_bytes(g->dnnl, N, K, transB, &bytes, tr_ctx_err(ctx));
+    rc = tr_onednn_pack_bytes(g->dnnl, N, K, transB, &bytes, tr_ctx_err(ctx));
     if (rc != TR_OK) return rc;
     if (s->data && s->bytes != bytes) {
         tr_alloc_free(wp->alloc, s->data);

@@ -10,13 +10,15 @@
  * route_onednn() in cpu_gemm.c.
  *
  * Packed weights: the two products of a Linear that read its weight W [O, I] — the forward
- * X W^T and the input gradient dY W — run on copies of W in oneDNN's blocked layout, made
+ * X W^T and the input gradient dY W — run on copies of W in oneDNN's packed layout, made
  * by tr_cpu_weight_packed and kept beside W's storage (tensor_version.h) with the version
  * of W they were made from: a frozen weight is packed once, a trained one again after each
- * optimizer step (every write of W moves its version). Only f32 weights are packed: a
- * half-precision weight runs its products unpacked (its packs would be f32, four times its
- * bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator blocks of tag `workspace`, freed
- * with the weight; `trainer plan` counts them (lua/trainer/plan).
+ * optimizer step (every write of W moves its version). Where that layout is W as stored
+ * (the input gradient's on AVX2) the product reads W itself: no copy. Only f32 weights are
+ * packed: a half-precision weight runs its products unpacked (its packs would be f32, four
+ * times its bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator
+ * blocks of tag `workspace`, freed with the weight; `trainer plan` counts them
+ * (lua/trainer/plan, through tr_cpu_linear_pack_bytes in gemm_query.h).
  *
  * bf16 products: where oneDNN runs them on the CPU's bf16 instructions
  * (tr_cpu_gemm_bf16_native), matmul.c hands a Linear's bf16 operands to tr_cpu_gemm_bf16
@@ -45,7 +47,8 @@ enum { TR_PACK_FORWARD = 0, TR_PACK_INPUT_GRAD = 1 };
 
 /* *packed = W (2-D [O, I], CPU, any float dtype) packed for `product`, current with W's
  * bytes; NULL when that product does not run on a packed weight (OpenBLAS, or a shape
- * routed to it). The pointer is valid until W is next written or freed. */
+ * routed to it). Where oneDNN's packed layout is W as stored (the input gradient's on
+ * AVX2), W's own data. The pointer is valid until W is next written or freed. */
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed);
 
 /* Y[rows, O] = X[rows, I] W^T + bias, with W packed for TR_PACK_FORWARD. */

@@ -59,6 +59,8 @@ typedef struct layout_entry {
     uint64_t used;
     dnnl_memory_desc_t packed;     /* the layout oneDNN chose for B */
     size_t bytes;
+    int plain;                     /* 1: that layout is B as stored (a pack would be a copy);
+                                      2: it is B transposed, unblocked (a pack would transpose) */
     dnnl_primitive_t reorder;      /* plain B -> packed */
     dnnl_memory_t from, to;
 } layout_entry;
@@ -217,7 +219,14 @@ static layout_entry *layout_get(tr_onednn *d, int N, int K, int tb, tr_error *er
         if (q) e->packed = *q;
         else st = dnnl_runtime_error;
     }
-    if (st == dnnl_success) e->bytes = d->dnnl_memory_desc_get_size(&e->packed);
+    if (st == dnnl_success) {
+        e->bytes = d->dnnl_memory_desc_get_size(&e->packed);
+        dnnl_memory_desc_t row_major;
+        e->plain = d->dnnl_memory_desc_equal(&e->packed, &plain) ? 1 : 0;
+        if (!e->plain && tb && md2(d, &row_major, K, N, 0) == dnnl_success &&
+            d->dnnl_memory_desc_equal(&e->packed, &row_major))
+            e->plain = 2;
+    }
     if (st == dnnl_success)
         st = d->dnnl_reorder_primitive_desc_create(&rpd, &plain, d->engine, &e->packed, d->engine, NULL);
     if (st == dnnl_success) st = d->dnnl_primitive_create(&e->reorder, rpd);
@@ -242,6 +251,14 @@ int tr_onednn_pack_bytes(tr_onednn *d, int N, int K, int transB, size_t *bytes, 
     int rc;
     layout_entry *e = layout_get(d, N, K, transB != 0, err, &rc);
     *bytes = e ? e->bytes : 0;
+    return rc;
+}
+
+int tr_onednn_pack_plain(tr_onednn *d, int N, int K, int transB, int *plain, tr_error *err)
+{
+    int rc;
+    layout_entry *e = layout_get(d, N, K, transB != 0, err, &rc);
+    *plain = e ? e->plain : 0;
     return rc;
 }
 
@@ -419,6 +436,11 @@ void tr_onednn_close(tr_onednn *d) { (void)d; }
 int tr_onednn_pack_bytes(tr_onednn *d, int N, int K, int transB, size_t *bytes, tr_error *err)
 {
     *bytes = 0;
+    return not_built(err);
+}
+int tr_onednn_pack_plain(tr_onednn *d, int N, int K, int transB, int *plain, tr_error *err)
+{
+    *plain = 0;
     return not_built(err);
 }
 int tr_onednn_pack(tr_onednn *d, void *dst, const float *B, int N, int K, int transB, tr_error *err)

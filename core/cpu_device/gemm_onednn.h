@@ -34,6 +34,11 @@ void tr_onednn_close(tr_onednn *d);
 
 /* Bytes of B (K x N; transB: stored as N x K row-major) in the packed layout. */
 int tr_onednn_pack_bytes(tr_onednn *d, int N, int K, int transB, size_t *bytes, tr_error *err);
+/* Whether the packed layout is unblocked (oneDNN's AVX2 sgemm packs B inside each call
+ * and takes plain row-major B as its "packed" layout): *plain = 1 when it is B as stored
+ * (transB 0: a pack would be a copy), 2 when it is B transposed (transB 1: a pack would only
+ * transpose), 0 when it is blocked (AVX-512 and AMX kernels: the pack pays). */
+int tr_onednn_pack_plain(tr_onednn *d, int N, int K, int transB, int *plain, tr_error *err);
 /* dst (pack_bytes bytes, 64-byte aligned) = B in the packed layout. */
 int tr_onednn_pack(tr_onednn *d, void *dst, const float *B, int N, int K, int transB, tr_error *err);
 

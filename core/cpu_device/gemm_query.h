@@ -1,8 +1,11 @@
 /* gemm_query.h — what the CPU GEMM router (cpu_gemm.h) tells callers outside core/: which
- * library runs the CPU matrix products and whether bf16 products run natively. Part of
- * trainer.h, so plain declarations that ffi.cdef accepts. */
+ * library runs the CPU matrix products, whether bf16 products run natively, and the packed
+ * copies a Linear keeps of its weight. Part of trainer.h, so plain declarations that
+ * ffi.cdef accepts. */
 #ifndef TR_GEMM_QUERY_H
 #define TR_GEMM_QUERY_H
+
+#include <stdint.h>
 
 /* The library that runs the CPU matrix products in this process: "onednn" or "openblas"
  * (core/cpu_device/cpu_gemm.h; TRAINER_CPU_GEMM chooses); NULL with ctx's error set when
@@ -14,5 +17,14 @@ const char *tr_cpu_gemm_library(struct tr_ctx *ctx);
  * CPU's bf16 instructions where they beat f32: AMX, or AVX512-BF16 on AMD; core/cpu_device/cpu_gemm.c),
  * 0 when it widens them to f32 (OpenBLAS, other CPUs, or a TRAINER_CPU_GEMM it cannot run). */
 int tr_cpu_gemm_bf16_native(struct tr_ctx *ctx);
+
+/* The packed copies this process's CPU Linear keeps of an f32 weight [O, I] (cpu_gemm.h's
+ * tr_cpu_weight_packed; `trainer plan` counts them as workspace): bytes[0] the forward's,
+ * bytes[1] the input gradient's, each the size the CPU allocator is asked for (before its
+ * block rounding); 0 for a product that takes no copy of its own (OpenBLAS, a side under
+ * 32, or oneDNN's packed layout is the weight as stored: the input gradient's on AVX2).
+ * TR_OK, or an error code with ctx's error set (O or I not in 1..INT_MAX, TRAINER_CPU_GEMM
+ * unusable, a oneDNN failure). Half weights are never packed: this is for f32 ones. */
+int tr_cpu_linear_pack_bytes(struct tr_ctx *ctx, int64_t O, int64_t I, int64_t bytes[2]);
 
 #endif

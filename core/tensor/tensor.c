@@ -354,6 +354,11 @@ int tr_tensor_fill(tr_ctx *ctx, tr_tensor *t, double value)
     size_t n = (size_t)t->numel;
     tr_tensor_mark_written(t);
     if (t->device != TR_CPU) return tr_device_fill(ctx, "tr_tensor_fill", t->data, t->device, e, tr_dtype_size(t->dtype), n);
+    static const unsigned char zero[8] = { 0 };
+    if (memcmp(e, zero, sizeof e) == 0) {   /* zeros (gradients each step): memset's wide stores */
+        memset(t->data, 0, n * tr_dtype_size(t->dtype));
+        return TR_OK;
+    }
     switch (tr_dtype_size(t->dtype)) {
     case 2: { uint16_t x; memcpy(&x, e, 2); uint16_t *p = t->data; for (size_t i = 0; i < n; i++) p[i] = x; break; }
     case 4: { uint32_t x; memcpy(&x, e, 4); uint32_t *p = t->data; for (size_t i = 0; i < n; i++) p[i] = x; break; }

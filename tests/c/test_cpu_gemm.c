@@ -181,16 +181,36 @@ static void test_writes_of_the_weight_repack(void)
     run_free(&b);
 }
 
-/* What oneDNN's pack of a K x N operand takes in the CPU allocator (512-byte rounding). */
+/* What oneDNN's pack of a K x N operand takes in the CPU allocator (512-byte rounding); 0
+ * where its layout is the operand as stored (the input gradient's on AVX2), which the
+ * product takes as it is. */
 static uint64_t pack_bytes(int N, int K, int transB)
 {
     tr_onednn *d = NULL;
     tr_error err;
     size_t bytes = 0;
+    int plain = 0;
     CHECK(tr_onednn_open(&d, &err) == TR_OK, "oneDNN: %s", err.msg);
     CHECK(tr_onednn_pack_bytes(d, N, K, transB, &bytes, &err) == TR_OK, "pack bytes: %s", err.msg);
+    CHECK(tr_onednn_pack_plain(d, N, K, transB, &plain, &err) == TR_OK, "pack plain: %s", err.msg);
     tr_onednn_close(d);
-    return (bytes + 511) / 512 * 512;
+    return plain == 1 ? 0 : (bytes + 511) / 512 * 512;
+}
+
+/* On AVX2 oneDNN's packed layout is the plain one: the input gradient's (B = W) is the
+ * weight as stored, the forward's (B = W^T) the weight transposed; blocked elsewhere. */
+static void test_pack_layouts_plain_or_blocked(void)
+{
+    tr_onednn *d = NULL;
+    tr_error err;
+    int fwd = -1, bwd = -1;
+    CHECK(tr_onednn_open(&d, &err) == TR_OK, "oneDNN: %s", err.msg);
+    CHECK(tr_onednn_pack_plain(d, O, I, 1, &fwd, &err) == TR_OK, "pack plain: %s", err.msg);
+    CHECK(tr_onednn_pack_plain(d, I, O, 0, &bwd, &err) == TR_OK, "pack plain: %s", err.msg);
+    tr_onednn_close(d);
+    CHECK(fwd == 0 || fwd == 2, "forward layout %d: a transposed weight's pack is blocked (0) or W^T plain (2)", fwd);
+    CHECK(bwd == 0 || bwd == 1, "input gradient layout %d: blocked (0) or W itself (1)", bwd);
+    CHECK((fwd == 0) == (bwd == 0), "forward %d, input gradient %d: blocked for one and not the other", fwd, bwd);
 }
 
 /* The two packs are workspace while the weight lives, and go with it; a frozen weight is
@@ -226,6 +246,35 @@ static void test_packs_are_workspace_and_made_once(void)
     CHECK(workspace_bytes(blas_ctx) == b0, "OpenBLAS left %llu workspace bytes",
           (unsigned long long)(workspace_bytes(blas_ctx) - b0));
     run_free(&b);
+}
+
+/* tr_cpu_linear_pack_bytes (gemm_query.h, what `trainer plan` counts) says the packs a Linear
+ * makes: the workspace one forward and one input gradient leave, product by product; none on
+ * OpenBLAS or for a side under 32; a weight of no rows is a user error. */
+static void test_pack_bytes_query(void)
+{
+    int64_t q[2] = { -1, -1 };
+    CHECK(tr_cpu_linear_pack_bytes(dnnl_ctx, O, I, q) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    uint64_t before = workspace_bytes(dnnl_ctx);
+    run a;
+    CHECK(run_new(&a, dnnl_ctx), "setup");
+    CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    uint64_t fwd = workspace_bytes(dnnl_ctx) - before;
+    CHECK(tr_op_linear_backward(dnnl_ctx, a.dx, NULL, NULL, a.y, NULL, a.w) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    uint64_t bwd = workspace_bytes(dnnl_ctx) - before - fwd;
+    run_free(&a);
+    CHECK((uint64_t)(q[0] + 511) / 512 * 512 == fwd, "forward: the query says %lld bytes, the pack took %llu",
+          (long long)q[0], (unsigned long long)fwd);
+    CHECK((uint64_t)(q[1] + 511) / 512 * 512 == bwd, "input gradient: the query says %lld bytes, the pack took %llu",
+          (long long)q[1], (unsigned long long)bwd);
+    CHECK(q[0] > 0, "the forward's pack: %lld bytes (blocked or transposed, never the weight itself)", (long long)q[0]);
+    CHECK(tr_cpu_linear_pack_bytes(dnnl_ctx, 8, 384, q) == TR_OK && q[0] == 0 && q[1] == 0,
+          "[8, 384]: %lld + %lld bytes packed (a side under 32 stays on OpenBLAS)", (long long)q[0], (long long)q[1]);
+    CHECK(tr_cpu_linear_pack_bytes(blas_ctx, O, I, q) == TR_OK && q[0] == 0 && q[1] == 0,
+          "OpenBLAS: %lld + %lld bytes packed", (long long)q[0], (long long)q[1]);
+    CHECK(tr_cpu_linear_pack_bytes(dnnl_ctx, 0, I, q) == TR_EUSER, "a weight of no rows");
+    CHECK(strstr(tr_ctx_errmsg(dnnl_ctx), "[0, 128]") != NULL, "%s", tr_ctx_errmsg(dnnl_ctx));
+    tr_error_clear(tr_ctx_err(dnnl_ctx));
 }
 
 /* A bf16 weight is not packed (core/cpu_device/cpu_gemm.c): the same products as OpenBLAS's, and
@@ -474,6 +523,8 @@ int main(void)
         printf("SKIP test_steps_repack_after_each_update: %s\n", why);
         printf("SKIP test_writes_of_the_weight_repack: %s\n", why);
         printf("SKIP test_packs_are_workspace_and_made_once: %s\n", why);
+        printf("SKIP test_pack_layouts_plain_or_blocked: %s\n", why);
+        printf("SKIP test_pack_bytes_query: %s\n", why);
         printf("SKIP test_half_weight: %s\n", why);
         printf("SKIP test_repeatable_bits: %s\n", why);
         printf("SKIP test_matmul_matches_openblas: %s\n", why);
@@ -484,6 +535,8 @@ int main(void)
         RUN(test_steps_repack_after_each_update);
         RUN(test_writes_of_the_weight_repack);
         RUN(test_packs_are_workspace_and_made_once);
+        RUN(test_pack_layouts_plain_or_blocked);
+        RUN(test_pack_bytes_query);
         RUN(test_half_weight);
         RUN(test_repeatable_bits);
         RUN(test_matmul_matches_openblas);

@@ -53,8 +53,9 @@ return {
   { "bf16", function() compare({ precision = "bf16" }) end },
   { "lora", function() compare({ lora = lora_qv }) end },
   { "all_combined", function() compare({ lora = lora_qv, precision = "bf16", checkpoint = "auto", accumulate = 4 }) end },
-  -- oneDNN's packed Linear weights are workspace (core/cpu_device/cpu_gemm.h): two f32 copies of
-  -- every Linear weight with both sides >= 32, none on a GPU or on OpenBLAS
+  -- oneDNN's packed Linear weights are workspace (core/cpu_device/cpu_gemm.h), none on a GPU or
+  -- on OpenBLAS. Planned for oneDNN (opts.cpu_gemm): its blocked layout's, two f32 copies of
+  -- every Linear weight with both sides >= 32.
   { "packed_weights_in_workspace", function()
     local over = with(preset, { "precision=fp32" })
     local blas, dnnl = plan_of(flagship, over, "openblas"), plan_of(flagship, over, "onednn")
@@ -65,14 +66,41 @@ return {
       ("workspace %d with oneDNN, %d without"):format(dnnl.by_tag.workspace, blas.by_tag.workspace))
     assert(dnnl.total_bytes - blas.total_bytes == want and blas.packed_weight_bytes == nil)
     local text = plan.format(dnnl, nil, flagship)
-    assert(text:find("workspace holds 2.25 GiB of Linear weights packed for oneDNN", 1, true), text)
+    assert(text:find("workspace holds 2.25 GiB of Linear weights packed for oneDNN (f32, forward and input gradient;",
+      1, true), text)
     local gpu = plan.estimate(recipes.load(flagship, over).recipe, { cuda_available = true, cpu_gemm = "onednn" })
     assert(gpu.packed_weight_bytes == nil, "packed weights planned on a GPU")
     -- half weights run unpacked (core/cpu_device/cpu_gemm.c): the flagship as written is bf16
     assert(plan_of(flagship, preset, "onednn").packed_weight_bytes == nil, "packed half weights planned")
-    assert(plan.packed_weight_bytes(8, 384) == 0 and plan.packed_weight_bytes(384, 384) == 2 * 4 * 384 * 384)
+    assert(plan.blocked_packed_weight_bytes(8, 384) == 0 and plan.blocked_packed_weight_bytes(384, 384) == 2 * 4 * 384 * 384)
     -- tests/c/test_cpu_gemm.c measures this one: [96, 128] packs as 128 x 128 and 128 x 96
-    assert(plan.packed_weight_bytes(96, 128) == 65536 + 49152, tostring(plan.packed_weight_bytes(96, 128)))
+    local t, f, g = plan.blocked_packed_weight_bytes(96, 128)
+    assert(t == 65536 + 49152 and f == 65536 and g == 49152, ("%d = %d + %d"):format(t, f, g))
+  end },
+  -- This process's plan counts the packs its runtime will make (tr_cpu_linear_pack_bytes):
+  -- both products' copies where oneDNN's layout is blocked, the forward's only where it is
+  -- plain (AVX2: the input gradient reads the weight as stored), none on OpenBLAS.
+  { "packed_weights_of_this_process", function()
+    local over = with(preset, { "precision=fp32" })
+    local here = plan.estimate(recipes.load(flagship, over).recipe, { cuda_available = false })
+    local t, f, g = plan.packed_weight_bytes(96, 128)
+    assert(t == f + g)
+    if plan.cpu_gemm_library() ~= "onednn" then
+      assert(t == 0 and here.packed_weight_bytes == nil, tostring(here.packed_weight_bytes))
+      return
+    end
+    local bt, bf, bg = plan.blocked_packed_weight_bytes(96, 128)
+    assert((f == bf and g == bg) or (f == 4 * 96 * 128 and g == 0),
+      ("[96, 128]: forward %d, input gradient %d bytes"):format(f, g))
+    assert(select(1, plan.packed_weight_bytes(8, 384)) == 0, "a side under 32 packed")
+    local want = 0   -- bert-large's layers (the flagship has no head Linear, as above)
+    for _, s in ipairs({ { 1024, 1024 }, { 1024, 1024 }, { 1024, 1024 }, { 1024, 1024 }, { 4096, 1024 }, { 1024, 4096 } }) do
+      want = want + 24 * plan.packed_weight_bytes(s[1], s[2])
+    end
+    assert(here.packed_weight_bytes == want, ("planned %s, the runtime packs %d"):format(tostring(here.packed_weight_bytes), want))
+    local text = plan.format(here, nil, flagship)
+    assert(text:find(g == 0 and "(f32, forward only: the other product reads the weights as stored;"
+      or "(f32, forward and input gradient;", 1, true), text)
   end },
   { "json_contract", function()
     local p = plan.estimate(recipe({}))
@@ -100,7 +128,7 @@ return {
     assert(all:find("batch.size=8 batch.accumulate=2", 1, true), all)
     assert(all:find("loss.cached=true", 1, true), all)
     local text = plan.format(plan_of(flagship, preset), budget, flagship)
-    assert(text:find("  batch.size=8 batch.accumulate=2 -> 1.44 GiB (fits;", 1, true), text)
+    assert(text:find("  batch.size=8 batch.accumulate=2 -> 1.48 GiB (fits;", 1, true), text)
     assert(not text:find("shrink activations with checkpoint", 1, true), text)
     local j = plan.json(plan_of(flagship, preset), budget)
     assert(j.fits == false and #j.alternatives == #alts and j.alternatives[1].overrides[1], "json alternatives")

@@ -18,10 +18,13 @@
 --                batch.accumulate of them one after another, each freed before the next, so
 --                accumulation adds no activations) of model.max_length tokens (the worst case:
 --                real batches pad to their longest); on a GPU also the batch feed's two slots
---   workspace    half-precision GEMM staging on the CPU; cuBLASLt's workspace on a GPU, and there
+--   workspace    half-precision GEMM staging on the CPU, and there an active LoRA dropout's two
+--                [tokens, in] copies in its fused op's backward; cuBLASLt's workspace on a GPU, and there
 --                under bf16 a bf16 copy of each trainable weight a product reads; on the
 --                CPU with oneDNN (core/cpu_device/cpu_gemm.h), every f32 Linear weight with both sides
---                >= 32 packed twice in f32 (forward and input gradient), kept for the run
+--                >= 32 packed in f32 for the products that take a copy of their own (forward
+--                and input gradient in a blocked layout; on AVX2 the forward's only: the runtime
+--                says, tr_cpu_linear_pack_bytes), kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -83,15 +86,44 @@ local function cpu_bf16_native()
   return require("trainer.core.ffi").tr_cpu_gemm_bf16_native(runtime.ctx) == 1
 end
 
--- Bytes oneDNN's packed copies of one Linear weight [O, I] take: the forward's (B = W^T,
--- N = O columns, K = I) and the input gradient's (B = W, N = I, K = O), f32, with N padded
--- to 64 and K to 16 (oneDNN 2.6's AVX-512 blocking, measured; exact for BERT's sizes), each
--- a block of the CPU allocator (512-byte rounding); none for a side under 32 (those
--- products stay on OpenBLAS, cpu_gemm.c's route).
+local function up(x, m) return math.ceil(x / m) * m end
+
+-- Bytes of the packed copies oneDNN's blocked layout (AVX-512, AMX) makes of one f32 Linear
+-- weight [O, I]: the forward's (B = W^T, N = O columns, K = I) and the input gradient's (B = W,
+-- N = I, K = O), with N padded to 64 and K to 16 (oneDNN 2.6's AVX-512 blocking, measured;
+-- exact for BERT's sizes), each a block of the CPU allocator (512-byte rounding); none for a
+-- side under 32 (those products stay on OpenBLAS, cpu_gemm.c's route). Returns the total, the
+-- forward's and the input gradient's. A model, for a plan of oneDNN on some machine rather
+-- than this process's (M.estimate with opts.cpu_gemm = "onednn"): the most a Linear packs.
+function M.blocked_packed_weight_bytes(O, I)
+  if O < 32 or I < 32 then return 0, 0, 0 end
+  local fwd, grad = up(4 * up(O, 64) * up(I, 16), 512), up(4 * up(I, 64) * up(O, 16), 512)
+  return fwd + grad, fwd, grad
+end
+
+-- Bytes of the packed copies this process's CPU Linear keeps of one f32 weight [O, I], as the
+-- runtime will make them (core/cpu_device/gemm_query.h: tr_cpu_linear_pack_bytes), each a
+-- block of the CPU allocator (512-byte rounding): both products' where oneDNN's layout is
+-- blocked (AVX-512, AMX); only the forward's where it is plain (AVX2: the input gradient
+-- reads the weight as stored); none on OpenBLAS or for a side under 32. Returns the total,
+-- the forward's and the input gradient's. Asks the runtime (which opens oneDNN): an estimate
+-- given opts.cpu_gemm never calls it.
+local pack_cache = {}
 function M.packed_weight_bytes(O, I)
-  if O < 32 or I < 32 then return 0 end
-  local function up(x, m) return math.ceil(x / m) * m end
-  return up(4 * up(O, 64) * up(I, 16), 512) + up(4 * up(I, 64) * up(O, 16), 512)
+  local key = O .. "x" .. I
+  local hit = pack_cache[key]
+  if not hit then
+    local runtime = require("trainer.core.runtime")
+    local ffi = require("ffi")
+    local C = require("trainer.core.ffi")
+    local out = ffi.new("int64_t[2]")
+    if C.tr_cpu_linear_pack_bytes(runtime.ctx, O, I, out) ~= 0 then
+      errors.user("%s", ffi.string(C.tr_ctx_errmsg(runtime.ctx)))
+    end
+    hit = { up(tonumber(out[0]), 512), up(tonumber(out[1]), 512) }
+    pack_cache[key] = hit
+  end
+  return hit[1] + hit[2], hit[1], hit[2]
 end
 
 -- Whether a Linear name is a LoRA target: trainer.lora's own suffix rule.
@@ -234,14 +266,29 @@ function M.estimate(recipe, opts)
     end
   end
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
-  -- (f32 weights only: half ones run unpacked, core/cpu_device/cpu_gemm.c)
-  local packed = 0
+  -- (f32 weights only: half ones run unpacked, core/cpu_device/cpu_gemm.c), as this process
+  -- packs them; planned for oneDNN by opts.cpu_gemm, as its blocked layout packs them
+  local packed, packed_fwd, packed_grad = 0, 0, 0
   if onednn and not half then
-    for _, lin in ipairs(terms.linears) do packed = packed + L * M.packed_weight_bytes(lin[3], lin[2]) end
-    for _, p in ipairs(head) do
-      if p.linear then packed = packed + M.packed_weight_bytes(p.rows, p.cols) end
+    local packs = opts.cpu_gemm and M.blocked_packed_weight_bytes or M.packed_weight_bytes
+    local function add(O, I, n)
+      local _, f, g = packs(O, I)
+      packed_fwd, packed_grad = packed_fwd + n * f, packed_grad + n * g
     end
+    for _, lin in ipairs(terms.linears) do add(lin[3], lin[2], L) end
+    for _, p in ipairs(head) do
+      if p.linear then add(p.rows, p.cols, 1) end
+    end
+    packed = packed_fwd + packed_grad
     workspace = workspace + packed
+  end
+  -- an active LoRA dropout on the CPU: dropout_linear's backward holds the dropped-out input
+  -- and the adapter's input gradient beside its products, [N, in] each in the activations'
+  -- dtype, freed as it returns (core/cpu_ops/dropout_linear_cpu.c; the CUDA slot fuses them)
+  if lora and (lora.dropout or 0) > 0 and not gpu then
+    local widest = 0
+    for _, lin in ipairs(lora_sites) do widest = math.max(widest, lin[2]) end
+    workspace = workspace + 2 * N * widest * e
   end
   -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
@@ -313,6 +360,9 @@ function M.estimate(recipe, opts)
     layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices, cost = step_cost,
     cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
     packed_weight_bytes = packed > 0 and packed or nil,
+    -- which products' copies those are (for the text)
+    packed_products = packed > 0 and (packed_grad == 0 and "forward" or packed_fwd == 0 and "input gradient"
+      or "forward and input gradient") or nil,
     eval = require("trainer.plan.eval").estimate(recipe, c.hidden_size or c.dim or c.d_model),   -- eval.sets' ir
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
@@ -580,8 +630,10 @@ function M.format(plan, budget, path, info)
       .. "every rank needs the total"):format(fs(plan.collective_bytes))
   end
   if plan.packed_weight_bytes then
-    lines[#lines + 1] = ("workspace holds %s of Linear weights packed for oneDNN (f32, forward and input gradient; "
-      .. "TRAINER_CPU_GEMM=openblas runs without them)"):format(fs(plan.packed_weight_bytes))
+    local which = plan.packed_products == "forward and input gradient" and plan.packed_products
+      or plan.packed_products .. " only: the other product reads the weights as stored"
+    lines[#lines + 1] = ("workspace holds %s of Linear weights packed for oneDNN (f32, %s; "
+      .. "TRAINER_CPU_GEMM=openblas runs without them)"):format(fs(plan.packed_weight_bytes), which)
   end
   if plan.cuda_context_bytes then
     lines[#lines + 1] = ("%-12s %12s  (the CUDA context, outside the allocator: add it to compare with nvidia-smi; "
