@@ -853,7 +853,10 @@ function M.shaped_plan_terms(d)
       -- pre-GELU and GELU outputs
       per_layer = (8 * N * H + 2 * N * I) * e + stats
       layer_input = N * H * e
-      rowwise = (4 * N * H + 2 * N * I) * e + 16 * N
+      -- past the core: the context (the output dense's input; on CUDA the attention keeps the
+      -- whole output for its backward and the dense a view of it, so not row-wise there),
+      -- both LayerNorm inputs, the feed-forward's input, pre-GELU and GELU outputs
+      rowwise = ((a.gpu and 3 or 4) * N * H + 2 * N * I) * e + 16 * N
     else
       -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
       -- shared by the adapters that read it: query/key/value all read the layer's input; the
@@ -870,7 +873,8 @@ function M.shaped_plan_terms(d)
       layer_input = inputs.layer or 0
       for src, bytes in pairs(inputs) do
         per_layer = per_layer + bytes
-        if src ~= "layer" then rowwise = rowwise + bytes end
+        -- (an adapted output dense's input is, on CUDA, the attention's kept whole output)
+        if src ~= "layer" and not (a.gpu and src == out_dense) then rowwise = rowwise + bytes end
       end
       -- the attention output, kept on CUDA for the backward's row terms (models/bert/attention.lua):
       -- a tensor of its own unless an adapted output dense keeps the same one as its input
