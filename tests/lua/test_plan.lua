@@ -89,7 +89,7 @@ return {
       assert(t == 0 and here.packed_weight_bytes == nil, tostring(here.packed_weight_bytes))
       return
     end
-    local bt, bf, bg = plan.blocked_packed_weight_bytes(96, 128)
+    local _, bf, bg = plan.blocked_packed_weight_bytes(96, 128)
     assert((f == bf and g == bg) or (f == 4 * 96 * 128 and g == 0),
       ("[96, 128]: forward %d, input gradient %d bytes"):format(f, g))
     assert(select(1, plan.packed_weight_bytes(8, 384)) == 0, "a side under 32 packed")

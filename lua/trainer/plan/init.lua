@@ -271,13 +271,13 @@ function M.estimate(recipe, opts)
   local packed, packed_fwd, packed_grad = 0, 0, 0
   if onednn and not half then
     local packs = opts.cpu_gemm and M.blocked_packed_weight_bytes or M.packed_weight_bytes
-    local function add(O, I, n)
+    local function add_packs(O, I, n)
       local _, f, g = packs(O, I)
       packed_fwd, packed_grad = packed_fwd + n * f, packed_grad + n * g
     end
-    for _, lin in ipairs(terms.linears) do add(lin[3], lin[2], L) end
+    for _, lin in ipairs(terms.linears) do add_packs(lin[3], lin[2], L) end
     for _, p in ipairs(head) do
-      if p.linear then add(p.rows, p.cols, 1) end
+      if p.linear then add_packs(p.rows, p.cols, 1) end
     end
     packed = packed_fwd + packed_grad
     workspace = workspace + packed
