@@ -56,50 +56,23 @@ local function with_tiny(layers, B, Tn, fn)
   model:free()
 end
 
--- loss = sum(embedding * w) and its gradients (value lists by name), with dropout on, and
--- the peak of `activations` above the start.
+-- loss = sum(embedding * w), its gradients and the activations' peak (lib.loss_grads_peak),
+-- the packing closed by the backward.
 local function run(model, x, w, pack)
   model.pack_rows = pack
-  lib.clear_grads(model)
-  model:train()
-  model.rng.step = 4
-  memory.reset_peak()
-  local a0 = memory.stats().by_tag.activations
-  local e = model:forward(x)
-  local loss = lib.dot(e:values(), w:values())
-  model:backward(w)
-  e:free()
-  local st = memory.stats()
-  assert(st.by_tag.activations == a0, ("pack=%s: %d activation bytes left after backward"):format(
-    tostring(pack), st.by_tag.activations - a0))
+  local loss, grads, peak = lib.loss_grads_peak(model, x, w, "pack=" .. tostring(pack))
   assert(model.bert.packing == nil, "the packing must be closed by the backward")
-  return loss, lib.grads_of(model), st.peak_by_tag.activations - a0
+  return loss, grads, peak
 end
 
-local function close(a, b, tol, what)
-  assert(#a == #b, what .. ": sizes differ")
-  local scale = 0
-  for i = 1, #a do scale = math.max(scale, math.abs(a[i])) end
-  for i = 1, #a do
-    if math.abs(a[i] - b[i]) > tol * math.max(scale, 1e-3) then
-      error(("%s: element %d: %.9g vs %.9g (scale %.3g)"):format(what, i, a[i], b[i], scale), 0)
-    end
-  end
-end
+local close = lib.close_to_scale
 
 local bytes = lib.bytes
 
 local function same_as_padded(model, x, w)
   local l0, g0, peak0 = run(model, x, w, false)
   local l1, g1, peak1 = run(model, x, w, true)
-  assert(math.abs(l1 - l0) <= 1e-5 * math.max(1, math.abs(l0)), ("loss %.9g packed vs %.9g padded"):format(l1, l0))
-  local n = 0
-  for name, g in pairs(g0) do
-    assert(g1[name], name .. ": no gradient when packed")
-    close(g, g1[name], 1e-4, name)
-    n = n + 1
-  end
-  assert(n > 0, "no gradients compared")
+  lib.same_loss_and_grads(l0, g0, l1, g1, "packed")
   assert(peak1 < peak0, ("packed peak activations %d not below the padded %d"):format(peak1, peak0))
 end
 

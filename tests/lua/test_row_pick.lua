@@ -7,7 +7,6 @@
 -- A batch whose first row is padding (left padding) runs the layer whole. A hook on
 -- row_pick.first counts the picks, so a path that silently ran whole would fail.
 local T = require("trainer.core.tensor")
-local memory = require("trainer.core.memory")
 local registry = require("trainer.models.registry")
 local lora = require("trainer.train.lora")
 local checkpoint = require("trainer.train.grad_checkpoint")
@@ -67,35 +66,14 @@ row_pick.first = function(...)
   return p
 end
 
--- loss = sum(output * w), its gradients by name and the activations' peak above the start.
+-- loss = sum(output * w), its gradients and the activations' peak (lib.loss_grads_peak); the
+-- picked path must have run exactly when asked for and possible.
 local function run(model, x, w, pick, want_pick)
   model.pick_rows = pick
   picks = 0
-  lib.clear_grads(model)
-  model:train()
-  model.rng.step = 4
-  memory.reset_peak()
-  local a0 = memory.stats().by_tag.activations
-  local y = model:forward(x)
-  assert((picks > 0) == (pick and want_pick), ("pick=%s: %d picks"):format(tostring(pick), picks))
-  local loss = lib.dot(y:values(), w:values())
-  model:backward(w)
-  y:free()
-  local st = memory.stats()
-  assert(st.by_tag.activations == a0, ("pick=%s: %d activation bytes left after backward"):format(
-    tostring(pick), st.by_tag.activations - a0))
-  return loss, lib.grads_of(model), st.peak_by_tag.activations - a0
-end
-
-local function close(a, b, tol, what)
-  assert(#a == #b, what .. ": sizes differ")
-  local scale = 0
-  for i = 1, #a do scale = math.max(scale, math.abs(a[i])) end
-  for i = 1, #a do
-    if math.abs(a[i] - b[i]) > tol * math.max(scale, 1e-3) then
-      error(("%s: element %d: %.9g vs %.9g (scale %.3g)"):format(what, i, a[i], b[i], scale), 0)
-    end
-  end
+  return lib.loss_grads_peak(model, x, w, "pick=" .. tostring(pick), function()
+    assert((picks > 0) == (pick and want_pick), ("pick=%s: %d picks"):format(tostring(pick), picks))
+  end)
 end
 
 -- The first-row run against the whole one; lower_peak: the picked run's activation peak
@@ -103,14 +81,7 @@ end
 local function same_as_whole(model, x, w, what, lower_peak, left)
   local l0, g0, peak0 = run(model, x, w, false)
   local l1, g1, peak1 = run(model, x, w, true, not left)
-  assert(math.abs(l1 - l0) <= 1e-5 * math.max(1, math.abs(l0)), ("%s: loss %.9g picked vs %.9g whole"):format(what, l1, l0))
-  local n = 0
-  for name, g in pairs(g0) do
-    assert(g1[name], what .. ": " .. name .. ": no gradient when picked")
-    close(g, g1[name], 1e-4, what .. ": " .. name)
-    n = n + 1
-  end
-  assert(n > 4, what .. ": no gradients compared")
+  lib.same_loss_and_grads(l0, g0, l1, g1, what .. " picked", 5)
   assert(peak1 <= peak0, ("%s: picked peak activations %d above the whole layer's %d"):format(what, peak1, peak0))
   if lower_peak then
     assert(peak1 < peak0, ("%s: picked peak activations %d not below the whole layer's %d"):format(what, peak1, peak0))
@@ -121,7 +92,7 @@ local function same_as_whole(model, x, w, what, lower_peak, left)
   local e0 = model:forward(x)
   model.pick_rows = true
   local e1 = model:forward(x)
-  close(e0:values(), e1:values(), 1e-5, what .. ": eval output")
+  lib.close_to_scale(e0:values(), e1:values(), 1e-5, what .. ": eval output")
   e0:free(); e1:free()
   model.pick_rows = nil
 end

@@ -149,6 +149,52 @@ function M.grads_of(model)
   return out
 end
 
+-- Raises unless |a[i] - b[i]| <= tol * max(max |a|, 1e-3) for every i (what names the values).
+function M.close_to_scale(a, b, tol, what)
+  assert(#a == #b, what .. ": sizes differ")
+  local scale = 0
+  for i = 1, #a do scale = math.max(scale, math.abs(a[i])) end
+  for i = 1, #a do
+    if math.abs(a[i] - b[i]) > tol * math.max(scale, 1e-3) then
+      error(("%s: element %d: %.9g vs %.9g (scale %.3g)"):format(what, i, a[i], b[i], scale), 0)
+    end
+  end
+end
+
+-- One training pass of model over input x at rng step 4 (dropout on): loss = sum(output * w),
+-- the gradients (grads_of) and the peak of `activations` above the start; raises when the
+-- backward leaves an activation allocated. check(y), when given, runs on the output first.
+function M.loss_grads_peak(model, x, w, what, check)
+  local memory = require("trainer.core.memory")
+  M.clear_grads(model)
+  model:train()
+  model.rng.step = 4
+  memory.reset_peak()
+  local a0 = memory.stats().by_tag.activations
+  local y = model:forward(x)
+  if check then check(y) end
+  local loss = M.dot(y:values(), w:values())
+  model:backward(w)
+  y:free()
+  local st = memory.stats()
+  assert(st.by_tag.activations == a0, ("%s: %d activation bytes left after backward"):format(what,
+    st.by_tag.activations - a0))
+  return loss, M.grads_of(model), st.peak_by_tag.activations - a0
+end
+
+-- Two passes' losses within 1e-5 and every gradient of the first (at least min_n of them)
+-- within 1e-4 of its scale in the second; what names the second pass.
+function M.same_loss_and_grads(l0, g0, l1, g1, what, min_n)
+  assert(math.abs(l1 - l0) <= 1e-5 * math.max(1, math.abs(l0)), ("%s: loss %.9g vs %.9g"):format(what, l1, l0))
+  local n = 0
+  for name, g in pairs(g0) do
+    assert(g1[name], what .. ": " .. name .. ": no gradient")
+    M.close_to_scale(g, g1[name], 1e-4, what .. ": " .. name)
+    n = n + 1
+  end
+  assert(n >= (min_n or 1), what .. ": " .. n .. " gradients compared")
+end
+
 -- One step.micro of the loss spec (made with { dim = 32, seed = 1 }) over rows on the
 -- committed tiny BERT (tests/data/tiny_bert) in eval mode with gradients on: the loss value
 -- and the gradients (grads_of). micro: more step.micro fields (cached, mini_batch);

@@ -78,20 +78,31 @@ function M.from_mask(mask)
   return self
 end
 
+-- A new tensor of `shape` holding the rows of x that the segment table segs (nseg runs of
+-- (out row, rows, x row)) lists; what names the caller in an error. Also trainer.nn.row_pick's.
+function M.gather_segments(x, shape, segs, nseg, what)
+  local out = ops.new(shape, x)
+  fill(out, C.tr_op_gather_segments(runtime.ctx, out:ptr(), x:ptr(), segs, nseg), what)
+  return out
+end
+
+-- The inverse: a new tensor of `shape` with x's rows where segs puts them, 0 in every other.
+function M.scatter_segments(x, shape, segs, nseg, what)
+  local out = ops.new(shape, x)
+  fill(out, C.tr_op_scatter_segments(runtime.ctx, out:ptr(), x:ptr(), segs, nseg), what)
+  return out
+end
+
 -- [B, T, ...] (any shape of B * T rows: [B * T, C], [B, T, H, D]) -> the real rows [N, C],
 -- C = the elements of one row; a new tensor.
 function Packing:gather(x)
-  local out = ops.new({ self.N, x:numel() / (self.B * self.T) }, x)
-  fill(out, C.tr_op_gather_segments(runtime.ctx, out:ptr(), x:ptr(), self.segs, self.nseg), "packing:gather")
-  return out
+  return M.gather_segments(x, { self.N, x:numel() / (self.B * self.T) }, self.segs, self.nseg, "packing:gather")
 end
 
 -- [N, C] -> [B, T, C] with the padding rows 0, a new tensor.
 function Packing:scatter(x)
   local s = x:shape()
-  local out = ops.new({ self.B, self.T, s[#s] }, x)
-  fill(out, C.tr_op_scatter_segments(runtime.ctx, out:ptr(), x:ptr(), self.segs, self.nseg), "packing:scatter")
-  return out
+  return M.scatter_segments(x, { self.B, self.T, s[#s] }, self.segs, self.nseg, "packing:scatter")
 end
 
 -- Dropout of packed x [N, C] with the padded layout's masks (a new tensor).

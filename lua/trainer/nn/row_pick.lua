@@ -21,9 +21,8 @@
 --   * it duck-types a packing where modules take one for their dropout masks (Dropout,
 --     LoraLinear, nn.dropout_add_norm): dropout and dropout_backward only.
 local ffi = require("ffi")
-local C = require("trainer.core.ffi")
 local ops = require("trainer.core.ops")
-local runtime = require("trainer.core.runtime")
+local packing = require("trainer.nn.packing")
 
 local M = {}
 local RowPick = {}
@@ -59,24 +58,16 @@ function M.first(B, T, pk)
   return setmetatable({ B = B, T = T, src = src, pad = pad }, RowPick)
 end
 
-local function fill(out, status, what)
-  if status ~= 0 then out:free(); runtime.raise(what) end
-end
-
 -- x: the layer input's layout (rows of its last dimension's width) -> [B, width] (new).
 function RowPick:gather(x)
   local s = x:shape()
-  local out = ops.new({ self.B, s[#s] }, x)
-  fill(out, C.tr_op_gather_segments(runtime.ctx, out:ptr(), x:ptr(), self.src, self.B), "row_pick:gather")
-  return out
+  return packing.gather_segments(x, { self.B, s[#s] }, self.src, self.B, "row_pick:gather")
 end
 
 -- y [B, C] -> a new tensor of `shape` (the layer input's, a table) with y in the picked rows
 -- and 0 in every other.
 function RowPick:scatter(y, shape)
-  local out = ops.new(shape, y)
-  fill(out, C.tr_op_scatter_segments(runtime.ctx, out:ptr(), y:ptr(), self.src, self.B), "row_pick:scatter")
-  return out
+  return packing.scatter_segments(y, shape, self.src, self.B, "row_pick:scatter")
 end
 
 function RowPick:dropout(x, p, key)
