@@ -18,13 +18,13 @@ const char *tr_cpu_gemm_library(struct tr_ctx *ctx);
  * 0 when it widens them to f32 (OpenBLAS, other CPUs, or a TRAINER_CPU_GEMM it cannot run). */
 int tr_cpu_gemm_bf16_native(struct tr_ctx *ctx);
 
-/* The packed copies this process's CPU Linear keeps of an f32 weight [O, I] (cpu_gemm.h's
+/* The packed copies this process's CPU Linear keeps of an f32 weight [out_features, in_features] (cpu_gemm.h's
  * tr_cpu_weight_packed; `trainer plan` counts them as workspace): bytes[0] the forward's,
  * bytes[1] the input gradient's, each the size the CPU allocator is asked for (before its
  * block rounding); 0 for a product that takes no copy of its own (OpenBLAS, a side under
  * 32, or oneDNN's packed layout is the weight as stored: the input gradient's on AVX2).
- * TR_OK, or an error code with ctx's error set (O or I not in 1..INT_MAX, TRAINER_CPU_GEMM
+ * TR_OK, or an error code with ctx's error set (out_features or in_features not in 1..INT_MAX, TRAINER_CPU_GEMM
  * unusable, a oneDNN failure). Half weights are never packed: this is for f32 ones. */
-int tr_cpu_linear_pack_bytes(struct tr_ctx *ctx, int64_t O, int64_t I, int64_t bytes[2]);
+int tr_cpu_linear_pack_bytes(struct tr_ctx *ctx, int64_t out_features, int64_t in_features, int64_t bytes[2]);
 
 #endif
