@@ -111,6 +111,21 @@ end
 --   bytes              an add over 16 MiB operands (larger than the caches)
 --   op_seconds, token_seconds, token_half_seconds   a small model's micro-batch (M.probe_layers)
 function M.probe_cpu()
+  local memory = require("trainer.core.memory")
+  -- The probe's tensors are not the run's: memory.limit does not bound them (a plan that
+  -- would stop a run above it must still get its rates), and when nothing of the run was
+  -- allocated yet, the peaks start after the probe, as if it had been cached.
+  local before = memory.stats()
+  memory.set_limit(nil)
+  local ok, r = pcall(M.probe_cpu_rates)
+  memory.empty_cache()
+  memory.set_limit(before.limit > 0 and before.limit or nil)
+  if before.allocated == 0 then memory.reset_peak() end
+  if not ok then error(r, 0) end
+  return r
+end
+
+function M.probe_cpu_rates()
   local T = require("trainer.core.tensor")
   local ops = require("trainer.core.ops")
   return T.scope(function()
