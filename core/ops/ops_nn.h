@@ -90,7 +90,7 @@ int tr_op_dropout_add_layernorm_backward(tr_ctx *ctx, tr_tensor *dx, tr_tensor *
 
 /* out (=) = gelu(x), any shape; kind is a tr_gelu_kind. out may be x. */
 int tr_op_gelu(tr_ctx *ctx, tr_tensor *out, const tr_tensor *x, int kind);
-/* dx (=) = dout * gelu'(x). */
+/* dx (=) = dout * gelu'(x). dx may be dout (in place: each element is read before it is written). */
 int tr_op_gelu_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const tr_tensor *x,
                         int kind);
 

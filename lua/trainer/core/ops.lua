@@ -39,7 +39,7 @@ end
 -- takes the op's input tensors in C order, then its scalars (defaults from the table), then
 -- opts (tag; dtype for a forward's activation), and returns its new outputs:
 --   linear(x, w, bias, opts)             layernorm(x, weight, bias, eps, opts) -> out, mean, rstd
---   gelu(x, kind, opts)                  gelu_backward(dout, x, kind)
+--   gelu(x, kind, opts)                  gelu_backward(dout, x, kind)   gelu_backward_(dout, x, kind)
 --   bias_gelu(h, bias, kind, opts)       (h gets its bias in place, the pre-activation the
 --                                        backward reads; out = gelu(h))
 --   linear_gelu(x, w, bias, kind, opts) -> out, h   (h = linear(x, w, bias), out = gelu(h);
@@ -238,6 +238,13 @@ end
 -- ---------------------------------------------------------------- elementwise, in place
 -- a = a + b.
 function M.add_(a, b) check(C.tr_op_add(ctx, a:ptr(), a:ptr(), b:ptr()), "add_") return a end
+
+-- GELU's backward in place: dout becomes dout * gelu'(x) and is returned (the backward then
+-- holds one [N, I] gradient where a new output would hold two).
+function M.gelu_backward_(dout, x, kind)
+  check(C.tr_op_gelu_backward(ctx, dout:ptr(), dout:ptr(), x:ptr(), kind or 0), "gelu_backward_")
+  return dout
+end
 
 -- GeGLU's backward in place: dh overwrites h (dout's dtype must be h's), and h is returned.
 function M.geglu_backward_(dout, h, kind)

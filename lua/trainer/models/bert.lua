@@ -880,10 +880,13 @@ function M.shaped_plan_terms(d)
       -- a tensor of its own unless an adapted output dense keeps the same one as its input
       if a.gpu and not inputs[out_dense] then per_layer = per_layer + N * H * e end
     end
-    -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there
+    -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there. The backward's
+    -- transient peaks twice in a layer: in the feed-forward (transient), and in the attention
+    -- (attention_transient, past the feed-forward's release of its keeps): the feed-forward's
+    -- input gradient, the output block's two, the heads' dq, dk and dv.
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e, rowwise = rowwise,
              embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H) * e,
-             rowwise_transient = N * I * e }
+             rowwise_transient = N * I * e, attention_transient = 6 * N * H * e }
   end
   local embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H } }
   if TV > 0 then embeddings[#embeddings + 1] = { n = TV * H, rows = TV, cols = H } end

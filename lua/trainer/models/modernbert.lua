@@ -253,10 +253,21 @@ function Attention:forward(x, mask, rows)
   return T.scope(function()
     local aopts = self:attn_opts(Tn)
     local q4, k4, v4 = T.scope(function()
+      -- each copy is freed once read: at most [N, 3C] and three [N, C] are held at once
       local qkv = self.Wqkv:forward(x)
       local q, k, v = ops.narrow_cols(qkv, 0, C), ops.narrow_cols(qkv, C, C), ops.narrow_cols(qkv, 2 * C, C)
+      qkv:free()
       local shape4 = { B, Tn, H, D }
-      return ops.rotary(q:reshape(shape4), self.theta), ops.rotary(k:reshape(shape4), self.theta), v:reshape(shape4)
+      local function rotated(t)
+        local t4 = t:reshape(shape4)
+        local r = ops.rotary(t4, self.theta)
+        t4:free()
+        t:free()
+        return r
+      end
+      local q4 = rotated(q)
+      local k4 = rotated(k)
+      return q4, k4, v:reshape(shape4)
     end)
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
     if self.grad_enabled then BertAttention.keep_attention(self, q4, k4, v4, lse, a4, mask, aopts) end
@@ -270,12 +281,26 @@ function Attention:backward(dy, want_dx)
   local q4 = self:saved_tensor("q")
   local sh, rows = q4:shape(), self.saved.rows
   return T.scope(function()
-    local da = self.Wo:backward(self.drop:backward(dy))
-    if rows then da = rows:scatter(da, { sh[1], sh[2], self.C }) end
-    local dq4, dk4, dv4 = BertAttention.attention_backward(self, da:reshape(q4:shape()))
+    -- each gradient is freed as soon as it is read, so that the backward holds no more than
+    -- the three heads' gradients and their concatenation at once (trainer.plan counts that)
+    local dd = self.drop:backward(dy)
+    local da = self.Wo:backward(dd)
+    dd:free()
+    if rows then
+      local dr = da
+      da = rows:scatter(dr, { sh[1], sh[2], self.C })
+      dr:free()
+    end
+    local da4 = da:reshape(q4:shape())
+    da:free()
+    local dq4, dk4, dv4 = BertAttention.attention_backward(self, da4)
+    da4:free()
     self:release()
     local dqkv = T.scope(function()
-      local dq, dk = ops.rotary_backward(dq4, self.theta), ops.rotary_backward(dk4, self.theta)
+      local dq = ops.rotary_backward(dq4, self.theta)
+      dq4:free()
+      local dk = ops.rotary_backward(dk4, self.theta)
+      dk4:free()
       local C = self.C
       return ops.cat_cols({ dq:reshape({ sh[1], sh[2], C }), dk:reshape({ sh[1], sh[2], C }),
                             dv4:reshape({ sh[1], sh[2], C }) })

@@ -241,13 +241,22 @@ function M.estimate(recipe, opts)
   -- (and its backward's row-wise transient for that row alone)
   local pick = (classification or m.pooling == "cls") and (1 - 1 / T) or 0
   local picked, picked_t = pick * (act.rowwise or 0), pick * (act.rowwise_transient or 0)
+  -- a layer's backward peaks twice: in the feed-forward, every keep of the layer alive and
+  -- act.transient new; in the attention, the row-wise keeps released and
+  -- act.attention_transient new. The larger is the layer's transient; the last layer under a
+  -- row pick loses at most what brings its feed-forward's peak down to its attention's.
+  local rowwise, attn_t = act.rowwise or 0, act.attention_transient or 0
+  local transient = math.max(act.transient, attn_t - rowwise)
+  local reduce = math.min(picked + picked_t, math.max(0, rowwise + transient - attn_t))
+  picked_t = math.max(0, math.min(picked_t, reduce - picked))
+  picked = math.min(picked, reduce)
   local cost = { per_layer = act.per_layer, boundary = act.boundary, credit = act.layer_input, last_credit = picked,
                  last_transient = picked_t }
   local sizes = gc.segments(L, ck, cost)
   local feed = gpu and M.batch_feed_bytes(N, b * texts) or 0
   local whole = { per_layer = act.per_layer, boundary = 0, last_credit = picked, last_transient = picked_t }
   local function activations_of(sz)
-    return (sz and gc.peak(sz, cost) or gc.peak({ L }, whole)) + act.embeddings + act.transient + feed
+    return (sz and gc.peak(sz, cost) or gc.peak({ L }, whole)) + act.embeddings + transient + feed
   end
   local activations = activations_of(sizes)
   local workspace = 0

@@ -77,10 +77,9 @@ function BertFeedForward:backward(dy)
     dh, bias_done = self.dense2:backward_dgelu(dod, h, self.act, self.dense1), true
     dod:free()
   else
-    local da = self.dense2:backward(dod)
+    -- in place: the GELU's input gradient overwrites its output's, one [N, I] held, not two
+    dh = ops.gelu_backward_(self.dense2:backward(dod), h, self.act)
     dod:free()
-    dh = ops.gelu_backward(da, h, self.act)
-    da:free()
   end
   self:release()
   self.dense1:backward(dh, nil, bias_done, dsum)   -- dsum += dense1's input gradient, in its product
