@@ -15,6 +15,7 @@
 #                   family's lora_targets), no task type: only the adapters train
 #   bf16-ckpt-lora  fp32-lora + torch.autocast("cpu", bfloat16) + gradient_checkpointing_enable
 #                   (every layer)
+#   bf16-lora       fp32-lora + torch.autocast("cpu", bfloat16), no checkpointing
 # Prints one line: "tokens_s=N step_s=N threads=N checkpointing=every-layer|none|unsupported".
 import argparse
 import json
@@ -25,7 +26,7 @@ import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
 p = argparse.ArgumentParser()
-p.add_argument("--config", default="fp32-full", choices=["fp32-full", "fp32-lora", "bf16-ckpt-lora"])
+p.add_argument("--config", default="fp32-full", choices=["fp32-full", "fp32-lora", "bf16-ckpt-lora", "bf16-lora"])
 p.add_argument("--family", default="bert")
 for name, default in [("layers", 6), ("hidden", 384), ("heads", 12), ("intermediate", 1536),
                       ("seq", 128), ("batch", 32), ("warmup", 1), ("steps", 3)]:
@@ -46,9 +47,9 @@ for flag, field in fam["shape"].items():
 cfg = AutoConfig.for_model(fam["model_type"], **fields)
 model = AutoModelForSequenceClassification.from_config(cfg)
 lora = a.config != "fp32-full"
-bf16 = a.config == "bf16-ckpt-lora"
-checkpointing = "every-layer" if bf16 else "none"
-if bf16:
+bf16 = a.config in ("bf16-ckpt-lora", "bf16-lora")
+checkpointing = "every-layer" if a.config == "bf16-ckpt-lora" else "none"
+if checkpointing != "none":
     # before get_peft_model, as peft's docs do it; use_reentrant=False needs no input grads.
     # A family whose transformers model has no checkpointing (MPNet) trains without it, and the
     # printed line says so: its figures then hold every activation, as its users' runs do.

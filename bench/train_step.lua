@@ -14,6 +14,8 @@
 --   fp32-lora       LoRA r 8, alpha 16, no dropout, on the attention's query and value
 --                   (PEFT's names of the family, bench/families.json); all else frozen
 --                   (the classifier too, as PEFT's LoraConfig without a task type does)
+--   bf16-lora       fp32-lora + bf16 activations, no checkpointing (like for like with a family
+--                   whose transformers model cannot checkpoint: MPNet)
 --   bf16-ckpt-lora  fp32-lora + bf16 activations + checkpointing of every layer (segments of
 --                   one layer, as transformers' gradient_checkpointing_enable does)
 -- Prints one line: "tokens_s=N step_s=N peak_allocated=N peak_reserved=N" (bytes).
@@ -32,6 +34,7 @@ local configs = {
   ["fp32-full"] = { precision = "fp32" },
   ["fp32-lora"] = { precision = "fp32", lora = true },
   ["bf16-ckpt-lora"] = { precision = "bf16", lora = true, checkpoint = { every = 1 } },
+  ["bf16-lora"] = { precision = "bf16", lora = true },
 }
 
 -- ---------------------------------------------------------------- options
@@ -53,7 +56,7 @@ do
 end
 local spec = configs[config_name]
 if not spec then
-  error("bench/train_step.lua: --config must be fp32-full, fp32-lora or bf16-ckpt-lora, got " .. config_name, 0)
+  error("bench/train_step.lua: --config must be fp32-full, fp32-lora, bf16-ckpt-lora or bf16-lora, got " .. config_name, 0)
 end
 
 local now = require("trainer.train.run").now   -- CLOCK_MONOTONIC, in seconds
