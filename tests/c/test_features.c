@@ -53,6 +53,35 @@ static void test_concat_and_split(void)
     no_workspace_left("copy_cols");
 }
 
+/* A copy of a column block between half tensors large enough for the threads (ModernBERT's
+ * q out of Wqkv's [N, 3C]): every element's bits, the other columns untouched. */
+static void test_copy_cols_half_bits(void)
+{
+    enum { N = 300, C = 700 };
+    const int dts[2] = { TR_BF16, TR_F16 };
+    for (int di = 0; di < 2; di++) {
+        int64_t s3[2] = { N, 3 * C }, s1[2] = { N, C };
+        tr_tensor *qkv = tr_tensor_new(ctx, 2, s3, dts[di], TR_CPU, TR_TAG_ACTIVATIONS);
+        tr_tensor *k = tr_tensor_new(ctx, 2, s1, dts[di], TR_CPU, TR_TAG_ACTIVATIONS);
+        CHECK(qkv && k, "alloc");
+        uint16_t *src = qkv->data, *dst = k->data;
+        for (int64_t i = 0; i < qkv->numel; i++) src[i] = (uint16_t)(i * 2654435761u >> 17);
+        for (int64_t i = 0; i < k->numel; i++) dst[i] = 0x7e00;
+        CHECK(tr_op_copy_cols(ctx, k, 0, qkv, C, C, 0) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        int64_t bad = 0;
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t c = 0; c < C; c++) bad += dst[r * C + c] != src[r * 3 * C + C + c];
+        CHECK(bad == 0, "dtype %d: %lld elements differ from the source's bits", di, (long long)bad);
+        /* and back into the last block of the wide one: the first two blocks keep their bits */
+        uint16_t first = src[0], mid = src[2 * C - 1];
+        CHECK(tr_op_copy_cols(ctx, qkv, 2 * C, k, 0, C, 0) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(src[0] == first && src[2 * C - 1] == mid && src[2 * C] == dst[0] && src[3 * C * N - 1] == dst[C * N - 1],
+              "dtype %d: the block went to the wrong columns", di);
+        tr_tensor_free(qkv), tr_tensor_free(k);
+    }
+    no_workspace_left("copy_cols");
+}
+
 static void test_copy_cols_errors(void)
 {
     tr_tensor *a = mk(2, 3, TR_F32, NULL), *b = mk(3, 3, TR_F32, NULL), *c = mk(2, 2, TR_F32, NULL);
@@ -117,7 +146,7 @@ static void test_abs_diff_sign_zero(void)
 int main(void)
 {
     static const check_case cases[] = {
-        CASE(test_concat_and_split), CASE(test_copy_cols_errors), CASE(test_abs_diff), CASE(test_abs_diff_sign_zero)
+        CASE(test_concat_and_split), CASE(test_copy_cols_half_bits), CASE(test_copy_cols_errors), CASE(test_abs_diff), CASE(test_abs_diff_sign_zero)
     };
     return check_with_ctx(&ctx, cases, sizeof cases / sizeof cases[0]);
 }
