@@ -21,6 +21,7 @@
 #include "cpu_slot.h"
 #include "cpu/dropout_add_layernorm.h"
 #include "cpu/layernorm.h"
+#include "cpu/bf16_bits.h"
 #include <string.h>
 
 /* Half activations, rows of at most HALF_BLOCK: blocks of rows in parallel, each converted
@@ -75,6 +76,34 @@ static void round_through(float *buf, int64_t n, int dtype, void *tmp)
     tr_stage_convert(buf, TR_F32, tmp, dtype, (size_t)n);
 }
 
+/* The forward's first pass when x, residual and sum are bf16, in registers: x dropped out
+ * (keep NULL: no dropout) and rounded to bf16 as tr_op_dropout's output is, plus the
+ * residual, rounded to bf16 as the sum is stored (into sum, and X in f32 for the
+ * layernorm): the staged path's bits in one pass instead of eight. sum may be x: each
+ * element is read before its place is written. */
+TR_SIMD_CLONES static void fwd_bf16_sum(float *X, uint16_t *sum, const uint16_t *x, const uint16_t *r,
+                                        const uint8_t *keep, float scale, int64_t n)
+{
+    if (keep) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t m = (uint32_t)0 - (uint32_t)(keep[i] != 0);
+            float d = tr_f32_from_bits(tr_f32_bits(tr_f32_from_bf16_bits(x[i]) * scale) & m);
+            float s = tr_f32_from_bf16_bits(tr_bf16_from_f32_bits(tr_f32_bits(d))) + tr_f32_from_bf16_bits(r[i]);
+            uint16_t h = tr_bf16_from_f32_bits(tr_f32_bits(s));
+            sum[i] = h;
+            X[i] = tr_f32_from_bf16_bits(h);
+        }
+    } else {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = tr_bf16_from_f32_bits(tr_f32_bits(tr_f32_from_bf16_bits(x[i]) + tr_f32_from_bf16_bits(r[i])));
+            sum[i] = h;
+            X[i] = tr_f32_from_bf16_bits(h);
+        }
+    }
+}
+
 static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi)
 {
     const tr_tensor *out = c->dropout_add_layernorm.out, *sum = c->dropout_add_layernorm.sum,
@@ -84,6 +113,15 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     float X[HALF_BLOCK], R[HALF_BLOCK], Y[HALF_BLOCK];
     uint16_t H[HALF_BLOCK];
     uint8_t keep[HALF_BLOCK];
+    if (x->dtype == TR_BF16 && res->dtype == TR_BF16 && sum->dtype == TR_BF16) {
+        if (p > 0) keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
+        fwd_bf16_sum(X, (uint16_t *)(void *)elem_at(sum, off), (const uint16_t *)(const void *)elem_at(x, off),
+                     (const uint16_t *)(const void *)elem_at(res, off), p > 0 ? keep : NULL, keep_scale(p), n);
+        tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0,
+                               (float *)c->dropout_add_layernorm.rstd->data + r0, X, W, Bi, nr, C, c->f[1]);
+        tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
+        return;
+    }
     tr_convert(X, TR_F32, elem_at(x, off), x->dtype, (size_t)n); /* before sum (maybe x) is written */
     tr_convert(R, TR_F32, elem_at(res, off), res->dtype, (size_t)n);
     if (p > 0) { /* tr_op_dropout's output, in x's dtype */
@@ -102,6 +140,37 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
 }
 
+/* The backward's last pass when the residual gradient and dx are bf16, in registers: the
+ * layernorm's input gradient DR rounded to bf16 as layernorm_backward stores it (into dres
+ * when it is asked for), then dropout_backward's dx (keep NULL: no dropout) rounded to bf16:
+ * the staged path's bits in one pass. */
+TR_FAST_INLINE void bwd_bf16_out_body(uint16_t *dx, uint16_t *dres, const float *DR, const uint8_t *keep, float scale,
+                                      int64_t n, int with_dres, int with_keep)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = tr_bf16_from_f32_bits(tr_f32_bits(DR[i]));
+        if (with_dres) dres[i] = h;
+        float d = tr_f32_from_bf16_bits(h);
+        if (with_keep) d = tr_f32_from_bits(tr_f32_bits(d * scale) & ((uint32_t)0 - (uint32_t)(keep[i] != 0)));
+        dx[i] = tr_bf16_from_f32_bits(tr_f32_bits(d));
+    }
+}
+
+/* One loop per case, each free of per-element branches so that it vectorises. */
+TR_SIMD_CLONES static void bwd_bf16_out(uint16_t *dx, uint16_t *dres, const float *DR, const uint8_t *keep, float scale,
+                                        int64_t n)
+{
+    if (dres && keep)
+        bwd_bf16_out_body(dx, dres, DR, keep, scale, n, 1, 1);
+    else if (dres)
+        bwd_bf16_out_body(dx, dres, DR, keep, scale, n, 1, 0);
+    else if (keep)
+        bwd_bf16_out_body(dx, dres, DR, keep, scale, n, 0, 1);
+    else
+        bwd_bf16_out_body(dx, dres, DR, keep, scale, n, 0, 0);
+}
+
 /* Half activations, rows of at most HALF_BLOCK: dresidual and dx per block of rows through
  * the thread's stack buffers, rounded as layernorm_backward and dropout_backward round them. */
 static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *unused)
@@ -118,6 +187,12 @@ static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     tr_convert(S, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);
     tr_k_layernorm_bwd_f32(DR, NULL, NULL, D, S, W, (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
                            (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
+    if (rdt == TR_BF16 && dx && dx->dtype == TR_BF16) {
+        if (p > 0) keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
+        bwd_bf16_out((uint16_t *)(void *)elem_at(dx, off), dres ? (uint16_t *)(void *)elem_at(dres, off) : NULL, DR,
+                     p > 0 ? keep : NULL, keep_scale(p), n);
+        return;
+    }
     if (dres) {
         tr_convert(elem_at(dres, off), rdt, DR, TR_F32, (size_t)n);
         if (rdt != TR_F32 && dx) tr_convert(DR, TR_F32, elem_at(dres, off), rdt, (size_t)n);

@@ -25,6 +25,7 @@
  * and so the same bits on every ISA, and a large conversion is shared among threads. */
 #include "tensor.h"
 #include "cpu/fast_math.h"
+#include "cpu/bf16_bits.h"
 
 #include <math.h>
 #include <string.h>
@@ -32,38 +33,11 @@
 #include <omp.h>
 #endif
 
-/* ------------------------------------------------------------ bit casts */
+/* ------------------------------------------------------------ bf16 (the bits: cpu/bf16_bits.h) */
 
-TR_FAST_INLINE uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+uint16_t tr_f32_to_bf16(float x) { return tr_bf16_from_f32_bits(tr_f32_bits(x)); }
 
-TR_FAST_INLINE float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* ------------------------------------------------------------ bf16 */
-
-/* Rounding adds 0x7fff plus the lowest kept bit, so a tie carries only when the kept
- * part is odd (ties to even); a carry out of the mantissa bumps the exponent, which is
- * also how the largest finite values round up to inf. NaN is exempt from the add (it
- * could carry into inf) and gets the quiet bit instead. */
-TR_FAST_INLINE uint16_t bf16_from_bits(uint32_t u)
-{
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    uint32_t quiet_nan = (u >> 16) | 0x0040u;
-    return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? quiet_nan : rounded);
-}
-
-uint16_t tr_f32_to_bf16(float x) { return bf16_from_bits(f32_bits(x)); }
-
-float tr_bf16_to_f32(uint16_t x) { return f32_from_bits((uint32_t)x << 16); }
+float tr_bf16_to_f32(uint16_t x) { return tr_f32_from_bits((uint32_t)x << 16); }
 
 /* ------------------------------------------------------------ f16 */
 
@@ -84,7 +58,7 @@ TR_FAST_INLINE uint16_t f16_from_bits(uint32_t u)
     uint32_t big = 0x7c00u | (is_nan & (0x0200u | ((a >> 13) & 0x3ffu)));
 
     const uint32_t half_bits = 126u << 23;   /* 0.5f */
-    uint32_t tiny = f32_bits(f32_from_bits(a) + f32_from_bits(half_bits)) - half_bits;
+    uint32_t tiny = tr_f32_bits(tr_f32_from_bits(a) + tr_f32_from_bits(half_bits)) - half_bits;
 
     uint32_t normal = (a + ((uint32_t)(15 - 127) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
 
@@ -105,14 +79,14 @@ TR_FAST_INLINE float f16_to_f32_inline(uint16_t h)
     uint32_t e = o & exp_mask;
     o += (uint32_t)(127 - 15) << 23;
     uint32_t inf_nan = o + ((uint32_t)(128 - 16) << 23);
-    uint32_t sub = f32_bits(f32_from_bits(o + (1u << 23)) - f32_from_bits(113u << 23));
+    uint32_t sub = tr_f32_bits(tr_f32_from_bits(o + (1u << 23)) - tr_f32_from_bits(113u << 23));
     uint32_t is_inf_nan = 0u - (uint32_t)(e == exp_mask);
     uint32_t is_sub = 0u - (uint32_t)(e == 0);
     uint32_t mag = (inf_nan & is_inf_nan) | (sub & is_sub) | (o & ~(is_inf_nan | is_sub));
-    return f32_from_bits(mag | (((uint32_t)h & 0x8000u) << 16));
+    return tr_f32_from_bits(mag | (((uint32_t)h & 0x8000u) << 16));
 }
 
-uint16_t tr_f32_to_f16(float x) { return f16_from_bits(f32_bits(x)); }
+uint16_t tr_f32_to_f16(float x) { return f16_from_bits(tr_f32_bits(x)); }
 
 float tr_f16_to_f32(uint16_t x) { return f16_to_f32_inline(x); }
 
@@ -122,15 +96,15 @@ float tr_f16_to_f32(uint16_t x) { return f16_to_f32_inline(x); }
 #define NARROW_F32_N(name, narrow_bits)                                                             \
     TR_SIMD_CLONES static void name(uint16_t *restrict dst, const float *restrict src, size_t n)    \
     {                                                                                               \
-        _Pragma("omp simd") for (size_t i = 0; i < n; i++) dst[i] = narrow_bits(f32_bits(src[i])); \
+        _Pragma("omp simd") for (size_t i = 0; i < n; i++) dst[i] = narrow_bits(tr_f32_bits(src[i])); \
     }
-NARROW_F32_N(f32_to_bf16_n, bf16_from_bits)
+NARROW_F32_N(f32_to_bf16_n, tr_bf16_from_f32_bits)
 NARROW_F32_N(f32_to_f16_n, f16_from_bits)
 
 TR_SIMD_CLONES static void bf16_to_f32_n(float *restrict dst, const uint16_t *restrict src, size_t n)
 {
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) dst[i] = f32_from_bits((uint32_t)src[i] << 16);
+    for (size_t i = 0; i < n; i++) dst[i] = tr_f32_from_bits((uint32_t)src[i] << 16);
 }
 
 TR_SIMD_CLONES static void f16_to_f32_n(float *restrict dst, const uint16_t *restrict src, size_t n)
