@@ -1,11 +1,11 @@
 /* attention.c — tensor-level scaled-dot-product attention (kernels/cpu/attention.c).
  *
- * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + 3 x Tp + 64) floats,
+ * The kernel's per-thread scratch (threads x (3 x 64 x Tp + 2 x D x Tp + 5 x Tp + 64) floats,
  * Tp = T rounded up to 16: the block buffers and the head's packed k^T and v^T;
  * tr_k_attention_scratch_elems) comes from the allocator with tag workspace, so it is
- * visible in the memory ledger. f32 tensors run
- * in one kernel call over the whole batch; half tensors are staged to f32 a group of
- * batch elements at a time (attention is independent per batch element), with the
+ * visible in the memory ledger. f32 tensors run in one kernel call over the whole batch,
+ * bf16 ones too (converted head by head inside the kernel); f16 ones are staged to f32 a
+ * group of batch elements at a time (attention is independent per batch element), with the
  * dropout stream offset by the group's first element so that element (b, h, i, j) always
  * draws element ((b*H + h)*T + i)*T + j of the key's stream.
  * Here: the shape checks of its op-table entries (arguments in op_list.h) and the public

@@ -14,6 +14,7 @@
 #endif
 
 #include "cpu/attn_bucket.h"
+#include "cpu/bf16_bits.h"
 #include "cpu/attn_short.h"
 #include "cpu/attn_tile.h"
 #include "cpu/fast_math.h"
@@ -46,12 +47,13 @@ int64_t tr_k_attention_row_stride(int64_t T)
 
 /* Per thread (the body below, attn_bufs_of): the block buffers S, G and the 32-bit keep
  * masks, TR_ATTN_BLOCK x Tp each; the packed k^T and v^T, D x Tp each; the key selects (Tp),
- * the output row scales (TR_ATTN_BLOCK) and the head's relative-position biases (2 Tp). */
+ * the output row scales (TR_ATTN_BLOCK), the head's relative-position biases (2 Tp) and the
+ * buckets of the relative positions (2 Tp). */
 size_t tr_k_attention_scratch_elems(int64_t T, int64_t D, int nthreads)
 {
     size_t Tp = (size_t)tr_k_attention_row_stride(T), d = (size_t)(D > 0 ? D : 0);
     if (Tp == 0) return 0;
-    size_t per = TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * Tp + 2 * d * Tp + 3 * Tp + TR_ATTN_BLOCK;
+    size_t per = TR_ATTN_SCRATCH_BUFS * TR_ATTN_BLOCK * Tp + 2 * d * Tp + 5 * Tp + TR_ATTN_BLOCK;
     return (size_t)(nthreads > 0 ? nthreads : 1) * per;
 }
 
@@ -108,6 +110,116 @@ static void attn_win_range(int64_t i0, int64_t nb, int64_t w, int64_t T, int64_t
 #define KTILE KPICK(1, 0)
 #define KERNEL_IMPL "cpu/attention.c"
 #include "cpu/instantiate.h"
+
+/* ------------------------------------------------------------ bf16 tensors */
+
+/* Per thread after the float kernels' scratch: a head's q, k, v, dout, dq, dk, dv as f32 [T, D]. */
+enum { ATTN_HALF_BUFS = 7 };
+
+size_t tr_k_attention_bf16_scratch_elems(int64_t T, int64_t D, int nthreads)
+{
+    size_t td = (size_t)(T > 0 ? T : 0) * (size_t)(D > 0 ? D : 0);
+    return tr_k_attention_scratch_elems(T, D, nthreads) + (size_t)(nthreads > 0 ? nthreads : 1) * ATTN_HALF_BUFS * td;
+}
+
+int tr_k_attention_bf16_usable(int64_t T, int64_t D, int use_dropout, int has_table, int64_t window)
+{
+    int plain = !has_table && !(window > 0 && window < T - 1);
+    return !(plain && tr_attn_short_usable(tr_attn_tile_isa(), T, D, use_dropout));
+}
+
+/* dst[r D + j] (=) src[r ld + j] for rows r < n, j < D: a head's rows into a thread's f32 copy. */
+TR_SIMD_CLONES static void rows_from_bf16(float *dst, const uint16_t *src, int64_t ld, int64_t n, int64_t D)
+{
+    for (int64_t r = 0; r < n; r++) {
+        const uint16_t *s = src + r * ld;
+        float *d = dst + r * D;
+#pragma omp simd
+        for (int64_t j = 0; j < D; j++) d[j] = tr_f32_from_bf16_bits(s[j]);
+    }
+}
+
+/* dst[r ld + j] (=) src[r D + j] rounded to bf16: a head's f32 rows back into the tensor. */
+TR_SIMD_CLONES static void rows_to_bf16(uint16_t *dst, int64_t ld, const float *src, int64_t n, int64_t D)
+{
+    for (int64_t r = 0; r < n; r++) {
+        uint16_t *d = dst + r * ld;
+        const float *s = src + r * D;
+#pragma omp simd
+        for (int64_t j = 0; j < D; j++) d[j] = tr_bf16_from_f32_bits(tr_f32_bits(s[j]));
+    }
+}
+
+/* The thread's head copies (ATTN_HALF_BUFS of T x D floats) in a bf16 call's scratch. */
+static float *half_bufs(float *scratch, int64_t T, int64_t D, int nthreads)
+{
+    return scratch + tr_k_attention_scratch_elems(T, D, nthreads) + (size_t)omp_thread() * ATTN_HALF_BUFS * T * D;
+}
+
+void tr_k_attention_fwd_bf16(uint16_t *out, float *lse, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                             const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                             const tr_attn_relpos *rel, float scale, int64_t B, int64_t T, int64_t H, int64_t D,
+                             float *scratch, int nthreads)
+{
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    const attn_call_f32 a = attn_call_of_f32(tr_attn_tile_isa(), mask, mask_dtype, drop, rel, scale, B, T, H, D);
+    const int64_t ld = H * D, nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int64_t per_task = fwd_blocks_per_task_f32(&a, nthreads);
+    const int64_t runs = (nblk + per_task - 1) / per_task, ntask = B * H * runs;
+    int blas_prev = blas_single_begin();
+#pragma omp parallel num_threads(nthreads)
+    {
+        attn_bufs_f32 u = attn_bufs_of_f32(scratch, T, D);
+        if (a.bias) rel_buckets_f32(u.bk, a.bias, T);
+        float *hq = half_bufs(scratch, T, D, nthreads), *hk = hq + T * D, *hv = hk + T * D, *ho = hv + T * D;
+#pragma omp for schedule(dynamic)
+        for (int64_t task = 0; task < ntask; task++) {
+            int64_t bh = task / runs, b = bh / H, h = bh % H;
+            int64_t blk0 = (task % runs) * per_task;
+            int64_t blk1 = blk0 + per_task < nblk ? blk0 + per_task : nblk;
+            int64_t i0 = blk0 * TR_ATTN_BLOCK, i1 = blk1 * TR_ATTN_BLOCK < T ? blk1 * TR_ATTN_BLOCK : T;
+            int64_t row0 = (b * T * H + h) * D;
+            rows_from_bf16(hk, k + row0, ld, T, D);
+            rows_from_bf16(hv, v + row0, ld, T, D);
+            rows_from_bf16(hq + i0 * D, q + row0 + i0 * ld, ld, i1 - i0, D);
+            fwd_run_f32(&a, &u, ho, lse + bh * T, hq, hk, hv, D, b, h, blk0, blk1);
+            rows_to_bf16(out + row0 + i0 * ld, ld, ho + i0 * D, i1 - i0, D);
+        }
+    }
+    blas_single_end(blas_prev);
+}
+
+void tr_k_attention_bwd_bf16(uint16_t *dq, uint16_t *dk, uint16_t *dv, const uint16_t *dout, const uint16_t *q,
+                             const uint16_t *k, const uint16_t *v, const float *lse, const void *mask, int mask_dtype,
+                             const tr_attn_dropout *drop, const tr_attn_relpos *rel, float scale, int64_t B,
+                             int64_t T, int64_t H, int64_t D, float *scratch, int nthreads)
+{
+    if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
+    const attn_call_f32 a = attn_call_of_f32(tr_attn_tile_isa(), mask, mask_dtype, drop, rel, scale, B, T, H, D);
+    const int64_t ld = H * D, td = T * D;
+    int blas_prev = blas_single_begin();
+#pragma omp parallel num_threads(nthreads)
+    {
+        attn_bufs_f32 u = attn_bufs_of_f32(scratch, T, D);
+        if (a.bias) rel_buckets_f32(u.bk, a.bias, T);
+        float *hq = half_bufs(scratch, T, D, nthreads), *hk = hq + td, *hv = hk + td, *hdo = hv + td;
+        float *hdq = hdo + td, *hdk = hdq + td, *hdv = hdk + td;
+#pragma omp for schedule(dynamic)
+        for (int64_t bh = 0; bh < B * H; bh++) {
+            int64_t b = bh / H, h = bh % H, row0 = (b * T * H + h) * D;
+            rows_from_bf16(hq, q + row0, ld, T, D);
+            rows_from_bf16(hk, k + row0, ld, T, D);
+            rows_from_bf16(hv, v + row0, ld, T, D);
+            rows_from_bf16(hdo, dout + row0, ld, T, D);
+            bwd_head_f32(&a, &u, hdq, hdk, hdv, hdo, hq, hk, hv, lse + bh * T, D, b, h);
+            rows_to_bf16(dq + row0, ld, hdq, T, D);
+            rows_to_bf16(dk + row0, ld, hdk, T, D);
+            rows_to_bf16(dv + row0, ld, hdv, T, D);
+        }
+    }
+    blas_single_end(blas_prev);
+    if (a.bias && a.bias->dtable) rel_reduce_f32(a.bias, scratch, B, T, H, D);
+}
 
 #else /* KFN defined: this file included again, once per REAL (the instantiation above) */
 
@@ -326,6 +438,7 @@ typedef struct KFN(attn_bufs) {
     REAL *ck;           /* [Tp] the current batch row's key selects (col_keep) */
     REAL *rs;           /* [BLOCK] output row scales (forward) */
     REAL *rb;           /* [2T - 1] the head's bias of relative position j - i, at j - i + T - 1 */
+    REAL *bk;           /* [2T - 1] the bucket of relative position j - i, at j - i + T - 1 (rel_buckets) */
 } KFN(attn_bufs);
 
 /* The thread's part of the scratch, zeroed once per call: the GEMM path never writes the
@@ -346,17 +459,27 @@ static KFN(attn_bufs) KFN(attn_bufs_of)(REAL *scratch, int64_t T, int64_t D)
     u.ck = u.vt + D * Tp;
     u.rs = u.ck + Tp;
     u.rb = u.rs + TR_ATTN_BLOCK;
+    u.bk = u.rb + 2 * Tp;
     return u;
 }
 
 /* ------------------------------------------------------------ relative-position bias */
 
-/* rb[d] (=) = the table's bias of head h for relative position d - (T - 1), d in [0, 2T - 1). */
-static void KFN(rel_row)(REAL *rb, const tr_attn_relpos *rel, int64_t h, int64_t H, int64_t T)
+/* bk[d] (=) the bucket of relative position d - (T - 1), d in [0, 2T - 1), as REAL (exact: a
+ * bucket is a small integer): once per thread and call, since each takes two logs and a call
+ * has B H heads. */
+static void KFN(rel_buckets)(REAL *bk, const tr_attn_relpos *rel, int64_t T)
+{
+    for (int64_t d = 0; d < 2 * T - 1; d++)
+        bk[d] = (REAL)tr_attn_rel_bucket(d - (T - 1), rel->nbuckets, rel->max_distance, rel->bidirectional);
+}
+
+/* rb[d] (=) = the table's bias of head h for relative position d - (T - 1), d in [0, 2T - 1),
+ * through the buckets bk (rel_buckets). */
+static void KFN(rel_row)(REAL *rb, const tr_attn_relpos *rel, const REAL *bk, int64_t h, int64_t H, int64_t T)
 {
     const REAL *table = rel->table;
-    for (int64_t d = 0; d < 2 * T - 1; d++)
-        rb[d] = table[tr_attn_rel_bucket(d - (T - 1), rel->nbuckets, rel->max_distance, rel->bidirectional) * H + h];
+    for (int64_t d = 0; d < 2 * T - 1; d++) rb[d] = table[(int64_t)bk[d] * H + h];
 }
 
 /* Rows [0, nb) of a block of queries from i0 gain their biases: S[r][j] += rb[j - i + T - 1]
@@ -383,18 +506,19 @@ static void KFN(rel_grad)(REAL *dd, const REAL *dS, int64_t Tp, int64_t i0, int6
 }
 
 /* The table's gradient (+=) from the per-(b, h) sums by relative position, in one order: by
- * head, then batch element, then relative position. */
-static void KFN(rel_reduce)(const tr_attn_relpos *rel, int64_t B, int64_t T, int64_t H)
+ * head, then batch element, then relative position. After the call's parallel region, on the
+ * first thread's scratch for the buckets. */
+static void KFN(rel_reduce)(const tr_attn_relpos *rel, REAL *scratch, int64_t B, int64_t T, int64_t H, int64_t D)
 {
     REAL *dtable = rel->dtable;
     const REAL *dist = rel->dist;
     const int64_t nd = 2 * T - 1;
+    KFN(attn_bufs) u = KFN(attn_bufs_of)(scratch, T, D);
+    KFN(rel_buckets)(u.bk, rel, T);
     for (int64_t h = 0; h < H; h++)
         for (int64_t b = 0; b < B; b++) {
             const REAL *dd = dist + (b * H + h) * nd;
-            for (int64_t d = 0; d < nd; d++)
-                dtable[tr_attn_rel_bucket(d - (T - 1), rel->nbuckets, rel->max_distance, rel->bidirectional) * H + h] +=
-                    dd[d];
+            for (int64_t d = 0; d < nd; d++) dtable[(int64_t)u.bk[d] * H + h] += dd[d];
         }
 }
 
@@ -426,85 +550,207 @@ static void KFN(win_zero_tail)(REAL *G, int64_t nkp, int64_t nb, int64_t nk)
 
 /* ------------------------------------------------------------ forward */
 
+/* What every task of a call shares: the product path, the mask, dropout, bias and window,
+ * the sizes (Tp the score rows' stride) and the scales. */
+typedef struct KFN(attn_call) {
+    int isa;
+    const void *mask;
+    int mask_dtype;
+    const tr_attn_dropout *drop;   /* NULL: no dropout */
+    const tr_attn_relpos *bias;    /* NULL: no relative-position table */
+    int64_t win;                   /* 0: every key */
+    REAL scale, keep_scale;
+    int64_t B, T, H, D, Tp;
+} KFN(attn_call);
+
+/* The call's constants from the entry point's arguments; isa falls back to BLAS where the tile
+ * paths cannot run. */
+static KFN(attn_call) KFN(attn_call_of)(int isa, const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                                        const tr_attn_relpos *rel, REAL scale, int64_t B, int64_t T, int64_t H,
+                                        int64_t D)
+{
+    KFN(attn_call) a;
+    a.isa = !KTILE || !tr_attn_tile_usable(isa) ? TR_ATTN_ISA_BLAS : isa;
+    a.mask = mask;
+    a.mask_dtype = mask_dtype;
+    a.drop = drop && drop->p > 0 ? drop : NULL;
+    /* bias: a relative-position table; win: a window narrower than the keys (w >= T - 1 sees them all) */
+    a.bias = rel && rel->table ? rel : NULL;
+    a.win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
+    a.scale = scale;
+    a.keep_scale = a.drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
+    a.B = B, a.T = T, a.H = H, a.D = D, a.Tp = tr_k_attention_row_stride(T);
+    return a;
+}
+
+/* Query blocks [blk0, blk1) of head h of batch row b (bh = b H + h): q, k, v and out point at
+ * the head's row 0, rows ld apart (H D in the tensors, D in a thread's converted copy); lse at
+ * the head's T values. */
+static void KFN(fwd_run)(const KFN(attn_call) *a, KFN(attn_bufs) *u, REAL *out, REAL *lse, const REAL *q,
+                         const REAL *k, const REAL *v, int64_t ld, int64_t b, int64_t h, int64_t blk0, int64_t blk1)
+{
+    const int isa = a->isa;
+    const int64_t T = a->T, Tp = a->Tp, D = a->D, bh = b * a->H + h, win = a->win;
+    KFN(pack_t)(isa, u->kt, k, ld, T, D, Tp);
+    KFN(col_keep)(u->ck, a->mask, a->mask_dtype, b, T, Tp);
+    if (a->bias) KFN(rel_row)(u->rb, a->bias, u->bk, h, a->H, T);
+    if (win)   /* the windowed blocks' select row: win_fill did the masking */
+        for (int64_t j = 0; j < Tp; j++) u->rb[j] = 1;
+    for (int64_t blk = blk0; blk < blk1; blk++) {
+        int64_t i0 = blk * TR_ATTN_BLOCK;
+        int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+        const REAL *qb = q + i0 * ld;
+        if (win) {
+            int64_t j0, nk, nkp;
+            attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
+            KFN(win_scores)(isa, u->S, nkp, qb, ld, k, ld, u->kt, Tp, j0, nb, nk, D, a->scale);
+            KFN(win_fill)(u->S, nkp, u->ck, i0, nb, j0, nk, win, -INFINITY);
+            KFN(softmax_block)(u->S, lse + i0, u->rs, nb, nkp, u->rb, isa);
+            if (a->drop) {   /* whole rows drawn, the window's columns applied */
+                attn_keep_block(u->keep, a->drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+                for (int64_t r = 0; r < nb; r++)
+                    KFN(dropout_span)(u->S + r * nkp, u->S + r * nkp, u->keep + r * Tp + j0, 1, nk);
+                for (int64_t r = 0; r < nb; r++) u->rs[r] *= a->keep_scale;
+            }
+            KFN(product)(isa, 0, out + i0 * ld, ld, u->S, nkp, v + j0 * ld, ld, nb, D, nk, 1, u->rs, 0);
+            continue;
+        }
+        KFN(scores)(isa, u->S, Tp, qb, ld, k, ld, u->kt, nb, T, D, a->scale);
+        if (a->bias) KFN(rel_add)(u->S, Tp, u->rb, i0, nb, T);
+        KFN(softmax_block)(u->S, lse + i0, u->rs, nb, Tp, u->ck, isa);
+        if (a->drop) {   /* the block's rows are consecutive in the stream: one draw */
+            attn_keep_block(u->keep, a->drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+            KFN(dropout_span)(u->S, u->S, u->keep, 1, nb * Tp);
+            for (int64_t r = 0; r < nb; r++) u->rs[r] *= a->keep_scale;
+        }
+        /* out = diag(1/rowsum) (P v): the normalisation on 1 x D rows, not on P */
+        KFN(product)(isa, 0, out + i0 * ld, ld, u->S, Tp, v, ld, nb, D, T, 1, u->rs, 0);
+    }
+}
+
+/* A task is a run of query blocks of one head, so that k^T is packed once per run: the whole
+ * head when there are heads enough for every thread, else single blocks. */
+static int64_t KFN(fwd_blocks_per_task)(const KFN(attn_call) *a, int nthreads)
+{
+    const int64_t nblk = (a->T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    return a->B * a->H >= 4 * (int64_t)(nthreads > 0 ? nthreads : 1) ? nblk : 1;
+}
+
 static void KFN(attn_fwd)(int isa, REAL *out, REAL *lse, const REAL *q, const REAL *k,
                           const REAL *v, const void *mask, int mask_dtype,
                           const tr_attn_dropout *drop, const tr_attn_relpos *rel, REAL scale,
                           int64_t B, int64_t T, int64_t H, int64_t D, REAL *scratch, int nthreads)
 {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
-    /* bias: a relative-position table; win: a window narrower than the keys (w >= T - 1 sees them all) */
-    const tr_attn_relpos *bias = rel && rel->table ? rel : NULL;
-    const int64_t win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
-    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
-    const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
-    const int64_t nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
-    const int use_drop = drop && drop->p > 0;
+    const KFN(attn_call) a = KFN(attn_call_of)(isa, mask, mask_dtype, drop, rel, scale, B, T, H, D);
 #if KTILE
     /* short rows (T <= 32 on AVX-512, 8 on AVX2), heads of 32 or 64, no dropout: a head in
      * registers (attn_short.h) */
-    if (!bias && !win && tr_attn_short_usable(isa, T, D, use_drop)) {
-        tr_attn_short_fwd_f32(isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
+    if (!a.bias && !a.win && tr_attn_short_usable(a.isa, T, D, a.drop != NULL)) {
+        tr_attn_short_fwd_f32(a.isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
         return;
     }
 #endif
-    const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
-    /* A task is a run of query blocks of one head, so that k^T is packed once per run: the
-     * whole head when there are heads enough for every thread, else single blocks. */
-    const int64_t per_task = B * H >= 4 * (int64_t)(nthreads > 0 ? nthreads : 1) ? nblk : 1;
+    const int64_t ld = H * D, nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int64_t per_task = KFN(fwd_blocks_per_task)(&a, nthreads);
     const int64_t runs = (nblk + per_task - 1) / per_task, ntask = B * H * runs;
     int blas_prev = blas_single_begin();
 #pragma omp parallel num_threads(nthreads)
     {
         KFN(attn_bufs) u = KFN(attn_bufs_of)(scratch, T, D);
+        if (a.bias) KFN(rel_buckets)(u.bk, a.bias, T);
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < ntask; task++) {
             int64_t bh = task / runs, b = bh / H, h = bh % H;
             int64_t blk0 = (task % runs) * per_task;
             int64_t blk1 = blk0 + per_task < nblk ? blk0 + per_task : nblk;
-            const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
-            KFN(pack_t)(isa, u.kt, kb, ld, T, D, Tp);
-            KFN(col_keep)(u.ck, mask, mask_dtype, b, T, Tp);
-            if (bias) KFN(rel_row)(u.rb, bias, h, H, T);
-            if (win)   /* the windowed blocks' select row: win_fill did the masking */
-                for (int64_t j = 0; j < Tp; j++) u.rb[j] = 1;
-            for (int64_t blk = blk0; blk < blk1; blk++) {
-                int64_t i0 = blk * TR_ATTN_BLOCK;
-                int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
-                const REAL *qb = q + ((b * T + i0) * H + h) * D;
-                if (win) {
-                    int64_t j0, nk, nkp;
-                    attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
-                    KFN(win_scores)(isa, u.S, nkp, qb, ld, kb, ld, u.kt, Tp, j0, nb, nk, D, scale);
-                    KFN(win_fill)(u.S, nkp, u.ck, i0, nb, j0, nk, win, -INFINITY);
-                    KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, nkp, u.rb, isa);
-                    if (use_drop) {   /* whole rows drawn, the window's columns applied */
-                        attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
-                        for (int64_t r = 0; r < nb; r++)
-                            KFN(dropout_span)(u.S + r * nkp, u.S + r * nkp, u.keep + r * Tp + j0, 1, nk);
-                        for (int64_t r = 0; r < nb; r++) u.rs[r] *= keep_scale;
-                    }
-                    KFN(product)(isa, 0, out + ((b * T + i0) * H + h) * D, ld, u.S, nkp, vb + j0 * ld, ld, nb, D,
-                                 nk, 1, u.rs, 0);
-                    continue;
-                }
-                KFN(scores)(isa, u.S, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
-                if (bias) KFN(rel_add)(u.S, Tp, u.rb, i0, nb, T);
-                KFN(softmax_block)(u.S, lse + bh * T + i0, u.rs, nb, Tp, u.ck, isa);
-                if (use_drop) {   /* the block's rows are consecutive in the stream: one draw */
-                    attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
-                    KFN(dropout_span)(u.S, u.S, u.keep, 1, nb * Tp);
-                    for (int64_t r = 0; r < nb; r++) u.rs[r] *= keep_scale;
-                }
-                /* out = diag(1/rowsum) (P v): the normalisation on 1 x D rows, not on P */
-                KFN(product)(isa, 0, out + ((b * T + i0) * H + h) * D, ld, u.S, Tp, vb, ld, nb, D,
-                             T, 1, u.rs, 0);
-            }
+            int64_t row0 = (b * T * H + h) * D;
+            KFN(fwd_run)(&a, &u, out + row0, lse + bh * T, q + row0, k + row0, v + row0, ld, b, h, blk0, blk1);
         }
     }
     blas_single_end(blas_prev);
 }
 
 /* ------------------------------------------------------------ backward */
+
+/* The backward of head h of batch row b: dq, dk, dv (all overwritten), dout, q, k, v point at
+ * the head's row 0, rows ld apart; lse at the head's T values. dk and dv of a head are sums over
+ * all its query blocks, and only this call writes them (the first block overwrites, the others
+ * add). */
+static void KFN(bwd_head)(const KFN(attn_call) *a, KFN(attn_bufs) *u, REAL *dq, REAL *dk, REAL *dv,
+                          const REAL *dout, const REAL *q, const REAL *k, const REAL *v, const REAL *lse, int64_t ld,
+                          int64_t b, int64_t h)
+{
+    const int isa = a->isa;
+    const int64_t T = a->T, Tp = a->Tp, D = a->D, bh = b * a->H + h, win = a->win;
+    const REAL scale = a->scale, keep_scale = a->keep_scale;
+    const tr_attn_relpos *bias = a->bias;
+    const tr_attn_dropout *drop = a->drop;
+    REAL *P = u->S, *G = u->G;
+    KFN(pack_t)(isa, u->kt, k, ld, T, D, Tp);
+    KFN(pack_t)(isa, u->vt, v, ld, T, D, Tp);
+    KFN(col_keep)(u->ck, a->mask, a->mask_dtype, b, T, Tp);
+    REAL *dd = bias && bias->dtable ? (REAL *)bias->dist + bh * (2 * T - 1) : NULL;
+    if (bias) KFN(rel_row)(u->rb, bias, u->bk, h, a->H, T);
+    if (dd) memset(dd, 0, (size_t)(2 * T - 1) * sizeof *dd);
+    if (win) {   /* each block adds into its key range's rows */
+        for (int64_t j = 0; j < Tp; j++) u->rb[j] = 1;
+        for (int64_t t = 0; t < T; t++) {
+            memset(dk + t * ld, 0, (size_t)D * sizeof *dk);
+            memset(dv + t * ld, 0, (size_t)D * sizeof *dv);
+        }
+    }
+    for (int64_t i0 = 0; i0 < T; i0 += TR_ATTN_BLOCK) {
+        int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+        int acc = i0 > 0;
+        const REAL *qb = q + i0 * ld, *dob = dout + i0 * ld;
+        if (win) {
+            int64_t j0, nk, nkp;
+            attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
+            const REAL *kw = k + j0 * ld;
+            KFN(win_scores)(isa, P, nkp, qb, ld, k, ld, u->kt, Tp, j0, nb, nk, D, scale);
+            KFN(win_fill)(P, nkp, u->ck, i0, nb, j0, nk, win, -INFINITY);
+            for (int64_t r = 0; r < nb; r++) KFN(probs_from_lse)(P + r * nkp, P + r * nkp, lse[i0 + r], u->rb, nkp);
+            const REAL *Pd = P;
+            if (drop) {
+                attn_keep_block(u->keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+                for (int64_t r = 0; r < nb; r++)
+                    KFN(dropout_span)(G + r * nkp, P + r * nkp, u->keep + r * Tp + j0, keep_scale, nk);
+                Pd = G;
+            }
+            KFN(product)(isa, 1, dv + j0 * ld, ld, Pd, nkp, dob, ld, nk, D, nb, 1, NULL, 1);
+            KFN(win_scores)(isa, G, nkp, dob, ld, v, ld, u->vt, Tp, j0, nb, nk, D, 1);
+            KFN(win_zero_tail)(G, nkp, nb, nk);
+            if (drop)
+                for (int64_t r = 0; r < nb; r++)
+                    KFN(dropout_span)(G + r * nkp, G + r * nkp, u->keep + r * Tp + j0, keep_scale, nk);
+            KFN(dsoftmax_block)(P, G, nb, nkp, isa);
+            KFN(product)(isa, 0, dq + i0 * ld, ld, P, nkp, kw, ld, nb, D, nk, scale, NULL, 0);
+            KFN(product)(isa, 1, dk + j0 * ld, ld, P, nkp, qb, ld, nk, D, nb, scale, NULL, 1);
+            continue;
+        }
+        /* P = softmax probabilities (before dropout) of the block, from lse */
+        KFN(scores)(isa, P, Tp, qb, ld, k, ld, u->kt, nb, T, D, scale);
+        if (bias) KFN(rel_add)(P, Tp, u->rb, i0, nb, T);
+        for (int64_t r = 0; r < nb; r++) KFN(probs_from_lse)(P + r * Tp, P + r * Tp, lse[i0 + r], u->ck, Tp);
+        /* dv (+)= Pd^T dout, Pd the dropped-out probabilities (built in G) */
+        const REAL *Pd = P;
+        if (drop) {
+            attn_keep_block(u->keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
+            KFN(dropout_span)(G, P, u->keep, keep_scale, nb * Tp);
+            Pd = G;
+        }
+        KFN(product)(isa, 1, dv, ld, Pd, Tp, dob, ld, T, D, nb, 1, NULL, acc);
+        /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
+        KFN(scores)(isa, G, Tp, dob, ld, v, ld, u->vt, nb, T, D, 1);
+        if (drop) KFN(dropout_span)(G, G, u->keep, keep_scale, nb * Tp);
+        KFN(dsoftmax_block)(P, G, nb, Tp, isa);
+        if (dd) KFN(rel_grad)(dd, P, Tp, i0, nb, T);
+        /* dq = scale dS k; dk (+)= scale dS^T q */
+        KFN(product)(isa, 0, dq + i0 * ld, ld, P, Tp, k, ld, nb, D, T, scale, NULL, 0);
+        KFN(product)(isa, 1, dk, ld, P, Tp, qb, ld, T, D, nb, scale, NULL, acc);
+    }
+}
 
 static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dout,
                           const REAL *q, const REAL *k, const REAL *v, const REAL *lse,
@@ -513,96 +759,23 @@ static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dou
                           int64_t D, REAL *scratch, int nthreads)
 {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
-    const tr_attn_relpos *bias = rel && rel->table ? rel : NULL;
-    const int64_t win = rel && rel->window > 0 && rel->window < T - 1 ? rel->window : 0;
-    if (!KTILE || !tr_attn_tile_usable(isa)) isa = TR_ATTN_ISA_BLAS;
-    const int64_t ld = H * D, Tp = tr_k_attention_row_stride(T);
-    const int use_drop = drop && drop->p > 0;
-    const REAL keep_scale = use_drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
-    /* One task per (b, h): dk and dv of a head are sums over all its query blocks, and
-     * only this task writes them (the first block overwrites, the others add). */
+    const KFN(attn_call) a = KFN(attn_call_of)(isa, mask, mask_dtype, drop, rel, scale, B, T, H, D);
+    const int64_t ld = H * D;
+    /* one task per (b, h): a head's dk and dv are its task's alone */
     int blas_prev = blas_single_begin();
 #pragma omp parallel num_threads(nthreads)
     {
         KFN(attn_bufs) u = KFN(attn_bufs_of)(scratch, T, D);
-        REAL *P = u.S, *G = u.G;
+        if (a.bias) KFN(rel_buckets)(u.bk, a.bias, T);
 #pragma omp for schedule(dynamic)
         for (int64_t bh = 0; bh < B * H; bh++) {
-            int64_t b = bh / H, h = bh % H;
-            const REAL *kb = k + (b * T * H + h) * D, *vb = v + (b * T * H + h) * D;
-            REAL *dkb = dk + (b * T * H + h) * D, *dvb = dv + (b * T * H + h) * D;
-            KFN(pack_t)(isa, u.kt, kb, ld, T, D, Tp);
-            KFN(pack_t)(isa, u.vt, vb, ld, T, D, Tp);
-            KFN(col_keep)(u.ck, mask, mask_dtype, b, T, Tp);
-            REAL *dd = bias && bias->dtable ? (REAL *)bias->dist + bh * (2 * T - 1) : NULL;
-            if (bias) KFN(rel_row)(u.rb, bias, h, H, T);
-            if (dd) memset(dd, 0, (size_t)(2 * T - 1) * sizeof *dd);
-            if (win) {   /* each block adds into its key range's rows */
-                for (int64_t j = 0; j < Tp; j++) u.rb[j] = 1;
-                for (int64_t t = 0; t < T; t++) {
-                    memset(dkb + t * ld, 0, (size_t)D * sizeof *dkb);
-                    memset(dvb + t * ld, 0, (size_t)D * sizeof *dvb);
-                }
-            }
-            for (int64_t i0 = 0; i0 < T; i0 += TR_ATTN_BLOCK) {
-                int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
-                int acc = i0 > 0;
-                const REAL *qb = q + ((b * T + i0) * H + h) * D;
-                const REAL *dob = dout + ((b * T + i0) * H + h) * D;
-                if (win) {
-                    int64_t j0, nk, nkp;
-                    attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
-                    const REAL *kw = kb + j0 * ld;
-                    KFN(win_scores)(isa, P, nkp, qb, ld, kb, ld, u.kt, Tp, j0, nb, nk, D, scale);
-                    KFN(win_fill)(P, nkp, u.ck, i0, nb, j0, nk, win, -INFINITY);
-                    for (int64_t r = 0; r < nb; r++)
-                        KFN(probs_from_lse)(P + r * nkp, P + r * nkp, lse[bh * T + i0 + r], u.rb, nkp);
-                    const REAL *Pd = P;
-                    if (use_drop) {
-                        attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
-                        for (int64_t r = 0; r < nb; r++)
-                            KFN(dropout_span)(G + r * nkp, P + r * nkp, u.keep + r * Tp + j0, keep_scale, nk);
-                        Pd = G;
-                    }
-                    KFN(product)(isa, 1, dvb + j0 * ld, ld, Pd, nkp, dob, ld, nk, D, nb, 1, NULL, 1);
-                    KFN(win_scores)(isa, G, nkp, dob, ld, vb, ld, u.vt, Tp, j0, nb, nk, D, 1);
-                    KFN(win_zero_tail)(G, nkp, nb, nk);
-                    if (use_drop)
-                        for (int64_t r = 0; r < nb; r++)
-                            KFN(dropout_span)(G + r * nkp, G + r * nkp, u.keep + r * Tp + j0, keep_scale, nk);
-                    KFN(dsoftmax_block)(P, G, nb, nkp, isa);
-                    KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, nkp, kw, ld, nb, D, nk, scale, NULL,
-                                 0);
-                    KFN(product)(isa, 1, dkb + j0 * ld, ld, P, nkp, qb, ld, nk, D, nb, scale, NULL, 1);
-                    continue;
-                }
-                /* P = softmax probabilities (before dropout) of the block, from lse */
-                KFN(scores)(isa, P, Tp, qb, ld, kb, ld, u.kt, nb, T, D, scale);
-                if (bias) KFN(rel_add)(P, Tp, u.rb, i0, nb, T);
-                for (int64_t r = 0; r < nb; r++)
-                    KFN(probs_from_lse)(P + r * Tp, P + r * Tp, lse[bh * T + i0 + r], u.ck, Tp);
-                /* dv (+)= Pd^T dout, Pd the dropped-out probabilities (built in G) */
-                const REAL *Pd = P;
-                if (use_drop) {
-                    attn_keep_block(u.keep, drop, nb, T, Tp, (uint64_t)((bh * T + i0) * T));
-                    KFN(dropout_span)(G, P, u.keep, keep_scale, nb * Tp);
-                    Pd = G;
-                }
-                KFN(product)(isa, 1, dvb, ld, Pd, Tp, dob, ld, T, D, nb, 1, NULL, acc);
-                /* G = dPd = dout v^T; dP = dPd * keep / (1-p); dS = P (dP - rowsum(P dP)) */
-                KFN(scores)(isa, G, Tp, dob, ld, vb, ld, u.vt, nb, T, D, 1);
-                if (use_drop) KFN(dropout_span)(G, G, u.keep, keep_scale, nb * Tp);
-                KFN(dsoftmax_block)(P, G, nb, Tp, isa);
-                if (dd) KFN(rel_grad)(dd, P, Tp, i0, nb, T);
-                /* dq = scale dS k; dk (+)= scale dS^T q */
-                KFN(product)(isa, 0, dq + ((b * T + i0) * H + h) * D, ld, P, Tp, kb, ld, nb, D, T,
-                             scale, NULL, 0);
-                KFN(product)(isa, 1, dkb, ld, P, Tp, qb, ld, T, D, nb, scale, NULL, acc);
-            }
+            int64_t b = bh / H, h = bh % H, row0 = (b * T * H + h) * D;
+            KFN(bwd_head)(&a, &u, dq + row0, dk + row0, dv + row0, dout + row0, q + row0, k + row0, v + row0,
+                          lse + bh * T, ld, b, h);
         }
     }
     blas_single_end(blas_prev);
-    if (bias && bias->dtable) KFN(rel_reduce)(bias, B, T, H);
+    if (a.bias && a.bias->dtable) KFN(rel_reduce)(a.bias, scratch, B, T, H, D);
 }
 
 /* ------------------------------------------------------------ entry points */

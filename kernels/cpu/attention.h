@@ -112,6 +112,24 @@ void tr_k_attention_bwd_rel_f64(double *dq, double *dk, double *dv, const double
                                 double scale, int64_t B, int64_t T, int64_t H, int64_t D, double *scratch,
                                 int nthreads);
 
+/* The float kernels above on bf16 q, k, v, out, dout, dq, dk, dv (lse, the mask and the bias
+ * table as above, f32): each task converts its head's rows into the thread's f32 copies and
+ * rounds its results back, so no whole tensor is staged, and the results are the bits of the
+ * float kernels on the same values rounded once to bf16. scratch has
+ * tr_k_attention_bf16_scratch_elems(T, D, nthreads) floats. Not for the calls that
+ * tr_k_attention_bf16_usable declines (a relative-position table or not, a window w or 0):
+ * those run attn_short.h's registers path on f32. */
+int tr_k_attention_bf16_usable(int64_t T, int64_t D, int use_dropout, int has_table, int64_t window);
+size_t tr_k_attention_bf16_scratch_elems(int64_t T, int64_t D, int nthreads);
+void tr_k_attention_fwd_bf16(uint16_t *out, float *lse, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                             const void *mask, int mask_dtype, const tr_attn_dropout *drop,
+                             const tr_attn_relpos *rel, float scale, int64_t B, int64_t T, int64_t H, int64_t D,
+                             float *scratch, int nthreads);
+void tr_k_attention_bwd_bf16(uint16_t *dq, uint16_t *dk, uint16_t *dv, const uint16_t *dout, const uint16_t *q,
+                             const uint16_t *k, const uint16_t *v, const float *lse, const void *mask, int mask_dtype,
+                             const tr_attn_dropout *drop, const tr_attn_relpos *rel, float scale, int64_t B,
+                             int64_t T, int64_t H, int64_t D, float *scratch, int nthreads);
+
 /* The same kernels on a chosen product path (TR_ATTN_ISA_*, attn_tile.h), for the tests that
  * run every path this CPU has; a path the CPU lacks runs the cblas one, and the double
  * kernels always do. The entry points above pass tr_attn_tile_isa(). */
