@@ -8,6 +8,13 @@
 
 #include "cpu/fast_math.h"
 
+/* Rows are handled LN_ROWS at a time: each row's sums run in column order (the bits of one
+ * scalar loop per row), the rows' chains interleaved, so that LN_ROWS adds overlap where a
+ * single row waited one add's latency per element. The fused multiply-adds of the sums are
+ * written out: vectorised across rows, `v += d * d` was a multiply and an add (other bits than
+ * the contracted scalar loop's). */
+enum { LN_ROWS = 8 };
+
 #define KERNEL_IMPL "cpu/layernorm.c"
 #include "cpu/instantiate.h"
 
@@ -16,57 +23,90 @@
 /* The body over REAL, instantiated for float and double.
  * The per-row loops are functions in the AVX-512 / AVX2 clones (fast_math.h), the
  * elementwise ones under `omp simd` (`bias ? bias[c] : 0` in the loop was control flow
- * that kept it scalar). The row sums stay sequential and scalar: summed in SIMD lanes they
- * move the LoRA gradients of tests/lua/test_keep_less.lua past its golden's 1e-5. */
+ * that kept it scalar). Each row's sums stay sequential in column order: summed in SIMD lanes
+ * they move the LoRA gradients of tests/lua/test_keep_less.lua past its golden's 1e-5 (rows
+ * are interleaved instead, layernorm_rows). */
 
 /* ------------------------------------------------------------ rows */
 
-/* One row: o = (x - mean) * rstd * weight (+ bias), and its mean and rstd. */
-TR_SIMD_CLONES static void KFN(layernorm_row)(REAL *o, REAL *mean, REAL *rstd, const REAL *xr,
-                                              const REAL *weight, const REAL *bias, int64_t C, REAL eps)
+/* Rows [0, nr) (nr <= LN_ROWS, stride C): o = (x - mean) * rstd * weight (+ bias), and their
+ * means and rstds. */
+TR_SIMD_CLONES static void KFN(layernorm_rows)(REAL *o, REAL *mean, REAL *rstd, const REAL *x, const REAL *weight,
+                                               const REAL *bias, int64_t nr, int64_t C, REAL eps)
 {
     /* two passes (mean, then centred squares): no cancellation for large means */
-    REAL m = 0;
-    for (int64_t c = 0; c < C; c++) m += xr[c];
-    m /= (REAL)C;
-    REAL v = 0;
-    for (int64_t c = 0; c < C; c++) {
-        REAL d = xr[c] - m;
-        v += d * d;
-    }
-    v /= (REAL)C;
-    REAL s = 1 / sqrt(v + eps);
-    if (bias) {
-#pragma omp simd
-        for (int64_t c = 0; c < C; c++) o[c] = (xr[c] - m) * s * weight[c] + bias[c];
+    REAL m[LN_ROWS] = {0}, v[LN_ROWS] = {0};
+    if (nr == LN_ROWS) {
+        for (int64_t c = 0; c < C; c++)
+            for (int k = 0; k < LN_ROWS; k++) m[k] += x[k * C + c];
     } else {
-#pragma omp simd
-        for (int64_t c = 0; c < C; c++) o[c] = (xr[c] - m) * s * weight[c] + 0;
+        for (int64_t k = 0; k < nr; k++)
+            for (int64_t c = 0; c < C; c++) m[k] += x[k * C + c];
     }
-    *mean = m;
-    *rstd = s;
+    for (int64_t k = 0; k < nr; k++) m[k] /= (REAL)C;
+    if (nr == LN_ROWS) {
+        for (int64_t c = 0; c < C; c++)
+            for (int k = 0; k < LN_ROWS; k++) {
+                REAL d = x[k * C + c] - m[k];
+                v[k] = fma(d, d, v[k]);
+            }
+    } else {
+        for (int64_t k = 0; k < nr; k++)
+            for (int64_t c = 0; c < C; c++) {
+                REAL d = x[k * C + c] - m[k];
+                v[k] = fma(d, d, v[k]);
+            }
+    }
+    for (int64_t k = 0; k < nr; k++) {
+        const REAL *xr = x + k * C;
+        REAL *or = o + k * C, mk = m[k], vk = v[k] / (REAL)C;
+        REAL s = 1 / sqrt(vk + eps);
+        if (bias) {
+#pragma omp simd
+            for (int64_t c = 0; c < C; c++) or[c] = (xr[c] - mk) * s * weight[c] + bias[c];
+        } else {
+#pragma omp simd
+            for (int64_t c = 0; c < C; c++) or[c] = (xr[c] - mk) * s * weight[c] + 0;
+        }
+        mean[k] = mk;
+        rstd[k] = s;
+    }
 }
 
-/* One row of dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight. */
-TR_SIMD_CLONES static void KFN(layernorm_dx_row)(REAL *o, const REAL *dr, const REAL *xr, const REAL *weight,
-                                                 REAL m, REAL s, int64_t C)
+/* Rows [0, nr) (nr <= LN_ROWS) of dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout *
+ * weight. */
+TR_SIMD_CLONES static void KFN(layernorm_dx_rows)(REAL *o, const REAL *dr, const REAL *x, const REAL *weight,
+                                                  const REAL *mean, const REAL *rstd, int64_t nr, int64_t C)
 {
     /* g is stored (rounded) and read back, as in dropout_add_layernorm.c's row: recomputed,
      * dr * weight - gsum contracts into an FMA that leaves g's rounding error where it should
      * cancel */
-    REAL gsum = 0, gxsum = 0;
-    for (int64_t c = 0; c < C; c++) {
-        REAL g = dr[c] * weight[c];
-        o[c] = g;
-        gsum += g;
-        gxsum += g * (xr[c] - m) * s;
+    REAL gsum[LN_ROWS] = {0}, gxsum[LN_ROWS] = {0};
+    if (nr == LN_ROWS) {
+        for (int64_t c = 0; c < C; c++)
+            for (int k = 0; k < LN_ROWS; k++) {
+                REAL g = dr[k * C + c] * weight[c];
+                o[k * C + c] = g;
+                gsum[k] += g;
+                gxsum[k] = fma(g * (x[k * C + c] - mean[k]), rstd[k], gxsum[k]);
+            }
+    } else {
+        for (int64_t k = 0; k < nr; k++)
+            for (int64_t c = 0; c < C; c++) {
+                REAL g = dr[k * C + c] * weight[c];
+                o[k * C + c] = g;
+                gsum[k] += g;
+                gxsum[k] = fma(g * (x[k * C + c] - mean[k]), rstd[k], gxsum[k]);
+            }
     }
-    gsum /= (REAL)C;
-    gxsum /= (REAL)C;
+    for (int64_t k = 0; k < nr; k++) {
+        const REAL *xr = x + k * C;
+        REAL *or = o + k * C, m = mean[k], s = rstd[k], gs = gsum[k] / (REAL)C, gx = gxsum[k] / (REAL)C;
 #pragma omp simd
-    for (int64_t c = 0; c < C; c++) {
-        REAL xhat = (xr[c] - m) * s;
-        o[c] = s * (o[c] - gsum - xhat * gxsum);
+        for (int64_t c = 0; c < C; c++) {
+            REAL xhat = (xr[c] - m) * s;
+            or[c] = s * (or[c] - gs - xhat * gx);
+        }
     }
 }
 
@@ -87,14 +127,19 @@ void KFN(tr_k_layernorm_fwd)(REAL *out, REAL *mean, REAL *rstd, const REAL *x,
                                const REAL *weight, const REAL *bias, int64_t N, int64_t C,
                                REAL eps)
 {
+    const int64_t ngroups = (N + LN_ROWS - 1) / LN_ROWS;
     if (N * C <= 16384) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
-        for (int64_t n = 0; n < N; n++)
-            KFN(layernorm_row)(out + n * C, mean + n, rstd + n, x + n * C, weight, bias, C, eps);
+        for (int64_t n = 0; n < N; n += LN_ROWS)
+            KFN(layernorm_rows)(out + n * C, mean + n, rstd + n, x + n * C, weight, bias,
+                                N - n < LN_ROWS ? N - n : LN_ROWS, C, eps);
         return;
     }
 #pragma omp parallel for
-    for (int64_t n = 0; n < N; n++)
-        KFN(layernorm_row)(out + n * C, mean + n, rstd + n, x + n * C, weight, bias, C, eps);
+    for (int64_t g = 0; g < ngroups; g++) {
+        int64_t n = g * LN_ROWS;
+        KFN(layernorm_rows)(out + n * C, mean + n, rstd + n, x + n * C, weight, bias, N - n < LN_ROWS ? N - n : LN_ROWS,
+                            C, eps);
+    }
 }
 
 /* ------------------------------------------------------------ backward */
@@ -123,8 +168,9 @@ void KFN(tr_k_layernorm_bwd)(REAL *dx, REAL *dweight, REAL *dbias, const REAL *d
     const int64_t chunk = 64, nchunks = (C + chunk - 1) / chunk;
     const int want_dwb = dweight || dbias;
     if (N * C <= 16384) {
-        for (int64_t n = 0; dx && n < N; n++)
-            KFN(layernorm_dx_row)(dx + n * C, dout + n * C, x + n * C, weight, mean[n], rstd[n], C);
+        for (int64_t n = 0; dx && n < N; n += LN_ROWS)
+            KFN(layernorm_dx_rows)(dx + n * C, dout + n * C, x + n * C, weight, mean + n, rstd + n,
+                                   N - n < LN_ROWS ? N - n : LN_ROWS, C);
         for (int64_t k = 0; want_dwb && k < nchunks; k++)
             KFN(layernorm_dwb_chunk)(dweight, dbias, dout, x, mean, rstd, N, C, k * chunk,
                                      (k + 1) * chunk < C ? (k + 1) * chunk : C);
@@ -134,8 +180,11 @@ void KFN(tr_k_layernorm_bwd)(REAL *dx, REAL *dweight, REAL *dbias, const REAL *d
     {
         if (dx) {
 #pragma omp for nowait
-            for (int64_t n = 0; n < N; n++)
-                KFN(layernorm_dx_row)(dx + n * C, dout + n * C, x + n * C, weight, mean[n], rstd[n], C);
+            for (int64_t g = 0; g < (N + LN_ROWS - 1) / LN_ROWS; g++) {
+                int64_t n = g * LN_ROWS;
+                KFN(layernorm_dx_rows)(dx + n * C, dout + n * C, x + n * C, weight, mean + n, rstd + n,
+                                       N - n < LN_ROWS ? N - n : LN_ROWS, C);
+            }
         }
         if (want_dwb) {
 #pragma omp for nowait

@@ -1,5 +1,8 @@
-/* test_layernorm.c — the layernorm kernel's forward against a direct f64 formula.
+/* test_layernorm.c — the layernorm kernel's forward against a direct f64 formula, and each
+ * f32 row's bits whatever rows are beside it (the kernel interleaves rows in groups).
  * Gradients (=, +=, NULL skipped), f32 and half dtypes, guards: tests/c/test_ops_table.c. */
+#include <string.h>
+
 #include "check.h"
 #include "op_check.h"
 #include "cpu/layernorm.h"
@@ -25,8 +28,38 @@ static void test_layernorm_forward_formula(void)
     }
 }
 
+/* 19 rows (two groups of rows and a partial one; more than 16384 elements, so threaded) against
+ * each row alone: the same bits for out, mean, rstd and dx, and dweight/dbias against the
+ * rows summed in order. */
+static void test_rows_alone_same_bits(void)
+{
+    enum { N = 19, C = 1000 };
+    static float x[N * C], g[N * C], out[N * C], dx[N * C], o1[C], d1[C];
+    float w[C], b[C], mean[N], rstd[N], m1, r1;
+    oc_seed(11);
+    for (int64_t i = 0; i < N * C; i++) {
+        x[i] = (float)(oc_rand() * 2 + (double)(i % 7));
+        g[i] = (float)oc_rand();
+    }
+    for (int64_t c = 0; c < C; c++) {
+        w[c] = (float)(oc_rand() * 0.5 + 1);
+        b[c] = (float)(oc_rand() * 0.5);
+    }
+    tr_k_layernorm_fwd_f32(out, mean, rstd, x, w, b, N, C, 1e-5f);
+    tr_k_layernorm_bwd_f32(dx, NULL, NULL, g, x, w, mean, rstd, N, C);
+    for (int64_t n = 0; n < N; n++) {
+        tr_k_layernorm_fwd_f32(o1, &m1, &r1, x + n * C, w, b, 1, C, 1e-5f);
+        tr_k_layernorm_bwd_f32(d1, NULL, NULL, g + n * C, x + n * C, w, &m1, &r1, 1, C);
+        CHECK(memcmp(&m1, mean + n, sizeof m1) == 0 && memcmp(&r1, rstd + n, sizeof r1) == 0,
+              "row %lld: mean/rstd differ from the row alone", (long long)n);
+        CHECK(memcmp(o1, out + n * C, sizeof o1) == 0, "row %lld: out differs from the row alone", (long long)n);
+        CHECK(memcmp(d1, dx + n * C, sizeof d1) == 0, "row %lld: dx differs from the row alone", (long long)n);
+    }
+}
+
 int main(void)
 {
     RUN(test_layernorm_forward_formula);
+    RUN(test_rows_alone_same_bits);
     return check_done();
 }
