@@ -14,9 +14,9 @@
 #   fp32-lora       peft LoraConfig(r=8, lora_alpha=16, lora_dropout=0, target_modules= the
 #                   family's lora_targets), no task type: only the adapters train
 #   bf16-ckpt-lora  fp32-lora + torch.autocast("cpu", bfloat16) + gradient_checkpointing_enable
-#                   (every layer)
+#                   (every layer; by hand where transformers has none, MPNet)
 #   bf16-lora       fp32-lora + torch.autocast("cpu", bfloat16), no checkpointing
-# Prints one line: "tokens_s=N step_s=N threads=N checkpointing=every-layer|none|unsupported".
+# Prints one line: "tokens_s=N step_s=N threads=N checkpointing=every-layer|by-hand|none|unsupported".
 import argparse
 import json
 import os
@@ -31,7 +31,20 @@ p.add_argument("--family", default="bert")
 for name, default in [("layers", 6), ("hidden", 384), ("heads", 12), ("intermediate", 1536),
                       ("seq", 128), ("batch", 32), ("warmup", 1), ("steps", 3)]:
     p.add_argument("--" + name, type=int, default=default)
+p.add_argument("--no-hand-checkpointing", dest="hand_checkpointing", action="store_false")
 a = p.parse_args()
+
+
+def checkpoint_layers_by_hand(m):
+    """Every layer of m's encoder (base_model.encoder.layer) recomputed in the backward:
+    torch.utils.checkpoint around its forward, without reentrancy and with the RNG state kept
+    (the dropout masks of the recompute are the forward's)."""
+    import torch.utils.checkpoint as cp
+
+    for layer in m.base_model.encoder.layer:
+        def forward(*args, _forward=layer.forward, **kwargs):
+            return cp.checkpoint(_forward, *args, use_reentrant=False, **kwargs)
+        layer.forward = forward
 
 # The same thread count as the trainer side: OMP_NUM_THREADS when set, else every core.
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count()))
@@ -51,12 +64,17 @@ bf16 = a.config in ("bf16-ckpt-lora", "bf16-lora")
 checkpointing = "every-layer" if a.config == "bf16-ckpt-lora" else "none"
 if checkpointing != "none":
     # before get_peft_model, as peft's docs do it; use_reentrant=False needs no input grads.
-    # A family whose transformers model has no checkpointing (MPNet) trains without it, and the
-    # printed line says so: its figures then hold every activation, as its users' runs do.
+    # A family whose transformers model has no checkpointing (MPNet) gets it by hand, as its
+    # users would write it: each encoder layer's forward under torch.utils.checkpoint (the
+    # printed line says "by-hand"); --no-hand-checkpointing trains it without (every activation
+    # kept, "unsupported").
     try:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     except ValueError:
         checkpointing = "unsupported"
+        if a.hand_checkpointing:
+            checkpoint_layers_by_hand(model)
+            checkpointing = "by-hand"
 if lora:
     from peft import LoraConfig, get_peft_model
     model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=fam["lora_targets"]))

@@ -14,8 +14,9 @@
 #                 (default: bert; bench/families.json gives each one's config fields and LoRA targets)
 #     --configs=LIST the configurations of the 32 x 128 rows, of "fp32-full fp32-lora bf16-ckpt-lora
 #                 bf16-lora" (default: the first three; PyTorch's bf16 rows are slow on CPUs without
-#                 AVX512-BF16; bf16-lora: no checkpointing on either side, like for like where
-#                 transformers cannot checkpoint the family, MPNet)
+#                 AVX512-BF16; bf16-lora: no checkpointing on either side; where transformers
+#                 cannot checkpoint the family, MPNet, the PyTorch side of bf16-ckpt-lora wraps each
+#                 encoder layer in torch.utils.checkpoint, bench/torch_train_step.py)
 #     --train-only  only the 32 x 128 rows (no STS-B fine-tune, no encode)
 #     --encode-only only the encode rows
 #     ROUNDS=N    alternations A B per row (default 2): on a VM whose speed swings between runs,
@@ -283,6 +284,8 @@ echo
 [ "$train_only" = 1 ] || echo "one batch first, both sides)."
 nockpt=$(grep -l 'checkpointing=unsupported' "$work"/train.*.B.out 2>/dev/null | sed 's|.*/train\.\([a-z]*\)\..*|\1|' | sort -u | tr '\n' ' ' || true)
 [ -z "$nockpt" ] || echo "PyTorch side of bf16 + ckpt + LoRA without checkpointing for: $nockpt(transformers has none for that family)."
+byhand=$(grep -l 'checkpointing=by-hand' "$work"/train.*.B.out 2>/dev/null | sed 's|.*/train\.\([a-z]*\)\..*|\1|' | sort -u | tr '\n' ' ' || true)
+[ -z "$byhand" ] || echo "PyTorch side of bf16 + ckpt + LoRA checkpointed by hand (torch.utils.checkpoint around each encoder layer; transformers has no checkpointing for that family) for: $byhand"
 echo "Throughput: mean of the rounds; ratio: the range of the rounds' trainer/PyTorch, and their median; peak RSS:"
 echo "the largest round. Took $(( $(date +%s) - t_start )) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "Fixed cost of a process before any work (peak RSS): \`trainer run\` of an empty script $(rss base.A) MiB ($cuda_note),"
