@@ -221,6 +221,23 @@ static void half_vs_f32(int dtype)
         CLOSE_TO_F32(hdx, fdx, tol, "layernorm dx");
         CLOSE_TO_F32(hdw, fdw, tol, "layernorm dweight");
         CLOSE_TO_F32(hdb, fdb, tol, "layernorm dbias");
+        { /* the half path's bits: the f32 kernels on the same (rounded) values, rounded once */
+            tr_tensor *rx = mk(2, xs, TR_F32, NULL), *rg = mk(2, xs, TR_F32, NULL), *r = mk(2, xs, dtype, NULL);
+            tr_tensor_copy(ctx, rx, hx);
+            tr_tensor_copy(ctx, rg, hg);
+            CHECK(tr_op_layernorm(ctx, fo, fm, fr, rx, tw, tb, 1e-12f) == TR_OK &&
+                      tr_op_layernorm_backward(ctx, fdx, NULL, NULL, rg, rx, tw, fm, fr) == TR_OK,
+                  "%s", tr_ctx_errmsg(ctx));
+            CHECK(memcmp(hm->data, fm->data, tr_tensor_nbytes(fm)) == 0 && memcmp(hr->data, fr->data, tr_tensor_nbytes(fr)) == 0,
+                  "%s layernorm mean/rstd differ from the f32 kernel's", tr_dtype_name(dtype));
+            tr_tensor_copy(ctx, r, fo);
+            CHECK(memcmp(r->data, ho->data, tr_tensor_nbytes(r)) == 0, "%s layernorm out: not the f32 result rounded",
+                  tr_dtype_name(dtype));
+            tr_tensor_copy(ctx, r, fdx);
+            CHECK(memcmp(r->data, hdx->data, tr_tensor_nbytes(r)) == 0, "%s layernorm dx: not the f32 result rounded",
+                  tr_dtype_name(dtype));
+            tr_tensor_free(rx); tr_tensor_free(rg); tr_tensor_free(r);
+        }
         free(x); free(w); free(b); free(g);
         tr_tensor *all[] = { fx, hx, tw, tb, fo, ho, fm, fr, hm, hr, fg, hg, fdx, hdx, fdw, hdw, fdb, hdb };
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
