@@ -8,7 +8,8 @@
  * its weight once per pack (oneDNN: the packed copy is made from the f32 conversion and kept
  * until the weight changes) or once per call (a half weight, which is not packed: its
  * staged f32 copy goes to the router's plain product, oneDNN or OpenBLAS); the general
- * matmul converts whole operands. On Intel's AVX512-BF16 without AMX oneDNN's bf16 x bf16
+ * matmul converts a tall product's rows in blocks as Linear does (matmul_tall_half), other
+ * products' operands whole. On Intel's AVX512-BF16 without AMX oneDNN's bf16 x bf16
  * product is slower than f32 (measured 130-167 against 263-284 GFLOP/s on a Xeon with
  * AVX512-BF16), and cblas_sbgemm is not exported by Debian's OpenBLAS 0.3.21, see
  * bench/bench_gemm.c. */
@@ -87,8 +88,39 @@ static int matmul_whole(const tr_op_call *c, float *const *p, int64_t r0, int64_
     return rc;
 }
 
+/* A block of rows of a tall product (rows of a are rows of out): nr rows of the GEMM. */
+static int matmul_rows(const tr_op_call *c, float *const *p, int64_t r0, int64_t nr, int64_t unused, void *work)
+{
+    const gemm_run *g = work;
+    return tr_cpu_gemm_f32(g->ctx, p[MM(out)], p[MM(a)], p[MM(b)], p[MM(bias)], (int)nr, (int)g->dim[2],
+                           (int)g->dim[1], 0, (int)c->i[1], c->f[0], c->f[1]);
+}
+
+/* Whether the product is one matrix of rows (a not transposed; one matrix, or b shared by the
+ * batch) with a or out in half precision: then out and a are staged in blocks of rows (a
+ * LoRA adapter's y += scale a B^T into a [tokens, out] bf16 y, da = dy B), not whole. */
+static int matmul_tall_half(const tr_op_call *c)
+{
+    const int64_t K = c->dim[1], batch = c->dim[3];
+    const int b_shared = (int)c->dim[4];
+    return !c->i[0] && (batch == 1 || b_shared) && K > 0 &&
+           (c->matmul.a->dtype != TR_F32 || c->matmul.out->dtype != TR_F32);
+}
+
 int tr_cpu_matmul(tr_ctx *ctx, tr_op_call *c)
 {
+    if (matmul_tall_half(c)) {
+        const unsigned char rows_layout[TR_OP_MAX_TENSORS] = {
+            [MM(out)] = TR_ROWS_BLOCK, [MM(a)] = TR_ROWS_BLOCK, [MM(b)] = TR_ROWS_WHOLE, [MM(bias)] = TR_ROWS_WHOLE,
+        };
+        const int64_t R = c->dim[0] * c->dim[3], wide = c->dim[1] > c->dim[2] ? c->dim[1] : c->dim[2];
+        if (R <= INT_MAX) {
+            gemm_run g = {ctx, NULL, c->dim, 0.0f};
+            return tr_stage_rows_by(ctx, &tr_opd_matmul, c, rows_layout, R, 1,
+                                    even_rows(R, tr_stage_rows_step(&tr_opd_matmul, c, rows_layout, R, wide)),
+                                    matmul_rows, &g);
+        }
+    }
     const unsigned char layout[TR_OP_MAX_TENSORS] = {
         [MM(out)] = c->f[1] != 0 ? TR_ROWS_WHOLE : TR_ROWS_FRESH,
         [MM(a)] = TR_ROWS_WHOLE,
