@@ -29,6 +29,21 @@ enum { LN_ROWS = 8 };
 
 /* ------------------------------------------------------------ rows */
 
+/* The means m and the sums of centred squares v of rows [0, nr) (stride C), each summed in
+ * column order; inlined into its caller with nr LN_ROWS (the rows' chains vectorised across
+ * rows) or the last group's count. */
+TR_FAST_INLINE void KFN(row_sums)(REAL *m, REAL *v, const REAL *x, int64_t nr, int64_t C)
+{
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t k = 0; k < nr; k++) m[k] += x[k * C + c];
+    for (int64_t k = 0; k < nr; k++) m[k] /= (REAL)C;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t k = 0; k < nr; k++) {
+            REAL d = x[k * C + c] - m[k];
+            v[k] = fma(d, d, v[k]);
+        }
+}
+
 /* Rows [0, nr) (nr <= LN_ROWS, stride C): o = (x - mean) * rstd * weight (+ bias), and their
  * means and rstds. */
 TR_SIMD_CLONES static void KFN(layernorm_rows)(REAL *o, REAL *mean, REAL *rstd, const REAL *x, const REAL *weight,
@@ -36,27 +51,10 @@ TR_SIMD_CLONES static void KFN(layernorm_rows)(REAL *o, REAL *mean, REAL *rstd, 
 {
     /* two passes (mean, then centred squares): no cancellation for large means */
     REAL m[LN_ROWS] = {0}, v[LN_ROWS] = {0};
-    if (nr == LN_ROWS) {
-        for (int64_t c = 0; c < C; c++)
-            for (int k = 0; k < LN_ROWS; k++) m[k] += x[k * C + c];
-    } else {
-        for (int64_t k = 0; k < nr; k++)
-            for (int64_t c = 0; c < C; c++) m[k] += x[k * C + c];
-    }
-    for (int64_t k = 0; k < nr; k++) m[k] /= (REAL)C;
-    if (nr == LN_ROWS) {
-        for (int64_t c = 0; c < C; c++)
-            for (int k = 0; k < LN_ROWS; k++) {
-                REAL d = x[k * C + c] - m[k];
-                v[k] = fma(d, d, v[k]);
-            }
-    } else {
-        for (int64_t k = 0; k < nr; k++)
-            for (int64_t c = 0; c < C; c++) {
-                REAL d = x[k * C + c] - m[k];
-                v[k] = fma(d, d, v[k]);
-            }
-    }
+    if (nr == LN_ROWS)
+        KFN(row_sums)(m, v, x, LN_ROWS, C);
+    else
+        KFN(row_sums)(m, v, x, nr, C);
     for (int64_t k = 0; k < nr; k++) {
         const REAL *xr = x + k * C;
         REAL *or = o + k * C, mk = m[k], vk = v[k] / (REAL)C;
@@ -73,6 +71,20 @@ TR_SIMD_CLONES static void KFN(layernorm_rows)(REAL *o, REAL *mean, REAL *rstd, 
     }
 }
 
+/* g = dout * weight into o, and the sums of g and of g * xhat, of rows [0, nr) (stride C), each
+ * in column order; inlined as row_sums is. */
+TR_FAST_INLINE void KFN(grad_row_sums)(REAL *gsum, REAL *gxsum, REAL *o, const REAL *dr, const REAL *x,
+                                       const REAL *weight, const REAL *mean, const REAL *rstd, int64_t nr, int64_t C)
+{
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t k = 0; k < nr; k++) {
+            REAL g = dr[k * C + c] * weight[c];
+            o[k * C + c] = g;
+            gsum[k] += g;
+            gxsum[k] = fma(g * (x[k * C + c] - mean[k]), rstd[k], gxsum[k]);
+        }
+}
+
 /* Rows [0, nr) (nr <= LN_ROWS) of dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout *
  * weight. */
 TR_SIMD_CLONES static void KFN(layernorm_dx_rows)(REAL *o, const REAL *dr, const REAL *x, const REAL *weight,
@@ -82,23 +94,10 @@ TR_SIMD_CLONES static void KFN(layernorm_dx_rows)(REAL *o, const REAL *dr, const
      * dr * weight - gsum contracts into an FMA that leaves g's rounding error where it should
      * cancel */
     REAL gsum[LN_ROWS] = {0}, gxsum[LN_ROWS] = {0};
-    if (nr == LN_ROWS) {
-        for (int64_t c = 0; c < C; c++)
-            for (int k = 0; k < LN_ROWS; k++) {
-                REAL g = dr[k * C + c] * weight[c];
-                o[k * C + c] = g;
-                gsum[k] += g;
-                gxsum[k] = fma(g * (x[k * C + c] - mean[k]), rstd[k], gxsum[k]);
-            }
-    } else {
-        for (int64_t k = 0; k < nr; k++)
-            for (int64_t c = 0; c < C; c++) {
-                REAL g = dr[k * C + c] * weight[c];
-                o[k * C + c] = g;
-                gsum[k] += g;
-                gxsum[k] = fma(g * (x[k * C + c] - mean[k]), rstd[k], gxsum[k]);
-            }
-    }
+    if (nr == LN_ROWS)
+        KFN(grad_row_sums)(gsum, gxsum, o, dr, x, weight, mean, rstd, LN_ROWS, C);
+    else
+        KFN(grad_row_sums)(gsum, gxsum, o, dr, x, weight, mean, rstd, nr, C);
     for (int64_t k = 0; k < nr; k++) {
         const REAL *xr = x + k * C;
         REAL *or = o + k * C, m = mean[k], s = rstd[k], gs = gsum[k] / (REAL)C, gx = gxsum[k] / (REAL)C;
