@@ -116,6 +116,16 @@ CFLAGS_REL  := $(CSTD) $(WARN) -O2 -g -fPIC $(OMPFLAG) $(INCS) -DTR_VERSION='"$(
 CFLAGS_ASAN := $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined $(OMPFLAG) $(INCS) -DTR_VERSION='"$(VERSION)"'
 LIBS := $(PKG_LIBS) -lm -lpthread -ldl
+# ISA_MAX=avx2: a binary that never runs AVX-512 code, to measure on an AVX-512 machine what
+# an AVX2-only CPU runs (core/base/isa_max.h; bench/vs_pytorch.sh ISA=avx2). Give it its own
+# BUILD and TRAINER_BIN.
+ISA_MAX ?=
+ifeq ($(ISA_MAX),avx2)
+  CFLAGS_REL  += -DTR_ISA_MAX_AVX2
+  CFLAGS_ASAN += -DTR_ISA_MAX_AVX2
+else ifneq ($(ISA_MAX),)
+  $(error ISA_MAX=$(ISA_MAX): the one cap is avx2; leave ISA_MAX unset for the CPU's own choice)
+endif
 
 ifeq ($(HAVE_DNNL),yes)
   CFLAGS_REL  += -DTR_HAVE_DNNL

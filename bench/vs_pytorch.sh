@@ -23,6 +23,13 @@
 #                 more rounds make the median ratio steadier
 #     VENV=DIR    the virtual environment (default build/bench-venv; build/ is ignored by git)
 #     THREADS=N   threads of both sides (default: nproc); OMP_NUM_THREADS and torch.set_num_threads
+#     TRAINER=BIN the trainer binary (default ./trainer)
+#     ISA=avx2    both sides stop at AVX2 + FMA on an AVX-512 machine, to measure what an AVX2-only
+#                 CPU runs: TRAINER must be a binary built with `make ISA_MAX=avx2 CUDA=0
+#                 BUILD=build/avx2 TRAINER_BIN=build/avx2/trainer` (its kernels, attention
+#                 tiles, Philox, OpenBLAS and oneDNN stay at AVX2); PyTorch gets
+#                 ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2, MKL_ENABLE_INSTRUCTIONS=AVX2.
+#                 The cores' clocks and caches stay this machine's: a stand-in, not an AVX2 CPU
 #
 # Rows:
 #   32 x 128 random token ids a step, AdamW, random init, 2-label classifier, cross entropy, for
@@ -88,7 +95,20 @@ if ! "$PY" -c 'import torch, transformers, peft, sentence_transformers, datasets
   exit 1
 fi
 [ -x /usr/bin/time ] || { echo "bench/vs_pytorch.sh: /usr/bin/time is missing: apt-get install time" >&2; exit 1; }
-[ -x ./trainer ] || { echo "bench/vs_pytorch.sh: ./trainer is not built: run make -j2 first" >&2; exit 1; }
+TRAINER=${TRAINER:-./trainer}
+[ -x "$TRAINER" ] || { echo "bench/vs_pytorch.sh: $TRAINER is not built: run make -j2 first" >&2; exit 1; }
+export TRAINER_ROOT="$PWD"   # the Lua and recipes of this checkout, wherever the binary is
+ISA=${ISA:-}
+case "$ISA" in
+  '') ;;
+  avx2)
+    probe=$(mktemp --suffix=.lua)
+    echo 'print(require("trainer.core.ops").cpu_products().isa_max)' >"$probe"
+    got=$("$TRAINER" run "$probe" 2>/dev/null || true); rm -f "$probe"
+    [ "$got" = avx2 ] || { echo "bench/vs_pytorch.sh: ISA=avx2 needs a trainer built never to run AVX-512: make ISA_MAX=avx2 CUDA=0 BUILD=build/avx2 TRAINER_BIN=build/avx2/trainer, then TRAINER=build/avx2/trainer ($TRAINER says '$got')" >&2; exit 1; }
+    export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
+  *) echo "bench/vs_pytorch.sh: ISA=$ISA: the one cap is avx2 (leave ISA unset for the CPU's own)" >&2; exit 1 ;;
+esac
 [ -f "$MODEL/model.safetensors" ] || bash scripts/fetch_minilm.sh >/dev/null
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
 export PYTHONWARNINGS=ignore TRANSFORMERS_VERBOSITY=error HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -133,11 +153,11 @@ progress() { printf '  [%4ss] %s\n' "$(( $(date +%s) - t_start ))" "$*" >&2; }
 # What a process holds before it does any work: `trainer run` of an empty script (a CUDA build
 # maps and initialises libcublasLt at start), and Python with torch and transformers imported.
 echo "return 0" >"$work/empty.lua"
-measure base.A ./trainer run "$work/empty.lua"
+measure base.A "$TRAINER" run "$work/empty.lua"
 measure base.B "$PY" -c "import torch, transformers"
 # (cuBLASLt is dlopened on a GPU's first product, so ldd cannot tell a CUDA build: ask the ops)
 echo 'print(require("trainer.core.ops").built("matmul", "cuda") and "cuda" or "cpu")' >"$work/built.lua"
-cuda_note=$(if [ "$(./trainer run "$work/built.lua" 2>/dev/null)" = cuda ]; then echo "a CUDA build; cuBLASLt is loaded on a GPU only"; else echo "a CPU-only build"; fi)
+cuda_note=$(if [ "$("$TRAINER" run "$work/built.lua" 2>/dev/null)" = cuda ]; then echo "a CUDA build; cuBLASLt is loaded on a GPU only"; else echo "a CPU-only build"; fi)
 
 # ---------------------------------------------------------------- 32 x 128 training steps
 for fam in $families; do
@@ -146,7 +166,7 @@ for shape in $shapes; do
     for round in $rounds; do
       progress "$fam $shape $cfg round $round: trainer"
       # shellcheck disable=SC2046
-      measure "train.$fam.$shape.$cfg.$round.A" ./trainer run bench/train_step.lua --config "$cfg" --family "$fam" \
+      measure "train.$fam.$shape.$cfg.$round.A" "$TRAINER" run bench/train_step.lua --config "$cfg" --family "$fam" \
         $(shape_flags "$shape") --batch 32 --seq 128 --warmup "$warmup" --steps "$steps"
       progress "$fam $shape $cfg round $round: PyTorch"
       # shellcheck disable=SC2046
@@ -172,7 +192,7 @@ PY
 [ "$encode_only" = 1 ] || for round in $rounds; do
   progress "STS-B fine-tune round $round: trainer"
   rm -rf "$work/sts_run"
-  measure "sts.$round.A" ./trainer recipes/minilm_sts_lora.lua "steps=$sts_steps" data.eval=nil eval.at_start=false \
+  measure "sts.$round.A" "$TRAINER" recipes/minilm_sts_lora.lua "steps=$sts_steps" data.eval=nil eval.at_start=false \
     save.final=false log.every=1 "out=\"$work/sts_run\"" --quiet
   if [ -f "$work/sts_run/metrics.jsonl" ]; then sts_rate "$work/sts_run/metrics.jsonl" >"$work/sts.$round.A.out"; fi
   progress "STS-B fine-tune round $round: sentence-transformers"
@@ -192,13 +212,13 @@ fi
 ntexts=$(wc -l <"$work/texts.txt")
 for round in $rounds; do
   progress "encode round $round: trainer"
-  measure "enc_in.$round.A" ./trainer run bench/encode_throughput.lua "$MODEL" "$work/texts.txt" 32
+  measure "enc_in.$round.A" "$TRAINER" run bench/encode_throughput.lua "$MODEL" "$work/texts.txt" 32
   # encode_throughput.lua prints "tokenize_per_s encode_per_s"
   if [ -f "$work/enc_in.$round.A.time" ]; then
     awk '{ print "sentences_s=" $2 }' "$work/enc_in.$round.A.out" >"$work/enc_in.$round.A.tmp"
     mv "$work/enc_in.$round.A.tmp" "$work/enc_in.$round.A.out"
   fi
-  measure "enc_cli.$round.A" ./trainer encode "$MODEL" "$work/texts.txt" --batch 32
+  measure "enc_cli.$round.A" "$TRAINER" encode "$MODEL" "$work/texts.txt" --batch 32
   progress "encode round $round: sentence-transformers"
   measure "enc_in.$round.B" "$PY" bench/st_compare.py encode "$MODEL" "$work/texts.txt"
 done
@@ -240,11 +260,12 @@ echo "bench/vs_pytorch.sh$( [ "$quick" = 1 ] && echo " --quick"): $(date -u '+%Y
 # what decides the CPU products on each side: the ISA, and trainer's library and bf16 path
 cat >"$work/cpu_products.lua" <<'LUA'
 local o = require("trainer.core.ops").cpu_products()
-print(("trainer: CPU products on %s, bf16 x bf16 products %s; OPENBLAS_CORETYPE=%s"):format(o.library,
-  o.bf16 == "native" and "in bf16" or "widened to f32", os.getenv("OPENBLAS_CORETYPE") or "unset"))
+print(("trainer: CPU products on %s, bf16 x bf16 products %s; OPENBLAS_CORETYPE=%s; ISA %s"):format(o.library,
+  o.bf16 == "native" and "in bf16" or "widened to f32", os.getenv("OPENBLAS_CORETYPE") or "unset",
+  o.isa_max == "avx2" and "held at AVX2 (ISA_MAX=avx2 build; PyTorch: ATEN_CPU_CAPABILITY=avx2)" or "the CPU's"))
 LUA
 echo "CPU flags: $(grep -o -w -e avx2 -e avx512f -e avx512_bf16 -e amx_bf16 -e avx512_fp16 /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')"
-./trainer run "$work/cpu_products.lua" 2>/dev/null || true
+"$TRAINER" run "$work/cpu_products.lua" 2>/dev/null || true
 echo "32 x 128 rows: $warmup warm-up + $steps measured step(s) per process; STS-B: $sts_steps steps; $ROUNDS rounds A B A B..."
 echo
 printf '| %-36s | %-9s | %10s | %10s | %12s | %7s | %13s | %6s |\n' "config" "shape" "trainer" "PyTorch" "ratio" "median" "peak RSS MiB" "ratio"

@@ -6,6 +6,8 @@
  * give the same values as one sequential pass. */
 #include "rng.h"
 
+#include "isa_max.h"
+
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -463,7 +465,7 @@ static void keep_stream(tr_rng_isa isa, void *out, int words, size_t n, float p,
 tr_rng_isa tr_rng_cpu_isa(void)
 {
 #ifdef RNG_HAVE_AVX2
-    if (__builtin_cpu_supports("avx512f")) return TR_RNG_ISA_AVX512;
+    if (TR_ISA_AVX512_ALLOWED && __builtin_cpu_supports("avx512f")) return TR_RNG_ISA_AVX512;
     if (__builtin_cpu_supports("avx2")) return TR_RNG_ISA_AVX2;
 #endif
     return TR_RNG_ISA_SCALAR;

@@ -3,6 +3,8 @@
  * once under pthread_once before the first GEMM; no state of its own besides the once flag. */
 #include "blas_core.h"
 
+#include "isa_max.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@ int tr_blas_cpu_rank(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    if (TR_ISA_AVX512_ALLOWED && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
         return 3;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
@@ -77,7 +79,8 @@ static void setup_once(void)
     if (!name || !quit || !init) return;       /* not a DYNAMIC_ARCH OpenBLAS */
     int have = tr_blas_core_rank(name()), cpu = tr_blas_cpu_rank();
     const char *want = core_for_rank(cpu);
-    if (have < 0 || have >= cpu || !want) return;   /* unknown name, or already the best */
+    /* unknown name, or already the best (above the CPU's rank only in an ISA_MAX build) */
+    if (have < 0 || have == cpu || (have > cpu && TR_ISA_AVX512_ALLOWED) || !want) return;
     /* gotoblas_dynamic_init reads OPENBLAS_CORETYPE; the variable is removed again so that
      * the environment a recipe's child processes see is the user's. setenv can fail only
      * for lack of memory, and then OpenBLAS keeps its own choice. */

@@ -8,6 +8,7 @@
 #include "cpu_gemm.h"
 #include "backend.h"
 #include "gemm_query.h"
+#include "isa_max.h"
 #include "tensor_version.h"
 #include "gemm_onednn.h"
 #include "cpu/matmul.h"
@@ -78,6 +79,8 @@ const char *tr_cpu_gemm_library(tr_ctx *ctx)
     if (!g) return NULL;
     return g->lib == LIB_ONEDNN ? "onednn" : "openblas";
 }
+
+const char *tr_cpu_isa_max(void) { return TR_ISA_AVX512_ALLOWED ? "cpu" : "avx2"; }
 
 /* Whether oneDNN runs an M x N x K product (op(A) M x K). Measured on the project's
  * machine with bench/bench_gemm_onednn.c: oneDNN is ahead on the Linear shapes of

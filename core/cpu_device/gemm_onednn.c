@@ -124,6 +124,17 @@ int tr_onednn_open(tr_onednn **out, tr_error *err)
     }
     DNNL_FUNCS(X)
 #undef X
+#ifdef TR_ISA_MAX_AVX2
+    /* an ISA_MAX=avx2 build (isa_max.h): oneDNN's kernels too stop at AVX2 */
+    dnnl_status_t (*set_isa)(dnnl_cpu_isa_t) = (__typeof__(set_isa))dlsym(d->lib, "dnnl_set_max_cpu_isa");
+    dnnl_status_t capped = set_isa ? set_isa(dnnl_cpu_isa_avx2) : dnnl_unimplemented;
+    if (capped != dnnl_success) {
+        dlclose(d->lib);
+        free(d);
+        return tr_fail(err, TR_EUSER, "oneDNN: this ISA_MAX=avx2 build cannot hold %s at AVX2 (dnnl_set_max_cpu_isa: "
+                       "status %d); set TRAINER_CPU_GEMM=openblas", DNNL_SONAME, (int)capped);
+    }
+#endif
     dnnl_status_t st = d->dnnl_engine_create(&d->engine, dnnl_cpu, 0);
     if (st == dnnl_success) st = d->dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags);
     if (st != dnnl_success) {

@@ -18,6 +18,10 @@ const char *tr_cpu_gemm_library(struct tr_ctx *ctx);
  * 0 when it widens them to f32 (OpenBLAS, other CPUs, or a TRAINER_CPU_GEMM it cannot run). */
 int tr_cpu_gemm_bf16_native(struct tr_ctx *ctx);
 
+/* The widest vector ISA this binary may run: "cpu" (whatever the CPU has, a normal build) or
+ * "avx2" (an ISA_MAX=avx2 build for measurements, core/base/isa_max.h). */
+const char *tr_cpu_isa_max(void);
+
 /* The packed copies this process's CPU Linear keeps of an f32 weight [out_features, in_features] (cpu_gemm.h's
  * tr_cpu_weight_packed; `trainer plan` counts them as workspace): bytes[0] the forward's,
  * bytes[1] the input gradient's, each the size the CPU allocator is asked for (before its

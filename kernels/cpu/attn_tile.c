@@ -5,6 +5,8 @@
  * or clang) only the BLAS path exists. */
 #include "cpu/attn_tile.h"
 
+#include "isa_max.h"
+
 #include <math.h>
 #include <stdint.h>
 
@@ -20,7 +22,7 @@ int tr_attn_tile_usable(int isa)
     if (isa == TR_ATTN_ISA_BLAS) return 1;
 #ifdef TR_ATTN_TILE_X86
     __builtin_cpu_init();
-    if (isa == TR_ATTN_ISA_AVX512) return __builtin_cpu_supports("avx512f") != 0;
+    if (isa == TR_ATTN_ISA_AVX512) return TR_ISA_AVX512_ALLOWED && __builtin_cpu_supports("avx512f") != 0;
     if (isa == TR_ATTN_ISA_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     return 0;

@@ -13,14 +13,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "isa_max.h"
+
 /* Hot float loops: clones for AVX-512 and AVX2 + FMA, chosen by the CPU at load time.
  * Empty where the compiler or target cannot clone (the loop then runs the baseline ISA).
  * The AVX2 clone is the x86-64-v3 level (AVX2, FMA, F16C, BMI), which the resolver picks
  * by the CPU's features; "arch=haswell" was picked by the CPU's model, Intel Haswell only,
  * so every AMD CPU without AVX-512 (and every later Intel core without it) ran the SSE2
  * baseline. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && TR_ISA_AVX512_ALLOWED
 #define TR_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define TR_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))   /* ISA_MAX=avx2 */
 #else
 #define TR_SIMD_CLONES
 #endif

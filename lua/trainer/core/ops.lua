@@ -547,13 +547,15 @@ end
 function M.cuda_built() return C.tr_cuda_built() == 1 end
 
 -- How this process runs its CPU matrix products: { library = "onednn" | "openblas",
--- bf16 = "native" | "f32" } (bf16 x bf16 products in bf16 on the CPU's bf16 instructions,
--- or widened to f32; core/cpu_device/cpu_gemm.h). TRAINER_CPU_GEMM chooses the library; a value
+-- bf16 = "native" | "f32", isa_max = "cpu" | "avx2" } (bf16 x bf16 products in bf16 on the CPU's
+-- bf16 instructions, or widened to f32, core/cpu_device/cpu_gemm.h; isa_max "avx2" for a binary
+-- built with make ISA_MAX=avx2, which never runs AVX-512 code). TRAINER_CPU_GEMM chooses the library; a value
 -- it cannot have is a user error.
 function M.cpu_products()
   local lib = C.tr_cpu_gemm_library(runtime.ctx)
   if lib == nil then errors.user("%s", ffi.string(C.tr_ctx_errmsg(runtime.ctx))) end
-  return { library = ffi.string(lib), bf16 = C.tr_cpu_gemm_bf16_native(runtime.ctx) == 1 and "native" or "f32" }
+  return { library = ffi.string(lib), bf16 = C.tr_cpu_gemm_bf16_native(runtime.ctx) == 1 and "native" or "f32",
+           isa_max = ffi.string(C.tr_cpu_isa_max()) }
 end
 
 -- The names of the op table's ops, in its order.
