@@ -255,10 +255,12 @@ static void bwd_f32_block(const tr_op_call *c, int64_t r0, int64_t nr, const flo
 
 typedef void (*stack_block_fn)(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi);
 
-/* fn over the N rows of C in blocks of at most `elems` elements, in parallel. */
+/* fn over the N rows of C in blocks of at most `elems` elements (whole row groups of layernorm's
+ * kernel), in parallel. */
 static void stack_blocks(const tr_op_call *c, int64_t elems, stack_block_fn fn, const float *W, const float *Bi)
 {
-    const int64_t N = c->dim[0], C = c->dim[1], rows = elems / C, nblk = (N + rows - 1) / rows;
+    const int64_t N = c->dim[0], C = c->dim[1], rows = tr_k_layernorm_block_rows(elems, C),
+                  nblk = (N + rows - 1) / rows;
 #pragma omp parallel for if (N * C > 16384)
     for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
 }

@@ -18,10 +18,12 @@ static char *elem_at(const tr_tensor *t, int64_t e)
 
 typedef void (*half_block_fn)(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi);
 
-/* fn over the N rows of C in blocks of at most HALF_BLOCK elements, in parallel. */
+/* fn over the N rows of C in blocks of at most HALF_BLOCK elements (whole row groups of the
+ * kernel), in parallel. */
 static void half_blocks(const tr_op_call *c, half_block_fn fn, const float *W, const float *Bi)
 {
-    const int64_t N = c->dim[0], C = c->dim[1], rows = HALF_BLOCK / C, nblk = (N + rows - 1) / rows;
+    const int64_t N = c->dim[0], C = c->dim[1], rows = tr_k_layernorm_block_rows(HALF_BLOCK, C),
+                  nblk = (N + rows - 1) / rows;
 #pragma omp parallel for if (N * C > 16384)
     for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
 }

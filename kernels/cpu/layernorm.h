@@ -7,6 +7,19 @@
 
 #include <stdint.h>
 
+/* The forward and the input gradient take rows in groups of this many (their sums run across
+ * the group's rows at once); a caller that hands the kernels blocks of rows sizes them with
+ * tr_k_layernorm_block_rows, so that no block ends in a short group. */
+enum { TR_K_LAYERNORM_ROW_GROUP = 8 };
+
+/* The rows of C elements that fit in `elems` (at least 1), rounded down to a multiple of the
+ * row group where one group fits. */
+static inline int64_t tr_k_layernorm_block_rows(int64_t elems, int64_t C)
+{
+    int64_t rows = C > 0 && elems / C > 0 ? elems / C : 1;
+    return rows >= TR_K_LAYERNORM_ROW_GROUP ? rows - rows % TR_K_LAYERNORM_ROW_GROUP : rows;
+}
+
 /* out[N,C] (=), mean[N] (=), rstd[N] (=); bias may be NULL (no shift). */
 void tr_k_layernorm_fwd_f32(float *out, float *mean, float *rstd, const float *x,
                               const float *weight, const float *bias, int64_t N, int64_t C,
