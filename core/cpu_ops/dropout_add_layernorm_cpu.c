@@ -31,11 +31,6 @@
  * path's copies. */
 enum { HALF_BLOCK = 8192 };
 
-static char *elem_at(const tr_tensor *t, int64_t e)
-{
-    return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype);
-}
-
 enum { KEEP_CHUNK = 4096 };
 
 /* keep[i] for stream elements offset + i, i < n, on the calling thread. */
@@ -115,15 +110,15 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     uint8_t keep[HALF_BLOCK];
     if (x->dtype == TR_BF16 && res->dtype == TR_BF16 && sum->dtype == TR_BF16) {
         if (p > 0) keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
-        fwd_bf16_sum(X, (uint16_t *)(void *)elem_at(sum, off), (const uint16_t *)(const void *)elem_at(x, off),
-                     (const uint16_t *)(const void *)elem_at(res, off), p > 0 ? keep : NULL, keep_scale(p), n);
+        fwd_bf16_sum(X, (uint16_t *)(void *)tr_stage_elem(sum, off), (const uint16_t *)(const void *)tr_stage_elem(x, off),
+                     (const uint16_t *)(const void *)tr_stage_elem(res, off), p > 0 ? keep : NULL, keep_scale(p), n);
         tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0,
                                (float *)c->dropout_add_layernorm.rstd->data + r0, X, W, Bi, nr, C, c->f[1]);
-        tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
+        tr_convert(tr_stage_elem(out, off), out->dtype, Y, TR_F32, (size_t)n);
         return;
     }
-    tr_convert(X, TR_F32, elem_at(x, off), x->dtype, (size_t)n); /* before sum (maybe x) is written */
-    tr_convert(R, TR_F32, elem_at(res, off), res->dtype, (size_t)n);
+    tr_convert(X, TR_F32, tr_stage_elem(x, off), x->dtype, (size_t)n); /* before sum (maybe x) is written */
+    tr_convert(R, TR_F32, tr_stage_elem(res, off), res->dtype, (size_t)n);
     if (p > 0) { /* tr_op_dropout's output, in x's dtype */
         keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
         apply_keep(X, X, keep, keep_scale(p), n);
@@ -133,11 +128,11 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
         }
     }
     for (int64_t i = 0; i < n; i++) X[i] += R[i];
-    tr_convert(elem_at(sum, off), sum->dtype, X, TR_F32, (size_t)n);
-    if (sum->dtype != TR_F32) tr_convert(X, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n); /* as stored */
+    tr_convert(tr_stage_elem(sum, off), sum->dtype, X, TR_F32, (size_t)n);
+    if (sum->dtype != TR_F32) tr_convert(X, TR_F32, tr_stage_elem(sum, off), sum->dtype, (size_t)n); /* as stored */
     tr_k_layernorm_fwd_f32(Y, (float *)c->dropout_add_layernorm.mean->data + r0,
                            (float *)c->dropout_add_layernorm.rstd->data + r0, X, W, Bi, nr, C, c->f[1]);
-    tr_convert(elem_at(out, off), out->dtype, Y, TR_F32, (size_t)n);
+    tr_convert(tr_stage_elem(out, off), out->dtype, Y, TR_F32, (size_t)n);
 }
 
 /* The backward's last pass when the residual gradient and dx are bf16, in registers: the
@@ -183,19 +178,19 @@ static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     float D[HALF_BLOCK], S[HALF_BLOCK], DR[HALF_BLOCK];
     uint16_t H[HALF_BLOCK];
     uint8_t keep[HALF_BLOCK];
-    tr_convert(D, TR_F32, elem_at(dout, off), dout->dtype, (size_t)n);
-    tr_convert(S, TR_F32, elem_at(sum, off), sum->dtype, (size_t)n);
+    tr_convert(D, TR_F32, tr_stage_elem(dout, off), dout->dtype, (size_t)n);
+    tr_convert(S, TR_F32, tr_stage_elem(sum, off), sum->dtype, (size_t)n);
     tr_k_layernorm_bwd_f32(DR, NULL, NULL, D, S, W, (const float *)c->dropout_add_layernorm_backward.mean->data + r0,
                            (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, nr, C);
     if (rdt == TR_BF16 && dx && dx->dtype == TR_BF16) {
         if (p > 0) keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
-        bwd_bf16_out((uint16_t *)(void *)elem_at(dx, off), dres ? (uint16_t *)(void *)elem_at(dres, off) : NULL, DR,
+        bwd_bf16_out((uint16_t *)(void *)tr_stage_elem(dx, off), dres ? (uint16_t *)(void *)tr_stage_elem(dres, off) : NULL, DR,
                      p > 0 ? keep : NULL, keep_scale(p), n);
         return;
     }
     if (dres) {
-        tr_convert(elem_at(dres, off), rdt, DR, TR_F32, (size_t)n);
-        if (rdt != TR_F32 && dx) tr_convert(DR, TR_F32, elem_at(dres, off), rdt, (size_t)n);
+        tr_convert(tr_stage_elem(dres, off), rdt, DR, TR_F32, (size_t)n);
+        if (rdt != TR_F32 && dx) tr_convert(DR, TR_F32, tr_stage_elem(dres, off), rdt, (size_t)n);
     } else if (rdt != TR_F32) {
         tr_convert(H, rdt, DR, TR_F32, (size_t)n);
         tr_convert(DR, TR_F32, H, rdt, (size_t)n);
@@ -205,7 +200,7 @@ static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
         keep_bits(keep, n, p, c->p, c->u + (uint64_t)off);
         apply_keep(DR, DR, keep, keep_scale(p), n);
     }
-    tr_convert(elem_at(dx, off), dx->dtype, DR, TR_F32, (size_t)n);
+    tr_convert(tr_stage_elem(dx, off), dx->dtype, DR, TR_F32, (size_t)n);
 }
 
 enum { KEEP_STACK = 16384 };
@@ -253,16 +248,12 @@ static void bwd_f32_block(const tr_op_call *c, int64_t r0, int64_t nr, const flo
         (const float *)c->dropout_add_layernorm_backward.rstd->data + r0, keep, keep_scale(p), nr, C);
 }
 
-typedef void (*stack_block_fn)(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi);
-
 /* fn over the N rows of C in blocks of at most `elems` elements (whole row groups of layernorm's
  * kernel), in parallel. */
-static void stack_blocks(const tr_op_call *c, int64_t elems, stack_block_fn fn, const float *W, const float *Bi)
+static void stack_blocks(const tr_op_call *c, int64_t elems, tr_stack_block_fn fn, const float *W, const float *Bi)
 {
-    const int64_t N = c->dim[0], C = c->dim[1], rows = tr_k_layernorm_block_rows(elems, C),
-                  nblk = (N + rows - 1) / rows;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
+    const int64_t N = c->dim[0], C = c->dim[1];
+    tr_stage_stack_blocks(c, N, tr_k_layernorm_block_rows(elems, C), N * C, fn, W, Bi);
 }
 
 /* Whether the call's activations are all f32 (a NULL output counts as f32). */

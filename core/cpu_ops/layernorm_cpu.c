@@ -11,21 +11,12 @@
 
 enum { HALF_BLOCK = 8192 };
 
-static char *elem_at(const tr_tensor *t, int64_t e)
-{
-    return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype);
-}
-
-typedef void (*half_block_fn)(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi);
-
 /* fn over the N rows of C in blocks of at most HALF_BLOCK elements (whole row groups of the
  * kernel), in parallel. */
-static void half_blocks(const tr_op_call *c, half_block_fn fn, const float *W, const float *Bi)
+static void half_blocks(const tr_op_call *c, tr_stack_block_fn fn, const float *W, const float *Bi)
 {
-    const int64_t N = c->dim[0], C = c->dim[1], rows = tr_k_layernorm_block_rows(HALF_BLOCK, C),
-                  nblk = (N + rows - 1) / rows;
-#pragma omp parallel for if (N * C > 16384)
-    for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
+    const int64_t N = c->dim[0], C = c->dim[1];
+    tr_stage_stack_blocks(c, N, tr_k_layernorm_block_rows(HALF_BLOCK, C), N * C, fn, W, Bi);
 }
 
 #define FWD(name) TR_ARGI(layernorm, name)
@@ -49,9 +40,9 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     const tr_args_layernorm *a = &c->layernorm;
     const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
     float X[HALF_BLOCK], Y[HALF_BLOCK];
-    tr_convert(X, TR_F32, elem_at(a->x, off), a->x->dtype, (size_t)n);
+    tr_convert(X, TR_F32, tr_stage_elem(a->x, off), a->x->dtype, (size_t)n);
     tr_k_layernorm_fwd_f32(Y, (float *)a->mean->data + r0, (float *)a->rstd->data + r0, X, W, Bi, nr, C, c->f[0]);
-    tr_convert(elem_at(a->out, off), a->out->dtype, Y, TR_F32, (size_t)n);
+    tr_convert(tr_stage_elem(a->out, off), a->out->dtype, Y, TR_F32, (size_t)n);
 }
 
 /* The half path reads the activations itself: the staging loop stages the weights. */
@@ -90,11 +81,11 @@ static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     const tr_args_layernorm_backward *a = &c->layernorm_backward;
     const int64_t C = c->dim[1], off = r0 * C, n = nr * C;
     float D[HALF_BLOCK], X[HALF_BLOCK], DX[HALF_BLOCK];
-    tr_convert(D, TR_F32, elem_at(a->dout, off), a->dout->dtype, (size_t)n);
-    tr_convert(X, TR_F32, elem_at(a->x, off), a->x->dtype, (size_t)n);
+    tr_convert(D, TR_F32, tr_stage_elem(a->dout, off), a->dout->dtype, (size_t)n);
+    tr_convert(X, TR_F32, tr_stage_elem(a->x, off), a->x->dtype, (size_t)n);
     tr_k_layernorm_bwd_f32(DX, NULL, NULL, D, X, W, (const float *)a->mean->data + r0,
                            (const float *)a->rstd->data + r0, nr, C);
-    tr_convert(elem_at(a->dx, off), a->dx->dtype, DX, TR_F32, (size_t)n);
+    tr_convert(tr_stage_elem(a->dx, off), a->dx->dtype, DX, TR_F32, (size_t)n);
 }
 
 static const unsigned char bwd_params[TR_OP_MAX_TENSORS] = {[BWD(weight)] = TR_ROWS_WHOLE};

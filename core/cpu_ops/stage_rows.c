@@ -67,3 +67,15 @@ int tr_stage_rows_by(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, cons
     }
     return rc;
 }
+
+void tr_stage_stack_blocks(const tr_op_call *c, int64_t N, int64_t rows, int64_t elems, tr_stack_block_fn fn,
+                           const float *W, const float *Bi)
+{
+    const int64_t nblk = (N + rows - 1) / rows;
+    if (elems <= 16384) {   /* no OpenMP region: even an if(0) one makes a libgomp team */
+        for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nblk; k++) fn(c, k * rows, N - k * rows < rows ? N - k * rows : rows, W, Bi);
+}

@@ -47,4 +47,18 @@ int tr_stage_rows(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, const u
 int tr_stage_rows_by(tr_ctx *ctx, const tr_op_desc *d, const tr_op_call *c, const unsigned char *layout, int64_t N,
                      int64_t C, int64_t step, tr_rows_fn fn, void *work);
 
+/* The paths that convert blocks of rows into each thread's stack and write them back from it
+ * (one pass over memory, where the loop above stages workspace blocks in three): fn(c, r0, nr,
+ * W, Bi) over the N rows in blocks of `rows`, W and Bi a slot's staged parameters (or NULL),
+ * in parallel unless the call's `elems` are few (16384: no OpenMP team for a small call). */
+typedef void (*tr_stack_block_fn)(const tr_op_call *c, int64_t r0, int64_t nr, const float *W, const float *Bi);
+void tr_stage_stack_blocks(const tr_op_call *c, int64_t N, int64_t rows, int64_t elems, tr_stack_block_fn fn,
+                           const float *W, const float *Bi);
+
+/* t's element e: the address of a block of rows in t's own dtype. */
+static inline char *tr_stage_elem(const tr_tensor *t, int64_t e)
+{
+    return (char *)t->data + (size_t)e * tr_dtype_size(t->dtype);
+}
+
 #endif
