@@ -19,4 +19,17 @@ void tr_k_rotary_f32(float *out, const float *x, int64_t r0, int64_t nr, int64_t
 void tr_k_rotary_f64(double *out, const double *x, int64_t r0, int64_t nr, int64_t T, int64_t H, int64_t D,
                      double theta, int inverse);
 
+/* The T positions' cos and sin as tr_k_rotary computes them: table[2t half + i] = cos a,
+ * table[(2t + 1) half + i] = sin a (negated when inverse), a = t inv_freq[i], half = D / 2;
+ * T * D elements. */
+void tr_k_rotary_table_f32(float *table, int64_t T, int64_t D, double theta, int inverse);
+void tr_k_rotary_table_f64(double *table, int64_t T, int64_t D, double theta, int inverse);
+
+/* tr_k_rotary on rows r0 .. r0 + nr with the positions' table made once (tr_k_rotary_table):
+ * the same values, one thread, for a caller that hands over small blocks of rows. */
+void tr_k_rotary_rows_f32(float *out, const float *x, const float *table, int64_t r0, int64_t nr, int64_t T, int64_t H,
+                          int64_t D);
+void tr_k_rotary_rows_f64(double *out, const double *x, const double *table, int64_t r0, int64_t nr, int64_t T,
+                          int64_t H, int64_t D);
+
 #endif

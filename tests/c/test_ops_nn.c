@@ -507,16 +507,24 @@ static void test_errors_name_op_tensor_and_shape(void)
 
 /* The rotary kernel over a batch (rows past T: each position's cos and sin made once, in a
  * table) has the bits of the same rows one at a time (each row's own cos and sin), forward and
- * inverse, from a row offset too. */
+ * inverse, from a row offset too; so do blocks of rows over a table made once
+ * (tr_k_rotary_table / tr_k_rotary_rows, the half path's), in place too. */
 static void test_rotary_table_is_the_rows_bits(void)
 {
     enum { B = 3, T = 7, H = 2, D = 8, N = B * T * H * D };
-    float x[N], batch[N], rows[N];
+    float x[N], batch[N], rows[N], blocks[N], table[T * D];
     for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 23) / 7.0f - 1.5f;
     for (int inverse = 0; inverse <= 1; inverse++) {
         tr_k_rotary_f32(batch, x, 2, B * T, T, H, D, 10000.0, inverse);
         for (int64_t r = 0; r < B * T; r++) tr_k_rotary_f32(rows + r * H * D, x + r * H * D, 2 + r, 1, T, H, D, 10000.0, inverse);
         CHECK(memcmp(batch, rows, sizeof batch) == 0, "inverse %d: the batch's rotation differs from the rows'", inverse);
+        tr_k_rotary_table_f32(table, T, D, 10000.0, inverse);
+        memcpy(blocks, x, sizeof blocks);
+        for (int64_t r = 0; r < B * T; r += 4) {
+            const int64_t nr = B * T - r < 4 ? B * T - r : 4;
+            tr_k_rotary_rows_f32(blocks + r * H * D, blocks + r * H * D, table, 2 + r, nr, T, H, D);
+        }
+        CHECK(memcmp(batch, blocks, sizeof batch) == 0, "inverse %d: blocks over the table differ from the batch", inverse);
     }
 }
 
