@@ -2,6 +2,9 @@
 #
 #   make            builds ./trainer (CPU always; the CUDA backend too when nvcc is found)
 #   make CUDA=0     skips the CUDA backend even when nvcc exists
+#   make ISA_MAX=avx2 CUDA=0 BUILD=build/avx2 TRAINER_BIN=build/avx2/trainer
+#                   a binary that never runs AVX-512 code, for measuring an AVX2-only CPU's
+#                   code on an AVX-512 machine (docs/CPU.md; bench/vs_pytorch.sh ISA=avx2)
 #   make test       C unit tests under ASan+UBSan, the kernels' vectorisation check (tests/vec),
 #                   Lua tests inside ./trainer, CLI tests;
 #                   ends with one line "N passed, N failed"
