@@ -127,12 +127,19 @@ int tr_onednn_open(tr_onednn **out, tr_error *err)
 #ifdef TR_ISA_MAX_AVX2
     /* an ISA_MAX=avx2 build (isa_max.h): oneDNN's kernels too stop at AVX2 */
     dnnl_status_t (*set_isa)(dnnl_cpu_isa_t) = (__typeof__(set_isa))dlsym(d->lib, "dnnl_set_max_cpu_isa");
-    dnnl_status_t capped = set_isa ? set_isa(dnnl_cpu_isa_avx2) : dnnl_unimplemented;
-    if (capped != dnnl_success) {
+    if (!set_isa) {
         dlclose(d->lib);
         free(d);
-        return tr_fail(err, TR_EUSER, "oneDNN: this ISA_MAX=avx2 build cannot hold %s at AVX2 (dnnl_set_max_cpu_isa: "
-                       "status %d); set TRAINER_CPU_GEMM=openblas", DNNL_SONAME, (int)capped);
+        return tr_fail(err, TR_EUSER, "oneDNN: %s has no dnnl_set_max_cpu_isa, so this ISA_MAX=avx2 build cannot "
+                       "hold it at AVX2; set TRAINER_CPU_GEMM=openblas", DNNL_SONAME);
+    }
+    dnnl_status_t capped = set_isa(dnnl_cpu_isa_avx2);
+    if (capped != dnnl_success) {
+        tr_fail(err, TR_EUSER, "oneDNN: dnnl_set_max_cpu_isa(avx2) failed (%s), so this ISA_MAX=avx2 build cannot "
+                "hold %s at AVX2; set TRAINER_CPU_GEMM=openblas", d->dnnl_status2str(capped), DNNL_SONAME);
+        dlclose(d->lib);
+        free(d);
+        return TR_EUSER;
     }
 #endif
     dnnl_status_t st = d->dnnl_engine_create(&d->engine, dnnl_cpu, 0);

@@ -37,8 +37,7 @@ static void fwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     const int64_t I = c->dim[1];
     float H[HALF_BLOCK], Y[HALF_BLOCK / 2];
     tr_convert(H, TR_F32, tr_stage_elem(a->h, r0 * 2 * I), a->h->dtype, (size_t)(nr * 2 * I));
-    for (int64_t r = 0; r < nr; r++) /* the rows of tr_k_geglu_fwd_f32, without its OpenMP region */
-        tr_k_gelu_gate_fwd_f32(Y + r * I, H + r * 2 * I, H + r * 2 * I + I, I, gelu_kind(c));
+    tr_k_geglu_fwd_f32(Y, H, nr, I, gelu_kind(c));
     tr_convert(tr_stage_elem(a->out, r0 * I), a->out->dtype, Y, TR_F32, (size_t)(nr * I));
 }
 
@@ -84,11 +83,7 @@ static void bwd_half_block(const tr_op_call *c, int64_t r0, int64_t nr, const fl
     float D[HALF_BLOCK / 2], H[HALF_BLOCK], DH[HALF_BLOCK];
     tr_convert(D, TR_F32, tr_stage_elem(a->dout, r0 * I), a->dout->dtype, (size_t)(nr * I));
     tr_convert(H, TR_F32, tr_stage_elem(a->h, r0 * 2 * I), a->h->dtype, (size_t)(nr * 2 * I));
-    for (int64_t r = 0; r < nr; r++) { /* the rows of tr_k_geglu_bwd_f32, without its OpenMP region */
-        float *dh = DH + r * 2 * I;
-        const float *h = H + r * 2 * I;
-        tr_k_gelu_gate_bwd_f32(dh, dh + I, D + r * I, h, h + I, I, gelu_kind(c));
-    }
+    tr_k_geglu_bwd_f32(DH, D, H, nr, I, gelu_kind(c));
     tr_convert(tr_stage_elem(a->dh, r0 * 2 * I), a->dh->dtype, DH, TR_F32, (size_t)(nr * 2 * I));
 }
 

@@ -37,7 +37,8 @@ static void half_block(const tr_op_call *c, int64_t r0, int64_t nr, const float 
     tr_convert(tr_stage_elem(out, r0 * C), out->dtype, X, TR_F32, (size_t)(nr * C));
 }
 
-static int run(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d, tr_rows_fn fn)
+/* inverse: rotary_backward (the inverse rotation), whose rows are fn = rows_bwd. */
+static int run(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d, tr_rows_fn fn, int inverse)
 {
     const int64_t N = c->dim[0] * c->dim[1], T = c->dim[1], D = c->dim[3], C = c->dim[2] * D;
     if (N == 0 || C == 0) return TR_OK;
@@ -45,7 +46,7 @@ static int run(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d, tr_rows_fn fn)
         void *table = NULL;
         int rc = tr_stage_scratch(ctx, (size_t)(T * D) * sizeof(float), &table);
         if (rc) return rc;
-        tr_k_rotary_table_f32(table, T, D, c->f[0], fn == rows_bwd);
+        tr_k_rotary_table_f32(table, T, D, c->f[0], inverse);
         tr_stage_stack_blocks(c, N, HALF_BLOCK / C, N * C, half_block, table, NULL);
         tr_stage_scratch_free(ctx, table);
         return TR_OK;
@@ -53,5 +54,5 @@ static int run(tr_ctx *ctx, tr_op_call *c, const tr_op_desc *d, tr_rows_fn fn)
     return tr_stage_rows(ctx, d, c, layout, N, C, fn, NULL);
 }
 
-TR_CPU_SLOT_BY(rotary, run, c, &tr_opd_rotary, rows_fwd)
-TR_CPU_SLOT_BY(rotary_backward, run, c, &tr_opd_rotary_backward, rows_bwd)
+TR_CPU_SLOT_BY(rotary, run, c, &tr_opd_rotary, rows_fwd, 0)
+TR_CPU_SLOT_BY(rotary_backward, run, c, &tr_opd_rotary_backward, rows_bwd, 1)

@@ -39,18 +39,19 @@ cat >"$TMP/probe.c" <<'C'
 #include "rng.h"
 int main(void) { printf("%d %d\n", tr_attn_tile_isa(), (int)tr_rng_cpu_isa()); return 0; }
 C
+declare -A picks
 for cap in "" -DTR_ISA_MAX_AVX2; do
   name=${cap:+capped}; name=${name:-uncapped}
   if "$CC" "${flags[@]}" $cap "$TMP/probe.c" kernels/cpu/attn_tile.c core/base/rng.c -lm -o "$TMP/probe_$name" \
        2>"$TMP/err"; then
-    eval "isa_$name=\"\$(\"\$TMP/probe_$name\")\""
+    picks[$name]=$("$TMP/probe_$name")
   else fail "isa_max_${name}_probe_builds" "$(head -c 400 "$TMP/err")"; fi
 done
 if grep -qw avx512f /proc/cpuinfo && grep -qw avx2 /proc/cpuinfo; then
-  if [ "${isa_uncapped:-}" = "2 2" ]; then pass isa_max_uncapped_picks_avx512
-  else fail isa_max_uncapped_picks_avx512 "attention tiles and Philox say '${isa_uncapped:-}', expected '2 2'"; fi
-  if [ "${isa_capped:-}" = "1 1" ]; then pass isa_max_capped_picks_avx2
-  else fail isa_max_capped_picks_avx2 "attention tiles and Philox say '${isa_capped:-}', expected '1 1'"; fi
+  if [ "${picks[uncapped]:-}" = "2 2" ]; then pass isa_max_uncapped_picks_avx512
+  else fail isa_max_uncapped_picks_avx512 "attention tiles and Philox say '${picks[uncapped]:-}', expected '2 2'"; fi
+  if [ "${picks[capped]:-}" = "1 1" ]; then pass isa_max_capped_picks_avx2
+  else fail isa_max_capped_picks_avx2 "attention tiles and Philox say '${picks[capped]:-}', expected '1 1'"; fi
 else
   echo "SKIP isa_max_picks: this CPU has no AVX-512 (or no AVX2) to hold back"
 fi
