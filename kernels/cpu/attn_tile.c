@@ -186,9 +186,12 @@ void tr_attn_tile_pack_t(float *dst, int64_t ldd, const float *src, int64_t lds,
 
 TK_KERNELS(1) TK_KERNELS(2) TK_KERNELS(3) TK_KERNELS(4)
 
-static kern_fn_avx512 const table_avx512[2][TK_NVMAX][8] = {
-    { TK_ROW(1, 0), TK_ROW(2, 0), TK_ROW(3, 0), TK_ROW(4, 0) },
-    { TK_ROW(1, 1), TK_ROW(2, 1), TK_ROW(3, 1), TK_ROW(4, 1) },
+/* [trans_a][full][nv - 1][mr - 1] */
+static kern_fn_avx512 const table_avx512[2][2][TK_NVMAX][8] = {
+    { { TK_ROW(1, 0, 0), TK_ROW(2, 0, 0), TK_ROW(3, 0, 0), TK_ROW(4, 0, 0) },
+      { TK_ROW(1, 0, 1), TK_ROW(2, 0, 1), TK_ROW(3, 0, 1), TK_ROW(4, 0, 1) } },
+    { { TK_ROW(1, 1, 0), TK_ROW(2, 1, 0), TK_ROW(3, 1, 0), TK_ROW(4, 1, 0) },
+      { TK_ROW(1, 1, 1), TK_ROW(2, 1, 1), TK_ROW(3, 1, 1), TK_ROW(4, 1, 1) } },
 };
 
 #undef TK_ATTR
@@ -240,9 +243,10 @@ __attribute__((target("avx2,fma"))) static inline __m256i lanes_avx2(int n)
 
 TK_KERNELS(1) TK_KERNELS(2)
 
-static kern_fn_avx2 const table_avx2[2][TK_NVMAX][8] = {
-    { TK_ROW(1, 0), TK_ROW(2, 0) },
-    { TK_ROW(1, 1), TK_ROW(2, 1) },
+/* [trans_a][full][nv - 1][mr - 1] */
+static kern_fn_avx2 const table_avx2[2][2][TK_NVMAX][8] = {
+    { { TK_ROW(1, 0, 0), TK_ROW(2, 0, 0) }, { TK_ROW(1, 0, 1), TK_ROW(2, 0, 1) } },
+    { { TK_ROW(1, 1, 0), TK_ROW(2, 1, 0) }, { TK_ROW(1, 1, 1), TK_ROW(2, 1, 1) } },
 };
 
 #endif /* TR_ATTN_TILE_X86 */
