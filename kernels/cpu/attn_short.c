@@ -144,11 +144,15 @@ static inline __attribute__((always_inline, target("avx2,fma"))) void pack_qt8(f
          _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f800000))))
 #define SK_HALVE_IF(k, m) _mm256_blendv_ps((m), _mm256_mul_ps((m), _mm256_set1_ps(0.5f)), (k))
 #define SK_INC_IF(k, e) _mm256_add_ps((e), _mm256_and_ps((k), _mm256_set1_ps(1.0f)))
+/* a plain store when all 8 lanes go (the masked one is microcode on AMD's Zen 2 and 3) */
 #define SK_STORE_FIRST(p, n, v)                                                                                        \
     do {                                                                                                               \
-        int rows_ = (int)((n) < 8 ? (n) : 8);                                                                          \
-        __m256i first_ = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows_), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));     \
-        _mm256_maskstore_ps((p), first_, (v));                                                                         \
+        if ((n) >= 8) {                                                                                                \
+            _mm256_storeu_ps((p), (v));                                                                                \
+        } else {                                                                                                       \
+            __m256i lane_ = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                                \
+            _mm256_maskstore_ps((p), _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), lane_), (v));                     \
+        }                                                                                                              \
     } while (0)
 #define SK_PACK_QT pack_qt8
 /* 16 registers: 2 rows x 4 vectors (D = 32) or 1 row x 8 (D = 64) */
