@@ -112,12 +112,12 @@ int main(int argc, char **argv)
         double tf = 1e30, tb = 1e30;
         for (int r = 0; r < 5; r++) {
             double t0 = bench_now();
-            if (tr_op_attention(ctx, o, lse, q, k, v, NULL, 0, 0, NULL, NULL, 0, 0, 0)) {
+            if (tr_op_attention(ctx, o, lse, q, k, v, NULL, 0, 0, NULL, NULL, 0, 0, 0, 0)) {
                 printf("attention: %s\n", tr_ctx_errmsg(ctx));
                 return 1;
             }
             double t1 = bench_now();
-            if (tr_op_attention_backward(ctx, dq, dk, dv, g, q, k, v, o, lse, NULL, 0, 0, NULL, NULL, NULL, 0, 0, 0)) {
+            if (tr_op_attention_backward(ctx, dq, dk, dv, g, q, k, v, o, lse, NULL, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0)) {
                 printf("attention_backward: %s\n", tr_ctx_errmsg(ctx));
                 return 1;
             }

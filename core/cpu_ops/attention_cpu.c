@@ -16,7 +16,8 @@
  * staged whole (read in place when f32); its gradient (f32) is accumulated in place, through
  * per-(b, h) sums by relative position (B x H x (2T - 1) floats of workspace, the kernel's
  * rel->dist). A window (window > 0) reaches the kernel in the same struct, with or without a
- * table. */
+ * table, and so do the query rows (query_rows > 0: only each sequence's first rows are
+ * computed, cpu/attention.h). */
 #include "ops_nn.h"
 #include "cpu_slot.h"
 #include "cpu/attention.h"
@@ -52,11 +53,12 @@ static void attn_keep(uint32_t *mask, size_t n, float p, const void *key, uint64
 static attn_run attn_run_of(const tr_op_call *c, const tr_tensor *q, const tr_tensor *rel_table)
 {
     attn_run r = {q->shape[1], q->shape[2], q->shape[3], 0, c->f[1], {{0, 0, 0, 0}, 0}, NULL, tr_k_attention_threads(),
-                  {NULL, NULL, NULL, 0, 0, 0, 0}, rel_table};
+                  {NULL, NULL, NULL, 0, 0, 0, 0, 0}, rel_table};
     r.scale = c->f[0] > 0 ? c->f[0] : 1.0f / sqrtf((float)r.D);
     if (c->p) r.stream.key = *(const tr_rng_key *)c->p;
-    if (rel_table) r.rel = (tr_attn_relpos){NULL, NULL, NULL, rel_table->shape[0], c->i[0], (int)c->i[1], 0};
-    r.rel.window = c->i[2];   /* 0: every key */
+    if (rel_table) r.rel = (tr_attn_relpos){NULL, NULL, NULL, rel_table->shape[0], c->i[0], (int)c->i[1], 0, 0};
+    r.rel.window = c->i[2];       /* 0: every key */
+    r.rel.query_rows = c->i[3];   /* 0: every query */
     return r;
 }
 
@@ -76,10 +78,11 @@ static int attn_rows(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, const tr_t
     return rc;
 }
 
-/* The run's bias with the block's table and gradient pointers (staged by the loop), or NULL. */
+/* The run's bias, window and query rows with the block's table and gradient pointers (staged by
+ * the loop), or NULL when there is none of them. */
 static const tr_attn_relpos *attn_rel(attn_run *r, float *table, float *dtable)
 {
-    if (!r->rel_table && r->rel.window <= 0) return NULL;
+    if (!r->rel_table && r->rel.window <= 0 && r->rel.query_rows <= 0) return NULL;
     r->rel.table = table;
     r->rel.dtable = dtable;
     return &r->rel;

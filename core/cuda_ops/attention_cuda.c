@@ -12,7 +12,8 @@
  * key and mask (the same bits as the forward's). Head sizes up to 128. A relative-position
  * bias table is read in f32 (a half one staged), its gradient (f32) accumulated in place; their
  * scratch (each head's biases by relative position, the buckets, the per-(b, h) sums) is
- * workspace. A window (local attention) goes to the kernels' _win launchers with the bias. */
+ * workspace. A window (local attention) and the query rows go to the kernels' _win launchers
+ * with the bias. */
 #ifdef TR_HAVE_CUDA
 
 #include "cuda_slot.h"
@@ -101,7 +102,8 @@ static int attention_body(tr_cslot *s, tr_op_call *c)
     const tr_rng_key key = key_of(c);
     if ((rc = tr_k_attention_fwd_win_cuda(f.O, lse->data, f.Q, f.K, f.V, f.dt, mask ? mask->data : NULL,
                                           mask ? mask->dtype : TR_I32, c->f[1], key.seed, key.step, key.layer, key.op,
-                                          &rel, scale_of(c->f[0], D), B, T, H, D, c->i[2], s->stream, s->err)))
+                                          &rel, scale_of(c->f[0], D), B, T, H, D, c->i[2], c->i[3], s->stream,
+                                          s->err)))
         return rc;
     return tr_cslot_store(s, out, f.dt, f.O);
 }
@@ -141,13 +143,13 @@ static int attention_backward_body(tr_cslot *s, tr_op_call *c)
         void *O2, *lse2;
         if ((rc = tr_cslot_ws(s, q->numel, dt, &O2)) || (rc = tr_cslot_ws(s, lse->numel, TR_F32, &lse2)) ||
             (rc = tr_k_attention_fwd_win_cuda(O2, lse2, Q, K, V, dt, m, mdt, p, key.seed, key.step, key.layer,
-                                              key.op, &rel, scale, B, T, H, D, c->i[2], s->stream, s->err)))
+                                              key.op, &rel, scale, B, T, H, D, c->i[2], c->i[3], s->stream, s->err)))
             return rc;
         O = O2;
     }
     if ((rc = tr_k_attention_bwd_win_cuda(DQ, DK, DV, DO, O, Q, K, V, dt, lse->data, m, mdt, p, key.seed, key.step,
-                                          key.layer, key.op, &rel, scale, B, T, H, D, c->i[2], scratch, s->stream,
-                                          s->err)))
+                                          key.layer, key.op, &rel, scale, B, T, H, D, c->i[2], c->i[3], scratch,
+                                          s->stream, s->err)))
         return rc;
     if ((rc = tr_cslot_store(s, dq, dt, DQ)) || (rc = tr_cslot_store(s, dk, dt, DK))) return rc;
     return tr_cslot_store(s, dv, dt, DV);

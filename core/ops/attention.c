@@ -61,13 +61,18 @@ static int check_args(tr_ctx *ctx, const char *op, const tr_tensor *const *bthd,
 }
 
 /* The relative-position bias table [num_buckets, H] (a float dtype; the gradient f32: the
- * dtype rules check those), its gradient of the same shape, the bucketing's scalars and the
- * window. */
+ * dtype rules check those), its gradient of the same shape, the bucketing's scalars, the
+ * window and the query rows. */
 static int check_position(tr_ctx *ctx, const char *op, const tr_tensor *q, const tr_tensor *rel_bias,
-                          const tr_tensor *drel_bias, int64_t max_distance, int64_t bidirectional, int64_t window)
+                          const tr_tensor *drel_bias, int64_t max_distance, int64_t bidirectional, int64_t window,
+                          int64_t query_rows)
 {
     char s1[160];
     int rc;
+    if (query_rows < 0 || query_rows > q->shape[1])
+        return tr_fail(tr_ctx_err(ctx), TR_EUSER,
+                       "%s: query_rows = %lld must be in [0, T = %lld] (0: every query; n: the first n of each "
+                       "sequence)", op, (long long)query_rows, (long long)q->shape[1]);
     if (window < 0)
         return tr_fail(tr_ctx_err(ctx), TR_EUSER,
                        "%s: window = %lld must be >= 0 (0: every key; w: keys within w positions)", op,
@@ -116,7 +121,7 @@ static int attention_checks(tr_ctx *ctx, const tr_tensor *out, const tr_tensor *
     int rc;
     attn_dims d;
     if ((rc = check_args(ctx, op, ts, names, 4, lse, mask, dropout_p, key, &d))) return rc;
-    return check_position(ctx, op, q, rel_bias, NULL, pos[0], pos[1], pos[2]);
+    return check_position(ctx, op, q, rel_bias, NULL, pos[0], pos[1], pos[2], pos[3]);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -133,7 +138,7 @@ static int attention_backward_checks(tr_ctx *ctx, const tr_tensor *dq, const tr_
     int rc;
     attn_dims d;
     if ((rc = check_args(ctx, op, ts, names, out ? 8 : 7, lse, mask, dropout_p, key, &d))) return rc;
-    return check_position(ctx, op, q, rel_bias, drel_bias, pos[0], pos[1], pos[2]);
+    return check_position(ctx, op, q, rel_bias, drel_bias, pos[0], pos[1], pos[2], pos[3]);
 }
 
 /* ------------------------------------------------------------ the op table */
@@ -155,11 +160,11 @@ int tr_check_attention_backward(tr_ctx *ctx, tr_op_call *c)
 
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q, const tr_tensor *k,
                     const tr_tensor *v, const tr_tensor *mask, float scale, float dropout_p, const tr_rng_key *key,
-                    const tr_tensor *rel_bias, int max_distance, int bidirectional, int window)
+                    const tr_tensor *rel_bias, int max_distance, int bidirectional, int window, int query_rows)
 {
     tr_op_call c = { .t = { out, lse, q, k, v, mask, rel_bias },
                      .f = { scale, dropout_p },
-                     .i = { max_distance, bidirectional, window },
+                     .i = { max_distance, bidirectional, window, query_rows },
                      .p = key };
     return tr_op_run(ctx, &tr_opd_attention, &c);
 }
@@ -168,11 +173,11 @@ int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tenso
                              const tr_tensor *q, const tr_tensor *k, const tr_tensor *v, const tr_tensor *out,
                              const tr_tensor *lse, const tr_tensor *mask, float scale, float dropout_p,
                              const tr_rng_key *key, tr_tensor *drel_bias, const tr_tensor *rel_bias, int max_distance,
-                             int bidirectional, int window)
+                             int bidirectional, int window, int query_rows)
 {
     tr_op_call c = { .t = { dq, dk, dv, dout, q, k, v, out, lse, mask, drel_bias, rel_bias },
                      .f = { scale, dropout_p },
-                     .i = { max_distance, bidirectional, window },
+                     .i = { max_distance, bidirectional, window, query_rows },
                      .p = key };
     return tr_op_run(ctx, &tr_opd_attention_backward, &c);
 }

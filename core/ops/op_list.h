@@ -29,12 +29,13 @@ TR_OP(tanh, TR_A(out, OUT, FLOAT, 0) TR_A(x, IN, FLOAT, 0),)
 TR_OP(tanh_backward, TR_A(dx, OUT, FLOAT, 0) TR_A(dout, IN, FLOAT, 0) TR_A(y, IN, FLOAT, 0),)
 TR_OP(attention, TR_A(out, OUT, FLOAT, 0) TR_A(lse, OUT, F32, 0) TR_A(q, IN, FLOAT, 0) TR_A(k, IN, FLOAT, 0) \
       TR_A(v, IN, FLOAT, 0) TR_A(mask, IN, ANY, 1) TR_A(rel_bias, IN, FLOAT, 1), TR_S(scale, f, 0, 0) \
-      TR_S(dropout_p, f, 1, 0) TR_S(max_distance, i, 0, 128) TR_S(bidirectional, i, 1, 1) TR_S(window, i, 2, 0))
+      TR_S(dropout_p, f, 1, 0) TR_S(max_distance, i, 0, 128) TR_S(bidirectional, i, 1, 1) TR_S(window, i, 2, 0) \
+      TR_S(query_rows, i, 3, 0))
 TR_OP(attention_backward, TR_A(dq, OUT, FLOAT, 0) TR_A(dk, OUT, FLOAT, 0) TR_A(dv, OUT, FLOAT, 0) \
       TR_A(dout, IN, FLOAT, 0) TR_A(q, IN, FLOAT, 0) TR_A(k, IN, FLOAT, 0) TR_A(v, IN, FLOAT, 0) \
       TR_A(out, IN, FLOAT, 1) TR_A(lse, IN, F32, 0) TR_A(mask, IN, ANY, 1) TR_A(drel_bias, ACC, F32, 1) \
       TR_A(rel_bias, IN, FLOAT, 1), TR_S(scale, f, 0, 0) TR_S(dropout_p, f, 1, 0) TR_S(max_distance, i, 0, 128) \
-      TR_S(bidirectional, i, 1, 1) TR_S(window, i, 2, 0))
+      TR_S(bidirectional, i, 1, 1) TR_S(window, i, 2, 0) TR_S(query_rows, i, 3, 0))
 TR_OP(add, TR_A(out, OUT, FLOAT, 0) TR_A(a, IN, FLOAT, 0) TR_A(b, IN, FLOAT, 0),)
 TR_OP(mul, TR_A(out, OUT, FLOAT, 0) TR_A(a, IN, FLOAT, 0) TR_A(b, IN, FLOAT, 0),)
 TR_OP(mul_backward, TR_A(da, OUT, FLOAT, 1) TR_A(db, OUT, FLOAT, 1) TR_A(dout, IN, FLOAT, 0) TR_A(a, IN, FLOAT, 0) \

@@ -142,11 +142,14 @@ int tr_op_tanh_backward(tr_ctx *ctx, tr_tensor *dx, const tr_tensor *dout, const
  * kernels/cpu/attn_bucket.h); computed per pair inside the kernels, never a B x H x T x T
  * tensor. max_distance and bidirectional are ignored without a table.
  * window: 0 = every key; w > 0 = query i sees only keys j with |i - j| <= w (a local window,
- * ModernBERT's local_attention / 2). */
+ * ModernBERT's local_attention / 2).
+ * query_rows: 0 (or T) = every query; 0 < n < T = only queries 0 .. n-1 of each sequence are
+ * computed (a head that reads the first rows of the last layer): out's other rows are 0 and
+ * lse's -inf; the kept rows' bits are the full call's. */
 int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor *q,
                     const tr_tensor *k, const tr_tensor *v, const tr_tensor *mask, float scale,
                     float dropout_p, const tr_rng_key *key, const tr_tensor *rel_bias,
-                    int max_distance, int bidirectional, int window);
+                    int max_distance, int bidirectional, int window, int query_rows);
 /* dq, dk, dv (=) [B, T, H, D]; mask, scale, dropout_p and key must be the forward's. out:
  * the forward's output [B, T, H, D] (the dropped-out P v, from the same q, k, v, mask and key),
  * or NULL. The backward's row terms delta_i = dout_i . out_i need it: CUDA reads it when given
@@ -155,13 +158,15 @@ int tr_op_attention(tr_ctx *ctx, tr_tensor *out, tr_tensor *lse, const tr_tensor
  * (rowsum(P dP), the same sum) and reads no out. rel_bias, max_distance, bidirectional and
  * window must be the forward's; drel_bias (+=) [num_buckets, H] f32 accumulates the bias
  * table's gradient (the scores' gradient summed per bucket and head), or is NULL (no table,
- * or a frozen one). */
+ * or a frozen one). query_rows: the forward's; 0 < n < T: dout's rows past n are not read (dq's
+ * are 0) and dk, dv are the first n rows' part, the full backward's bits when those rows of
+ * dout are 0. */
 int tr_op_attention_backward(tr_ctx *ctx, tr_tensor *dq, tr_tensor *dk, tr_tensor *dv,
                              const tr_tensor *dout, const tr_tensor *q, const tr_tensor *k,
                              const tr_tensor *v, const tr_tensor *out, const tr_tensor *lse,
                              const tr_tensor *mask, float scale, float dropout_p,
                              const tr_rng_key *key, tr_tensor *drel_bias, const tr_tensor *rel_bias,
-                             int max_distance, int bidirectional, int window);
+                             int max_distance, int bidirectional, int window, int query_rows);
 
 /* The sequence lengths of attention_packed (its tr_op_call's p). */
 typedef struct tr_attn_lengths {

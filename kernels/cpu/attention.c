@@ -150,6 +150,14 @@ TR_SIMD_CLONES static void rows_to_bf16(uint16_t *dst, int64_t ld, const float *
     }
 }
 
+/* Rows nq .. T-1 of a bf16 out as 0 (skipped_rows's, for the bf16 tensor). */
+static void half_skipped_rows(const attn_call_f32 *a, uint16_t *out)
+{
+    const int64_t T = a->T, nq = a->nq, ld = a->H * a->D;
+    for (int64_t b = 0; nq < T && b < a->B; b++)
+        memset(out + (b * T + nq) * ld, 0, (size_t)((T - nq) * ld) * sizeof *out);
+}
+
 /* The thread's head copies (ATTN_HALF_BUFS of T x D floats) in a bf16 call's scratch. */
 static float *half_bufs(float *scratch, int64_t T, int64_t D, int nthreads)
 {
@@ -163,7 +171,7 @@ void tr_k_attention_fwd_bf16(uint16_t *out, float *lse, const uint16_t *q, const
 {
     if (B <= 0 || T <= 0 || H <= 0 || D <= 0) return;
     const attn_call_f32 a = attn_call_of_f32(tr_attn_tile_isa(), mask, mask_dtype, drop, rel, scale, B, T, H, D);
-    const int64_t ld = H * D, nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int64_t ld = H * D, nblk = query_blocks_f32(&a);
     const int64_t per_task = fwd_blocks_per_task_f32(&a, nthreads);
     const int64_t runs = (nblk + per_task - 1) / per_task, ntask = B * H * runs;
     int blas_prev = blas_single_begin();
@@ -177,7 +185,7 @@ void tr_k_attention_fwd_bf16(uint16_t *out, float *lse, const uint16_t *q, const
             int64_t bh = task / runs, b = bh / H, h = bh % H;
             int64_t blk0 = (task % runs) * per_task;
             int64_t blk1 = blk0 + per_task < nblk ? blk0 + per_task : nblk;
-            int64_t i0 = blk0 * TR_ATTN_BLOCK, i1 = blk1 * TR_ATTN_BLOCK < T ? blk1 * TR_ATTN_BLOCK : T;
+            int64_t i0 = blk0 * TR_ATTN_BLOCK, i1 = blk1 * TR_ATTN_BLOCK < a.nq ? blk1 * TR_ATTN_BLOCK : a.nq;
             int64_t row0 = (b * T * H + h) * D;
             rows_from_bf16(hk, k + row0, ld, T, D);
             rows_from_bf16(hv, v + row0, ld, T, D);
@@ -187,6 +195,8 @@ void tr_k_attention_fwd_bf16(uint16_t *out, float *lse, const uint16_t *q, const
         }
     }
     blas_single_end(blas_prev);
+    half_skipped_rows(&a, out);
+    skipped_rows_f32(&a, NULL, lse);
 }
 
 void tr_k_attention_bwd_bf16(uint16_t *dq, uint16_t *dk, uint16_t *dv, const uint16_t *dout, const uint16_t *q,
@@ -207,10 +217,10 @@ void tr_k_attention_bwd_bf16(uint16_t *dq, uint16_t *dk, uint16_t *dv, const uin
 #pragma omp for schedule(dynamic)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H, row0 = (b * T * H + h) * D;
-            rows_from_bf16(hq, q + row0, ld, T, D);
+            rows_from_bf16(hq, q + row0, ld, a.nq, D);   /* rows past nq are not read */
             rows_from_bf16(hk, k + row0, ld, T, D);
             rows_from_bf16(hv, v + row0, ld, T, D);
-            rows_from_bf16(hdo, dout + row0, ld, T, D);
+            rows_from_bf16(hdo, dout + row0, ld, a.nq, D);
             bwd_head_f32(&a, &u, hdq, hdk, hdv, hdo, hq, hk, hv, lse + bh * T, D, b, h);
             rows_to_bf16(dq + row0, ld, hdq, T, D);
             rows_to_bf16(dk + row0, ld, hdk, T, D);
@@ -561,6 +571,7 @@ typedef struct KFN(attn_call) {
     int64_t win;                   /* 0: every key */
     REAL scale, keep_scale;
     int64_t B, T, H, D, Tp;
+    int64_t nq;                    /* the query rows computed: T, or rel->query_rows */
 } KFN(attn_call);
 
 /* The call's constants from the entry point's arguments; isa falls back to BLAS where the tile
@@ -580,6 +591,7 @@ static KFN(attn_call) KFN(attn_call_of)(int isa, const void *mask, int mask_dtyp
     a.scale = scale;
     a.keep_scale = a.drop ? (REAL)1 / (1 - (REAL)drop->p) : 1;
     a.B = B, a.T = T, a.H = H, a.D = D, a.Tp = tr_k_attention_row_stride(T);
+    a.nq = rel && rel->query_rows > 0 && rel->query_rows < T ? rel->query_rows : T;
     return a;
 }
 
@@ -598,11 +610,12 @@ static void KFN(fwd_run)(const KFN(attn_call) *a, KFN(attn_bufs) *u, REAL *out, 
         for (int64_t j = 0; j < Tp; j++) u->rb[j] = 1;
     for (int64_t blk = blk0; blk < blk1; blk++) {
         int64_t i0 = blk * TR_ATTN_BLOCK;
-        int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+        int64_t full = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;   /* the block's rows in a full call */
+        int64_t nb = a->nq - i0 < full ? a->nq - i0 : full;
         const REAL *qb = q + i0 * ld;
         if (win) {
             int64_t j0, nk, nkp;
-            attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
+            attn_win_range(i0, full, win, T, &j0, &nk, &nkp);
             KFN(win_scores)(isa, u->S, nkp, qb, ld, k, ld, u->kt, Tp, j0, nb, nk, D, a->scale);
             KFN(win_fill)(u->S, nkp, u->ck, i0, nb, j0, nk, win, -INFINITY);
             KFN(softmax_block)(u->S, lse + i0, u->rs, nb, nkp, u->rb, isa);
@@ -628,11 +641,31 @@ static void KFN(fwd_run)(const KFN(attn_call) *a, KFN(attn_bufs) *u, REAL *out, 
     }
 }
 
+/* The query blocks of a head that hold computed rows. */
+static int64_t KFN(query_blocks)(const KFN(attn_call) *a)
+{
+    return (a->nq + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+}
+
+/* Rows nq .. T-1 of every head as a row with no keys: out 0 (dq 0 in the backward, out NULL)
+ * and lse -inf (lse NULL: not written). */
+static void KFN(skipped_rows)(const KFN(attn_call) *a, REAL *out, REAL *lse)
+{
+    const int64_t T = a->T, nq = a->nq, ld = a->H * a->D;
+    if (nq >= T) return;
+    for (int64_t b = 0; b < a->B; b++) {
+        if (out) memset(out + (b * T + nq) * ld, 0, (size_t)((T - nq) * ld) * sizeof *out);
+        if (lse)
+            for (int64_t h = 0; h < a->H; h++)
+                for (int64_t t = nq; t < T; t++) lse[(b * a->H + h) * T + t] = -INFINITY;
+    }
+}
+
 /* A task is a run of query blocks of one head, so that k^T is packed once per run: the whole
  * head when there are heads enough for every thread, else single blocks. */
 static int64_t KFN(fwd_blocks_per_task)(const KFN(attn_call) *a, int nthreads)
 {
-    const int64_t nblk = (a->T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int64_t nblk = KFN(query_blocks)(a);
     return a->B * a->H >= 4 * (int64_t)(nthreads > 0 ? nthreads : 1) ? nblk : 1;
 }
 
@@ -647,11 +680,13 @@ static void KFN(attn_fwd)(int isa, REAL *out, REAL *lse, const REAL *q, const RE
     /* short rows (T <= 32 on AVX-512, 8 on AVX2), heads of 32 or 64, no dropout: a head in
      * registers (attn_short.h) */
     if (!a.bias && !a.win && tr_attn_short_usable(a.isa, T, D, a.drop != NULL)) {
+        /* every row (a few dozen), then the skipped ones cleared: the full call's bits */
         tr_attn_short_fwd_f32(a.isa, out, lse, q, k, v, mask, mask_dtype, scale, B, T, H, D, nthreads);
+        KFN(skipped_rows)(&a, out, lse);
         return;
     }
 #endif
-    const int64_t ld = H * D, nblk = (T + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
+    const int64_t ld = H * D, nblk = KFN(query_blocks)(&a);
     const int64_t per_task = KFN(fwd_blocks_per_task)(&a, nthreads);
     const int64_t runs = (nblk + per_task - 1) / per_task, ntask = B * H * runs;
     int blas_prev = blas_single_begin();
@@ -669,6 +704,7 @@ static void KFN(attn_fwd)(int isa, REAL *out, REAL *lse, const REAL *q, const RE
         }
     }
     blas_single_end(blas_prev);
+    KFN(skipped_rows)(&a, out, lse);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -700,13 +736,14 @@ static void KFN(bwd_head)(const KFN(attn_call) *a, KFN(attn_bufs) *u, REAL *dq, 
             memset(dv + t * ld, 0, (size_t)D * sizeof *dv);
         }
     }
-    for (int64_t i0 = 0; i0 < T; i0 += TR_ATTN_BLOCK) {
-        int64_t nb = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;
+    for (int64_t i0 = 0; i0 < a->nq; i0 += TR_ATTN_BLOCK) {
+        int64_t full = T - i0 < TR_ATTN_BLOCK ? T - i0 : TR_ATTN_BLOCK;   /* the block's rows in a full call */
+        int64_t nb = a->nq - i0 < full ? a->nq - i0 : full;
         int acc = i0 > 0;
         const REAL *qb = q + i0 * ld, *dob = dout + i0 * ld;
         if (win) {
             int64_t j0, nk, nkp;
-            attn_win_range(i0, nb, win, T, &j0, &nk, &nkp);
+            attn_win_range(i0, full, win, T, &j0, &nk, &nkp);
             const REAL *kw = k + j0 * ld;
             KFN(win_scores)(isa, P, nkp, qb, ld, k, ld, u->kt, Tp, j0, nb, nk, D, scale);
             KFN(win_fill)(P, nkp, u->ck, i0, nb, j0, nk, win, -INFINITY);
@@ -750,6 +787,7 @@ static void KFN(bwd_head)(const KFN(attn_call) *a, KFN(attn_bufs) *u, REAL *dq, 
         KFN(product)(isa, 0, dq + i0 * ld, ld, P, Tp, k, ld, nb, D, T, scale, NULL, 0);
         KFN(product)(isa, 1, dk, ld, P, Tp, qb, ld, T, D, nb, scale, NULL, acc);
     }
+    for (int64_t t = a->nq; t < T; t++) memset(dq + t * ld, 0, (size_t)D * sizeof *dq);
 }
 
 static void KFN(attn_bwd)(int isa, REAL *dq, REAL *dk, REAL *dv, const REAL *dout,

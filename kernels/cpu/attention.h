@@ -25,6 +25,13 @@
  * The backward sums the scores' gradient per relative position and head into rel->dist, then
  * into the table's gradient per bucket, in a fixed order (the same bits whatever the threads).
  *
+ * Query rows (rel->query_rows = n, 0 < n < T; a classifier's last layer, which reads each
+ * sequence's first row only): only queries 0 .. n-1 are computed. The other rows of out are 0
+ * and of lse -inf (as a row with no keys), their dout is never read, and their dq is 0, so dk
+ * and dv hold the first n rows' part alone: the full call's bits wherever the full call's dout
+ * is 0 past row n. A computed row goes through the same block steps (its block's key range and
+ * stride included) as in the full call, so its bits are the full call's.
+ *
  * Window (rel->window = w > 0, ModernBERT's local layers): query i sees keys j with |i - j| <= w.
  * A block of queries [i0, i0 + nb) computes its scores over keys [i0 - w, i0 + nb + w) only, so a
  * local layer costs O(T x w); those products run on BLAS (the tile paths' packed k^T spans every
@@ -49,8 +56,9 @@ typedef struct tr_attn_dropout {
     const void *key;          /* passed to keep */
 } tr_attn_dropout;
 
-/* A relative-position bias table and its bucketing (T5's, MPNet's). The pointers are of the
- * kernel's type (float for _f32, double for _f64). */
+/* A relative-position bias table and its bucketing (T5's, MPNet's), the window and the query
+ * rows: what a call adds to plain attention. The pointers are of the kernel's type (float for
+ * _f32, double for _f64). */
 typedef struct tr_attn_relpos {
     const void *table;        /* [nbuckets, H], or NULL: no bias */
     void *dtable;             /* backward: [nbuckets, H] (+=), or NULL: no table gradient */
@@ -58,6 +66,7 @@ typedef struct tr_attn_relpos {
     int64_t nbuckets, max_distance;
     int bidirectional;
     int64_t window;           /* 0: every key; w > 0: query i sees keys j with |i - j| <= w (not with a table) */
+    int64_t query_rows;       /* 0 or T: every query; 0 < n < T: queries 0 .. n-1 only (above) */
 } tr_attn_relpos;
 
 /* Threads the kernels will use (omp_get_max_threads(), 1 without OpenMP) and the scratch

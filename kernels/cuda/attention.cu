@@ -66,21 +66,23 @@ attn_fwd_kernel(void *out, float *lse, const void *q, const void *k, const void 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t b = blockIdx.z, h = blockIdx.y, i = (int64_t)blockIdx.x * ATTN_ROWS + warp;
     const bool active = i < s.T;
+    const bool live = i < s.nq;   /* a row past nq sees no key: out 0, lse -inf */
     for (int d = lane; d < DMAX; d += 32)
-        Qs[warp][d] = (active && d < s.D) ? tr_ld_dt(q, attn_idx(s, b, i, h) + d, dt) : 0.0f;
+        Qs[warp][d] = (live && d < s.D) ? tr_ld_dt(q, attn_idx(s, b, i, h) + d, dt) : 0.0f;
     float m = -INFINITY, l = 0.0f, o[NV];
 #pragma unroll
     for (int t = 0; t < NV; t++) o[t] = 0.0f;
 
-    int64_t jt0, jt1;   /* the key tiles the block's queries see */
+    int64_t jt0, jt1;   /* the key tiles the block's queries see (none when all are past nq) */
     attn_window_tiles(s, (int64_t)blockIdx.x * ATTN_ROWS, ATTN_ROWS, ATTN_TILE, &jt0, &jt1);
+    if ((int64_t)blockIdx.x * ATTN_ROWS >= s.nq) jt1 = jt0;
     for (int64_t j0 = jt0; j0 < jt1; j0 += ATTN_TILE) {
         __syncthreads(); /* the previous tile is no longer read */
         attn_load_tile<DMAX>(Ks, k, dt, s, b, h, j0);
         attn_load_tile<DMAX>(Vs, v, dt, s, b, h, j0);
         if (threadIdx.x < ATTN_TILE) valid[threadIdx.x] = attn_keep_key(mask, mask_dt, b, s.T, j0 + threadIdx.x);
         __syncthreads();
-        if (!active) continue;
+        if (!live) continue;
         const int64_t j = j0 + lane;
         const bool ok = valid[lane] && attn_in_window(s, i, j);
         const float sc = ok ? s.scale * attn_dot<DMAX>(Qs[warp], Ks[lane], s.D) + attn_bias(s, h, i, j) : -INFINITY;
@@ -148,8 +150,9 @@ attn_dkv_kernel(void *dk, void *dv, const void *dout, const void *q, const void 
 #pragma unroll
     for (int t = 0; t < NV; t++) gk[t] = gv[t] = 0.0f;
 
-    int64_t it0, it1;   /* the query tiles that see the block's keys */
+    int64_t it0, it1;   /* the query tiles that see the block's keys, up to row nq */
     attn_window_tiles(s, (int64_t)blockIdx.x * ATTN_ROWS, ATTN_ROWS, ATTN_TILE, &it0, &it1);
+    if (it1 > s.nq) it1 = s.nq;
     for (int64_t i0 = it0; i0 < it1; i0 += ATTN_TILE) {
         __syncthreads();
         attn_load_tile<DMAX>(Qs, q, dt, s, b, h, i0);
@@ -163,7 +166,7 @@ attn_dkv_kernel(void *dk, void *dv, const void *dout, const void *q, const void 
         if (!key_ok) continue; /* a padded key gets no gradient (it had probability 0) */
         const int64_t i = i0 + lane;
         const float li = Ls[lane];
-        const bool ok = i < s.T && li != -INFINITY && attn_in_window(s, i, j);
+        const bool ok = i < s.nq && li != -INFINITY && attn_in_window(s, i, j);
         float pz = 0.0f, ds = 0.0f;
         if (ok) {
             const float P = expf(s.scale * attn_dot<DMAX>(Qs[lane], Kw[warp], s.D) + attn_bias(s, h, i, j) - li);
@@ -211,7 +214,8 @@ attn_dq_kernel(void *dq, const void *dout, const void *q, const void *k, const v
         Qw[warp][d] = (active && d < s.D) ? tr_ld_dt(q, attn_idx(s, b, i, h) + d, dt) : 0.0f;
         Gw[warp][d] = (active && d < s.D) ? tr_ld_dt(dout, attn_idx(s, b, i, h) + d, dt) : 0.0f;
     }
-    const float li = active ? lse[(b * s.H + h) * s.T + i] : -INFINITY;
+    /* a row past nq gets dq 0, as a row that sees no key */
+    const float li = i < s.nq ? lse[(b * s.H + h) * s.T + i] : -INFINITY;
     const float di = active ? delta[(b * s.H + h) * s.T + i] : 0.0f;
     float g[NV];
 #pragma unroll
@@ -272,8 +276,9 @@ attn_rel_diag_kernel(float *dist, const void *dout, const void *q, const void *k
     if (d >= nd) return;
     const int64_t rel = d - (s.T - 1);
     const int64_t i0 = rel < 0 ? -rel : 0, i1 = rel > 0 ? s.T - rel : s.T;
+    const int64_t iend = i1 < s.nq ? i1 : s.nq;   /* rows past nq add nothing */
     float acc = 0.0f;
-    for (int64_t i = i0; i < i1; i++) {
+    for (int64_t i = i0; i < iend; i++) {
         const int64_t j = i + rel;
         const float li = lse[(b * s.H + h) * s.T + i];
         if (li == -INFINITY || !attn_keep_key(mask, mask_dt, b, s.T, j) || !attn_in_window(s, i, j)) continue;
@@ -333,7 +338,7 @@ extern "C" int tr_k_attention_fwd_win_cuda(void *out, float *lse, const void *q,
                                            int dt, const void *mask, int mask_dt, float p, uint64_t seed,
                                            uint32_t step, uint32_t layer, uint32_t op, const tr_k_attn_rel *rel,
                                            float scale, int64_t B, int64_t T, int64_t H, int64_t D, int64_t window,
-                                           void *stream, tr_error *err)
+                                           int64_t query_rows, void *stream, tr_error *err)
 {
     int rc = attn_check("attention", dt, mask, mask_dt, p, B, T, H, D, err);
     if (rc || B == 0 || T == 0) return rc;
@@ -342,9 +347,10 @@ extern "C" int tr_k_attention_fwd_win_cuda(void *out, float *lse, const void *q,
     const bool biased = rel && rel->table;
     if (window == 0 && !biased && tr_k_attention_tc_fits(dt, D))
         return tr_k_attention_tc_fwd_cuda(out, lse, q, k, v, dt, mask, mask_dt, p, seed, step, layer, op, scale, B, T,
-                                          H, D, stream, err);
+                                          H, D, query_rows, stream, err);
     attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
     s.window = (int)window;
+    s.nq = attn_query_rows(query_rows, T);
     const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
     cudaStream_t st = (cudaStream_t)stream;
     if ((rc = attn_rel_prepare(rel, &s, "attention", st, err))) return rc;
@@ -360,7 +366,7 @@ extern "C" int tr_k_attention_fwd_cuda(void *out, float *lse, const void *q, con
                                        int64_t T, int64_t H, int64_t D, void *stream, tr_error *err)
 {
     return tr_k_attention_fwd_win_cuda(out, lse, q, k, v, dt, mask, mask_dt, p, seed, step, layer, op, rel, scale, B,
-                                       T, H, D, 0, stream, err);
+                                       T, H, D, 0, 0, stream, err);
 }
 
 extern "C" int tr_k_attention_delta_cuda(float *delta, const void *dout, const void *out, int dt, int64_t B,
@@ -378,8 +384,8 @@ extern "C" int tr_k_attention_bwd_win_cuda(void *dq, void *dk, void *dv, const v
                                            const void *q, const void *k, const void *v, int dt, const float *lse,
                                            const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step,
                                            uint32_t layer, uint32_t op, const tr_k_attn_rel *rel, float scale,
-                                           int64_t B, int64_t T, int64_t H, int64_t D, int64_t window, float *scratch,
-                                           void *stream, tr_error *err)
+                                           int64_t B, int64_t T, int64_t H, int64_t D, int64_t window,
+                                           int64_t query_rows, float *scratch, void *stream, tr_error *err)
 {
     const char *name = "attention_backward";
     int rc = attn_check(name, dt, mask, mask_dt, p, B, T, H, D, err);
@@ -392,9 +398,10 @@ extern "C" int tr_k_attention_bwd_win_cuda(void *dq, void *dk, void *dv, const v
     const bool biased = rel && rel->table;
     if (window == 0 && !biased && tr_k_attention_tc_fits(dt, D))
         return tr_k_attention_tc_bwd_cuda(dq, dk, dv, dout, out, q, k, v, dt, lse, mask, mask_dt, p, seed, step, layer,
-                                          op, scale, B, T, H, D, scratch, stream, err);
+                                          op, scale, B, T, H, D, query_rows, scratch, stream, err);
     attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
     s.window = (int)window;
+    s.nq = attn_query_rows(query_rows, T);
     const dim3 grid((unsigned)((T + ATTN_ROWS - 1) / ATTN_ROWS), (unsigned)H, (unsigned)B);
     const int threads = ATTN_ROWS * 32;
     cudaStream_t st = (cudaStream_t)stream;
@@ -430,5 +437,5 @@ extern "C" int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void 
                                        int64_t T, int64_t H, int64_t D, float *scratch, void *stream, tr_error *err)
 {
     return tr_k_attention_bwd_win_cuda(dq, dk, dv, dout, out, q, k, v, dt, lse, mask, mask_dt, p, seed, step, layer, op,
-                                       rel, scale, B, T, H, D, 0, scratch, stream, err);
+                                       rel, scale, B, T, H, D, 0, 0, scratch, stream, err);
 }

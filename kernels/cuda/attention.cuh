@@ -16,6 +16,8 @@ struct attn_shape {
     float p, keep_scale;        /* dropout probability and 1 / (1 - p) */
     tr_k_rng rng;
     int window;                 /* 0: every key; w > 0: query i sees keys j with |i - j| <= w (T < 2^30) */
+    int64_t nq;                 /* the query rows computed (T, or the call's query_rows): rows nq .. T-1
+                                   get out 0 and lse -inf, dq 0, and give dk and dv nothing */
     const float *relrow;        /* NULL, or [H, 2T - 1]: head h's bias of relative position j - i at
                                    h*(2T - 1) + j - i + T - 1 (attention.cu fills it from the table) */
 };
@@ -83,6 +85,12 @@ static inline int attn_check(const char *op, int dt, const void *mask, int mask_
     return TR_OK;
 }
 
+/* The query rows a launch computes: query_rows in (0, T), else all T (0 or T: every query). */
+static inline int64_t attn_query_rows(int64_t query_rows, int64_t T)
+{
+    return query_rows > 0 && query_rows < T ? query_rows : T;
+}
+
 static inline attn_shape attn_make(int64_t B, int64_t T, int64_t H, int64_t D, float scale, float p, uint64_t seed,
                             uint32_t step, uint32_t layer, uint32_t op)
 {
@@ -96,6 +104,7 @@ static inline attn_shape attn_make(int64_t B, int64_t T, int64_t H, int64_t D, f
     s.keep_scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
     s.rng = tr_k_rng_make(seed, step, layer, op);
     s.window = 0;
+    s.nq = T;
     s.relrow = NULL;
     return s;
 }

@@ -51,16 +51,19 @@ int tr_k_attention_bwd_cuda(void *dq, void *dk, void *dv, const void *dout, cons
 
 /* The two launchers above with a window: query i sees keys j with |i - j| <= window (0 or
  * window >= T - 1: every key, the launchers above). A window narrower than the keys runs on the
- * fp32-register kernels (the tensor-core ones take none), as a bias does. */
+ * fp32-register kernels (the tensor-core ones take none), as a bias does. query_rows n in
+ * (0, T): only each sequence's queries 0 .. n-1 are computed (kernels/cpu/attention.h's
+ * contract: the other rows' out 0 and lse -inf, their dq 0, their dout unread, and the kept
+ * rows' bits the full launch's); 0 or T: every query. */
 int tr_k_attention_fwd_win_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
                                 const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step, uint32_t layer,
                                 uint32_t op, const tr_k_attn_rel *rel, float scale, int64_t B, int64_t T, int64_t H,
-                                int64_t D, int64_t window, void *stream, tr_error *err);
+                                int64_t D, int64_t window, int64_t query_rows, void *stream, tr_error *err);
 int tr_k_attention_bwd_win_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const void *q,
                                 const void *k, const void *v, int dt, const float *lse, const void *mask, int mask_dt,
                                 float p, uint64_t seed, uint32_t step, uint32_t layer, uint32_t op,
                                 const tr_k_attn_rel *rel, float scale, int64_t B, int64_t T, int64_t H, int64_t D,
-                                int64_t window, float *scratch, void *stream, tr_error *err);
+                                int64_t window, int64_t query_rows, float *scratch, void *stream, tr_error *err);
 
 TR_K_END_DECLS
 

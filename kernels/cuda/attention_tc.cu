@@ -165,7 +165,7 @@ __device__ __forceinline__ void attn_tc_fwd_tiles(T *out, float *lse, const T *q
         float x[16], mx = -INFINITY;
 #pragma unroll
         for (int c = 0; c < 16; c++) {
-            const bool ok = i < s.T && sm.valid[c0 + c];
+            const bool ok = i < s.nq && sm.valid[c0 + c];   /* a row past nq sees no key: out 0, lse -inf */
             x[c] = ok ? s.scale * sm.u.t.s[warp][r][c0 + c] : -INFINITY;
             mx = fmaxf(mx, x[c]);
         }
@@ -287,7 +287,7 @@ __device__ __forceinline__ void attn_tc_dkv_tiles(T *dk, T *dv, const T *dout, c
     tc_acc gk[NO], gv[NO];
     for (int f = 0; f < NO; f++) wmma::fill_fragment(gk[f], 0.0f), wmma::fill_fragment(gv[f], 0.0f);
 
-    for (int64_t i0 = 0; i0 < s.T; i0 += QT) {
+    for (int64_t i0 = 0; i0 < s.nq; i0 += QT) {
         __syncthreads(); /* the previous query tile is no longer read */
         tc_load_rows<T, QT, LD>(sm.q, q, s, b, h, i0);
         tc_load_rows<T, QT, LD>(sm.g, dout, s, b, h, i0);
@@ -310,7 +310,7 @@ __device__ __forceinline__ void attn_tc_dkv_tiles(T *dk, T *dv, const T *dout, c
             const int64_t j = j0 + jw + r, i = i0 + c;
             const float li = sm.lse[c];
             float pz = 0.0f, ds = 0.0f;
-            if (sm.key_ok[jw + r] && i < s.T && li != -INFINITY) {
+            if (sm.key_ok[jw + r] && i < s.nq && li != -INFINITY) {
                 const float P = expf(s.scale * sm.st[warp][r][c] - li);
                 const float z = attn_dropout(s, b, h, i, j);
                 pz = P * z;
@@ -407,7 +407,7 @@ __device__ __forceinline__ void attn_tc_dq_tiles(T *dq, const T *dout, const T *
             const int64_t i = i0 + iw + r, j = j0 + c;
             const float li = sm.lse[iw + r];
             float ds = 0.0f;
-            if (sm.valid[c] && i < s.T && li != -INFINITY) {
+            if (sm.valid[c] && i < s.nq && li != -INFINITY) {
                 const float P = expf(s.scale * sm.st[warp][r][c] - li);
                 ds = P * (attn_dropout(s, b, h, i, j) * sm.dp[warp][r][c] - sm.delta[iw + r]);
             }
@@ -507,10 +507,11 @@ static int tc_refused(const char *op, int dt, int64_t D, tr_error *err)
 extern "C" int tr_k_attention_tc_fwd_cuda(void *out, float *lse, const void *q, const void *k, const void *v, int dt,
                                           const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step,
                                           uint32_t layer, uint32_t op, float scale, int64_t B, int64_t T, int64_t H,
-                                          int64_t D, void *stream, tr_error *err)
+                                          int64_t D, int64_t query_rows, void *stream, tr_error *err)
 {
     if (!tr_k_attention_tc_fits(dt, D)) return tc_refused("attention", dt, D, err);
-    const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
+    attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
+    s.nq = attn_query_rows(query_rows, T);
     TC_DISPATCH(dt, D, (tc_fwd_launch<T, DMAX>(out, lse, q, k, v, mask, mask_dt, s, (cudaStream_t)stream)));
     return tr_cuda_launched("attention", err);
 }
@@ -519,13 +520,14 @@ extern "C" int tr_k_attention_tc_bwd_cuda(void *dq, void *dk, void *dv, const vo
                                           const void *q, const void *k, const void *v, int dt, const float *lse,
                                           const void *mask, int mask_dt, float p, uint64_t seed, uint32_t step,
                                           uint32_t layer, uint32_t op, float scale, int64_t B, int64_t T, int64_t H,
-                                          int64_t D, float *scratch, void *stream, tr_error *err)
+                                          int64_t D, int64_t query_rows, float *scratch, void *stream, tr_error *err)
 {
     const char *name = "attention_backward";
     if (!tr_k_attention_tc_fits(dt, D)) return tc_refused(name, dt, D, err);
     int rc;
     if ((rc = tr_k_attention_delta_cuda(scratch, dout, out, dt, B, T, H, D, stream, err))) return rc;
-    const attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
+    attn_shape s = attn_make(B, T, H, D, scale, p, seed, step, layer, op);
+    s.nq = attn_query_rows(query_rows, T);
     TC_DISPATCH(
         dt, D,
         (tc_bwd_launch<T, DMAX>(dq, dk, dv, dout, q, k, v, lse, scratch, mask, mask_dt, s, (cudaStream_t)stream)));

@@ -4,7 +4,8 @@
  * masked rows, guard regions (backward against finite differences: test_ops_table.c), the
  * f32 kernels on every product path this CPU runs (cblas, AVX2, AVX-512 tiles) against f64
  * for short rows (T < 16) and T not a multiple of the row stride, with padded keys and
- * dropout, and results that do not depend on the number of threads. The dropout keep masks come from a
+ * dropout, results that do not depend on the number of threads, and the query-rows calls (a
+ * sequence's first rows only) against the whole call's bits, f32 and bf16. The dropout keep masks come from a
  * test hash here (uniform >= p); the tensor-level op feeds the keyed Philox stream. */
 #include "check.h"
 #include "attn_isa.h"
@@ -13,6 +14,7 @@
 #include "cpu/attention.h"
 #include "cpu/attn_short.h"
 #include "cpu/attn_tile.h"
+#include "cpu/bf16_bits.h"
 
 /* ------------------------------------------------------------ test uniforms */
 
@@ -388,6 +390,122 @@ static void test_attention_f32_independent_of_thread_count(void)
     case_free(&c);
 }
 
+/* ------------------------------------------------------------ query rows */
+
+/* One query-rows variant: a relative-position table (rel), a window (win), dropout p. */
+typedef struct {
+    int rel, win;
+    float p;
+} qr_variant;
+
+/* Half of q's rows as bf16 bits, or their values back. */
+static void to_bf16(uint16_t *dst, const float *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = tr_bf16_from_f32_bits(tr_f32_bits(src[i]));
+}
+
+/* The f32 (half 0) or bf16 (half 1) kernels on c's values rounded to f32 (and to bf16); rel
+ * with the variant's table, window and query rows nq (0: all). Out, lse and the gradients (of
+ * dout, f32) come back in f32; dtab: the table's gradient (+=), when the variant has one. */
+static void qr_run(const attn_case *c, const qr_variant *v, int half, int64_t nq, const float *dout, const float *tab,
+                   float *dtab, float *out, float *lse, float *dq, float *dk, float *dv)
+{
+    const int64_t n = c->n, B = c->B, T = c->T, H = c->H, D = c->D;
+    float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n);
+    oc_to_f32(qf, c->q, n); oc_to_f32(kf, c->k, n); oc_to_f32(vf, c->v, n);
+    float *dist = malloc(4 * (size_t)(B * H * (2 * T - 1)));
+    tr_attn_relpos rel = { v->rel ? tab : NULL, v->rel ? dtab : NULL, dist, 8, 20, 1, v->win, nq };
+    tr_attn_dropout drop = { v->p, hash_keep, &c->seed };
+    const tr_attn_dropout *dp = v->p > 0 ? &drop : NULL;
+    const float scale = (float)c->scale;
+    if (!half) {
+        float *scr = malloc(4 * tr_k_attention_scratch_elems(T, D, c->nthreads));
+        tr_k_attention_fwd_rel_f32(out, lse, qf, kf, vf, c->mask, TR_I32, dp, &rel, scale, B, T, H, D, scr,
+                                   c->nthreads);
+        tr_k_attention_bwd_rel_f32(dq, dk, dv, dout, qf, kf, vf, lse, c->mask, TR_I32, dp, &rel, scale, B, T, H, D,
+                                   scr, c->nthreads);
+        free(scr);
+    } else {
+        uint16_t *h = malloc(2 * 8 * (size_t)n);
+        uint16_t *hq = h, *hk = h + n, *hv = h + 2 * n, *ho = h + 3 * n, *hg = h + 4 * n;
+        uint16_t *hdq = h + 5 * n, *hdk = h + 6 * n, *hdv = h + 7 * n;
+        to_bf16(hq, qf, n); to_bf16(hk, kf, n); to_bf16(hv, vf, n); to_bf16(hg, dout, n);
+        float *scr = malloc(4 * tr_k_attention_bf16_scratch_elems(T, D, c->nthreads));
+        tr_k_attention_fwd_bf16(ho, lse, hq, hk, hv, c->mask, TR_I32, dp, &rel, scale, B, T, H, D, scr, c->nthreads);
+        tr_k_attention_bwd_bf16(hdq, hdk, hdv, hg, hq, hk, hv, lse, c->mask, TR_I32, dp, &rel, scale, B, T, H, D, scr,
+                                c->nthreads);
+        for (int64_t i = 0; i < n; i++) {
+            out[i] = tr_f32_from_bf16_bits(ho[i]);
+            dq[i] = tr_f32_from_bf16_bits(hdq[i]);
+            dk[i] = tr_f32_from_bf16_bits(hdk[i]);
+            dv[i] = tr_f32_from_bf16_bits(hdv[i]);
+        }
+        free(h);
+        free(scr);
+    }
+    free(qf); free(kf); free(vf); free(dist);
+}
+
+/* Query rows nq against the whole call: the first nq rows of out and lse are the whole call's
+ * bits, the others 0 and -inf; with dout's rows past nq set to 0 for the whole call (and left
+ * random for the nq call, which must not read them), dq's first rows, dk, dv and the table's
+ * gradient are the whole call's bits and dq's other rows 0. */
+static int qr_case(int64_t B, int64_t T, int64_t H, int64_t D, const qr_variant *v, int half, int64_t nq)
+{
+    attn_case c;
+    case_init(&c, B, T, H, D, 1, 0);
+    const int64_t n = c.n, nl = B * H * T, ld = H * D;
+    float *g = malloc(4 * n), *g0 = malloc(4 * n), *tab = malloc(4 * 8 * H), *dt[2];
+    float *o[2], *l[2], *dq[2], *dk[2], *dv[2];
+    oc_to_f32(g, c.R, n);
+    memcpy(g0, g, 4 * n);
+    for (int64_t b = 0; b < B; b++) memset(g0 + (b * T + nq) * ld, 0, 4 * (size_t)((T - nq) * ld));
+    for (int i = 0; i < 8 * H; i++) tab[i] = (float)oc_rand();
+    for (int r = 0; r < 2; r++) {
+        o[r] = malloc(4 * n); l[r] = malloc(4 * nl); dq[r] = malloc(4 * n); dk[r] = malloc(4 * n); dv[r] = malloc(4 * n);
+        dt[r] = calloc((size_t)(8 * H), 4);
+        qr_run(&c, v, half, r ? nq : 0, r ? g : g0, tab, dt[r], o[r], l[r], dq[r], dk[r], dv[r]);
+    }
+    int ok = 1;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++) {
+            const float *o0 = o[0] + (b * T + t) * ld, *o1 = o[1] + (b * T + t) * ld;
+            const float *q0 = dq[0] + (b * T + t) * ld, *q1 = dq[1] + (b * T + t) * ld;
+            for (int64_t e = 0; e < ld; e++) {
+                ok &= t < nq ? memcmp(o0 + e, o1 + e, 4) == 0 && memcmp(q0 + e, q1 + e, 4) == 0
+                             : o1[e] == 0 && q1[e] == 0;
+            }
+            for (int64_t h = 0; h < H; h++) {
+                float a = l[0][(b * H + h) * T + t], z = l[1][(b * H + h) * T + t];
+                ok &= t < nq ? memcmp(&a, &z, 4) == 0 : z == -INFINITY;
+            }
+        }
+    ok &= memcmp(dk[0], dk[1], 4 * n) == 0 && memcmp(dv[0], dv[1], 4 * n) == 0 && memcmp(dt[0], dt[1], 4 * 8 * H) == 0;
+    CHECK(ok, "%s B=%lld T=%lld H=%lld D=%lld rel=%d window=%d p=%g: query_rows %lld differs from the whole call",
+          half ? "bf16" : "f32", (long long)B, (long long)T, (long long)H, (long long)D, v->rel, v->win, (double)v->p,
+          (long long)nq);
+    for (int r = 0; r < 2; r++) { free(o[r]); free(l[r]); free(dq[r]); free(dk[r]); free(dv[r]); free(dt[r]); }
+    free(g); free(g0); free(tab);
+    case_free(&c);
+    return ok;
+}
+
+static void test_attention_query_rows_are_the_whole_calls_rows(void)
+{
+    static const qr_variant vars[] = { { 0, 0, 0 }, { 0, 0, 0.2f }, { 1, 0, 0.1f }, { 0, 9, 0 }, { 0, 9, 0.1f } };
+    static const int64_t shapes[][4] = { { 2, 7, 2, 32 }, { 2, 70, 3, 16 }, { 1, 130, 2, 32 } };   /* B, T, H, D */
+    static const int64_t nqs[] = { 1, 5, 64, 65 };
+    oc_seed(38);
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++)
+            for (int half = 0; half < 2; half++)
+                for (size_t i = 0; i < sizeof nqs / sizeof nqs[0] && bad < 3; i++)
+                    if (nqs[i] < shapes[s][1])
+                        bad += !qr_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], &vars[v], half,
+                                        nqs[i]);
+}
+
 int main(void)
 {
     RUN(test_attention_forward_matches_naive);
@@ -397,5 +515,6 @@ int main(void)
     RUN(test_attention_f32_every_path_matches_f64);
     RUN(test_attention_f32_independent_of_thread_count);
     RUN(test_attention_short_rows_match_f64);
+    RUN(test_attention_query_rows_are_the_whole_calls_rows);
     return check_done();
 }

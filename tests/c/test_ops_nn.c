@@ -295,7 +295,7 @@ static void attention_same_bits_with_out(const tr_tensor *dq, const tr_tensor *d
 {
     tr_tensor *g[3];
     for (int i = 0; i < 3; i++) g[i] = mk(4, q->shape, dq->dtype, NULL);
-    CHECK(tr_op_attention_backward(ctx, g[0], g[1], g[2], dout, q, k, v, out, lse, mask, 0, p, key, NULL, NULL, 0, 0, 0) == TR_OK, "%s",
+    CHECK(tr_op_attention_backward(ctx, g[0], g[1], g[2], dout, q, k, v, out, lse, mask, 0, p, key, NULL, NULL, 0, 0, 0, 0) == TR_OK, "%s",
           tr_ctx_errmsg(ctx));
     const tr_tensor *want[3] = { dq, dk, dv };
     for (int i = 0; i < 3; i++)
@@ -304,7 +304,7 @@ static void attention_same_bits_with_out(const tr_tensor *dq, const tr_tensor *d
     tr_tensor bad = *out;
     bad.shape[3] = out->shape[3] - 1;
     bad.numel = out->numel / out->shape[3] * bad.shape[3];
-    CHECK(tr_op_attention_backward(ctx, g[0], g[1], g[2], dout, q, k, v, &bad, lse, mask, 0, p, key, NULL, NULL, 0, 0, 0) == TR_EUSER &&
+    CHECK(tr_op_attention_backward(ctx, g[0], g[1], g[2], dout, q, k, v, &bad, lse, mask, 0, p, key, NULL, NULL, 0, 0, 0, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "out"),
           "a wrong-shaped out: %s", tr_ctx_errmsg(ctx));
     for (int i = 0; i < 3; i++) tr_tensor_free(g[i]);
@@ -325,8 +325,8 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
     tr_tensor *mask = mk(2, sm, TR_I32, NULL);
     for (int64_t i = 0; i < B * T; i++) ((int32_t *)mask->data)[i] = (int32_t)m[i];
     tr_tensor *fdq = mk(4, s4, TR_F32, NULL), *fdk = mk(4, s4, TR_F32, NULL), *fdv = mk(4, s4, TR_F32, NULL);
-    CHECK(tr_op_attention(ctx, fo, fl, fq, fk, fv, mask, 0, p, &key, NULL, 0, 0, 0) == TR_OK, "%s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_attention_backward(ctx, fdq, fdk, fdv, fg, fq, fk, fv, NULL, fl, mask, 0, p, &key, NULL, NULL, 0, 0, 0) == TR_OK,
+    CHECK(tr_op_attention(ctx, fo, fl, fq, fk, fv, mask, 0, p, &key, NULL, 0, 0, 0, 0) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+    CHECK(tr_op_attention_backward(ctx, fdq, fdk, fdv, fg, fq, fk, fv, NULL, fl, mask, 0, p, &key, NULL, NULL, 0, 0, 0, 0) == TR_OK,
           "%s", tr_ctx_errmsg(ctx));
     attention_same_bits_with_out(fdq, fdk, fdv, fg, fq, fk, fv, fo, fl, mask, p, &key);
     if (dtype == TR_F32) {
@@ -358,11 +358,11 @@ static void attention_case(int dtype, int64_t B, int64_t T, int64_t H, int64_t D
         tr_tensor *rg = mk(4, s4, TR_F32, NULL);
         tr_tensor_copy(ctx, rq, hq); tr_tensor_copy(ctx, rk, hk); tr_tensor_copy(ctx, rv, hv);
         tr_tensor_copy(ctx, rg, hg);
-        CHECK(tr_op_attention(ctx, fo, fl, rq, rk, rv, mask, 0, p, &key, NULL, 0, 0, 0) == TR_OK &&
-                  tr_op_attention_backward(ctx, fdq, fdk, fdv, rg, rq, rk, rv, NULL, fl, mask, 0, p, &key, NULL, NULL, 0, 0, 0) == TR_OK,
+        CHECK(tr_op_attention(ctx, fo, fl, rq, rk, rv, mask, 0, p, &key, NULL, 0, 0, 0, 0) == TR_OK &&
+                  tr_op_attention_backward(ctx, fdq, fdk, fdv, rg, rq, rk, rv, NULL, fl, mask, 0, p, &key, NULL, NULL, 0, 0, 0, 0) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
-        CHECK(tr_op_attention(ctx, ho, hl, hq, hk, hv, mask, 0, p, &key, NULL, 0, 0, 0) == TR_OK, "%s", tr_ctx_errmsg(ctx));
-        CHECK(tr_op_attention_backward(ctx, hdq, hdk, hdv, hg, hq, hk, hv, NULL, hl, mask, 0, p, &key, NULL, NULL, 0, 0, 0) == TR_OK,
+        CHECK(tr_op_attention(ctx, ho, hl, hq, hk, hv, mask, 0, p, &key, NULL, 0, 0, 0, 0) == TR_OK, "%s", tr_ctx_errmsg(ctx));
+        CHECK(tr_op_attention_backward(ctx, hdq, hdk, hdv, hg, hq, hk, hv, NULL, hl, mask, 0, p, &key, NULL, NULL, 0, 0, 0, 0) == TR_OK,
               "%s", tr_ctx_errmsg(ctx));
         attention_same_bits_with_out(hdq, hdk, hdv, hg, hq, hk, hv, ho, hl, mask, p, &key);
         if (dtype == TR_BF16) { /* the f32 kernels' results rounded once: the head-by-head bf16 path's bits */
@@ -479,19 +479,19 @@ static void test_errors_name_op_tensor_and_shape(void)
           "cuda: %s", tr_ctx_errmsg(ctx));
     int64_t q3[3] = { 2, 4, 6 };
     tr_tensor *q = mk(3, q3, TR_F32, NULL);
-    CHECK(tr_op_attention(ctx, q, q, q, q, q, NULL, 0, 0, NULL, NULL, 0, 0, 0) == TR_EUSER &&
+    CHECK(tr_op_attention(ctx, q, q, q, q, q, NULL, 0, 0, NULL, NULL, 0, 0, 0, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "must be [B, T, H, D]"),
           "3-D q: %s", tr_ctx_errmsg(ctx));
     int64_t s4[4] = { 2, 4, 3, 2 }, sl[3] = { 2, 3, 4 }, bad_mask[2] = { 2, 5 };
     tr_tensor *q4 = mk(4, s4, TR_F32, NULL), *lse = mk(3, sl, TR_F32, NULL);
     tr_tensor *m = mk(2, bad_mask, TR_I32, NULL);
-    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, m, 0, 0, NULL, NULL, 0, 0, 0) == TR_EUSER &&
+    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, m, 0, 0, NULL, NULL, 0, 0, 0, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "mask has shape [2, 5] but must be [2, 4]"),
           "mask shape: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, NULL, 0, 0.1f, NULL, NULL, 0, 0, 0) == TR_EUSER &&
+    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, NULL, 0, 0.1f, NULL, NULL, 0, 0, 0, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "needs an RNG key"),
           "dropout without key: %s", tr_ctx_errmsg(ctx));
-    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, NULL, 0, 1.0f, NULL, NULL, 0, 0, 0) == TR_EUSER &&
+    CHECK(tr_op_attention(ctx, q4, lse, q4, q4, q4, NULL, 0, 1.0f, NULL, NULL, 0, 0, 0, 0) == TR_EUSER &&
               strstr(tr_ctx_errmsg(ctx), "must be in [0, 1)"),
           "dropout 1: %s", tr_ctx_errmsg(ctx));
     int64_t dws[2] = { 3, 7 };

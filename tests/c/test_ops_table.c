@@ -80,7 +80,7 @@ typedef struct op_case {
     int map[NT];
     int scalar_dout;                                    /* the incoming gradient is c->f[1] on output 0 */
     int nd;
-    int64_t dims[8][8];
+    int64_t dims[10][9];
     double tol;                                         /* multiplies the per-dtype tolerance; 0 means 1 */
     void (*custom)(int dtype, int device);              /* ops over tensor lists (device: see there) */
     ref_fn fd_ref;                                      /* the smooth reference finite differences
@@ -809,7 +809,7 @@ static void ref_tanh(double **t, const int64_t *d, const tr_op_call *c) { tr_k_t
  * bucket occurs (exact, logarithmic, beyond max_distance, and both sides). */
 static int64_t attn_rel_buckets(const int64_t *d) { return d[6] == 1 ? 8 : d[6] == 2 ? 6 : 0; }
 
-static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked, -, bias */
+static void sh_attention(const int64_t *d, arg_spec *a)   /* d: B, T, H, D, masked, -, bias, window, query rows */
 {
     for (int i = 0; i < 5; i++) a[i] = A(4, d[0], d[1], d[2], d[3]);
     a[1] = A(3, d[0], d[2], d[1]);
@@ -823,6 +823,7 @@ static void sc_attention(const int64_t *d, tr_op_call *c)
     c->i[0] = d[6] == 1 ? 5 : d[6] == 2 ? 4 : 0;   /* max_distance */
     c->i[1] = d[6] == 1;                           /* bidirectional */
     c->i[2] = d[7];                                /* window (0: every key) */
+    c->i[3] = d[8];                                /* query rows (0: every query) */
 }
 /* The buckets of attn_rel_buckets' two bucketings for relative position j - i in [-6, 6],
  * worked out by hand from transformers' relative_position_bucket (n = i - j; 8 buckets
@@ -872,11 +873,19 @@ static void ref_attention(double **t, const int64_t *d, const tr_op_call *c)
     if ((t[6] && d[1] <= 7) || d[7]) {   /* the naive reference, at the T its buckets are written out for */
         ref_attention_rel(t, d, m);
     } else {
-        tr_attn_relpos rel = { t[6], NULL, NULL, attn_rel_buckets(d), c->i[0], (int)c->i[1], 0 };
+        tr_attn_relpos rel = { t[6], NULL, NULL, attn_rel_buckets(d), c->i[0], (int)c->i[1], 0, 0 };
         tr_k_attention_fwd_rel_f64(t[0], t[1], t[2], t[3], t[4], t[5] ? m : NULL, TR_I32, NULL, t[6] ? &rel : NULL,
                                    1 / sqrt((double)d[3]), d[0], d[1], d[2], d[3], scr, nt);
     }
     free(scr);
+    /* query rows n (d[8]): only each sequence's first n rows are computed, the others 0 and -inf */
+    const int64_t B = d[0], T = d[1], H = d[2], D = d[3], n = d[8];
+    for (int64_t b = 0; n > 0 && b < B; b++)
+        for (int64_t i = n; i < T; i++)
+            for (int64_t h = 0; h < H; h++) {
+                for (int64_t e = 0; e < D; e++) t[0][((b * T + i) * H + h) * D + e] = 0;
+                t[1][(b * H + h) * T + i] = -INFINITY;
+            }
 }
 /* d: B, T, H, D, masked, the forward's out given (else NULL: CUDA recomputes it), bias (as the
  * forward's). */
@@ -997,18 +1006,21 @@ static const op_case cases[] = {
     { "tanh", sh_unary, NULL, ref_tanh, .nd = 2, .dims = { DIMS(3, 7), DIMS(1, 1) } },
     { "tanh_backward", sh_unary_bwd, NULL, NULL, "tanh", { G(1), D(0), S(0) }, .nd = 2,
       .dims = { DIMS(3, 7), DIMS(1, 1) } },
-    { "attention", sh_attention, sc_attention, ref_attention, .nd = 8,
+    { "attention", sh_attention, sc_attention, ref_attention, .nd = 10,
       .dims = { DIMS(2, 5, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(1, 7, 3, 4, 0, 0, 0),
                 DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 3, 4, 0, 0, 2), DIMS(2, 9, 2, 3, 1, 0, 0, 2),
-                DIMS(2, 70, 2, 3, 1, 0, 0, 5), DIMS(1, 75, 1, 4, 0, 0, 0, 30) } },
+                DIMS(2, 70, 2, 3, 1, 0, 0, 5), DIMS(1, 75, 1, 4, 0, 0, 0, 30),
+                /* the first rows only (the ninth number): plain, biased, windowed over 2 blocks */
+                DIMS(2, 7, 2, 3, 1, 0, 1, 0, 2), DIMS(2, 70, 2, 3, 1, 0, 0, 5, 65) } },
     { "attention_backward", sh_attention_bwd, sc_attention, NULL, "attention",
-      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5), G(6), I(6) }, .nd = 7,
+      { G(2), G(3), G(4), D(0), I(2), I(3), I(4), S(0), S(1), I(5), G(6), I(6) }, .nd = 10,
       /* the bias table's f32 gradient sums scores' gradients whose row terms CUDA forms from the
        * forward's output rounded to the half dtype */
       .rounds_inside = 1,
       .dims = { DIMS(2, 3, 2, 3, 1, 0, 0), DIMS(1, 1, 1, 1, 0, 0, 0), DIMS(2, 3, 2, 3, 1, 1, 0),
                 DIMS(2, 7, 2, 3, 1, 0, 1), DIMS(1, 6, 2, 3, 0, 1, 2), DIMS(2, 9, 2, 3, 1, 0, 0, 2),
-                DIMS(1, 70, 1, 2, 1, 0, 0, 3) } },
+                DIMS(1, 70, 1, 2, 1, 0, 0, 3), DIMS(2, 7, 2, 3, 1, 0, 1, 0, 1), DIMS(1, 9, 2, 3, 1, 1, 0, 2, 4),
+                DIMS(1, 70, 1, 2, 1, 0, 0, 0, 65) } },
     { "attention_packed", sh_attention_packed, sc_attention_packed, ref_attention_packed, .nd = 3,
       .dims = { DIMS(0, 2, 3), DIMS(1, 1, 1), DIMS(2, 3, 32) } },
     { "add", sh_binary, NULL, ref_add, .nd = 3, .dims = { DIMS(3, 7, 0), DIMS(5, 3, 1), DIMS(1, 1, 0) } },
@@ -1491,7 +1503,7 @@ static int attention_out_of_device_forward(tr_tensor *const *dev, tr_tensor *con
 {
     int rc = tr_op_attention(ctx, dev[AB(out)], dev[AB(lse)], dev[AB(q)], dev[AB(k)], dev[AB(v)], dev[AB(mask)],
                              c->f[0], c->f[1], c->p, dev[AB(rel_bias)], (int)c->i[0], (int)c->i[1],
-                             (int)c->i[2]);
+                             (int)c->i[2], (int)c->i[3]);
     if (rc == TR_OK) rc = tr_tensor_copy(ctx, dev2[AB(lse)], dev[AB(lse)]);
     c2->t[AB(out)] = NULL;
     CHECK(rc == TR_OK, "the device's forward for out: %s", tr_ctx_errmsg(ctx));
@@ -2264,7 +2276,7 @@ static void test_dispatch_rules(void)
  * (aligned) beside the table's odd ones. */
 static const struct {
     const char *op;
-    int64_t dims[8];
+    int64_t dims[9];
     float attn_dropout;
 } device_extra[] = {
     { "attention", { 2, 37, 2, 32, 1 }, 0 },          { "attention", { 1, 19, 1, 64, 1 }, 0 },
@@ -2294,6 +2306,15 @@ static const struct {
     { "attention", { 2, 70, 2, 64, 1, 0, 0, 5 }, 0 }, { "attention", { 1, 45, 2, 32, 1, 0, 0, 9 }, 0.1f },
     { "attention_backward", { 2, 70, 2, 64, 1, 1, 0, 5 }, 0 },
     { "attention_backward", { 1, 45, 2, 32, 1, 0, 0, 9 }, 0.1f },
+    /* the first rows only (the ninth number): the register kernels (D 32, windows, a bias) and
+     * the tensor-core ones (D 64, 128), over several query blocks, with dropout and out given */
+    { "attention", { 2, 37, 2, 32, 1, 0, 0, 0, 1 }, 0.2f }, { "attention", { 2, 70, 2, 64, 1, 0, 0, 0, 17 }, 0 },
+    { "attention", { 1, 45, 2, 32, 1, 0, 0, 9, 3 }, 0.1f }, { "attention", { 2, 37, 2, 32, 1, 0, 1, 0, 1 }, 0 },
+    { "attention_backward", { 2, 37, 2, 32, 1, 0, 0, 0, 1 }, 0.2f },
+    { "attention_backward", { 2, 70, 2, 64, 1, 1, 0, 0, 17 }, 0 },
+    { "attention_backward", { 1, 33, 2, 128, 1, 0, 0, 0, 1 }, 0.1f },
+    { "attention_backward", { 1, 45, 2, 32, 1, 0, 0, 9, 3 }, 0.1f },
+    { "attention_backward", { 2, 37, 2, 32, 1, 0, 1, 0, 1 }, 0 },
     { "attention_packed", { 3, 2, 32 }, 0 },          { "attention_packed", { 4, 2, 64 }, 0 },
     { "attention_packed", { 4, 1, 128 }, 0 },
     { "matmul", { 0, 64, 96, 128, 0, 1 }, 0 },        { "matmul", { 3, 32, 64, 16, 1, 0 }, 0 },

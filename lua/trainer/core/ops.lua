@@ -182,18 +182,20 @@ function M.bias_gelu_backward(dout, h, kind, dbias)
 end
 
 -- ---------------------------------------------------------------- attention
--- The relative-position and window arguments of both attention ops, from opts:
+-- The relative-position, window and query-row arguments of both attention ops, from opts:
 -- rel_bias ([num_buckets, H] f32 table or nil), max_distance (128), bidirectional (true),
--- window (0: every key).
+-- window (0: every key), query_rows (0: every query).
 local function attn_position(opts)
   local bidir = opts.bidirectional
-  return p(opts.rel_bias), opts.max_distance or 128, (bidir == nil or bidir) and 1 or 0, opts.window or 0
+  return p(opts.rel_bias), opts.max_distance or 128, (bidir == nil or bidir) and 1 or 0, opts.window or 0,
+    opts.query_rows or 0
 end
 
 -- q, k, v: [B, T, H, D]; mask [B, T] or nil; opts: scale, dropout, key (an rng_key),
 -- rel_bias (a relative-position bias table [num_buckets, H], f32, added per query/key pair by
 -- the bucket of j - i), max_distance (the bucketing's, 128), bidirectional (true), window (0
--- = every key; w > 0: keys within w positions of the query).
+-- = every key; w > 0: keys within w positions of the query), query_rows (0 = every query; n:
+-- only each sequence's first n queries, the other rows of out 0 and of lse -inf).
 -- Returns out [B, T, H, D] and lse [B, H, T] (f32), which the backward needs.
 function M.attention(q, k, v, mask, opts)
   opts = opts or {}
@@ -221,17 +223,18 @@ function M.attention_packed(q, k, v, lengths, opts)
 end
 
 -- dq, dk, dv (new) from the gradient of the forward's output; lse, mask and opts' scale,
--- dropout, key, rel_bias, max_distance, bidirectional and window are the forward's.
+-- dropout, key, rel_bias, max_distance, bidirectional, window and query_rows are the forward's
+-- (query_rows n: dout's rows past n are not read, dq's are 0).
 -- opts.out: the forward's output itself, when it was kept (CUDA reads it instead of
 -- recomputing it; the same numbers either way). opts.drel_bias: the bias table's gradient
 -- [num_buckets, H] f32, accumulated (+=).
 function M.attention_backward(dout, q, k, v, lse, mask, opts)
   opts = opts or {}
   local dq, dk, dv = new(q:shape(), q, dout:dtype()), new(k:shape(), k, dout:dtype()), new(v:shape(), v, dout:dtype())
-  local rel_bias, max_distance, bidirectional, window = attn_position(opts)
+  local rel_bias, max_distance, bidirectional, window, query_rows = attn_position(opts)
   fill({ dq, dk, dv }, C.tr_op_attention_backward(ctx, dq:ptr(), dk:ptr(), dv:ptr(), dout:ptr(), q:ptr(), k:ptr(),
     v:ptr(), p(opts.out), lse:ptr(), p(mask), opts.scale or 0, opts.dropout or 0, opts.key, p(opts.drel_bias),
-    rel_bias, max_distance, bidirectional, window), "attention_backward")
+    rel_bias, max_distance, bidirectional, window, query_rows), "attention_backward")
   return dq, dk, dv
 end
 

@@ -252,6 +252,7 @@ function Attention:forward(x, mask, rows)
   if self.grad_enabled then self.saved.rows = rows end
   return T.scope(function()
     local aopts = self:attn_opts(Tn)
+    if rows then aopts.query_rows = 1 end   -- only the first query of each sequence is read
     local q4, k4, v4 = T.scope(function()
       -- each copy is freed once read: at most [N, 3C] and three [N, C] are held at once
       local qkv = self.Wqkv:forward(x)

@@ -2,8 +2,11 @@
 -- reads the last hidden state reads nothing else (a classifier's pooler or head, CLS pooling).
 -- Past the attention core every op of a layer works row by row (the output dense, dropout,
 -- residual, LayerNorm, feed-forward), so the last layer runs that part on these B rows only,
--- while its queries, keys and values still cover every row: at 128 tokens a row this drops
--- nearly all of the last layer's feed-forward and output products, forward and backward.
+-- while its keys and values still cover every row: at 128 tokens a row this drops nearly all
+-- of the last layer's feed-forward and output products, forward and backward. The attention
+-- op itself computes each sequence's first query only (its query_rows = 1: the other rows'
+-- output is 0, and their gradient, 0 here, is not read); the projections still run on every
+-- row.
 --
 --   local rp = row_pick.first(B, T, pk)   -- pk: the packing of the layer input's rows, or nil
 --   local y  = rp:gather(x)               -- x in the layer input's layout -> [B, C] (new)

@@ -78,12 +78,13 @@ end
 -- Keeps what ops.attention_backward reads of a forward of ops.attention(q4, k4, v4, mask,
 -- aopts) that gave out and lse: the inputs, the log-sum-exp, the output on a device whose
 -- backward reads it for its row terms (dout . out; CUDA; the CPU's takes them from the
--- probabilities and keeps nothing more), the mask, and the dropout and window.
+-- probabilities and keeps nothing more), the mask, and the dropout, window and query rows.
 function BertAttention:keep_attention(q4, k4, v4, lse, out, mask, aopts)
   self.saved.q, self.saved.k, self.saved.v = T.keep(q4, k4, v4)
   self.saved.lse = T.keep(lse)
   if out:device() ~= "cpu" then self:keep("out", out) end
-  self.saved.attn = { dropout = aopts.dropout, window = aopts.window, seed = self.rng.seed, step = self.rng.step }
+  self.saved.attn = { dropout = aopts.dropout, window = aopts.window, query_rows = aopts.query_rows,
+    seed = self.rng.seed, step = self.rng.step }
   if mask then self:keep("mask", mask) end
 end
 
@@ -94,7 +95,7 @@ function BertAttention:attention_backward(da4)
   local a = s.attn
   return ops.attention_backward(da4, s.q, s.k, s.v, s.lse, s.mask,
     { dropout = a.dropout, key = probs_key(a.dropout, a.seed, a.step, self.layer), out = s.out, window = a.window,
-      rel_bias = rel and rel.weight.value, drel_bias = rel and Module.grad_of(rel.weight),
+      query_rows = a.query_rows, rel_bias = rel and rel.weight.value, drel_bias = rel and Module.grad_of(rel.weight),
       max_distance = rel and rel.max_distance, bidirectional = true })
 end
 
@@ -105,10 +106,13 @@ end
 
 -- The attention heads' output in x's row layout (the packed rows when pk); run in a scope,
 -- so that each temporary dies where its step ends: the packed projections at the scatter,
--- q, k, v and the log-sum-exp (without gradients) before the gather.
-local function attend(self, x, mask, pk)
+-- q, k, v and the log-sum-exp (without gradients) before the gather. rows (a row pick): only
+-- each sequence's first query is computed (the op's query_rows), the other rows of the
+-- output are 0 and never read.
+local function attend(self, x, mask, pk, rows)
   local H, D = self.heads, self.head_dim
   local aopts = self:attn_opts()
+  if rows then aopts.query_rows = 1 end
   local function project() return self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk) end
   if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 and not aopts.rel_bias then
     -- no backward to save for: attention on the packed rows, no scatter and gather (the
@@ -145,7 +149,7 @@ function BertAttention:forward(x, mask, rows)
   if self.grad_enabled then self.saved.rows, self.saved.x_shape = rows, rows and x:shape() end
   return T.scope(function()
     local o = T.scope(function()
-      local a = T.scope(attend, self, x, mask, pk)
+      local a = T.scope(attend, self, x, mask, pk, rows)
       if rows then a = rows:gather(a) end
       -- the rows' layout for a LoRA dropout's masks (the padded layout's, as q, k, v's)
       return self.dense:forward(a, rows or pk)
