@@ -647,8 +647,8 @@ static int64_t KFN(query_blocks)(const KFN(attn_call) *a)
     return (a->nq + TR_ATTN_BLOCK - 1) / TR_ATTN_BLOCK;
 }
 
-/* Rows nq .. T-1 of every head as a row with no keys: out 0 (dq 0 in the backward, out NULL)
- * and lse -inf (lse NULL: not written). */
+/* The forward's rows nq .. T-1 of every head as rows with no keys: out 0 and lse -inf (either
+ * NULL: not written). */
 static void KFN(skipped_rows)(const KFN(attn_call) *a, REAL *out, REAL *lse)
 {
     const int64_t T = a->T, nq = a->nq, ld = a->H * a->D;
