@@ -223,11 +223,12 @@ function BertAttention:backward(dy, want_dx)
       end
     end
     dqg:free()
-    dq4 = nil
   end
-  for _, pair in ipairs({ { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }) do
-    if not pair[2] then   -- the query, done above
-    elseif skip_dx and not pair[1]:any_trainable() then
+  -- the projections still owed their backward (the query's ran above under a row pick)
+  local owed = rows and { { self.key, dk4 }, { self.value, dv4 } }
+    or { { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }
+  for _, pair in ipairs(owed) do
+    if skip_dx and not pair[1]:any_trainable() then
       pair[2]:free()
       pair[1]:release()
     else
