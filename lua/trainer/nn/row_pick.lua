@@ -5,8 +5,8 @@
 -- while its keys and values still cover every row: at 128 tokens a row this drops nearly all
 -- of the last layer's feed-forward and output products, forward and backward. The attention
 -- op itself computes each sequence's first query only (its query_rows = 1: the other rows'
--- output is 0, and their gradient, 0 here, is not read), and BERT's query projection runs on
--- the picked rows; the key and value projections (and ModernBERT's fused one) run on every row.
+-- output is 0, and their gradient, 0 here, is not read); the projections still run on every
+-- row.
 --
 --   local rp = row_pick.first(B, T, pk)   -- pk: the packing of the layer input's rows, or nil
 --   local y  = rp:gather(x)               -- x in the layer input's layout -> [B, C] (new)

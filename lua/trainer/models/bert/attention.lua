@@ -104,26 +104,15 @@ local function heads_view(t, H, D)
   return t:reshape({ s[1], s[2], H, D })
 end
 
--- The queries of the picked rows alone (rows: a row pick), in the padded layout the op reads:
--- each sequence's row 0 its query, the other rows 0 (the op computes the first query only).
--- The projection runs on the B picked rows of x, and keeps them for its backward.
-local function first_queries(self, x, rows)
-  local xg = rows:gather(x)
-  local qg = self.query:forward(xg, rows)
-  xg:free()
-  local q = packing.scatter_segments(qg, { rows.B, rows.T, qg:shape()[2] }, rows.pad, rows.B, "attention:first queries")
-  qg:free()
-  return q
-end
-
 -- The attention heads' output in x's row layout (the packed rows when pk); run in a scope,
 -- so that each temporary dies where its step ends: the packed projections at the scatter,
 -- q, k, v and the log-sum-exp (without gradients) before the gather. rows (a row pick): only
--- each sequence's first query is projected and computed (the op's query_rows), the other rows
--- of the output are 0 and never read.
+-- each sequence's first query is computed (the op's query_rows), the other rows of the
+-- output are 0 and never read.
 local function attend(self, x, mask, pk, rows)
   local H, D = self.heads, self.head_dim
   local aopts = self:attn_opts()
+  if rows then aopts.query_rows = 1 end
   local function project() return self.query:forward(x, pk), self.key:forward(x, pk), self.value:forward(x, pk) end
   if pk and pk.prefix and not self.grad_enabled and aopts.dropout == 0 and not aopts.rel_bias then
     -- no backward to save for: attention on the packed rows, no scatter and gather (the
@@ -133,15 +122,10 @@ local function attend(self, x, mask, pk, rows)
     local a3 = ops.attention_packed(q:reshape({ N, H, D }), k:reshape({ N, H, D }), v:reshape({ N, H, D }), pk.lengths)
     return a3:reshape(x:shape())
   end
-  if rows then aopts.query_rows = 1 end
   local a4 = T.scope(function()
     local q4, k4, v4 = T.scope(function()
-      local q = rows and first_queries(self, x, rows) or self.query:forward(x, pk)
-      local k, v = self.key:forward(x, pk), self.value:forward(x, pk)
-      if pk then   -- the padded layout the op reads
-        if not rows then q = pk:scatter(q) end
-        k, v = pk:scatter(k), pk:scatter(v)
-      end
+      local q, k, v = project()
+      if pk then q, k, v = pk:scatter(q), pk:scatter(k), pk:scatter(v) end   -- the padded layout the op reads
       return heads_view(q, H, D), heads_view(k, H, D), heads_view(v, H, D)
     end)
     local a4, lse = ops.attention(q4, k4, v4, mask, aopts)
@@ -206,28 +190,7 @@ function BertAttention:backward(dy, want_dx)
   local dx = dsum
   local skip_dx = want_dx == false
   if skip_dx then dsum:free(); dx = nil end
-  if rows then
-    -- the query ran on the picked rows: their rows of dq4 (the others are 0) back through it,
-    -- its input gradient added at those rows of x's layout
-    local dq3 = dq4:reshape({ rows.B, rows.T, self.heads * self.head_dim })
-    dq4:free()
-    local dqg = packing.gather_segments(dq3, { rows.B, dq3:shape()[3] }, rows.pad, rows.B, "attention:first queries")
-    dq3:free()
-    if skip_dx and not self.query:any_trainable() then
-      self.query:release()
-    else
-      local dxg = self.query:backward(dqg, not skip_dx)
-      if dxg then
-        T.scope(function() ops.add_(dx, rows:scatter(dxg, xs)) end)
-        dxg:free()
-      end
-    end
-    dqg:free()
-  end
-  -- the projections still owed their backward (the query's ran above under a row pick)
-  local owed = rows and { { self.key, dk4 }, { self.value, dv4 } }
-    or { { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }
-  for _, pair in ipairs(owed) do
+  for _, pair in ipairs({ { self.query, dq4 }, { self.key, dk4 }, { self.value, dv4 } }) do
     if skip_dx and not pair[1]:any_trainable() then
       pair[2]:free()
       pair[1]:release()
