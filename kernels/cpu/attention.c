@@ -102,6 +102,14 @@ static void attn_win_range(int64_t i0, int64_t nb, int64_t w, int64_t T, int64_t
     *nkp = tr_k_attention_row_stride(*nk);
 }
 
+/* Rows nq .. T-1 of each of B sequences of a [B, T, ld] tensor of esize-byte elements as 0:
+ * the rows a call with query rows nq skips (nq >= T: none). */
+static void attn_zero_rows(void *x, size_t esize, int64_t B, int64_t T, int64_t nq, int64_t ld)
+{
+    for (int64_t b = 0; nq < T && b < B; b++)
+        memset((char *)x + (size_t)((b * T + nq) * ld) * esize, 0, (size_t)((T - nq) * ld) * esize);
+}
+
 /* ------------------------------------------------------------ instances */
 
 /* the float instance's fast exp and branch-free cap (fast_math.h), the double's libm exp */
@@ -150,14 +158,6 @@ TR_SIMD_CLONES static void rows_to_bf16(uint16_t *dst, int64_t ld, const float *
     }
 }
 
-/* Rows nq .. T-1 of a bf16 out as 0 (skipped_rows's, for the bf16 tensor). */
-static void half_skipped_rows(const attn_call_f32 *a, uint16_t *out)
-{
-    const int64_t T = a->T, nq = a->nq, ld = a->H * a->D;
-    for (int64_t b = 0; nq < T && b < a->B; b++)
-        memset(out + (b * T + nq) * ld, 0, (size_t)((T - nq) * ld) * sizeof *out);
-}
-
 /* The thread's head copies (ATTN_HALF_BUFS of T x D floats) in a bf16 call's scratch. */
 static float *half_bufs(float *scratch, int64_t T, int64_t D, int nthreads)
 {
@@ -195,7 +195,7 @@ void tr_k_attention_fwd_bf16(uint16_t *out, float *lse, const uint16_t *q, const
         }
     }
     blas_single_end(blas_prev);
-    half_skipped_rows(&a, out);
+    attn_zero_rows(out, sizeof *out, B, T, a.nq, ld);
     skipped_rows_f32(&a, NULL, lse);
 }
 
@@ -651,14 +651,10 @@ static int64_t KFN(query_blocks)(const KFN(attn_call) *a)
  * NULL: not written). */
 static void KFN(skipped_rows)(const KFN(attn_call) *a, REAL *out, REAL *lse)
 {
-    const int64_t T = a->T, nq = a->nq, ld = a->H * a->D;
-    if (nq >= T) return;
-    for (int64_t b = 0; b < a->B; b++) {
-        if (out) memset(out + (b * T + nq) * ld, 0, (size_t)((T - nq) * ld) * sizeof *out);
-        if (lse)
-            for (int64_t h = 0; h < a->H; h++)
-                for (int64_t t = nq; t < T; t++) lse[(b * a->H + h) * T + t] = -INFINITY;
-    }
+    const int64_t T = a->T, nq = a->nq;
+    if (out) attn_zero_rows(out, sizeof *out, a->B, T, nq, a->H * a->D);
+    for (int64_t bh = 0; lse && nq < T && bh < a->B * a->H; bh++)
+        for (int64_t t = nq; t < T; t++) lse[bh * T + t] = -INFINITY;
 }
 
 /* A task is a run of query blocks of one head, so that k^T is packed once per run: the whole

@@ -411,6 +411,9 @@ static void qr_run(const attn_case *c, const qr_variant *v, int half, int64_t nq
                    float *dtab, float *out, float *lse, float *dq, float *dk, float *dv)
 {
     const int64_t n = c->n, B = c->B, T = c->T, H = c->H, D = c->D;
+    /* every output starts as NaN bits, so a row the kernels leave unwritten shows */
+    memset(out, 0xFF, 4 * (size_t)n); memset(lse, 0xFF, 4 * (size_t)(B * H * T));
+    memset(dq, 0xFF, 4 * (size_t)n); memset(dk, 0xFF, 4 * (size_t)n); memset(dv, 0xFF, 4 * (size_t)n);
     float *qf = malloc(4 * n), *kf = malloc(4 * n), *vf = malloc(4 * n);
     oc_to_f32(qf, c->q, n); oc_to_f32(kf, c->k, n); oc_to_f32(vf, c->v, n);
     float *dist = malloc(4 * (size_t)(B * H * (2 * T - 1)));
@@ -427,6 +430,7 @@ static void qr_run(const attn_case *c, const qr_variant *v, int half, int64_t nq
         free(scr);
     } else {
         uint16_t *h = malloc(2 * 8 * (size_t)n);
+        memset(h, 0xFF, 2 * 8 * (size_t)n);
         uint16_t *hq = h, *hk = h + n, *hv = h + 2 * n, *ho = h + 3 * n, *hg = h + 4 * n;
         uint16_t *hdq = h + 5 * n, *hdk = h + 6 * n, *hdv = h + 7 * n;
         to_bf16(hq, qf, n); to_bf16(hk, kf, n); to_bf16(hv, vf, n); to_bf16(hg, dout, n);
