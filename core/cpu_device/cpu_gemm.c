@@ -193,6 +193,21 @@ int tr_cpu_linear_pack_bytes(tr_ctx *ctx, int64_t O, int64_t I, int64_t bytes[2]
     return TR_OK;
 }
 
+/* Frees w's pack for `product` when W was written since it was made (a trained weight after
+ * an optimizer step), called as the other product runs: the pack is freed now rather than
+ * when its own product next runs, so a forward ends holding the forward packs alone, not last
+ * step's input-gradient packs beside them, at the moment the activations peak. A frozen
+ * weight's packs stay current and are kept. */
+static void drop_stale(weight_packs *wp, const tr_tensor *w, int product)
+{
+    pack_slot *o = &wp->slot[product];
+    if (o->data && !(o->valid && o->src == w->data && o->O == w->shape[0] && o->I == w->shape[1] &&
+                     o->version == tr_tensor_version(w))) {
+        tr_alloc_free(wp->alloc, o->data);
+        *o = (pack_slot){ 0 };
+    }
+}
+
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed)
 {
     *packed = NULL;
@@ -212,12 +227,13 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     int kind;
     int rc = pack_kind(g, O, I, product, &kind, NULL, tr_ctx_err(ctx));
     if (rc != TR_OK || kind == PACK_NONE) return rc;
+    weight_packs *wp = tr_tensor_derived(w);
     if (kind == PACK_SELF) {
+        if (wp) drop_stale(wp, w, !product);
         *packed = w->data;
         return TR_OK;
     }
 
-    weight_packs *wp = tr_tensor_derived(w);
     if (!wp) {
         wp = calloc(1, sizeof *wp);
         if (!wp) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "linear: out of host memory for a packed-weight record");
@@ -234,6 +250,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
         return TR_OK;
     }
     s->valid = 0;
+    drop_stale(wp, w, !product);
     size_t bytes;
     rc = tr_onednn_pack_bytes(g->dnnl, N, K, transB, &bytes, tr_ctx_err(ctx));
     if (rc != TR_OK) return rc;

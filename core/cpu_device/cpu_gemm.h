@@ -13,7 +13,8 @@
  * X W^T and the input gradient dY W — run on copies of W in oneDNN's packed layout, made
  * by tr_cpu_weight_packed and kept beside W's storage (tensor_version.h) with the version
  * of W they were made from: a frozen weight is packed once, a trained one again after each
- * optimizer step (every write of W moves its version). Where that layout is W as stored
+ * optimizer step (every write of W moves its version), its other product's pack, stale by
+ * then, freed as the first product repacks. Where that layout is W as stored
  * (the input gradient's on AVX2) the product reads W itself: no copy. Only f32 weights are
  * packed: a half-precision weight runs its products unpacked (its packs would be f32, four
  * times its bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator
@@ -48,7 +49,8 @@ enum { TR_PACK_FORWARD = 0, TR_PACK_INPUT_GRAD = 1 };
 /* *packed = W (2-D [O, I], CPU, any float dtype) packed for `product`, current with W's
  * bytes; NULL when that product does not run on a packed weight (OpenBLAS, or a shape
  * routed to it). Where oneDNN's packed layout is W as stored (the input gradient's on
- * AVX2), W's own data. The pointer is valid until W is next written or freed. */
+ * AVX2), W's own data. The pointer is valid until W is next written or freed, or, once W
+ * was written, the other product's pack is asked for. */
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed);
 
 /* Y[rows, O] = X[rows, I] W^T + bias, with W packed for TR_PACK_FORWARD. */

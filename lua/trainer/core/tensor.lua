@@ -243,19 +243,21 @@ function M.random(shape, opts, what)
   local key = ffi.new("tr_rng_key")
   key.seed = opts.seed or 0
   key.op = opts.stream or 0
-  local buf = ffi.new("float[?]", math.max(n, 1))
   local dist = opts.dist or "normal"
+  if dist ~= "normal" and dist ~= "uniform" then
+    errors.user("%s: dist must be \"normal\" or \"uniform\", got %s", what, tostring(dist))
+  end
+  -- drawn straight into the host tensor: a buffer on LuaJIT's heap (a word embedding's 77 MB)
+  -- would live until a garbage collection, whose timing then decided the process's peak RSS
+  local host = new(shape, { dtype = "f32", tag = opts.tag }, what)
+  local buf = ffi.cast("float *", host:ptr().data)
   if dist == "normal" then
     C.tr_rng_normal(buf, n, key, 0)
-  elseif dist == "uniform" then
+  else
     C.tr_rng_uniform(buf, n, key, 0)
     local bound = opts.bound or 1
     for i = 0, n - 1 do buf[i] = (2 * buf[i] - 1) * bound end
-  else
-    errors.user("%s: dist must be \"normal\" or \"uniform\", got %s", what, tostring(dist))
   end
-  local host = new(shape, { dtype = "f32", tag = opts.tag }, what)
-  runtime.check(C.tr_tensor_write(runtime.ctx, host:ptr(), buf, n * 4), what)
   if (opts.dtype or "f32") == "f32" and (opts.device == nil or opts.device == "cpu") then return host end
   local out = host:to({ dtype = opts.dtype, device = opts.device, tag = opts.tag })
   host:free()

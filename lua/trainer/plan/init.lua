@@ -24,7 +24,9 @@
 --                CPU with oneDNN (core/cpu_device/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed in f32 for the products that take a copy of their own (forward
 --                and input gradient in a blocked layout; on AVX2 the forward's only: the runtime
---                says, tr_cpu_linear_pack_bytes), kept for the run
+--                says, tr_cpu_linear_pack_bytes), kept for the run (a trained weight's
+--                input-gradient pack is freed as its forward repacks after an update, so
+--                the total, a sum of each tag's peak, is an upper bound there)
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
