@@ -251,6 +251,16 @@ static kern_fn_avx2 const table_avx2[2][2][TK_NVMAX][8] = {
 
 #endif /* TR_ATTN_TILE_X86 */
 
+int tr_attn_tile_masked_panels(int isa, int64_t N)
+{
+#ifdef TR_ATTN_TILE_X86
+    if (isa == TR_ATTN_ISA_AVX512) return masked_panels_avx512(N);
+    if (isa == TR_ATTN_ISA_AVX2) return masked_panels_avx2(N);
+#endif
+    (void)isa; (void)N;
+    return 0;
+}
+
 /* ------------------------------------------------------------ row reductions */
 
 static float row_max_portable(const float *x, int64_t n)

@@ -34,6 +34,12 @@ void tr_attn_tile_gemm(int isa, int trans_a, float *C, int64_t ldc, const float 
                        const float *B, int64_t ldb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float *rs, int accumulate);
 
+/* How many column panels of a row of N columns run the kernels whose last vector is a masked
+ * load and store, on isa (AVX2 or AVX512, checked as for the product): 1 where N is not a whole
+ * number of vectors, else 0. AVX2's masked store is microcode on AMD's Zen 2 and 3 (attn_tile_kern.h),
+ * so a whole panel must take the plain one; for the tests. */
+int tr_attn_tile_masked_panels(int isa, int64_t N);
+
 /* dst[c*ldd + r] (=) src[r*lds + c] for r < rows, c < cols, and 0 for rows <= r < ldd: the
  * transpose of a head's k or v ([T, D] rows of stride H*D) as [D, Tp], its padding key
  * columns zero, so that the score products run whole vectors over Tp columns. */

@@ -88,6 +88,27 @@ typedef void (*TK_NAME(kern_fn))(float *, int64_t, const float *, int64_t, const
 
 /* ------------------------------------------------------------ the driver */
 
+/* The column panel whose first column leaves rem columns of the row: its vectors (*nv, at most
+ * TK_NVMAX) and the lanes of its last one (*tail); returns 1 when that vector is whole (the
+ * plain-store kernels), which every panel's is but the last one of a row of N not a multiple
+ * of TK_VW. */
+TK_ATTR static inline int TK_NAME(panel)(int64_t rem, int *nv, TK_M *tail)
+{
+    *nv = rem >= TK_NVMAX * TK_VW ? TK_NVMAX : (int)((rem + TK_VW - 1) / TK_VW);
+    int64_t last = rem - (int64_t)(*nv - 1) * TK_VW;   /* the columns from the last vector on */
+    *tail = TK_MASK(last < TK_VW ? (int)last : TK_VW);
+    return last >= TK_VW;
+}
+
+/* How many of a row's panels run the masked-store kernels (tr_attn_tile_masked_panels). */
+TK_ATTR static int TK_NAME(masked_panels)(int64_t N)
+{
+    int n = 0, nv;
+    TK_M tail;
+    for (int64_t n0 = 0; n0 < N; n0 += (int64_t)nv * TK_VW) n += !TK_NAME(panel)(N - n0, &nv, &tail);
+    return n;
+}
+
 /* Column panels of up to TK_NVMAX vectors (outer, so that a panel of B stays in L1 across
  * the row tiles), row tiles of TK_MR(nv) rows (inner). tables[full][nv - 1][mr - 1]: the
  * kernels of the A form trans_a, full = 1 for a panel whose last vector is whole. */
@@ -97,11 +118,9 @@ TK_ATTR static void TK_NAME(gemm)(TK_NAME(kern_fn) const (*tables)[TK_NVMAX][8],
                                   const float *rs, int accumulate)
 {
     for (int64_t n0 = 0; n0 < N;) {
-        int64_t rem = N - n0;
-        int nv = rem >= TK_NVMAX * TK_VW ? TK_NVMAX : (int)((rem + TK_VW - 1) / TK_VW);
-        int64_t last = rem - (int64_t)(nv - 1) * TK_VW;
-        TK_M tail = TK_MASK(last < TK_VW ? (int)last : TK_VW);
-        TK_NAME(kern_fn) const *table = tables[last == TK_VW][nv - 1];
+        int nv;
+        TK_M tail;
+        TK_NAME(kern_fn) const *table = tables[TK_NAME(panel)(N - n0, &nv, &tail)][nv - 1];
         int mrmax = TK_MR(nv);
         for (int64_t m0 = 0; m0 < M; m0 += mrmax) {
             int mr = M - m0 < mrmax ? (int)(M - m0) : mrmax;

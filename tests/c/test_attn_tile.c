@@ -102,6 +102,24 @@ static void test_attn_tile_attention_shapes(void)
 }
 
 /* An ISA this CPU lacks must say so, the BLAS path always exists, and the best one is usable. */
+/* A row's panels take the plain-store kernels wherever their last vector is whole: only the
+ * last panel of a row that is not a whole number of vectors (16 floats is one on AVX-512, two
+ * on AVX2) takes the masked ones. */
+static void test_attn_tile_whole_panels_store_plainly(void)
+{
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (!tr_attn_tile_usable(isas[i])) continue;
+        for (int64_t N = 16; N <= 512; N += 16)
+            CHECK(tr_attn_tile_masked_panels(isas[i], N) == 0, "%s N=%lld: %d panels with masked stores, want 0",
+                  isa_names[isas[i] == TR_ATTN_ISA_AVX512], (long long)N, tr_attn_tile_masked_panels(isas[i], N));
+        for (int64_t N = 1; N <= 300; N += 7)
+            if (N % 16)
+                CHECK(tr_attn_tile_masked_panels(isas[i], N) == ((N % 8) != 0 || isas[i] == TR_ATTN_ISA_AVX512),
+                      "%s N=%lld: %d panels with masked stores", isa_names[isas[i] == TR_ATTN_ISA_AVX512],
+                      (long long)N, tr_attn_tile_masked_panels(isas[i], N));
+    }
+}
+
 static void test_attn_tile_isa_choice(void)
 {
     CHECK(tr_attn_tile_usable(TR_ATTN_ISA_BLAS), "the BLAS path is always usable");
@@ -141,6 +159,7 @@ int main(void)
 {
     RUN(test_attn_tile_matches_cblas);
     RUN(test_attn_tile_attention_shapes);
+    RUN(test_attn_tile_whole_panels_store_plainly);
     RUN(test_attn_tile_isa_choice);
     RUN(test_attn_tile_pack_t_pads_with_zeros);
     return check_done();
