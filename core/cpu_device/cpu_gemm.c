@@ -193,6 +193,13 @@ int tr_cpu_linear_pack_bytes(tr_ctx *ctx, int64_t O, int64_t I, int64_t bytes[2]
     return TR_OK;
 }
 
+/* 1 when slot s holds a pack made from W's current bytes. */
+static int slot_current(const pack_slot *s, const tr_tensor *w)
+{
+    return s->valid && s->src == w->data && s->O == w->shape[0] && s->I == w->shape[1] &&
+           s->version == tr_tensor_version(w);
+}
+
 /* Frees w's pack for `product` when W was written since it was made (a trained weight after
  * an optimizer step), called as the other product runs: the pack is freed now rather than
  * when its own product next runs, so a forward ends holding the forward packs alone, not last
@@ -201,8 +208,7 @@ int tr_cpu_linear_pack_bytes(tr_ctx *ctx, int64_t O, int64_t I, int64_t bytes[2]
 static void drop_stale(weight_packs *wp, const tr_tensor *w, int product)
 {
     pack_slot *o = &wp->slot[product];
-    if (o->data && !(o->valid && o->src == w->data && o->O == w->shape[0] && o->I == w->shape[1] &&
-                     o->version == tr_tensor_version(w))) {
+    if (o->data && !slot_current(o, w)) {
         tr_alloc_free(wp->alloc, o->data);
         *o = (pack_slot){ 0 };
     }
@@ -244,8 +250,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
         }
     }
     pack_slot *s = &wp->slot[product];
-    uint64_t version = tr_tensor_version(w);
-    if (s->valid && s->src == w->data && s->O == O && s->I == I && s->version == version) {
+    if (slot_current(s, w)) {
         *packed = s->data;
         return TR_OK;
     }
@@ -263,7 +268,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
     s->bytes = bytes;
     /* f32 only (above): the pack reads the weight's own memory */
     if ((rc = tr_onednn_pack(g->dnnl, s->data, w->data, N, K, transB, tr_ctx_err(ctx))) != TR_OK) return rc;
-    *s = (pack_slot){ s->data, bytes, w->data, O, I, version, 1 };
+    *s = (pack_slot){ s->data, bytes, w->data, O, I, tr_tensor_version(w), 1 };
     *packed = s->data;
     return TR_OK;
 }
