@@ -76,6 +76,7 @@ if spec.lora then lora.apply(model, { r = 8, alpha = 16, dropout = 0, targets = 
 amp.prepare(model, spec.precision)
 if spec.checkpoint then checkpoint.apply(model, spec.checkpoint) end
 local opt_ = optim.new(model, { name = "adamw", lr = 1e-5 })
+opt_:transient_packs()   -- as a run without accumulation does (trainer.train.build)
 local scaler = amp.new_scaler(spec.precision)
 local loss = losses.new({ name = "cross_entropy" })
 

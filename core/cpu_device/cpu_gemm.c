@@ -133,6 +133,7 @@ typedef struct pack_slot {
 typedef struct weight_packs {
     tr_alloc *alloc;
     pack_slot slot[2];     /* [TR_PACK_FORWARD], [TR_PACK_INPUT_GRAD] */
+    int transient;         /* each pack lives for one product (tr_cpu_weight_transient_packs) */
 } weight_packs;
 
 static void packs_free(void *p)
@@ -205,13 +206,51 @@ static int slot_current(const pack_slot *s, const tr_tensor *w)
  * when its own product next runs, so a forward ends holding the forward packs alone, not last
  * step's input-gradient packs beside them, at the moment the activations peak. A frozen
  * weight's packs stay current and are kept. */
-static void drop_stale(weight_packs *wp, const tr_tensor *w, int product)
+static void free_slot(weight_packs *wp, int product)
 {
     pack_slot *o = &wp->slot[product];
-    if (o->data && !slot_current(o, w)) {
-        tr_alloc_free(wp->alloc, o->data);
-        *o = (pack_slot){ 0 };
+    if (o->data) tr_alloc_free(wp->alloc, o->data);
+    *o = (pack_slot){ 0 };
+}
+
+static void drop_stale(weight_packs *wp, const tr_tensor *w, int product)
+{
+    if (wp->slot[product].data && !slot_current(&wp->slot[product], w)) free_slot(wp, product);
+}
+
+/* *wp = w's packs record, attached now if w had none; NULL (and TR_OK) for a header
+ * without a storage to keep it beside (a test's tensor over its own buffer). */
+static int packs_record(tr_ctx *ctx, const tr_tensor *w, weight_packs **wp)
+{
+    *wp = tr_tensor_derived(w);
+    if (*wp) return TR_OK;
+    weight_packs *n = calloc(1, sizeof *n);
+    if (!n) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "linear: out of host memory for a packed-weight record");
+    n->alloc = tr_ctx_alloc(ctx, TR_CPU);
+    if (tr_tensor_set_derived(w, n, packs_free) != 0) {
+        free(n);
+        return TR_OK;
     }
+    *wp = n;
+    return TR_OK;
+}
+
+int tr_cpu_weight_transient_packs(tr_ctx *ctx, const tr_tensor *w, int on)
+{
+    if (!w || w->ndim != 2 || w->device != TR_CPU || w->dtype != TR_F32) return TR_OK;
+    weight_packs *wp;
+    int rc = packs_record(ctx, w, &wp);
+    if (rc != TR_OK || !wp) return rc;
+    wp->transient = on != 0;
+    if (wp->transient)
+        for (int product = TR_PACK_FORWARD; product <= TR_PACK_INPUT_GRAD; product++) free_slot(wp, product);
+    return TR_OK;
+}
+
+void tr_cpu_weight_pack_done(const tr_tensor *w, int product)
+{
+    weight_packs *wp = w ? tr_tensor_derived(w) : NULL;
+    if (wp && wp->transient && (product == TR_PACK_FORWARD || product == TR_PACK_INPUT_GRAD)) free_slot(wp, product);
 }
 
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed)
@@ -240,15 +279,7 @@ int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const voi
         return TR_OK;
     }
 
-    if (!wp) {
-        wp = calloc(1, sizeof *wp);
-        if (!wp) return tr_fail(tr_ctx_err(ctx), TR_EOOM, "linear: out of host memory for a packed-weight record");
-        wp->alloc = tr_ctx_alloc(ctx, TR_CPU);
-        if (tr_tensor_set_derived(w, wp, packs_free) != 0) {
-            free(wp);   /* no storage to keep a pack beside: the plain product */
-            return TR_OK;
-        }
-    }
+    if (!wp && ((rc = packs_record(ctx, w, &wp)) != TR_OK || !wp)) return rc;   /* no record: the plain product */
     pack_slot *s = &wp->slot[product];
     if (slot_current(s, w)) {
         *packed = s->data;

@@ -14,7 +14,8 @@
  * by tr_cpu_weight_packed and kept beside W's storage (tensor_version.h) with the version
  * of W they were made from: a frozen weight is packed once, a trained one again after each
  * optimizer step (every write of W moves its version), its other product's pack, stale by
- * then, freed as the first product repacks. Where that layout is W as stored
+ * then, freed as the first product repacks; a weight marked transient
+ * (tr_cpu_weight_transient_packs) has each pack freed as its product returns. Where that layout is W as stored
  * (the input gradient's on AVX2) the product reads W itself: no copy. Only f32 weights are
  * packed: a half-precision weight runs its products unpacked (its packs would be f32, four
  * times its bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator
@@ -52,6 +53,9 @@ enum { TR_PACK_FORWARD = 0, TR_PACK_INPUT_GRAD = 1 };
  * AVX2), W's own data. The pointer is valid until W is next written or freed, or, once W
  * was written, the other product's pack is asked for. */
 int tr_cpu_weight_packed(tr_ctx *ctx, const tr_tensor *w, int product, const void **packed);
+/* Called as a product that took tr_cpu_weight_packed(w, product) returns: frees that pack
+ * when w's packs are transient (tr_cpu_weight_transient_packs in gemm_query.h). */
+void tr_cpu_weight_pack_done(const tr_tensor *w, int product);
 
 /* Y[rows, O] = X[rows, I] W^T + bias, with W packed for TR_PACK_FORWARD. */
 int tr_cpu_linear_forward_packed(tr_ctx *ctx, float *Y, const float *X, const void *packed, const float *bias,

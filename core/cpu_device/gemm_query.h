@@ -31,4 +31,13 @@ const char *tr_cpu_isa_max(void);
  * unusable, a oneDNN failure). Half weights are never packed: this is for f32 ones. */
 int tr_cpu_linear_pack_bytes(struct tr_ctx *ctx, int64_t out_features, int64_t in_features, int64_t bytes[2]);
 
+/* on = 1: each packed copy of the f32 CPU weight w is made for one product and freed as that
+ * product returns (any pack it holds now is freed), instead of kept until w is next written.
+ * For a weight the optimizer writes after each use, whose pack could never be used twice: its
+ * packs then never sit beside the activations (a full fine-tune keeps no forward packs at the
+ * end of its forward). on = 0 keeps them again. A no-op for any other tensor. TR_OK, or
+ * TR_EOOM with ctx's error set. */
+struct tr_tensor;
+int tr_cpu_weight_transient_packs(struct tr_ctx *ctx, const struct tr_tensor *w, int on);
+
 #endif

@@ -182,7 +182,9 @@ int tr_cpu_linear(tr_ctx *ctx, tr_op_call *c)
         [LF(w)] = g.packed ? 0 : TR_ROWS_WHOLE,
         [LF(bias)] = TR_ROWS_WHOLE,
     };
-    return tr_stage_rows_by(ctx, d, c, layout, c->dim[2], 1, linear_step(d, c, layout), linear_rows, &g);
+    rc = tr_stage_rows_by(ctx, d, c, layout, c->dim[2], 1, linear_step(d, c, layout), linear_rows, &g);
+    if (g.packed) tr_cpu_weight_pack_done(c->linear.w, TR_PACK_FORWARD);
+    return rc;
 }
 
 /* dbias += the column sums of dout (the bf16 path's products take dout as it is). */
@@ -243,7 +245,9 @@ static int linear_backward_cpu(tr_ctx *ctx, const tr_op_desc *d, tr_op_call *c, 
         [LB(dx)] = TR_ROWS_BLOCK,   [LB(dw)] = TR_ROWS_DIRECT,        [LB(dbias)] = TR_ROWS_DIRECT,
         [LB(dout)] = TR_ROWS_BLOCK, [LB(x)] = dw ? TR_ROWS_BLOCK : 0, [LB(w)] = dx && !g.packed ? TR_ROWS_WHOLE : 0,
     };
-    return tr_stage_rows_by(ctx, d, c, layout, N, 1, linear_step(d, c, layout), linear_backward_rows, &g);
+    rc = tr_stage_rows_by(ctx, d, c, layout, N, 1, linear_step(d, c, layout), linear_backward_rows, &g);
+    if (g.packed) tr_cpu_weight_pack_done(w, TR_PACK_INPUT_GRAD);
+    return rc;
 }
 
 int tr_cpu_linear_backward(tr_ctx *ctx, tr_op_call *c)

@@ -268,6 +268,56 @@ static void test_packs_are_workspace_and_made_once(void)
     run_free(&b);
 }
 
+/* A weight marked transient (tr_cpu_weight_transient_packs) has each pack made for one product
+ * and freed as it returns: marking frees what it holds, a forward or backward leaves no
+ * workspace behind, the results are the kept packs' bits, and unmarking keeps packs again. */
+static void test_transient_packs(void)
+{
+    uint64_t before = workspace_bytes(dnnl_ctx);
+    run a, b;
+    CHECK(run_new(&a, dnnl_ctx) && run_new(&b, dnnl_ctx), "setup");
+    CHECK(tr_tensor_copy(dnnl_ctx, b.w, a.w) == TR_OK && tr_tensor_copy(dnnl_ctx, b.x, a.x) == TR_OK, "copy");
+    uint64_t fwd = pack_bytes(O, I, 1), bwd = pack_bytes(I, O, 0);
+    CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    uint64_t kept = workspace_bytes(dnnl_ctx);
+    CHECK(kept == before + fwd, "workspace %llu after a kept forward, want %llu", (unsigned long long)kept,
+          (unsigned long long)(before + fwd));
+    CHECK(tr_cpu_weight_transient_packs(dnnl_ctx, a.w, 1) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(workspace_bytes(dnnl_ctx) == before, "marking left %llu workspace bytes (the kept pack not freed?)",
+          (unsigned long long)(workspace_bytes(dnnl_ctx) - before));
+    tr_alloc_stats s0, s1;
+    tr_alloc_get_stats(tr_ctx_alloc(dnnl_ctx, TR_CPU), &s0);
+    for (int i = 0; i < 2; i++) {
+        CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "forward %d", i);
+        CHECK(workspace_bytes(dnnl_ctx) == before, "forward %d left %llu workspace bytes", i,
+              (unsigned long long)(workspace_bytes(dnnl_ctx) - before));
+        CHECK(tr_op_linear_backward(dnnl_ctx, a.dx, NULL, NULL, a.y, NULL, a.w) == TR_OK, "backward %d", i);
+        CHECK(workspace_bytes(dnnl_ctx) == before, "backward %d left %llu workspace bytes", i,
+              (unsigned long long)(workspace_bytes(dnnl_ctx) - before));
+    }
+    tr_alloc_get_stats(tr_ctx_alloc(dnnl_ctx, TR_CPU), &s1);
+    CHECK(s1.n_alloc - s0.n_alloc == (fwd ? 2u : 0u) + (bwd ? 2u : 0u),
+          "%llu allocations in two transient forwards and backwards, want one per packed product",
+          (unsigned long long)(s1.n_alloc - s0.n_alloc));
+    /* the same products on the kept packs of an equal weight: the same bits */
+    CHECK(tr_op_linear(dnnl_ctx, b.y, b.x, b.w, a.b) == TR_OK &&
+              tr_op_linear_backward(dnnl_ctx, b.dx, NULL, NULL, a.y, NULL, b.w) == TR_OK,
+          "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(rel(a.y, b.y) == 0 && rel(a.dx, b.dx) == 0, "transient packs give %g / %g from kept ones", rel(a.y, b.y),
+          rel(a.dx, b.dx));
+    uint64_t with_b = workspace_bytes(dnnl_ctx);
+    CHECK(tr_cpu_weight_transient_packs(dnnl_ctx, a.w, 0) == TR_OK, "unmark");
+    CHECK(tr_op_linear(dnnl_ctx, a.y, a.x, a.w, a.b) == TR_OK, "%s", tr_ctx_errmsg(dnnl_ctx));
+    CHECK(workspace_bytes(dnnl_ctx) == with_b + fwd, "workspace %llu after unmarking and a forward, want %llu",
+          (unsigned long long)workspace_bytes(dnnl_ctx), (unsigned long long)(with_b + fwd));
+    /* any other tensor is left alone */
+    CHECK(tr_cpu_weight_transient_packs(dnnl_ctx, a.b, 1) == TR_OK, "a 1-D tensor");
+    run_free(&a);
+    run_free(&b);
+    CHECK(workspace_bytes(dnnl_ctx) == before, "workspace %llu after the weights were freed, want %llu",
+          (unsigned long long)workspace_bytes(dnnl_ctx), (unsigned long long)before);
+}
+
 /* tr_cpu_linear_pack_bytes (gemm_query.h, what `trainer plan` counts) says the packs a Linear
  * makes: the workspace one forward and one input gradient leave, product by product; none on
  * OpenBLAS or for a side under 32; a weight of no rows is a user error. */
@@ -545,6 +595,7 @@ int main(void)
         printf("SKIP test_packs_are_workspace_and_made_once: %s\n", why);
         printf("SKIP test_pack_layouts_plain_or_blocked: %s\n", why);
         printf("SKIP test_pack_bytes_query: %s\n", why);
+        printf("SKIP test_transient_packs: %s\n", why);
         printf("SKIP test_half_weight: %s\n", why);
         printf("SKIP test_repeatable_bits: %s\n", why);
         printf("SKIP test_matmul_matches_openblas: %s\n", why);
@@ -557,6 +608,7 @@ int main(void)
         RUN(test_packs_are_workspace_and_made_once);
         RUN(test_pack_layouts_plain_or_blocked);
         RUN(test_pack_bytes_query);
+        RUN(test_transient_packs);
         RUN(test_half_weight);
         RUN(test_repeatable_bits);
         RUN(test_matmul_matches_openblas);

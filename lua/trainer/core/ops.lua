@@ -561,6 +561,14 @@ function M.cpu_products()
            isa_max = ffi.string(C.tr_cpu_isa_max()) }
 end
 
+-- Makes each oneDNN pack of the f32 CPU weight t (a trainer.core.tensor) live for one product
+-- (on true) or until t is next written (false, the default): for a weight the optimizer
+-- writes after every use, whose packs could never serve twice (core/cpu_device/gemm_query.h,
+-- tr_cpu_weight_transient_packs). Any other tensor is left alone.
+function M.transient_packs(t, on)
+  runtime.check(C.tr_cpu_weight_transient_packs(runtime.ctx, t:ptr(), on and 1 or 0), "ops.transient_packs")
+end
+
 -- The names of the op table's ops, in its order.
 function M.names()
   local names = {}

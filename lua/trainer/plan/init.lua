@@ -24,9 +24,9 @@
 --                CPU with oneDNN (core/cpu_device/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed in f32 for the products that take a copy of their own (forward
 --                and input gradient in a blocked layout; on AVX2 the forward's only: the runtime
---                says, tr_cpu_linear_pack_bytes), kept for the run (a trained weight's
---                input-gradient pack is freed as its forward repacks after an update, so
---                the total, a sum of each tag's peak, is an upper bound there)
+--                says, tr_cpu_linear_pack_bytes), kept for the run; a trained weight's,
+--                without accumulation, made for each product and freed after it
+--                (Optimizer:transient_packs), so one at a time
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -177,11 +177,13 @@ function M.estimate(recipe, opts)
   local head = classification and terms.head(K) or {}
   local saved = {}
   for _, n in ipairs(lora and lora.modules_to_save or {}) do saved[n] = true end
-  for _, p in ipairs(head) do
+  -- a head parameter trains in a full fine-tune, or when lora.modules_to_save names its module
+  local function head_trains(p)
     local trains = full
     for _, n in ipairs(p.saved_by or {}) do trains = trains or saved[n] or false end
-    add(p.n, p.rows, p.cols, trains, p.product)
+    return trains
   end
+  for _, p in ipairs(head) do add(p.n, p.rows, p.cols, head_trains(p), p.product) end
 
   local half = recipe.precision == "bf16" or recipe.precision == "fp16"
   local n_all, n_train, weights, optimizer = 0, 0, 0, 0
@@ -279,18 +281,25 @@ function M.estimate(recipe, opts)
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
   -- (f32 weights only: half ones run unpacked, core/cpu_device/cpu_gemm.c), as this process
   -- packs them; planned for oneDNN by opts.cpu_gemm, as its blocked layout packs them
-  local packed, packed_fwd, packed_grad = 0, 0, 0
+  -- A trained weight's packs, without accumulation, live for one product each
+  -- (Optimizer:transient_packs): only the largest of them counts, once.
+  local packed, packed_fwd, packed_grad, held, held_fwd, held_grad = 0, 0, 0, 0, false, false
   if onednn and not half then
     local packs = opts.cpu_gemm and M.blocked_packed_weight_bytes or M.packed_weight_bytes
-    local function add_packs(O, I, n)
+    local per_product = recipe.batch.accumulate == 1
+    local function add_packs(O, I, n, trained)
       local _, f, g = packs(O, I)
-      packed_fwd, packed_grad = packed_fwd + n * f, packed_grad + n * g
+      if trained and per_product then
+        held, held_fwd, held_grad = math.max(held, f, g), held_fwd or f > 0, held_grad or g > 0
+      else
+        packed_fwd, packed_grad = packed_fwd + n * f, packed_grad + n * g
+      end
     end
-    for _, lin in ipairs(terms.linears) do add_packs(lin[3], lin[2], L) end
+    for _, lin in ipairs(terms.linears) do add_packs(lin[3], lin[2], L, full) end
     for _, p in ipairs(head) do
-      if p.linear then add_packs(p.rows, p.cols, 1) end
+      if p.linear then add_packs(p.rows, p.cols, 1, head_trains(p)) end
     end
-    packed = packed_fwd + packed_grad
+    packed = packed_fwd + packed_grad + held
     workspace = workspace + packed
   end
   -- an active LoRA dropout on the CPU: dropout_linear's backward holds the dropped-out input
@@ -372,8 +381,9 @@ function M.estimate(recipe, opts)
     cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
     packed_weight_bytes = packed > 0 and packed or nil,
     -- which products' copies those are (for the text)
-    packed_products = packed > 0 and (packed_grad == 0 and "forward" or packed_fwd == 0 and "input gradient"
-      or "forward and input gradient") or nil,
+    packed_products = packed > 0 and (packed_grad == 0 and not held_grad and "forward"
+      or packed_fwd == 0 and not held_fwd and "input gradient" or "forward and input gradient") or nil,
+    packed_transient = held > 0 or nil,
     eval = require("trainer.plan.eval").estimate(recipe, c.hidden_size or c.dim or c.d_model),   -- eval.sets' ir
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
@@ -643,8 +653,9 @@ function M.format(plan, budget, path, info)
   if plan.packed_weight_bytes then
     local which = plan.packed_products == "forward and input gradient" and plan.packed_products
       or plan.packed_products .. " only: the other product reads the weights as stored"
-    lines[#lines + 1] = ("workspace holds %s of Linear weights packed for oneDNN (f32, %s; "
-      .. "TRAINER_CPU_GEMM=openblas runs without them)"):format(fs(plan.packed_weight_bytes), which)
+    lines[#lines + 1] = ("workspace holds %s of Linear weights packed for oneDNN (f32, %s%s; "
+      .. "TRAINER_CPU_GEMM=openblas runs without them)"):format(fs(plan.packed_weight_bytes), which,
+      plan.packed_transient and "; a trained weight's packs one at a time, each freed after its product" or "")
   end
   if plan.cuda_context_bytes then
     lines[#lines + 1] = ("%-12s %12s  (the CUDA context, outside the allocator: add it to compare with nvidia-smi; "

@@ -6,6 +6,7 @@
 --   ... forward, backward (accumulates into param.grad) ...
 --   opt:step({ lr = sched:lr(k), grad_scale = 1 })
 --   opt:state() / opt:load_state(st)   -- exact resume;  opt:memory()  -- bytes by tag;  opt:free()
+--   opt:transient_packs()      -- one forward and one backward per step: CPU weight packs live per product
 --
 -- Parameters: (name, param) pairs with param = { value = f32 tensor (the master weight),
 -- grad = tensor or nil, trainable = bool (nil counts as true) }. Accepted as an iterator function, an
@@ -241,6 +242,18 @@ function Optimizer:zero_grad()
         prm.grad = T.keep(T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" }))
       end
     end
+  end
+end
+
+-- Every trainable parameter's oneDNN packs (the CPU Linear's copies of an f32 weight in the
+-- products' layout) made for one product and freed as it returns (ops.transient_packs), for a
+-- loop that runs one forward and one backward between steps: each step writes the weight, so
+-- a pack could never serve a second product, and kept it would sit beside the activations at
+-- their peak (a full fine-tune's forward packs: about 340 MB at BERT-base). A loop that
+-- accumulates micro-batches, or runs a forward again (checkpointing), repacks per product.
+function Optimizer:transient_packs()
+  for _, e in ipairs(self.params) do
+    if trainable(e.param) then ops.transient_packs(e.param.value, true) end
   end
 end
 
