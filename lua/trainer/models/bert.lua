@@ -826,8 +826,9 @@ end
 -- layer input's share; the share kept past the attention core (rowwise); a segment boundary;
 -- the embeddings'; the backward's transient peak.
 -- d: the shape (H hidden, L layers, I intermediate, A heads, V vocabulary, P positions, TV token
--- types), names (BertLayer.linears' renames: names, ffn_names, attention_name: another family's
--- weight names for BERT's layer) and head(K), the head's parameters.
+-- types), act (the feed-forward's activation name, default "gelu"), names (BertLayer.linears'
+-- renames: names, ffn_names, attention_name: another family's weight names for BERT's layer)
+-- and head(K), the head's parameters.
 function M.shaped_plan_terms(d)
   local H, L, I, A, V, P, TV = d.H, d.L, d.I, d.A, d.V, d.P, d.TV
   local n = d.names or {}
@@ -842,21 +843,28 @@ function M.shaped_plan_terms(d)
     layer[#layer + 1] = { n = lin[3], rows = lin[3], cols = 1 }                                               -- bias
   end
   layer[#layer + 1] = { n = 4 * H, rows = 4 * H, cols = 1 }   -- two LayerNorms
+  -- the activation's output (output.dense's input) is kept under the tanh GELU, whose CUDA
+  -- product makes it in its epilogue, and remade from the pre-activation in the backward under
+  -- any other (BertFeedForward): then N x I more only while the feed-forward's backward runs
+  local act_kept = ops.gelu_kind(d.act) == ops.gelu_kind("gelu_new")
   local function activations(a)
     local N, e = a.tokens, a.bytes
     local stats = (A + 4) * N * 4                  -- attention lse + LayerNorm mean/rstd, f32
     -- rowwise: the bytes of per_layer kept past the attention core, which the last layer keeps
     -- for its first rows only under a head that reads nothing else (trainer.nn.row_pick)
     local per_layer, layer_input, rowwise
+    local remade = 0   -- the activation's output, remade in the feed-forward's backward
     if a.full then
       -- the layer input, q, k, v, the attention context, both LayerNorm inputs, the
-      -- pre-GELU and GELU outputs
-      per_layer = (8 * N * H + 2 * N * I) * e + stats
+      -- feed-forward's input, the pre-activation (and the activation's output where kept)
+      local ffn = act_kept and 2 * N * I or N * I
+      remade = act_kept and 0 or N * I
+      per_layer = (8 * N * H + ffn) * e + stats
       layer_input = N * H * e
       -- past the core: the context (the output dense's input; on CUDA the attention keeps the
       -- whole output for its backward and the dense a view of it, so not row-wise there),
-      -- both LayerNorm inputs, the feed-forward's input, pre-GELU and GELU outputs
-      rowwise = ((a.gpu and 3 or 4) * N * H + 2 * N * I) * e + 16 * N
+      -- both LayerNorm inputs, the feed-forward's input and its kept [N, I] tensors
+      rowwise = ((a.gpu and 3 or 4) * N * H + ffn) * e + 16 * N
     else
       -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
       -- shared by the adapters that read it: query/key/value all read the layer's input; the
@@ -885,7 +893,7 @@ function M.shaped_plan_terms(d)
     -- (attention_transient, past the feed-forward's release of its keeps): the feed-forward's
     -- input gradient, the output block's two, the heads' dq, dk and dv.
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e, rowwise = rowwise,
-             embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H) * e,
+             embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H + remade) * e,
              rowwise_transient = N * I * e, attention_transient = 6 * N * H * e }
   end
   local embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H } }
@@ -900,7 +908,7 @@ end
 local function plan_terms(c)
   local H = c.hidden_size
   return M.shaped_plan_terms({ H = H, L = c.num_hidden_layers, I = c.intermediate_size, A = c.num_attention_heads,
-    V = c.vocab_size, P = c.max_position_embeddings or 512, TV = c.type_vocab_size or 2,
+    V = c.vocab_size, P = c.max_position_embeddings or 512, TV = c.type_vocab_size or 2, act = c.hidden_act,
     head = function(K)
       return { { n = H * H + H, rows = H, cols = H, product = true, linear = "pooler.dense", saved_by = { "pooler", "pooler.dense" } },
                { n = K * H + K, rows = K, cols = H, product = true, linear = "classifier", saved_by = { "classifier" } } }

@@ -161,7 +161,7 @@ end
 function M.plan_terms(c)
   local H = c.dim or 768
   return bert.shaped_plan_terms({ H = H, L = c.n_layers or 6, I = c.hidden_dim or 3072, A = c.n_heads or 12,
-    V = c.vocab_size or 30522, P = c.max_position_embeddings or 512, TV = 0,
+    V = c.vocab_size or 30522, P = c.max_position_embeddings or 512, TV = 0, act = c.activation,
     names = { names = NAMES.attention, ffn_names = NAMES.ffn, attention_name = NAMES.attention_name },
     head = head_terms(H) })
 end

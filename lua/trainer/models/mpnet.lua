@@ -103,7 +103,7 @@ local bert_terms = F.plan_terms
 function F.plan_terms(c)
   local H = c.hidden_size
   local t = bert.shaped_plan_terms({ H = H, L = c.num_hidden_layers, I = c.intermediate_size,
-    A = c.num_attention_heads, V = c.vocab_size, P = c.max_position_embeddings or 514, TV = 0,
+    A = c.num_attention_heads, V = c.vocab_size, P = c.max_position_embeddings or 514, TV = 0, act = c.hidden_act,
     names = { names = NAMES.attention } })
   local A = c.num_attention_heads
   t.embeddings[#t.embeddings + 1] = { n = NUM_BUCKETS * A, rows = NUM_BUCKETS, cols = A }
