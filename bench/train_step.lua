@@ -82,7 +82,7 @@ local loss = losses.new({ name = "cross_entropy" })
 
 local function step(n)
   model.rng.step = n
-  opt_:zero_grad()
+  opt_:zero_grad({ free = true })   -- as a run does (trainer.train.train_step)
   local logits = model:forward(batch)
   loss:forward({ logits }, labels)
   local g = loss:backward()[1]

@@ -51,7 +51,7 @@ function M.measure(arch, shape, spec)
   local input, attn = lib.int_matrix(ids, rows, S), lib.int_matrix(mask, rows, S)
   local function step(n)
     model.rng.step = n
-    opt:zero_grad()
+    opt:zero_grad({ free = true })   -- as a run does (trainer.train.train_step)
     for i = 0, k - 1 do
       local mb = { input_ids = input:narrow(i * per, per), attention_mask = attn:narrow(i * per, per) }
       local lab = {}

@@ -98,6 +98,42 @@ cases[#cases + 1] = { "grad_scale_unscales", function()
   run_case("adafactor_lr", 1024)
 end }
 
+-- zero_grad({ free = true }) frees every gradient (none held until a backward makes it, as
+-- Module.grad_of does); steps over gradients made that way are the plain zero_grad's bits,
+-- and a trainable parameter the step finds without one is updated with a zero gradient
+-- (AdamW's decay and moments move) exactly as after a plain zero_grad.
+cases[#cases + 1] = { "zero_grad_free_then_made_in_backward", function()
+  local case = golden.optimizers.adamw_wd
+  local function run(free)
+    local list = make_params(case)
+    local opt = optim.new(list, case.config)
+    local last = list[#golden.names]   -- left without a gradient on even steps
+    for k = 1, 4 do
+      opt:zero_grad({ free = free })
+      for _, e in ipairs(list) do
+        if free then assert(e.grad == nil, e.name .. ": a gradient survived zero_grad({ free = true })") end
+        if e.trainable and not (e == last and k % 2 == 0) then
+          if not e.grad then e.grad = T.keep(T.zeros(e.value:shape(), { tag = "grads" })) end
+          local g = T.from_table(case.grads[k][e.name])
+          ops.axpy_(e.grad, g, 1)
+          g:free()
+        end
+      end
+      opt:step()
+    end
+    local out = {}
+    for _, e in ipairs(list) do out[e.name] = e.value:values() end
+    opt:free()
+    free_params(list)
+    return out
+  end
+  local plain, freed = run(false), run(true)
+  for name, v in pairs(plain) do
+    local w = freed[name]
+    for i = 1, #v do assert(v[i] == w[i], ("%s[%d]: %.9g freed, %.9g plain"):format(name, i, w[i], v[i])) end
+  end
+end }
+
 cases[#cases + 1] = { "schedules_match_get_scheduler", function()
   for key, case in pairs(golden.schedules) do
     local s = schedule.new(case.config, case.base_lr, case.total_steps)

@@ -5,12 +5,17 @@
 -- own terms (its parameters, what a layer keeps) are its family's plan_terms
 -- (trainer.models.registry: config.json's model_type, or model.arch):
 --   weights      every parameter: 4 bytes, or 2 for frozen ones under bf16/fp16
---   grads        4 bytes per trainable parameter (none for frozen ones)
+--   grads        4 bytes per trainable parameter (none for frozen ones); a run not under
+--                mpirun frees them at each step's start and the backward makes them
+--                (Optimizer:zero_grad's free), so they never meet the forward's
+--                activations: the total, a sum of the tags' peaks, is then an upper bound
+--                by up to the grads
 --   optimizer    AdamW 8 bytes per trainable parameter; SGD 4 with momentum; Adafactor the
 --                factored row and column moments (+ 4 per element with beta1)
 --   activations  per layer, what backward needs (the layer input, q, k, v, the attention
---                context, both LayerNorm inputs, the pre-GELU and GELU outputs, f32 row
---                statistics and the attention log-sum-exp; with a frozen base only what the
+--                context, both LayerNorm inputs, the pre-activation (and its output under
+--                the tanh GELU), f32 row statistics and the attention log-sum-exp; with a
+--                frozen base only what the
 --                input gradients and the LoRA adapters need), times the layers that keep
 --                them at once (all, or one checkpoint segment plus every segment's input),
 --                plus the embeddings and the backward's largest transient gradients; in the

@@ -3,6 +3,7 @@
 --
 --   local opt = optim.new(model:parameters(), recipe.optim)
 --   opt:zero_grad()            -- zeroes (creating, tag "grads") the gradient of every trainable param
+--                                 ({ free = true }: frees them; the backward makes each as it accumulates)
 --   ... forward, backward (accumulates into param.grad) ...
 --   opt:step({ lr = sched:lr(k), grad_scale = 1 })
 --   opt:state() / opt:load_state(st)   -- exact resume;  opt:memory()  -- bytes by tag;  opt:free()
@@ -230,16 +231,30 @@ end
 
 -- ---------------------------------------------------------------- gradients
 
+local function zero_grad_of(prm)
+  return T.keep(T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" }))
+end
+
 -- Zeroes every trainable parameter's gradient, creating missing ones (f32, the value's
 -- shape and device, tag "grads"). Frozen parameters get none.
-function Optimizer:zero_grad()
+-- opts.free: frees every gradient instead; the backward makes each anew (zeros, then its
+-- sum: Module.grad_of) as it first accumulates into it, so no gradient is held through the
+-- forward, where the activations peak (torch's zero_grad(set_to_none=True)). The next step
+-- still updates a trainable parameter the backward left without one, with a zero gradient,
+-- as after a plain zero_grad.
+function Optimizer:zero_grad(opts)
+  local free = opts and opts.free
+  self.grads_freed = free or nil
   for _, e in ipairs(self.params) do
     local prm = e.param
     if trainable(prm) then
-      if prm.grad then
+      if free then
+        if prm.grad then prm.grad:free() end
+        prm.grad = nil
+      elseif prm.grad then
         prm.grad:fill(0)
       else
-        prm.grad = T.keep(T.zeros(prm.value:shape(), { dtype = "f32", device = prm.value:device(), tag = "grads" }))
+        prm.grad = zero_grad_of(prm)
       end
     end
   end
@@ -300,6 +315,11 @@ function Optimizer:step(opts)
   end
   local device_skip = all or self.kind.skips_on_device
   if opts.skip_if and not device_skip and opts.skip_if:item() ~= 0 then return lr, true end
+  if self.grads_freed then   -- zero_grad({ free = true }): a gradient the backward never made is 0
+    for _, e in ipairs(self.params) do
+      if trainable(e.param) and not e.param.grad then e.param.grad = zero_grad_of(e.param) end
+    end
+  end
   self.steps = self.steps + 1
   local max_step, stepped = 0, {}
   for _, e in ipairs(self.params) do

@@ -94,7 +94,9 @@ function Run:train_step()
   memory.reset_peak(self.device)
   local t0 = sys.now()
   self.model:train()
-  self.optimizer:zero_grad()
+  -- the gradients are freed, not zeroed: none is held through the forward (the backward makes
+  -- them); under mpirun the all-reduce lists them before the last backward, so they stay
+  self.optimizer:zero_grad({ free = not self.dist })
   local scale = self.scaler.scale / acc
   if self.deferred and self.scaler.enabled then
     -- fp16 on a device: the scale lives there and multiplies the seed there
