@@ -45,22 +45,19 @@ TR_SIMD_CLONES static void KFN(dal_row_fwd)(REAL *out, REAL *sum, REAL *mean, RE
                                             const REAL *res, const uint8_t *keep, REAL scale, const REAL *w,
                                             const REAL *b, int64_t C, REAL eps)
 {
-    REAL m = 0;
     if (keep) {
-#pragma omp simd reduction(+ : m)
-        for (int64_t c = 0; c < C; c++) {
-            REAL s = KFN(dal_select)(x[c] * scale, keep[c]) + res[c];
-            sum[c] = s;
-            m += s;
-        }
+#pragma omp simd
+        for (int64_t c = 0; c < C; c++) sum[c] = KFN(dal_select)(x[c] * scale, keep[c]) + res[c];
     } else {
-#pragma omp simd reduction(+ : m)
-        for (int64_t c = 0; c < C; c++) {
-            REAL s = x[c] + res[c];
-            sum[c] = s;
-            m += s;
-        }
+#pragma omp simd
+        for (int64_t c = 0; c < C; c++) sum[c] = x[c] + res[c];
     }
+    /* one reduction over the row's sums whatever made them, so that the row's output remade
+     * from its kept sum (x = sum, residual 0, no dropout: nn/dropout_add_norm.lua's remake)
+     * has the forward's mean, rstd and bits */
+    REAL m = 0;
+#pragma omp simd reduction(+ : m)
+    for (int64_t c = 0; c < C; c++) m += sum[c];
     m /= (REAL)C;
     /* two passes (mean, then centred squares), as layernorm: no cancellation for large means.
      * The normalisation repeats layernorm_row's, with the sums in SIMD lanes where that one

@@ -11,6 +11,7 @@
  *   - bf16 and f16: every output and gradient bit for bit (the half path rounds where the
  *     unfused ops round and runs layernorm's own kernels);
  *   - the sum written over x (in place, as the BERT layer runs it) gives the same bits;
+ *   - f32: the output remade from the kept sum (a zero residual, no dropout) has its bits;
  *   - p = 1 gives sum = residual; argument errors name the op and the argument and write
  *     nothing; no workspace is left. */
 #include "check.h"
@@ -110,6 +111,17 @@ static void compare(int dtype, int64_t N, int64_t C, float p, double tol)
     snprintf(w2, sizeof w2, "%s: out with the sum over x", what);
     same(w2, fo2, fo, 0);
 
+    /* the output remade from the kept sum alone (x = the sum, a zero residual, no dropout,
+     * no statistics: nn/dropout_add_norm.lua's remake, f32 only): the forward's bits */
+    tr_tensor *zero = mk(2, sh, dtype, NULL), *ro = mk(2, sh, dtype, NULL);
+    if (dtype == TR_F32) {
+        CHECK(tr_tensor_fill(ctx, zero, 0) == TR_OK, "fill");
+        CHECK(tr_op_dropout_add_layernorm(ctx, ro, NULL, NULL, NULL, fs, zero, tw, tb, 0.0f, 1e-12f, NULL, 0) == TR_OK,
+              "remake: %s", tr_ctx_errmsg(ctx));
+        snprintf(w2, sizeof w2, "%s: out remade from the sum", what);
+        same(w2, ro, fo, 0);
+    }
+
     /* backward, both from the fused forward's saved tensors */
     tr_tensor *udres = mk(2, sh, dtype, NULL), *udx = mk(2, sh, dtype, NULL);
     tr_tensor *udw = mk(1, shc, TR_F32, w), *udb = mk(1, shc, TR_F32, b);   /* += from a non-zero start */
@@ -138,7 +150,7 @@ static void compare(int dtype, int64_t N, int64_t C, float p, double tol)
     same(w2, fdx2, fdx, 0);
 
     tr_tensor *all[] = { tx, tr, tdy, tw, tb, od, us, uo, um, ur, fs, fo, fm, fr, udres, udx, udw, udb, fdres, fdx,
-                         fdw, fdb, fdx2, tx2, fo2 };
+                         fdw, fdb, fdx2, tx2, fo2, zero, ro };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tr_tensor_free(all[i]);
     free(x), free(r), free(dy);
     no_workspace_left(what);

@@ -37,7 +37,8 @@ local function run(self, x, mask, rows)
   local h = x:reshape(x:shape())
   local n = #self.layers
   for i, layer in ipairs(self.layers) do
-    local ok, nh = pcall(layer.forward, layer, h, mask, i == n and rows or nil)
+    -- prev: the layer whose output h is, within the segment (a layer may remake its input from it)
+    local ok, nh = pcall(layer.forward, layer, h, mask, i == n and rows or nil, self.layers[i - 1])
     h:free()
     if not ok then error(nh, 0) end
     h = nh

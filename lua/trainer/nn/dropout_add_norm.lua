@@ -8,6 +8,7 @@
 -- numbers), so Checkpoint's clear_saved, a re-run forward and each module's release behave as
 -- before; with grad disabled nothing is kept.
 local Module = require("trainer.nn.module")
+local T = require("trainer.core.tensor")
 local ops = require("trainer.core.ops")
 
 local M = {}
@@ -61,6 +62,29 @@ function M.forward(dropout, norm, x, residual, pk)
   -- advanced it in between
   if key and dropout.grad_enabled then dropout.saved.key = { seed = dropout.rng.seed, step = dropout.rng.step } end
   return y
+end
+
+-- Whether remake can give the block end's output again: its norm keeps an f32 sum (a half
+-- sum is rounded after the output was made from it).
+function M.remakeable(norm)
+  local sum = norm.saved.x
+  return sum ~= nil and sum:dtype() == "f32"
+end
+
+-- The block end's output again (new), from what its norm keeps for the backward, with the
+-- forward's bits: the fused op over the kept sum with a zero residual and no dropout (the
+-- kernels reduce a row's sums whatever made them, kernels/cpu/dropout_add_layernorm.c), or,
+-- where the forward ran unfused, the layernorm op over it. A consumer that kept the output
+-- for a weight gradient (the next Linear's input) drops it after the forward and remakes it
+-- here in the backward.
+function M.remake(dropout, norm)
+  local sum = norm:saved_tensor("x")
+  local w, b = norm.weight.value, norm.bias and norm.bias.value
+  return T.scope(function()
+    if dropout.saved.pk then return (ops.layernorm(sum, w, b, norm.eps)) end
+    local zero = T.zeros(sum:shape(), { dtype = "f32", device = sum:device(), tag = "activations" })
+    return ops.dropout_add_layernorm(sum, zero, w, b, norm.eps, 0, nil, nil, { stats = false })
+  end)
 end
 
 -- dx (new, the gradient of x) and dresidual (new, the gradient of the residual); the

@@ -36,7 +36,8 @@ function BertEncoder:forward(x, mask, rows)
   local h = x:reshape(x:shape())
   local n = #self.layers
   for i, layer in ipairs(self.layers) do
-    local nh = layer:forward(h, mask, i == n and rows or nil)
+    -- prev: the layer whose output h is (BertLayer remakes its input from it)
+    local nh = layer:forward(h, mask, i == n and rows or nil, self.layers[i - 1])
     h:free()
     h = nh
   end

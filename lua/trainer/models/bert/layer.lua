@@ -6,6 +6,8 @@ local T = require("trainer.core.tensor")
 local BertAttention = require("trainer.models.bert.attention")
 local BertFeedForward = require("trainer.models.bert.feedforward")
 local packing = require("trainer.nn.packing")
+local Linear = require("trainer.nn.linear")
+local add_norm = require("trainer.nn.dropout_add_norm")
 
 local BertLayer = Module:extend("BertLayer")
 
@@ -32,19 +34,64 @@ function BertLayer.new(cfg, rng, layer, rel)
   return self
 end
 
+-- The plain Linears among ms that kept their input for their weight gradient: their copies
+-- are dropped (the caller remakes the input in the backward); true when there were any.
+local function drop_inputs(ms)
+  local dropped = false
+  for _, m in ipairs(ms) do
+    if getmetatable(m) == Linear and m.saved.x then
+      m.saved.x:free()
+      m.saved.x = nil
+      dropped = true
+    end
+  end
+  return dropped
+end
+
+-- Gives each of ms (the Linears drop_inputs emptied) a view of y, then lets y's handle go.
+local function give_input(ms, y)
+  for _, m in ipairs(ms) do
+    if getmetatable(m) == Linear and m.weight.trainable then m.saved.x = T.keep(y:reshape(y:shape())) end
+  end
+  y:free()
+end
+
 -- mask: [B, T] or nil, or a packing (trainer.nn.packing) when x is the packed real rows.
 -- rows: a trainer.nn.row_pick (the encoder's last layer under a head that reads the first rows
 -- only): past the attention core the layer runs on those rows, and returns [B, C].
-function BertLayer:forward(x, mask, rows)
+-- prev: the layer whose output x is (the encoder's and a checkpoint segment's loops pass it).
+-- A post-LN block's output is what the next Linears keep for their weight gradients (the
+-- feed-forward's first dense, the next layer's query, key and value): as f32 it is dropped
+-- after the forward and remade in the backward from what the block's LayerNorm keeps anyway
+-- (nn.dropout_add_norm.remake: the same bits), N x C fewer kept twice per layer.
+function BertLayer:forward(x, mask, rows, prev)
   local pk = packing.is(mask) and mask or nil
   -- the attention output dies once the feed-forward's is made
-  return T.scope(function() return self.ffn:forward(self.attention:forward(x, mask, rows), rows or pk) end)
+  local y = T.scope(function() return self.ffn:forward(self.attention:forward(x, mask, rows), rows or pk) end)
+  -- (the layer the input is remade from stays out of saved, whose release frees tensors)
+  self.input_from = nil
+  if self.grad_enabled then
+    local a, f = self.attention, self.ffn
+    if add_norm.remakeable(a.norm) and drop_inputs({ f.dense1 }) then self.saved.remake_ffn_input = true end
+    if getmetatable(prev) == BertLayer and add_norm.remakeable(prev.ffn.norm)
+        and drop_inputs({ a.query, a.key, a.value }) then
+      self.input_from = prev
+    end
+  end
+  return y
 end
 
 -- want_dx = false: no input gradient is owed (the first layer over frozen embeddings); nil then.
 function BertLayer:backward(dy, want_dx)
+  local from, a, f = self.input_from, self.attention, self.ffn
+  if self.saved.remake_ffn_input then give_input({ f.dense1 }, add_norm.remake(a.dropout, a.norm)) end
+  self.saved.remake_ffn_input, self.input_from = nil, nil
   -- the feed-forward's input gradient dies once the attention's is made
-  local dx = T.scope(function() return self.attention:backward(self.ffn:backward(dy), want_dx) end)
+  local dx = T.scope(function()
+    local dh = f:backward(dy)
+    if from then give_input({ a.query, a.key, a.value }, add_norm.remake(from.ffn.dropout, from.ffn.norm)) end
+    return a:backward(dh, want_dx)
+  end)
   -- under mpirun, on a step's last micro-batch: this layer's gradients are final, and
   -- trainer.dist starts the all-reduce of the buckets they complete (DDP's overlap)
   if self.on_grads_final then self.on_grads_final() end
