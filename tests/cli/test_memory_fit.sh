@@ -6,7 +6,7 @@
 # the unchanged recipe's where the change is exact (accumulation, checkpointing); the choice
 # is printed, recorded in resolved_recipe.lua and summary.json, and kept by a resume;
 # `trainer plan --fit` prints it without running; nothing that fits is exit 2 naming the key.
-# The shape: a classifier of hidden 128, 5 layers, 32 rows of 64 tokens (about 98 MiB planned).
+# The shape: a classifier of hidden 128, 5 layers, 32 rows of 64 tokens (about 70 MiB planned).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 # the time model's rates, fixed (the figures its probe measured on a 2-core AVX2 EPYC) so that the
@@ -48,7 +48,9 @@ expect_rc fit_base_rc 0
 read -r _ BASE_LOSS _ <<<"$(facts "$TMP/base")"
 run_trainer plan "$TMP/cls.lua" --json
 need=$(grep -m1 '"total_bytes"' "$TMP/out" | tr -dc 0-9)
-[ "$need" -gt $((85 * 1048576)) ] && pass fit_base_need || fail fit_base_need "planned $need bytes"
+# above what a run fitted to the largest budget below, 70 MiB, may plan (a tenth of it and 22 MiB
+# are kept free: 41 MiB), so that every budget makes the fit change the recipe
+[ "$need" -gt $((50 * 1048576)) ] && pass fit_base_need || fail fit_base_need "planned $need bytes"
 
 # ---- several budgets below the need: both keys fit, under the limit, the same rows a step
 for lim in 70MiB 60MiB 55MiB; do
