@@ -11,9 +11,7 @@
 local T = require("trainer.core.tensor")
 local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
-local amp = require("trainer.train.amp")
 local lora = require("trainer.train.lora")
-local checkpoint = require("trainer.train.grad_checkpoint")
 local add_norm = require("trainer.nn.dropout_add_norm")
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 
@@ -26,8 +24,6 @@ local B, S = 3, 11
 -- here runs unpacked, so its dropout draws each row's mask as the fused op does).
 local unfused = add_norm.unfused
 
-local int_matrix = lib.int_matrix
-
 -- One forward + backward; returns { out = values, grads = { name -> values }, saved, peak }.
 local function step(spec, impl)
   local fused_forward, fused_backward = add_norm.forward, add_norm.backward
@@ -37,23 +33,7 @@ local function step(spec, impl)
   local ok, res = pcall(function()
     local m = bert.BertModel.new(bert.config(shape, "test"), { seed = 1, pooler = false })
     if spec.lora then lora.apply(m, { r = 4, alpha = 8, dropout = 0.1, targets = { "query", "value", "dense" } }) end
-    amp.prepare(m, spec.precision or "fp32")
-    if spec.checkpoint then checkpoint.apply(m, { every = 1 }) end
-    m:train()
-    m.rng.seed, m.rng.step = 42, 3
-    local ids, mask = {}, {}
-    for i = 1, B * S do
-      ids[i] = 3 + (i * 37) % 190
-      mask[i] = ((i - 1) % S) < S - (i % 3) * 2 and 1 or 0   -- rows padded at their ends
-    end
-    local input = { input_ids = int_matrix(ids, B, S), attention_mask = int_matrix(mask, B, S) }
-    -- an earlier test's unreferenced tensor, collected inside the window, would move the count
-    collectgarbage()
-    collectgarbage()
-    memory.reset_peak()
-    local before = memory.stats().by_tag.activations
-    local y = m:forward(input)
-    local saved = memory.stats().by_tag.activations - before - y:nbytes()
+    local y, saved, input, before = lib.forward_counting_kept(m, spec, B, S)
     local w = T.randn(y:shape(), { seed = 9, stream = 1, tag = "workspace", dtype = y:dtype() })
     m:backward(w)
     local peak = memory.stats().peak_by_tag.activations - before

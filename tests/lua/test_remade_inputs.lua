@@ -10,10 +10,7 @@
 -- remade tensors fewer; the tanh GELU keeps its output (a CUDA product writes it in its
 -- epilogue).
 local T = require("trainer.core.tensor")
-local memory = require("trainer.core.memory")
 local bert = require("trainer.models.bert")
-local amp = require("trainer.train.amp")
-local checkpoint = require("trainer.train.grad_checkpoint")
 local Linear = require("trainer.nn.linear")
 local lib = dofile(require("trainer.native").root() .. "/tests/lua/testlib.lua")
 
@@ -43,22 +40,7 @@ local function step(spec, keep)
       for _, l in ipairs(LINEARS) do setmetatable(layer[l[1]][l[2]], KeepingLinear) end
     end
   end
-  amp.prepare(m, spec.precision or "fp32")
-  if spec.checkpoint then checkpoint.apply(m, { every = 1 }) end
-  m:train()
-  m.rng.seed, m.rng.step = 42, 3
-  local ids, mask = {}, {}
-  for i = 1, B * S do
-    ids[i] = 3 + (i * 37) % 190
-    mask[i] = ((i - 1) % S) < S - (i % 3) * 2 and 1 or 0   -- rows padded at their ends
-  end
-  local input = { input_ids = lib.int_matrix(ids, B, S), attention_mask = lib.int_matrix(mask, B, S) }
-  -- an earlier test's unreferenced tensor, collected inside the window, would move the count
-  collectgarbage()
-  collectgarbage()
-  local before = memory.stats().by_tag.activations
-  local y = m:forward(input)
-  local saved = memory.stats().by_tag.activations - before - y:nbytes()
+  local y, saved, input = lib.forward_counting_kept(m, spec, B, S)
   local w = T.randn(y:shape(), { seed = 9, stream = 1, tag = "workspace", dtype = y:dtype() })
   m:backward(w)
   local grads, n = {}, 0

@@ -240,6 +240,36 @@ function M.int_matrix(values, rows, cols)
   return t
 end
 
+-- A batch of B rows of S token ids over a vocabulary of 200 (ids 3..192), rows padded at their
+-- ends by 0, 2 or 4 positions: { input_ids, attention_mask }, [B, S] i32 each.
+function M.padded_batch(B, S)
+  local ids, mask = {}, {}
+  for i = 1, B * S do
+    ids[i] = 3 + (i * 37) % 190
+    mask[i] = ((i - 1) % S) < S - (i % 3) * 2 and 1 or 0
+  end
+  return { input_ids = M.int_matrix(ids, B, S), attention_mask = M.int_matrix(mask, B, S) }
+end
+
+-- A small model m made ready to train as spec says (precision, checkpoint: every layer), its
+-- dropout keyed at seed 42, step 3, and one forward over padded_batch(B, S) with the peak reset
+-- before it: returns the output, the activation bytes kept beside it, and the input.
+function M.forward_counting_kept(m, spec, B, S)
+  require("trainer.train.amp").prepare(m, spec.precision or "fp32")
+  if spec.checkpoint then require("trainer.train.grad_checkpoint").apply(m, { every = 1 }) end
+  m:train()
+  m.rng.seed, m.rng.step = 42, 3
+  local memory = require("trainer.core.memory")
+  local input = M.padded_batch(B, S)
+  -- an earlier test's unreferenced tensor, collected inside the window, would move the count
+  collectgarbage()
+  collectgarbage()
+  memory.reset_peak()
+  local before = memory.stats().by_tag.activations
+  local y = m:forward(input)
+  return y, memory.stats().by_tag.activations - before - y:nbytes(), input, before
+end
+
 -- The model input of a golden file (tests/ref): its input_ids, attention_mask and
 -- token_type_ids as tensors tagged "activations"; free_input frees such a table.
 function M.golden_input(g)
