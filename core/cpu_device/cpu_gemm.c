@@ -201,11 +201,7 @@ static int slot_current(const pack_slot *s, const tr_tensor *w)
            s->version == tr_tensor_version(w);
 }
 
-/* Frees w's pack for `product` when W was written since it was made (a trained weight after
- * an optimizer step), called as the other product runs: the pack is freed now rather than
- * when its own product next runs, so a forward ends holding the forward packs alone, not last
- * step's input-gradient packs beside them, at the moment the activations peak. A frozen
- * weight's packs stay current and are kept. */
+/* Frees w's pack for `product`, if any, and empties its slot. */
 static void free_slot(weight_packs *wp, int product)
 {
     pack_slot *o = &wp->slot[product];
@@ -213,6 +209,11 @@ static void free_slot(weight_packs *wp, int product)
     *o = (pack_slot){ 0 };
 }
 
+/* Frees w's pack for `product` when W was written since it was made (a trained weight after
+ * an optimizer step), called as the other product runs: the pack is freed now rather than
+ * when its own product next runs, so a forward ends holding the forward packs alone, not last
+ * step's input-gradient packs beside them, at the moment the activations peak. A frozen
+ * weight's packs stay current and are kept. */
 static void drop_stale(weight_packs *wp, const tr_tensor *w, int product)
 {
     if (wp->slot[product].data && !slot_current(&wp->slot[product], w)) free_slot(wp, product);

@@ -15,8 +15,8 @@
  * of W they were made from: a frozen weight is packed once, a trained one again after each
  * optimizer step (every write of W moves its version), its other product's pack, stale by
  * then, freed as the first product repacks; a weight marked transient
- * (tr_cpu_weight_transient_packs) has each pack freed as its product returns. Where that layout is W as stored
- * (the input gradient's on AVX2) the product reads W itself: no copy. Only f32 weights are
+ * (tr_cpu_weight_transient_packs) has each pack freed as its product returns. Where that
+ * layout is W as stored (the input gradient's on AVX2) the product reads W itself: no copy. Only f32 weights are
  * packed: a half-precision weight runs its products unpacked (its packs would be f32, four
  * times its bytes, for no speed measured; see cpu_gemm.c). The copies are CPU allocator
  * blocks of tag `workspace`, freed with the weight; `trainer plan` counts them

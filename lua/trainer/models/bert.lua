@@ -853,7 +853,8 @@ function M.shaped_plan_terms(d)
     -- rowwise: the bytes of per_layer kept past the attention core, which the last layer keeps
     -- for its first rows only under a head that reads nothing else (trainer.nn.row_pick)
     local per_layer, layer_input, rowwise
-    local remade, remade_input = 0, 0   -- remade in the backward: the activation's output, a block's output
+    -- remade in the backward: the activation's output (elements), a block's output (bytes)
+    local remade, remade_input = 0, 0
     if a.full then
       -- the layer input, q, k, v, the attention context, both LayerNorm inputs, the
       -- feed-forward's input, the pre-activation (and the activation's output where kept).
@@ -862,7 +863,7 @@ function M.shaped_plan_terms(d)
       -- keeps neither, the stack's first its input alone, which is the stack's boundary
       local ffn = act_kept and 2 * N * I or N * I
       local outs = e == 4 and 0 or 2
-      remade, remade_input = act_kept and 0 or N * I, e == 4 and N * H or 0
+      remade, remade_input = act_kept and 0 or N * I, e == 4 and N * H * e or 0
       per_layer = ((6 + outs) * N * H + ffn) * e + stats
       layer_input = outs > 0 and N * H * e or 0
       -- past the core: the context (the output dense's input; on CUDA the attention keeps the

@@ -337,12 +337,7 @@ function MLP:forward(x, rows)
     local h = self.Wi:forward(x, rows)
     self:keep("h", h)
     local y = self.Wo:forward(self.drop:forward(ops.geglu(h, self.act), rows), rows)
-    local wo = self.Wo
-    if getmetatable(wo) == Linear and wo.saved.x then
-      wo.saved.x:free()
-      wo.saved.x = nil
-      self.saved.remake = true
-    end
+    if Linear.drop_input(self.Wo) then self.saved.remake = true end
     return y
   end)
 end
@@ -350,7 +345,7 @@ end
 function MLP:backward(dy, want_dx)
   local h = self:saved_tensor("h")
   return T.scope(function()
-    if self.saved.remake then self.Wo.saved.x = T.keep(self.drop:replay(ops.geglu(h, self.act))) end
+    if self.saved.remake then Linear.give_input(self.Wo, self.drop:replay(ops.geglu(h, self.act))) end
     local dg = self.drop:backward(self.Wo:backward(dy))
     if dg:dtype() ~= h:dtype() or h:device() ~= "cpu" then
       local dh = ops.geglu_backward(dg, h, self.act)
@@ -388,20 +383,16 @@ end
 -- norm's input in the backward (one layernorm pass, the same bits), so a layer keeps N x C
 -- less per norm.
 local function drop_norm_output(lin, saved, flag)
-  if getmetatable(lin) == Linear and lin.saved.x then
-    lin.saved.x:free()
-    lin.saved.x = nil
-    saved[flag] = true
-  end
+  if Linear.drop_input(lin) then saved[flag] = true end
 end
 
 local function remake_norm_output(lin, norm, saved, flag)
   if not saved[flag] then return end
   saved[flag] = nil
   local x = norm:saved_tensor("x")
-  lin.saved.x = T.keep(T.scope(function()
-    return (ops.layernorm(x, norm.weight.value, norm.bias and norm.bias.value, norm.eps))
-  end))
+  T.scope(function()
+    Linear.give_input(lin, (ops.layernorm(x, norm.weight.value, norm.bias and norm.bias.value, norm.eps)))
+  end)
 end
 
 -- rows (trainer.nn.row_pick, the last layer under a head that reads the first rows only):

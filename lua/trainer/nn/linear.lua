@@ -38,6 +38,22 @@ function Linear:forward_gelu(x, kind)
   return a, h
 end
 
+-- For a caller that can remake m's input with the same bits (a LayerNorm's or an
+-- activation's output, from what the norm or the block keeps anyway): drop_input frees the
+-- copy a plain Linear m kept for its weight gradient and says whether there was one;
+-- give_input hands m a view of x (the remade input) before its backward. A module wrapping a
+-- Linear (LoRA) is not a Linear and keeps its own; both leave it alone.
+function Linear.drop_input(m)
+  if getmetatable(m) ~= Linear or not m.saved.x then return false end
+  m.saved.x:free()
+  m.saved.x = nil
+  return true
+end
+
+function Linear.give_input(m, x)
+  if getmetatable(m) == Linear and m.weight.trainable then m.saved.x = T.keep(x:reshape(x:shape())) end
+end
+
 -- want_dx = false skips the input gradient (the first layer of a frozen stack); bias_done
 -- leaves the bias gradient alone (backward_dgelu of the next layer summed it); into (x's
 -- shape) takes the input gradient added in the product (+=, no temporary and no add pass)

@@ -15,8 +15,8 @@
 --   activations  per layer, what backward needs (the layer input, q, k, v, the attention
 --                context, both LayerNorm inputs, the pre-activation (and its output under
 --                the tanh GELU), f32 row statistics and the attention log-sum-exp; with a
---                frozen base only what the
---                input gradients and the LoRA adapters need), times the layers that keep
+--                frozen base only what the input gradients and the LoRA adapters need; each
+--                family's plan_terms say what its layers remake instead), times the layers that keep
 --                them at once (all, or one checkpoint segment plus every segment's input),
 --                plus the embeddings and the backward's largest transient gradients; in the
 --                activation dtype; for one micro-batch of batch.size rows (training runs

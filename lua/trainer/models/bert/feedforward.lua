@@ -7,7 +7,6 @@
 local Module = require("trainer.nn.module")
 local sites = require("trainer.core.rng_sites")
 local Linear = require("trainer.nn.linear")
-local T = require("trainer.core.tensor")
 local LayerNorm = require("trainer.nn.layernorm")
 local Dropout = require("trainer.nn.dropout")
 local add_norm = require("trainer.nn.dropout_add_norm")
@@ -64,12 +63,7 @@ function BertFeedForward:forward(x, pk)
   -- dense2 kept a, its weight gradient's input ([N, I], as large as h): a plain dense2 after
   -- the GELU pass of its own has it dropped here and remade from h in the backward (one GELU
   -- pass, the same op on the same input: the same bits), so the block keeps h alone
-  local d2 = self.dense2
-  if not self.fused_gelu and getmetatable(d2) == Linear and d2.saved.x then
-    d2.saved.x:free()
-    d2.saved.x = nil
-    self.saved.remake = true
-  end
+  if not self.fused_gelu and Linear.drop_input(self.dense2) then self.saved.remake = true end
   a:free()
   local y = add_norm.forward(self.dropout, self.norm, o, x, pk)   -- norm(x + dropout(o)), fused
   o:free()
@@ -82,7 +76,11 @@ end
 function BertFeedForward:backward(dy)
   local h = self:saved_tensor("h")
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)
-  if self.saved.remake then self.dense2.saved.x = T.keep(ops.gelu(h, self.act)) end
+  if self.saved.remake then
+    local a = ops.gelu(h, self.act)
+    Linear.give_input(self.dense2, a)
+    a:free()
+  end
   local dh, bias_done
   if self.fused_gelu and h:device() ~= "cpu" then
     dh, bias_done = self.dense2:backward_dgelu(dod, h, self.act, self.dense1), true

@@ -34,25 +34,16 @@ function BertLayer.new(cfg, rng, layer, rel)
   return self
 end
 
--- The plain Linears among ms that kept their input for their weight gradient: their copies
--- are dropped (the caller remakes the input in the backward); true when there were any.
+-- Drops the inputs the Linears among ms kept (Linear.drop_input); true when there were any.
 local function drop_inputs(ms)
   local dropped = false
-  for _, m in ipairs(ms) do
-    if getmetatable(m) == Linear and m.saved.x then
-      m.saved.x:free()
-      m.saved.x = nil
-      dropped = true
-    end
-  end
+  for _, m in ipairs(ms) do dropped = Linear.drop_input(m) or dropped end
   return dropped
 end
 
--- Gives each of ms (the Linears drop_inputs emptied) a view of y, then lets y's handle go.
+-- Gives each of ms a view of y (Linear.give_input), then lets y's handle go.
 local function give_input(ms, y)
-  for _, m in ipairs(ms) do
-    if getmetatable(m) == Linear and m.weight.trainable then m.saved.x = T.keep(y:reshape(y:shape())) end
-  end
+  for _, m in ipairs(ms) do Linear.give_input(m, y) end
   y:free()
 end
 
