@@ -12,7 +12,14 @@
  *     pool), and large blocks only when below max_split_size;
  *   - freed neighbours within a segment coalesce;
  *   - when the raw allocation fails, or would pass the limit, the cached segments with no
- *     live block are released and the allocation is retried once before failing.
+ *     live block are released and the allocation is retried once before failing;
+ *   - on a backend with a growable range (the CPU's), the large pool of the first stream it
+ *     serves lives in one address range instead of segments (PyTorch's expandable
+ *     segments): best fit among its free blocks as above, else the range grows at its end
+ *     by what the request lacks beyond a free last block (in 2 MiB steps). A freed block
+ *     that a smaller, longer-lived tensor then split is no longer a stranded segment, so
+ *     the memory held tracks the live bytes closer. Emptying the cache returns the range's
+ *     free end; a full or refused reservation leaves the requests to segments.
  * Every allocation carries a tag; current and peak bytes are kept per tag.
  * Out of memory returns TR_EOOM with a message that carries the request, the tag, the
  * limit, the per-tag ledger, reserved vs allocated, the largest free block, and which
@@ -35,6 +42,15 @@ typedef struct tr_raw_backend {
     int (*mem_info)(void *user, uint64_t *total, uint64_t *free_bytes);
     const char *device_card;   /* optional: the card, "NVIDIA A10, compute capability 8.6", shown
                                 * beside the name in the out-of-memory message and the report */
+    /* Optional, all four or none (none on CUDA): one address range that grows in place.
+     * range_reserve takes address space for up to *size bytes, with no memory behind it,
+     * sets *size to what it took and returns its base (NULL: none); range_grow makes
+     * [base + from, base + to) usable and range_shrink gives it back to the system (0 on
+     * success); range_release returns the whole reservation. */
+    void *(*range_reserve)(void *user, uint64_t *size);
+    int (*range_grow)(void *user, void *base, uint64_t from, uint64_t to);
+    int (*range_shrink)(void *user, void *base, uint64_t from, uint64_t to);
+    void (*range_release)(void *user, void *base, uint64_t size);
 } tr_raw_backend;
 
 typedef struct tr_alloc tr_alloc;
@@ -79,7 +95,8 @@ void tr_alloc_set_max_split_size(tr_alloc *a, uint64_t bytes);
  * checker behind the backend sees every overrun; blocks already cached stay until
  * tr_alloc_empty_cache. on = 1: the caching policy above (the default). */
 void tr_alloc_set_caching(tr_alloc *a, int on);
-/* Releases every segment that holds no live block back to the backend. */
+/* Releases every segment that holds no live block back to the backend, and the free end
+ * of the growable range. */
 void tr_alloc_empty_cache(tr_alloc *a);
 /* Peaks (overall, per tag, per pool) restart from the current values. */
 void tr_alloc_reset_peak(tr_alloc *a);
@@ -102,7 +119,8 @@ int tr_alloc_snapshot(const tr_alloc *a, const char *path, tr_error *err);
  * blocks in a segment. Returns TR_OK or TR_EINTERNAL with what was violated. */
 int tr_alloc_check(const tr_alloc *a, tr_error *err);
 
-/* The CPU raw backend: aligned malloc/free. */
+/* The CPU raw backend: aligned malloc/free, and a growable range of anonymous memory
+ * (mmap, mprotect, madvise: alloc_cpu.c). */
 tr_raw_backend tr_cpu_raw_backend(void);
 
 #endif

@@ -103,6 +103,11 @@ int tr_alloc_check(const tr_alloc *a, tr_error *err)
             }
             at += b->size;
         }
+        if (prev != s->last) {
+            rc = tr_fail(err, TR_EINTERNAL, "alloc check: segment %#lx's last block is not the one that ends it",
+                         (unsigned long)s->base);
+            goto done;
+        }
         if (at != s->base + s->size) {
             rc = tr_fail(err, TR_EINTERNAL, "alloc check: blocks of segment %#lx end at %#lx, not its end",
                          (unsigned long)s->base, (unsigned long)at);

@@ -4,7 +4,8 @@
  * outside those two files may use it.
  *
  * Invariants (checked by tr_alloc_check):
- *   - a segment's blocks tile it exactly, in address order, through prev/next;
+ *   - a segment's blocks tile it exactly, in address order, through prev/next, from first
+ *     to last;
  *   - no two neighbouring blocks of a segment are both free (they are coalesced);
  *   - every free block is in its pool's treap, keyed by (stream, size, address), and
  *     every live block is in the address hash map; nothing else is in either;
@@ -51,17 +52,19 @@ typedef struct tr_blk {
     int pool;
 } tr_blk;
 
-/* One raw allocation from the backend. */
+/* One raw allocation from the backend, or the growable range (capacity > 0), whose size
+ * is the part made usable so far. */
 struct tr_seg {
     uintptr_t base;
     uint64_t size;
+    uint64_t capacity;           /* the range's reservation; 0 for a segment */
     uint64_t raw_size;           /* bytes asked of the backend: size, or the exact request
                                   * when caching is off */
     uintptr_t stream;
     int pool;
     uint32_t n_live;
     uint64_t live_bytes;
-    tr_blk *first;
+    tr_blk *first, *last;        /* the blocks at its two ends (NULL in an empty range) */
     tr_seg *prev, *next;         /* every segment, most recent first */
 };
 
@@ -83,6 +86,8 @@ struct tr_alloc {
     size_t n_buckets;            /* power of two */
     tr_blk *spare;               /* recycled block records */
     tr_seg *segs;
+    tr_seg *range;               /* the growable range (also in segs), NULL until made */
+    int range_refused;           /* the backend has none, or refused to reserve one */
     uint64_t rng;                /* treap priorities */
     uint64_t limit;              /* 0 = none */
     uint64_t max_split_size;     /* UINT64_MAX = none */

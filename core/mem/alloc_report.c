@@ -269,9 +269,9 @@ static json_t *segments_json(const tr_alloc *a)
                                    b->live ? json_string(tr_tag_name(b->tag)) : json_null(), "live", b->live);
             bad |= json_array_append_new(blocks, bo);
         }
-        json_t *so = json_pack("{s:I,s:I,s:s,s:I,s:o}", "address", (json_int_t)s->base, "size", (json_int_t)s->size,
-                               "pool", s->pool == TR_POOL_SMALL ? "small" : "large", "stream",
-                               (json_int_t)s->stream, "blocks", blocks);
+        json_t *so = json_pack("{s:I,s:I,s:s,s:I,s:b,s:o}", "address", (json_int_t)s->base, "size",
+                               (json_int_t)s->size, "pool", s->pool == TR_POOL_SMALL ? "small" : "large", "stream",
+                               (json_int_t)s->stream, "growable", s->capacity > 0, "blocks", blocks);
         bad |= json_array_append_new(arr, so);
     }
     free(v);

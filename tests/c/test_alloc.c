@@ -90,7 +90,7 @@ static tr_alloc *fake_new(fake *f)
     memset(f, 0, sizeof *f);
     f->next = (uintptr_t)1 << 44;
     f->rng = 88172645463325252ull;
-    tr_raw_backend b = { fake_alloc, fake_free, f, "fake", NULL, NULL };
+    tr_raw_backend b = { .raw_alloc = fake_alloc, .raw_free = fake_free, .user = f, .device_name = "fake" };
     return tr_alloc_new(&b);
 }
 

@@ -48,7 +48,8 @@ static int card_info(void *user, uint64_t *total, uint64_t *free_bytes)
 static tr_alloc *card_new(card *c)
 {
     *c = (card){ .total = 64 * MiB, .free_before = 40 * MiB };
-    tr_raw_backend b = { card_alloc, card_free, c, "cuda:7", card_info, "Fake Card 7, compute capability 7.5" };
+    tr_raw_backend b = { .raw_alloc = card_alloc, .raw_free = card_free, .user = c, .device_name = "cuda:7",
+                         .mem_info = card_info, .device_card = "Fake Card 7, compute capability 7.5" };
     return tr_alloc_new(&b);
 }
 
