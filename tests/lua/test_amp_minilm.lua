@@ -83,7 +83,10 @@ return {
       end
       print(("    %s: peak activations fp32 %d B, bf16 %d B (%.2f)"):format(dir:match("[^/]+$"), peaks.fp32, peaks.bf16,
         peaks.bf16 / peaks.fp32))
-      assert(peaks.bf16 < 0.7 * peaks.fp32, ("%s: fp32 %d, bf16 %d"):format(dir, peaks.fp32, peaks.bf16))
+      -- not half: in f32 a layer remakes its two block outputs from its norms' kept sums, which a
+      -- bf16 layer keeps (a bf16 sum is rounded after the output was made), and the f32
+      -- statistics stay f32
+      assert(peaks.bf16 < 0.75 * peaks.fp32, ("%s: fp32 %d, bf16 %d"):format(dir, peaks.fp32, peaks.bf16))
     end
   end },
 

@@ -1,6 +1,8 @@
 -- A full fine-tune's BERT layer keeps no copy of what it can remake with the same bits
--- (models/bert/feedforward.lua, models/bert/layer.lua): the activation's output
--- (output.dense's input) is remade from the pre-activation, and in f32 the two post-LN block
+-- (models/bert/feedforward.lua, models/bert/layer.lua, models/bert/attention.lua): the heads'
+-- output (the attention's output dense's input) is remade by the attention op from the kept
+-- q, k, v, the activation's output (output.dense's input) from the pre-activation, and in f32
+-- the two post-LN block
 -- outputs the next Linears read (the feed-forward's input, the next layer's input, which
 -- query, key and value keep) from their LayerNorms' kept sums (nn.dropout_add_norm.remake).
 -- On a small random BERT with dropout on every site, the output and every gradient are the
@@ -62,7 +64,8 @@ local function same_bits(a, b, what)
   end
 end
 
--- remade: the tensors a layer remakes (act: the activation's output, outs: the block outputs)
+-- remade: the tensors a layer remakes besides the heads' output (act: the activation's output,
+-- outs: the block outputs)
 local function check(spec, remade)
   local r, k = step(spec, false), step(spec, true)
   same_bits(r.out, k.out, "output")
@@ -75,7 +78,7 @@ local function check(spec, remade)
   local e = spec.precision == "bf16" and 2 or 4
   -- the model runs the padded rows, B x S; the CPU allocator holds a tensor in 512-byte blocks
   local function block(cols) return math.ceil(B * S * cols * e / 512) * 512 end
-  local want = 0
+  local want = L * block(H)   -- every layer's heads' output
   if remade.act then want = want + L * block(I) end
   -- every layer's feed-forward input; every layer's input but the first's (the stack's input)
   if remade.outs then want = want + (2 * L - 1) * block(H) end

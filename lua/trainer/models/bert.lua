@@ -853,23 +853,26 @@ function M.shaped_plan_terms(d)
     -- rowwise: the bytes of per_layer kept past the attention core, which the last layer keeps
     -- for its first rows only under a head that reads nothing else (trainer.nn.row_pick)
     local per_layer, layer_input, rowwise
-    -- remade in the backward: the activation's output (elements), a block's output (bytes)
-    local remade, remade_input = 0, 0
+    -- remade in the backward: the activation's output (elements), a block's output and the
+    -- attention context (bytes)
+    local remade, remade_input, remade_context = 0, 0, 0
     if a.full then
-      -- the layer input, q, k, v, the attention context, both LayerNorm inputs, the
-      -- feed-forward's input, the pre-activation (and the activation's output where kept).
-      -- In f32 the two block outputs the next Linears read (the feed-forward's input, the
-      -- next layer's input) are remade from their norms' kept sums (BertLayer): a layer
-      -- keeps neither, the stack's first its input alone, which is the stack's boundary
+      -- q, k, v, both LayerNorm inputs, the pre-activation (and the activation's output where
+      -- kept), in bf16 the layer input and the feed-forward's input. The attention context (the
+      -- output dense's input, on CUDA also the output the attention's backward reads) is remade
+      -- by the attention op in the backward (BertAttention.drop_output). In f32 the two block
+      -- outputs the next Linears read (the feed-forward's input, the next layer's input) are
+      -- remade from their norms' kept sums (BertLayer): a layer keeps neither, the stack's
+      -- first its input alone, which is the stack's boundary
       local ffn = act_kept and 2 * N * I or N * I
       local outs = e == 4 and 0 or 2
       remade, remade_input = act_kept and 0 or N * I, e == 4 and N * H * e or 0
-      per_layer = ((6 + outs) * N * H + ffn) * e + stats
+      remade_context = N * H * e
+      per_layer = ((5 + outs) * N * H + ffn) * e + stats
       layer_input = outs > 0 and N * H * e or 0
-      -- past the core: the context (the output dense's input; on CUDA the attention keeps the
-      -- whole output for its backward and the dense a view of it, so not row-wise there),
-      -- both LayerNorm inputs, the feed-forward's input (unless remade) and its kept [N, I] tensors
-      rowwise = ((a.gpu and 2 or 3) * N * H + outs / 2 * N * H + ffn) * e + 16 * N
+      -- past the core: both LayerNorm inputs, the feed-forward's input (unless remade) and its
+      -- kept [N, I] tensors
+      rowwise = (2 * N * H + outs / 2 * N * H + ffn) * e + 16 * N
     else
       -- q, k, v, both LayerNorm inputs, pre-GELU; each adapted Linear's input once (a view
       -- shared by the adapters that read it: query/key/value all read the layer's input; the
@@ -896,10 +899,10 @@ function M.shaped_plan_terms(d)
     -- frozen embeddings (LoRA) keep nothing: no gradient is wanted there. The backward's
     -- transient peaks twice in a layer: in the feed-forward (transient), and in the attention
     -- (attention_transient, past the feed-forward's release of its keeps): the feed-forward's
-    -- input gradient, the output block's two, the heads' dq, dk and dv.
+    -- input gradient, the output block's two, the heads' dq, dk and dv, the remade context.
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * H * e, rowwise = rowwise,
              embeddings = a.full and 2 * N * H * e or 0, transient = (N * I + 2 * N * H + remade) * e + remade_input,
-             rowwise_transient = N * I * e, attention_transient = 6 * N * H * e + remade_input }
+             rowwise_transient = N * I * e, attention_transient = 6 * N * H * e + remade_input + remade_context }
   end
   local embeddings = { { n = V * H, rows = V, cols = H }, { n = P * H, rows = P, cols = H } }
   if TV > 0 then embeddings[#embeddings + 1] = { n = TV * H, rows = TV, cols = H } end

@@ -274,7 +274,9 @@ function Attention:forward(x, mask, rows)
     if self.grad_enabled then BertAttention.keep_attention(self, q4, k4, v4, lse, a4, mask, aopts) end
     local a = a4:reshape({ B, Tn, C })
     if rows then a = rows:gather(a) end
-    return self.drop:forward(self.Wo:forward(a, rows), rows)
+    local o = self.Wo:forward(a, rows)
+    if self.grad_enabled then BertAttention.drop_output(self, self.Wo) end   -- remade in the backward
+    return self.drop:forward(o, rows)
   end)
 end
 
@@ -285,6 +287,13 @@ function Attention:backward(dy, want_dx)
     -- each gradient is freed as soon as it is read, so that the backward holds no more than
     -- the three heads' gradients and their concatenation at once (trainer.plan counts that)
     local dd = self.drop:backward(dy)
+    local out = BertAttention.remade_output(self)
+    if out then
+      T.scope(function()
+        local a = out:reshape({ sh[1], sh[2], self.C })
+        Linear.give_input(self.Wo, rows and rows:gather(a) or a)
+      end)
+    end
     local da = self.Wo:backward(dd)
     dd:free()
     if rows then
@@ -294,8 +303,9 @@ function Attention:backward(dy, want_dx)
     end
     local da4 = da:reshape(q4:shape())
     da:free()
-    local dq4, dk4, dv4 = BertAttention.attention_backward(self, da4)
+    local dq4, dk4, dv4 = BertAttention.attention_backward(self, da4, out)
     da4:free()
+    if out then out:free() end
     self:release()
     local dqkv = T.scope(function()
       local dq = ops.rotary_backward(dq4, self.theta)
@@ -669,13 +679,13 @@ function M.plan_terms(c)
     -- rowwise: the share kept past the attention core (the mlp_norm's statistics among them)
     local per_layer, layer_input, rowwise
     if a.full then
-      -- the layer input (attn_norm's), q, k, v, the attention output (Wo's input), the
-      -- residual sum (mlp_norm's) and Wi's output (2I); the norms' outputs (Wqkv's and Wi's
-      -- inputs) and the gate's output (mlp.Wo's input) are remade in the backward. Layer 0,
-      -- without attn_norm, has Wqkv keep its input: in the embeddings' term
-      per_layer = (6 * N * C + 2 * N * I) * e + stats
+      -- the layer input (attn_norm's), q, k, v, the residual sum (mlp_norm's) and Wi's output
+      -- (2I); the norms' outputs (Wqkv's and Wi's inputs), the attention output (Wo's input:
+      -- the attention op again) and the gate's output (mlp.Wo's input) are remade in the
+      -- backward. Layer 0, without attn_norm, has Wqkv keep its input: in the embeddings' term
+      per_layer = (5 * N * C + 2 * N * I) * e + stats
       layer_input = N * C * e
-      rowwise = (2 * N * C + 2 * N * I) * e + 16 * N
+      rowwise = (N * C + 2 * N * I) * e + 16 * N
     else
       -- both LayerNorm inputs, q, k, v, Wi's output; each adapted Linear's input and its rank-r
       -- intermediate
@@ -690,7 +700,9 @@ function M.plan_terms(c)
     end
     return { per_layer = per_layer, layer_input = layer_input, boundary = N * C * e, rowwise = rowwise,
              embeddings = a.full and 3 * N * C * e or 0, transient = (mlp_t + 2 * N * C) * e,
-             rowwise_transient = mlp_t * e }
+             rowwise_transient = mlp_t * e,
+             -- the attention's backward: dq, dk, dv and their concatenation, the remade output
+             attention_transient = (6 * N * C + (a.full and N * C or 0)) * e }
   end
   return {
     layers = L, positions = c.max_position_embeddings or 8192, linears = plain, layer = layer,

@@ -88,15 +88,48 @@ function BertAttention:keep_attention(q4, k4, v4, lse, out, mask, aopts)
   if mask then self:keep("mask", mask) end
 end
 
+-- The options of the kept forward's ops.attention (and of its backward).
+local function kept_opts(self)
+  local a, rel = self.saved.attn, self.rel
+  return { dropout = a.dropout, key = probs_key(a.dropout, a.seed, a.step, self.layer), window = a.window,
+           query_rows = a.query_rows, rel_bias = rel and rel.weight.value, max_distance = rel and rel.max_distance,
+           bidirectional = true }
+end
+
 -- ops.attention_backward of the kept forward for the gradient da4 of its output: dq4, dk4, dv4
--- (and the relative-position table's gradient accumulated).
-function BertAttention:attention_backward(da4)
+-- (and the relative-position table's gradient accumulated). out: the forward's output remade
+-- (remade_output), read on a device instead of the kept one.
+function BertAttention:attention_backward(da4, out)
   local s, rel = self.saved, self.rel
-  local a = s.attn
-  return ops.attention_backward(da4, s.q, s.k, s.v, s.lse, s.mask,
-    { dropout = a.dropout, key = probs_key(a.dropout, a.seed, a.step, self.layer), out = s.out, window = a.window,
-      query_rows = a.query_rows, rel_bias = rel and rel.weight.value, drel_bias = rel and Module.grad_of(rel.weight),
-      max_distance = rel and rel.max_distance, bidirectional = true })
+  local o = kept_opts(self)
+  o.out, o.drel_bias = out or s.out, rel and Module.grad_of(rel.weight)
+  return ops.attention_backward(da4, s.q, s.k, s.v, s.lse, s.mask, o)
+end
+
+-- The heads' output is the output dense's input ([B, T, H*D], or its rows), which a trainable
+-- dense keeps for its weight gradient. drop_output frees that copy after the forward (and the
+-- kept output it is a view of on a device) and says whether there was one; remade_output then
+-- runs the attention op again on the kept q, k, v in the backward: the same inputs, mask,
+-- dropout key, window and query rows give the forward's bits, for one attention forward (about
+-- 1 % of a full fine-tune's step), where a layer would keep N x C more.
+function BertAttention:drop_output(dense)
+  if not Linear.drop_input(dense) then return false end
+  if self.saved.out then
+    self.saved.out:free()
+    self.saved.out = nil
+  end
+  self.saved.remake_out = true
+  return true
+end
+
+-- The remade output [B, T, H, D] (new), or nil when drop_output dropped none.
+function BertAttention:remade_output()
+  local s = self.saved
+  if not s.remake_out then return nil end
+  s.remake_out = nil
+  local out, lse = ops.attention(s.q, s.k, s.v, s.mask, kept_opts(self))
+  lse:free()
+  return out
 end
 
 local function heads_view(t, H, D)
@@ -152,7 +185,9 @@ function BertAttention:forward(x, mask, rows)
       local a = T.scope(attend, self, x, mask, pk, rows)
       if rows then a = rows:gather(a) end
       -- the rows' layout for a LoRA dropout's masks (the padded layout's, as q, k, v's)
-      return self.dense:forward(a, rows or pk)
+      local o = self.dense:forward(a, rows or pk)
+      if self.grad_enabled then self:drop_output(self.dense) end
+      return o
     end)
     -- norm(x + dropout(o)), fused
     return add_norm.forward(self.dropout, self.norm, o, rows and rows:gather(x) or x, rows or pk)
@@ -166,6 +201,15 @@ function BertAttention:backward(dy, want_dx)
   self:saved_tensor("q")   -- raises unless a forward with gradients kept what this reads
   local pk, rows, xs = self.saved.pk, self.saved.rows, self.saved.x_shape
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
+  local out = self:remade_output()
+  if out then
+    -- the dense's input as the forward gave it: in x's row layout, then the picked rows
+    T.scope(function()
+      local os = out:shape()
+      local a = pk and pk:gather(out) or out:reshape({ os[1], os[2], os[3] * os[4] })
+      Linear.give_input(self.dense, rows and rows:gather(a) or a)
+    end)
+  end
   local da = self.dense:backward(dod)
   dod:free()
   if rows then
@@ -183,8 +227,9 @@ function BertAttention:backward(dy, want_dx)
   end
   local da4 = heads_view(da, self.heads, self.head_dim)
   da:free()
-  local dq4, dk4, dv4 = self:attention_backward(da4)
+  local dq4, dk4, dv4 = self:attention_backward(da4, out)
   da4:free()
+  if out then out:free() end
   self:release()
   xs = dsum:shape()
   local dx = dsum
