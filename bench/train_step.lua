@@ -77,6 +77,7 @@ amp.prepare(model, spec.precision)
 if spec.checkpoint then checkpoint.apply(model, spec.checkpoint) end
 local opt_ = optim.new(model, { name = "adamw", lr = 1e-5 })
 opt_:transient_packs()   -- as a run without accumulation does (trainer.train.build)
+opt_:make_state()        -- as a run does (trainer.train.build)
 local scaler = amp.new_scaler(spec.precision)
 local loss = losses.new({ name = "cross_entropy" })
 

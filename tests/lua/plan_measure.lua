@@ -44,6 +44,7 @@ function M.measure(arch, shape, spec)
   local loss = losses.new({ name = "cross_entropy" })
   local k, per, S = spec.accumulate or 1, spec.size or M.B, M.S
   if k == 1 then opt:transient_packs() end   -- as a run without accumulation (trainer.train.build)
+  opt:make_state()                            -- as a run does
   local rows = per * k
   local ids, mask, labels = {}, {}, {}
   for i = 1, rows * S do ids[i] = 3 + (i * 7919) % 490; mask[i] = 1 end

@@ -134,6 +134,55 @@ cases[#cases + 1] = { "zero_grad_free_then_made_in_backward", function()
   end
 end }
 
+-- make_state (what a run calls before its first forward) makes every trainable parameter's
+-- state, zeros and step 0, and none for a frozen one; the steps after it are the bits of an
+-- optimizer that made its state at the first step, for each optimizer kind.
+cases[#cases + 1] = { "make_state_before_the_first_step", function()
+  for key, case in pairs(golden.optimizers) do
+    local function run(early)
+      local list = make_params(case)
+      local opt = optim.new(list, case.config)
+      if early then
+        opt:make_state()
+        local st = opt:state()
+        for _, e in ipairs(list) do
+          local s = st.params[e.name]
+          assert((s ~= nil) == (e.trainable ~= false), key .. ": " .. e.name .. ": state made for a frozen parameter or missing")
+          if s then
+            assert(s.step == 0, key .. ": step " .. s.step)
+            for slot, t in pairs(s) do
+              if slot ~= "step" then
+                for _, x in ipairs(t:values()) do assert(x == 0, key .. ": " .. e.name .. "." .. slot .. " not zero") end
+              end
+            end
+          end
+        end
+      end
+      for k = 1, #case.grads do
+        opt:zero_grad()
+        for _, e in ipairs(list) do
+          if e.trainable ~= false then
+            local g = T.from_table(case.grads[k][e.name])
+            ops.axpy_(e.grad, g, 1)
+            g:free()
+          end
+        end
+        opt:step()
+      end
+      local out = {}
+      for _, e in ipairs(list) do out[e.name] = e.value:values() end
+      opt:free()
+      free_params(list)
+      return out
+    end
+    local lazy, early = run(false), run(true)
+    for name, v in pairs(lazy) do
+      local w = early[name]
+      for i = 1, #v do assert(v[i] == w[i], ("%s %s[%d]: %.9g early, %.9g lazy"):format(key, name, i, w[i], v[i])) end
+    end
+  end
+end }
+
 cases[#cases + 1] = { "schedules_match_get_scheduler", function()
   for key, case in pairs(golden.schedules) do
     local s = schedule.new(case.config, case.base_lr, case.total_steps)

@@ -243,6 +243,9 @@ function M.run(resolved, opts, Run)
   -- instead of sitting beside the activations (a full fine-tune's forward packs: 340 MB at
   -- BERT-base). With accumulation the micro-batches share them.
   if acc == 1 and self.device == "cpu" then self.optimizer:transient_packs() end
+  -- the optimizer state before the first forward: made at the first step, it would split the
+  -- blocks the activations had just freed (a resume replaces it with the checkpoint's)
+  self.optimizer:make_state()
 
   local per_epoch = self.loader:batches_per_epoch()
   self.batches_per_epoch = per_epoch
