@@ -15,8 +15,8 @@
  *     live block are released and the allocation is retried once before failing;
  *   - on a backend with a growable range (the CPU's), the large pool of the first stream it
  *     serves lives in one address range instead of segments (PyTorch's expandable
- *     segments): best fit among its free blocks as above, else the range grows at its end
- *     by what the request lacks beyond a free last block (in 2 MiB steps). A freed block
+ *     segments): best fit among its free blocks but the free end, else the free end, grown
+ *     by what it lacks (in 2 MiB steps). A freed block
  *     that a smaller, longer-lived tensor then split is no longer a stranded segment, so
  *     the memory held tracks the live bytes closer. Emptying the cache returns the range's
  *     free end; a full or refused reservation leaves the requests to segments.

@@ -1,6 +1,6 @@
 /* test_alloc_range.c — the caching allocator's growable range (alloc.h), through the public
  * API: the large pool of the first stream lives in one range that grows at its end by what
- * a request lacks; best fit inside it first; the limit, a refused grow or reservation and a
+ * a request lacks; best fit among the holes inside it first, then the free end; the limit, a refused grow or reservation and a
  * full range; emptying the cache returns the free end; the CPU backend's real range; and a
  * seeded randomized run checked after every operation against tr_alloc_check and a shadow.
  *
@@ -188,6 +188,30 @@ static void test_grows_by_what_is_missing(void)
     check_ok(a);
     tr_alloc_destroy(a);
     CHECK(f.n_release == 1 && f.bad == 0, "the reservation returned once; every grow and shrink at the end");
+}
+
+/* A hole inside the range that fits serves before the free end, even where the end fits
+ * tighter: the end is the block that can grow. When no hole fits, the end grows. */
+static void test_holes_before_the_end(void)
+{
+    fake f;
+    tr_alloc *a = fake_new(&f, 1024 * MiB);
+    uintptr_t x = must_alloc(a, 30 * MiB, 0), kept = must_alloc(a, 4 * MiB, 0), y = must_alloc(a, 10 * MiB, 0);
+    release(a, x);
+    release(a, y);   /* a 30 MiB hole, then the kept block, then a 10 MiB free end */
+    uintptr_t p = must_alloc(a, 8 * MiB, 0), q = must_alloc(a, 12 * MiB, 0);
+    CHECK(p == f.base && q == f.base + 8 * MiB && f.usable == 44 * MiB, "the hole served both: usable %llu",
+          (unsigned long long)f.usable);
+    uintptr_t r = must_alloc(a, 25 * MiB, 0);   /* 10 MiB left in the hole: the end grows by 16 MiB */
+    CHECK(r == kept + 4 * MiB && f.usable == 60 * MiB && stats(a).reserved == 60 * MiB, "the end grew: usable %llu",
+          (unsigned long long)f.usable);
+    release(a, p);
+    release(a, q);
+    release(a, r);
+    release(a, kept);
+    check_ok(a);
+    tr_alloc_destroy(a);
+    CHECK(f.bad == 0, "grows at the end");
 }
 
 /* empty_cache returns the range's free end from the first 2 MiB boundary in its last block
@@ -395,6 +419,7 @@ static void test_randomized(void)
 int main(void)
 {
     RUN(test_grows_by_what_is_missing);
+    RUN(test_holes_before_the_end);
     RUN(test_trim);
     RUN(test_limit);
     RUN(test_fallbacks);
