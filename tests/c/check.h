@@ -13,6 +13,7 @@
 #define TR_CHECK_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,6 +33,16 @@ static const char *check_case_name = "?";
             check_case_failed++;                                                             \
         }                                                                                    \
     } while (0)
+
+/* xorshift64: the seeded pseudo-random numbers of randomized cases. */
+static inline uint64_t check_xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
 
 /* |a - b| <= atol + rtol * |b| */
 #define CHECK_CLOSE(a, b, atol, rtol)                                                        \

@@ -1,8 +1,8 @@
 /* test_alloc.c — the caching allocator through its public API only: rounding and pools,
  * splitting and coalescing, best fit, max_split_size, streams, the limit and the OOM
  * message, release-and-retry, empty_cache, reset_peak, report, snapshot, the CPU
- * backend, and a seeded randomized run of 100,000+ operations checked after every
- * operation against tr_alloc_check and a shadow model.
+ * backend (its segments and its growable range), and a seeded randomized run of 100,000+
+ * operations checked after every operation against tr_alloc_check and a shadow model.
  *
  * Most cases use a fake raw backend that hands out address ranges without memory
  * behind them (the allocator never touches block memory), so 64 MiB requests cost
@@ -37,19 +37,10 @@ typedef struct fake {
     uint64_t n_alloc, n_free, n_refused, bad_frees;
 } fake;
 
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 static void *fake_alloc(void *user, size_t size)
 {
     fake *f = user;
-    if (f->fail_next > 0 || (f->fail_rate > 0 && (double)(xorshift(&f->rng) % 1000000) < f->fail_rate * 1e6) ||
+    if (f->fail_next > 0 || (f->fail_rate > 0 && (double)(check_xorshift(&f->rng) % 1000000) < f->fail_rate * 1e6) ||
         f->n_live == (int)(sizeof f->live / sizeof f->live[0])) {
         if (f->fail_next > 0) f->fail_next--;
         f->n_refused++;
@@ -545,6 +536,38 @@ static void test_cpu_backend(void)
     check_ok(a);
     tr_alloc_empty_cache(a);
     tr_alloc_destroy(a); /* the odd blocks are freed with their segments */
+
+    /* large blocks live in one range: writable memory, kept across a trim and a regrow */
+    a = tr_alloc_new(&cpu);
+    CHECK(a, "new");
+    if (!a) return;
+    unsigned char *r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = must_alloc(a, 24 * MiB, TR_TAG_ACTIVATIONS, 0);
+        memset(r[i], i + 1, 24 * MiB);
+    }
+    CHECK(r[1] == r[0] + 24 * MiB && r[2] == r[1] + 24 * MiB, "adjacent in one range");
+    CHECK((uintptr_t)r[0] % (2 * MiB) == 0, "the range starts on a 2 MiB boundary");
+    tr_alloc_free(a, r[1]);
+    unsigned char *q = must_alloc(a, 30 * MiB, TR_TAG_ACTIVATIONS, 0);   /* the 24 MiB hole is too small */
+    CHECK(q == r[2] + 24 * MiB && stats(a).pool_reserved[1] == 102 * MiB, "grew past the live end: %llu",
+          (unsigned long long)stats(a).pool_reserved[1]);
+    memset(q, 9, 30 * MiB);
+    CHECK(r[0][24 * MiB - 1] == 1 && r[2][0] == 3, "contents kept");
+    tr_alloc_free(a, q);
+    tr_alloc_free(a, r[2]);
+    tr_alloc_empty_cache(a);
+    CHECK(stats(a).pool_reserved[1] == 24 * MiB, "trimmed to the live block: %llu",
+          (unsigned long long)stats(a).pool_reserved[1]);
+    unsigned char *g = must_alloc(a, 40 * MiB, TR_TAG_ACTIVATIONS, 0);
+    memset(g, 7, 40 * MiB);   /* pages given back and made usable again */
+    CHECK(g == r[0] + 24 * MiB && g[40 * MiB - 1] == 7, "regrown where it was trimmed");
+    check_ok(a);
+    tr_alloc_free(a, r[0]);
+    tr_alloc_free(a, g);
+    tr_alloc_empty_cache(a);
+    CHECK(stats(a).reserved == 0, "all returned");
+    tr_alloc_destroy(a);
 }
 
 static void test_odd_frees(void)
@@ -578,12 +601,12 @@ typedef struct live_blk {
 /* A size in [1, 64 MiB], log-skewed: most requests are small. */
 static size_t random_size(uint64_t *rng)
 {
-    uint64_t r = xorshift(rng);
+    uint64_t r = check_xorshift(rng);
     if (r % 50 == 0) return 0;
-    unsigned k1 = 1 + (unsigned)(xorshift(rng) % 27), k2 = 1 + (unsigned)(xorshift(rng) % 27);
+    unsigned k1 = 1 + (unsigned)(check_xorshift(rng) % 27), k2 = 1 + (unsigned)(check_xorshift(rng) % 27);
     unsigned k = k1 < k2 ? k1 : k2; /* min of two: skewed to small */
     size_t lo = (size_t)1 << (k - 1);
-    size_t s = lo + (size_t)(xorshift(rng) % lo);
+    size_t s = lo + (size_t)(check_xorshift(rng) % lo);
     return s > 64 * MiB ? 64 * MiB : s;
 }
 
@@ -651,7 +674,7 @@ static void random_run(uint64_t seed, int n_ops, uint64_t max_split)
     uint64_t ooms = 0, retries_seen = 0;
     int failures_before = check_case_failed;
     for (int op = 0; op < n_ops && check_case_failed == failures_before; op++) {
-        uint64_t r = xorshift(&rng) % 1000;
+        uint64_t r = check_xorshift(&rng) % 1000;
         int reset = 0;
         if (r < 5) {
             tr_alloc_empty_cache(a);
@@ -659,16 +682,16 @@ static void random_run(uint64_t seed, int n_ops, uint64_t max_split)
             tr_alloc_reset_peak(a);
             reset = 1;
         } else if (r < 10) { /* switch a limit on or off */
-            tr_alloc_set_limit(a, stats(a).limit ? 0 : (256 + xorshift(&rng) % 512) * MiB);
+            tr_alloc_set_limit(a, stats(a).limit ? 0 : (256 + check_xorshift(&rng) % 512) * MiB);
         } else if (n_live == CAP || (n_live > 0 && r < 470)) {
-            int k = (int)(xorshift(&rng) % (uint64_t)n_live);
+            int k = (int)(check_xorshift(&rng) % (uint64_t)n_live);
             tr_alloc_free(a, (void *)live[k].p);
             CHECK(tr_alloc_block_size(a, (void *)live[k].p) == 0, "freed block still live");
             live[k] = live[--n_live];
         } else {
             size_t size = random_size(&rng);
-            int tag = (int)(xorshift(&rng) % TR_NTAGS);
-            uintptr_t stream = xorshift(&rng) % 2 ? 0x7f00 : 0;
+            int tag = (int)(check_xorshift(&rng) % TR_NTAGS);
+            uintptr_t stream = check_xorshift(&rng) % 2 ? 0x7f00 : 0;
             void *p = NULL;
             tr_error e;
             tr_error_clear(&e);

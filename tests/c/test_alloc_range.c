@@ -1,8 +1,7 @@
 /* test_alloc_range.c — the caching allocator's growable range (alloc.h), through the public
  * API: the large pool of the first stream lives in one range that grows at its end by what
  * a request lacks; best fit among the holes inside it first, then the free end; the limit, a refused grow or reservation and a
- * full range; emptying the cache returns the free end; the CPU backend's real range; and a
- * seeded randomized run checked after every operation against tr_alloc_check and a shadow.
+ * full range; emptying the cache returns the free end; and a seeded randomized run checked after every operation against tr_alloc_check and a shadow.
  *
  * The fake backend hands out addresses with no memory behind them (the allocator never
  * touches block memory): segments from a bump pointer, and one range whose usable part it
@@ -126,6 +125,16 @@ static void check_ok(const tr_alloc *a)
 
 static void release(tr_alloc *a, uintptr_t p) { tr_alloc_free(a, (void *)p); }
 
+/* The end of a case: n blocks freed, the invariants, the allocator destroyed, and every grow
+ * and shrink the backend saw at the range's usable end. */
+static void release_and_destroy(tr_alloc *a, const fake *f, const uintptr_t *blocks, int n)
+{
+    for (int i = 0; i < n; i++) release(a, blocks[i]);
+    check_ok(a);
+    tr_alloc_destroy(a);
+    CHECK(f->bad == 0, "a grow or shrink away from the usable end, or a wrong release");
+}
+
 /* The pattern a segment strands: a [N, 4C] temporary freed, a kept [N, C] placed in its
  * block, the next [N, 4C]: the range grows by what its free end lacks, not by a whole block. */
 static void test_grows_by_what_is_missing(void)
@@ -205,13 +214,7 @@ static void test_holes_before_the_end(void)
     uintptr_t r = must_alloc(a, 25 * MiB, 0);   /* 10 MiB left in the hole: the end grows by 16 MiB */
     CHECK(r == kept + 4 * MiB && f.usable == 60 * MiB && stats(a).reserved == 60 * MiB, "the end grew: usable %llu",
           (unsigned long long)f.usable);
-    release(a, p);
-    release(a, q);
-    release(a, r);
-    release(a, kept);
-    check_ok(a);
-    tr_alloc_destroy(a);
-    CHECK(f.bad == 0, "grows at the end");
+    release_and_destroy(a, &f, (uintptr_t[]){ p, q, r, kept }, 4);
 }
 
 /* empty_cache returns the range's free end from the first 2 MiB boundary in its last block
@@ -265,11 +268,7 @@ static void test_limit(void)
           "the retry trimmed the free end: reserved %llu", (unsigned long long)s.reserved);
     uintptr_t z = must_alloc(a, 24 * MiB, 0);
     CHECK(z == x + 40 * MiB && stats(a).reserved == 64 * MiB, "up to the limit still grows");
-    release(a, x);
-    release(a, z);
-    check_ok(a);
-    tr_alloc_destroy(a);
-    CHECK(f.bad == 0, "grows and shrinks at the end");
+    release_and_destroy(a, &f, (uintptr_t[]){ x, z }, 2);
 }
 
 /* A refused grow, a full range and a refused reservation: segments serve instead. */
@@ -287,12 +286,8 @@ static void test_fallbacks(void)
           "a refused grow leaves the request to a segment: %d segments, %llu bytes", f.n_segs,
           (unsigned long long)f.seg_bytes);
     CHECK(f.usable == 60 * MiB && stats(a).reserved == 100 * MiB, "the refused grow left the range as it was");
-    release(a, x);
-    release(a, y);
-    release(a, z);
-    check_ok(a);
-    tr_alloc_destroy(a);
-    CHECK(f.bad == 0 && f.n_segs == 0, "all returned");
+    release_and_destroy(a, &f, (uintptr_t[]){ x, y, z }, 3);
+    CHECK(f.n_segs == 0, "all returned");
 
     tr_alloc *b = fake_new(&f, 0);
     uintptr_t p = must_alloc(b, 30 * MiB, 0), q = must_alloc(b, 30 * MiB, 0);
@@ -303,49 +298,6 @@ static void test_fallbacks(void)
     check_ok(b);
     tr_alloc_destroy(b);
     CHECK(f.n_release == 0 && f.n_segs == 0, "nothing to release");
-}
-
-/* The CPU backend's real range: blocks are writable memory, stay so across a trim and a
- * regrow, and the usable part follows reserved. */
-static void test_cpu_range(void)
-{
-    tr_raw_backend cpu = tr_cpu_raw_backend();
-    tr_alloc *a = tr_alloc_new(&cpu);
-    CHECK(a, "new");
-    if (!a) return;
-    unsigned char *p[3];
-    for (int i = 0; i < 3; i++) {
-        p[i] = (unsigned char *)must_alloc(a, 24 * MiB, 0);
-        memset(p[i], i + 1, 24 * MiB);
-    }
-    CHECK(p[1] == p[0] + 24 * MiB && p[2] == p[1] + 24 * MiB, "adjacent in one range");
-    CHECK((uintptr_t)p[0] % (2 * MiB) == 0, "the range starts on a 2 MiB boundary");
-    tr_alloc_free(a, p[1]);
-    unsigned char *q = (unsigned char *)must_alloc(a, 30 * MiB, 0);   /* 24 MiB hole too small: grows */
-    CHECK(q == p[2] + 24 * MiB && stats(a).reserved == 102 * MiB, "grew past the live end: reserved %llu",
-          (unsigned long long)stats(a).reserved);
-    memset(q, 9, 30 * MiB);
-    CHECK(p[0][24 * MiB - 1] == 1 && p[2][0] == 3, "contents kept");
-    tr_alloc_free(a, q);
-    tr_alloc_free(a, p[2]);
-    tr_alloc_empty_cache(a);
-    CHECK(stats(a).reserved == 24 * MiB, "trimmed to the live block: %llu", (unsigned long long)stats(a).reserved);
-    unsigned char *r = (unsigned char *)must_alloc(a, 40 * MiB, 0);
-    memset(r, 7, 40 * MiB);   /* pages given back and made usable again */
-    CHECK(r == p[0] + 24 * MiB && r[40 * MiB - 1] == 7, "regrown where it was trimmed");
-    check_ok(a);
-    tr_alloc_free(a, p[0]);
-    tr_alloc_free(a, r);
-    tr_alloc_destroy(a);
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
 }
 
 /* Random frees, requests of 1 KiB - 40 MiB on two streams, cache empties, limit switches and
@@ -363,23 +315,23 @@ static void test_randomized(void)
     uint64_t ooms = 0, grows_refused = 0;
     int failed_before = check_case_failed;
     for (int op = 0; op < 40000 && check_case_failed == failed_before; op++) {
-        uint64_t r = xorshift(&rng) % 1000;
+        uint64_t r = check_xorshift(&rng) % 1000;
         if (r < 5) {
             tr_alloc_empty_cache(a);
         } else if (r < 8) {
-            tr_alloc_set_limit(a, stats(a).limit ? 0 : (512 + xorshift(&rng) % 1024) * MiB);
+            tr_alloc_set_limit(a, stats(a).limit ? 0 : (512 + check_xorshift(&rng) % 1024) * MiB);
         } else if (r < 12) {
             f.refuse_grows = 1;
             grows_refused++;
         } else if (n_live == CAP || (n_live > 0 && r < 480)) {
-            int k = (int)(xorshift(&rng) % (uint64_t)n_live);
+            int k = (int)(check_xorshift(&rng) % (uint64_t)n_live);
             release(a, live[k]);
             live[k] = live[--n_live];
             live_size[k] = live_size[n_live];
         } else {
-            uint64_t size = KiB << (xorshift(&rng) % 16);
-            size += xorshift(&rng) % size;
-            uintptr_t stream = xorshift(&rng) % 4 ? 0 : 0x7f00;
+            uint64_t size = KiB << (check_xorshift(&rng) % 16);
+            size += check_xorshift(&rng) % size;
+            uintptr_t stream = check_xorshift(&rng) % 4 ? 0 : 0x7f00;
             void *p = NULL;
             tr_error e;
             tr_error_clear(&e);
@@ -423,7 +375,6 @@ int main(void)
     RUN(test_trim);
     RUN(test_limit);
     RUN(test_fallbacks);
-    RUN(test_cpu_range);
     RUN(test_randomized);
     return check_done();
 }

@@ -98,40 +98,49 @@ cases[#cases + 1] = { "grad_scale_unscales", function()
   run_case("adafactor_lr", 1024)
 end }
 
+-- The parameters of golden case `case` after `steps` steps over its gradients: opts.free
+-- (zero_grad({ free = true }), the gradient made as a backward does), opts.skip(e, k) (no
+-- gradient for e at step k), opts.before(opt, list) (called once before the first step).
+local function train_steps(case, steps, opts)
+  local list = make_params(case)
+  local opt = optim.new(list, case.config)
+  if opts.before then opts.before(opt, list) end
+  for k = 1, steps do
+    opt:zero_grad({ free = opts.free })
+    for _, e in ipairs(list) do
+      if opts.free then assert(e.grad == nil, e.name .. ": a gradient survived zero_grad({ free = true })") end
+      if e.trainable ~= false and not (opts.skip and opts.skip(e, k)) then
+        if not e.grad then e.grad = T.keep(T.zeros(e.value:shape(), { tag = "grads" })) end
+        local g = T.from_table(case.grads[k][e.name])
+        ops.axpy_(e.grad, g, 1)
+        g:free()
+      end
+    end
+    opt:step()
+  end
+  local out = {}
+  for _, e in ipairs(list) do out[e.name] = e.value:values() end
+  opt:free()
+  free_params(list)
+  return out
+end
+
+local function same_values(want, got, what)
+  for name, v in pairs(want) do
+    local w = got[name]
+    for i = 1, #v do assert(v[i] == w[i], ("%s %s[%d]: %.9g, want %.9g"):format(what, name, i, w[i], v[i])) end
+  end
+end
+
 -- zero_grad({ free = true }) frees every gradient (none held until a backward makes it, as
 -- Module.grad_of does); steps over gradients made that way are the plain zero_grad's bits,
 -- and a trainable parameter the step finds without one is updated with a zero gradient
 -- (AdamW's decay and moments move) exactly as after a plain zero_grad.
 cases[#cases + 1] = { "zero_grad_free_then_made_in_backward", function()
   local case = golden.optimizers.adamw_wd
-  local function run(free)
-    local list = make_params(case)
-    local opt = optim.new(list, case.config)
-    local last = list[#golden.names]   -- left without a gradient on even steps
-    for k = 1, 4 do
-      opt:zero_grad({ free = free })
-      for _, e in ipairs(list) do
-        if free then assert(e.grad == nil, e.name .. ": a gradient survived zero_grad({ free = true })") end
-        if e.trainable and not (e == last and k % 2 == 0) then
-          if not e.grad then e.grad = T.keep(T.zeros(e.value:shape(), { tag = "grads" })) end
-          local g = T.from_table(case.grads[k][e.name])
-          ops.axpy_(e.grad, g, 1)
-          g:free()
-        end
-      end
-      opt:step()
-    end
-    local out = {}
-    for _, e in ipairs(list) do out[e.name] = e.value:values() end
-    opt:free()
-    free_params(list)
-    return out
-  end
-  local plain, freed = run(false), run(true)
-  for name, v in pairs(plain) do
-    local w = freed[name]
-    for i = 1, #v do assert(v[i] == w[i], ("%s[%d]: %.9g freed, %.9g plain"):format(name, i, w[i], v[i])) end
-  end
+  local last = golden.names[#golden.names]   -- left without a gradient on even steps
+  local function skip(e, k) return e.name == last and k % 2 == 0 end
+  same_values(train_steps(case, 4, { skip = skip }), train_steps(case, 4, { free = true, skip = skip }), "freed")
 end }
 
 -- make_state (what a run calls before its first forward) makes every trainable parameter's
@@ -139,47 +148,23 @@ end }
 -- optimizer that made its state at the first step, for each optimizer kind.
 cases[#cases + 1] = { "make_state_before_the_first_step", function()
   for key, case in pairs(golden.optimizers) do
-    local function run(early)
-      local list = make_params(case)
-      local opt = optim.new(list, case.config)
-      if early then
-        opt:make_state()
-        local st = opt:state()
-        for _, e in ipairs(list) do
-          local s = st.params[e.name]
-          assert((s ~= nil) == (e.trainable ~= false), key .. ": " .. e.name .. ": state made for a frozen parameter or missing")
-          if s then
-            assert(s.step == 0, key .. ": step " .. s.step)
-            for slot, t in pairs(s) do
-              if slot ~= "step" then
-                for _, x in ipairs(t:values()) do assert(x == 0, key .. ": " .. e.name .. "." .. slot .. " not zero") end
-              end
+    local function early(opt, list)
+      opt:make_state()
+      local st = opt:state()
+      for _, e in ipairs(list) do
+        local s = st.params[e.name]
+        assert((s ~= nil) == (e.trainable ~= false), key .. ": " .. e.name .. ": state made for a frozen parameter or missing")
+        if s then
+          assert(s.step == 0, key .. ": step " .. s.step)
+          for slot, t in pairs(s) do
+            if slot ~= "step" then
+              for _, x in ipairs(t:values()) do assert(x == 0, key .. ": " .. e.name .. "." .. slot .. " not zero") end
             end
           end
         end
       end
-      for k = 1, #case.grads do
-        opt:zero_grad()
-        for _, e in ipairs(list) do
-          if e.trainable ~= false then
-            local g = T.from_table(case.grads[k][e.name])
-            ops.axpy_(e.grad, g, 1)
-            g:free()
-          end
-        end
-        opt:step()
-      end
-      local out = {}
-      for _, e in ipairs(list) do out[e.name] = e.value:values() end
-      opt:free()
-      free_params(list)
-      return out
     end
-    local lazy, early = run(false), run(true)
-    for name, v in pairs(lazy) do
-      local w = early[name]
-      for i = 1, #v do assert(v[i] == w[i], ("%s %s[%d]: %.9g early, %.9g lazy"):format(key, name, i, w[i], v[i])) end
-    end
+    same_values(train_steps(case, #case.grads, {}), train_steps(case, #case.grads, { before = early }), key .. " early")
   end
 end }
 
