@@ -478,8 +478,9 @@ static tr_blk *range_grow(tr_alloc *a, tr_seg *s, uint64_t grow, int *hit_limit)
 }
 
 /* A block of at least `rounded` bytes from the range's end: its free last block, grown by
- * what it lacks; NULL when there is no range for the stream, it is full, or it cannot grow. */
-static tr_blk *range_take(tr_alloc *a, uintptr_t stream, uint64_t rounded, int *hit_limit)
+ * what it lacks; NULL when there is no range for the stream, it is full, or it cannot grow
+ * (*grow: the bytes it would have grown by, for the out-of-memory message). */
+static tr_blk *range_take(tr_alloc *a, uintptr_t stream, uint64_t rounded, int *hit_limit, uint64_t *grow_out)
 {
     tr_seg *s = range_of(a, stream);
     if (!s) return NULL;
@@ -490,6 +491,7 @@ static tr_blk *range_take(tr_alloc *a, uintptr_t stream, uint64_t rounded, int *
     }
     uint64_t grow = round_up(rounded - have, RANGE_STEP);
     if (grow > s->capacity - s->size) return NULL;
+    *grow_out = grow;
     return range_grow(a, s, grow, hit_limit);
 }
 
@@ -657,20 +659,23 @@ int tr_alloc_malloc(tr_alloc *a, size_t size, int tag, uintptr_t stream, void **
     uint64_t raw_size = a->no_caching ? (size ? size : 1) : seg_size;
     int hit_limit = 0;
     int ranged = pool == TR_POOL_LARGE && !a->no_caching;   /* the growable range may serve */
+    uint64_t grow = 0;   /* what the range last lacked, when it passed the limit */
     tr_blk *b = rounded && !a->no_caching ? take_cached(a, pool, stream, rounded) : NULL;
-    if (!b && rounded && ranged) b = range_take(a, stream, rounded, &hit_limit);
+    if (!b && rounded && ranged) b = range_take(a, stream, rounded, &hit_limit, &grow);
     if (!b && rounded && !hit_limit) b = segment_new(a, pool, stream, seg_size, raw_size, &hit_limit);
     if (!b && rounded) {
         a->st.n_retries++;
         tr_alloc_empty_cache(a);
         hit_limit = 0;
-        if (ranged) b = range_take(a, stream, rounded, &hit_limit);
+        grow = 0;
+        if (ranged) b = range_take(a, stream, rounded, &hit_limit, &grow);
         if (!b && !hit_limit) b = segment_new(a, pool, stream, seg_size, raw_size, &hit_limit);
     }
     if (!b) {
         a->st.n_ooms++;
         record(a, TR_EV_OOM, size, 0, stream, tag);
-        return tr_alloc_oom_message(a, err, size, rounded, seg_size, tag, stream, hit_limit);
+        return tr_alloc_oom_message(a, err, size, rounded, hit_limit && grow ? grow : seg_size, tag, stream,
+                                    hit_limit, hit_limit && grow);
     }
     if (should_split(a, b, rounded)) split_block(a, b, rounded);
     mark_live(a, b, size, tag);

@@ -108,8 +108,9 @@ uint64_t tr_alloc_largest_free(const tr_alloc *a);
 const char *tr_alloc_event_name(int kind);
 /* "0 B", "512 B", "1.50 KiB", "128.00 MiB", "2.00 GiB" into buf (>= 32 bytes). */
 const char *tr_alloc_fmt_size(uint64_t bytes, char *buf, size_t len);
-/* Fills err with the out-of-memory paragraph and ledger table. */
+/* Fills err with the out-of-memory paragraph and ledger table. in_range: the limit stopped the
+ * growable range's growth by seg_size bytes (else a new segment of seg_size bytes failed). */
 int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64_t rounded,
-                         uint64_t seg_size, int tag, uintptr_t stream, int hit_limit);
+                         uint64_t seg_size, int tag, uintptr_t stream, int hit_limit, int in_range);
 
 #endif

@@ -106,7 +106,7 @@ int tr_alloc_device_memory(const tr_alloc *a, uint64_t *total, uint64_t *free_by
 /* ------------------------------------------------------------ out of memory */
 
 int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64_t rounded,
-                         uint64_t seg_size, int tag, uintptr_t stream, int hit_limit)
+                         uint64_t seg_size, int tag, uintptr_t stream, int hit_limit, int in_range)
 {
     tr_alloc_stats st;
     tr_alloc_get_stats(a, &st);
@@ -121,6 +121,11 @@ int tr_alloc_oom_message(const tr_alloc *a, tr_error *err, uint64_t size, uint64
         tr_alloc_fmt_size(st.largest_free, s5, sizeof s5));
     if (!rounded)
         put(&t, " The request is larger than any device can hold.");
+    else if (in_range)
+        put(&t, " Growing the range that holds the large blocks by %s would pass the limit even after "
+                "the cached memory was released; %s of headroom is left under it.",
+            tr_alloc_fmt_size(seg_size, s1, sizeof s1),
+            tr_alloc_fmt_size(st.limit > st.reserved ? st.limit - st.reserved : 0, s2, sizeof s2));
     else if (hit_limit)
         put(&t, " A new %s segment would pass the limit even after the cached segments were released; "
                 "%s of headroom is left under it.",

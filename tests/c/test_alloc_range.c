@@ -261,8 +261,10 @@ static void test_limit(void)
     tr_error e;
     tr_error_clear(&e);
     int rc = tr_alloc_malloc(a, 30 * MiB, TR_TAG_ACTIVATIONS, 0, &p, &e);
-    CHECK(rc == TR_EOOM && p == NULL && strstr(e.msg, "limit") && strstr(e.msg, "out of memory"),
-          "past the limit: rc %d, %s", rc, e.msg);
+    CHECK(rc == TR_EOOM && p == NULL && strstr(e.msg, "out of memory"), "past the limit: rc %d, %s", rc, e.msg);
+    CHECK(strstr(e.msg, "Growing the range that holds the large blocks by 30.00 MiB would pass the limit") &&
+              strstr(e.msg, "24.00 MiB of headroom"),
+          "the message names the range's growth and the headroom: %s", e.msg);
     tr_alloc_stats s = stats(a);
     CHECK(s.n_retries == 1 && s.n_ooms == 1 && s.reserved == 40 * MiB && f.usable == 40 * MiB,
           "the retry trimmed the free end: reserved %llu", (unsigned long long)s.reserved);
