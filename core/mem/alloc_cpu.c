@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 enum { SEG_ALIGN = 256, RANGE_ALIGN = 2097152 };   /* a range's base on a 2 MiB boundary */
 
@@ -27,13 +28,18 @@ static void cpu_raw_free(void *user, void *ptr, size_t size)
     free(ptr);
 }
 
-/* Address space for *size bytes on a 2 MiB boundary (halving the ask down to 1 GiB when the
- * system refuses it, as under a low address-space limit); the slack around the boundary is
- * unmapped again. */
+/* Address space for *size bytes on a 2 MiB boundary; under an address-space limit
+ * (RLIMIT_AS, `ulimit -v`) at most half of it, so that segments, libraries and the heap keep
+ * room; halving the ask down to 256 MiB when the system refuses it. The slack around the
+ * boundary is unmapped again. */
 static void *cpu_range_reserve(void *user, uint64_t *size)
 {
     (void)user;
-    for (uint64_t want = *size; want >= ((uint64_t)1 << 30); want /= 2) {
+    uint64_t want = *size;
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && want > (uint64_t)lim.rlim_cur / 2)
+        want = (uint64_t)lim.rlim_cur / 2 / RANGE_ALIGN * RANGE_ALIGN;
+    for (; want >= ((uint64_t)256 << 20); want = want / 2 / RANGE_ALIGN * RANGE_ALIGN) {
         size_t span = (size_t)want + RANGE_ALIGN;
         void *p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) continue;
