@@ -1,8 +1,8 @@
 /* alloc.c — the caching allocator: size rounding, pools, best fit, splitting,
  * coalescing, the growable range, the limit, release-and-retry, stats and the event ring.
- * The CPU raw backend lives in alloc_cpu.c. The report, the snapshot and the out-of-memory message live in
- * alloc_report.c, the invariant check in alloc_check.c. The data structures and their invariants are in
- * alloc_internal.h.
+ * The CPU raw backend lives in alloc_cpu.c; the report, the snapshot and the out-of-memory
+ * message in alloc_report.c, the invariant check in alloc_check.c; the data structures and
+ * their invariants in alloc_internal.h.
  *
  * Policy (PyTorch's CUDACachingAllocator, see alloc.h):
  *   - sizes round up to 512 B; rounded <= 1 MiB is the small pool (2 MiB segments),
@@ -55,12 +55,14 @@ enum {
 
 /* ------------------------------------------------------------ sizes */
 
+static uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
+
 /* The request rounded up to 512 B; 0 becomes 512. 0 when it would overflow. */
 static uint64_t round_size(size_t size)
 {
     if (size < MIN_BLOCK) return MIN_BLOCK;
     if (size > UINT64_MAX / 4) return 0;
-    return ((uint64_t)size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+    return round_up(size, MIN_BLOCK);
 }
 
 static int pool_of(uint64_t rounded) { return rounded <= SMALL_SIZE ? TR_POOL_SMALL : TR_POOL_LARGE; }
@@ -69,7 +71,7 @@ static uint64_t segment_size(uint64_t rounded)
 {
     if (rounded <= SMALL_SIZE) return SMALL_BUFFER;
     if (rounded < MIN_LARGE_ALLOC) return LARGE_BUFFER;
-    return (rounded + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+    return round_up(rounded, ROUND_LARGE);
 }
 
 /* A segment's large block keeps a rest of up to 1 MiB (no sliver a later request could not
@@ -405,8 +407,6 @@ static void segment_release(tr_alloc *a, tr_seg *s)
 enum { RANGE_STEP = 2097152 };                        /* grows and shrinks in 2 MiB steps */
 #define RANGE_WANT ((uint64_t)1 << 40)               /* address space asked for: 1 TiB */
 
-static uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
-
 /* The range that serves the large pool of `stream`: made at the first call (empty), NULL
  * when the backend has none or refuses one, or another stream has it. */
 static tr_seg *range_of(tr_alloc *a, uintptr_t stream)
@@ -594,10 +594,8 @@ void tr_alloc_destroy(tr_alloc *a)
 static tr_blk *take_cached(tr_alloc *a, int pool, uintptr_t stream, uint64_t rounded)
 {
     /* The growable range's free end is left out: it is the one block that can grow, so a hole
-     * inside the range that fits serves first, and the end serves (range_take) when none does.
-     * Over the replayed allocations of the benchmark's training steps this held the least
-     * memory: ModernBERT's full fine-tune at the MiniLM shape reserved 904 MB for a peak
-     * allocation of 896 MB, where plain best fit reserved 982. */
+     * inside the range that fits serves first, and the end serves (range_take) when none does
+     * (docs/BENCHMARKS.md: less held than plain best fit over the benchmark's steps). */
     tr_seg *r = a->range;
     tr_blk *end = pool == TR_POOL_LARGE && r && r->stream == stream && r->last && !r->last->live ? r->last : NULL;
     if (end) free_erase(a, end);

@@ -16,10 +16,10 @@
  *   - on a backend with a growable range (the CPU's), the large pool of the first stream it
  *     serves lives in one address range instead of segments (PyTorch's expandable
  *     segments): best fit among its free blocks but the free end, else the free end, grown
- *     by what it lacks (in 2 MiB steps). A freed block
- *     that a smaller, longer-lived tensor then split is no longer a stranded segment, so
- *     the memory held tracks the live bytes closer. Emptying the cache returns the range's
- *     free end; a full or refused reservation leaves the requests to segments.
+ *     by what it lacks (in 2 MiB steps). A freed block that a smaller, longer-lived tensor
+ *     then split is no longer a stranded segment, so the memory held tracks the live bytes
+ *     closer. Emptying the cache returns the range's free end; a full or refused
+ *     reservation leaves the requests to segments.
  * Every allocation carries a tag; current and peak bytes are kept per tag.
  * Out of memory returns TR_EOOM with a message that carries the request, the tag, the
  * limit, the per-tag ledger, reserved vs allocated, the largest free block, and which

@@ -287,13 +287,7 @@ function Attention:backward(dy, want_dx)
     -- each gradient is freed as soon as it is read, so that the backward holds no more than
     -- the three heads' gradients and their concatenation at once (trainer.plan counts that)
     local dd = self.drop:backward(dy)
-    local out = BertAttention.remade_output(self)
-    if out then
-      T.scope(function()
-        local a = out:reshape({ sh[1], sh[2], self.C })
-        Linear.give_input(self.Wo, rows and rows:gather(a) or a)
-      end)
-    end
+    local out = BertAttention.give_remade_output(self, self.Wo, rows)
     local da = self.Wo:backward(dd)
     dd:free()
     if rows then

@@ -5,7 +5,8 @@
 -- self.query, self.key, self.value, output.dense, output.LayerNorm. q/k/v are the
 -- [B, T, H*D] Linear outputs viewed (free reshape) as [B, T, H, D] for ops.attention,
 -- which never materialises T x T probabilities; the backward gets its row log-sum-exp and,
--- on CUDA, its output (kept, so the backward need not run the forward again).
+-- on CUDA, its output (kept, or remade with the dense's input where a trained dense would
+-- keep that: drop_output).
 -- Dropout sites (trainer.rng_sites.dropout): attention_probs and attention_output, in this layer.
 -- forward(x, mask): mask [B, T] i32 (nonzero = keep) or nil; a view of it is kept. Or x is
 -- the packed real rows [N, C] and mask their packing (trainer.nn.packing): the linears and
@@ -98,7 +99,7 @@ end
 
 -- ops.attention_backward of the kept forward for the gradient da4 of its output: dq4, dk4, dv4
 -- (and the relative-position table's gradient accumulated). out: the forward's output remade
--- (remade_output), read on a device instead of the kept one.
+-- (give_remade_output), read on a device instead of the kept one.
 function BertAttention:attention_backward(da4, out)
   local s, rel = self.saved, self.rel
   local o = kept_opts(self)
@@ -108,8 +109,8 @@ end
 
 -- The heads' output is the output dense's input ([B, T, H*D], or its rows), which a trainable
 -- dense keeps for its weight gradient. drop_output frees that copy after the forward (and the
--- kept output it is a view of on a device) and says whether there was one; remade_output then
--- runs the attention op again on the kept q, k, v in the backward: the same inputs, mask,
+-- kept output it is a view of on a device) and says whether there was one; give_remade_output
+-- then runs the attention op again on the kept q, k, v in the backward: the same inputs, mask,
 -- dropout key, window and query rows give the forward's bits, for one attention forward (about
 -- 1 % of a full fine-tune's step), where a layer would keep N x C more.
 function BertAttention:drop_output(dense)
@@ -122,13 +123,21 @@ function BertAttention:drop_output(dense)
   return true
 end
 
--- The remade output [B, T, H, D] (new), or nil when drop_output dropped none.
-function BertAttention:remade_output()
+-- In the backward, before dense's: the output remade and handed to dense as its input was in
+-- the forward (in x's row layout: the packed rows under pk, else [B, T, H*D]; then rows'
+-- picks). Returns the output [B, T, H, D] (new: attention_backward's `out`, freed after it),
+-- or nil when drop_output dropped none.
+function BertAttention:give_remade_output(dense, rows, pk)
   local s = self.saved
   if not s.remake_out then return nil end
   s.remake_out = nil
   local out, lse = ops.attention(s.q, s.k, s.v, s.mask, kept_opts(self))
   lse:free()
+  T.scope(function()
+    local os = out:shape()
+    local a = pk and pk:gather(out) or out:reshape({ os[1], os[2], os[3] * os[4] })
+    Linear.give_input(dense, rows and rows:gather(a) or a)
+  end)
   return out
 end
 
@@ -201,15 +210,7 @@ function BertAttention:backward(dy, want_dx)
   self:saved_tensor("q")   -- raises unless a forward with gradients kept what this reads
   local pk, rows, xs = self.saved.pk, self.saved.rows, self.saved.x_shape
   local dod, dsum = add_norm.backward(self.dropout, self.norm, dy)   -- dsum: also the residual's gradient
-  local out = self:remade_output()
-  if out then
-    -- the dense's input as the forward gave it: in x's row layout, then the picked rows
-    T.scope(function()
-      local os = out:shape()
-      local a = pk and pk:gather(out) or out:reshape({ os[1], os[2], os[3] * os[4] })
-      Linear.give_input(self.dense, rows and rows:gather(a) or a)
-    end)
-  end
+  local out = self:give_remade_output(self.dense, rows, pk)
   local da = self.dense:backward(dod)
   dod:free()
   if rows then
