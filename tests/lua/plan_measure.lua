@@ -43,7 +43,7 @@ function M.measure(arch, shape, spec)
   local opt = optim.new(model, { name = "adamw", lr = 1e-5 })
   local loss = losses.new({ name = "cross_entropy" })
   local k, per, S = spec.accumulate or 1, spec.size or M.B, M.S
-  if k == 1 then opt:transient_packs() end   -- as a run without accumulation (trainer.train.build)
+  opt:transient_packs(k)                      -- as a run does (trainer.train.build)
   opt:make_state()                            -- as a run does
   local rows = per * k
   local ids, mask, labels = {}, {}, {}

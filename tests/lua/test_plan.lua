@@ -55,11 +55,14 @@ return {
   { "all_combined", function() compare({ lora = lora_qv, precision = "bf16", checkpoint = "auto", accumulate = 4 }) end },
   -- oneDNN's packed Linear weights are workspace (core/cpu_device/cpu_gemm.h), none on a GPU or
   -- on OpenBLAS. Planned for oneDNN (opts.cpu_gemm): its blocked layout's, two f32 copies of
-  -- every Linear weight with both sides >= 32.
+  -- every Linear weight with both sides >= 32; kept for the run where they serve more than
+  -- one product (a trained weight's under accumulation), else made per product, so the
+  -- largest one counts (a frozen weight's: Optimizer:transient_packs).
   { "packed_weights_in_workspace", function()
-    local over = with(preset, { "precision=fp32" })
+    -- bert-large fully fine-tuned in two micro-batches: per layer 4 x 1024^2 + 2 x 1024 x 4096
+    -- weights, 2 copies x 4 bytes each, kept
+    local over = with(preset, { "precision=fp32", "lora=nil", "batch.accumulate=2" })
     local blas, dnnl = plan_of(flagship, over, "openblas"), plan_of(flagship, over, "onednn")
-    -- bert-large: per layer 4 x 1024^2 + 2 x 1024 x 4096 weights, 2 copies x 4 bytes each
     local want = 24 * 2 * 4 * (4 * 1024 * 1024 + 2 * 1024 * 4096)
     assert(dnnl.packed_weight_bytes == want, tostring(dnnl.packed_weight_bytes))
     assert(dnnl.by_tag.workspace - blas.by_tag.workspace == want,
@@ -68,6 +71,24 @@ return {
     local text = plan.format(dnnl, nil, flagship)
     assert(text:find("workspace holds 2.25 GiB of Linear weights packed for oneDNN (f32, forward and input gradient;",
       1, true), text)
+    -- the same weights frozen (LoRA) or trained without accumulation: one [4096, 1024] pack at a time
+    local one = 4 * 1024 * 4096
+    for _, o in ipairs({ { "precision=fp32" }, { "precision=fp32", "lora=nil" } }) do
+      local p = plan_of(flagship, with(preset, o), "onednn")
+      assert(p.packed_weight_bytes == one, ("%s: %s"):format(table.concat(o, " "), tostring(p.packed_weight_bytes)))
+      local t = plan.format(p, nil, flagship)
+      assert(t:find("(f32, forward and input gradient; each made for its product and freed after it, so one at a time;",
+        1, true), t)
+    end
+    -- frozen weights beside a trained head kept under accumulation (a RoBERTa classifier with
+    -- its dense Linear saved): the head's two [64, 64] packs kept, then the largest frozen pack
+    local rshape = { hidden_size = 64, num_hidden_layers = 4, num_attention_heads = 4, intermediate_size = 256,
+                     vocab_size = 500, max_position_embeddings = 514, pad_token_id = 1, type_vocab_size = 1 }
+    local head = plan.estimate(pm.recipe("roberta", rshape, { accumulate = 2,
+      lora = { r = 8, alpha = 16, modules_to_save = { "classifier" } } }), { cuda_available = false, cpu_gemm = "onednn" })
+    assert(head.packed_weight_bytes == 2 * 4 * 64 * 64 + 4 * 256 * 64 and head.packed_transient == "frozen",
+      ("%s %s"):format(tostring(head.packed_weight_bytes), tostring(head.packed_transient)))
+    assert(plan.format(head, nil, "r.lua"):find("; a frozen weight's made for each product and freed after it;", 1, true))
     local gpu = plan.estimate(recipes.load(flagship, over).recipe, { cuda_available = true, cpu_gemm = "onednn" })
     assert(gpu.packed_weight_bytes == nil, "packed weights planned on a GPU")
     -- half weights run unpacked (core/cpu_device/cpu_gemm.c): the flagship as written is bf16
@@ -81,7 +102,7 @@ return {
   -- both products' copies where oneDNN's layout is blocked, the forward's only where it is
   -- plain (AVX2: the input gradient reads the weight as stored), none on OpenBLAS.
   { "packed_weights_of_this_process", function()
-    local over = with(preset, { "precision=fp32" })
+    local over = with(preset, { "precision=fp32", "lora=nil", "batch.accumulate=2" })
     local here = plan.estimate(recipes.load(flagship, over).recipe, { cuda_available = false })
     local t, f, g = plan.packed_weight_bytes(96, 128)
     assert(t == f + g)

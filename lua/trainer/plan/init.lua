@@ -29,9 +29,10 @@
 --                CPU with oneDNN (core/cpu_device/cpu_gemm.h), every f32 Linear weight with both sides
 --                >= 32 packed in f32 for the products that take a copy of their own (forward
 --                and input gradient in a blocked layout; on AVX2 the forward's only: the runtime
---                says, tr_cpu_linear_pack_bytes), kept for the run; a trained weight's,
+--                says, tr_cpu_linear_pack_bytes): a frozen weight's, and a trained weight's
 --                without accumulation, made for each product and freed after it
---                (Optimizer:transient_packs), so one at a time
+--                (Optimizer:transient_packs), so one at a time; a trained weight's under
+--                accumulation kept for the run
 -- Checked against measured peaks in tests/lua/test_plan.lua (within 15 % per tag).
 local json = require("trainer.core.json")
 local errors = require("trainer.core.errors")
@@ -286,15 +287,15 @@ function M.estimate(recipe, opts)
   -- oneDNN's packed weights (CPU): every encoder Linear, and the classification head's
   -- (f32 weights only: half ones run unpacked, core/cpu_device/cpu_gemm.c), as this process
   -- packs them; planned for oneDNN by opts.cpu_gemm, as its blocked layout packs them
-  -- A trained weight's packs, without accumulation, live for one product each
-  -- (Optimizer:transient_packs): only the largest of them counts, once.
+  -- A frozen weight's packs, and a trained weight's without accumulation, live for one
+  -- product each (Optimizer:transient_packs): only the largest of them counts, once.
   local packed, packed_fwd, packed_grad, held, held_fwd, held_grad = 0, 0, 0, 0, false, false
   if onednn and not half then
     local packs = opts.cpu_gemm and M.blocked_packed_weight_bytes or M.packed_weight_bytes
     local per_product = recipe.batch.accumulate == 1
     local function add_packs(O, I, n, trained)
       local _, f, g = packs(O, I)
-      if trained and per_product then
+      if not trained or per_product then
         held, held_fwd, held_grad = math.max(held, f, g), held_fwd or f > 0, held_grad or g > 0
       else
         packed_fwd, packed_grad = packed_fwd + n * f, packed_grad + n * g
@@ -309,11 +310,12 @@ function M.estimate(recipe, opts)
   end
   -- an active LoRA dropout on the CPU: dropout_linear's backward holds the dropped-out input
   -- and the adapter's input gradient beside its products, [N, in] each in the activations'
-  -- dtype, freed as it returns (core/cpu_ops/dropout_linear_cpu.c; the CUDA slot fuses them)
+  -- dtype, freed as it returns (core/cpu_ops/dropout_linear_cpu.c; the CUDA slot fuses them).
+  -- A pack made for one product is freed before it starts: the larger of the two counts.
   if lora and (lora.dropout or 0) > 0 and not gpu then
     local widest = 0
     for _, lin in ipairs(lora_sites) do widest = math.max(widest, lin[2]) end
-    workspace = workspace + 2 * N * widest * e
+    workspace = workspace + math.max(0, 2 * N * widest * e - held)
   end
   -- under mpirun (recipe.distributed): the gradient all-reduce's bucket buffers, on every
   -- rank (tag workspace; none with NCCL, which reduces the gradients in place)
@@ -388,7 +390,9 @@ function M.estimate(recipe, opts)
     -- which products' copies those are (for the text)
     packed_products = packed > 0 and (packed_grad == 0 and not held_grad and "forward"
       or packed_fwd == 0 and not held_fwd and "input gradient" or "forward and input gradient") or nil,
-    packed_transient = held > 0 or nil,
+    -- which packs are made per product: every one, or (a trained weight's kept under
+    -- accumulation) the frozen weights'
+    packed_transient = held > 0 and (packed_fwd + packed_grad == 0 and "all" or "frozen") or nil,
     eval = require("trainer.plan.eval").estimate(recipe, c.hidden_size or c.dim or c.d_model),   -- eval.sets' ir
     -- what it was planned from, for M.alternatives (not part of the JSON)
     recipe = recipe, opts = opts, model_config = c,
@@ -660,7 +664,8 @@ function M.format(plan, budget, path, info)
       or plan.packed_products .. " only: the other product reads the weights as stored"
     lines[#lines + 1] = ("workspace holds %s of Linear weights packed for oneDNN (f32, %s%s; "
       .. "TRAINER_CPU_GEMM=openblas runs without them)"):format(fs(plan.packed_weight_bytes), which,
-      plan.packed_transient and "; a trained weight's packs one at a time, each freed after its product" or "")
+      plan.packed_transient == "all" and "; each made for its product and freed after it, so one at a time"
+      or plan.packed_transient == "frozen" and "; a frozen weight's made for each product and freed after it" or "")
   end
   if plan.cuda_context_bytes then
     lines[#lines + 1] = ("%-12s %12s  (the CUDA context, outside the allocator: add it to compare with nvidia-smi; "

@@ -238,11 +238,10 @@ function M.run(resolved, opts, Run)
   end
   self.optimizer = require("trainer.train.optim").new(iter(), recipe.optim)
   local acc = recipe.batch.accumulate
-  -- without accumulation the optimizer writes each trained weight after its one forward and
-  -- one backward: its oneDNN packs serve one product each, so they are freed as it returns
-  -- instead of sitting beside the activations (a full fine-tune's forward packs: 340 MB at
-  -- BERT-base). With accumulation the micro-batches share them.
-  if acc == 1 and self.device == "cpu" then self.optimizer:transient_packs() end
+  -- oneDNN packs made per product and freed as it returns: a frozen weight's always, a trained
+  -- weight's without accumulation (the optimizer writes it after its one forward and one
+  -- backward); kept, they would sit beside the activations at their peak (Optimizer:transient_packs)
+  if self.device == "cpu" then self.optimizer:transient_packs(acc) end
   -- the optimizer state before the first forward: made at the first step, it would split the
   -- blocks the activations had just freed (a resume replaces it with the checkpoint's)
   self.optimizer:make_state()

@@ -7,7 +7,8 @@
 --   ... forward, backward (accumulates into param.grad) ...
 --   opt:step({ lr = sched:lr(k), grad_scale = 1 })
 --   opt:state() / opt:load_state(st)   -- exact resume;  opt:memory()  -- bytes by tag;  opt:free()
---   opt:transient_packs()      -- one forward and one backward per step: CPU weight packs live per product
+--   opt:transient_packs(acc)   -- a training loop's CPU weight packs: frozen ones, and (acc 1) trained ones,
+--                                 live per product
 --
 -- Parameters: (name, param) pairs with param = { value = f32 tensor (the master weight),
 -- grad = tensor or nil, trainable = bool (nil counts as true) }. Accepted as an iterator function, an
@@ -260,15 +261,19 @@ function Optimizer:zero_grad(opts)
   end
 end
 
--- Every trainable parameter's oneDNN packs (the CPU Linear's copies of an f32 weight in the
--- products' layout) made for one product and freed as it returns (ops.transient_packs), for a
--- loop that runs one forward and one backward between steps: each step writes the weight, so
--- a pack could never serve a second product, and kept it would sit beside the activations at
--- their peak (a full fine-tune's forward packs: about 340 MB at BERT-base). A loop that
--- accumulates micro-batches, or runs a forward again (checkpointing), repacks per product.
-function Optimizer:transient_packs()
+-- oneDNN packs (the CPU Linear's copies of an f32 weight in the products' layout) made for one
+-- product and freed as it returns (ops.transient_packs), as a training loop wants them:
+--   - every frozen parameter's: kept, a frozen weight's two packs would be two more copies of
+--     it beside the activations at their peak, what LoRA is chosen to save (ModernBERT at
+--     BERT-base's shape: 904 MB of packs beside 611 MB of weights); repacking costs a pass over
+--     the weight per product (docs/BENCHMARKS.md: 0-1.5 % of a LoRA step);
+--   - every trainable parameter's when a step runs one forward and one backward (accumulate
+--     1, the default): the step writes the weight, so a pack could never serve a second
+--     product. Micro-batches (accumulate > 1) share a trained weight's packs instead.
+function Optimizer:transient_packs(accumulate)
+  local trained = (accumulate or 1) == 1
   for _, e in ipairs(self.params) do
-    if trainable(e.param) then ops.transient_packs(e.param.value, true) end
+    if trained or not trainable(e.param) then ops.transient_packs(e.param.value, true) end
   end
 end
 
