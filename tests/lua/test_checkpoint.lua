@@ -106,22 +106,40 @@ local function names_of(model)
   return table.concat(out, ",")
 end
 
+-- Counts the forwards of each encoder layer (an instance field over the class's method).
+local function count_forwards(model)
+  local layers, calls = model.bert.encoder.layers, { n = 0 }
+  for _, layer in ipairs(layers) do
+    local forward = getmetatable(layer).forward or layer.forward
+    layer.forward = function(...) calls.n = calls.n + 1; return forward(...) end
+  end
+  return calls, function() for _, layer in ipairs(layers) do layer.forward = nil end end
+end
+
 local function same_as_plain(model, x, w, specs, must_be_lower)
   local names = names_of(model)
   checkpoint.apply(model, false)
+  local calls, uncount = count_forwards(model)
   local loss0, g0, peak0 = run(model, x, w)
+  local L = calls.n
   for _, spec in ipairs(specs) do
     local sizes = checkpoint.apply(model, spec)
     local label = type(spec) == "table" and (spec.segments and ("segments=" .. spec.segments) or ("every=" .. spec.every))
       or tostring(spec)
     assert(names_of(model) == names, label .. ": parameter names changed")
+    calls.n = 0
     local loss, g, peak = run(model, x, w)
     assert(loss == loss0, ("%s: loss %.17g vs %.17g"):format(label, loss, loss0))
     assert_bitwise(g0, g, label)
     if must_be_lower(sizes) then
       assert(peak < peak0, ("%s: peak activations %d not below the plain %d"):format(label, peak, peak0))
     end
+    -- every segment but the last runs its layers again in the backward; the last keeps its
+    -- forward's (trainer.nn.Checkpoint's keeps_forward)
+    assert(calls.n == 2 * L - sizes[#sizes], ("%s: %d layer forwards in a step, want %d"):format(label, calls.n,
+      2 * L - sizes[#sizes]))
   end
+  uncount()
   checkpoint.apply(model, false)
   local loss, g = run(model, x, w)
   assert(loss == loss0, "after apply(false): loss differs")

@@ -209,6 +209,68 @@ return {
     assert(trained == 8, trained .. " LoRA gradients")
     g:close()
   end },
+  -- A checkpointed backward re-runs a segment's last layer for its keeps alone
+  -- (Layer:keep_for_backward: no MLP output product, trainer.nn.Checkpoint) and the last
+  -- segment not at all: with dropout on every site, a full fine-tune (mlp.Wo trained: its
+  -- input remade) and LoRA on both Wo (a wrapper: run in full) give the plain run's output
+  -- and gradients bit for bit, and a re-run makes no plain mlp.Wo product in its last layer.
+  { "checkpoint_rerun_skips_the_output_product_same_bits", function()
+    local T = require("trainer.core.tensor")
+    local Linear = require("trainer.nn.linear")
+    local checkpoint = require("trainer.train.grad_checkpoint")
+    local lora = require("trainer.train.lora")
+    local raw = { model_type = "modernbert", hidden_size = 32, num_hidden_layers = 4, num_attention_heads = 4,
+      intermediate_size = 48, vocab_size = 200, max_position_embeddings = 64, attention_dropout = 0.1,
+      mlp_dropout = 0.1, embedding_dropout = 0.1, global_attn_every_n_layers = 2, local_attention = 8 }
+    local function step(spec, targets)
+      local cfg, fam = registry.config(raw, "test")
+      local m = fam.build("classification", { config = cfg, seed = 3, num_labels = 2 })
+      if targets then lora.apply(m, { r = 2, alpha = 4, dropout = 0.1, targets = targets }) end
+      local sizes = spec and checkpoint.apply(m, spec)
+      m:train()
+      m.rng.seed, m.rng.step = 11, 4
+      -- count the mlp.Wo products: every plain Linear's forward on an [.., I] input
+      local products, linear = 0, Linear.forward
+      Linear.forward = function(self, x)
+        if self.in_features == raw.intermediate_size then products = products + 1 end
+        return linear(self, x)
+      end
+      local ok, res = pcall(function()
+        local x = lib.padded_batch(3, 12)
+        local y = m:forward(x)
+        local w = T.randn(y:shape(), { seed = 9, stream = 1, tag = "activations" })
+        m:backward(w)
+        local out = { y = y:values() }
+        for name, p in m:parameters() do if p.grad then out[name] = p.grad:values() end end
+        y:free(); w:free(); lib.free_input(x)
+        return out
+      end)
+      Linear.forward = linear
+      m:free()
+      if not ok then error(res, 0) end
+      return res, products, sizes
+    end
+    for _, targets in ipairs({ false, { "Wqkv", "Wo" } }) do
+      local plain, p0 = step(false, targets)
+      assert(p0 == (targets and 0 or 4), ("%d mlp.Wo products in a plain step"):format(p0))
+      for _, spec in ipairs({ { every = 1 }, { every = 2 }, { segments = 3 } }) do
+        local got, p, sizes = step(spec, targets)
+        local label = ("%s, %s"):format(targets and "LoRA" or "full", spec.every and ("every " .. spec.every)
+          or ("segments " .. spec.segments))
+        local n = 0
+        for name, v in pairs(plain) do
+          local c = assert(got[name], label .. ": no " .. name)
+          for i = 1, #v do assert(v[i] == c[i], ("%s: %s[%d] %.9g, plain %.9g"):format(label, name, i, c[i], v[i])) end
+          n = n + 1
+        end
+        assert(n > (targets and 8 or 20), label .. ": " .. n .. " tensors")
+        -- plain mlp.Wo: one product per layer forward, and per layer a re-run makes but for
+        -- its segment's last; the last segment is not re-run
+        local want = 4 + (4 - sizes[#sizes]) - (#sizes - 1)
+        if not targets then assert(p == want, ("%s: %d mlp.Wo products, want %d"):format(label, p, want)) end
+      end
+    end
+  end },
   { "modernbert_geglu_backward_in_place", function()
     -- the MLP's backward overwrites h with dh on the CPU: the same values as a new dh, in both
     -- GELU forms, over a row longer than the kernel's in-place chunk (512)

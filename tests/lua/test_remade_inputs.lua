@@ -82,7 +82,12 @@ local function check(spec, remade)
   if remade.act then want = want + L * block(I) end
   -- every layer's feed-forward input; every layer's input but the first's (the stack's input)
   if remade.outs then want = want + (2 * L - 1) * block(H) end
-  if spec.checkpoint then want = 0 end   -- a checkpointed layer keeps its input alone after the forward
+  -- checkpointed per layer, a layer keeps its input alone after the forward, but the last,
+  -- whose segment keeps its forward's (trainer.nn.Checkpoint's keeps_forward): its heads'
+  -- output, activation output and feed-forward input (its input is the segment's)
+  if spec.checkpoint then
+    want = block(H) + (remade.act and block(I) or 0) + (remade.outs and block(H) or 0)
+  end
   local less = k.saved - r.saved
   print(("  %s: %d gradients, the same bits; kept after the forward %d B remade / %d B kept"):format(
     spec.name, n, r.saved, k.saved))

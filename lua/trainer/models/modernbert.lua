@@ -346,6 +346,23 @@ function MLP:forward(x, rows)
   end)
 end
 
+-- What forward keeps, without its output: for the re-run of a checkpointed segment's last
+-- layer (Layer:keep_for_backward). Wo's product and the dropout before it are skipped where
+-- Wo is a plain Linear: the backward remakes Wo's input as after forward, and reads nothing
+-- else of them.
+function MLP:keep_for_backward(x, rows)
+  if not Linear.skip_forward(self.Wo) then
+    self:forward(x, rows):free()
+    return
+  end
+  T.scope(function()
+    local h = self.Wi:forward(x, rows)
+    self:keep("h", h)
+    self.drop:skip_forward(rows)
+    self.saved.remake = self.Wo.weight.trainable or nil
+  end)
+end
+
 function MLP:backward(dy, want_dx)
   local h = self:saved_tensor("h")
   return T.scope(function()
@@ -399,9 +416,9 @@ local function remake_norm_output(lin, norm, saved, flag)
   end)
 end
 
--- rows (trainer.nn.row_pick, the last layer under a head that reads the first rows only):
--- past the attention core the layer runs on those rows, and returns [B, C].
-function Layer:forward(x, mask, rows)
+-- The layer's forward; output false: only what the backward reads is made and kept, the
+-- output (h + the MLP's) is not (Layer:keep_for_backward).
+local function run_layer(self, x, mask, rows, output)
   if self.grad_enabled then self.saved.rows, self.saved.x_shape = rows, rows and x:shape() end
   return T.scope(function()
     local h = T.scope(function()
@@ -410,10 +427,30 @@ function Layer:forward(x, mask, rows)
       if self.attn_norm then drop_norm_output(self.attn.Wqkv, self.saved, "remake_attn") end
       return add(rows and rows:gather(x) or x, o)
     end)
-    local m = self.mlp:forward(self.mlp_norm:forward(h), rows)
+    local hn = self.mlp_norm:forward(h)
+    if output == false then
+      self.mlp:keep_for_backward(hn, rows)
+      drop_norm_output(self.mlp.Wi, self.saved, "remake_mlp")
+      return nil
+    end
+    local m = self.mlp:forward(hn, rows)
     drop_norm_output(self.mlp.Wi, self.saved, "remake_mlp")
     return add(h, m)
   end)
+end
+
+-- rows (trainer.nn.row_pick, the last layer under a head that reads the first rows only):
+-- past the attention core the layer runs on those rows, and returns [B, C].
+function Layer:forward(x, mask, rows)
+  return run_layer(self, x, mask, rows)
+end
+
+-- What forward keeps for the backward, without the output: a checkpointed backward re-runs a
+-- segment's last layer for its keeps alone, the next segment holding its output already
+-- (trainer.nn.Checkpoint). Pre-norm, nothing the backward reads comes after the MLP's output
+-- product, which is skipped (a quarter of a layer's products at ModernBERT's shapes).
+function Layer:keep_for_backward(x, mask, rows)
+  run_layer(self, x, mask, rows, false)
 end
 
 -- want_dx = false: no input gradient is owed (the first layer over frozen embeddings).
@@ -701,6 +738,8 @@ function M.plan_terms(c)
   return {
     layers = L, positions = c.max_position_embeddings or 8192, linears = plain, layer = layer,
     activations = activations,
+    -- the product a checkpointed re-run of a segment's last layer skips (Layer:keep_for_backward)
+    rerun_skips = "mlp.Wo",
     embeddings = { { n = V * C, rows = V, cols = C }, { n = nb * C, rows = nb * C, cols = 1 } },
     head = function(K)
       local hb = c.classifier_bias == true and C or 0

@@ -14,7 +14,14 @@
 --   * with grad disabled (eval, or an outer no-grad pass such as GradCache's) forward is
 --     the plain forward and keeps nothing at all;
 --   * what the layers keep during the re-run is released by their own backward, so at most
---     one segment's activations are alive at a time, plus every segment's input.
+--     one segment's activations are alive at a time, plus every segment's input;
+--   * the re-run's last layer, where it has keep_for_backward (a pre-norm family's: ModernBERT),
+--     keeps what its backward reads and skips what only its output needed;
+--   * a segment marked keeps_forward (the encoder's last, trainer.train.grad_checkpoint) runs
+--     its forward with its layers keeping what they keep, and its backward runs no re-run:
+--     its backward starts as the forward ends (the head and the loss between), when the
+--     re-run would have made the same tensors beside the same segment inputs. The same peak
+--     and bits, one segment's forward less per step.
 local Module = require("trainer.nn.module")
 local packing = require("trainer.nn.packing")
 
@@ -33,12 +40,21 @@ end
 
 -- ---------------------------------------------------------------- running
 -- rows (trainer.nn.row_pick): given to the last layer (the encoder's last segment).
-local function run(self, x, mask, rows)
+-- for_backward (the backward's re-run): the last layer, where it has keep_for_backward, keeps
+-- what its backward reads without making its output, which the next segment holds already;
+-- nil is returned then.
+local function run(self, x, mask, rows, for_backward)
   local h = x:reshape(x:shape())
   local n = #self.layers
   for i, layer in ipairs(self.layers) do
-    -- prev: the layer whose output h is, within the segment (a layer may remake its input from it)
-    local ok, nh = pcall(layer.forward, layer, h, mask, i == n and rows or nil, self.layers[i - 1])
+    local ok, nh
+    if i == n and for_backward and layer.keep_for_backward then
+      ok, nh = pcall(layer.keep_for_backward, layer, h, mask, rows)
+      if ok then nh = nil end
+    else
+      -- prev: the layer whose output h is, within the segment (a layer may remake its input from it)
+      ok, nh = pcall(layer.forward, layer, h, mask, i == n and rows or nil, self.layers[i - 1])
+    end
     h:free()
     if not ok then error(nh, 0) end
     h = nh
@@ -52,6 +68,11 @@ end
 
 function Checkpoint:forward(x, mask, rows)
   if not self.grad_enabled then return run(self, x, mask, rows) end
+  if self.keeps_forward then
+    local y = run(self, x, mask, rows)
+    self.saved.kept = true
+    return y
+  end
   set_inner_grad(self, false)
   local ok, y = pcall(run, self, x, mask, rows)
   set_inner_grad(self, true)
@@ -66,15 +87,19 @@ end
 
 -- want_dx = false: the segment's input gradient is not needed (see Encoder:backward); nil then.
 function Checkpoint:backward(dy, want_dx)
-  local x = self:saved_tensor("x")
-  local mask, key, rows = self.saved.mask, self.saved.rng, self.saved.rows
-  local seed, step = self.rng.seed, self.rng.step
-  self.rng.seed, self.rng.step = key.seed, key.step
-  local ok, y = pcall(run, self, x, mask, rows)
-  self.rng.seed, self.rng.step = seed, step
-  self:release()
-  if not ok then self:clear_saved(); error(y, 0) end
-  y:free()
+  if self.saved.kept then
+    self.saved.kept = nil
+  else
+    local x = self:saved_tensor("x")
+    local mask, key, rows = self.saved.mask, self.saved.rng, self.saved.rows
+    local seed, step = self.rng.seed, self.rng.step
+    self.rng.seed, self.rng.step = key.seed, key.step
+    local ok, y = pcall(run, self, x, mask, rows, true)
+    self.rng.seed, self.rng.step = seed, step
+    self:release()
+    if not ok then self:clear_saved(); error(y, 0) end
+    if y then y:free() end
+  end
   local g = dy:reshape(dy:shape())
   for i = #self.layers, 1, -1 do
     local ok2, ng = pcall(self.layers[i].backward, self.layers[i], g, i > 1 or want_dx)

@@ -40,6 +40,16 @@ function Dropout:forward(x, pk)
   return apply(x, self.p, self:key(), pk)
 end
 
+-- What forward saves for the backward, without its output: for a caller that re-runs a
+-- forward only for what it keeps (a checkpointed segment's last layer, whose output the next
+-- segment holds) and remakes the dropped-out values, if it needs them, by replay.
+function Dropout:skip_forward(pk)
+  if self:active() and self.grad_enabled then
+    self.saved.key = { seed = self.rng.seed, step = self.rng.step }
+    self.saved.pk = pk
+  end
+end
+
 -- The forward's output again, from the key the forward saved (a new tensor, or a view of x
 -- when the forward was the identity); saved state is left as it is for backward. Lets a
 -- module keep x instead of the dropped-out copy (LoRA's input).

@@ -54,6 +54,17 @@ function Linear.give_input(m, x)
   if getmetatable(m) == Linear and m.weight.trainable then m.saved.x = T.keep(x:reshape(x:shape())) end
 end
 
+-- For a caller that needs m's backward but not its output (the last product of a layer that a
+-- checkpointed backward re-runs, whose output the next segment holds already): skip_forward
+-- marks m's forward as run without the product, and says so, when m is a plain Linear, whose
+-- input the caller then remakes with give_input when it trains; false for anything else (a
+-- LoRA wrapper keeps what its own backward reads): run its forward.
+function Linear.skip_forward(m)
+  if getmetatable(m) ~= Linear then return false end
+  m.saved.ran = m.grad_enabled or nil
+  return true
+end
+
 -- want_dx = false skips the input gradient (the first layer of a frozen stack); bias_done
 -- leaves the bias gradient alone (backward_dgelu of the next layer summed it); into (x's
 -- shape) takes the input gradient added in the product (+=, no temporary and no add pass)

@@ -346,7 +346,7 @@ function M.estimate(recipe, opts)
                    workspace = workspace }
   local step_cost = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
     full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
-    optimizer = optimizer, checkpointed = sizes ~= nil, e = e,
+    optimizer = optimizer, recomputed = M.recomputed(L, sizes), reruns = sizes and #sizes - 1 or 0, e = e,
     cpu_bf16_native = half and not gpu and (opts.cpu_bf16_native == nil and cpu_bf16_native() or opts.cpu_bf16_native) })
   local total = weights + grads + optimizer + activations + workspace
   -- what each checkpoint choice would cost for this shape (the table `trainer plan` prints)
@@ -370,13 +370,13 @@ function M.estimate(recipe, opts)
   for _, c1 in ipairs(choices) do
     c1.activations = activations_of(c1.sizes)
     c1.total_bytes = total - activations + c1.activations
-    -- the work of a step with this choice: the recompute is there or not
+    -- the work of a step with this choice: the layers it runs again
     local cost_c = {}
     for k, v in pairs(step_cost) do cost_c[k] = v end
-    if (c1.sizes ~= nil) ~= (sizes ~= nil) then
+    if M.recomputed(L, c1.sizes) ~= M.recomputed(L, sizes) then
       cost_c = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
         full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
-        optimizer = optimizer, checkpointed = c1.sizes ~= nil, e = e, cpu_bf16_native = step_cost.cpu_bf16_native })
+        optimizer = optimizer, recomputed = M.recomputed(L, c1.sizes), reruns = c1.sizes and #c1.sizes - 1 or 0, e = e, cpu_bf16_native = step_cost.cpu_bf16_native })
     end
     c1.cost = cost_c
   end
@@ -399,6 +399,14 @@ function M.estimate(recipe, opts)
   }
 end
 
+-- The share of the layers a checkpointed backward runs again (segment sizes, or nil: none):
+-- every segment's but the last, which keeps its forward's (trainer.nn.Checkpoint); reruns
+-- (M.step_cost) counts those segments.
+function M.recomputed(L, sizes)
+  if not sizes or L == 0 then return 0 end
+  return (L - sizes[#sizes]) / L
+end
+
 -- The work of one optimizer step, for trainer.plan.time.predict (which says how each part is
 -- counted): { products = { { rows, flops, calls } }, bytes, ops, token_units (tokens x layers x
 -- hidden x passes, a backward two), half, cpu_bf16_native }.
@@ -418,10 +426,20 @@ function M.step_cost(a)
   if loss.cached then chunks = math.max(1, math.ceil(a.texts / loss.mini_batch)) end
   local rows = N / chunks
   local fwd_lin, fwd_lora, fwd_att = 2 * N * L * wsum, 2 * N * L * lsum, 4 * N * T * H * L
-  local forwards = 1 + (loss.cached and 1 or 0) + (a.checkpointed and 1 or 0)
+  local forwards = 1 + (loss.cached and 1 or 0) + (a.recomputed or 0)
   local fwd = fwd_lin + fwd_lora + fwd_att
   local bwd = (a.full and 2 or 1) * fwd_lin + 2 * fwd_lora + 2 * fwd_att
-  local flops = forwards * fwd + bwd
+  -- a re-run segment's last layer skips the product only its output needs, where the family
+  -- names one (terms.rerun_skips: a pre-norm layer's MLP output) and no adapter wraps it
+  local skipped = 0
+  for _, lin in ipairs(a.terms.linears) do
+    if lin[1] == a.terms.rerun_skips then
+      local adapted = false
+      for _, site in ipairs(a.sites or {}) do adapted = adapted or site == lin end
+      if not adapted then skipped = 2 * N * lin[2] * lin[3] * (a.reruns or 0) end
+    end
+  end
+  local flops = forwards * fwd + bwd - skipped
   -- bytes: weights read per use (a frozen half weight 2 bytes, else 4; widened to f32 for a
   -- CPU product without native bf16: read 2, write 4, read 4), activations written and read
   local widen = a.half_precision and not a.gpu and not a.cpu_bf16_native

@@ -8,7 +8,8 @@
 --            forward, twice that in the backward of a trainable weight (input and weight
 --            gradients), once for a frozen one (input gradient only); the attention 4 x tokens x
 --            seq x hidden forward and twice that backward; plus one forward more of every
---            checkpointed layer (the recompute) and of the whole model under a cached loss
+--            recomputed layer (checkpointing's: every segment's but the last) and of the whole
+--            model under a cached loss
 --            (GradCache's first pass without gradients)
 --   calls    the product calls, each with a fixed cost beyond its FLOPs (M.call_seconds):
 --            what makes many small products slower than few large ones at the same work

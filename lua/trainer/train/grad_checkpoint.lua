@@ -154,6 +154,9 @@ function M.apply(model, spec, planned)
         segs[s] = ckpt
         children[s] = { "", ckpt, false }
       end
+      -- the last segment's backward follows its forward: it keeps what its layers keep
+      -- rather than run them twice (trainer.nn.Checkpoint)
+      segs[#segs].keeps_forward = true
       -- an encoder's children after its layers stay (MPNet's relative_attention_bias)
       for i = k + 1, #plain do children[#children + 1] = plain[i] end
       enc._plain, enc._children, enc.layers = plain, children, segs
