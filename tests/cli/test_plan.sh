@@ -95,9 +95,10 @@ else
 fi
 
 # ---- oneDNN (a build and machine that have it): the packed weights are in the plan's workspace,
-# as this machine's oneDNN packs them: bert-large's f32 Linear weights twice (a blocked layout:
-# forward and input gradient) or once (AVX2: the forward's only)
-TRAINER_CPU_GEMM=onednn run_trainer plan $R $PRESET memory=nil precision=fp32
+# as this machine's oneDNN packs them: bert-large's f32 Linear weights trained in micro-batches,
+# which share their packs, twice (a blocked layout: forward and input gradient) or once (AVX2:
+# the forward's only); frozen (LoRA), one pack at a time
+TRAINER_CPU_GEMM=onednn run_trainer plan $R $PRESET memory=nil precision=fp32 lora=nil batch.accumulate=2
 if grep -q "TRAINER_CPU_GEMM=onednn:" "$TMP/err"; then
   echo "SKIP plan_onednn_packed: no oneDNN in this build or on this machine"
 else
@@ -109,6 +110,10 @@ else
     fail plan_onednn_packed "stdout lacks the packed weights (2.25 GiB both products, or 1.13 GiB the forward's)"
     show
   fi
+  TRAINER_CPU_GEMM=onednn run_trainer plan $R $PRESET memory=nil precision=fp32
+  expect_rc plan_onednn_frozen_rc 0
+  expect_out plan_onednn_frozen_one_at_a_time "workspace holds 16.00 MiB of Linear weights packed for oneDNN"
+  expect_out plan_onednn_frozen_says "each made for its product and freed after it, so one at a time"
 fi
 TRAINER_CPU_GEMM=blis run_trainer plan $R $PRESET memory=nil
 expect_rc plan_bad_cpu_gemm_rc 1

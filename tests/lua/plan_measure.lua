@@ -2,7 +2,8 @@
 -- a test: run.lua loads only test_*.lua): a small classifier of one family, built from a
 -- config table, trained as run.lua trains (batch.accumulate micro-batches of batch.size rows,
 -- then one update), the allocator's peaks by tag of a steady-state step (after a warm-up
--- step), and the plan's bytes per tag for the same recipe within 15 % of them (or 64 KiB).
+-- step), and the plan's bytes per tag for the same recipe within 15 % of them (or 64 KiB), and
+-- its total within 15 % of the step's peak allocation.
 --   local pm = dofile(require("trainer.native").root() .. "/tests/lua/plan_measure.lua")
 --   pm.compare("bert", shape, { precision = "bf16", checkpoint = "auto" })
 -- spec: size (rows per micro-batch, default pm.B), accumulate, precision, checkpoint, lora.
@@ -31,6 +32,9 @@ end
 
 -- The peaks by tag of one steady-state training step of that classifier.
 function M.measure(arch, shape, spec)
+  collectgarbage()
+  collectgarbage()
+  local before = memory.stats().allocated
   local cfg, fam = registry.config(shape, "test", arch)
   local model = fam.build("classification", { config = cfg, seed = 1, num_labels = 2 })
   model:train()
@@ -69,17 +73,18 @@ function M.measure(arch, shape, spec)
   step(0)
   memory.reset_peak()
   step(1)
-  local peaks = memory.stats().peak_by_tag
+  local st = memory.stats()
+  local peaks = st.peak_by_tag
   opt:free(); loss:free(); model:free(); input:free(); attn:free()
   memory.empty_cache()
-  return peaks
+  return peaks, st.peak_allocated - before
 end
 
 -- The plan's weights, grads, optimizer and activations (and workspace where oneDNN packs
 -- the weights: then it is mostly the packs; otherwise it is transient staging the plan
 -- bounds from above) against the measured peaks.
 function M.compare(arch, shape, spec)
-  local got = M.measure(arch, shape, spec)
+  local got, peak = M.measure(arch, shape, spec)
   local est = plan.estimate(M.recipe(arch, shape, spec))
   local tags = { "weights", "grads", "optimizer", "activations" }
   if plan.cpu_gemm_library() == "onednn" and est.packed_weight_bytes then tags[#tags + 1] = "workspace" end
@@ -90,6 +95,14 @@ function M.compare(arch, shape, spec)
     assert(math.abs(p - m) <= tol, ("%s %s: predicted %d bytes, measured %d (%.1f%%)"):format(arch, tag, p, m,
       100 * (p - m) / math.max(m, 1)))
   end
+  -- the total, the step's peak (the grads made by the backward beside what it still holds),
+  -- within 15 % of the step's peak allocation, beyond the workspace's own difference (staging
+  -- the plan bounds from above where it is not compared as a tag)
+  local slack = math.abs(est.by_tag.workspace - (got.workspace or 0))
+  print(("# %s %-12s predicted %10d measured %10d (%+.1f%%; the tags' sum %d)"):format(arch, "total",
+    est.total_bytes, peak, 100 * (est.total_bytes - peak) / peak, est.tags_sum_bytes))
+  assert(math.abs(est.total_bytes - peak) <= 0.15 * peak + slack, ("%s total: predicted %d bytes, measured %d "
+    .. "(%.1f%%)"):format(arch, est.total_bytes, peak, 100 * (est.total_bytes - peak) / peak))
 end
 
 return M

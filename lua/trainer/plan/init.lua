@@ -6,10 +6,11 @@
 -- (trainer.models.registry: config.json's model_type, or model.arch):
 --   weights      every parameter: 4 bytes, or 2 for frozen ones under bf16/fp16
 --   grads        4 bytes per trainable parameter (none for frozen ones); a run not under
---                mpirun frees them at each step's start and the backward makes them
---                (Optimizer:zero_grad's free), so they never meet the forward's
---                activations: the total, a sum of the tags' peaks, is then an upper bound
---                by up to the grads
+--                mpirun and without accumulation frees them at each step's start and the
+--                backward makes them as it frees the activations (Optimizer:zero_grad's
+--                free), so the two never peak together: the total (the step's peak) then
+--                counts the grads made by each moment of the backward beside what it holds,
+--                and is below the tags' peaks' sum (tags_sum_bytes)
 --   optimizer    AdamW 8 bytes per trainable parameter; SGD 4 with momentum; Adafactor the
 --                factored row and column moments (+ 4 per element with beta1)
 --   activations  per layer, what backward needs (the layer input, q, k, v, the attention
@@ -159,25 +160,26 @@ function M.estimate(recipe, opts)
   local classification = m.task == "classification" or m.task == "cross_encoder"
   local K = m.task == "cross_encoder" and 1 or m.num_labels or (m.labels and #m.labels) or 3
 
-  -- parameters: { count, rows, cols, trainable, product (a weight that a matrix product reads) }
+  -- parameters: { count, rows, cols, trainable, product (a weight that a matrix product reads),
+  -- part ("embeddings", "layer" or "head": where the backward makes its gradient) }
   local params = {}
   local lora = recipe.lora
   local targets = lora and (lora.targets or family.peft_targets) or {}
-  local function add(n, rows, cols, trainable, product)
-    params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable, product = product }
+  local function add(n, rows, cols, trainable, product, part)
+    params[#params + 1] = { n = n, rows = rows, cols = cols, trainable = trainable, product = product, part = part }
   end
   local full = not lora
-  for _, p in ipairs(terms.embeddings) do add(p.n, p.rows, p.cols, full, p.product) end
+  for _, p in ipairs(terms.embeddings) do add(p.n, p.rows, p.cols, full, p.product, "embeddings") end
   local lora_sites = {}
   for _, lin in ipairs(terms.linears) do
     local hit = lora and matches(lin[1], targets)
     if hit then lora_sites[#lora_sites + 1] = lin end
   end
   for _ = 1, L do
-    for _, p in ipairs(terms.layer) do add(p.n, p.rows, p.cols, full, p.product) end
+    for _, p in ipairs(terms.layer) do add(p.n, p.rows, p.cols, full, p.product, "layer") end
     for _, lin in ipairs(lora_sites) do
-      add(lora.r * lin[2], lora.r, lin[2], true, true)   -- lora_A [r, in]
-      add(lin[3] * lora.r, lin[3], lora.r, true, true)   -- lora_B [out, r]
+      add(lora.r * lin[2], lora.r, lin[2], true, true, "layer")   -- lora_A [r, in]
+      add(lin[3] * lora.r, lin[3], lora.r, true, true, "layer")   -- lora_B [out, r]
     end
   end
   local head = classification and terms.head(K) or {}
@@ -189,15 +191,17 @@ function M.estimate(recipe, opts)
     for _, n in ipairs(p.saved_by or {}) do trains = trains or saved[n] or false end
     return trains
   end
-  for _, p in ipairs(head) do add(p.n, p.rows, p.cols, head_trains(p), p.product) end
+  for _, p in ipairs(head) do add(p.n, p.rows, p.cols, head_trains(p), p.product, "head") end
 
   local half = recipe.precision == "bf16" or recipe.precision == "fp16"
   local n_all, n_train, weights, optimizer = 0, 0, 0, 0
+  local grads_of = { embeddings = 0, layer = 0, head = 0 }   -- trainable bytes by part
   local oname = recipe.optim.name
   for _, p in ipairs(params) do
     n_all = n_all + p.n
     if p.trainable then
       n_train = n_train + p.n
+      grads_of[p.part] = grads_of[p.part] + 4 * p.n
       weights = weights + 4 * p.n
       if oname == "adamw" then optimizer = optimizer + 8 * p.n
       elseif oname == "sgd" then
@@ -269,6 +273,30 @@ function M.estimate(recipe, opts)
     return (sz and gc.peak(sz, cost) or gc.peak({ L }, whole)) + act.embeddings + transient + feed
   end
   local activations = activations_of(sizes)
+  -- The grads and the activations of a step together. A run not under mpirun and without
+  -- accumulation frees the grads at each step's start, and the backward makes a layer's as it
+  -- frees what the layers above kept (Optimizer:zero_grad({ free = true })), so the two peaks
+  -- never meet in full: each segment's backward (the whole encoder's, unsegmented) holds the
+  -- head's grads and those of the layers down to its first one, at most, beside its own peak,
+  -- and down to its last one beside its peak less the layers above that one; the step's end
+  -- holds every grad beside the embeddings' activations. Under accumulation or mpirun the grads
+  -- live through the forward: the sum.
+  local g_layer, g_head = grads_of.layer / math.max(L, 1), grads_of.head
+  local separate = not recipe.distributed and recipe.batch.accumulate == 1
+  local function with_grads(sz)
+    local a = activations_of(sz)
+    if not separate then return a + grads end
+    local sz1 = sz or { L }
+    local peaks = sz and gc.segment_peaks(sz, cost) or gc.segment_peaks({ L }, whole)
+    local worst, above = grads + act.embeddings, 0
+    for s = #sz1, 1, -1 do
+      local n, top = sz1[s], peaks[s] + act.embeddings + transient + feed
+      worst = math.max(worst, top + g_head + (above + 1) * g_layer,
+        top - (n - 1) * act.per_layer + g_head + (above + n) * g_layer)
+      above = above + n
+    end
+    return math.min(a + grads, worst)
+  end
   local workspace = 0
   local onednn = not gpu and (opts.cpu_gemm or cpu_gemm_library()) == "onednn"
   -- half weights on the CPU: the largest Linear weight staged to f32, three times over
@@ -348,7 +376,8 @@ function M.estimate(recipe, opts)
     full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
     optimizer = optimizer, recomputed = M.recomputed(L, sizes), reruns = sizes and #sizes - 1 or 0, e = e,
     cpu_bf16_native = half and not gpu and (opts.cpu_bf16_native == nil and cpu_bf16_native() or opts.cpu_bf16_native) })
-  local total = weights + grads + optimizer + activations + workspace
+  local held_all = weights + optimizer + workspace
+  local total = held_all + with_grads(sizes)
   -- what each checkpoint choice would cost for this shape (the table `trainer plan` prints)
   local choices = { { spec = false, sizes = nil } }
   local seen = {}
@@ -369,7 +398,7 @@ function M.estimate(recipe, opts)
   end
   for _, c1 in ipairs(choices) do
     c1.activations = activations_of(c1.sizes)
-    c1.total_bytes = total - activations + c1.activations
+    c1.total_bytes = held_all + with_grads(c1.sizes)
     -- the work of a step with this choice: the layers it runs again
     local cost_c = {}
     for k, v in pairs(step_cost) do cost_c[k] = v end
@@ -383,6 +412,7 @@ function M.estimate(recipe, opts)
   table.sort(choices, function(x, y) return (x.sizes and #x.sizes or 0) < (y.sizes and #y.sizes or 0) end)
   return {
     device = gpu and "cuda" or "cpu", total_bytes = total, by_tag = by_tag,
+    tags_sum_bytes = weights + grads + optimizer + activations + workspace,
     parameters = n_all, trainable_parameters = n_train, micro_batch = b, seq_len = T,
     layers = L, texts = texts, checkpoint_sizes = sizes, checkpoint_choices = choices, cost = step_cost,
     cuda_context_bytes = gpu and M.CUDA_CONTEXT_BYTES or nil, collective_bytes = collective,
@@ -551,6 +581,7 @@ function M.json(plan, budget, info)
   info = info or {}
   local out = {
     device = plan.device, total_bytes = plan.total_bytes, by_tag = plan.by_tag,
+    tags_sum_bytes = plan.tags_sum_bytes,
     budget_bytes = budget or json.null, fits = json.null,
     -- the card planned on (trainer.core.card) or for (--card)
     card = plan.card and { name = plan.card.name, compute_capability = plan.card.cc,
@@ -663,9 +694,13 @@ function M.format(plan, budget, path, info)
   }
   for _, tag in ipairs({ "weights", "grads", "optimizer", "activations", "workspace" }) do
     local v = plan.by_tag[tag]
-    lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / plan.total_bytes)
+    lines[#lines + 1] = ("%-12s %12s %6.1f%%"):format(tag, fs(v), 100 * v / (plan.tags_sum_bytes or plan.total_bytes))
   end
   lines[#lines + 1] = ("%-12s %12s"):format("total", fs(plan.total_bytes))
+  if plan.tags_sum_bytes and plan.tags_sum_bytes > plan.total_bytes then
+    lines[#lines + 1] = ("(the step's peak: the tags' peaks sum to %s, but the backward makes the grads as it frees "
+      .. "the activations)"):format(fs(plan.tags_sum_bytes))
+  end
   local seconds, rates = M.step_seconds(plan)
   if seconds then
     lines[#lines + 1] = ("predicted step time: %s (%d micro-batch%s; %.0f GFLOP/s%s, %.0f GB/s: %s)"):format(

@@ -36,18 +36,26 @@ local M = {}
 
 local function is_int(v) return type(v) == "number" and v >= 1 and v == math.floor(v) end
 
--- The peak bytes of segment sizes under cost { per_layer, boundary, credit, last_credit,
--- last_transient } (see the top), the backward's transient of a layer not included.
-function M.peak(sizes, cost)
-  local worst = 0
+-- The peak bytes of each segment's backward for segment sizes under cost { per_layer,
+-- boundary, credit, last_credit, last_transient } (see the top), the backward's transient of
+-- a layer not included: a list in the segments' order.
+function M.segment_peaks(sizes, cost)
+  local out = {}
   for s, n in ipairs(sizes) do
     local base = s * cost.boundary + n * cost.per_layer - (cost.credit or 0)
     if s == #sizes and (cost.last_credit or 0) + (cost.last_transient or 0) > 0 then
       base = base - cost.last_credit - (cost.last_transient or 0)
       if n > 1 then base = math.max(base, s * cost.boundary + (n - 1) * cost.per_layer - (cost.credit or 0)) end
     end
-    worst = math.max(worst, base)
+    out[s] = base
   end
+  return out
+end
+
+-- The peak bytes of segment sizes under cost: the largest of M.segment_peaks.
+function M.peak(sizes, cost)
+  local worst = 0
+  for _, v in ipairs(M.segment_peaks(sizes, cost)) do worst = math.max(worst, v) end
   return worst
 end
 
