@@ -78,13 +78,15 @@ local function run(cfg_spec, batch)
   amp.prepare(model, precision)
   if cfg_spec.checkpoint then checkpoint.apply(model, cfg_spec.checkpoint) end
   local opt_ = optim.new(model, { name = "adamw", lr = 1e-5 })
+  local k = cfg_spec.accumulate or 1
+  opt_:transient_packs(k)   -- as a run does (trainer.train.build): CPU weight packs per product
+  opt_:make_state()         -- the optimizer state before the first forward, as a run does
   local scaler = amp.new_scaler(precision)
   local loss = losses.new({ name = "cross_entropy" })
-  local k = cfg_spec.accumulate or 1
   local per = math.floor(opt.batch / k)
   local function step(n)
     model.rng.step = n
-    opt_:zero_grad()
+    opt_:zero_grad({ free = true })   -- as a run does (trainer.train.train_step): the backward makes them
     for i = 0, k - 1 do
       local mb = { input_ids = batch.input_ids:narrow(i * per, per), attention_mask = batch.attention_mask:narrow(i * per, per) }
       local labels = {}
