@@ -48,6 +48,22 @@ return {
     assert(four.by_tag.activations == one.by_tag.activations,
       ("activations %d with accumulate = 4, %d without"):format(four.by_tag.activations, one.by_tag.activations))
   end },
+  -- the total is the step's peak: without accumulation the grads are made as the backward
+  -- frees the activations, so it is below the tags' sum by most of the grads (all but the
+  -- head's and one layer's at the backward's start); in micro-batches the grads outlive the
+  -- forward and it is the sum
+  { "total_is_the_step_peak", function()
+    local one, four = plan.estimate(recipe({ size = 16 })), plan.estimate(recipe({ size = 16, accumulate = 4 }))
+    local g = one.by_tag.grads
+    assert(one.tags_sum_bytes - one.total_bytes >= 0.5 * g,
+      ("total %d, tags' sum %d, grads %d"):format(one.total_bytes, one.tags_sum_bytes, g))
+    assert(four.total_bytes == four.tags_sum_bytes, ("accumulate 4: total %d, sum %d"):format(four.total_bytes,
+      four.tags_sum_bytes))
+    -- every checkpoint choice's total is its own step's peak, at most its sum
+    for _, c in ipairs(one.checkpoint_choices) do
+      assert(c.total_bytes <= one.tags_sum_bytes - one.by_tag.activations + c.activations, "a choice over its sum")
+    end
+  end },
   { "checkpointing_auto", function() compare({ checkpoint = "auto" }) end },
   { "checkpointing_segments", function() compare({ checkpoint = { segments = 4 } }) end },
   { "bf16", function() compare({ precision = "bf16" }) end },

@@ -372,10 +372,15 @@ function M.estimate(recipe, opts)
   end
   local by_tag = { weights = weights, grads = grads, optimizer = optimizer, activations = activations,
                    workspace = workspace }
-  local step_cost = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
-    full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
-    optimizer = optimizer, recomputed = M.recomputed(L, sizes), reruns = sizes and #sizes - 1 or 0, e = e,
-    cpu_bf16_native = half and not gpu and (opts.cpu_bf16_native == nil and cpu_bf16_native() or opts.cpu_bf16_native) })
+  local bf16_native = half and not gpu and (opts.cpu_bf16_native == nil and cpu_bf16_native() or opts.cpu_bf16_native)
+  -- the work of a step with checkpoint segments sz (nil: none): the layers it runs again
+  local function cost_of(sz)
+    return M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
+      full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
+      optimizer = optimizer, recomputed = M.recomputed(L, sz), reruns = sz and #sz - 1 or 0, e = e,
+      cpu_bf16_native = bf16_native })
+  end
+  local step_cost = cost_of(sizes)
   local held_all = weights + optimizer + workspace
   local total = held_all + with_grads(sizes)
   -- what each checkpoint choice would cost for this shape (the table `trainer plan` prints)
@@ -399,15 +404,7 @@ function M.estimate(recipe, opts)
   for _, c1 in ipairs(choices) do
     c1.activations = activations_of(c1.sizes)
     c1.total_bytes = held_all + with_grads(c1.sizes)
-    -- the work of a step with this choice: the layers it runs again
-    local cost_c = {}
-    for k, v in pairs(step_cost) do cost_c[k] = v end
-    if M.recomputed(L, c1.sizes) ~= M.recomputed(L, sizes) then
-      cost_c = M.step_cost({ recipe = recipe, terms = terms, L = L, T = T, N = N_full, texts = n_texts,
-        full = full, half_precision = half, gpu = gpu, sites = lora_sites, rank = lora and lora.r, params = params,
-        optimizer = optimizer, recomputed = M.recomputed(L, c1.sizes), reruns = c1.sizes and #c1.sizes - 1 or 0, e = e, cpu_bf16_native = step_cost.cpu_bf16_native })
-    end
-    c1.cost = cost_c
+    c1.cost = cost_of(c1.sizes)
   end
   table.sort(choices, function(x, y) return (x.sizes and #x.sizes or 0) < (y.sizes and #y.sizes or 0) end)
   return {
